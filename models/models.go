@@ -1,0 +1,100 @@
+// Package models defines the small interface every model backend adapts to
+// (a turn in, raw text out, plus metadata) and a registry of backends keyed
+// by the manifest's backend name.
+package models
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Message is one chat message as a model receives it.
+type Message struct {
+	Role    string `json:"role"` // "system", "user" or "assistant"
+	Content string `json:"content"`
+}
+
+// Request is one model call: the whole conversation so far and the sampling
+// settings of this turn.
+type Request struct {
+	Messages    []Message      `json:"messages"`
+	Seed        int64          `json:"seed"`        // per-turn seed, 0 ≤ Seed < 2^31
+	Temperature float64        `json:"temperature"` // sampling temperature, ≥ 0
+	Options     map[string]any `json:"options,omitempty"`
+}
+
+// Reply is what a backend returns for one call.
+type Reply struct {
+	// Text is the model's answer text, exactly as produced; it is what the
+	// answer parser reads.
+	Text string
+	// Body is the exact response body the server sent, when there is one
+	// (nil for in-process backends).
+	Body []byte
+	// PromptTokens and OutputTokens are token counts when the backend gives
+	// them, else 0.
+	PromptTokens, OutputTokens int
+	// Meta holds backend-specific facts worth recording (done_reason,
+	// durations, system_fingerprint, ...).
+	Meta map[string]any
+}
+
+// Model is a backend able to answer one turn.
+type Model interface {
+	Generate(ctx context.Context, req Request) (Reply, error)
+}
+
+// Spec is what the manifest says about one model.
+type Spec struct {
+	Name    string         // label in results, unique in a manifest
+	Backend string         // registry key, e.g. "baseline"
+	Model   string         // the backend's own model identifier
+	Digest  string         // pinned digest, "" when unpinned
+	Host    string         // server address, "" for the backend's default
+	Format  any            // output constraint: nil, "json" or a JSON schema
+	Options map[string]any // backend options passed through
+}
+
+// Factory builds a Model from its manifest spec.
+type Factory func(spec Spec) (Model, error)
+
+var (
+	mu       sync.RWMutex
+	registry = map[string]Factory{}
+)
+
+// Register makes a backend available under name. It panics if name is
+// registered twice (a programming error).
+func Register(name string, f Factory) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := registry[name]; dup {
+		panic("models: backend registered twice: " + name)
+	}
+	registry[name] = f
+}
+
+// Backends lists the registered backend names, sorted.
+func Backends() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// New builds the model spec describes, through its registered backend.
+func New(spec Spec) (Model, error) {
+	mu.RLock()
+	f, ok := registry[spec.Backend]
+	mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("model %q: unknown backend %q (registered: %v)", spec.Name, spec.Backend, Backends())
+	}
+	return f(spec)
+}

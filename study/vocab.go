@@ -1,0 +1,213 @@
+// Package study holds the vocabulary of the recovery-policy study (policies,
+// statuses, causes, surfaces, conditions) and its scenario records, as fixed
+// by STUDY.md sections 1 and 2. It imports nothing else of the project.
+package study
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Policy is a recovery-policy label: the model's answer (STUDY.md 1.1).
+type Policy string
+
+// The six recovery policies, in the order STUDY.md lists them.
+const (
+	ReviseArguments Policy = "revise_arguments"
+	SelectTool      Policy = "select_tool"
+	Authenticate    Policy = "authenticate"
+	RetryLater      Policy = "retry_later"
+	RetryNow        Policy = "retry_now"
+	StopOrEscalate  Policy = "stop_or_escalate"
+)
+
+// Policies lists every valid policy label in canonical order.
+var Policies = []Policy{ReviseArguments, SelectTool, Authenticate, RetryLater, RetryNow, StopOrEscalate}
+
+// Class is the coarse class of a policy, used by the P coordinate of the
+// actionability profile.
+type Class string
+
+// The coarse policy classes.
+const (
+	ChangeRequest  Class = "change_request"
+	Authentication Class = "authentication"
+	DelayedRetry   Class = "delayed_retry"
+	Replay         Class = "replay"
+	Stop           Class = "stop"
+)
+
+var policyClass = map[Policy]Class{
+	ReviseArguments: ChangeRequest,
+	SelectTool:      ChangeRequest,
+	Authenticate:    Authentication,
+	RetryLater:      DelayedRetry,
+	RetryNow:        Replay,
+	StopOrEscalate:  Stop,
+}
+
+var policyWords = map[Policy]string{
+	ReviseArguments: "call the same tool again with corrected argument types or values",
+	SelectTool:      "call a different tool",
+	Authenticate:    "obtain or refresh a credential, then call again",
+	RetryLater:      "replay the unchanged request after a delay",
+	RetryNow:        "replay the unchanged request immediately",
+	StopOrEscalate:  "stop and hand the failure to a person",
+}
+
+// Valid reports whether p is one of the six labels.
+func (p Policy) Valid() bool { _, ok := policyClass[p]; return ok }
+
+// Class returns the coarse class of p, or "" for an invalid label.
+func (p Policy) Class() Class { return policyClass[p] }
+
+// Words returns the meaning of p in plain words (STUDY.md 1.1).
+func (p Policy) Words() string { return policyWords[p] }
+
+// ParsePolicy returns the policy named s or an error listing the vocabulary.
+func ParsePolicy(s string) (Policy, error) {
+	p := Policy(s)
+	if !p.Valid() {
+		return "", fmt.Errorf("unknown policy %q (want one of %s)", s, join(Policies))
+	}
+	return p, nil
+}
+
+// Status is the operation status a model reports (STUDY.md 1.2).
+type Status string
+
+// The two operation statuses.
+const (
+	Failed    Status = "failed"
+	Succeeded Status = "succeeded"
+)
+
+// Valid reports whether s is failed or succeeded.
+func (s Status) Valid() bool { return s == Failed || s == Succeeded }
+
+// Cause is the verified cause of a failure (STUDY.md 1.3).
+type Cause string
+
+// The five causes; Transient occurs only in synthetic cases.
+const (
+	UnknownTool  Cause = "unknown_tool"
+	InvalidType  Cause = "invalid_type"
+	InvalidValue Cause = "invalid_value"
+	AuthRequired Cause = "authentication"
+	Transient    Cause = "transient"
+)
+
+// Causes lists every cause in canonical order.
+var Causes = []Cause{UnknownTool, InvalidType, InvalidValue, AuthRequired, Transient}
+
+// CauseInfo is one row of the cause registry of STUDY.md 1.3.
+type CauseInfo struct {
+	Code       string   // namespaced cause code
+	TargetKind string   // kind of the repair target
+	Preferred  []Policy // preferred policies (two only for transient)
+	Words      string   // the cause in plain words, for prose renderings
+}
+
+var causes = map[Cause]CauseInfo{
+	UnknownTool:  {"example.mcp.tool.unknown", "tool", []Policy{SelectTool}, "the requested tool does not exist"},
+	InvalidType:  {"example.mcp.arguments.invalid_type", "parameter", []Policy{ReviseArguments}, "an argument has the wrong type"},
+	InvalidValue: {"example.mcp.arguments.invalid_value", "parameter", []Policy{ReviseArguments}, "an argument has a value outside its domain"},
+	AuthRequired: {"example.mcp.auth.required", "credential", []Policy{Authenticate}, "the call lacks a valid credential"},
+	Transient:    {"example.mcp.upstream.unavailable", "dependency", []Policy{RetryNow, RetryLater}, "an upstream dependency is temporarily unavailable"},
+}
+
+// Valid reports whether c is a known cause.
+func (c Cause) Valid() bool { _, ok := causes[c]; return ok }
+
+// Info returns the registry row of c; ok is false for an unknown cause.
+func (c Cause) Info() (info CauseInfo, ok bool) { info, ok = causes[c]; return }
+
+// CauseOfCode returns the cause whose namespaced code is code.
+func CauseOfCode(code string) (Cause, bool) {
+	for _, c := range Causes {
+		if causes[c].Code == code {
+			return c, true
+		}
+	}
+	return "", false
+}
+
+// Surface is how the client normalized a failure (STUDY.md 2).
+type Surface string
+
+// The failure surfaces.
+const (
+	ProtocolError Surface = "protocol_error" // JSON-RPC error raised by the client
+	ToolError     Surface = "tool_error"     // completed result with isError: true
+	SuccessShaped Surface = "success_shaped" // isError false or absent, text says it failed
+)
+
+// Surfaces lists every surface in canonical order.
+var Surfaces = []Surface{ProtocolError, ToolError, SuccessShaped}
+
+// Valid reports whether s is a known surface.
+func (s Surface) Valid() bool { return s == ProtocolError || s == ToolError || s == SuccessShaped }
+
+// Probe is the kind of call that induced a failure.
+type Probe string
+
+// The probe kinds of the paper.
+const (
+	NonexistentTool Probe = "nonexistent_tool"       // a guaranteed-nonexistent tool name
+	WrongType       Probe = "wrong_type"             // a wrong JSON type on a read-only tool
+	Sentinel        Probe = "out_of_domain_sentinel" // a type-correct out-of-domain value
+)
+
+var probeCauses = map[Probe][]Cause{
+	NonexistentTool: {UnknownTool},
+	WrongType:       {InvalidType, AuthRequired},
+	Sentinel:        {InvalidValue, AuthRequired},
+}
+
+// Valid reports whether p is a known probe kind.
+func (p Probe) Valid() bool { _, ok := probeCauses[p]; return ok }
+
+// Yields reports whether probe p can verify a failure of cause c.
+func (p Probe) Yields(c Cause) bool {
+	for _, x := range probeCauses[p] {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// Condition is how a failure is shown to a model (STUDY.md 3).
+type Condition string
+
+// The four paired conditions.
+const (
+	Normalized Condition = "normalized"
+	CodeOnly   Condition = "code_only"
+	Structured Condition = "structured"
+	Prose      Condition = "prose"
+)
+
+// Conditions lists the paired conditions in canonical order.
+var Conditions = []Condition{Normalized, CodeOnly, Structured, Prose}
+
+// Valid reports whether c is a known condition.
+func (c Condition) Valid() bool {
+	for _, x := range Conditions {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// RevealsPolicy reports whether condition c discloses the preferred policy.
+func (c Condition) RevealsPolicy() bool { return c == Structured || c == Prose }
+
+func join[T ~string](xs []T) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = string(x)
+	}
+	return strings.Join(s, ", ")
+}
