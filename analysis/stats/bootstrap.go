@@ -1,0 +1,231 @@
+package stats
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"slices"
+)
+
+// Cluster is the sufficient statistic of one cluster (one server) for a
+// ratio-of-sums estimate: N units whose per-unit statistic sums to Sum.
+// For a proportion the unit statistic is 0/1, so 0 ≤ Sum ≤ N; for a paired
+// difference it is aᵢ − bᵢ ∈ {−1, 0, 1}, so −N ≤ Sum ≤ N.
+type Cluster struct {
+	N   int     // number of units (decisions) in the cluster, ≥ 0
+	Sum float64 // sum of the per-unit statistic over the cluster's units, finite
+}
+
+// Default option values, applied by ClusterBootstrap when a field is zero.
+const (
+	DefaultB    = 10000 // default number of bootstrap resamples
+	DefaultConf = 0.95  // default two-sided confidence level
+)
+
+// MinClusters is the number of clusters below which ClusterBootstrap warns
+// that the percentile interval is unreliable (too few clusters).
+const MinClusters = 5
+
+// minTail is the smallest expected number of resamples beyond each interval
+// endpoint, (1−Conf)/2·B, before ClusterBootstrap warns that B is too small:
+// 25 is B = 1000 at 95 %, the least Efron & Tibshirani (1993) recommend for
+// percentile intervals.
+const minTail = 25
+
+// Options tunes ClusterBootstrap; the zero value means all defaults.
+type Options struct {
+	B    int     // number of resamples, ≥ 1; 0 means DefaultB (10000)
+	Conf float64 // two-sided confidence level in (0, 1); 0 means DefaultConf (0.95)
+	Seed uint64  // PCG seed; resamples are a deterministic function of (clusters, B, Seed)
+}
+
+// Interval is a bootstrap point estimate with its percentile interval and
+// the caveats found while computing it.
+type Interval struct {
+	Estimate float64  // ratio estimate ΣSum/ΣN on the full sample; NaN if undefined
+	Lo, Hi   float64  // percentile interval endpoints; NaN if undefined
+	B        int      // number of resamples drawn (after defaults), including skipped ones
+	Seed     uint64   // seed used, for the record
+	Warnings []string // statistical caveats, empty when none; never errors
+}
+
+// ClusterBootstrap returns the ratio estimate ΣSum/ΣN over clusters and its
+// percentile cluster-bootstrap interval.
+//
+// Each of B resamples draws len(clusters) clusters uniformly with
+// replacement and computes θ* = ΣSum*/ΣN* over the drawn clusters, i.e. the
+// units of a cluster are kept together (the "cluster" or "block" bootstrap
+// that respects within-cluster correlation; Davison & Hinkley 1997, §3.8,
+// strategy 1 with whole clusters resampled). One resample costs
+// O(len(clusters)), not O(units). The interval is the percentile interval
+// (Efron & Tibshirani 1993, ch. 13):
+//
+//	[Q(α/2), Q(1−α/2)],  α = 1 − Conf,
+//
+// where Q is the sample quantile of the θ* values by linear interpolation
+// between order statistics, Hyndman & Fan (1996) type 7 (R's quantile
+// default): with sorted x₀ ≤ … ≤ x_{m−1} and h = (m−1)·p,
+// Q(p) = x_⌊h⌋ + (h − ⌊h⌋)(x_⌊h⌋+1 − x_⌊h⌋).
+//
+// Warnings (the result is still returned):
+//   - fewer than MinClusters clusters ("too few clusters");
+//   - every resample equal ("degenerate: all resamples equal");
+//   - resamples whose drawn clusters have ΣN* = 0, which are skipped;
+//   - B too small for Conf: (1−Conf)/2·B < 25.
+//
+// Empty input, ΣN = 0, a negative N, a non-finite Sum, B < 0 or Conf
+// outside (0, 1) give NaN fields and a warning; ClusterBootstrap never panics.
+//
+// References:
+//   - B. Efron, R. J. Tibshirani (1993). An Introduction to the Bootstrap.
+//     Chapman & Hall. Ch. 13 (percentile interval).
+//   - A. C. Davison, D. V. Hinkley (1997). Bootstrap Methods and their
+//     Application. Cambridge University Press. §3.8 (hierarchical data).
+//   - R. J. Hyndman, Y. Fan (1996). Sample quantiles in statistical
+//     packages. Am. Stat. 50(4), 361–365.
+func ClusterBootstrap(clusters []Cluster, opt Options) Interval {
+	nan := math.NaN()
+	opt = opt.withDefaults()
+	iv := Interval{Estimate: nan, Lo: nan, Hi: nan, B: opt.B, Seed: opt.Seed}
+	warn := func(format string, args ...any) {
+		iv.Warnings = append(iv.Warnings, fmt.Sprintf(format, args...))
+	}
+
+	if len(clusters) == 0 {
+		warn("no clusters: estimate undefined")
+		return iv
+	}
+	total, ok := totals(clusters, warn)
+	if !ok {
+		return iv
+	}
+	if total.N == 0 {
+		warn("total N = 0 over %d clusters: estimate undefined", len(clusters))
+		return iv
+	}
+	iv.Estimate = total.Sum / float64(total.N)
+
+	if len(clusters) < MinClusters {
+		warn("too few clusters (%d < %d): percentile interval unreliable", len(clusters), MinClusters)
+	}
+	if opt.B < 0 {
+		warn("invalid B = %d: no interval", opt.B)
+		return iv
+	}
+	if !(opt.Conf > 0 && opt.Conf < 1) {
+		warn("invalid Conf = %v (want 0 < Conf < 1): no interval", opt.Conf)
+		return iv
+	}
+	alpha := 1 - opt.Conf
+	if tail := alpha / 2 * float64(opt.B); tail < minTail {
+		warn("B = %d too small for Conf = %v: %.3g expected resamples beyond each endpoint (want ≥ %d)",
+			opt.B, opt.Conf, tail, minTail)
+	}
+
+	theta, skipped := ClusterResamples(make([]float64, 0, opt.B), clusters, opt.B, opt.Seed)
+	if skipped > 0 {
+		warn("%d of %d resamples had total N = 0 and were skipped", skipped, opt.B)
+	}
+	if len(theta) == 0 {
+		warn("no usable resamples: no interval")
+		return iv
+	}
+	slices.Sort(theta)
+	if theta[0] == theta[len(theta)-1] {
+		warn("degenerate: all resamples equal (%v)", theta[0])
+	}
+	iv.Lo = quantile7(theta, alpha/2)
+	iv.Hi = quantile7(theta, 1-alpha/2)
+	return iv
+}
+
+// ClusterResamples appends to dst the bootstrap replicates θ* = ΣSum*/ΣN*
+// of b resamples of clusters (each draws len(clusters) clusters uniformly
+// with replacement) and returns the extended slice, in draw order, together
+// with the number of resamples skipped because their ΣN* was 0.
+//
+// It is the resampling step of ClusterBootstrap, exposed for diagnostics
+// (plotting the bootstrap distribution, convergence tests). The clusters are
+// not validated. The draws are a deterministic function of (clusters, b,
+// seed): indices are drawn from rand.NewPCG(seed, pcgStream) with Lemire's
+// (2019) unbiased multiply-shift reduction.
+//
+// Reference: D. Lemire (2019). Fast random integer generation in an
+// interval. ACM TOMACS 29(1), 3.
+//
+// Note: the reduction is implemented here on top of PCG.Uint64 rather than
+// taken from rand.Rand.IntN, so the replicates depend only on the PCG output
+// stream, which math/rand/v2 specifies, and not on the standard library's
+// choice of bounded-integer algorithm.
+func ClusterResamples(dst []float64, clusters []Cluster, b int, seed uint64) (theta []float64, skipped int) {
+	k := uint64(len(clusters))
+	if k == 0 || b <= 0 {
+		return dst, 0
+	}
+	dst = slices.Grow(dst, b)
+	src := rand.NewPCG(seed, pcgStream)
+	thresh := -k % k // 2⁶⁴ mod k: low products below it are rejected
+	for range b {
+		var n int
+		var s float64
+		for range k {
+			hi, lo := bits.Mul64(src.Uint64(), k)
+			for lo < thresh {
+				hi, lo = bits.Mul64(src.Uint64(), k)
+			}
+			c := clusters[hi]
+			n += c.N
+			s += c.Sum
+		}
+		if n == 0 {
+			skipped++
+			continue
+		}
+		dst = append(dst, s/float64(n))
+	}
+	return dst, skipped
+}
+
+// pcgStream is the fixed second PCG seed word; Options.Seed is the first.
+const pcgStream = 0x6d63707374726573 // "mcpstres"
+
+// withDefaults returns o with zero fields replaced by their defaults.
+func (o Options) withDefaults() Options {
+	if o.B == 0 {
+		o.B = DefaultB
+	}
+	if o.Conf == 0 {
+		o.Conf = DefaultConf
+	}
+	return o
+}
+
+// totals returns the summed cluster, or ok = false after warning about the
+// first invalid cluster.
+func totals(clusters []Cluster, warn func(string, ...any)) (total Cluster, ok bool) {
+	for i, c := range clusters {
+		if c.N < 0 {
+			warn("invalid cluster %d: N = %d < 0", i, c.N)
+			return Cluster{}, false
+		}
+		if math.IsNaN(c.Sum) || math.IsInf(c.Sum, 0) {
+			warn("invalid cluster %d: Sum = %v", i, c.Sum)
+			return Cluster{}, false
+		}
+		total.N += c.N
+		total.Sum += c.Sum
+	}
+	return total, true
+}
+
+// quantile7 returns the Hyndman–Fan type-7 quantile at p ∈ [0, 1] of the
+// sorted, non-empty x.
+func quantile7(x []float64, p float64) float64 {
+	h := float64(len(x)-1) * p
+	i := int(math.Floor(h))
+	if i >= len(x)-1 {
+		return x[len(x)-1]
+	}
+	return x[i] + (h-float64(i))*(x[i+1]-x[i])
+}

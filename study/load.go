@@ -1,0 +1,374 @@
+package study
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Corpus is a loaded, validated set of scenarios.
+type Corpus struct {
+	Scenarios []Scenario // sorted by ID
+	Files     []File     // the files read, in read order
+}
+
+// File is one corpus file and the sha256 of its bytes.
+type File struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
+// RecordError locates a problem in a corpus file.
+type RecordError struct {
+	File   string // file path as given
+	Record int    // 1-based index in the file, 0 when the file as a whole is bad
+	ID     string // the record's id, when it has one
+	Field  string // dotted field path, "" for the whole record
+	Err    error
+}
+
+func (e *RecordError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Record > 0 {
+		fmt.Fprintf(&b, ": record %d", e.Record)
+		if e.ID != "" {
+			fmt.Fprintf(&b, " (%s)", e.ID)
+		}
+	}
+	if e.Field != "" {
+		fmt.Fprintf(&b, ": field %s", e.Field)
+	}
+	fmt.Fprintf(&b, ": %v", e.Err)
+	return b.String()
+}
+
+func (e *RecordError) Unwrap() error { return e.Err }
+
+// LoadCorpus reads a corpus from fsys: name is either one JSON file holding
+// an array of scenario records, or a directory whose *.json files each hold
+// such an array. Every problem found is reported (joined), each naming its
+// file, record and field.
+func LoadCorpus(fsys fs.FS, name string) (*Corpus, error) {
+	info, err := fs.Stat(fsys, name)
+	if err != nil {
+		return nil, fmt.Errorf("corpus %s: %w", name, err)
+	}
+	files := []string{name}
+	if info.IsDir() {
+		files, err = fs.Glob(fsys, path.Join(name, "*.json"))
+		if err != nil {
+			return nil, fmt.Errorf("corpus %s: %w", name, err)
+		}
+		if len(files) == 0 {
+			return nil, fmt.Errorf("corpus %s: no *.json files", name)
+		}
+		sort.Strings(files)
+	}
+	c := &Corpus{}
+	var errs []error
+	seen := map[string]string{}
+	for _, f := range files {
+		data, err := fs.ReadFile(fsys, f)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("corpus %s: %w", f, err))
+			continue
+		}
+		sum := sha256.Sum256(data)
+		c.Files = append(c.Files, File{Path: f, SHA256: hex.EncodeToString(sum[:])})
+		recs, ferrs := ParseScenarios(f, data)
+		errs = append(errs, ferrs...)
+		for i, s := range recs {
+			if prev, dup := seen[s.ID]; dup && s.ID != "" {
+				errs = append(errs, &RecordError{File: f, Record: i + 1, ID: s.ID, Field: "id",
+					Err: fmt.Errorf("duplicate id %q (first in %s)", s.ID, prev)})
+				continue
+			}
+			seen[s.ID] = f
+			c.Scenarios = append(c.Scenarios, s)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	sort.Slice(c.Scenarios, func(i, j int) bool { return c.Scenarios[i].ID < c.Scenarios[j].ID })
+	return c, nil
+}
+
+// ParseScenarios decodes and validates the scenario records of one file.
+// It returns the records that passed and one error per problem found.
+func ParseScenarios(file string, data []byte) ([]Scenario, []error) {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, []error{&RecordError{File: file, Err: locate(data, err)}}
+	}
+	var out []Scenario
+	var errs []error
+	for i, r := range raw {
+		var s Scenario
+		dec := json.NewDecoder(bytes.NewReader(r))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&s); err != nil {
+			errs = append(errs, &RecordError{File: file, Record: i + 1, ID: peekID(r), Err: err})
+			continue
+		}
+		bad := false
+		for _, fe := range s.validate() {
+			errs = append(errs, &RecordError{File: file, Record: i + 1, ID: s.ID, Field: fe.field, Err: fe.err})
+			bad = true
+		}
+		if !bad {
+			out = append(out, s)
+		}
+	}
+	return out, errs
+}
+
+type fieldErr struct {
+	field string
+	err   error
+}
+
+var (
+	idPattern      = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+	versionPattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+)
+
+// validate checks one record against the vocabulary and STUDY.md 1.3.
+func (s *Scenario) validate() []fieldErr {
+	var errs []fieldErr
+	bad := func(field, format string, a ...any) { errs = append(errs, fieldErr{field, fmt.Errorf(format, a...)}) }
+	if !idPattern.MatchString(s.ID) {
+		bad("id", "missing or malformed id %q", s.ID)
+	}
+	if !idPattern.MatchString(s.Server) {
+		bad("server", "missing or malformed server pseudonym %q", s.Server)
+	}
+	if !versionPattern.MatchString(s.ProtocolVersion) {
+		bad("protocol_version", "want a protocol version like 2025-06-18, got %q", s.ProtocolVersion)
+	}
+	if !s.Probe.Valid() {
+		bad("probe", "unknown probe %q (want %s, %s or %s)", s.Probe, NonexistentTool, WrongType, Sentinel)
+	}
+	info, ok := s.Cause.Info()
+	if !ok {
+		bad("cause", "unknown cause %q (want one of %s)", s.Cause, join(Causes))
+	} else if s.Probe.Valid() && !s.Probe.Yields(s.Cause) {
+		bad("cause", "probe %s cannot yield cause %s", s.Probe, s.Cause)
+	}
+	if !s.Surface.Valid() {
+		bad("surface", "unknown surface %q (want one of %s)", s.Surface, join(Surfaces))
+	}
+	if err := checkObservation(s.Observation, s.Surface); err != nil {
+		bad("observation", "%v", err)
+	}
+	if ok {
+		if s.Code != info.Code {
+			bad("code", "cause %s has code %q, got %q", s.Cause, info.Code, s.Code)
+		}
+		if s.Target.Kind != info.TargetKind {
+			bad("target.kind", "cause %s has target kind %q, got %q", s.Cause, info.TargetKind, s.Target.Kind)
+		}
+	}
+	switch s.Target.Kind {
+	case "parameter":
+		if !strings.HasPrefix(s.Target.Pointer, "/") {
+			bad("target.pointer", "a parameter target needs a JSON pointer starting with /, got %q", s.Target.Pointer)
+		}
+	case "tool", "credential", "dependency":
+		if s.Target.Name == "" {
+			bad("target.name", "a %s target needs a name", s.Target.Kind)
+		}
+	}
+	if !s.Preferred.Valid() {
+		bad("preferred_policy", "unknown policy %q (want one of %s)", s.Preferred, join(Policies))
+	} else if ok && !containsPolicy(info.Preferred, s.Preferred) {
+		bad("preferred_policy", "cause %s prefers %s, got %s", s.Cause, join(info.Preferred), s.Preferred)
+	}
+	seen := map[Policy]bool{}
+	for i, p := range s.NonHarm {
+		if !p.Valid() {
+			bad(fmt.Sprintf("non_harm[%d]", i), "unknown policy %q", p)
+		}
+		if seen[p] {
+			bad(fmt.Sprintf("non_harm[%d]", i), "duplicate policy %q", p)
+		}
+		seen[p] = true
+	}
+	if !seen[StopOrEscalate] {
+		bad("non_harm", "must contain %s", StopOrEscalate)
+	}
+	if s.Preferred.Valid() && !seen[s.Preferred] {
+		bad("non_harm", "must contain the preferred policy %s", s.Preferred)
+	}
+	if err := checkEnvelope(s); err != nil {
+		bad("control_envelope", "%v", err)
+	}
+	for _, v := range []struct {
+		name string
+		view View
+	}{{"control", s.Profile.Control}, {"content", s.Profile.Content}} {
+		field := "profile." + v.name
+		if err := checkView(v.view); err != nil {
+			bad(field, "%v", err)
+			continue
+		}
+		for _, c := range Coordinates {
+			b, ok := v.view[c]
+			f := field + "." + c
+			switch {
+			case !ok:
+				bad(f, "missing")
+			case b.Bit != 0 && b.Bit != 1:
+				bad(f+".bit", "want 0 or 1, got %d", b.Bit)
+			case strings.TrimSpace(b.Rationale) == "":
+				bad(f+".rationale", "missing")
+			default:
+				if _, err := Resolve(s.Observation, b.Evidence); err != nil {
+					bad(f+".evidence", "%v", err)
+				}
+			}
+		}
+	}
+	return errs
+}
+
+// checkObservation checks that an observation has the shape its surface
+// implies: a raised JSON-RPC error with integer code and message, or a
+// completed result with text content and the right isError.
+func checkObservation(raw json.RawMessage, surface Surface) error {
+	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return errors.New("missing")
+	}
+	var o observation
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return fmt.Errorf("not a JSON object of the expected shape: %v", err)
+	}
+	if (o.Exception == nil) == (o.Result == nil) {
+		return errors.New(`want exactly one of "exception" (a raised protocol error) or "result" (a completed result)`)
+	}
+	switch surface {
+	case ProtocolError:
+		if o.Exception == nil {
+			return errors.New(`a protocol_error needs "exception"`)
+		}
+		if o.Exception.Error.Code == nil || o.Exception.Error.Message == nil {
+			return errors.New("exception.error needs an integer code and a message")
+		}
+	case ToolError, SuccessShaped:
+		if o.Result == nil {
+			return fmt.Errorf(`a %s needs "result"`, surface)
+		}
+		if len(o.Result.Content) == 0 {
+			return errors.New("result.content needs at least one text block")
+		}
+		isErr := o.Result.IsError != nil && *o.Result.IsError
+		if surface == ToolError && !isErr {
+			return errors.New("a tool_error needs result.isError true")
+		}
+		if surface == SuccessShaped && isErr {
+			return errors.New("a success_shaped error needs result.isError false or absent")
+		}
+	}
+	return nil
+}
+
+// checkEnvelope checks that the counterfactual control envelope agrees
+// with the record (its full validation is the fail-closed client's job).
+func checkEnvelope(s *Scenario) error {
+	if len(bytes.TrimSpace(s.ControlEnvelope)) == 0 {
+		return errors.New("missing")
+	}
+	var env struct {
+		Error struct {
+			Code   string `json:"code"`
+			Policy Policy `json:"policy"`
+			Target Target `json:"target"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(s.ControlEnvelope, &env); err != nil {
+		return err
+	}
+	if env.Error.Code != s.Code || env.Error.Policy != s.Preferred || env.Error.Target != s.Target {
+		return fmt.Errorf("error.code, error.policy and error.target must equal the record's code, preferred_policy and target")
+	}
+	return nil
+}
+
+// Resolve returns the value a JSON pointer (RFC 6901) names in doc.
+func Resolve(doc json.RawMessage, pointer string) (json.RawMessage, error) {
+	if pointer != "" && !strings.HasPrefix(pointer, "/") {
+		return nil, fmt.Errorf("JSON pointer %q must be empty or start with /", pointer)
+	}
+	cur := doc
+	if pointer == "" {
+		return cur, nil
+	}
+	for _, tok := range strings.Split(pointer[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(cur, &obj) == nil && obj != nil {
+			v, ok := obj[tok]
+			if !ok {
+				return nil, fmt.Errorf("JSON pointer %q: no member %q", pointer, tok)
+			}
+			cur = v
+			continue
+		}
+		var arr []json.RawMessage
+		if json.Unmarshal(cur, &arr) != nil {
+			return nil, fmt.Errorf("JSON pointer %q: %q indexes a scalar", pointer, tok)
+		}
+		i, err := strconv.Atoi(tok)
+		if err != nil || i < 0 || i >= len(arr) || (len(tok) > 1 && tok[0] == '0') {
+			return nil, fmt.Errorf("JSON pointer %q: bad array index %q", pointer, tok)
+		}
+		cur = arr[i]
+	}
+	return cur, nil
+}
+
+func containsPolicy(ps []Policy, p Policy) bool {
+	for _, x := range ps {
+		if x == p {
+			return true
+		}
+	}
+	return false
+}
+
+func peekID(r json.RawMessage) string {
+	var x struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(r, &x)
+	return x.ID
+}
+
+// locate adds a line and column to a JSON syntax error.
+func locate(data []byte, err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	off := int64(-1)
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	}
+	if off < 0 {
+		return fmt.Errorf("malformed JSON: %w", err)
+	}
+	line := 1 + bytes.Count(data[:min(int(off), len(data))], []byte("\n"))
+	col := int(off) - bytes.LastIndexByte(data[:min(int(off), len(data))], '\n')
+	return fmt.Errorf("malformed JSON at line %d, column %d: %w", line, col, err)
+}

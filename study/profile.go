@@ -1,0 +1,136 @@
+package study
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Coordinates are the six actionability capabilities in profile order:
+// failure detection, coarse policy, cause, repair target, executable
+// repair, replay constraints (STUDY.md section 5).
+var Coordinates = []string{"D", "P", "C", "T", "E", "R"}
+
+// Bit is one coded capability with its evidence.
+type Bit struct {
+	Bit       int    `json:"bit"`       // 0 or 1
+	Evidence  string `json:"evidence"`  // JSON pointer into the observation
+	Rationale string `json:"rationale"` // one line
+}
+
+// View is the coding of one view: a Bit per coordinate letter.
+type View map[string]Bit
+
+// ProfileCoding is the coding of both views of one observation.
+type ProfileCoding struct {
+	Control View `json:"control"` // every string opaque
+	Content View `json:"content"` // model-visible text may be read
+}
+
+// Profile is a six-bit actionability profile, bit i for Coordinates[i].
+type Profile [6]bool
+
+// ProfileOf reads the profile of a view.
+func ProfileOf(v View) Profile {
+	var p Profile
+	for i, c := range Coordinates {
+		p[i] = v[c].Bit == 1
+	}
+	return p
+}
+
+// String writes the profile as six digits in D/P/C/T/E/R order, e.g. "110000".
+func (p Profile) String() string {
+	b := make([]byte, 6)
+	for i, x := range p {
+		b[i] = '0'
+		if x {
+			b[i] = '1'
+		}
+	}
+	return string(b)
+}
+
+// Dominates reports whether every capability of q is also in p (p ⪰ q).
+func (p Profile) Dominates(q Profile) bool {
+	for i := range p {
+		if q[i] && !p[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Comparable reports whether p ⪰ q or q ⪰ p.
+func (p Profile) Comparable(q Profile) bool { return p.Dominates(q) || q.Dominates(p) }
+
+// ViewSummary tabulates one view over a corpus.
+type ViewSummary struct {
+	Counts       map[string]int // scenarios with the bit set, per coordinate
+	Profiles     map[string]int // scenarios per profile string
+	Incomparable int            // unordered scenario pairs whose profiles are incomparable
+}
+
+// Summarize tabulates a view over scenarios; pick selects the view.
+// Note: incomparable pairs are counted over pairs of scenarios (i < j);
+// a chain of profiles gives 0 either way.
+func Summarize(scenarios []Scenario, pick func(*ProfileCoding) View) ViewSummary {
+	s := ViewSummary{Counts: map[string]int{}, Profiles: map[string]int{}}
+	for _, c := range Coordinates {
+		s.Counts[c] = 0
+	}
+	profiles := make([]Profile, len(scenarios))
+	for i := range scenarios {
+		v := pick(&scenarios[i].Profile)
+		for _, c := range Coordinates {
+			s.Counts[c] += v[c].Bit
+		}
+		profiles[i] = ProfileOf(v)
+		s.Profiles[profiles[i].String()]++
+	}
+	for i := range profiles {
+		for j := i + 1; j < len(profiles); j++ {
+			if !profiles[i].Comparable(profiles[j]) {
+				s.Incomparable++
+			}
+		}
+	}
+	return s
+}
+
+// SortedProfiles lists the profile strings of s by count, descending, then
+// by string, descending.
+func (s ViewSummary) SortedProfiles() []string {
+	keys := make([]string, 0, len(s.Profiles))
+	for k := range s.Profiles {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if s.Profiles[keys[i]] != s.Profiles[keys[j]] {
+			return s.Profiles[keys[i]] > s.Profiles[keys[j]]
+		}
+		return keys[i] > keys[j]
+	})
+	return keys
+}
+
+// ControlView and ContentView select a view of a coding, for Summarize.
+func ControlView(c *ProfileCoding) View { return c.Control }
+
+// ContentView selects the content-assisted view of a coding.
+func ContentView(c *ProfileCoding) View { return c.Content }
+
+func checkView(v View) error {
+	if v == nil {
+		return fmt.Errorf("missing")
+	}
+	for k := range v {
+		known := false
+		for _, c := range Coordinates {
+			known = known || k == c
+		}
+		if !known {
+			return fmt.Errorf("unknown coordinate %q (want D, P, C, T, E, R)", k)
+		}
+	}
+	return nil
+}

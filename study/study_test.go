@@ -1,0 +1,258 @@
+package study
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+func loadPaper(t *testing.T) *Corpus {
+	t.Helper()
+	c, err := LoadCorpus(os.DirFS("../manifests"), "corpus/paper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func count[K comparable](c *Corpus, key func(*Scenario) K) map[K]int {
+	m := map[K]int{}
+	for i := range c.Scenarios {
+		m[key(&c.Scenarios[i])]++
+	}
+	return m
+}
+
+func eq[K comparable](t *testing.T, what string, got, want map[K]int) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s: got %v, want %v", what, got, want)
+		return
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: got %v, want %v", what, got, want)
+			return
+		}
+	}
+}
+
+// TestPaperCorpusCounts pins every count of STUDY.md section 2.
+func TestPaperCorpusCounts(t *testing.T) {
+	c := loadPaper(t)
+	if len(c.Scenarios) != 21 {
+		t.Fatalf("scenarios: got %d, want 21", len(c.Scenarios))
+	}
+	for i, s := range c.Scenarios {
+		if want := "S" + pad2(i+1); s.ID != want {
+			t.Errorf("scenario %d: id %s, want %s", i, s.ID, want)
+		}
+	}
+	perServer := count(c, func(s *Scenario) string { return s.Server })
+	if len(perServer) != 10 {
+		t.Errorf("servers: got %d, want 10", len(perServer))
+	}
+	sizes := map[int]int{}
+	for _, n := range perServer {
+		sizes[n]++
+	}
+	eq(t, "cluster sizes (size: servers)", sizes, map[int]int{3: 3, 2: 5, 1: 2})
+
+	versions := map[string]map[string]bool{}
+	for _, s := range c.Scenarios {
+		if versions[s.ProtocolVersion] == nil {
+			versions[s.ProtocolVersion] = map[string]bool{}
+		}
+		versions[s.ProtocolVersion][s.Server] = true
+	}
+	vcount := map[string]int{}
+	for v, servers := range versions {
+		vcount[v] = len(servers)
+	}
+	eq(t, "servers per protocol version", vcount, map[string]int{"2025-03-26": 3, "2025-06-18": 3, "2025-11-25": 4})
+	// A server negotiates one version.
+	sv := map[string]string{}
+	for _, s := range c.Scenarios {
+		if v, ok := sv[s.Server]; ok && v != s.ProtocolVersion {
+			t.Errorf("server %s has two protocol versions %s and %s", s.Server, v, s.ProtocolVersion)
+		}
+		sv[s.Server] = s.ProtocolVersion
+	}
+
+	eq(t, "causes", count(c, func(s *Scenario) Cause { return s.Cause }),
+		map[Cause]int{UnknownTool: 10, InvalidType: 7, InvalidValue: 3, AuthRequired: 1})
+	eq(t, "surfaces", count(c, func(s *Scenario) Surface { return s.Surface }),
+		map[Surface]int{ProtocolError: 8, ToolError: 10, SuccessShaped: 3})
+	type sc struct {
+		s Surface
+		c Cause
+	}
+	eq(t, "surface x cause", count(c, func(s *Scenario) sc { return sc{s.Surface, s.Cause} }), map[sc]int{
+		{ProtocolError, UnknownTool}: 5, {ProtocolError, InvalidType}: 3,
+		{ToolError, UnknownTool}: 5, {ToolError, InvalidType}: 4, {ToolError, AuthRequired}: 1,
+		{SuccessShaped, InvalidValue}: 3,
+	})
+	// Probes: every server got a nonexistent-tool call; 8 a wrong type; 3 a sentinel.
+	probeServers := map[Probe]map[string]bool{}
+	for _, s := range c.Scenarios {
+		if probeServers[s.Probe] == nil {
+			probeServers[s.Probe] = map[string]bool{}
+		}
+		probeServers[s.Probe][s.Server] = true
+	}
+	eq(t, "probes", count(c, func(s *Scenario) Probe { return s.Probe }),
+		map[Probe]int{NonexistentTool: 10, WrongType: 8, Sentinel: 3})
+	if len(probeServers[NonexistentTool]) != 10 || len(probeServers[WrongType]) != 8 || len(probeServers[Sentinel]) != 3 {
+		t.Errorf("servers per probe: %d, %d, %d; want 10, 8, 3", len(probeServers[NonexistentTool]), len(probeServers[WrongType]), len(probeServers[Sentinel]))
+	}
+	for _, s := range c.Scenarios {
+		if s.Surface == ProtocolError && !strings.Contains(string(s.Observation), `"code":-32602`) && !strings.Contains(string(s.Observation), `"code": -32602`) {
+			t.Errorf("%s: protocol error without -32602: %s", s.ID, s.Observation)
+		}
+		if len(s.NonHarm) != 2 || !s.InNonHarm(s.Preferred) || !s.InNonHarm(StopOrEscalate) {
+			t.Errorf("%s: non-harm set %v, want {%s, %s}", s.ID, s.NonHarm, s.Preferred, StopOrEscalate)
+		}
+	}
+	byID := map[string]*Scenario{}
+	for i := range c.Scenarios {
+		byID[c.Scenarios[i].ID] = &c.Scenarios[i]
+	}
+	for _, id := range []string{"S11", "S18"} {
+		if txt := byID[id].ObservationText(); !strings.Contains(txt, "lookup failed for the supplied test value") && !strings.Contains(txt, "Lookup failed for the supplied test value") {
+			t.Errorf("%s text %q: want only a failed lookup of the test value", id, txt)
+		}
+	}
+	s21 := byID["S21"]
+	if !strings.Contains(s21.ObservationText(), "invalid identifier") || strings.Contains(s21.ObservationText(), strings.TrimPrefix(s21.Target.Pointer, "/")) {
+		t.Errorf("S21 text %q: want an invalid identifier without the parameter name", s21.ObservationText())
+	}
+}
+
+// TestPaperProfiles pins STUDY.md section 5 (paper Table I).
+func TestPaperProfiles(t *testing.T) {
+	c := loadPaper(t)
+	ctrl := Summarize(c.Scenarios, ControlView)
+	cont := Summarize(c.Scenarios, ContentView)
+	eq(t, "control counts", ctrl.Counts, map[string]int{"D": 18, "P": 8, "C": 0, "T": 0, "E": 0, "R": 0})
+	eq(t, "content counts", cont.Counts, map[string]int{"D": 21, "P": 19, "C": 19, "T": 18, "E": 0, "R": 0})
+	eq(t, "control profiles", ctrl.Profiles, map[string]int{"110000": 8, "100000": 10, "000000": 3})
+	eq(t, "content profiles", cont.Profiles, map[string]int{"111100": 18, "111000": 1, "100000": 2})
+	if ctrl.Incomparable != 0 || cont.Incomparable != 0 {
+		t.Errorf("incomparable pairs: control %d, content %d; want 0, 0", ctrl.Incomparable, cont.Incomparable)
+	}
+	for _, s := range c.Scenarios {
+		p := ProfileOf(s.Profile.Content).String()
+		switch s.ID {
+		case "S11", "S18":
+			if p != "100000" {
+				t.Errorf("%s content profile %s, want 100000", s.ID, p)
+			}
+		case "S21":
+			if p != "111000" {
+				t.Errorf("S21 content profile %s, want 111000", p)
+			}
+		}
+	}
+}
+
+func TestDominance(t *testing.T) {
+	a := Profile{true, true, false, false, false, false}
+	b := Profile{true, false, true, false, false, false}
+	if a.Comparable(b) {
+		t.Error("110000 and 101000 must be incomparable")
+	}
+	if !a.Dominates(Profile{true}) || (Profile{true}).Dominates(a) {
+		t.Error("110000 must dominate 100000 and not the reverse")
+	}
+	s := Summarize([]Scenario{{Profile: ProfileCoding{Control: bits("110000")}}, {Profile: ProfileCoding{Control: bits("101000")}}, {Profile: ProfileCoding{Control: bits("000000")}}}, ControlView)
+	if s.Incomparable != 1 {
+		t.Errorf("incomparable: got %d, want 1", s.Incomparable)
+	}
+}
+
+func bits(p string) View {
+	v := View{}
+	for i, c := range Coordinates {
+		v[c] = Bit{Bit: int(p[i] - '0')}
+	}
+	return v
+}
+
+func pad2(n int) string {
+	if n < 10 {
+		return "0" + string(rune('0'+n))
+	}
+	return string(rune('0'+n/10)) + string(rune('0'+n%10))
+}
+
+// TestLoadRejects checks that each kind of bad record is rejected with its
+// file, record and field named.
+func TestLoadRejects(t *testing.T) {
+	good, err := os.ReadFile("../manifests/corpus/paper/P06.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, old, new string
+		want           []string
+	}{
+		{"unknown cause", `"cause": "unknown_tool"`, `"cause": "gremlins"`, []string{"bad.json: record 1 (S09): field cause", `unknown cause "gremlins"`}},
+		{"unknown policy", `"preferred_policy": "select_tool"`, `"preferred_policy": "pray"`, []string{"record 1 (S09): field preferred_policy", `unknown policy "pray"`}},
+		{"unknown surface", `"surface": "tool_error"`, `"surface": "smoke"`, []string{"record 1 (S09): field surface", `unknown surface "smoke"`}},
+		{"non-harm without stop", `"select_tool",
+      "stop_or_escalate"
+    ]`, `"select_tool"
+    ]`, []string{"record 1 (S09): field non_harm", "must contain stop_or_escalate"}},
+		{"non-harm without preferred", `"non_harm": [
+      "select_tool",`, `"non_harm": [`, []string{"record 1 (S09): field non_harm", "must contain the preferred policy select_tool"}},
+		{"missing observation", `"observation": {
+      "result": {
+        "content": [
+          {
+            "type": "text",
+            "text": "MCP error -32602: Tool probe_missing_tool_7c2e not found"
+          }
+        ],
+        "isError": true
+      }
+    },`, ``, []string{"record 1 (S09): field observation: missing"}},
+		{"malformed JSON", `"id": "S09",`, `"id": "S09",,`, []string{"bad.json: malformed JSON at line 3"}},
+		{"duplicate id", `"id": "S10"`, `"id": "S09"`, []string{"bad.json: record 2 (S09): field id", `duplicate id "S09"`}},
+		{"surface mismatch", `"surface": "tool_error"`, `"surface": "success_shaped"`, []string{"field observation", "success_shaped error needs result.isError false"}},
+		{"bad evidence", `"evidence": "/result/isError"`, `"evidence": "/result/nope"`, []string{"field profile.control.D.evidence", `no member "nope"`}},
+		{"unknown field", `"id": "S09",`, `"id": "S09", "colour": "red",`, []string{"record 1 (S09)", `unknown field "colour"`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := strings.Replace(string(good), tc.old, tc.new, 1)
+			if bad == string(good) {
+				t.Fatalf("test edit did not apply")
+			}
+			_, err := LoadCorpus(fstest.MapFS{"bad.json": {Data: []byte(bad)}}, "bad.json")
+			if err == nil {
+				t.Fatal("loaded a bad corpus")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\n does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestResolve(t *testing.T) {
+	doc := []byte(`{"a":{"b/c":[1,{"~d":2}]}}`)
+	for ptr, want := range map[string]string{"": string(doc), "/a/b~1c/0": "1", "/a/b~1c/1/~0d": "2"} {
+		got, err := Resolve(doc, ptr)
+		if err != nil || string(got) != want {
+			t.Errorf("Resolve(%q) = %s, %v; want %s", ptr, got, err, want)
+		}
+	}
+	for _, ptr := range []string{"a", "/x", "/a/b~1c/2", "/a/b~1c/01", "/a/b~1c/0/x"} {
+		if _, err := Resolve(doc, ptr); err == nil {
+			t.Errorf("Resolve(%q): want an error", ptr)
+		}
+	}
+}
