@@ -8,13 +8,12 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/mcpstress/stress/conditions"
 )
 
 // Message is one chat message as a model receives it.
-type Message struct {
-	Role    string `json:"role"` // "system", "user" or "assistant"
-	Content string `json:"content"`
-}
+type Message = conditions.Message
 
 // Request is one model call: the whole conversation so far and the sampling
 // settings of this turn.
@@ -60,14 +59,23 @@ type Spec struct {
 // Factory builds a Model from its manifest spec.
 type Factory func(spec Spec) (Model, error)
 
+// Backend is a registered backend.
+type Backend struct {
+	// New builds a model from its spec.
+	New Factory
+	// Pinned says that the backend's models must carry a digest in the
+	// manifest (a run refuses an unset one unless told to allow it).
+	Pinned bool
+}
+
 var (
 	mu       sync.RWMutex
-	registry = map[string]Factory{}
+	registry = map[string]Backend{}
 )
 
 // Register makes a backend available under name. It panics if name is
 // registered twice (a programming error).
-func Register(name string, f Factory) {
+func Register(name string, f Backend) {
 	mu.Lock()
 	defer mu.Unlock()
 	if _, dup := registry[name]; dup {
@@ -88,13 +96,22 @@ func Backends() []string {
 	return names
 }
 
-// New builds the model spec describes, through its registered backend.
-func New(spec Spec) (Model, error) {
+// Lookup returns the backend registered under name.
+func Lookup(name string) (Backend, error) {
 	mu.RLock()
-	f, ok := registry[spec.Backend]
+	b, ok := registry[name]
 	mu.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("model %q: unknown backend %q (registered: %v)", spec.Name, spec.Backend, Backends())
+		return Backend{}, fmt.Errorf("unknown backend %q (registered: %v)", name, Backends())
 	}
-	return f(spec)
+	return b, nil
+}
+
+// New builds the model spec describes, through its registered backend.
+func New(spec Spec) (Model, error) {
+	b, err := Lookup(spec.Backend)
+	if err != nil {
+		return nil, fmt.Errorf("model %q: %w", spec.Name, err)
+	}
+	return b.New(spec)
 }

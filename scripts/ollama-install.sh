@@ -75,8 +75,11 @@ fi
 mkdir -p "$OLLAMA_BIN_DIR"
 echo "ollama-install: building github.com/ollama/ollama@$OLLAMA_VERSION into $OLLAMA_BIN_DIR (cgo; 10-20 min on 2 cores)"
 t0=$(date +%s)
+# The version is normally stamped by ollama's release build; without it the
+# binary (and /api/version) reports 0.0.0.
 GOFLAGS=-mod=mod CGO_ENABLED=1 GOBIN="$OLLAMA_BIN_DIR" \
-	"$GO" install "github.com/ollama/ollama@$OLLAMA_VERSION"
+	"$GO" install -ldflags "-s -w -X github.com/ollama/ollama/version.Version=$want" \
+	"github.com/ollama/ollama@$OLLAMA_VERSION"
 echo "ollama-install: go install took $(($(date +%s) - t0))s"
 
 have=$(installed_version)

@@ -97,19 +97,14 @@ func Summarize(scenarios []Scenario, pick func(*ProfileCoding) View) ViewSummary
 	return s
 }
 
-// SortedProfiles lists the profile strings of s by count, descending, then
-// by string, descending.
+// SortedProfiles lists the profile strings of s in descending binary order
+// (111100 before 111000 before 100000), as the paper lists them.
 func (s ViewSummary) SortedProfiles() []string {
 	keys := make([]string, 0, len(s.Profiles))
 	for k := range s.Profiles {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		if s.Profiles[keys[i]] != s.Profiles[keys[j]] {
-			return s.Profiles[keys[i]] > s.Profiles[keys[j]]
-		}
-		return keys[i] > keys[j]
-	})
+	sort.Sort(sort.Reverse(sort.StringSlice(keys)))
 	return keys
 }
 

@@ -1,0 +1,3 @@
+package stats_test
+
+var pinned = []float64{}

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/mcpstress/stress/analysis"
+	"github.com/mcpstress/stress/conditions"
+	"github.com/mcpstress/stress/manifests"
+	_ "github.com/mcpstress/stress/models/baseline" // registers the baselines
+	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/runner"
+	"github.com/mcpstress/stress/study"
+)
+
+// newFlags makes a flag set that reports errors instead of exiting.
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("stress "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parse parses flags, turning flag errors into usage errors.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return usageError("%s -h", fs.Name())
+		}
+		return usageError("%v", err)
+	}
+	return nil
+}
+
+// loadManifest reads the manifest at path, or the built-in default when
+// path is "".
+func loadManifest(path string) (*manifests.Resolved, error) {
+	if path == "" {
+		return manifests.LoadBuiltin(manifests.DefaultName)
+	}
+	return manifests.Load(path)
+}
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("run", stderr)
+	out := fs.String("out", "", "bundle directory (default results/<run-id>)")
+	allow := fs.Bool("allow-unpinned", false, "run models of pinned backends that have no digest (recorded in the bundle)")
+	quiet := fs.Bool("quiet", false, "print only the counts table")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 {
+		return usageError("run takes at most one manifest, got %d arguments", fs.NArg())
+	}
+	m, err := loadManifest(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	plan, err := runner.Prepare(m, *allow)
+	if err != nil {
+		return err
+	}
+	log := stderr
+	if *quiet {
+		log = io.Discard
+	}
+	dir, sum, err := plan.Run(ctx, runner.Options{Out: *out, AllowUnpinned: *allow, Log: log})
+	if err != nil {
+		return fmt.Errorf("run into %s: %w", dir, err)
+	}
+	fmt.Fprintf(log, "wrote %s: %d decisions, %d calls, %d errors\n", dir, sum.Decisions, sum.Calls, sum.Errors)
+	return analysis.WriteTable(stdout, sum.Cells)
+}
+
+func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("analyze", stderr)
+	asJSON := fs.Bool("json", false, `print {"cells":[…]} as JSON`)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError("analyze takes one bundle directory")
+	}
+	dir := fs.Arg(0)
+	callsPath := filepath.Join(dir, results.CallsFile)
+	f, err := os.Open(callsPath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rows, problems, err := analysis.Rescore(f, callsPath)
+	if err != nil {
+		return err
+	}
+	for _, p := range problems {
+		fmt.Fprintln(stderr, "problem:", p)
+	}
+	pq, err := results.ReadRows(filepath.Join(dir, results.DecisionsFile))
+	if err != nil {
+		return err
+	}
+	if errs := analysis.Agree(rows, pq, 20); len(errs) > 0 {
+		for _, e := range errs {
+			fmt.Fprintln(stderr, "disagreement:", e)
+		}
+		return fmt.Errorf("%s: %s and %s disagree (%d reported)", dir, results.CallsFile, results.DecisionsFile, len(errs))
+	}
+	cells := analysis.Count(rows)
+	if *asJSON {
+		err = analysis.WriteJSON(stdout, cells)
+	} else {
+		err = analysis.WriteTable(stdout, cells)
+	}
+	if err == nil && len(problems) > 0 {
+		err = fmt.Errorf("%s: %d problems in %s", dir, len(problems), results.CallsFile)
+	}
+	return err
+}
+
+var coordinateNames = map[string]string{
+	"D": "failure detection", "P": "coarse policy", "C": "cause/subtype",
+	"T": "repair target", "E": "executable repair", "R": "replay constraints",
+}
+
+func cmdProfile(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("profile", stderr)
+	asJSON := fs.Bool("json", false, "print the table as JSON")
+	manifest := fs.String("manifest", "", "manifest whose corpus to read (default: the built-in one)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usageError("profile takes no arguments")
+	}
+	m, err := loadManifest(*manifest)
+	if err != nil {
+		return err
+	}
+	ctrl := study.Summarize(m.Corpus.Scenarios, study.ControlView)
+	cont := study.Summarize(m.Corpus.Scenarios, study.ContentView)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{
+			"control":      ctrl.Counts,
+			"content":      cont.Counts,
+			"profiles":     map[string]any{"control": ctrl.Profiles, "content": cont.Profiles},
+			"incomparable": map[string]int{"control": ctrl.Incomparable, "content": cont.Incomparable},
+		})
+	}
+	n := len(m.Corpus.Scenarios)
+	fmt.Fprintf(stdout, "Separately coded capabilities for %d observations (coordinates are not cumulative).\n\n", n)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "Capability\tControl\tContent-assisted")
+	for _, c := range study.Coordinates {
+		fmt.Fprintf(tw, "%s %s\t%d\t%d\n", c, coordinateNames[c], ctrl.Counts[c], cont.Counts[c])
+	}
+	tw.Flush()
+	fmt.Fprintln(stdout, "\nProfiles (bits D/P/C/T/E/R):")
+	for _, v := range []struct {
+		name string
+		s    study.ViewSummary
+	}{{"control", ctrl}, {"content", cont}} {
+		var parts []string
+		for _, p := range v.s.SortedProfiles() {
+			parts = append(parts, fmt.Sprintf("%s x%d", p, v.s.Profiles[p]))
+		}
+		fmt.Fprintf(stdout, "  %-8s %s\n", v.name, strings.Join(parts, ", "))
+	}
+	fmt.Fprintf(stdout, "\nIncomparable pairs: control %d, content %d\n", ctrl.Incomparable, cont.Incomparable)
+	return nil
+}
+
+func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("render", stderr)
+	id := fs.String("scenario", "", "scenario id, e.g. S07 (required)")
+	cond := fs.String("condition", "", fmt.Sprintf("condition, one of %v (required)", study.Conditions))
+	promptFile := fs.String("prompt", "", "prompt template file (default: the manifest's first prompt)")
+	manifest := fs.String("manifest", "", "manifest whose corpus and prompt to use (default: the built-in one)")
+	replays := fs.Int("replays", 0, "also render this many replay messages (0 to 10)")
+	asJSON := fs.Bool("json", false, "print the messages as a JSON array")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usageError("render takes no arguments")
+	}
+	if *id == "" {
+		return usageError("render: flag -scenario is required")
+	}
+	c := study.Condition(*cond)
+	if !c.Valid() {
+		return usageError("render: flag -condition: unknown condition %q (want one of %v)", *cond, study.Conditions)
+	}
+	if *replays < 0 || *replays > 10 {
+		return usageError("render: flag -replays: want 0 to 10, got %d", *replays)
+	}
+	m, err := loadManifest(*manifest)
+	if err != nil {
+		return err
+	}
+	var s *study.Scenario
+	for i := range m.Corpus.Scenarios {
+		if m.Corpus.Scenarios[i].ID == *id {
+			s = &m.Corpus.Scenarios[i]
+		}
+	}
+	if s == nil {
+		return usageError("render: flag -scenario: no scenario %q in corpus %s", *id, m.Corpus.Files[0].Path)
+	}
+	name, file, text := m.Prompts[0].Name, m.Prompts[0].Path, m.Prompts[0].Text
+	if *promptFile != "" {
+		b, err := os.ReadFile(*promptFile)
+		if err != nil {
+			return fmt.Errorf("render: flag -prompt: %w", err)
+		}
+		name, file, text = filepath.Base(*promptFile), *promptFile, string(b)
+	}
+	p, err := conditions.ParsePrompt(name, file, text)
+	if err != nil {
+		return err
+	}
+	msgs, err := p.Initial(s, c)
+	if err != nil {
+		return err
+	}
+	for r := 1; r <= *replays; r++ {
+		next, err := p.Replayed(s, c, r)
+		if err != nil {
+			return err
+		}
+		msgs = append(msgs, conditions.Message{Role: conditions.Assistant, Content: `{"operation_status": "failed", "recovery_policy": "retry_now"}`}, next)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		return enc.Encode(msgs)
+	}
+	return conditions.WriteMessages(stdout, msgs)
+}

@@ -1,0 +1,72 @@
+// Command stress runs and analyzes studies of recovery-policy selection
+// after MCP tool failures. See README.md for the manual.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case err == nil:
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(os.Stderr, "stress:", err)
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "stress:", err)
+		os.Exit(1)
+	}
+}
+
+// errUsage marks command-line mistakes (exit status 2).
+var errUsage = errors.New("usage")
+
+// usageError wraps a command-line mistake so main exits with status 2.
+func usageError(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
+}
+
+const usage = `usage: stress <command> [flags] [args]
+
+commands:
+  run [-out DIR] [-allow-unpinned] [MANIFEST]   run a study (default: the built-in baselines study)
+  analyze [-json] DIR                           recompute the counts of a results bundle from calls.jsonl
+  profile [-json] [-manifest MANIFEST]          print the actionability profile table (paper Table I)
+  render -scenario ID -condition C [-prompt FILE] [-manifest MANIFEST]
+                                                print the messages a model receives
+
+Run 'stress <command> -h' for a command's flags.
+`
+
+// run is the whole program: it dispatches to a subcommand.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return usageError("no command given")
+	}
+	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
+		"run":     cmdRun,
+		"analyze": cmdAnalyze,
+		"profile": cmdProfile,
+		"render":  cmdRender,
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	cmd, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprint(stderr, usage)
+		return usageError("unknown command %q", args[0])
+	}
+	return cmd(ctx, args[1:], stdout, stderr)
+}

@@ -1,0 +1,162 @@
+// Package conditions renders a scenario under one of the paired conditions
+// of STUDY.md section 3, through a prompt template file, into the chat
+// messages a model receives.
+package conditions
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/template"
+
+	"github.com/mcpstress/stress/study"
+)
+
+// Message is one chat message as a model receives it.
+type Message struct {
+	Role    string `json:"role"` // "system", "user" or "assistant"
+	Content string `json:"content"`
+}
+
+// Roles of chat messages.
+const (
+	System    = "system"
+	User      = "user"
+	Assistant = "assistant"
+)
+
+// Prompt is a parsed prompt template; it defines the templates "system",
+// "user" and "replay".
+type Prompt struct {
+	Name string
+	tmpl *template.Template
+}
+
+// Data is what the user and replay templates receive.
+type Data struct {
+	Observation string          // the client-normalized observation, indented JSON
+	Annotation  string          // what the condition adds; "" for normalized
+	Condition   study.Condition // the condition name
+	Replay      int             // replay number (1…cap) in "replay", 0 in "user"
+}
+
+// ParsePrompt parses template text; file names the source in errors.
+func ParsePrompt(name, file, text string) (*Prompt, error) {
+	t, err := template.New(file).Option("missingkey=error").Parse(text)
+	if err != nil {
+		return nil, fmt.Errorf("prompt %s: %w", file, err)
+	}
+	for _, n := range []string{"system", "user", "replay"} {
+		if t.Lookup(n) == nil {
+			return nil, fmt.Errorf("prompt %s: template %q is not defined", file, n)
+		}
+	}
+	p := &Prompt{Name: name, tmpl: t}
+	// Execute once on sample data so a broken template fails at load time.
+	if _, err := p.exec("user", Data{Observation: "{}", Annotation: "x", Condition: study.CodeOnly}); err != nil {
+		return nil, err
+	}
+	if _, err := p.exec("replay", Data{Observation: "{}", Annotation: "x", Condition: study.CodeOnly, Replay: 1}); err != nil {
+		return nil, err
+	}
+	if _, err := p.exec("system", nil); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Prompt) exec(name string, data any) (string, error) {
+	var b bytes.Buffer
+	if err := p.tmpl.ExecuteTemplate(&b, name, data); err != nil {
+		return "", fmt.Errorf("prompt %s: %w", p.tmpl.Name(), err)
+	}
+	return b.String(), nil
+}
+
+// Initial renders turn 0: the system message and the failure as condition
+// c shows it.
+func (p *Prompt) Initial(s *study.Scenario, c study.Condition) ([]Message, error) {
+	d, err := DataFor(s, c, 0)
+	if err != nil {
+		return nil, err
+	}
+	sys, err := p.exec("system", nil)
+	if err != nil {
+		return nil, err
+	}
+	user, err := p.exec("user", d)
+	if err != nil {
+		return nil, err
+	}
+	return []Message{{Role: System, Content: sys}, {Role: User, Content: user}}, nil
+}
+
+// Replayed renders the user message that reports replay number n (1-based)
+// of the unchanged request, which returned the same stored failure.
+func (p *Prompt) Replayed(s *study.Scenario, c study.Condition, n int) (Message, error) {
+	d, err := DataFor(s, c, n)
+	if err != nil {
+		return Message{}, err
+	}
+	text, err := p.exec("replay", d)
+	return Message{Role: User, Content: text}, err
+}
+
+// DataFor builds the template data of scenario s under condition c.
+func DataFor(s *study.Scenario, c study.Condition, replay int) (Data, error) {
+	obs, err := Indent(s.Observation)
+	if err != nil {
+		return Data{}, fmt.Errorf("scenario %s: observation: %w", s.ID, err)
+	}
+	ann, err := Annotation(s, c)
+	return Data{Observation: obs, Annotation: ann, Condition: c, Replay: replay}, err
+}
+
+// Annotation is what condition c adds to the normalized observation:
+// nothing (normalized); the namespaced code alone (code_only); the code and
+// the preferred policy label as JSON (structured); one sentence giving the
+// cause and the preferred policy in words, without the code or the label
+// (prose).
+func Annotation(s *study.Scenario, c study.Condition) (string, error) {
+	switch c {
+	case study.Normalized:
+		return "", nil
+	case study.CodeOnly:
+		return "Error code: " + s.Code, nil
+	case study.Structured:
+		b, err := json.Marshal(struct {
+			Code   string       `json:"code"`
+			Policy study.Policy `json:"policy"`
+		}{s.Code, s.Preferred})
+		return "Error details: " + string(b), err
+	case study.Prose:
+		info, ok := s.Cause.Info()
+		if !ok {
+			return "", fmt.Errorf("scenario %s: unknown cause %q", s.ID, s.Cause)
+		}
+		return fmt.Sprintf("The call failed because %s; the agent should %s.", info.Words, s.Preferred.Words()), nil
+	}
+	return "", fmt.Errorf("unknown condition %q (want one of %v)", c, study.Conditions)
+}
+
+// Indent formats raw JSON canonically: two-space indentation, key order kept.
+func Indent(raw json.RawMessage) (string, error) {
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(b.String()), nil
+}
+
+// WriteMessages prints messages for people: each as "--- role ---" and its
+// content.
+func WriteMessages(w io.Writer, msgs []Message) error {
+	for _, m := range msgs {
+		if _, err := fmt.Fprintf(w, "--- %s ---\n%s\n", m.Role, m.Content); err != nil {
+			return err
+		}
+	}
+	return nil
+}

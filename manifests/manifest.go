@@ -1,0 +1,249 @@
+// Package manifests reads and validates study manifests: which corpus,
+// prompt templates, conditions and models a run uses, with how many
+// replicates, which study seed and which sampling settings. It also embeds
+// the manifests, prompts and corpus shipped with the project, so the default
+// study runs from any directory.
+package manifests
+
+import (
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/mcpstress/stress/study"
+)
+
+// Builtin holds the files shipped in this directory: baselines.yaml,
+// paper.yaml, prompts/ and corpus/.
+//
+//go:embed *.yaml prompts corpus
+var Builtin embed.FS
+
+// DefaultName is the built-in manifest a bare `stress run` uses.
+const DefaultName = "baselines.yaml"
+
+// DefaultReplayCap is the replay cap when a manifest sets none (STUDY.md 4).
+const DefaultReplayCap = 3
+
+// Manifest is a study manifest as written by its author.
+type Manifest struct {
+	// Name labels the study; it becomes part of the run id.
+	Name string `yaml:"name" json:"name"`
+	// Corpus is the corpus file or directory, relative to the manifest.
+	Corpus string `yaml:"corpus" json:"corpus"`
+	// Prompts are the prompt templates to run; each is a separate arm.
+	Prompts []Prompt `yaml:"prompts" json:"prompts"`
+	// Conditions are the renderings to run, from study.Conditions.
+	Conditions []study.Condition `yaml:"conditions" json:"conditions"`
+	// Replicates is the number of seeded replicates per scenario, ≥ 1.
+	Replicates int `yaml:"replicates" json:"replicates"`
+	// Seed is the study seed from which every turn's seed is derived.
+	Seed uint64 `yaml:"seed" json:"seed"`
+	// Temperature is the sampling temperature, 0 to 2.
+	Temperature float64 `yaml:"temperature" json:"temperature"`
+	// ReplayCap is the most replays per decision (default 3; 0 to 10).
+	ReplayCap *int `yaml:"replay_cap" json:"replay_cap"`
+	// Models are the systems under test.
+	Models []Model `yaml:"models" json:"models"`
+}
+
+// Prompt names one prompt template file.
+type Prompt struct {
+	Name string `yaml:"name" json:"name"` // label in results
+	Path string `yaml:"path" json:"path"` // template file, relative to the manifest
+}
+
+// Model is one system under test.
+type Model struct {
+	Name    string         `yaml:"name" json:"name"`                           // label in results, unique
+	Backend string         `yaml:"backend" json:"backend"`                     // registered backend, e.g. baseline, ollama
+	Model   string         `yaml:"model" json:"model"`                         // the backend's model id
+	Digest  string         `yaml:"digest,omitempty" json:"digest,omitempty"`   // full digest the server must report
+	Host    string         `yaml:"host,omitempty" json:"host,omitempty"`       // server address
+	Format  any            `yaml:"format,omitempty" json:"format,omitempty"`   // "", "json", or a JSON schema
+	Options map[string]any `yaml:"options,omitempty" json:"options,omitempty"` // backend options
+}
+
+// Resolved is a validated manifest with every file it names read and hashed.
+type Resolved struct {
+	Manifest
+	Source  string       // where the manifest came from: a path, or "builtin:NAME"
+	SHA256  string       // hex sha256 of the manifest bytes
+	Corpus  *study.Corpus
+	Prompts []PromptFile // in manifest order
+}
+
+// PromptFile is a prompt template's text and hash.
+type PromptFile struct {
+	Name, Path, SHA256, Text string
+}
+
+// Cap returns the effective replay cap.
+func (m *Manifest) Cap() int {
+	if m.ReplayCap == nil {
+		return DefaultReplayCap
+	}
+	return *m.ReplayCap
+}
+
+// Load reads the manifest at file from disk and resolves the files it names
+// relative to the manifest's directory.
+func Load(file string) (*Resolved, error) {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil, err
+	}
+	// Note: os.DirFS("/") with a rooted, slash-separated path lets corpus and
+	// prompt paths climb out of the manifest's directory with "..".
+	return load(os.DirFS("/"), strings.TrimPrefix(filepath.ToSlash(abs), "/"), file)
+}
+
+// LoadBuiltin reads one of the embedded manifests, e.g. "baselines.yaml".
+func LoadBuiltin(name string) (*Resolved, error) {
+	return load(Builtin, name, "builtin:"+name)
+}
+
+func load(fsys fs.FS, name, source string) (*Resolved, error) {
+	data, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", source, err)
+	}
+	m, err := Parse(source, data)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	r := &Resolved{Manifest: *m, Source: source, SHA256: hex.EncodeToString(sum[:])}
+	dir := path.Dir(name)
+	r.Corpus, err = study.LoadCorpus(fsys, path.Join(dir, m.Corpus))
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: field corpus: %w", source, err)
+	}
+	for i := range r.Corpus.Files {
+		r.Corpus.Files[i].Path = relTo(dir, r.Corpus.Files[i].Path)
+	}
+	for i, p := range m.Prompts {
+		text, err := fs.ReadFile(fsys, path.Join(dir, p.Path))
+		if err != nil {
+			return nil, fmt.Errorf("manifest %s: field prompts[%d].path: %w", source, i, err)
+		}
+		sum := sha256.Sum256(text)
+		r.Prompts = append(r.Prompts, PromptFile{Name: p.Name, Path: p.Path, SHA256: hex.EncodeToString(sum[:]), Text: string(text)})
+	}
+	return r, nil
+}
+
+func relTo(dir, p string) string {
+	if dir == "." {
+		return p
+	}
+	if rel, err := filepath.Rel("/"+dir, "/"+p); err == nil {
+		return filepath.ToSlash(rel)
+	}
+	return p
+}
+
+var (
+	namePattern   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]*$`)
+	digestPattern = regexp.MustCompile(`^(sha256:)?[0-9a-f]{64}$`)
+)
+
+// Parse decodes and validates manifest bytes (YAML or JSON). Unknown fields
+// and invalid values are errors naming the source and the field.
+func Parse(source string, data []byte) (*Manifest, error) {
+	var m Manifest
+	if err := yaml.UnmarshalWithOptions(data, &m, yaml.Strict()); err != nil {
+		return nil, fmt.Errorf("manifest %s: %s", source, yaml.FormatError(err, false, true))
+	}
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("manifest %s: field %s: %s", source, field, fmt.Sprintf(format, a...)))
+	}
+	if !namePattern.MatchString(m.Name) {
+		bad("name", "want letters, digits, _ . : -, got %q", m.Name)
+	}
+	if m.Corpus == "" {
+		bad("corpus", "missing")
+	}
+	if len(m.Prompts) == 0 {
+		bad("prompts", "want at least one prompt template")
+	}
+	seen := map[string]bool{}
+	for i, p := range m.Prompts {
+		if !namePattern.MatchString(p.Name) {
+			bad(fmt.Sprintf("prompts[%d].name", i), "want letters, digits, _ . : -, got %q", p.Name)
+		} else if seen[p.Name] {
+			bad(fmt.Sprintf("prompts[%d].name", i), "duplicate prompt name %q", p.Name)
+		}
+		seen[p.Name] = true
+		if p.Path == "" {
+			bad(fmt.Sprintf("prompts[%d].path", i), "missing")
+		}
+	}
+	if len(m.Conditions) == 0 {
+		bad("conditions", "want at least one of %v", study.Conditions)
+	}
+	seenC := map[study.Condition]bool{}
+	for i, c := range m.Conditions {
+		if !c.Valid() {
+			bad(fmt.Sprintf("conditions[%d]", i), "unknown condition %q (want one of %v)", c, study.Conditions)
+		} else if seenC[c] {
+			bad(fmt.Sprintf("conditions[%d]", i), "duplicate condition %q", c)
+		}
+		seenC[c] = true
+	}
+	if m.Replicates < 1 || m.Replicates > 100000 {
+		bad("replicates", "want 1 to 100000, got %d", m.Replicates)
+	}
+	if m.Temperature < 0 || m.Temperature > 2 {
+		bad("temperature", "want 0 to 2, got %v", m.Temperature)
+	}
+	if m.ReplayCap != nil && (*m.ReplayCap < 0 || *m.ReplayCap > 10) {
+		bad("replay_cap", "want 0 to 10, got %d", *m.ReplayCap)
+	}
+	if len(m.Models) == 0 {
+		bad("models", "want at least one model")
+	}
+	seenM := map[string]bool{}
+	for i, md := range m.Models {
+		f := fmt.Sprintf("models[%d]", i)
+		if !namePattern.MatchString(md.Name) {
+			bad(f+".name", "want letters, digits, _ . : -, got %q", md.Name)
+		} else if seenM[md.Name] {
+			bad(f+".name", "duplicate model name %q", md.Name)
+		}
+		seenM[md.Name] = true
+		if md.Backend == "" {
+			bad(f+".backend", "missing")
+		}
+		if md.Model == "" {
+			bad(f+".model", "missing")
+		}
+		if md.Digest != "" && !digestPattern.MatchString(md.Digest) {
+			bad(f+".digest", "want 64 lower-case hex digits, optionally after sha256:, got %q", md.Digest)
+		}
+		switch v := md.Format.(type) {
+		case nil, map[string]any:
+		case string:
+			if v != "" && v != "json" {
+				bad(f+".format", `want "", "json" or a JSON schema object, got %q`, v)
+			}
+		default:
+			bad(f+".format", `want "", "json" or a JSON schema object, got %T`, v)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return &m, nil
+}

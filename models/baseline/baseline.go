@@ -1,0 +1,95 @@
+// Package baseline implements the deterministic baselines of STUDY.md
+// section 4 as model backends. Each reads only the messages it is sent (what
+// the rendered condition shows), never the corpus' ground truth, and answers
+// with JSON text that goes through the same parser as a real model's.
+package baseline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+
+	"github.com/mcpstress/stress/models"
+	"github.com/mcpstress/stress/study"
+)
+
+// Backend is the registry name of the baselines.
+const Backend = "baseline"
+
+// The baseline model names a manifest may use.
+const (
+	AlwaysStop     = "always_stop"     // always stop_or_escalate
+	CodeRegistry   = "code_registry"   // maps a shown cause code to the registry policy
+	ExplicitPolicy = "explicit_policy" // follows a disclosed policy label
+)
+
+func init() {
+	models.Register(Backend, models.Backend{New: New})
+}
+
+// Baseline is one deterministic baseline.
+type Baseline struct {
+	kind string
+}
+
+var _ models.Model = (*Baseline)(nil)
+
+// New builds the baseline named by spec.Model.
+func New(spec models.Spec) (models.Model, error) {
+	switch spec.Model {
+	case AlwaysStop, CodeRegistry, ExplicitPolicy:
+		return &Baseline{kind: spec.Model}, nil
+	}
+	return nil, fmt.Errorf("model %q: unknown baseline %q (want %s, %s or %s)", spec.Name, spec.Model, AlwaysStop, CodeRegistry, ExplicitPolicy)
+}
+
+var (
+	codePattern   = regexp.MustCompile(`example\.mcp\.[a-z_]+(?:\.[a-z_]+)+`)
+	policyPattern = regexp.MustCompile(`"policy"\s*:\s*"([a-z_]+)"`)
+)
+
+// Generate answers from the last user message. Where the baseline's input
+// (a cause code, a disclosed policy) is absent or unknown, it stops.
+func (b *Baseline) Generate(ctx context.Context, req models.Request) (models.Reply, error) {
+	if err := ctx.Err(); err != nil {
+		return models.Reply{}, err
+	}
+	var last string
+	for _, m := range req.Messages {
+		if m.Role == "user" {
+			last = m.Content
+		}
+	}
+	policy := study.StopOrEscalate
+	switch b.kind {
+	case CodeRegistry:
+		if code := codePattern.FindString(last); code != "" {
+			if cause, ok := study.CauseOfCode(code); ok {
+				info, _ := cause.Info()
+				policy = registryPolicy(cause, info)
+			}
+		}
+	case ExplicitPolicy:
+		if m := policyPattern.FindStringSubmatch(last); m != nil {
+			if p := study.Policy(m[1]); p.Valid() {
+				policy = p
+			}
+		}
+	}
+	text, err := json.Marshal(struct {
+		Status study.Status `json:"operation_status"`
+		Policy study.Policy `json:"recovery_policy"`
+	}{study.Failed, policy})
+	return models.Reply{Text: string(text)}, err
+}
+
+// registryPolicy is the host registry's choice for a cause. Note: for a
+// transient code the registry cannot tell from the code alone whether a
+// replay is safe, so it chooses the delayed retry.
+func registryPolicy(c study.Cause, info study.CauseInfo) study.Policy {
+	if c == study.Transient {
+		return study.RetryLater
+	}
+	return info.Preferred[0]
+}

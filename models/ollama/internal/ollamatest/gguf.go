@@ -1,0 +1,438 @@
+// Package ollamatest runs a real Ollama server (built by
+// scripts/ollama-install.sh) with a tiny, deterministic llama model that the
+// tests generate themselves, so no model weights are ever downloaded.
+//
+// The model (WriteTinyGGUF) is a ~0.5 MB GGUF v3 file: architecture llama,
+// 2 layers, embedding 64, 4 heads, feed-forward 128, F32 tensors and a GPT-2
+// style BPE vocabulary of the 256 byte tokens, BOS/EOS control tokens and a
+// few whole-word tokens for the keys and enum values of the answer schema
+// (AnswerSchema). Its weights are random from a fixed seed, except for hidden
+// dimension 0, which is held constant (embedding value, zero in the block
+// norms, zero rows in the residual projections) and whose output weights act
+// as a per-token bias: structural JSON tokens, the whole-word schema tokens
+// and EOS are pushed up, whitespace down. Under Ollama's JSON-schema grammar
+// the model therefore answers with short, schema-valid JSON whose labels
+// depend on the sampling seed.
+package ollamatest
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+)
+
+// Model shape.
+const (
+	nEmbd    = 64
+	nLayer   = 2
+	nHead    = 4
+	nHeadKV  = 4
+	nFF      = 128
+	headDim  = nEmbd / nHead
+	rmsEps   = 1e-5
+	ropeBase = 10000
+)
+
+// Vocabulary ids of the special tokens.
+const (
+	BOSToken = 256
+	EOSToken = 257
+)
+
+// OperationStatuses are the enum values of the answer's "operation_status".
+var OperationStatuses = []string{"failed", "succeeded"}
+
+// RecoveryPolicies are the enum values of the answer's "recovery_policy".
+var RecoveryPolicies = []string{
+	"revise_arguments",
+	"select_tool",
+	"authenticate",
+	"retry_later",
+	"retry_now",
+	"stop_or_escalate",
+}
+
+// AnswerSchema is the JSON schema (for the "format" field of /api/chat) of
+// the answers the tiny model is built to produce. Property order matters:
+// llama.cpp's schema-to-grammar keeps it.
+const AnswerSchema = `{"type":"object","properties":{` +
+	`"operation_status":{"type":"string","enum":["failed","succeeded"]},` +
+	`"recovery_policy":{"type":"string","enum":["revise_arguments","select_tool","authenticate","retry_later","retry_now","stop_or_escalate"]}},` +
+	`"required":["operation_status","recovery_policy"]}`
+
+// ChatTemplate is the Go template (Modelfile TEMPLATE) used for the tiny
+// model; it renders the conversation as plain "role: content" lines.
+const ChatTemplate = `{{- if .System }}system: {{ .System }}
+{{ end }}{{- range .Messages }}{{ .Role }}: {{ .Content }}
+{{ end }}assistant: `
+
+// TinyOption configures WriteTinyGGUF.
+type TinyOption func(*tinyConfig)
+
+type tinyConfig struct {
+	seed       uint64
+	ctxLen     uint32
+	bias       float64 // logit bias of favoured tokens (whitespace gets -bias)
+	noise      float64 // amplitude of the random output weights
+	structBias float64 // extra bias of the single-byte structural tokens
+}
+
+// DefaultSeed is the weight seed used unless WithSeed is given.
+const DefaultSeed = 0x5eed_0001
+
+// WithSeed sets the PRNG seed of the weights (default DefaultSeed).
+func WithSeed(seed uint64) TinyOption { return func(c *tinyConfig) { c.seed = seed } }
+
+// WithContextLength sets llama.context_length (default 2048).
+func WithContextLength(n uint32) TinyOption { return func(c *tinyConfig) { c.ctxLen = n } }
+
+// WithLogitScale overrides the favoured-token bias and the amplitude of the
+// random part of the output layer (defaults 10 and 0.3); meant for tuning.
+func WithLogitScale(bias, noise float64) TinyOption {
+	return func(c *tinyConfig) { c.bias, c.noise = bias, noise }
+}
+
+// schemaWords are the whole-word tokens added to the byte vocabulary; the
+// quoted forms are the ones the model is biased towards.
+func schemaWords() []string {
+	words := append([]string{"operation_status", "recovery_policy"}, OperationStatuses...)
+	words = append(words, RecoveryPolicies...)
+	return words
+}
+
+// byteToUnicode is GPT-2's reversible byte -> printable rune mapping.
+func byteToUnicode() [256]rune {
+	var m [256]rune
+	var printable [256]bool
+	for b := '!'; b <= '~'; b++ {
+		printable[b] = true
+	}
+	for b := 0xA1; b <= 0xAC; b++ {
+		printable[b] = true
+	}
+	for b := 0xAE; b <= 0xFF; b++ {
+		printable[b] = true
+	}
+	n := 0
+	for b := 0; b < 256; b++ {
+		if printable[b] {
+			m[b] = rune(b)
+		} else {
+			m[b] = rune(256 + n)
+			n++
+		}
+	}
+	return m
+}
+
+// Token types (llama.cpp LLAMA_TOKEN_TYPE_*).
+const (
+	tokNormal  = 1
+	tokControl = 3
+)
+
+type vocab struct {
+	tokens []string
+	types  []int32
+	merges []string
+	bias   []float64 // per-token logit bias in units of cfg.bias
+}
+
+func buildVocab() vocab {
+	var v vocab
+	b2u := byteToUnicode()
+	add := func(s string, typ int32, bias float64) {
+		v.tokens = append(v.tokens, s)
+		v.types = append(v.types, typ)
+		v.bias = append(v.bias, bias)
+	}
+	for b := 0; b < 256; b++ {
+		bias := 0.0
+		switch b {
+		case '{', '}', ':', ',':
+			bias = 1
+		case ' ', '\n', '\t', '\r':
+			bias = -1
+		}
+		add(string(b2u[b]), tokNormal, bias)
+	}
+	add("<|bos|>", tokControl, -1) // BOSToken
+	add("<|eos|>", tokControl, 1)  // EOSToken
+	// Merged structural tokens: these exist so the merge list has real
+	// entries; they are neutral for generation.
+	for _, m := range [][2]string{{`"`, `:`}, {`"`, `,`}, {`{`, `"`}, {`"`, `}`}} {
+		v.merges = append(v.merges, m[0]+" "+m[1])
+		add(m[0]+m[1], tokNormal, 0)
+	}
+	for _, w := range schemaWords() {
+		add(`"`+w+`"`, tokNormal, 1) // favoured: one token per key / value
+		add(w, tokNormal, 0)
+	}
+	return v
+}
+
+// splitmix64 is a tiny deterministic PRNG (independent of math/rand's
+// algorithms, so the file never changes across Go releases).
+type splitmix64 uint64
+
+func (s *splitmix64) next() uint64 {
+	*s += 0x9e3779b97f4a7c15
+	z := uint64(*s)
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// uniform returns a value in [-a, a).
+func (s *splitmix64) uniform(a float64) float32 {
+	u := float64(s.next()>>11) / (1 << 53)
+	return float32((2*u - 1) * a)
+}
+
+type tensor struct {
+	name string
+	dims []uint64 // ggml order: fastest-varying first
+	data []float32
+}
+
+// matrix returns a random [cols, rows] tensor (ggml dims, i.e. rows of length
+// cols) with entries uniform in ±a.
+func (s *splitmix64) matrix(name string, cols, rows int, a float64) tensor {
+	t := tensor{name: name, dims: []uint64{uint64(cols), uint64(rows)}, data: make([]float32, cols*rows)}
+	for i := range t.data {
+		t.data[i] = s.uniform(a)
+	}
+	return t
+}
+
+func constVec(name string, n int, v float32) tensor {
+	t := tensor{name: name, dims: []uint64{uint64(n)}, data: make([]float32, n)}
+	for i := range t.data {
+		t.data[i] = v
+	}
+	return t
+}
+
+func buildTensors(cfg tinyConfig, v vocab) []tensor {
+	rng := splitmix64(cfg.seed)
+	nVocab := len(v.tokens)
+
+	// Embedding: dim 0 is the constant "bias" channel.
+	const c0 = 4.0
+	embd := rng.matrix("token_embd.weight", nEmbd, nVocab, 1)
+	for tok := 0; tok < nVocab; tok++ {
+		embd.data[tok*nEmbd] = c0
+	}
+	ts := []tensor{embd}
+
+	// Inside the blocks the constant channel is invisible (norm weight 0)
+	// and never written (zero rows of the output projections), so the
+	// residual keeps dim 0 == c0 up to the final norm.
+	blockNorm := func(name string) tensor {
+		t := constVec(name, nEmbd, 1)
+		t.data[0] = 0
+		return t
+	}
+	zeroRow0 := func(t tensor) tensor {
+		cols := int(t.dims[0])
+		for i := 0; i < cols; i++ {
+			t.data[i] = 0 // row 0 = output dim 0
+		}
+		return t
+	}
+	attnA := 1.5 / math.Sqrt(nEmbd)
+	for l := 0; l < nLayer; l++ {
+		p := fmt.Sprintf("blk.%d.", l)
+		ts = append(ts,
+			blockNorm(p+"attn_norm.weight"),
+			rng.matrix(p+"attn_q.weight", nEmbd, nEmbd, attnA),
+			rng.matrix(p+"attn_k.weight", nEmbd, nEmbd, attnA),
+			rng.matrix(p+"attn_v.weight", nEmbd, nEmbd, attnA),
+			zeroRow0(rng.matrix(p+"attn_output.weight", nEmbd, nEmbd, attnA)),
+			blockNorm(p+"ffn_norm.weight"),
+			rng.matrix(p+"ffn_gate.weight", nEmbd, nFF, attnA),
+			rng.matrix(p+"ffn_up.weight", nEmbd, nFF, attnA),
+			zeroRow0(rng.matrix(p+"ffn_down.weight", nFF, nEmbd, 1.5/math.Sqrt(nFF))),
+		)
+	}
+	ts = append(ts, constVec("output_norm.weight", nEmbd, 1))
+
+	// Output: column 0 carries the per-token bias (the normalized constant
+	// channel is about c0/rms), the rest is noise that makes the choice
+	// between equally favoured tokens depend on context and sampling.
+	out := rng.matrix("output.weight", nEmbd, nVocab, cfg.noise)
+	const n0 = 5.0 // rough value of the normalized dim 0 at the output
+	for tok := 0; tok < nVocab; tok++ {
+		out.data[tok*nEmbd] = float32(v.bias[tok] * cfg.bias / n0)
+	}
+	ts = append(ts, out)
+	return ts
+}
+
+// GGUF value types.
+const (
+	ggufUint32  = 4
+	ggufInt32   = 5
+	ggufFloat32 = 6
+	ggufBool    = 7
+	ggufString  = 8
+	ggufArray   = 9
+)
+
+const ggufAlignment = 32
+
+type ggufWriter struct {
+	w   *bufio.Writer
+	n   int64
+	err error
+}
+
+func (g *ggufWriter) write(p []byte) {
+	if g.err != nil {
+		return
+	}
+	n, err := g.w.Write(p)
+	g.n += int64(n)
+	g.err = err
+}
+
+func (g *ggufWriter) u32(v uint32) { g.write(binary.LittleEndian.AppendUint32(nil, v)) }
+func (g *ggufWriter) u64(v uint64) { g.write(binary.LittleEndian.AppendUint64(nil, v)) }
+func (g *ggufWriter) str(s string) { g.u64(uint64(len(s))); g.write([]byte(s)) }
+
+type kv struct {
+	key string
+	val any
+}
+
+func (g *ggufWriter) kv(k kv) {
+	g.str(k.key)
+	switch v := k.val.(type) {
+	case uint32:
+		g.u32(ggufUint32)
+		g.u32(v)
+	case float32:
+		g.u32(ggufFloat32)
+		g.u32(math.Float32bits(v))
+	case bool:
+		g.u32(ggufBool)
+		if v {
+			g.write([]byte{1})
+		} else {
+			g.write([]byte{0})
+		}
+	case string:
+		g.u32(ggufString)
+		g.str(v)
+	case []string:
+		g.u32(ggufArray)
+		g.u32(ggufString)
+		g.u64(uint64(len(v)))
+		for _, s := range v {
+			g.str(s)
+		}
+	case []int32:
+		g.u32(ggufArray)
+		g.u32(ggufInt32)
+		g.u64(uint64(len(v)))
+		for _, x := range v {
+			g.u32(uint32(x))
+		}
+	default:
+		g.err = fmt.Errorf("gguf: unsupported value type %T for %s", v, k.key)
+	}
+}
+
+func (g *ggufWriter) pad() {
+	if r := g.n % ggufAlignment; r != 0 {
+		g.write(make([]byte, ggufAlignment-r))
+	}
+}
+
+// WriteTinyGGUF writes the tiny llama model as GGUF v3 to w. The output is a
+// pure function of the options (same options, same bytes).
+func WriteTinyGGUF(w io.Writer, opts ...TinyOption) error {
+	cfg := tinyConfig{seed: DefaultSeed, ctxLen: 2048, bias: 10, noise: 0.3}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	v := buildVocab()
+	ts := buildTensors(cfg, v)
+
+	kvs := []kv{
+		{"general.architecture", "llama"},
+		{"general.name", "ollamatest-tiny"},
+		{"general.file_type", uint32(0)}, // all F32
+		{"general.alignment", uint32(ggufAlignment)},
+		{"llama.context_length", cfg.ctxLen},
+		{"llama.embedding_length", uint32(nEmbd)},
+		{"llama.block_count", uint32(nLayer)},
+		{"llama.feed_forward_length", uint32(nFF)},
+		{"llama.attention.head_count", uint32(nHead)},
+		{"llama.attention.head_count_kv", uint32(nHeadKV)},
+		{"llama.attention.layer_norm_rms_epsilon", float32(rmsEps)},
+		{"llama.rope.dimension_count", uint32(headDim)},
+		{"llama.rope.freq_base", float32(ropeBase)},
+		{"llama.vocab_size", uint32(len(v.tokens))},
+		{"tokenizer.ggml.model", "gpt2"},
+		{"tokenizer.ggml.pre", "default"},
+		{"tokenizer.ggml.tokens", v.tokens},
+		{"tokenizer.ggml.token_type", v.types},
+		{"tokenizer.ggml.merges", v.merges},
+		{"tokenizer.ggml.bos_token_id", uint32(BOSToken)},
+		{"tokenizer.ggml.eos_token_id", uint32(EOSToken)},
+		{"tokenizer.ggml.add_bos_token", true},
+		{"tokenizer.ggml.add_eos_token", false},
+	}
+
+	g := &ggufWriter{w: bufio.NewWriter(w)}
+	g.write([]byte("GGUF"))
+	g.u32(3)
+	g.u64(uint64(len(ts)))
+	g.u64(uint64(len(kvs)))
+	for _, k := range kvs {
+		g.kv(k)
+	}
+	var off uint64
+	for _, t := range ts {
+		g.str(t.name)
+		g.u32(uint32(len(t.dims)))
+		for _, d := range t.dims {
+			g.u64(d)
+		}
+		g.u32(0) // GGML_TYPE_F32
+		g.u64(off)
+		off += uint64(len(t.data) * 4)
+		off = (off + ggufAlignment - 1) / ggufAlignment * ggufAlignment
+	}
+	g.pad()
+	buf := make([]byte, 0, 4*nEmbd*nFF)
+	for _, t := range ts {
+		buf = buf[:0]
+		for _, f := range t.data {
+			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(f))
+		}
+		g.write(buf)
+		g.pad()
+	}
+	if g.err != nil {
+		return g.err
+	}
+	return g.w.Flush()
+}
+
+// WriteTinyGGUFFile writes the tiny model to path (see WriteTinyGGUF).
+func WriteTinyGGUFFile(path string, opts ...TinyOption) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := WriteTinyGGUF(f, opts...); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,109 @@
+package simulator
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"github.com/mcpstress/stress/study"
+)
+
+// Answer is a parsed model answer.
+type Answer struct {
+	// Status is the operation_status field when it is a string in the
+	// vocabulary, else "".
+	Status study.Status `json:"operation_status,omitempty"`
+	// Policy is the recovery_policy field when it is a label in the
+	// vocabulary, else "".
+	Policy study.Policy `json:"recovery_policy,omitempty"`
+	// Valid is true when both fields are present and in the vocabulary.
+	Valid bool `json:"valid"`
+	// Reason says why an answer is invalid: one of the Reason constants.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Reasons an answer is invalid.
+const (
+	ReasonEmpty         = "empty"                    // nothing but whitespace
+	ReasonFence         = "malformed_fence"          // a code fence that is not exactly one well-formed fence
+	ReasonNotJSON       = "not_json"                 // not a JSON value
+	ReasonNotObject     = "not_object"               // JSON, but not an object
+	ReasonTrailing      = "trailing_text"            // text after the JSON object
+	ReasonMissingStatus = "missing_operation_status" // no operation_status field
+	ReasonMissingPolicy = "missing_recovery_policy"  // no recovery_policy field
+	ReasonInvalidStatus = "invalid_operation_status" // operation_status not "failed" or "succeeded"
+	ReasonInvalidPolicy = "invalid_recovery_policy"  // recovery_policy outside the six labels
+)
+
+// ParseAnswer reads a model's raw answer text. It accepts one JSON object
+// holding operation_status and recovery_policy, optionally surrounded by
+// whitespace or inside one Markdown code fence (``` or ```json); anything
+// else is invalid, with a reason. Other members of the object are ignored.
+func ParseAnswer(text string) Answer {
+	body := strings.TrimSpace(text)
+	if body == "" {
+		return Answer{Reason: ReasonEmpty}
+	}
+	if strings.HasPrefix(body, "```") {
+		inner, ok := unfence(body)
+		if !ok {
+			return Answer{Reason: ReasonFence}
+		}
+		body = inner
+	}
+	dec := json.NewDecoder(strings.NewReader(body))
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return Answer{Reason: ReasonNotJSON}
+	}
+	if rest := body[dec.InputOffset():]; strings.TrimSpace(rest) != "" {
+		return Answer{Reason: ReasonTrailing}
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return Answer{Reason: ReasonNotObject}
+	}
+	var a Answer
+	rawStatus, hasStatus := obj["operation_status"]
+	rawPolicy, hasPolicy := obj["recovery_policy"]
+	if s, ok := rawStatus.(string); ok && study.Status(s).Valid() {
+		a.Status = study.Status(s)
+	}
+	if p, ok := rawPolicy.(string); ok && study.Policy(p).Valid() {
+		a.Policy = study.Policy(p)
+	}
+	switch {
+	case !hasStatus:
+		a.Reason = ReasonMissingStatus
+	case !hasPolicy:
+		a.Reason = ReasonMissingPolicy
+	case a.Status == "":
+		a.Reason = ReasonInvalidStatus
+	case a.Policy == "":
+		a.Reason = ReasonInvalidPolicy
+	default:
+		a.Valid = true
+	}
+	return a
+}
+
+// unfence returns the content of one Markdown code fence that spans the
+// whole of s: an opening ``` with an optional language word, a newline, the
+// content, and a closing ``` at the end.
+func unfence(s string) (string, bool) {
+	nl := strings.IndexByte(s, '\n')
+	if nl < 0 || !strings.HasSuffix(s, "```") || len(s) < nl+4 {
+		return "", false
+	}
+	lang := strings.TrimSpace(s[3:nl])
+	for _, r := range lang {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return "", false
+		}
+	}
+	inner := s[nl+1 : len(s)-3]
+	if strings.Contains(inner, "```") {
+		return "", false
+	}
+	return string(bytes.TrimSpace([]byte(inner))), true
+}
