@@ -1,0 +1,33 @@
+// Usage: node check.mjs DECISIONS.parquet
+// Prints, as JSON, the row count, the column names and types, and per
+// (model, prompt, condition) the sums of every flag and of replays, as DuckDB
+// reads them. The Go test suite compares this with its own analysis.
+import { DuckDBInstance } from '@duckdb/node-api';
+
+const file = process.argv[2];
+if (!file) {
+  console.error('usage: node check.mjs DECISIONS.parquet');
+  process.exit(2);
+}
+const inst = await DuckDBInstance.create(':memory:');
+const con = await inst.connect();
+const src = `read_parquet('${file.replaceAll("'", "''")}')`;
+const schema = await con.runAndReadAll(`DESCRIBE SELECT * FROM ${src}`);
+const cells = await con.runAndReadAll(`
+  SELECT model, prompt, condition,
+         count(*) FILTER (WHERE status = 'ok') AS n,
+         count(*) FILTER (WHERE status = 'error') AS errors,
+         coalesce(sum("strict"::INT) FILTER (WHERE status = 'ok'), 0) AS strict,
+         coalesce(sum(cover::INT) FILTER (WHERE status = 'ok'), 0) AS cover,
+         coalesce(sum(retry::INT) FILTER (WHERE status = 'ok'), 0) AS retry,
+         coalesce(sum(invalid::INT) FILTER (WHERE status = 'ok'), 0) AS invalid,
+         coalesce(sum(any_fs::INT) FILTER (WHERE status = 'ok'), 0) AS any_fs,
+         coalesce(sum(terminal_fs::INT) FILTER (WHERE status = 'ok'), 0) AS terminal_fs,
+         coalesce(sum(replays) FILTER (WHERE status = 'ok'), 0) AS extra
+  FROM ${src} GROUP BY ALL ORDER BY ALL`);
+const total = await con.runAndReadAll(`SELECT count(*) AS rows FROM ${src}`);
+console.log(JSON.stringify({
+  rows: Number(total.getRowObjectsJson()[0].rows),
+  columns: schema.getRowObjectsJson().map(r => ({ name: r.column_name, type: r.column_type })),
+  cells: cells.getRowObjectsJson().map(r => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, /^\d+$/.test(v) ? Number(v) : v]))),
+}));

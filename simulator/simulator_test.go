@@ -1,0 +1,211 @@
+package simulator_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/mcpstress/stress/conditions"
+	"github.com/mcpstress/stress/manifests"
+	"github.com/mcpstress/stress/models"
+	"github.com/mcpstress/stress/simulator"
+	"github.com/mcpstress/stress/study"
+)
+
+func TestParseAnswer(t *testing.T) {
+	ok := func(s study.Status, p study.Policy) simulator.Answer { return simulator.Answer{Status: s, Policy: p, Valid: true} }
+	for _, tc := range []struct {
+		text string
+		want simulator.Answer
+	}{
+		{`{"operation_status": "failed", "recovery_policy": "select_tool"}`, ok(study.Failed, study.SelectTool)},
+		{"  \n{\"recovery_policy\":\"retry_now\",\"operation_status\":\"succeeded\"}\n\t", ok(study.Succeeded, study.RetryNow)},
+		{"```json\n{\"operation_status\": \"failed\", \"recovery_policy\": \"authenticate\"}\n```", ok(study.Failed, study.Authenticate)},
+		{"```\n{\"operation_status\": \"failed\", \"recovery_policy\": \"stop_or_escalate\"}\n```\n", ok(study.Failed, study.StopOrEscalate)},
+		{`{"operation_status": "failed", "recovery_policy": "retry_later", "reason": "busy"}`, ok(study.Failed, study.RetryLater)},
+		{"", simulator.Answer{Reason: simulator.ReasonEmpty}},
+		{"   \n ", simulator.Answer{Reason: simulator.ReasonEmpty}},
+		{"I would retry.", simulator.Answer{Reason: simulator.ReasonNotJSON}},
+		{`{"operation_status": "failed", "recovery_policy": "select_tool"} because`, simulator.Answer{Status: study.Failed, Policy: study.SelectTool, Reason: simulator.ReasonTrailing}},
+		{`Answer: {"operation_status": "failed", "recovery_policy": "select_tool"}`, simulator.Answer{Reason: simulator.ReasonNotJSON}},
+		{`["failed", "select_tool"]`, simulator.Answer{Reason: simulator.ReasonNotObject}},
+		{`"failed"`, simulator.Answer{Reason: simulator.ReasonNotObject}},
+		{`{"recovery_policy": "select_tool"}`, simulator.Answer{Policy: study.SelectTool, Reason: simulator.ReasonMissingStatus}},
+		{`{"operation_status": "succeeded"}`, simulator.Answer{Status: study.Succeeded, Reason: simulator.ReasonMissingPolicy}},
+		{`{"operation_status": "FAILED", "recovery_policy": "select_tool"}`, simulator.Answer{Policy: study.SelectTool, Reason: simulator.ReasonInvalidStatus}},
+		{`{"operation_status": "succeeded", "recovery_policy": "reboot"}`, simulator.Answer{Status: study.Succeeded, Reason: simulator.ReasonInvalidPolicy}},
+		{`{"operation_status": "failed", "recovery_policy": 3}`, simulator.Answer{Status: study.Failed, Reason: simulator.ReasonInvalidPolicy}},
+		{"```json\n{\"operation_status\": \"failed\", \"recovery_policy\": \"select_tool\"}", simulator.Answer{Reason: simulator.ReasonFence}},
+		{"```json\n{}\n```\n```\n{}\n```", simulator.Answer{Reason: simulator.ReasonFence}},
+		{"```js on\n{}\n```", simulator.Answer{Reason: simulator.ReasonFence}},
+		{"{\"operation_status\": \"failed\", \"recovery_policy\": \"select_tool\"}\n{\"operation_status\": \"failed\", \"recovery_policy\": \"retry_now\"}", simulator.Answer{Status: study.Failed, Policy: study.SelectTool, Reason: simulator.ReasonTrailing}},
+	} {
+		got := simulator.ParseAnswer(tc.text)
+		if got.Reason == simulator.ReasonTrailing {
+			got.Status, got.Policy = tc.want.Status, tc.want.Policy // trailing text stops before the fields are read
+		}
+		if got != tc.want {
+			t.Errorf("ParseAnswer(%q) = %+v, want %+v", tc.text, got, tc.want)
+		}
+	}
+}
+
+func TestSeed(t *testing.T) {
+	// Pinned values: changing the derivation would silently change every
+	// replicate of every study, so it is a deliberate, versioned act.
+	if got := simulator.Seed(20260819, "S01", 1, 0); got != pinnedSeed {
+		t.Errorf("Seed(20260819, S01, 1, 0) = %d, want %d", got, pinnedSeed)
+	}
+	seen := map[int64]string{}
+	for _, sc := range []string{"S01", "S02"} {
+		for rep := 1; rep <= 5; rep++ {
+			for turn := 0; turn < 4; turn++ {
+				s := simulator.Seed(20260819, sc, rep, turn)
+				if s < 0 || s >= 1<<31 {
+					t.Errorf("seed %d out of [0, 2^31)", s)
+				}
+				if prev, dup := seen[s]; dup {
+					t.Errorf("seed collision %s and %s/%d/%d", prev, sc, rep, turn)
+				}
+				seen[s] = sc
+				if s != simulator.Seed(20260819, sc, rep, turn) {
+					t.Error("seed not stable")
+				}
+			}
+		}
+	}
+	if simulator.Seed(1, "S01", 1, 0) == simulator.Seed(2, "S01", 1, 0) {
+		t.Error("the study seed must change the seeds")
+	}
+}
+
+// pinnedSeed was computed independently with Python 3.11:
+// int.from_bytes(hashlib.sha256(b"stress-seed/v1\x0020260819\x00S01\x001\x000").digest()[:8], "big") & 0x7fffffff
+const pinnedSeed = 2079573320
+
+// script answers turn t with answers[t] (the last one repeats).
+type script struct {
+	answers []string
+	calls   []models.Request
+	failAt  int // fail the call of this turn with a transport error; -1 never
+}
+
+func (s *script) Generate(ctx context.Context, req models.Request) (models.Reply, error) {
+	t := len(s.calls)
+	s.calls = append(s.calls, req)
+	if t == s.failAt {
+		return models.Reply{}, errors.New("connection refused")
+	}
+	return models.Reply{Text: s.answers[min(t, len(s.answers)-1)]}, nil
+}
+
+const (
+	retryNow  = `{"operation_status": "failed", "recovery_policy": "retry_now"}`
+	selectOK  = `{"operation_status": "failed", "recovery_policy": "select_tool"}`
+	stopOK    = `{"operation_status": "failed", "recovery_policy": "stop_or_escalate"}`
+	succeeded = `{"operation_status": "succeeded", "recovery_policy": "retry_now"}`
+	succStop  = `{"operation_status": "succeeded", "recovery_policy": "stop_or_escalate"}`
+	fenced    = "```json\n{\"operation_status\": \"failed\", \"recovery_policy\": \"select_tool\"}\n```"
+	garbage   = "I think the tool is broken."
+)
+
+// TestTrajectories drives scripted answers through the simulator on S01
+// (unknown tool: preferred select_tool, non-harm {select_tool, stop}) and
+// checks every column of the outcome.
+func TestTrajectories(t *testing.T) {
+	m, err := manifests.LoadBuiltin(manifests.DefaultName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &m.Corpus.Scenarios[0]
+	p, err := conditions.ParsePrompt("default", m.Prompts[0].Path, m.Prompts[0].Text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		answers []string
+		want    simulator.Outcome
+	}{
+		{"preferred at once", []string{selectOK}, simulator.Outcome{Final: study.SelectTool, FinalStatus: study.Failed, Turns: 1, Strict: true, Cover: true}},
+		{"stop", []string{stopOK}, simulator.Outcome{Final: study.StopOrEscalate, FinalStatus: study.Failed, Turns: 1}},
+		{"retry once then select", []string{retryNow, selectOK}, simulator.Outcome{Final: study.SelectTool, FinalStatus: study.Failed, Turns: 2, Replays: 1, Strict: true, Cover: true, Retry: true}},
+		{"retry three times then stop", []string{retryNow, retryNow, retryNow, stopOK}, simulator.Outcome{Final: study.StopOrEscalate, FinalStatus: study.Failed, Turns: 4, Replays: 3, Retry: true}},
+		{"retry four times", []string{retryNow, retryNow, retryNow, retryNow, selectOK}, simulator.Outcome{Final: study.RetryNow, FinalStatus: study.Failed, Turns: 4, Replays: 3, Cover: true, Retry: true}},
+		{"succeeded then stop", []string{succeeded, succStop}, simulator.Outcome{Final: study.StopOrEscalate, FinalStatus: study.Succeeded, Turns: 2, Replays: 1, Retry: true, AnyFS: true, TerminalFS: true}},
+		{"succeeded early only", []string{succeeded, selectOK}, simulator.Outcome{Final: study.SelectTool, FinalStatus: study.Failed, Turns: 2, Replays: 1, Strict: true, Cover: true, Retry: true, AnyFS: true}},
+		{"garbage", []string{garbage}, simulator.Outcome{Turns: 1, Invalid: true}},
+		{"retry then garbage", []string{retryNow, garbage}, simulator.Outcome{Turns: 2, Replays: 1, Invalid: true, Retry: true}},
+		{"fenced JSON", []string{fenced}, simulator.Outcome{Final: study.SelectTool, FinalStatus: study.Failed, Turns: 1, Strict: true, Cover: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := &script{answers: tc.answers, failAt: -1}
+			key := simulator.Key{Model: "m", Prompt: "default", Condition: study.CodeOnly, Scenario: s.ID, Replicate: 2}
+			d := simulator.Run(context.Background(), sc, p, s, key, simulator.Config{StudySeed: 7, Temperature: 0.7, ReplayCap: 3})
+			if d.Err != nil {
+				t.Fatal(d.Err)
+			}
+			if d.Outcome != tc.want {
+				t.Errorf("outcome\n got %+v\nwant %+v", d.Outcome, tc.want)
+			}
+			if len(sc.calls) != tc.want.Turns {
+				t.Fatalf("%d calls, want %d", len(sc.calls), tc.want.Turns)
+			}
+			for i, req := range sc.calls {
+				if req.Seed != simulator.Seed(7, s.ID, 2, i) || req.Temperature != 0.7 {
+					t.Errorf("turn %d: seed %d temperature %v", i, req.Seed, req.Temperature)
+				}
+				// Turn i shows system, user, then (answer, replay) i times.
+				if len(req.Messages) != 2+2*i {
+					t.Fatalf("turn %d: %d messages, want %d", i, len(req.Messages), 2+2*i)
+				}
+				for j := 0; j < i; j++ {
+					a, r := req.Messages[2+2*j], req.Messages[3+2*j]
+					if a.Role != "assistant" || a.Content != tc.answers[j] {
+						t.Errorf("turn %d: message %d = %+v, want the answer of turn %d", i, 2+2*j, a, j)
+					}
+					if r.Role != "user" || !strings.Contains(r.Content, "replay "+string(rune('1'+j))) || !strings.Contains(r.Content, "probe_missing_tool_7c2e") {
+						t.Errorf("turn %d: message %d = %q, want replay %d of the same failure", i, 3+2*j, r.Content, j+1)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestTransportErrorEndsDecision(t *testing.T) {
+	m, _ := manifests.LoadBuiltin(manifests.DefaultName)
+	p, _ := conditions.ParsePrompt("default", m.Prompts[0].Path, m.Prompts[0].Text)
+	sc := &script{answers: []string{retryNow}, failAt: 1}
+	d := simulator.Run(context.Background(), sc, p, &m.Corpus.Scenarios[0], simulator.Key{Scenario: "S01", Replicate: 1, Condition: study.Normalized}, simulator.Config{ReplayCap: 3})
+	if d.Err == nil || !strings.Contains(d.Err.Error(), "turn 1: connection refused") || len(d.Turns) != 2 {
+		t.Fatalf("err %v, %d turns; want a turn-1 transport error after 2 turns", d.Err, len(d.Turns))
+	}
+	if d.Outcome != (simulator.Outcome{}) {
+		t.Errorf("an error decision has no outcome, got %+v", d.Outcome)
+	}
+}
+
+func TestReplayCap(t *testing.T) {
+	a := simulator.Answer{Valid: true, Status: study.Failed, Policy: study.RetryNow}
+	for turn, want := range []bool{true, true, true, false, false} {
+		if got := simulator.Continues(a, turn, 3); got != want {
+			t.Errorf("Continues(retry_now, turn %d, cap 3) = %v, want %v", turn, got, want)
+		}
+	}
+	if simulator.Continues(a, 0, 0) {
+		t.Error("cap 0 must never replay")
+	}
+	if simulator.Continues(simulator.Answer{Policy: study.RetryNow}, 0, 3) {
+		t.Error("an invalid answer must end the decision")
+	}
+}
+
+func TestScoreRetryInNonHarm(t *testing.T) {
+	a := []simulator.Answer{{Valid: true, Status: study.Failed, Policy: study.RetryNow}, {Valid: true, Status: study.Failed, Policy: study.RetryNow}}
+	o := simulator.Score(a, study.RetryNow, []study.Policy{study.RetryNow, study.StopOrEscalate})
+	if o.Retry || !o.Strict || o.Replays != 1 {
+		t.Errorf("retry_now in the non-harm set: got %+v, want no Retry flag, strict, 1 replay", o)
+	}
+}
