@@ -105,15 +105,17 @@ func Load(file string) (*Resolved, error) {
 	}
 	// Note: os.DirFS("/") with a rooted, slash-separated path lets corpus and
 	// prompt paths climb out of the manifest's directory with "..".
-	return load(os.DirFS("/"), strings.TrimPrefix(filepath.ToSlash(abs), "/"), file)
+	return load(os.DirFS("/"), strings.TrimPrefix(filepath.ToSlash(abs), "/"), file, true)
 }
 
 // LoadBuiltin reads one of the embedded manifests, e.g. "baselines.yaml".
 func LoadBuiltin(name string) (*Resolved, error) {
-	return load(Builtin, name, "builtin:"+name)
+	return load(Builtin, name, "builtin:"+name, false)
 }
 
-func load(fsys fs.FS, name, source string) (*Resolved, error) {
+// load reads manifest name from fsys; rooted says fsys is the file system
+// root, so absolute paths in the manifest are allowed.
+func load(fsys fs.FS, name, source string, rooted bool) (*Resolved, error) {
 	data, err := fs.ReadFile(fsys, name)
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", source, err)
@@ -125,7 +127,21 @@ func load(fsys fs.FS, name, source string) (*Resolved, error) {
 	sum := sha256.Sum256(data)
 	r := &Resolved{Manifest: *m, Source: source, SHA256: hex.EncodeToString(sum[:])}
 	dir := path.Dir(name)
-	r.Corpus, err = study.LoadCorpus(fsys, path.Join(dir, m.Corpus))
+	resolve := func(field, p string) (string, error) {
+		p = filepath.ToSlash(p)
+		if !path.IsAbs(p) {
+			return path.Join(dir, p), nil
+		}
+		if !rooted {
+			return "", fmt.Errorf("manifest %s: field %s: an embedded manifest cannot name the absolute path %s", source, field, p)
+		}
+		return strings.TrimPrefix(path.Clean(p), "/"), nil
+	}
+	corpusPath, err := resolve("corpus", m.Corpus)
+	if err != nil {
+		return nil, err
+	}
+	r.Corpus, err = study.LoadCorpus(fsys, corpusPath)
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: field corpus: %w", source, err)
 	}
@@ -133,9 +149,14 @@ func load(fsys fs.FS, name, source string) (*Resolved, error) {
 		r.Corpus.Files[i].Path = relTo(dir, r.Corpus.Files[i].Path)
 	}
 	for i, p := range m.Prompts {
-		text, err := fs.ReadFile(fsys, path.Join(dir, p.Path))
+		field := fmt.Sprintf("prompts[%d].path", i)
+		file, err := resolve(field, p.Path)
 		if err != nil {
-			return nil, fmt.Errorf("manifest %s: field prompts[%d].path: %w", source, i, err)
+			return nil, err
+		}
+		text, err := fs.ReadFile(fsys, file)
+		if err != nil {
+			return nil, fmt.Errorf("manifest %s: field %s: %w", source, field, err)
 		}
 		sum := sha256.Sum256(text)
 		r.Prompts = append(r.Prompts, PromptFile{Name: p.Name, Path: p.Path, SHA256: hex.EncodeToString(sum[:]), Text: string(text)})

@@ -342,7 +342,12 @@ const DefaultModelName = "ollamatest-tiny"
 func Modelfile(ggufPath string) string {
 	return "FROM " + ggufPath + "\n" +
 		"TEMPLATE \"\"\"" + ChatTemplate + "\"\"\"\n" +
-		"PARAMETER num_ctx 2048\n"
+		"PARAMETER num_ctx 2048\n" +
+		// One thread: the model is tiny, and ggml's spinning thread
+		// barrier collapses on a busy machine (seconds per call with
+		// 2 threads on 2 loaded cores). Also keeps the float math
+		// independent of the core count.
+		"PARAMETER num_thread 1\n"
 }
 
 // CreateTinyModel writes the tiny GGUF (WriteTinyGGUF with opts) and a

@@ -1,0 +1,129 @@
+package manifests
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestBuiltinManifests(t *testing.T) {
+	m, err := LoadBuiltin("baselines.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Models) != 3 || len(m.Conditions) != 4 || m.Replicates != 5 || len(m.Corpus.Scenarios) != 21 || m.Cap() != 3 {
+		t.Errorf("baselines.yaml: %d models, %d conditions, %d replicates, %d scenarios, cap %d; want 3, 4, 5, 21, 3",
+			len(m.Models), len(m.Conditions), m.Replicates, len(m.Corpus.Scenarios), m.Cap())
+	}
+	if len(m.Corpus.Files) != 10 || m.Corpus.Files[0].Path != "corpus/paper/P01.json" || len(m.Corpus.Files[0].SHA256) != 64 {
+		t.Errorf("corpus files: %+v", m.Corpus.Files)
+	}
+	p, err := LoadBuiltin("paper.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(p.Models) * len(p.Conditions) * len(p.Corpus.Scenarios) * p.Replicates
+	if n != 840 || p.Temperature != 0.7 {
+		t.Errorf("paper.yaml: %d decisions at temperature %v, want 840 at 0.7", n, p.Temperature)
+	}
+	for _, md := range p.Models {
+		if md.Backend != "ollama" || md.Digest != "" {
+			t.Errorf("paper.yaml model %+v: want backend ollama with the digest left to the user", md)
+		}
+	}
+}
+
+// TestDiskEqualsBuiltin loads the shipped manifest from disk and checks it
+// resolves to the same files as the embedded copy.
+func TestDiskEqualsBuiltin(t *testing.T) {
+	disk, err := Load("baselines.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	emb, err := LoadBuiltin("baselines.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if disk.SHA256 != emb.SHA256 || disk.Prompts[0].SHA256 != emb.Prompts[0].SHA256 || len(disk.Corpus.Files) != len(emb.Corpus.Files) {
+		t.Fatal("disk and embedded manifests differ")
+	}
+	for i := range disk.Corpus.Files {
+		if disk.Corpus.Files[i] != emb.Corpus.Files[i] {
+			t.Errorf("corpus file %d: disk %+v, embedded %+v", i, disk.Corpus.Files[i], emb.Corpus.Files[i])
+		}
+	}
+}
+
+// TestRelativePaths checks that corpus and prompt paths resolve against the
+// manifest's directory, wherever the command runs.
+func TestRelativePaths(t *testing.T) {
+	dir := t.TempDir()
+	abs, _ := filepath.Abs(".")
+	text := strings.NewReplacer("corpus: corpus/paper", "corpus: "+abs+"/corpus/paper",
+		"path: prompts/default.tmpl", "path: ../p.tmpl").Replace(readFile(t, "baselines.yaml"))
+	os.MkdirAll(filepath.Join(dir, "sub"), 0o755)
+	os.WriteFile(filepath.Join(dir, "p.tmpl"), []byte(readFile(t, "prompts/default.tmpl")), 0o644)
+	os.WriteFile(filepath.Join(dir, "sub", "m.yaml"), []byte(text), 0o644)
+	m, err := Load(filepath.Join(dir, "sub", "m.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Corpus.Scenarios) != 21 || !strings.Contains(m.Prompts[0].Text, `define "system"`) {
+		t.Error("relative paths did not resolve")
+	}
+}
+
+func readFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestParseRejects(t *testing.T) {
+	good := readFile(t, "baselines.yaml")
+	for _, tc := range []struct{ name, old, new, want string }{
+		{"unknown field", "replicates: 5", "replicates: 5\nreplicas: 4", `unknown field "replicas"`},
+		{"unknown model field", "    model: always_stop", "    model: always_stop\n    tempreature: 1", `unknown field "tempreature"`},
+		{"replicates", "replicates: 5", "replicates: 0", "field replicates: want 1 to 100000, got 0"},
+		{"temperature", "temperature: 0.7", "temperature: 7", "field temperature: want 0 to 2, got 7"},
+		{"replay cap", "replay_cap: 3", "replay_cap: 11", "field replay_cap: want 0 to 10, got 11"},
+		{"condition", "conditions: [normalized,", "conditions: [normalised,", `field conditions[0]: unknown condition "normalised"`},
+		{"duplicate condition", "code_only, structured", "code_only, code_only", `field conditions[2]: duplicate condition "code_only"`},
+		{"no corpus", "corpus: corpus/paper", "corpus: ''", "field corpus: missing"},
+		{"duplicate model", "name: code_registry", "name: always_stop", `field models[1].name: duplicate model name "always_stop"`},
+		{"no backend", "    backend: baseline\n    model: always_stop", "    model: always_stop", "field models[0].backend: missing"},
+		{"digest", "    model: always_stop", "    model: always_stop\n    digest: abc", `field models[0].digest: want 64 lower-case hex digits`},
+		{"format", "    model: always_stop", "    model: always_stop\n    format: xml", `field models[0].format: want "", "json" or a JSON schema object, got "xml"`},
+		{"bad yaml", "replicates: 5", "replicates: [5", "m.yaml"},
+		{"wrong type", "replicates: 5", "replicates: five", "m.yaml"},
+	} {
+		bad := strings.Replace(good, tc.old, tc.new, 1)
+		if bad == good {
+			t.Fatalf("%s: edit did not apply", tc.name)
+		}
+		_, err := Parse("m.yaml", []byte(bad))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "m.yaml") {
+			t.Errorf("%s: error %v\n want it to name m.yaml and contain %q", tc.name, err, tc.want)
+		}
+	}
+	m, err := Parse("m.yaml", []byte(strings.Replace(good, "    model: always_stop", "    model: always_stop\n    format: {type: object, required: [recovery_policy]}", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.Models[0].Format.(map[string]any); !ok {
+		t.Errorf("a schema format decodes as %T, want map[string]any", m.Models[0].Format)
+	}
+}
+
+func TestLoadNamesMissingFiles(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "m.yaml"), []byte(strings.Replace(readFile(t, "baselines.yaml"), "corpus/paper", "nowhere", 1)), 0o644)
+	_, err := Load(filepath.Join(dir, "m.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "field corpus") || !strings.Contains(err.Error(), "nowhere") {
+		t.Errorf("error %v, want it to name field corpus and the path", err)
+	}
+}
