@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/mcpstress/stress/conditions"
 )
@@ -38,7 +39,31 @@ type Reply struct {
 	// Meta holds backend-specific facts worth recording (done_reason,
 	// durations, system_fingerprint, ...).
 	Meta map[string]any
+	// Events are the transport faults met (and retried) during the call.
+	Events []TransportEvent
 }
+
+// TransportEvent is one transport fault a backend met during a call:
+// connection refused, timeout, HTTP 429 or 5xx, a truncated or malformed
+// body. It is never a model answer.
+type TransportEvent struct {
+	Attempt int       `json:"attempt"`          // 1-based attempt that failed
+	Kind    string    `json:"kind"`             // e.g. "connect", "timeout", "http_status", "truncated", "malformed", "too_large"
+	Status  int       `json:"status,omitempty"` // HTTP status, when there was one
+	Error   string    `json:"error"`            // what went wrong
+	WaitMS  float64   `json:"wait_ms"`          // backoff before the next attempt, 0 when none followed
+	At      time.Time `json:"at"`               // when the fault was seen
+}
+
+// CallError is the error a backend returns when a call failed for good
+// after its retries; it carries the transport events seen on the way.
+type CallError struct {
+	Err    error
+	Events []TransportEvent
+}
+
+func (e *CallError) Error() string { return e.Err.Error() }
+func (e *CallError) Unwrap() error { return e.Err }
 
 // Model is a backend able to answer one turn.
 type Model interface {

@@ -90,7 +90,9 @@ func WithSeed(seed uint64) TinyOption { return func(c *tinyConfig) { c.seed = se
 func WithContextLength(n uint32) TinyOption { return func(c *tinyConfig) { c.ctxLen = n } }
 
 // WithLogitScale overrides the favoured-token bias and the amplitude of the
-// random part of the output layer (defaults 10 and 0.3); meant for tuning.
+// random part of the output layer (defaults 10 and 0.06). Larger noise makes the answer depend more on
+// the prompt and less evenly spread over the labels (0.3 gives mostly
+// "failed" and 4 of 6 policies over 60 seeds; 0.05 all labels evenly).
 func WithLogitScale(bias, noise float64) TinyOption {
 	return func(c *tinyConfig) { c.bias, c.noise = bias, noise }
 }
@@ -160,7 +162,9 @@ func buildVocab() vocab {
 		add(string(b2u[b]), tokNormal, bias)
 	}
 	add("<|bos|>", tokControl, -1) // BOSToken
-	add("<|eos|>", tokControl, 1)  // EOSToken
+	// EOS: above whitespace (so a grammar-complete answer stops at once) but
+	// below the favoured tokens (so free-form answers are not empty).
+	add("<|eos|>", tokControl, 0.5) // EOSToken
 	// Merged structural tokens: these exist so the merge list has real
 	// entries; they are neutral for generation.
 	for _, m := range [][2]string{{`"`, `:`}, {`"`, `,`}, {`{`, `"`}, {`"`, `}`}} {
@@ -355,7 +359,7 @@ func (g *ggufWriter) pad() {
 // WriteTinyGGUF writes the tiny llama model as GGUF v3 to w. The output is a
 // pure function of the options (same options, same bytes).
 func WriteTinyGGUF(w io.Writer, opts ...TinyOption) error {
-	cfg := tinyConfig{seed: DefaultSeed, ctxLen: 2048, bias: 10, noise: 0.3}
+	cfg := tinyConfig{seed: DefaultSeed, ctxLen: 2048, bias: 10, noise: 0.06}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -43,6 +43,17 @@ func TestWriteTinyGGUFDeterministic(t *testing.T) {
 	t.Logf("tiny.gguf: %d bytes, sha256 %x", a.Len(), sha256.Sum256(a.Bytes()))
 }
 
+func TestBinaryMissingMentionsInstallScript(t *testing.T) {
+	t.Setenv("OLLAMA_BIN", "/nonexistent/ollama")
+	_, err := Binary()
+	if err == nil || !strings.Contains(err.Error(), "scripts/ollama-install.sh") {
+		t.Fatalf("Binary() error = %v, want a hint to run scripts/ollama-install.sh", err)
+	}
+	if Available() {
+		t.Fatal("Available() = true for a missing OLLAMA_BIN")
+	}
+}
+
 type chatResponse struct {
 	Message struct {
 		Role    string `json:"role"`
@@ -111,7 +122,7 @@ func TestServerTinyModelChat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(m.Digest, "") || len(m.Digest) < 12 {
+	if len(m.Digest) != 64 {
 		t.Fatalf("odd digest %q", m.Digest)
 	}
 	t.Logf("model %s digest %s size %d", m.Name, m.Digest, m.Size)
