@@ -68,9 +68,9 @@ func Wilson(k, n int, conf float64) (lo, hi float64) {
 // P(X = i−1)/P(X = i) = i/(n−i+1), starting from P(X = k) computed by
 // Loader's saddle-point expansion (Loader 2000, as in R's dbinom), which has
 // no cancellation for large n; the sum stops once the geometric bound on
-// the remaining terms is below 1e-17 of the total. Relative error is ~1e-13
-// at b+c = 10⁶ (tested against exact integer arithmetic), and the loop runs
-// O(min(k, sqrt(n))) terms. p-values below ~1e-300 lose precision and
+// the remaining terms is below 1e-17 of the total. The relative error is
+// below 1e-13 against exact integer arithmetic (all b+c ≤ 200, and selected
+// cases up to b+c = 10⁶), and the loop runs O(min(k, sqrt(n))) terms. p-values below ~1e-300 lose precision and
 // eventually underflow to 0.
 //
 // Note: gonum's mathext.RegIncBeta (Cephes incbet), the textbook route via

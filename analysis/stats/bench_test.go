@@ -1,0 +1,38 @@
+package stats_test
+
+import (
+	"testing"
+
+	"github.com/mcpstress/stress/analysis/stats"
+)
+
+// paperCell is one cell of the paper (N = 105 = 21 scenarios × 5 replicates)
+// split over the 10 servers: 3 servers with 3 scenarios, 5 with 2, 2 with 1.
+var paperCell = []stats.Cluster{
+	{N: 15, Sum: 6}, {N: 15, Sum: 9}, {N: 15, Sum: 5}, {N: 10, Sum: 4}, {N: 10, Sum: 2},
+	{N: 10, Sum: 5}, {N: 10, Sum: 3}, {N: 10, Sum: 4}, {N: 5, Sum: 2}, {N: 5, Sum: 2},
+}
+
+// BenchmarkClusterBootstrap840: one paper cell (10 clusters, N = 105),
+// B = 10000 resamples.
+func BenchmarkClusterBootstrap840(b *testing.B) {
+	opt := stats.Options{B: 10000, Seed: 1}
+	b.ReportAllocs()
+	for b.Loop() {
+		stats.ClusterBootstrap(paperCell, opt)
+	}
+}
+
+// BenchmarkClusterBootstrap1M: 100 clusters of 10000 units (N = 10⁶),
+// B = 10000 resamples. The cost does not depend on N.
+func BenchmarkClusterBootstrap1M(b *testing.B) {
+	cs := make([]stats.Cluster, 100)
+	for i := range cs {
+		cs[i] = stats.Cluster{N: 10000, Sum: float64(3000 + 37*i)}
+	}
+	opt := stats.Options{B: 10000, Seed: 1}
+	b.ReportAllocs()
+	for b.Loop() {
+		stats.ClusterBootstrap(cs, opt)
+	}
+}

@@ -1,3 +1,0 @@
-package stats_test
-
-var pinned = []float64{}
