@@ -1,0 +1,283 @@
+// Package transport is the HTTP layer shared by the backends that talk to
+// inference servers (Ollama, OpenAI-compatible): per-attempt timeouts, a
+// cap on response bodies, bounded retries with exponential backoff and full
+// jitter (honouring Retry-After), and a circuit breaker that pauses an
+// endpoint that keeps failing. Every fault becomes a models.TransportEvent;
+// none is ever a model answer.
+package transport
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mcpstress/stress/models"
+)
+
+// Options tunes a Client. Zero fields take the documented defaults.
+type Options struct {
+	// Timeout bounds one attempt, headers and body (default 120 s).
+	Timeout time.Duration
+	// MaxAttempts is the most attempts per call, ≥ 1 (default 4).
+	MaxAttempts int
+	// BaseDelay is the backoff before the second attempt (default 500 ms);
+	// attempt k waits a uniform random time in [0, min(MaxDelay, BaseDelay·2^(k-1))].
+	BaseDelay time.Duration
+	// MaxDelay caps one backoff, and a server's Retry-After (default 30 s).
+	MaxDelay time.Duration
+	// MaxBody caps a response body in bytes (default 16 MiB); a larger body
+	// fails the call without retry.
+	MaxBody int64
+	// BreakerThreshold is the number of consecutive failed attempts after
+	// which the endpoint is paused (default 8).
+	BreakerThreshold int
+	// BreakerCooldown is how long a paused endpoint waits before it is tried
+	// again (default 30 s).
+	BreakerCooldown time.Duration
+	// Jitter returns a uniform number in [0, 1) (default math/rand/v2).
+	Jitter func() float64
+	// Sleep waits d or until ctx ends (default a timer); tests replace it.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Now returns the time (default time.Now).
+	Now func() time.Time
+	// HTTP is the underlying client (default a new http.Client with the
+	// Timeout); its own Timeout is overridden per attempt by a context.
+	HTTP *http.Client
+}
+
+func (o Options) withDefaults() Options {
+	if o.Timeout <= 0 {
+		o.Timeout = 120 * time.Second
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 4
+	}
+	if o.BaseDelay <= 0 {
+		o.BaseDelay = 500 * time.Millisecond
+	}
+	if o.MaxDelay <= 0 {
+		o.MaxDelay = 30 * time.Second
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = 16 << 20
+	}
+	if o.BreakerThreshold <= 0 {
+		o.BreakerThreshold = 8
+	}
+	if o.BreakerCooldown <= 0 {
+		o.BreakerCooldown = 30 * time.Second
+	}
+	if o.Jitter == nil {
+		o.Jitter = rand.Float64
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleep
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.HTTP == nil {
+		o.HTTP = &http.Client{}
+	}
+	return o
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Client sends requests to one endpoint. It is safe for concurrent use; the
+// circuit breaker is shared by all calls through it.
+type Client struct {
+	opt Options
+
+	mu          sync.Mutex
+	failures    int       // consecutive failed attempts
+	pausedUntil time.Time // breaker open until then
+}
+
+// New returns a Client with opt's settings.
+func New(opt Options) *Client { return &Client{opt: opt.withDefaults()} }
+
+// Response is a successful exchange.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte // the exact bytes the server sent
+}
+
+// Fault kinds recorded in transport events.
+const (
+	KindConnect   = "connect"     // dial failure, connection refused or reset
+	KindTimeout   = "timeout"     // the attempt's deadline passed
+	KindStatus    = "http_status" // HTTP 408, 429 or 5xx (retried) or another non-2xx (fatal)
+	KindTruncated = "truncated"   // the body ended early
+	KindMalformed = "malformed"   // the body failed the caller's check
+	KindTooLarge  = "too_large"   // the body exceeded MaxBody
+	KindBreaker   = "breaker"     // the endpoint was paused by the circuit breaker
+)
+
+// Do sends the request build makes (called once per attempt, so bodies
+// are fresh) and returns the first 2xx response whose body passes check
+// (nil check accepts any body). Faults are retried up to MaxAttempts and
+// returned as events; a call that fails for good returns a
+// *models.CallError holding them.
+func (c *Client) Do(ctx context.Context, build func(ctx context.Context) (*http.Request, error), check func(body []byte) error) (*Response, []models.TransportEvent, error) {
+	var events []models.TransportEvent
+	fail := func(err error) (*Response, []models.TransportEvent, error) {
+		return nil, events, &models.CallError{Err: err, Events: events}
+	}
+	for attempt := 1; ; attempt++ {
+		if wait := c.pause(); wait > 0 {
+			events = append(events, models.TransportEvent{Attempt: attempt, Kind: KindBreaker, Error: "endpoint paused after repeated failures", WaitMS: ms(wait), At: c.opt.Now()})
+			if err := c.opt.Sleep(ctx, wait); err != nil {
+				return fail(err)
+			}
+		}
+		resp, ev, retryAfter := c.attempt(ctx, attempt, build, check)
+		if ev == nil {
+			c.record(true)
+			return resp, events, nil
+		}
+		c.record(false)
+		if ctx.Err() != nil {
+			events = append(events, *ev)
+			return fail(fmt.Errorf("%s: %w", ev.Error, ctx.Err()))
+		}
+		retryable := ev.Kind != KindTooLarge && !(ev.Kind == KindStatus && !retryStatus(ev.Status))
+		if !retryable || attempt >= c.opt.MaxAttempts {
+			events = append(events, *ev)
+			if retryable {
+				return fail(fmt.Errorf("giving up after %d attempts: %s", attempt, ev.Error))
+			}
+			return fail(errors.New(ev.Error))
+		}
+		wait := c.backoff(attempt)
+		if retryAfter > 0 {
+			wait = min(retryAfter, c.opt.MaxDelay)
+		}
+		ev.WaitMS = ms(wait)
+		events = append(events, *ev)
+		if err := c.opt.Sleep(ctx, wait); err != nil {
+			return fail(err)
+		}
+	}
+}
+
+// attempt makes one try. It returns the response, or the fault and any
+// Retry-After the server asked for.
+func (c *Client) attempt(ctx context.Context, n int, build func(context.Context) (*http.Request, error), check func([]byte) error) (*Response, *models.TransportEvent, time.Duration) {
+	actx, cancel := context.WithTimeout(ctx, c.opt.Timeout)
+	defer cancel()
+	ev := func(kind string, status int, err error) *models.TransportEvent {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			kind = KindTimeout
+		}
+		return &models.TransportEvent{Attempt: n, Kind: kind, Status: status, Error: err.Error(), At: c.opt.Now()}
+	}
+	req, err := build(actx)
+	if err != nil {
+		// A request that cannot be built will not build next time either.
+		return nil, &models.TransportEvent{Attempt: n, Kind: KindStatus, Error: "building request: " + err.Error(), At: c.opt.Now()}, 0
+	}
+	resp, err := c.opt.HTTP.Do(req)
+	if err != nil {
+		return nil, ev(KindConnect, 0, err), 0
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, c.opt.MaxBody+1))
+	if err != nil {
+		return nil, ev(KindTruncated, resp.StatusCode, fmt.Errorf("reading body: %w", err)), 0
+	}
+	if int64(len(body)) > c.opt.MaxBody {
+		return nil, ev(KindTooLarge, resp.StatusCode, fmt.Errorf("response body exceeds %d bytes", c.opt.MaxBody)), 0
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		msg := bytes.TrimSpace(body)
+		if len(msg) > 300 {
+			msg = append(msg[:300:300], "…"...)
+		}
+		return nil, ev(KindStatus, resp.StatusCode, fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg)), retryAfter(resp.Header.Get("Retry-After"), c.opt.Now())
+	}
+	if check != nil {
+		if err := check(body); err != nil {
+			kind := KindMalformed
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				kind = KindTruncated
+			}
+			return nil, ev(kind, resp.StatusCode, err), 0
+		}
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: body}, nil, 0
+}
+
+// retryStatus reports whether an HTTP status is worth retrying.
+func retryStatus(s int) bool {
+	return s == http.StatusRequestTimeout || s == http.StatusTooManyRequests || s >= 500
+}
+
+// backoff is the full-jitter delay after failed attempt n (1-based).
+func (c *Client) backoff(n int) time.Duration {
+	ceil := c.opt.BaseDelay << min(n-1, 30)
+	if ceil <= 0 || ceil > c.opt.MaxDelay {
+		ceil = c.opt.MaxDelay
+	}
+	return time.Duration(c.opt.Jitter() * float64(ceil))
+}
+
+// retryAfter parses a Retry-After header: delay-seconds or an HTTP date.
+func retryAfter(h string, now time.Time) time.Duration {
+	if h == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(h); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return max(t.Sub(now), 0)
+	}
+	return 0
+}
+
+// pause returns how long the breaker still keeps the endpoint paused.
+func (c *Client) pause() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pausedUntil.Sub(c.opt.Now())
+}
+
+// record updates the breaker after an attempt.
+func (c *Client) record(ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ok {
+		c.failures = 0
+		return
+	}
+	c.failures++
+	if c.failures >= c.opt.BreakerThreshold {
+		c.pausedUntil = c.opt.Now().Add(c.opt.BreakerCooldown)
+		// Note: after the pause one attempt is let through (half-open); a
+		// failure there pauses again at once.
+		c.failures = c.opt.BreakerThreshold - 1
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
