@@ -70,15 +70,19 @@ type Model struct {
 	Model   string         `yaml:"model" json:"model"`                         // the backend's model id
 	Digest  string         `yaml:"digest,omitempty" json:"digest,omitempty"`   // full digest the server must report
 	Host    string         `yaml:"host,omitempty" json:"host,omitempty"`       // server address
-	Format  any            `yaml:"format,omitempty" json:"format,omitempty"`   // "", "json", or a JSON schema
+	Format  any            `yaml:"format,omitempty" json:"format,omitempty"`   // "", "json", "schema" (the answer schema) or a JSON schema
 	Options map[string]any `yaml:"options,omitempty" json:"options,omitempty"` // backend options
+	// SeedCheck says what to do when the server does not honour seeds (a
+	// probe sent twice with one seed differs): "warn" (default), "error"
+	// (refuse to run) or "off" (skip the probe).
+	SeedCheck string `yaml:"seed_check,omitempty" json:"seed_check,omitempty"`
 }
 
 // Resolved is a validated manifest with every file it names read and hashed.
 type Resolved struct {
 	Manifest
-	Source  string       // where the manifest came from: a path, or "builtin:NAME"
-	SHA256  string       // hex sha256 of the manifest bytes
+	Source  string // where the manifest came from: a path, or "builtin:NAME"
+	SHA256  string // hex sha256 of the manifest bytes
 	Corpus  *study.Corpus
 	Prompts []PromptFile // in manifest order
 }
@@ -253,14 +257,19 @@ func Parse(source string, data []byte) (*Manifest, error) {
 		if md.Digest != "" && !digestPattern.MatchString(md.Digest) {
 			bad(f+".digest", "want 64 lower-case hex digits, optionally after sha256:, got %q", md.Digest)
 		}
+		switch md.SeedCheck {
+		case "", "warn", "error", "off":
+		default:
+			bad(f+".seed_check", `want "warn", "error" or "off", got %q`, md.SeedCheck)
+		}
 		switch v := md.Format.(type) {
 		case nil, map[string]any:
 		case string:
-			if v != "" && v != "json" {
-				bad(f+".format", `want "", "json" or a JSON schema object, got %q`, v)
+			if v != "" && v != "json" && v != "schema" {
+				bad(f+".format", `want "", "json", "schema" (the answer's JSON schema) or a JSON schema object, got %q`, v)
 			}
 		default:
-			bad(f+".format", `want "", "json" or a JSON schema object, got %T`, v)
+			bad(f+".format", `want "", "json", "schema" or a JSON schema object, got %T`, v)
 		}
 	}
 	if len(errs) > 0 {

@@ -97,7 +97,7 @@ func TestParseRejects(t *testing.T) {
 		{"duplicate model", "name: code_registry", "name: always_stop", `field models[1].name: duplicate model name "always_stop"`},
 		{"no backend", "    backend: baseline\n    model: always_stop", "    model: always_stop", "field models[0].backend: missing"},
 		{"digest", "    model: always_stop", "    model: always_stop\n    digest: abc", `field models[0].digest: want 64 lower-case hex digits`},
-		{"format", "    model: always_stop", "    model: always_stop\n    format: xml", `field models[0].format: want "", "json" or a JSON schema object, got "xml"`},
+		{"format", "    model: always_stop", "    model: always_stop\n    format: xml", `field models[0].format: want "", "json", "schema" (the answer's JSON schema) or a JSON schema object, got "xml"`},
 		{"bad yaml", "replicates: 5", "replicates: [5", "m.yaml"},
 		{"wrong type", "replicates: 5", "replicates: five", "m.yaml"},
 	} {

@@ -70,6 +70,24 @@ type Model interface {
 	Generate(ctx context.Context, req Request) (Reply, error)
 }
 
+// Facts are what a server reports about a model (version, digest, family,
+// parameter size, quantization, fingerprint, ...), recorded in the bundle.
+type Facts map[string]any
+
+// Verifier is implemented by models whose server can be checked before a
+// run: Verify resolves the model on its server, checks the pinned
+// identity (digest, model id, fingerprint) and returns what the server
+// reported. An error means the run must not start.
+type Verifier interface {
+	Verify(ctx context.Context) (Facts, error)
+}
+
+// SeedChecker is implemented by models that can test whether their server
+// honours seeds: one probe request sent twice with the same seed.
+type SeedChecker interface {
+	SeedCheck(ctx context.Context) (honoured bool, detail string, err error)
+}
+
 // Spec is what the manifest says about one model.
 type Spec struct {
 	Name    string         // label in results, unique in a manifest
@@ -77,7 +95,7 @@ type Spec struct {
 	Model   string         // the backend's own model identifier
 	Digest  string         // pinned digest, "" when unpinned
 	Host    string         // server address, "" for the backend's default
-	Format  any            // output constraint: nil, "json" or a JSON schema
+	Format  any            // output constraint: nil, "json", "schema" (the answer schema) or a JSON schema
 	Options map[string]any // backend options passed through
 }
 

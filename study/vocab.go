@@ -211,3 +211,23 @@ func join[T ~string](xs []T) string {
 	}
 	return strings.Join(s, ", ")
 }
+
+// AnswerSchema returns the JSON schema of a model's answer (STUDY.md
+// section 3): an object with operation_status and recovery_policy, both
+// required, each from its vocabulary. Backends use it as a decoding
+// constraint when a manifest sets `format: schema`.
+func AnswerSchema() map[string]any {
+	labels := make([]any, len(Policies))
+	for i, p := range Policies {
+		labels[i] = string(p)
+	}
+	return map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"operation_status": map[string]any{"type": "string", "enum": []any{string(Failed), string(Succeeded)}},
+			"recovery_policy":  map[string]any{"type": "string", "enum": labels},
+		},
+		"required":             []any{"operation_status", "recovery_policy"},
+		"additionalProperties": false,
+	}
+}
