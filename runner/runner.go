@@ -49,9 +49,11 @@ type Record struct {
 	Binary         Binary             `json:"binary"`
 	AllowUnpinned  bool               `json:"allow_unpinned"`
 	Unpinned       []string           `json:"unpinned_models,omitempty"`
-	Decisions      int                `json:"decisions"`
-	Started        time.Time          `json:"started"`
-	Finished       *time.Time         `json:"finished,omitempty"`
+	// Models holds what each model\'s server reported before the run.
+	Models    map[string]*ModelCheck `json:"model_checks,omitempty"`
+	Decisions int                    `json:"decisions"`
+	Started   time.Time              `json:"started"`
+	Finished  *time.Time             `json:"finished,omitempty"`
 }
 
 // PromptRecord identifies a prompt template by name, path and hash.
@@ -105,6 +107,8 @@ type Plan struct {
 	prompts  []*conditions.Prompt
 	unpinned []string
 	allow    bool
+	checks   map[string]*ModelCheck // from Preflight
+	checked  bool
 }
 
 // Prepare checks the manifest against the backend registry and pinning
@@ -166,6 +170,12 @@ func (p *Plan) Run(ctx context.Context, opt Options) (dir string, sum *Summary, 
 		log = io.Discard
 	}
 	m := p.m
+	if !p.checked {
+		if err := p.Preflight(ctx, log); err != nil {
+			return "", nil, err
+		}
+		p.checked = true
+	}
 	started := now().UTC()
 	runID := started.Format("20060102T150405Z") + "-" + m.Name
 	dir = opt.Out
@@ -182,7 +192,7 @@ func (p *Plan) Run(ctx context.Context, opt Options) (dir string, sum *Summary, 
 	}
 	rec := Record{RunID: runID, Manifest: m.Manifest, ReplayCap: m.Cap(), Source: m.Source, ManifestSHA256: m.SHA256,
 		CorpusFiles: m.Corpus.Files, Binary: BinaryInfo(), AllowUnpinned: p.allow,
-		Unpinned: p.unpinned, Decisions: p.Decisions(), Started: started}
+		Unpinned: p.unpinned, Models: p.checks, Decisions: p.Decisions(), Started: started}
 	for _, pf := range m.Prompts {
 		rec.Prompts = append(rec.Prompts, PromptRecord{Name: pf.Name, Path: pf.Path, SHA256: pf.SHA256})
 	}

@@ -1,0 +1,295 @@
+// Package ollama is the Ollama backend: chat calls through /api/chat
+// (non-streaming) with the manifest's options and output format, the exact
+// response bytes kept, digest pinning against /api/tags and /api/show, and
+// a seed-honouring probe. It uses the request and response types of
+// github.com/ollama/ollama/api and sends them through models/transport, so
+// faults are retried and recorded as transport events.
+package ollama
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"github.com/mcpstress/stress/models"
+	"github.com/mcpstress/stress/models/transport"
+	"github.com/mcpstress/stress/study"
+)
+
+// Backend is the registry name of this backend.
+const Backend = "ollama"
+
+// DefaultHost is used when neither the manifest nor OLLAMA_HOST names one.
+const DefaultHost = "http://127.0.0.1:11434"
+
+func init() {
+	models.Register(Backend, models.Backend{Pinned: true, New: func(s models.Spec) (models.Model, error) { return New(s, transport.Options{}) }})
+}
+
+// Model is one Ollama model on one server.
+type Model struct {
+	spec   models.Spec
+	host   *url.URL
+	format json.RawMessage
+	tr     *transport.Client
+	api    *api.Client
+}
+
+var (
+	_ models.Model       = (*Model)(nil)
+	_ models.Verifier    = (*Model)(nil)
+	_ models.SeedChecker = (*Model)(nil)
+)
+
+// New builds a model from its manifest spec; opt tunes the transport
+// (timeouts, retries, breaker).
+func New(spec models.Spec, opt transport.Options) (*Model, error) {
+	host, err := ResolveHost(spec.Host)
+	if err != nil {
+		return nil, fmt.Errorf("model %q: host: %w", spec.Name, err)
+	}
+	format, err := Format(spec.Format)
+	if err != nil {
+		return nil, fmt.Errorf("model %q: format: %w", spec.Name, err)
+	}
+	if opt.Timeout == 0 {
+		opt.Timeout = 5 * time.Minute // a cold model load on a CPU can be slow
+	}
+	// Note: the api package's own client has no default timeout; give it
+	// one, and use it only for the metadata endpoints.
+	hc := &http.Client{Timeout: time.Minute}
+	return &Model{spec: spec, host: host, format: format, tr: transport.New(opt), api: api.NewClient(host, hc)}, nil
+}
+
+// ResolveHost returns the server's base URL: host if set, else
+// $OLLAMA_HOST, else DefaultHost. A bare host:port gets http://.
+func ResolveHost(host string) (*url.URL, error) {
+	if host == "" {
+		host = os.Getenv("OLLAMA_HOST")
+	}
+	if host == "" {
+		host = DefaultHost
+	}
+	if !strings.Contains(host, "://") {
+		host = "http://" + host
+	}
+	u, err := url.Parse(host)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("want http://host:port, got %q", host)
+	}
+	return u, nil
+}
+
+// Format turns a manifest format into Ollama's: nil or "" none, "json",
+// "schema" for the answer schema, or a JSON schema object.
+func Format(f any) (json.RawMessage, error) {
+	switch v := f.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		switch v {
+		case "":
+			return nil, nil
+		case "json":
+			return json.RawMessage(`"json"`), nil
+		case "schema":
+			return json.Marshal(study.AnswerSchema())
+		}
+		return nil, fmt.Errorf(`want "", "json", "schema" or a JSON schema object, got %q`, v)
+	case map[string]any:
+		return json.Marshal(v)
+	}
+	return nil, fmt.Errorf("want a string or a JSON schema object, got %T", f)
+}
+
+// chatOptions merges the manifest's options with the turn's temperature
+// and seed. Note: seed and temperature go in the options map, because the
+// api package's typed Seed field drops a seed of 0.
+func chatOptions(req models.Request) map[string]any {
+	o := make(map[string]any, len(req.Options)+2)
+	for k, v := range req.Options {
+		o[k] = v
+	}
+	o["temperature"] = req.Temperature
+	o["seed"] = req.Seed
+	return o
+}
+
+// Generate sends one non-streaming chat request.
+func (m *Model) Generate(ctx context.Context, req models.Request) (models.Reply, error) {
+	msgs := make([]api.Message, len(req.Messages))
+	for i, msg := range req.Messages {
+		msgs[i] = api.Message{Role: msg.Role, Content: msg.Content}
+	}
+	stream := false
+	body, err := json.Marshal(&api.ChatRequest{Model: m.spec.Model, Messages: msgs, Stream: &stream, Format: m.format, Options: chatOptions(req)})
+	if err != nil {
+		return models.Reply{}, err
+	}
+	var chat api.ChatResponse
+	resp, events, err := m.tr.Do(ctx, m.post("/api/chat", body), func(b []byte) error {
+		chat = api.ChatResponse{}
+		if err := json.Unmarshal(b, &chat); err != nil {
+			return fmt.Errorf("chat response: %w", err)
+		}
+		if !chat.Done {
+			return errors.New("chat response: done is false (incomplete response)")
+		}
+		return nil
+	})
+	if err != nil {
+		return models.Reply{Events: events}, err
+	}
+	return models.Reply{
+		Text:         chat.Message.Content,
+		Body:         resp.Body,
+		PromptTokens: chat.PromptEvalCount,
+		OutputTokens: chat.EvalCount,
+		Events:       events,
+		Meta: map[string]any{
+			"model":                   chat.Model,
+			"done_reason":             chat.DoneReason,
+			"total_duration_ns":       int64(chat.TotalDuration),
+			"load_duration_ns":        int64(chat.LoadDuration),
+			"prompt_eval_duration_ns": int64(chat.PromptEvalDuration),
+			"eval_duration_ns":        int64(chat.EvalDuration),
+		},
+	}, nil
+}
+
+func (m *Model) post(path string, body []byte) func(context.Context) (*http.Request, error) {
+	return func(ctx context.Context) (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.host.JoinPath(path).String(), bytes.NewReader(body))
+		if err == nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		return req, err
+	}
+}
+
+// Info is what the server reports about a model.
+type Info struct {
+	Name          string `json:"name"`
+	Digest        string `json:"digest"` // full digest from /api/tags
+	Family        string `json:"family"`
+	ParameterSize string `json:"parameter_size"`
+	Quantization  string `json:"quantization"`
+	Format        string `json:"format"`
+	ServerVersion string `json:"server_version"`
+	Host          string `json:"host"`
+}
+
+// List returns every model on the server at host with its full digest.
+func List(ctx context.Context, host string) ([]Info, error) {
+	u, err := ResolveHost(host)
+	if err != nil {
+		return nil, err
+	}
+	c := api.NewClient(u, &http.Client{Timeout: time.Minute})
+	version, err := c.Version(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("ollama at %s: %w", u, err)
+	}
+	list, err := c.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("ollama at %s: /api/tags: %w", u, err)
+	}
+	out := make([]Info, len(list.Models))
+	for i, lm := range list.Models {
+		out[i] = Info{Name: lm.Name, Digest: lm.Digest, Family: lm.Details.Family, ParameterSize: lm.Details.ParameterSize,
+			Quantization: lm.Details.QuantizationLevel, Format: lm.Details.Format, ServerVersion: version, Host: u.String()}
+	}
+	return out, nil
+}
+
+// Resolve finds the model on its server: the full digest from /api/tags,
+// the details from /api/show.
+func (m *Model) Resolve(ctx context.Context) (Info, error) {
+	all, err := List(ctx, m.host.String())
+	if err != nil {
+		return Info{}, err
+	}
+	for _, in := range all {
+		if in.Name == m.spec.Model || in.Name == m.spec.Model+":latest" {
+			show, err := m.api.Show(ctx, &api.ShowRequest{Model: m.spec.Model})
+			if err != nil {
+				return in, fmt.Errorf("ollama at %s: /api/show %s: %w", m.host, m.spec.Model, err)
+			}
+			d := show.Details
+			in.Family, in.ParameterSize, in.Quantization, in.Format = d.Family, d.ParameterSize, d.QuantizationLevel, d.Format
+			return in, nil
+		}
+	}
+	return Info{ServerVersion: firstVersion(all), Host: m.host.String()}, fmt.Errorf("model %q (%s) is not on the server at %s", m.spec.Name, m.spec.Model, m.host)
+}
+
+func firstVersion(all []Info) string {
+	if len(all) > 0 {
+		return all[0].ServerVersion
+	}
+	return ""
+}
+
+// Verify checks the model's full digest against the manifest's. A missing
+// model or a different digest is an error naming the model, the expected
+// and the actual digest.
+func (m *Model) Verify(ctx context.Context) (models.Facts, error) {
+	in, err := m.Resolve(ctx)
+	facts := models.Facts{"backend": Backend, "model": m.spec.Model, "host": in.Host, "server_version": in.ServerVersion,
+		"digest": in.Digest, "family": in.Family, "parameter_size": in.ParameterSize, "quantization": in.Quantization, "format": in.Format}
+	if err != nil {
+		return facts, err
+	}
+	want := strings.TrimPrefix(m.spec.Digest, "sha256:")
+	if want == "" {
+		facts["pinned"] = false
+		return facts, nil
+	}
+	facts["pinned"] = true
+	if in.Digest != want {
+		return facts, fmt.Errorf("model %q (%s): digest mismatch: manifest expects %s, server at %s has %s", m.spec.Name, m.spec.Model, want, in.Host, in.Digest)
+	}
+	return facts, nil
+}
+
+// SeedCheck sends one probe request twice with the same seed and compares
+// the raw answers.
+func (m *Model) SeedCheck(ctx context.Context) (bool, string, error) {
+	req := models.Request{
+		Messages:    []models.Message{{Role: "system", Content: "Answer with one JSON object."}, {Role: "user", Content: "A tool call failed with: unknown tool. Choose a recovery policy."}},
+		Seed:        20260819,
+		Temperature: 1,
+		Options:     m.spec.Options,
+	}
+	a, err := m.Generate(ctx, req)
+	if err != nil {
+		return false, "", fmt.Errorf("seed probe: %w", err)
+	}
+	b, err := m.Generate(ctx, req)
+	if err != nil {
+		return false, "", fmt.Errorf("seed probe: %w", err)
+	}
+	if a.Text != b.Text {
+		return false, fmt.Sprintf("same seed, different answers: %q vs %q", clip(a.Text), clip(b.Text)), nil
+	}
+	return true, fmt.Sprintf("same seed, same answer (%d bytes)", len(a.Text)), nil
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}

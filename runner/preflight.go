@@ -1,0 +1,77 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/mcpstress/stress/models"
+)
+
+// ModelCheck is what the preflight learned about one model: the facts its
+// server reported (digest, version, family, ...) and whether it honoured
+// seeds.
+type ModelCheck struct {
+	Facts        models.Facts `json:"facts,omitempty"`
+	SeedHonoured *bool        `json:"seed_honoured,omitempty"` // nil when not probed
+	SeedDetail   string       `json:"seed_detail,omitempty"`
+}
+
+// Verify resolves every model that can be verified on its server and
+// checks its pinned identity, before any inference. It returns every
+// model's facts and one joined error listing each failed model.
+func (p *Plan) Verify(ctx context.Context) (map[string]*ModelCheck, error) {
+	checks := map[string]*ModelCheck{}
+	var errs []error
+	for i, md := range p.m.Models {
+		v, ok := p.models[i].(models.Verifier)
+		if !ok {
+			continue
+		}
+		facts, err := v.Verify(ctx)
+		checks[md.Name] = &ModelCheck{Facts: facts}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return checks, errors.Join(errs...)
+}
+
+// Preflight runs Verify, then the seed probe of every model that has one
+// (unless its manifest entry says seed_check: off). A server that ignores
+// seeds is a loud warning on log, or an error with seed_check: error. The
+// results are recorded in the bundle's manifest.json.
+func (p *Plan) Preflight(ctx context.Context, log io.Writer) error {
+	checks, err := p.Verify(ctx)
+	if err != nil {
+		return fmt.Errorf("preflight, before any call:\n%w", err)
+	}
+	var errs []error
+	for i, md := range p.m.Models {
+		sc, ok := p.models[i].(models.SeedChecker)
+		if !ok || md.SeedCheck == "off" {
+			continue
+		}
+		honoured, detail, err := sc.SeedCheck(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("model %q: %w", md.Name, err))
+			continue
+		}
+		c := checks[md.Name]
+		if c == nil {
+			c = &ModelCheck{}
+			checks[md.Name] = c
+		}
+		c.SeedHonoured, c.SeedDetail = &honoured, detail
+		if !honoured {
+			if md.SeedCheck == "error" {
+				errs = append(errs, fmt.Errorf("model %q: the server does not honour seeds (%s) and seed_check is error", md.Name, detail))
+				continue
+			}
+			fmt.Fprintf(log, "WARNING: model %q: the server does not honour seeds: %s\nWARNING: replicates will not be reproducible; set seed_check: error to refuse such a run\n", md.Name, detail)
+		}
+	}
+	p.checks = checks
+	return errors.Join(errs...)
+}
