@@ -43,7 +43,8 @@ type Manifest struct {
 	Corpus string `yaml:"corpus" json:"corpus"`
 	// Prompts are the prompt templates to run; each is a separate arm.
 	Prompts []Prompt `yaml:"prompts" json:"prompts"`
-	// Conditions are the renderings to run, from study.Conditions.
+	// Conditions are the renderings to run, from study.AllConditions (the
+	// paper's four paired conditions, envelope and category).
 	Conditions []study.Condition `yaml:"conditions" json:"conditions"`
 	// Replicates is the number of seeded replicates per scenario, ≥ 1.
 	Replicates int `yaml:"replicates" json:"replicates"`
@@ -76,6 +77,9 @@ type Model struct {
 	// probe sent twice with one seed differs): "warn" (default), "error"
 	// (refuse to run) or "off" (skip the probe).
 	SeedCheck string `yaml:"seed_check,omitempty" json:"seed_check,omitempty"`
+	// Transport tunes timeouts, retries and the circuit breaker of HTTP
+	// backends; zero fields keep the backend's defaults.
+	Transport TransportSpec `yaml:"transport,omitempty" json:"transport,omitempty"`
 }
 
 // Resolved is a validated manifest with every file it names read and hashed.
@@ -216,12 +220,12 @@ func Parse(source string, data []byte) (*Manifest, error) {
 		}
 	}
 	if len(m.Conditions) == 0 {
-		bad("conditions", "want at least one of %v", study.Conditions)
+		bad("conditions", "want at least one of %v", study.AllConditions)
 	}
 	seenC := map[study.Condition]bool{}
 	for i, c := range m.Conditions {
 		if !c.Valid() {
-			bad(fmt.Sprintf("conditions[%d]", i), "unknown condition %q (want one of %v)", c, study.Conditions)
+			bad(fmt.Sprintf("conditions[%d]", i), "unknown condition %q (want one of %v)", c, study.AllConditions)
 		} else if seenC[c] {
 			bad(fmt.Sprintf("conditions[%d]", i), "duplicate condition %q", c)
 		}
@@ -257,6 +261,9 @@ func Parse(source string, data []byte) (*Manifest, error) {
 		if md.Digest != "" && !digestPattern.MatchString(md.Digest) {
 			bad(f+".digest", "want 64 lower-case hex digits, optionally after sha256:, got %q", md.Digest)
 		}
+		if err := md.Transport.Check(); err != nil {
+			bad(f+".transport", "%v", err)
+		}
 		switch md.SeedCheck {
 		case "", "warn", "error", "off":
 		default:
@@ -276,4 +283,33 @@ func Parse(source string, data []byte) (*Manifest, error) {
 		return nil, errors.Join(errs...)
 	}
 	return &m, nil
+}
+
+// TransportSpec tunes the HTTP layer of a backend; a zero field keeps the
+// backend's default (see models/transport.Options).
+type TransportSpec struct {
+	TimeoutS      float64 `yaml:"timeout_s,omitempty" json:"timeout_s,omitempty"`             // one attempt, seconds
+	Attempts      int     `yaml:"attempts,omitempty" json:"attempts,omitempty"`               // most attempts per call
+	BackoffMS     float64 `yaml:"backoff_ms,omitempty" json:"backoff_ms,omitempty"`           // first backoff ceiling, ms
+	MaxBackoffMS  float64 `yaml:"max_backoff_ms,omitempty" json:"max_backoff_ms,omitempty"`   // backoff and Retry-After cap, ms
+	MaxBodyBytes  int64   `yaml:"max_body_bytes,omitempty" json:"max_body_bytes,omitempty"`   // response body cap
+	BreakerAfter  int     `yaml:"breaker_after,omitempty" json:"breaker_after,omitempty"`     // failed attempts that pause the endpoint
+	BreakerPauseS float64 `yaml:"breaker_pause_s,omitempty" json:"breaker_pause_s,omitempty"` // pause length, seconds
+}
+
+// Check reports the first out-of-range field.
+func (t TransportSpec) Check() error {
+	switch {
+	case t.TimeoutS < 0 || t.TimeoutS > 86400:
+		return fmt.Errorf("timeout_s: want 0 to 86400, got %v", t.TimeoutS)
+	case t.Attempts < 0 || t.Attempts > 100:
+		return fmt.Errorf("attempts: want 0 to 100, got %d", t.Attempts)
+	case t.BackoffMS < 0 || t.MaxBackoffMS < 0:
+		return fmt.Errorf("backoff_ms and max_backoff_ms must not be negative")
+	case t.MaxBodyBytes < 0:
+		return fmt.Errorf("max_body_bytes must not be negative")
+	case t.BreakerAfter < 0 || t.BreakerPauseS < 0:
+		return fmt.Errorf("breaker_after and breaker_pause_s must not be negative")
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpstress/stress/conditions"
+	"github.com/mcpstress/stress/manifests"
 )
 
 // Message is one chat message as a model receives it.
@@ -97,6 +98,8 @@ type Spec struct {
 	Host    string         // server address, "" for the backend's default
 	Format  any            // output constraint: nil, "json", "schema" (the answer schema) or a JSON schema
 	Options map[string]any // backend options passed through
+	// Transport tunes the HTTP layer (timeouts, retries, breaker).
+	Transport manifests.TransportSpec
 }
 
 // Factory builds a Model from its manifest spec.

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 )
 
@@ -50,6 +51,14 @@ type Options struct {
 	// HTTP is the underlying client (default a new http.Client with the
 	// Timeout); its own Timeout is overridden per attempt by a context.
 	HTTP *http.Client
+}
+
+// FromSpec converts a manifest's transport settings; zero fields stay zero
+// (defaults).
+func FromSpec(s manifests.TransportSpec) Options {
+	sec := func(x float64) time.Duration { return time.Duration(x * float64(time.Second)) }
+	return Options{Timeout: sec(s.TimeoutS), MaxAttempts: s.Attempts, BaseDelay: sec(s.BackoffMS / 1000),
+		MaxDelay: sec(s.MaxBackoffMS / 1000), MaxBody: s.MaxBodyBytes, BreakerThreshold: s.BreakerAfter, BreakerCooldown: sec(s.BreakerPauseS)}
 }
 
 func (o Options) withDefaults() Options {
