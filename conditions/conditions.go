@@ -114,13 +114,45 @@ func DataFor(s *study.Scenario, c study.Condition, replay int) (Data, error) {
 	return Data{Observation: obs, Annotation: ann, Condition: c, Replay: replay}, err
 }
 
+// Labels that open the annotations of the envelope and category conditions.
+// Each stands alone on a line, followed by the indented JSON of a complete
+// tool result; a client reading the messages (models/failclosed) finds the
+// result after the last line that equals the label.
+const (
+	EnvelopeLabel = "Control envelope:"
+	CategoryLabel = "Tool result with error category:"
+)
+
 // Annotation is what condition c adds to the normalized observation:
 // nothing (normalized); the namespaced code alone (code_only); the code and
 // the preferred policy label as JSON (structured); one sentence giving the
 // cause and the preferred policy in words, without the code or the label
-// (prose).
+// (prose); EnvelopeLabel and the scenario's control envelope as indented
+// JSON (envelope); CategoryLabel and the scenario's error-category result
+// as indented JSON (category; see CategoryResult), or nothing for a cause
+// without a category.
+//
+// Note: envelope and category show their result next to the normalized
+// observation, not instead of it, so every condition keeps the same base
+// observation and differs only in what it adds.
 func Annotation(s *study.Scenario, c study.Condition) (string, error) {
 	switch c {
+	case study.Envelope:
+		env, err := Indent(s.ControlEnvelope)
+		if err != nil {
+			return "", fmt.Errorf("scenario %s: control_envelope: %w", s.ID, err)
+		}
+		return EnvelopeLabel + "\n" + env, nil
+	case study.Category:
+		raw, ok, err := CategoryResult(s)
+		if err != nil || !ok {
+			return "", err
+		}
+		res, err := Indent(raw)
+		if err != nil {
+			return "", fmt.Errorf("scenario %s: category result: %w", s.ID, err)
+		}
+		return CategoryLabel + "\n" + res, nil
 	case study.Normalized:
 		return "", nil
 	case study.CodeOnly:
@@ -138,7 +170,81 @@ func Annotation(s *study.Scenario, c study.Condition) (string, error) {
 		}
 		return fmt.Sprintf("The call failed because %s; the agent should %s.", info.Words, s.Preferred.Words()), nil
 	}
-	return "", fmt.Errorf("unknown condition %q (want one of %v)", c, study.Conditions)
+	return "", fmt.Errorf("unknown condition %q (want one of %v)", c, study.AllConditions)
+}
+
+// CategoryContract is the error-category contract of seed 002 as shown in
+// the category condition: errorCategory, isRetryable and explanation. The
+// optional nextAction is left out so that the condition stays answer-free.
+type CategoryContract struct {
+	ErrorCategory study.ErrorCategory `json:"errorCategory"`
+	IsRetryable   bool                `json:"isRetryable"`
+	Explanation   string              `json:"explanation"`
+}
+
+// categoryResult is a complete tool result carrying the contract in
+// structuredContent, with its serialized copy in a text block.
+type categoryResult struct {
+	ResultType        string           `json:"resultType"`
+	IsError           bool             `json:"isError"`
+	Content           []textBlock      `json:"content"`
+	StructuredContent CategoryContract `json:"structuredContent"`
+}
+
+type textBlock struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// CategoryResult returns the counterfactual tool result of scenario s under
+// the error-category contract: {"resultType": "complete", "isError": true,
+// "content": [{"type": "text", "text": <the contract serialized>}],
+// "structuredContent": <the contract>}. ok is false when the cause has no
+// category (study.CategoryOf): then there is no such result.
+//
+// The contract is derived from the record alone: the category from the
+// cause, isRetryable true only for transient, and an explanation stating
+// the failed condition and its target (Explanation).
+func CategoryResult(s *study.Scenario) (raw json.RawMessage, ok bool, err error) {
+	cat, ok := study.CategoryOf(s.Cause)
+	if !ok {
+		return nil, false, nil
+	}
+	c := CategoryContract{ErrorCategory: cat, IsRetryable: cat == study.TransientCategory, Explanation: Explanation(s)}
+	text, err := json.Marshal(c)
+	if err != nil {
+		return nil, false, err
+	}
+	raw, err = json.Marshal(categoryResult{
+		ResultType: "complete", IsError: true,
+		Content:           []textBlock{{Type: "text", Text: string(text)}},
+		StructuredContent: c,
+	})
+	return raw, err == nil, err
+}
+
+// Explanation is the contract's explanation of scenario s: why the
+// operation failed, naming the parameter or dependency when the record's
+// target names one. It contains no policy label and no action wording
+// (tested like code_only), and "" for a cause without a category.
+func Explanation(s *study.Scenario) string {
+	switch s.Cause {
+	case study.InvalidType:
+		return fmt.Sprintf("The argument at %s has the wrong JSON type.", s.Target.Pointer)
+	case study.InvalidValue:
+		return fmt.Sprintf("The argument at %s has a value outside its accepted domain.", s.Target.Pointer)
+	case study.AuthRequired:
+		if s.Target.Name != "" {
+			return fmt.Sprintf("Access was denied: the request carried no accepted %s.", s.Target.Name)
+		}
+		return "Access was denied: the request carried no accepted authorization."
+	case study.Transient:
+		if s.Target.Name != "" {
+			return fmt.Sprintf("The upstream dependency %s is temporarily unavailable.", s.Target.Name)
+		}
+		return "An upstream dependency is temporarily unavailable."
+	}
+	return ""
 }
 
 // Indent formats raw JSON canonically: two-space indentation, key order kept.

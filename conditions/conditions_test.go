@@ -1,7 +1,9 @@
 package conditions_test
 
 import (
+	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -46,14 +48,15 @@ func render(t *testing.T, p *conditions.Prompt, s *study.Scenario, c study.Condi
 	return b.String()
 }
 
-// TestGolden pins all 84 renderings (21 scenarios x 4 conditions) of the
-// default prompt, each with its first replay message.
+// TestGolden pins all 126 renderings (21 scenarios x 6 conditions: the
+// four paired ones, envelope and category) of the default prompt, each with
+// its first replay message.
 func TestGolden(t *testing.T) {
 	m, p := load(t)
 	n := 0
 	for i := range m.Corpus.Scenarios {
 		s := &m.Corpus.Scenarios[i]
-		for _, c := range study.Conditions {
+		for _, c := range study.AllConditions {
 			got := render(t, p, s, c)
 			file := filepath.Join("testdata", "default", s.ID+"-"+string(c)+".golden")
 			n++
@@ -73,12 +76,12 @@ func TestGolden(t *testing.T) {
 			}
 		}
 	}
-	if n != 84 {
-		t.Errorf("rendered %d, want 84", n)
+	if n != 126 {
+		t.Errorf("rendered %d, want 126", n)
 	}
 	files, _ := filepath.Glob(filepath.Join("testdata", "default", "*.golden"))
-	if len(files) != 84 {
-		t.Errorf("%d golden files, want 84", len(files))
+	if len(files) != 126 {
+		t.Errorf("%d golden files, want 126", len(files))
 	}
 }
 
@@ -148,5 +151,126 @@ func TestParsePromptErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want it to mention %q", name, err, tc.want)
 		}
+	}
+}
+
+// TestCategoryRevealsNoPolicy checks that the category condition adds only
+// errorCategory, isRetryable and explanation (no nextAction, no code, no
+// policy label or words, no action wording), and nothing for a cause
+// without a category.
+func TestCategoryRevealsNoPolicy(t *testing.T) {
+	m, _ := load(t)
+	shown := 0
+	for i := range m.Corpus.Scenarios {
+		s := &m.Corpus.Scenarios[i]
+		ann, err := conditions.Annotation(s, study.Category)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := conditions.DataFor(s, study.Category, 0)
+		norm, _ := conditions.DataFor(s, study.Normalized, 0)
+		if data.Observation != norm.Observation {
+			t.Errorf("%s: category must keep the normalized observation", s.ID)
+		}
+		cat, ok := study.CategoryOf(s.Cause)
+		if !ok {
+			if ann != "" || s.Cause != study.UnknownTool {
+				t.Errorf("%s (%s): category annotation %q, want none only for unknown_tool", s.ID, s.Cause, ann)
+			}
+			continue
+		}
+		shown++
+		label, body, found := strings.Cut(ann, "\n")
+		if !found || label != conditions.CategoryLabel {
+			t.Fatalf("%s: category annotation %q does not start with the label line", s.ID, ann)
+		}
+		var res struct {
+			ResultType        string `json:"resultType"`
+			IsError           bool   `json:"isError"`
+			Content           []struct{ Type, Text string }
+			StructuredContent map[string]any `json:"structuredContent"`
+		}
+		if err := json.Unmarshal([]byte(body), &res); err != nil {
+			t.Fatalf("%s: %v", s.ID, err)
+		}
+		sc := res.StructuredContent
+		if res.ResultType != "complete" || !res.IsError || len(sc) != 3 || sc["errorCategory"] != string(cat) || sc["isRetryable"] != false || sc["explanation"] != conditions.Explanation(s) {
+			t.Errorf("%s: category result %s, want complete, isError, and exactly errorCategory %s, isRetryable false, explanation", s.ID, body, cat)
+		}
+		var copy map[string]any
+		if len(res.Content) != 1 || res.Content[0].Type != "text" || json.Unmarshal([]byte(res.Content[0].Text), &copy) != nil || fmt.Sprint(copy) != fmt.Sprint(sc) {
+			t.Errorf("%s: the text copy %+v does not equal structuredContent", s.ID, res.Content)
+		}
+		if strings.Contains(ann, s.Code) || strings.Contains(ann, "nextAction") {
+			t.Errorf("%s: category annotation shows the code or a nextAction: %s", s.ID, ann)
+		}
+		for _, p := range study.Policies {
+			if strings.Contains(ann, string(p)) || strings.Contains(ann, p.Words()) {
+				t.Errorf("%s category %q shows policy %s", s.ID, ann, p)
+			}
+		}
+		if w := actionWords.FindString(ann); w != "" {
+			t.Errorf("%s category %q has action wording %q", s.ID, ann, w)
+		}
+	}
+	if shown != 11 {
+		t.Errorf("category shows a contract for %d scenarios, want 11 (all but the 10 unknown tools)", shown)
+	}
+}
+
+// TestExplanationWording checks the explanations of every cause, including
+// the synthetic transient one the corpus lacks.
+func TestExplanationWording(t *testing.T) {
+	for _, s := range []study.Scenario{
+		{ID: "t", Cause: study.Transient, Target: study.Target{Kind: "dependency", Name: "price-feed"}},
+		{ID: "t", Cause: study.Transient, Target: study.Target{Kind: "dependency"}},
+		{ID: "a", Cause: study.AuthRequired, Target: study.Target{Kind: "credential"}},
+		{ID: "v", Cause: study.InvalidValue, Target: study.Target{Kind: "parameter", Pointer: "/x"}},
+	} {
+		e := conditions.Explanation(&s)
+		if e == "" || !strings.HasSuffix(e, ".") {
+			t.Errorf("%s: explanation %q", s.Cause, e)
+		}
+		if w := actionWords.FindString(e); w != "" {
+			t.Errorf("%s: explanation %q has action wording %q", s.Cause, e, w)
+		}
+	}
+	s := study.Scenario{ID: "t", Cause: study.Transient, Target: study.Target{Kind: "dependency", Name: "feed"}}
+	raw, ok, err := conditions.CategoryResult(&s)
+	if err != nil || !ok || !strings.Contains(string(raw), `"structuredContent":{"errorCategory":"transient","isRetryable":true,`) {
+		t.Errorf("transient category result %s, %v, %v", raw, ok, err)
+	}
+	s.Cause = study.UnknownTool
+	if raw, ok, err := conditions.CategoryResult(&s); ok || raw != nil || err != nil || conditions.Explanation(&s) != "" {
+		t.Errorf("unknown_tool has a category result %s", raw)
+	}
+}
+
+// TestEnvelopeCondition checks that envelope adds exactly the scenario's
+// control envelope after its label, next to the normalized observation.
+func TestEnvelopeCondition(t *testing.T) {
+	m, p := load(t)
+	for i := range m.Corpus.Scenarios {
+		s := &m.Corpus.Scenarios[i]
+		ann, err := conditions.Annotation(s, study.Envelope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		label, body, _ := strings.Cut(ann, "\n")
+		want, _ := conditions.Indent(s.ControlEnvelope)
+		if label != conditions.EnvelopeLabel || body != want {
+			t.Errorf("%s: envelope annotation %q, want the label and the control envelope", s.ID, ann)
+		}
+		msgs, _ := p.Initial(s, study.Envelope)
+		norm, _ := conditions.DataFor(s, study.Normalized, 0)
+		if !strings.Contains(msgs[1].Content, norm.Observation) || !strings.Contains(msgs[1].Content, ann) {
+			t.Errorf("%s: the envelope user message lacks the observation or the envelope", s.ID)
+		}
+	}
+	if !study.Envelope.RevealsPolicy() || study.Category.RevealsPolicy() || study.Envelope.Paired() || study.Category.Paired() {
+		t.Error("envelope reveals the policy, category does not, and neither is paired")
+	}
+	if _, err := conditions.Annotation(&m.Corpus.Scenarios[0], "nope"); err == nil {
+		t.Error("Annotation accepted an unknown condition")
 	}
 }

@@ -180,19 +180,39 @@ func (p Probe) Yields(c Cause) bool {
 // Condition is how a failure is shown to a model (STUDY.md 3).
 type Condition string
 
-// The four paired conditions.
+// The four paired conditions of the paper, then two more a manifest may
+// name: Envelope shows the scenario's counterfactual control envelope
+// (STUDY.md section 6) and Category its error-category contract (seed 002:
+// errorCategory, isRetryable, explanation).
 const (
 	Normalized Condition = "normalized"
 	CodeOnly   Condition = "code_only"
 	Structured Condition = "structured"
 	Prose      Condition = "prose"
+	Envelope   Condition = "envelope"
+	Category   Condition = "category"
 )
 
-// Conditions lists the paired conditions in canonical order.
+// Conditions lists the paper's four paired conditions in canonical order;
+// the default studies run exactly these.
 var Conditions = []Condition{Normalized, CodeOnly, Structured, Prose}
 
-// Valid reports whether c is a known condition.
+// AllConditions lists every known condition: the four paired ones, then
+// Envelope and Category.
+var AllConditions = []Condition{Normalized, CodeOnly, Structured, Prose, Envelope, Category}
+
+// Valid reports whether c is a known condition (one of AllConditions).
 func (c Condition) Valid() bool {
+	for _, x := range AllConditions {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// Paired reports whether c is one of the paper's four paired Conditions.
+func (c Condition) Paired() bool {
 	for _, x := range Conditions {
 		if x == c {
 			return true
@@ -201,8 +221,60 @@ func (c Condition) Valid() bool {
 	return false
 }
 
-// RevealsPolicy reports whether condition c discloses the preferred policy.
-func (c Condition) RevealsPolicy() bool { return c == Structured || c == Prose }
+// RevealsPolicy reports whether condition c discloses the preferred policy
+// (the control envelope carries it in error.policy).
+func (c Condition) RevealsPolicy() bool { return c == Structured || c == Prose || c == Envelope }
+
+// ErrorCategory is a category of the application-defined error contract of
+// seed 002 (errorCategory in a tool's structuredContent). It names the
+// remedy family, not a policy; MCP itself reserves no such field.
+type ErrorCategory string
+
+// The four error categories of seed 002.
+const (
+	TransientCategory  ErrorCategory = "transient"  // a temporary outage; the unchanged call may succeed later
+	ValidationCategory ErrorCategory = "validation" // domain validation inside a recognized tool operation failed
+	PermissionCategory ErrorCategory = "permission" // access was denied
+	BusinessCategory   ErrorCategory = "business"   // a business rule forbids the operation
+)
+
+// ErrorCategories lists the four categories in canonical order.
+var ErrorCategories = []ErrorCategory{TransientCategory, ValidationCategory, PermissionCategory, BusinessCategory}
+
+// Valid reports whether e is one of ErrorCategories.
+func (e ErrorCategory) Valid() bool {
+	for _, x := range ErrorCategories {
+		if x == e {
+			return true
+		}
+	}
+	return false
+}
+
+// CategoryOf returns the error category of cause c and whether it has one.
+//
+// Note: unknown_tool has none. Seed 002 defines validation as domain
+// validation inside a recognized tool operation and leaves a malformed MCP
+// request to protocol error handling; a call to a tool that does not exist
+// never reaches a tool operation, so no tool can attach the contract (the
+// servers raise a protocol error or a generic isError result), and the
+// other three categories (outage, denied access, business rule) misstate
+// it. Forcing it into validation would also make a client that maps
+// validation to revise_arguments choose a harmful policy for 10 of the 21
+// failures. invalid_type and invalid_value are validation (the argument is
+// checked by the recognized tool), authentication is permission, and the
+// synthetic transient cause is transient.
+func CategoryOf(c Cause) (ErrorCategory, bool) {
+	switch c {
+	case InvalidType, InvalidValue:
+		return ValidationCategory, true
+	case AuthRequired:
+		return PermissionCategory, true
+	case Transient:
+		return TransientCategory, true
+	}
+	return "", false
+}
 
 func join[T ~string](xs []T) string {
 	s := make([]string, len(xs))
