@@ -157,7 +157,7 @@ func (s *Scenario) validate() []fieldErr {
 		bad("protocol_version", "want a protocol version like 2025-06-18, got %q", s.ProtocolVersion)
 	}
 	if !s.Probe.Valid() {
-		bad("probe", "unknown probe %q (want %s, %s or %s)", s.Probe, NonexistentTool, WrongType, Sentinel)
+		bad("probe", "unknown probe %q (want one of %s)", s.Probe, join(Probes))
 	}
 	info, ok := s.Cause.Info()
 	if !ok {
@@ -209,6 +209,9 @@ func (s *Scenario) validate() []fieldErr {
 	}
 	if s.Preferred.Valid() && !seen[s.Preferred] {
 		bad("non_harm", "must contain the preferred policy %s", s.Preferred)
+	}
+	if s.Capture != nil {
+		errs = append(errs, checkCapture(s.Capture)...)
 	}
 	if err := checkEnvelope(s); err != nil {
 		bad("control_envelope", "%v", err)
@@ -277,6 +280,21 @@ func checkObservation(raw json.RawMessage, surface Surface) error {
 		}
 		if surface == SuccessShaped && isErr {
 			return errors.New("a success_shaped error needs result.isError false or absent")
+		}
+	case Silent:
+		if o.Result == nil {
+			return errors.New(`a silent failure needs "result"`)
+		}
+		if o.Result.IsError != nil && *o.Result.IsError {
+			return errors.New("a silent failure needs result.isError false or absent")
+		}
+		for i, c := range o.Result.Content {
+			if !EmptyText(c.Text) {
+				return fmt.Errorf("a silent failure needs empty content; result.content[%d].text says something", i)
+			}
+		}
+		if !EmptyJSON(o.Result.StructuredContent) {
+			return errors.New("a silent failure needs empty result.structuredContent")
 		}
 	}
 	return nil

@@ -15,6 +15,9 @@ type Bit struct {
 	Bit       int    `json:"bit"`       // 0 or 1
 	Evidence  string `json:"evidence"`  // JSON pointer into the observation
 	Rationale string `json:"rationale"` // one line
+	// Proposed marks a bit a rule proposed and no person has confirmed
+	// (captured corpora); delete it when confirming.
+	Proposed bool `json:"proposed,omitempty"`
 }
 
 // View is the coding of one view: a Bit per coordinate letter.

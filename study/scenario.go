@@ -19,6 +19,7 @@ type Scenario struct {
 	NonHarm         []Policy        `json:"non_harm"`
 	ControlEnvelope json.RawMessage `json:"control_envelope"` // counterfactual control plane (section 6)
 	Profile         ProfileCoding   `json:"profile"`
+	Capture         *Capture        `json:"capture,omitempty"` // provenance of a captured record (capture.go)
 }
 
 // Target is the repair target of a failure.

@@ -142,11 +142,19 @@ const (
 	SuccessShaped Surface = "success_shaped" // isError false or absent, text says it failed
 )
 
-// Surfaces lists every surface in canonical order.
-var Surfaces = []Surface{ProtocolError, ToolError, SuccessShaped}
+// Surfaces lists every surface in canonical order; Silent (capture.go)
+// occurs only in captured corpora.
+var Surfaces = []Surface{ProtocolError, ToolError, SuccessShaped, Silent}
 
 // Valid reports whether s is a known surface.
-func (s Surface) Valid() bool { return s == ProtocolError || s == ToolError || s == SuccessShaped }
+func (s Surface) Valid() bool {
+	for _, x := range Surfaces {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
 
 // Probe is the kind of call that induced a failure.
 type Probe string
@@ -162,6 +170,7 @@ var probeCauses = map[Probe][]Cause{
 	NonexistentTool: {UnknownTool},
 	WrongType:       {InvalidType, AuthRequired},
 	Sentinel:        {InvalidValue, AuthRequired},
+	MissingRequired: {InvalidType, AuthRequired},
 }
 
 // Valid reports whether p is a known probe kind.
