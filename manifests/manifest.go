@@ -56,6 +56,38 @@ type Manifest struct {
 	ReplayCap *int `yaml:"replay_cap" json:"replay_cap"`
 	// Models are the systems under test.
 	Models []Model `yaml:"models" json:"models"`
+	// MaxInFlight caps the model calls in flight across all models and
+	// endpoints, 1 to 4096 (default 0: the sum of every model's slots,
+	// parallel × endpoints, so only the per-model limits apply).
+	MaxInFlight int `yaml:"max_in_flight,omitempty" json:"max_in_flight,omitempty"`
+}
+
+// MaxParallel is the largest per-endpoint parallelism a manifest may ask for.
+const MaxParallel = 1024
+
+// Slots returns the calls model md may have in flight: its parallelism
+// (default 1) times its endpoints (at least one).
+func (md *Model) Slots() int { return max(md.Parallel, 1) * max(len(md.Endpoints), 1) }
+
+// Hosts returns the servers model md's decisions are spread over: its
+// endpoints, or else its single host ("" for the backend's default).
+func (md *Model) Hosts() []string {
+	if len(md.Endpoints) > 0 {
+		return md.Endpoints
+	}
+	return []string{md.Host}
+}
+
+// InFlight returns the effective global cap on calls in flight.
+func (m *Manifest) InFlight() int {
+	if m.MaxInFlight > 0 {
+		return m.MaxInFlight
+	}
+	n := 0
+	for i := range m.Models {
+		n += m.Models[i].Slots()
+	}
+	return max(n, 1)
 }
 
 // Prompt names one prompt template file.
@@ -80,6 +112,13 @@ type Model struct {
 	// Transport tunes timeouts, retries and the circuit breaker of HTTP
 	// backends; zero fields keep the backend's defaults.
 	Transport TransportSpec `yaml:"transport,omitempty" json:"transport,omitempty"`
+	// Parallel is the number of calls in flight per endpoint, 1 to
+	// MaxParallel (default 0 means 1).
+	Parallel int `yaml:"parallel,omitempty" json:"parallel,omitempty"`
+	// Endpoints are servers (e.g. several Ollama hosts or vLLM replicas)
+	// that serve the same model; the run spreads the model's decisions
+	// over them. Set either Host or Endpoints.
+	Endpoints []string `yaml:"endpoints,omitempty" json:"endpoints,omitempty"`
 }
 
 // Resolved is a validated manifest with every file it names read and hashed.
@@ -243,6 +282,9 @@ func Parse(source string, data []byte) (*Manifest, error) {
 	if len(m.Models) == 0 {
 		bad("models", "want at least one model")
 	}
+	if m.MaxInFlight < 0 || m.MaxInFlight > 4096 {
+		bad("max_in_flight", "want 1 to 4096 calls in flight, got %d", m.MaxInFlight)
+	}
 	seenM := map[string]bool{}
 	for i, md := range m.Models {
 		f := fmt.Sprintf("models[%d]", i)
@@ -260,6 +302,22 @@ func Parse(source string, data []byte) (*Manifest, error) {
 		}
 		if md.Digest != "" && !digestPattern.MatchString(md.Digest) {
 			bad(f+".digest", "want 64 lower-case hex digits, optionally after sha256:, got %q", md.Digest)
+		}
+		if md.Parallel < 0 || md.Parallel > MaxParallel {
+			bad(f+".parallel", "want 1 to %d calls in flight per endpoint, got %d", MaxParallel, md.Parallel)
+		}
+		if len(md.Endpoints) > 0 && md.Host != "" {
+			bad(f+".endpoints", "set either host or endpoints, not both")
+		}
+		seenE := map[string]bool{}
+		for j, e := range md.Endpoints {
+			switch {
+			case strings.TrimSpace(e) == "":
+				bad(fmt.Sprintf("%s.endpoints[%d]", f, j), "empty endpoint")
+			case seenE[e]:
+				bad(fmt.Sprintf("%s.endpoints[%d]", f, j), "duplicate endpoint %q", e)
+			}
+			seenE[e] = true
 		}
 		if err := md.Transport.Check(); err != nil {
 			bad(f+".transport", "%v", err)
