@@ -1,0 +1,11 @@
+package runner
+
+import "github.com/mcpstress/stress/models"
+
+// Wrap replaces every model of the plan by wrap(model), e.g. to trace
+// calls or inject faults in tests. Call it before Run.
+func (p *Plan) Wrap(wrap func(models.Model) models.Model) {
+	for i := range p.models {
+		p.models[i] = wrap(p.models[i])
+	}
+}
