@@ -11,7 +11,7 @@
 #   GO               go command (default: go on PATH, else /usr/local/go/bin/go)
 #
 # The tests find the binary via $OLLAMA_BIN, then PATH, then
-# $(go env GOPATH)/bin/ollama (see models/ollama/internal/ollamatest).
+# $(go env GOPATH)/bin/ollama (see internal/ollamatest).
 set -euo pipefail
 
 OLLAMA_VERSION="${OLLAMA_VERSION:-v0.6.5}"

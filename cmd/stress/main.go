@@ -43,6 +43,8 @@ commands:
   profile [-json] [-manifest MANIFEST]          print the actionability profile table (paper Table I)
   render -scenario ID -condition C [-prompt FILE] [-manifest MANIFEST]
                                                 print the messages a model receives
+  verify [-json] MANIFEST                       check every pinned model against its server (no inference)
+  models [-host H] [-json]                      list an Ollama server's models with full digests
 
 Run 'stress <command> -h' for a command's flags.
 `
@@ -58,6 +60,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"analyze": cmdAnalyze,
 		"profile": cmdProfile,
 		"render":  cmdRender,
+		"verify":  cmdVerify,
+		"models":  cmdModels,
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stdout, usage)

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/mcpstress/stress/analysis"
+	"github.com/mcpstress/stress/internal/ollamatest"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/models/ollama"
-	"github.com/mcpstress/stress/models/ollama/internal/ollamatest"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/runner"
 	"github.com/mcpstress/stress/study"

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/mcpstress/stress/models/ollama"
+	"github.com/mcpstress/stress/runner"
+)
+
+// cmdVerify resolves every model of a manifest on its server and checks
+// its pinned identity; it makes no inference call.
+func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("verify", stderr)
+	asJSON := fs.Bool("json", false, "print what each server reported as JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError("verify takes one manifest")
+	}
+	m, err := loadManifest(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	plan, err := runner.Prepare(m, true)
+	if err != nil {
+		return err
+	}
+	checks, verr := plan.Verify(ctx)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(checks); err != nil {
+			return err
+		}
+	} else {
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "model\tbackend\tserver\tdigest\tpinned")
+		for _, md := range m.Models {
+			c := checks[md.Name]
+			if c == nil {
+				fmt.Fprintf(tw, "%s\t%s\t-\t-\t(not verifiable)\n", md.Name, md.Backend)
+				continue
+			}
+			f := c.Facts
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%v\n", md.Name, md.Backend, f["server_version"], f["digest"], f["pinned"])
+		}
+		tw.Flush()
+	}
+	if verr != nil {
+		return fmt.Errorf("verify %s:\n%w", fs.Arg(0), verr)
+	}
+	fmt.Fprintln(stderr, "verified: every pinned model matches its server")
+	return nil
+}
+
+// cmdModels lists an Ollama server's models with their full digests, so a
+// user can pin them in a manifest.
+func cmdModels(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("models", stderr)
+	host := fs.String("host", "", "Ollama server (default $OLLAMA_HOST, else "+ollama.DefaultHost+")")
+	asJSON := fs.Bool("json", false, "print as JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usageError("models takes no arguments")
+	}
+	list, err := ollama.List(ctx, *host)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(list)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "name\tdigest\tfamily\tparameters\tquantization\tserver")
+	for _, in := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", in.Name, in.Digest, in.Family, in.ParameterSize, in.Quantization, in.ServerVersion)
+	}
+	return tw.Flush()
+}
