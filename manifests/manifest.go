@@ -119,6 +119,19 @@ type Model struct {
 	// that serve the same model; the run spreads the model's decisions
 	// over them. Set either Host or Endpoints.
 	Endpoints []string `yaml:"endpoints,omitempty" json:"endpoints,omitempty"`
+	// APIKeyEnv names the environment variable holding the API key (the
+	// key itself never appears in manifests, results or logs).
+	APIKeyEnv string `yaml:"api_key_env,omitempty" json:"api_key_env,omitempty"`
+	// Pin is what a server without digests must report (OpenAI-compatible
+	// servers): the run stops before the first call on a mismatch.
+	Pin Pin `yaml:"pin,omitempty" json:"pin,omitempty"`
+}
+
+// Pin lists what an OpenAI-compatible server must report for a model; an
+// empty field is not checked.
+type Pin struct {
+	Model             string `yaml:"model,omitempty" json:"model,omitempty"`                           // the response's model id
+	SystemFingerprint string `yaml:"system_fingerprint,omitempty" json:"system_fingerprint,omitempty"` // the response's system_fingerprint
 }
 
 // Resolved is a validated manifest with every file it names read and hashed.
@@ -224,6 +237,7 @@ func relTo(dir, p string) string {
 var (
 	namePattern   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]*$`)
 	digestPattern = regexp.MustCompile(`^(sha256:)?[0-9a-f]{64}$`)
+	envPattern    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
 // Parse decodes and validates manifest bytes (YAML or JSON). Unknown fields
@@ -318,6 +332,9 @@ func Parse(source string, data []byte) (*Manifest, error) {
 				bad(fmt.Sprintf("%s.endpoints[%d]", f, j), "duplicate endpoint %q", e)
 			}
 			seenE[e] = true
+		}
+		if md.APIKeyEnv != "" && !envPattern.MatchString(md.APIKeyEnv) {
+			bad(f+".api_key_env", "want the name of an environment variable (letters, digits, _), got %q", md.APIKeyEnv)
 		}
 		if err := md.Transport.Check(); err != nil {
 			bad(f+".transport", "%v", err)

@@ -100,6 +100,10 @@ type Spec struct {
 	Options map[string]any // backend options passed through
 	// Transport tunes the HTTP layer (timeouts, retries, breaker).
 	Transport manifests.TransportSpec
+	// APIKeyEnv names the environment variable holding the API key.
+	APIKeyEnv string
+	// Pin is what a server without digests must report.
+	Pin manifests.Pin
 }
 
 // Factory builds a Model from its manifest spec.

@@ -130,7 +130,7 @@ func Prepare(m *manifests.Resolved, allowUnpinned bool) (*Plan, error) {
 			}
 			p.unpinned = append(p.unpinned, md.Name)
 		}
-		model, err := b.New(models.Spec{Name: md.Name, Backend: md.Backend, Model: md.Model, Digest: md.Digest, Host: md.Host, Format: md.Format, Options: md.Options, Transport: md.Transport})
+		model, err := b.New(models.Spec{Name: md.Name, Backend: md.Backend, Model: md.Model, Digest: md.Digest, Host: md.Host, Format: md.Format, Options: md.Options, Transport: md.Transport, APIKeyEnv: md.APIKeyEnv, Pin: md.Pin})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("manifest %s: models[%d]: %w", m.Source, i, err))
 			continue
