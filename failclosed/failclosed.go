@@ -26,9 +26,19 @@
 // milliseconds in [0, MaxRetryDelay], required with retry_later and rejected
 // with any other policy.
 //
-// Decide is pure, never panics, and allocates at most in proportion to the
-// input, which is capped at MaxSize bytes and MaxDepth levels of nesting
-// (measured: under 50 MB and 0.3 s for the worst 1 MiB inputs tried).
+// DecideCategory checks the second, application-defined contract of seed
+// 002 (errorCategory, isRetryable, explanation, nextAction in
+// structuredContent, with a serialized text copy); see its doc. The caller
+// names the contract it expects by the entry point it calls: neither
+// function guesses from the input, and each ignores the other's members.
+//
+// Decide and DecideCategory are pure, never panic, and allocate at most in
+// proportion to the input, which is capped at MaxSize bytes and MaxDepth
+// levels of nesting (measured: under 50 MB and 0.3 s for the worst 1 MiB
+// inputs tried).
+//
+// Suite holds the conformance suite's data files (LoadSuite, BuiltinSuite);
+// Controls builds the 21 control cases from a corpus.
 package failclosed
 
 import (
@@ -104,7 +114,9 @@ const (
 	// WrongSchema: error.schema is absent or not Schema.
 	WrongSchema Reason = "wrong_schema"
 	// UnknownMember: error, error.target or error.retry has a member the
-	// schema does not define.
+	// schema does not define; for the category contract, structuredContent
+	// has a member other than errorCategory, isRetryable, retriable,
+	// explanation and nextAction.
 	UnknownMember Reason = "unknown_member"
 	// UnknownCode: error.code is absent, not a string, or not in the registry.
 	UnknownCode Reason = "unknown_code"
@@ -139,11 +151,52 @@ const (
 	// DeclaredStop: in explicit-action mode, the server's policy is
 	// stop_or_escalate.
 	DeclaredStop Reason = "declared_stop"
+
+	// The reasons of the error-category contract (DecideCategory), in the
+	// order of its checks; its shared checks (TooLarge … NotErrorResult,
+	// UnknownMember) come from the list above.
+
+	// MissingStructuredContent: isError is true but structuredContent is
+	// absent.
+	MissingStructuredContent Reason = "missing_structured_content"
+	// InvalidStructuredContent: structuredContent is not an object.
+	InvalidStructuredContent Reason = "invalid_structured_content"
+	// UnknownCategory: errorCategory is absent, not a string, or not one of
+	// transient, validation, permission, business (case-sensitive).
+	UnknownCategory Reason = "unknown_category"
+	// InvalidRetryable: neither isRetryable nor its alias retriable is
+	// given, or one of them is not a boolean.
+	InvalidRetryable Reason = "invalid_retryable"
+	// RetryableConflict: isRetryable and retriable are both given and
+	// differ.
+	RetryableConflict Reason = "retryable_conflict"
+	// MissingExplanation: explanation is absent, not a string, or blank.
+	MissingExplanation Reason = "missing_explanation"
+	// InvalidNextAction: nextAction is given but is not a non-blank string.
+	InvalidNextAction Reason = "invalid_next_action"
+	// ContradictoryRetryable: the unchanged call is declared retryable but
+	// the category is validation, permission or business, whose unchanged
+	// call cannot succeed.
+	ContradictoryRetryable Reason = "contradictory_retryable"
+	// MissingTextCopy: no text block of content holds the serialized
+	// contract (a JSON object).
+	MissingTextCopy Reason = "missing_text_copy"
+	// TextCopyMismatch: a text block that holds a JSON value (its text
+	// starts with "{" after white space) is not valid JSON, not a valid
+	// contract, or says something other than structuredContent.
+	TextCopyMismatch Reason = "text_copy_mismatch"
+	// NotRetryable: the category is transient but the unchanged call is
+	// declared not retryable (e.g. the server's retry budget is spent).
+	NotRetryable Reason = "not_retryable"
+	// BusinessRule: the category is business: a rule forbids the
+	// operation, which no change of request or retry repairs.
+	BusinessRule Reason = "business_rule"
 	// UnknownMode: Decide was called with a Mode that is not valid.
 	UnknownMode Reason = "unknown_mode"
 )
 
-// Reasons lists every non-empty reason in check order.
+// Reasons lists every non-empty reason: those of Decide in check order,
+// then those only DecideCategory gives, then UnknownMode.
 var Reasons = []Reason{
 	TooLarge, InvalidJSON, TooDeep, DuplicateMember, NotObject,
 	WrongResultType, MissingContent, InvalidContent, NotErrorResult,
@@ -151,6 +204,10 @@ var Reasons = []Reason{
 	InvalidTarget, TargetMismatch, UnknownPolicy, IncompatiblePolicy,
 	InvalidSameRequest, InvalidRetryDelay, MissingRetryDelay,
 	UnexpectedRetryDelay, InvalidSideEffects, UnsafeReplay, DeclaredStop,
+	MissingStructuredContent, InvalidStructuredContent, UnknownCategory,
+	InvalidRetryable, RetryableConflict, MissingExplanation,
+	InvalidNextAction, ContradictoryRetryable, MissingTextCopy,
+	TextCopyMismatch, NotRetryable, BusinessRule,
 	UnknownMode,
 }
 
@@ -170,8 +227,11 @@ type Decision struct {
 	Mode    Mode          // the mode Decide ran in
 	Reason  Reason        // empty for an actionable policy, else why the client stopped
 	Message string        // human-readable detail; not stable, do not parse
-	Cause   study.Cause   // cause of error.code once the code is known, else ""
+	Cause   study.Cause   // cause of error.code once the code is known, else "" (Decide only)
 	Delay   time.Duration // wait before replaying; non-zero only for retry_later
+	// Category is the contract's errorCategory once it is known, else ""
+	// (DecideCategory only).
+	Category study.ErrorCategory
 }
 
 // Members of the schema-1 envelope and its sub-objects.
@@ -214,47 +274,9 @@ func Decide(raw []byte, mode Mode) Decision {
 		return stop(UnknownMode, "mode %s is neither registry nor explicit_action", snippet(string(mode)))
 	}
 
-	// Bytes and syntax.
-	if len(raw) > MaxSize {
-		return stop(TooLarge, "input is %d bytes; the limit is %d", len(raw), MaxSize)
-	}
-	v, r, msg := parse(raw)
+	res, r, msg := completedError(raw)
 	if r != "" {
 		return stop(r, "%s", msg)
-	}
-	res, ok := v.(map[string]any)
-	if !ok {
-		return stop(NotObject, "top-level value is %s, not an object", kind(v))
-	}
-
-	// The ordinary completed-result shape.
-	if rt, ok := res["resultType"].(string); !ok || rt != "complete" {
-		return stop(WrongResultType, "resultType is %s, want \"complete\"", show(res, "resultType"))
-	}
-	cv, ok := res["content"]
-	if !ok {
-		return stop(MissingContent, "content is absent")
-	}
-	blocks, ok := cv.([]any)
-	if !ok {
-		return stop(InvalidContent, "content is %s, not an array", kind(cv))
-	}
-	// Note: an empty content array counts as missing base content: the
-	// two-plane design keeps the explanation for models and people in
-	// content, so a result whose only information is the control envelope
-	// is not a well-formed result of this design.
-	if len(blocks) == 0 {
-		return stop(MissingContent, "content is an empty array")
-	}
-	for i, b := range blocks {
-		if m := contentBlock(b); m != "" {
-			return stop(InvalidContent, "content[%d] %s", i, m)
-		}
-	}
-
-	// A declared failure.
-	if e, ok := res["isError"].(bool); !ok || !e {
-		return stop(NotErrorResult, "isError is %s, want true", show(res, "isError"))
 	}
 
 	// The envelope. Note: only the members of the outer result that the
@@ -379,6 +401,56 @@ func Decide(raw []byte, mode Mode) Decision {
 		d.Delay = delay
 	}
 	return d
+}
+
+// completedError runs the checks both contracts share, in order: bytes
+// and syntax, the ordinary completed-result shape (resultType, a non-empty
+// content array of well-formed blocks) and isError: true. It returns the
+// parsed result, or a Reason and a message.
+func completedError(raw []byte) (map[string]any, Reason, string) {
+	// Bytes and syntax.
+	if len(raw) > MaxSize {
+		return nil, TooLarge, fmt.Sprintf("input is %d bytes; the limit is %d", len(raw), MaxSize)
+	}
+	v, r, msg := parse(raw)
+	if r != "" {
+		return nil, r, msg
+	}
+	res, ok := v.(map[string]any)
+	if !ok {
+		return nil, NotObject, fmt.Sprintf("top-level value is %s, not an object", kind(v))
+	}
+
+	// The ordinary completed-result shape.
+	if rt, ok := res["resultType"].(string); !ok || rt != "complete" {
+		return nil, WrongResultType, fmt.Sprintf("resultType is %s, want \"complete\"", show(res, "resultType"))
+	}
+	cv, ok := res["content"]
+	if !ok {
+		return nil, MissingContent, "content is absent"
+	}
+	blocks, ok := cv.([]any)
+	if !ok {
+		return nil, InvalidContent, fmt.Sprintf("content is %s, not an array", kind(cv))
+	}
+	// Note: an empty content array counts as missing base content: the
+	// two-plane design keeps the explanation for models and people in
+	// content, so a result whose only information is the control envelope
+	// is not a well-formed result of this design.
+	if len(blocks) == 0 {
+		return nil, MissingContent, "content is an empty array"
+	}
+	for i, b := range blocks {
+		if m := contentBlock(b); m != "" {
+			return nil, InvalidContent, fmt.Sprintf("content[%d] %s", i, m)
+		}
+	}
+
+	// A declared failure.
+	if e, ok := res["isError"].(bool); !ok || !e {
+		return nil, NotErrorResult, fmt.Sprintf("isError is %s, want true", show(res, "isError"))
+	}
+	return res, "", ""
 }
 
 // parse decodes raw into plain values (map[string]any, []any, string,

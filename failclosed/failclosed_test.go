@@ -9,6 +9,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -236,6 +237,9 @@ func reasonCases(t testing.TB) []reasonCase {
 
 func TestDecideReasons(t *testing.T) {
 	covered := map[Reason]bool{}
+	for _, tc := range categoryCases(t) {
+		covered[tc.reason] = true
+	}
 	for _, tc := range reasonCases(t) {
 		modes := tc.modes
 		if modes == nil {
@@ -269,9 +273,13 @@ func TestDecideReasons(t *testing.T) {
 }
 
 func TestSuite(t *testing.T) {
-	cases, err := LoadSuite(os.DirFS("testdata"), "suite")
+	cases, err := BuiltinSuite()
 	if err != nil {
 		t.Fatal(err)
+	}
+	disk, err := LoadSuite(os.DirFS("."), SuiteDir)
+	if err != nil || len(disk) != len(cases) {
+		t.Fatalf("suite on disk: %d cases, %v; embedded: %d", len(disk), err, len(cases))
 	}
 	count := map[Kind]int{}
 	reasons := map[Reason]int{}
@@ -282,11 +290,15 @@ func TestSuite(t *testing.T) {
 			t.Errorf("%s: modes %v, want both", c.ID, c.Modes)
 		}
 	}
-	if count[KindTransient] != 2 || count[KindMalformed] != 17 || count[KindControl] != 0 {
-		t.Errorf("suite holds %v, want 2 transient and 17 malformed", count)
+	if count[KindTransient] != 2 || count[KindMalformed] != 17 || count[KindControl] != 0 || count[KindCategory] != 25 {
+		t.Errorf("suite holds %v, want 2 transient, 17 malformed and 25 category cases", count)
 	}
 	if reasons[MissingContent] < 1 || reasons[InvalidContent] < 1 || reasons[TargetMismatch] != 3 || reasons[UnsafeReplay] < 1 {
 		t.Errorf("suite reasons %v lack a required case", reasons)
+	}
+	// The contradictions the issue names, each failing closed on its own.
+	if reasons[ContradictoryRetryable] != 3 || reasons[TextCopyMismatch] < 1 || reasons[UnknownCategory] < 1 || reasons[RetryableConflict] < 1 || reasons[MissingExplanation] < 1 {
+		t.Errorf("suite reasons %v lack a category contradiction", reasons)
 	}
 	results := Run(cases)
 	if len(results) != 2*len(cases) {
@@ -296,6 +308,34 @@ func TestSuite(t *testing.T) {
 		if !r.Pass {
 			t.Errorf("%s/%s: %s (%s)", r.ID, r.Mode, r.Diff, r.Got.Message)
 		}
+	}
+}
+
+// TestCorpusControls runs the 21 control cases Controls builds from the
+// shipped corpus: the preferred policy in both modes.
+func TestCorpusControls(t *testing.T) {
+	m, err := manifests.LoadBuiltin(manifests.DefaultName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := Controls(m.Corpus.Scenarios)
+	if len(cases) != 21 {
+		t.Fatalf("%d controls, want 21", len(cases))
+	}
+	res := Run(cases)
+	if len(res) != 42 {
+		t.Fatalf("%d results, want 42", len(res))
+	}
+	for i, r := range res {
+		if !r.Pass || r.Kind != KindControl || r.Got.Policy != m.Corpus.Scenarios[i/2].Preferred {
+			t.Errorf("%s/%s: %s (%s)", r.ID, r.Mode, r.Diff, r.Got.Message)
+		}
+	}
+	tr := study.Scenario{ID: "X", Preferred: study.RetryLater, ControlEnvelope: with(t, func() map[string]any { return transient(study.RetryLater) }, func(e map[string]any) {
+		errOf(e)["retry"] = map[string]any{"sameRequest": "safe", "afterMs": 1500}
+	})}
+	if c := Controls([]study.Scenario{tr}); c[0].WantDelay != 1500 || !Run(c)[0].Pass {
+		t.Errorf("a retry_later control: %+v", c[0])
 	}
 }
 
@@ -349,6 +389,7 @@ func TestLoadSuiteErrors(t *testing.T) {
 		"no input":            {"s/a.json": strings.Replace(good, `"input_text": "[]"`, `"note": ""`, 1)},
 		"both inputs":         {"s/a.json": strings.Replace(good, `"input_text"`, `"input": {}, "input_text"`, 1)},
 		"bad kind":            {"s/a.json": strings.Replace(good, `"malformed"`, `"broken"`, 1)},
+		"delay without later": {"s/a.json": strings.Replace(good, `"input_text"`, `"want_delay_ms": 5, "input_text"`, 1)},
 		"malformed no reason": {"s/a.json": `{"id": "a", "kind": "malformed", "modes": ["registry"], "want_policy": "retry_now", "want_reason": "", "input": {}}`},
 	} {
 		fsys := fstest.MapFS{}
@@ -439,15 +480,17 @@ func checkProperty(t *testing.T, raw []byte, mode Mode, d Decision) {
 	}
 }
 
+// FuzzDecide feeds every input to both clients (Decide and
+// DecideCategory) in both modes and checks each one's property.
 func FuzzDecide(f *testing.F) {
-	cases, err := LoadSuite(os.DirFS("testdata"), "suite")
+	cases, err := BuiltinSuite()
 	if err != nil {
 		f.Fatal(err)
 	}
 	for _, c := range cases {
 		f.Add(c.Raw())
 	}
-	for _, tc := range reasonCases(f) {
+	for _, tc := range append(reasonCases(f), categoryCases(f)...) {
 		if len(tc.raw) <= 1<<16 {
 			f.Add(tc.raw)
 		}
@@ -455,6 +498,7 @@ func FuzzDecide(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		for _, m := range Modes {
 			checkProperty(t, raw, m, Decide(raw, m))
+			checkCategoryProperty(t, raw, m, DecideCategory(raw, m))
 		}
 	})
 }

@@ -2,6 +2,7 @@ package failclosed
 
 import (
 	"bytes"
+	"embed"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -12,18 +13,48 @@ import (
 	"github.com/mcpstress/stress/study"
 )
 
+// Suite holds the conformance suite's data files, one case per
+// suite/*.json file: the 2 transient and 17 malformed cases of STUDY.md
+// section 6 and the category-contract cases. The 21 control cases are not
+// files: Controls builds them from a corpus.
+//
+//go:embed suite/*.json
+var Suite embed.FS
+
+// SuiteDir is the directory of Suite that holds the cases.
+const SuiteDir = "suite"
+
+// BuiltinSuite loads the embedded suite (LoadSuite(Suite, SuiteDir)).
+func BuiltinSuite() ([]Case, error) { return LoadSuite(Suite, SuiteDir) }
+
 // Kind is the family a conformance case belongs to.
 type Kind string
 
-// The case families of STUDY.md section 6.
+// The case families: the three of STUDY.md section 6, decided by Decide,
+// and the error-category contract of seed 002, decided by DecideCategory.
 const (
 	KindControl   Kind = "control"   // a counterfactual control envelope of a corpus scenario
 	KindTransient Kind = "transient" // a synthetic transient failure with a safe replay
 	KindMalformed Kind = "malformed" // a malformed or unsafe input that must fail closed
+	KindCategory  Kind = "category"  // an input of the error-category contract, accepted or not
 )
 
-// Valid reports whether k is one of the three case families.
-func (k Kind) Valid() bool { return k == KindControl || k == KindTransient || k == KindMalformed }
+// Kinds lists the case families in canonical order.
+var Kinds = []Kind{KindControl, KindTransient, KindMalformed, KindCategory}
+
+// Valid reports whether k is one of Kinds.
+func (k Kind) Valid() bool {
+	for _, x := range Kinds {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Paper reports whether k is a family of the paper's suite (STUDY.md
+// section 6: control, transient, malformed).
+func (k Kind) Paper() bool { return k == KindControl || k == KindTransient || k == KindMalformed }
 
 // Case is one conformance case: an input and the decision expected in each
 // listed mode. It is stored as one JSON file (see LoadSuite).
@@ -39,7 +70,16 @@ type Case struct {
 	InputText  string          `json:"input_text,omitempty"` // the input as text, for inputs that are not JSON objects
 }
 
-// Raw returns the bytes handed to Decide: Input if set, else InputText.
+// Decide runs the client the case's family calls for: DecideCategory for
+// KindCategory, Decide for the others.
+func (c Case) Decide(m Mode) Decision {
+	if c.Kind == KindCategory {
+		return DecideCategory(c.Raw(), m)
+	}
+	return Decide(c.Raw(), m)
+}
+
+// Raw returns the bytes handed to the client: Input if set, else InputText.
 func (c Case) Raw() []byte {
 	if c.Input != nil {
 		return c.Input
@@ -53,7 +93,7 @@ func (c Case) check() error {
 	case c.ID == "":
 		return fmt.Errorf("id is empty")
 	case !c.Kind.Valid():
-		return fmt.Errorf("kind %q is not control, transient or malformed", c.Kind)
+		return fmt.Errorf("kind %q is not control, transient, malformed or category", c.Kind)
 	case len(c.Modes) == 0:
 		return fmt.Errorf("modes is empty")
 	case !c.WantPolicy.Valid():
@@ -66,6 +106,8 @@ func (c Case) check() error {
 		return fmt.Errorf("a malformed case needs a want_reason")
 	case c.WantDelay < 0:
 		return fmt.Errorf("want_delay_ms %d is negative", c.WantDelay)
+	case c.WantDelay > 0 && c.WantPolicy != study.RetryLater:
+		return fmt.Errorf("want_delay_ms %d goes with retry_later only", c.WantDelay)
 	case (c.Input != nil) == (c.InputText != ""):
 		return fmt.Errorf("exactly one of input and input_text must be given")
 	}
@@ -132,7 +174,7 @@ func Run(cases []Case) []CaseResult {
 	var out []CaseResult
 	for _, c := range cases {
 		for _, m := range c.Modes {
-			got := Decide(c.Raw(), m)
+			got := c.Decide(m)
 			var diffs []string
 			if got.Policy != c.WantPolicy {
 				diffs = append(diffs, fmt.Sprintf("policy %s, want %s", got.Policy, c.WantPolicy))
@@ -148,6 +190,34 @@ func Run(cases []Case) []CaseResult {
 				Pass: len(diffs) == 0, Diff: strings.Join(diffs, "; "),
 			})
 		}
+	}
+	return out
+}
+
+// Controls returns the control cases of a corpus (STUDY.md section 6): one
+// per scenario, id the scenario id, input its control envelope, expecting
+// the preferred policy in both modes (with the envelope's retry.afterMs as
+// the delay when that policy is retry_later).
+func Controls(scenarios []study.Scenario) []Case {
+	out := make([]Case, 0, len(scenarios))
+	for _, s := range scenarios {
+		c := Case{
+			ID: s.ID, Kind: KindControl, Note: fmt.Sprintf("%s control envelope of %s", s.Cause, s.Server),
+			Modes: Modes, WantPolicy: s.Preferred, Input: s.ControlEnvelope,
+		}
+		if s.Preferred == study.RetryLater {
+			var env struct {
+				Error struct {
+					Retry struct {
+						AfterMs int64 `json:"afterMs"`
+					} `json:"retry"`
+				} `json:"error"`
+			}
+			if json.Unmarshal(s.ControlEnvelope, &env) == nil {
+				c.WantDelay = env.Error.Retry.AfterMs
+			}
+		}
+		out = append(out, c)
 	}
 	return out
 }
