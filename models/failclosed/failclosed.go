@@ -1,0 +1,123 @@
+// Package failclosedmodel runs the deterministic fail-closed client
+// (package failclosed) as a model backend, so it appears in the same counts
+// tables as the models and baselines. Like the baselines it reads only the
+// messages it is sent: it finds the tool result that the envelope or
+// category condition adds to the last user message, decides it, and
+// answers with the usual JSON. Where the message carries no such result
+// (the paired conditions), or the result fails a check, it stops.
+package failclosedmodel
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/mcpstress/stress/conditions"
+	"github.com/mcpstress/stress/failclosed"
+	"github.com/mcpstress/stress/models"
+	"github.com/mcpstress/stress/study"
+)
+
+// Backend is the registry name of the fail-closed client.
+const Backend = "fail_closed"
+
+// NoResult is the reason recorded in Reply.Meta when the last user message
+// carries no result after an EnvelopeLabel or CategoryLabel line.
+const NoResult = "no_result"
+
+func init() {
+	models.Register(Backend, models.Backend{New: New})
+}
+
+// Client is the fail-closed client in one mode.
+type Client struct {
+	mode failclosed.Mode
+}
+
+var _ models.Model = (*Client)(nil)
+
+// New builds the client whose mode spec.Model names: "registry" or
+// "explicit_action".
+func New(spec models.Spec) (models.Model, error) {
+	m := failclosed.Mode(spec.Model)
+	if !m.Valid() {
+		return nil, fmt.Errorf("model %q: unknown fail_closed mode %q (want %s or %s)", spec.Name, spec.Model, failclosed.Registry, failclosed.ExplicitAction)
+	}
+	return &Client{mode: m}, nil
+}
+
+// Generate decides the result in the last user message. Reply.Meta records
+// the contract read ("envelope", "category" or absent), the reason of a
+// stop and its message.
+func (c *Client) Generate(ctx context.Context, req models.Request) (models.Reply, error) {
+	if err := ctx.Err(); err != nil {
+		return models.Reply{}, err
+	}
+	var last string
+	for _, m := range req.Messages {
+		if m.Role == conditions.User {
+			last = m.Content
+		}
+	}
+	meta := map[string]any{"mode": string(c.mode)}
+	contract, raw := Find(last)
+	var d failclosed.Decision
+	switch contract {
+	case study.Envelope:
+		d = failclosed.Decide(raw, c.mode)
+	case study.Category:
+		d = failclosed.DecideCategory(raw, c.mode)
+	default:
+		d = failclosed.Decision{Policy: study.StopOrEscalate, Mode: c.mode, Reason: NoResult,
+			Message: "the message carries no control envelope and no error-category result"}
+	}
+	if contract != "" {
+		meta["contract"] = string(contract)
+	}
+	if d.Reason != "" {
+		meta["reason"], meta["message"] = string(d.Reason), d.Message
+	}
+	if d.Delay > 0 {
+		meta["delay_ms"] = d.Delay.Milliseconds()
+	}
+	text, err := json.Marshal(struct {
+		Status study.Status `json:"operation_status"`
+		Policy study.Policy `json:"recovery_policy"`
+	}{study.Failed, d.Policy})
+	return models.Reply{Text: string(text), Meta: meta}, err
+}
+
+// Find locates the result an envelope or category annotation adds to a
+// message: the JSON value that follows the last line equal to
+// conditions.EnvelopeLabel or conditions.CategoryLabel. It returns the
+// contract (study.Envelope or study.Category) and the value's exact bytes,
+// or "" when no label line is present. When a label is present but no
+// JSON value follows, raw is the rest of the message, which the client
+// then rejects with its own reason.
+//
+// Note: a label only counts as a whole line. The observation above it is
+// indented JSON, whose strings cannot contain a line break, so a label
+// quoted inside a server's message cannot be mistaken for the annotation.
+func Find(msg string) (contract study.Condition, raw []byte) {
+	lines := strings.SplitAfter(msg, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		switch strings.TrimRight(lines[i], "\r\n") {
+		case conditions.EnvelopeLabel:
+			contract = study.Envelope
+		case conditions.CategoryLabel:
+			contract = study.Category
+		default:
+			continue
+		}
+		rest := []byte(strings.Join(lines[i+1:], ""))
+		dec := json.NewDecoder(bytes.NewReader(rest))
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return contract, rest
+		}
+		return contract, v
+	}
+	return "", nil
+}
