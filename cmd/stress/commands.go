@@ -15,7 +15,8 @@ import (
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/conditions"
 	"github.com/mcpstress/stress/manifests"
-	_ "github.com/mcpstress/stress/models/baseline" // registers the baselines
+	_ "github.com/mcpstress/stress/models/baseline"   // registers the baselines
+	_ "github.com/mcpstress/stress/models/failclosed" // registers fail_closed
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/runner"
 	"github.com/mcpstress/stress/study"

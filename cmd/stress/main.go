@@ -43,6 +43,7 @@ commands:
   profile [-json] [-manifest MANIFEST]          print the actionability profile table (paper Table I)
   render -scenario ID -condition C [-prompt FILE] [-manifest MANIFEST]
                                                 print the messages a model receives
+  conform [-json] [-manifest MANIFEST]          run the fail-closed client's conformance suite
   verify [-json] MANIFEST                       check every pinned model against its server (no inference)
   models [-host H] [-json]                      list an Ollama server's models with full digests
 
@@ -60,6 +61,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"analyze": cmdAnalyze,
 		"profile": cmdProfile,
 		"render":  cmdRender,
+		"conform": cmdConform,
 		"verify":  cmdVerify,
 		"models":  cmdModels,
 	}
