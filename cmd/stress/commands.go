@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/mcpstress/stress/analysis"
+	"github.com/mcpstress/stress/analysis/stats"
 	"github.com/mcpstress/stress/conditions"
 	"github.com/mcpstress/stress/manifests"
 	_ "github.com/mcpstress/stress/models/baseline"   // registers the baselines
@@ -82,47 +83,169 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("analyze", stderr)
-	asJSON := fs.Bool("json", false, `print {"cells":[…]} as JSON`)
+	asJSON := fs.Bool("json", false, `print {"bootstrap":…,"cells":[…],"pairs":[…]} as JSON`)
+	sf := addStatFlags(fs, true)
+	against := fs.String("against", "", `print a published table next to the counts: "paper" (the paper's Table II)`)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usageError("analyze takes one bundle directory")
 	}
+	opt, err := sf.options("analyze")
+	if err != nil {
+		return err
+	}
+	if *against != "" && *against != "paper" {
+		return usageError("analyze: flag -against: unknown table %q (want paper)", *against)
+	}
 	dir := fs.Arg(0)
+	acc, problems, err := loadBundle(dir, stderr)
+	if err != nil {
+		return err
+	}
+	cells := acc.Cells()
+	an, err := acc.Analyze(opt)
+	if err != nil {
+		return usageError("analyze: flag -pair: %v", err)
+	}
+	var table *analysis.PaperTable
+	var pc *analysis.PaperComparison
+	if *against != "" {
+		if table, pc, err = againstPaper(dir, cells, stderr); err != nil {
+			return err
+		}
+	}
+	if *asJSON {
+		err = analysis.WriteAnalysisJSON(stdout, an, pc)
+	} else {
+		err = analysis.WriteTable(stdout, cells)
+		if err == nil {
+			fmt.Fprintln(stdout)
+			err = analysis.WriteIntervals(stdout, an)
+		}
+		if err == nil && pc != nil {
+			fmt.Fprintln(stdout)
+			err = analysis.WriteAgainst(stdout, table, pc)
+		}
+	}
+	if err == nil && problems > 0 {
+		err = fmt.Errorf("%s: %d problems in %s", dir, problems, results.CallsFile)
+	}
+	return err
+}
+
+// loadBundle recomputes every decision of the bundle in dir from
+// calls.jsonl, checks it against decisions.parquet, and accumulates the
+// rows. Problems (bad lines, broken trajectories) are printed to stderr and
+// counted; the caller reports them after its output.
+func loadBundle(dir string, stderr io.Writer) (*analysis.Accumulator, int, error) {
 	callsPath := filepath.Join(dir, results.CallsFile)
 	f, err := os.Open(callsPath)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	defer f.Close()
 	rows, problems, err := analysis.Rescore(f, callsPath)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	for _, p := range problems {
 		fmt.Fprintln(stderr, "problem:", p)
 	}
 	pq, err := results.ReadRows(filepath.Join(dir, results.DecisionsFile))
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	if errs := analysis.Agree(rows, pq, 20); len(errs) > 0 {
 		for _, e := range errs {
 			fmt.Fprintln(stderr, "disagreement:", e)
 		}
-		return fmt.Errorf("%s: %s and %s disagree (%d reported)", dir, results.CallsFile, results.DecisionsFile, len(errs))
+		return nil, 0, fmt.Errorf("%s: %s and %s disagree (%d reported)", dir, results.CallsFile, results.DecisionsFile, len(errs))
 	}
-	cells := analysis.Count(rows)
-	if *asJSON {
-		err = analysis.WriteJSON(stdout, cells)
+	acc := analysis.NewAccumulator()
+	for i := range rows {
+		acc.Add(&rows[i])
+	}
+	return acc, len(problems), nil
+}
+
+// againstPaper sets the cells next to the paper's Table II, matching run
+// models by label or by the backend model id recorded in manifest.json.
+func againstPaper(dir string, cells []analysis.Cell, stderr io.Writer) (*analysis.PaperTable, *analysis.PaperComparison, error) {
+	table, err := analysis.Paper()
+	if err != nil {
+		return nil, nil, err
+	}
+	var ids map[string]string
+	if info, err := analysis.ReadBundleInfo(dir); err != nil {
+		fmt.Fprintf(stderr, "warning: %v: matching models to the paper by label only\n", err)
 	} else {
-		err = analysis.WriteTable(stdout, cells)
+		ids = info.ModelIDs()
 	}
-	if err == nil && len(problems) > 0 {
-		err = fmt.Errorf("%s: %d problems in %s", dir, len(problems), results.CallsFile)
+	return table, table.Against(cells, ids), nil
+}
+
+// statFlags are the statistics flags of analyze, compare and report.
+type statFlags struct {
+	b      *int
+	seed   *uint64
+	pairs  *listFlag
+	column *string
+}
+
+// listFlag collects the values of a repeatable flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, " ") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+// addStatFlags defines -b and -seed, and -pair and -column when pairs is
+// set.
+func addStatFlags(fs *flag.FlagSet, pairs bool) *statFlags {
+	sf := &statFlags{
+		b:    fs.Int("b", stats.DefaultB, "bootstrap resamples per interval (1 to 1000000)"),
+		seed: fs.Uint64("seed", analysis.DefaultSeed, "bootstrap seed (recorded in the output)"),
 	}
-	return err
+	if pairs {
+		sf.pairs = &listFlag{}
+		fs.Var(sf.pairs, "pair", "also compare condA,condB (A − B) within every model and prompt; repeatable; condA,condB,column names the column")
+		sf.column = fs.String("column", "", "column of the -pair comparisons: strict, cover, retry, invalid, any_fs, terminal_fs (default strict)")
+	}
+	return sf
+}
+
+// options checks the flags and returns the analysis options.
+func (sf *statFlags) options(cmd string) (analysis.Options, error) {
+	opt := analysis.Options{B: *sf.b, Seed: *sf.seed}
+	if *sf.b < 1 || *sf.b > 1000000 {
+		return opt, usageError("%s: flag -b: want 1 to 1000000 resamples, got %d", cmd, *sf.b)
+	}
+	if *sf.seed == 0 {
+		return opt, usageError("%s: flag -seed: want a seed ≥ 1", cmd)
+	}
+	if sf.pairs == nil {
+		return opt, nil
+	}
+	col := analysis.Strict
+	if *sf.column != "" {
+		c, err := analysis.ParseColumn(*sf.column)
+		if err != nil {
+			return opt, usageError("%s: flag -column: %v", cmd, err)
+		}
+		if len(*sf.pairs) == 0 {
+			return opt, usageError("%s: flag -column applies to -pair comparisons; give at least one -pair condA,condB", cmd)
+		}
+		col = c
+	}
+	for _, p := range *sf.pairs {
+		spec, err := analysis.ParsePairSpec(p, col)
+		if err != nil {
+			return opt, usageError("%s: flag -pair: %v", cmd, err)
+		}
+		opt.Pairs = append(opt.Pairs, spec)
+	}
+	return opt, nil
 }
 
 var coordinateNames = map[string]string{

@@ -1,0 +1,322 @@
+// Package openai is the backend for any OpenAI-compatible chat-completions
+// server (vLLM, llama.cpp's server, LM Studio, Ollama's /v1, hosted APIs).
+// It uses the request and response types of
+// github.com/sashabaranov/go-openai and sends them through
+// models/transport, keeping the exact response bytes. The API key comes
+// from an environment variable the manifest names and never reaches
+// results, logs or error messages.
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/mcpstress/stress/manifests"
+	"github.com/mcpstress/stress/models"
+	"github.com/mcpstress/stress/models/transport"
+	"github.com/mcpstress/stress/study"
+)
+
+// Backend is the registry name of this backend.
+const Backend = "openai"
+
+func init() {
+	models.Register(Backend, models.Backend{New: func(s models.Spec) (models.Model, error) { return New(s, transport.FromSpec(s.Transport)) }})
+}
+
+// Model is one model on one OpenAI-compatible server.
+type Model struct {
+	spec   models.Spec
+	base   *url.URL // ends in /v1 (or the server's API root)
+	key    string
+	format *goopenai.ChatCompletionResponseFormat
+	tr     *transport.Client
+}
+
+var (
+	_ models.Model       = (*Model)(nil)
+	_ models.Verifier    = (*Model)(nil)
+	_ models.SeedChecker = (*Model)(nil)
+)
+
+// New builds a model from its manifest spec. spec.Host is the API base URL
+// (e.g. http://127.0.0.1:8000/v1); the API key is read from the variable
+// spec.APIKeyEnv names, if any.
+func New(spec models.Spec, opt transport.Options) (*Model, error) {
+	if spec.Host == "" {
+		return nil, fmt.Errorf("model %q: host: an OpenAI-compatible backend needs the API base URL, e.g. http://127.0.0.1:8000/v1", spec.Name)
+	}
+	host := spec.Host
+	if !strings.Contains(host, "://") {
+		host = "http://" + host
+	}
+	base, err := url.Parse(host)
+	if err != nil || base.Host == "" || (base.Scheme != "http" && base.Scheme != "https") {
+		return nil, fmt.Errorf("model %q: host: want http(s)://host:port/v1, got %q", spec.Name, spec.Host)
+	}
+	m := &Model{spec: spec, base: base, tr: transport.New(opt)}
+	if spec.APIKeyEnv != "" {
+		m.key = os.Getenv(spec.APIKeyEnv)
+		if m.key == "" {
+			return nil, fmt.Errorf("model %q: api_key_env: environment variable %s is empty or unset", spec.Name, spec.APIKeyEnv)
+		}
+	}
+	for k := range spec.Options {
+		if err := checkOption(spec.Name, k); err != nil {
+			return nil, err
+		}
+	}
+	if m.format, err = responseFormat(spec.Format); err != nil {
+		return nil, fmt.Errorf("model %q: format: %w", spec.Name, err)
+	}
+	return m, nil
+}
+
+// rawSchema lets a schema map be used where go-openai wants a json.Marshaler.
+type rawSchema map[string]any
+
+func (r rawSchema) MarshalJSON() ([]byte, error) { return json.Marshal(map[string]any(r)) }
+
+// responseFormat maps a manifest format: "" none; "json" json_object;
+// "schema" or a schema object json_schema.
+func responseFormat(f any) (*goopenai.ChatCompletionResponseFormat, error) {
+	var schema map[string]any
+	switch v := f.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		switch v {
+		case "":
+			return nil, nil
+		case "json":
+			return &goopenai.ChatCompletionResponseFormat{Type: goopenai.ChatCompletionResponseFormatTypeJSONObject}, nil
+		case "schema":
+			schema = study.AnswerSchema()
+		default:
+			return nil, fmt.Errorf(`want "", "json", "schema" or a JSON schema object, got %q`, v)
+		}
+	case map[string]any:
+		schema = v
+	default:
+		return nil, fmt.Errorf("want a string or a JSON schema object, got %T", f)
+	}
+	return &goopenai.ChatCompletionResponseFormat{Type: goopenai.ChatCompletionResponseFormatTypeJSONSchema,
+		JSONSchema: &goopenai.ChatCompletionResponseFormatJSONSchema{Name: "recovery_answer", Schema: rawSchema(schema), Strict: true}}, nil
+}
+
+// body builds the request JSON.
+//
+// Note: go-openai's Temperature is a float32 with omitempty, so a
+// temperature of 0 would vanish and 0.7 would be sent as 0.699999988; the
+// exact value is set in the JSON instead. max_tokens and top_p come from the
+// manifest's options.
+func (m *Model) body(req models.Request) ([]byte, error) {
+	msgs := make([]goopenai.ChatCompletionMessage, len(req.Messages))
+	for i, msg := range req.Messages {
+		msgs[i] = goopenai.ChatCompletionMessage{Role: msg.Role, Content: msg.Content}
+	}
+	seed := int(req.Seed)
+	cr := goopenai.ChatCompletionRequest{Model: m.spec.Model, Messages: msgs, Seed: &seed, ResponseFormat: m.format}
+	b, err := json.Marshal(&cr)
+	if err != nil {
+		return nil, err
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return nil, err
+	}
+	obj["temperature"] = req.Temperature
+	for k, v := range req.Options {
+		if err := checkOption(m.spec.Name, k); err != nil {
+			return nil, err
+		}
+		obj[k] = v
+	}
+	return json.Marshal(obj)
+}
+
+// checkOption accepts the sampling options this backend passes through.
+func checkOption(model, k string) error {
+	switch k {
+	case "max_tokens", "top_p", "max_completion_tokens", "stop", "presence_penalty", "frequency_penalty":
+		return nil
+	}
+	return fmt.Errorf("model %q: options.%s: not an option this backend sends (max_tokens, max_completion_tokens, top_p, stop, presence_penalty, frequency_penalty)", model, k)
+}
+
+// Generate sends one chat completion.
+func (m *Model) Generate(ctx context.Context, req models.Request) (models.Reply, error) {
+	body, err := m.body(req)
+	if err != nil {
+		return models.Reply{}, err
+	}
+	var cr goopenai.ChatCompletionResponse
+	resp, events, err := m.tr.Do(ctx, m.post("chat/completions", body), func(b []byte) error {
+		cr = goopenai.ChatCompletionResponse{}
+		if err := json.Unmarshal(b, &cr); err != nil {
+			return fmt.Errorf("chat completion: %w", err)
+		}
+		if len(cr.Choices) == 0 {
+			return errors.New("chat completion: no choices")
+		}
+		return nil
+	})
+	events = m.scrubEvents(events)
+	if err != nil {
+		return models.Reply{Events: events}, m.scrub(err)
+	}
+	ch := cr.Choices[0]
+	return models.Reply{
+		Text:         ch.Message.Content,
+		Body:         resp.Body,
+		PromptTokens: cr.Usage.PromptTokens,
+		OutputTokens: cr.Usage.CompletionTokens,
+		Events:       events,
+		Meta: map[string]any{
+			"model":              cr.Model,
+			"system_fingerprint": cr.SystemFingerprint,
+			"finish_reason":      string(ch.FinishReason),
+			"usage":              cr.Usage,
+			"id":                 cr.ID,
+		},
+	}, nil
+}
+
+func (m *Model) post(path string, body []byte) func(context.Context) (*http.Request, error) {
+	return func(ctx context.Context) (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.base.JoinPath(path).String(), bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if m.key != "" {
+			req.Header.Set("Authorization", "Bearer "+m.key)
+		}
+		return req, nil
+	}
+}
+
+// scrub removes the API key from an error's text.
+func (m *Model) scrub(err error) error {
+	if err == nil || m.key == "" || !strings.Contains(err.Error(), m.key) {
+		var ce *models.CallError
+		if errors.As(err, &ce) {
+			ce.Events = m.scrubEvents(ce.Events)
+		}
+		return err
+	}
+	var ce *models.CallError
+	events := []models.TransportEvent(nil)
+	if errors.As(err, &ce) {
+		events = m.scrubEvents(ce.Events)
+	}
+	return &models.CallError{Err: errors.New(strings.ReplaceAll(err.Error(), m.key, "[redacted]")), Events: events}
+}
+
+func (m *Model) scrubEvents(ev []models.TransportEvent) []models.TransportEvent {
+	if m.key == "" {
+		return ev
+	}
+	for i := range ev {
+		ev[i].Error = strings.ReplaceAll(ev[i].Error, m.key, "[redacted]")
+	}
+	return ev
+}
+
+// Verify checks what the server reports against the manifest's pin: the
+// model id (from /models when the server lists it, and from a probe
+// completion) and the system_fingerprint (from the probe). Without a pin it
+// only records what the server reported.
+func (m *Model) Verify(ctx context.Context) (models.Facts, error) {
+	facts := models.Facts{"backend": Backend, "model": m.spec.Model, "host": m.base.String()}
+	listed, err := m.listModels(ctx)
+	if err == nil {
+		facts["listed"] = contains(listed, m.spec.Model)
+	}
+	reply, err := m.Generate(ctx, probe(m.spec.Options))
+	if err != nil {
+		return facts, fmt.Errorf("model %q at %s: probe completion: %w", m.spec.Name, m.base, err)
+	}
+	got, _ := reply.Meta["model"].(string)
+	fp, _ := reply.Meta["system_fingerprint"].(string)
+	facts["served_model"], facts["system_fingerprint"] = got, fp
+	var errs []error
+	if p := m.spec.Pin.Model; p != "" && p != got {
+		errs = append(errs, fmt.Errorf("model %q: pin.model: manifest expects %q, server at %s reports %q", m.spec.Name, p, m.base, got))
+	}
+	if p := m.spec.Pin.SystemFingerprint; p != "" && p != fp {
+		errs = append(errs, fmt.Errorf("model %q: pin.system_fingerprint: manifest expects %q, server at %s reports %q", m.spec.Name, p, m.base, fp))
+	}
+	facts["pinned"] = m.spec.Pin != (manifests.Pin{}) && len(errs) == 0
+	return facts, errors.Join(errs...)
+}
+
+func probe(options map[string]any) models.Request {
+	return models.Request{
+		Messages:    []models.Message{{Role: "system", Content: "Answer with one JSON object."}, {Role: "user", Content: "A tool call failed with: unknown tool. Choose a recovery policy."}},
+		Seed:        20260819,
+		Temperature: 1,
+		Options:     options,
+	}
+}
+
+// SeedCheck sends one probe twice with the same seed and compares answers.
+func (m *Model) SeedCheck(ctx context.Context) (bool, string, error) {
+	req := probe(m.spec.Options)
+	a, err := m.Generate(ctx, req)
+	if err != nil {
+		return false, "", fmt.Errorf("seed probe: %w", err)
+	}
+	b, err := m.Generate(ctx, req)
+	if err != nil {
+		return false, "", fmt.Errorf("seed probe: %w", err)
+	}
+	if a.Text != b.Text {
+		return false, "same seed, different answers", nil
+	}
+	return true, fmt.Sprintf("same seed, same answer (%d bytes)", len(a.Text)), nil
+}
+
+// listModels reads GET /models; servers that lack it return an error.
+func (m *Model) listModels(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	resp, _, err := transport.New(transport.Options{MaxAttempts: 1}).Do(ctx, func(ctx context.Context) (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.base.JoinPath("models").String(), nil)
+		if err == nil && m.key != "" {
+			req.Header.Set("Authorization", "Bearer "+m.key)
+		}
+		return req, err
+	}, nil)
+	if err != nil {
+		return nil, m.scrub(err)
+	}
+	var list goopenai.ModelsList
+	if err := json.Unmarshal(resp.Body, &list); err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(list.Models))
+	for i, x := range list.Models {
+		ids[i] = x.ID
+	}
+	return ids, nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
