@@ -18,6 +18,7 @@ import (
 	"github.com/mcpstress/stress/manifests"
 	_ "github.com/mcpstress/stress/models/baseline"   // registers the baselines
 	_ "github.com/mcpstress/stress/models/failclosed" // registers fail_closed
+	_ "github.com/mcpstress/stress/models/openai"     // registers the OpenAI-compatible backend
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/runner"
 	"github.com/mcpstress/stress/study"
