@@ -1,6 +1,14 @@
 // Package runner runs a resolved study manifest: every (model, prompt,
 // condition, scenario, replicate) decision through the simulator, streamed
 // into a results bundle, then the counts.
+//
+// Decisions run concurrently (per-model parallelism per endpoint, a global
+// cap) and are appended to calls.jsonl as they finish; the outcome of a
+// decision depends only on its key and the seeds, so the bundle does not
+// depend on scheduling. calls.jsonl is the source of truth: a run killed at
+// any instant is continued by Resume, and when a session ends the bundle is
+// rewritten in canonical order (model, prompt, condition, scenario,
+// replicate) with decisions.parquet and summary.json rebuilt from it.
 package runner
 
 import (
@@ -8,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 	"time"
@@ -17,7 +26,6 @@ import (
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/results"
-	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -32,9 +40,59 @@ type Options struct {
 	AllowUnpinned bool
 	// Now returns the current time (default time.Now).
 	Now func() time.Time
-	// Log receives progress lines (default io.Discard).
+	// Log receives messages: the run's start, error decisions, resume
+	// facts (default io.Discard).
 	Log io.Writer
+	// Shard runs only a 1/N slice of the decisions (zero: all of them).
+	Shard Shard
+	// Grace is how long calls in flight may finish after ctx ends before
+	// they are cancelled (default 30 s); their decisions are redone on
+	// resume.
+	Grace time.Duration
+	// Abort, when closed, cancels calls in flight at once (e.g. a second
+	// Ctrl-C).
+	Abort <-chan struct{}
+	// Progress receives progress reports (nil: none).
+	Progress io.Writer
+	// Terminal says Progress is a terminal: one live line, redrawn.
+	Terminal bool
+	// Width is the terminal's width in columns, to cut the live line (0:
+	// unknown).
+	Width int
+	// ProgressEvery is the interval between progress reports (default 10 s,
+	// or 250 ms on a terminal).
+	ProgressEvery time.Duration
+	// SyncEvery is the interval between fsyncs of calls.jsonl (default 1 s):
+	// at most that much work is lost to a power failure.
+	SyncEvery time.Duration
 }
+
+func (o Options) withDefaults() Options {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if o.Grace <= 0 {
+		o.Grace = 30 * time.Second
+	}
+	if o.ProgressEvery <= 0 {
+		o.ProgressEvery = 10 * time.Second
+		if o.Terminal {
+			o.ProgressEvery = 250 * time.Millisecond
+		}
+	}
+	if o.SyncEvery <= 0 {
+		o.SyncEvery = time.Second
+	}
+	return o
+}
+
+// ErrInterrupted is returned (wrapped) by Run and Resume when the context
+// ended before every decision was done; the bundle is consistent and can be
+// resumed.
+var ErrInterrupted = errors.New("run interrupted")
 
 // Record is what manifest.json holds: the resolved manifest and the facts
 // needed to reproduce or audit the run.
@@ -50,10 +108,47 @@ type Record struct {
 	AllowUnpinned  bool               `json:"allow_unpinned"`
 	Unpinned       []string           `json:"unpinned_models,omitempty"`
 	// Models holds what each model\'s server reported before the run.
-	Models    map[string]*ModelCheck `json:"model_checks,omitempty"`
-	Decisions int                    `json:"decisions"`
-	Started   time.Time              `json:"started"`
-	Finished  *time.Time             `json:"finished,omitempty"`
+	Models map[string]*ModelCheck `json:"model_checks,omitempty"`
+	// Decisions is the number of decisions the bundle holds when complete
+	// (its shard's share of the study).
+	Decisions int        `json:"decisions"`
+	Started   time.Time  `json:"started"`
+	Finished  *time.Time `json:"finished,omitempty"` // set when no decision remains
+	// Shard is the slice of the study the bundle runs (nil: all of it).
+	Shard *Shard `json:"shard,omitempty"`
+	// Scenarios are the corpus' scenario ids in order, to enumerate the
+	// study's decisions without the corpus (merge).
+	Scenarios []string `json:"scenarios"`
+	// Completed and Remaining count the bundle's decisions done and to do,
+	// as of the end of the last session.
+	Completed int `json:"completed"`
+	Remaining int `json:"remaining"`
+	// Sessions are the runs that wrote the bundle: the first, then each
+	// resume.
+	Sessions []Session `json:"sessions,omitempty"`
+	// MergedFrom lists the shard bundles a merged bundle was built from.
+	MergedFrom []MergedShard `json:"merged_from,omitempty"`
+}
+
+// Session is one run or resume of a bundle.
+type Session struct {
+	Started     time.Time  `json:"started"`
+	Ended       *time.Time `json:"ended,omitempty"` // nil: the session was killed
+	Binary      Binary     `json:"binary"`
+	Ran         int        `json:"ran"`                       // decisions completed in the session
+	Redone      int        `json:"redone,omitempty"`          // interrupted decisions found at its start, run again
+	Discarded   int64      `json:"discarded_bytes,omitempty"` // torn tail of calls.jsonl cut off at its start
+	Interrupted bool       `json:"interrupted,omitempty"`     // it stopped before the end
+}
+
+// MergedShard identifies one shard bundle of a merge.
+type MergedShard struct {
+	Dir      string                 `json:"dir"`
+	RunID    string                 `json:"run_id"`
+	Shard    Shard                  `json:"shard"`
+	Binary   Binary                 `json:"binary"`
+	Models   map[string]*ModelCheck `json:"model_checks,omitempty"`
+	Sessions []Session              `json:"sessions,omitempty"`
 }
 
 // PromptRecord identifies a prompt template by name, path and hash.
@@ -78,6 +173,11 @@ type Summary struct {
 	Decisions int             `json:"decisions"`
 	Errors    int             `json:"errors"`
 	Calls     int             `json:"calls"`
+	// TransportEvents counts the transport faults recorded in calls.jsonl
+	// (retried or fatal); they are never answers.
+	TransportEvents int `json:"transport_events"`
+	// Remaining is the number of decisions not yet done (interrupted run).
+	Remaining int             `json:"remaining,omitempty"`
 	Cells     []analysis.Cell `json:"cells"`
 }
 
@@ -102,9 +202,13 @@ func BinaryInfo() Binary {
 
 // Plan is a run ready to start: its models built and prompts parsed.
 type Plan struct {
-	m        *manifests.Resolved
-	models   []models.Model
-	prompts  []*conditions.Prompt
+	m *manifests.Resolved
+	// models holds each manifest model's instance for its first endpoint;
+	// endpoints holds one instance per endpoint (endpoints[i][0] is
+	// models[i] as built; a run uses models[i], which Wrap may replace).
+	models    []models.Model
+	endpoints [][]models.Model
+	prompts   []*conditions.Prompt
 	unpinned []string
 	allow    bool
 	checks   map[string]*ModelCheck // from Preflight
@@ -130,12 +234,24 @@ func Prepare(m *manifests.Resolved, allowUnpinned bool) (*Plan, error) {
 			}
 			p.unpinned = append(p.unpinned, md.Name)
 		}
-		model, err := b.New(models.Spec{Name: md.Name, Backend: md.Backend, Model: md.Model, Digest: md.Digest, Host: md.Host, Format: md.Format, Options: md.Options, Transport: md.Transport, APIKeyEnv: md.APIKeyEnv, Pin: md.Pin})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("manifest %s: models[%d]: %w", m.Source, i, err))
+		var insts []models.Model
+		for e, host := range md.Hosts() {
+			model, err := b.New(models.Spec{Name: md.Name, Backend: md.Backend, Model: md.Model, Digest: md.Digest, Host: host, Format: md.Format, Options: md.Options, Transport: md.Transport, APIKeyEnv: md.APIKeyEnv, Pin: md.Pin})
+			if err != nil {
+				field := fmt.Sprintf("models[%d]", i)
+				if len(md.Endpoints) > 0 {
+					field = fmt.Sprintf("models[%d].endpoints[%d]", i, e)
+				}
+				errs = append(errs, fmt.Errorf("manifest %s: %s: %w", m.Source, field, err))
+				break
+			}
+			insts = append(insts, model)
+		}
+		if len(insts) != len(md.Hosts()) {
 			continue
 		}
-		p.models = append(p.models, model)
+		p.models = append(p.models, insts[0])
+		p.endpoints = append(p.endpoints, insts)
 	}
 	for _, pf := range m.Prompts {
 		pr, err := conditions.ParsePrompt(pf.Name, pf.Path, pf.Text)
@@ -151,32 +267,60 @@ func Prepare(m *manifests.Resolved, allowUnpinned bool) (*Plan, error) {
 	return p, nil
 }
 
-// Decisions is the number of decisions the plan will run.
+// Decisions is the number of decisions of the whole study.
 func (p *Plan) Decisions() int {
 	m := p.m
 	return len(m.Models) * len(m.Prompts) * len(m.Conditions) * len(m.Corpus.Scenarios) * m.Replicates
 }
 
-// Run executes the plan into a new bundle and returns its directory and
-// summary. A decision whose call fails is recorded as an error decision and
-// the run goes on; a failure to write the bundle stops the run.
-func (p *Plan) Run(ctx context.Context, opt Options) (dir string, sum *Summary, err error) {
-	now := opt.Now
-	if now == nil {
-		now = time.Now
+// scenarioIDs lists the corpus' scenario ids in order.
+func (p *Plan) scenarioIDs() []string {
+	ids := make([]string, len(p.m.Corpus.Scenarios))
+	for i := range p.m.Corpus.Scenarios {
+		ids[i] = p.m.Corpus.Scenarios[i].ID
 	}
-	log := opt.Log
-	if log == nil {
-		log = io.Discard
+	return ids
+}
+
+// preflight runs the plan's preflight once (see Preflight), then verifies
+// the models of every further endpoint.
+func (p *Plan) preflight(ctx context.Context, log io.Writer) error {
+	if p.checked {
+		return nil
 	}
-	m := p.m
-	if !p.checked {
-		if err := p.Preflight(ctx, log); err != nil {
-			return "", nil, err
+	if err := p.Preflight(ctx, log); err != nil {
+		return err
+	}
+	var errs []error
+	for i, insts := range p.endpoints {
+		for e := 1; e < len(insts); e++ {
+			if v, ok := insts[e].(models.Verifier); ok {
+				if _, err := v.Verify(ctx); err != nil {
+					errs = append(errs, fmt.Errorf("model %q endpoint %s: %w", p.m.Models[i].Name, p.m.Models[i].Endpoints[e], err))
+				}
+			}
 		}
-		p.checked = true
 	}
-	started := now().UTC()
+	if len(errs) > 0 {
+		return fmt.Errorf("preflight, before any call:\n%w", errors.Join(errs...))
+	}
+	p.checked = true
+	return nil
+}
+
+// Run executes the plan into a new bundle and returns its directory and
+// summary. A decision whose call fails for good is recorded as an error
+// decision and the run goes on; a failure to write the bundle stops the
+// run. When ctx ends, no new decision starts, calls in flight get
+// opt.Grace to finish, the bundle is written, and the error wraps
+// ErrInterrupted: Resume continues it.
+func (p *Plan) Run(ctx context.Context, opt Options) (dir string, sum *Summary, err error) {
+	opt = opt.withDefaults()
+	m := p.m
+	if err := p.preflight(ctx, opt.Log); err != nil {
+		return "", nil, err
+	}
+	started := opt.Now().UTC()
 	runID := started.Format("20060102T150405Z") + "-" + m.Name
 	dir = opt.Out
 	if dir == "" {
@@ -186,78 +330,34 @@ func (p *Plan) Run(ctx context.Context, opt Options) (dir string, sum *Summary, 
 		}
 		dir = filepath.Join(root, runID)
 	}
-	w, err := results.Create(dir)
-	if err != nil {
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return dir, nil, fmt.Errorf("output directory %s is not empty; choose another with -out", dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return dir, nil, err
 	}
-	rec := Record{RunID: runID, Manifest: m.Manifest, ReplayCap: m.Cap(), Source: m.Source, ManifestSHA256: m.SHA256,
+	sp := newSpace(&m.Manifest, p.scenarioIDs(), opt.Shard)
+	rec := &Record{RunID: runID, Manifest: m.Manifest, ReplayCap: m.Cap(), Source: m.Source, ManifestSHA256: m.SHA256,
 		CorpusFiles: m.Corpus.Files, Binary: BinaryInfo(), AllowUnpinned: p.allow,
-		Unpinned: p.unpinned, Models: p.checks, Decisions: p.Decisions(), Started: started}
+		Unpinned: p.unpinned, Models: p.checks, Decisions: sp.count(), Started: started,
+		Scenarios: sp.scenarios, Remaining: sp.count()}
+	if !opt.Shard.whole() {
+		sh := opt.Shard
+		rec.Shard = &sh
+	}
 	for _, pf := range m.Prompts {
 		rec.Prompts = append(rec.Prompts, PromptRecord{Name: pf.Name, Path: pf.Path, SHA256: pf.SHA256})
 	}
-	if err := w.WriteJSON(results.ManifestFile, rec); err != nil {
-		w.Close()
+	rec.Sessions = []Session{{Started: started, Binary: rec.Binary}}
+	if err := results.WriteJSON(filepath.Join(dir, results.ManifestFile), rec); err != nil {
 		return dir, nil, err
 	}
-	fmt.Fprintf(log, "run %s: %d decisions into %s\n", runID, rec.Decisions, dir)
-
-	tally := analysis.NewTally()
-	sum = &Summary{RunID: runID}
-	err = p.each(ctx, func(d *simulator.Decision, s *study.Scenario) error {
-		if err := w.Add(d, s); err != nil {
-			return err
-		}
-		row := results.RowOf(d)
-		tally.Add(&row)
-		sum.Decisions++
-		sum.Calls += len(d.Turns)
-		if d.Err != nil {
-			sum.Errors++
-			fmt.Fprintf(log, "error: decision %s: %v\n", d.Key, d.Err)
-		}
-		return nil
-	})
-	if cerr := w.Close(); err == nil {
-		err = cerr
+	shard := ""
+	if rec.Shard != nil {
+		shard = fmt.Sprintf(" (shard %s of %d)", rec.Shard, sp.total())
 	}
-	if err != nil {
-		return dir, nil, err
-	}
-	sum.Cells = tally.Cells()
-	if err := w.WriteJSON(results.SummaryFile, sum); err != nil {
-		return dir, nil, err
-	}
-	fin := now().UTC()
-	rec.Finished = &fin
-	if err := w.WriteJSON(results.ManifestFile, rec); err != nil {
-		return dir, nil, err
-	}
-	return dir, sum, nil
-}
-
-// each runs every decision in manifest order and hands it to add.
-func (p *Plan) each(ctx context.Context, add func(*simulator.Decision, *study.Scenario) error) error {
-	m := p.m
-	for mi, md := range m.Models {
-		cfg := simulator.Config{StudySeed: m.Seed, Temperature: m.Temperature, ReplayCap: m.Cap(), Options: md.Options}
-		for _, pr := range p.prompts {
-			for _, cond := range m.Conditions {
-				for si := range m.Corpus.Scenarios {
-					s := &m.Corpus.Scenarios[si]
-					for rep := 1; rep <= m.Replicates; rep++ {
-						if err := ctx.Err(); err != nil {
-							return fmt.Errorf("run interrupted: %w", err)
-						}
-						key := simulator.Key{Model: md.Name, Prompt: pr.Name, Condition: cond, Scenario: s.ID, Replicate: rep}
-						d := simulator.Run(ctx, p.models[mi], pr, s, key, cfg)
-						if err := add(&d, s); err != nil {
-							return err
-						}
-					}
-				}
-			}
-		}
-	}
-	return nil
+	fmt.Fprintf(opt.Log, "run %s: %d decisions%s into %s\n", runID, rec.Decisions, shard, dir)
+	s := &session{p: p, dir: dir, rec: rec, sp: sp, idx: make([]loc, sp.count()), opt: opt}
+	sum, err = s.run(ctx)
+	return dir, sum, err
 }

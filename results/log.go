@@ -1,0 +1,441 @@
+package results
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/mcpstress/stress/models"
+	"github.com/mcpstress/stress/simulator"
+	"github.com/mcpstress/stress/study"
+)
+
+// This file holds the crash-safe side of a bundle. calls.jsonl is the
+// source of truth: whole decisions are appended to it (the lines of one
+// decision are contiguous and never interleave with another's) and it is
+// fsynced in batches; decisions.parquet and summary.json are derived from it
+// and can always be rebuilt. A run killed at any instant leaves a prefix of
+// whole decisions, possibly followed by a torn tail (part of a line, or the
+// first lines of a decision whose last lines were not written), which
+// GroupReader reports so that a resume discards it.
+
+// CallLog appends decisions to calls.jsonl. It buffers whole decisions and
+// writes them with one write call per batch; Sync makes them durable.
+type CallLog struct {
+	f    *os.File
+	name string
+	buf  bytes.Buffer
+	enc  *json.Encoder
+	size int64 // bytes in the file plus bytes buffered
+}
+
+// flushAt is the buffered size at which Append writes the batch out.
+const flushAt = 1 << 20
+
+// OpenCallLog opens file for appending after its first size bytes, which
+// must be whole decisions: anything after them (a torn tail) is cut off.
+// The file is created when missing (size must then be 0).
+func OpenCallLog(file string, size int64) (*CallLog, error) {
+	f, err := os.OpenFile(file, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && st.Size() < size {
+		err = fmt.Errorf("%s: has %d bytes, fewer than the %d to keep", file, st.Size(), size)
+	}
+	if err == nil && st.Size() > size {
+		err = f.Truncate(size)
+		if err == nil {
+			err = f.Sync()
+		}
+	}
+	if err == nil {
+		_, err = f.Seek(size, io.SeekStart)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	l := &CallLog{f: f, name: file, size: size}
+	l.enc = json.NewEncoder(&l.buf)
+	l.enc.SetEscapeHTML(false)
+	return l, nil
+}
+
+// Append adds the call lines of decision d (of scenario s) and returns the
+// offset and length in bytes of the lines in the file. endpoint, when not
+// "", names the server that answered (user info is removed).
+func (l *CallLog) Append(d *simulator.Decision, s *study.Scenario, endpoint string) (off, n int64, err error) {
+	off = l.size
+	before := l.buf.Len()
+	endpoint = redact(endpoint)
+	for _, c := range CallsOf(d, s) {
+		c.Endpoint = endpoint
+		if err := l.enc.Encode(&c); err != nil {
+			l.buf.Truncate(before)
+			return 0, 0, fmt.Errorf("%s: decision %s: %w", l.name, d.Key, err)
+		}
+	}
+	n = int64(l.buf.Len() - before)
+	l.size += n
+	if l.buf.Len() >= flushAt {
+		return off, n, l.Flush()
+	}
+	return off, n, nil
+}
+
+// AppendRaw appends lines already encoded (whole decisions).
+func (l *CallLog) AppendRaw(b []byte) (off int64, err error) {
+	off = l.size
+	l.buf.Write(b)
+	l.size += int64(len(b))
+	if l.buf.Len() >= flushAt {
+		return off, l.Flush()
+	}
+	return off, nil
+}
+
+// Size is the length the file has once the buffer is written.
+func (l *CallLog) Size() int64 { return l.size }
+
+// Flush writes the buffered decisions with one write call.
+func (l *CallLog) Flush() error {
+	if l.buf.Len() == 0 {
+		return nil
+	}
+	_, err := l.f.Write(l.buf.Bytes())
+	l.buf.Reset()
+	if err != nil {
+		return fmt.Errorf("%s: %w", l.name, err)
+	}
+	return nil
+}
+
+// Sync writes the buffered decisions and makes the file durable.
+func (l *CallLog) Sync() error {
+	if err := l.Flush(); err != nil {
+		return err
+	}
+	if err := l.f.Sync(); err != nil {
+		return fmt.Errorf("%s: %w", l.name, err)
+	}
+	return nil
+}
+
+// Close syncs and closes the file.
+func (l *CallLog) Close() error {
+	err := l.Sync()
+	return errors.Join(err, l.f.Close())
+}
+
+// redact drops user info (credentials) from a URL-shaped endpoint.
+func redact(endpoint string) string {
+	if endpoint == "" {
+		return ""
+	}
+	if u, err := url.Parse(endpoint); err == nil && u.User != nil {
+		u.User = nil
+		return u.String()
+	}
+	return endpoint
+}
+
+// Head is the part of a call line that scoring and resuming need; reading
+// only it skips the request and body of every line.
+type Head struct {
+	Key       simulator.Key  `json:"key"`
+	Server    string         `json:"server"`
+	Preferred study.Policy   `json:"preferred"`
+	NonHarm   []study.Policy `json:"non_harm"`
+	Turn      int            `json:"turn"`
+	Seed      int64          `json:"seed"`
+	Response  string         `json:"response"`
+	Error     string         `json:"error,omitempty"`
+	// Events are the call's transport events, kept raw (only counted).
+	Events []json.RawMessage `json:"transport_events,omitempty"`
+}
+
+// Group is the call lines of one decision: consecutive lines with the same
+// key, starting at turn 0.
+type Group struct {
+	Key    simulator.Key
+	Heads  []Head // in file order
+	Offset int64  // byte offset of the first line
+	Size   int64  // bytes of the lines, newlines included
+	Line   int    // 1-based line number of the first line
+}
+
+// Check reports whether the group's turns run 0, 1, … without gaps.
+func (g *Group) Check() error {
+	for i, h := range g.Heads {
+		if h.Turn != i {
+			return fmt.Errorf("decision %s: line %d is turn %d, want turn %d", g.Key, g.Line+i, h.Turn, i)
+		}
+		if i < len(g.Heads)-1 && h.Error != "" {
+			return fmt.Errorf("decision %s: turn %d failed but later turns exist", g.Key, i)
+		}
+	}
+	return nil
+}
+
+// Complete reports whether the group is a finished decision under replay
+// cap replayCap: its last call failed for good, or its last answer ends
+// the trajectory. An incomplete group is a decision interrupted
+// mid-trajectory.
+func (g *Group) Complete(replayCap int) bool {
+	if len(g.Heads) == 0 || g.Check() != nil {
+		return false
+	}
+	last := &g.Heads[len(g.Heads)-1]
+	if last.Error != "" {
+		return true
+	}
+	return !simulator.Continues(simulator.ParseAnswer(last.Response), last.Turn, replayCap)
+}
+
+// Row scores the group into its decisions.parquet row, exactly as RowOf
+// scores the decision when it runs.
+func (g *Group) Row() Row {
+	d := simulator.Decision{Key: g.Key}
+	if len(g.Heads) == 0 {
+		return RowOf(&d)
+	}
+	h0 := &g.Heads[0]
+	d.Server = h0.Server
+	answers := make([]simulator.Answer, 0, len(g.Heads))
+	for _, h := range g.Heads {
+		d.Turns = append(d.Turns, simulator.Turn{Index: h.Turn, Request: models.Request{Seed: h.Seed}, Reply: models.Reply{Text: h.Response}})
+		if h.Error != "" {
+			d.Err = fmt.Errorf("turn %d: %s", h.Turn, h.Error)
+			return RowOf(&d)
+		}
+		answers = append(answers, simulator.ParseAnswer(h.Response))
+	}
+	d.Outcome = simulator.Score(answers, h0.Preferred, h0.NonHarm)
+	return RowOf(&d)
+}
+
+// Torn describes the tail of a calls.jsonl that a crash left unfinished:
+// a line without its newline, or a last line that is not valid JSON.
+type Torn struct {
+	Offset int64  // where the tail starts
+	Size   int64  // its length in bytes
+	Line   int    // its first line number
+	Reason string // what is wrong with it
+}
+
+// GroupReader reads calls.jsonl decision by decision, keeping byte offsets.
+// A malformed line followed by more lines is an error (a crash only ever
+// damages the end of the file); a malformed or unterminated last line is
+// reported by Torn and not returned.
+type GroupReader struct {
+	r    *bufio.Reader
+	name string
+	off  int64
+	line int
+	head *lineRec // the first line of the next group, read ahead
+	g    Group
+	err  error
+	torn *Torn
+	eof  bool
+	buf  []byte
+}
+
+type lineRec struct {
+	h    Head
+	off  int64
+	size int64
+	line int
+}
+
+// MaxLine is the longest call line a reader accepts, in bytes.
+const MaxLine = 256 << 20
+
+// NewGroupReader reads from r; name labels errors.
+func NewGroupReader(r io.Reader, name string) *GroupReader {
+	return &GroupReader{r: bufio.NewReaderSize(r, 1<<20), name: name}
+}
+
+// Next advances to the next decision's group; it returns false at the end
+// of the input or on an error (see Err and Torn).
+func (g *GroupReader) Next() bool {
+	if g.err != nil {
+		return false
+	}
+	if g.head == nil {
+		g.head = g.readLine()
+		if g.head == nil {
+			return false
+		}
+	}
+	first := g.head
+	g.head = nil
+	g.g = Group{Key: first.h.Key, Heads: append(g.g.Heads[:0], first.h), Offset: first.off, Size: first.size, Line: first.line}
+	for {
+		next := g.readLine()
+		if next == nil {
+			return g.err == nil
+		}
+		if next.h.Key != g.g.Key || next.h.Turn == 0 {
+			g.head = next
+			return true
+		}
+		g.g.Heads = append(g.g.Heads, next.h)
+		g.g.Size += next.size
+	}
+}
+
+// readLine reads and decodes one line; nil at the end, on a torn tail or
+// on an error.
+func (g *GroupReader) readLine() *lineRec {
+	if g.eof || g.err != nil {
+		return nil
+	}
+	g.buf = g.buf[:0]
+	for {
+		chunk, err := g.r.ReadSlice('\n')
+		g.buf = append(g.buf, chunk...)
+		if len(g.buf) > MaxLine {
+			g.err = fmt.Errorf("%s:%d: line longer than %d bytes", g.name, g.line+1, MaxLine)
+			return nil
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err == io.EOF {
+			g.eof = true
+			if len(g.buf) > 0 {
+				g.torn = &Torn{Offset: g.off, Size: int64(len(g.buf)), Line: g.line + 1, Reason: "last line has no newline"}
+			}
+			return nil
+		}
+		if err != nil {
+			g.err = fmt.Errorf("%s: %w", g.name, err)
+			return nil
+		}
+		break
+	}
+	rec := &lineRec{off: g.off, size: int64(len(g.buf)), line: g.line + 1}
+	g.off += rec.size
+	g.line++
+	if err := json.Unmarshal(g.buf, &rec.h); err != nil {
+		// A bad line is a torn tail only if nothing follows it.
+		if _, perr := g.r.Peek(1); perr == io.EOF {
+			g.eof = true
+			g.torn = &Torn{Offset: rec.off, Size: rec.size, Line: rec.line, Reason: "last line is not valid JSON: " + err.Error()}
+			return nil
+		}
+		g.err = fmt.Errorf("%s:%d: %w (a damaged line that is not the last one: the file was changed after it was written)", g.name, rec.line, err)
+		return nil
+	}
+	return rec
+}
+
+// Group returns the current group; it is reused by the next call to Next.
+func (g *GroupReader) Group() *Group { return &g.g }
+
+// Err returns the first error: a read failure or a damaged line that is
+// not the last.
+func (g *GroupReader) Err() error { return g.err }
+
+// Torn returns the torn tail found at the end of the input, or nil.
+func (g *GroupReader) Torn() *Torn { return g.torn }
+
+// RowWriter streams decision rows into a decisions.parquet file: rows are
+// written in row groups as they come, to a temporary file renamed into
+// place by Close, so a reader never sees half a file.
+type RowWriter struct {
+	file string
+	f    *os.File
+	pq   *parquet.GenericWriter[Row]
+	rows []Row
+	n    int
+}
+
+// CreateRows starts writing file.
+func CreateRows(file string) (*RowWriter, error) {
+	f, err := os.Create(file + ".tmp")
+	if err != nil {
+		return nil, err
+	}
+	return &RowWriter{file: file, f: f, pq: parquet.NewGenericWriter[Row](f, parquet.Compression(&parquet.Snappy))}, nil
+}
+
+// Add writes one row.
+func (w *RowWriter) Add(r Row) error {
+	w.rows = append(w.rows, r)
+	w.n++
+	if len(w.rows) >= 4096 {
+		return w.flush()
+	}
+	return nil
+}
+
+// Rows is the number of rows added.
+func (w *RowWriter) Rows() int { return w.n }
+
+func (w *RowWriter) flush() error {
+	if len(w.rows) == 0 {
+		return nil
+	}
+	if _, err := w.pq.Write(w.rows); err != nil {
+		return fmt.Errorf("%s: %w", w.file, err)
+	}
+	w.rows = w.rows[:0]
+	return nil
+}
+
+// Close finishes the file and renames it into place.
+func (w *RowWriter) Close() error {
+	err := w.flush()
+	err = errors.Join(err, w.pq.Close())
+	err = errors.Join(err, w.f.Sync(), w.f.Close())
+	if err != nil {
+		os.Remove(w.f.Name())
+		return err
+	}
+	return os.Rename(w.f.Name(), w.file)
+}
+
+// Abort discards the file.
+func (w *RowWriter) Abort() {
+	w.f.Close()
+	os.Remove(w.f.Name())
+}
+
+// ParseGroup decodes b, the lines of one decision as a GroupReader located
+// them, into g (whose Heads are reused).
+func ParseGroup(b []byte, g *Group) error {
+	g.Heads = g.Heads[:0]
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i+1], b[i+1:]
+		} else {
+			b = nil
+		}
+		var h Head
+		if err := json.Unmarshal(line, &h); err != nil {
+			return err
+		}
+		g.Heads = append(g.Heads, h)
+	}
+	if len(g.Heads) == 0 {
+		return errors.New("no call lines")
+	}
+	g.Key = g.Heads[0].Key
+	for i := range g.Heads {
+		if g.Heads[i].Key != g.Key {
+			return fmt.Errorf("lines of decisions %s and %s are mixed", g.Key, g.Heads[i].Key)
+		}
+	}
+	return g.Check()
+}

@@ -1,0 +1,352 @@
+// Package results writes and reads a run's bundle: manifest.json,
+// calls.jsonl (one line per model call), decisions.parquet (one row per
+// decision) and summary.json. See results/README.md for the layout.
+package results
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/mcpstress/stress/models"
+	"github.com/mcpstress/stress/simulator"
+	"github.com/mcpstress/stress/study"
+)
+
+// File names inside a bundle.
+const (
+	ManifestFile  = "manifest.json"
+	CallsFile     = "calls.jsonl"
+	DecisionsFile = "decisions.parquet"
+	SummaryFile   = "summary.json"
+)
+
+// Call is one line of calls.jsonl: one model call with everything needed to
+// re-score its decision later.
+type Call struct {
+	Key            simulator.Key  `json:"key"`
+	Server         string         `json:"server"`
+	Preferred      study.Policy   `json:"preferred"`
+	NonHarm        []study.Policy `json:"non_harm"`
+	Turn           int            `json:"turn"`
+	Seed           int64          `json:"seed"`
+	Request        models.Request `json:"request"`
+	Response       string         `json:"response"`
+	ResponseSHA256 string         `json:"response_sha256"`
+	Body           []byte         `json:"body,omitempty"` // exact bytes, base64 in JSON
+	BodySHA256     string         `json:"body_sha256,omitempty"`
+	LatencyMS      float64        `json:"latency_ms"`
+	PromptTokens   int            `json:"prompt_tokens,omitempty"`
+	OutputTokens   int            `json:"output_tokens,omitempty"`
+	Meta           map[string]any `json:"meta,omitempty"`
+	Error          string         `json:"error,omitempty"` // transport or backend failure
+	// Events are the transport faults met during the call (retried, or
+	// fatal when Error is set); never counted as answers.
+	Events []models.TransportEvent `json:"transport_events,omitempty"`
+	// Endpoint is the server that answered, for a model whose decisions
+	// are spread over several endpoints (user info removed).
+	Endpoint string `json:"endpoint,omitempty"`
+}
+
+// Decision statuses in decisions.parquet.
+const (
+	StatusOK    = "ok"    // the trajectory completed and is counted
+	StatusError = "error" // a call failed; excluded from the counts
+)
+
+// Row is one row of decisions.parquet.
+type Row struct {
+	Model       string `parquet:"model" json:"model"`
+	Prompt      string `parquet:"prompt" json:"prompt"`
+	Condition   string `parquet:"condition" json:"condition"`
+	Scenario    string `parquet:"scenario" json:"scenario"`
+	Replicate   int64  `parquet:"replicate" json:"replicate"`
+	Server      string `parquet:"server" json:"server"`
+	Seed        int64  `parquet:"seed" json:"seed"`
+	Status      string `parquet:"status" json:"status"`
+	FinalLabel  string `parquet:"final_label" json:"final_label"`
+	FinalStatus string `parquet:"final_status" json:"final_status"`
+	Turns       int64  `parquet:"turns" json:"turns"`
+	Replays     int64  `parquet:"replays" json:"replays"`
+	Strict      bool   `parquet:"strict" json:"strict"`
+	Cover       bool   `parquet:"cover" json:"cover"`
+	Retry       bool   `parquet:"retry" json:"retry"`
+	Invalid     bool   `parquet:"invalid" json:"invalid"`
+	AnyFS       bool   `parquet:"any_fs" json:"any_fs"`
+	TerminalFS  bool   `parquet:"terminal_fs" json:"terminal_fs"`
+	Error       string `parquet:"error" json:"error,omitempty"`
+}
+
+// Key returns the decision key of the row.
+func (r *Row) Key() simulator.Key {
+	return simulator.Key{Model: r.Model, Prompt: r.Prompt, Condition: study.Condition(r.Condition), Scenario: r.Scenario, Replicate: int(r.Replicate)}
+}
+
+// RowOf builds the parquet row of a decision.
+func RowOf(d *simulator.Decision) Row {
+	k := d.Key
+	r := Row{Model: k.Model, Prompt: k.Prompt, Condition: string(k.Condition), Scenario: k.Scenario,
+		Replicate: int64(k.Replicate), Server: d.Server, Status: StatusOK}
+	if len(d.Turns) > 0 {
+		r.Seed = d.Turns[0].Request.Seed
+	}
+	if d.Err != nil {
+		r.Status, r.Error = StatusError, d.Err.Error()
+		r.Turns = int64(len(d.Turns))
+		return r
+	}
+	o := d.Outcome
+	r.FinalLabel, r.FinalStatus = string(o.Final), string(o.FinalStatus)
+	r.Turns, r.Replays = int64(o.Turns), int64(o.Replays)
+	r.Strict, r.Cover, r.Retry, r.Invalid, r.AnyFS, r.TerminalFS = o.Strict, o.Cover, o.Retry, o.Invalid, o.AnyFS, o.TerminalFS
+	return r
+}
+
+// CallsOf builds the calls.jsonl lines of a decision of scenario s.
+func CallsOf(d *simulator.Decision, s *study.Scenario) []Call {
+	out := make([]Call, len(d.Turns))
+	for i, t := range d.Turns {
+		c := Call{Key: d.Key, Server: s.Server, Preferred: s.Preferred, NonHarm: s.NonHarm,
+			Turn: t.Index, Seed: t.Request.Seed, Request: t.Request,
+			Response: t.Reply.Text, ResponseSHA256: SHA256([]byte(t.Reply.Text)),
+			LatencyMS:    float64(t.Latency.Microseconds()) / 1000,
+			PromptTokens: t.Reply.PromptTokens, OutputTokens: t.Reply.OutputTokens, Meta: t.Reply.Meta}
+		if t.Reply.Body != nil {
+			c.Body, c.BodySHA256 = t.Reply.Body, SHA256(t.Reply.Body)
+		}
+		c.Events = t.Reply.Events
+		if t.Err != nil {
+			c.Error = t.Err.Error()
+			var ce *models.CallError
+			if errors.As(t.Err, &ce) {
+				c.Events = ce.Events
+			}
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// SHA256 returns the lower-case hex sha256 of b.
+func SHA256(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// Writer writes a bundle as a run goes: call lines and decision rows are
+// streamed to disk, so memory stays bounded whatever the run's size.
+type Writer struct {
+	dir     string
+	calls   *os.File
+	callBuf *bufio.Writer
+	enc     *json.Encoder
+	pqFile  *os.File
+	pq      *parquet.GenericWriter[Row]
+	rows    []Row
+}
+
+// Create makes dir (which must not exist, or be empty) and opens a bundle.
+func Create(dir string) (*Writer, error) {
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return nil, fmt.Errorf("output directory %s is not empty; choose another with -out", dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	calls, err := os.OpenFile(filepath.Join(dir, CallsFile), os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	pqFile, err := os.OpenFile(filepath.Join(dir, DecisionsFile), os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o644)
+	if err != nil {
+		calls.Close()
+		return nil, err
+	}
+	w := &Writer{dir: dir, calls: calls, callBuf: bufio.NewWriterSize(calls, 1<<16), pqFile: pqFile}
+	w.enc = json.NewEncoder(w.callBuf)
+	w.enc.SetEscapeHTML(false)
+	w.pq = parquet.NewGenericWriter[Row](pqFile, parquet.Compression(&parquet.Snappy))
+	return w, nil
+}
+
+// Dir is the bundle's directory.
+func (w *Writer) Dir() string { return w.dir }
+
+// Add writes a finished decision: its calls, then its row.
+func (w *Writer) Add(d *simulator.Decision, s *study.Scenario) error {
+	for _, c := range CallsOf(d, s) {
+		if err := w.enc.Encode(&c); err != nil {
+			return fmt.Errorf("%s: %w", CallsFile, err)
+		}
+	}
+	w.rows = append(w.rows, RowOf(d))
+	if len(w.rows) >= 1024 {
+		return w.flushRows()
+	}
+	return nil
+}
+
+func (w *Writer) flushRows() error {
+	if _, err := w.pq.Write(w.rows); err != nil {
+		return fmt.Errorf("%s: %w", DecisionsFile, err)
+	}
+	w.rows = w.rows[:0]
+	return nil
+}
+
+// WriteJSON writes v as indented JSON to name inside the bundle.
+func (w *Writer) WriteJSON(name string, v any) error { return WriteJSON(filepath.Join(w.dir, name), v) }
+
+// Close flushes and closes the calls and decisions files.
+func (w *Writer) Close() error {
+	err := w.flushRows()
+	err = errors.Join(err, w.pq.Close(), w.pqFile.Close())
+	err = errors.Join(err, w.callBuf.Flush(), w.calls.Sync(), w.calls.Close())
+	return err
+}
+
+// WriteJSON writes v as indented JSON to file, via a synced temporary file
+// and a rename, so a reader (or a run resumed after a crash) never sees half
+// a file.
+func WriteJSON(file string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := file + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(b, '\n'))
+	if err = errors.Join(err, f.Sync(), f.Close()); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, file)
+}
+
+// ReadRows reads every row of a decisions.parquet file.
+func ReadRows(file string) ([]Row, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	r := parquet.NewGenericReader[Row](pf)
+	defer r.Close()
+	rows := make([]Row, 0, pf.NumRows())
+	buf := make([]Row, 1024)
+	for {
+		n, err := r.Read(buf)
+		rows = append(rows, buf[:n]...)
+		if err == io.EOF {
+			return rows, nil
+		}
+		if err != nil {
+			return rows, fmt.Errorf("%s: %w", file, err)
+		}
+	}
+}
+
+// ScanRows streams the rows of a decisions.parquet file to fn, 1,024 rows
+// at a time, so memory stays bounded whatever the file's size. The *Row is
+// reused between calls: copy it to keep it. An error from fn stops the scan
+// and is returned as is; read errors name the file.
+func ScanRows(file string, fn func(*Row) error) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	r := parquet.NewGenericReader[Row](pf)
+	defer r.Close()
+	buf := make([]Row, 1024)
+	for {
+		n, err := r.Read(buf)
+		for i := range buf[:n] {
+			if ferr := fn(&buf[i]); ferr != nil {
+				return ferr
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+	}
+}
+
+// CallReader streams calls.jsonl; a bad line is reported with its line
+// number and does not stop the others (Scan/Call/Err, like bufio.Scanner).
+type CallReader struct {
+	sc   *bufio.Scanner
+	line int
+	call Call
+	err  error
+	name string
+}
+
+// NewCallReader reads call lines from r; name labels errors.
+func NewCallReader(r io.Reader, name string) *CallReader {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<16), 64<<20)
+	return &CallReader{sc: sc, name: name}
+}
+
+// Scan advances to the next line. It returns false at the end of input or
+// on a read error (see Err). After Scan, either Call or LineErr is set.
+func (r *CallReader) Scan() bool {
+	if !r.sc.Scan() {
+		return false
+	}
+	r.line++
+	r.call = Call{}
+	r.err = nil
+	if err := json.Unmarshal(r.sc.Bytes(), &r.call); err != nil {
+		r.err = fmt.Errorf("%s:%d: %w", r.name, r.line, err)
+	}
+	return true
+}
+
+// Call returns the call of the current line.
+func (r *CallReader) Call() *Call { return &r.call }
+
+// Line returns the current line number, 1-based.
+func (r *CallReader) Line() int { return r.line }
+
+// LineErr returns the error of the current line, or nil.
+func (r *CallReader) LineErr() error { return r.err }
+
+// Err returns the first read error (not line errors).
+func (r *CallReader) Err() error {
+	if err := r.sc.Err(); err != nil {
+		return fmt.Errorf("%s: %w", r.name, err)
+	}
+	return nil
+}

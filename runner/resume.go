@@ -1,0 +1,209 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/study"
+)
+
+// ReadRecord reads a bundle's manifest.json.
+func ReadRecord(dir string) (*Record, error) {
+	file := filepath.Join(dir, results.ManifestFile)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a results bundle: %w", dir, err)
+	}
+	var rec Record
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return &rec, nil
+}
+
+// compatible lists how the plan differs from the run recorded in rec: a
+// resumed or merged bundle must come from the same manifest, corpus and
+// prompt templates, byte for byte.
+func (p *Plan) compatible(rec *Record) error {
+	m := p.m
+	var errs []error
+	if rec.ManifestSHA256 != m.SHA256 {
+		errs = append(errs, fmt.Errorf("the manifest changed: sha256 %s when the run started, %s now (%s)", rec.ManifestSHA256, m.SHA256, m.Source))
+	}
+	errs = append(errs, sameFiles("corpus file", rec.CorpusFiles, m.Corpus.Files)...)
+	var then, now []fileHash
+	for _, pr := range rec.Prompts {
+		then = append(then, fileHash{pr.Name + " (" + pr.Path + ")", pr.SHA256})
+	}
+	for _, pf := range m.Prompts {
+		now = append(now, fileHash{pf.Name + " (" + pf.Path + ")", pf.SHA256})
+	}
+	errs = append(errs, sameHashes("prompt template", then, now)...)
+	if rec.Scenarios != nil && !slices.Equal(rec.Scenarios, p.scenarioIDs()) {
+		errs = append(errs, errors.New("the corpus' scenario ids changed"))
+	}
+	return errors.Join(errs...)
+}
+
+type fileHash struct{ name, sha string }
+
+func sameFiles(what string, then, now []study.File) []error {
+	var a, b []fileHash
+	for _, f := range then {
+		a = append(a, fileHash{f.Path, f.SHA256})
+	}
+	for _, f := range now {
+		b = append(b, fileHash{f.Path, f.SHA256})
+	}
+	return sameHashes(what, a, b)
+}
+
+func sameHashes(what string, then, now []fileHash) []error {
+	var errs []error
+	old := map[string]string{}
+	for _, f := range then {
+		old[f.name] = f.sha
+	}
+	seen := map[string]bool{}
+	for _, f := range now {
+		seen[f.name] = true
+		sha, ok := old[f.name]
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("%s %s was added", what, f.name))
+		case sha != f.sha:
+			errs = append(errs, fmt.Errorf("%s %s changed: sha256 %s when the run started, %s now", what, f.name, sha, f.sha))
+		}
+	}
+	for _, f := range then {
+		if !seen[f.name] {
+			errs = append(errs, fmt.Errorf("%s %s was removed", what, f.name))
+		}
+	}
+	return errs
+}
+
+// Resume continues the run whose bundle is dir: it keeps every decision
+// calls.jsonl holds whole, cuts off a torn tail (a partial line, or the
+// first lines of a decision interrupted mid-trajectory, which is redone
+// from its first turn), runs the remaining decisions and rewrites the
+// bundle. It refuses, saying why, when the plan's manifest, corpus or
+// prompts differ from the recorded ones, or when opt.Shard names another
+// shard. Resuming a finished bundle only rewrites its derived files.
+func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*Summary, error) {
+	opt = opt.withDefaults()
+	rec, err := ReadRecord(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.compatible(rec); err != nil {
+		return nil, fmt.Errorf("cannot resume %s:\n%w", dir, err)
+	}
+	shard := Shard{I: 1, N: 1}
+	if rec.Shard != nil {
+		shard = *rec.Shard
+	}
+	if opt.Shard.N != 0 && opt.Shard != shard {
+		return nil, fmt.Errorf("cannot resume %s: it runs shard %s, not %s", dir, shard, opt.Shard)
+	}
+	if err := p.preflight(ctx, opt.Log); err != nil {
+		return nil, err
+	}
+	sp := newSpace(&p.m.Manifest, p.scenarioIDs(), shard)
+	s := &session{p: p, dir: dir, rec: rec, sp: sp, idx: make([]loc, sp.count()), opt: opt}
+	if err := s.recover(); err != nil {
+		return nil, fmt.Errorf("cannot resume %s: %w", dir, err)
+	}
+	// The derived files are stale until the session ends; remove them so
+	// that nobody reads them meanwhile.
+	for _, f := range []string{results.DecisionsFile, results.SummaryFile} {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+	}
+	started := opt.Now().UTC()
+	rec.Sessions = append(rec.Sessions, Session{Started: started, Binary: BinaryInfo()})
+	rec.Finished = nil
+	if err := results.WriteJSON(filepath.Join(dir, results.ManifestFile), rec); err != nil {
+		return nil, err
+	}
+	done := 0
+	for _, l := range s.idx {
+		if l.done() {
+			done++
+		}
+	}
+	msg := fmt.Sprintf("resume %s: %d of %d decisions done, %d to run", rec.RunID, done, sp.count(), sp.count()-done)
+	if s.redone > 0 {
+		msg += fmt.Sprintf(", %d interrupted mid-trajectory (redone from turn 0)", s.redone)
+	}
+	if s.torn > 0 {
+		msg += fmt.Sprintf(", torn tail of %d bytes discarded", s.torn)
+	}
+	fmt.Fprintln(opt.Log, msg)
+	if b := BinaryInfo(); b.Revision != rec.Binary.Revision && rec.Binary.Revision != "" {
+		fmt.Fprintf(opt.Log, "note: this binary (revision %s) differs from the one that started the run (%s)\n", b.Revision, rec.Binary.Revision)
+	}
+	return s.run(ctx)
+}
+
+// recover reads calls.jsonl: it locates every whole decision, counts the
+// decisions interrupted mid-trajectory and the torn tail, and sets keep to
+// the end of the last whole decision. A decision that is not in the
+// bundle's slice of the study, a decision written twice, or a damaged line
+// that is not at the end is an error: the file was not left that way by a
+// crash.
+func (s *session) recover() error {
+	file := filepath.Join(s.dir, results.CallsFile)
+	f, err := os.Open(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // killed before the first write
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	gr := results.NewGroupReader(f, file)
+	var end int64
+	incomplete := 0
+	for gr.Next() {
+		g := gr.Group()
+		i, ok := s.sp.index(g.Key)
+		if !ok {
+			return fmt.Errorf("%s:%d: decision %s is not one of the manifest's decisions", file, g.Line, g.Key)
+		}
+		j, ok := s.sp.local(i)
+		if !ok {
+			return fmt.Errorf("%s:%d: decision %s belongs to another shard than %s", file, g.Line, g.Key, s.sp.shard)
+		}
+		if !g.Complete(s.p.m.Cap()) {
+			incomplete++
+			continue
+		}
+		if s.idx[j].done() {
+			return fmt.Errorf("%s:%d: decision %s appears twice (first at byte %d)", file, g.Line, g.Key, s.idx[j].off)
+		}
+		if g.Size > 1<<32-1 {
+			return fmt.Errorf("%s:%d: decision %s has more than 4 GiB of lines", file, g.Line, g.Key)
+		}
+		s.idx[j] = loc{off: g.Offset, size: uint32(g.Size)}
+		end = g.Offset + g.Size
+	}
+	if err := gr.Err(); err != nil {
+		return err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	s.keep = end
+	s.torn = st.Size() - end
+	s.redone = incomplete
+	return nil
+}

@@ -1,0 +1,270 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
+)
+
+// loc is where a decision's lines are: file (an index into the sources
+// being read), byte offset and length. size 0 means the decision is not
+// done.
+type loc struct {
+	off  int64
+	size uint32
+	file int32
+}
+
+func (l loc) done() bool { return l.size > 0 }
+
+// session is one run (or resume) of a bundle: it runs the decisions not yet
+// done and then rewrites the bundle's derived files.
+type session struct {
+	p   *Plan
+	dir string
+	rec *Record
+	sp  *space
+	idx []loc // by shard-local index: where each done decision's lines are
+	opt Options
+
+	keep   int64 // bytes of calls.jsonl to keep (whole decisions)
+	redone int   // interrupted decisions found on resume
+	torn   int64 // bytes of torn tail discarded on resume
+}
+
+// job is one decision to run: its study index and shard-local index.
+type job struct{ i, j int }
+
+// finished is a decision that ran.
+type finished struct {
+	job
+	d        simulator.Decision
+	endpoint string
+}
+
+// maxErrorLines is the number of error decisions a session prints.
+const maxErrorLines = 20
+
+// run runs the remaining decisions concurrently, appends them to
+// calls.jsonl, then finalizes the bundle.
+func (s *session) run(ctx context.Context) (*Summary, error) {
+	p, m, sp, opt := s.p, s.p.m, s.sp, s.opt
+	calls, err := results.OpenCallLog(filepath.Join(s.dir, results.CallsFile), s.keep)
+	if err != nil {
+		return nil, err
+	}
+	sess := &s.rec.Sessions[len(s.rec.Sessions)-1]
+	sess.Redone, sess.Discarded = s.redone, s.torn
+
+	// runCtx stops new decisions (interrupt, or a write failure); callCtx
+	// outlives it by the grace period so calls in flight can finish.
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	callCtx, cancelCalls := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelCalls()
+
+	inFlight := m.InFlight()
+	sem := make(chan struct{}, inFlight)
+	out := make(chan finished, inFlight)
+	var workers sync.WaitGroup
+	perModel := sp.perModel()
+	cfgs := make([]simulator.Config, len(m.Models))
+	for mi := range m.Models {
+		md := &m.Models[mi]
+		cfgs[mi] = simulator.Config{StudySeed: m.Seed, Temperature: m.Temperature, ReplayCap: m.Cap(), Options: md.Options}
+		q := make(chan job)
+		go func() {
+			defer close(q)
+			// The first study index of this model in the shard, then every N-th.
+			first := mi * perModel
+			first += ((sp.shard.I-1-first)%sp.shard.N + sp.shard.N) % sp.shard.N
+			for i := first; i < (mi+1)*perModel; i += sp.shard.N {
+				j, _ := sp.local(i)
+				if s.idx[j].done() {
+					continue
+				}
+				select {
+				case q <- job{i: i, j: j}:
+				case <-runCtx.Done():
+					return
+				}
+			}
+		}()
+		for e, host := range md.Hosts() {
+			model := p.endpoints[mi][e]
+			if e == 0 {
+				model = p.models[mi]
+			}
+			label := ""
+			if len(md.Endpoints) > 0 {
+				label = host
+			}
+			for range max(md.Parallel, 1) {
+				workers.Add(1)
+				go func() {
+					defer workers.Done()
+					for jb := range q {
+						select {
+						case sem <- struct{}{}:
+						case <-runCtx.Done():
+							continue
+						}
+						if runCtx.Err() != nil {
+							<-sem
+							continue
+						}
+						_, pi, _, si, _ := sp.coords(jb.i)
+						d := simulator.Run(callCtx, model, p.prompts[pi], &m.Corpus.Scenarios[si], sp.key(jb.i), cfgs[mi])
+						<-sem
+						out <- finished{job: jb, d: d, endpoint: label}
+					}
+				}()
+			}
+		}
+	}
+	allDone := make(chan struct{})
+	go func() {
+		workers.Wait()
+		close(out)
+	}()
+	// After an interrupt, calls in flight get the grace period.
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-allDone:
+			return
+		}
+		t := time.NewTimer(opt.Grace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-opt.Abort:
+		case <-allDone:
+		}
+		cancelCalls()
+	}()
+
+	con := newConsole(opt, s.rec, sp, s.idx)
+	syncTick := time.NewTicker(opt.SyncEvery)
+	defer syncTick.Stop()
+	var progTick <-chan time.Time
+	if opt.Progress != nil {
+		t := time.NewTicker(opt.ProgressEvery)
+		defer t.Stop()
+		progTick = t.C
+	}
+	var writeErr error
+	fail := func(err error) {
+		if writeErr == nil {
+			writeErr = err
+			stopRun()
+			cancelCalls()
+		}
+	}
+	errLines := 0
+loop:
+	for {
+		select {
+		case f, ok := <-out:
+			if !ok {
+				break loop
+			}
+			if writeErr != nil {
+				continue
+			}
+			d := &f.d
+			if d.Err != nil && callCtx.Err() != nil {
+				continue // cancelled by the interrupt: redone on resume
+			}
+			if len(d.Turns) == 0 || (d.Err != nil && d.Turns[len(d.Turns)-1].Err == nil) {
+				// Not a transport failure: the prompt failed to render.
+				fail(fmt.Errorf("decision %s: %w", d.Key, d.Err))
+				continue
+			}
+			_, _, _, si, _ := sp.coords(f.i)
+			off, n, err := calls.Append(d, &m.Corpus.Scenarios[si], f.endpoint)
+			if err != nil {
+				fail(err)
+				continue
+			}
+			if n > 1<<32-1 {
+				fail(fmt.Errorf("decision %s: %d bytes of call lines, more than 4 GiB", d.Key, n))
+				continue
+			}
+			s.idx[f.j] = loc{off: off, size: uint32(n)}
+			sess.Ran++
+			con.done1(f.i, d.Err != nil)
+			if d.Err != nil {
+				if errLines < maxErrorLines {
+					con.logf("error: decision %s: %v", d.Key, d.Err)
+				} else if errLines == maxErrorLines {
+					con.logf("error: further error decisions are not printed (stress analyze lists them)")
+				}
+				errLines++
+			}
+		case <-syncTick.C:
+			if writeErr == nil {
+				if err := calls.Sync(); err != nil {
+					fail(err)
+				}
+			}
+		case <-progTick:
+			con.progress(time.Now())
+		}
+	}
+	close(allDone)
+	con.end()
+	if err := calls.Close(); err != nil && writeErr == nil {
+		writeErr = err
+	}
+	if writeErr != nil {
+		return nil, fmt.Errorf("%w (the bundle keeps every decision written before; fix the cause and resume)", writeErr)
+	}
+
+	sum, err := s.finalize()
+	if err != nil {
+		return nil, err
+	}
+	end := opt.Now().UTC()
+	sess.Ended = &end
+	s.rec.Completed, s.rec.Remaining = sum.Decisions, sp.count()-sum.Decisions
+	sess.Interrupted = s.rec.Remaining > 0
+	if s.rec.Remaining == 0 {
+		s.rec.Finished = &end
+	}
+	if err := results.WriteJSON(filepath.Join(s.dir, results.ManifestFile), s.rec); err != nil {
+		return nil, err
+	}
+	if s.rec.Remaining > 0 {
+		if ctx.Err() != nil {
+			return sum, fmt.Errorf("%w: %d of %d decisions done, %d remaining", ErrInterrupted, s.rec.Completed, sp.count(), s.rec.Remaining)
+		}
+		return sum, fmt.Errorf("%d of %d decisions were not done", s.rec.Remaining, sp.count())
+	}
+	return sum, nil
+}
+
+// finalize rewrites the bundle's calls.jsonl in canonical order (unless it
+// already is) and rebuilds decisions.parquet and summary.json from it.
+func (s *session) finalize() (*Summary, error) {
+	file := filepath.Join(s.dir, results.CallsFile)
+	src, err := openSources([]string{file})
+	if err != nil {
+		return nil, err
+	}
+	defer closeSources(src)
+	sum, err := writeBundle(s.dir, s.rec.RunID, s.sp, s.idx, src, s.opt.Log)
+	if err != nil {
+		return nil, err
+	}
+	sum.Remaining = s.sp.count() - sum.Decisions
+	if err := results.WriteJSON(filepath.Join(s.dir, results.SummaryFile), sum); err != nil {
+		return nil, err
+	}
+	return sum, nil
+}
