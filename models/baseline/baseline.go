@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"time"
 
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/study"
@@ -30,16 +31,41 @@ func init() {
 
 // Baseline is one deterministic baseline.
 type Baseline struct {
-	kind string
+	kind  string
+	delay time.Duration // from the delay_ms option
 }
+
+// DelayOption is the model option that makes every answer take that many
+// milliseconds (0 to 600000), to simulate a slow server in tests.
+const DelayOption = "delay_ms"
 
 var _ models.Model = (*Baseline)(nil)
 
 // New builds the baseline named by spec.Model.
 func New(spec models.Spec) (models.Model, error) {
+	var delay time.Duration
+	if v, ok := spec.Options[DelayOption]; ok {
+		var ms float64
+		switch x := v.(type) {
+		case int:
+			ms = float64(x)
+		case int64:
+			ms = float64(x)
+		case uint64:
+			ms = float64(x)
+		case float64:
+			ms = x
+		default:
+			return nil, fmt.Errorf("model %q: option %s: want a number of milliseconds, got %T", spec.Name, DelayOption, v)
+		}
+		if ms < 0 || ms > 600000 {
+			return nil, fmt.Errorf("model %q: option %s: want 0 to 600000 ms, got %v", spec.Name, DelayOption, v)
+		}
+		delay = time.Duration(ms * float64(time.Millisecond))
+	}
 	switch spec.Model {
 	case AlwaysStop, CodeRegistry, ExplicitPolicy:
-		return &Baseline{kind: spec.Model}, nil
+		return &Baseline{kind: spec.Model, delay: delay}, nil
 	}
 	return nil, fmt.Errorf("model %q: unknown baseline %q (want %s, %s or %s)", spec.Name, spec.Model, AlwaysStop, CodeRegistry, ExplicitPolicy)
 }
@@ -54,6 +80,15 @@ var (
 func (b *Baseline) Generate(ctx context.Context, req models.Request) (models.Reply, error) {
 	if err := ctx.Err(); err != nil {
 		return models.Reply{}, err
+	}
+	if b.delay > 0 {
+		t := time.NewTimer(b.delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return models.Reply{}, ctx.Err()
+		}
 	}
 	var last string
 	for _, m := range req.Messages {
