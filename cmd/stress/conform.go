@@ -67,9 +67,13 @@ func cmdConform(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	sort.SliceStable(cases, func(i, j int) bool { return order[cases[i].Kind] < order[cases[j].Kind] })
 	want := map[string]string{}
 	inputs := map[failclosed.Kind]int{}
+	paper := 0
 	for _, c := range cases {
 		want[c.ID] = decisionText(c.WantPolicy, c.WantReason, c.WantDelay)
 		inputs[c.Kind]++
+		if c.Kind.Paper() {
+			paper++
+		}
 	}
 
 	var rows []conformRow
@@ -115,7 +119,6 @@ func cmdConform(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		for _, f := range failures {
 			fmt.Fprintln(stdout, f)
 		}
-		paper := inputs[failclosed.KindControl] + inputs[failclosed.KindTransient] + inputs[failclosed.KindMalformed]
 		fmt.Fprintf(stdout, "inputs: %d of the paper's suite (%d control, %d transient, %d malformed) + %d of the error-category contract = %d; decisions: %d (one per input and mode)\n",
 			paper, inputs[failclosed.KindControl], inputs[failclosed.KindTransient], inputs[failclosed.KindMalformed],
 			inputs[failclosed.KindCategory], len(cases), len(rows))
