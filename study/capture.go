@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
+	"sort"
 	"strings"
 )
 
@@ -235,4 +237,44 @@ func EmptyJSON(raw json.RawMessage) bool {
 		return false
 	}
 	return emptyJSON(v)
+}
+
+// MarshalJSON writes a view's coordinates in profile order (D, P, C, T, E,
+// R), as the paper corpus lists them, then any others in sorted order.
+func (v View) MarshalJSON() ([]byte, error) {
+	if v == nil {
+		return []byte("null"), nil
+	}
+	keys := append([]string(nil), Coordinates...)
+	var extra []string
+	for k := range v {
+		if !slices.Contains(Coordinates, k) {
+			extra = append(extra, k)
+		}
+	}
+	sort.Strings(extra)
+	keys = append(keys, extra...)
+	var b bytes.Buffer
+	b.WriteByte('{')
+	first := true
+	for _, k := range keys {
+		bit, ok := v[k]
+		if !ok {
+			continue
+		}
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		kb, _ := json.Marshal(k)
+		vb, err := json.Marshal(bit)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(vb)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }
