@@ -1,0 +1,414 @@
+package capture
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode"
+
+	"github.com/mcpstress/stress/study"
+)
+
+// Tool is what capture knows of one advertised tool, read from the raw
+// tools/list frames (the SDK's ToolAnnotations cannot tell an absent
+// readOnlyHint from false).
+type Tool struct {
+	Name         string
+	InputSchema  map[string]any
+	OutputSchema any  // nil when the tool declares none
+	ReadOnly     bool // capture may call it
+	Basis        string
+}
+
+// Access rules, in the order they apply.
+const (
+	BasisAllowList   = "allow-list"              // the user named the tool with -read-only
+	BasisAnnotation  = "annotation readOnlyHint" // the tool's readOnlyHint
+	BasisNameRule    = "name rule"               // no readOnlyHint: the conservative lexical rule
+	BasisNameRuleNot = "name rule (not read-only)"
+)
+
+// readVerbs start a tool name the name rule treats as read-only.
+var readVerbs = set("get", "list", "read", "search", "find", "query", "describe", "show", "lookup", "view",
+	"count", "stat", "info", "inspect", "browse", "fetch", "retrieve", "check", "explain", "resolve")
+
+// writeWords anywhere in a name make the name rule refuse it.
+var writeWords = set("create", "write", "update", "delete", "remove", "set", "add", "put", "post", "patch",
+	"send", "move", "rename", "upload", "insert", "exec", "execute", "run", "kill", "start", "stop", "trigger",
+	"toggle", "edit", "modify", "push", "commit", "merge", "deploy", "publish", "install", "uninstall", "drop",
+	"reset", "clear", "cancel", "approve", "pay", "transfer", "buy", "sell", "order", "book", "submit", "apply",
+	"save", "store", "import", "restore", "sync", "enable", "disable", "grant", "revoke", "invite", "archive",
+	"close", "destroy", "purge", "truncate", "replace", "append", "mutate", "schedule", "email", "notify", "sign",
+	"login", "logout", "register", "subscribe", "unsubscribe", "upsert", "overwrite", "generate", "gzip", "zip")
+
+func set(xs ...string) map[string]bool {
+	m := make(map[string]bool, len(xs))
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}
+
+// nameTokens splits a tool name into lower-case words at non-alphanumerics
+// and camelCase boundaries: "getUser_by-ID" -> get, user, by, id.
+func nameTokens(name string) []string {
+	var out []string
+	var cur []rune
+	rs := []rune(name)
+	flush := func() {
+		if len(cur) > 0 {
+			out = append(out, strings.ToLower(string(cur)))
+			cur = nil
+		}
+	}
+	for i, r := range rs {
+		switch {
+		case !unicode.IsLetter(r) && !unicode.IsDigit(r):
+			flush()
+		case unicode.IsUpper(r) && len(cur) > 0 && (unicode.IsLower(rs[i-1]) || (i+1 < len(rs) && unicode.IsLower(rs[i+1]))):
+			flush()
+			cur = append(cur, r)
+		default:
+			cur = append(cur, r)
+		}
+	}
+	flush()
+	return out
+}
+
+// NameRuleReadOnly is the conservative lexical rule for a tool without a
+// readOnlyHint: its first word is a read verb and no word is a write word.
+func NameRuleReadOnly(name string) bool {
+	toks := nameTokens(name)
+	if len(toks) == 0 || !readVerbs[toks[0]] {
+		return false
+	}
+	for _, t := range toks {
+		if writeWords[t] {
+			return false
+		}
+	}
+	return true
+}
+
+// parseTools reads tools from raw tools/list result frames and decides
+// which capture may call.
+func parseTools(results []json.RawMessage, allow map[string]bool) ([]Tool, error) {
+	var tools []Tool
+	for _, raw := range results {
+		var page struct {
+			Tools []struct {
+				Name         string         `json:"name"`
+				InputSchema  map[string]any `json:"inputSchema"`
+				OutputSchema any            `json:"outputSchema"`
+				Annotations  map[string]any `json:"annotations"`
+			} `json:"tools"`
+		}
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return nil, fmt.Errorf("tools/list result: %w", err)
+		}
+		for _, t := range page.Tools {
+			tool := Tool{Name: t.Name, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema}
+			hint, hasHint := t.Annotations["readOnlyHint"].(bool)
+			switch {
+			case allow[t.Name]:
+				tool.ReadOnly, tool.Basis = true, BasisAllowList
+			case hasHint:
+				tool.ReadOnly, tool.Basis = hint, BasisAnnotation
+			case NameRuleReadOnly(t.Name):
+				tool.ReadOnly, tool.Basis = true, BasisNameRule
+			default:
+				tool.Basis = BasisNameRuleNot
+			}
+			tools = append(tools, tool)
+		}
+	}
+	return tools, nil
+}
+
+// field is one top-level property of an input schema.
+type field struct {
+	Name   string
+	Type   string // string, number, integer, boolean, array or object; "" when unknown
+	Schema map[string]any
+}
+
+// schemaType returns the JSON type a property schema declares: its type (the
+// first non-null one of a list), or string for a string enum.
+func schemaType(s map[string]any) string {
+	switch t := s["type"].(type) {
+	case string:
+		return t
+	case []any:
+		for _, x := range t {
+			if x, ok := x.(string); ok && x != "null" {
+				return x
+			}
+		}
+	}
+	if e, ok := s["enum"].([]any); ok && len(e) > 0 {
+		if _, ok := e[0].(string); ok {
+			return "string"
+		}
+	}
+	return ""
+}
+
+var knownTypes = set("string", "number", "integer", "boolean", "array", "object")
+
+// requiredFields lists the required top-level fields of a tool, in the
+// schema's required order.
+func requiredFields(in map[string]any) []field {
+	props, _ := in["properties"].(map[string]any)
+	req, _ := in["required"].([]any)
+	var out []field
+	for _, r := range req {
+		name, ok := r.(string)
+		if !ok {
+			continue
+		}
+		ps, _ := props[name].(map[string]any)
+		out = append(out, field{Name: name, Type: schemaType(ps), Schema: ps})
+	}
+	return out
+}
+
+// propertyField returns the named top-level property.
+func propertyField(in map[string]any, name string) (field, bool) {
+	props, _ := in["properties"].(map[string]any)
+	ps, ok := props[name].(map[string]any)
+	if !ok {
+		return field{}, false
+	}
+	return field{Name: name, Type: schemaType(ps), Schema: ps}, true
+}
+
+// placeholder is a type-correct, harmless value for a required field the
+// probe does not target: the first enum value, the minimum, or a zero.
+func placeholder(f field) (any, bool) {
+	if e, ok := f.Schema["enum"].([]any); ok && len(e) > 0 {
+		return e[0], true
+	}
+	if c, ok := f.Schema["const"]; ok {
+		return c, true
+	}
+	switch f.Type {
+	case "string":
+		return "stress-probe", true
+	case "number", "integer":
+		if m, ok := f.Schema["minimum"].(float64); ok {
+			return m, true
+		}
+		return 1, true
+	case "boolean":
+		return false, true
+	case "array":
+		return []any{}, true
+	case "object":
+		return map[string]any{}, true
+	}
+	return nil, false
+}
+
+// wrongType is a value of another JSON type than t.
+func wrongType(t string) any {
+	if t == "string" {
+		return 12345
+	}
+	return "stress-probe-not-a-" + t
+}
+
+// sentinelValue is the default type-correct, out-of-domain value for t.
+func sentinelValue(t, tag string) (any, bool) {
+	switch t {
+	case "string":
+		return "stress-probe-sentinel-" + tag, true
+	case "number", "integer":
+		return -987654321, true
+	case "array":
+		return []any{"stress-probe-sentinel-" + tag}, true
+	}
+	return nil, false
+}
+
+// Plan is one probe to send.
+type Plan struct {
+	Kind      study.Probe
+	Tool      string         // the tool called (the made-up name for nonexistent_tool)
+	Field     string         // the targeted parameter ("" for nonexistent_tool)
+	Arguments map[string]any // as sent
+}
+
+// SentinelSpec allow-lists one tool for the out-of-domain sentinel probe,
+// optionally naming the field and the JSON value ("tool", "tool:field" or
+// "tool:field=JSON").
+type SentinelSpec struct {
+	Tool  string
+	Field string
+	Value json.RawMessage
+}
+
+// ParseSentinel parses a -sentinel flag value.
+func ParseSentinel(s string) (SentinelSpec, error) {
+	var sp SentinelSpec
+	head, val, hasVal := strings.Cut(s, "=")
+	sp.Tool, sp.Field, _ = strings.Cut(head, ":")
+	if sp.Tool == "" {
+		return sp, fmt.Errorf("sentinel %q: want TOOL, TOOL:FIELD or TOOL:FIELD=JSON", s)
+	}
+	if hasVal {
+		if sp.Field == "" {
+			return sp, fmt.Errorf("sentinel %q: a value needs a field (TOOL:FIELD=JSON)", s)
+		}
+		if !json.Valid([]byte(val)) {
+			return sp, fmt.Errorf("sentinel %q: value %q is not JSON (quote strings: \"x\")", s, val)
+		}
+		sp.Value = json.RawMessage(val)
+	}
+	return sp, nil
+}
+
+// plan chooses the probes for a server: a nonexistent tool; a wrong type
+// and a missing required field on the first callable tool (in list order,
+// or the one the user named) with a required field of a known type; and a
+// sentinel for each allow-listed tool. Skipped probes come back as notes.
+func plan(tools []Tool, nonexistent string, probeTool string, sentinels []SentinelSpec, tag string) ([]Plan, []string) {
+	plans := []Plan{{Kind: study.NonexistentTool, Tool: nonexistent, Arguments: map[string]any{}}}
+	var notes []string
+	byName := map[string]*Tool{}
+	for i := range tools {
+		byName[tools[i].Name] = &tools[i]
+	}
+
+	// Wrong type and missing required field.
+	var chosen *Tool
+	var target field
+	candidates := tools
+	if probeTool != "" {
+		t, ok := byName[probeTool]
+		if !ok {
+			notes = append(notes, fmt.Sprintf("wrong_type, missing_required: tool %q is not advertised", probeTool))
+			candidates = nil
+		} else {
+			candidates = []Tool{*t}
+		}
+	}
+	for i := range candidates {
+		t := &candidates[i]
+		if !t.ReadOnly {
+			if probeTool != "" {
+				notes = append(notes, fmt.Sprintf("wrong_type, missing_required: tool %q is not read-only (%s); name it with -read-only to allow it", t.Name, t.Basis))
+			}
+			continue
+		}
+		for _, f := range requiredFields(t.InputSchema) {
+			if knownTypes[f.Type] {
+				chosen, target = t, f
+				break
+			}
+		}
+		if chosen != nil {
+			break
+		}
+		if probeTool != "" {
+			notes = append(notes, fmt.Sprintf("wrong_type, missing_required: tool %q has no required field of a known JSON type", t.Name))
+		}
+	}
+	if chosen == nil && probeTool == "" {
+		notes = append(notes, "wrong_type, missing_required: no read-only tool with a required field of a known JSON type")
+	}
+	if chosen != nil {
+		others := map[string]any{}
+		ok := true
+		for _, f := range requiredFields(chosen.InputSchema) {
+			if f.Name == target.Name {
+				continue
+			}
+			v, good := placeholder(f)
+			if !good {
+				ok = false
+				notes = append(notes, fmt.Sprintf("wrong_type, missing_required: tool %q: no placeholder for required field %q", chosen.Name, f.Name))
+				break
+			}
+			others[f.Name] = v
+		}
+		if ok {
+			wt := clone(others)
+			wt[target.Name] = wrongType(target.Type)
+			plans = append(plans,
+				Plan{Kind: study.WrongType, Tool: chosen.Name, Field: target.Name, Arguments: wt},
+				Plan{Kind: study.MissingRequired, Tool: chosen.Name, Field: target.Name, Arguments: clone(others)})
+		}
+	}
+
+	// Sentinels, only for allow-listed tools.
+	for _, sp := range sentinels {
+		t, ok := byName[sp.Tool]
+		if !ok {
+			notes = append(notes, fmt.Sprintf("out_of_domain_sentinel: tool %q is not advertised", sp.Tool))
+			continue
+		}
+		if !t.ReadOnly {
+			notes = append(notes, fmt.Sprintf("out_of_domain_sentinel: tool %q is not read-only (%s); name it with -read-only to allow it", t.Name, t.Basis))
+			continue
+		}
+		var f field
+		if sp.Field != "" {
+			var ok bool
+			if f, ok = propertyField(t.InputSchema, sp.Field); !ok {
+				notes = append(notes, fmt.Sprintf("out_of_domain_sentinel: tool %q has no field %q", t.Name, sp.Field))
+				continue
+			}
+		} else {
+			req := requiredFields(t.InputSchema)
+			sort.SliceStable(req, func(i, j int) bool { return req[i].Type == "string" && req[j].Type != "string" })
+			if len(req) == 0 {
+				notes = append(notes, fmt.Sprintf("out_of_domain_sentinel: tool %q has no required field; name one (TOOL:FIELD)", t.Name))
+				continue
+			}
+			f = req[0]
+		}
+		var v any
+		if sp.Value != nil {
+			if err := json.Unmarshal(sp.Value, &v); err != nil {
+				notes = append(notes, fmt.Sprintf("out_of_domain_sentinel: tool %q: %v", t.Name, err))
+				continue
+			}
+		} else {
+			var ok bool
+			if v, ok = sentinelValue(f.Type, tag); !ok {
+				notes = append(notes, fmt.Sprintf("out_of_domain_sentinel: tool %q field %q has type %q; give a value (TOOL:FIELD=JSON)", t.Name, f.Name, f.Type))
+				continue
+			}
+		}
+		args := map[string]any{}
+		ok = true
+		for _, rf := range requiredFields(t.InputSchema) {
+			if rf.Name == f.Name {
+				continue
+			}
+			pv, good := placeholder(rf)
+			if !good {
+				ok = false
+				notes = append(notes, fmt.Sprintf("out_of_domain_sentinel: tool %q: no placeholder for required field %q", t.Name, rf.Name))
+				break
+			}
+			args[rf.Name] = pv
+		}
+		if !ok {
+			continue
+		}
+		args[f.Name] = v
+		plans = append(plans, Plan{Kind: study.Sentinel, Tool: t.Name, Field: f.Name, Arguments: args})
+	}
+	return plans, notes
+}
+
+func clone(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
