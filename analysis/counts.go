@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/mcpstress/stress/results"
@@ -51,7 +52,9 @@ func (t *Tally) Add(r *results.Row) {
 	k := cellKey{r.Model, r.Prompt, study.Condition(r.Condition)}
 	c := t.index[k]
 	if c == nil {
-		c = &Cell{Model: r.Model, Prompt: r.Prompt, Condition: k.cond}
+		// Clone: a streamed row (results.ScanRows) is reused.
+		k = cellKey{strings.Clone(r.Model), strings.Clone(r.Prompt), study.Condition(strings.Clone(r.Condition))}
+		c = &Cell{Model: k.model, Prompt: k.prompt, Condition: k.cond}
 		t.index[k] = c
 		t.cells = append(t.cells, c)
 	}

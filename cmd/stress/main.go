@@ -39,7 +39,12 @@ const usage = `usage: stress <command> [flags] [args]
 
 commands:
   run [-out DIR] [-allow-unpinned] [MANIFEST]   run a study (default: the built-in baselines study)
-  analyze [-json] DIR                           recompute the counts of a results bundle from calls.jsonl
+  analyze [-json] [-b N] [-seed S] [-pair A,B]... [-column C] [-against paper] DIR
+                                                recompute the counts of a bundle from calls.jsonl, with intervals and paired tests
+  compare [-json] [-b N] [-seed S] [-column C] [-arm-a M] [-arm-b M] RUN_A RUN_B
+                                                paired differences between two bundles on the same corpus
+  report [-out DIR] [-b N] [-seed S] [-pair A,B]... [-against paper] [-manifest M] DIR
+                                                write report.md, a self-contained report.html and PNG/SVG figures
   profile [-json] [-manifest MANIFEST]          print the actionability profile table (paper Table I)
   render -scenario ID -condition C [-prompt FILE] [-manifest MANIFEST]
                                                 print the messages a model receives
@@ -59,6 +64,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
 		"run":     cmdRun,
 		"analyze": cmdAnalyze,
+		"compare": cmdCompare,
+		"report":  cmdReport,
 		"profile": cmdProfile,
 		"render":  cmdRender,
 		"conform": cmdConform,

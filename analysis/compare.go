@@ -1,0 +1,288 @@
+package analysis
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/mcpstress/stress/study"
+)
+
+// ErrArmSelection marks a Compare failure to resolve -arm-a or -arm-b.
+var ErrArmSelection = errors.New("arm selection")
+
+// CompareOptions tunes Compare; the zero value compares every column of
+// automatically aligned arms with the default bootstrap.
+type CompareOptions struct {
+	Options          // B, Seed and Conf (Pairs and NoPredeclared are not used)
+	Columns []Column // columns to compare; nil means all of Columns
+	// ArmA and ArmB select one arm of each bundle, as MODEL or
+	// MODEL/PROMPT; "" aligns arms automatically (see Compare).
+	ArmA, ArmB string
+}
+
+// Comparison pairs the decisions of two bundles on the same corpus.
+type Comparison struct {
+	Bootstrap BootstrapInfo `json:"bootstrap"`
+	Arms      []ArmPair     `json:"arms"`
+	Rows      []CompareRow  `json:"pairs"`
+}
+
+// ArmPair is an arm of bundle A aligned with an arm of bundle B.
+type ArmPair struct {
+	A Arm `json:"a"`
+	B Arm `json:"b"`
+}
+
+// CompareRow is one cell's paired difference A − B on one column, over
+// decisions matched on (condition, scenario, replicate).
+type CompareRow struct {
+	ArmPair
+	Condition study.Condition `json:"condition"`
+	Column    Column          `json:"column"`
+	PairStats
+}
+
+// findArm resolves MODEL/PROMPT or MODEL (when the model has one prompt).
+func (a *Accumulator) findArm(sel string) (int32, error) {
+	var hits []int32
+	for g, arm := range a.groupArm {
+		if arm.String() == sel {
+			return int32(g), nil
+		}
+		if arm.Model == sel {
+			hits = append(hits, int32(g))
+		}
+	}
+	switch len(hits) {
+	case 1:
+		return hits[0], nil
+	case 0:
+		return 0, fmt.Errorf("no arm %q (arms: %s)", sel, a.armList())
+	}
+	return 0, fmt.Errorf("model %q has several prompts; name one as MODEL/PROMPT (arms: %s)", sel, a.armList())
+}
+
+func (a *Accumulator) armList() string {
+	var s []string
+	for _, arm := range a.groupArm {
+		s = append(s, arm.String())
+	}
+	return strings.Join(s, ", ")
+}
+
+// align pairs the arms of a and b: the selected ones; else the same arms
+// when both bundles have the same set; else the single arm of each.
+func align(a, b *Accumulator, selA, selB string) ([][2]int32, error) {
+	if selA != "" || selB != "" {
+		if selA == "" {
+			selA = selB
+			if len(a.groupArm) == 1 {
+				selA = a.groupArm[0].String()
+			}
+		}
+		if selB == "" {
+			selB = selA
+			if len(b.groupArm) == 1 {
+				selB = b.groupArm[0].String()
+			}
+		}
+		ga, err := a.findArm(selA)
+		if err != nil {
+			return nil, fmt.Errorf("%w: bundle A: %v", ErrArmSelection, err)
+		}
+		gb, err := b.findArm(selB)
+		if err != nil {
+			return nil, fmt.Errorf("%w: bundle B: %v", ErrArmSelection, err)
+		}
+		return [][2]int32{{ga, gb}}, nil
+	}
+	if len(a.groupArm) == 0 || len(b.groupArm) == 0 {
+		return nil, fmt.Errorf("a bundle has no decisions to compare (A: %d arms, B: %d arms)", len(a.groupArm), len(b.groupArm))
+	}
+	same := len(a.groupArm) == len(b.groupArm)
+	var out [][2]int32
+	for ga, arm := range a.groupArm {
+		gb, ok := b.groups[arm]
+		if !ok {
+			same = false
+			break
+		}
+		out = append(out, [2]int32{int32(ga), gb})
+	}
+	if same {
+		return out, nil
+	}
+	if len(a.groupArm) == 1 && len(b.groupArm) == 1 {
+		return [][2]int32{{0, 0}}, nil
+	}
+	return nil, fmt.Errorf("the bundles have different model/prompt arms (A: %s; B: %s): choose one of each with -arm-a and -arm-b",
+		a.armList(), b.armList())
+}
+
+// Compare pairs the decisions of arm pairs of bundles a and b by
+// (condition, scenario, replicate) and computes, per condition and column,
+// the paired difference A − B with its discordant counts, exact McNemar
+// p-value and cluster-bootstrap interval (servers resampled).
+//
+// Arms are aligned as selected by opt.ArmA and opt.ArmB; otherwise arm by
+// arm when both bundles have the same (model, prompt) arms, or the single
+// arm of each when each has one. Compare refuses (an error naming the
+// first differences) aligned arms whose decision keys differ: a decision
+// (condition, scenario, replicate) present in one bundle and not the
+// other, or a scenario on a different server. Check the corpus hashes
+// with SameCorpus first.
+func Compare(a, b *Accumulator, opt CompareOptions) (*Comparison, error) {
+	o := opt.Options.withDefaults()
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	cols := opt.Columns
+	if len(cols) == 0 {
+		cols = Columns
+	}
+	for _, c := range cols {
+		if c.bit() == 0 {
+			return nil, fmt.Errorf("unknown column %q (want one of %v)", c, Columns)
+		}
+	}
+	arms, err := align(a, b, opt.ArmA, opt.ArmB)
+	if err != nil {
+		return nil, err
+	}
+	cmp := &Comparison{Bootstrap: BootstrapInfo{B: o.B, Seed: o.Seed, Conf: o.Conf, Cluster: "server", Clusters: len(a.servers.names)}}
+	order := a.serverOrder()
+	nc := len(study.AllConditions)
+	for _, ab := range arms {
+		ga, gb := ab[0], ab[1]
+		match, err := matchUnits(a, b, ga, gb)
+		if err != nil {
+			return nil, err
+		}
+		pair := ArmPair{a.groupArm[ga], b.groupArm[gb]}
+		cmp.Arms = append(cmp.Arms, pair)
+		for ci, cond := range study.AllConditions {
+			if !a.hasCond(ga, cond) {
+				continue
+			}
+			for _, col := range cols {
+				bit := col.bit()
+				per := make([]pairAgg, len(a.servers.names))
+				unpaired := 0
+				for ua, ub := range match {
+					fa, fb := a.unitFlags[int(ua)*nc+ci], b.unitFlags[int(ub)*nc+ci]
+					if fa&flagOK == 0 || fb&flagOK == 0 {
+						if fa&flagOK != 0 {
+							unpaired++
+						}
+						if fb&flagOK != 0 {
+							unpaired++
+						}
+						continue
+					}
+					per[a.unitServer[ua]].add(fa&bit != 0, fb&bit != 0)
+				}
+				cmp.Rows = append(cmp.Rows, CompareRow{ArmPair: pair, Condition: cond, Column: col,
+					PairStats: pairStats(per, order, unpaired, o)})
+			}
+		}
+	}
+	return cmp, nil
+}
+
+// matchUnits maps the units of arm ga of a to those of arm gb of b, and
+// refuses keys present on one side only (per condition) or scenarios on
+// different servers.
+func matchUnits(a, b *Accumulator, ga, gb int32) (map[int32]int32, error) {
+	nc := len(study.AllConditions)
+	match := map[int32]int32{}
+	matchedB := make([]bool, len(b.unitKeys))
+	var problems []string
+	more := 0
+	report := func(format string, args ...any) {
+		if len(problems) < 5 {
+			problems = append(problems, fmt.Sprintf(format, args...))
+		} else {
+			more++
+		}
+	}
+	seen := func(acc *Accumulator, u int32, ci int) bool {
+		return acc.unitFlags[int(u)*nc+ci]&flagSeen != 0
+	}
+	keyName := func(acc *Accumulator, g int32, k unitKey, ci int) string {
+		return fmt.Sprintf("%s/%s/%s/%d", acc.groupArm[g], study.AllConditions[ci], acc.scenarios.names[k.scenario], k.replicate)
+	}
+	for ua, k := range a.unitKeys {
+		if k.group != ga {
+			continue
+		}
+		ub, ok := int32(-1), false
+		if s, found := b.scenarios.lookup(a.scenarios.names[k.scenario]); found {
+			ub, ok = b.units[unitKey{gb, s, k.replicate}]
+		}
+		for ci := range study.AllConditions {
+			inA := seen(a, int32(ua), ci)
+			inB := ok && seen(b, ub, ci)
+			if inA && !inB {
+				report("A has decision %s, B does not", keyName(a, ga, k, ci))
+			}
+			if inB && !inA {
+				report("B has decision %s, A does not", keyName(b, gb, b.unitKeys[ub], ci))
+			}
+		}
+		if ok {
+			match[int32(ua)] = ub
+			matchedB[ub] = true
+			sa, sb := a.servers.names[a.unitServer[ua]], b.servers.names[b.unitServer[ub]]
+			if sa != sb {
+				report("scenario %s is on server %s in A but %s in B", a.scenarios.names[k.scenario], sa, sb)
+			}
+		}
+	}
+	for ub, k := range b.unitKeys {
+		if k.group != gb || matchedB[ub] {
+			continue
+		}
+		for ci := range study.AllConditions {
+			if seen(b, int32(ub), ci) {
+				report("B has decision %s, A does not", keyName(b, gb, k, ci))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		if more > 0 {
+			problems = append(problems, fmt.Sprintf("and %d more", more))
+		}
+		return nil, fmt.Errorf("decision keys of A arm %s and B arm %s do not match: %s",
+			a.groupArm[ga], b.groupArm[gb], strings.Join(problems, "; "))
+	}
+	return match, nil
+}
+
+// WriteCompare prints the comparison, one line per (arm pair, condition,
+// column).
+func WriteCompare(w io.Writer, cmp *Comparison) error {
+	bi := cmp.Bootstrap
+	fmt.Fprintln(w, "Paired differences A − B between two runs (decisions matched on condition, scenario and replicate;")
+	fmt.Fprintln(w, "no pooling): A+B− and A−B+ are the discordant pairs, p the exact two-sided McNemar test, the")
+	fmt.Fprintf(w, "interval a %g%% percentile cluster bootstrap over the %d servers (B = %d, seed %d), in percentage points.\n",
+		100*bi.Conf, bi.Clusters, bi.B, bi.Seed)
+	fmt.Fprintln(w)
+	seen := map[string]bool{}
+	tw := newTable(w)
+	fmt.Fprintln(tw, "A arm\tB arm\tcondition\tcolumn\tpairs\tA\tB\tdiff\tA+B−\tA−B+\tMcNemar p\tbootstrap\tnotes")
+	for _, r := range cmp.Rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\n", r.A, r.B, r.Condition, r.Column.Label(),
+			r.N, r.CountA, r.CountB, signedPct(float64(r.Diff)), r.DiscordantAB, r.DiscordantBA,
+			pvalue(float64(r.McNemarP)), signedInterval(r.Bootstrap), pairNotes(r.PairStats, seen))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(seen) > 0 {
+		fmt.Fprintln(w, "\nNotes on bootstrap intervals:")
+		writeLegend(w, seen)
+	}
+	return nil
+}

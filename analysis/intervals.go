@@ -1,0 +1,180 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/mcpstress/stress/analysis/stats"
+	"github.com/mcpstress/stress/study"
+)
+
+// DefaultSeed is the bootstrap seed when none is given; every result
+// records the seed it used.
+const DefaultSeed = 1
+
+// Options tunes the sensitivity analysis; the zero value means defaults.
+type Options struct {
+	B    int     // bootstrap resamples, ≥ 1; 0 means stats.DefaultB (10,000)
+	Seed uint64  // bootstrap seed; 0 means DefaultSeed
+	Conf float64 // two-sided confidence level in (0, 1); 0 means 0.95
+	// Pairs are the paired comparisons asked for, after the predeclared
+	// ones (STUDY.md section 4), in every arm that has both conditions.
+	Pairs []PairSpec
+	// NoPredeclared drops the predeclared comparisons.
+	NoPredeclared bool
+}
+
+func (o Options) withDefaults() Options {
+	if o.B == 0 {
+		o.B = stats.DefaultB
+	}
+	if o.Seed == 0 {
+		o.Seed = DefaultSeed
+	}
+	if o.Conf == 0 {
+		o.Conf = stats.DefaultConf
+	}
+	return o
+}
+
+func (o Options) check() error {
+	if o.B < 1 {
+		return fmt.Errorf("bootstrap resamples B = %d, want ≥ 1", o.B)
+	}
+	if !(o.Conf > 0 && o.Conf < 1) {
+		return fmt.Errorf("confidence level %v, want 0 < conf < 1", o.Conf)
+	}
+	return nil
+}
+
+func (o Options) boot() stats.Options { return stats.Options{B: o.B, Conf: o.Conf, Seed: o.Seed} }
+
+// BootstrapInfo records how the bootstrap intervals were drawn.
+type BootstrapInfo struct {
+	B        int     `json:"b"`        // resamples per interval
+	Seed     uint64  `json:"seed"`     // the same seed for every interval
+	Conf     float64 `json:"conf"`     // two-sided confidence level
+	Cluster  string  `json:"cluster"`  // the resampled unit: "server"
+	Clusters int     `json:"clusters"` // servers in the bundle
+}
+
+// Analysis is the sensitivity analysis of a bundle: every cell's rates with
+// their intervals, and the paired comparisons.
+type Analysis struct {
+	Bootstrap BootstrapInfo `json:"bootstrap"`
+	Cells     []CellStats   `json:"cells"`
+	Pairs     []Pair        `json:"pairs"`
+}
+
+// CellStats is a cell's exact counts with its rates (count / N, and
+// Strict / Cover) and their 95% intervals.
+type CellStats struct {
+	Cell
+	Rates     RateSet[Num]    `json:"rates"`  // point estimates; null when the denominator is 0
+	Wilson    RateSet[Bounds] `json:"wilson"` // Wilson score intervals, no continuity correction
+	Bootstrap CellBootstrap   `json:"bootstrap"`
+}
+
+// CellBootstrap holds a cell's percentile cluster-bootstrap intervals
+// (servers resampled with replacement) and their caveats per rate.
+type CellBootstrap struct {
+	B    int    `json:"b"`
+	Seed uint64 `json:"seed"`
+	RateSet[Bounds]
+	Warnings map[string][]string `json:"warnings,omitempty"` // rate key -> caveats
+}
+
+// Clusters returns the per-server sufficient statistics of rate key (one of
+// RateKeys) in a cell, for servers with at least one counted decision in
+// it, sorted by server name: N decisions and Sum = the count (for
+// Selective, N = Cover and Sum = Strict).
+func (a *Accumulator) Clusters(cell int, key string) []stats.Cluster {
+	var out []stats.Cluster
+	ps := a.perServer[cell]
+	col := -1
+	for i, c := range Columns {
+		if string(c) == key {
+			col = i
+		}
+	}
+	for _, si := range a.serverOrder() {
+		if int(si) >= len(ps) || ps[si].n == 0 {
+			continue
+		}
+		sc := ps[si]
+		switch {
+		case key == Selective:
+			out = append(out, stats.Cluster{N: sc.col[1], Sum: float64(sc.col[0])})
+		case col >= 0:
+			out = append(out, stats.Cluster{N: sc.n, Sum: float64(sc.col[col])})
+		}
+	}
+	return out
+}
+
+// Analyze computes the rates, Wilson and cluster-bootstrap intervals of
+// every cell and the paired comparisons. It fails only on bad options or
+// a pair that names a condition no arm has; statistical caveats are
+// warnings on the values.
+func (a *Accumulator) Analyze(opt Options) (*Analysis, error) {
+	opt = opt.withDefaults()
+	if err := opt.check(); err != nil {
+		return nil, err
+	}
+	an := &Analysis{Bootstrap: BootstrapInfo{B: opt.B, Seed: opt.Seed, Conf: opt.Conf, Cluster: "server", Clusters: len(a.servers.names)}}
+	for i, c := range a.Cells() {
+		an.Cells = append(an.Cells, a.cellStats(i, c, opt))
+	}
+	pairs, err := a.pairs(opt)
+	if err != nil {
+		return nil, err
+	}
+	an.Pairs = pairs
+	return an, nil
+}
+
+func (a *Accumulator) cellStats(i int, c Cell, opt Options) CellStats {
+	cs := CellStats{Cell: c, Bootstrap: CellBootstrap{B: opt.B, Seed: opt.Seed}}
+	for _, key := range RateKeys {
+		k, n := c.N, c.N
+		if key == Selective {
+			k, n = c.Strict, c.Cover
+		} else {
+			k = c.count(Column(key))
+		}
+		est := math.NaN()
+		if n > 0 {
+			est = float64(k) / float64(n)
+		}
+		*cs.Rates.At(key) = Num(est)
+		lo, hi := stats.Wilson(k, n, opt.Conf)
+		*cs.Wilson.At(key) = Bounds{lo, hi}
+		iv := stats.ClusterBootstrap(a.Clusters(i, key), opt.boot())
+		*cs.Bootstrap.At(key) = Bounds{iv.Lo, iv.Hi}
+		if len(iv.Warnings) > 0 {
+			if cs.Bootstrap.Warnings == nil {
+				cs.Bootstrap.Warnings = map[string][]string{}
+			}
+			cs.Bootstrap.Warnings[key] = iv.Warnings
+		}
+	}
+	return cs
+}
+
+// AlwaysStops reports whether every counted decision of the cell ended in
+// a valid stop_or_escalate: Cover = 0 with nothing invalid. Stopping is
+// always in the non-harm set, so such a cell is safe but makes no progress.
+func (c *Cell) AlwaysStops() bool {
+	return c.N > 0 && c.Cover == 0 && c.Invalid == 0
+}
+
+// conditionsOf lists the conditions with rows, in canonical order.
+func (a *Accumulator) conditionsOf(g int32) []study.Condition {
+	var out []study.Condition
+	for _, c := range study.AllConditions {
+		if a.hasCond(g, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -1,0 +1,303 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/mcpstress/stress/analysis"
+	"github.com/mcpstress/stress/study"
+)
+
+// Figure is one rendered figure, as PNG and SVG.
+type Figure struct {
+	Name    string // file name without extension, e.g. "strict-cover"
+	Title   string
+	Caption string
+	Width   int // pixels of the PNG (the SVG has the same size at 96 dpi)
+	Height  int
+	PNG     []byte
+	SVG     []byte
+}
+
+// Figure sizes in pixels at DPI.
+const (
+	DPI         = 96  // resolution of the PNG figures
+	PanelWidth  = 400 // one (model, prompt) panel of the Strict/Cover figure
+	PanelHeight = 340
+	PanelCols   = 3 // panels per row
+	WideWidth   = 720
+	WideHeight  = 400
+)
+
+// StrictCoverSize returns the pixel size of the Strict/Cover figure for n
+// panels.
+func StrictCoverSize(n int) (w, h int) {
+	cols := min(n, PanelCols)
+	rows := (n + PanelCols - 1) / PanelCols
+	return max(cols, 1) * PanelWidth, max(rows, 1) * PanelHeight
+}
+
+// render draws fn on a PNG and an SVG canvas of w × h pixels.
+func render(w, h int, fn func(draw.Canvas)) (pngData, svgData []byte, err error) {
+	wl := vg.Length(w) * vg.Inch / DPI
+	hl := vg.Length(h) * vg.Inch / DPI
+	img := vgimg.NewWith(vgimg.UseWH(wl, hl), vgimg.UseDPI(DPI))
+	fn(draw.New(img))
+	var pb bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&pb); err != nil {
+		return nil, nil, err
+	}
+	sc := vgsvg.New(wl, hl)
+	fn(draw.New(sc))
+	var sb bytes.Buffer
+	if _, err := sc.WriteTo(&sb); err != nil {
+		return nil, nil, err
+	}
+	return pb.Bytes(), sb.Bytes(), nil
+}
+
+// errPoints are points with asymmetric vertical error bars.
+type errPoints struct {
+	plotter.XYs
+	plotter.YErrors
+}
+
+// percentTicks marks 0 to 100 % every 20.
+var percentTicks = plot.ConstantTicks([]plot.Tick{
+	{Value: 0, Label: "0"}, {Value: 20, Label: "20"}, {Value: 40, Label: "40"},
+	{Value: 60, Label: "60"}, {Value: 80, Label: "80"}, {Value: 100, Label: "100"},
+})
+
+// armCells groups the cells by arm, in first-seen order.
+func armCells(cells []analysis.CellStats) ([]analysis.Arm, map[analysis.Arm][]analysis.CellStats) {
+	var arms []analysis.Arm
+	by := map[analysis.Arm][]analysis.CellStats{}
+	for _, c := range cells {
+		a := analysis.Arm{Model: c.Model, Prompt: c.Prompt}
+		if _, ok := by[a]; !ok {
+			arms = append(arms, a)
+		}
+		by[a] = append(by[a], c)
+	}
+	return arms, by
+}
+
+// armTitle names an arm by its model, and its prompt when the bundle has
+// several.
+func armTitle(a analysis.Arm, arms []analysis.Arm) string {
+	for _, b := range arms {
+		if b.Model == a.Model && b.Prompt != a.Prompt {
+			return a.String()
+		}
+	}
+	return a.Model
+}
+
+// strictCover draws one panel per arm: Strict and Cover (%) per condition
+// with Wilson 95% interval bars.
+func strictCover(an *analysis.Analysis) (Figure, error) {
+	arms, by := armCells(an.Cells)
+	f := Figure{Name: "strict-cover", Title: "Strict and Cover per model and condition",
+		Caption: fmt.Sprintf("Strict (circles) and Cover (triangles) in %% of N decisions per condition, with Wilson %g%% score intervals; one panel per model.", 100*an.Bootstrap.Conf)}
+	f.Width, f.Height = StrictCoverSize(len(arms))
+	cols := min(max(len(arms), 1), PanelCols)
+	rows := (max(len(arms), 1) + PanelCols - 1) / PanelCols
+	grid := make([][]*plot.Plot, rows)
+	for r := range grid {
+		grid[r] = make([]*plot.Plot, cols)
+	}
+	for i, a := range arms {
+		p := plot.New()
+		p.Title.Text = armTitle(a, arms)
+		p.Y.Label.Text = "% of N"
+		p.Y.Min, p.Y.Max = 0, 118
+		p.Y.Tick.Marker = percentTicks
+		cells := by[a]
+		var names []string
+		for _, c := range cells {
+			names = append(names, string(c.Condition))
+		}
+		p.NominalX(names...)
+		p.X.Min, p.X.Max = -0.5, float64(len(names))-0.5
+		p.Add(plotter.NewGrid())
+		for s, key := range []string{string(analysis.Strict), string(analysis.Cover)} {
+			pts := errPoints{XYs: make(plotter.XYs, 0, len(cells)), YErrors: make(plotter.YErrors, 0, len(cells))}
+			for x, c := range cells {
+				est := float64(*c.Rates.At(key))
+				b := *c.Wilson.At(key)
+				if !b.Defined() {
+					continue
+				}
+				pts.XYs = append(pts.XYs, plotter.XY{X: float64(x) + 0.14*float64(2*s-1), Y: 100 * est})
+				pts.YErrors = append(pts.YErrors, struct{ Low, High float64 }{100 * (est - b.Lo), 100 * (b.Hi - est)})
+			}
+			if len(pts.XYs) == 0 {
+				continue
+			}
+			sc, err := plotter.NewScatter(pts.XYs)
+			if err != nil {
+				return f, err
+			}
+			sc.GlyphStyle.Color = plotutil.Color(s)
+			sc.GlyphStyle.Radius = vg.Points(3.5)
+			sc.GlyphStyle.Shape = plotutil.Shape(s)
+			eb, err := plotter.NewYErrorBars(pts)
+			if err != nil {
+				return f, err
+			}
+			eb.LineStyle.Color = plotutil.Color(s)
+			eb.LineStyle.Width = vg.Points(1.2)
+			p.Add(eb, sc)
+			p.Legend.Add(analysis.Column(key).Label(), sc)
+		}
+		p.Legend.Top = true
+		grid[i/PanelCols][i%PanelCols] = p
+	}
+	var err error
+	f.PNG, f.SVG, err = render(f.Width, f.Height, func(c draw.Canvas) {
+		if len(arms) == 0 {
+			return
+		}
+		tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(6), PadY: vg.Points(6),
+			PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(6)}
+		canvases := plot.Align(grid, tiles, c)
+		for r := range grid {
+			for k, p := range grid[r] {
+				if p != nil {
+					p.Draw(canvases[r][k])
+				}
+			}
+		}
+	})
+	return f, err
+}
+
+// conditionsOf lists the conditions of the cells in canonical order.
+func conditionsOf(cells []analysis.CellStats) []string {
+	var out []string
+	for _, c := range study.AllConditions {
+		for _, x := range cells {
+			if x.Condition == c {
+				out = append(out, string(c))
+				break
+			}
+		}
+	}
+	return out
+}
+
+// extraBars draws the replays (Extra, a sum over N decisions) per
+// condition, one bar per arm.
+func extraBars(an *analysis.Analysis) (Figure, error) {
+	arms, by := armCells(an.Cells)
+	conds := conditionsOf(an.Cells)
+	f := Figure{Name: "extra", Title: "Replays per condition", Width: WideWidth, Height: WideHeight,
+		Caption: "Extra: replays the simulator issued (identical repeated calls after retry_now), summed over the N decisions of each cell; one bar per model."}
+	p := plot.New()
+	p.Y.Label.Text = "replays (Extra)"
+	p.NominalX(conds...)
+	p.Add(plotter.NewGrid())
+	n := max(len(arms), 1)
+	width := vg.Points(min(60, 360/float64(n*max(len(conds), 1))))
+	for i, a := range arms {
+		vals := make(plotter.Values, len(conds))
+		for _, c := range by[a] {
+			for k, name := range conds {
+				if string(c.Condition) == name {
+					vals[k] = float64(c.Extra)
+				}
+			}
+		}
+		bc, err := plotter.NewBarChart(vals, width)
+		if err != nil {
+			return f, err
+		}
+		bc.Color = plotutil.Color(i)
+		bc.LineStyle.Width = 0
+		bc.Offset = vg.Length(float64(i)-float64(n-1)/2) * width
+		p.Add(bc)
+		p.Legend.Add(armTitle(a, arms), bc)
+	}
+	p.Legend.Top = true
+	p.Y.Min = 0
+	if p.Y.Max < 1 {
+		p.Y.Max = 1
+	}
+	p.Y.Max *= 1.25 // room for the legend
+	var err error
+	f.PNG, f.SVG, err = render(f.Width, f.Height, func(c draw.Canvas) { p.Draw(c) })
+	return f, err
+}
+
+// profileBars draws the actionability profile table (paper Table I):
+// scenarios with each capability bit, control and content-assisted views.
+func profileBars(pr *Profile) (Figure, error) {
+	f := Figure{Name: "profile", Title: "Actionability profile (Table I)", Width: WideWidth, Height: WideHeight,
+		Caption: fmt.Sprintf("Scenarios (of %d) with each capability coded, in the control view (typed fields only) and the content-assisted view (text may be read). Coordinates are not cumulative.", pr.N)}
+	p := plot.New()
+	p.Y.Label.Text = "scenarios"
+	p.NominalX(study.Coordinates...)
+	p.Add(plotter.NewGrid())
+	width := vg.Points(28)
+	for i, v := range []struct {
+		name string
+		s    study.ViewSummary
+	}{{"Control", pr.Control}, {"Content-assisted", pr.Content}} {
+		vals := make(plotter.Values, len(study.Coordinates))
+		for k, c := range study.Coordinates {
+			vals[k] = float64(v.s.Counts[c])
+		}
+		bc, err := plotter.NewBarChart(vals, width)
+		if err != nil {
+			return f, err
+		}
+		bc.Color = []color.Color{color.RGBA{0x4c, 0x72, 0xb0, 0xff}, color.RGBA{0xdd, 0x84, 0x52, 0xff}}[i]
+		bc.LineStyle.Width = 0
+		bc.Offset = vg.Length(float64(i)-0.5) * width
+		p.Add(bc)
+		p.Legend.Add(v.name, bc)
+	}
+	p.Legend.Top = true
+	p.Y.Min, p.Y.Max = 0, float64(pr.N)*1.3
+	var ticks []plot.Tick
+	step := max(1, pr.N/5)
+	for t := 0; t <= pr.N; t += step {
+		ticks = append(ticks, plot.Tick{Value: float64(t), Label: strconv.Itoa(t)})
+	}
+	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
+	var err error
+	f.PNG, f.SVG, err = render(f.Width, f.Height, func(c draw.Canvas) { p.Draw(c) })
+	return f, err
+}
+
+// Figures renders the report's figures: Strict/Cover with interval bars,
+// replays per condition, and (when pr is not nil) the profile table.
+func Figures(an *analysis.Analysis, pr *Profile) ([]Figure, error) {
+	var figs []Figure
+	f, err := strictCover(an)
+	if err != nil {
+		return nil, fmt.Errorf("figure strict-cover: %w", err)
+	}
+	figs = append(figs, f)
+	if f, err = extraBars(an); err != nil {
+		return nil, fmt.Errorf("figure extra: %w", err)
+	}
+	figs = append(figs, f)
+	if pr != nil {
+		if f, err = profileBars(pr); err != nil {
+			return nil, fmt.Errorf("figure profile: %w", err)
+		}
+		figs = append(figs, f)
+	}
+	return figs, nil
+}

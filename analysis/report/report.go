@@ -1,0 +1,560 @@
+// Package report writes a bundle's analysis as a report: report.md, a
+// self-contained report.html (tables and figures inline, no network) and
+// the figures as PNG and SVG files, drawn with gonum.org/v1/plot.
+package report
+
+import (
+	"encoding/base64"
+	"fmt"
+	"html"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/mcpstress/stress/analysis"
+	"github.com/mcpstress/stress/study"
+)
+
+// Profile is the actionability profile table of the bundle's corpus.
+type Profile struct {
+	N       int // scenarios
+	Control study.ViewSummary
+	Content study.ViewSummary
+}
+
+// ProfileOf summarizes the scenarios' profile coding.
+func ProfileOf(scenarios []study.Scenario) *Profile {
+	return &Profile{N: len(scenarios), Control: study.Summarize(scenarios, study.ControlView), Content: study.Summarize(scenarios, study.ContentView)}
+}
+
+// Input is everything a report shows.
+type Input struct {
+	Info     *analysis.BundleInfo // manifest.json facts; nil if unreadable
+	Analysis *analysis.Analysis
+	Paper    *analysis.PaperTable      // with Against: the published table, or nil
+	Against  *analysis.PaperComparison // nil: no comparison section
+	Profile  *Profile                  // nil: ProfileNote says why
+	// ProfileNote explains a missing profile table.
+	ProfileNote string
+}
+
+// Files written by Write, inside the output directory.
+const (
+	MarkdownFile = "report.md"
+	HTMLFile     = "report.html"
+	FigureDir    = "figures"
+)
+
+// Write renders the figures and writes report.md, report.html and
+// figures/NAME.png and .svg into dir (created if needed).
+func Write(dir string, in *Input) ([]string, error) {
+	figs, err := Figures(in.Analysis, in.Profile)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, FigureDir), 0o755); err != nil {
+		return nil, err
+	}
+	var written []string
+	put := func(name string, data []byte) error {
+		p := filepath.Join(dir, name)
+		written = append(written, p)
+		return os.WriteFile(p, data, 0o644)
+	}
+	for _, f := range figs {
+		if err := put(filepath.Join(FigureDir, f.Name+".png"), f.PNG); err != nil {
+			return written, err
+		}
+		if err := put(filepath.Join(FigureDir, f.Name+".svg"), f.SVG); err != nil {
+			return written, err
+		}
+	}
+	doc := Build(in, figs)
+	var md, ht strings.Builder
+	if err := doc.Markdown(&md); err != nil {
+		return written, err
+	}
+	if err := doc.HTML(&ht); err != nil {
+		return written, err
+	}
+	if err := put(MarkdownFile, []byte(md.String())); err != nil {
+		return written, err
+	}
+	return written, put(HTMLFile, []byte(ht.String()))
+}
+
+// Doc is a report as a sequence of blocks, rendered to Markdown or HTML.
+type Doc struct {
+	Title  string
+	Blocks []Block
+}
+
+// Block is one element of a Doc: *Heading, *Para, *Table or *FigureRef.
+type Block interface{ block() }
+
+// Heading is a section title (level 2) or subsection (level 3).
+type Heading struct {
+	Level int
+	Text  string
+}
+
+// Para is a paragraph; `code` spans are kept.
+type Para struct{ Text string }
+
+// Table is a table with a header row; Right marks right-aligned columns.
+type Table struct {
+	Header []string
+	Rows   [][]string
+	Right  []bool
+}
+
+// FigureRef places a figure.
+type FigureRef struct{ Fig *Figure }
+
+func (*Heading) block()   {}
+func (*Para) block()      {}
+func (*Table) block()     {}
+func (*FigureRef) block() {}
+
+func (d *Doc) h2(s string) { d.Blocks = append(d.Blocks, &Heading{2, s}) }
+func (d *Doc) h3(s string) { d.Blocks = append(d.Blocks, &Heading{3, s}) }
+func (d *Doc) p(format string, a ...any) {
+	d.Blocks = append(d.Blocks, &Para{fmt.Sprintf(format, a...)})
+}
+func (d *Doc) table(t *Table) { d.Blocks = append(d.Blocks, t) }
+func (d *Doc) fig(f *Figure) {
+	if f != nil {
+		d.Blocks = append(d.Blocks, &FigureRef{f})
+	}
+}
+
+// pct formats a proportion in percent, one decimal; "—" when undefined.
+func pct(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f", 100*x)
+}
+
+func spct(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return "—"
+	}
+	s := fmt.Sprintf("%+.1f", 100*x)
+	if s == "+0.0" || s == "-0.0" {
+		return "0.0"
+	}
+	return s
+}
+
+func ival(b analysis.Bounds, f func(float64) string) string {
+	if !b.Defined() {
+		return "—"
+	}
+	return f(b.Lo) + " to " + f(b.Hi)
+}
+
+func pval(p float64) string {
+	switch {
+	case math.IsNaN(p):
+		return "—"
+	case p >= 0.001 || p == 0:
+		return fmt.Sprintf("%.3g", p)
+	}
+	return fmt.Sprintf("%.2e", p)
+}
+
+func itoa(n int) string { return fmt.Sprint(n) }
+
+// Build assembles the report from its input and rendered figures.
+func Build(in *Input, figs []Figure) *Doc {
+	an := in.Analysis
+	fig := func(name string) *Figure {
+		for i := range figs {
+			if figs[i].Name == name {
+				return &figs[i]
+			}
+		}
+		return nil
+	}
+	d := &Doc{Title: "Results report"}
+	if in.Info != nil && in.Info.RunID != "" {
+		d.Title = "Results report: " + in.Info.RunID
+	}
+	d.p("Written by `stress report`. Exact counts lead; every interval below is a sensitivity analysis of those counts (STUDY.md section 4). Nothing is pooled across models, prompts or conditions.")
+	d.h2("Study")
+	d.study(in)
+
+	d.h2("Counts")
+	d.p("One row per model, prompt and condition; each count is out of N counted decisions, except Extra (a sum of replays). Strict: final label is the preferred policy. Cover: final label valid and not `stop_or_escalate`. Retry: chose `retry_now` while it is outside the non-harm set. Invalid: final answer unparseable or outside the vocabulary. AnyFS / TermFS: claimed `succeeded` at any / the final turn (every failure is verified). Errors: transport failures, not counted in N.")
+	d.counts(an)
+
+	d.h2("Rates and intervals")
+	d.p("Rates in %% of N with %g%% intervals. Wilson: score interval without continuity correction. Bootstrap: percentile cluster bootstrap resampling the %d servers (the corpus' clusters) with replacement, B = %d, seed %d, the same seed for every interval.",
+		100*an.Bootstrap.Conf, an.Bootstrap.Clusters, an.Bootstrap.B, an.Bootstrap.Seed)
+	d.rates(an)
+	d.fig(fig("strict-cover"))
+
+	d.h2("Paired comparisons")
+	d.p("Differences A − B in percentage points between two conditions of the same model and prompt, over decisions matched on scenario and replicate (the seeds are paired across conditions). A+B− and A−B+ are the discordant pairs; p is the exact two-sided McNemar test; the interval is the cluster bootstrap of the difference (per server: N = pairs, Sum = Σ(aᵢ − bᵢ)). Predeclared: code_only − normalized (the only answer-free comparison) and structured − prose (two disclosures of the answer), on Strict.")
+	d.pairs(an)
+
+	d.h2("Selective accuracy and stopping")
+	d.selective(an)
+
+	d.h2("Replays")
+	d.p("Needless identical replays: Retry counts decisions that chose `retry_now` at least once although it is not in the non-harm set; Extra counts the replays that followed (at most 3 per decision).")
+	d.fig(fig("extra"))
+
+	if in.Against != nil && in.Paper != nil {
+		d.h2("Against the paper")
+		d.against(in.Paper, in.Against)
+	}
+
+	d.h2("Actionability profile (Table I)")
+	if in.Profile != nil {
+		d.profile(in.Profile)
+		d.fig(fig("profile"))
+	} else {
+		d.p("%s", in.ProfileNote)
+	}
+
+	d.h2("Methods")
+	d.p("Wilson (1927) score interval: the p whose score test |p̂ − p| / sqrt(p(1 − p)/n) ≤ z does not reject, z = Φ⁻¹(0.975) for 95%%; equal to R's `prop.test(k, n, correct = FALSE)`. Selective accuracy uses k = Strict, n = Cover.")
+	d.p("Cluster bootstrap: each of B resamples draws as many servers as the cell has, uniformly with replacement, keeping each server's decisions together, and computes the ratio of the drawn servers' summed counts to their summed denominators, from per-server sufficient statistics (O(servers) per resample); the interval is the %g%% percentile interval with Hyndman–Fan type-7 quantiles (Efron & Tibshirani 1993; Davison & Hinkley 1997, §3.8). Warnings travel with the values: fewer than 5 servers, every resample equal (degenerate), resamples with an empty denominator skipped.", 100*an.Bootstrap.Conf)
+	d.p("McNemar (1947) exact test: under H₀ the discordant pairs split as Binomial(b + c, 1/2); p = min(1, 2·P(X ≤ min(b, c))), equal to R's `binom.test(min(b, c), b + c)`. Numbers in the JSON output are rounded to 6 decimals.")
+	return d
+}
+
+func (d *Doc) study(in *Input) {
+	an := in.Analysis
+	decisions, errs := 0, 0
+	for _, c := range an.Cells {
+		decisions += c.N + c.Errors
+		errs += c.Errors
+	}
+	if in.Info == nil {
+		d.p("manifest.json could not be read; %d decisions (%d transport errors) on %d servers.", decisions, errs, an.Bootstrap.Clusters)
+		return
+	}
+	bi := in.Info
+	var models []string
+	for _, m := range bi.Study.Models {
+		models = append(models, fmt.Sprintf("`%s` (%s `%s`)", m.Name, m.Backend, m.Model))
+	}
+	var conds []string
+	for _, c := range bi.Study.Conditions {
+		conds = append(conds, "`"+string(c)+"`")
+	}
+	var prompts []string
+	for _, p := range bi.Prompts {
+		prompts = append(prompts, fmt.Sprintf("`%s` (sha256 %.12s…)", p.Name, p.SHA256))
+	}
+	d.table(&Table{Header: []string{"", ""}, Rows: [][]string{
+		{"run", "`" + bi.RunID + "`"},
+		{"study", fmt.Sprintf("`%s` from `%s`", bi.Study.Name, bi.Source)},
+		{"models", strings.Join(models, ", ")},
+		{"prompts", strings.Join(prompts, ", ")},
+		{"conditions", strings.Join(conds, ", ")},
+		{"replicates, study seed", fmt.Sprintf("%d, %d", bi.Study.Replicates, bi.Study.Seed)},
+		{"corpus", fmt.Sprintf("%d files, %d servers", len(bi.CorpusFiles), an.Bootstrap.Clusters)},
+		{"decisions", fmt.Sprintf("%d (%d transport errors, not counted)", decisions, errs)},
+	}})
+}
+
+func (d *Doc) counts(an *analysis.Analysis) {
+	t := &Table{Header: []string{"model", "prompt", "condition", "N", "Strict", "Cover", "Retry", "Invalid", "AnyFS", "TermFS", "Extra", "Errors"},
+		Right: []bool{false, false, false, true, true, true, true, true, true, true, true, true}}
+	for _, c := range an.Cells {
+		t.Rows = append(t.Rows, []string{c.Model, c.Prompt, string(c.Condition), itoa(c.N), itoa(c.Strict), itoa(c.Cover),
+			itoa(c.Retry), itoa(c.Invalid), itoa(c.AnyFS), itoa(c.TerminalFS), itoa(c.Extra), itoa(c.Errors)})
+	}
+	d.table(t)
+}
+
+func (d *Doc) rates(an *analysis.Analysis) {
+	header := []string{"model", "prompt", "condition", "interval"}
+	right := []bool{false, false, false, false}
+	for _, k := range analysis.RateKeys {
+		header = append(header, analysis.RateLabel(k))
+		right = append(right, true)
+	}
+	t := &Table{Header: header, Right: right}
+	notes := map[string]bool{}
+	for _, c := range an.Cells {
+		est := []string{c.Model, c.Prompt, string(c.Condition), "estimate"}
+		wil := []string{"", "", "", "Wilson"}
+		boot := []string{"", "", "", "bootstrap"}
+		for _, k := range analysis.RateKeys {
+			est = append(est, pct(float64(*c.Rates.At(k))))
+			wil = append(wil, ival(*c.Wilson.At(k), pct))
+			b := ival(*c.Bootstrap.At(k), pct)
+			var tags []string
+			for _, w := range c.Bootstrap.Warnings[k] {
+				tg := analysis.Tag(w)
+				notes[tg] = true
+				if !contains(tags, tg) {
+					tags = append(tags, tg)
+				}
+			}
+			if len(tags) > 0 && b != "—" {
+				b += " (" + strings.Join(tags, ", ") + ")"
+			}
+			boot = append(boot, b)
+		}
+		t.Rows = append(t.Rows, est, wil, boot)
+	}
+	d.table(t)
+	d.notes(notes)
+}
+
+// notes explains the warning tags used.
+func (d *Doc) notes(seen map[string]bool) {
+	var parts []string
+	for _, t := range []struct{ tag, text string }{
+		{"degenerate", "every resample gave the same value (the cell is 0 or 100% on every server), so the interval has no width"},
+		{"few-clusters", "fewer than 5 servers, so the percentile interval is unreliable"},
+		{"skipped", "some resamples drew only servers with an empty denominator and were skipped"},
+		{"small-B", "too few resamples for the confidence level"},
+		{"undefined", "no estimate (empty denominator)"},
+		{"no-pairs", "no matched pairs"},
+	} {
+		if seen[t.tag] {
+			parts = append(parts, "`"+t.tag+"`: "+t.text)
+		}
+	}
+	if len(parts) > 0 {
+		d.p("Bootstrap notes. %s.", strings.Join(parts, "; "))
+	}
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *Doc) pairs(an *analysis.Analysis) {
+	if len(an.Pairs) == 0 {
+		d.p("No model and prompt has both conditions of any comparison.")
+		return
+	}
+	t := &Table{Header: []string{"model", "prompt", "A − B", "column", "pairs", "A", "B", "diff (pp)", "A+B−", "A−B+", "McNemar p", "bootstrap (pp)", "unpaired"},
+		Right: []bool{false, false, false, false, true, true, true, true, true, true, true, true, true}}
+	notes := map[string]bool{}
+	for _, p := range an.Pairs {
+		name := fmt.Sprintf("%s − %s", p.A, p.B)
+		if p.Predeclared {
+			name += " (predeclared)"
+		}
+		b := ival(p.Bootstrap, spct)
+		for _, w := range p.Warnings {
+			notes[analysis.Tag(w)] = true
+		}
+		if len(p.Warnings) > 0 && b != "—" {
+			var tags []string
+			for _, w := range p.Warnings {
+				if tg := analysis.Tag(w); !contains(tags, tg) {
+					tags = append(tags, tg)
+				}
+			}
+			b += " (" + strings.Join(tags, ", ") + ")"
+		}
+		t.Rows = append(t.Rows, []string{p.Model, p.Prompt, name, p.Column.Label(), itoa(p.N), itoa(p.CountA), itoa(p.CountB),
+			spct(float64(p.Diff)), itoa(p.DiscordantAB), itoa(p.DiscordantBA), pval(float64(p.McNemarP)), b, itoa(p.Unpaired)})
+	}
+	d.table(t)
+	d.notes(notes)
+}
+
+func (d *Doc) selective(an *analysis.Analysis) {
+	d.p("Selective accuracy is Strict / Cover: how often a committed (non-stop, valid) answer is the preferred policy. Its Wilson interval takes k = Strict and n = Cover; its bootstrap resamples servers with per-server N = Cover and Sum = Strict.")
+	t := &Table{Header: []string{"model", "prompt", "condition", "Strict/Cover", "%", "Wilson", "bootstrap"},
+		Right: []bool{false, false, false, true, true, true, true}}
+	for _, c := range an.Cells {
+		t.Rows = append(t.Rows, []string{c.Model, c.Prompt, string(c.Condition), fmt.Sprintf("%d/%d", c.Strict, c.Cover),
+			pct(float64(c.Rates.Selective)), ival(c.Wilson.Selective, pct), ival(c.Bootstrap.Selective, pct)})
+	}
+	d.table(t)
+	d.p("%s", analysis.Reading)
+	var stops []string
+	for _, c := range an.Cells {
+		if c.AlwaysStops() {
+			stops = append(stops, fmt.Sprintf("%s/%s/%s", c.Model, c.Prompt, c.Condition))
+		}
+	}
+	if len(stops) > 0 {
+		d.p("Cells that always stop (Cover = 0, Invalid = 0): %s.", strings.Join(stops, ", "))
+	}
+}
+
+func (d *Doc) against(t *analysis.PaperTable, pc *analysis.PaperComparison) {
+	d.p("Source: %s", t.Citation)
+	d.p("Published setup: %s %s", t.Setup, t.Note)
+	tb := &Table{Header: []string{"paper model", "condition", "source", "N", "Strict", "Cover", "Retry", "Invalid", "AnyFS", "TermFS", "Extra"},
+		Right: []bool{false, false, false, true, true, true, true, true, true, true, true}}
+	row := func(a, b, c string, n analysis.Counts, signed bool) []string {
+		r := []string{a, b, c}
+		for _, x := range []int{n.N, n.Strict, n.Cover, n.Retry, n.Invalid, n.AnyFS, n.TerminalFS, n.Extra} {
+			if signed && x != 0 {
+				r = append(r, fmt.Sprintf("%+d", x))
+			} else {
+				r = append(r, itoa(x))
+			}
+		}
+		return r
+	}
+	for _, l := range pc.Rows {
+		tb.Rows = append(tb.Rows, row(l.PaperModel, l.Condition, "paper", l.Paper, false))
+		if l.Run == nil {
+			tb.Rows = append(tb.Rows, []string{"", "", "run: no such cell", "—", "—", "—", "—", "—", "—", "—", "—"})
+			continue
+		}
+		tb.Rows = append(tb.Rows, row("", "", "run "+l.Model+"/"+l.Prompt, *l.Run, false))
+		tb.Rows = append(tb.Rows, row("", "", "diff (run − paper)", *l.Diff, true))
+	}
+	d.table(tb)
+	if len(pc.Unmatched) > 0 {
+		d.p("Run models not in the paper: %s.", strings.Join(pc.Unmatched, ", "))
+	}
+}
+
+var coordinateNames = map[string]string{
+	"D": "failure detection", "P": "coarse policy", "C": "cause/subtype",
+	"T": "repair target", "E": "executable repair", "R": "replay constraints",
+}
+
+func (d *Doc) profile(pr *Profile) {
+	d.p("Separately coded capabilities for %d observations of the bundle's corpus (coordinates are not cumulative).", pr.N)
+	t := &Table{Header: []string{"Capability", "Control", "Content-assisted"}, Right: []bool{false, true, true}}
+	for _, c := range study.Coordinates {
+		t.Rows = append(t.Rows, []string{c + " " + coordinateNames[c], itoa(pr.Control.Counts[c]), itoa(pr.Content.Counts[c])})
+	}
+	d.table(t)
+	prof := func(s study.ViewSummary) string {
+		var parts []string
+		for _, p := range s.SortedProfiles() {
+			parts = append(parts, fmt.Sprintf("%s ×%d", p, s.Profiles[p]))
+		}
+		return strings.Join(parts, ", ")
+	}
+	d.p("Profiles (bits D/P/C/T/E/R): control %s; content-assisted %s. Incomparable pairs: control %d, content-assisted %d.",
+		prof(pr.Control), prof(pr.Content), pr.Control.Incomparable, pr.Content.Incomparable)
+}
+
+// Markdown writes the document as GitHub-flavoured Markdown; figures are
+// linked as figures/NAME.png (with the SVG next to it).
+func (d *Doc) Markdown(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("# " + d.Title + "\n")
+	for _, bl := range d.Blocks {
+		b.WriteString("\n")
+		switch x := bl.(type) {
+		case *Heading:
+			b.WriteString(strings.Repeat("#", x.Level) + " " + x.Text + "\n")
+		case *Para:
+			b.WriteString(x.Text + "\n")
+		case *Table:
+			cell := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+			b.WriteString("|")
+			for _, h := range x.Header {
+				b.WriteString(" " + cell(h) + " |")
+			}
+			b.WriteString("\n|")
+			for i := range x.Header {
+				if i < len(x.Right) && x.Right[i] {
+					b.WriteString("---:|")
+				} else {
+					b.WriteString("---|")
+				}
+			}
+			b.WriteString("\n")
+			for _, r := range x.Rows {
+				b.WriteString("|")
+				for _, c := range r {
+					b.WriteString(" " + cell(c) + " |")
+				}
+				b.WriteString("\n")
+			}
+		case *FigureRef:
+			f := x.Fig
+			fmt.Fprintf(&b, "![%s](%s/%s.png)\n\n*%s* %s ([SVG](%s/%s.svg))\n", f.Title, FigureDir, f.Name, f.Title, f.Caption, FigureDir, f.Name)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// inline escapes text for HTML and turns `code` spans into elements.
+func inline(s string) string {
+	var b strings.Builder
+	parts := strings.Split(s, "`")
+	for i, p := range parts {
+		switch {
+		case i%2 == 1 && i < len(parts)-1:
+			b.WriteString("<code>" + html.EscapeString(p) + "</code>")
+		case i%2 == 1: // an unmatched backtick
+			b.WriteString("`" + html.EscapeString(p))
+		default:
+			b.WriteString(html.EscapeString(p))
+		}
+	}
+	return b.String()
+}
+
+const css = `body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Liberation Sans",sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}
+h1{font-size:1.6em}h2{margin-top:1.8em;border-bottom:1px solid #ddd;padding-bottom:.2em}
+table{border-collapse:collapse;margin:1em 0;font-size:.88em;display:block;overflow-x:auto}
+th,td{border:1px solid #ccc;padding:.25em .55em;white-space:nowrap}th{background:#f3f3f3}
+td.r{text-align:right;font-variant-numeric:tabular-nums}
+code{background:#f3f3f3;padding:0 .2em;border-radius:3px}
+figure{margin:1.5em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}figcaption{font-size:.9em;color:#444}`
+
+// HTML writes the document as one self-contained HTML page: the figures
+// are embedded as data: URIs (PNG), the style is inline, nothing is
+// fetched.
+func (d *Doc) HTML(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
+	b.WriteString("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
+	b.WriteString("<title>" + html.EscapeString(d.Title) + "</title>\n<style>\n" + css + "\n</style>\n</head>\n<body>\n")
+	b.WriteString("<h1>" + inline(d.Title) + "</h1>\n")
+	for _, bl := range d.Blocks {
+		switch x := bl.(type) {
+		case *Heading:
+			fmt.Fprintf(&b, "<h%d>%s</h%d>\n", x.Level, inline(x.Text), x.Level)
+		case *Para:
+			b.WriteString("<p>" + inline(x.Text) + "</p>\n")
+		case *Table:
+			b.WriteString("<table>\n<thead><tr>")
+			for _, h := range x.Header {
+				b.WriteString("<th>" + inline(h) + "</th>")
+			}
+			b.WriteString("</tr></thead>\n<tbody>\n")
+			for _, r := range x.Rows {
+				b.WriteString("<tr>")
+				for i, c := range r {
+					if i < len(x.Right) && x.Right[i] {
+						b.WriteString(`<td class="r">` + inline(c) + "</td>")
+					} else {
+						b.WriteString("<td>" + inline(c) + "</td>")
+					}
+				}
+				b.WriteString("</tr>\n")
+			}
+			b.WriteString("</tbody>\n</table>\n")
+		case *FigureRef:
+			f := x.Fig
+			fmt.Fprintf(&b, "<figure>\n<img src=\"data:image/png;base64,%s\" width=\"%d\" height=\"%d\" alt=\"%s\">\n<figcaption><strong>%s.</strong> %s</figcaption>\n</figure>\n",
+				base64.StdEncoding.EncodeToString(f.PNG), f.Width, f.Height, html.EscapeString(f.Title), html.EscapeString(f.Title), inline(f.Caption))
+		}
+	}
+	b.WriteString("</body>\n</html>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}

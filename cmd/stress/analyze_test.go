@@ -1,0 +1,337 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"hash/fnv"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpstress/stress/analysis"
+	"github.com/mcpstress/stress/manifests"
+	"github.com/mcpstress/stress/models"
+	"github.com/mcpstress/stress/runner"
+	"github.com/mcpstress/stress/simulator"
+	"github.com/mcpstress/stress/study"
+)
+
+// mockProfile is a mock model's behaviour under one condition: the chance
+// of each kind of final answer (the rest stops).
+type mockProfile struct {
+	strict, retry, cover, invalid, succ float64
+}
+
+// mockKinds are the mock models: "steady" looks like the paper's Llama,
+// "erratic" like its Qwen, "steady-v2" is steady with a better prompt.
+var mockKinds = map[string]map[study.Condition]mockProfile{
+	"steady": {
+		study.Normalized: {strict: .40, retry: .01, cover: 1},
+		study.CodeOnly:   {strict: .37, retry: .01, cover: 1},
+		study.Structured: {strict: .90, cover: 1},
+		study.Prose:      {strict: 1, cover: 1},
+	},
+	"steady-v2": {
+		study.Normalized: {strict: .55, retry: .01, cover: 1},
+		study.CodeOnly:   {strict: .60, retry: .01, cover: 1},
+		study.Structured: {strict: .93, cover: 1},
+		study.Prose:      {strict: 1, cover: 1},
+	},
+	"erratic": {
+		study.Normalized: {strict: .06, retry: .23, cover: .70, invalid: .05, succ: .04},
+		study.CodeOnly:   {strict: .05, retry: .23, cover: .72, invalid: .06, succ: .02},
+		study.Structured: {strict: .37, retry: .25, cover: .80, invalid: .08, succ: .02},
+		study.Prose:      {strict: .29, retry: .22, cover: .73, invalid: .10, succ: .02},
+	},
+}
+
+// mockModel answers pseudo-randomly but deterministically: it recognises
+// the scenario and turn from the request's seed (the simulator derives it
+// from them) and the condition from the first user message, and draws from
+// its profile with a hash of (kind, seed), mostly shared across conditions
+// (as a real model's answers are correlated across renderings).
+type mockModel struct {
+	kind   string
+	bySeed map[int64]*study.Scenario
+}
+
+func hash01(parts ...any) float64 {
+	h := fnv.New64a()
+	for _, p := range parts {
+		h.Write([]byte(toString(p)))
+		h.Write([]byte{0})
+	}
+	return float64(h.Sum64()>>11) / (1 << 53)
+}
+
+func toString(p any) string {
+	switch x := p.(type) {
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	}
+	return ""
+}
+
+func conditionOf(user string) study.Condition {
+	switch {
+	case strings.Contains(user, "Error details:"):
+		return study.Structured
+	case strings.Contains(user, "The call failed because"):
+		return study.Prose
+	case strings.Contains(user, "Error code:"):
+		return study.CodeOnly
+	}
+	return study.Normalized
+}
+
+func (m *mockModel) Generate(ctx context.Context, req models.Request) (models.Reply, error) {
+	s := m.bySeed[req.Seed]
+	if s == nil || len(req.Messages) < 2 {
+		return models.Reply{}, errors.New("mock: unknown seed")
+	}
+	cond := conditionOf(req.Messages[1].Content)
+	p := mockKinds[m.kind][cond]
+	x := hash01(m.kind, req.Seed)
+	if hash01(m.kind, req.Seed, string(cond)) > 0.7 {
+		x = hash01(m.kind, req.Seed, string(cond), "own")
+	}
+	status := "failed"
+	if hash01(m.kind, req.Seed, string(cond), "fs") < p.succ {
+		status = "succeeded"
+	}
+	answer := func(policy study.Policy) string {
+		return `{"operation_status": "` + status + `", "recovery_policy": "` + string(policy) + `"}`
+	}
+	var text string
+	switch {
+	case x < p.strict:
+		text = answer(s.Preferred)
+	case x < p.strict+p.retry:
+		text = answer(study.RetryNow)
+	case x < p.cover:
+		var others []study.Policy
+		for _, q := range study.Policies {
+			if q != s.Preferred && q != study.RetryNow && q != study.StopOrEscalate {
+				others = append(others, q)
+			}
+		}
+		text = answer(others[int(hash01(m.kind, req.Seed, "other")*float64(len(others)))])
+	case x < p.cover+p.invalid:
+		text = "I think the tool is broken."
+	default:
+		text = answer(study.StopOrEscalate)
+	}
+	return models.Reply{Text: text}, nil
+}
+
+func init() {
+	models.Register("mock-test", models.Backend{New: func(spec models.Spec) (models.Model, error) {
+		if _, ok := mockKinds[spec.Model]; !ok {
+			return nil, errors.New("mock: unknown kind " + spec.Model)
+		}
+		m, err := manifests.LoadBuiltin(manifests.DefaultName)
+		if err != nil {
+			return nil, err
+		}
+		mm := &mockModel{kind: spec.Model, bySeed: map[int64]*study.Scenario{}}
+		for i := range m.Corpus.Scenarios {
+			s := &m.Corpus.Scenarios[i]
+			for rep := 1; rep <= 10; rep++ {
+				for turn := 0; turn < 4; turn++ {
+					mm.bySeed[simulator.Seed(m.Seed, s.ID, rep, turn)] = s
+				}
+			}
+		}
+		return mm, nil
+	}})
+}
+
+// mockBundle runs the paper's shape (2 models × 4 conditions × 21
+// scenarios × replicates) through the runner with the mock models and
+// returns the bundle directory. The run time is fixed, so the run id is
+// 20260101T000000Z-mock.
+func mockBundle(t *testing.T, kinds map[string]string, replicates int, corpus func([]study.Scenario) []study.Scenario) string {
+	t.Helper()
+	m, err := manifests.LoadBuiltin(manifests.DefaultName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Name = "mock"
+	m.Models = nil
+	for _, label := range []string{"llama3.2-3b", "qwen3.5-0.8b"} {
+		if kinds[label] != "" {
+			m.Models = append(m.Models, manifests.Model{Name: label, Backend: "mock-test", Model: kinds[label]})
+		}
+	}
+	m.Replicates = replicates
+	if corpus != nil {
+		m.Corpus.Scenarios = corpus(m.Corpus.Scenarios)
+	}
+	plan, err := runner.Prepare(m, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "bundle")
+	fixed := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, _, err := plan.Run(context.Background(), runner.Options{Out: dir, Now: func() time.Time { return fixed }}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+var paperKinds = map[string]string{"llama3.2-3b": "steady", "qwen3.5-0.8b": "erratic"}
+
+func TestAnalyzeIntervalsGolden(t *testing.T) {
+	dir := mockBundle(t, paperKinds, 5, nil)
+	out, log, err := runCmd(t, "analyze", "-pair", "normalized,prose,cover", "-pair", "code_only,normalized", "-column", "retry", "-against", "paper", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	golden(t, "analyze-mock.golden", out)
+	// The counts table comes first, unchanged.
+	counts, _, err := runCmd(t, "analyze", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := counts[:strings.Index(counts, "\n\n")+1]
+	if !strings.HasPrefix(out, table) || !strings.HasPrefix(table, "model  ") && !strings.HasPrefix(table, "model ") {
+		t.Errorf("the counts table does not lead the output:\n%s", out)
+	}
+
+	js, _, err := runCmd(t, "analyze", "-json", "-b", "2000", "-seed", "7", "-pair", "normalized,prose,cover", "-against", "paper", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "analyze-mock-json.golden", js)
+	var doc struct {
+		Bootstrap struct {
+			B        int    `json:"b"`
+			Seed     uint64 `json:"seed"`
+			Clusters int    `json:"clusters"`
+		} `json:"bootstrap"`
+		Cells []struct {
+			Model     string                 `json:"model"`
+			N         int                    `json:"n"`
+			Strict    int                    `json:"strict"`
+			Cover     int                    `json:"cover"`
+			Wilson    map[string]*[2]float64 `json:"wilson"`
+			Bootstrap map[string]any         `json:"bootstrap"`
+		} `json:"cells"`
+		Pairs []struct {
+			Model, Prompt, A, B, Column string
+			Diff                        *float64    `json:"diff"`
+			DiscordantAB                int         `json:"discordant_ab"`
+			DiscordantBA                int         `json:"discordant_ba"`
+			McNemarP                    *float64    `json:"mcnemar_p"`
+			Bootstrap                   *[2]float64 `json:"bootstrap"`
+		} `json:"pairs"`
+		Against *struct {
+			Rows []struct {
+				Run *struct{ Strict int } `json:"run"`
+			} `json:"rows"`
+		} `json:"against"`
+	}
+	if err := json.Unmarshal([]byte(js), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Bootstrap.B != 2000 || doc.Bootstrap.Seed != 7 || doc.Bootstrap.Clusters != 10 {
+		t.Errorf("bootstrap record %+v, want b 2000 seed 7 over 10 servers", doc.Bootstrap)
+	}
+	if len(doc.Cells) != 8 {
+		t.Fatalf("%d cells, want 8", len(doc.Cells))
+	}
+	for _, c := range doc.Cells {
+		for _, k := range []string{"strict", "cover", "retry", "invalid", "any_fs", "terminal_fs", "selective"} {
+			if _, ok := c.Wilson[k]; !ok {
+				t.Errorf("cell %s: wilson lacks %q", c.Model, k)
+			}
+			if _, ok := c.Bootstrap[k]; !ok {
+				t.Errorf("cell %s: bootstrap lacks %q", c.Model, k)
+			}
+		}
+		if c.Bootstrap["b"] != 2000.0 || c.Bootstrap["seed"] != 7.0 {
+			t.Errorf("cell bootstrap b/seed = %v/%v", c.Bootstrap["b"], c.Bootstrap["seed"])
+		}
+		if w := c.Wilson["strict"]; w == nil || !(w[0] <= float64(c.Strict)/float64(c.N) && float64(c.Strict)/float64(c.N) <= w[1]) {
+			t.Errorf("cell %s: Wilson strict %v does not bracket %d/%d", c.Model, w, c.Strict, c.N)
+		}
+	}
+	// 2 models × (2 predeclared + 1 asked) pairs.
+	if len(doc.Pairs) != 6 {
+		t.Fatalf("%d pairs, want 6", len(doc.Pairs))
+	}
+	for _, p := range doc.Pairs {
+		if p.Diff == nil || p.McNemarP == nil || p.Bootstrap == nil {
+			t.Errorf("pair %+v has null statistics", p)
+			continue
+		}
+		if want := float64(p.DiscordantAB-p.DiscordantBA) / 105; math.Abs(*p.Diff-want) > 1e-6 {
+			t.Errorf("pair %s %s−%s: diff %v, want (ab − ba)/105 = %v", p.Model, p.A, p.B, *p.Diff, want)
+		}
+	}
+	if doc.Against == nil || len(doc.Against.Rows) != 8 || doc.Against.Rows[0].Run == nil {
+		t.Errorf("against: %+v", doc.Against)
+	}
+}
+
+// TestAnalyzeBaselinesJSONCompatible: the -json cells keep every field
+// they had, in order: decoding the new output's cells as analysis.Cell and
+// printing them with analysis.WriteJSON gives back the earlier output
+// (testdata/analyze-json-cells.golden, the analyze -json output before
+// intervals were added).
+func TestAnalyzeBaselinesJSONCompatible(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "b")
+	if _, log, err := runCmd(t, "run", "-quiet", "-out", dir); err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	js, _, err := runCmd(t, "analyze", "-json", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Cells []analysis.Cell `json:"cells"`
+	}
+	if err := json.Unmarshal([]byte(js), &got); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := analysis.WriteJSON(&b, got.Cells); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "analyze-json-cells.golden", b.String())
+}
+
+func TestAnalyzeFlagErrors(t *testing.T) {
+	dir := mockBundle(t, map[string]string{"llama3.2-3b": "steady"}, 1, nil)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-b", "0"}, "flag -b: want 1 to 1000000"},
+		{[]string{"-b", "2000000"}, "flag -b"},
+		{[]string{"-seed", "0"}, "flag -seed"},
+		{[]string{"-pair", "normalized"}, "flag -pair: pair \"normalized\": want condA,condB"},
+		{[]string{"-pair", "normalized,loud"}, `unknown condition "loud"`},
+		{[]string{"-pair", "prose,prose"}, "the two conditions are the same"},
+		{[]string{"-pair", "prose,normalized,extra"}, "sum of replays"},
+		{[]string{"-pair", "prose,normalized", "-column", "bogus"}, `flag -column: unknown column "bogus"`},
+		{[]string{"-column", "cover"}, "flag -column applies to -pair"},
+		{[]string{"-against", "arxiv"}, `flag -against: unknown table "arxiv"`},
+		{[]string{"-pair", "envelope,normalized"}, "no model/prompt arm of the bundle has decisions under both envelope and normalized"},
+	} {
+		_, _, err := runCmd(t, append(append([]string{"analyze"}, tc.args...), dir)...)
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("analyze %v: error %v, want a usage error containing %q", tc.args, err, tc.want)
+		}
+	}
+	// A column given as its table label works.
+	if _, _, err := runCmd(t, "analyze", "-pair", "prose,normalized", "-column", "AnyFS", dir); err != nil {
+		t.Errorf("-column AnyFS: %v", err)
+	}
+}

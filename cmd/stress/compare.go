@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/mcpstress/stress/analysis"
+)
+
+func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("compare", stderr)
+	asJSON := fs.Bool("json", false, `print {"a":…,"b":…,"bootstrap":…,"arms":[…],"pairs":[…]} as JSON`)
+	sf := addStatFlags(fs, false)
+	column := fs.String("column", "", "compare only these columns, comma-separated: strict, cover, retry, invalid, any_fs, terminal_fs (default all)")
+	armA := fs.String("arm-a", "", "arm of RUN_A to compare, MODEL or MODEL/PROMPT (default: aligned automatically)")
+	armB := fs.String("arm-b", "", "arm of RUN_B to compare, MODEL or MODEL/PROMPT (default: aligned automatically)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return usageError("compare takes two bundle directories, RUN_A and RUN_B")
+	}
+	opt, err := sf.options("compare")
+	if err != nil {
+		return err
+	}
+	copt := analysis.CompareOptions{Options: opt, ArmA: *armA, ArmB: *armB}
+	if *column != "" {
+		for _, c := range strings.Split(*column, ",") {
+			col, err := analysis.ParseColumn(c)
+			if err != nil {
+				return usageError("compare: flag -column: %v", err)
+			}
+			copt.Columns = append(copt.Columns, col)
+		}
+	}
+	dirA, dirB := fs.Arg(0), fs.Arg(1)
+	infoA, err := analysis.ReadBundleInfo(dirA)
+	if err != nil {
+		return fmt.Errorf("compare: RUN_A: %w", err)
+	}
+	infoB, err := analysis.ReadBundleInfo(dirB)
+	if err != nil {
+		return fmt.Errorf("compare: RUN_B: %w", err)
+	}
+	if err := analysis.SameCorpus(infoA, infoB); err != nil {
+		return fmt.Errorf("compare refuses %s and %s: %w", dirA, dirB, err)
+	}
+	accA, probA, err := loadBundle(dirA, stderr)
+	if err != nil {
+		return err
+	}
+	accB, probB, err := loadBundle(dirB, stderr)
+	if err != nil {
+		return err
+	}
+	cmp, err := analysis.Compare(accA, accB, copt)
+	if err != nil {
+		if errors.Is(err, analysis.ErrArmSelection) {
+			return usageError("compare: flag -arm-a/-arm-b: %v", err)
+		}
+		return fmt.Errorf("compare refuses %s and %s: %w", dirA, dirB, err)
+	}
+	var notes []string
+	if infoA.Study.Seed != infoB.Study.Seed {
+		notes = append(notes, fmt.Sprintf("the study seeds differ (%d and %d): replicates are matched by number, but their sampling seeds are not paired", infoA.Study.Seed, infoB.Study.Seed))
+	}
+	if *asJSON {
+		type side struct {
+			Dir   string `json:"dir"`
+			RunID string `json:"run_id"`
+			Study string `json:"study"`
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(struct {
+			A     side     `json:"a"`
+			B     side     `json:"b"`
+			Notes []string `json:"notes,omitempty"`
+			*analysis.Comparison
+		}{side{dirA, infoA.RunID, infoA.Study.Name}, side{dirB, infoB.RunID, infoB.Study.Name}, notes, cmp})
+	} else {
+		fmt.Fprintf(stdout, "A: %s (run %s)\nB: %s (run %s)\n", dirA, infoA.RunID, dirB, infoB.RunID)
+		fmt.Fprintf(stdout, "Same corpus (%d files, sha256 match).", len(infoA.CorpusFiles))
+		for _, ap := range cmp.Arms {
+			fmt.Fprintf(stdout, " A %s is compared with B %s.", ap.A, ap.B)
+		}
+		fmt.Fprintln(stdout)
+		for _, n := range notes {
+			fmt.Fprintln(stdout, "Note:", n+".")
+		}
+		fmt.Fprintln(stdout)
+		err = analysis.WriteCompare(stdout, cmp)
+	}
+	if err == nil && probA+probB > 0 {
+		err = fmt.Errorf("compare: %d problems in the calls.jsonl files", probA+probB)
+	}
+	return err
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/mcpstress/stress/analysis"
+	"github.com/mcpstress/stress/analysis/report"
+	"github.com/mcpstress/stress/manifests"
+	"github.com/mcpstress/stress/study"
+)
+
+func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("report", stderr)
+	out := fs.String("out", "", "output directory (default DIR/report)")
+	sf := addStatFlags(fs, true)
+	against := fs.String("against", "", `add a published table next to the counts: "paper" (the paper's Table II)`)
+	manifest := fs.String("manifest", "", "manifest whose corpus the profile table shows (default: the one recorded in the bundle, if it can be found)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError("report takes one bundle directory")
+	}
+	opt, err := sf.options("report")
+	if err != nil {
+		return err
+	}
+	if *against != "" && *against != "paper" {
+		return usageError("report: flag -against: unknown table %q (want paper)", *against)
+	}
+	dir := fs.Arg(0)
+	if *out == "" {
+		*out = filepath.Join(dir, "report")
+	}
+	acc, problems, err := loadBundle(dir, stderr)
+	if err != nil {
+		return err
+	}
+	an, err := acc.Analyze(opt)
+	if err != nil {
+		return usageError("report: flag -pair: %v", err)
+	}
+	in := &report.Input{Analysis: an}
+	info, err := analysis.ReadBundleInfo(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "warning: %v: the report omits the study facts and the profile table\n", err)
+		in.ProfileNote = fmt.Sprintf("No profile table: the bundle's %s could not be read.", "manifest.json")
+	} else {
+		in.Info = info
+		scen, note, err := bundleCorpus(info, *manifest)
+		if err != nil {
+			return err
+		}
+		if scen != nil {
+			in.Profile = report.ProfileOf(scen)
+		} else {
+			fmt.Fprintln(stderr, "warning:", note)
+			in.ProfileNote = "No profile table: " + note
+		}
+	}
+	if *against != "" {
+		if in.Paper, in.Against, err = againstPaper(dir, acc.Cells(), stderr); err != nil {
+			return err
+		}
+	}
+	written, err := report.Write(*out, in)
+	for _, f := range written {
+		fmt.Fprintln(stdout, "wrote", f)
+	}
+	if err == nil && problems > 0 {
+		err = fmt.Errorf("%s: %d problems in calls.jsonl", dir, problems)
+	}
+	return err
+}
+
+// bundleCorpus finds the scenarios of the bundle's corpus for the profile
+// table: from the -manifest flag (an error if its corpus differs from the
+// bundle's), else from the manifest the bundle records (built-in, or a file
+// that still exists). It returns a note instead when they cannot be found
+// or their hashes differ.
+func bundleCorpus(info *analysis.BundleInfo, flagManifest string) ([]study.Scenario, string, error) {
+	same := func(m *manifests.Resolved) bool {
+		var h []string
+		for _, f := range m.Corpus.Files {
+			h = append(h, f.SHA256)
+		}
+		slices.Sort(h)
+		return slices.Equal(h, info.CorpusHashes())
+	}
+	if flagManifest != "" {
+		m, err := manifests.Load(flagManifest)
+		if err != nil {
+			return nil, "", fmt.Errorf("report: flag -manifest: %w", err)
+		}
+		if !same(m) {
+			return nil, "", usageError("report: flag -manifest: the corpus of %s is not the bundle's (corpus hashes differ from %s/manifest.json)", flagManifest, info.Dir)
+		}
+		return m.Corpus.Scenarios, "", nil
+	}
+	var m *manifests.Resolved
+	var err error
+	switch {
+	case strings.HasPrefix(info.Source, "builtin:"):
+		m, err = manifests.LoadBuiltin(strings.TrimPrefix(info.Source, "builtin:"))
+	case info.Source != "":
+		if _, serr := os.Stat(info.Source); serr != nil {
+			return nil, fmt.Sprintf("the bundle's manifest %s is not at hand; pass -manifest to show the profile table.", info.Source), nil
+		}
+		m, err = manifests.Load(info.Source)
+	default:
+		return nil, "the bundle records no manifest source; pass -manifest to show the profile table.", nil
+	}
+	if err != nil {
+		return nil, fmt.Sprintf("the bundle's manifest %s could not be loaded (%v); pass -manifest.", info.Source, err), nil
+	}
+	if !same(m) {
+		return nil, fmt.Sprintf("the corpus of %s has changed since the run (hashes differ); pass -manifest with the bundle's corpus.", info.Source), nil
+	}
+	return m.Corpus.Scenarios, "", nil
+}
