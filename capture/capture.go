@@ -199,7 +199,8 @@ type Server struct {
 	Frames          []Frame
 	Stderr          []byte
 	Calls           int
-	Err             error // a failure that stopped the capture of this server
+	Exit            string // how a stdio server ended: ExitClean, ExitTerminated or ExitKilled
+	Err             error  // a failure that stopped the capture of this server
 	Scenarios       []study.Scenario
 	Redacted        map[string]int // over all scenarios
 	Flagged         map[string]int
@@ -232,10 +233,16 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 	c, err := connect(ctx, t, o)
 	if err != nil {
 		s.Err = err
+		s.Frames, s.Stderr = c.rec.Frames(), c.stderr()
+		if c.proc != nil {
+			s.Exit = c.proc.how
+		}
 		return s
 	}
 	defer func() {
-		if err := c.close(); err != nil && s.Err == nil {
+		how, err := c.close()
+		s.Exit = how
+		if err != nil && s.Err == nil {
 			s.Notes = append(s.Notes, "close: "+err.Error())
 		}
 		s.Frames = c.rec.Frames()

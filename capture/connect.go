@@ -119,7 +119,9 @@ type conn struct {
 	proc    *process // nil for HTTP
 }
 
-// connect starts or reaches the server and initializes a session.
+// connect starts or reaches the server and initializes a session. On
+// failure the conn it returns still holds the frames and stderr, with no
+// session, and the process has been stopped.
 func connect(ctx context.Context, t *Target, o *Options) (*conn, error) {
 	rec := &Recorder{}
 	caps := &mcp.ClientCapabilities{} // Note: no roots capability unless asked.
@@ -148,7 +150,7 @@ func connect(ctx context.Context, t *Target, o *Options) (*conn, error) {
 	} else {
 		p, err := startProcess(t, rec, o.grace())
 		if err != nil {
-			return nil, err
+			return &conn{rec: rec}, err
 		}
 		proc = p
 		transport = &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin}
@@ -157,24 +159,28 @@ func connect(ctx context.Context, t *Target, o *Options) (*conn, error) {
 	defer cancel()
 	cs, err := client.Connect(cctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: o.ProtocolVersion})
 	if err != nil {
-		if proc != nil {
-			proc.stop()
-		}
-		return nil, fmt.Errorf("connect: %w", err)
+		c := &conn{rec: rec, proc: proc}
+		_, _ = c.close()
+		return c, fmt.Errorf("connect: %w", err)
 	}
 	return &conn{session: cs, rec: rec, proc: proc}, nil
 }
 
 // close ends the session and, for stdio, the process (promptly: see
-// process.stop).
-func (c *conn) close() error {
-	err := c.session.Close()
+// process.stop), saying how it ended ("" for HTTP).
+func (c *conn) close() (string, error) {
+	var err error
+	if c.session != nil {
+		err = c.session.Close()
+	}
+	how := ""
 	if c.proc != nil {
-		if perr := c.proc.stop(); perr != nil {
+		var perr error
+		if how, perr = c.proc.stop(); perr != nil {
 			err = perr
 		}
 	}
-	return err
+	return how, err
 }
 
 // stderr returns what a stdio server wrote to stderr (bounded).
@@ -187,14 +193,16 @@ func (c *conn) stderr() []byte {
 
 // process is a server started over stdio, in its own process group.
 type process struct {
-	cmd    *exec.Cmd
-	stdin  *teeWriter
-	stdout *teeReader
-	stderr *capBuffer
-	grace  time.Duration
-	done   chan struct{}
-	err    error
-	once   sync.Once
+	cmd     *exec.Cmd
+	stdin   *teeWriter
+	stdout  *teeReader
+	stderr  *capBuffer
+	grace   time.Duration
+	done    chan struct{}
+	err     error
+	once    sync.Once
+	how     string
+	stopErr error
 }
 
 func startProcess(t *Target, rec *Recorder, grace time.Duration) (*process, error) {
@@ -235,28 +243,37 @@ func startProcess(t *Target, rec *Recorder, grace time.Duration) (*process, erro
 	return p, nil
 }
 
+// How a stdio server ended (Server.Exit).
+const (
+	ExitClean      = "exited"     // it exited within the grace period after stdin closed
+	ExitTerminated = "terminated" // it needed SIGTERM
+	ExitKilled     = "killed"     // it needed SIGKILL
+)
+
 // stop closes stdin, waits the grace period for the server to exit, then
 // sends SIGTERM to its process group, and SIGKILL a second later. Some
 // servers ignore EOF on stdin; this bounds how long one can linger.
-func (p *process) stop() error {
-	var err error
+func (p *process) stop() (string, error) {
 	p.once.Do(func() {
 		p.stdin.Close()
+		p.how = ExitClean
 		if p.wait(p.grace) {
 			return
 		}
 		pgid := p.cmd.Process.Pid
+		p.how = ExitTerminated
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
 		if p.wait(time.Second) {
 			return
 		}
+		p.how = ExitKilled
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		if !p.wait(5 * time.Second) {
-			err = fmt.Errorf("server %s did not exit after SIGKILL", p.cmd.Path)
+			p.stopErr = fmt.Errorf("server %s did not exit after SIGKILL", p.cmd.Path)
 		}
 	})
 	p.stdout.Close()
-	return err
+	return p.how, p.stopErr
 }
 
 func (p *process) wait(d time.Duration) bool {

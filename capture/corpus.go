@@ -74,6 +74,7 @@ type LogServer struct {
 	SDK             string         `json:"sdk"`
 	View            string         `json:"view"`
 	Calls           int            `json:"calls"`
+	Exit            string         `json:"exit,omitempty"`
 	Frames          string         `json:"frames,omitempty"`
 	Stderr          string         `json:"stderr,omitempty"`
 	Error           string         `json:"error,omitempty"`
@@ -141,7 +142,7 @@ func Write(dir string, servers []*Server, o Options) (*Written, error) {
 		entry := LogServer{
 			Label: s.Target.Label, Pseudonym: s.Pseudonym, Transport: s.Target.Transport(),
 			Command: s.Target.Command, URL: s.Target.URL, Name: s.Name, Version: s.Version,
-			ProtocolVersion: s.ProtocolVersion, SDK: s.SDK, View: s.View, Calls: s.Calls, Notes: s.Notes,
+			ProtocolVersion: s.ProtocolVersion, SDK: s.SDK, View: s.View, Calls: s.Calls, Exit: s.Exit, Notes: s.Notes,
 			Redacted: nonEmpty(s.Redacted), Flagged: nonEmpty(s.Flagged),
 		}
 		if s.Err != nil {

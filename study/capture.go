@@ -73,7 +73,8 @@ type Capture struct {
 	// isError result ("MCP error -32602: …"); nil when there is none.
 	TextCode *int `json:"text_code,omitempty"`
 	// OutputValidation is the verdict of the optional client-side
-	// outputSchema check; nil when the check was off.
+	// outputSchema check; nil when the check was off or the server raised
+	// a protocol error (there was no result to check).
 	OutputValidation *OutputCheck `json:"output_validation,omitempty"`
 	// Dropped lists, as JSON pointers into the SDK's result, the members
 	// dropped from the observation as irrelevant to the failure.
@@ -149,8 +150,8 @@ func checkCapture(c *Capture) []fieldErr {
 			bad("output_validation.verdict", "unknown verdict %q (want accepted, rejected or no_schema)", v.Verdict)
 		}
 	}
-	if c.View == ViewValidating && c.OutputValidation == nil {
-		bad("output_validation", "view %s needs the check's verdict", ViewValidating)
+	if c.View == ViewValidating && c.OutputValidation == nil && c.WireSurface != ProtocolError {
+		bad("output_validation", "view %s needs the check's verdict for a completed result", ViewValidating)
 	}
 	if strings.TrimSpace(c.CauseRule) == "" {
 		bad("cause_rule", "missing")
