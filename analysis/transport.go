@@ -1,0 +1,153 @@
+package analysis
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
+)
+
+// TransportSummary is what calls.jsonl records about transport faults,
+// reported apart from the counts: the events per model and kind (faults a
+// backend met and retried, or that ended a call), and the error decisions,
+// whose call failed for good and which the counts exclude.
+type TransportSummary struct {
+	Calls  int          `json:"calls"`  // call lines read
+	Events []EventCount `json:"events"` // sorted by model, then kind
+	// Failed lists the error decisions in file order, at most MaxFailed.
+	Failed []FailedDecision `json:"failed"`
+	// FailedTotal is the number of error decisions.
+	FailedTotal int `json:"failed_total"`
+}
+
+// EventCount counts the transport events of one kind for one model.
+type EventCount struct {
+	Model  string `json:"model"`
+	Kind   string `json:"kind"`   // e.g. http_status, timeout, connect, truncated, malformed, too_large, breaker
+	Events int    `json:"events"` // events of this kind
+	Calls  int    `json:"calls"`  // calls that met at least one
+}
+
+// FailedDecision is one error decision: its key, the turn whose call
+// failed, the final error and the kinds of the events of that call.
+type FailedDecision struct {
+	Key    simulator.Key `json:"key"`
+	Turn   int           `json:"turn"`
+	Error  string        `json:"error"`
+	Events []string      `json:"events,omitempty"`
+}
+
+// MaxFailed is the most error decisions a TransportSummary lists.
+const MaxFailed = 100
+
+// transportLine is the part of a call line the summary reads.
+type transportLine struct {
+	Key    simulator.Key `json:"key"`
+	Turn   int           `json:"turn"`
+	Error  string        `json:"error"`
+	Events []struct {
+		Kind string `json:"kind"`
+	} `json:"transport_events"`
+}
+
+// Transport reads calls.jsonl as a stream and summarizes its transport
+// events and error decisions. Bad lines come back as problems (located)
+// and do not stop the others; err is a read failure.
+func Transport(r io.Reader, name string) (ts *TransportSummary, problems []error, err error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<16), results.MaxLine)
+	type mk struct{ model, kind string }
+	counts := map[mk]*EventCount{}
+	ts = &TransportSummary{}
+	line := 0
+	for sc.Scan() {
+		line++
+		var c transportLine
+		if e := json.Unmarshal(sc.Bytes(), &c); e != nil {
+			problems = append(problems, fmt.Errorf("%s:%d: %w", name, line, e))
+			continue
+		}
+		ts.Calls++
+		seen := map[string]bool{}
+		var kinds []string
+		for _, e := range c.Events {
+			k := mk{c.Key.Model, e.Kind}
+			ec := counts[k]
+			if ec == nil {
+				ec = &EventCount{Model: k.model, Kind: k.kind}
+				counts[k] = ec
+			}
+			ec.Events++
+			if !seen[e.Kind] {
+				seen[e.Kind] = true
+				ec.Calls++
+			}
+			kinds = append(kinds, e.Kind)
+		}
+		if c.Error != "" {
+			ts.FailedTotal++
+			if len(ts.Failed) < MaxFailed {
+				ts.Failed = append(ts.Failed, FailedDecision{Key: c.Key, Turn: c.Turn, Error: c.Error, Events: kinds})
+			}
+		}
+	}
+	if e := sc.Err(); e != nil {
+		return ts, problems, fmt.Errorf("%s: %w", name, e)
+	}
+	ts.Events = make([]EventCount, 0, len(counts))
+	for _, ec := range counts {
+		ts.Events = append(ts.Events, *ec)
+	}
+	sort.Slice(ts.Events, func(i, j int) bool {
+		a, b := ts.Events[i], ts.Events[j]
+		if a.Model != b.Model {
+			return a.Model < b.Model
+		}
+		return a.Kind < b.Kind
+	})
+	return ts, problems, nil
+}
+
+// Empty reports whether there is nothing to report: no event and no
+// error decision.
+func (ts *TransportSummary) Empty() bool { return len(ts.Events) == 0 && ts.FailedTotal == 0 }
+
+// WriteTransport prints the transport events per model and kind, then the
+// error decisions with their final error. It prints nothing when the
+// summary is empty.
+func WriteTransport(w io.Writer, ts *TransportSummary) error {
+	if ts.Empty() {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "\nTransport events (faults met by %d calls, retried unless the call failed; never counted as answers):\n", ts.Calls)
+	if len(ts.Events) == 0 {
+		fmt.Fprintln(tw, "none")
+	} else {
+		fmt.Fprintln(tw, "model\tkind\tevents\tcalls")
+		for _, e := range ts.Events {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", e.Model, e.Kind, e.Events, e.Calls)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nError decisions (a call failed for good; excluded from the counts): %d\n", ts.FailedTotal)
+	for _, f := range ts.Failed {
+		ev := ""
+		if len(f.Events) > 0 {
+			ev = " [" + strings.Join(f.Events, ",") + "]"
+		}
+		fmt.Fprintf(w, "  %s turn %d: %s%s\n", f.Key, f.Turn, f.Error, ev)
+	}
+	if more := ts.FailedTotal - len(ts.Failed); more > 0 {
+		fmt.Fprintf(w, "  … and %d more\n", more)
+	}
+	return nil
+}

@@ -1,0 +1,210 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/mcpstress/stress/results"
+)
+
+// MergeOptions tunes Merge.
+type MergeOptions struct {
+	// Now returns the current time (default time.Now).
+	Now func() time.Time
+	// Log receives messages (default io.Discard).
+	Log io.Writer
+}
+
+// Merge combines the finished shard bundles dirs (stress run -shard i/n,
+// one per shard) into one bundle at out: calls.jsonl in canonical order,
+// decisions.parquet and summary.json rebuilt from it, and manifest.json
+// listing the shards. It refuses shards of different manifests, corpora or
+// prompts, unfinished shards, a shard given twice or missing, decisions in
+// the wrong shard or in two shards, and missing decisions.
+func Merge(out string, dirs []string, opt MergeOptions) (*Record, *Summary, error) {
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Log == nil {
+		opt.Log = io.Discard
+	}
+	if len(dirs) == 0 {
+		return nil, nil, errors.New("merge: no shard bundles given")
+	}
+	recs := make([]*Record, len(dirs))
+	for k, d := range dirs {
+		r, err := ReadRecord(d)
+		if err != nil {
+			return nil, nil, err
+		}
+		recs[k] = r
+	}
+	base := recs[0]
+	var errs []error
+	byShard := map[int]int{}
+	n := 0
+	for k, r := range recs {
+		sh := Shard{I: 1, N: 1}
+		if r.Shard != nil {
+			sh = *r.Shard
+		}
+		if k == 0 {
+			n = sh.N
+		}
+		if err := sameStudy(base, r); err != nil {
+			errs = append(errs, fmt.Errorf("%s and %s are not shards of one study: %w", dirs[0], dirs[k], err))
+			continue
+		}
+		if sh.N != n {
+			errs = append(errs, fmt.Errorf("%s is shard %s but %s is shard %s: the shard counts differ", dirs[k], sh, dirs[0], Shard{I: 1, N: n}))
+			continue
+		}
+		if prev, dup := byShard[sh.I]; dup {
+			errs = append(errs, fmt.Errorf("%s and %s both hold shard %s", dirs[prev], dirs[k], sh))
+			continue
+		}
+		byShard[sh.I] = k
+		if r.Remaining != 0 || r.Finished == nil {
+			errs = append(errs, fmt.Errorf("%s: shard %s is not finished (%d decisions remain); resume it with: stress run -resume %s", dirs[k], sh, r.Remaining, dirs[k]))
+		}
+	}
+	if len(errs) == 0 {
+		for i := 1; i <= n; i++ {
+			if _, ok := byShard[i]; !ok {
+				errs = append(errs, fmt.Errorf("shard %d/%d is missing", i, n))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, nil, errors.Join(errs...)
+	}
+
+	sp := newSpace(&base.Manifest, base.Scenarios, Shard{I: 1, N: 1})
+	idx := make([]loc, sp.total())
+	files := make([]string, len(dirs))
+	for k, d := range dirs {
+		files[k] = filepath.Join(d, results.CallsFile)
+		if err := indexShard(files[k], int32(k), recs[k], sp, idx, base.ReplayCap, dirs); err != nil {
+			return nil, nil, err
+		}
+	}
+	var missing []string
+	count := 0
+	for i, l := range idx {
+		if !l.done() {
+			if len(missing) < 5 {
+				missing = append(missing, sp.key(i).String())
+			}
+			count++
+		}
+	}
+	if count > 0 {
+		return nil, nil, fmt.Errorf("merge: %d decisions are in no shard, e.g. %v", count, missing)
+	}
+
+	if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
+		return nil, nil, fmt.Errorf("output directory %s is not empty; choose another with -out", out)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, nil, err
+	}
+	now := opt.Now().UTC()
+	rec := *base
+	rec.RunID = now.Format("20060102T150405Z") + "-" + base.Manifest.Name + "-merged"
+	rec.Binary = BinaryInfo()
+	rec.Models, rec.Shard, rec.Sessions = nil, nil, nil
+	rec.Decisions, rec.Completed, rec.Remaining = sp.total(), sp.total(), 0
+	rec.Finished = &now
+	for k, r := range recs {
+		if r.Started.Before(rec.Started) {
+			rec.Started = r.Started
+		}
+		sh := Shard{I: 1, N: 1}
+		if r.Shard != nil {
+			sh = *r.Shard
+		}
+		rec.MergedFrom = append(rec.MergedFrom, MergedShard{Dir: dirs[k], RunID: r.RunID, Shard: sh, Binary: r.Binary, Models: r.Models, Sessions: r.Sessions})
+	}
+	slices.SortFunc(rec.MergedFrom, func(a, b MergedShard) int { return a.Shard.I - b.Shard.I })
+	src, err := openSources(files)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer closeSources(src)
+	sum, err := writeBundle(out, rec.RunID, sp, idx, src, opt.Log)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := results.WriteJSON(filepath.Join(out, results.SummaryFile), sum); err != nil {
+		return nil, nil, err
+	}
+	if err := results.WriteJSON(filepath.Join(out, results.ManifestFile), &rec); err != nil {
+		return nil, nil, err
+	}
+	fmt.Fprintf(opt.Log, "merged %d shards into %s: %d decisions, %d calls, %d errors\n", len(dirs), out, sum.Decisions, sum.Calls, sum.Errors)
+	return &rec, sum, nil
+}
+
+// sameStudy reports how two bundles' studies differ.
+func sameStudy(a, b *Record) error {
+	var errs []error
+	if a.ManifestSHA256 != b.ManifestSHA256 {
+		errs = append(errs, fmt.Errorf("manifest sha256 %s and %s differ", a.ManifestSHA256, b.ManifestSHA256))
+	}
+	errs = append(errs, sameFiles("corpus file", a.CorpusFiles, b.CorpusFiles)...)
+	var pa, pb []fileHash
+	for _, p := range a.Prompts {
+		pa = append(pa, fileHash{p.Name, p.SHA256})
+	}
+	for _, p := range b.Prompts {
+		pb = append(pb, fileHash{p.Name, p.SHA256})
+	}
+	errs = append(errs, sameHashes("prompt template", pa, pb)...)
+	if !slices.Equal(a.Scenarios, b.Scenarios) || a.ReplayCap != b.ReplayCap {
+		errs = append(errs, errors.New("scenario lists or replay caps differ"))
+	}
+	return errors.Join(errs...)
+}
+
+// indexShard locates every decision of one shard's calls.jsonl in idx.
+func indexShard(file string, k int32, rec *Record, sp *space, idx []loc, replayCap int, dirs []string) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sh := Shard{I: 1, N: 1}
+	if rec.Shard != nil {
+		sh = *rec.Shard
+	}
+	gr := results.NewGroupReader(f, file)
+	for gr.Next() {
+		g := gr.Group()
+		i, ok := sp.index(g.Key)
+		switch {
+		case !ok:
+			return fmt.Errorf("%s:%d: decision %s is not one of the manifest's decisions", file, g.Line, g.Key)
+		case i%sh.N != sh.I-1:
+			return fmt.Errorf("%s:%d: decision %s belongs to shard %d/%d, not %s", file, g.Line, g.Key, i%sh.N+1, sh.N, sh)
+		case !g.Complete(replayCap):
+			return fmt.Errorf("%s:%d: decision %s is incomplete; resume the shard first", file, g.Line, g.Key)
+		case idx[i].done():
+			return fmt.Errorf("%s:%d: decision %s is also in %s (shards overlap)", file, g.Line, g.Key, dirs[idx[i].file])
+		case g.Size > 1<<32-1:
+			return fmt.Errorf("%s:%d: decision %s has more than 4 GiB of lines", file, g.Line, g.Key)
+		}
+		idx[i] = loc{off: g.Offset, size: uint32(g.Size), file: k}
+	}
+	if err := gr.Err(); err != nil {
+		return err
+	}
+	if t := gr.Torn(); t != nil {
+		return fmt.Errorf("%s:%d: %s; resume the shard first", file, t.Line, t.Reason)
+	}
+	return nil
+}
