@@ -510,5 +510,3 @@ func TestShardMerge(t *testing.T) {
 		t.Errorf("merge with a foreign decision: %v", err)
 	}
 }
-
-

@@ -169,10 +169,10 @@ type Binary struct {
 
 // Summary is what summary.json holds.
 type Summary struct {
-	RunID     string          `json:"run_id"`
-	Decisions int             `json:"decisions"`
-	Errors    int             `json:"errors"`
-	Calls     int             `json:"calls"`
+	RunID     string `json:"run_id"`
+	Decisions int    `json:"decisions"`
+	Errors    int    `json:"errors"`
+	Calls     int    `json:"calls"`
 	// TransportEvents counts the transport faults recorded in calls.jsonl
 	// (retried or fatal); they are never answers.
 	TransportEvents int `json:"transport_events"`
@@ -209,10 +209,10 @@ type Plan struct {
 	models    []models.Model
 	endpoints [][]models.Model
 	prompts   []*conditions.Prompt
-	unpinned []string
-	allow    bool
-	checks   map[string]*ModelCheck // from Preflight
-	checked  bool
+	unpinned  []string
+	allow     bool
+	checks    map[string]*ModelCheck // from Preflight
+	checked   bool
 }
 
 // Prepare checks the manifest against the backend registry and pinning
