@@ -167,9 +167,13 @@ func (s *session) run(ctx context.Context) (*Summary, error) {
 		}
 	}
 	errLines := 0
+	interrupted := ctx.Done()
 loop:
 	for {
 		select {
+		case <-interrupted:
+			interrupted = nil
+			con.logf("interrupt: no new decisions start; calls in flight have %s to finish (interrupt again to cancel them)", opt.Grace)
 		case f, ok := <-out:
 			if !ok {
 				break loop

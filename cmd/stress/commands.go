@@ -9,8 +9,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"os/signal"
 	"strings"
+	"syscall"
 	"text/tabwriter"
+	"time"
+
+	"golang.org/x/term"
 
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/analysis/stats"
@@ -55,31 +60,110 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlags("run", stderr)
 	out := fs.String("out", "", "bundle directory (default results/<run-id>)")
 	allow := fs.Bool("allow-unpinned", false, "run models of pinned backends that have no digest (recorded in the bundle)")
-	quiet := fs.Bool("quiet", false, "print only the counts table")
+	quiet := fs.Bool("quiet", false, "print only the counts table (no progress, no messages)")
+	resume := fs.String("resume", "", "continue the interrupted or killed run whose bundle is `DIR` (the manifest is the argument, else the one the bundle records)")
+	shardFlag := fs.String("shard", "", "run only shard `i/n` of the decisions (combine the shards with stress merge)")
+	grace := fs.Duration("grace", 30*time.Second, "after an interrupt, how long calls in flight may finish before they are cancelled")
+	every := fs.Duration("progress", 10*time.Second, "interval of progress lines when stderr is not a terminal")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 1 {
 		return usageError("run takes at most one manifest, got %d arguments", fs.NArg())
 	}
-	m, err := loadManifest(fs.Arg(0))
+	var shard runner.Shard
+	if *shardFlag != "" {
+		var err error
+		if shard, err = runner.ParseShard(*shardFlag); err != nil {
+			return usageError("run: flag -shard: %v", err)
+		}
+	}
+	if *resume != "" && *out != "" {
+		return usageError("run: flags -resume and -out exclude each other (a resumed run writes into its own bundle)")
+	}
+	if *grace <= 0 || *every <= 0 {
+		return usageError("run: flags -grace and -progress want a positive duration")
+	}
+	var rec *runner.Record
+	source := fs.Arg(0)
+	if *resume != "" {
+		var err error
+		if rec, err = runner.ReadRecord(*resume); err != nil {
+			return fmt.Errorf("run: flag -resume: %w", err)
+		}
+		if source == "" {
+			source = rec.Source
+		}
+		*allow = *allow || rec.AllowUnpinned
+	}
+	m, err := loadSource(source)
 	if err != nil {
+		if rec != nil && fs.Arg(0) == "" {
+			return fmt.Errorf("resume %s: %w (give the manifest's path as an argument)", *resume, err)
+		}
 		return err
 	}
 	plan, err := runner.Prepare(m, *allow)
 	if err != nil {
 		return err
 	}
-	log := stderr
-	if *quiet {
-		log = io.Discard
+	opt := runner.Options{Out: *out, AllowUnpinned: *allow, Log: stderr, Shard: shard, Grace: *grace, ProgressEvery: *every, Progress: stderr}
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		opt.Terminal = true
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil {
+			opt.Width = w
+		}
+		opt.ProgressEvery = 0 // the live line's default
 	}
-	dir, sum, err := plan.Run(ctx, runner.Options{Out: *out, AllowUnpinned: *allow, Log: log})
+	if *quiet {
+		opt.Log, opt.Progress = io.Discard, nil
+	}
+	// A second interrupt cancels the calls in flight at once.
+	abort := make(chan struct{})
+	opt.Abort = abort
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	finished := make(chan struct{})
+	defer close(finished)
+	go func() {
+		for n := 0; ; {
+			select {
+			case <-sigs:
+				if n++; n == 2 {
+					close(abort)
+					return
+				}
+			case <-finished:
+				return
+			}
+		}
+	}()
+	var dir string
+	var sum *runner.Summary
+	if *resume != "" {
+		dir = *resume
+		sum, err = plan.Resume(ctx, dir, opt)
+	} else {
+		dir, sum, err = plan.Run(ctx, opt)
+	}
 	if err != nil {
+		if _, serr := os.Stat(filepath.Join(dir, results.ManifestFile)); serr == nil && dir != "" {
+			fmt.Fprintf(stderr, "resume with: stress run -resume %s\n", dir)
+		}
 		return fmt.Errorf("run into %s: %w", dir, err)
 	}
-	fmt.Fprintf(log, "wrote %s: %d decisions, %d calls, %d errors\n", dir, sum.Decisions, sum.Calls, sum.Errors)
+	fmt.Fprintf(opt.Log, "wrote %s: %d decisions, %d calls, %d errors, %d transport events\n", dir, sum.Decisions, sum.Calls, sum.Errors, sum.TransportEvents)
 	return analysis.WriteTable(stdout, sum.Cells)
+}
+
+// loadSource loads a manifest named as a bundle records it: a path, or
+// builtin:NAME; "" is the built-in default.
+func loadSource(source string) (*manifests.Resolved, error) {
+	if name, ok := strings.CutPrefix(source, "builtin:"); ok {
+		return manifests.LoadBuiltin(name)
+	}
+	return loadManifest(source)
 }
 
 func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -128,6 +212,16 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err == nil && pc != nil {
 			fmt.Fprintln(stdout)
 			err = analysis.WriteAgainst(stdout, table, pc)
+		}
+		if err == nil { // transport events and error decisions, apart from the counts
+			var f *os.File
+			if f, err = os.Open(filepath.Join(dir, results.CallsFile)); err == nil {
+				ts, _, terr := analysis.Transport(f, f.Name())
+				f.Close()
+				if err = terr; err == nil {
+					err = analysis.WriteTransport(stdout, ts)
+				}
+			}
 		}
 	}
 	if err == nil && problems > 0 {
