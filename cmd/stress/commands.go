@@ -285,15 +285,15 @@ func againstPaper(dir string, cells []analysis.Cell, stderr io.Writer) (*analysi
 type statFlags struct {
 	b      *int
 	seed   *uint64
-	pairs  *listFlag
+	pairs  *pairsFlag
 	column *string
 }
 
-// listFlag collects the values of a repeatable flag.
-type listFlag []string
+// pairsFlag collects the values of the repeatable -pair flag.
+type pairsFlag []string
 
-func (l *listFlag) String() string     { return strings.Join(*l, " ") }
-func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+func (l *pairsFlag) String() string     { return strings.Join(*l, " ") }
+func (l *pairsFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 // addStatFlags defines -b and -seed, and -pair and -column when pairs is
 // set.
@@ -303,7 +303,7 @@ func addStatFlags(fs *flag.FlagSet, pairs bool) *statFlags {
 		seed: fs.Uint64("seed", analysis.DefaultSeed, "bootstrap seed (recorded in the output)"),
 	}
 	if pairs {
-		sf.pairs = &listFlag{}
+		sf.pairs = &pairsFlag{}
 		fs.Var(sf.pairs, "pair", "also compare condA,condB (A − B) within every model and prompt; repeatable; condA,condB,column names the column")
 		sf.column = fs.String("column", "", "column of the -pair comparisons: strict, cover, retry, invalid, any_fs, terminal_fs (default strict)")
 	}
