@@ -29,7 +29,7 @@ func TestCompareGolden(t *testing.T) {
 		A     struct{ Dir, RunID string } `json:"a"`
 		Arms  []struct{ A, B struct{ Model string } }
 		Pairs []struct {
-			A, B struct{ Model string }
+			A, B              struct{ Model string }
 			Condition, Column string
 			N                 int         `json:"n"`
 			DiscordantAB      int         `json:"discordant_ab"`
