@@ -66,6 +66,11 @@ func render(w, h int, fn func(draw.Canvas)) (pngData, svgData []byte, err error)
 	return pb.Bytes(), sb.Bytes(), nil
 }
 
+// margin leaves a few points of white around a single plot.
+func margin(c draw.Canvas) draw.Canvas {
+	return draw.Crop(c, vg.Points(4), -vg.Points(10), vg.Points(4), -vg.Points(8))
+}
+
 // errPoints are points with asymmetric vertical error bars.
 type errPoints struct {
 	plotter.XYs
@@ -108,7 +113,7 @@ func armTitle(a analysis.Arm, arms []analysis.Arm) string {
 func strictCover(an *analysis.Analysis) (Figure, error) {
 	arms, by := armCells(an.Cells)
 	f := Figure{Name: "strict-cover", Title: "Strict and Cover per model and condition",
-		Caption: fmt.Sprintf("Strict (circles) and Cover (triangles) in %% of N decisions per condition, with Wilson %g%% score intervals; one panel per model.", 100*an.Bootstrap.Conf)}
+		Caption: fmt.Sprintf("Strict (circles) and Cover (squares) in %% of N decisions per condition, with Wilson %g%% score intervals; one panel per model.", 100*an.Bootstrap.Conf)}
 	f.Width, f.Height = StrictCoverSize(len(arms))
 	cols := min(max(len(arms), 1), PanelCols)
 	rows := (max(len(arms), 1) + PanelCols - 1) / PanelCols
@@ -206,6 +211,7 @@ func extraBars(an *analysis.Analysis) (Figure, error) {
 	p := plot.New()
 	p.Y.Label.Text = "replays (Extra)"
 	p.NominalX(conds...)
+	p.X.Min, p.X.Max = -0.5, float64(len(conds))-0.5
 	p.Add(plotter.NewGrid())
 	n := max(len(arms), 1)
 	width := vg.Points(min(60, 360/float64(n*max(len(conds), 1))))
@@ -235,7 +241,7 @@ func extraBars(an *analysis.Analysis) (Figure, error) {
 	}
 	p.Y.Max *= 1.25 // room for the legend
 	var err error
-	f.PNG, f.SVG, err = render(f.Width, f.Height, func(c draw.Canvas) { p.Draw(c) })
+	f.PNG, f.SVG, err = render(f.Width, f.Height, func(c draw.Canvas) { p.Draw(margin(c)) })
 	return f, err
 }
 
@@ -247,6 +253,7 @@ func profileBars(pr *Profile) (Figure, error) {
 	p := plot.New()
 	p.Y.Label.Text = "scenarios"
 	p.NominalX(study.Coordinates...)
+	p.X.Min, p.X.Max = -0.5, float64(len(study.Coordinates))-0.5
 	p.Add(plotter.NewGrid())
 	width := vg.Points(28)
 	for i, v := range []struct {
@@ -276,7 +283,7 @@ func profileBars(pr *Profile) (Figure, error) {
 	}
 	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
 	var err error
-	f.PNG, f.SVG, err = render(f.Width, f.Height, func(c draw.Canvas) { p.Draw(c) })
+	f.PNG, f.SVG, err = render(f.Width, f.Height, func(c draw.Canvas) { p.Draw(margin(c)) })
 	return f, err
 }
 

@@ -252,7 +252,7 @@ func (d *Doc) study(in *Input) {
 	for _, p := range bi.Prompts {
 		prompts = append(prompts, fmt.Sprintf("`%s` (sha256 %.12s…)", p.Name, p.SHA256))
 	}
-	d.table(&Table{Header: []string{"", ""}, Rows: [][]string{
+	d.table(&Table{Header: []string{"item", "value"}, Rows: [][]string{
 		{"run", "`" + bi.RunID + "`"},
 		{"study", fmt.Sprintf("`%s` from `%s`", bi.Study.Name, bi.Source)},
 		{"models", strings.Join(models, ", ")},
