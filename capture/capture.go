@@ -293,7 +293,7 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 			s.Err = fmt.Errorf("tools/list: %w", err)
 			return s
 		}
-		_, resp := c.rec.Exchange(since, "tools/list")
+		_, resp := c.rec.AwaitExchange(since, "tools/list", frameWait)
 		if resp == nil {
 			s.Err = errors.New("tools/list: no response frame recorded")
 			return s
@@ -351,7 +351,7 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 		cctx, cancel := context.WithTimeout(ctx, o.timeout())
 		res, err := c.session.CallTool(cctx, &mcp.CallToolParams{Name: p.Tool, Arguments: p.Arguments})
 		cancel()
-		out.Request, out.Response = c.rec.Exchange(since, "tools/call")
+		out.Request, out.Response = c.rec.AwaitExchange(since, "tools/call", frameWait)
 		if out.Request != nil {
 			out.RequestID = out.Request.RequestID()
 		}
@@ -363,6 +363,10 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 }
 
 var errCap = errors.New("call cap reached")
+
+// frameWait bounds the wait for a response frame the SDK has already
+// decoded (see Recorder.AwaitExchange).
+const frameWait = 2 * time.Second
 
 func describe(o *Outcome) string {
 	switch o.Status {

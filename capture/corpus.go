@@ -31,7 +31,8 @@ const (
 // manifestText is the manifest Write puts next to the corpus.
 const manifestText = `# Written by stress capture: the three deterministic baselines on the
 # captured corpus (1 replicate: they are deterministic). Run it with
-#   stress run %s
+#   stress run DIR/manifest.yaml
+# where DIR is the directory this file is in.
 name: capture
 corpus: corpus
 prompts:
@@ -203,7 +204,7 @@ func Write(dir string, servers []*Server, o Options) (*Written, error) {
 	if err := os.WriteFile(filepath.Join(dir, PromptFile), tmpl, 0o644); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, ManifestFile), []byte(fmt.Sprintf(manifestText, filepath.Join(dir, ManifestFile))), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, ManifestFile), []byte(manifestText), 0o644); err != nil {
 		return nil, err
 	}
 	if len(errs) > 0 {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -128,13 +129,28 @@ func (r *Recorder) Exchange(since int, method string) (req, resp *Frame) {
 	if req == nil {
 		return nil, nil
 	}
-	for i := req.Seq; i < len(frames); i++ {
+	for i := since; i < len(frames); i++ {
 		f := &frames[i]
 		if e, ok := f.envelope(); ok && f.Dir == Recv && e.Method == "" && bytes.Equal(compact(e.ID), id) {
 			return req, f
 		}
 	}
 	return req, nil
+}
+
+// AwaitExchange is Exchange, waiting up to d for the response frame.
+// Note: the SDK can act on a response as soon as its JSON value is
+// complete, while the recorder ends a stdio frame at the newline that
+// follows, which may arrive in a later read.
+func (r *Recorder) AwaitExchange(since int, method string, d time.Duration) (req, resp *Frame) {
+	deadline := time.Now().Add(d)
+	for {
+		req, resp = r.Exchange(since, method)
+		if resp != nil || time.Now().After(deadline) {
+			return req, resp
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // RequestID returns the id of a request frame as it is on the wire.
@@ -254,12 +270,15 @@ type teeWriter struct {
 	s  lineSplitter
 }
 
+// Write records p, then writes it. Note: recording first keeps wire order:
+// a fast server's response can otherwise be recorded before the request
+// it answers. If the write fails part way, the frame holds bytes that were
+// not sent; the connection is then dead and the failure is reported.
 func (t *teeWriter) Write(p []byte) (int, error) {
-	n, err := t.w.Write(p)
 	t.mu.Lock()
-	t.s.feed(p[:n])
+	t.s.feed(p)
 	t.mu.Unlock()
-	return n, err
+	return t.w.Write(p)
 }
 
 func (t *teeWriter) Close() error {

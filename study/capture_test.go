@@ -168,3 +168,26 @@ func TestEmptyText(t *testing.T) {
 		}
 	}
 }
+
+// TestCountPaperCorpus pins the paper's counts (STUDY.md section 2) as
+// CountCorpus prints them.
+func TestCountPaperCorpus(t *testing.T) {
+	c := CountCorpus(loadPaper(t).Scenarios)
+	var b strings.Builder
+	if err := c.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := `Corpus: 21 failures from 10 servers.
+Servers: 10. Protocol versions: 2025-03-26 on 3 servers, 2025-06-18 on 3, 2025-11-25 on 4.
+Probes (failures, servers): nonexistent_tool 10 (10 servers), wrong_type 8 (8 servers), out_of_domain_sentinel 3 (3 servers).
+Cluster sizes: 3 servers with 3 failures, 5 with 2, 2 with 1.
+Causes: unknown_tool 10, invalid_type 7, invalid_value 3, authentication 1.
+Surfaces (as the client normalized them): protocol_error 8 (JSON-RPC -32602 x8; unknown_tool 5, invalid_type 3), tool_error 10 (unknown_tool 5, invalid_type 4, authentication 1), success_shaped 3 (invalid_value 3).
+`
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	if c.Captured != 0 || c.Proposed != 0 {
+		t.Errorf("the paper corpus has no captured or proposed records: %+v", c)
+	}
+}
