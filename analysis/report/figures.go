@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -187,7 +188,8 @@ func strictCover(an *analysis.Analysis) (Figure, error) {
 	return f, err
 }
 
-// conditionsOf lists the conditions of the cells in canonical order.
+// conditionsOf lists the conditions of the cells: the known ones in
+// canonical order, then any others in first-seen order.
 func conditionsOf(cells []analysis.CellStats) []string {
 	var out []string
 	for _, c := range study.AllConditions {
@@ -196,6 +198,11 @@ func conditionsOf(cells []analysis.CellStats) []string {
 				out = append(out, string(c))
 				break
 			}
+		}
+	}
+	for _, x := range cells {
+		if !slices.Contains(out, string(x.Condition)) {
+			out = append(out, string(x.Condition))
 		}
 	}
 	return out
@@ -210,8 +217,10 @@ func extraBars(an *analysis.Analysis) (Figure, error) {
 		Caption: "Extra: replays the simulator issued (identical repeated calls after retry_now), summed over the N decisions of each cell; one bar per model."}
 	p := plot.New()
 	p.Y.Label.Text = "replays (Extra)"
-	p.NominalX(conds...)
-	p.X.Min, p.X.Max = -0.5, float64(len(conds))-0.5
+	if len(conds) > 0 { // Note: NominalX panics on no names.
+		p.NominalX(conds...)
+		p.X.Min, p.X.Max = -0.5, float64(len(conds))-0.5
+	}
 	p.Add(plotter.NewGrid())
 	n := max(len(arms), 1)
 	width := vg.Points(min(60, 360/float64(n*max(len(conds), 1))))

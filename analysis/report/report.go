@@ -295,7 +295,7 @@ func (d *Doc) rates(an *analysis.Analysis) {
 			for _, w := range c.Bootstrap.Warnings[k] {
 				tg := analysis.Tag(w)
 				notes[tg] = true
-				if !contains(tags, tg) {
+				if !contains(tags, tg) && tg != "degenerate" { // visible: zero width
 					tags = append(tags, tg)
 				}
 			}
@@ -314,7 +314,7 @@ func (d *Doc) rates(an *analysis.Analysis) {
 func (d *Doc) notes(seen map[string]bool) {
 	var parts []string
 	for _, t := range []struct{ tag, text string }{
-		{"degenerate", "every resample gave the same value (the cell is 0 or 100% on every server), so the interval has no width"},
+		{"degenerate", "intervals of zero width (such as 0.0 to 0.0) are degenerate: every resample gave the same value, e.g. the cell is 0 or 100% on every server"},
 		{"few-clusters", "fewer than 5 servers, so the percentile interval is unreliable"},
 		{"skipped", "some resamples drew only servers with an empty denominator and were skipped"},
 		{"small-B", "too few resamples for the confidence level"},
@@ -359,11 +359,13 @@ func (d *Doc) pairs(an *analysis.Analysis) {
 		if len(p.Warnings) > 0 && b != "—" {
 			var tags []string
 			for _, w := range p.Warnings {
-				if tg := analysis.Tag(w); !contains(tags, tg) {
+				if tg := analysis.Tag(w); !contains(tags, tg) && tg != "degenerate" {
 					tags = append(tags, tg)
 				}
 			}
-			b += " (" + strings.Join(tags, ", ") + ")"
+			if len(tags) > 0 {
+				b += " (" + strings.Join(tags, ", ") + ")"
+			}
 		}
 		t.Rows = append(t.Rows, []string{p.Model, p.Prompt, name, p.Column.Label(), itoa(p.N), itoa(p.CountA), itoa(p.CountB),
 			spct(float64(p.Diff)), itoa(p.DiscordantAB), itoa(p.DiscordantBA), pval(float64(p.McNemarP)), b, itoa(p.Unpaired)})
@@ -507,6 +509,25 @@ func inline(s string) string {
 	return b.String()
 }
 
+// slug makes an HTML id of a heading: lower case, runs of other
+// characters as one hyphen.
+func slug(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			b.WriteRune(r)
+			dash = false
+		} else {
+			dash = true
+		}
+	}
+	return b.String()
+}
+
 const css = `body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Liberation Sans",sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}
 h1{font-size:1.6em}h2{margin-top:1.8em;border-bottom:1px solid #ddd;padding-bottom:.2em}
 table{border-collapse:collapse;margin:1em 0;font-size:.88em;display:block;overflow-x:auto}
@@ -527,7 +548,7 @@ func (d *Doc) HTML(w io.Writer) error {
 	for _, bl := range d.Blocks {
 		switch x := bl.(type) {
 		case *Heading:
-			fmt.Fprintf(&b, "<h%d>%s</h%d>\n", x.Level, inline(x.Text), x.Level)
+			fmt.Fprintf(&b, "<h%d id=\"%s\">%s</h%d>\n", x.Level, slug(x.Text), inline(x.Text), x.Level)
 		case *Para:
 			b.WriteString("<p>" + inline(x.Text) + "</p>\n")
 		case *Table:

@@ -1,0 +1,119 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"image/png"
+	"strings"
+	"testing"
+
+	"github.com/mcpstress/stress/analysis"
+	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/study"
+)
+
+func TestStrictCoverSize(t *testing.T) {
+	for n, want := range map[int][2]int{0: {400, 340}, 1: {400, 340}, 2: {800, 340}, 3: {1200, 340}, 4: {1200, 680}, 7: {1200, 1020}} {
+		if w, h := StrictCoverSize(n); w != want[0] || h != want[1] {
+			t.Errorf("StrictCoverSize(%d) = %d×%d, want %d×%d", n, w, h, want[0], want[1])
+		}
+	}
+}
+
+// TestFiguresGrid: four arms make a 3 + 1 panel grid; an empty analysis
+// still gives valid (empty) figures.
+func TestFiguresGrid(t *testing.T) {
+	acc := analysis.NewAccumulator()
+	for m := range 4 {
+		for _, c := range study.Conditions[:2] {
+			for s := range 12 {
+				r := results.Row{Model: fmt.Sprintf("m%d", m), Prompt: "p", Condition: string(c), Scenario: fmt.Sprint(s),
+					Replicate: 1, Server: fmt.Sprint(s % 6), Status: results.StatusOK, Strict: s%3 == 0, Cover: s%2 == 0 || s%3 == 0, Replays: int64(s % 2)}
+				acc.Add(&r)
+			}
+		}
+	}
+	an, err := acc.Analyze(analysis.Options{B: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty, err := analysis.NewAccumulator().Analyze(analysis.Options{B: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		an   *analysis.Analysis
+		w, h int
+	}{{an, 1200, 680}, {empty, 400, 340}} {
+		figs, err := Figures(tc.an, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(figs) != 2 || figs[0].Name != "strict-cover" || figs[1].Name != "extra" {
+			t.Fatalf("figures %v", figs)
+		}
+		cfg, err := png.DecodeConfig(bytes.NewReader(figs[0].PNG))
+		if err != nil || cfg.Width != tc.w || cfg.Height != tc.h || figs[0].Width != tc.w || figs[0].Height != tc.h {
+			t.Errorf("strict-cover PNG %+v (%v), want %d×%d", cfg, err, tc.w, tc.h)
+		}
+		if !bytes.HasPrefix(figs[1].SVG, []byte("<?xml")) {
+			t.Errorf("extra SVG starts %q", figs[1].SVG[:min(20, len(figs[1].SVG))])
+		}
+	}
+}
+
+func TestRendering(t *testing.T) {
+	if got := slug("Actionability profile (Table I)"); got != "actionability-profile-table-i" {
+		t.Errorf("slug = %q", got)
+	}
+	if got := inline("a <b> & `x<y` and `open"); got != "a &lt;b&gt; &amp; <code>x&lt;y</code> and `open" {
+		t.Errorf("inline = %q", got)
+	}
+	d := &Doc{Title: "T <1>", Blocks: []Block{
+		&Heading{2, "Sec"}, &Para{"p | q"},
+		&Table{Header: []string{"a", "b|c"}, Rows: [][]string{{"1", "x|y"}}, Right: []bool{false, true}},
+	}}
+	var md, ht strings.Builder
+	if err := d.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	want := "# T <1>\n\n## Sec\n\np | q\n\n| a | b\\|c |\n|---|---:|\n| 1 | x\\|y |\n"
+	if md.String() != want {
+		t.Errorf("Markdown:\n%s\nwant\n%s", md.String(), want)
+	}
+	if err := d.HTML(&ht); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"<title>T &lt;1&gt;</title>", `<h2 id="sec">Sec</h2>`, "<p>p | q</p>", `<td class="r">x|y</td>`} {
+		if !strings.Contains(ht.String(), s) {
+			t.Errorf("HTML lacks %q:\n%s", s, ht.String())
+		}
+	}
+}
+
+// TestFiguresOddInput: a condition outside the vocabulary and a cell with
+// only failed decisions still draw (no panic, no error).
+func TestFiguresOddInput(t *testing.T) {
+	acc := analysis.NewAccumulator()
+	for s := range 6 {
+		for _, r := range []results.Row{
+			{Model: "m", Prompt: "p", Condition: "weird", Scenario: fmt.Sprint(s), Server: fmt.Sprint(s), Status: results.StatusOK, Cover: true},
+			{Model: "m", Prompt: "p", Condition: "prose", Scenario: fmt.Sprint(s), Server: fmt.Sprint(s), Status: results.StatusError},
+		} {
+			acc.Add(&r)
+		}
+	}
+	an, err := acc.Analyze(analysis.Options{B: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	figs, err := Figures(an, nil)
+	if err != nil || len(figs) != 2 || len(figs[1].PNG) == 0 {
+		t.Fatalf("Figures: %v, %d figures", err, len(figs))
+	}
+	doc := Build(&Input{Analysis: an, ProfileNote: "none"}, figs)
+	var b strings.Builder
+	if err := doc.HTML(&b); err != nil || !strings.Contains(b.String(), "weird") {
+		t.Errorf("HTML: %v", err)
+	}
+}
