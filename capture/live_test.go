@@ -212,3 +212,22 @@ func TestReferenceServers(t *testing.T) {
 		}
 	}
 }
+
+// TestLockHasNoRegistryURLs keeps the reference servers' lock file free of
+// download locations (npm writes none with omit-lockfile-registry-resolved).
+func TestLockHasNoRegistryURLs(t *testing.T) {
+	data, err := os.ReadFile("../scripts/mcp-servers/package-lock.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{`"resolved"`, ".tgz"} {
+		if strings.Contains(string(data), bad) {
+			t.Errorf("package-lock.json contains %s: regenerate it with omit-lockfile-registry-resolved (scripts/mcp-servers/.npmrc)", bad)
+		}
+	}
+	for _, pin := range []string{"server-everything", "server-memory", "server-filesystem"} {
+		if !strings.Contains(string(data), `"node_modules/@modelcontextprotocol/`+pin+`": {`+"\n"+`      "version": "2026.8.31"`) {
+			t.Errorf("package-lock.json does not pin @modelcontextprotocol/%s 2026.8.31", pin)
+		}
+	}
+}

@@ -51,6 +51,10 @@ commands:
   conform [-json] [-manifest MANIFEST]          run the fail-closed client's conformance suite
   verify [-json] MANIFEST                       check every pinned model against its server (no inference)
   models [-host H] [-json]                      list an Ollama server's models with full digests
+  capture -out DIR (-stdio LABEL=CMD | -http LABEL=URL)... [flags]
+                                                probe live MCP servers and write a pseudonymous corpus
+  summary [-json] [-manifest M | -corpus PATH]  print a corpus' counts (servers, probes, causes, surfaces, versions)
+  clientcheck [-json] [-protocol V]             print how the Go SDK client treats results against an outputSchema
 
 Run 'stress <command> -h' for a command's flags.
 `
@@ -62,15 +66,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError("no command given")
 	}
 	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
-		"run":     cmdRun,
-		"analyze": cmdAnalyze,
-		"compare": cmdCompare,
-		"report":  cmdReport,
-		"profile": cmdProfile,
-		"render":  cmdRender,
-		"conform": cmdConform,
-		"verify":  cmdVerify,
-		"models":  cmdModels,
+		"run":         cmdRun,
+		"analyze":     cmdAnalyze,
+		"compare":     cmdCompare,
+		"report":      cmdReport,
+		"profile":     cmdProfile,
+		"render":      cmdRender,
+		"conform":     cmdConform,
+		"verify":      cmdVerify,
+		"models":      cmdModels,
+		"capture":     cmdCapture,
+		"summary":     cmdSummary,
+		"clientcheck": cmdClientCheck,
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stdout, usage)

@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mcpstress/stress/capture"
+)
+
+// repeatedFlag is a repeatable string flag.
+type repeatedFlag []string
+
+func (l *repeatedFlag) String() string     { return strings.Join(*l, ", ") }
+func (l *repeatedFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+
+// splitCommand splits a command line into words at blanks, honouring
+// single and double quotes and backslash escapes (no other shell syntax).
+// Leading NAME=VALUE words become environment entries.
+func splitCommand(s string) (env, argv []string, err error) {
+	var words []string
+	var cur strings.Builder
+	inWord, quote := false, rune(0)
+	rs := []rune(s)
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote == '\'':
+			cur.WriteRune(r)
+		case r == '\\' && i+1 < len(rs) && quote != '\'':
+			i++
+			cur.WriteRune(rs[i])
+			inWord = true
+		case quote == '"':
+			cur.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t' || r == '\n':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		return nil, nil, fmt.Errorf("unclosed %c quote", quote)
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	for len(words) > 0 && envName.MatchString(words[0]) {
+		env, words = append(env, words[0]), words[1:]
+	}
+	if len(words) == 0 {
+		return nil, nil, errors.New("no command")
+	}
+	return env, words, nil
+}
+
+// parseTargets reads the -stdio and -http flags (LABEL=COMMAND, LABEL=URL).
+func parseTargets(stdio, web []string) ([]capture.Target, error) {
+	var out []capture.Target
+	for _, s := range stdio {
+		label, cmdline, ok := strings.Cut(s, "=")
+		if !ok || label == "" {
+			return nil, usageError("capture: flag -stdio %q: want LABEL=COMMAND", s)
+		}
+		env, argv, err := splitCommand(cmdline)
+		if err != nil {
+			return nil, usageError("capture: flag -stdio %q: %v", s, err)
+		}
+		out = append(out, capture.Target{Label: label, Command: argv, Env: env})
+	}
+	for _, s := range web {
+		label, url, ok := strings.Cut(s, "=")
+		if !ok || label == "" || url == "" {
+			return nil, usageError("capture: flag -http %q: want LABEL=URL", s)
+		}
+		out = append(out, capture.Target{Label: label, URL: url})
+	}
+	return out, nil
+}
+
+// loadSalt reads the salt file, creating it with a random salt when it does
+// not exist.
+func loadSalt(file string) ([]byte, error) {
+	data, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		salt := make([]byte, 32)
+		if _, err := rand.Read(salt); err != nil {
+			return nil, err
+		}
+		text := hex.EncodeToString(salt) + "\n"
+		if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+			return nil, fmt.Errorf("flag -salt-file: %w", err)
+		}
+		return []byte(strings.TrimSpace(text)), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("flag -salt-file: %w", err)
+	}
+	salt := []byte(strings.TrimSpace(string(data)))
+	if len(salt) < 16 {
+		return nil, fmt.Errorf("flag -salt-file: %s holds %d bytes; want at least 16", file, len(salt))
+	}
+	return salt, nil
+}
+
+const captureUsage = `usage: stress capture -out DIR (-stdio LABEL=COMMAND | -http LABEL=URL)... [flags]
+
+Connects to live MCP servers with the Go SDK, sends low-risk probes (a
+nonexistent tool; a wrong JSON type and a missing required field on one
+read-only tool; an out-of-domain sentinel on allow-listed tools only), and
+writes a pseudonymous corpus (DIR/corpus), a manifest for 'stress run'
+(DIR/manifest.yaml) and the private raw frames and pseudonym key
+(DIR/private: never publish it). COMMAND is split at blanks (quotes and
+backslashes work; leading NAME=VALUE words set its environment).
+
+`
+
+func cmdCapture(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("capture", stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, captureUsage); fs.PrintDefaults() }
+	out := fs.String("out", "", "output directory, new or empty (required)")
+	var stdio, web, roots, readOnly, sentinels, hosts repeatedFlag
+	fs.Var(&stdio, "stdio", "a server run over stdio, `LABEL=COMMAND` (repeatable)")
+	fs.Var(&web, "http", "a streamable-HTTP server, `LABEL=URL`, on the loopback unless -allow-host names it (repeatable)")
+	fs.Var(&roots, "root", "advertise the roots capability with this root `URI` (repeatable; default: no roots capability)")
+	fs.Var(&readOnly, "read-only", "declare `TOOL` safe to call, overriding its annotation and the name rule (repeatable)")
+	fs.Var(&sentinels, "sentinel", "allow an out-of-domain sentinel on `TOOL[:FIELD[=JSON]]` (repeatable)")
+	fs.Var(&hosts, "allow-host", "allow a non-loopback HTTP `HOST` (repeatable)")
+	protocol := fs.String("protocol", "", "pin the protocol `VERSION` the client offers, e.g. 2025-06-18 (default: the SDK's latest)")
+	probeTool := fs.String("probe-tool", "", "`TOOL` for the wrong-type and missing-field probes (default: the first read-only tool with a required field)")
+	interval := fs.Duration("interval", time.Second, "wait between two requests to a server")
+	maxCalls := fs.Int("max-calls", capture.DefaultMaxCalls, "most requests per server after initialization (1 to 100)")
+	timeout := fs.Duration("timeout", 30*time.Second, "bound on initialization and each request")
+	grace := fs.Duration("grace", 2*time.Second, "how long a stdio server may take to exit after stdin closes before SIGTERM")
+	validate := fs.Bool("validate-output", false, "check results against the tool's outputSchema as a validating client would, and use that view")
+	redactText := fs.Bool("redact-text", false, "also redact paths, URLs, tokens and e-mail addresses inside the failure text")
+	saltFile := fs.String("salt-file", "", "file holding the pseudonym salt, created if missing (default: a new salt in DIR/private/salt)")
+	quiet := fs.Bool("quiet", false, "print only the table")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usageError("capture: unexpected arguments %q (put a server in -stdio or -http)", fs.Args())
+	}
+	if *out == "" {
+		return usageError("capture: flag -out is required")
+	}
+	if len(stdio)+len(web) == 0 {
+		return usageError("capture: name at least one server with -stdio or -http")
+	}
+	if *maxCalls < 1 || *maxCalls > 100 {
+		return usageError("capture: flag -max-calls: want 1 to 100, got %d", *maxCalls)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"interval", *interval}, {"timeout", *timeout}, {"grace", *grace}} {
+		if d.v <= 0 {
+			return usageError("capture: flag -%s: want a positive duration, got %v", d.name, d.v)
+		}
+	}
+	targets, err := parseTargets(stdio, web)
+	if err != nil {
+		return err
+	}
+	var specs []capture.SentinelSpec
+	for _, s := range sentinels {
+		sp, err := capture.ParseSentinel(s)
+		if err != nil {
+			return usageError("capture: flag -sentinel: %v", err)
+		}
+		specs = append(specs, sp)
+	}
+	if entries, err := os.ReadDir(*out); err == nil && len(entries) > 0 {
+		return usageError("capture: flag -out: %s is not empty", *out)
+	}
+	var salt []byte
+	if *saltFile != "" {
+		if salt, err = loadSalt(*saltFile); err != nil {
+			return err
+		}
+	} else {
+		salt = make([]byte, 32)
+		if _, err := rand.Read(salt); err != nil {
+			return err
+		}
+		salt = []byte(hex.EncodeToString(salt))
+	}
+	log := stderr
+	if *quiet {
+		log = io.Discard
+	}
+	o := capture.Options{
+		ProtocolVersion: *protocol, Roots: roots, ReadOnly: readOnly, ProbeTool: *probeTool, Sentinels: specs,
+		Interval: *interval, MaxCalls: *maxCalls, Timeout: *timeout, Grace: *grace, AllowHosts: hosts,
+		ValidateOutput: *validate, RedactFailureText: *redactText, Salt: salt, Log: log,
+	}
+	if err := o.Check(targets); err != nil {
+		return usageError("capture: %v", err)
+	}
+	servers, runErr := capture.Run(ctx, targets, o)
+	w, werr := capture.Write(*out, servers, o)
+	if werr == nil || w != nil {
+		if *saltFile == "" {
+			if err := os.WriteFile(filepath.Join(*out, capture.PrivateDir, "salt"), append(salt, '\n'), 0o600); err != nil {
+				return err
+			}
+		}
+		if err := writeCaptureTable(stdout, servers); err != nil {
+			return err
+		}
+	}
+	failed := 0
+	for _, s := range servers {
+		if s.Err != nil {
+			failed++
+			fmt.Fprintf(stderr, "capture: server %s (%s): %v\n", s.Pseudonym, s.Target.Label, s.Err)
+		}
+	}
+	switch {
+	case runErr != nil:
+		return runErr
+	case werr != nil:
+		return werr
+	}
+	fmt.Fprintf(log, "wrote %s: %d records from %d servers (corpus %s, manifest %s; private: %s)\n",
+		*out, w.Scenarios, w.Servers, filepath.Join(*out, capture.CorpusDir), filepath.Join(*out, capture.ManifestFile),
+		filepath.Join(*out, capture.PrivateDir))
+	if failed > 0 {
+		return fmt.Errorf("capture: %d of %d servers failed; the corpus holds the others", failed, len(servers))
+	}
+	return nil
+}
+
+// writeCaptureTable prints one line per probe, with pseudonyms only.
+func writeCaptureTable(w io.Writer, servers []*capture.Server) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "server\ttransport\tprotocol\tprobe\ttool\tstatus\twire\tsurface")
+	for _, s := range servers {
+		if s.Err != nil && len(s.Outcomes) == 0 {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\tnot captured\t-\t-\n", s.Pseudonym, s.Target.Transport(), dash(s.ProtocolVersion))
+			continue
+		}
+		for _, o := range s.Outcomes {
+			tool := "(nonexistent)"
+			if p, ok := s.ToolPseudonyms[o.Tool]; ok {
+				tool = p
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Pseudonym, s.Target.Transport(), s.ProtocolVersion,
+				o.Kind, tool, o.Status, dash(string(o.Wire)), dash(string(o.Surface)))
+		}
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
