@@ -201,6 +201,14 @@ loop:
 				continue
 			}
 			s.idx[f.j] = loc{off: off, size: uint32(n)}
+			// Write out as soon as no other decision is waiting: a kill
+			// then loses at most the decisions still in flight.
+			if len(out) == 0 {
+				if err := calls.Flush(); err != nil {
+					fail(err)
+					continue
+				}
+			}
 			sess.Ran++
 			con.done1(f.i, d.Err != nil)
 			if d.Err != nil {
