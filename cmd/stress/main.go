@@ -38,7 +38,12 @@ func usageError(format string, a ...any) error {
 const usage = `usage: stress <command> [flags] [args]
 
 commands:
-  run [-out DIR] [-allow-unpinned] [MANIFEST]   run a study (default: the built-in baselines study)
+  run [-out DIR] [-allow-unpinned] [-shard i/n] [-quiet] [MANIFEST]
+                                                run a study (default: the built-in baselines study)
+  run -resume DIR [MANIFEST]                    continue an interrupted or killed run
+  merge -out DIR SHARD_DIR...                   combine the shard bundles of one study into one bundle
+  synth -scenarios N -servers M [-replicates R] [-seed S] -out DIR
+                                                write a synthetic study of any size (scale tests)
   analyze [-json] [-b N] [-seed S] [-pair A,B]... [-column C] [-against paper] DIR
                                                 recompute the counts of a bundle from calls.jsonl, with intervals and paired tests
   compare [-json] [-b N] [-seed S] [-column C] [-arm-a M] [-arm-b M] RUN_A RUN_B
@@ -67,6 +72,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
 		"run":         cmdRun,
+		"merge":       cmdMerge,
+		"synth":       cmdSynth,
 		"analyze":     cmdAnalyze,
 		"compare":     cmdCompare,
 		"report":      cmdReport,
