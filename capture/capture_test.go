@@ -218,7 +218,7 @@ func TestLineSplitterExact(t *testing.T) {
 
 func TestSSETee(t *testing.T) {
 	rec := &Recorder{}
-	body := "event: message\r\ndata: {\"id\":1,\r\ndata: \"x\":2}\r\n\r\n: comment\n\ndata:{\"id\":2}\n\n"
+	body := "id: prime\ndata:\n\nevent: message\r\ndata: {\"id\":1,\r\ndata: \"x\":2}\r\n\r\n: comment\n\ndata:{\"id\":2}\n\n"
 	s := &sseTee{body: nopRC{strings.NewReader(body)}, rec: rec, info: HTTPInfo{Method: "POST", Status: 200}}
 	buf := make([]byte, 5)
 	for {

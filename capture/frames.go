@@ -452,8 +452,11 @@ func (s *sseTee) endLine() {
 	}
 }
 
+// dispatch records the pending event. Note: as the SSE specification says,
+// an event whose data is empty is not dispatched (servers send such
+// priming events to set a resumption id); it is no JSON-RPC frame.
 func (s *sseTee) dispatch() {
-	if len(s.data) > 0 {
+	if len(bytes.Join(s.data, nil)) > 0 {
 		info := s.info
 		info.Event = s.event
 		s.rec.add(Recv, bytes.Join(s.data, []byte("\n")), s.truncated, &info)

@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -228,6 +230,60 @@ func TestLockHasNoRegistryURLs(t *testing.T) {
 	for _, pin := range []string{"server-everything", "server-memory", "server-filesystem"} {
 		if !strings.Contains(string(data), `"node_modules/@modelcontextprotocol/`+pin+`": {`+"\n"+`      "version": "2026.8.31"`) {
 			t.Errorf("package-lock.json does not pin @modelcontextprotocol/%s 2026.8.31", pin)
+		}
+	}
+}
+
+// TestReferenceServerOverHTTP captures from server-everything over
+// streamable HTTP on the loopback: the frames arrive as server-sent events.
+func TestReferenceServerOverHTTP(t *testing.T) {
+	mods := referenceServers(t, "..")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command("node", filepath.Join(mods, "server-everything", "dist", "index.js"), "streamableHttp")
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
+	cmd.Dir = t.TempDir()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	for i := 0; ; i++ {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if i == 100 {
+			t.Fatalf("server-everything did not listen on %s: %v", addr, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	o := Options{Salt: testSalt, Interval: 20 * time.Millisecond, ProtocolVersion: "2025-06-18",
+		Sentinels: []SentinelSpec{{Tool: "get-resource-reference", Field: "resourceId", Value: []byte("-987654321")}}}
+	servers, err := Run(context.Background(), []Target{{Label: "everything-http", URL: "http://" + addr + "/mcp"}}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := servers[0]
+	if s.Err != nil || s.ProtocolVersion != "2025-06-18" || len(s.Outcomes) != 4 {
+		t.Fatalf("err %v, protocol %s, %d probes", s.Err, s.ProtocolVersion, len(s.Outcomes))
+	}
+	for _, out := range s.Outcomes {
+		if out.Surface != study.ToolError || out.Wire != study.ToolError {
+			t.Errorf("%s: surface %s, wire %s", out.Kind, out.Surface, out.Wire)
+		}
+		if out.Response == nil || out.Response.HTTP == nil || out.Response.HTTP.ContentType != "text/event-stream" {
+			t.Errorf("%s: response frame %+v", out.Kind, out.Response)
+		}
+	}
+	for _, f := range s.Frames {
+		if _, err := f.Message(); err != nil {
+			t.Errorf("frame %d (%s) does not parse: %v: %q", f.Seq, f.Dir, err, f.Bytes())
 		}
 	}
 }

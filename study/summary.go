@@ -99,7 +99,7 @@ func CountCorpus(scenarios []Scenario) CorpusCounts {
 // "Servers: 10. Protocol versions: 2025-03-26 on 3 servers, …".
 func (c CorpusCounts) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Corpus: %d failures from %d servers.\n", c.Scenarios, c.Servers)
+	fmt.Fprintf(&b, "Corpus: %s from %s.\n", plural(c.Scenarios, "failure"), plural(c.Servers, "server"))
 	versions := sortedKeys(c.VersionServers, func(a, b string) bool { return a < b })
 	var vs []string
 	for i, v := range versions {
@@ -116,7 +116,7 @@ func (c CorpusCounts) WriteText(w io.Writer) error {
 	var ps []string
 	for _, p := range Probes {
 		if c.ProbeFailures[p] > 0 {
-			ps = append(ps, fmt.Sprintf("%s %d (%d servers)", p, c.ProbeFailures[p], c.ProbeServers[p]))
+			ps = append(ps, fmt.Sprintf("%s %d (%s)", p, c.ProbeFailures[p], plural(c.ProbeServers[p], "server")))
 		}
 	}
 	fmt.Fprintf(&b, "Probes (failures, servers): %s.\n", strings.Join(ps, ", "))
@@ -185,10 +185,18 @@ func (c CorpusCounts) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "Failure texts quoting a JSON-RPC code: %d (%s).\n", total, strings.Join(tc, ", "))
 	}
 	if c.Proposed > 0 {
-		fmt.Fprintf(&b, "Proposed codings awaiting a person: %d records.\n", c.Proposed)
+		fmt.Fprintf(&b, "Proposed codings awaiting a person: %s.\n", plural(c.Proposed, "record"))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// plural writes n and the noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func causeList(m map[Cause]int) string {

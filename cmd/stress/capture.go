@@ -244,8 +244,15 @@ func cmdCapture(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case werr != nil:
 		return werr
 	}
-	fmt.Fprintf(log, "wrote %s: %d records from %d servers (corpus %s, manifest %s; private: %s)\n",
-		*out, w.Scenarios, w.Servers, filepath.Join(*out, capture.CorpusDir), filepath.Join(*out, capture.ManifestFile),
+	records, from := "records", "servers"
+	if w.Scenarios == 1 {
+		records = "record"
+	}
+	if w.Servers == 1 {
+		from = "server"
+	}
+	fmt.Fprintf(log, "wrote %s: %d %s from %d %s (corpus %s, manifest %s; private: %s)\n",
+		*out, w.Scenarios, records, w.Servers, from, filepath.Join(*out, capture.CorpusDir), filepath.Join(*out, capture.ManifestFile),
 		filepath.Join(*out, capture.PrivateDir))
 	if failed > 0 {
 		return fmt.Errorf("capture: %d of %d servers failed; the corpus holds the others", failed, len(servers))
@@ -271,7 +278,18 @@ func writeCaptureTable(w io.Writer, servers []*capture.Server) error {
 				o.Kind, tool, o.Status, dash(string(o.Wire)), dash(string(o.Surface)))
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, s := range servers {
+		if len(s.Redacted) > 0 {
+			fmt.Fprintf(w, "%s: redacted outside the failure text: %s\n", s.Pseudonym, capture.SortedKinds(s.Redacted))
+		}
+		if len(s.Flagged) > 0 {
+			fmt.Fprintf(w, "%s: kept in the failure text (use -redact-text to redact): %s\n", s.Pseudonym, capture.SortedKinds(s.Flagged))
+		}
+	}
+	return nil
 }
 
 func dash(s string) string {
