@@ -15,7 +15,7 @@ var authText = regexp.MustCompile(`(?i)\b(unauthori[sz]ed|unauthenticated|not au
 // Cause text rules of the content view, per cause.
 var (
 	unknownToolText = regexp.MustCompile(`(?i)(unknown|not found|no such|does ?n[o']t exist|not exist|not available|unrecognized|unrecognised|not registered|invalid tool|no tool)`)
-	typeText        = regexp.MustCompile(`(?i)(invalid[_ ]type|expected\W+\w+.{0,40}received|must be (?:a|an|of type)\b|type mismatch|not of type|wrong type|should be (?:a|an)\b|cannot unmarshal|is not an? (?:string|number|integer|boolean|array|object))`)
+	typeText        = regexp.MustCompile(`(?i)(invalid[_ ]type|expected\W+\w+.{0,40}(?:received|got)|has type\W+\w+\W+want|must be (?:a|an|of type)\b|type mismatch|not of type|wrong type|should be (?:a|an)\b|cannot unmarshal|is not an? (?:string|number|integer|boolean|array|object))`)
 	missingText     = regexp.MustCompile(`(?i)(required|missing|undefined|not provided|is not set|must have)`)
 	valueText       = regexp.MustCompile(`(?i)(invalid|not valid|out of range|too (?:small|big|large|long|short)|must be (?:at least|at most|greater|less|one of|positive|negative|a (?:finite|positive|valid))|not allowed|outside|no such|not found|does ?n[o']t exist|unknown|enoent|unsupported|not a valid)`)
 	credentialText  = regexp.MustCompile(`(?i)(api[ _-]?key|token|credential|authorization|password|secret)`)
@@ -96,6 +96,7 @@ func pointersOf(obs json.RawMessage) pointers {
 			Content []struct {
 				Text string `json:"text"`
 			} `json:"content"`
+			IsError json.RawMessage `json:"isError"`
 		} `json:"result"`
 	}
 	_ = json.Unmarshal(obs, &o)
@@ -103,6 +104,9 @@ func pointersOf(obs json.RawMessage) pointers {
 		return pointers{"/exception/error/code", "/exception/error/message", "/exception"}
 	}
 	p := pointers{"/result/isError", "/result/content", "/result"}
+	if o.Result.IsError == nil {
+		p.flag = "/result" // isError absent
+	}
 	for i, c := range o.Result.Content {
 		if strings.TrimSpace(c.Text) != "" {
 			p.text = fmt.Sprintf("/result/content/%d/text", i)
