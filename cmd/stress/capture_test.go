@@ -138,6 +138,13 @@ func TestCaptureNoFailures(t *testing.T) {
 	if data, err := os.ReadFile(filepath.Join(out, capture.LogFile)); err != nil || !strings.Contains(string(data), `"error"`) {
 		t.Errorf("private log: %s, %v", data, err)
 	}
+	// Without -salt-file the new salt is kept, privately, for a rerun.
+	if info, err := os.Stat(filepath.Join(out, capture.PrivateDir, "salt")); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("salt: %v, %v", info, err)
+	}
+	if info, err := os.Stat(filepath.Join(out, capture.PrivateDir)); err != nil || info.Mode().Perm() != 0o700 {
+		t.Errorf("private directory: %v, %v", info, err)
+	}
 }
 
 func TestSplitCommand(t *testing.T) {
