@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpstress/stress/failclosed"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -411,6 +412,15 @@ func TestGoServerOverHTTP(t *testing.T) {
 			t.Errorf("%s: capture %+v", sc.ID, sc.Capture)
 		}
 	}
+	// Every counterfactual control envelope passes the fail-closed client
+	// (STUDY.md section 6) with the preferred policy, in both modes.
+	for _, sc := range c.Scenarios {
+		for _, mode := range []failclosed.Mode{failclosed.Registry, failclosed.ExplicitAction} {
+			if d := failclosed.Decide(sc.ControlEnvelope, mode); d.Policy != sc.Preferred {
+				t.Errorf("%s %s: fail-closed client chose %s (%s: %s)", sc.ID, mode, d.Policy, d.Reason, d.Message)
+			}
+		}
+	}
 	ss := byProbe["out_of_domain_sentinel:success_shaped"]
 	if ss == nil || ss.Cause != study.InvalidValue || study.ProfileOf(ss.Profile.Control).String() != "000000" || study.ProfileOf(ss.Profile.Content).String() != "100000" {
 		t.Errorf("success-shaped lookup (like paper S11): %+v", ss)
@@ -509,8 +519,14 @@ func TestValidatingView(t *testing.T) {
 func TestCallCap(t *testing.T) {
 	url, calls := fixtureHTTP(t)
 	o := fixtureOptions()
-	o.MaxCalls = 2
+	o.MaxCalls = 3
+	o.Interval = 100 * time.Millisecond
+	start := time.Now()
 	servers, err := Run(context.Background(), []Target{{Label: "acme", URL: url}}, o)
+	// A lower bound only: three requests need two intervals between them.
+	if elapsed := time.Since(start); elapsed < 2*o.Interval {
+		t.Errorf("3 requests took %v, less than two intervals of %v", elapsed, o.Interval)
+	}
 	if err != nil || servers[0].Err != nil {
 		t.Fatal(err, servers[0].Err)
 	}
@@ -523,7 +539,7 @@ func TestCallCap(t *testing.T) {
 			done++
 		}
 	}
-	if s.Calls != 2 || done != 1 || skipped != len(s.Outcomes)-1 || len(calls.list()) != 0 {
+	if s.Calls != 3 || done != 2 || skipped != len(s.Outcomes)-2 || len(calls.list()) != 0 {
 		t.Errorf("calls %d, probes done %d, skipped %d, executed %v", s.Calls, done, skipped, calls.list())
 	}
 }
