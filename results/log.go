@@ -358,7 +358,12 @@ type RowWriter struct {
 	pq   *parquet.GenericWriter[Row]
 	rows []Row
 	n    int
+	inRG int // rows in the current row group
 }
+
+// rowGroupRows is the number of rows per row group. Note: parquet-go keeps
+// a whole row group in memory until it is flushed, so it must be bounded.
+const rowGroupRows = 1 << 16
 
 // CreateRows starts writing file.
 func CreateRows(file string) (*RowWriter, error) {
@@ -389,7 +394,14 @@ func (w *RowWriter) flush() error {
 	if _, err := w.pq.Write(w.rows); err != nil {
 		return fmt.Errorf("%s: %w", w.file, err)
 	}
+	w.inRG += len(w.rows)
 	w.rows = w.rows[:0]
+	if w.inRG >= rowGroupRows {
+		w.inRG = 0
+		if err := w.pq.Flush(); err != nil {
+			return fmt.Errorf("%s: %w", w.file, err)
+		}
+	}
 	return nil
 }
 

@@ -35,9 +35,11 @@ func closeSources(fs []*os.File) {
 // decisions idx locates in src (shard-local index order is canonical
 // order), then decisions.parquet from the same lines, and returns the
 // counts. When src is dir's own calls.jsonl and it is already canonical
-// and holds nothing else, it is only read. Memory is bounded by one
-// decision's lines and one parquet row group.
-func writeBundle(dir, runID string, sp *space, idx []loc, src []*os.File, log io.Writer) (*Summary, error) {
+// and holds nothing else, it is only read. known, when not nil, gives the
+// row, calls and transport events of decisions whose lines need not be
+// parsed back. Memory is bounded by one decision's lines and one parquet
+// row group.
+func writeBundle(dir, runID string, sp *space, idx []loc, src []*os.File, known func(j int) (row results.Row, calls, events int, ok bool), log io.Writer) (*Summary, error) {
 	callsPath := filepath.Join(dir, results.CallsFile)
 	canonical := false
 	if len(src) == 1 && src[0].Name() == callsPath {
@@ -87,32 +89,44 @@ func writeBundle(dir, runID string, sp *space, idx []loc, src []*os.File, log io
 		if !l.done() {
 			continue
 		}
-		if cap(buf) < int(l.size) {
-			buf = make([]byte, l.size)
+		var row results.Row
+		var calls, events int
+		ok := false
+		if known != nil {
+			row, calls, events, ok = known(j)
 		}
-		buf = buf[:l.size]
-		f := src[l.file]
-		if _, err := f.ReadAt(buf, l.off); err != nil {
-			return abort(fmt.Errorf("%s: reading %d bytes at %d: %w", f.Name(), l.size, l.off, err))
+		if !ok || out != nil {
+			if cap(buf) < int(l.size) {
+				buf = make([]byte, l.size)
+			}
+			buf = buf[:l.size]
+			f := src[l.file]
+			if _, err := f.ReadAt(buf, l.off); err != nil {
+				return abort(fmt.Errorf("%s: reading %d bytes at %d: %w", f.Name(), l.size, l.off, err))
+			}
 		}
-		if err := results.ParseGroup(buf, &g); err != nil {
-			return abort(fmt.Errorf("%s: decision at byte %d: %w", f.Name(), l.off, err))
+		if !ok {
+			f := src[l.file]
+			if err := results.ParseGroup(buf, &g); err != nil {
+				return abort(fmt.Errorf("%s: decision at byte %d: %w", f.Name(), l.off, err))
+			}
+			if want := sp.key(sp.global(j)); g.Key != want {
+				return abort(fmt.Errorf("%s: byte %d holds decision %s, want %s", f.Name(), l.off, g.Key, want))
+			}
+			row, calls = g.Row(), len(g.Heads)
+			for i := range g.Heads {
+				events += len(g.Heads[i].Events)
+			}
 		}
-		if want := sp.key(sp.global(j)); g.Key != want {
-			return abort(fmt.Errorf("%s: byte %d holds decision %s, want %s", f.Name(), l.off, g.Key, want))
-		}
-		row := g.Row()
 		tally.Add(&row)
 		if err := rows.Add(row); err != nil {
 			return abort(err)
 		}
 		sum.Decisions++
-		sum.Calls += len(g.Heads)
+		sum.Calls += calls
+		sum.TransportEvents += events
 		if row.Status != results.StatusOK {
 			sum.Errors++
-		}
-		for i := range g.Heads {
-			sum.TransportEvents += len(g.Heads[i].Events)
 		}
 		if out != nil {
 			if _, err := out.AppendRaw(buf); err != nil {

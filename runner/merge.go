@@ -136,7 +136,7 @@ func Merge(out string, dirs []string, opt MergeOptions) (*Record, *Summary, erro
 		return nil, nil, err
 	}
 	defer closeSources(src)
-	sum, err := writeBundle(out, rec.RunID, sp, idx, src, opt.Log)
+	sum, err := writeBundle(out, rec.RunID, sp, idx, src, nil, opt.Log)
 	if err != nil {
 		return nil, nil, err
 	}

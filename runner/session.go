@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/simulator"
+	"github.com/mcpstress/stress/study"
 )
 
 // loc is where a decision's lines are: file (an index into the sources
@@ -31,6 +32,8 @@ type session struct {
 	sp  *space
 	idx []loc // by shard-local index: where each done decision's lines are
 	opt Options
+
+	outs []outcome // by shard-local index: rows of decisions run in this session
 
 	keep   int64 // bytes of calls.jsonl to keep (whole decisions)
 	redone int   // interrupted decisions found on resume
@@ -60,6 +63,7 @@ func (s *session) run(ctx context.Context) (*Summary, error) {
 	}
 	sess := &s.rec.Sessions[len(s.rec.Sessions)-1]
 	sess.Redone, sess.Discarded = s.redone, s.torn
+	s.outs = make([]outcome, len(s.idx))
 
 	// runCtx stops new decisions (interrupt, or a write failure); callCtx
 	// outlives it by the grace period so calls in flight can finish.
@@ -201,6 +205,9 @@ loop:
 				continue
 			}
 			s.idx[f.j] = loc{off: off, size: uint32(n)}
+			if d.Err == nil {
+				s.outs[f.j] = pack(d)
+			}
 			// Write out as soon as no other decision is waiting: a kill
 			// then loses at most the decisions still in flight.
 			if len(out) == 0 {
@@ -270,7 +277,18 @@ func (s *session) finalize() (*Summary, error) {
 		return nil, err
 	}
 	defer closeSources(src)
-	sum, err := writeBundle(s.dir, s.rec.RunID, s.sp, s.idx, src, s.opt.Log)
+	m := s.p.m
+	known := func(j int) (results.Row, int, int, bool) {
+		o := s.outs[j]
+		if !o.ok {
+			return results.Row{}, 0, 0, false
+		}
+		i := s.sp.global(j)
+		_, _, _, si, rep := s.sp.coords(i)
+		sc := &m.Corpus.Scenarios[si]
+		return o.row(s.sp.key(i), sc.Server, simulator.Seed(m.Seed, sc.ID, rep, 0)), int(o.turns), int(o.events), true
+	}
+	sum, err := writeBundle(s.dir, s.rec.RunID, s.sp, s.idx, src, known, s.opt.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -279,4 +297,69 @@ func (s *session) finalize() (*Summary, error) {
 		return nil, err
 	}
 	return sum, nil
+}
+
+// outcome is the row of a decision that ran in this session, in 8 bytes,
+// so that finalize need not read its lines back (only decisions that
+// completed; error decisions are read back).
+type outcome struct {
+	ok      bool
+	label   uint8 // 1 + index in study.Policies; 0 for none
+	status  uint8 // 0 none, 1 failed, 2 succeeded
+	turns   uint8
+	replays uint8
+	flags   uint8 // strict, cover, retry, invalid, any_fs, terminal_fs
+	events  uint16
+}
+
+// pack keeps what the row of completed decision d holds beyond its key.
+func pack(d *simulator.Decision) outcome {
+	r := results.RowOf(d)
+	ev := 0
+	for _, t := range d.Turns {
+		ev += len(t.Reply.Events)
+	}
+	if r.Turns > 255 || ev > 65535 {
+		return outcome{}
+	}
+	o := outcome{ok: true, turns: uint8(r.Turns), replays: uint8(r.Replays), events: uint16(ev)}
+	for i, p := range study.Policies {
+		if string(p) == r.FinalLabel {
+			o.label = uint8(i + 1)
+		}
+	}
+	switch study.Status(r.FinalStatus) {
+	case study.Failed:
+		o.status = 1
+	case study.Succeeded:
+		o.status = 2
+	}
+	for i, b := range []bool{r.Strict, r.Cover, r.Retry, r.Invalid, r.AnyFS, r.TerminalFS} {
+		if b {
+			o.flags |= 1 << i
+		}
+	}
+	if (o.label == 0) != (r.FinalLabel == "") || (o.status == 0) != (r.FinalStatus == "") {
+		return outcome{} // not representable: read it back
+	}
+	return o
+}
+
+// row rebuilds the decision row of key k.
+func (o outcome) row(k simulator.Key, server string, seed int64) results.Row {
+	r := results.Row{Model: k.Model, Prompt: k.Prompt, Condition: string(k.Condition), Scenario: k.Scenario,
+		Replicate: int64(k.Replicate), Server: server, Seed: seed, Status: results.StatusOK,
+		Turns: int64(o.turns), Replays: int64(o.replays)}
+	if o.label > 0 {
+		r.FinalLabel = string(study.Policies[o.label-1])
+	}
+	switch o.status {
+	case 1:
+		r.FinalStatus = string(study.Failed)
+	case 2:
+		r.FinalStatus = string(study.Succeeded)
+	}
+	f := func(i int) bool { return o.flags&(1<<i) != 0 }
+	r.Strict, r.Cover, r.Retry, r.Invalid, r.AnyFS, r.TerminalFS = f(0), f(1), f(2), f(3), f(4), f(5)
+	return r
 }
