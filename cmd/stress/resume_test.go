@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,35 +20,19 @@ import (
 	"github.com/mcpstress/stress/runner"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// stressBinary builds the stress command once per test binary.
+// stressBinary builds the stress command into a temporary directory of
+// the test.
 func stressBinary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "stress-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "stress")
-		gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(gobin); err != nil {
-			gobin = "go"
-		}
-		out, err := exec.Command(gobin, "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	bin := filepath.Join(t.TempDir(), "stress")
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(gobin); err != nil {
+		gobin = "go"
 	}
-	return binPath
+	if out, err := exec.Command(gobin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // slowStudy writes a synthetic study whose baselines take delayMS per call
