@@ -15,7 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstress/stress/internal/echohttp"
+	"github.com/mcpstress/stress/internal/faultserver"
 	"github.com/mcpstress/stress/internal/synth"
+	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/runner"
 )
@@ -354,6 +357,51 @@ func TestRunMergeSynthUsage(t *testing.T) {
 		_, _, err := runCmd(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestAnalyzeTransport runs a model whose server always answers HTTP 500
+// (through the test-only echohttp backend) and checks that stress analyze
+// reports the transport events and the error decisions apart from the
+// counts.
+func TestAnalyzeTransport(t *testing.T) {
+	srv := faultserver.New(echohttp.Handler(func(models.Request) string { return "" }),
+		faultserver.Fault{Kind: faultserver.KindStatus, Status: 500})
+	defer srv.Close()
+	study := filepath.Join(t.TempDir(), "study")
+	if err := synth.Write(study, synth.Options{Scenarios: 3, Servers: 1, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	man := filepath.Join(study, "down.yaml")
+	os.WriteFile(man, []byte(`name: down
+corpus: corpus
+prompts: [{name: default, path: prompts/default.tmpl}]
+conditions: [normalized]
+replicates: 1
+models:
+  - name: down
+    backend: echohttp
+    model: x
+    host: `+srv.URL+`
+    transport: {attempts: 2, backoff_ms: 1, max_backoff_ms: 1, breaker_after: 100}
+`), 0o644)
+	dir := filepath.Join(t.TempDir(), "run")
+	if _, log, err := runCmd(t, "run", "-out", dir, man); err != nil || !strings.Contains(log, "3 errors, 6 transport events") {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	out, _, err := runCmd(t, "analyze", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Transport events (faults met by 3 calls, retried unless the call failed; never counted as answers):",
+		"down   http_status  6       3",
+		"Error decisions (a call failed for good; excluded from the counts): 3",
+		"down/default/normalized/X0000001/1 turn 0: giving up after 2 attempts: HTTP 500: {\"error\":\"injected 500\"} [http_status,http_status]",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("analyze output lacks %q:\n%s", want, out)
 		}
 	}
 }
