@@ -4,6 +4,8 @@
 package analysis
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -131,34 +133,21 @@ type pending struct {
 // call lines by decision key, re-parses each raw response, checks that the
 // trajectory follows the replay rule, and scores it. Bad lines and broken
 // trajectories come back as problems (each located) and do not stop the
-// others; err is a read failure.
+// others; err is a read failure. It holds every decision in memory and
+// accepts lines in any order; RescoreEach streams.
 func Rescore(r io.Reader, name string) (rows []results.Row, problems []error, err error) {
-	cr := results.NewCallReader(r, name)
 	byKey := map[simulator.Key]*pending{}
 	var order []*pending
-	for cr.Scan() {
-		if e := cr.LineErr(); e != nil {
-			problems = append(problems, e)
-			continue
-		}
-		c := *cr.Call()
+	problems, err = scanCalls(r, name, func(c *results.Call) *pending {
 		p := byKey[c.Key]
 		if p == nil {
-			p = &pending{key: c.Key, server: c.Server, preferred: c.Preferred, nonHarm: c.NonHarm, turns: map[int]*results.Call{}}
+			p = newPending(c)
 			byKey[c.Key] = p
 			order = append(order, p)
 		}
-		if _, dup := p.turns[c.Turn]; dup {
-			problems = append(problems, fmt.Errorf("%s:%d: decision %s: turn %d appears twice", name, cr.Line(), c.Key, c.Turn))
-			continue
-		}
-		if c.ResponseSHA256 != results.SHA256([]byte(c.Response)) {
-			problems = append(problems, fmt.Errorf("%s:%d: decision %s turn %d: response_sha256 does not match the response", name, cr.Line(), c.Key, c.Turn))
-		}
-		// Keep only what scoring needs.
-		p.turns[c.Turn] = &results.Call{Turn: c.Turn, Seed: c.Seed, Response: c.Response, Error: c.Error}
-	}
-	if err := cr.Err(); err != nil {
+		return p
+	})
+	if err != nil {
 		return nil, problems, err
 	}
 	rows = make([]results.Row, 0, len(order))
@@ -171,6 +160,90 @@ func Rescore(r io.Reader, name string) (rows []results.Row, problems []error, er
 		rows = append(rows, row)
 	}
 	return rows, problems, nil
+}
+
+// RescoreEach is Rescore streamed: it hands each rebuilt row to fn as soon
+// as the lines of its decision end, holding one decision in memory. It
+// relies on a decision's lines being contiguous, as stress writes them; a
+// decision whose lines are split comes out once per run of lines, which a
+// Fingerprint comparison with decisions.parquet reveals. An error from fn
+// stops the scan and is returned.
+func RescoreEach(r io.Reader, name string, fn func(*results.Row) error) (problems []error, err error) {
+	var cur *pending
+	var fnErr error
+	flush := func() {
+		if cur == nil || fnErr != nil {
+			return
+		}
+		row, err := cur.score()
+		if err != nil {
+			problems = append(problems, fmt.Errorf("%s: decision %s: %w", name, cur.key, err))
+			return
+		}
+		fnErr = fn(&row)
+	}
+	scanProblems, err := scanCalls(r, name, func(c *results.Call) *pending {
+		if cur == nil || cur.key != c.Key {
+			flush()
+			cur = newPending(c)
+		}
+		return cur
+	})
+	if err == nil {
+		flush()
+	}
+	problems = append(scanProblems, problems...)
+	if err == nil {
+		err = fnErr
+	}
+	return problems, err
+}
+
+func newPending(c *results.Call) *pending {
+	return &pending{key: c.Key, server: c.Server, preferred: c.Preferred, nonHarm: c.NonHarm, turns: map[int]*results.Call{}}
+}
+
+// scanCalls reads call lines and files each into the pending decision that
+// pick returns, keeping only what scoring needs.
+func scanCalls(r io.Reader, name string, pick func(*results.Call) *pending) (problems []error, err error) {
+	cr := results.NewCallReader(r, name)
+	for cr.Scan() {
+		if e := cr.LineErr(); e != nil {
+			problems = append(problems, e)
+			continue
+		}
+		c := cr.Call()
+		p := pick(c)
+		if _, dup := p.turns[c.Turn]; dup {
+			problems = append(problems, fmt.Errorf("%s:%d: decision %s: turn %d appears twice", name, cr.Line(), c.Key, c.Turn))
+			continue
+		}
+		if c.ResponseSHA256 != results.SHA256([]byte(c.Response)) {
+			problems = append(problems, fmt.Errorf("%s:%d: decision %s turn %d: response_sha256 does not match the response", name, cr.Line(), c.Key, c.Turn))
+		}
+		p.turns[c.Turn] = &results.Call{Turn: c.Turn, Seed: c.Seed, Response: c.Response, Error: c.Error}
+	}
+	return problems, cr.Err()
+}
+
+// Fingerprint is an order-independent digest of a set of decision rows:
+// the count and the sum, mod 2^64 per word, of each row's sha256. Two sets
+// with equal fingerprints hold the same rows (up to a hash collision), so
+// calls.jsonl and decisions.parquet can be checked against each other in
+// one streaming pass each.
+type Fingerprint struct {
+	N   int       // rows added
+	Sum [4]uint64 // word-wise sum of the rows' sha256
+}
+
+// Add folds one row into the fingerprint.
+func (f *Fingerprint) Add(r *results.Row) {
+	b, _ := json.Marshal(r)
+	h := sha256.Sum256(b)
+	for i := range f.Sum {
+		f.Sum[i] += binary.LittleEndian.Uint64(h[8*i:])
+	}
+	f.N++
 }
 
 func (p *pending) score() (results.Row, error) {
