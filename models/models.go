@@ -165,3 +165,37 @@ func New(spec Spec) (Model, error) {
 	}
 	return b.New(spec)
 }
+
+// ProbeSeed tells whether m's server honours seeds: it sends one fixed
+// probe request twice with the same seed and compares the answer texts.
+// Backends implement SeedChecker with it.
+func ProbeSeed(ctx context.Context, m Model, options map[string]any) (honoured bool, detail string, err error) {
+	req := Request{
+		Messages: []Message{
+			{Role: "system", Content: "Answer with one JSON object."},
+			{Role: "user", Content: "A tool call failed with: unknown tool. Choose a recovery policy."},
+		},
+		Seed:        20260819,
+		Temperature: 1,
+		Options:     options,
+	}
+	a, err := m.Generate(ctx, req)
+	if err != nil {
+		return false, "", fmt.Errorf("seed probe: %w", err)
+	}
+	b, err := m.Generate(ctx, req)
+	if err != nil {
+		return false, "", fmt.Errorf("seed probe: %w", err)
+	}
+	if a.Text != b.Text {
+		return false, fmt.Sprintf("same seed, different answers: %q vs %q", clip(a.Text), clip(b.Text)), nil
+	}
+	return true, fmt.Sprintf("same seed, same answer (%d bytes)", len(a.Text)), nil
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}

@@ -267,29 +267,5 @@ func (m *Model) Verify(ctx context.Context) (models.Facts, error) {
 // SeedCheck sends one probe request twice with the same seed and compares
 // the raw answers.
 func (m *Model) SeedCheck(ctx context.Context) (bool, string, error) {
-	req := models.Request{
-		Messages:    []models.Message{{Role: "system", Content: "Answer with one JSON object."}, {Role: "user", Content: "A tool call failed with: unknown tool. Choose a recovery policy."}},
-		Seed:        20260819,
-		Temperature: 1,
-		Options:     m.spec.Options,
-	}
-	a, err := m.Generate(ctx, req)
-	if err != nil {
-		return false, "", fmt.Errorf("seed probe: %w", err)
-	}
-	b, err := m.Generate(ctx, req)
-	if err != nil {
-		return false, "", fmt.Errorf("seed probe: %w", err)
-	}
-	if a.Text != b.Text {
-		return false, fmt.Sprintf("same seed, different answers: %q vs %q", clip(a.Text), clip(b.Text)), nil
-	}
-	return true, fmt.Sprintf("same seed, same answer (%d bytes)", len(a.Text)), nil
-}
-
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
+	return models.ProbeSeed(ctx, m, m.spec.Options)
 }

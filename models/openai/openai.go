@@ -243,7 +243,11 @@ func (m *Model) Verify(ctx context.Context) (models.Facts, error) {
 	if err == nil {
 		facts["listed"] = contains(listed, m.spec.Model)
 	}
-	reply, err := m.Generate(ctx, probe(m.spec.Options))
+	reply, err := m.Generate(ctx, models.Request{
+		Messages:    []models.Message{{Role: "user", Content: "Reply with the word ok."}},
+		Temperature: 0,
+		Options:     m.spec.Options,
+	})
 	if err != nil {
 		return facts, fmt.Errorf("model %q at %s: probe completion: %w", m.spec.Name, m.base, err)
 	}
@@ -261,30 +265,9 @@ func (m *Model) Verify(ctx context.Context) (models.Facts, error) {
 	return facts, errors.Join(errs...)
 }
 
-func probe(options map[string]any) models.Request {
-	return models.Request{
-		Messages:    []models.Message{{Role: "system", Content: "Answer with one JSON object."}, {Role: "user", Content: "A tool call failed with: unknown tool. Choose a recovery policy."}},
-		Seed:        20260819,
-		Temperature: 1,
-		Options:     options,
-	}
-}
-
 // SeedCheck sends one probe twice with the same seed and compares answers.
 func (m *Model) SeedCheck(ctx context.Context) (bool, string, error) {
-	req := probe(m.spec.Options)
-	a, err := m.Generate(ctx, req)
-	if err != nil {
-		return false, "", fmt.Errorf("seed probe: %w", err)
-	}
-	b, err := m.Generate(ctx, req)
-	if err != nil {
-		return false, "", fmt.Errorf("seed probe: %w", err)
-	}
-	if a.Text != b.Text {
-		return false, "same seed, different answers", nil
-	}
-	return true, fmt.Sprintf("same seed, same answer (%d bytes)", len(a.Text)), nil
+	return models.ProbeSeed(ctx, m, m.spec.Options)
 }
 
 // listModels reads GET /models; servers that lack it return an error.
