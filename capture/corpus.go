@@ -17,43 +17,22 @@ import (
 
 // Files and directories Write creates inside the output directory.
 const (
-	CorpusDir    = "corpus"               // the pseudonymous corpus, one <pseudonym>.json per server
-	ManifestFile = "manifest.yaml"        // the baselines on the corpus: `stress run DIR/manifest.yaml`
-	PromptFile   = "prompts/default.tmpl" // a copy of the built-in prompt the manifest names
-	PrivateDir   = "private"              // raw frames, server stderr and the pseudonym key: never publish
-	LogFile      = "private/capture.json" // what was probed, with real names
-	stderrDir    = "private/stderr"       // what stdio servers wrote to stderr
-	framesDir    = "private/frames"       // raw JSON-RPC frames, one file per server
-	readmeFile   = "private/README.txt"   // says what private/ is
-	prompt       = "prompts/default.tmpl" // in manifests.Builtin
+	CorpusDir    = "corpus"                  // the pseudonymous corpus, one <pseudonym>.json per server
+	ManifestFile = "manifest.yaml"           // the baselines on the corpus: `stress run DIR/manifest.yaml`
+	PromptFile   = manifests.BaselinesPrompt // a copy of the built-in prompt the manifest names
+	PrivateDir   = "private"                 // raw frames, server stderr and the pseudonym key: never publish
+	LogFile      = "private/capture.json"    // what was probed, with real names
+	stderrDir    = "private/stderr"          // what stdio servers wrote to stderr
+	framesDir    = "private/frames"          // raw JSON-RPC frames, one file per server
+	readmeFile   = "private/README.txt"      // says what private/ is
 )
 
-// manifestText is the manifest Write puts next to the corpus.
-const manifestText = `# Written by stress capture: the three deterministic baselines on the
-# captured corpus (1 replicate: they are deterministic). Run it with
-#   stress run DIR/manifest.yaml
-# where DIR is the directory this file is in.
-name: capture
-corpus: corpus
-prompts:
-  - name: default
-    path: prompts/default.tmpl
-conditions: [normalized, code_only, structured, prose]
-replicates: 1
-seed: 20260819
-temperature: 0.7
-replay_cap: 3
-models:
-  - name: always_stop
-    backend: baseline
-    model: always_stop
-  - name: code_registry
-    backend: baseline
-    model: code_registry
-  - name: explicit_policy
-    backend: baseline
-    model: explicit_policy
-`
+// manifestHeader is the leading comment of the manifest Write puts next
+// to the corpus.
+const manifestHeader = `Written by stress capture: the three deterministic baselines on the
+captured corpus (1 replicate: they are deterministic). Run it with
+  stress run DIR/manifest.yaml
+where DIR is the directory this file is in.`
 
 const privateReadme = `This directory holds what the corpus was made from: the raw JSON-RPC
 frames exactly as they crossed the wire (frames/), what stdio servers wrote
@@ -197,14 +176,7 @@ func Write(dir string, servers []*Server, o Options) (*Written, error) {
 	if err := os.WriteFile(filepath.Join(dir, readmeFile), []byte(privateReadme), 0o600); err != nil {
 		return nil, err
 	}
-	tmpl, err := fs.ReadFile(manifests.Builtin, prompt)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, PromptFile), tmpl, 0o644); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, ManifestFile), []byte(manifestText), 0o644); err != nil {
+	if err := manifests.WriteBaselines(filepath.Join(dir, ManifestFile), "capture", manifestHeader, CorpusDir, 1, 20260819); err != nil {
 		return nil, err
 	}
 	if len(errs) > 0 {

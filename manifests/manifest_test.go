@@ -127,3 +127,24 @@ func TestLoadNamesMissingFiles(t *testing.T) {
 		t.Errorf("error %v, want it to name field corpus and the path", err)
 	}
 }
+
+func TestWriteBaselines(t *testing.T) {
+	dir := t.TempDir()
+	corpus, _ := filepath.Abs("corpus/paper")
+	file := filepath.Join(dir, "m.yaml")
+	if err := WriteBaselines(file, "again", "line one\nline two", corpus, 2, 9); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := readFile(t, file)
+	if m.Name != "again" || m.Replicates != 2 || m.Seed != 9 || len(m.Models) != 3 || len(m.Corpus.Scenarios) != 21 ||
+		!strings.HasPrefix(text, "# line one\n# line two\n") || m.Prompts[0].Text != readFile(t, "prompts/default.tmpl") {
+		t.Errorf("written manifest %+v\n%s", m.Manifest, text)
+	}
+	if err := WriteBaselines(filepath.Join(dir, "bad.yaml"), "bad name!", "", corpus, 1, 1); err == nil {
+		t.Error("an invalid manifest was written")
+	}
+}

@@ -69,16 +69,7 @@ func Write(dir string, opt Options) error {
 	if err != nil {
 		return err
 	}
-	prompt, err := fs.ReadFile(manifests.Builtin, "prompts/default.tmpl")
-	if err != nil {
-		return err
-	}
-	for _, d := range []string{"corpus", "prompts"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
-			return err
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "prompts", "default.tmpl"), prompt, 0o644); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "corpus"), 0o755); err != nil {
 		return err
 	}
 	rng := rand.New(rand.NewPCG(opt.Seed, 0x5e7a))
@@ -94,30 +85,9 @@ func Write(dir string, opt Options) error {
 			return err
 		}
 	}
-	man := fmt.Sprintf(`# Synthetic study written by stress synth: %d scenarios from %d servers,
-# 3 baselines x 4 conditions x %d replicates = %d decisions, offline.
-name: synth
-corpus: corpus
-prompts:
-  - name: default
-    path: prompts/default.tmpl
-conditions: [normalized, code_only, structured, prose]
-replicates: %d
-seed: %d
-temperature: 0.7
-replay_cap: 3
-models:
-  - name: always_stop
-    backend: baseline
-    model: always_stop
-  - name: code_registry
-    backend: baseline
-    model: code_registry
-  - name: explicit_policy
-    backend: baseline
-    model: explicit_policy
-`, opt.Scenarios, opt.Servers, opt.Replicates, 12*opt.Scenarios*opt.Replicates, opt.Replicates, opt.Seed)
-	return os.WriteFile(filepath.Join(dir, ManifestFile), []byte(man), 0o644)
+	header := fmt.Sprintf("Synthetic study written by stress synth: %d scenarios from %d servers,\n3 baselines x 4 conditions x %d replicates = %d decisions, offline.",
+		opt.Scenarios, opt.Servers, opt.Replicates, 12*opt.Scenarios*opt.Replicates)
+	return manifests.WriteBaselines(filepath.Join(dir, ManifestFile), "synth", header, "corpus", opt.Replicates, opt.Seed)
 }
 
 func writeServer(file, server string, s int, opt Options, templates []map[string]json.RawMessage, pick []uint8) error {
