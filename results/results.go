@@ -350,3 +350,23 @@ func (r *CallReader) Err() error {
 	}
 	return nil
 }
+
+// ReadCalls reads every line of a calls.jsonl file into memory; the first
+// bad line is an error naming its line. For large bundles stream with
+// CallReader instead.
+func ReadCalls(file string) ([]Call, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Call
+	cr := NewCallReader(f, file)
+	for cr.Scan() {
+		if err := cr.LineErr(); err != nil {
+			return out, err
+		}
+		out = append(out, *cr.Call())
+	}
+	return out, cr.Err()
+}

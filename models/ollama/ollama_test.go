@@ -211,20 +211,11 @@ func TestStudy(t *testing.T) {
 
 func readCalls(t *testing.T, dir string) []results.Call {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, results.CallsFile))
+	calls, err := results.ReadCalls(filepath.Join(dir, results.CallsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	var out []results.Call
-	cr := results.NewCallReader(f, "calls.jsonl")
-	for cr.Scan() {
-		if err := cr.LineErr(); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, *cr.Call())
-	}
-	return out
+	return calls
 }
 
 // responses joins every call's key, turn and answer text.
