@@ -240,12 +240,27 @@ var (
 	envPattern    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
+// decodeYAML decodes strictly (unknown fields and duplicate keys are
+// errors). Note: the YAML library panics on some malformed inputs (found by
+// FuzzParse, kept in testdata/fuzz); the panic becomes an error here.
+func decodeYAML(data []byte, m *Manifest) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("malformed YAML (the decoder failed: %v)", r)
+		}
+	}()
+	if err := yaml.UnmarshalWithOptions(data, m, yaml.Strict()); err != nil {
+		return errors.New(yaml.FormatError(err, false, true))
+	}
+	return nil
+}
+
 // Parse decodes and validates manifest bytes (YAML or JSON). Unknown fields
 // and invalid values are errors naming the source and the field.
 func Parse(source string, data []byte) (*Manifest, error) {
 	var m Manifest
-	if err := yaml.UnmarshalWithOptions(data, &m, yaml.Strict()); err != nil {
-		return nil, fmt.Errorf("manifest %s: %s", source, yaml.FormatError(err, false, true))
+	if err := decodeYAML(data, &m); err != nil {
+		return nil, fmt.Errorf("manifest %s: %s", source, err)
 	}
 	var errs []error
 	bad := func(field, format string, a ...any) {
