@@ -18,21 +18,29 @@ type ModelCheck struct {
 	SeedDetail   string       `json:"seed_detail,omitempty"`
 }
 
-// Verify resolves every model that can be verified on its server and
-// checks its pinned identity, before any inference. It returns every
-// model's facts and one joined error listing each failed model.
+// Verify resolves every model that can be verified on its server, at
+// every endpoint, and checks its pinned identity, before any inference. It
+// returns what each model's first endpoint reported and one joined error
+// listing each failed model and endpoint.
 func (p *Plan) Verify(ctx context.Context) (map[string]*ModelCheck, error) {
 	checks := map[string]*ModelCheck{}
 	var errs []error
 	for i, md := range p.m.Models {
-		v, ok := p.models[i].(models.Verifier)
-		if !ok {
-			continue
-		}
-		facts, err := v.Verify(ctx)
-		checks[md.Name] = &ModelCheck{Facts: facts}
-		if err != nil {
-			errs = append(errs, err)
+		for e, inst := range p.endpoints[i] {
+			v, ok := inst.(models.Verifier)
+			if !ok {
+				continue
+			}
+			facts, err := v.Verify(ctx)
+			if e == 0 {
+				checks[md.Name] = &ModelCheck{Facts: facts}
+			}
+			if err != nil && len(md.Endpoints) > 1 {
+				err = fmt.Errorf("model %q endpoint %s: %w", md.Name, md.Endpoints[e], err)
+			}
+			if err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return checks, errors.Join(errs...)
@@ -49,7 +57,7 @@ func (p *Plan) Preflight(ctx context.Context, log io.Writer) error {
 	}
 	var errs []error
 	for i, md := range p.m.Models {
-		sc, ok := p.models[i].(models.SeedChecker)
+		sc, ok := p.endpoints[i][0].(models.SeedChecker)
 		if !ok || md.SeedCheck == "off" {
 			continue
 		}

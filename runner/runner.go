@@ -203,10 +203,8 @@ func BinaryInfo() Binary {
 // Plan is a run ready to start: its models built and prompts parsed.
 type Plan struct {
 	m *manifests.Resolved
-	// models holds each manifest model's instance for its first endpoint;
-	// endpoints holds one instance per endpoint (endpoints[i][0] is
-	// models[i] as built; a run uses models[i], which Wrap may replace).
-	models    []models.Model
+	// endpoints holds, per manifest model, one instance per endpoint (a
+	// single one for a model with a host or no server).
 	endpoints [][]models.Model
 	prompts   []*conditions.Prompt
 	unpinned  []string
@@ -250,7 +248,6 @@ func Prepare(m *manifests.Resolved, allowUnpinned bool) (*Plan, error) {
 		if len(insts) != len(md.Hosts()) {
 			continue
 		}
-		p.models = append(p.models, insts[0])
 		p.endpoints = append(p.endpoints, insts)
 	}
 	for _, pf := range m.Prompts {
@@ -282,27 +279,13 @@ func (p *Plan) scenarioIDs() []string {
 	return ids
 }
 
-// preflight runs the plan's preflight once (see Preflight), then verifies
-// the models of every further endpoint.
+// preflight runs the plan's preflight once (see Preflight).
 func (p *Plan) preflight(ctx context.Context, log io.Writer) error {
 	if p.checked {
 		return nil
 	}
 	if err := p.Preflight(ctx, log); err != nil {
 		return err
-	}
-	var errs []error
-	for i, insts := range p.endpoints {
-		for e := 1; e < len(insts); e++ {
-			if v, ok := insts[e].(models.Verifier); ok {
-				if _, err := v.Verify(ctx); err != nil {
-					errs = append(errs, fmt.Errorf("model %q endpoint %s: %w", p.m.Models[i].Name, p.m.Models[i].Endpoints[e], err))
-				}
-			}
-		}
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("preflight, before any call:\n%w", errors.Join(errs...))
 	}
 	p.checked = true
 	return nil

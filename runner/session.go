@@ -101,9 +101,6 @@ func (s *session) run(ctx context.Context) (*Summary, error) {
 		}()
 		for e, host := range md.Hosts() {
 			model := p.endpoints[mi][e]
-			if e == 0 {
-				model = p.models[mi]
-			}
 			label := ""
 			if len(md.Endpoints) > 0 {
 				label = host
