@@ -14,7 +14,9 @@ import (
 )
 
 func TestParseAnswer(t *testing.T) {
-	ok := func(s study.Status, p study.Policy) simulator.Answer { return simulator.Answer{Status: s, Policy: p, Valid: true} }
+	ok := func(s study.Status, p study.Policy) simulator.Answer {
+		return simulator.Answer{Status: s, Policy: p, Valid: true}
+	}
 	for _, tc := range []struct {
 		text string
 		want simulator.Answer
