@@ -201,6 +201,12 @@ func (g *Group) Complete(replayCap int) bool {
 	return !simulator.Continues(simulator.ParseAnswer(last.Response), last.Turn, replayCap)
 }
 
+// Failed reports whether the group's last call failed for good: an error
+// decision.
+func (g *Group) Failed() bool {
+	return len(g.Heads) > 0 && g.Heads[len(g.Heads)-1].Error != ""
+}
+
 // Row scores the group into its decisions.parquet row, exactly as RowOf
 // scores the decision when it runs.
 func (g *Group) Row() Row {

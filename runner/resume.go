@@ -146,6 +146,9 @@ func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*Summary, e
 	if s.torn > 0 {
 		msg += fmt.Sprintf(", torn tail of %d bytes discarded", s.torn)
 	}
+	if s.retried > 0 {
+		msg += fmt.Sprintf(", %d error decisions to retry", s.retried)
+	}
 	fmt.Fprintln(opt.Log, msg)
 	if b := BinaryInfo(); b.Revision != rec.Binary.Revision && rec.Binary.Revision != "" {
 		fmt.Fprintf(opt.Log, "note: this binary (revision %s) differs from the one that started the run (%s)\n", b.Revision, rec.Binary.Revision)
@@ -170,6 +173,7 @@ func (s *session) recover() error {
 	}
 	defer f.Close()
 	gr := results.NewGroupReader(f, file)
+	failedAt := map[int]bool{} // error decisions kept so far, by local index
 	var end int64
 	incomplete := 0
 	for gr.Next() {
@@ -186,8 +190,23 @@ func (s *session) recover() error {
 			incomplete++
 			continue
 		}
+		failed := g.Failed()
+		if failed && s.opt.RetryErrors {
+			s.retried++
+			continue
+		}
 		if s.idx[j].done() {
-			return fmt.Errorf("%s:%d: decision %s appears twice (first at byte %d)", file, g.Line, g.Key, s.idx[j].off)
+			// Note: an error decision followed by the same decision again is
+			// what a -retry-errors session cut short leaves: the later one
+			// wins. Any other repeat is not a crash's doing.
+			if !failedAt[j] {
+				return fmt.Errorf("%s:%d: decision %s appears twice (first at byte %d)", file, g.Line, g.Key, s.idx[j].off)
+			}
+		}
+		if failed {
+			failedAt[j] = true
+		} else {
+			delete(failedAt, j)
 		}
 		if g.Size > 1<<32-1 {
 			return fmt.Errorf("%s:%d: decision %s has more than 4 GiB of lines", file, g.Line, g.Key)

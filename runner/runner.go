@@ -45,6 +45,9 @@ type Options struct {
 	Log io.Writer
 	// Shard runs only a 1/N slice of the decisions (zero: all of them).
 	Shard Shard
+	// RetryErrors, on resume, redoes the error decisions (calls that failed
+	// for good) instead of keeping them.
+	RetryErrors bool
 	// Grace is how long calls in flight may finish after ctx ends before
 	// they are cancelled (default 30 s); their decisions are redone on
 	// resume.

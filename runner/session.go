@@ -38,6 +38,9 @@ type session struct {
 	keep   int64 // bytes of calls.jsonl to keep (whole decisions)
 	redone int   // interrupted decisions found on resume
 	torn   int64 // bytes of torn tail discarded on resume
+	// retried counts the error decisions set aside on resume to be run
+	// again (Options.RetryErrors).
+	retried int
 }
 
 // job is one decision to run: its study index and shard-local index.

@@ -65,6 +65,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	shardFlag := fs.String("shard", "", "run only shard `i/n` of the decisions (combine the shards with stress merge)")
 	grace := fs.Duration("grace", 30*time.Second, "after an interrupt, how long calls in flight may finish before they are cancelled")
 	every := fs.Duration("progress", 10*time.Second, "interval of progress lines when stderr is not a terminal")
+	retryErrors := fs.Bool("retry-errors", false, "with -resume: run the error decisions (calls that failed for good) again")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -80,6 +81,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if *resume != "" && *out != "" {
 		return usageError("run: flags -resume and -out exclude each other (a resumed run writes into its own bundle)")
+	}
+	if *retryErrors && *resume == "" {
+		return usageError("run: flag -retry-errors goes with -resume")
 	}
 	if *grace <= 0 || *every <= 0 {
 		return usageError("run: flags -grace and -progress want a positive duration")
@@ -107,7 +111,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	opt := runner.Options{Out: *out, AllowUnpinned: *allow, Log: stderr, Shard: shard, Grace: *grace, ProgressEvery: *every, Progress: stderr}
+	opt := runner.Options{Out: *out, AllowUnpinned: *allow, Log: stderr, Shard: shard, Grace: *grace, ProgressEvery: *every, Progress: stderr, RetryErrors: *retryErrors}
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		opt.Terminal = true
 		if w, _, err := term.GetSize(int(f.Fd())); err == nil {
