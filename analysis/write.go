@@ -11,15 +11,17 @@ import (
 )
 
 // WriteAnalysisJSON prints {"bootstrap":…, "cells":[…], "pairs":[…]} and,
-// when against is not nil, "against". Each cell keeps the fields WriteJSON
-// prints and adds "rates", "wilson" and "bootstrap".
-func WriteAnalysisJSON(w io.Writer, an *Analysis, against *PaperComparison) error {
+// when against is not nil, "against", and when transport is not nil,
+// "transport" (events per model and kind, error decisions). Each cell keeps
+// the fields WriteJSON prints and adds "rates", "wilson" and "bootstrap".
+func WriteAnalysisJSON(w io.Writer, an *Analysis, against *PaperComparison, transport *TransportSummary) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(struct {
 		*Analysis
-		Against *PaperComparison `json:"against,omitempty"`
-	}{an, against})
+		Against   *PaperComparison  `json:"against,omitempty"`
+		Transport *TransportSummary `json:"transport,omitempty"`
+	}{an, against, transport})
 }
 
 // table is a tabwriter whose Flush drops the padding at the ends of

@@ -205,8 +205,22 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 	}
+	// Transport events and error decisions are reported apart from the
+	// counts.
+	cf, err := os.Open(filepath.Join(dir, results.CallsFile))
+	if err != nil {
+		return err
+	}
+	ts, _, err := analysis.Transport(cf, cf.Name())
+	cf.Close()
+	if err != nil {
+		return err
+	}
 	if *asJSON {
-		err = analysis.WriteAnalysisJSON(stdout, an, pc)
+		if ts.Empty() {
+			ts = nil
+		}
+		err = analysis.WriteAnalysisJSON(stdout, an, pc, ts)
 	} else {
 		err = analysis.WriteTable(stdout, cells)
 		if err == nil {
@@ -217,15 +231,8 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			fmt.Fprintln(stdout)
 			err = analysis.WriteAgainst(stdout, table, pc)
 		}
-		if err == nil { // transport events and error decisions, apart from the counts
-			var f *os.File
-			if f, err = os.Open(filepath.Join(dir, results.CallsFile)); err == nil {
-				ts, _, terr := analysis.Transport(f, f.Name())
-				f.Close()
-				if err = terr; err == nil {
-					err = analysis.WriteTransport(stdout, ts)
-				}
-			}
+		if err == nil {
+			err = analysis.WriteTransport(stdout, ts)
 		}
 	}
 	if err == nil && problems > 0 {

@@ -404,4 +404,21 @@ models:
 			t.Errorf("analyze output lacks %q:\n%s", want, out)
 		}
 	}
+	js, _, err := runCmd(t, "analyze", "-json", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Transport *struct {
+			Events []struct {
+				Model, Kind   string
+				Events, Calls int
+			}
+			FailedTotal int `json:"failed_total"`
+		}
+	}
+	if err := json.Unmarshal([]byte(js), &got); err != nil || got.Transport == nil || got.Transport.FailedTotal != 3 ||
+		len(got.Transport.Events) != 1 || got.Transport.Events[0].Kind != "http_status" || got.Transport.Events[0].Events != 6 {
+		t.Errorf("analyze -json transport: %v %+v", err, got.Transport)
+	}
 }
