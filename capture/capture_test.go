@@ -647,7 +647,7 @@ func TestStubbornServerKilled(t *testing.T) {
 
 func TestConnectFailureKeepsStderr(t *testing.T) {
 	o := fixtureOptions()
-	servers, err := Run(context.Background(), []Target{{Label: "broken", Command: []string{"sh", "-c", "echo not-json; echo oops >&2; exit 3"}}}, o)
+	servers, err := Run(context.Background(), []Target{{Label: "broken", Command: []string{"sh", "-c", "echo not-json; echo oops >&2; read request; exit 3"}}}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
