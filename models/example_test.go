@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mcpstress/stress/manifests"
@@ -45,8 +46,13 @@ func (k *keyword) Generate(ctx context.Context, req models.Request) (models.Repl
 }
 
 // In a real backend this runs in an init function of its package, and
-// cmd/stress imports the package.
-func registerKeyword() {
+// cmd/stress imports the package. (Here a sync.Once, so that the test may
+// run more than once in a process.)
+var registerOnce sync.Once
+
+func registerKeyword() { registerOnce.Do(register) }
+
+func register() {
 	models.Register("keyword", models.Backend{New: func(s models.Spec) (models.Model, error) {
 		word, _ := s.Options["word"].(string)
 		if word == "" {
