@@ -152,6 +152,8 @@ func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*Summary, e
 	fmt.Fprintln(opt.Log, msg)
 	if b := BinaryInfo(); b.Revision != rec.Binary.Revision && rec.Binary.Revision != "" {
 		fmt.Fprintf(opt.Log, "note: this binary (revision %s) differs from the one that started the run (%s)\n", b.Revision, rec.Binary.Revision)
+	} else if b.SHA256 != rec.Binary.SHA256 && rec.Binary.SHA256 != "" && b.Revision == "" {
+		fmt.Fprintf(opt.Log, "note: this binary (sha256 %.12s) differs from the one that started the run (%.12s)\n", b.SHA256, rec.Binary.SHA256)
 	}
 	return s.run(ctx)
 }

@@ -13,12 +13,15 @@ package runner
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/mcpstress/stress/analysis"
@@ -168,6 +171,9 @@ type Binary struct {
 	GoVersion string `json:"go_version"`
 	Revision  string `json:"vcs_revision,omitempty"`
 	Modified  bool   `json:"vcs_modified,omitempty"`
+	// SHA256 is the hash of the executable file, which identifies the
+	// build even when it carries no VCS stamp (go run, -buildvcs=false).
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // Summary is what summary.json holds.
@@ -184,9 +190,10 @@ type Summary struct {
 	Cells     []analysis.Cell `json:"cells"`
 }
 
-// BinaryInfo reads the running binary's build information.
+// BinaryInfo reads the running binary's build information and the sha256
+// of its executable (computed once per process).
 func BinaryInfo() Binary {
-	b := Binary{Module: "github.com/mcpstress/stress", Version: "(unknown)"}
+	b := Binary{Module: "github.com/mcpstress/stress", Version: "(unknown)", SHA256: executableSHA256()}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return b
@@ -202,6 +209,25 @@ func BinaryInfo() Binary {
 	}
 	return b
 }
+
+// executableSHA256 hashes the running executable; "" when it cannot be
+// read.
+var executableSHA256 = sync.OnceValue(func() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
+})
 
 // Plan is a run ready to start: its models built and prompts parsed.
 type Plan struct {

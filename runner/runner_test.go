@@ -96,7 +96,7 @@ func checkBundle(t *testing.T, dir string, sum *runner.Summary) {
 	if err := json.Unmarshal(b, &rec); err != nil {
 		t.Fatal(err)
 	}
-	if rec.Finished == nil || rec.ManifestSHA256 == "" || len(rec.CorpusFiles) != 10 || len(rec.Prompts) == 0 || rec.Prompts[0].SHA256 == "" || rec.Binary.GoVersion == "" || rec.ReplayCap != 3 {
+	if rec.Finished == nil || rec.ManifestSHA256 == "" || len(rec.CorpusFiles) != 10 || len(rec.Prompts) == 0 || rec.Prompts[0].SHA256 == "" || rec.Binary.GoVersion == "" || len(rec.Binary.SHA256) != 64 || rec.ReplayCap != 3 {
 		t.Errorf("manifest.json lacks facts: %s", b)
 	}
 	var s2 runner.Summary
