@@ -39,23 +39,27 @@ func closeSources(fs []*os.File) {
 // row, calls and transport events of decisions whose lines need not be
 // parsed back. Memory is bounded by one decision's lines and one parquet
 // row group.
-func writeBundle(dir, runID string, sp *space, idx []loc, src []*os.File, known func(j int) (row results.Row, calls, events int, ok bool), log io.Writer) (*Summary, error) {
+func writeBundle(dir, runID string, sp *space, idx *locTable, src []*os.File, known func(j int, o outcome) (row results.Row, calls, events int, ok bool), log io.Writer) (*Summary, error) {
 	callsPath := filepath.Join(dir, results.CallsFile)
 	canonical := false
 	if len(src) == 1 && src[0].Name() == callsPath {
 		canonical = true
 		var next int64
-		for _, l := range idx {
+		errNotCanonical := errors.New("not canonical")
+		err := idx.each(func(_ int, l loc, _ outcome) error {
 			if !l.done() {
-				continue
+				return nil
 			}
 			if l.off != next {
-				canonical = false
-				break
+				return errNotCanonical
 			}
 			next += int64(l.size)
+			return nil
+		})
+		if err != nil && err != errNotCanonical {
+			return nil, err
 		}
-		if st, err := src[0].Stat(); err != nil || st.Size() != next {
+		if st, serr := src[0].Stat(); err != nil || serr != nil || st.Size() != next {
 			canonical = false
 		}
 	}
@@ -85,15 +89,15 @@ func writeBundle(dir, runID string, sp *space, idx []loc, src []*os.File, known 
 	sum := &Summary{RunID: runID}
 	var buf []byte
 	var g results.Group
-	for j, l := range idx {
+	err = idx.each(func(j int, l loc, o outcome) error {
 		if !l.done() {
-			continue
+			return nil
 		}
 		var row results.Row
 		var calls, events int
 		ok := false
 		if known != nil {
-			row, calls, events, ok = known(j)
+			row, calls, events, ok = known(j, o)
 		}
 		if !ok || out != nil {
 			if cap(buf) < int(l.size) {
@@ -102,16 +106,16 @@ func writeBundle(dir, runID string, sp *space, idx []loc, src []*os.File, known 
 			buf = buf[:l.size]
 			f := src[l.file]
 			if _, err := f.ReadAt(buf, l.off); err != nil {
-				return abort(fmt.Errorf("%s: reading %d bytes at %d: %w", f.Name(), l.size, l.off, err))
+				return fmt.Errorf("%s: reading %d bytes at %d: %w", f.Name(), l.size, l.off, err)
 			}
 		}
 		if !ok {
 			f := src[l.file]
 			if err := results.ParseGroup(buf, &g); err != nil {
-				return abort(fmt.Errorf("%s: decision at byte %d: %w", f.Name(), l.off, err))
+				return fmt.Errorf("%s: decision at byte %d: %w", f.Name(), l.off, err)
 			}
 			if want := sp.key(sp.global(j)); g.Key != want {
-				return abort(fmt.Errorf("%s: byte %d holds decision %s, want %s", f.Name(), l.off, g.Key, want))
+				return fmt.Errorf("%s: byte %d holds decision %s, want %s", f.Name(), l.off, g.Key, want)
 			}
 			row, calls = g.Row(), len(g.Heads)
 			for i := range g.Heads {
@@ -120,7 +124,7 @@ func writeBundle(dir, runID string, sp *space, idx []loc, src []*os.File, known 
 		}
 		tally.Add(&row)
 		if err := rows.Add(row); err != nil {
-			return abort(err)
+			return err
 		}
 		sum.Decisions++
 		sum.Calls += calls
@@ -130,9 +134,13 @@ func writeBundle(dir, runID string, sp *space, idx []loc, src []*os.File, known 
 		}
 		if out != nil {
 			if _, err := out.AppendRaw(buf); err != nil {
-				return abort(err)
+				return err
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return abort(err)
 	}
 	sum.Cells = tally.Cells()
 	if out != nil {

@@ -85,7 +85,11 @@ func Merge(out string, dirs []string, opt MergeOptions) (*Record, *Summary, erro
 	}
 
 	sp := newSpace(&base.Manifest, base.Scenarios, Shard{I: 1, N: 1})
-	idx := make([]loc, sp.total())
+	idx, err := newLocTable(os.TempDir(), sp.total())
+	if err != nil {
+		return nil, nil, err
+	}
+	defer idx.Close()
 	files := make([]string, len(dirs))
 	for k, d := range dirs {
 		files[k] = filepath.Join(d, results.CallsFile)
@@ -95,13 +99,16 @@ func Merge(out string, dirs []string, opt MergeOptions) (*Record, *Summary, erro
 	}
 	var missing []string
 	count := 0
-	for i, l := range idx {
+	if err := idx.each(func(i int, l loc, _ outcome) error {
 		if !l.done() {
 			if len(missing) < 5 {
 				missing = append(missing, sp.key(i).String())
 			}
 			count++
 		}
+		return nil
+	}); err != nil {
+		return nil, nil, err
 	}
 	if count > 0 {
 		return nil, nil, fmt.Errorf("merge: %d decisions are in no shard, e.g. %v", count, missing)
@@ -172,7 +179,7 @@ func sameStudy(a, b *Record) error {
 }
 
 // indexShard locates every decision of one shard's calls.jsonl in idx.
-func indexShard(file string, k int32, rec *Record, sp *space, idx []loc, replayCap int, dirs []string) error {
+func indexShard(file string, k int32, rec *Record, sp *space, idx *locTable, replayCap int, dirs []string) error {
 	f, err := os.Open(file)
 	if err != nil {
 		return err
@@ -193,14 +200,17 @@ func indexShard(file string, k int32, rec *Record, sp *space, idx []loc, replayC
 			return fmt.Errorf("%s:%d: decision %s belongs to shard %d/%d, not %s", file, g.Line, g.Key, i%sh.N+1, sh.N, sh)
 		case !g.Complete(replayCap):
 			return fmt.Errorf("%s:%d: decision %s is incomplete; resume the shard first", file, g.Line, g.Key)
-		case idx[i].done():
-			return fmt.Errorf("%s:%d: decision %s is also in %s (shards overlap)", file, g.Line, g.Key, dirs[idx[i].file])
+		case idx.get(i).done():
+			return fmt.Errorf("%s:%d: decision %s is also in %s (shards overlap)", file, g.Line, g.Key, dirs[idx.get(i).file])
 		case g.Size > 1<<32-1:
 			return fmt.Errorf("%s:%d: decision %s has more than 4 GiB of lines", file, g.Line, g.Key)
 		}
-		idx[i] = loc{off: g.Offset, size: uint32(g.Size), file: k}
+		idx.put(i, loc{off: g.Offset, size: uint32(g.Size), file: k}, outcome{})
 	}
 	if err := gr.Err(); err != nil {
+		return err
+	}
+	if err := idx.Err(); err != nil {
 		return err
 	}
 	if t := gr.Torn(); t != nil {

@@ -29,20 +29,21 @@ type console struct {
 	live       bool // a progress line is on the terminal
 }
 
-func newConsole(opt Options, rec *Record, sp *space, idx []loc) *console {
+func newConsole(opt Options, rec *Record, sp *space, idx *locTable) (*console, error) {
 	c := &console{log: opt.Log, prog: opt.Progress, terminal: opt.Terminal, width: opt.Width,
 		models: sp.models, modelTotal: make([]int, len(sp.models)), modelDone: make([]int, len(sp.models)),
-		total: len(idx), perModel: max(sp.perModel(), 1), start: time.Now()}
-	for j, l := range idx {
+		total: idx.Len(), perModel: max(sp.perModel(), 1), start: time.Now()}
+	err := idx.each(func(j int, l loc, _ outcome) error {
 		mi := sp.global(j) / c.perModel
 		c.modelTotal[mi]++
 		if l.done() {
 			c.modelDone[mi]++
 			c.done++
 		}
-	}
+		return nil
+	})
 	c.startDone = c.done
-	return c
+	return c, err
 }
 
 // done counts one finished decision of study index i.

@@ -34,7 +34,7 @@ func TestRecover(t *testing.T) {
 	os.WriteFile(file, []byte(d1+d2+d3+d4+torn), 0o644)
 	p := &Plan{m: m}
 	sp := newSpace(&m.Manifest, p.scenarioIDs(), Shard{})
-	s := &session{p: p, dir: dir, sp: sp, idx: make([]loc, sp.count())}
+	s := &session{p: p, dir: dir, sp: sp, idx: testTable(t, dir, sp.count())}
 	if err := s.recover(); err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestRecover(t *testing.T) {
 		t.Errorf("keep %d, torn %d, redone %d; want %d, %d, 2", s.keep, s.torn, s.redone, keep, len(d4+torn))
 	}
 	done := 0
-	for j, l := range s.idx {
+	s.idx.each(func(j int, l loc, _ outcome) error {
 		if l.done() {
 			done++
 			k := sp.key(sp.global(j)).String()
@@ -51,7 +51,8 @@ func TestRecover(t *testing.T) {
 				t.Errorf("kept %s", k)
 			}
 		}
-	}
+		return nil
+	})
 	if done != 2 {
 		t.Errorf("%d decisions kept, want 2", done)
 	}
@@ -66,8 +67,19 @@ func TestRecover(t *testing.T) {
 	}
 	// A damaged line with lines after it is not a crash's doing.
 	os.WriteFile(file, []byte(d1+"{bad\n"+d3), 0o644)
-	s = &session{p: p, dir: dir, sp: sp, idx: make([]loc, sp.count())}
+	s = &session{p: p, dir: dir, sp: sp, idx: testTable(t, dir, sp.count())}
 	if err := s.recover(); err == nil || !strings.Contains(err.Error(), "calls.jsonl:2:") {
 		t.Errorf("damaged middle line: %v", err)
 	}
+}
+
+// testTable makes a decision index closed at the end of the test.
+func testTable(t *testing.T, dir string, n int) *locTable {
+	t.Helper()
+	idx, err := newLocTable(dir, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { idx.Close() })
+	return idx
 }

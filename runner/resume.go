@@ -116,7 +116,12 @@ func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*Summary, e
 		return nil, err
 	}
 	sp := newSpace(&p.m.Manifest, p.scenarioIDs(), shard)
-	s := &session{p: p, dir: dir, rec: rec, sp: sp, idx: make([]loc, sp.count()), opt: opt}
+	idx, err := newLocTable(dir, sp.count())
+	if err != nil {
+		return nil, err
+	}
+	defer idx.Close()
+	s := &session{p: p, dir: dir, rec: rec, sp: sp, idx: idx, opt: opt}
 	if err := s.recover(); err != nil {
 		return nil, fmt.Errorf("cannot resume %s: %w", dir, err)
 	}
@@ -134,10 +139,13 @@ func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*Summary, e
 		return nil, err
 	}
 	done := 0
-	for _, l := range s.idx {
+	if err := s.idx.each(func(_ int, l loc, _ outcome) error {
 		if l.done() {
 			done++
 		}
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	msg := fmt.Sprintf("resume %s: %d of %d decisions done, %d to run", rec.RunID, done, sp.count(), sp.count()-done)
 	if s.redone > 0 {
@@ -197,13 +205,12 @@ func (s *session) recover() error {
 			s.retried++
 			continue
 		}
-		if s.idx[j].done() {
-			// Note: an error decision followed by the same decision again is
-			// what a -retry-errors session cut short leaves: the later one
-			// wins. Any other repeat is not a crash's doing.
-			if !failedAt[j] {
-				return fmt.Errorf("%s:%d: decision %s appears twice (first at byte %d)", file, g.Line, g.Key, s.idx[j].off)
-			}
+		prev := s.idx.get(j)
+		// Note: an error decision followed by the same decision again is
+		// what a -retry-errors session cut short leaves: the later one
+		// wins. Any other repeat is not a crash's doing.
+		if prev.done() && !failedAt[j] {
+			return fmt.Errorf("%s:%d: decision %s appears twice (first at byte %d)", file, g.Line, g.Key, prev.off)
 		}
 		if failed {
 			failedAt[j] = true
@@ -213,10 +220,16 @@ func (s *session) recover() error {
 		if g.Size > 1<<32-1 {
 			return fmt.Errorf("%s:%d: decision %s has more than 4 GiB of lines", file, g.Line, g.Key)
 		}
-		s.idx[j] = loc{off: g.Offset, size: uint32(g.Size)}
+		if !prev.done() {
+			s.resumed++
+		}
+		s.idx.put(j, loc{off: g.Offset, size: uint32(g.Size)}, outcome{})
 		end = g.Offset + g.Size
 	}
 	if err := gr.Err(); err != nil {
+		return err
+	}
+	if err := s.idx.Err(); err != nil {
 		return err
 	}
 	st, err := f.Stat()

@@ -369,7 +369,12 @@ func (p *Plan) Run(ctx context.Context, opt Options) (dir string, sum *Summary, 
 		shard = fmt.Sprintf(" (shard %s of %d)", rec.Shard, sp.total())
 	}
 	fmt.Fprintf(opt.Log, "run %s: %d decisions%s into %s\n", runID, rec.Decisions, shard, dir)
-	s := &session{p: p, dir: dir, rec: rec, sp: sp, idx: make([]loc, sp.count()), opt: opt}
+	idx, err := newLocTable(dir, sp.count())
+	if err != nil {
+		return dir, nil, err
+	}
+	defer idx.Close()
+	s := &session{p: p, dir: dir, rec: rec, sp: sp, idx: idx, opt: opt}
 	sum, err = s.run(ctx)
 	return dir, sum, err
 }

@@ -30,10 +30,10 @@ type session struct {
 	dir string
 	rec *Record
 	sp  *space
-	idx []loc // by shard-local index: where each done decision's lines are
+	// idx is, by shard-local index, where each done decision's lines are
+	// and, for decisions run in this session, their outcome.
+	idx *locTable
 	opt Options
-
-	outs []outcome // by shard-local index: rows of decisions run in this session
 
 	keep   int64 // bytes of calls.jsonl to keep (whole decisions)
 	redone int   // interrupted decisions found on resume
@@ -41,6 +41,9 @@ type session struct {
 	// retried counts the error decisions set aside on resume to be run
 	// again (Options.RetryErrors).
 	retried int
+	// resumed counts the decisions found done on resume; 0 spares a new
+	// run from reading the index to skip them.
+	resumed int
 }
 
 // job is one decision to run: its study index and shard-local index.
@@ -66,7 +69,6 @@ func (s *session) run(ctx context.Context) (*Summary, error) {
 	}
 	sess := &s.rec.Sessions[len(s.rec.Sessions)-1]
 	sess.Redone, sess.Discarded = s.redone, s.torn
-	s.outs = make([]outcome, len(s.idx))
 
 	// runCtx stops new decisions (interrupt, or a write failure); callCtx
 	// outlives it by the grace period so calls in flight can finish.
@@ -92,7 +94,7 @@ func (s *session) run(ctx context.Context) (*Summary, error) {
 			first += ((sp.shard.I-1-first)%sp.shard.N + sp.shard.N) % sp.shard.N
 			for i := first; i < (mi+1)*perModel; i += sp.shard.N {
 				j, _ := sp.local(i)
-				if s.idx[j].done() {
+				if s.resumed > 0 && s.idx.get(j).done() {
 					continue
 				}
 				select {
@@ -153,7 +155,11 @@ func (s *session) run(ctx context.Context) (*Summary, error) {
 		cancelCalls()
 	}()
 
-	con := newConsole(opt, s.rec, sp, s.idx)
+	con, err := newConsole(opt, s.rec, sp, s.idx)
+	if err != nil {
+		calls.Close()
+		return nil, err
+	}
 	syncTick := time.NewTicker(opt.SyncEvery)
 	defer syncTick.Stop()
 	var progTick <-chan time.Time
@@ -204,10 +210,11 @@ loop:
 				fail(fmt.Errorf("decision %s: %d bytes of call lines, more than 4 GiB", d.Key, n))
 				continue
 			}
-			s.idx[f.j] = loc{off: off, size: uint32(n)}
+			var o outcome
 			if d.Err == nil {
-				s.outs[f.j] = pack(d)
+				o = pack(d)
 			}
+			s.idx.put(f.j, loc{off: off, size: uint32(n)}, o)
 			// Write out as soon as no other decision is waiting: a kill
 			// then loses at most the decisions still in flight.
 			if len(out) == 0 {
@@ -278,8 +285,7 @@ func (s *session) finalize() (*Summary, error) {
 	}
 	defer closeSources(src)
 	m := s.p.m
-	known := func(j int) (results.Row, int, int, bool) {
-		o := s.outs[j]
+	known := func(j int, o outcome) (results.Row, int, int, bool) {
 		if !o.ok {
 			return results.Row{}, 0, 0, false
 		}

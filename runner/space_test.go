@@ -83,12 +83,15 @@ func TestParseShard(t *testing.T) {
 // and the per-model breakdown, cut to the terminal's width.
 func TestProgressLine(t *testing.T) {
 	sp := newSpace(testManifest(), []string{"S1", "S2"}, Shard{})
-	idx := make([]loc, sp.count())
+	idx := testTable(t, t.TempDir(), sp.count())
 	for j := 0; j < 10; j++ {
-		idx[j] = loc{size: 1}
+		idx.put(j, loc{size: 1}, outcome{})
 	}
 	var b strings.Builder
-	c := newConsole(Options{Progress: &b, Log: &b}, &Record{}, sp, idx)
+	c, err := newConsole(Options{Progress: &b, Log: &b}, &Record{}, sp, idx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	start := c.start
 	for i := 36; i < 46; i++ {
 		c.done1(i, i == 40)

@@ -1,0 +1,169 @@
+package runner
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sync"
+)
+
+// recSize is the bytes of one locTable record: loc (off 8, size 4, file 4)
+// and outcome (8).
+const recSize = 24
+
+// locTable maps shard-local decision indexes to where their lines are and,
+// for decisions run in this session, their packed outcome. It lives in an
+// unlinked temporary file beside the bundle, so a run's memory does not
+// grow with the number of decisions (the page cache holds what is hot).
+// Reads and writes of different records may run concurrently. A read or
+// write failure is kept and reported by Err.
+type locTable struct {
+	f *os.File
+	n int
+
+	mu      sync.Mutex
+	err     error
+	pending map[int][recSize]byte // writes not yet in the file, by index
+}
+
+// maxPending is the number of buffered writes that triggers a flush.
+// Note: a run writes records in nearly increasing index order, so a flush
+// coalesces them into few large writes instead of one syscall each.
+const maxPending = 4096
+
+// newLocTable makes a table of n empty records in a temporary file in dir.
+func newLocTable(dir string, n int) (*locTable, error) {
+	f, err := os.CreateTemp(dir, ".index-*")
+	if err != nil {
+		return nil, fmt.Errorf("decision index: %w", err)
+	}
+	// Note: unlinked at once; the open file lives until Close, and a crash
+	// leaves nothing behind.
+	os.Remove(f.Name())
+	if err := f.Truncate(int64(n) * recSize); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("decision index: %w", err)
+	}
+	return &locTable{f: f, n: n, pending: map[int][recSize]byte{}}, nil
+}
+
+// Len is the number of records.
+func (t *locTable) Len() int { return t.n }
+
+// Close releases the file.
+func (t *locTable) Close() error { return t.f.Close() }
+
+// Err returns the first read or write failure.
+func (t *locTable) Err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err
+}
+
+func (t *locTable) fail(err error) {
+	t.mu.Lock()
+	if t.err == nil {
+		t.err = fmt.Errorf("decision index: %w", err)
+	}
+	t.mu.Unlock()
+}
+
+// get returns record j's location (empty on a read failure, see Err).
+func (t *locTable) get(j int) loc {
+	t.mu.Lock()
+	b, ok := t.pending[j]
+	t.mu.Unlock()
+	if !ok {
+		if _, err := t.f.ReadAt(b[:], int64(j)*recSize); err != nil {
+			t.fail(err)
+			return loc{}
+		}
+	}
+	l, _ := decodeRec(b[:])
+	return l
+}
+
+// put stores record j (buffered; see flush).
+func (t *locTable) put(j int, l loc, o outcome) {
+	var b [recSize]byte
+	binary.LittleEndian.PutUint64(b[0:], uint64(l.off))
+	binary.LittleEndian.PutUint32(b[8:], l.size)
+	binary.LittleEndian.PutUint32(b[12:], uint32(l.file))
+	b[16] = boolByte(o.ok)
+	b[17], b[18], b[19], b[20], b[21] = o.label, o.status, o.turns, o.replays, o.flags
+	binary.LittleEndian.PutUint16(b[22:], o.events)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.pending[j] = b
+	if len(t.pending) >= maxPending {
+		t.flushLocked()
+	}
+}
+
+// flushLocked writes the buffered records, one write per run of
+// consecutive indexes. t.mu is held.
+func (t *locTable) flushLocked() {
+	if len(t.pending) == 0 {
+		return
+	}
+	js := make([]int, 0, len(t.pending))
+	for j := range t.pending {
+		js = append(js, j)
+	}
+	slices.Sort(js)
+	run := make([]byte, 0, len(js)*recSize)
+	start := js[0]
+	for k, j := range js {
+		b := t.pending[j]
+		run = append(run, b[:]...)
+		if k == len(js)-1 || js[k+1] != j+1 {
+			if _, err := t.f.WriteAt(run, int64(start)*recSize); err != nil && t.err == nil {
+				t.err = fmt.Errorf("decision index: %w", err)
+			}
+			run = run[:0]
+			if k < len(js)-1 {
+				start = js[k+1]
+			}
+		}
+	}
+	clear(t.pending)
+}
+
+func decodeRec(b []byte) (loc, outcome) {
+	l := loc{off: int64(binary.LittleEndian.Uint64(b[0:])), size: binary.LittleEndian.Uint32(b[8:]), file: int32(binary.LittleEndian.Uint32(b[12:]))}
+	o := outcome{ok: b[16] == 1, label: b[17], status: b[18], turns: b[19], replays: b[20], flags: b[21], events: binary.LittleEndian.Uint16(b[22:])}
+	return l, o
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// each calls fn for every record in index order, reading the file
+// sequentially; it stops at fn's first error.
+func (t *locTable) each(fn func(j int, l loc, o outcome) error) error {
+	t.mu.Lock()
+	t.flushLocked()
+	t.mu.Unlock()
+	if err := t.Err(); err != nil {
+		return err
+	}
+	r := bufio.NewReaderSize(io.NewSectionReader(t.f, 0, int64(t.n)*recSize), 1<<16)
+	var b [recSize]byte
+	for j := 0; j < t.n; j++ {
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			return fmt.Errorf("decision index: %w", err)
+		}
+		l, o := decodeRec(b[:])
+		if err := fn(j, l, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,53 @@
+package runner
+
+import (
+	"sync"
+	"testing"
+)
+
+func TestLocTable(t *testing.T) {
+	idx := testTable(t, t.TempDir(), 1000)
+	// A buffered write is seen before it reaches the file.
+	idx.put(999, loc{off: 7, size: 9}, outcome{})
+	if got := idx.get(999); got != (loc{off: 7, size: 9}) {
+		t.Errorf("pending record: %+v", got)
+	}
+	idx.put(999, loc{}, outcome{})
+	o := outcome{ok: true, label: 6, status: 2, turns: 4, replays: 3, flags: 0b101010, events: 65535}
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := w; j < 1000; j += 4 {
+				if j%3 == 0 {
+					idx.put(j, loc{off: int64(j) << 33, size: uint32(j + 1), file: int32(j % 7)}, o)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	n := 0
+	err := idx.each(func(j int, l loc, got outcome) error {
+		if j%3 != 0 {
+			if l.done() || got != (outcome{}) {
+				t.Errorf("record %d: %+v %+v, want empty", j, l, got)
+			}
+			return nil
+		}
+		n++
+		want := loc{off: int64(j) << 33, size: uint32(j + 1), file: int32(j % 7)}
+		if l != want || got != o || idx.get(j) != want {
+			t.Errorf("record %d: %+v %+v, want %+v %+v", j, l, got, want, o)
+		}
+		return nil
+	})
+	if err != nil || n != 334 || idx.Err() != nil {
+		t.Errorf("each: %v, %d records, err %v", err, n, idx.Err())
+	}
+	idx.Close()
+	idx.get(0)
+	if idx.Err() == nil {
+		t.Error("a read from a closed index must be reported")
+	}
+}
