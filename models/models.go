@@ -63,7 +63,10 @@ type CallError struct {
 	Events []TransportEvent
 }
 
+// Error returns the text of the final failure.
 func (e *CallError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the final failure.
 func (e *CallError) Unwrap() error { return e.Err }
 
 // Model is a backend able to answer one turn.

@@ -36,6 +36,7 @@ type RecordError struct {
 	Err    error
 }
 
+// Error names the file, record and field, then the problem.
 func (e *RecordError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
@@ -52,6 +53,7 @@ func (e *RecordError) Error() string {
 	return b.String()
 }
 
+// Unwrap returns the problem.
 func (e *RecordError) Unwrap() error { return e.Err }
 
 // LoadCorpus reads a corpus from fsys: name is either one JSON file holding
