@@ -274,8 +274,8 @@ func WriteCompare(w io.Writer, cmp *Comparison) error {
 	fmt.Fprintln(tw, "A arm\tB arm\tcondition\tcolumn\tpairs\tA\tB\tdiff\tA+B−\tA−B+\tMcNemar p\tbootstrap\tnotes")
 	for _, r := range cmp.Rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\n", r.A, r.B, r.Condition, r.Column.Label(),
-			r.N, r.CountA, r.CountB, signedPct(float64(r.Diff)), r.DiscordantAB, r.DiscordantBA,
-			pvalue(float64(r.McNemarP)), signedInterval(r.Bootstrap), pairNotes(r.PairStats, seen))
+			r.N, r.CountA, r.CountB, SignedPct(float64(r.Diff)), r.DiscordantAB, r.DiscordantBA,
+			PValue(float64(r.McNemarP)), signedInterval(r.Bootstrap), pairNotes(r.PairStats, seen))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

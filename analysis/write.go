@@ -57,17 +57,18 @@ func (t *table) Flush() error {
 	return err
 }
 
-// pct formats a proportion as a percentage with one decimal ("—" when
+// Pct formats a proportion as a percentage with one decimal ("—" when
 // undefined).
-func pct(x float64) string {
+func Pct(x float64) string {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
 		return "—"
 	}
 	return fmt.Sprintf("%.1f", 100*x)
 }
 
-// signedPct formats a difference of proportions in percentage points.
-func signedPct(x float64) string {
+// SignedPct formats a difference of proportions in percentage points,
+// signed ("0.0" for no difference, "—" when undefined).
+func SignedPct(x float64) string {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
 		return "—"
 	}
@@ -83,11 +84,12 @@ func interval(b Bounds) string {
 	if !b.Defined() {
 		return "—"
 	}
-	return "[" + pct(b.Lo) + ", " + pct(b.Hi) + "]"
+	return "[" + Pct(b.Lo) + ", " + Pct(b.Hi) + "]"
 }
 
-// pvalue formats a p-value with 3 significant digits.
-func pvalue(p float64) string {
+// PValue formats a p-value: three significant digits, or scientific
+// notation below 0.001 ("—" when undefined).
+func PValue(p float64) string {
 	if math.IsNaN(p) {
 		return "—"
 	}
@@ -170,7 +172,7 @@ func WriteIntervals(w io.Writer, an *Analysis) error {
 				k = c.count(Column(key))
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", c.Model, c.Prompt, c.Condition, RateLabel(key), k, n,
-				pct(float64(*c.Rates.At(key))), interval(*c.Wilson.At(key)), interval(*c.Bootstrap.At(key)),
+				Pct(float64(*c.Rates.At(key))), interval(*c.Wilson.At(key)), interval(*c.Bootstrap.At(key)),
 				tags(c.Bootstrap.Warnings[key], seen))
 		}
 	}
@@ -206,8 +208,8 @@ func WritePairs(w io.Writer, pairs []Pair, seen map[string]bool) error {
 			star = " *"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s − %s%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\n", p.Model, p.Prompt, p.A, p.B, star,
-			p.Column.Label(), p.N, p.CountA, p.CountB, signedPct(float64(p.Diff)), p.DiscordantAB, p.DiscordantBA,
-			pvalue(float64(p.McNemarP)), signedInterval(p.Bootstrap), pairNotes(p.PairStats, seen))
+			p.Column.Label(), p.N, p.CountA, p.CountB, SignedPct(float64(p.Diff)), p.DiscordantAB, p.DiscordantBA,
+			PValue(float64(p.McNemarP)), signedInterval(p.Bootstrap), pairNotes(p.PairStats, seen))
 	}
 	return tw.Flush()
 }
@@ -228,7 +230,7 @@ func signedInterval(b Bounds) string {
 	if !b.Defined() {
 		return "—"
 	}
-	return "[" + signedPct(b.Lo) + ", " + signedPct(b.Hi) + "]"
+	return "[" + SignedPct(b.Lo) + ", " + SignedPct(b.Hi) + "]"
 }
 
 // Reading is the interpretation of selective accuracy and of always-stop

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"html"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,40 +129,11 @@ func (d *Doc) fig(f *Figure) {
 	}
 }
 
-// pct formats a proportion in percent, one decimal; "—" when undefined.
-func pct(x float64) string {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return "—"
-	}
-	return fmt.Sprintf("%.1f", 100*x)
-}
-
-func spct(x float64) string {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return "—"
-	}
-	s := fmt.Sprintf("%+.1f", 100*x)
-	if s == "+0.0" || s == "-0.0" {
-		return "0.0"
-	}
-	return s
-}
-
 func ival(b analysis.Bounds, f func(float64) string) string {
 	if !b.Defined() {
 		return "—"
 	}
 	return f(b.Lo) + " to " + f(b.Hi)
-}
-
-func pval(p float64) string {
-	switch {
-	case math.IsNaN(p):
-		return "—"
-	case p >= 0.001 || p == 0:
-		return fmt.Sprintf("%.3g", p)
-	}
-	return fmt.Sprintf("%.2e", p)
 }
 
 func itoa(n int) string { return fmt.Sprint(n) }
@@ -288,9 +258,9 @@ func (d *Doc) rates(an *analysis.Analysis) {
 		wil := []string{"", "", "", "Wilson"}
 		boot := []string{"", "", "", "bootstrap"}
 		for _, k := range analysis.RateKeys {
-			est = append(est, pct(float64(*c.Rates.At(k))))
-			wil = append(wil, ival(*c.Wilson.At(k), pct))
-			b := ival(*c.Bootstrap.At(k), pct)
+			est = append(est, analysis.Pct(float64(*c.Rates.At(k))))
+			wil = append(wil, ival(*c.Wilson.At(k), analysis.Pct))
+			b := ival(*c.Bootstrap.At(k), analysis.Pct)
 			var tags []string
 			for _, w := range c.Bootstrap.Warnings[k] {
 				tg := analysis.Tag(w)
@@ -352,7 +322,7 @@ func (d *Doc) pairs(an *analysis.Analysis) {
 		if p.Predeclared {
 			name += " (predeclared)"
 		}
-		b := ival(p.Bootstrap, spct)
+		b := ival(p.Bootstrap, analysis.SignedPct)
 		for _, w := range p.Warnings {
 			notes[analysis.Tag(w)] = true
 		}
@@ -368,7 +338,7 @@ func (d *Doc) pairs(an *analysis.Analysis) {
 			}
 		}
 		t.Rows = append(t.Rows, []string{p.Model, p.Prompt, name, p.Column.Label(), itoa(p.N), itoa(p.CountA), itoa(p.CountB),
-			spct(float64(p.Diff)), itoa(p.DiscordantAB), itoa(p.DiscordantBA), pval(float64(p.McNemarP)), b, itoa(p.Unpaired)})
+			analysis.SignedPct(float64(p.Diff)), itoa(p.DiscordantAB), itoa(p.DiscordantBA), analysis.PValue(float64(p.McNemarP)), b, itoa(p.Unpaired)})
 	}
 	d.table(t)
 	d.notes(notes)
@@ -380,7 +350,7 @@ func (d *Doc) selective(an *analysis.Analysis) {
 		Right: []bool{false, false, false, true, true, true, true}}
 	for _, c := range an.Cells {
 		t.Rows = append(t.Rows, []string{c.Model, c.Prompt, string(c.Condition), fmt.Sprintf("%d/%d", c.Strict, c.Cover),
-			pct(float64(c.Rates.Selective)), ival(c.Wilson.Selective, pct), ival(c.Bootstrap.Selective, pct)})
+			analysis.Pct(float64(c.Rates.Selective)), ival(c.Wilson.Selective, analysis.Pct), ival(c.Bootstrap.Selective, analysis.Pct)})
 	}
 	d.table(t)
 	d.p("%s", analysis.Reading)
