@@ -171,17 +171,7 @@ func Compare(a, b *Accumulator, opt CompareOptions) (*Comparison, error) {
 				per := make([]pairAgg, len(a.servers.names))
 				unpaired := 0
 				for ua, ub := range match {
-					fa, fb := a.unitFlags[int(ua)*nc+ci], b.unitFlags[int(ub)*nc+ci]
-					if fa&flagOK == 0 || fb&flagOK == 0 {
-						if fa&flagOK != 0 {
-							unpaired++
-						}
-						if fb&flagOK != 0 {
-							unpaired++
-						}
-						continue
-					}
-					per[a.unitServer[ua]].add(fa&bit != 0, fb&bit != 0)
+					unpaired += per[a.unitServer[ua]].pair(a.unitFlags[int(ua)*nc+ci], b.unitFlags[int(ub)*nc+ci], bit)
 				}
 				cmp.Rows = append(cmp.Rows, CompareRow{ArmPair: pair, Condition: cond, Column: col,
 					PairStats: pairStats(per, order, unpaired, o)})

@@ -92,6 +92,21 @@ type pairAgg struct {
 	n, ab, ba, a, b int
 }
 
+// pair records the decisions fa and fb of one unit on column bit when
+// both were counted, and returns how many of them lacked a partner (0, or
+// 1 when exactly one was counted).
+func (p *pairAgg) pair(fa, fb, bit uint8) int {
+	okA, okB := fa&flagOK != 0, fb&flagOK != 0
+	if okA && okB {
+		p.add(fa&bit != 0, fb&bit != 0)
+		return 0
+	}
+	if okA || okB {
+		return 1
+	}
+	return 0
+}
+
 // add records one matched pair's outcomes.
 func (p *pairAgg) add(x, y bool) {
 	p.n++
@@ -183,17 +198,7 @@ func (a *Accumulator) pairWithin(g int32, s PairSpec, order []int32, opt Options
 		if k.group != g {
 			continue
 		}
-		fa, fb := a.unitFlags[u*nc+ia], a.unitFlags[u*nc+ib]
-		if fa&flagOK == 0 || fb&flagOK == 0 {
-			if fa&flagOK != 0 {
-				unpaired++
-			}
-			if fb&flagOK != 0 {
-				unpaired++
-			}
-			continue
-		}
-		per[a.unitServer[u]].add(fa&bit != 0, fb&bit != 0)
+		unpaired += per[a.unitServer[u]].pair(a.unitFlags[u*nc+ia], a.unitFlags[u*nc+ib], bit)
 	}
 	return pairStats(per, order, unpaired, opt)
 }
