@@ -319,21 +319,10 @@ func plan(tools []Tool, nonexistent string, probeTool string, sentinels []Sentin
 		notes = append(notes, "wrong_type, missing_required: no read-only tool with a required field of a known JSON type")
 	}
 	if chosen != nil {
-		others := map[string]any{}
-		ok := true
-		for _, f := range requiredFields(chosen.InputSchema) {
-			if f.Name == target.Name {
-				continue
-			}
-			v, good := placeholder(f)
-			if !good {
-				ok = false
-				notes = append(notes, fmt.Sprintf("wrong_type, missing_required: tool %q: no placeholder for required field %q", chosen.Name, f.Name))
-				break
-			}
-			others[f.Name] = v
-		}
-		if ok {
+		others, missing := otherRequired(chosen.InputSchema, target.Name)
+		if missing != "" {
+			notes = append(notes, fmt.Sprintf("wrong_type, missing_required: tool %q: no placeholder for required field %q", chosen.Name, missing))
+		} else {
 			wt := clone(others)
 			wt[target.Name] = wrongType(target.Type)
 			plans = append(plans,
@@ -382,27 +371,33 @@ func plan(tools []Tool, nonexistent string, probeTool string, sentinels []Sentin
 				continue
 			}
 		}
-		args := map[string]any{}
-		ok = true
-		for _, rf := range requiredFields(t.InputSchema) {
-			if rf.Name == f.Name {
-				continue
-			}
-			pv, good := placeholder(rf)
-			if !good {
-				ok = false
-				notes = append(notes, fmt.Sprintf("out_of_domain_sentinel: tool %q: no placeholder for required field %q", t.Name, rf.Name))
-				break
-			}
-			args[rf.Name] = pv
-		}
-		if !ok {
+		args, missing := otherRequired(t.InputSchema, f.Name)
+		if missing != "" {
+			notes = append(notes, fmt.Sprintf("out_of_domain_sentinel: tool %q: no placeholder for required field %q", t.Name, missing))
 			continue
 		}
 		args[f.Name] = v
 		plans = append(plans, Plan{Kind: study.Sentinel, Tool: t.Name, Field: f.Name, Arguments: args})
 	}
 	return plans, notes
+}
+
+// otherRequired gives a placeholder value to every required field of
+// schema but skip; missing names the first field that has none (and the
+// arguments are then incomplete).
+func otherRequired(schema map[string]any, skip string) (args map[string]any, missing string) {
+	args = map[string]any{}
+	for _, f := range requiredFields(schema) {
+		if f.Name == skip {
+			continue
+		}
+		v, ok := placeholder(f)
+		if !ok {
+			return args, f.Name
+		}
+		args[f.Name] = v
+	}
+	return args, ""
 }
 
 func clone(m map[string]any) map[string]any {
