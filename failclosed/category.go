@@ -65,19 +65,11 @@ type contract struct {
 // isError and structuredContent are ignored, including a section 6 error
 // envelope: a caller that wants that contract calls Decide.
 func DecideCategory(raw []byte, mode Mode) Decision {
-	d := Decision{Policy: study.StopOrEscalate, Mode: mode}
-	stop := func(r Reason, format string, args ...any) Decision {
-		d.Policy, d.Reason, d.Delay = study.StopOrEscalate, r, 0
-		d.Message = fmt.Sprintf(format, args...)
+	d, res, done := start(raw, mode)
+	if done {
 		return d
 	}
-	if !mode.Valid() {
-		return stop(UnknownMode, "mode %s is neither registry nor explicit_action", snippet(string(mode)))
-	}
-	res, r, msg := completedError(raw)
-	if r != "" {
-		return stop(r, "%s", msg)
-	}
+	stop := d.stop
 
 	// The structured contract.
 	sv, ok := res["structuredContent"]

@@ -261,23 +261,37 @@ func set(xs ...string) map[string]bool {
 	return m
 }
 
+// start begins a decision in mode with the checks both contracts share:
+// the mode, then the completed-result shape (size, JSON, resultType,
+// content, isError: true). When done is true, d is the final decision, a
+// stop; otherwise res is the result and d stops until a policy is chosen.
+func start(raw []byte, mode Mode) (d Decision, res map[string]any, done bool) {
+	d = Decision{Policy: study.StopOrEscalate, Mode: mode}
+	if !mode.Valid() {
+		return d.stop(UnknownMode, "mode %s is neither registry nor explicit_action", snippet(string(mode))), nil, true
+	}
+	res, r, msg := completedError(raw)
+	if r != "" {
+		return d.stop(r, "%s", msg), nil, true
+	}
+	return d, res, false
+}
+
+// stop makes d a stop with reason r and a message, and returns it.
+func (d *Decision) stop(r Reason, format string, args ...any) Decision {
+	d.Policy, d.Reason, d.Delay = study.StopOrEscalate, r, 0
+	d.Message = fmt.Sprintf(format, args...)
+	return *d
+}
+
 // Decide checks raw, the bytes of one completed tool result, and returns the
 // policy the client follows in mode, or stop_or_escalate with a Reason.
 func Decide(raw []byte, mode Mode) Decision {
-	d := Decision{Policy: study.StopOrEscalate, Mode: mode}
-	stop := func(r Reason, format string, args ...any) Decision {
-		d.Policy, d.Reason, d.Delay = study.StopOrEscalate, r, 0
-		d.Message = fmt.Sprintf(format, args...)
+	d, res, done := start(raw, mode)
+	if done {
 		return d
 	}
-	if !mode.Valid() {
-		return stop(UnknownMode, "mode %s is neither registry nor explicit_action", snippet(string(mode)))
-	}
-
-	res, r, msg := completedError(raw)
-	if r != "" {
-		return stop(r, "%s", msg)
-	}
+	stop := d.stop
 
 	// The envelope. Note: only the members of the outer result that the
 	// checks above name are read; others (structuredContent, _meta, …)
