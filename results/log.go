@@ -25,6 +25,11 @@ import (
 // whole decisions, possibly followed by a torn tail (part of a line, or the
 // first lines of a decision whose last lines were not written), which
 // GroupReader reports so that a resume discards it.
+//
+// How far the file is known durable (fsynced) is recorded in manifest.json
+// after each sync. Damage past that point is what a crash or power loss can
+// leave (a torn write, a zeroed page followed by valid lines): a torn tail.
+// Damage before it cannot come from a crash: the file was changed.
 
 // CallLog appends decisions to calls.jsonl. It buffers whole decisions and
 // writes them with one write call per batch; Sync makes them durable.
@@ -53,9 +58,11 @@ func OpenCallLog(file string, size int64) (*CallLog, error) {
 	}
 	if err == nil && st.Size() > size {
 		err = f.Truncate(size)
-		if err == nil {
-			err = f.Sync()
-		}
+	}
+	if err == nil && size > 0 {
+		// What a killed session wrote may not be on stable storage yet;
+		// after this sync the first size bytes are durable.
+		err = f.Sync()
 	}
 	if err == nil {
 		_, err = f.Seek(size, io.SeekStart)
@@ -158,7 +165,10 @@ type Head struct {
 	Turn      int            `json:"turn"`
 	Seed      int64          `json:"seed"`
 	Response  string         `json:"response"`
-	Error     string         `json:"error,omitempty"`
+	// ResponseSHA256 is the hex sha256 of Response; a line where it does
+	// not match is damaged.
+	ResponseSHA256 string `json:"response_sha256"`
+	Error          string `json:"error,omitempty"`
 	// Events are the call's transport events, kept raw (only counted).
 	Events []json.RawMessage `json:"transport_events,omitempty"`
 }
@@ -239,20 +249,23 @@ type Torn struct {
 }
 
 // GroupReader reads calls.jsonl decision by decision, keeping byte offsets.
-// A malformed line followed by more lines is an error (a crash only ever
-// damages the end of the file); a malformed or unterminated last line is
-// reported by Torn and not returned.
+// A damaged line (not valid JSON, or a response that does not match its
+// response_sha256) past the durable point (SetDurable) ends the input: it
+// and everything after it are reported by Torn and not returned. A damaged
+// line before the durable point is an error (the file was changed after it
+// was written). Without a durable point only the last line may be damaged.
 type GroupReader struct {
-	r    *bufio.Reader
-	name string
-	off  int64
-	line int
-	head *lineRec // the first line of the next group, read ahead
-	g    Group
-	err  error
-	torn *Torn
-	eof  bool
-	buf  []byte
+	r       *bufio.Reader
+	name    string
+	off     int64
+	line    int
+	durable int64    // bytes known durable; -1: unknown
+	head    *lineRec // the first line of the next group, read ahead
+	g       Group
+	err     error
+	torn    *Torn
+	eof     bool
+	buf     []byte
 }
 
 type lineRec struct {
@@ -267,8 +280,13 @@ const MaxLine = 256 << 20
 
 // NewGroupReader reads from r; name labels errors.
 func NewGroupReader(r io.Reader, name string) *GroupReader {
-	return &GroupReader{r: bufio.NewReaderSize(r, 1<<20), name: name}
+	return &GroupReader{r: bufio.NewReaderSize(r, 1<<20), name: name, durable: -1}
 }
+
+// SetDurable says that the first n bytes of the input were on stable
+// storage (see Record's calls_durable_bytes): damage after them is a torn
+// tail, damage within them an error.
+func (g *GroupReader) SetDurable(n int64) { g.durable = n }
 
 // Next advances to the next decision's group; it returns false at the end
 // of the input or on an error (see Err and Torn).
@@ -332,17 +350,32 @@ func (g *GroupReader) readLine() *lineRec {
 	rec := &lineRec{off: g.off, size: int64(len(g.buf)), line: g.line + 1}
 	g.off += rec.size
 	g.line++
-	if err := json.Unmarshal(g.buf, &rec.h); err != nil {
+	err := json.Unmarshal(g.buf, &rec.h)
+	if err == nil && rec.h.ResponseSHA256 != SHA256([]byte(rec.h.Response)) {
+		err = errors.New("response_sha256 does not match the response")
+	}
+	if err == nil {
+		return rec
+	}
+	switch {
+	case g.durable >= 0 && rec.off >= g.durable:
+		// Past the durable point: crash damage, whatever follows.
+		rest, _ := io.Copy(io.Discard, g.r)
+		g.eof = true
+		g.torn = &Torn{Offset: rec.off, Size: rec.size + rest, Line: rec.line,
+			Reason: fmt.Sprintf("line %d is damaged (%v) after the %d bytes known durable", rec.line, err, g.durable)}
+	case g.durable >= 0:
+		g.err = fmt.Errorf("%s:%d: %w (a damaged line within the %d bytes known durable: the file was changed after it was written)", g.name, rec.line, err, g.durable)
+	default:
 		// A bad line is a torn tail only if nothing follows it.
 		if _, perr := g.r.Peek(1); perr == io.EOF {
 			g.eof = true
-			g.torn = &Torn{Offset: rec.off, Size: rec.size, Line: rec.line, Reason: "last line is not valid JSON: " + err.Error()}
+			g.torn = &Torn{Offset: rec.off, Size: rec.size, Line: rec.line, Reason: "last line is damaged: " + err.Error()}
 			return nil
 		}
 		g.err = fmt.Errorf("%s:%d: %w (a damaged line that is not the last one: the file was changed after it was written)", g.name, rec.line, err)
-		return nil
 	}
-	return rec
+	return nil
 }
 
 // Group returns the current group; it is reused by the next call to Next.

@@ -10,7 +10,7 @@ import (
 
 func callLine(scen string, turn int, policy, errMsg string) string {
 	resp := fmt.Sprintf(`{"operation_status": "failed", "recovery_policy": %q}`, policy)
-	return fmt.Sprintf(`{"key":{"model":"m","prompt":"p","condition":"normalized","scenario":%q,"replicate":1},"server":"P1","preferred":"select_tool","non_harm":["select_tool","stop_or_escalate"],"turn":%d,"seed":%d,"response":%q,"error":%q}`+"\n", scen, turn, 100+turn, resp, errMsg)
+	return fmt.Sprintf(`{"key":{"model":"m","prompt":"p","condition":"normalized","scenario":%q,"replicate":1},"server":"P1","preferred":"select_tool","non_harm":["select_tool","stop_or_escalate"],"turn":%d,"seed":%d,"response":%q,"response_sha256":%q,"error":%q}`+"\n", scen, turn, 100+turn, resp, SHA256([]byte(resp)), errMsg)
 }
 
 // TestGroupReader checks grouping by decision, byte offsets, completeness,
@@ -24,7 +24,8 @@ func TestGroupReader(t *testing.T) {
 	}{
 		{"clean", "", ""},
 		{"no newline", callLine("S4", 0, "stop", "")[:30], "no newline"},
-		{"bad last line", "{half\n", "not valid JSON"},
+		{"bad last line", "{half\n", "invalid character"},
+		{"last line's response changed", strings.Replace(callLine("S4", 0, "stop_or_escalate", ""), "failed", "FAILED", 1), "response_sha256 does not match"},
 	} {
 		in := a + b + c + tc.tail
 		gr := NewGroupReader(strings.NewReader(in), "calls.jsonl")
@@ -60,12 +61,61 @@ func TestGroupReader(t *testing.T) {
 	if gr.Err() == nil || !strings.Contains(gr.Err().Error(), "calls.jsonl:3:") {
 		t.Errorf("damaged middle line: %v", gr.Err())
 	}
+	// A response changed in a line that is not the last: refused.
+	changed := strings.Replace(a, "select_tool\\\"", "revise_arguments\\\"", 1)
+	if changed == a {
+		t.Fatal("test input not changed")
+	}
+	gr = NewGroupReader(strings.NewReader(changed+b+c), "calls.jsonl")
+	for gr.Next() {
+	}
+	if gr.Err() == nil || !strings.Contains(gr.Err().Error(), "calls.jsonl:2: response_sha256 does not match") {
+		t.Errorf("changed response: %v", gr.Err())
+	}
 	var g Group
 	if err := ParseGroup([]byte(a), &g); err != nil || len(g.Heads) != 2 {
 		t.Errorf("ParseGroup: %v", err)
 	}
 	if err := ParseGroup([]byte(callLine("S1", 1, "stop", "")), &g); err == nil {
 		t.Error("a group starting at turn 1 parsed")
+	}
+}
+
+// TestGroupReaderDurable checks the durable point: damage after it (a
+// zeroed page followed by valid lines, as a power loss leaves) is a torn
+// tail that ends the input; damage within it is refused.
+func TestGroupReaderDurable(t *testing.T) {
+	a := callLine("S1", 0, "select_tool", "")
+	b := callLine("S2", 0, "select_tool", "")
+	zeros := strings.Repeat("\x00", 4096)
+	c := callLine("S3", 0, "select_tool", "") + callLine("S4", 0, "select_tool", "")
+	in := a + b + zeros + c
+	read := func(durable int64) ([]Group, *GroupReader) {
+		gr := NewGroupReader(strings.NewReader(in), "calls.jsonl")
+		gr.SetDurable(durable)
+		var gs []Group
+		for gr.Next() {
+			gs = append(gs, *gr.Group())
+		}
+		return gs, gr
+	}
+	for _, durable := range []int64{0, int64(len(a)), int64(len(a + b))} {
+		gs, gr := read(durable)
+		torn := gr.Torn()
+		if gr.Err() != nil || len(gs) != 2 || torn == nil || torn.Offset != int64(len(a+b)) || torn.Size != int64(len(zeros+c)) || torn.Line != 3 {
+			t.Errorf("durable %d: err %v, %d groups, torn %+v", durable, gr.Err(), len(gs), torn)
+		}
+	}
+	// Without a durable point (a bundle written before it was recorded),
+	// a damaged line followed by others is refused, as before.
+	_, gr := read(-1)
+	if gr.Err() == nil {
+		t.Error("no durable point: zeroed page accepted")
+	}
+	// Within the durable bytes the same damage is refused.
+	_, gr = read(int64(len(a + b + zeros)))
+	if gr.Err() == nil || !strings.Contains(gr.Err().Error(), "calls.jsonl:3:") || !strings.Contains(gr.Err().Error(), "known durable: the file was changed") {
+		t.Errorf("damage within the durable bytes: %v", gr.Err())
 	}
 }
 

@@ -3,9 +3,9 @@ package runner
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/results"
@@ -34,40 +34,41 @@ func closeSources(fs []*os.File) {
 // writeBundle writes dir's calls.jsonl in canonical order from the
 // decisions idx locates in src (shard-local index order is canonical
 // order), then decisions.parquet from the same lines, and returns the
-// counts. When src is dir's own calls.jsonl and it is already canonical
-// and holds nothing else, it is only read. known, when not nil, gives the
-// row, calls and transport events of decisions whose lines need not be
+// counts and the size of calls.jsonl. When src is dir's own calls.jsonl and
+// it is already canonical and holds nothing else, it is only read;
+// otherwise the canonical copy is written beside it, which needs as much
+// free space again (checked first), and renamed over it, after
+// beforeRename (if not nil) is told its size. known, when not nil, gives
+// the row, calls and transport events of decisions whose lines need not be
 // parsed back. Memory is bounded by one decision's lines and one parquet
 // row group.
-func writeBundle(dir, runID string, sp *space, idx *locTable, src []*os.File, known func(j int, o outcome) (row results.Row, calls, events int, ok bool), log io.Writer) (*Summary, error) {
+func writeBundle(dir, runID string, sp *space, idx *locTable, src []*os.File, known func(j int, o outcome) (row results.Row, calls, events int, ok bool), beforeRename func(size int64) error) (*Summary, int64, error) {
 	callsPath := filepath.Join(dir, results.CallsFile)
-	canonical := false
-	if len(src) == 1 && src[0].Name() == callsPath {
-		canonical = true
-		var next int64
-		errNotCanonical := errors.New("not canonical")
-		err := idx.each(func(_ int, l loc, _ outcome) error {
-			if !l.done() {
-				return nil
-			}
-			if l.off != next {
-				return errNotCanonical
-			}
-			next += int64(l.size)
-			return nil
-		})
-		if err != nil && err != errNotCanonical {
-			return nil, err
+	var size int64 // bytes of the canonical calls.jsonl
+	canonical := len(src) == 1 && src[0].Name() == callsPath
+	if err := idx.each(func(_ int, l loc, _ outcome) error {
+		if l.done() {
+			canonical = canonical && l.off == size
+			size += int64(l.size)
 		}
-		if st, serr := src[0].Stat(); err != nil || serr != nil || st.Size() != next {
-			canonical = false
+		return nil
+	}); err != nil {
+		return nil, 0, err
+	}
+	if canonical {
+		st, err := src[0].Stat()
+		canonical = err == nil && st.Size() == size
+	}
+	if !canonical {
+		if err := checkSpace(dir, size+spareBytes(sp.count())); err != nil {
+			return nil, 0, err
 		}
 	}
 	var out *results.CallLog
 	if !canonical {
 		var err error
 		if out, err = results.OpenCallLog(callsPath+".tmp", 0); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	rows, err := results.CreateRows(filepath.Join(dir, results.DecisionsFile))
@@ -75,15 +76,15 @@ func writeBundle(dir, runID string, sp *space, idx *locTable, src []*os.File, kn
 		if out != nil {
 			out.Close()
 		}
-		return nil, err
+		return nil, 0, err
 	}
-	abort := func(err error) (*Summary, error) {
+	abort := func(err error) (*Summary, int64, error) {
 		rows.Abort()
 		if out != nil {
 			out.Close()
 			os.Remove(callsPath + ".tmp")
 		}
-		return nil, err
+		return nil, 0, err
 	}
 	tally := analysis.NewTally()
 	sum := &Summary{RunID: runID}
@@ -147,17 +148,22 @@ func writeBundle(dir, runID string, sp *space, idx *locTable, src []*os.File, kn
 		if err := out.Close(); err != nil {
 			return abort(err)
 		}
+		if beforeRename != nil {
+			if err := beforeRename(size); err != nil {
+				return abort(err)
+			}
+		}
 		if err := os.Rename(callsPath+".tmp", callsPath); err != nil {
 			return abort(err)
 		}
 	}
 	if err := rows.Close(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := syncDir(dir); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return sum, nil
+	return sum, size, nil
 }
 
 // syncDir makes renames in dir durable.
@@ -167,4 +173,44 @@ func syncDir(dir string) error {
 		return err
 	}
 	return errors.Join(d.Sync(), d.Close())
+}
+
+// freeSpace returns the bytes available to this user on dir's file system
+// (a variable so that tests can simulate a full disk).
+var freeSpace = func(dir string) (int64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return int64(st.Bavail) * int64(st.Bsize), nil
+}
+
+// spareBytes is the room kept for decisions.parquet and summary.json of a
+// bundle of n decisions, beyond the copy of calls.jsonl: 64 bytes a
+// decision (the Parquet file takes 10 to 20) and 1 MiB.
+func spareBytes(n int) int64 { return int64(n)*64 + 1<<20 }
+
+// checkSpace fails, saying how much is needed, when dir's file system has
+// fewer than need bytes free. An unknown free space passes.
+func checkSpace(dir string, need int64) error {
+	free, err := freeSpace(dir)
+	if err != nil || free >= need {
+		return nil
+	}
+	return fmt.Errorf("finishing the bundle needs %s free in %s (a canonical copy of %s and the derived files) but %s is available; every decision is kept: free space, then `stress run -resume %s` finishes it",
+		byteSize(need), dir, results.CallsFile, byteSize(free), dir)
+}
+
+// byteSize formats n bytes for people: 1.5 GB, 320 kB, 12 B.
+func byteSize(n int64) string {
+	const unit = 1000
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, i := float64(n), -1
+	for v >= unit && i < 3 {
+		v /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f %cB", v, "kMGT"[i])
 }

@@ -36,6 +36,20 @@ func Merge(out string, dirs []string, opt MergeOptions) (*Record, *Summary, erro
 	if len(dirs) == 0 {
 		return nil, nil, errors.New("merge: no shard bundles given")
 	}
+	// The shards are locked too, so that no resume writes one meanwhile.
+	locked := map[string]bool{}
+	for _, d := range dirs {
+		abs, err := filepath.Abs(d)
+		if _, serr := os.Stat(filepath.Join(d, results.ManifestFile)); err != nil || serr != nil || locked[abs] {
+			continue // not a bundle (ReadRecord says so below), or given twice
+		}
+		locked[abs] = true
+		lock, err := results.LockBundle(d, "stress merge")
+		if err != nil {
+			return nil, nil, err
+		}
+		defer lock.Unlock()
+	}
 	recs := make([]*Record, len(dirs))
 	for k, d := range dirs {
 		r, err := ReadRecord(d)
@@ -114,15 +128,14 @@ func Merge(out string, dirs []string, opt MergeOptions) (*Record, *Summary, erro
 		return nil, nil, fmt.Errorf("merge: %d decisions are in no shard, e.g. %v", count, missing)
 	}
 
-	if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
-		return nil, nil, fmt.Errorf("output directory %s is not empty; choose another with -out", out)
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	now := opt.Now().UTC()
+	out, runID, lock, err := createBundle(out, "", "", now, base.Manifest.Name+"-merged", "stress merge")
+	if err != nil {
 		return nil, nil, err
 	}
-	now := opt.Now().UTC()
+	defer lock.Unlock()
 	rec := *base
-	rec.RunID = now.Format("20060102T150405Z") + "-" + base.Manifest.Name + "-merged"
+	rec.RunID = runID
 	rec.Binary = BinaryInfo()
 	rec.Models, rec.Shard, rec.Sessions = nil, nil, nil
 	rec.Decisions, rec.Completed, rec.Remaining = sp.total(), sp.total(), 0
@@ -143,10 +156,11 @@ func Merge(out string, dirs []string, opt MergeOptions) (*Record, *Summary, erro
 		return nil, nil, err
 	}
 	defer closeSources(src)
-	sum, err := writeBundle(out, rec.RunID, sp, idx, src, nil, opt.Log)
+	sum, size, err := writeBundle(out, rec.RunID, sp, idx, src, nil, nil)
 	if err != nil {
 		return nil, nil, err
 	}
+	rec.CallsDurable = &size
 	if err := results.WriteJSON(filepath.Join(out, results.SummaryFile), sum); err != nil {
 		return nil, nil, err
 	}

@@ -21,8 +21,9 @@ func TestRecover(t *testing.T) {
 		t.Fatal(err)
 	}
 	line := func(model, scen string, rep, turn int, answer string) string {
-		return fmt.Sprintf(`{"key":{"model":%q,"prompt":"default","condition":"normalized","scenario":%q,"replicate":%d},"turn":%d,"response":%q}`+"\n",
-			model, scen, rep, turn, fmt.Sprintf(`{"operation_status": "failed", "recovery_policy": %q}`, answer))
+		resp := fmt.Sprintf(`{"operation_status": "failed", "recovery_policy": %q}`, answer)
+		return fmt.Sprintf(`{"key":{"model":%q,"prompt":"default","condition":"normalized","scenario":%q,"replicate":%d},"turn":%d,"response":%q,"response_sha256":%q}`+"\n",
+			model, scen, rep, turn, resp, results.SHA256([]byte(resp)))
 	}
 	d1 := line("always_stop", "S01", 1, 0, "stop_or_escalate")
 	d2 := line("always_stop", "S02", 1, 0, "retry_now") // interrupted, then left in the middle
@@ -34,7 +35,7 @@ func TestRecover(t *testing.T) {
 	os.WriteFile(file, []byte(d1+d2+d3+d4+torn), 0o644)
 	p := &Plan{m: m}
 	sp := newSpace(&m.Manifest, p.scenarioIDs(), Shard{})
-	s := &session{p: p, dir: dir, sp: sp, idx: testTable(t, dir, sp.count())}
+	s := &session{p: p, dir: dir, rec: &Record{}, sp: sp, idx: testTable(t, dir, sp.count())}
 	if err := s.recover(); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestRecover(t *testing.T) {
 	}
 	// A damaged line with lines after it is not a crash's doing.
 	os.WriteFile(file, []byte(d1+"{bad\n"+d3), 0o644)
-	s = &session{p: p, dir: dir, sp: sp, idx: testTable(t, dir, sp.count())}
+	s = &session{p: p, dir: dir, rec: &Record{}, sp: sp, idx: testTable(t, dir, sp.count())}
 	if err := s.recover(); err == nil || !strings.Contains(err.Error(), "calls.jsonl:2:") {
 		t.Errorf("damaged middle line: %v", err)
 	}

@@ -98,7 +98,15 @@ func sameHashes(what string, then, now []fileHash) []error {
 // shard. Resuming a finished bundle only rewrites its derived files.
 func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*Summary, error) {
 	opt = opt.withDefaults()
-	rec, err := ReadRecord(dir)
+	if _, err := ReadRecord(dir); err != nil {
+		return nil, err
+	}
+	lock, err := results.LockBundle(dir, "stress run -resume")
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
+	rec, err := ReadRecord(dir) // again, now that no one else writes it
 	if err != nil {
 		return nil, err
 	}
@@ -124,6 +132,16 @@ func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*Summary, e
 	s := &session{p: p, dir: dir, rec: rec, sp: sp, idx: idx, opt: opt}
 	if err := s.recover(); err != nil {
 		return nil, fmt.Errorf("cannot resume %s: %w", dir, err)
+	}
+	if last := &rec.Sessions[len(rec.Sessions)-1]; len(rec.Sessions) > 0 && last.Ended == nil {
+		// The killed session recorded what it ran up to its last sync;
+		// the decisions kept after that point were run by it too.
+		last.Ran += s.afterDurable
+	}
+	if rec.CallsDurable != nil && *rec.CallsDurable > s.keep {
+		// The session truncates calls.jsonl to keep (a torn tail, error
+		// decisions to retry): no more than that is durable.
+		rec.CallsDurable = &s.keep
 	}
 	// The derived files are stale until the session ends; remove them so
 	// that nobody reads them meanwhile.
@@ -182,7 +200,19 @@ func (s *session) recover() error {
 		return err
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
 	gr := results.NewGroupReader(f, file)
+	durable := int64(-1)
+	if d := s.rec.CallsDurable; d != nil {
+		durable = *d
+		if st.Size() < durable {
+			return fmt.Errorf("%s has %d bytes, fewer than the %d known durable: data that was on stable storage is missing", file, st.Size(), durable)
+		}
+		gr.SetDurable(durable)
+	}
 	failedAt := map[int]bool{} // error decisions kept so far, by local index
 	var end int64
 	incomplete := 0
@@ -223,6 +253,9 @@ func (s *session) recover() error {
 		if !prev.done() {
 			s.resumed++
 		}
+		if durable >= 0 && g.Offset >= durable {
+			s.afterDurable++
+		}
 		s.idx.put(j, loc{off: g.Offset, size: uint32(g.Size)}, outcome{})
 		end = g.Offset + g.Size
 	}
@@ -230,10 +263,6 @@ func (s *session) recover() error {
 		return err
 	}
 	if err := s.idx.Err(); err != nil {
-		return err
-	}
-	st, err := f.Stat()
-	if err != nil {
 		return err
 	}
 	s.keep = end

@@ -43,6 +43,10 @@ type Options struct {
 	AllowUnpinned bool
 	// Now returns the current time (default time.Now).
 	Now func() time.Time
+	// RunID names a new run (default: the UTC start time to the
+	// millisecond, a random suffix and the manifest's name, unique by
+	// construction). A given RunID is used as it is.
+	RunID string
 	// Log receives messages: the run's start, error decisions, resume
 	// facts (default io.Discard).
 	Log io.Writer
@@ -129,6 +133,11 @@ type Record struct {
 	// as of the end of the last session.
 	Completed int `json:"completed"`
 	Remaining int `json:"remaining"`
+	// CallsDurable is how many bytes of calls.jsonl are known to be on
+	// stable storage, updated after each fsync while a session runs (nil:
+	// not recorded, a bundle of an older version). A resume treats damage
+	// past it as a torn tail and damage within it as tampering.
+	CallsDurable *int64 `json:"calls_durable_bytes,omitempty"`
 	// Sessions are the runs that wrote the bundle: the first, then each
 	// resume.
 	Sessions []Session `json:"sessions,omitempty"`
@@ -141,7 +150,7 @@ type Session struct {
 	Started     time.Time  `json:"started"`
 	Ended       *time.Time `json:"ended,omitempty"` // nil: the session was killed
 	Binary      Binary     `json:"binary"`
-	Ran         int        `json:"ran"`                       // decisions completed in the session
+	Ran         int        `json:"ran"`                       // decisions completed in the session (while it runs or if killed: those known durable)
 	Redone      int        `json:"redone,omitempty"`          // interrupted decisions found at its start, run again
 	Discarded   int64      `json:"discarded_bytes,omitempty"` // torn tail of calls.jsonl cut off at its start
 	Interrupted bool       `json:"interrupted,omitempty"`     // it stopped before the end
@@ -333,21 +342,11 @@ func (p *Plan) Run(ctx context.Context, opt Options) (dir string, sum *Summary, 
 		return "", nil, err
 	}
 	started := opt.Now().UTC()
-	runID := started.Format("20060102T150405Z") + "-" + m.Name
-	dir = opt.Out
-	if dir == "" {
-		root := opt.ResultsRoot
-		if root == "" {
-			root = "results"
-		}
-		dir = filepath.Join(root, runID)
-	}
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return dir, nil, fmt.Errorf("output directory %s is not empty; choose another with -out", dir)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, runID, lock, err := createBundle(opt.Out, opt.ResultsRoot, opt.RunID, started, m.Name, "stress run")
+	if err != nil {
 		return dir, nil, err
 	}
+	defer lock.Unlock()
 	sp := newSpace(&m.Manifest, p.scenarioIDs(), opt.Shard)
 	rec := &Record{RunID: runID, Manifest: m.Manifest, ReplayCap: m.Cap(), Source: m.Source, ManifestSHA256: m.SHA256,
 		CorpusFiles: m.Corpus.Files, Binary: BinaryInfo(), AllowUnpinned: p.allow,

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -44,6 +45,18 @@ type session struct {
 	// resumed counts the decisions found done on resume; 0 spares a new
 	// run from reading the index to skip them.
 	resumed int
+	// afterDurable counts the decisions kept on resume that lie past the
+	// recorded durable point (run by a killed session after its last sync).
+	afterDurable int
+	// durableAt is the byte count of the last checkpoint.
+	durableAt int64
+}
+
+// checkpoint records in manifest.json that the first n bytes of
+// calls.jsonl are durable, with the current session's progress.
+func (s *session) checkpoint(n int64) error {
+	s.rec.CallsDurable, s.durableAt = &n, n
+	return results.WriteJSON(filepath.Join(s.dir, results.ManifestFile), s.rec)
 }
 
 // job is one decision to run: its study index and shard-local index.
@@ -69,6 +82,10 @@ func (s *session) run(ctx context.Context) (*Summary, error) {
 	}
 	sess := &s.rec.Sessions[len(s.rec.Sessions)-1]
 	sess.Redone, sess.Discarded = s.redone, s.torn
+	if err := s.checkpoint(s.keep); err != nil {
+		calls.Close()
+		return nil, err
+	}
 
 	// runCtx stops new decisions (interrupt, or a write failure); callCtx
 	// outlives it by the grace period so calls in flight can finish.
@@ -237,6 +254,10 @@ loop:
 			if writeErr == nil {
 				if err := calls.Sync(); err != nil {
 					fail(err)
+				} else if n := calls.Size(); n == s.durableAt {
+					// Nothing new since the last checkpoint.
+				} else if err := s.checkpoint(n); err != nil {
+					fail(err)
 				}
 			}
 		case <-progTick:
@@ -254,10 +275,26 @@ loop:
 
 	sum, err := s.finalize()
 	if err != nil {
+		// Every decision is kept in calls.jsonl; the session says what it
+		// did, and a resume finishes the bundle.
+		end := opt.Now().UTC()
+		sess.Ended, sess.Interrupted = &end, true
+		done := 0
+		s.idx.each(func(_ int, l loc, _ outcome) error {
+			if l.done() {
+				done++
+			}
+			return nil
+		})
+		s.rec.Completed, s.rec.Remaining = done, sp.count()-done
+		if werr := results.WriteJSON(filepath.Join(s.dir, results.ManifestFile), s.rec); werr != nil {
+			err = errors.Join(err, werr)
+		}
 		return nil, err
 	}
 	end := opt.Now().UTC()
 	sess.Ended = &end
+	s.rec.CallsDurable = &s.durableAt
 	s.rec.Completed, s.rec.Remaining = sum.Decisions, sp.count()-sum.Decisions
 	sess.Interrupted = s.rec.Remaining > 0
 	if s.rec.Remaining == 0 {
@@ -294,10 +331,19 @@ func (s *session) finalize() (*Summary, error) {
 		sc := &m.Corpus.Scenarios[si]
 		return o.row(s.sp.key(i), sc.Server, simulator.Seed(m.Seed, sc.ID, rep, 0)), int(o.turns), int(o.events), true
 	}
-	sum, err := writeBundle(s.dir, s.rec.RunID, s.sp, s.idx, src, known, s.opt.Log)
+	// The canonical file replaces calls.jsonl and may be shorter (it drops
+	// superseded and interrupted lines): no more than it holds is durable.
+	shrink := func(n int64) error {
+		if n < s.durableAt {
+			return s.checkpoint(n)
+		}
+		return nil
+	}
+	sum, size, err := writeBundle(s.dir, s.rec.RunID, s.sp, s.idx, src, known, shrink)
 	if err != nil {
 		return nil, err
 	}
+	s.durableAt = size
 	sum.Remaining = s.sp.count() - sum.Decisions
 	if err := results.WriteJSON(filepath.Join(s.dir, results.SummaryFile), sum); err != nil {
 		return nil, err

@@ -154,8 +154,8 @@ func init() {
 
 // mockBundle runs the paper's shape (2 models × 4 conditions × 21
 // scenarios × replicates) through the runner with the mock models and
-// returns the bundle directory. The run time is fixed, so the run id is
-// 20260101T000000Z-mock.
+// returns the bundle directory. The run time and run id
+// (20260101T000000Z-mock) are fixed.
 func mockBundle(t *testing.T, kinds map[string]string, replicates int, corpus func([]study.Scenario) []study.Scenario) string {
 	t.Helper()
 	m, err := manifests.LoadBuiltin(manifests.DefaultName)
@@ -179,7 +179,7 @@ func mockBundle(t *testing.T, kinds map[string]string, replicates int, corpus fu
 	}
 	dir := filepath.Join(t.TempDir(), "bundle")
 	fixed := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	if _, _, err := plan.Run(context.Background(), runner.Options{Out: dir, Now: func() time.Time { return fixed }}); err != nil {
+	if _, _, err := plan.Run(context.Background(), runner.Options{Out: dir, RunID: "20260101T000000Z-mock", Now: func() time.Time { return fixed }}); err != nil {
 		t.Fatal(err)
 	}
 	return dir

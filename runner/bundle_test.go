@@ -1,0 +1,238 @@
+package runner_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/runner"
+)
+
+// TestConcurrentRunsNeverCollide starts 8 runs of one study at the same
+// instant (the same start time, as runs started in one second or one
+// millisecond have): each gets its own bundle, and every bundle is whole.
+func TestConcurrentRunsNeverCollide(t *testing.T) {
+	root := t.TempDir()
+	m := hashStudy(t, "hash-test", 1, 2, nil, 0)
+	fixed := time.Date(2026, 12, 1, 1, 2, 3, 0, time.UTC)
+	var wg sync.WaitGroup
+	dirs := make([]string, 8)
+	errs := make([]error, 8)
+	for k := range dirs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dirs[k], _, errs[k] = prepare(t, m).Run(context.Background(), runner.Options{ResultsRoot: root, Now: func() time.Time { return fixed }})
+		}()
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for k, dir := range dirs {
+		if errs[k] != nil {
+			t.Fatalf("run %d: %v", k, errs[k])
+		}
+		if seen[dir] {
+			t.Fatalf("two runs wrote %s", dir)
+		}
+		seen[dir] = true
+		if !strings.HasPrefix(filepath.Base(dir), "20261201T010203.000Z-") || !strings.HasSuffix(dir, "-"+m.Name) {
+			t.Errorf("run directory %s", dir)
+		}
+		var rec runner.Record
+		readJSON(t, filepath.Join(dir, results.ManifestFile), &rec)
+		if rec.RunID != filepath.Base(dir) || rec.Finished == nil || rec.Completed != 168 {
+			t.Errorf("%s: run id %s, finished %v, completed %d", dir, rec.RunID, rec.Finished, rec.Completed)
+		}
+		if k > 0 {
+			sameBundle(t, dirs[0], dir)
+		}
+	}
+}
+
+// TestOneWriterPerBundle checks the bundle lock: a resume started while
+// the run is alive, a second resume while the first is alive, and a run
+// into the same -out directory all fail at once, naming the process that
+// holds the bundle, and leave it intact.
+func TestOneWriterPerBundle(t *testing.T) {
+	root := t.TempDir()
+	want := filepath.Join(root, "want")
+	runTo(t, prepare(t, hashStudy(t, "hash-test", 1, 2, nil, 0)), want, runner.Options{})
+
+	m := hashStudy(t, "gate-test", 1, 2, nil, 2)
+	dir := filepath.Join(root, "run")
+	holder := fmt.Sprintf("process %d (stress run,", os.Getpid())
+	checkLocked := func(what string, err error) {
+		t.Helper()
+		var le *results.LockedError
+		if !errors.As(err, &le) || !strings.Contains(err.Error(), holder) || !strings.Contains(err.Error(), "bundle "+dir+" is in use") {
+			t.Fatalf("%s: error %v, want the bundle in use by %q", what, err, holder)
+		}
+	}
+	setGate(false)
+	defer setGate(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		_, _, err := prepare(t, m).Run(ctx, runner.Options{Out: dir, Grace: time.Millisecond})
+		done <- err
+	}()
+	for gate.inFlight.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	_, err := prepare(t, m).Resume(context.Background(), dir, runner.Options{})
+	checkLocked("resume during the run", err)
+	_, _, err = prepare(t, m).Run(context.Background(), runner.Options{Out: dir})
+	checkLocked("a second run into the same directory", err)
+	cancel()
+	if err := <-done; !errors.Is(err, runner.ErrInterrupted) {
+		t.Fatalf("run: %v, want interrupted", err)
+	}
+
+	// Two resumes at once: the second fails while the first runs.
+	holder = fmt.Sprintf("process %d (stress run -resume,", os.Getpid())
+	go func() {
+		_, err := prepare(t, m).Resume(context.Background(), dir, runner.Options{})
+		done <- err
+	}()
+	for gate.inFlight.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	_, err = prepare(t, m).Resume(context.Background(), dir, runner.Options{})
+	checkLocked("a second resume", err)
+	openGate()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	sameBundle(t, want, dir)
+	// Once the writer is gone the lock is free: resuming the finished
+	// bundle only rewrites its derived files.
+	if _, err := prepare(t, m).Resume(context.Background(), dir, runner.Options{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// crashBundle writes a bundle as a crash leaves it: manifest.json as the
+// finished run full recorded it but with durable bytes, and calls.
+func crashBundle(t *testing.T, full, dir string, durable int64, calls []byte) {
+	t.Helper()
+	var rec map[string]any
+	readJSON(t, filepath.Join(full, results.ManifestFile), &rec)
+	rec["calls_durable_bytes"] = durable
+	delete(rec, "finished")
+	b, _ := json.Marshal(rec)
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, results.ManifestFile), b, 0o644)
+	os.WriteFile(filepath.Join(dir, results.CallsFile), calls, 0o644)
+}
+
+// TestResumeDurablePoint checks crash recovery against the durable point
+// recorded in manifest.json: a zeroed page followed by valid lines after
+// it (what a power loss can leave in the last unsynced second) is cut off
+// and redone; the same damage within the durable bytes, and a response
+// changed within them, are refused as tampering.
+func TestResumeDurablePoint(t *testing.T) {
+	root := t.TempDir()
+	full := filepath.Join(root, "full")
+	m := hashStudy(t, "hash-test", 1, 2, nil, 0)
+	runTo(t, prepare(t, m), full, runner.Options{})
+	calls, _ := os.ReadFile(filepath.Join(full, results.CallsFile))
+	gs := groups(t, calls)
+	rng := rand.New(rand.NewPCG(3, 4))
+	rng.Shuffle(len(gs), func(i, j int) { gs[i], gs[j] = gs[j], gs[i] })
+	head := bytes.Join(gs[:100], nil)
+	zeroed := append(bytes.Repeat([]byte{0}, 4096), bytes.Join(gs[100:110], nil)...)
+
+	dir := filepath.Join(root, "power-loss")
+	crashBundle(t, full, dir, int64(len(head)), append(append([]byte(nil), head...), zeroed...))
+	var log bytes.Buffer
+	if _, err := prepare(t, m).Resume(context.Background(), dir, runner.Options{Log: &log}); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	if want := fmt.Sprintf("torn tail of %d bytes discarded", len(zeroed)); !strings.Contains(log.String(), want) {
+		t.Errorf("log %q lacks %q", log.String(), want)
+	}
+	sameBundle(t, full, dir)
+	var rec runner.Record
+	readJSON(t, filepath.Join(dir, results.ManifestFile), &rec)
+	if st, _ := os.Stat(filepath.Join(dir, results.CallsFile)); rec.CallsDurable == nil || *rec.CallsDurable != st.Size() {
+		t.Errorf("finished bundle records %v durable bytes, calls.jsonl has %d", rec.CallsDurable, st.Size())
+	}
+
+	// The same damage before the durable point is not a crash's doing.
+	dir = filepath.Join(root, "changed")
+	damaged := append(append([]byte(nil), head...), zeroed...)
+	crashBundle(t, full, dir, int64(len(damaged)), damaged)
+	_, err := prepare(t, m).Resume(context.Background(), dir, runner.Options{})
+	if err == nil || !strings.Contains(err.Error(), "known durable: the file was changed") {
+		t.Errorf("damage within the durable bytes: %v", err)
+	}
+	// A response changed within the durable bytes.
+	dir = filepath.Join(root, "response")
+	changed := bytes.Replace(head, []byte(`recovery_policy\": \"`), []byte(`recovery_policy\":  \"`), 1)
+	if bytes.Equal(changed, head) {
+		t.Fatal("no response changed")
+	}
+	crashBundle(t, full, dir, int64(len(changed)), changed)
+	_, err = prepare(t, m).Resume(context.Background(), dir, runner.Options{})
+	if err == nil || !strings.Contains(err.Error(), "response_sha256 does not match the response") {
+		t.Errorf("changed response: %v", err)
+	}
+	// Fewer bytes than were durable: data is missing.
+	dir = filepath.Join(root, "short")
+	crashBundle(t, full, dir, int64(len(head)+1), head)
+	_, err = prepare(t, m).Resume(context.Background(), dir, runner.Options{})
+	if err == nil || !strings.Contains(err.Error(), "data that was on stable storage is missing") {
+		t.Errorf("short file: %v", err)
+	}
+}
+
+// TestFinishNeedsSpace checks that finishing a bundle whose calls.jsonl
+// is not in canonical order first checks for room for the canonical copy:
+// on a full disk it says how much is needed, keeps every decision and
+// records the session; a resume with room finishes the bundle.
+func TestFinishNeedsSpace(t *testing.T) {
+	root := t.TempDir()
+	full := filepath.Join(root, "full")
+	m := hashStudy(t, "hash-test", 1, 2, nil, 0)
+	runTo(t, prepare(t, m), full, runner.Options{})
+	calls, _ := os.ReadFile(filepath.Join(full, results.CallsFile))
+	gs := groups(t, calls)
+	rng := rand.New(rand.NewPCG(5, 6))
+	rng.Shuffle(len(gs), func(i, j int) { gs[i], gs[j] = gs[j], gs[i] })
+	shuffled := bytes.Join(gs, nil)
+	dir := filepath.Join(root, "full-disk")
+	crashBundle(t, full, dir, int64(len(shuffled)), shuffled)
+
+	restore := runner.SetFreeSpace(func(string) (int64, error) { return 1000, nil })
+	_, err := prepare(t, m).Resume(context.Background(), dir, runner.Options{})
+	restore()
+	if err == nil || !strings.Contains(err.Error(), "finishing the bundle needs") || !strings.Contains(err.Error(), "1.0 kB is available") || !strings.Contains(err.Error(), "stress run -resume "+dir) {
+		t.Fatalf("error %v, want the space needed", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, results.CallsFile)); !bytes.Equal(b, shuffled) {
+		t.Error("calls.jsonl changed")
+	}
+	if _, err := os.Stat(filepath.Join(dir, results.CallsFile+".tmp")); err == nil {
+		t.Error("a partial copy was left")
+	}
+	var rec runner.Record
+	readJSON(t, filepath.Join(dir, results.ManifestFile), &rec)
+	last := rec.Sessions[len(rec.Sessions)-1]
+	if rec.Finished != nil || last.Ended == nil || !last.Interrupted || rec.Completed != 168 || rec.Remaining != 0 {
+		t.Errorf("manifest.json: finished %v, completed %d, remaining %d, last session %+v", rec.Finished, rec.Completed, rec.Remaining, last)
+	}
+	if _, err := prepare(t, m).Resume(context.Background(), dir, runner.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	sameBundle(t, full, dir)
+}
