@@ -138,11 +138,17 @@ func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*Summary, e
 		// the decisions kept after that point were run by it too.
 		last.Ran += s.afterDurable
 	}
-	if rec.CallsDurable != nil && *rec.CallsDurable > s.keep {
-		// The session truncates calls.jsonl to keep (a torn tail, error
-		// decisions to retry): no more than that is durable.
-		rec.CallsDurable = &s.keep
+	// Cut calls.jsonl to the decisions kept and make them durable before
+	// the new session is recorded, so that the durable point and the
+	// sessions' counts always change together.
+	calls, err := results.OpenCallLog(filepath.Join(dir, results.CallsFile), s.keep)
+	if err == nil {
+		err = calls.Close()
 	}
+	if err != nil {
+		return nil, err
+	}
+	rec.CallsDurable = &s.keep
 	// The derived files are stale until the session ends; remove them so
 	// that nobody reads them meanwhile.
 	for _, f := range []string{results.DecisionsFile, results.SummaryFile} {

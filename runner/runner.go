@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -111,6 +112,9 @@ type Record struct {
 	Manifest       manifests.Manifest `json:"manifest"`
 	ReplayCap      int                `json:"replay_cap"`
 	Source         string             `json:"source"`
+	// SourceAbs is Source as an absolute path, when it is a file: a resume
+	// from another directory finds the manifest by it.
+	SourceAbs      string             `json:"source_abs,omitempty"`
 	ManifestSHA256 string             `json:"manifest_sha256"`
 	CorpusFiles    []study.File       `json:"corpus_files"`
 	Prompts        []PromptRecord     `json:"prompts"`
@@ -355,6 +359,11 @@ func (p *Plan) Run(ctx context.Context, opt Options) (dir string, sum *Summary, 
 	if !opt.Shard.whole() {
 		sh := opt.Shard
 		rec.Shard = &sh
+	}
+	if !strings.HasPrefix(m.Source, "builtin:") {
+		if abs, err := filepath.Abs(m.Source); err == nil && abs != m.Source {
+			rec.SourceAbs = abs
+		}
 	}
 	for _, pf := range m.Prompts {
 		rec.Prompts = append(rec.Prompts, PromptRecord{Name: pf.Name, Path: pf.Path, SHA256: pf.SHA256})

@@ -100,11 +100,14 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		*allow = *allow || rec.AllowUnpinned
 	}
-	m, err := loadSource(source)
-	if err != nil {
-		if rec != nil && fs.Arg(0) == "" {
+	var m *manifests.Resolved
+	var err error
+	if rec != nil && fs.Arg(0) == "" {
+		m, err = loadRecorded(rec)
+		if err != nil {
 			return fmt.Errorf("resume %s: %w (give the manifest's path as an argument)", *resume, err)
 		}
+	} else if m, err = loadSource(source); err != nil {
 		return err
 	}
 	plan, err := runner.Prepare(m, *allow)
@@ -151,14 +154,33 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	} else {
 		dir, sum, err = plan.Run(ctx, opt)
 	}
-	if err != nil {
-		if _, serr := os.Stat(filepath.Join(dir, results.ManifestFile)); serr == nil && dir != "" {
-			fmt.Fprintf(stderr, "resume with: stress run -resume %s\n", dir)
-		}
+	switch {
+	case err == nil:
+	case errors.Is(err, runner.ErrInterrupted):
+		return fmt.Errorf("run into %s: %w (resume with: stress run -resume %s)", dir, err, dir)
+	case dir == "":
+		return fmt.Errorf("run: %w", err)
+	default:
 		return fmt.Errorf("run into %s: %w", dir, err)
 	}
 	fmt.Fprintf(opt.Log, "wrote %s: %d decisions, %d calls, %d errors, %d transport events\n", dir, sum.Decisions, sum.Calls, sum.Errors, sum.TransportEvents)
 	return analysis.WriteTable(stdout, sum.Cells)
+}
+
+// loadRecorded loads the manifest a bundle records: by its absolute path
+// when that file exists (so a resume works from any directory), else by
+// the path as it was given, relative to the current directory.
+func loadRecorded(rec *runner.Record) (*manifests.Resolved, error) {
+	if rec.SourceAbs != "" {
+		if _, err := os.Stat(rec.SourceAbs); err == nil {
+			return loadSource(rec.SourceAbs)
+		}
+	}
+	m, err := loadSource(rec.Source)
+	if err != nil && rec.SourceAbs != "" {
+		return nil, fmt.Errorf("%w (nor is it at %s)", err, rec.SourceAbs)
+	}
+	return m, err
 }
 
 // loadSource loads a manifest named as a bundle records it: a path, or

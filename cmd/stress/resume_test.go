@@ -188,11 +188,18 @@ func TestKillResume(t *testing.T) {
 	if err := json.Unmarshal(data, &rec); err != nil {
 		t.Fatal(err)
 	}
-	killed := 0
+	killed, ran := 0, 0
 	for _, s := range rec.Sessions {
 		if s.Ended == nil {
 			killed++
 		}
+		ran += s.Ran
+	}
+	// Every decision is counted by the session that ran it, killed or
+	// not: what a killed session ran up to its last sync is in
+	// manifest.json, and the resume counts the rest it kept.
+	if ran != 2400 {
+		t.Errorf("the sessions ran %d decisions in all, want 2400: %+v", ran, rec.Sessions)
 	}
 	if rec.Finished == nil || rec.Completed != 2400 || rec.Remaining != 0 || killed == 0 || rec.Sessions[len(rec.Sessions)-1].Ended == nil {
 		t.Errorf("manifest.json: finished %v, completed %d, remaining %d, %d sessions (%d killed)", rec.Finished, rec.Completed, rec.Remaining, len(rec.Sessions), killed)
@@ -257,6 +264,7 @@ func TestResumeCLI(t *testing.T) {
 	b, _ := os.ReadFile(calls)
 	os.WriteFile(calls, b[:len(b)/2], 0o644) // cut mid-file, most likely mid-line
 	os.Remove(filepath.Join(dir, results.DecisionsFile))
+	setDurable(t, dir, 0) // as a run killed before its first sync leaves it
 	out, log, err := runCmd(t, "run", "-resume", dir)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
@@ -285,6 +293,22 @@ func TestResumeCLI(t *testing.T) {
 	_, _, err = runCmd(t, "run", "-resume", d2)
 	if err == nil || !strings.Contains(err.Error(), "cannot resume") || !strings.Contains(err.Error(), "the manifest changed: sha256") {
 		t.Errorf("resume after the manifest changed: %v", err)
+	}
+}
+
+// setDurable sets the durable bytes that dir's manifest.json records.
+func setDurable(t *testing.T, dir string, n int64) {
+	t.Helper()
+	file := filepath.Join(dir, results.ManifestFile)
+	var rec map[string]any
+	data, err := os.ReadFile(file)
+	if err != nil || json.Unmarshal(data, &rec) != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	rec["calls_durable_bytes"] = n
+	data, _ = json.Marshal(rec)
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
