@@ -75,4 +75,9 @@ func TestHostPasswordScrubbed(t *testing.T) {
 		t.Errorf("list error %v", err)
 	}
 	leaks("the list error", err.Error())
+	_, err = m.Verify(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "alice:xxxxx@") {
+		t.Errorf("verify error %v", err)
+	}
+	leaks("the verify error", err.Error())
 }

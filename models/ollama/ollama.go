@@ -46,7 +46,7 @@ type Model struct {
 	format json.RawMessage
 	tr     *transport.Client
 	api    *api.Client
-	scrub  *transport.Scrubber // the host's credentials, for the api client's errors
+	scrub  *transport.Scrubber // the host's credentials, for what the api client reads
 }
 
 var (
@@ -250,6 +250,9 @@ func firstVersion(all []Info) string {
 // and the actual digest.
 func (m *Model) Verify(ctx context.Context) (models.Facts, error) {
 	in, err := m.Resolve(ctx)
+	for _, f := range []*string{&in.Name, &in.Digest, &in.Family, &in.ParameterSize, &in.Quantization, &in.Format, &in.ServerVersion} {
+		*f, _ = m.scrub.String(*f)
+	}
 	facts := models.Facts{"backend": Backend, "model": m.spec.Model, "host": in.Host, "server_version": in.ServerVersion,
 		"digest": in.Digest, "family": in.Family, "parameter_size": in.ParameterSize, "quantization": in.Quantization, "format": in.Format}
 	if err != nil {
