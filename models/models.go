@@ -32,7 +32,8 @@ type Reply struct {
 	// answer parser reads.
 	Text string
 	// Body is the exact response body the server sent, when there is one
-	// (nil for in-process backends).
+	// (nil for in-process backends), unless it held a credential the
+	// backend sends: then it is scrubbed (see Redacted).
 	Body []byte
 	// PromptTokens and OutputTokens are token counts when the backend gives
 	// them, else 0.
@@ -42,6 +43,13 @@ type Reply struct {
 	Meta map[string]any
 	// Events are the transport faults met (and retried) during the call.
 	Events []TransportEvent
+	// Redacted says that Text, Body or Meta are not exactly what the
+	// server sent: a credential the backend sends (an API key) was found
+	// in them and replaced by "[redacted]" (see models/transport.Scrubber).
+	Redacted bool
+	// OriginalBodySHA256 is the lower-case hex sha256 of the body the
+	// server sent, when Body was scrubbed; else "".
+	OriginalBodySHA256 string
 }
 
 // TransportEvent is one transport fault a backend met during a call:
@@ -51,7 +59,7 @@ type TransportEvent struct {
 	Attempt int       `json:"attempt"`          // 1-based attempt that failed
 	Kind    string    `json:"kind"`             // e.g. "connect", "timeout", "http_status", "truncated", "malformed", "too_large"
 	Status  int       `json:"status,omitempty"` // HTTP status, when there was one
-	Error   string    `json:"error"`            // what went wrong
+	Error   string    `json:"error"`            // what went wrong (credentials scrubbed, a body clipped to 300 bytes)
 	WaitMS  float64   `json:"wait_ms"`          // backoff before the next attempt, 0 when none followed
 	At      time.Time `json:"at"`               // when the fault was seen
 }

@@ -40,9 +40,9 @@ type Call struct {
 	Seed           int64          `json:"seed"`
 	Request        models.Request `json:"request"`
 	Response       string         `json:"response"`
-	ResponseSHA256 string         `json:"response_sha256"`
-	Body           []byte         `json:"body,omitempty"` // exact bytes, base64 in JSON
-	BodySHA256     string         `json:"body_sha256,omitempty"`
+	ResponseSHA256 string         `json:"response_sha256"`       // sha256 of Response as stored
+	Body           []byte         `json:"body,omitempty"`        // exact bytes (unless Redacted), base64 in JSON
+	BodySHA256     string         `json:"body_sha256,omitempty"` // sha256 of Body as stored
 	LatencyMS      float64        `json:"latency_ms"`
 	PromptTokens   int            `json:"prompt_tokens,omitempty"`
 	OutputTokens   int            `json:"output_tokens,omitempty"`
@@ -54,6 +54,14 @@ type Call struct {
 	// Endpoint is the server that answered, for a model whose decisions
 	// are spread over several endpoints (user info removed).
 	Endpoint string `json:"endpoint,omitempty"`
+	// Redacted says that Response, Body or Meta are not exactly what the
+	// server sent: a credential the backend sends (an API key) was found
+	// in them and replaced by "[redacted]". The sha256 fields still
+	// describe the stored bytes, and the stored response is the one scored.
+	Redacted bool `json:"redacted,omitempty"`
+	// OriginalBodySHA256 is the sha256 of the body the server sent, when
+	// Body was redacted (to match it against the server's own records).
+	OriginalBodySHA256 string `json:"original_body_sha256,omitempty"`
 }
 
 // Decision statuses in decisions.parquet.
@@ -122,6 +130,7 @@ func CallsOf(d *simulator.Decision, s *study.Scenario) []Call {
 		if t.Reply.Body != nil {
 			c.Body, c.BodySHA256 = t.Reply.Body, SHA256(t.Reply.Body)
 		}
+		c.Redacted, c.OriginalBodySHA256 = t.Reply.Redacted, t.Reply.OriginalBodySHA256
 		c.Events = t.Reply.Events
 		if t.Err != nil {
 			c.Error = t.Err.Error()

@@ -3,7 +3,10 @@
 // response bytes kept, digest pinning against /api/tags and /api/show, and
 // a seed-honouring probe. It uses the request and response types of
 // github.com/ollama/ollama/api and sends them through models/transport, so
-// faults are retried and recorded as transport events.
+// faults are retried and recorded as transport events. Ollama has no API
+// key; a host URL's password (user info, sent as Basic authorization) is
+// its only credential, masked in messages and facts and scrubbed by the
+// transport's Scrubber from everything the server sends back.
 package ollama
 
 import (
@@ -15,6 +18,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,6 +46,7 @@ type Model struct {
 	format json.RawMessage
 	tr     *transport.Client
 	api    *api.Client
+	scrub  *transport.Scrubber // the host's credentials, for what the api client reads
 }
 
 var (
@@ -67,7 +72,9 @@ func New(spec models.Spec, opt transport.Options) (*Model, error) {
 	// Note: the api package's own client has no default timeout; give it
 	// one, and use it only for the metadata endpoints.
 	hc := &http.Client{Timeout: time.Minute}
-	return &Model{spec: spec, host: host, format: format, tr: transport.New(opt), api: api.NewClient(host, hc)}, nil
+	opt.Secrets = slices.Concat(opt.Secrets, transport.URLSecrets(host))
+	tr := transport.New(opt)
+	return &Model{spec: spec, host: host, format: format, tr: tr, api: api.NewClient(host, hc), scrub: tr.Scrubber()}, nil
 }
 
 // ResolveHost returns the server's base URL: host if set, else
@@ -152,21 +159,16 @@ func (m *Model) Generate(ctx context.Context, req models.Request) (models.Reply,
 	if err != nil {
 		return models.Reply{Events: events}, err
 	}
-	return models.Reply{
-		Text:         chat.Message.Content,
-		Body:         resp.Body,
-		PromptTokens: chat.PromptEvalCount,
-		OutputTokens: chat.EvalCount,
-		Events:       events,
-		Meta: map[string]any{
-			"model":                   chat.Model,
-			"done_reason":             chat.DoneReason,
-			"total_duration_ns":       int64(chat.TotalDuration),
-			"load_duration_ns":        int64(chat.LoadDuration),
-			"prompt_eval_duration_ns": int64(chat.PromptEvalDuration),
-			"eval_duration_ns":        int64(chat.EvalDuration),
-		},
-	}, nil
+	r := m.tr.Reply(resp, events, chat.Message.Content, map[string]any{
+		"model":                   chat.Model,
+		"done_reason":             chat.DoneReason,
+		"total_duration_ns":       int64(chat.TotalDuration),
+		"load_duration_ns":        int64(chat.LoadDuration),
+		"prompt_eval_duration_ns": int64(chat.PromptEvalDuration),
+		"eval_duration_ns":        int64(chat.EvalDuration),
+	})
+	r.PromptTokens, r.OutputTokens = chat.PromptEvalCount, chat.EvalCount
+	return r, nil
 }
 
 func (m *Model) post(path string, body []byte) func(context.Context) (*http.Request, error) {
@@ -188,7 +190,7 @@ type Info struct {
 	Quantization  string `json:"quantization"`
 	Format        string `json:"format"`
 	ServerVersion string `json:"server_version"`
-	Host          string `json:"host"`
+	Host          string `json:"host"` // the server's URL, any password masked
 }
 
 // List returns every model on the server at host with its full digest.
@@ -198,18 +200,19 @@ func List(ctx context.Context, host string) ([]Info, error) {
 		return nil, err
 	}
 	c := api.NewClient(u, &http.Client{Timeout: time.Minute})
+	sc := transport.NewScrubber(transport.URLSecrets(u)...)
 	version, err := c.Version(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("ollama at %s: %w", u, err)
+		return nil, fmt.Errorf("ollama at %s: %w", u.Redacted(), sc.Error(err))
 	}
 	list, err := c.List(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("ollama at %s: /api/tags: %w", u, err)
+		return nil, fmt.Errorf("ollama at %s: /api/tags: %w", u.Redacted(), sc.Error(err))
 	}
 	out := make([]Info, len(list.Models))
 	for i, lm := range list.Models {
 		out[i] = Info{Name: lm.Name, Digest: lm.Digest, Family: lm.Details.Family, ParameterSize: lm.Details.ParameterSize,
-			Quantization: lm.Details.QuantizationLevel, Format: lm.Details.Format, ServerVersion: version, Host: u.String()}
+			Quantization: lm.Details.QuantizationLevel, Format: lm.Details.Format, ServerVersion: version, Host: u.Redacted()}
 	}
 	return out, nil
 }
@@ -225,14 +228,14 @@ func (m *Model) Resolve(ctx context.Context) (Info, error) {
 		if in.Name == m.spec.Model || in.Name == m.spec.Model+":latest" {
 			show, err := m.api.Show(ctx, &api.ShowRequest{Model: m.spec.Model})
 			if err != nil {
-				return in, fmt.Errorf("ollama at %s: /api/show %s: %w", m.host, m.spec.Model, err)
+				return in, fmt.Errorf("ollama at %s: /api/show %s: %w", m.host.Redacted(), m.spec.Model, m.scrub.Error(err))
 			}
 			d := show.Details
 			in.Family, in.ParameterSize, in.Quantization, in.Format = d.Family, d.ParameterSize, d.QuantizationLevel, d.Format
 			return in, nil
 		}
 	}
-	return Info{ServerVersion: firstVersion(all), Host: m.host.String()}, fmt.Errorf("model %q (%s) is not on the server at %s", m.spec.Name, m.spec.Model, m.host)
+	return Info{ServerVersion: firstVersion(all), Host: m.host.Redacted()}, fmt.Errorf("model %q (%s) is not on the server at %s", m.spec.Name, m.spec.Model, m.host.Redacted())
 }
 
 func firstVersion(all []Info) string {
@@ -247,6 +250,9 @@ func firstVersion(all []Info) string {
 // and the actual digest.
 func (m *Model) Verify(ctx context.Context) (models.Facts, error) {
 	in, err := m.Resolve(ctx)
+	for _, f := range []*string{&in.Name, &in.Digest, &in.Family, &in.ParameterSize, &in.Quantization, &in.Format, &in.ServerVersion} {
+		*f, _ = m.scrub.String(*f)
+	}
 	facts := models.Facts{"backend": Backend, "model": m.spec.Model, "host": in.Host, "server_version": in.ServerVersion,
 		"digest": in.Digest, "family": in.Family, "parameter_size": in.ParameterSize, "quantization": in.Quantization, "format": in.Format}
 	if err != nil {

@@ -4,7 +4,9 @@
 // github.com/sashabaranov/go-openai and sends them through
 // models/transport, keeping the exact response bytes. The API key comes
 // from an environment variable the manifest names and never reaches
-// results, logs or error messages.
+// results, logs or error messages: the transport's Scrubber removes it
+// (and a host URL's password) from everything the server sends back, and
+// a reply it was removed from is marked Redacted.
 package openai
 
 import (
@@ -16,6 +18,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,11 +39,13 @@ func init() {
 
 // Model is one model on one OpenAI-compatible server.
 type Model struct {
-	spec   models.Spec
-	base   *url.URL // ends in /v1 (or the server's API root)
-	key    string
-	format *goopenai.ChatCompletionResponseFormat
-	tr     *transport.Client
+	spec    models.Spec
+	base    *url.URL // ends in /v1 (or the server's API root)
+	where   string   // base with any password masked, for messages and facts
+	key     string
+	secrets []string // key and the base URL's credentials
+	format  *goopenai.ChatCompletionResponseFormat
+	tr      *transport.Client
 }
 
 var (
@@ -64,13 +69,16 @@ func New(spec models.Spec, opt transport.Options) (*Model, error) {
 	if err != nil || base.Host == "" || (base.Scheme != "http" && base.Scheme != "https") {
 		return nil, fmt.Errorf("model %q: host: want http(s)://host:port/v1, got %q", spec.Name, spec.Host)
 	}
-	m := &Model{spec: spec, base: base, tr: transport.New(opt)}
+	m := &Model{spec: spec, base: base, where: base.Redacted()}
 	if spec.APIKeyEnv != "" {
 		m.key = os.Getenv(spec.APIKeyEnv)
 		if m.key == "" {
 			return nil, fmt.Errorf("model %q: api_key_env: environment variable %s is empty or unset", spec.Name, spec.APIKeyEnv)
 		}
 	}
+	m.secrets = slices.Concat(opt.Secrets, []string{m.key}, transport.URLSecrets(base))
+	opt.Secrets = m.secrets
+	m.tr = transport.New(opt)
 	for k := range spec.Options {
 		if err := checkOption(spec.Name, k); err != nil {
 			return nil, err
@@ -171,25 +179,19 @@ func (m *Model) Generate(ctx context.Context, req models.Request) (models.Reply,
 		}
 		return nil
 	})
-	events = m.scrubEvents(events)
 	if err != nil {
-		return models.Reply{Events: events}, m.scrub(err)
+		return models.Reply{Events: events}, err
 	}
 	ch := cr.Choices[0]
-	return models.Reply{
-		Text:         ch.Message.Content,
-		Body:         resp.Body,
-		PromptTokens: cr.Usage.PromptTokens,
-		OutputTokens: cr.Usage.CompletionTokens,
-		Events:       events,
-		Meta: map[string]any{
-			"model":              cr.Model,
-			"system_fingerprint": cr.SystemFingerprint,
-			"finish_reason":      string(ch.FinishReason),
-			"usage":              cr.Usage,
-			"id":                 cr.ID,
-		},
-	}, nil
+	r := m.tr.Reply(resp, events, ch.Message.Content, map[string]any{
+		"model":              cr.Model,
+		"system_fingerprint": cr.SystemFingerprint,
+		"finish_reason":      string(ch.FinishReason),
+		"usage":              cr.Usage,
+		"id":                 cr.ID,
+	})
+	r.PromptTokens, r.OutputTokens = cr.Usage.PromptTokens, cr.Usage.CompletionTokens
+	return r, nil
 }
 
 func (m *Model) post(path string, body []byte) func(context.Context) (*http.Request, error) {
@@ -206,39 +208,12 @@ func (m *Model) post(path string, body []byte) func(context.Context) (*http.Requ
 	}
 }
 
-// scrub removes the API key from an error's text.
-func (m *Model) scrub(err error) error {
-	if err == nil || m.key == "" || !strings.Contains(err.Error(), m.key) {
-		var ce *models.CallError
-		if errors.As(err, &ce) {
-			ce.Events = m.scrubEvents(ce.Events)
-		}
-		return err
-	}
-	var ce *models.CallError
-	events := []models.TransportEvent(nil)
-	if errors.As(err, &ce) {
-		events = m.scrubEvents(ce.Events)
-	}
-	return &models.CallError{Err: errors.New(strings.ReplaceAll(err.Error(), m.key, "[redacted]")), Events: events}
-}
-
-func (m *Model) scrubEvents(ev []models.TransportEvent) []models.TransportEvent {
-	if m.key == "" {
-		return ev
-	}
-	for i := range ev {
-		ev[i].Error = strings.ReplaceAll(ev[i].Error, m.key, "[redacted]")
-	}
-	return ev
-}
-
 // Verify checks what the server reports against the manifest's pin: the
 // model id (from /models when the server lists it, and from a probe
 // completion) and the system_fingerprint (from the probe). Without a pin it
 // only records what the server reported.
 func (m *Model) Verify(ctx context.Context) (models.Facts, error) {
-	facts := models.Facts{"backend": Backend, "model": m.spec.Model, "host": m.base.String()}
+	facts := models.Facts{"backend": Backend, "model": m.spec.Model, "host": m.where}
 	listed, err := m.listModels(ctx)
 	if err == nil {
 		facts["listed"] = contains(listed, m.spec.Model)
@@ -249,17 +224,17 @@ func (m *Model) Verify(ctx context.Context) (models.Facts, error) {
 		Options:     m.spec.Options,
 	})
 	if err != nil {
-		return facts, fmt.Errorf("model %q at %s: probe completion: %w", m.spec.Name, m.base, err)
+		return facts, fmt.Errorf("model %q at %s: probe completion: %w", m.spec.Name, m.where, err)
 	}
 	got, _ := reply.Meta["model"].(string)
 	fp, _ := reply.Meta["system_fingerprint"].(string)
 	facts["served_model"], facts["system_fingerprint"] = got, fp
 	var errs []error
 	if p := m.spec.Pin.Model; p != "" && p != got {
-		errs = append(errs, fmt.Errorf("model %q: pin.model: manifest expects %q, server at %s reports %q", m.spec.Name, p, m.base, got))
+		errs = append(errs, fmt.Errorf("model %q: pin.model: manifest expects %q, server at %s reports %q", m.spec.Name, p, m.where, got))
 	}
 	if p := m.spec.Pin.SystemFingerprint; p != "" && p != fp {
-		errs = append(errs, fmt.Errorf("model %q: pin.system_fingerprint: manifest expects %q, server at %s reports %q", m.spec.Name, p, m.base, fp))
+		errs = append(errs, fmt.Errorf("model %q: pin.system_fingerprint: manifest expects %q, server at %s reports %q", m.spec.Name, p, m.where, fp))
 	}
 	facts["pinned"] = m.spec.Pin != (manifests.Pin{}) && len(errs) == 0
 	return facts, errors.Join(errs...)
@@ -274,7 +249,7 @@ func (m *Model) SeedCheck(ctx context.Context) (bool, string, error) {
 func (m *Model) listModels(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	resp, _, err := transport.New(transport.Options{MaxAttempts: 1}).Do(ctx, func(ctx context.Context) (*http.Request, error) {
+	resp, _, err := transport.New(transport.Options{MaxAttempts: 1, Secrets: m.secrets}).Do(ctx, func(ctx context.Context) (*http.Request, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.base.JoinPath("models").String(), nil)
 		if err == nil && m.key != "" {
 			req.Header.Set("Authorization", "Bearer "+m.key)
@@ -282,7 +257,7 @@ func (m *Model) listModels(ctx context.Context) ([]string, error) {
 		return req, err
 	}, nil)
 	if err != nil {
-		return nil, m.scrub(err)
+		return nil, err
 	}
 	var list goopenai.ModelsList
 	if err := json.Unmarshal(resp.Body, &list); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/internal/faultserver"
 	"github.com/mcpstress/stress/internal/ollamatest"
 	"github.com/mcpstress/stress/manifests"
@@ -280,4 +282,213 @@ func readCalls(t *testing.T, dir string) []results.Call {
 		t.Fatal(err)
 	}
 	return calls
+}
+
+// echoKey is the API key of TestAPIKeyEchoRedacted: it holds a '/' and a
+// '+', which JSON encoders may escape (\/, \u002b).
+const echoKey = "sk-canary/Q7x+Zr9LmN3pT0vW8yB2cD4eF6gH1jK"
+
+// echoServer is an OpenAI-compatible server that echoes the API key back:
+// in 503 bodies where the key straddles the transport's 300-byte clip of
+// error texts, in the answer text of a completion, and elsewhere in
+// successful bodies, raw and JSON-escaped. It serves chat requests
+// sequentially, cycling through six kinds of answer (see TestAPIKeyEchoRedacted).
+type echoServer struct {
+	n      int               // chat requests served, the probe excluded
+	echoed map[string]bool   // sha256 of every 2xx body that held the key
+	bodies map[string][]byte // by sha256: every 2xx body served
+}
+
+func (e *echoServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	auth := r.Header.Get("Authorization")
+	if auth != "Bearer "+echoKey {
+		http.Error(w, "no key", 401)
+		return
+	}
+	if strings.HasSuffix(r.URL.Path, "/models") {
+		w.Write([]byte(`{"data":[{"id":"tiny"}]}`))
+		return
+	}
+	b, _ := io.ReadAll(r.Body)
+	escaped := strings.NewReplacer("/", `\/`, "+", `\u002b`).Replace(echoKey)
+	answer := `{\"operation_status\": \"failed\", \"recovery_policy\": \"select_tool\"}`
+	send := func(body string, echo bool) {
+		if e.echoed == nil {
+			e.echoed, e.bodies = map[string]bool{}, map[string][]byte{}
+		}
+		sum := results.SHA256([]byte(body))
+		e.echoed[sum], e.bodies[sum] = echo, []byte(body)
+		w.Write([]byte(body))
+	}
+	completion := func(id, fingerprint, content, extra string) string {
+		return `{"id":"` + id + `","object":"chat.completion","created":1,"model":"tiny-served","system_fingerprint":"` + fingerprint + `",` + extra +
+			`"choices":[{"index":0,"message":{"role":"assistant","content":"` + content + `"},"finish_reason":"stop"}],` +
+			`"usage":{"prompt_tokens":11,"completion_tokens":5,"total_tokens":16}}`
+	}
+	if bytes.Contains(b, []byte("Reply with the word ok.")) {
+		// The Verify probe: the key in the served model id, which lands in
+		// manifest.json's model_checks.
+		send(strings.Replace(completion("c0", "fp_test", "ok", ""), `"tiny-served"`, `"tiny-`+echoKey+`"`, 1), true)
+		return
+	}
+	e.n++
+	switch (e.n - 1) % 6 {
+	case 0, 2, 3:
+		// The key straddles byte 300 of the error text: the first 10 bytes
+		// of the key are inside the clip, the rest outside.
+		pre := `{"error":{"message":"`
+		pad := strings.Repeat("x", 300-10-len(pre)-len("Bearer "))
+		http.Error(w, pre+pad+auth+`","type":"overloaded"}}`, 503)
+	case 1:
+		// The key in the answer text (the model repeats it), raw and escaped.
+		send(completion("c1", "fp_test", answer+` key `+echoKey+` or `+escaped, ""), true)
+	case 4:
+		// A valid answer; the key in the id, the fingerprint and an echoed
+		// header, JSON-escaped.
+		send(completion("chatcmpl-"+echoKey, escaped, answer, `"echo":{"authorization":"Bearer `+escaped+`"},`), true)
+	default:
+		send(completion("c5", "fp_test", answer, ""), false)
+	}
+}
+
+// TestAPIKeyEchoRedacted runs a study against a server that echoes the API
+// key in error bodies (straddling the 300-byte clip of error texts) and in
+// successful bodies (in the answer text and elsewhere, raw and
+// JSON-escaped). No file of the bundle, no decoded body and no log line
+// may hold the key or any 8-byte run of it; every call whose body held the
+// key is marked redacted and keeps the sha256 of the body the server sent;
+// and the bundle still verifies (response_sha256, body_sha256, a rescore
+// that agrees with decisions.parquet).
+//
+// Chat requests cycle through: 503, 200 with the key in the answer, 503,
+// 503, 200 with the key elsewhere, 200 clean. With two attempts per call,
+// the decisions cycle through: redacted answer (after a 503), error (two
+// 503s), redacted body with a clean answer, clean.
+func TestAPIKeyEchoRedacted(t *testing.T) {
+	t.Setenv("STRESS_ECHO_KEY", echoKey)
+	echo := &echoServer{}
+	srv := faultserver.New(echo)
+	defer srv.Close()
+	m := manifest(t, manifests.Model{Name: "remote", Backend: openai.Backend, Model: "tiny", Host: srv.URL + "/v1", APIKeyEnv: "STRESS_ECHO_KEY",
+		Transport: manifests.TransportSpec{Attempts: 2, BackoffMS: 1}, SeedCheck: "off"})
+	plan, err := runner.Prepare(m, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	dir, sum, err := plan.Run(context.Background(), runner.Options{Out: filepath.Join(t.TempDir(), "run"), Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 21 decisions: 5 full cycles of 4, then one redacted answer.
+	if sum.Decisions != 21 || sum.Errors != 5 {
+		t.Fatalf("summary: %d decisions, %d errors; want 21, 5", sum.Decisions, sum.Errors)
+	}
+	leaks := func(what string, b []byte) {
+		t.Helper()
+		for i := 0; i+8 <= len(echoKey); i++ {
+			if frag := echoKey[i : i+8]; bytes.Contains(b, []byte(frag)) {
+				t.Errorf("%s holds %q, 8 bytes of the API key", what, frag)
+				return
+			}
+		}
+	}
+	filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if info != nil && !info.IsDir() {
+			b, _ := os.ReadFile(p)
+			leaks(p, b)
+		}
+		return nil
+	})
+	leaks("the log", log.Bytes())
+	rows, err := results.ReadRows(filepath.Join(dir, results.DecisionsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		leaks("decisions.parquet: error of "+r.Key().String(), []byte(r.Error))
+	}
+
+	calls := readCalls(t, dir)
+	raw, err := os.ReadFile(filepath.Join(dir, results.CallsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(raw), []byte("\n"))
+	if len(lines) != len(calls) || len(calls) != 21 {
+		t.Fatalf("%d lines, %d calls; want 21", len(lines), len(calls))
+	}
+	redacted, clipped := 0, 0
+	for i, c := range calls {
+		what := fmt.Sprintf("call %d (%s)", i, c.Key)
+		leaks(what+" body", c.Body)
+		var line map[string]any
+		if err := json.Unmarshal(lines[i], &line); err != nil {
+			t.Fatal(err)
+		}
+		if c.ResponseSHA256 != results.SHA256([]byte(c.Response)) || (c.Body != nil && c.BodySHA256 != results.SHA256(c.Body)) {
+			t.Errorf("%s: response_sha256 or body_sha256 does not describe the stored bytes", what)
+		}
+		for _, e := range c.Events {
+			if e.Status == 503 && strings.Contains(e.Error, "[redacted]") {
+				clipped++
+			}
+		}
+		if c.Error != "" {
+			if c.Body != nil || line["redacted"] != nil {
+				t.Errorf("%s: an error call has a body or a redaction mark", what)
+			}
+			continue
+		}
+		orig, _ := line["original_body_sha256"].(string)
+		if !echo.echoed[orig] && echo.echoed[c.BodySHA256] {
+			t.Errorf("%s: the body holds the key and was stored as sent", what)
+		}
+		if echo.bodies[orig] == nil && echo.bodies[c.BodySHA256] == nil {
+			t.Errorf("%s: neither body_sha256 nor original_body_sha256 is the sha256 of a body the server sent", what)
+		}
+		if echo.echoed[orig] {
+			redacted++
+			if line["redacted"] != true {
+				t.Errorf("%s: redacted body not marked \"redacted\": true", what)
+			}
+			if !bytes.Contains(c.Body, []byte("[redacted]")) || c.BodySHA256 == orig {
+				t.Errorf("%s: body %s", what, c.Body)
+			}
+			// The stored body is the server's with the key replaced, and
+			// the stored answer text is the stored body's content.
+			want := strings.ReplaceAll(string(echo.bodies[orig]), echoKey, "[redacted]")
+			want = strings.ReplaceAll(want, strings.NewReplacer("/", `\/`, "+", `\u002b`).Replace(echoKey), "[redacted]")
+			if string(c.Body) != want {
+				t.Errorf("%s: stored body\n%s\nwant\n%s", what, c.Body, want)
+			}
+			var cr struct {
+				Choices []struct {
+					Message struct{ Content string }
+				}
+			}
+			if err := json.Unmarshal(c.Body, &cr); err != nil || len(cr.Choices) != 1 || cr.Choices[0].Message.Content != c.Response {
+				t.Errorf("%s: the stored response is not the stored body's content (%v)", what, err)
+			}
+		} else if line["redacted"] != nil || line["original_body_sha256"] != nil {
+			t.Errorf("%s: a clean call is marked redacted", what)
+		}
+	}
+	if redacted != 11 || clipped == 0 {
+		t.Errorf("%d redacted calls, %d redacted 503 events; want 11 and some", redacted, clipped)
+	}
+	// The bundle verifies as it stands: a rescore of calls.jsonl agrees
+	// with decisions.parquet.
+	f, err := os.Open(filepath.Join(dir, results.CallsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	again, problems, err := analysis.Rescore(f, results.CallsFile)
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("rescore: %v %v", err, problems)
+	}
+	if errs := analysis.Agree(again, rows, 5); len(errs) > 0 {
+		t.Errorf("rescore disagrees with decisions.parquet: %v", errs)
+	}
 }

@@ -1,14 +1,18 @@
 // Package transport is the HTTP layer shared by the backends that talk to
 // inference servers (Ollama, OpenAI-compatible): per-attempt timeouts, a
 // cap on response bodies, bounded retries with exponential backoff and full
-// jitter (honouring Retry-After), and a circuit breaker that pauses an
-// endpoint that keeps failing. Every fault becomes a models.TransportEvent;
-// none is ever a model answer.
+// jitter (honouring Retry-After), a circuit breaker that pauses an
+// endpoint that keeps failing, and the Scrubber that removes the
+// credentials a backend sends from everything the server sends back (the
+// one place this is done, for every backend). Every fault becomes a
+// models.TransportEvent; none is ever a model answer.
 package transport
 
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +21,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
@@ -51,6 +56,12 @@ type Options struct {
 	// HTTP is the underlying client (default a new http.Client with the
 	// Timeout); its own Timeout is overridden per attempt by a context.
 	HTTP *http.Client
+	// Secrets are the credentials the requests carry (an API key, see
+	// URLSecrets for a URL's password). The client scrubs them from the
+	// body before the check sees it and from every event and error text
+	// before it is clipped (see Scrubber); Reply scrubs what a backend
+	// decodes. Default none.
+	Secrets []string
 }
 
 // FromSpec converts a manifest's transport settings; zero fields stay zero
@@ -115,7 +126,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 // Client sends requests to one endpoint. It is safe for concurrent use; the
 // circuit breaker is shared by all calls through it.
 type Client struct {
-	opt Options
+	opt   Options
+	scrub *Scrubber
 
 	mu          sync.Mutex
 	failures    int       // consecutive failed attempts
@@ -123,13 +135,36 @@ type Client struct {
 }
 
 // New returns a Client with opt's settings.
-func New(opt Options) *Client { return &Client{opt: opt.withDefaults()} }
+func New(opt Options) *Client {
+	return &Client{opt: opt.withDefaults(), scrub: NewScrubber(opt.Secrets...)}
+}
+
+// Scrubber returns the scrubber of the client's secrets.
+func (c *Client) Scrubber() *Scrubber { return c.scrub }
 
 // Response is a successful exchange.
 type Response struct {
-	Status int
-	Header http.Header
-	Body   []byte // the exact bytes the server sent
+	Status int         // HTTP status, 2xx
+	Header http.Header // response headers
+	// Body is the exact bytes the server sent, unless they held one of the
+	// client's secrets: then it is those bytes scrubbed.
+	Body []byte
+	// OriginalSHA256 is the lower-case hex sha256 of the bytes the server
+	// sent when Body is scrubbed, else "".
+	OriginalSHA256 string
+}
+
+// Reply builds a backend's reply from a successful response, the answer
+// text and the metadata the backend decoded from its body, and the events
+// met on the way. It scrubs text and meta again (a secret may hide behind
+// an escape the body's scrub did not decode) and sets Redacted and
+// OriginalBodySHA256. Backends set the token counts.
+func (c *Client) Reply(resp *Response, events []models.TransportEvent, text string, meta map[string]any) models.Reply {
+	text, textChanged := c.scrub.String(text)
+	m, metaChanged := c.scrub.Value(meta)
+	meta, _ = m.(map[string]any)
+	return models.Reply{Text: text, Body: resp.Body, Meta: meta, Events: events,
+		Redacted: resp.OriginalSHA256 != "" || textChanged || metaChanged, OriginalBodySHA256: resp.OriginalSHA256}
 }
 
 // Fault kinds recorded in transport events.
@@ -145,9 +180,10 @@ const (
 
 // Do sends the request build makes (called once per attempt, so bodies
 // are fresh) and returns the first 2xx response whose body passes check
-// (nil check accepts any body). Faults are retried up to MaxAttempts and
-// returned as events; a call that fails for good returns a
-// *models.CallError holding them.
+// (nil check accepts any body; it sees the body already scrubbed of the
+// client's secrets). Faults are retried up to MaxAttempts and returned as
+// events; a call that fails for good returns a *models.CallError holding
+// them. No event or error text holds a secret.
 func (c *Client) Do(ctx context.Context, build func(ctx context.Context) (*http.Request, error), check func(body []byte) error) (*Response, []models.TransportEvent, error) {
 	var events []models.TransportEvent
 	fail := func(err error) (*Response, []models.TransportEvent, error) {
@@ -199,12 +235,14 @@ func (c *Client) attempt(ctx context.Context, n int, build func(context.Context)
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			kind = KindTimeout
 		}
-		return &models.TransportEvent{Attempt: n, Kind: kind, Status: status, Error: err.Error(), At: c.opt.Now()}
+		msg, _ := c.scrub.String(err.Error())
+		return &models.TransportEvent{Attempt: n, Kind: kind, Status: status, Error: msg, At: c.opt.Now()}
 	}
 	req, err := build(actx)
 	if err != nil {
 		// A request that cannot be built will not build next time either.
-		return nil, &models.TransportEvent{Attempt: n, Kind: KindStatus, Error: "building request: " + err.Error(), At: c.opt.Now()}, 0
+		msg, _ := c.scrub.String(err.Error())
+		return nil, &models.TransportEvent{Attempt: n, Kind: KindStatus, Error: "building request: " + msg, At: c.opt.Now()}, 0
 	}
 	resp, err := c.opt.HTTP.Do(req)
 	if err != nil {
@@ -218,11 +256,16 @@ func (c *Client) attempt(ctx context.Context, n int, build func(context.Context)
 	if int64(len(body)) > c.opt.MaxBody {
 		return nil, ev(KindTooLarge, resp.StatusCode, fmt.Errorf("response body exceeds %d bytes", c.opt.MaxBody)), 0
 	}
+	// Note: the secrets go before anything reads or clips the body, so a
+	// secret is removed whole; a clip first would cut it short, and its
+	// first bytes would survive.
+	// The check parses the scrubbed body, so the answer a backend decodes
+	// is the one the stored body holds; a secret outside a JSON string
+	// (never seen in practice) would make it malformed, never leak.
+	sent := body
+	body, scrubbed := c.scrub.Bytes(body)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		msg := bytes.TrimSpace(body)
-		if len(msg) > 300 {
-			msg = append(msg[:300:300], "…"...)
-		}
+		msg := clip(bytes.TrimSpace(body), 300)
 		return nil, ev(KindStatus, resp.StatusCode, fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg)), retryAfter(resp.Header.Get("Retry-After"), c.opt.Now())
 	}
 	if check != nil {
@@ -234,7 +277,24 @@ func (c *Client) attempt(ctx context.Context, n int, build func(context.Context)
 			return nil, ev(kind, resp.StatusCode, err), 0
 		}
 	}
-	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: body}, nil, 0
+	r := &Response{Status: resp.StatusCode, Header: resp.Header, Body: body}
+	if scrubbed {
+		sum := sha256.Sum256(sent)
+		r.OriginalSHA256 = hex.EncodeToString(sum[:])
+	}
+	return r, nil, 0
+}
+
+// clip cuts b to at most n bytes, at a UTF-8 character boundary, marking a
+// cut with "…".
+func clip(b []byte, n int) []byte {
+	if len(b) <= n {
+		return b
+	}
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return append(b[:n:n], "…"...)
 }
 
 // retryStatus reports whether an HTTP status is worth retrying.
