@@ -108,19 +108,19 @@ var ErrInterrupted = errors.New("run interrupted")
 // Record is what manifest.json holds: the resolved manifest and the facts
 // needed to reproduce or audit the run.
 type Record struct {
-	RunID          string             `json:"run_id"`
-	Manifest       manifests.Manifest `json:"manifest"`
-	ReplayCap      int                `json:"replay_cap"`
-	Source         string             `json:"source"`
+	RunID     string             `json:"run_id"`
+	Manifest  manifests.Manifest `json:"manifest"`
+	ReplayCap int                `json:"replay_cap"`
+	Source    string             `json:"source"`
 	// SourceAbs is Source as an absolute path, when it is a file: a resume
 	// from another directory finds the manifest by it.
-	SourceAbs      string             `json:"source_abs,omitempty"`
-	ManifestSHA256 string             `json:"manifest_sha256"`
-	CorpusFiles    []study.File       `json:"corpus_files"`
-	Prompts        []PromptRecord     `json:"prompts"`
-	Binary         Binary             `json:"binary"`
-	AllowUnpinned  bool               `json:"allow_unpinned"`
-	Unpinned       []string           `json:"unpinned_models,omitempty"`
+	SourceAbs      string         `json:"source_abs,omitempty"`
+	ManifestSHA256 string         `json:"manifest_sha256"`
+	CorpusFiles    []study.File   `json:"corpus_files"`
+	Prompts        []PromptRecord `json:"prompts"`
+	Binary         Binary         `json:"binary"`
+	AllowUnpinned  bool           `json:"allow_unpinned"`
+	Unpinned       []string       `json:"unpinned_models,omitempty"`
 	// Models holds what each model\'s server reported before the run.
 	Models map[string]*ModelCheck `json:"model_checks,omitempty"`
 	// Decisions is the number of decisions the bundle holds when complete
