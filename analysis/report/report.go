@@ -194,7 +194,7 @@ func Build(in *Input, figs []Figure) *Doc {
 	d.h2("Methods")
 	d.p("Wilson (1927) score interval: the p whose score test |p̂ − p| / sqrt(p(1 − p)/n) ≤ z does not reject, z = Φ⁻¹(0.975) for 95%%; equal to R's `prop.test(k, n, correct = FALSE)`. Selective accuracy uses k = Strict, n = Cover.")
 	d.p("Cluster bootstrap: each of B resamples draws as many servers as the cell has, uniformly with replacement, keeping each server's decisions together, and computes the ratio of the drawn servers' summed counts to their summed denominators, from per-server sufficient statistics (O(servers) per resample); the interval is the %g%% percentile interval with Hyndman–Fan type-7 quantiles (Efron & Tibshirani 1993; Davison & Hinkley 1997, §3.8). Warnings travel with the values: fewer than 5 servers, every resample equal (degenerate), resamples with an empty denominator skipped.", 100*an.Bootstrap.Conf)
-	d.p("McNemar (1947) exact test: under H₀ the discordant pairs split as Binomial(b + c, 1/2); p = min(1, 2·P(X ≤ min(b, c))), equal to R's `binom.test(min(b, c), b + c)`. Numbers in the JSON output are rounded to 6 decimals.")
+	d.p("McNemar (1947) exact test: under H₀ the discordant pairs split as Binomial(b + c, 1/2); p = min(1, 2·P(X ≤ min(b, c))), equal to R's `binom.test(min(b, c), b + c)`. The tables round; the JSON output of `stress analyze -json` and `stress compare -json` prints every number at full precision (the shortest decimal that reads back as the same float64).")
 	return d
 }
 

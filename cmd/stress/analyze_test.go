@@ -208,7 +208,7 @@ func TestAnalyzeIntervalsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "analyze-mock-json.golden", js)
+	goldenJSON(t, "analyze-mock-json.golden", js)
 	var doc struct {
 		Bootstrap struct {
 			B        int    `json:"b"`
