@@ -37,6 +37,10 @@ type Input struct {
 	Profile  *Profile                  // nil: ProfileNote says why
 	// ProfileNote explains a missing profile table.
 	ProfileNote string
+	// Partial, when not "", says how the bundle falls short of complete
+	// (analysis.BundleInfo.Partial): the report's title and first
+	// paragraph then say that it is partial.
+	Partial string
 }
 
 // Files written by Write, inside the output directory.
@@ -150,8 +154,14 @@ func Build(in *Input, figs []Figure) *Doc {
 		return nil
 	}
 	d := &Doc{Title: "Results report"}
+	if in.Partial != "" {
+		d.Title = "Partial results report"
+	}
 	if in.Info != nil && in.Info.RunID != "" {
-		d.Title = "Results report: " + in.Info.RunID
+		d.Title += ": " + in.Info.RunID
+	}
+	if in.Partial != "" {
+		d.p("Warning: %s. Every count, rate, interval, comparison and figure below covers only the decisions the bundle holds.", in.Partial)
 	}
 	d.p("Written by `stress report`. Exact counts lead; every interval below is a sensitivity analysis of those counts (STUDY.md section 4). Nothing is pooled across models, prompts or conditions.")
 	d.h2("Study")
@@ -222,6 +232,10 @@ func (d *Doc) study(in *Input) {
 	for _, p := range bi.Prompts {
 		prompts = append(prompts, fmt.Sprintf("`%s` (sha256 %.12s…)", p.Name, p.SHA256))
 	}
+	held := fmt.Sprintf("%d (%d transport errors, not counted)", decisions, errs)
+	if decisions != bi.Decisions {
+		held = fmt.Sprintf("%d of the %d the bundle holds when complete (%d transport errors, not counted)", decisions, bi.Decisions, errs)
+	}
 	d.table(&Table{Header: []string{"item", "value"}, Rows: [][]string{
 		{"run", "`" + bi.RunID + "`"},
 		{"study", fmt.Sprintf("`%s` from `%s`", bi.Study.Name, bi.Source)},
@@ -230,7 +244,7 @@ func (d *Doc) study(in *Input) {
 		{"conditions", strings.Join(conds, ", ")},
 		{"replicates, study seed", fmt.Sprintf("%d, %d", bi.Study.Replicates, bi.Study.Seed)},
 		{"corpus", fmt.Sprintf("%d files, %d servers", len(bi.CorpusFiles), an.Bootstrap.Clusters)},
-		{"decisions", fmt.Sprintf("%d (%d transport errors, not counted)", decisions, errs)},
+		{"decisions", held},
 	}})
 }
 
