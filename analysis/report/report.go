@@ -5,6 +5,7 @@ package report
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"html"
 	"io"
@@ -51,7 +52,9 @@ const (
 )
 
 // Write renders the figures and writes report.md, report.html and
-// figures/NAME.png and .svg into dir (created if needed).
+// figures/NAME.png and .svg into dir (created if needed). The files of a
+// figure that is empty or absent this time are removed, so that a figure
+// of an earlier report does not stand beside this one.
 func Write(dir string, in *Input) ([]string, error) {
 	figs, err := Figures(in.Analysis, in.Profile)
 	if err != nil {
@@ -66,12 +69,27 @@ func Write(dir string, in *Input) ([]string, error) {
 		written = append(written, p)
 		return os.WriteFile(p, data, 0o644)
 	}
+	drawn := map[string]bool{}
 	for _, f := range figs {
+		if f.Empty != "" {
+			continue
+		}
+		drawn[f.Name] = true
 		if err := put(filepath.Join(FigureDir, f.Name+".png"), f.PNG); err != nil {
 			return written, err
 		}
 		if err := put(filepath.Join(FigureDir, f.Name+".svg"), f.SVG); err != nil {
 			return written, err
+		}
+	}
+	for _, name := range figureNames {
+		if drawn[name] {
+			continue
+		}
+		for _, ext := range []string{".png", ".svg"} {
+			if err := os.Remove(filepath.Join(dir, FigureDir, name+ext)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return written, err
+			}
 		}
 	}
 	doc := Build(in, figs)
@@ -127,8 +145,14 @@ func (d *Doc) p(format string, a ...any) {
 	d.Blocks = append(d.Blocks, &Para{fmt.Sprintf(format, a...)})
 }
 func (d *Doc) table(t *Table) { d.Blocks = append(d.Blocks, t) }
+
+// fig places a figure, or the sentence that stands for an empty one.
 func (d *Doc) fig(f *Figure) {
-	if f != nil {
+	switch {
+	case f == nil:
+	case f.Empty != "":
+		d.p("%s", f.Empty)
+	default:
 		d.Blocks = append(d.Blocks, &FigureRef{f})
 	}
 }
