@@ -7,15 +7,15 @@ import (
 	"github.com/mcpstress/stress/analysis"
 )
 
-// Unfinished or damaged bundles are never analyzed silently (README,
-// "Commands"): a manifest.json that is missing or corrupt is an error
-// naming the file; a bundle that is unfinished or holds another number of
-// decisions than its manifest.json records is refused unless -partial is
-// given, and then every output says so first.
-
 // addPartialFlag defines -partial for analyze, compare and report.
+//
+// Note: unfinished or damaged bundles are never read silently (README,
+// "Commands"): a missing or corrupt manifest.json is an error naming the
+// file; a partial bundle (unfinished, or holding another number of
+// decisions than its manifest.json records) is refused unless -partial is
+// given, and then every output says so first.
 func addPartialFlag(fs *flag.FlagSet) *bool {
-	return fs.Bool("partial", false, "also use a bundle that is unfinished or holds fewer decisions than its manifest.json records (the output says so first)")
+	return fs.Bool("partial", false, "use a partial bundle too: unfinished, or holding another number of decisions than its manifest.json records (the output says so first)")
 }
 
 // readBundleInfo reads dir's manifest.json: a missing or corrupt file is
