@@ -35,6 +35,7 @@ type Accumulator struct {
 	groupConds []uint64 // per group: bit i set when condition i has a row
 	groupArm   []Arm
 
+	rows       int // rows added
 	duplicates int // rows whose decision key was already seen
 	unknown    int // rows whose condition is not one of study.AllConditions
 }
@@ -109,6 +110,7 @@ func (a *Accumulator) Add(r *results.Row) {
 		a.perServer = append(a.perServer, nil)
 	}
 	a.tally.Add(r)
+	a.rows++
 
 	si := a.servers.id(r.Server)
 	ps := a.perServer[ci]
@@ -161,6 +163,10 @@ func (a *Accumulator) Add(r *results.Row) {
 
 // Cells returns the counts of every cell in first-seen order (as Count).
 func (a *Accumulator) Cells() []Cell { return a.tally.Cells() }
+
+// Decisions is the number of rows added: decisions counted and error
+// decisions.
+func (a *Accumulator) Decisions() int { return a.rows }
 
 // Duplicates is the number of rows whose decision key was already seen;
 // they are counted in the cells but not paired.

@@ -152,21 +152,14 @@ func (s *RateSet[T]) At(key string) *T {
 	return nil
 }
 
-// jsonDigits is the number of decimals of every non-integer number in the
-// JSON output.
+// Num is a number in the JSON output: the shortest decimal that reads back
+// as the same float64 (as encoding/json prints a float64), and null when it
+// is NaN or infinite (undefined, e.g. a rate of an empty cell).
 //
-// Note: values are rounded so the output does not depend on the platform's
-// floating-point contraction (FMA) in the last bits; 1e-6 is far below any
-// interval's width.
-const jsonDigits = 6
-
-func round(x float64) float64 {
-	const s = 1e6 // 10^jsonDigits
-	return math.Round(x*s) / s
-}
-
-// Num is a number in the JSON output: rounded to 6 decimals, and null when
-// it is NaN or infinite (undefined, e.g. a rate of an empty cell).
+// Note: numbers are not rounded, so a p-value of 1.8e-15 is printed as
+// such and every value reads back exactly; the text tables round. The last
+// digits may differ between CPUs (fused multiply-add, the math package's
+// per-architecture code), far below any interval's width.
 type Num float64
 
 // MarshalJSON implements json.Marshaler.
@@ -175,11 +168,11 @@ func (x Num) MarshalJSON() ([]byte, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return []byte("null"), nil
 	}
-	return json.Marshal(round(f))
+	return json.Marshal(f)
 }
 
-// Bounds is an interval [Lo, Hi]; JSON [lo, hi] rounded to 6 decimals, or
-// null when either end is undefined (NaN).
+// Bounds is an interval [Lo, Hi]; JSON [lo, hi] at full precision (as
+// Num), or null when either end is undefined (NaN) or infinite.
 type Bounds struct {
 	Lo, Hi float64
 }
@@ -192,5 +185,5 @@ func (b Bounds) MarshalJSON() ([]byte, error) {
 	if !b.Defined() || math.IsInf(b.Lo, 0) || math.IsInf(b.Hi, 0) {
 		return []byte("null"), nil
 	}
-	return json.Marshal([2]float64{round(b.Lo), round(b.Hi)})
+	return json.Marshal([2]float64{b.Lo, b.Hi})
 }

@@ -356,7 +356,7 @@ func TestWarningsNotErrors(t *testing.T) {
 		t.Errorf("selective of Cover = 0: %+v %v", c.Wilson.Selective, c.Rates.Selective)
 	}
 	var b strings.Builder
-	if err := analysis.WriteAnalysisJSON(&b, an, nil, nil); err != nil {
+	if err := analysis.WriteAnalysisJSON(&b, an, nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), `"selective": null`) || strings.Contains(b.String(), "NaN") {

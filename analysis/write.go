@@ -14,14 +14,17 @@ import (
 // when against is not nil, "against", and when transport is not nil,
 // "transport" (events per model and kind, error decisions). Each cell keeps
 // the fields WriteJSON prints and adds "rates", "wilson" and "bootstrap".
-func WriteAnalysisJSON(w io.Writer, an *Analysis, against *PaperComparison, transport *TransportSummary) error {
+// Warnings about the bundle as a whole (a partial bundle) come first, as
+// "warnings", when there are any.
+func WriteAnalysisJSON(w io.Writer, an *Analysis, against *PaperComparison, transport *TransportSummary, warnings []string) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(struct {
+		Warnings []string `json:"warnings,omitempty"`
 		*Analysis
 		Against   *PaperComparison  `json:"against,omitempty"`
 		Transport *TransportSummary `json:"transport,omitempty"`
-	}{an, against, transport})
+	}{warnings, an, against, transport})
 }
 
 // table is a tabwriter whose Flush drops the padding at the ends of

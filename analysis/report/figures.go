@@ -28,7 +28,15 @@ type Figure struct {
 	Height  int
 	PNG     []byte
 	SVG     []byte
+	// Empty, when not "", is the sentence the report shows instead of a
+	// figure that would have nothing to plot (e.g. "No replays were
+	// issued; no figure."); PNG and SVG are then nil and no file is
+	// written.
+	Empty string
 }
+
+// figureNames are the names of every figure Figures may return.
+var figureNames = []string{"strict-cover", "extra", "profile"}
 
 // Figure sizes in pixels at DPI.
 const (
@@ -115,6 +123,14 @@ func strictCover(an *analysis.Analysis) (Figure, error) {
 	arms, by := armCells(an.Cells)
 	f := Figure{Name: "strict-cover", Title: "Strict and Cover per model and condition",
 		Caption: fmt.Sprintf("Strict (circles) and Cover (squares) in %% of N decisions per condition, with Wilson %g%% score intervals; one panel per model.", 100*an.Bootstrap.Conf)}
+	counted := false
+	for _, c := range an.Cells {
+		counted = counted || c.N > 0
+	}
+	if !counted {
+		f.Empty = "No decision was counted (the bundle holds none, or every call failed); no figure."
+		return f, nil
+	}
 	f.Width, f.Height = StrictCoverSize(len(arms))
 	cols := min(max(len(arms), 1), PanelCols)
 	rows := (max(len(arms), 1) + PanelCols - 1) / PanelCols
@@ -215,6 +231,14 @@ func extraBars(an *analysis.Analysis) (Figure, error) {
 	conds := conditionsOf(an.Cells)
 	f := Figure{Name: "extra", Title: "Replays per condition", Width: WideWidth, Height: WideHeight,
 		Caption: "Extra: replays the simulator issued (identical repeated calls after retry_now), summed over the N decisions of each cell; one bar per model."}
+	replays := 0
+	for _, c := range an.Cells {
+		replays += c.Extra
+	}
+	if replays == 0 {
+		f.Empty = "No replays were issued; no figure."
+		return f, nil
+	}
 	p := plot.New()
 	p.Y.Label.Text = "replays (Extra)"
 	if len(conds) > 0 { // Note: NominalX panics on no names.
@@ -259,6 +283,14 @@ func extraBars(an *analysis.Analysis) (Figure, error) {
 func profileBars(pr *Profile) (Figure, error) {
 	f := Figure{Name: "profile", Title: "Actionability profile (Table I)", Width: WideWidth, Height: WideHeight,
 		Caption: fmt.Sprintf("Scenarios (of %d) with each capability coded, in the control view (typed fields only) and the content-assisted view (text may be read). Coordinates are not cumulative.", pr.N)}
+	coded := 0
+	for _, c := range study.Coordinates {
+		coded += pr.Control.Counts[c] + pr.Content.Counts[c]
+	}
+	if coded == 0 {
+		f.Empty = "No scenario has any capability coded, in either view; no figure."
+		return f, nil
+	}
 	p := plot.New()
 	p.Y.Label.Text = "scenarios"
 	p.NominalX(study.Coordinates...)
@@ -297,7 +329,10 @@ func profileBars(pr *Profile) (Figure, error) {
 }
 
 // Figures renders the report's figures: Strict/Cover with interval bars,
-// replays per condition, and (when pr is not nil) the profile table.
+// replays per condition, and (when pr is not nil) the profile table. A
+// figure that would have nothing to plot (no counted decision, no replay,
+// no capability coded) is returned with Empty set instead of an empty
+// plot.
 func Figures(an *analysis.Analysis, pr *Profile) ([]Figure, error) {
 	var figs []Figure
 	f, err := strictCover(an)

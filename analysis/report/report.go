@@ -5,6 +5,7 @@ package report
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"html"
 	"io"
@@ -37,6 +38,10 @@ type Input struct {
 	Profile  *Profile                  // nil: ProfileNote says why
 	// ProfileNote explains a missing profile table.
 	ProfileNote string
+	// Partial, when not "", says how the bundle falls short of complete
+	// (analysis.BundleInfo.Partial): the report's title and first
+	// paragraph then say that it is partial.
+	Partial string
 }
 
 // Files written by Write, inside the output directory.
@@ -47,7 +52,9 @@ const (
 )
 
 // Write renders the figures and writes report.md, report.html and
-// figures/NAME.png and .svg into dir (created if needed).
+// figures/NAME.png and .svg into dir (created if needed). The files of a
+// figure that is empty or absent this time are removed, so that a figure
+// of an earlier report does not stand beside this one.
 func Write(dir string, in *Input) ([]string, error) {
 	figs, err := Figures(in.Analysis, in.Profile)
 	if err != nil {
@@ -62,12 +69,27 @@ func Write(dir string, in *Input) ([]string, error) {
 		written = append(written, p)
 		return os.WriteFile(p, data, 0o644)
 	}
+	drawn := map[string]bool{}
 	for _, f := range figs {
+		if f.Empty != "" {
+			continue
+		}
+		drawn[f.Name] = true
 		if err := put(filepath.Join(FigureDir, f.Name+".png"), f.PNG); err != nil {
 			return written, err
 		}
 		if err := put(filepath.Join(FigureDir, f.Name+".svg"), f.SVG); err != nil {
 			return written, err
+		}
+	}
+	for _, name := range figureNames {
+		if drawn[name] {
+			continue
+		}
+		for _, ext := range []string{".png", ".svg"} {
+			if err := os.Remove(filepath.Join(dir, FigureDir, name+ext)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return written, err
+			}
 		}
 	}
 	doc := Build(in, figs)
@@ -123,8 +145,14 @@ func (d *Doc) p(format string, a ...any) {
 	d.Blocks = append(d.Blocks, &Para{fmt.Sprintf(format, a...)})
 }
 func (d *Doc) table(t *Table) { d.Blocks = append(d.Blocks, t) }
+
+// fig places a figure, or the sentence that stands for an empty one.
 func (d *Doc) fig(f *Figure) {
-	if f != nil {
+	switch {
+	case f == nil:
+	case f.Empty != "":
+		d.p("%s", f.Empty)
+	default:
 		d.Blocks = append(d.Blocks, &FigureRef{f})
 	}
 }
@@ -150,8 +178,14 @@ func Build(in *Input, figs []Figure) *Doc {
 		return nil
 	}
 	d := &Doc{Title: "Results report"}
+	if in.Partial != "" {
+		d.Title = "Partial results report"
+	}
 	if in.Info != nil && in.Info.RunID != "" {
-		d.Title = "Results report: " + in.Info.RunID
+		d.Title += ": " + in.Info.RunID
+	}
+	if in.Partial != "" {
+		d.p("Warning: %s. Every count, rate, interval, comparison and figure below covers only the decisions the bundle holds.", in.Partial)
 	}
 	d.p("Written by `stress report`. Exact counts lead; every interval below is a sensitivity analysis of those counts (STUDY.md section 4). Nothing is pooled across models, prompts or conditions.")
 	d.h2("Study")
@@ -194,7 +228,7 @@ func Build(in *Input, figs []Figure) *Doc {
 	d.h2("Methods")
 	d.p("Wilson (1927) score interval: the p whose score test |p̂ − p| / sqrt(p(1 − p)/n) ≤ z does not reject, z = Φ⁻¹(0.975) for 95%%; equal to R's `prop.test(k, n, correct = FALSE)`. Selective accuracy uses k = Strict, n = Cover.")
 	d.p("Cluster bootstrap: each of B resamples draws as many servers as the cell has, uniformly with replacement, keeping each server's decisions together, and computes the ratio of the drawn servers' summed counts to their summed denominators, from per-server sufficient statistics (O(servers) per resample); the interval is the %g%% percentile interval with Hyndman–Fan type-7 quantiles (Efron & Tibshirani 1993; Davison & Hinkley 1997, §3.8). Warnings travel with the values: fewer than 5 servers, every resample equal (degenerate), resamples with an empty denominator skipped.", 100*an.Bootstrap.Conf)
-	d.p("McNemar (1947) exact test: under H₀ the discordant pairs split as Binomial(b + c, 1/2); p = min(1, 2·P(X ≤ min(b, c))), equal to R's `binom.test(min(b, c), b + c)`. Numbers in the JSON output are rounded to 6 decimals.")
+	d.p("McNemar (1947) exact test: under H₀ the discordant pairs split as Binomial(b + c, 1/2); p = min(1, 2·P(X ≤ min(b, c))), equal to R's `binom.test(min(b, c), b + c)`. The tables round; the JSON output of `stress analyze -json` and `stress compare -json` prints every number at full precision (the shortest decimal that reads back as the same float64).")
 	return d
 }
 
@@ -222,6 +256,10 @@ func (d *Doc) study(in *Input) {
 	for _, p := range bi.Prompts {
 		prompts = append(prompts, fmt.Sprintf("`%s` (sha256 %.12s…)", p.Name, p.SHA256))
 	}
+	held := fmt.Sprintf("%d (%d transport errors, not counted)", decisions, errs)
+	if decisions != bi.Decisions {
+		held = fmt.Sprintf("%d of the %d the bundle holds when complete (%d transport errors, not counted)", decisions, bi.Decisions, errs)
+	}
 	d.table(&Table{Header: []string{"item", "value"}, Rows: [][]string{
 		{"run", "`" + bi.RunID + "`"},
 		{"study", fmt.Sprintf("`%s` from `%s`", bi.Study.Name, bi.Source)},
@@ -230,7 +268,7 @@ func (d *Doc) study(in *Input) {
 		{"conditions", strings.Join(conds, ", ")},
 		{"replicates, study seed", fmt.Sprintf("%d, %d", bi.Study.Replicates, bi.Study.Seed)},
 		{"corpus", fmt.Sprintf("%d files, %d servers", len(bi.CorpusFiles), an.Bootstrap.Clusters)},
-		{"decisions", fmt.Sprintf("%d (%d transport errors, not counted)", decisions, errs)},
+		{"decisions", held},
 	}})
 }
 

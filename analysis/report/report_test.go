@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"image/png"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,8 +22,7 @@ func TestStrictCoverSize(t *testing.T) {
 	}
 }
 
-// TestFiguresGrid: four arms make a 3 + 1 panel grid; an empty analysis
-// still gives valid (empty) figures.
+// TestFiguresGrid: four arms make a 3 + 1 panel grid.
 func TestFiguresGrid(t *testing.T) {
 	acc := analysis.NewAccumulator()
 	for m := range 4 {
@@ -37,27 +38,81 @@ func TestFiguresGrid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	empty, err := analysis.NewAccumulator().Analyze(analysis.Options{B: 200})
+	figs, err := Figures(an, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		an   *analysis.Analysis
-		w, h int
-	}{{an, 1200, 680}, {empty, 400, 340}} {
-		figs, err := Figures(tc.an, nil)
+	if len(figs) != 2 || figs[0].Name != "strict-cover" || figs[1].Name != "extra" {
+		t.Fatalf("figures %v", figs)
+	}
+	cfg, err := png.DecodeConfig(bytes.NewReader(figs[0].PNG))
+	if err != nil || cfg.Width != 1200 || cfg.Height != 680 || figs[0].Width != 1200 || figs[0].Height != 680 {
+		t.Errorf("strict-cover PNG %+v (%v), want 1200×680", cfg, err)
+	}
+	if !bytes.HasPrefix(figs[1].SVG, []byte("<?xml")) || figs[1].Empty != "" {
+		t.Errorf("extra SVG starts %q (empty: %q)", figs[1].SVG[:min(20, len(figs[1].SVG))], figs[1].Empty)
+	}
+}
+
+// TestEmptyFigures: a figure with nothing to plot (no replays; no counted
+// decision; no capability coded) is not drawn: the report says so in its
+// place, writes no file for it and removes the file an earlier report left.
+func TestEmptyFigures(t *testing.T) {
+	acc := analysis.NewAccumulator()
+	for s := range 12 {
+		r := results.Row{Model: "m", Prompt: "p", Condition: string(study.Normalized), Scenario: fmt.Sprint(s), Replicate: 1,
+			Server: fmt.Sprint(s % 6), Status: results.StatusOK, Strict: s%3 == 0, Cover: s%2 == 0}
+		acc.Add(&r)
+	}
+	an, err := acc.Analyze(analysis.Options{B: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uncoded := &Profile{N: 21, Control: study.ViewSummary{Counts: map[string]int{}}, Content: study.ViewSummary{Counts: map[string]int{}}}
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, FigureDir), 0o755)
+	for _, f := range []string{"extra.png", "extra.svg", "profile.png"} {
+		os.WriteFile(filepath.Join(dir, FigureDir, f), []byte("stale"), 0o644)
+	}
+	written, err := Write(dir, &Input{Analysis: an, Profile: uncoded})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(written) != 4 { // strict-cover.png and .svg, report.md, report.html
+		t.Errorf("wrote %v", written)
+	}
+	for _, f := range []string{"extra.png", "extra.svg", "profile.png"} {
+		if _, err := os.Stat(filepath.Join(dir, FigureDir, f)); err == nil {
+			t.Errorf("%s is left", f)
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, MarkdownFile))
+	page, _ := os.ReadFile(filepath.Join(dir, HTMLFile))
+	for _, s := range []string{"No replays were issued; no figure.", "No scenario has any capability coded, in either view; no figure."} {
+		if !strings.Contains(string(md), "\n"+s+"\n") || !strings.Contains(string(page), "<p>"+s+"</p>") {
+			t.Errorf("the report lacks %q", s)
+		}
+	}
+	if strings.Contains(string(md), "figures/extra") || strings.Contains(string(md), "figures/profile") ||
+		strings.Count(string(page), "<img") != 1 || !strings.Contains(string(md), "figures/strict-cover.png") {
+		t.Errorf("the report shows other figures than strict-cover:\n%s", md)
+	}
+
+	// An analysis with no decisions, or only failed ones, has no figure.
+	failed := analysis.NewAccumulator()
+	failed.Add(&results.Row{Model: "m", Prompt: "p", Condition: "prose", Scenario: "S1", Server: "A", Status: results.StatusError})
+	for _, a := range []*analysis.Accumulator{analysis.NewAccumulator(), failed} {
+		an, err := a.Analyze(analysis.Options{B: 200})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(figs) != 2 || figs[0].Name != "strict-cover" || figs[1].Name != "extra" {
-			t.Fatalf("figures %v", figs)
+		figs, err := Figures(an, nil)
+		if err != nil || len(figs) != 2 {
+			t.Fatalf("Figures: %v, %d figures", err, len(figs))
 		}
-		cfg, err := png.DecodeConfig(bytes.NewReader(figs[0].PNG))
-		if err != nil || cfg.Width != tc.w || cfg.Height != tc.h || figs[0].Width != tc.w || figs[0].Height != tc.h {
-			t.Errorf("strict-cover PNG %+v (%v), want %d×%d", cfg, err, tc.w, tc.h)
-		}
-		if !bytes.HasPrefix(figs[1].SVG, []byte("<?xml")) {
-			t.Errorf("extra SVG starts %q", figs[1].SVG[:min(20, len(figs[1].SVG))])
+		if figs[0].Empty != "No decision was counted (the bundle holds none, or every call failed); no figure." || figs[0].PNG != nil ||
+			figs[1].Empty != "No replays were issued; no figure." || figs[1].PNG != nil {
+			t.Errorf("figures of %d decisions: %q, %q", a.Decisions(), figs[0].Empty, figs[1].Empty)
 		}
 	}
 }
@@ -108,7 +163,7 @@ func TestFiguresOddInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	figs, err := Figures(an, nil)
-	if err != nil || len(figs) != 2 || len(figs[1].PNG) == 0 {
+	if err != nil || len(figs) != 2 || len(figs[0].PNG) == 0 || figs[1].Empty == "" {
 		t.Fatalf("Figures: %v, %d figures", err, len(figs))
 	}
 	doc := Build(&Input{Analysis: an, ProfileNote: "none"}, figs)

@@ -158,6 +158,18 @@ func init() {
 // (20260101T000000Z-mock) are fixed.
 func mockBundle(t *testing.T, kinds map[string]string, replicates int, corpus func([]study.Scenario) []study.Scenario) string {
 	t.Helper()
+	plan := mockPlan(t, kinds, replicates, corpus)
+	dir := filepath.Join(t.TempDir(), "bundle")
+	fixed := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, _, err := plan.Run(context.Background(), runner.Options{Out: dir, RunID: "20260101T000000Z-mock", Now: func() time.Time { return fixed }}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// mockPlan prepares the study of mockBundle.
+func mockPlan(t *testing.T, kinds map[string]string, replicates int, corpus func([]study.Scenario) []study.Scenario) *runner.Plan {
+	t.Helper()
 	m, err := manifests.LoadBuiltin(manifests.DefaultName)
 	if err != nil {
 		t.Fatal(err)
@@ -177,12 +189,7 @@ func mockBundle(t *testing.T, kinds map[string]string, replicates int, corpus fu
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(t.TempDir(), "bundle")
-	fixed := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	if _, _, err := plan.Run(context.Background(), runner.Options{Out: dir, RunID: "20260101T000000Z-mock", Now: func() time.Time { return fixed }}); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return plan
 }
 
 var paperKinds = map[string]string{"llama3.2-3b": "steady", "qwen3.5-0.8b": "erratic"}
@@ -208,7 +215,7 @@ func TestAnalyzeIntervalsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "analyze-mock-json.golden", js)
+	goldenJSON(t, "analyze-mock-json.golden", js)
 	var doc struct {
 		Bootstrap struct {
 			B        int    `json:"b"`

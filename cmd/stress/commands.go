@@ -197,6 +197,7 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	asJSON := fs.Bool("json", false, `print {"bootstrap":…,"cells":[…],"pairs":[…]} as JSON`)
 	sf := addStatFlags(fs, true)
 	against := fs.String("against", "", `print a published table next to the counts: "paper" (the paper's Table II)`)
+	partial := addPartialFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -211,7 +212,15 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return usageError("analyze: flag -against: unknown table %q (want paper)", *against)
 	}
 	dir := fs.Arg(0)
+	info, err := readBundleInfo("analyze", dir, *partial)
+	if err != nil {
+		return err
+	}
 	acc, problems, err := loadBundle(dir, stderr)
+	if err != nil {
+		return err
+	}
+	warning, err := checkPartial("analyze", info, acc.Decisions(), *partial)
 	if err != nil {
 		return err
 	}
@@ -223,7 +232,7 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var table *analysis.PaperTable
 	var pc *analysis.PaperComparison
 	if *against != "" {
-		if table, pc, err = againstPaper(dir, cells, stderr); err != nil {
+		if table, pc, err = againstPaper(info, cells); err != nil {
 			return err
 		}
 	}
@@ -242,8 +251,15 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if ts.Empty() {
 			ts = nil
 		}
-		err = analysis.WriteAnalysisJSON(stdout, an, pc, ts)
+		var warnings []string
+		if warning != "" {
+			warnings = []string{warning}
+		}
+		err = analysis.WriteAnalysisJSON(stdout, an, pc, ts, warnings)
 	} else {
+		if warning != "" {
+			fmt.Fprintln(stdout, warningLine(warning, "the numbers below"))
+		}
 		err = analysis.WriteTable(stdout, cells)
 		if err == nil {
 			fmt.Fprintln(stdout)
@@ -338,18 +354,12 @@ func agreeInMemory(dir, callsPath, pqPath string, stderr io.Writer) ([]results.R
 
 // againstPaper sets the cells next to the paper's Table II, matching run
 // models by label or by the backend model id recorded in manifest.json.
-func againstPaper(dir string, cells []analysis.Cell, stderr io.Writer) (*analysis.PaperTable, *analysis.PaperComparison, error) {
+func againstPaper(info *analysis.BundleInfo, cells []analysis.Cell) (*analysis.PaperTable, *analysis.PaperComparison, error) {
 	table, err := analysis.Paper()
 	if err != nil {
 		return nil, nil, err
 	}
-	var ids map[string]string
-	if info, err := analysis.ReadBundleInfo(dir); err != nil {
-		fmt.Fprintf(stderr, "warning: %v: matching models to the paper by label only\n", err)
-	} else {
-		ids = info.ModelIDs()
-	}
-	return table, table.Against(cells, ids), nil
+	return table, table.Against(cells, info.ModelIDs()), nil
 }
 
 // statFlags are the statistics flags of analyze, compare and report.

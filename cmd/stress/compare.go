@@ -18,6 +18,7 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	column := fs.String("column", "", "compare only these columns, comma-separated: strict, cover, retry, invalid, any_fs, terminal_fs (default all)")
 	armA := fs.String("arm-a", "", "arm of RUN_A to compare, MODEL or MODEL/PROMPT (default: aligned automatically)")
 	armB := fs.String("arm-b", "", "arm of RUN_B to compare, MODEL or MODEL/PROMPT (default: aligned automatically)")
+	partial := addPartialFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -47,6 +48,11 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return fmt.Errorf("compare: RUN_B: %w", err)
 	}
+	for _, info := range []*analysis.BundleInfo{infoA, infoB} {
+		if !*partial && info.Unfinished() {
+			return refusePartial("compare", info, info.Partial(-1))
+		}
+	}
 	if err := analysis.SameCorpus(infoA, infoB); err != nil {
 		return fmt.Errorf("compare refuses %s and %s: %w", dirA, dirB, err)
 	}
@@ -57,6 +63,19 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	accB, probB, err := loadBundle(dirB, stderr)
 	if err != nil {
 		return err
+	}
+	var warnings []string
+	for _, x := range []struct {
+		info *analysis.BundleInfo
+		acc  *analysis.Accumulator
+	}{{infoA, accA}, {infoB, accB}} {
+		w, err := checkPartial("compare", x.info, x.acc.Decisions(), *partial)
+		if err != nil {
+			return err
+		}
+		if w != "" {
+			warnings = append(warnings, w)
+		}
 	}
 	cmp, err := analysis.Compare(accA, accB, copt)
 	if err != nil {
@@ -95,12 +114,16 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(struct {
-			A     side     `json:"a"`
-			B     side     `json:"b"`
-			Notes []string `json:"notes,omitempty"`
+			Warnings []string `json:"warnings,omitempty"`
+			A        side     `json:"a"`
+			B        side     `json:"b"`
+			Notes    []string `json:"notes,omitempty"`
 			*analysis.Comparison
-		}{side{dirA, infoA.RunID, infoA.Study.Name}, side{dirB, infoB.RunID, infoB.Study.Name}, notes, cmp})
+		}{warnings, side{dirA, infoA.RunID, infoA.Study.Name}, side{dirB, infoB.RunID, infoB.Study.Name}, notes, cmp})
 	} else {
+		for _, w := range warnings {
+			fmt.Fprintln(stdout, warningLine(w, "the numbers below"))
+		}
 		fmt.Fprintf(stdout, "A: %s (run %s)\nB: %s (run %s)\n", dirA, infoA.RunID, dirB, infoB.RunID)
 		fmt.Fprintf(stdout, "Same corpus (%d files, sha256 match).", len(infoA.CorpusFiles))
 		for _, ap := range cmp.Arms {

@@ -44,11 +44,11 @@ commands:
   merge -out DIR SHARD_DIR...                   combine the shard bundles of one study into one bundle
   synth -scenarios N -servers M [-replicates R] [-seed S] -out DIR
                                                 write a synthetic study of any size (scale tests)
-  analyze [-json] [-b N] [-seed S] [-pair A,B]... [-column C] [-against paper] DIR
+  analyze [-json] [-b N] [-seed S] [-pair A,B]... [-column C] [-against paper] [-partial] DIR
                                                 recompute the counts of a bundle from calls.jsonl, with intervals and paired tests
-  compare [-json] [-b N] [-seed S] [-column C] [-arm-a M] [-arm-b M] RUN_A RUN_B
+  compare [-json] [-b N] [-seed S] [-column C] [-arm-a M] [-arm-b M] [-partial] RUN_A RUN_B
                                                 paired differences between two bundles on the same corpus
-  report [-out DIR] [-b N] [-seed S] [-pair A,B]... [-against paper] [-manifest M] DIR
+  report [-out DIR] [-b N] [-seed S] [-pair A,B]... [-against paper] [-manifest M] [-partial] DIR
                                                 write report.md, a self-contained report.html and PNG/SVG figures
   profile [-json] [-manifest MANIFEST]          print the actionability profile table (paper Table I)
   render -scenario ID -condition C [-prompt FILE] [-manifest MANIFEST]
@@ -60,6 +60,10 @@ commands:
                                                 probe live MCP servers and write a pseudonymous corpus
   summary [-json] [-manifest M | -corpus PATH]  print a corpus' counts (servers, probes, causes, surfaces, versions)
   clientcheck [-json] [-protocol V]             print how the Go SDK client treats results against an outputSchema
+
+analyze, compare and report refuse a partial bundle (unfinished, or holding
+fewer decisions than its manifest.json records) unless -partial is given, and
+then print a warning first; their -json numbers are at full precision.
 
 Run 'stress <command> -h' for a command's flags.
 `

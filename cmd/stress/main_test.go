@@ -87,7 +87,7 @@ func TestRunAndAnalyze(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "analyze-json.golden", js)
+	goldenJSON(t, "analyze-json.golden", js)
 
 	// A bundle whose calls.jsonl was tampered with is reported, line located.
 	calls := filepath.Join(dir, "calls.jsonl")

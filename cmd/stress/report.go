@@ -21,6 +21,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	sf := addStatFlags(fs, true)
 	against := fs.String("against", "", `add a published table next to the counts: "paper" (the paper's Table II)`)
 	manifest := fs.String("manifest", "", "manifest whose corpus the profile table shows (default: the one recorded in the bundle, if it can be found)")
+	partial := addPartialFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -38,7 +39,15 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *out == "" {
 		*out = filepath.Join(dir, "report")
 	}
+	info, err := readBundleInfo("report", dir, *partial)
+	if err != nil {
+		return err
+	}
 	acc, problems, err := loadBundle(dir, stderr)
+	if err != nil {
+		return err
+	}
+	warning, err := checkPartial("report", info, acc.Decisions(), *partial)
 	if err != nil {
 		return err
 	}
@@ -46,28 +55,24 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return usageError("report: flag -pair: %v", err)
 	}
-	in := &report.Input{Analysis: an}
-	info, err := analysis.ReadBundleInfo(dir)
+	in := &report.Input{Analysis: an, Info: info, Partial: warning}
+	scen, note, err := bundleCorpus(info, *manifest)
 	if err != nil {
-		fmt.Fprintf(stderr, "warning: %v: the report omits the study facts and the profile table\n", err)
-		in.ProfileNote = fmt.Sprintf("No profile table: the bundle's %s could not be read.", "manifest.json")
+		return err
+	}
+	if scen != nil {
+		in.Profile = report.ProfileOf(scen)
 	} else {
-		in.Info = info
-		scen, note, err := bundleCorpus(info, *manifest)
-		if err != nil {
-			return err
-		}
-		if scen != nil {
-			in.Profile = report.ProfileOf(scen)
-		} else {
-			fmt.Fprintln(stderr, "warning:", note)
-			in.ProfileNote = "No profile table: " + note
-		}
+		fmt.Fprintln(stderr, "warning:", note)
+		in.ProfileNote = "No profile table: " + note
 	}
 	if *against != "" {
-		if in.Paper, in.Against, err = againstPaper(dir, acc.Cells(), stderr); err != nil {
+		if in.Paper, in.Against, err = againstPaper(info, acc.Cells()); err != nil {
 			return err
 		}
+	}
+	if warning != "" {
+		fmt.Fprintln(stdout, warningLine(warning, "the report and its figures"))
 	}
 	written, err := report.Write(*out, in)
 	for _, f := range written {

@@ -193,11 +193,10 @@ func TestReportProfileSource(t *testing.T) {
 		!strings.Contains(log, "warning:") {
 		t.Errorf("missing manifest: log %q\n%s", log, md)
 	}
-	if _, err := os.Stat(filepath.Join(out, "figures", "profile.png")); err == nil {
-		// Left from the first report; the new report.md must not show it.
-		if strings.Contains(string(md), "figures/profile.png") {
-			t.Error("report.md shows a profile figure without a profile")
-		}
+	// The first report's profile figure is removed: it does not stand
+	// beside a report without a profile.
+	if _, err := os.Stat(filepath.Join(out, "figures", "profile.png")); err == nil || strings.Contains(string(md), "figures/profile.png") {
+		t.Error("a profile figure is left beside a report without a profile")
 	}
 	for _, tc := range []struct {
 		args []string
@@ -210,5 +209,36 @@ func TestReportProfileSource(t *testing.T) {
 		if _, _, err := runCmd(t, tc.args...); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want a usage error with %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestReportNoReplays: the baselines never replay, so the report has no
+// replay figure (it would be an empty plot) but says why in its place.
+func TestReportNoReplays(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "b")
+	if _, log, err := runCmd(t, "run", "-quiet", "-out", dir); err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	out, log, err := runCmd(t, "report", "-b", "1000", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	rdir := filepath.Join(dir, "report")
+	if strings.Contains(out, "extra.") {
+		t.Errorf("report wrote a replay figure:\n%s", out)
+	}
+	for _, f := range []string{"extra.png", "extra.svg"} {
+		if _, err := os.Stat(filepath.Join(rdir, "figures", f)); err == nil {
+			t.Errorf("figures/%s exists", f)
+		}
+	}
+	const note = "No replays were issued; no figure."
+	md, _ := os.ReadFile(filepath.Join(rdir, "report.md"))
+	if !strings.Contains(string(md), "## Replays\n\nNeedless identical replays") || !strings.Contains(string(md), "\n"+note+"\n") || strings.Contains(string(md), "figures/extra") {
+		t.Errorf("report.md does not say there is no replay figure:\n%s", md)
+	}
+	page, _ := os.ReadFile(filepath.Join(rdir, "report.html"))
+	if !strings.Contains(string(page), "<p>"+note+"</p>") || strings.Count(string(page), "<img") != 2 {
+		t.Errorf("report.html: %d images, note present: %v", strings.Count(string(page), "<img"), strings.Contains(string(page), note))
 	}
 }

@@ -241,9 +241,13 @@ func TestInterruptSignal(t *testing.T) {
 	if rec.Completed == 0 || rec.Remaining == 0 || rec.Completed+rec.Remaining != 720 || !rec.Sessions[0].Interrupted {
 		t.Errorf("manifest.json after the interrupt: completed %d, remaining %d, sessions %+v", rec.Completed, rec.Remaining, rec.Sessions)
 	}
-	// The interrupted bundle is consistent: analyze accepts it.
-	if _, _, err := runCmd(t, "analyze", dir); err != nil {
-		t.Errorf("analyze of the interrupted bundle: %v", err)
+	// The interrupted bundle is consistent: analyze refuses it as partial
+	// and, with -partial, analyzes it.
+	if _, _, err := runCmd(t, "analyze", dir); err == nil || !strings.Contains(err.Error(), "analyze refuses partial bundle "+dir) {
+		t.Errorf("analyze of the interrupted bundle: %v, want a refusal", err)
+	}
+	if out, _, err := runCmd(t, "analyze", "-partial", dir); err != nil || !strings.HasPrefix(out, "warning: partial bundle "+dir) {
+		t.Errorf("analyze -partial of the interrupted bundle: %v\n%.300s", err, out)
 	}
 	out, err := exec.Command(bin, "run", "-quiet", "-resume", dir).Output()
 	if err != nil || !strings.Contains(string(out), "always_stop") {
