@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -31,6 +33,11 @@ var Builtin embed.FS
 
 // DefaultName is the built-in manifest a bare `stress run` uses.
 const DefaultName = "baselines.yaml"
+
+// MaxBytes is the largest manifest file, 1 MiB (a study's manifest is a
+// few kilobytes; the cap bounds the decoder's time and memory on a wrong
+// file).
+const MaxBytes = 1 << 20
 
 // DefaultReplayCap is the replay cap when a manifest sets none (STUDY.md 4).
 const DefaultReplayCap = 3
@@ -176,7 +183,7 @@ func LoadBuiltin(name string) (*Resolved, error) {
 // load reads manifest name from fsys; rooted says fsys is the file system
 // root, so absolute paths in the manifest are allowed.
 func load(fsys fs.FS, name, source string, rooted bool) (*Resolved, error) {
-	data, err := fs.ReadFile(fsys, name)
+	data, err := readLimited(fsys, name, MaxBytes)
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", source, err)
 	}
@@ -224,6 +231,17 @@ func load(fsys fs.FS, name, source string, rooted bool) (*Resolved, error) {
 	return r, nil
 }
 
+// readLimited reads file name from fsys, but at most limit+1 bytes, so
+// that a huge file is refused without reading it whole.
+func readLimited(fsys fs.FS, name string, limit int64) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit+1))
+}
+
 func relTo(dir, p string) string {
 	if dir == "." {
 		return p
@@ -241,16 +259,17 @@ var (
 )
 
 // decodeYAML decodes strictly (unknown fields and duplicate keys are
-// errors). Note: the YAML library panics on some malformed inputs (found by
+// errors); the message quotes the source lines at fault, bounded by
+// input.Snippet. Note: the YAML library panics on some malformed inputs (found by
 // FuzzParse, kept in testdata/fuzz); the panic becomes an error here.
 func decodeYAML(data []byte, m *Manifest) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("malformed YAML (the decoder failed: %v)", r)
+			err = fmt.Errorf("malformed YAML (the decoder failed: %s)", input.Snippet(fmt.Sprint(r)))
 		}
 	}()
 	if err := yaml.UnmarshalWithOptions(data, m, yaml.Strict()); err != nil {
-		return errors.New(yaml.FormatError(err, false, true))
+		return errors.New(input.Snippet(yaml.FormatError(err, false, true)))
 	}
 	return nil
 }
@@ -258,6 +277,9 @@ func decodeYAML(data []byte, m *Manifest) (err error) {
 // Parse decodes and validates manifest bytes (YAML or JSON). Unknown fields
 // and invalid values are errors naming the source and the field.
 func Parse(source string, data []byte) (*Manifest, error) {
+	if len(data) > MaxBytes {
+		return nil, fmt.Errorf("manifest %s: %d bytes; a manifest holds at most %d (1 MiB)", source, len(data), MaxBytes)
+	}
 	var m Manifest
 	if err := decodeYAML(data, &m); err != nil {
 		return nil, fmt.Errorf("manifest %s: %s", source, err)
@@ -267,7 +289,7 @@ func Parse(source string, data []byte) (*Manifest, error) {
 		errs = append(errs, fmt.Errorf("manifest %s: field %s: %s", source, field, fmt.Sprintf(format, a...)))
 	}
 	if !namePattern.MatchString(m.Name) {
-		bad("name", "want letters, digits, _ . : -, got %q", m.Name)
+		bad("name", "want letters, digits, _ . : -, got %s", input.Quote(m.Name))
 	}
 	if m.Corpus == "" {
 		bad("corpus", "missing")
@@ -278,9 +300,9 @@ func Parse(source string, data []byte) (*Manifest, error) {
 	seen := map[string]bool{}
 	for i, p := range m.Prompts {
 		if !namePattern.MatchString(p.Name) {
-			bad(fmt.Sprintf("prompts[%d].name", i), "want letters, digits, _ . : -, got %q", p.Name)
+			bad(fmt.Sprintf("prompts[%d].name", i), "want letters, digits, _ . : -, got %s", input.Quote(p.Name))
 		} else if seen[p.Name] {
-			bad(fmt.Sprintf("prompts[%d].name", i), "duplicate prompt name %q", p.Name)
+			bad(fmt.Sprintf("prompts[%d].name", i), "duplicate prompt name %s", input.Quote(p.Name))
 		}
 		seen[p.Name] = true
 		if p.Path == "" {
@@ -293,9 +315,9 @@ func Parse(source string, data []byte) (*Manifest, error) {
 	seenC := map[study.Condition]bool{}
 	for i, c := range m.Conditions {
 		if !c.Valid() {
-			bad(fmt.Sprintf("conditions[%d]", i), "unknown condition %q (want one of %v)", c, study.AllConditions)
+			bad(fmt.Sprintf("conditions[%d]", i), "unknown condition %s (want one of %v)", input.Quote(string(c)), study.AllConditions)
 		} else if seenC[c] {
-			bad(fmt.Sprintf("conditions[%d]", i), "duplicate condition %q", c)
+			bad(fmt.Sprintf("conditions[%d]", i), "duplicate condition %s", input.Quote(string(c)))
 		}
 		seenC[c] = true
 	}
@@ -318,9 +340,9 @@ func Parse(source string, data []byte) (*Manifest, error) {
 	for i, md := range m.Models {
 		f := fmt.Sprintf("models[%d]", i)
 		if !namePattern.MatchString(md.Name) {
-			bad(f+".name", "want letters, digits, _ . : -, got %q", md.Name)
+			bad(f+".name", "want letters, digits, _ . : -, got %s", input.Quote(md.Name))
 		} else if seenM[md.Name] {
-			bad(f+".name", "duplicate model name %q", md.Name)
+			bad(f+".name", "duplicate model name %s", input.Quote(md.Name))
 		}
 		seenM[md.Name] = true
 		if md.Backend == "" {
@@ -330,7 +352,7 @@ func Parse(source string, data []byte) (*Manifest, error) {
 			bad(f+".model", "missing")
 		}
 		if md.Digest != "" && !digestPattern.MatchString(md.Digest) {
-			bad(f+".digest", "want 64 lower-case hex digits, optionally after sha256:, got %q", md.Digest)
+			bad(f+".digest", "want 64 lower-case hex digits, optionally after sha256:, got %s", input.Quote(md.Digest))
 		}
 		if md.Parallel < 0 || md.Parallel > MaxParallel {
 			bad(f+".parallel", "want 1 to %d calls in flight per endpoint, got %d", MaxParallel, md.Parallel)
@@ -344,12 +366,12 @@ func Parse(source string, data []byte) (*Manifest, error) {
 			case strings.TrimSpace(e) == "":
 				bad(fmt.Sprintf("%s.endpoints[%d]", f, j), "empty endpoint")
 			case seenE[e]:
-				bad(fmt.Sprintf("%s.endpoints[%d]", f, j), "duplicate endpoint %q", e)
+				bad(fmt.Sprintf("%s.endpoints[%d]", f, j), "duplicate endpoint %s", input.Quote(e))
 			}
 			seenE[e] = true
 		}
 		if md.APIKeyEnv != "" && !envPattern.MatchString(md.APIKeyEnv) {
-			bad(f+".api_key_env", "want the name of an environment variable (letters, digits, _), got %q", md.APIKeyEnv)
+			bad(f+".api_key_env", "want the name of an environment variable (letters, digits, _), got %s", input.Quote(md.APIKeyEnv))
 		}
 		if err := md.Transport.Check(); err != nil {
 			bad(f+".transport", "%v", err)
@@ -357,13 +379,13 @@ func Parse(source string, data []byte) (*Manifest, error) {
 		switch md.SeedCheck {
 		case "", "warn", "error", "off":
 		default:
-			bad(f+".seed_check", `want "warn", "error" or "off", got %q`, md.SeedCheck)
+			bad(f+".seed_check", `want "warn", "error" or "off", got %s`, input.Quote(md.SeedCheck))
 		}
 		switch v := md.Format.(type) {
 		case nil, map[string]any:
 		case string:
 			if v != "" && v != "json" && v != "schema" {
-				bad(f+".format", `want "", "json", "schema" (the answer's JSON schema) or a JSON schema object, got %q`, v)
+				bad(f+".format", `want "", "json", "schema" (the answer's JSON schema) or a JSON schema object, got %s`, input.Quote(v))
 			}
 		default:
 			bad(f+".format", `want "", "json", "schema" or a JSON schema object, got %T`, v)

@@ -1,10 +1,13 @@
 package manifests
 
 import (
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 )
 
 func TestBuiltinManifests(t *testing.T) {
@@ -146,5 +149,62 @@ func TestWriteBaselines(t *testing.T) {
 	}
 	if err := WriteBaselines(filepath.Join(dir, "bad.yaml"), "bad name!", "", corpus, 1, 1); err == nil {
 		t.Error("an invalid manifest was written")
+	}
+}
+
+// printable reports whether s is valid UTF-8 made of printable runes and
+// line breaks only.
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r != '\n' && !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestErrorsQuoteBounded checks that errors quote at most a few hundred
+// printable bytes of the manifest, however large or binary it is.
+func TestErrorsQuoteBounded(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	junk := func(n int, alphabet string) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			if alphabet == "" {
+				b[i] = byte(rng.Uint32())
+			} else {
+				b[i] = alphabet[rng.IntN(len(alphabet))]
+			}
+		}
+		return b
+	}
+	b64 := "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	good := readFile(t, "baselines.yaml")
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"50 MB of junk on one line", junk(50<<20, b64), "m.yaml"},
+		{"512 KiB of junk on one line", junk(512<<10, b64), "m.yaml"},
+		{"binary garbage", junk(3000, ""), "m.yaml"},
+		{"binary garbage, 512 KiB", junk(512<<10, ""), "m.yaml"},
+		{"long name", []byte(strings.Replace(good, "name: baselines", "name: "+strings.Repeat("é", 256<<10), 1)), "field name"},
+		{"control characters", []byte(strings.Replace(good, "name: baselines", `name: "a\u001b[2Jb\u0000"`, 1)), `field name: want letters, digits, _ . : -, got "a\x1b[2Jb\x00"`},
+		{"long unknown field", []byte(strings.Replace(good, "replicates: 5", "replicates: 5\n"+strings.Repeat("z", 256<<10)+": 1", 1)), "unknown field"},
+		{"long condition", []byte(strings.Replace(good, "conditions: [normalized,", "conditions: ["+strings.Repeat("n", 256<<10)+",", 1)), "field conditions[0]"},
+	} {
+		_, err := Parse("m.yaml", tc.data)
+		if err == nil {
+			t.Errorf("%s: accepted", tc.name)
+			continue
+		}
+		msg := err.Error()
+		if len(msg) > 1024 || !printable(msg) || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: error of %d bytes (printable %v), want under 1 KiB, printable, containing %q:\n%.2000q", tc.name, len(msg), printable(msg), tc.want, msg)
+		}
 	}
 }
