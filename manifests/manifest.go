@@ -185,7 +185,7 @@ func LoadBuiltin(name string) (*Resolved, error) {
 func load(fsys fs.FS, name, source string, rooted bool) (*Resolved, error) {
 	data, err := readLimited(fsys, name, MaxBytes)
 	if err != nil {
-		return nil, fmt.Errorf("manifest %s: %w", source, err)
+		return nil, fmt.Errorf("manifest %s: %w", source, input.WithPath(err, source))
 	}
 	m, err := Parse(source, data)
 	if err != nil {
@@ -208,7 +208,7 @@ func load(fsys fs.FS, name, source string, rooted bool) (*Resolved, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.Corpus, err = study.LoadCorpus(fsys, corpusPath)
+	r.Corpus, err = study.LoadCorpusAs(fsys, corpusPath, m.Corpus)
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: field corpus: %w", source, err)
 	}
@@ -223,7 +223,7 @@ func load(fsys fs.FS, name, source string, rooted bool) (*Resolved, error) {
 		}
 		text, err := fs.ReadFile(fsys, file)
 		if err != nil {
-			return nil, fmt.Errorf("manifest %s: field %s: %w", source, field, err)
+			return nil, fmt.Errorf("manifest %s: field %s: %w", source, field, input.WithPath(err, p.Path))
 		}
 		sum := sha256.Sum256(text)
 		r.Prompts = append(r.Prompts, PromptFile{Name: p.Name, Path: p.Path, SHA256: hex.EncodeToString(sum[:]), Text: string(text)})

@@ -208,3 +208,49 @@ func TestErrorsQuoteBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorsNamePathsAsGiven checks that errors name the manifest, corpus
+// and prompt files as the manifest (or the command line) wrote them:
+// absolute paths keep their leading slash, relative ones stay relative.
+func TestErrorsNamePathsAsGiven(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "c"), 0o755)
+	os.WriteFile(filepath.Join(dir, "c", "bad.json"), []byte("[1, 2,]"), 0o644)
+	os.WriteFile(filepath.Join(dir, "p.tmpl"), []byte(readFile(t, "prompts/default.tmpl")), 0o644)
+	good := readFile(t, "baselines.yaml")
+	paper, _ := filepath.Abs("corpus/paper")
+	for _, tc := range []struct {
+		name, corpus, prompt string
+		want                 []string
+	}{
+		{"absolute corpus file", dir + "/c/bad.json", "p.tmpl", []string{"field corpus: " + dir + "/c/bad.json: malformed JSON"}},
+		{"absolute corpus directory", dir + "/c", "p.tmpl", []string{"field corpus: " + dir + "/c/bad.json: malformed JSON"}},
+		{"missing absolute corpus", dir + "/nowhere", "p.tmpl", []string{"field corpus: corpus " + dir + "/nowhere: ", dir + "/nowhere: no such file"}},
+		{"relative corpus directory", "c", "p.tmpl", []string{"field corpus: c/bad.json: malformed JSON"}},
+		{"missing relative corpus", "nowhere", "p.tmpl", []string{"field corpus: corpus nowhere: stat nowhere: no such file"}},
+		{"missing absolute prompt", paper, dir + "/none.tmpl", []string{"field prompts[0].path: open " + dir + "/none.tmpl: no such file"}},
+		{"missing relative prompt", paper, "../none.tmpl", []string{"field prompts[0].path: open ../none.tmpl: no such file"}},
+	} {
+		m := strings.NewReplacer("corpus: corpus/paper", "corpus: "+tc.corpus, "path: prompts/default.tmpl", "path: "+tc.prompt).Replace(good)
+		file := filepath.Join(dir, "m.yaml")
+		os.WriteFile(file, []byte(m), 0o644)
+		_, err := Load(file)
+		if err == nil {
+			t.Errorf("%s: loaded", tc.name)
+			continue
+		}
+		for _, w := range append(tc.want, "manifest "+file+": ") {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error\n%v\ndoes not contain %q", tc.name, err, w)
+			}
+		}
+		// The file system's root-relative names never show.
+		if strings.Contains(err.Error(), " "+strings.TrimPrefix(dir, "/")) {
+			t.Errorf("%s: error names a path without its leading /:\n%v", tc.name, err)
+		}
+	}
+	missing := filepath.Join(dir, "none.yaml")
+	if _, err := Load(missing); err == nil || !strings.Contains(err.Error(), "open "+missing+": no such file") {
+		t.Errorf("missing manifest: %v", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -67,18 +68,33 @@ func (e *RecordError) Unwrap() error { return e.Err }
 // such an array. Every problem found is reported (joined), each naming its
 // file, record and field.
 func LoadCorpus(fsys fs.FS, name string) (*Corpus, error) {
+	return LoadCorpusAs(fsys, name, name)
+}
+
+// LoadCorpusAs is LoadCorpus for a corpus the user named shown (a path
+// relative to a manifest, or an absolute one, which an fs.FS cannot
+// spell): errors name its files under shown, as the user wrote it. The
+// Files of the corpus keep their names in fsys.
+func LoadCorpusAs(fsys fs.FS, name, shown string) (*Corpus, error) {
+	// show names a file of fsys as the user knows it.
+	show := func(f string) string {
+		if f == name {
+			return shown
+		}
+		return filepath.Join(shown, path.Base(f))
+	}
 	info, err := fs.Stat(fsys, name)
 	if err != nil {
-		return nil, fmt.Errorf("corpus %s: %w", name, err)
+		return nil, fmt.Errorf("corpus %s: %w", shown, input.WithPath(err, shown))
 	}
 	files := []string{name}
 	if info.IsDir() {
 		files, err = fs.Glob(fsys, path.Join(name, "*.json"))
 		if err != nil {
-			return nil, fmt.Errorf("corpus %s: %w", name, err)
+			return nil, fmt.Errorf("corpus %s: %w", shown, err)
 		}
 		if len(files) == 0 {
-			return nil, fmt.Errorf("corpus %s: no *.json files", name)
+			return nil, fmt.Errorf("corpus %s: no *.json files", shown)
 		}
 		sort.Strings(files)
 	}
@@ -88,20 +104,20 @@ func LoadCorpus(fsys fs.FS, name string) (*Corpus, error) {
 	for _, f := range files {
 		data, err := fs.ReadFile(fsys, f)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("corpus %s: %w", f, err))
+			errs = append(errs, fmt.Errorf("corpus %s: %w", show(f), input.WithPath(err, show(f))))
 			continue
 		}
 		sum := sha256.Sum256(data)
 		c.Files = append(c.Files, File{Path: f, SHA256: hex.EncodeToString(sum[:])})
-		recs, ferrs := ParseScenarios(f, data)
+		recs, ferrs := ParseScenarios(show(f), data)
 		errs = append(errs, ferrs...)
 		for i, s := range recs {
 			if prev, dup := seen[s.ID]; dup && s.ID != "" {
-				errs = append(errs, &RecordError{File: f, Record: i + 1, ID: s.ID, Field: "id",
+				errs = append(errs, &RecordError{File: show(f), Record: i + 1, ID: s.ID, Field: "id",
 					Err: fmt.Errorf("duplicate id %s (first in %s)", input.Quote(s.ID), prev)})
 				continue
 			}
-			seen[s.ID] = f
+			seen[s.ID] = show(f)
 			c.Scenarios = append(c.Scenarios, s)
 		}
 	}

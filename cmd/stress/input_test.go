@@ -60,3 +60,39 @@ func TestErrorsQuoteBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorsNamePathsAsGiven checks that corpus and prompt errors name the
+// files as the command line or the manifest wrote them, absolute paths
+// with their leading slash.
+func TestErrorsNamePathsAsGiven(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte("[1, 2,]"), 0o644)
+	paper, _ := filepath.Abs("../../manifests/corpus/paper")
+	m := strings.NewReplacer("corpus: corpus/paper", "corpus: "+paper, "path: prompts/default.tmpl", "path: "+dir+"/none.tmpl").
+		Replace(string(must(os.ReadFile("../../manifests/baselines.yaml"))))
+	manifest := filepath.Join(dir, "m.yaml")
+	os.WriteFile(manifest, []byte(m), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"summary", "-corpus", bad}, bad + ": malformed JSON"},
+		{[]string{"summary", "-corpus", dir + "/nowhere.json"}, "stat " + dir + "/nowhere.json: no such file"},
+		{[]string{"summary", "-corpus", "testdata/nowhere"}, "corpus testdata/nowhere: stat testdata/nowhere: no such file"},
+		{[]string{"run", manifest}, "field prompts[0].path: open " + dir + "/none.tmpl: no such file"},
+		{[]string{"render", "-scenario", "S07", "-condition", "prose", "-prompt", dir + "/none.tmpl"}, "flag -prompt: open " + dir + "/none.tmpl: no such file"},
+	} {
+		_, _, err := runCmd(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("stress %q: error %v, want it to contain %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
