@@ -64,8 +64,9 @@ type Manifest struct {
 	// Models are the systems under test.
 	Models []Model `yaml:"models" json:"models"`
 	// MaxInFlight caps the model calls in flight across all models and
-	// endpoints, 1 to 4096 (default 0: the sum of every model's slots,
-	// parallel × endpoints, so only the per-model limits apply).
+	// endpoints, 1 to 4096. Absent from the manifest (0 here), it is the
+	// sum of every model's slots, parallel × endpoints, so only the
+	// per-model limits apply; an explicit 0 is an error.
 	MaxInFlight int `yaml:"max_in_flight,omitempty" json:"max_in_flight,omitempty"`
 }
 
@@ -120,7 +121,8 @@ type Model struct {
 	// backends; zero fields keep the backend's defaults.
 	Transport TransportSpec `yaml:"transport,omitempty" json:"transport,omitempty"`
 	// Parallel is the number of calls in flight per endpoint, 1 to
-	// MaxParallel (default 0 means 1).
+	// MaxParallel. Absent from the manifest (0 here), it is 1; an explicit
+	// 0 is an error.
 	Parallel int `yaml:"parallel,omitempty" json:"parallel,omitempty"`
 	// Endpoints are servers (e.g. several Ollama hosts or vLLM replicas)
 	// that serve the same model; the run spreads the model's decisions
@@ -258,20 +260,30 @@ var (
 	envPattern    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
-// decodeYAML decodes strictly (unknown fields and duplicate keys are
-// errors); the message quotes the source lines at fault, bounded by
-// input.Snippet. Note: the YAML library panics on some malformed inputs (found by
-// FuzzParse, kept in testdata/fuzz); the panic becomes an error here.
-func decodeYAML(data []byte, m *Manifest) (err error) {
+// decodeYAML decodes data into v with the decoder's options (yaml.Strict:
+// unknown fields and duplicate keys are errors); the message quotes the
+// source lines at fault, bounded by input.Snippet. Note: the YAML library
+// panics on some malformed inputs (found by FuzzParse, kept in
+// testdata/fuzz); the panic becomes an error here.
+func decodeYAML(data []byte, v any, opts ...yaml.DecodeOption) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("malformed YAML (the decoder failed: %s)", input.Snippet(fmt.Sprint(r)))
 		}
 	}()
-	if err := yaml.UnmarshalWithOptions(data, m, yaml.Strict()); err != nil {
+	if err := yaml.UnmarshalWithOptions(data, v, opts...); err != nil {
 		return errors.New(input.Snippet(yaml.FormatError(err, false, true)))
 	}
 	return nil
+}
+
+// setFields records which optional numbers a manifest sets, to tell an
+// explicit 0 (out of range) from an absent field (the default).
+type setFields struct {
+	MaxInFlight *int `yaml:"max_in_flight"`
+	Models      []struct {
+		Parallel *int `yaml:"parallel"`
+	} `yaml:"models"`
 }
 
 // Parse decodes and validates manifest bytes (YAML or JSON). Unknown fields
@@ -281,7 +293,11 @@ func Parse(source string, data []byte) (*Manifest, error) {
 		return nil, fmt.Errorf("manifest %s: %d bytes; a manifest holds at most %d (1 MiB)", source, len(data), MaxBytes)
 	}
 	var m Manifest
-	if err := decodeYAML(data, &m); err != nil {
+	if err := decodeYAML(data, &m, yaml.Strict()); err != nil {
+		return nil, fmt.Errorf("manifest %s: %s", source, err)
+	}
+	var set setFields
+	if err := decodeYAML(data, &set); err != nil {
 		return nil, fmt.Errorf("manifest %s: %s", source, err)
 	}
 	var errs []error
@@ -333,7 +349,7 @@ func Parse(source string, data []byte) (*Manifest, error) {
 	if len(m.Models) == 0 {
 		bad("models", "want at least one model")
 	}
-	if m.MaxInFlight < 0 || m.MaxInFlight > 4096 {
+	if m.MaxInFlight < 0 || m.MaxInFlight > 4096 || m.MaxInFlight == 0 && set.MaxInFlight != nil {
 		bad("max_in_flight", "want 1 to 4096 calls in flight, got %d", m.MaxInFlight)
 	}
 	seenM := map[string]bool{}
@@ -354,7 +370,7 @@ func Parse(source string, data []byte) (*Manifest, error) {
 		if md.Digest != "" && !digestPattern.MatchString(md.Digest) {
 			bad(f+".digest", "want 64 lower-case hex digits, optionally after sha256:, got %s", input.Quote(md.Digest))
 		}
-		if md.Parallel < 0 || md.Parallel > MaxParallel {
+		if md.Parallel < 0 || md.Parallel > MaxParallel || md.Parallel == 0 && i < len(set.Models) && set.Models[i].Parallel != nil {
 			bad(f+".parallel", "want 1 to %d calls in flight per endpoint, got %d", MaxParallel, md.Parallel)
 		}
 		if len(md.Endpoints) > 0 && md.Host != "" {
