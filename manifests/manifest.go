@@ -223,11 +223,15 @@ func load(fsys fs.FS, name, source string, rooted bool) (*Resolved, error) {
 		if err != nil {
 			return nil, err
 		}
-		text, err := fs.ReadFile(fsys, file)
+		raw, err := fs.ReadFile(fsys, file)
 		if err != nil {
 			return nil, fmt.Errorf("manifest %s: field %s: %w", source, field, input.WithPath(err, p.Path))
 		}
-		sum := sha256.Sum256(text)
+		text, err := input.Decode(raw)
+		if err != nil {
+			return nil, fmt.Errorf("manifest %s: field %s: %s: %w", source, field, p.Path, err)
+		}
+		sum := sha256.Sum256(raw) // the file as it is on disk
 		r.Prompts = append(r.Prompts, PromptFile{Name: p.Name, Path: p.Path, SHA256: hex.EncodeToString(sum[:]), Text: string(text)})
 	}
 	return r, nil
@@ -291,6 +295,10 @@ type setFields struct {
 func Parse(source string, data []byte) (*Manifest, error) {
 	if len(data) > MaxBytes {
 		return nil, fmt.Errorf("manifest %s: %d bytes; a manifest holds at most %d (1 MiB)", source, len(data), MaxBytes)
+	}
+	data, err := input.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", source, err)
 	}
 	var m Manifest
 	if err := decodeYAML(data, &m, yaml.Strict()); err != nil {

@@ -1,12 +1,15 @@
 package manifests
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -252,5 +255,60 @@ func TestErrorsNamePathsAsGiven(t *testing.T) {
 	missing := filepath.Join(dir, "none.yaml")
 	if _, err := Load(missing); err == nil || !strings.Contains(err.Error(), "open "+missing+": no such file") {
 		t.Errorf("missing manifest: %v", err)
+	}
+}
+
+// utf16LE returns text in UTF-16 little-endian with a byte-order mark, as
+// Windows editors save "Unicode" text.
+func utf16LE(text string) []byte {
+	out := []byte{0xff, 0xfe}
+	for _, u := range utf16.Encode([]rune(text)) {
+		out = append(out, byte(u), byte(u>>8))
+	}
+	return out
+}
+
+// TestEncodings checks that manifests, corpus files and prompts load with
+// a UTF-8 byte-order mark, and that UTF-16 is refused naming the file.
+func TestEncodings(t *testing.T) {
+	const bom = "\xef\xbb\xbf"
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "c"), 0o755)
+	corpus, prompt := readFile(t, "corpus/paper/P01.json"), readFile(t, "prompts/default.tmpl")
+	manifest := strings.NewReplacer("corpus: corpus/paper", "corpus: c", "path: prompts/default.tmpl", "path: p.tmpl").Replace(readFile(t, "baselines.yaml"))
+	write := func(name string, data []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := filepath.Join(dir, "m.yaml")
+
+	write("c/P01.json", []byte(bom+corpus))
+	write("p.tmpl", []byte(bom+prompt))
+	write("m.yaml", []byte(bom+manifest))
+	m, err := Load(file)
+	if err != nil {
+		t.Fatalf("files with a UTF-8 byte-order mark: %v", err)
+	}
+	if m.Name != "baselines" || len(m.Corpus.Scenarios) == 0 || m.Prompts[0].Text != prompt {
+		t.Errorf("files with a UTF-8 byte-order mark: name %q, %d scenarios, prompt starts %q", m.Name, len(m.Corpus.Scenarios), m.Prompts[0].Text[:10])
+	}
+	// The hashes are of the files as they are on disk.
+	if sum := sha256.Sum256([]byte(bom + prompt)); m.Prompts[0].SHA256 != hex.EncodeToString(sum[:]) {
+		t.Error("the prompt's sha256 is not that of its file")
+	}
+
+	for _, tc := range []struct{ name, want string }{
+		{"m.yaml", "manifest " + file + ": file is UTF-16 (little-endian); save it as UTF-8"},
+		{"c/P01.json", "field corpus: c/P01.json: file is UTF-16 (little-endian); save it as UTF-8"},
+		{"p.tmpl", "field prompts[0].path: p.tmpl: file is UTF-16 (little-endian); save it as UTF-8"},
+	} {
+		write("c/P01.json", []byte(corpus))
+		write("p.tmpl", []byte(prompt))
+		write("m.yaml", []byte(manifest))
+		write(tc.name, utf16LE(readFile(t, filepath.Join(dir, tc.name))))
+		if _, err := Load(file); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s in UTF-16: error %v, want %q", tc.name, err, tc.want)
+		}
 	}
 }

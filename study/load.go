@@ -131,6 +131,10 @@ func LoadCorpusAs(fsys fs.FS, name, shown string) (*Corpus, error) {
 // ParseScenarios decodes and validates the scenario records of one file.
 // It returns the records that passed and one error per problem found.
 func ParseScenarios(file string, data []byte) ([]Scenario, []error) {
+	data, err := input.Decode(data)
+	if err != nil {
+		return nil, []error{&RecordError{File: file, Err: err}}
+	}
 	var raw []json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, []error{&RecordError{File: file, Err: locate(data, err)}}

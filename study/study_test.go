@@ -7,6 +7,7 @@ import (
 	"testing"
 	"testing/fstest"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -320,5 +321,26 @@ func TestErrorsQuoteBounded(t *testing.T) {
 				t.Errorf("%s: error does not contain %q: %.500q", tc.name, w, msg)
 			}
 		}
+	}
+}
+
+// TestEncodings checks that a corpus file may start with a UTF-8
+// byte-order mark and that UTF-16 is refused naming the file.
+func TestEncodings(t *testing.T) {
+	good, err := os.ReadFile("../manifests/corpus/paper/P06.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, errs := ParseScenarios("f.json", append([]byte("\xef\xbb\xbf"), good...))
+	if len(errs) != 0 || len(recs) == 0 {
+		t.Errorf("with a UTF-8 byte-order mark: %d records, errors %v", len(recs), errs)
+	}
+	utf16BE := []byte{}
+	for _, u := range utf16.Encode([]rune(string(good))) {
+		utf16BE = append(utf16BE, byte(u>>8), byte(u))
+	}
+	_, err = LoadCorpus(fstest.MapFS{"f.json": {Data: utf16BE}}, "f.json")
+	if err == nil || err.Error() != "f.json: file is UTF-16 (big-endian); save it as UTF-8" {
+		t.Errorf("UTF-16 without a byte-order mark: %v", err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/analysis/stats"
 	"github.com/mcpstress/stress/conditions"
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/manifests"
 	_ "github.com/mcpstress/stress/models/baseline"   // registers the baselines
 	_ "github.com/mcpstress/stress/models/failclosed" // registers fail_closed
@@ -529,6 +530,11 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	name, file, text := m.Prompts[0].Name, m.Prompts[0].Path, m.Prompts[0].Text
 	if *promptFile != "" {
 		b, err := os.ReadFile(*promptFile)
+		if err == nil {
+			if b, err = input.Decode(b); err != nil {
+				err = fmt.Errorf("%s: %w", *promptFile, err)
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("render: flag -prompt: %w", err)
 		}

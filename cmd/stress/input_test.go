@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -95,4 +96,32 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestPromptEncodings checks that render -prompt takes a prompt file with a
+// UTF-8 byte-order mark as the same prompt, and refuses UTF-16 naming the
+// file.
+func TestPromptEncodings(t *testing.T) {
+	prompt := must(os.ReadFile("../../manifests/prompts/default.tmpl"))
+	dir := t.TempDir()
+	want, _, err := runCmd(t, "render", "-scenario", "S07", "-condition", "prose")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bom := filepath.Join(dir, "bom.tmpl")
+	os.WriteFile(bom, append([]byte("\xef\xbb\xbf"), prompt...), 0o644)
+	got, _, err := runCmd(t, "render", "-scenario", "S07", "-condition", "prose", "-prompt", bom)
+	if err != nil || got != want {
+		t.Errorf("render -prompt with a byte-order mark: %v\n%s", err, diff(want, got))
+	}
+	wide := filepath.Join(dir, "wide.tmpl")
+	u16 := []byte{0xff, 0xfe}
+	for _, u := range utf16.Encode([]rune(string(prompt))) {
+		u16 = append(u16, byte(u), byte(u>>8))
+	}
+	os.WriteFile(wide, u16, 0o644)
+	if _, _, err := runCmd(t, "render", "-scenario", "S07", "-condition", "prose", "-prompt", wide); err == nil ||
+		!strings.Contains(err.Error(), "flag -prompt: "+wide+": file is UTF-16 (little-endian); save it as UTF-8") {
+		t.Errorf("render -prompt in UTF-16: %v", err)
+	}
 }
