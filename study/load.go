@@ -135,6 +135,9 @@ func ParseScenarios(file string, data []byte) ([]Scenario, []error) {
 	if err != nil {
 		return nil, []error{&RecordError{File: file, Err: err}}
 	}
+	if kind := jsonKind(data); kind != "" && kind != "an array" && json.Valid(data) {
+		return nil, []error{&RecordError{File: file, Err: fmt.Errorf("expected a JSON array of scenario records, got %s", kind)}}
+	}
 	var raw []json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, []error{&RecordError{File: file, Err: locate(data, err)}}
@@ -142,6 +145,10 @@ func ParseScenarios(file string, data []byte) ([]Scenario, []error) {
 	var out []Scenario
 	var errs []error
 	for i, r := range raw {
+		if kind := jsonKind(r); kind != "an object" {
+			errs = append(errs, &RecordError{File: file, Record: i + 1, Err: fmt.Errorf("expected a scenario record (a JSON object), got %s", kind)})
+			continue
+		}
 		var s Scenario
 		dec := json.NewDecoder(bytes.NewReader(r))
 		dec.DisallowUnknownFields()
@@ -399,6 +406,28 @@ func peekID(r json.RawMessage) string {
 	}
 	_ = json.Unmarshal(r, &x)
 	return x.ID
+}
+
+// jsonKind names the kind of JSON value data starts with ("an object",
+// "null", …), or "" for none.
+func jsonKind(data []byte) string {
+	data = bytes.TrimLeft(data, " \t\r\n")
+	if len(data) == 0 {
+		return ""
+	}
+	switch data[0] {
+	case '[':
+		return "an array"
+	case '{':
+		return "an object"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
 }
 
 // locate adds a line and column to a JSON syntax error.

@@ -2,6 +2,7 @@ package study
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -342,5 +343,29 @@ func TestEncodings(t *testing.T) {
 	_, err = LoadCorpus(fstest.MapFS{"f.json": {Data: utf16BE}}, "f.json")
 	if err == nil || err.Error() != "f.json: file is UTF-16 (big-endian); save it as UTF-8" {
 		t.Errorf("UTF-16 without a byte-order mark: %v", err)
+	}
+}
+
+// TestNotAnArray checks the message for a corpus file that holds valid JSON
+// other than an array of records.
+func TestNotAnArray(t *testing.T) {
+	for data, got := range map[string]string{
+		`{"id": "S01"}`:       "an object",
+		` "S01" `:             "a string",
+		`42`:                  "a number",
+		`true`:                "a boolean",
+		`null`:                "null",
+		"\xef\xbb\xbf{\n}\n":  "an object",
+		`[{"id": "S01"}, 42]`: "",
+	} {
+		_, errs := ParseScenarios("dir/f.json", []byte(data))
+		want := "dir/f.json: expected a JSON array of scenario records, got " + got
+		if got == "" {
+			// An element that is not an object is that record's problem.
+			want = "dir/f.json: record 2: expected a scenario record (a JSON object), got a number"
+		}
+		if len(errs) == 0 || !strings.Contains(errors.Join(errs...).Error(), want) {
+			t.Errorf("%q: errors %v, want %q", data, errs, want)
+		}
 	}
 }
