@@ -1,7 +1,8 @@
 // Package input prepares user-supplied files and text for the packages
 // that read them: Decode turns file bytes into UTF-8 text (dropping a
-// byte-order mark, refusing UTF-16 and UTF-32), and Quote and Snippet make
-// the bounded, printable excerpts of that input an error message may show.
+// byte-order mark, refusing UTF-16 and UTF-32); Quote and Snippet make the
+// bounded, printable excerpts of that input an error message may show;
+// WithPath names a file in an error as the user wrote it.
 package input
 
 import (
