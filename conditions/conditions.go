@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -46,7 +47,8 @@ type Data struct {
 func ParsePrompt(name, file, text string) (*Prompt, error) {
 	t, err := template.New(file).Option("missingkey=error").Parse(text)
 	if err != nil {
-		return nil, fmt.Errorf("prompt %s: %w", file, err)
+		// The parser's message quotes the template (a function's name).
+		return nil, fmt.Errorf("prompt %s: %s", file, input.Snippet(err.Error()))
 	}
 	for _, n := range []string{"system", "user", "replay"} {
 		if t.Lookup(n) == nil {
@@ -70,7 +72,7 @@ func ParsePrompt(name, file, text string) (*Prompt, error) {
 func (p *Prompt) exec(name string, data any) (string, error) {
 	var b bytes.Buffer
 	if err := p.tmpl.ExecuteTemplate(&b, name, data); err != nil {
-		return "", fmt.Errorf("prompt %s: %w", p.tmpl.Name(), err)
+		return "", fmt.Errorf("prompt %s: %s", p.tmpl.Name(), input.Snippet(err.Error()))
 	}
 	return b.String(), nil
 }

@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -43,10 +44,30 @@ func TestConcurrencyFields(t *testing.T) {
 		{`  - {name: a, backend: b, model: m, endpoints: [""]}`, "", "field models[0].endpoints[0]: empty endpoint"},
 		{`  - {name: a, backend: b, model: m}`, "max_in_flight: -2\n", "field max_in_flight: want 1 to 4096"},
 		{`  - {name: a, backend: b, model: m}`, "max_in_flight: 100000\n", "field max_in_flight"},
+		// An explicit 0 is out of range; only an absent field takes the default.
+		{`  - {name: a, backend: b, model: m, parallel: 0}`, "", "field models[0].parallel: want 1 to 1024 calls in flight per endpoint, got 0"},
+		{`  - {name: a, backend: b, model: m}
+  - {name: c, backend: b, model: m, parallel: 0}`, "", "field models[1].parallel: want 1 to 1024"},
+		{`  - {name: a, backend: b, model: m}`, "max_in_flight: 0\n", "field max_in_flight: want 1 to 4096 calls in flight, got 0"},
 	} {
 		_, err := Parse("x.yaml", []byte(tc.top+concBase+tc.models+"\n"))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s%s: error %v, want %q", tc.top, tc.models, err, tc.want)
 		}
+	}
+	// The same in a JSON manifest.
+	const js = `{"name": "t", "corpus": "c", "prompts": [{"name": "p", "path": "p.tmpl"}], "conditions": ["normalized"], "replicates": 1, %s
+		"models": [{"name": "a", "backend": "b", "model": "m"}, {"name": "c", "backend": "b", "model": "m", "parallel": %s}]}`
+	if _, err := Parse("x.json", []byte(fmt.Sprintf(js, `"max_in_flight": 0,`, "0"))); err == nil ||
+		!strings.Contains(err.Error(), "field max_in_flight: want 1 to 4096") || !strings.Contains(err.Error(), "field models[1].parallel: want 1 to 1024") {
+		t.Errorf("JSON manifest with max_in_flight and parallel 0: error %v", err)
+	}
+	m, err = Parse("x.json", []byte(fmt.Sprintf(js, `"max_in_flight": 2,`, "2")))
+	if err != nil || m.MaxInFlight != 2 || m.Models[1].Parallel != 2 || m.Models[0].Parallel != 0 {
+		t.Errorf("JSON manifest with max_in_flight and parallel 2: %v", err)
+	}
+	// null is absent.
+	if _, err := Parse("x.yaml", []byte("max_in_flight: null\n"+concBase+"  - {name: a, backend: b, model: m, parallel: null}\n")); err != nil {
+		t.Errorf("parallel and max_in_flight null: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -31,6 +33,11 @@ var Builtin embed.FS
 
 // DefaultName is the built-in manifest a bare `stress run` uses.
 const DefaultName = "baselines.yaml"
+
+// MaxBytes is the largest manifest file, 1 MiB (a study's manifest is a
+// few kilobytes; the cap bounds the decoder's time and memory on a wrong
+// file).
+const MaxBytes = 1 << 20
 
 // DefaultReplayCap is the replay cap when a manifest sets none (STUDY.md 4).
 const DefaultReplayCap = 3
@@ -57,8 +64,9 @@ type Manifest struct {
 	// Models are the systems under test.
 	Models []Model `yaml:"models" json:"models"`
 	// MaxInFlight caps the model calls in flight across all models and
-	// endpoints, 1 to 4096 (default 0: the sum of every model's slots,
-	// parallel × endpoints, so only the per-model limits apply).
+	// endpoints, 1 to 4096. Absent from the manifest (0 here), it is the
+	// sum of every model's slots, parallel × endpoints, so only the
+	// per-model limits apply; an explicit 0 is an error.
 	MaxInFlight int `yaml:"max_in_flight,omitempty" json:"max_in_flight,omitempty"`
 }
 
@@ -113,7 +121,8 @@ type Model struct {
 	// backends; zero fields keep the backend's defaults.
 	Transport TransportSpec `yaml:"transport,omitempty" json:"transport,omitempty"`
 	// Parallel is the number of calls in flight per endpoint, 1 to
-	// MaxParallel (default 0 means 1).
+	// MaxParallel. Absent from the manifest (0 here), it is 1; an explicit
+	// 0 is an error.
 	Parallel int `yaml:"parallel,omitempty" json:"parallel,omitempty"`
 	// Endpoints are servers (e.g. several Ollama hosts or vLLM replicas)
 	// that serve the same model; the run spreads the model's decisions
@@ -176,9 +185,9 @@ func LoadBuiltin(name string) (*Resolved, error) {
 // load reads manifest name from fsys; rooted says fsys is the file system
 // root, so absolute paths in the manifest are allowed.
 func load(fsys fs.FS, name, source string, rooted bool) (*Resolved, error) {
-	data, err := fs.ReadFile(fsys, name)
+	data, err := readLimited(fsys, name, MaxBytes)
 	if err != nil {
-		return nil, fmt.Errorf("manifest %s: %w", source, err)
+		return nil, fmt.Errorf("manifest %s: %w", source, input.WithPath(err, source))
 	}
 	m, err := Parse(source, data)
 	if err != nil {
@@ -201,7 +210,7 @@ func load(fsys fs.FS, name, source string, rooted bool) (*Resolved, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.Corpus, err = study.LoadCorpus(fsys, corpusPath)
+	r.Corpus, err = study.LoadCorpusAs(fsys, corpusPath, m.Corpus)
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: field corpus: %w", source, err)
 	}
@@ -214,14 +223,29 @@ func load(fsys fs.FS, name, source string, rooted bool) (*Resolved, error) {
 		if err != nil {
 			return nil, err
 		}
-		text, err := fs.ReadFile(fsys, file)
+		raw, err := fs.ReadFile(fsys, file)
 		if err != nil {
-			return nil, fmt.Errorf("manifest %s: field %s: %w", source, field, err)
+			return nil, fmt.Errorf("manifest %s: field %s: %w", source, field, input.WithPath(err, p.Path))
 		}
-		sum := sha256.Sum256(text)
+		text, err := input.Decode(raw)
+		if err != nil {
+			return nil, fmt.Errorf("manifest %s: field %s: %s: %w", source, field, p.Path, err)
+		}
+		sum := sha256.Sum256(raw) // the file as it is on disk
 		r.Prompts = append(r.Prompts, PromptFile{Name: p.Name, Path: p.Path, SHA256: hex.EncodeToString(sum[:]), Text: string(text)})
 	}
 	return r, nil
+}
+
+// readLimited reads file name from fsys, but at most limit+1 bytes, so
+// that a huge file is refused without reading it whole.
+func readLimited(fsys fs.FS, name string, limit int64) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit+1))
 }
 
 func relTo(dir, p string) string {
@@ -240,26 +264,48 @@ var (
 	envPattern    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
-// decodeYAML decodes strictly (unknown fields and duplicate keys are
-// errors). Note: the YAML library panics on some malformed inputs (found by
-// FuzzParse, kept in testdata/fuzz); the panic becomes an error here.
-func decodeYAML(data []byte, m *Manifest) (err error) {
+// decodeYAML decodes data into v with the decoder's options (yaml.Strict:
+// unknown fields and duplicate keys are errors); the message quotes the
+// source lines at fault, bounded by input.Snippet. Note: the YAML library
+// panics on some malformed inputs (found by FuzzParse, kept in
+// testdata/fuzz); the panic becomes an error here.
+func decodeYAML(data []byte, v any, opts ...yaml.DecodeOption) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("malformed YAML (the decoder failed: %v)", r)
+			err = fmt.Errorf("malformed YAML (the decoder failed: %s)", input.Snippet(fmt.Sprint(r)))
 		}
 	}()
-	if err := yaml.UnmarshalWithOptions(data, m, yaml.Strict()); err != nil {
-		return errors.New(yaml.FormatError(err, false, true))
+	if err := yaml.UnmarshalWithOptions(data, v, opts...); err != nil {
+		return errors.New(input.Snippet(yaml.FormatError(err, false, true)))
 	}
 	return nil
+}
+
+// setFields records which optional numbers a manifest sets, to tell an
+// explicit 0 (out of range) from an absent field (the default).
+type setFields struct {
+	MaxInFlight *int `yaml:"max_in_flight"`
+	Models      []struct {
+		Parallel *int `yaml:"parallel"`
+	} `yaml:"models"`
 }
 
 // Parse decodes and validates manifest bytes (YAML or JSON). Unknown fields
 // and invalid values are errors naming the source and the field.
 func Parse(source string, data []byte) (*Manifest, error) {
+	if len(data) > MaxBytes {
+		return nil, fmt.Errorf("manifest %s: %d bytes; a manifest holds at most %d (1 MiB)", source, len(data), MaxBytes)
+	}
+	data, err := input.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", source, err)
+	}
 	var m Manifest
-	if err := decodeYAML(data, &m); err != nil {
+	if err := decodeYAML(data, &m, yaml.Strict()); err != nil {
+		return nil, fmt.Errorf("manifest %s: %s", source, err)
+	}
+	var set setFields
+	if err := decodeYAML(data, &set); err != nil {
 		return nil, fmt.Errorf("manifest %s: %s", source, err)
 	}
 	var errs []error
@@ -267,7 +313,7 @@ func Parse(source string, data []byte) (*Manifest, error) {
 		errs = append(errs, fmt.Errorf("manifest %s: field %s: %s", source, field, fmt.Sprintf(format, a...)))
 	}
 	if !namePattern.MatchString(m.Name) {
-		bad("name", "want letters, digits, _ . : -, got %q", m.Name)
+		bad("name", "want letters, digits, _ . : -, got %s", input.Quote(m.Name))
 	}
 	if m.Corpus == "" {
 		bad("corpus", "missing")
@@ -278,9 +324,9 @@ func Parse(source string, data []byte) (*Manifest, error) {
 	seen := map[string]bool{}
 	for i, p := range m.Prompts {
 		if !namePattern.MatchString(p.Name) {
-			bad(fmt.Sprintf("prompts[%d].name", i), "want letters, digits, _ . : -, got %q", p.Name)
+			bad(fmt.Sprintf("prompts[%d].name", i), "want letters, digits, _ . : -, got %s", input.Quote(p.Name))
 		} else if seen[p.Name] {
-			bad(fmt.Sprintf("prompts[%d].name", i), "duplicate prompt name %q", p.Name)
+			bad(fmt.Sprintf("prompts[%d].name", i), "duplicate prompt name %s", input.Quote(p.Name))
 		}
 		seen[p.Name] = true
 		if p.Path == "" {
@@ -293,9 +339,9 @@ func Parse(source string, data []byte) (*Manifest, error) {
 	seenC := map[study.Condition]bool{}
 	for i, c := range m.Conditions {
 		if !c.Valid() {
-			bad(fmt.Sprintf("conditions[%d]", i), "unknown condition %q (want one of %v)", c, study.AllConditions)
+			bad(fmt.Sprintf("conditions[%d]", i), "unknown condition %s (want one of %v)", input.Quote(string(c)), study.AllConditions)
 		} else if seenC[c] {
-			bad(fmt.Sprintf("conditions[%d]", i), "duplicate condition %q", c)
+			bad(fmt.Sprintf("conditions[%d]", i), "duplicate condition %s", input.Quote(string(c)))
 		}
 		seenC[c] = true
 	}
@@ -311,16 +357,16 @@ func Parse(source string, data []byte) (*Manifest, error) {
 	if len(m.Models) == 0 {
 		bad("models", "want at least one model")
 	}
-	if m.MaxInFlight < 0 || m.MaxInFlight > 4096 {
+	if m.MaxInFlight < 0 || m.MaxInFlight > 4096 || m.MaxInFlight == 0 && set.MaxInFlight != nil {
 		bad("max_in_flight", "want 1 to 4096 calls in flight, got %d", m.MaxInFlight)
 	}
 	seenM := map[string]bool{}
 	for i, md := range m.Models {
 		f := fmt.Sprintf("models[%d]", i)
 		if !namePattern.MatchString(md.Name) {
-			bad(f+".name", "want letters, digits, _ . : -, got %q", md.Name)
+			bad(f+".name", "want letters, digits, _ . : -, got %s", input.Quote(md.Name))
 		} else if seenM[md.Name] {
-			bad(f+".name", "duplicate model name %q", md.Name)
+			bad(f+".name", "duplicate model name %s", input.Quote(md.Name))
 		}
 		seenM[md.Name] = true
 		if md.Backend == "" {
@@ -330,9 +376,9 @@ func Parse(source string, data []byte) (*Manifest, error) {
 			bad(f+".model", "missing")
 		}
 		if md.Digest != "" && !digestPattern.MatchString(md.Digest) {
-			bad(f+".digest", "want 64 lower-case hex digits, optionally after sha256:, got %q", md.Digest)
+			bad(f+".digest", "want 64 lower-case hex digits, optionally after sha256:, got %s", input.Quote(md.Digest))
 		}
-		if md.Parallel < 0 || md.Parallel > MaxParallel {
+		if md.Parallel < 0 || md.Parallel > MaxParallel || md.Parallel == 0 && i < len(set.Models) && set.Models[i].Parallel != nil {
 			bad(f+".parallel", "want 1 to %d calls in flight per endpoint, got %d", MaxParallel, md.Parallel)
 		}
 		if len(md.Endpoints) > 0 && md.Host != "" {
@@ -344,12 +390,12 @@ func Parse(source string, data []byte) (*Manifest, error) {
 			case strings.TrimSpace(e) == "":
 				bad(fmt.Sprintf("%s.endpoints[%d]", f, j), "empty endpoint")
 			case seenE[e]:
-				bad(fmt.Sprintf("%s.endpoints[%d]", f, j), "duplicate endpoint %q", e)
+				bad(fmt.Sprintf("%s.endpoints[%d]", f, j), "duplicate endpoint %s", input.Quote(e))
 			}
 			seenE[e] = true
 		}
 		if md.APIKeyEnv != "" && !envPattern.MatchString(md.APIKeyEnv) {
-			bad(f+".api_key_env", "want the name of an environment variable (letters, digits, _), got %q", md.APIKeyEnv)
+			bad(f+".api_key_env", "want the name of an environment variable (letters, digits, _), got %s", input.Quote(md.APIKeyEnv))
 		}
 		if err := md.Transport.Check(); err != nil {
 			bad(f+".transport", "%v", err)
@@ -357,13 +403,13 @@ func Parse(source string, data []byte) (*Manifest, error) {
 		switch md.SeedCheck {
 		case "", "warn", "error", "off":
 		default:
-			bad(f+".seed_check", `want "warn", "error" or "off", got %q`, md.SeedCheck)
+			bad(f+".seed_check", `want "warn", "error" or "off", got %s`, input.Quote(md.SeedCheck))
 		}
 		switch v := md.Format.(type) {
 		case nil, map[string]any:
 		case string:
 			if v != "" && v != "json" && v != "schema" {
-				bad(f+".format", `want "", "json", "schema" (the answer's JSON schema) or a JSON schema object, got %q`, v)
+				bad(f+".format", `want "", "json", "schema" (the answer's JSON schema) or a JSON schema object, got %s`, input.Quote(v))
 			}
 		default:
 			bad(f+".format", `want "", "json", "schema" or a JSON schema object, got %T`, v)

@@ -1,10 +1,16 @@
 package manifests
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 func TestBuiltinManifests(t *testing.T) {
@@ -146,5 +152,163 @@ func TestWriteBaselines(t *testing.T) {
 	}
 	if err := WriteBaselines(filepath.Join(dir, "bad.yaml"), "bad name!", "", corpus, 1, 1); err == nil {
 		t.Error("an invalid manifest was written")
+	}
+}
+
+// printable reports whether s is valid UTF-8 made of printable runes and
+// line breaks only.
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r != '\n' && !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestErrorsQuoteBounded checks that errors quote at most a few hundred
+// printable bytes of the manifest, however large or binary it is.
+func TestErrorsQuoteBounded(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	junk := func(n int, alphabet string) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			if alphabet == "" {
+				b[i] = byte(rng.Uint32())
+			} else {
+				b[i] = alphabet[rng.IntN(len(alphabet))]
+			}
+		}
+		return b
+	}
+	b64 := "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	good := readFile(t, "baselines.yaml")
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"50 MB of junk on one line", junk(50<<20, b64), "m.yaml"},
+		{"512 KiB of junk on one line", junk(512<<10, b64), "m.yaml"},
+		{"binary garbage", junk(3000, ""), "m.yaml"},
+		{"binary garbage, 512 KiB", junk(512<<10, ""), "m.yaml"},
+		{"long name", []byte(strings.Replace(good, "name: baselines", "name: "+strings.Repeat("é", 256<<10), 1)), "field name"},
+		{"control characters", []byte(strings.Replace(good, "name: baselines", `name: "a\u001b[2Jb\u0000"`, 1)), `field name: want letters, digits, _ . : -, got "a\x1b[2Jb\x00"`},
+		{"long unknown field", []byte(strings.Replace(good, "replicates: 5", "replicates: 5\n"+strings.Repeat("z", 256<<10)+": 1", 1)), "unknown field"},
+		{"long condition", []byte(strings.Replace(good, "conditions: [normalized,", "conditions: ["+strings.Repeat("n", 256<<10)+",", 1)), "field conditions[0]"},
+	} {
+		_, err := Parse("m.yaml", tc.data)
+		if err == nil {
+			t.Errorf("%s: accepted", tc.name)
+			continue
+		}
+		msg := err.Error()
+		if len(msg) > 1024 || !printable(msg) || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: error of %d bytes (printable %v), want under 1 KiB, printable, containing %q:\n%.2000q", tc.name, len(msg), printable(msg), tc.want, msg)
+		}
+	}
+}
+
+// TestErrorsNamePathsAsGiven checks that errors name the manifest, corpus
+// and prompt files as the manifest (or the command line) wrote them:
+// absolute paths keep their leading slash, relative ones stay relative.
+func TestErrorsNamePathsAsGiven(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "c"), 0o755)
+	os.WriteFile(filepath.Join(dir, "c", "bad.json"), []byte("[1, 2,]"), 0o644)
+	os.WriteFile(filepath.Join(dir, "p.tmpl"), []byte(readFile(t, "prompts/default.tmpl")), 0o644)
+	good := readFile(t, "baselines.yaml")
+	paper, _ := filepath.Abs("corpus/paper")
+	for _, tc := range []struct {
+		name, corpus, prompt string
+		want                 []string
+	}{
+		{"absolute corpus file", dir + "/c/bad.json", "p.tmpl", []string{"field corpus: " + dir + "/c/bad.json: malformed JSON"}},
+		{"absolute corpus directory", dir + "/c", "p.tmpl", []string{"field corpus: " + dir + "/c/bad.json: malformed JSON"}},
+		{"missing absolute corpus", dir + "/nowhere", "p.tmpl", []string{"field corpus: corpus " + dir + "/nowhere: ", dir + "/nowhere: no such file"}},
+		{"relative corpus directory", "c", "p.tmpl", []string{"field corpus: c/bad.json: malformed JSON"}},
+		{"missing relative corpus", "nowhere", "p.tmpl", []string{"field corpus: corpus nowhere: stat nowhere: no such file"}},
+		{"missing absolute prompt", paper, dir + "/none.tmpl", []string{"field prompts[0].path: open " + dir + "/none.tmpl: no such file"}},
+		{"missing relative prompt", paper, "../none.tmpl", []string{"field prompts[0].path: open ../none.tmpl: no such file"}},
+	} {
+		m := strings.NewReplacer("corpus: corpus/paper", "corpus: "+tc.corpus, "path: prompts/default.tmpl", "path: "+tc.prompt).Replace(good)
+		file := filepath.Join(dir, "m.yaml")
+		os.WriteFile(file, []byte(m), 0o644)
+		_, err := Load(file)
+		if err == nil {
+			t.Errorf("%s: loaded", tc.name)
+			continue
+		}
+		for _, w := range append(tc.want, "manifest "+file+": ") {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error\n%v\ndoes not contain %q", tc.name, err, w)
+			}
+		}
+		// The file system's root-relative names never show.
+		if strings.Contains(err.Error(), " "+strings.TrimPrefix(dir, "/")) {
+			t.Errorf("%s: error names a path without its leading /:\n%v", tc.name, err)
+		}
+	}
+	missing := filepath.Join(dir, "none.yaml")
+	if _, err := Load(missing); err == nil || !strings.Contains(err.Error(), "open "+missing+": no such file") {
+		t.Errorf("missing manifest: %v", err)
+	}
+}
+
+// utf16LE returns text in UTF-16 little-endian with a byte-order mark, as
+// Windows editors save "Unicode" text.
+func utf16LE(text string) []byte {
+	out := []byte{0xff, 0xfe}
+	for _, u := range utf16.Encode([]rune(text)) {
+		out = append(out, byte(u), byte(u>>8))
+	}
+	return out
+}
+
+// TestEncodings checks that manifests, corpus files and prompts load with
+// a UTF-8 byte-order mark, and that UTF-16 is refused naming the file.
+func TestEncodings(t *testing.T) {
+	const bom = "\xef\xbb\xbf"
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "c"), 0o755)
+	corpus, prompt := readFile(t, "corpus/paper/P01.json"), readFile(t, "prompts/default.tmpl")
+	manifest := strings.NewReplacer("corpus: corpus/paper", "corpus: c", "path: prompts/default.tmpl", "path: p.tmpl").Replace(readFile(t, "baselines.yaml"))
+	write := func(name string, data []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := filepath.Join(dir, "m.yaml")
+
+	write("c/P01.json", []byte(bom+corpus))
+	write("p.tmpl", []byte(bom+prompt))
+	write("m.yaml", []byte(bom+manifest))
+	m, err := Load(file)
+	if err != nil {
+		t.Fatalf("files with a UTF-8 byte-order mark: %v", err)
+	}
+	if m.Name != "baselines" || len(m.Corpus.Scenarios) == 0 || m.Prompts[0].Text != prompt {
+		t.Errorf("files with a UTF-8 byte-order mark: name %q, %d scenarios, prompt starts %q", m.Name, len(m.Corpus.Scenarios), m.Prompts[0].Text[:10])
+	}
+	// The hashes are of the files as they are on disk.
+	if sum := sha256.Sum256([]byte(bom + prompt)); m.Prompts[0].SHA256 != hex.EncodeToString(sum[:]) {
+		t.Error("the prompt's sha256 is not that of its file")
+	}
+
+	for _, tc := range []struct{ name, want string }{
+		{"m.yaml", "manifest " + file + ": file is UTF-16 (little-endian); save it as UTF-8"},
+		{"c/P01.json", "field corpus: c/P01.json: file is UTF-16 (little-endian); save it as UTF-8"},
+		{"p.tmpl", "field prompts[0].path: p.tmpl: file is UTF-16 (little-endian); save it as UTF-8"},
+	} {
+		write("c/P01.json", []byte(corpus))
+		write("p.tmpl", []byte(prompt))
+		write("m.yaml", []byte(manifest))
+		write(tc.name, utf16LE(readFile(t, filepath.Join(dir, tc.name))))
+		if _, err := Load(file); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s in UTF-16: error %v, want %q", tc.name, err, tc.want)
+		}
 	}
 }

@@ -73,7 +73,7 @@ fi
 
 # --- build -----------------------------------------------------------------
 mkdir -p "$OLLAMA_BIN_DIR"
-echo "ollama-install: building github.com/ollama/ollama@$OLLAMA_VERSION into $OLLAMA_BIN_DIR (cgo; 10-20 min on 2 cores)"
+echo "ollama-install: building github.com/ollama/ollama@$OLLAMA_VERSION into $OLLAMA_BIN_DIR (cgo; the first build takes minutes, see README.md, Requirements)"
 t0=$(date +%s)
 # The version is normally stamped by ollama's release build; without it the
 # binary (and /api/version) reports 0.0.0.

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/mcpstress/stress/internal/input"
 )
 
 // Silent is the surface of a failure the server hid entirely: a completed
@@ -117,7 +119,7 @@ func checkCapture(c *Capture) []fieldErr {
 	case c.Frames == "":
 		bad("frames", "missing")
 	case path.IsAbs(c.Frames) || strings.Contains(c.Frames, `\`) || path.Clean(c.Frames) != c.Frames:
-		bad("frames", "want a clean relative slash path, got %q", c.Frames)
+		bad("frames", "want a clean relative slash path, got %s", input.Quote(c.Frames))
 	}
 	if len(bytes.TrimSpace(c.RequestID)) == 0 {
 		bad("request_id", "missing")
@@ -128,10 +130,10 @@ func checkCapture(c *Capture) []fieldErr {
 		bad("sdk", "missing")
 	}
 	if !validView(c.View) {
-		bad("view", "unknown view %q (want one of %s)", c.View, strings.Join(Views, ", "))
+		bad("view", "unknown view %s (want one of %s)", input.Quote(c.View), strings.Join(Views, ", "))
 	}
 	if !c.WireSurface.Valid() {
-		bad("wire_surface", "unknown surface %q (want one of %s)", c.WireSurface, join(Surfaces))
+		bad("wire_surface", "unknown surface %s (want one of %s)", input.Quote(string(c.WireSurface)), join(Surfaces))
 	}
 	if len(c.Arguments) > 0 {
 		var m map[string]json.RawMessage
@@ -147,7 +149,7 @@ func checkCapture(c *Capture) []fieldErr {
 				bad("output_validation", "a rejection needs a code and a reason")
 			}
 		default:
-			bad("output_validation.verdict", "unknown verdict %q (want accepted, rejected or no_schema)", v.Verdict)
+			bad("output_validation.verdict", "unknown verdict %s (want accepted, rejected or no_schema)", input.Quote(v.Verdict))
 		}
 	}
 	if c.View == ViewValidating && c.OutputValidation == nil && c.WireSurface != ProtocolError {

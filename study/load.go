@@ -9,10 +9,13 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/mcpstress/stress/internal/input"
 )
 
 // Corpus is a loaded, validated set of scenarios.
@@ -36,14 +39,18 @@ type RecordError struct {
 	Err    error
 }
 
-// Error names the file, record and field, then the problem.
+// Error names the file, record and field, then the problem. An id that is
+// not a plain id is quoted with input.Quote, short and printable.
 func (e *RecordError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
 	if e.Record > 0 {
 		fmt.Fprintf(&b, ": record %d", e.Record)
-		if e.ID != "" {
+		switch {
+		case idPattern.MatchString(e.ID) && len(e.ID) <= input.MaxQuote:
 			fmt.Fprintf(&b, " (%s)", e.ID)
+		case e.ID != "":
+			fmt.Fprintf(&b, " (id %s)", input.Quote(e.ID))
 		}
 	}
 	if e.Field != "" {
@@ -61,18 +68,33 @@ func (e *RecordError) Unwrap() error { return e.Err }
 // such an array. Every problem found is reported (joined), each naming its
 // file, record and field.
 func LoadCorpus(fsys fs.FS, name string) (*Corpus, error) {
+	return LoadCorpusAs(fsys, name, name)
+}
+
+// LoadCorpusAs is LoadCorpus for a corpus the user named shown (a path
+// relative to a manifest, or an absolute one, which an fs.FS cannot
+// spell): errors name its files under shown, as the user wrote it. The
+// Files of the corpus keep their names in fsys.
+func LoadCorpusAs(fsys fs.FS, name, shown string) (*Corpus, error) {
+	// show names a file of fsys as the user knows it.
+	show := func(f string) string {
+		if f == name {
+			return shown
+		}
+		return filepath.Join(shown, path.Base(f))
+	}
 	info, err := fs.Stat(fsys, name)
 	if err != nil {
-		return nil, fmt.Errorf("corpus %s: %w", name, err)
+		return nil, fmt.Errorf("corpus %s: %w", shown, input.WithPath(err, shown))
 	}
 	files := []string{name}
 	if info.IsDir() {
 		files, err = fs.Glob(fsys, path.Join(name, "*.json"))
 		if err != nil {
-			return nil, fmt.Errorf("corpus %s: %w", name, err)
+			return nil, fmt.Errorf("corpus %s: %w", shown, err)
 		}
 		if len(files) == 0 {
-			return nil, fmt.Errorf("corpus %s: no *.json files", name)
+			return nil, fmt.Errorf("corpus %s: no *.json files", shown)
 		}
 		sort.Strings(files)
 	}
@@ -82,20 +104,20 @@ func LoadCorpus(fsys fs.FS, name string) (*Corpus, error) {
 	for _, f := range files {
 		data, err := fs.ReadFile(fsys, f)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("corpus %s: %w", f, err))
+			errs = append(errs, fmt.Errorf("corpus %s: %w", show(f), input.WithPath(err, show(f))))
 			continue
 		}
 		sum := sha256.Sum256(data)
 		c.Files = append(c.Files, File{Path: f, SHA256: hex.EncodeToString(sum[:])})
-		recs, ferrs := ParseScenarios(f, data)
+		recs, ferrs := ParseScenarios(show(f), data)
 		errs = append(errs, ferrs...)
 		for i, s := range recs {
 			if prev, dup := seen[s.ID]; dup && s.ID != "" {
-				errs = append(errs, &RecordError{File: f, Record: i + 1, ID: s.ID, Field: "id",
-					Err: fmt.Errorf("duplicate id %q (first in %s)", s.ID, prev)})
+				errs = append(errs, &RecordError{File: show(f), Record: i + 1, ID: s.ID, Field: "id",
+					Err: fmt.Errorf("duplicate id %s (first in %s)", input.Quote(s.ID), prev)})
 				continue
 			}
-			seen[s.ID] = f
+			seen[s.ID] = show(f)
 			c.Scenarios = append(c.Scenarios, s)
 		}
 	}
@@ -109,6 +131,13 @@ func LoadCorpus(fsys fs.FS, name string) (*Corpus, error) {
 // ParseScenarios decodes and validates the scenario records of one file.
 // It returns the records that passed and one error per problem found.
 func ParseScenarios(file string, data []byte) ([]Scenario, []error) {
+	data, err := input.Decode(data)
+	if err != nil {
+		return nil, []error{&RecordError{File: file, Err: err}}
+	}
+	if kind := jsonKind(data); kind != "" && kind != "an array" && json.Valid(data) {
+		return nil, []error{&RecordError{File: file, Err: fmt.Errorf("expected a JSON array of scenario records, got %s", kind)}}
+	}
 	var raw []json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, []error{&RecordError{File: file, Err: locate(data, err)}}
@@ -116,11 +145,16 @@ func ParseScenarios(file string, data []byte) ([]Scenario, []error) {
 	var out []Scenario
 	var errs []error
 	for i, r := range raw {
+		if kind := jsonKind(r); kind != "an object" {
+			errs = append(errs, &RecordError{File: file, Record: i + 1, Err: fmt.Errorf("expected a scenario record (a JSON object), got %s", kind)})
+			continue
+		}
 		var s Scenario
 		dec := json.NewDecoder(bytes.NewReader(r))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&s); err != nil {
-			errs = append(errs, &RecordError{File: file, Record: i + 1, ID: peekID(r), Err: err})
+			// The decoder's message quotes the file (an unknown field's name).
+			errs = append(errs, &RecordError{File: file, Record: i + 1, ID: peekID(r), Err: errors.New(input.Snippet(err.Error()))})
 			continue
 		}
 		bad := false
@@ -150,41 +184,41 @@ func (s *Scenario) validate() []fieldErr {
 	var errs []fieldErr
 	bad := func(field, format string, a ...any) { errs = append(errs, fieldErr{field, fmt.Errorf(format, a...)}) }
 	if !idPattern.MatchString(s.ID) {
-		bad("id", "missing or malformed id %q", s.ID)
+		bad("id", "missing or malformed id %s", input.Quote(s.ID))
 	}
 	if !idPattern.MatchString(s.Server) {
-		bad("server", "missing or malformed server pseudonym %q", s.Server)
+		bad("server", "missing or malformed server pseudonym %s", input.Quote(s.Server))
 	}
 	if !versionPattern.MatchString(s.ProtocolVersion) {
-		bad("protocol_version", "want a protocol version like 2025-06-18, got %q", s.ProtocolVersion)
+		bad("protocol_version", "want a protocol version like 2025-06-18, got %s", input.Quote(s.ProtocolVersion))
 	}
 	if !s.Probe.Valid() {
-		bad("probe", "unknown probe %q (want one of %s)", s.Probe, join(Probes))
+		bad("probe", "unknown probe %s (want one of %s)", input.Quote(string(s.Probe)), join(Probes))
 	}
 	info, ok := s.Cause.Info()
 	if !ok {
-		bad("cause", "unknown cause %q (want one of %s)", s.Cause, join(Causes))
+		bad("cause", "unknown cause %s (want one of %s)", input.Quote(string(s.Cause)), join(Causes))
 	} else if s.Probe.Valid() && !s.Probe.Yields(s.Cause) {
 		bad("cause", "probe %s cannot yield cause %s", s.Probe, s.Cause)
 	}
 	if !s.Surface.Valid() {
-		bad("surface", "unknown surface %q (want one of %s)", s.Surface, join(Surfaces))
+		bad("surface", "unknown surface %s (want one of %s)", input.Quote(string(s.Surface)), join(Surfaces))
 	}
 	if err := checkObservation(s.Observation, s.Surface); err != nil {
 		bad("observation", "%v", err)
 	}
 	if ok {
 		if s.Code != info.Code {
-			bad("code", "cause %s has code %q, got %q", s.Cause, info.Code, s.Code)
+			bad("code", "cause %s has code %q, got %s", s.Cause, info.Code, input.Quote(s.Code))
 		}
 		if s.Target.Kind != info.TargetKind {
-			bad("target.kind", "cause %s has target kind %q, got %q", s.Cause, info.TargetKind, s.Target.Kind)
+			bad("target.kind", "cause %s has target kind %q, got %s", s.Cause, info.TargetKind, input.Quote(s.Target.Kind))
 		}
 	}
 	switch s.Target.Kind {
 	case "parameter":
 		if !strings.HasPrefix(s.Target.Pointer, "/") {
-			bad("target.pointer", "a parameter target needs a JSON pointer starting with /, got %q", s.Target.Pointer)
+			bad("target.pointer", "a parameter target needs a JSON pointer starting with /, got %s", input.Quote(s.Target.Pointer))
 		}
 	case "tool", "credential", "dependency":
 		if s.Target.Name == "" {
@@ -192,17 +226,17 @@ func (s *Scenario) validate() []fieldErr {
 		}
 	}
 	if !s.Preferred.Valid() {
-		bad("preferred_policy", "unknown policy %q (want one of %s)", s.Preferred, join(Policies))
+		bad("preferred_policy", "unknown policy %s (want one of %s)", input.Quote(string(s.Preferred)), join(Policies))
 	} else if ok && !containsPolicy(info.Preferred, s.Preferred) {
 		bad("preferred_policy", "cause %s prefers %s, got %s", s.Cause, join(info.Preferred), s.Preferred)
 	}
 	seen := map[Policy]bool{}
 	for i, p := range s.NonHarm {
 		if !p.Valid() {
-			bad(fmt.Sprintf("non_harm[%d]", i), "unknown policy %q", p)
+			bad(fmt.Sprintf("non_harm[%d]", i), "unknown policy %s", input.Quote(string(p)))
 		}
 		if seen[p] {
-			bad(fmt.Sprintf("non_harm[%d]", i), "duplicate policy %q", p)
+			bad(fmt.Sprintf("non_harm[%d]", i), "duplicate policy %s", input.Quote(string(p)))
 		}
 		seen[p] = true
 	}
@@ -327,7 +361,7 @@ func checkEnvelope(s *Scenario) error {
 // Resolve returns the value a JSON pointer (RFC 6901) names in doc.
 func Resolve(doc json.RawMessage, pointer string) (json.RawMessage, error) {
 	if pointer != "" && !strings.HasPrefix(pointer, "/") {
-		return nil, fmt.Errorf("JSON pointer %q must be empty or start with /", pointer)
+		return nil, fmt.Errorf("JSON pointer %s must be empty or start with /", input.Quote(pointer))
 	}
 	cur := doc
 	if pointer == "" {
@@ -339,18 +373,18 @@ func Resolve(doc json.RawMessage, pointer string) (json.RawMessage, error) {
 		if json.Unmarshal(cur, &obj) == nil && obj != nil {
 			v, ok := obj[tok]
 			if !ok {
-				return nil, fmt.Errorf("JSON pointer %q: no member %q", pointer, tok)
+				return nil, fmt.Errorf("JSON pointer %s: no member %s", input.Quote(pointer), input.Quote(tok))
 			}
 			cur = v
 			continue
 		}
 		var arr []json.RawMessage
 		if json.Unmarshal(cur, &arr) != nil {
-			return nil, fmt.Errorf("JSON pointer %q: %q indexes a scalar", pointer, tok)
+			return nil, fmt.Errorf("JSON pointer %s: %s indexes a scalar", input.Quote(pointer), input.Quote(tok))
 		}
 		i, err := strconv.Atoi(tok)
 		if err != nil || i < 0 || i >= len(arr) || (len(tok) > 1 && tok[0] == '0') {
-			return nil, fmt.Errorf("JSON pointer %q: bad array index %q", pointer, tok)
+			return nil, fmt.Errorf("JSON pointer %s: bad array index %s", input.Quote(pointer), input.Quote(tok))
 		}
 		cur = arr[i]
 	}
@@ -372,6 +406,28 @@ func peekID(r json.RawMessage) string {
 	}
 	_ = json.Unmarshal(r, &x)
 	return x.ID
+}
+
+// jsonKind names the kind of JSON value data starts with ("an object",
+// "null", …), or "" for none.
+func jsonKind(data []byte) string {
+	data = bytes.TrimLeft(data, " \t\r\n")
+	if len(data) == 0 {
+		return ""
+	}
+	switch data[0] {
+	case '[':
+		return "an array"
+	case '{':
+		return "an object"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
 }
 
 // locate adds a line and column to a JSON syntax error.

@@ -1,10 +1,15 @@
 package study
 
 import (
+	"encoding/json"
+	"errors"
 	"os"
 	"strings"
 	"testing"
 	"testing/fstest"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 func loadPaper(t *testing.T) *Corpus {
@@ -253,6 +258,114 @@ func TestResolve(t *testing.T) {
 	for _, ptr := range []string{"a", "/x", "/a/b~1c/2", "/a/b~1c/01", "/a/b~1c/0/x"} {
 		if _, err := Resolve(doc, ptr); err == nil {
 			t.Errorf("Resolve(%q): want an error", ptr)
+		}
+	}
+}
+
+// printable reports whether s is valid UTF-8 made of printable runes and
+// line breaks only.
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r != '\n' && !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestErrorsQuoteBounded checks that corpus errors quote at most a few
+// hundred printable bytes of the file, however long or binary its values.
+func TestErrorsQuoteBounded(t *testing.T) {
+	good, err := os.ReadFile("../manifests/corpus/paper/P06.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("é\x1b[2J\x00", 64<<10)
+	esc := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	bin := make([]byte, 4096)
+	for i := range bin {
+		bin[i] = byte(i*7919 + i/3)
+	}
+	for _, tc := range []struct {
+		name string
+		data string
+		want []string
+	}{
+		{"long id", strings.Replace(string(good), `"id": "S09"`, `"id": `+esc(long), 1), []string{"field id: missing or malformed id", "more bytes"}},
+		{"long unknown field", strings.Replace(string(good), `"id": "S09",`, `"id": "S09", `+esc(long)+`: 1,`, 1), []string{"record 1 (S09)", "unknown field"}},
+		{"long cause", strings.Replace(string(good), `"cause": "unknown_tool"`, `"cause": `+esc(long), 1), []string{"field cause: unknown cause"}},
+		{"long evidence pointer", strings.Replace(string(good), `"evidence": "/result/isError"`, `"evidence": `+esc("/"+long), 1), []string{"field profile.control.D.evidence"}},
+		{"binary garbage", string(bin), []string{"bad.json", "malformed JSON"}},
+		{"binary garbage in a string", `[{"id": "` + string(bin[:1000]) + `"}]`, []string{"bad.json"}},
+	} {
+		_, err := LoadCorpus(fstest.MapFS{"bad.json": {Data: []byte(tc.data)}}, "bad.json")
+		if err == nil {
+			t.Errorf("%s: loaded a bad corpus", tc.name)
+			continue
+		}
+		msg := err.Error()
+		// One line per problem: each must be short.
+		for _, line := range strings.Split(msg, "\n") {
+			if len(line) > 600 {
+				t.Errorf("%s: an error line of %d bytes, want at most a few hundred: %.300q…", tc.name, len(line), line)
+				break
+			}
+		}
+		if !printable(msg) {
+			t.Errorf("%s: error not printable: %.500q", tc.name, msg)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%s: error does not contain %q: %.500q", tc.name, w, msg)
+			}
+		}
+	}
+}
+
+// TestEncodings checks that a corpus file may start with a UTF-8
+// byte-order mark and that UTF-16 is refused naming the file.
+func TestEncodings(t *testing.T) {
+	good, err := os.ReadFile("../manifests/corpus/paper/P06.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, errs := ParseScenarios("f.json", append([]byte("\xef\xbb\xbf"), good...))
+	if len(errs) != 0 || len(recs) == 0 {
+		t.Errorf("with a UTF-8 byte-order mark: %d records, errors %v", len(recs), errs)
+	}
+	utf16BE := []byte{}
+	for _, u := range utf16.Encode([]rune(string(good))) {
+		utf16BE = append(utf16BE, byte(u>>8), byte(u))
+	}
+	_, err = LoadCorpus(fstest.MapFS{"f.json": {Data: utf16BE}}, "f.json")
+	if err == nil || err.Error() != "f.json: file is UTF-16 (big-endian); save it as UTF-8" {
+		t.Errorf("UTF-16 without a byte-order mark: %v", err)
+	}
+}
+
+// TestNotAnArray checks the message for a corpus file that holds valid JSON
+// other than an array of records.
+func TestNotAnArray(t *testing.T) {
+	for data, got := range map[string]string{
+		`{"id": "S01"}`:       "an object",
+		` "S01" `:             "a string",
+		`42`:                  "a number",
+		`true`:                "a boolean",
+		`null`:                "null",
+		"\xef\xbb\xbf{\n}\n":  "an object",
+		`[{"id": "S01"}, 42]`: "",
+	} {
+		_, errs := ParseScenarios("dir/f.json", []byte(data))
+		want := "dir/f.json: expected a JSON array of scenario records, got " + got
+		if got == "" {
+			// An element that is not an object is that record's problem.
+			want = "dir/f.json: record 2: expected a scenario record (a JSON object), got a number"
+		}
+		if len(errs) == 0 || !strings.Contains(errors.Join(errs...).Error(), want) {
+			t.Errorf("%q: errors %v, want %q", data, errs, want)
 		}
 	}
 }

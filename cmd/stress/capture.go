@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcpstress/stress/capture"
+	"github.com/mcpstress/stress/internal/input"
 )
 
 // repeatedFlag is a repeatable string flag.
@@ -235,7 +236,8 @@ func cmdCapture(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	for _, s := range servers {
 		if s.Err != nil {
 			failed++
-			fmt.Fprintf(stderr, "capture: server %s (%s): %v\n", s.Pseudonym, s.Target.Label, s.Err)
+			// The error may quote what the server sent.
+			fmt.Fprintf(stderr, "capture: server %s (%s): %s\n", s.Pseudonym, s.Target.Label, input.Snippet(s.Err.Error()))
 		}
 	}
 	switch {

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/analysis/stats"
 	"github.com/mcpstress/stress/conditions"
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/manifests"
 	_ "github.com/mcpstress/stress/models/baseline"   // registers the baselines
 	_ "github.com/mcpstress/stress/models/failclosed" // registers fail_closed
@@ -36,15 +37,58 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parse parses flags, turning flag errors into usage errors.
+// parse parses flags wherever they stand among the positional arguments
+// (stress analyze DIR -json), up to a "--", after which everything is
+// positional; fs.Args() returns the positional arguments in order. Flag
+// errors become usage errors.
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return usageError("%s -h", fs.Name())
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return usageError("%s -h", fs.Name())
+			}
+			return usageError("%v", err)
 		}
-		return usageError("%v", err)
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if endedFlags(fs, args[:len(args)-len(rest)]) {
+			pos = append(pos, rest...)
+			break
+		}
+		// Note: the flag package stops at the first positional argument;
+		// keep it and parse the flags after it.
+		pos = append(pos, rest[0])
+		args = rest[1:]
 	}
-	return nil
+	// A leading "--" makes fs.Args() exactly pos without parsing a flag.
+	return fs.Parse(append([]string{"--"}, pos...))
+}
+
+// endedFlags reports whether the flag arguments fs.Parse consumed ended
+// with the terminator "--" rather than with a flag's value that reads "--"
+// (-out --).
+func endedFlags(fs *flag.FlagSet, consumed []string) bool {
+	for i := 0; i < len(consumed); i++ {
+		a := consumed[i]
+		if a == "--" {
+			return true
+		}
+		name := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			continue
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
+			i++ // the next argument is the flag's value
+		}
+	}
+	return false
 }
 
 // loadManifest reads the manifest at path, or the built-in default when
@@ -518,6 +562,11 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	name, file, text := m.Prompts[0].Name, m.Prompts[0].Path, m.Prompts[0].Text
 	if *promptFile != "" {
 		b, err := os.ReadFile(*promptFile)
+		if err == nil {
+			if b, err = input.Decode(b); err != nil {
+				err = fmt.Errorf("%s: %w", *promptFile, err)
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("render: flag -prompt: %w", err)
 		}

@@ -60,10 +60,13 @@ commands:
                                                 probe live MCP servers and write a pseudonymous corpus
   summary [-json] [-manifest M | -corpus PATH]  print a corpus' counts (servers, probes, causes, surfaces, versions)
   clientcheck [-json] [-protocol V]             print how the Go SDK client treats results against an outputSchema
+  version [-json]                               print the module, version, VCS revision, executable sha256 and Go version
 
 analyze, compare and report refuse a partial bundle (unfinished, or holding
 fewer decisions than its manifest.json records) unless -partial is given, and
 then print a warning first; their -json numbers are at full precision.
+
+Flags may also follow the arguments; -- ends the flags.
 
 Run 'stress <command> -h' for a command's flags.
 `
@@ -89,6 +92,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"capture":     cmdCapture,
 		"summary":     cmdSummary,
 		"clientcheck": cmdClientCheck,
+		"version":     cmdVersion,
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stdout, usage)

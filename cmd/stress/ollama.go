@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
+	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/models/ollama"
 	"github.com/mcpstress/stress/runner"
 )
@@ -39,15 +41,22 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	} else {
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "model\tbackend\tserver\tdigest\tpinned")
+		fmt.Fprintln(tw, "model\tbackend\thost\tversion\tidentity\tpinned")
 		for _, md := range m.Models {
 			c := checks[md.Name]
 			if c == nil {
-				fmt.Fprintf(tw, "%s\t%s\t-\t-\t(not verifiable)\n", md.Name, md.Backend)
+				fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t(not verifiable)\n", md.Name, md.Backend)
 				continue
 			}
+			host := strings.Join(md.Hosts(), ",")
+			if host == "" {
+				host = "(default)"
+			}
 			f := c.Facts
-			fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%v\n", md.Name, md.Backend, f["server_version"], f["digest"], f["pinned"])
+			if h := fact(f, "host"); h != "-" {
+				host = h
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", md.Name, md.Backend, host, fact(f, "server_version"), identity(f), fact(f, "pinned"))
 		}
 		tw.Flush()
 	}
@@ -56,6 +65,38 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fmt.Fprintln(stderr, "verified: every pinned model matches its server")
 	return nil
+}
+
+// fact formats what a server reported under key, or "-" when it reported
+// nothing (the backend has no such fact, or verification stopped early).
+func fact(f models.Facts, key string) string {
+	v, ok := f[key]
+	if !ok || v == nil {
+		return "-"
+	}
+	if s := fmt.Sprint(v); s != "" {
+		return s
+	}
+	return "-"
+}
+
+// identity is what pins a model on its server: the Ollama digest, or the
+// model id and system fingerprint an OpenAI-compatible server reports.
+func identity(f models.Facts) string {
+	if d := fact(f, "digest"); d != "-" {
+		return d
+	}
+	var parts []string
+	if v := fact(f, "served_model"); v != "-" {
+		parts = append(parts, "model "+v)
+	}
+	if v := fact(f, "system_fingerprint"); v != "-" {
+		parts = append(parts, "fingerprint "+v)
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // cmdModels lists an Ollama server's models with their full digests, so a

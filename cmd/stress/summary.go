@@ -30,7 +30,7 @@ func cmdSummary(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil {
 			return err
 		}
-		c, err := study.LoadCorpus(os.DirFS(filepath.Dir(abs)), filepath.Base(abs))
+		c, err := study.LoadCorpusAs(os.DirFS(filepath.Dir(abs)), filepath.Base(abs), *corpus)
 		if err != nil {
 			return err
 		}

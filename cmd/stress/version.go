@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/mcpstress/stress/runner"
+)
+
+// cmdVersion prints what identifies this build, as bundles record it
+// (runner.BinaryInfo).
+func cmdVersion(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("version", stderr)
+	asJSON := fs.Bool("json", false, `print {"module","version","go_version","vcs_revision","vcs_modified","sha256"} as JSON`)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usageError("version takes no arguments")
+	}
+	return writeVersion(stdout, runner.BinaryInfo(), *asJSON)
+}
+
+// writeVersion prints b, one line per thing known: the VCS revision and
+// modified flag only for a build that carries them (go build in a
+// checkout; not go run or go test), the sha256 when the executable could
+// be read.
+func writeVersion(w io.Writer, b runner.Binary, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(b)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "module\t%s\n", b.Module)
+	fmt.Fprintf(tw, "version\t%s\n", b.Version)
+	if b.Revision != "" {
+		fmt.Fprintf(tw, "revision\t%s\n", b.Revision)
+		fmt.Fprintf(tw, "modified\t%t\n", b.Modified)
+	}
+	if b.SHA256 != "" {
+		fmt.Fprintf(tw, "sha256\t%s\n", b.SHA256)
+	}
+	if b.GoVersion != "" {
+		fmt.Fprintf(tw, "go\t%s\n", b.GoVersion)
+	}
+	return tw.Flush()
+}
