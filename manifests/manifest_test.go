@@ -3,14 +3,13 @@ package manifests
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/mcpstress/stress/internal/input"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"unicode"
 	"unicode/utf16"
-	"unicode/utf8"
 )
 
 func TestBuiltinManifests(t *testing.T) {
@@ -155,20 +154,6 @@ func TestWriteBaselines(t *testing.T) {
 	}
 }
 
-// printable reports whether s is valid UTF-8 made of printable runes and
-// line breaks only.
-func printable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if r != '\n' && !unicode.IsPrint(r) {
-			return false
-		}
-	}
-	return true
-}
-
 // TestErrorsQuoteBounded checks that errors quote at most a few hundred
 // printable bytes of the manifest, however large or binary it is.
 func TestErrorsQuoteBounded(t *testing.T) {
@@ -206,8 +191,8 @@ func TestErrorsQuoteBounded(t *testing.T) {
 			continue
 		}
 		msg := err.Error()
-		if len(msg) > 1024 || !printable(msg) || !strings.Contains(msg, tc.want) {
-			t.Errorf("%s: error of %d bytes (printable %v), want under 1 KiB, printable, containing %q:\n%.2000q", tc.name, len(msg), printable(msg), tc.want, msg)
+		if len(msg) > 1024 || !input.Printable(msg) || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: error of %d bytes (printable %v), want under 1 KiB, printable, containing %q:\n%.2000q", tc.name, len(msg), input.Printable(msg), tc.want, msg)
 		}
 	}
 }

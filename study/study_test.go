@@ -3,13 +3,12 @@ package study
 import (
 	"encoding/json"
 	"errors"
+	"github.com/mcpstress/stress/internal/input"
 	"os"
 	"strings"
 	"testing"
 	"testing/fstest"
-	"unicode"
 	"unicode/utf16"
-	"unicode/utf8"
 )
 
 func loadPaper(t *testing.T) *Corpus {
@@ -262,20 +261,6 @@ func TestResolve(t *testing.T) {
 	}
 }
 
-// printable reports whether s is valid UTF-8 made of printable runes and
-// line breaks only.
-func printable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if r != '\n' && !unicode.IsPrint(r) {
-			return false
-		}
-	}
-	return true
-}
-
 // TestErrorsQuoteBounded checks that corpus errors quote at most a few
 // hundred printable bytes of the file, however long or binary its values.
 func TestErrorsQuoteBounded(t *testing.T) {
@@ -314,7 +299,7 @@ func TestErrorsQuoteBounded(t *testing.T) {
 				break
 			}
 		}
-		if !printable(msg) {
+		if !input.Printable(msg) {
 			t.Errorf("%s: error not printable: %.500q", tc.name, msg)
 		}
 		for _, w := range tc.want {

@@ -1,28 +1,13 @@
 package main
 
 import (
+	"github.com/mcpstress/stress/internal/input"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"unicode"
 	"unicode/utf16"
-	"unicode/utf8"
 )
-
-// printable reports whether s is valid UTF-8 made of printable runes and
-// line breaks only.
-func printable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if r != '\n' && !unicode.IsPrint(r) {
-			return false
-		}
-	}
-	return true
-}
 
 // TestErrorsQuoteBounded checks that the errors stress prints quote at most
 // a few hundred printable bytes of a manifest or prompt file, however large
@@ -56,8 +41,8 @@ func TestErrorsQuoteBounded(t *testing.T) {
 			t.Errorf("%s: accepted", tc.name)
 			continue
 		}
-		if msg := err.Error(); len(msg) > 1024 || !printable(msg) {
-			t.Errorf("%s: error of %d bytes (printable %v), want under 1 KiB and printable:\n%.600q", tc.name, len(msg), printable(msg), msg)
+		if msg := err.Error(); len(msg) > 1024 || !input.Printable(msg) {
+			t.Errorf("%s: error of %d bytes (printable %v), want under 1 KiB and printable:\n%.600q", tc.name, len(msg), input.Printable(msg), msg)
 		}
 	}
 }

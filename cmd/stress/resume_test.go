@@ -139,7 +139,12 @@ func TestKillResume(t *testing.T) {
 	dir := filepath.Join(root, "killed")
 	kills, midRun := 0, 0
 	deadline := time.Now().Add(40 * time.Second)
-	for kills < 20 && time.Now().Before(deadline) {
+	bundled := func() bool {
+		_, err := os.Stat(filepath.Join(dir, results.ManifestFile))
+		return err == nil
+	}
+	// Go on until a kill leaves a bundle to resume.
+	for (kills < 20 || !bundled()) && time.Now().Before(deadline) {
 		args := []string{"run", "-quiet", "-resume", dir}
 		if _, err := os.Stat(filepath.Join(dir, results.ManifestFile)); err != nil {
 			// Killed before the bundle existed: start over.
@@ -177,9 +182,15 @@ func TestKillResume(t *testing.T) {
 	if midRun < 10 {
 		t.Fatalf("only %d kills landed while the run was going (the study is too fast for this machine?)", midRun)
 	}
-	out, err := exec.Command(bin, "run", "-resume", dir).CombinedOutput()
+	last := []string{"run", "-resume", dir}
+	if !bundled() {
+		// The last kill landed before the bundle existed: start over.
+		os.RemoveAll(dir)
+		last = []string{"run", "-out", dir, manifest}
+	}
+	out, err := exec.Command(bin, last...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("final resume: %v\n%s", err, out)
+		t.Fatalf("final %v: %v\n%s", last, err, out)
 	}
 	t.Logf("%d kills mid-run", midRun)
 	sameDecisions(t, want, dir)

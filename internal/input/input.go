@@ -94,3 +94,17 @@ func escape(s string, quote bool, limit int) (string, int) {
 	}
 	return b.String(), len(s) - i
 }
+
+// Printable reports whether s is valid UTF-8 made of printable runes and
+// line breaks only, as every Quote and Snippet is.
+func Printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r != '\n' && !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}

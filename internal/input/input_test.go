@@ -4,23 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"unicode"
 	"unicode/utf8"
 )
-
-// printable reports whether s is valid UTF-8 made of printable runes and
-// line breaks only.
-func printable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if r != '\n' && !unicode.IsPrint(r) {
-			return false
-		}
-	}
-	return true
-}
 
 func TestQuote(t *testing.T) {
 	for _, s := range []string{"", "xml", `a "b" \c`, "tab\there\nnew", "\x00\x01\xff", "naïve ☃", "\u200b"} {
@@ -34,7 +19,7 @@ func TestQuote(t *testing.T) {
 		t.Errorf("Quote of 50 MiB: %d bytes, ends %q", len(q), q[max(0, len(q)-40):])
 	}
 	bin := string([]byte{0xff, 0x00, 0xfe, 0x1b})
-	if q := Quote(strings.Repeat(bin, 1000)); len(q) > MaxQuote+40 || !printable(q) {
+	if q := Quote(strings.Repeat(bin, 1000)); len(q) > MaxQuote+40 || !Printable(q) {
 		t.Errorf("Quote of binary: %d bytes, %q", len(q), q)
 	}
 	// A rune is never split.
@@ -50,8 +35,8 @@ func TestSnippet(t *testing.T) {
 	}
 	junk := strings.Repeat("\x00\xffa\x1b[31m\r\t", 1<<20) + "\n" + strings.Repeat("line\n", 1000)
 	got := Snippet(junk)
-	if !printable(got) || len(got) > 1000 || strings.Count(got, "\n") < 5 {
-		t.Errorf("Snippet of junk: %d bytes, %d lines, printable %v", len(got), strings.Count(got, "\n"), printable(got))
+	if !Printable(got) || len(got) > 1000 || strings.Count(got, "\n") < 5 {
+		t.Errorf("Snippet of junk: %d bytes, %d lines, printable %v", len(got), strings.Count(got, "\n"), Printable(got))
 	}
 	if !strings.HasPrefix(got, `\x00\xffa\x1b[31m\r\t`) || !strings.HasSuffix(got, "\n…") {
 		t.Errorf("Snippet of junk: %.60q … %q", got, got[len(got)-20:])
