@@ -1,12 +1,14 @@
-// Package checkmatrix reproduces, for the Go SDK client, the client-check
-// experiment of seed 003: how a client treats tool results, isError ones
-// included, against the tool's outputSchema. A small in-process Go MCP
-// server (the SDK's low-level Server.AddTool, so no server-side output
-// check interferes) returns six result shapes; a client that listed tools
-// first and a cold one call it. Each cell is also judged by capture's
-// optional client-side check (capture.CheckOutput), which applies the
-// TypeScript SDK v1.32.2 rules, so the table shows what a validating client
-// would have rejected.
+// Package checkmatrix reproduces the client-check experiment of seed 003:
+// how a client treats tool results, isError ones included, against the
+// tool's outputSchema. A small in-process Go MCP server (the SDK's low-level
+// Server.AddTool, so no server-side output check interferes) returns six
+// result shapes; a client that listed tools first and a cold one call it.
+// The clients are the Go SDK client (over in-memory transports), the same
+// results judged by capture's optional client-side check
+// (capture.CheckOutput, an emulation of the TypeScript SDK v1.32.2 rules),
+// and the real TypeScript clients of the seed, @modelcontextprotocol/sdk
+// 1.32.2 and @modelcontextprotocol/client 2.4.0, run by Node.js
+// (scripts/ts-clients/check.mjs) over streamable HTTP on the loopback.
 package checkmatrix
 
 import (
@@ -16,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -67,7 +70,7 @@ var Shapes = []Shape{
 	}},
 }
 
-// Clients of the matrix.
+// The Go clients of the matrix (the TypeScript ones are TSv1 and TSv2).
 const (
 	GoSDK      = "go-sdk"     // the Go SDK client as is
 	Validating = "validating" // the Go SDK client plus capture.CheckOutput
@@ -76,7 +79,7 @@ const (
 // Cell is one client's handling of one shape.
 type Cell struct {
 	Shape      string `json:"shape"`
-	Client     string `json:"client"`     // GoSDK or Validating
+	Client     string `json:"client"`     // GoSDK, Validating, TSv1 or TSv2
 	Discovered bool   `json:"discovered"` // the client listed tools before calling
 	Returned   bool   `json:"returned"`   // the call returned a result to the caller
 	IsError    bool   `json:"is_error"`   // the returned result's isError
@@ -103,9 +106,12 @@ func (c Cell) Outcome() string {
 
 // Matrix is the result of one run.
 type Matrix struct {
-	SDK             string `json:"sdk"`
-	ProtocolVersion string `json:"protocol_version"`
-	Cells           []Cell `json:"cells"` // per shape: go-sdk listed, go-sdk cold, validating listed, validating cold
+	SDK             string     `json:"sdk"`                  // the Go SDK module and version
+	ProtocolVersion string     `json:"protocol_version"`     // negotiated by the Go SDK client
+	Node            string     `json:"node,omitempty"`       // the Node.js version that ran the TypeScript clients
+	TSClients       []TSClient `json:"ts_clients"`           // the TypeScript clients that ran (none when TSSkipped)
+	TSSkipped       string     `json:"ts_skipped,omitempty"` // why the TypeScript clients did not run
+	Cells           []Cell     `json:"cells"`                // per client and discovery state, one per shape
 }
 
 // Cell returns the cell of a shape, client and discovery state.
@@ -147,23 +153,72 @@ func newServer() *mcp.Server {
 	return s
 }
 
-// Run runs the matrix over in-memory transports. protocolVersion pins the
-// version the client offers ("" for the SDK's latest).
-func Run(ctx context.Context, protocolVersion string) (*Matrix, error) {
+// Options are the settings of Run.
+type Options struct {
+	// ProtocolVersion pins the protocol version the Go SDK client offers
+	// ("" for the SDK's latest). The TypeScript clients always offer their
+	// own latest (v1.32.2 cannot be pinned).
+	ProtocolVersion string
+	// TSClients is the directory of check.mjs and the TypeScript clients'
+	// node_modules (scripts/ts-clients; see FindTSClients). "" runs the Go
+	// clients only.
+	TSClients string
+	// Node is the Node.js executable (default "node", looked up in PATH).
+	Node string
+	// Timeout bounds the TypeScript clients' run (default 2 minutes).
+	Timeout time.Duration
+}
+
+func (o Options) node() string {
+	if o.Node == "" {
+		return "node"
+	}
+	return o.Node
+}
+
+func (o Options) timeout() time.Duration {
+	if o.Timeout <= 0 {
+		return 2 * time.Minute
+	}
+	return o.Timeout
+}
+
+// Run runs the matrix: the Go clients over in-memory transports, then the
+// TypeScript clients. When o.TSClients is empty or Node.js or the packages
+// are missing, the TypeScript clients are skipped and m.TSSkipped says why;
+// when they run and fail, Run fails.
+func Run(ctx context.Context, o Options) (*Matrix, error) {
 	server := newServer()
-	m := &Matrix{SDK: capture.SDKVersion()}
+	m := &Matrix{SDK: capture.SDKVersion(), TSClients: []TSClient{}}
+	if err := runGo(ctx, o.ProtocolVersion, server, m); err != nil {
+		return nil, err
+	}
+	node, why := tsUnavailable(o)
+	if why != "" {
+		m.TSSkipped = why
+		return m, nil
+	}
+	if err := runTS(ctx, o, node, server, m); err != nil {
+		return nil, fmt.Errorf("TypeScript clients: %w", err)
+	}
+	return m, nil
+}
+
+// runGo adds the Go clients' cells to m. protocolVersion pins the version
+// the client offers ("" for the SDK's latest).
+func runGo(ctx context.Context, protocolVersion string, server *mcp.Server, m *Matrix) error {
 	tool := &capture.Tool{Name: ToolName, OutputSchema: OutputSchema}
 	for _, discovered := range []bool{true, false} {
 		st, ct := mcp.NewInMemoryTransports()
 		ss, err := server.Connect(ctx, st, nil)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		client := mcp.NewClient(&mcp.Implementation{Name: "checkmatrix-client", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 		cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
 		if err != nil {
 			ss.Close()
-			return nil, err
+			return err
 		}
 		m.ProtocolVersion = cs.InitializeResult().ProtocolVersion
 		known := (*capture.Tool)(nil)
@@ -172,12 +227,12 @@ func Run(ctx context.Context, protocolVersion string) (*Matrix, error) {
 			if err != nil {
 				cs.Close()
 				ss.Close()
-				return nil, err
+				return err
 			}
 			if len(lt.Tools) != 1 || lt.Tools[0].OutputSchema == nil {
 				cs.Close()
 				ss.Close()
-				return nil, errors.New("the fixture tool was not listed with its outputSchema")
+				return errors.New("the fixture tool was not listed with its outputSchema")
 			}
 			known = tool
 		}
@@ -195,7 +250,7 @@ func Run(ctx context.Context, protocolVersion string) (*Matrix, error) {
 				if res.StructuredContent != nil {
 					b, err := json.Marshal(res.StructuredContent)
 					if err != nil {
-						return nil, err
+						return err
 					}
 					sdk.Structured = string(b)
 				}
@@ -212,30 +267,49 @@ func Run(ctx context.Context, protocolVersion string) (*Matrix, error) {
 		cs.Close()
 		ss.Close()
 	}
-	return m, nil
+	return nil
 }
 
-// WriteTable prints the matrix: one row per shape, one column per client
-// and discovery state.
+// WriteTable prints the matrix: one row per discovery state and shape, one
+// column per client that ran.
 func WriteTable(w io.Writer, m *Matrix) error {
 	schema, _ := json.Marshal(OutputSchema)
 	fmt.Fprintf(w, "Client checks of tool results against the tool's outputSchema\n")
-	fmt.Fprintf(w, "client library: %s; protocol %s\n", m.SDK, m.ProtocolVersion)
 	fmt.Fprintf(w, "outputSchema: %s\n", schema)
-	fmt.Fprintf(w, "listed: the client called tools/list first; cold: it did not.\n")
-	fmt.Fprintf(w, "validating: the Go SDK result judged by stress capture -validate-output (TypeScript SDK v1.32.2 rules).\n\n")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "result shape\tgo-sdk listed\tgo-sdk cold\tvalidating listed\tvalidating cold")
-	for _, sh := range Shapes {
-		row := sh.Label
-		for _, col := range []struct {
-			client     string
-			discovered bool
-		}{{GoSDK, true}, {GoSDK, false}, {Validating, true}, {Validating, false}} {
-			c, _ := m.Cell(sh.Name, col.client, col.discovered)
-			row += "\t" + c.Outcome()
+	fmt.Fprintf(w, "go-sdk: %s, in memory; protocol %s\n", m.SDK, m.ProtocolVersion)
+	fmt.Fprintf(w, "validating: the go-sdk result judged by stress capture -validate-output (emulates ts-v1's check)\n")
+	clients := []string{GoSDK, Validating}
+	for _, c := range m.TSClients {
+		how := "node " + m.Node + ", streamable HTTP"
+		if c.Client == TSv2 {
+			how += ", initialize handshake"
 		}
-		fmt.Fprintln(tw, row)
+		fmt.Fprintf(w, "%s: %s %s, %s; protocol %s\n", c.Client, c.Package, c.Version, how, c.ProtocolVersion)
+		clients = append(clients, c.Client)
+	}
+	if m.TSSkipped != "" {
+		fmt.Fprintf(w, "TypeScript clients (ts-v1, ts-v2) not run: %s\n", m.TSSkipped)
+	}
+	fmt.Fprintf(w, "listed: the client called tools/list first; cold: it did not.\n\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "result shape\ttools/list")
+	for _, c := range clients {
+		fmt.Fprint(tw, "\t"+c)
+	}
+	fmt.Fprintln(tw)
+	for _, discovered := range []bool{true, false} {
+		state := "cold"
+		if discovered {
+			state = "listed"
+		}
+		for _, sh := range Shapes {
+			fmt.Fprint(tw, sh.Label+"\t"+state)
+			for _, client := range clients {
+				c, _ := m.Cell(sh.Name, client, discovered)
+				fmt.Fprint(tw, "\t"+c.Outcome())
+			}
+			fmt.Fprintln(tw)
+		}
 	}
 	return tw.Flush()
 }

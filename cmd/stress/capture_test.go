@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/mcpstress/stress/capture"
+	"github.com/mcpstress/stress/capture/checkmatrix"
 )
 
 // referenceServers returns the pinned reference MCP servers' directory, or
@@ -180,17 +183,60 @@ func TestSummaryPaper(t *testing.T) {
 	}
 }
 
+// nodeVersion matches the Node.js version clientcheck prints, which
+// depends on the machine; the goldens have vN.
+var nodeVersion = regexp.MustCompile(`(node |"node": ")v\d+\.\d+\.\d+`)
+
+// TestClientCheck runs the Go and the real TypeScript clients (scripts/test
+// installs them; the test fails when they are missing).
 func TestClientCheck(t *testing.T) {
-	out, _, err := runCmd(t, "clientcheck")
+	out, log, err := runCmd(t, "clientcheck")
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "clientcheck.golden", out)
-	js, _, err := runCmd(t, "clientcheck", "-json", "-protocol", "2025-06-18")
+	if log != "" {
+		t.Fatalf("stderr: %s", log)
+	}
+	golden(t, "clientcheck.golden", nodeVersion.ReplaceAllString(out, "${1}vN"))
+	js, _, err := runCmd(t, "clientcheck", "-json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(js, `"protocol_version": "2025-06-18"`) || strings.Count(js, `"client": "go-sdk"`) != 12 {
-		t.Errorf("json: %s", js)
+	golden(t, "clientcheck-json.golden", nodeVersion.ReplaceAllString(js, "${1}vN"))
+	js, _, err = runCmd(t, "clientcheck", "-json", "-protocol", "2025-06-18")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m checkmatrix.Matrix
+	if err := json.Unmarshal([]byte(js), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.ProtocolVersion != "2025-06-18" {
+		t.Errorf("protocol %s, want 2025-06-18 pinned", m.ProtocolVersion)
+	}
+	n := map[string]int{}
+	for _, c := range m.Cells {
+		n[c.Client]++
+	}
+	if want := map[string]int{"go-sdk": 12, "validating": 12, "ts-v1": 12, "ts-v2": 12}; !maps.Equal(n, want) {
+		t.Errorf("cells per client %v, want %v", n, want)
+	}
+}
+
+// TestClientCheckWithoutTSClients checks that clientcheck says why the
+// TypeScript clients did not run and still prints the Go columns.
+func TestClientCheckWithoutTSClients(t *testing.T) {
+	dir := t.TempDir()
+	out, log, err := runCmd(t, "clientcheck", "-ts-clients", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	why := filepath.Join(dir, "check.mjs") + " is missing"
+	if log != "clientcheck: TypeScript clients not run: "+why+"\n" {
+		t.Errorf("stderr: %q", log)
+	}
+	if !strings.Contains(out, "TypeScript clients (ts-v1, ts-v2) not run: "+why+"\n") ||
+		!regexp.MustCompile(`(?m)^result shape +tools/list +go-sdk +validating$`).MatchString(out) {
+		t.Errorf("stdout:\n%s", out)
 	}
 }

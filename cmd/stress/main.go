@@ -59,7 +59,8 @@ commands:
   capture -out DIR (-stdio LABEL=CMD | -http LABEL=URL)... [flags]
                                                 probe live MCP servers and write a pseudonymous corpus
   summary [-json] [-manifest M | -corpus PATH]  print a corpus' counts (servers, probes, causes, surfaces, versions)
-  clientcheck [-json] [-protocol V]             print how the Go SDK client treats results against an outputSchema
+  clientcheck [-json] [-protocol V] [-ts-clients DIR]
+                                                print how the Go and TypeScript clients treat results against an outputSchema
   version [-json]                               print the module, version, VCS revision, executable sha256 and Go version
 
 analyze, compare and report refuse a partial bundle (unfinished, or holding
