@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -119,111 +120,87 @@ func WriteJSON(w io.Writer, cells []Cell) error {
 	}{cells})
 }
 
-// pending is a decision being rebuilt from its call lines.
-type pending struct {
-	key       simulator.Key
-	server    string
-	preferred study.Policy
-	nonHarm   []study.Policy
-	turns     map[int]*results.Call
-	seed0     int64
+// Read reads calls.jsonl once, decision by decision (the lines of one
+// decision are contiguous, as stress writes them): each decision is
+// re-scored from its raw responses by results.Group.Row, the one scoring
+// path, and handed to row (when not nil); its calls' transport events and
+// failures are summarized at the same time. Damaged lines and broken
+// trajectories come back as problems (each located) and do not stop the
+// others; err is a read failure or an error from row. A decision whose
+// lines are split comes out once per run of lines, which a Fingerprint
+// comparison with decisions.parquet reveals. It holds one decision in
+// memory.
+func Read(r io.Reader, name string, row func(*results.Row) error) (ts *TransportSummary, problems []error, err error) {
+	gr := results.NewGroupReader(r, name)
+	gr.Lenient()
+	tt := newTransportTally()
+	var scoreProblems []error
+	for gr.Next() {
+		g := gr.Group()
+		tt.add(g)
+		rw, err := g.Row()
+		if err != nil {
+			scoreProblems = append(scoreProblems, fmt.Errorf("%s:%d: %w", name, g.Line, err))
+			continue
+		}
+		if row != nil {
+			if err := row(&rw); err != nil {
+				return tt.summary(), append(gr.Problems(), scoreProblems...), err
+			}
+		}
+	}
+	problems = append(gr.Problems(), scoreProblems...)
+	if err := gr.Err(); err != nil {
+		return tt.summary(), problems, err
+	}
+	return tt.summary(), problems, nil
 }
 
-// Rescore rebuilds every decision row from calls.jsonl alone: it groups the
-// call lines by decision key, re-parses each raw response, checks that the
-// trajectory follows the replay rule, and scores it. Bad lines and broken
-// trajectories come back as problems (each located) and do not stop the
-// others; err is a read failure. It holds every decision in memory and
-// accepts lines in any order; RescoreEach streams.
+// RescoreEach is Read for the rows alone.
+func RescoreEach(r io.Reader, name string, fn func(*results.Row) error) (problems []error, err error) {
+	_, problems, err = Read(r, name, fn)
+	return problems, err
+}
+
+// Rescore rebuilds every decision row from calls.jsonl alone, like Read,
+// but accepts a decision's lines anywhere in the file (they are gathered
+// by decision key); it holds every decision in memory.
 func Rescore(r io.Reader, name string) (rows []results.Row, problems []error, err error) {
-	byKey := map[simulator.Key]*pending{}
-	var order []*pending
-	problems, err = scanCalls(r, name, func(c *results.Call) *pending {
-		p := byKey[c.Key]
-		if p == nil {
-			p = newPending(c)
-			byKey[c.Key] = p
-			order = append(order, p)
+	gr := results.NewGroupReader(r, name)
+	gr.Lenient()
+	byKey := map[simulator.Key]*results.Group{}
+	var order []*results.Group
+	for gr.Next() {
+		g := gr.Group()
+		all := byKey[g.Key]
+		if all == nil {
+			all = &results.Group{Key: g.Key, Line: g.Line}
+			byKey[g.Key] = all
+			order = append(order, all)
 		}
-		return p
-	})
-	if err != nil {
+		for i, h := range g.Heads {
+			if slices.ContainsFunc(all.Heads, func(x results.Head) bool { return x.Turn == h.Turn }) {
+				problems = append(problems, fmt.Errorf("%s:%d: decision %s: turn %d appears twice", name, g.Line+i, g.Key, h.Turn))
+				continue
+			}
+			all.Heads = append(all.Heads, h)
+		}
+	}
+	problems = append(gr.Problems(), problems...)
+	if err := gr.Err(); err != nil {
 		return nil, problems, err
 	}
 	rows = make([]results.Row, 0, len(order))
-	for _, p := range order {
-		row, err := p.score()
+	for _, g := range order {
+		slices.SortFunc(g.Heads, func(a, b results.Head) int { return a.Turn - b.Turn })
+		row, err := g.Row()
 		if err != nil {
-			problems = append(problems, fmt.Errorf("%s: decision %s: %w", name, p.key, err))
+			problems = append(problems, fmt.Errorf("%s:%d: %w", name, g.Line, err))
 			continue
 		}
 		rows = append(rows, row)
 	}
 	return rows, problems, nil
-}
-
-// RescoreEach is Rescore streamed: it hands each rebuilt row to fn as soon
-// as the lines of its decision end, holding one decision in memory. It
-// relies on a decision's lines being contiguous, as stress writes them; a
-// decision whose lines are split comes out once per run of lines, which a
-// Fingerprint comparison with decisions.parquet reveals. An error from fn
-// stops the scan and is returned.
-func RescoreEach(r io.Reader, name string, fn func(*results.Row) error) (problems []error, err error) {
-	var cur *pending
-	var fnErr error
-	flush := func() {
-		if cur == nil || fnErr != nil {
-			return
-		}
-		row, err := cur.score()
-		if err != nil {
-			problems = append(problems, fmt.Errorf("%s: decision %s: %w", name, cur.key, err))
-			return
-		}
-		fnErr = fn(&row)
-	}
-	scanProblems, err := scanCalls(r, name, func(c *results.Call) *pending {
-		if cur == nil || cur.key != c.Key {
-			flush()
-			cur = newPending(c)
-		}
-		return cur
-	})
-	if err == nil {
-		flush()
-	}
-	problems = append(scanProblems, problems...)
-	if err == nil {
-		err = fnErr
-	}
-	return problems, err
-}
-
-func newPending(c *results.Call) *pending {
-	return &pending{key: c.Key, server: c.Server, preferred: c.Preferred, nonHarm: c.NonHarm, turns: map[int]*results.Call{}}
-}
-
-// scanCalls reads call lines and files each into the pending decision that
-// pick returns, keeping only what scoring needs.
-func scanCalls(r io.Reader, name string, pick func(*results.Call) *pending) (problems []error, err error) {
-	cr := results.NewCallReader(r, name)
-	for cr.Scan() {
-		if e := cr.LineErr(); e != nil {
-			problems = append(problems, e)
-			continue
-		}
-		c := cr.Call()
-		p := pick(c)
-		if _, dup := p.turns[c.Turn]; dup {
-			problems = append(problems, fmt.Errorf("%s:%d: decision %s: turn %d appears twice", name, cr.Line(), c.Key, c.Turn))
-			continue
-		}
-		if c.ResponseSHA256 != results.SHA256([]byte(c.Response)) {
-			problems = append(problems, fmt.Errorf("%s:%d: decision %s turn %d: response_sha256 does not match the response", name, cr.Line(), c.Key, c.Turn))
-		}
-		p.turns[c.Turn] = &results.Call{Turn: c.Turn, Seed: c.Seed, Response: c.Response, Error: c.Error}
-	}
-	return problems, cr.Err()
 }
 
 // Fingerprint is an order-independent digest of a set of decision rows:
@@ -244,39 +221,6 @@ func (f *Fingerprint) Add(r *results.Row) {
 		f.Sum[i] += binary.LittleEndian.Uint64(h[8*i:])
 	}
 	f.N++
-}
-
-func (p *pending) score() (results.Row, error) {
-	k := p.key
-	row := results.Row{Model: k.Model, Prompt: k.Prompt, Condition: string(k.Condition), Scenario: k.Scenario,
-		Replicate: int64(k.Replicate), Server: p.server, Status: results.StatusOK}
-	n := len(p.turns)
-	answers := make([]simulator.Answer, n)
-	for t := 0; t < n; t++ {
-		c, ok := p.turns[t]
-		if !ok {
-			return row, fmt.Errorf("turn %d is missing (turns must run 0…%d)", t, n-1)
-		}
-		if t == 0 {
-			row.Seed = c.Seed
-		}
-		if c.Error != "" {
-			if t != n-1 {
-				return row, fmt.Errorf("turn %d failed (%s) but later turns exist", t, c.Error)
-			}
-			row.Status, row.Error, row.Turns = results.StatusError, "turn "+fmt.Sprint(t)+": "+c.Error, int64(n)
-			return row, nil
-		}
-		answers[t] = simulator.ParseAnswer(c.Response)
-		if t < n-1 && !(answers[t].Valid && answers[t].Policy == study.RetryNow) {
-			return row, fmt.Errorf("turn %d answered %q but a replay followed (only retry_now is replayed)", t, c.Response)
-		}
-	}
-	o := simulator.Score(answers, p.preferred, p.nonHarm)
-	row.FinalLabel, row.FinalStatus = string(o.Final), string(o.FinalStatus)
-	row.Turns, row.Replays = int64(o.Turns), int64(o.Replays)
-	row.Strict, row.Cover, row.Retry, row.Invalid, row.AnyFS, row.TerminalFS = o.Strict, o.Cover, o.Retry, o.Invalid, o.AnyFS, o.TerminalFS
-	return row, nil
 }
 
 // Agree checks that two sets of decision rows describe the same decisions

@@ -1,8 +1,6 @@
 package analysis
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -46,42 +44,34 @@ type FailedDecision struct {
 // MaxFailed is the most error decisions a TransportSummary lists.
 const MaxFailed = 100
 
-// transportLine is the part of a call line the summary reads.
-type transportLine struct {
-	Key    simulator.Key `json:"key"`
-	Turn   int           `json:"turn"`
-	Error  string        `json:"error"`
-	Events []struct {
-		Kind string `json:"kind"`
-	} `json:"transport_events"`
+// Transport reads calls.jsonl as a stream and summarizes its transport
+// events and error decisions (Read without the rows).
+func Transport(r io.Reader, name string) (ts *TransportSummary, problems []error, err error) {
+	return Read(r, name, nil)
 }
 
-// Transport reads calls.jsonl as a stream and summarizes its transport
-// events and error decisions. Bad lines come back as problems (located)
-// and do not stop the others; err is a read failure.
-func Transport(r io.Reader, name string) (ts *TransportSummary, problems []error, err error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<16), results.MaxLine)
-	type mk struct{ model, kind string }
-	counts := map[mk]*EventCount{}
-	ts = &TransportSummary{}
-	line := 0
-	for sc.Scan() {
-		line++
-		var c transportLine
-		if e := json.Unmarshal(sc.Bytes(), &c); e != nil {
-			problems = append(problems, fmt.Errorf("%s:%d: %w", name, line, e))
-			continue
-		}
-		ts.Calls++
+// transportTally builds a TransportSummary decision by decision.
+type transportTally struct {
+	ts     TransportSummary
+	counts map[[2]string]*EventCount // by model and kind
+}
+
+func newTransportTally() *transportTally {
+	return &transportTally{counts: map[[2]string]*EventCount{}}
+}
+
+// add counts the calls of one decision.
+func (t *transportTally) add(g *results.Group) {
+	for _, h := range g.Heads {
+		t.ts.Calls++
 		seen := map[string]bool{}
 		var kinds []string
-		for _, e := range c.Events {
-			k := mk{c.Key.Model, e.Kind}
-			ec := counts[k]
+		for _, e := range h.Events {
+			k := [2]string{g.Key.Model, e.Kind}
+			ec := t.counts[k]
 			if ec == nil {
-				ec = &EventCount{Model: k.model, Kind: k.kind}
-				counts[k] = ec
+				ec = &EventCount{Model: strings.Clone(k[0]), Kind: strings.Clone(k[1])}
+				t.counts[k] = ec
 			}
 			ec.Events++
 			if !seen[e.Kind] {
@@ -90,18 +80,20 @@ func Transport(r io.Reader, name string) (ts *TransportSummary, problems []error
 			}
 			kinds = append(kinds, e.Kind)
 		}
-		if c.Error != "" {
-			ts.FailedTotal++
-			if len(ts.Failed) < MaxFailed {
-				ts.Failed = append(ts.Failed, FailedDecision{Key: c.Key, Turn: c.Turn, Error: c.Error, Events: kinds})
+		if h.Error != "" {
+			t.ts.FailedTotal++
+			if len(t.ts.Failed) < MaxFailed {
+				t.ts.Failed = append(t.ts.Failed, FailedDecision{Key: h.Key, Turn: h.Turn, Error: h.Error, Events: kinds})
 			}
 		}
 	}
-	if e := sc.Err(); e != nil {
-		return ts, problems, fmt.Errorf("%s: %w", name, e)
-	}
-	ts.Events = make([]EventCount, 0, len(counts))
-	for _, ec := range counts {
+}
+
+// summary returns the summary, events sorted by model and kind.
+func (t *transportTally) summary() *TransportSummary {
+	ts := t.ts
+	ts.Events = make([]EventCount, 0, len(t.counts))
+	for _, ec := range t.counts {
 		ts.Events = append(ts.Events, *ec)
 	}
 	sort.Slice(ts.Events, func(i, j int) bool {
@@ -111,7 +103,7 @@ func Transport(r io.Reader, name string) (ts *TransportSummary, problems []error
 		}
 		return a.Kind < b.Kind
 	})
-	return ts, problems, nil
+	return &ts
 }
 
 // Empty reports whether there is nothing to report: no event and no

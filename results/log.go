@@ -12,7 +12,6 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
@@ -169,8 +168,13 @@ type Head struct {
 	// not match is damaged.
 	ResponseSHA256 string `json:"response_sha256"`
 	Error          string `json:"error,omitempty"`
-	// Events are the call's transport events, kept raw (only counted).
-	Events []json.RawMessage `json:"transport_events,omitempty"`
+	// Events are the call's transport events (their kinds only).
+	Events []EventHead `json:"transport_events,omitempty"`
+}
+
+// EventHead is the part of a transport event that the analysis reads.
+type EventHead struct {
+	Kind string `json:"kind"`
 }
 
 // Group is the call lines of one decision: consecutive lines with the same
@@ -183,7 +187,8 @@ type Group struct {
 	Line   int    // 1-based line number of the first line
 }
 
-// Check reports whether the group's turns run 0, 1, … without gaps.
+// Check reports whether the group's turns run 0, 1, … without gaps, and
+// only a failed call ends them early.
 func (g *Group) Check() error {
 	for i, h := range g.Heads {
 		if h.Turn != i {
@@ -217,26 +222,32 @@ func (g *Group) Failed() bool {
 	return len(g.Heads) > 0 && g.Heads[len(g.Heads)-1].Error != ""
 }
 
-// Row scores the group into its decisions.parquet row, exactly as RowOf
-// scores the decision when it runs.
-func (g *Group) Row() Row {
-	d := simulator.Decision{Key: g.Key}
+// Row scores the group into its decisions.parquet row: the one scoring
+// path of a decision from its call lines, used by the run, resume, merge
+// and analyze. It fails when the turns break the trajectory rules (a gap,
+// a failed call before the last, a replay after an answer other than a
+// valid retry_now).
+func (g *Group) Row() (Row, error) {
 	if len(g.Heads) == 0 {
-		return RowOf(&d)
+		return Row{}, fmt.Errorf("decision %s: no call lines", g.Key)
+	}
+	if err := g.Check(); err != nil {
+		return Row{}, err
 	}
 	h0 := &g.Heads[0]
-	d.Server = h0.Server
-	answers := make([]simulator.Answer, 0, len(g.Heads))
-	for _, h := range g.Heads {
-		d.Turns = append(d.Turns, simulator.Turn{Index: h.Turn, Request: models.Request{Seed: h.Seed}, Reply: models.Reply{Text: h.Response}})
-		if h.Error != "" {
-			d.Err = fmt.Errorf("turn %d: %s", h.Turn, h.Error)
-			return RowOf(&d)
-		}
-		answers = append(answers, simulator.ParseAnswer(h.Response))
+	last := &g.Heads[len(g.Heads)-1]
+	if last.Error != "" {
+		return errorRow(g.Key, h0.Server, h0.Seed, len(g.Heads), fmt.Sprintf("turn %d: %s", last.Turn, last.Error)), nil
 	}
-	d.Outcome = simulator.Score(answers, h0.Preferred, h0.NonHarm)
-	return RowOf(&d)
+	answers := make([]simulator.Answer, len(g.Heads))
+	for i := range g.Heads {
+		answers[i] = simulator.ParseAnswer(g.Heads[i].Response)
+		if i < len(g.Heads)-1 && !(answers[i].Valid && answers[i].Policy == study.RetryNow) {
+			return Row{}, fmt.Errorf("decision %s: turn %d answered %q but a replay followed (only retry_now is replayed)", g.Key, i, g.Heads[i].Response)
+		}
+	}
+	o := simulator.Score(answers, h0.Preferred, h0.NonHarm)
+	return scoredRow(g.Key, h0.Server, h0.Seed, &o), nil
 }
 
 // Torn describes the tail of a calls.jsonl that a crash left unfinished:
@@ -260,6 +271,9 @@ type GroupReader struct {
 	off     int64
 	line    int
 	durable int64    // bytes known durable; -1: unknown
+	lenient bool     // damaged lines are problems, not the end (Lenient)
+	skipped bool     // readOne skipped a damaged line
+	probs   []error  // the damaged lines met, when lenient
 	head    *lineRec // the first line of the next group, read ahead
 	g       Group
 	err     error
@@ -282,6 +296,15 @@ const MaxLine = 256 << 20
 func NewGroupReader(r io.Reader, name string) *GroupReader {
 	return &GroupReader{r: bufio.NewReaderSize(r, 1<<20), name: name, durable: -1}
 }
+
+// Lenient makes the reader go on past damaged lines, as an analysis of a
+// bundle does: a line that is not valid JSON is skipped, a response that
+// does not match its response_sha256 is kept, and both are reported by
+// Problems, located. A resume or merge must not be lenient.
+func (g *GroupReader) Lenient() { g.lenient = true }
+
+// Problems returns the damaged lines a lenient reader met.
+func (g *GroupReader) Problems() []error { return g.probs }
 
 // SetDurable says that the first n bytes of the input were on stable
 // storage (see Record's calls_durable_bytes): damage after them is a torn
@@ -317,9 +340,21 @@ func (g *GroupReader) Next() bool {
 	}
 }
 
-// readLine reads and decodes one line; nil at the end, on a torn tail or
-// on an error.
+// readLine reads and decodes one line, skipping damaged ones when
+// lenient; nil at the end, on a torn tail or on an error.
 func (g *GroupReader) readLine() *lineRec {
+	for {
+		rec := g.readOne()
+		if rec != nil || !g.skipped {
+			return rec
+		}
+		g.skipped = false
+	}
+}
+
+// readOne reads and decodes one line; nil at the end, on a torn tail, on
+// an error or on a damaged line skipped.
+func (g *GroupReader) readOne() *lineRec {
 	if g.eof || g.err != nil {
 		return nil
 	}
@@ -336,6 +371,9 @@ func (g *GroupReader) readLine() *lineRec {
 		}
 		if err == io.EOF {
 			g.eof = true
+			if len(g.buf) > 0 && g.lenient {
+				break // decoded, or reported, below
+			}
 			if len(g.buf) > 0 {
 				g.torn = &Torn{Offset: g.off, Size: int64(len(g.buf)), Line: g.line + 1, Reason: "last line has no newline"}
 			}
@@ -353,11 +391,18 @@ func (g *GroupReader) readLine() *lineRec {
 	err := json.Unmarshal(g.buf, &rec.h)
 	if err == nil && rec.h.ResponseSHA256 != SHA256([]byte(rec.h.Response)) {
 		err = errors.New("response_sha256 does not match the response")
+		if g.lenient {
+			g.probs = append(g.probs, fmt.Errorf("%s:%d: decision %s turn %d: %w", g.name, rec.line, rec.h.Key, rec.h.Turn, err))
+			return rec
+		}
 	}
 	if err == nil {
 		return rec
 	}
 	switch {
+	case g.lenient:
+		g.probs = append(g.probs, fmt.Errorf("%s:%d: %w", g.name, rec.line, err))
+		g.skipped = true
 	case g.durable >= 0 && rec.off >= g.durable:
 		// Past the durable point: crash damage, whatever follows.
 		rest, _ := io.Copy(io.Discard, g.r)

@@ -44,10 +44,10 @@ func TestGroupReader(t *testing.T) {
 		if !gs[0].Complete(3) || gs[1].Complete(3) || !gs[2].Complete(3) || !gs[1].Complete(0) {
 			t.Errorf("%s: completeness wrong", tc.name)
 		}
-		if r := gs[0].Row(); r.Status != StatusOK || !r.Strict || r.Replays != 1 || !r.Retry || r.Seed != 100 || r.Server != "P1" {
+		if r, err := gs[0].Row(); err != nil || r.Status != StatusOK || !r.Strict || r.Replays != 1 || !r.Retry || r.Seed != 100 || r.Server != "P1" {
 			t.Errorf("row %+v", r)
 		}
-		if r := gs[2].Row(); r.Status != StatusError || r.Error != "turn 1: HTTP 500" || r.Turns != 2 {
+		if r, err := gs[2].Row(); err != nil || r.Status != StatusError || r.Error != "turn 1: HTTP 500" || r.Turns != 2 {
 			t.Errorf("error row %+v", r)
 		}
 		torn := gr.Torn()

@@ -98,20 +98,36 @@ func (r *Row) Key() simulator.Key {
 	return simulator.Key{Model: r.Model, Prompt: r.Prompt, Condition: study.Condition(r.Condition), Scenario: r.Scenario, Replicate: int(r.Replicate)}
 }
 
-// RowOf builds the parquet row of a decision.
+// RowOf builds the parquet row of a decision as it ran (the simulator
+// scored it with simulator.Score, as Group.Row scores its call lines).
 func RowOf(d *simulator.Decision) Row {
-	k := d.Key
-	r := Row{Model: k.Model, Prompt: k.Prompt, Condition: string(k.Condition), Scenario: k.Scenario,
-		Replicate: int64(k.Replicate), Server: d.Server, Status: StatusOK}
+	var seed int64
 	if len(d.Turns) > 0 {
-		r.Seed = d.Turns[0].Request.Seed
+		seed = d.Turns[0].Request.Seed
 	}
 	if d.Err != nil {
-		r.Status, r.Error = StatusError, d.Err.Error()
-		r.Turns = int64(len(d.Turns))
-		return r
+		return errorRow(d.Key, d.Server, seed, len(d.Turns), d.Err.Error())
 	}
-	o := d.Outcome
+	return scoredRow(d.Key, d.Server, seed, &d.Outcome)
+}
+
+// keyRow is the row of decision k with its identity filled in.
+func keyRow(k simulator.Key, server string, seed int64) Row {
+	return Row{Model: k.Model, Prompt: k.Prompt, Condition: string(k.Condition), Scenario: k.Scenario,
+		Replicate: int64(k.Replicate), Server: server, Seed: seed, Status: StatusOK}
+}
+
+// errorRow is the row of an error decision: a call failed for good after
+// turns calls.
+func errorRow(k simulator.Key, server string, seed int64, turns int, msg string) Row {
+	r := keyRow(k, server, seed)
+	r.Status, r.Error, r.Turns = StatusError, msg, int64(turns)
+	return r
+}
+
+// scoredRow is the row of a decision whose trajectory scored o.
+func scoredRow(k simulator.Key, server string, seed int64, o *simulator.Outcome) Row {
+	r := keyRow(k, server, seed)
 	r.FinalLabel, r.FinalStatus = string(o.Final), string(o.FinalStatus)
 	r.Turns, r.Replays = int64(o.Turns), int64(o.Replays)
 	r.Strict, r.Cover, r.Retry, r.Invalid, r.AnyFS, r.TerminalFS = o.Strict, o.Cover, o.Retry, o.Invalid, o.AnyFS, o.TerminalFS

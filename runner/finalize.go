@@ -118,7 +118,11 @@ func writeBundle(dir, runID string, sp *space, idx *locTable, src []*os.File, kn
 			if want := sp.key(sp.global(j)); g.Key != want {
 				return fmt.Errorf("%s: byte %d holds decision %s, want %s", f.Name(), l.off, g.Key, want)
 			}
-			row, calls = g.Row(), len(g.Heads)
+			var err error
+			if row, err = g.Row(); err != nil {
+				return fmt.Errorf("%s: byte %d: %w", f.Name(), l.off, err)
+			}
+			calls = len(g.Heads)
 			for i := range g.Heads {
 				events += len(g.Heads[i].Events)
 			}

@@ -260,10 +260,11 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	acc, problems, err := loadBundle(dir, stderr)
+	ld, err := analysis.LoadBundle(dir, stderr)
 	if err != nil {
 		return err
 	}
+	acc, problems := ld.Acc, ld.Problems
 	warning, err := checkPartial("analyze", info, acc.Decisions(), *partial)
 	if err != nil {
 		return err
@@ -282,15 +283,7 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	// Transport events and error decisions are reported apart from the
 	// counts.
-	cf, err := os.Open(filepath.Join(dir, results.CallsFile))
-	if err != nil {
-		return err
-	}
-	ts, _, err := analysis.Transport(cf, cf.Name())
-	cf.Close()
-	if err != nil {
-		return err
-	}
+	ts := ld.Transport
 	if *asJSON {
 		if ts.Empty() {
 			ts = nil
@@ -326,76 +319,6 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // loadBundle recomputes every decision of the bundle in dir from
 // calls.jsonl, checks it against decisions.parquet, and accumulates the
 // rows. Problems (bad lines, broken trajectories) are printed to stderr and
-// counted; the caller reports them after its output.
-func loadBundle(dir string, stderr io.Writer) (*analysis.Accumulator, int, error) {
-	callsPath := filepath.Join(dir, results.CallsFile)
-	pqPath := filepath.Join(dir, results.DecisionsFile)
-	f, err := os.Open(callsPath)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer f.Close()
-	// One streaming pass over each file; only when their fingerprints
-	// differ are both read whole, to name the decisions that disagree.
-	acc := analysis.NewAccumulator()
-	var fromCalls, fromParquet analysis.Fingerprint
-	problems, err := analysis.RescoreEach(f, callsPath, func(r *results.Row) error {
-		acc.Add(r)
-		fromCalls.Add(r)
-		return nil
-	})
-	if err != nil {
-		return nil, 0, err
-	}
-	for _, p := range problems {
-		fmt.Fprintln(stderr, "problem:", p)
-	}
-	if err := results.ScanRows(pqPath, func(r *results.Row) error { fromParquet.Add(r); return nil }); err != nil {
-		return nil, 0, err
-	}
-	if fromCalls == fromParquet {
-		return acc, len(problems), nil
-	}
-	rows, err := agreeInMemory(dir, callsPath, pqPath, stderr)
-	if err != nil {
-		return nil, 0, err
-	}
-	// The files agree once calls.jsonl is grouped by decision key: a
-	// decision's lines stood in more than one place.
-	acc = analysis.NewAccumulator()
-	for i := range rows {
-		acc.Add(&rows[i])
-	}
-	return acc, len(problems), nil
-}
-
-// agreeInMemory reads both files whole, grouping call lines by decision
-// key wherever they stand, and reports the decisions on which calls.jsonl
-// and decisions.parquet disagree.
-func agreeInMemory(dir, callsPath, pqPath string, stderr io.Writer) ([]results.Row, error) {
-	f, err := os.Open(callsPath)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	rows, _, err := analysis.Rescore(f, callsPath)
-	if err != nil {
-		return nil, err
-	}
-	pq, err := results.ReadRows(pqPath)
-	if err != nil {
-		return nil, err
-	}
-	errs := analysis.Agree(rows, pq, 20)
-	for _, e := range errs {
-		fmt.Fprintln(stderr, "disagreement:", e)
-	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("%s: %s and %s disagree (%d reported)", dir, results.CallsFile, results.DecisionsFile, len(errs))
-	}
-	return rows, nil
-}
-
 // againstPaper sets the cells next to the paper's Table II, matching run
 // models by label or by the backend model id recorded in manifest.json.
 func againstPaper(info *analysis.BundleInfo, cells []analysis.Cell) (*analysis.PaperTable, *analysis.PaperComparison, error) {

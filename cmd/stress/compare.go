@@ -56,14 +56,15 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := analysis.SameCorpus(infoA, infoB); err != nil {
 		return fmt.Errorf("compare refuses %s and %s: %w", dirA, dirB, err)
 	}
-	accA, probA, err := loadBundle(dirA, stderr)
+	ldA, err := analysis.LoadBundle(dirA, stderr)
 	if err != nil {
 		return err
 	}
-	accB, probB, err := loadBundle(dirB, stderr)
+	ldB, err := analysis.LoadBundle(dirB, stderr)
 	if err != nil {
 		return err
 	}
+	accA, probA, accB, probB := ldA.Acc, ldA.Problems, ldB.Acc, ldB.Problems
 	var warnings []string
 	for _, x := range []struct {
 		info *analysis.BundleInfo

@@ -43,10 +43,11 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	acc, problems, err := loadBundle(dir, stderr)
+	ld, err := analysis.LoadBundle(dir, stderr)
 	if err != nil {
 		return err
 	}
+	acc, problems := ld.Acc, ld.Problems
 	warning, err := checkPartial("report", info, acc.Decisions(), *partial)
 	if err != nil {
 		return err

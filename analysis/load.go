@@ -1,0 +1,94 @@
+package analysis
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/mcpstress/stress/results"
+)
+
+// Loaded is a bundle read for analysis: its decisions re-scored from
+// calls.jsonl and checked against decisions.parquet, and its transport
+// events, from one pass over calls.jsonl.
+type Loaded struct {
+	Acc       *Accumulator
+	Transport *TransportSummary
+	// Problems counts the damaged lines and broken trajectories met (each
+	// written to the log).
+	Problems int
+}
+
+// LoadBundle reads bundle dir for analysis: one streaming pass over
+// calls.jsonl re-scores every decision and summarizes transport events,
+// one over decisions.parquet fingerprints its rows; only when the two
+// disagree are both read whole, to name the decisions that differ (an
+// error). Problems and disagreements are written to log, one a line.
+func LoadBundle(dir string, log io.Writer) (*Loaded, error) {
+	callsPath := filepath.Join(dir, results.CallsFile)
+	pqPath := filepath.Join(dir, results.DecisionsFile)
+	f, err := os.Open(callsPath)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ld := &Loaded{Acc: NewAccumulator()}
+	var fromCalls, fromParquet Fingerprint
+	ts, problems, err := Read(f, callsPath, func(r *results.Row) error {
+		ld.Acc.Add(r)
+		fromCalls.Add(r)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	ld.Transport, ld.Problems = ts, len(problems)
+	for _, p := range problems {
+		fmt.Fprintln(log, "problem:", p)
+	}
+	if err := results.ScanRows(pqPath, func(r *results.Row) error { fromParquet.Add(r); return nil }); err != nil {
+		return nil, err
+	}
+	if fromCalls == fromParquet {
+		return ld, nil
+	}
+	rows, err := agreeInMemory(dir, callsPath, pqPath, log)
+	if err != nil {
+		return nil, err
+	}
+	// The files agree once calls.jsonl is grouped by decision key: a
+	// decision's lines stood in more than one place.
+	ld.Acc = NewAccumulator()
+	for i := range rows {
+		ld.Acc.Add(&rows[i])
+	}
+	return ld, nil
+}
+
+// agreeInMemory reads both files whole, grouping call lines by decision
+// key wherever they stand, and reports the decisions on which calls.jsonl
+// and decisions.parquet disagree.
+func agreeInMemory(dir, callsPath, pqPath string, log io.Writer) ([]results.Row, error) {
+	f, err := os.Open(callsPath)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rows, _, err := Rescore(f, callsPath)
+	if err != nil {
+		return nil, err
+	}
+	pq, err := results.ReadRows(pqPath)
+	if err != nil {
+		return nil, err
+	}
+	errs := Agree(rows, pq, 20)
+	for _, e := range errs {
+		fmt.Fprintln(log, "disagreement:", e)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s: %s and %s disagree (%d reported)", dir, results.CallsFile, results.DecisionsFile, len(errs))
+	}
+	return rows, nil
+}
