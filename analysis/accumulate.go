@@ -8,6 +8,12 @@ import (
 	"github.com/mcpstress/stress/study"
 )
 
+// cellKey identifies a cell: (model, prompt, condition).
+type cellKey struct {
+	model, prompt string
+	cond          study.Condition
+}
+
 // Accumulator collects, in one pass over the decision rows, everything the
 // sensitivity analysis needs: the counts of every cell, their per-server
 // sufficient statistics (for the cluster bootstrap), and one packed byte per
@@ -18,7 +24,7 @@ import (
 // the pairing table (about 20 bytes per (model, prompt, scenario,
 // replicate) unit, one byte per condition).
 type Accumulator struct {
-	tally   *Tally
+	tally   *results.Tally
 	cellIdx map[cellKey]int
 	// perServer[cell][server] are the counts of one cell on one server.
 	perServer [][]serverCounts
@@ -90,7 +96,7 @@ func (in *interner) lookup(s string) (int32, bool) {
 
 // NewAccumulator returns an empty Accumulator.
 func NewAccumulator() *Accumulator {
-	return &Accumulator{tally: NewTally(), cellIdx: map[cellKey]int{}, groups: map[Arm]int32{}, units: map[unitKey]int32{}}
+	return &Accumulator{tally: results.NewTally(), cellIdx: map[cellKey]int{}, groups: map[Arm]int32{}, units: map[unitKey]int32{}}
 }
 
 func condIndex(c study.Condition) int {
@@ -99,7 +105,7 @@ func condIndex(c study.Condition) int {
 
 // Add counts one decision row. A row with an unknown condition is counted
 // in its cell but cannot be paired; a second row with the same decision key
-// is counted (as Tally does) and reported by Duplicates.
+// is counted (as results.Tally does) and reported by Duplicates.
 func (a *Accumulator) Add(r *results.Row) {
 	k := cellKey{r.Model, r.Prompt, study.Condition(r.Condition)}
 	ci, ok := a.cellIdx[k]
@@ -161,8 +167,8 @@ func (a *Accumulator) Add(r *results.Row) {
 	*slot = f
 }
 
-// Cells returns the counts of every cell in first-seen order (as Count).
-func (a *Accumulator) Cells() []Cell { return a.tally.Cells() }
+// Cells returns the counts of every cell in first-seen order (as results.Count).
+func (a *Accumulator) Cells() []results.Cell { return a.tally.Cells() }
 
 // Decisions is the number of rows added: decisions counted and error
 // decisions.

@@ -101,7 +101,7 @@ func TestScanRowsStreaming(t *testing.T) {
 	if n != 4320 || len(rows) != n {
 		t.Fatalf("scanned %d rows, read %d, want 4320", n, len(rows))
 	}
-	if got, want := acc.Cells(), analysis.Count(rows); !slices.Equal(got, want) {
+	if got, want := acc.Cells(), results.Count(rows); !slices.Equal(got, want) {
 		t.Errorf("streamed cells %+v\nwant %+v", got, want)
 	}
 	if got := acc.Arms(); len(got) != 3 || got[2].Model != "model2" {

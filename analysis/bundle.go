@@ -1,91 +1,29 @@
 package analysis
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/mcpstress/stress/results"
-	"github.com/mcpstress/stress/study"
 )
 
-// BundleInfo is what the analysis reads from a bundle's manifest.json: the
-// run, how far it got, the study's name and seed, its models and the
-// corpus files' hashes.
+// BundleInfo is a bundle's manifest.json (results.Record, the one schema)
+// and the directory it was read from.
 type BundleInfo struct {
-	Dir    string `json:"dir"`
-	RunID  string `json:"run_id"`
-	Source string `json:"source"` // where the manifest came from: a path or builtin:NAME
-	// Decisions is the number of decisions the bundle holds when complete
-	// (its shard's share of the study), ≥ 0.
-	Decisions int `json:"decisions"`
-	// Completed and Remaining count the decisions done and to do as of the
-	// end of the last session (absent in bundles older than resume: 0).
-	Completed int `json:"completed"`
-	Remaining int `json:"remaining"`
-	// Finished is when the last decision was done; nil while the bundle is
-	// unfinished (interrupted, killed or running).
-	Finished *time.Time `json:"finished"`
-	Study    struct {
-		Name       string            `json:"name"`
-		Seed       uint64            `json:"seed"`
-		Replicates int               `json:"replicates"`
-		Conditions []study.Condition `json:"conditions"`
-		Models     []struct {
-			Name    string `json:"name"`
-			Backend string `json:"backend"`
-			Model   string `json:"model"`
-		} `json:"models"`
-	} `json:"manifest"`
-	CorpusFiles []study.File `json:"corpus_files"`
-	Prompts     []struct {
-		Name   string `json:"name"`
-		SHA256 string `json:"sha256"`
-	} `json:"prompts"`
+	Dir string
+	*results.Record
 }
 
-// ReadBundleInfo reads dir/manifest.json. An unreadable file, invalid JSON
-// and a missing or invalid required field (run_id, manifest, decisions,
-// corpus_files) are errors that name the file (and the field).
+// ReadBundleInfo reads dir/manifest.json (see results.ReadRecord for what
+// is refused).
 func ReadBundleInfo(dir string) (*BundleInfo, error) {
-	file := filepath.Join(dir, results.ManifestFile)
-	b, err := os.ReadFile(file)
+	rec, err := results.ReadRecord(dir)
 	if err != nil {
 		return nil, err
 	}
-	var bi BundleInfo
-	if err := json.Unmarshal(b, &bi); err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
-	}
-	// Which required fields are there at all (a zero is a valid count).
-	var present struct {
-		Manifest  json.RawMessage `json:"manifest"`
-		Decisions json.RawMessage `json:"decisions"`
-	}
-	if err := json.Unmarshal(b, &present); err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
-	}
-	switch {
-	case bi.RunID == "":
-		return nil, fmt.Errorf("%s: field run_id is missing or empty: not a results bundle's manifest", file)
-	case isNull(present.Manifest):
-		return nil, fmt.Errorf("%s: field manifest is missing: not a results bundle's manifest", file)
-	case isNull(present.Decisions):
-		return nil, fmt.Errorf("%s: field decisions is missing: cannot tell whether the bundle is complete", file)
-	case bi.Decisions < 0 || bi.Completed < 0 || bi.Remaining < 0:
-		return nil, fmt.Errorf("%s: negative counts (decisions %d, completed %d, remaining %d)", file, bi.Decisions, bi.Completed, bi.Remaining)
-	case len(bi.CorpusFiles) == 0:
-		return nil, fmt.Errorf("%s: field corpus_files is empty: cannot identify the corpus", file)
-	}
-	bi.Dir = dir
-	return &bi, nil
+	return &BundleInfo{Dir: dir, Record: rec}, nil
 }
-
-func isNull(m json.RawMessage) bool { return len(m) == 0 || string(m) == "null" }
 
 // Unfinished reports whether manifest.json records the bundle as not done:
 // decisions remaining, or no finish time.
@@ -120,7 +58,7 @@ func (bi *BundleInfo) Partial(read int) string {
 // ModelIDs maps each model label to its backend model id.
 func (bi *BundleInfo) ModelIDs() map[string]string {
 	m := map[string]string{}
-	for _, md := range bi.Study.Models {
+	for _, md := range bi.Manifest.Models {
 		m[md.Name] = md.Model
 	}
 	return m

@@ -86,7 +86,8 @@ func TestPartial(t *testing.T) {
 		{"finished, fewer read", nil, 942, "partial bundle " + dir + ": it holds 942 of its 1260 decisions", false},
 		{"finished, more read", nil, 1300, "partial bundle " + dir + ": it holds 1300 decisions, more than the 1260 its manifest.json records", false},
 	} {
-		b := *bi
+		rec := *bi.Record
+		b := analysis.BundleInfo{Dir: bi.Dir, Record: &rec}
 		if tc.edit != nil {
 			tc.edit(&b)
 		}

@@ -88,8 +88,8 @@ func flagsOf(r *results.Row) uint8 {
 	return f
 }
 
-// count returns the cell's count of column c.
-func (c *Cell) count(col Column) int {
+// cellCount returns cell c's count of column col.
+func cellCount(c *results.Cell, col Column) int {
 	switch col {
 	case Strict:
 		return c.Strict

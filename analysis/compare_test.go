@@ -119,8 +119,8 @@ func TestCompareArms(t *testing.T) {
 }
 
 func TestSameCorpus(t *testing.T) {
-	a := &analysis.BundleInfo{Dir: "a", CorpusFiles: []study.File{{Path: "c/P01.json", SHA256: "aa"}, {Path: "c/P02.json", SHA256: "bb"}}}
-	b := &analysis.BundleInfo{Dir: "b", CorpusFiles: []study.File{{Path: "/abs/P02.json", SHA256: "bb"}, {Path: "/abs/P01.json", SHA256: "aa"}}}
+	a := &analysis.BundleInfo{Dir: "a", Record: &results.Record{CorpusFiles: []study.File{{Path: "c/P01.json", SHA256: "aa"}, {Path: "c/P02.json", SHA256: "bb"}}}}
+	b := &analysis.BundleInfo{Dir: "b", Record: &results.Record{CorpusFiles: []study.File{{Path: "/abs/P02.json", SHA256: "bb"}, {Path: "/abs/P01.json", SHA256: "aa"}}}}
 	if err := analysis.SameCorpus(a, b); err != nil {
 		t.Errorf("same files in another order and place: %v", err)
 	}
@@ -152,7 +152,7 @@ func TestPaperTable(t *testing.T) {
 			t.Errorf("row %d: %+v, want %v", i, r, want[i])
 		}
 	}
-	cells := []analysis.Cell{
+	cells := []results.Cell{
 		{Model: "llama", Prompt: "default", Condition: study.Normalized, N: 105, Strict: 40, Cover: 105, Retry: 1, Extra: 1},
 		{Model: "always_stop", Prompt: "default", Condition: study.Normalized, N: 105},
 	}

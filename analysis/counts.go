@@ -1,6 +1,10 @@
 // Package analysis turns a results bundle into the counts of STUDY.md
-// section 4: it re-scores every decision from calls.jsonl alone, checks the
-// result against decisions.parquet, and formats the counts table.
+// section 4 and their statistics: it re-scores every decision from
+// calls.jsonl alone (through results' reader and scoring path, in one
+// pass that also summarizes transport events), checks the result against
+// decisions.parquet, formats the counts table, and computes intervals,
+// paired comparisons and comparisons with the paper. It reads bundles
+// only through results and never writes one.
 package analysis
 
 import (
@@ -11,97 +15,14 @@ import (
 	"io"
 	"slices"
 	"sort"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/simulator"
-	"github.com/mcpstress/stress/study"
 )
 
-// Cell holds the exact counts of one (model, prompt, condition); each count
-// is out of N counted decisions, except Extra, a sum of replays.
-type Cell struct {
-	Model      string          `json:"model"`
-	Prompt     string          `json:"prompt"`
-	Condition  study.Condition `json:"condition"`
-	N          int             `json:"n"`           // decisions counted (status ok)
-	Strict     int             `json:"strict"`      // final label is the preferred policy
-	Cover      int             `json:"cover"`       // final label valid and not stop_or_escalate
-	Retry      int             `json:"retry"`       // chose retry_now while it is outside the non-harm set
-	Invalid    int             `json:"invalid"`     // final answer invalid
-	AnyFS      int             `json:"any_fs"`      // succeeded at any turn
-	TerminalFS int             `json:"terminal_fs"` // succeeded at the final turn
-	Extra      int             `json:"extra"`       // replays the simulator issued
-	Errors     int             `json:"errors"`      // decisions that failed (transport) and are not counted
-}
-
-type cellKey struct {
-	model, prompt string
-	cond          study.Condition
-}
-
-// Tally accumulates decision rows into cells, in first-seen order.
-type Tally struct {
-	cells []*Cell
-	index map[cellKey]*Cell
-}
-
-// NewTally returns an empty tally.
-func NewTally() *Tally { return &Tally{index: map[cellKey]*Cell{}} }
-
-// Add counts one decision row.
-func (t *Tally) Add(r *results.Row) {
-	k := cellKey{r.Model, r.Prompt, study.Condition(r.Condition)}
-	c := t.index[k]
-	if c == nil {
-		// Clone: a streamed row (results.ScanRows) is reused.
-		k = cellKey{strings.Clone(r.Model), strings.Clone(r.Prompt), study.Condition(strings.Clone(r.Condition))}
-		c = &Cell{Model: k.model, Prompt: k.prompt, Condition: k.cond}
-		t.index[k] = c
-		t.cells = append(t.cells, c)
-	}
-	if r.Status != results.StatusOK {
-		c.Errors++
-		return
-	}
-	c.N++
-	c.Strict += b2i(r.Strict)
-	c.Cover += b2i(r.Cover)
-	c.Retry += b2i(r.Retry)
-	c.Invalid += b2i(r.Invalid)
-	c.AnyFS += b2i(r.AnyFS)
-	c.TerminalFS += b2i(r.TerminalFS)
-	c.Extra += int(r.Replays)
-}
-
-// Cells returns the cells in first-seen order.
-func (t *Tally) Cells() []Cell {
-	out := make([]Cell, len(t.cells))
-	for i, c := range t.cells {
-		out[i] = *c
-	}
-	return out
-}
-
-// Count tallies rows into cells.
-func Count(rows []results.Row) []Cell {
-	t := NewTally()
-	for i := range rows {
-		t.Add(&rows[i])
-	}
-	return t.Cells()
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // WriteTable prints the counts table of STUDY.md section 4.
-func WriteTable(w io.Writer, cells []Cell) error {
+func WriteTable(w io.Writer, cells []results.Cell) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "model\tprompt\tcondition\tN\tStrict\tCover\tRetry\tInvalid\tAnyFS\tTermFS\tExtra\tErrors")
 	for _, c := range cells {
@@ -112,11 +33,11 @@ func WriteTable(w io.Writer, cells []Cell) error {
 }
 
 // WriteJSON prints {"cells":[…]}.
-func WriteJSON(w io.Writer, cells []Cell) error {
+func WriteJSON(w io.Writer, cells []results.Cell) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(struct {
-		Cells []Cell `json:"cells"`
+		Cells []results.Cell `json:"cells"`
 	}{cells})
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/mcpstress/stress/results"
+
 	"github.com/mcpstress/stress/analysis/stats"
 	"github.com/mcpstress/stress/study"
 )
@@ -69,7 +71,7 @@ type Analysis struct {
 // CellStats is a cell's exact counts with its rates (count / N, and
 // Strict / Cover) and their 95% intervals.
 type CellStats struct {
-	Cell
+	results.Cell
 	Rates     RateSet[Num]    `json:"rates"`  // point estimates; null when the denominator is 0
 	Wilson    RateSet[Bounds] `json:"wilson"` // Wilson score intervals, no continuity correction
 	Bootstrap CellBootstrap   `json:"bootstrap"`
@@ -133,14 +135,14 @@ func (a *Accumulator) Analyze(opt Options) (*Analysis, error) {
 	return an, nil
 }
 
-func (a *Accumulator) cellStats(i int, c Cell, opt Options) CellStats {
+func (a *Accumulator) cellStats(i int, c results.Cell, opt Options) CellStats {
 	cs := CellStats{Cell: c, Bootstrap: CellBootstrap{B: opt.B, Seed: opt.Seed}}
 	for _, key := range RateKeys {
 		k, n := c.N, c.N
 		if key == Selective {
 			k, n = c.Strict, c.Cover
 		} else {
-			k = c.count(Column(key))
+			k = cellCount(&c, Column(key))
 		}
 		est := math.NaN()
 		if n > 0 {
@@ -159,13 +161,6 @@ func (a *Accumulator) cellStats(i int, c Cell, opt Options) CellStats {
 		}
 	}
 	return cs
-}
-
-// AlwaysStops reports whether every counted decision of the cell ended in
-// a valid stop_or_escalate: Cover = 0 with nothing invalid. Stopping is
-// always in the non-harm set, so such a cell is safe but makes no progress.
-func (c *Cell) AlwaysStops() bool {
-	return c.N > 0 && c.Cover == 0 && c.Invalid == 0
 }
 
 // conditionsOf lists the conditions with rows, in canonical order.

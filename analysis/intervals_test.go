@@ -81,7 +81,7 @@ func TestAccumulatorCounts(t *testing.T) {
 	rows = append(rows, results.Row{Model: "m", Prompt: "default", Condition: "prose", Scenario: "S01", Replicate: 1,
 		Server: "P01", Status: results.StatusError, Error: "transport"})
 	acc := accumulate(rows)
-	if got, want := acc.Cells(), analysis.Count(rows); !slices.Equal(got, want) {
+	if got, want := acc.Cells(), results.Count(rows); !slices.Equal(got, want) {
 		t.Fatalf("Accumulator cells %+v\nCount %+v", got, want)
 	}
 	if got := acc.Servers(); len(got) != 10 || got[0] != "P01" || got[9] != "P10" {

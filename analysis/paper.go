@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/mcpstress/stress/results"
 )
 
 //go:embed paper/table2.json
@@ -15,12 +17,12 @@ var paperTable2 []byte
 // PaperTable is a published counts table: the paper's Table II with its
 // citation, in analysis/paper/table2.json.
 type PaperTable struct {
-	Table    string       `json:"table"`    // name for -against
-	Citation string       `json:"citation"` // where the figures come from
-	Setup    string       `json:"setup"`    // models and settings that produced them
-	Note     string       `json:"note"`     // how the data file departs from the printed table
-	Models   []PaperModel `json:"models"`
-	Rows     []Cell       `json:"rows"` // one per (paper model, condition); prompt and errors unused
+	Table    string         `json:"table"`    // name for -against
+	Citation string         `json:"citation"` // where the figures come from
+	Setup    string         `json:"setup"`    // models and settings that produced them
+	Note     string         `json:"note"`     // how the data file departs from the printed table
+	Models   []PaperModel   `json:"models"`
+	Rows     []results.Cell `json:"rows"` // one per (paper model, condition); prompt and errors unused
 }
 
 // PaperModel is a model of the paper and the run model names (labels or
@@ -53,7 +55,7 @@ type Counts struct {
 	Extra      int `json:"extra"`
 }
 
-func countsOf(c *Cell) Counts {
+func countsOf(c *results.Cell) Counts {
 	return Counts{c.N, c.Strict, c.Cover, c.Retry, c.Invalid, c.AnyFS, c.TerminalFS, c.Extra}
 }
 
@@ -90,7 +92,7 @@ type PaperLine struct {
 // model when its label, or its backend model id in modelIDs (label → id,
 // may be nil), is one of the paper model's aliases (case-insensitive).
 // Every paper row is listed, once per matching (model, prompt) arm.
-func (t *PaperTable) Against(cells []Cell, modelIDs map[string]string) *PaperComparison {
+func (t *PaperTable) Against(cells []results.Cell, modelIDs map[string]string) *PaperComparison {
 	pc := &PaperComparison{Table: t.Table, Citation: t.Citation, Rows: []PaperLine{}}
 	paperOf := func(model string) string {
 		for _, pm := range t.Models {

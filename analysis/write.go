@@ -172,7 +172,7 @@ func WriteIntervals(w io.Writer, an *Analysis) error {
 			if key == Selective {
 				k, n = c.Strict, c.Cover
 			} else {
-				k = c.count(Column(key))
+				k = cellCount(&c.Cell, Column(key))
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", c.Model, c.Prompt, c.Condition, RateLabel(key), k, n,
 				Pct(float64(*c.Rates.At(key))), interval(*c.Wilson.At(key)), interval(*c.Bootstrap.At(key)),

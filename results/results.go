@@ -1,6 +1,13 @@
 // Package results writes and reads a run's bundle: manifest.json,
 // calls.jsonl (one line per model call), decisions.parquet (one row per
 // decision) and summary.json. See results/README.md for the layout.
+//
+// It owns one definition of each part of a bundle: the schema of
+// manifest.json and summary.json (Record, Summary) and of the counts
+// (Cell, Tally); the call line (Call) and the one streaming reader of
+// calls.jsonl (GroupReader, decision by decision); the one scoring path
+// from a decision's call lines to its row (Group.Row, which RowOf mirrors
+// for a decision as it runs); the bundle lock and the crash-safe log.
 package results
 
 import (

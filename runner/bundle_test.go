@@ -48,7 +48,7 @@ func TestConcurrentRunsNeverCollide(t *testing.T) {
 		if !strings.HasPrefix(filepath.Base(dir), "20261201T010203.000Z-") || !strings.HasSuffix(dir, "-"+m.Name) {
 			t.Errorf("run directory %s", dir)
 		}
-		var rec runner.Record
+		var rec results.Record
 		readJSON(t, filepath.Join(dir, results.ManifestFile), &rec)
 		if rec.RunID != filepath.Base(dir) || rec.Finished == nil || rec.Completed != 168 {
 			t.Errorf("%s: run id %s, finished %v, completed %d", dir, rec.RunID, rec.Finished, rec.Completed)
@@ -162,7 +162,7 @@ func TestResumeDurablePoint(t *testing.T) {
 		t.Errorf("log %q lacks %q", log.String(), want)
 	}
 	sameBundle(t, full, dir)
-	var rec runner.Record
+	var rec results.Record
 	readJSON(t, filepath.Join(dir, results.ManifestFile), &rec)
 	if st, _ := os.Stat(filepath.Join(dir, results.CallsFile)); rec.CallsDurable == nil || *rec.CallsDurable != st.Size() {
 		t.Errorf("finished bundle records %v durable bytes, calls.jsonl has %d", rec.CallsDurable, st.Size())
@@ -225,7 +225,7 @@ func TestFinishNeedsSpace(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, results.CallsFile+".tmp")); err == nil {
 		t.Error("a partial copy was left")
 	}
-	var rec runner.Record
+	var rec results.Record
 	readJSON(t, filepath.Join(dir, results.ManifestFile), &rec)
 	last := rec.Sessions[len(rec.Sessions)-1]
 	if rec.Finished != nil || last.Ended == nil || !last.Interrupted || rec.Completed != 168 || rec.Remaining != 0 {

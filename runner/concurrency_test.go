@@ -185,7 +185,7 @@ func sameBundle(t testing.TB, want, got string) {
 			t.Fatalf("row %d differs:\n%+v\n%+v", i, ra[i], rb[i])
 		}
 	}
-	var sa, sb runner.Summary
+	var sa, sb results.Summary
 	readJSON(t, filepath.Join(want, results.SummaryFile), &sa)
 	readJSON(t, filepath.Join(got, results.SummaryFile), &sb)
 	sa.RunID, sb.RunID = "", ""
@@ -205,7 +205,7 @@ func readJSON(t testing.TB, file string, v any) {
 	}
 }
 
-func runTo(t testing.TB, p *runner.Plan, dir string, opt runner.Options) *runner.Summary {
+func runTo(t testing.TB, p *runner.Plan, dir string, opt runner.Options) *results.Summary {
 	t.Helper()
 	opt.Out = dir
 	_, sum, err := p.Run(context.Background(), opt)
@@ -331,7 +331,7 @@ func TestResumeAfterAnyCut(t *testing.T) {
 			t.Errorf("cut at %d inside a line: log %q does not mention the torn tail", cut, log.String())
 		}
 		sameBundle(t, full, dir)
-		var r runner.Record
+		var r results.Record
 		readJSON(t, filepath.Join(dir, results.ManifestFile), &r)
 		if r.Finished == nil || r.Completed != 168 || r.Remaining != 0 || len(r.Sessions) != 2 || r.Sessions[1].Ended == nil {
 			t.Errorf("cut at %d: manifest.json: finished %v, completed %d, remaining %d, sessions %+v", cut, r.Finished, r.Completed, r.Remaining, r.Sessions)
@@ -369,7 +369,7 @@ func TestResumeRefuses(t *testing.T) {
 		{"corpus", func(m *manifests.Resolved) { m.Corpus.Files[3].SHA256 = "abc" }, "", runner.Options{}, "corpus file corpus/paper/P04.json changed"},
 		{"middle", nil, strings.Join(lines[:5], "") + "{oops\n" + strings.Join(lines[5:9], ""), runner.Options{}, "calls.jsonl:6:"},
 		{"twice", nil, strings.Join(lines[:5], "") + lines[2], runner.Options{}, "appears twice"},
-		{"shard", nil, "", runner.Options{Shard: runner.Shard{I: 2, N: 3}}, "it runs shard 1/1, not 2/3"},
+		{"shard", nil, "", runner.Options{Shard: results.Shard{I: 2, N: 3}}, "it runs shard 1/1, not 2/3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := calls
@@ -415,7 +415,7 @@ func TestInterrupt(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			var log bytes.Buffer
 			type result struct {
-				sum *runner.Summary
+				sum *results.Summary
 				err error
 			}
 			done := make(chan result)
@@ -442,7 +442,7 @@ func TestInterrupt(t *testing.T) {
 			if r.sum.Decisions != wantDone || r.sum.Remaining != 168-wantDone {
 				t.Errorf("interrupted run kept %d decisions (%d remaining), want %d", r.sum.Decisions, r.sum.Remaining, wantDone)
 			}
-			var rec runner.Record
+			var rec results.Record
 			readJSON(t, filepath.Join(dir, results.ManifestFile), &rec)
 			if rec.Completed != wantDone || rec.Remaining != 168-wantDone || rec.Finished != nil || !rec.Sessions[0].Interrupted {
 				t.Errorf("manifest.json: completed %d, remaining %d, finished %v, sessions %+v", rec.Completed, rec.Remaining, rec.Finished, rec.Sessions)
@@ -471,7 +471,7 @@ func TestShardMerge(t *testing.T) {
 	total := 0
 	for i := 1; i <= 3; i++ {
 		dir := filepath.Join(root, fmt.Sprint("shard", i))
-		sum := runTo(t, prepare(t, m), dir, runner.Options{Shard: runner.Shard{I: i, N: 3}})
+		sum := runTo(t, prepare(t, m), dir, runner.Options{Shard: results.Shard{I: i, N: 3}})
 		total += sum.Decisions
 		shards = append(shards, dir)
 	}
@@ -494,11 +494,11 @@ func TestShardMerge(t *testing.T) {
 	unfinished := filepath.Join(root, "unfinished")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	prepare(t, m).Run(ctx, runner.Options{Out: unfinished, Shard: runner.Shard{I: 2, N: 3}})
+	prepare(t, m).Run(ctx, runner.Options{Out: unfinished, Shard: results.Shard{I: 2, N: 3}})
 	other := hashStudy(t, "hash-test", 2, 2, nil, 0)
 	other.SHA256 = strings.Repeat("1", 64)
 	otherDir := filepath.Join(root, "other")
-	runTo(t, prepare(t, other), otherDir, runner.Options{Shard: runner.Shard{I: 3, N: 3}})
+	runTo(t, prepare(t, other), otherDir, runner.Options{Shard: results.Shard{I: 3, N: 3}})
 	for _, tc := range []struct {
 		dirs []string
 		want string

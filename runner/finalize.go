@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/results"
 )
 
@@ -42,7 +41,7 @@ func closeSources(fs []*os.File) {
 // the row, calls and transport events of decisions whose lines need not be
 // parsed back. Memory is bounded by one decision's lines and one parquet
 // row group.
-func writeBundle(dir, runID string, sp *space, idx *locTable, src []*os.File, known func(j int, o outcome) (row results.Row, calls, events int, ok bool), beforeRename func(size int64) error) (*Summary, int64, error) {
+func writeBundle(dir, runID string, sp *space, idx *locTable, src []*os.File, known func(j int, o outcome) (row results.Row, calls, events int, ok bool), beforeRename func(size int64) error) (*results.Summary, int64, error) {
 	callsPath := filepath.Join(dir, results.CallsFile)
 	var size int64 // bytes of the canonical calls.jsonl
 	canonical := len(src) == 1 && src[0].Name() == callsPath
@@ -78,7 +77,7 @@ func writeBundle(dir, runID string, sp *space, idx *locTable, src []*os.File, kn
 		}
 		return nil, 0, err
 	}
-	abort := func(err error) (*Summary, int64, error) {
+	abort := func(err error) (*results.Summary, int64, error) {
 		rows.Abort()
 		if out != nil {
 			out.Close()
@@ -86,8 +85,8 @@ func writeBundle(dir, runID string, sp *space, idx *locTable, src []*os.File, kn
 		}
 		return nil, 0, err
 	}
-	tally := analysis.NewTally()
-	sum := &Summary{RunID: runID}
+	tally := results.NewTally()
+	sum := &results.Summary{RunID: runID}
 	var buf []byte
 	var g results.Group
 	err = idx.each(func(j int, l loc, o outcome) error {

@@ -26,7 +26,7 @@ type MergeOptions struct {
 // listing the shards. It refuses shards of different manifests, corpora or
 // prompts, unfinished shards, a shard given twice or missing, decisions in
 // the wrong shard or in two shards, and missing decisions.
-func Merge(out string, dirs []string, opt MergeOptions) (*Record, *Summary, error) {
+func Merge(out string, dirs []string, opt MergeOptions) (*results.Record, *results.Summary, error) {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
@@ -41,7 +41,7 @@ func Merge(out string, dirs []string, opt MergeOptions) (*Record, *Summary, erro
 	for _, d := range dirs {
 		abs, err := filepath.Abs(d)
 		if _, serr := os.Stat(filepath.Join(d, results.ManifestFile)); err != nil || serr != nil || locked[abs] {
-			continue // not a bundle (ReadRecord says so below), or given twice
+			continue // not a bundle (results.ReadRecord says so below), or given twice
 		}
 		locked[abs] = true
 		lock, err := results.LockBundle(d, "stress merge")
@@ -50,9 +50,9 @@ func Merge(out string, dirs []string, opt MergeOptions) (*Record, *Summary, erro
 		}
 		defer lock.Unlock()
 	}
-	recs := make([]*Record, len(dirs))
+	recs := make([]*results.Record, len(dirs))
 	for k, d := range dirs {
-		r, err := ReadRecord(d)
+		r, err := results.ReadRecord(d)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -63,7 +63,7 @@ func Merge(out string, dirs []string, opt MergeOptions) (*Record, *Summary, erro
 	byShard := map[int]int{}
 	n := 0
 	for k, r := range recs {
-		sh := Shard{I: 1, N: 1}
+		sh := results.Shard{I: 1, N: 1}
 		if r.Shard != nil {
 			sh = *r.Shard
 		}
@@ -75,7 +75,7 @@ func Merge(out string, dirs []string, opt MergeOptions) (*Record, *Summary, erro
 			continue
 		}
 		if sh.N != n {
-			errs = append(errs, fmt.Errorf("%s is shard %s but %s is shard %s: the shard counts differ", dirs[k], sh, dirs[0], Shard{I: 1, N: n}))
+			errs = append(errs, fmt.Errorf("%s is shard %s but %s is shard %s: the shard counts differ", dirs[k], sh, dirs[0], results.Shard{I: 1, N: n}))
 			continue
 		}
 		if prev, dup := byShard[sh.I]; dup {
@@ -98,7 +98,7 @@ func Merge(out string, dirs []string, opt MergeOptions) (*Record, *Summary, erro
 		return nil, nil, errors.Join(errs...)
 	}
 
-	sp := newSpace(&base.Manifest, base.Scenarios, Shard{I: 1, N: 1})
+	sp := newSpace(&base.Manifest, base.Scenarios, results.Shard{I: 1, N: 1})
 	idx, err := newLocTable(os.TempDir(), sp.total())
 	if err != nil {
 		return nil, nil, err
@@ -136,7 +136,7 @@ func Merge(out string, dirs []string, opt MergeOptions) (*Record, *Summary, erro
 	defer lock.Unlock()
 	rec := *base
 	rec.RunID = runID
-	rec.Binary = BinaryInfo()
+	rec.Binary = results.BinaryInfo()
 	rec.Models, rec.Shard, rec.Sessions = nil, nil, nil
 	rec.Decisions, rec.Completed, rec.Remaining = sp.total(), sp.total(), 0
 	rec.Finished = &now
@@ -144,13 +144,13 @@ func Merge(out string, dirs []string, opt MergeOptions) (*Record, *Summary, erro
 		if r.Started.Before(rec.Started) {
 			rec.Started = r.Started
 		}
-		sh := Shard{I: 1, N: 1}
+		sh := results.Shard{I: 1, N: 1}
 		if r.Shard != nil {
 			sh = *r.Shard
 		}
-		rec.MergedFrom = append(rec.MergedFrom, MergedShard{Dir: dirs[k], RunID: r.RunID, Shard: sh, Binary: r.Binary, Models: r.Models, Sessions: r.Sessions})
+		rec.MergedFrom = append(rec.MergedFrom, results.MergedShard{Dir: dirs[k], RunID: r.RunID, Shard: sh, Binary: r.Binary, Models: r.Models, Sessions: r.Sessions})
 	}
-	slices.SortFunc(rec.MergedFrom, func(a, b MergedShard) int { return a.Shard.I - b.Shard.I })
+	slices.SortFunc(rec.MergedFrom, func(a, b results.MergedShard) int { return a.Shard.I - b.Shard.I })
 	src, err := openSources(files)
 	if err != nil {
 		return nil, nil, err
@@ -172,7 +172,7 @@ func Merge(out string, dirs []string, opt MergeOptions) (*Record, *Summary, erro
 }
 
 // sameStudy reports how two bundles' studies differ.
-func sameStudy(a, b *Record) error {
+func sameStudy(a, b *results.Record) error {
 	var errs []error
 	if a.ManifestSHA256 != b.ManifestSHA256 {
 		errs = append(errs, fmt.Errorf("manifest sha256 %s and %s differ", a.ManifestSHA256, b.ManifestSHA256))
@@ -193,13 +193,13 @@ func sameStudy(a, b *Record) error {
 }
 
 // indexShard locates every decision of one shard's calls.jsonl in idx.
-func indexShard(file string, k int32, rec *Record, sp *space, idx *locTable, replayCap int, dirs []string) error {
+func indexShard(file string, k int32, rec *results.Record, sp *space, idx *locTable, replayCap int, dirs []string) error {
 	f, err := os.Open(file)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	sh := Shard{I: 1, N: 1}
+	sh := results.Shard{I: 1, N: 1}
 	if rec.Shard != nil {
 		sh = *rec.Shard
 	}

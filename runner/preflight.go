@@ -6,24 +6,17 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/mcpstress/stress/results"
+
 	"github.com/mcpstress/stress/models"
 )
-
-// ModelCheck is what the preflight learned about one model: the facts its
-// server reported (digest, version, family, ...) and whether it honoured
-// seeds.
-type ModelCheck struct {
-	Facts        models.Facts `json:"facts,omitempty"`
-	SeedHonoured *bool        `json:"seed_honoured,omitempty"` // nil when not probed
-	SeedDetail   string       `json:"seed_detail,omitempty"`
-}
 
 // Verify resolves every model that can be verified on its server, at
 // every endpoint, and checks its pinned identity, before any inference. It
 // returns what each model's first endpoint reported and one joined error
 // listing each failed model and endpoint.
-func (p *Plan) Verify(ctx context.Context) (map[string]*ModelCheck, error) {
-	checks := map[string]*ModelCheck{}
+func (p *Plan) Verify(ctx context.Context) (map[string]*results.ModelCheck, error) {
+	checks := map[string]*results.ModelCheck{}
 	var errs []error
 	for i, md := range p.m.Models {
 		for e, inst := range p.endpoints[i] {
@@ -33,7 +26,7 @@ func (p *Plan) Verify(ctx context.Context) (map[string]*ModelCheck, error) {
 			}
 			facts, err := v.Verify(ctx)
 			if e == 0 {
-				checks[md.Name] = &ModelCheck{Facts: facts}
+				checks[md.Name] = &results.ModelCheck{Facts: facts}
 			}
 			if err != nil && len(md.Endpoints) > 1 {
 				err = fmt.Errorf("model %q endpoint %s: %w", md.Name, md.Endpoints[e], err)
@@ -68,7 +61,7 @@ func (p *Plan) Preflight(ctx context.Context, log io.Writer) error {
 		}
 		c := checks[md.Name]
 		if c == nil {
-			c = &ModelCheck{}
+			c = &results.ModelCheck{}
 			checks[md.Name] = c
 		}
 		c.SeedHonoured, c.SeedDetail = &honoured, detail

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/mcpstress/stress/results"
 )
 
 // console prints a session's messages and progress. On a terminal the
@@ -29,7 +31,7 @@ type console struct {
 	live       bool // a progress line is on the terminal
 }
 
-func newConsole(opt Options, rec *Record, sp *space, idx *locTable) (*console, error) {
+func newConsole(opt Options, rec *results.Record, sp *space, idx *locTable) (*console, error) {
 	c := &console{log: opt.Log, prog: opt.Progress, terminal: opt.Terminal, width: opt.Width,
 		models: sp.models, modelTotal: make([]int, len(sp.models)), modelDone: make([]int, len(sp.models)),
 		total: idx.Len(), perModel: max(sp.perModel(), 1), start: time.Now()}

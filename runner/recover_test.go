@@ -34,8 +34,8 @@ func TestRecover(t *testing.T) {
 	file := filepath.Join(dir, results.CallsFile)
 	os.WriteFile(file, []byte(d1+d2+d3+d4+torn), 0o644)
 	p := &Plan{m: m}
-	sp := newSpace(&m.Manifest, p.scenarioIDs(), Shard{})
-	s := &session{p: p, dir: dir, rec: &Record{}, sp: sp, idx: testTable(t, dir, sp.count())}
+	sp := newSpace(&m.Manifest, p.scenarioIDs(), results.Shard{})
+	s := &session{p: p, dir: dir, rec: &results.Record{}, sp: sp, idx: testTable(t, dir, sp.count())}
 	if err := s.recover(); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestRecover(t *testing.T) {
 	}
 	// A damaged line with lines after it is not a crash's doing.
 	os.WriteFile(file, []byte(d1+"{bad\n"+d3), 0o644)
-	s = &session{p: p, dir: dir, rec: &Record{}, sp: sp, idx: testTable(t, dir, sp.count())}
+	s = &session{p: p, dir: dir, rec: &results.Record{}, sp: sp, idx: testTable(t, dir, sp.count())}
 	if err := s.recover(); err == nil || !strings.Contains(err.Error(), "calls.jsonl:2:") {
 		t.Errorf("damaged middle line: %v", err)
 	}

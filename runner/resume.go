@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,24 +12,10 @@ import (
 	"github.com/mcpstress/stress/study"
 )
 
-// ReadRecord reads a bundle's manifest.json.
-func ReadRecord(dir string) (*Record, error) {
-	file := filepath.Join(dir, results.ManifestFile)
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("%s is not a results bundle: %w", dir, err)
-	}
-	var rec Record
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
-	}
-	return &rec, nil
-}
-
 // compatible lists how the plan differs from the run recorded in rec: a
 // resumed or merged bundle must come from the same manifest, corpus and
 // prompt templates, byte for byte.
-func (p *Plan) compatible(rec *Record) error {
+func (p *Plan) compatible(rec *results.Record) error {
 	m := p.m
 	var errs []error
 	if rec.ManifestSHA256 != m.SHA256 {
@@ -96,9 +81,9 @@ func sameHashes(what string, then, now []fileHash) []error {
 // bundle. It refuses, saying why, when the plan's manifest, corpus or
 // prompts differ from the recorded ones, or when opt.Shard names another
 // shard. Resuming a finished bundle only rewrites its derived files.
-func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*Summary, error) {
+func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*results.Summary, error) {
 	opt = opt.withDefaults()
-	if _, err := ReadRecord(dir); err != nil {
+	if _, err := results.ReadRecord(dir); err != nil {
 		return nil, err
 	}
 	lock, err := results.LockBundle(dir, "stress run -resume")
@@ -106,14 +91,14 @@ func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*Summary, e
 		return nil, err
 	}
 	defer lock.Unlock()
-	rec, err := ReadRecord(dir) // again, now that no one else writes it
+	rec, err := results.ReadRecord(dir) // again, now that no one else writes it
 	if err != nil {
 		return nil, err
 	}
 	if err := p.compatible(rec); err != nil {
 		return nil, fmt.Errorf("cannot resume %s:\n%w", dir, err)
 	}
-	shard := Shard{I: 1, N: 1}
+	shard := results.Shard{I: 1, N: 1}
 	if rec.Shard != nil {
 		shard = *rec.Shard
 	}
@@ -157,7 +142,7 @@ func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*Summary, e
 		}
 	}
 	started := opt.Now().UTC()
-	rec.Sessions = append(rec.Sessions, Session{Started: started, Binary: BinaryInfo()})
+	rec.Sessions = append(rec.Sessions, results.Session{Started: started, Binary: results.BinaryInfo()})
 	rec.Finished = nil
 	if err := results.WriteJSON(filepath.Join(dir, results.ManifestFile), rec); err != nil {
 		return nil, err
@@ -182,7 +167,7 @@ func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*Summary, e
 		msg += fmt.Sprintf(", %d error decisions to retry", s.retried)
 	}
 	fmt.Fprintln(opt.Log, msg)
-	if b := BinaryInfo(); b.Revision != rec.Binary.Revision && rec.Binary.Revision != "" {
+	if b := results.BinaryInfo(); b.Revision != rec.Binary.Revision && rec.Binary.Revision != "" {
 		fmt.Fprintf(opt.Log, "note: this binary (revision %s) differs from the one that started the run (%s)\n", b.Revision, rec.Binary.Revision)
 	} else if b.SHA256 != rec.Binary.SHA256 && rec.Binary.SHA256 != "" && b.Revision == "" {
 		fmt.Fprintf(opt.Log, "note: this binary (sha256 %.12s) differs from the one that started the run (%.12s)\n", b.SHA256, rec.Binary.SHA256)

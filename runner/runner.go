@@ -13,24 +13,17 @@ package runner
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/conditions"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/results"
-	"github.com/mcpstress/stress/study"
 )
 
 // Options tunes a run.
@@ -52,7 +45,7 @@ type Options struct {
 	// facts (default io.Discard).
 	Log io.Writer
 	// Shard runs only a 1/N slice of the decisions (zero: all of them).
-	Shard Shard
+	Shard results.Shard
 	// RetryErrors, on resume, redoes the error decisions (calls that failed
 	// for good) instead of keeping them.
 	RetryErrors bool
@@ -105,143 +98,6 @@ func (o Options) withDefaults() Options {
 // resumed.
 var ErrInterrupted = errors.New("run interrupted")
 
-// Record is what manifest.json holds: the resolved manifest and the facts
-// needed to reproduce or audit the run.
-type Record struct {
-	RunID     string             `json:"run_id"`
-	Manifest  manifests.Manifest `json:"manifest"`
-	ReplayCap int                `json:"replay_cap"`
-	Source    string             `json:"source"`
-	// SourceAbs is Source as an absolute path, when it is a file: a resume
-	// from another directory finds the manifest by it.
-	SourceAbs      string         `json:"source_abs,omitempty"`
-	ManifestSHA256 string         `json:"manifest_sha256"`
-	CorpusFiles    []study.File   `json:"corpus_files"`
-	Prompts        []PromptRecord `json:"prompts"`
-	Binary         Binary         `json:"binary"`
-	AllowUnpinned  bool           `json:"allow_unpinned"`
-	Unpinned       []string       `json:"unpinned_models,omitempty"`
-	// Models holds what each model\'s server reported before the run.
-	Models map[string]*ModelCheck `json:"model_checks,omitempty"`
-	// Decisions is the number of decisions the bundle holds when complete
-	// (its shard's share of the study).
-	Decisions int        `json:"decisions"`
-	Started   time.Time  `json:"started"`
-	Finished  *time.Time `json:"finished,omitempty"` // set when no decision remains
-	// Shard is the slice of the study the bundle runs (nil: all of it).
-	Shard *Shard `json:"shard,omitempty"`
-	// Scenarios are the corpus' scenario ids in order, to enumerate the
-	// study's decisions without the corpus (merge).
-	Scenarios []string `json:"scenarios"`
-	// Completed and Remaining count the bundle's decisions done and to do,
-	// as of the end of the last session.
-	Completed int `json:"completed"`
-	Remaining int `json:"remaining"`
-	// CallsDurable is how many bytes of calls.jsonl are known to be on
-	// stable storage, updated after each fsync while a session runs (nil:
-	// not recorded, a bundle of an older version). A resume treats damage
-	// past it as a torn tail and damage within it as tampering.
-	CallsDurable *int64 `json:"calls_durable_bytes,omitempty"`
-	// Sessions are the runs that wrote the bundle: the first, then each
-	// resume.
-	Sessions []Session `json:"sessions,omitempty"`
-	// MergedFrom lists the shard bundles a merged bundle was built from.
-	MergedFrom []MergedShard `json:"merged_from,omitempty"`
-}
-
-// Session is one run or resume of a bundle.
-type Session struct {
-	Started     time.Time  `json:"started"`
-	Ended       *time.Time `json:"ended,omitempty"` // nil: the session was killed
-	Binary      Binary     `json:"binary"`
-	Ran         int        `json:"ran"`                       // decisions completed in the session (while it runs or if killed: those known durable)
-	Redone      int        `json:"redone,omitempty"`          // interrupted decisions found at its start, run again
-	Discarded   int64      `json:"discarded_bytes,omitempty"` // torn tail of calls.jsonl cut off at its start
-	Interrupted bool       `json:"interrupted,omitempty"`     // it stopped before the end
-}
-
-// MergedShard identifies one shard bundle of a merge.
-type MergedShard struct {
-	Dir      string                 `json:"dir"`
-	RunID    string                 `json:"run_id"`
-	Shard    Shard                  `json:"shard"`
-	Binary   Binary                 `json:"binary"`
-	Models   map[string]*ModelCheck `json:"model_checks,omitempty"`
-	Sessions []Session              `json:"sessions,omitempty"`
-}
-
-// PromptRecord identifies a prompt template by name, path and hash.
-type PromptRecord struct {
-	Name   string `json:"name"`
-	Path   string `json:"path"`
-	SHA256 string `json:"sha256"`
-}
-
-// Binary describes the program that ran the study.
-type Binary struct {
-	Module    string `json:"module"`
-	Version   string `json:"version"`
-	GoVersion string `json:"go_version"`
-	Revision  string `json:"vcs_revision,omitempty"`
-	Modified  bool   `json:"vcs_modified,omitempty"`
-	// SHA256 is the hash of the executable file, which identifies the
-	// build even when it carries no VCS stamp (go run, -buildvcs=false).
-	SHA256 string `json:"sha256,omitempty"`
-}
-
-// Summary is what summary.json holds.
-type Summary struct {
-	RunID     string `json:"run_id"`
-	Decisions int    `json:"decisions"`
-	Errors    int    `json:"errors"`
-	Calls     int    `json:"calls"`
-	// TransportEvents counts the transport faults recorded in calls.jsonl
-	// (retried or fatal); they are never answers.
-	TransportEvents int `json:"transport_events"`
-	// Remaining is the number of decisions not yet done (interrupted run).
-	Remaining int             `json:"remaining,omitempty"`
-	Cells     []analysis.Cell `json:"cells"`
-}
-
-// BinaryInfo reads the running binary's build information and the sha256
-// of its executable (computed once per process).
-func BinaryInfo() Binary {
-	b := Binary{Module: "github.com/mcpstress/stress", Version: "(unknown)", SHA256: executableSHA256()}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return b
-	}
-	b.Module, b.Version, b.GoVersion = bi.Main.Path, bi.Main.Version, bi.GoVersion
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			b.Revision = s.Value
-		case "vcs.modified":
-			b.Modified = s.Value == "true"
-		}
-	}
-	return b
-}
-
-// executableSHA256 hashes the running executable; "" when it cannot be
-// read.
-var executableSHA256 = sync.OnceValue(func() string {
-	exe, err := os.Executable()
-	if err != nil {
-		return ""
-	}
-	f, err := os.Open(exe)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return ""
-	}
-	return hex.EncodeToString(h.Sum(nil))
-})
-
 // Plan is a run ready to start: its models built and prompts parsed.
 type Plan struct {
 	m *manifests.Resolved
@@ -251,7 +107,7 @@ type Plan struct {
 	prompts   []*conditions.Prompt
 	unpinned  []string
 	allow     bool
-	checks    map[string]*ModelCheck // from Preflight
+	checks    map[string]*results.ModelCheck // from Preflight
 	checked   bool
 }
 
@@ -339,7 +195,7 @@ func (p *Plan) preflight(ctx context.Context, log io.Writer) error {
 // run. When ctx ends, no new decision starts, calls in flight get
 // opt.Grace to finish, the bundle is written, and the error wraps
 // ErrInterrupted: Resume continues it.
-func (p *Plan) Run(ctx context.Context, opt Options) (dir string, sum *Summary, err error) {
+func (p *Plan) Run(ctx context.Context, opt Options) (dir string, sum *results.Summary, err error) {
 	opt = opt.withDefaults()
 	m := p.m
 	if err := p.preflight(ctx, opt.Log); err != nil {
@@ -352,11 +208,11 @@ func (p *Plan) Run(ctx context.Context, opt Options) (dir string, sum *Summary, 
 	}
 	defer lock.Unlock()
 	sp := newSpace(&m.Manifest, p.scenarioIDs(), opt.Shard)
-	rec := &Record{RunID: runID, Manifest: m.Manifest, ReplayCap: m.Cap(), Source: m.Source, ManifestSHA256: m.SHA256,
-		CorpusFiles: m.Corpus.Files, Binary: BinaryInfo(), AllowUnpinned: p.allow,
+	rec := &results.Record{RunID: runID, Manifest: m.Manifest, ReplayCap: m.Cap(), Source: m.Source, ManifestSHA256: m.SHA256,
+		CorpusFiles: m.Corpus.Files, Binary: results.BinaryInfo(), AllowUnpinned: p.allow,
 		Unpinned: p.unpinned, Models: p.checks, Decisions: sp.count(), Started: started,
 		Scenarios: sp.scenarios, Remaining: sp.count()}
-	if !opt.Shard.whole() {
+	if opt.Shard.N > 1 {
 		sh := opt.Shard
 		rec.Shard = &sh
 	}
@@ -366,9 +222,9 @@ func (p *Plan) Run(ctx context.Context, opt Options) (dir string, sum *Summary, 
 		}
 	}
 	for _, pf := range m.Prompts {
-		rec.Prompts = append(rec.Prompts, PromptRecord{Name: pf.Name, Path: pf.Path, SHA256: pf.SHA256})
+		rec.Prompts = append(rec.Prompts, results.PromptRecord{Name: pf.Name, Path: pf.Path, SHA256: pf.SHA256})
 	}
-	rec.Sessions = []Session{{Started: started, Binary: rec.Binary}}
+	rec.Sessions = []results.Session{{Started: started, Binary: rec.Binary}}
 	if err := results.WriteJSON(filepath.Join(dir, results.ManifestFile), rec); err != nil {
 		return dir, nil, err
 	}

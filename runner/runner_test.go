@@ -22,7 +22,7 @@ import (
 	"github.com/mcpstress/stress/study"
 )
 
-func runBuiltin(t testing.TB) (string, *runner.Summary) {
+func runBuiltin(t testing.TB) (string, *results.Summary) {
 	t.Helper()
 	m, err := manifests.LoadBuiltin(manifests.DefaultName)
 	if err != nil {
@@ -64,7 +64,7 @@ func TestDefaultStudy(t *testing.T) {
 
 // checkBundle re-derives the counts from calls.jsonl alone, compares them
 // with decisions.parquet and summary.json, and checks manifest.json.
-func checkBundle(t *testing.T, dir string, sum *runner.Summary) {
+func checkBundle(t *testing.T, dir string, sum *results.Summary) {
 	t.Helper()
 	f, err := os.Open(filepath.Join(dir, results.CallsFile))
 	if err != nil {
@@ -85,10 +85,10 @@ func checkBundle(t *testing.T, dir string, sum *runner.Summary) {
 	if errs := analysis.Agree(rows, pq, 5); len(errs) > 0 {
 		t.Fatalf("calls.jsonl and decisions.parquet disagree: %v", errs)
 	}
-	if got := analysis.Count(rows); fmt.Sprint(got) != fmt.Sprint(sum.Cells) {
+	if got := results.Count(rows); fmt.Sprint(got) != fmt.Sprint(sum.Cells) {
 		t.Errorf("counts from calls.jsonl %v\n differ from the run's %v", got, sum.Cells)
 	}
-	var rec runner.Record
+	var rec results.Record
 	b, err := os.ReadFile(filepath.Join(dir, results.ManifestFile))
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func checkBundle(t *testing.T, dir string, sum *runner.Summary) {
 	if rec.Finished == nil || rec.ManifestSHA256 == "" || len(rec.CorpusFiles) != 10 || len(rec.Prompts) == 0 || rec.Prompts[0].SHA256 == "" || rec.Binary.GoVersion == "" || len(rec.Binary.SHA256) != 64 || rec.ReplayCap != 3 {
 		t.Errorf("manifest.json lacks facts: %s", b)
 	}
-	var s2 runner.Summary
+	var s2 results.Summary
 	b, _ = os.ReadFile(filepath.Join(dir, results.SummaryFile))
 	if err := json.Unmarshal(b, &s2); err != nil || fmt.Sprint(s2) != fmt.Sprint(*sum) {
 		t.Errorf("summary.json %s does not match the run (%v)", b, err)
@@ -121,7 +121,7 @@ func TestParquetReadByDuckDB(t *testing.T) {
 	var got struct {
 		Rows    int `json:"rows"`
 		Columns []struct{ Name, Type string }
-		Cells   []analysis.Cell `json:"cells"`
+		Cells   []results.Cell `json:"cells"`
 	}
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
@@ -138,7 +138,7 @@ func TestParquetReadByDuckDB(t *testing.T) {
 			t.Errorf("column %s: DuckDB type %q, want %s", name, cols[name], typ)
 		}
 	}
-	want := map[string]analysis.Cell{}
+	want := map[string]results.Cell{}
 	for _, c := range sum.Cells {
 		want[c.Model+"/"+string(c.Condition)] = c
 	}
@@ -232,7 +232,7 @@ func TestScriptedPipeline(t *testing.T) {
 	// retry: S02, S03, S05, S11 = 4; invalid S07, S11, S13 = 3;
 	// any FS: S04, S05, S13 = 3; terminal FS: S04, S13 = 2;
 	// extra: 3 + 3 + 1 + 1 = 8. Every other scenario stops.
-	want := analysis.Cell{Model: "scripted", Prompt: "default", Condition: study.Normalized, N: 42,
+	want := results.Cell{Model: "scripted", Prompt: "default", Condition: study.Normalized, N: 42,
 		Strict: 6, Cover: 8, Retry: 8, Invalid: 6, AnyFS: 6, TerminalFS: 4, Extra: 16}
 	if len(sum.Cells) != 1 || sum.Cells[0] != want {
 		t.Fatalf("cells %+v\nwant %+v", sum.Cells, want)

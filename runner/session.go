@@ -29,7 +29,7 @@ func (l loc) done() bool { return l.size > 0 }
 type session struct {
 	p   *Plan
 	dir string
-	rec *Record
+	rec *results.Record
 	sp  *space
 	// idx is, by shard-local index, where each done decision's lines are
 	// and, for decisions run in this session, their outcome.
@@ -74,7 +74,7 @@ const maxErrorLines = 20
 
 // run runs the remaining decisions concurrently, appends them to
 // calls.jsonl, then finalizes the bundle.
-func (s *session) run(ctx context.Context) (*Summary, error) {
+func (s *session) run(ctx context.Context) (*results.Summary, error) {
 	p, m, sp, opt := s.p, s.p.m, s.sp, s.opt
 	calls, err := results.OpenCallLog(filepath.Join(s.dir, results.CallsFile), s.keep)
 	if err != nil {
@@ -314,7 +314,7 @@ loop:
 
 // finalize rewrites the bundle's calls.jsonl in canonical order (unless it
 // already is) and rebuilds decisions.parquet and summary.json from it.
-func (s *session) finalize() (*Summary, error) {
+func (s *session) finalize() (*results.Summary, error) {
 	file := filepath.Join(s.dir, results.CallsFile)
 	src, err := openSources([]string{file})
 	if err != nil {

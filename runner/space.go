@@ -1,38 +1,12 @@
 package runner
 
 import (
-	"fmt"
-	"strconv"
-	"strings"
+	"github.com/mcpstress/stress/results"
 
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
-
-// Shard is a deterministic 1/N slice of a study's decisions: decision i
-// (in canonical order) belongs to shard I when i mod N = I-1.
-type Shard struct {
-	I int `json:"i"` // 1-based shard number
-	N int `json:"n"` // number of shards, ≥ 1
-}
-
-// ParseShard reads "i/n" with 1 ≤ i ≤ n ≤ 100000.
-func ParseShard(s string) (Shard, error) {
-	a, b, ok := strings.Cut(s, "/")
-	i, err1 := strconv.Atoi(a)
-	n, err2 := strconv.Atoi(b)
-	if !ok || err1 != nil || err2 != nil || n < 1 || n > 100000 || i < 1 || i > n {
-		return Shard{}, fmt.Errorf("want i/n with 1 ≤ i ≤ n ≤ 100000, got %q", s)
-	}
-	return Shard{I: i, N: n}, nil
-}
-
-// String writes i/n.
-func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.I, s.N) }
-
-// whole reports whether the shard is the whole study.
-func (s Shard) whole() bool { return s.N <= 1 }
 
 // space enumerates a study's decisions in canonical order: model, prompt,
 // condition, scenario, replicate (the innermost varies fastest), and maps
@@ -43,7 +17,7 @@ type space struct {
 	conds      []study.Condition
 	scenarios  []string
 	replicates int
-	shard      Shard
+	shard      results.Shard
 
 	mIdx map[string]int
 	pIdx map[string]int
@@ -51,11 +25,11 @@ type space struct {
 	sIdx map[string]int
 }
 
-func newSpace(m *manifests.Manifest, scenarios []string, shard Shard) *space {
+func newSpace(m *manifests.Manifest, scenarios []string, shard results.Shard) *space {
 	s := &space{conds: m.Conditions, scenarios: scenarios, replicates: m.Replicates, shard: shard,
 		mIdx: map[string]int{}, pIdx: map[string]int{}, cIdx: map[study.Condition]int{}, sIdx: map[string]int{}}
 	if shard.N == 0 {
-		s.shard = Shard{I: 1, N: 1}
+		s.shard = results.Shard{I: 1, N: 1}
 	}
 	for i, md := range m.Models {
 		s.models = append(s.models, md.Name)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpstress/stress/manifests"
+	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -23,7 +24,7 @@ func testManifest() *manifests.Manifest {
 func TestSpace(t *testing.T) {
 	m := testManifest()
 	ids := []string{"S1", "S2", "S3", "S4", "S5"}
-	sp := newSpace(m, ids, Shard{})
+	sp := newSpace(m, ids, results.Shard{})
 	if sp.total() != 2*2*3*5*3 || sp.count() != sp.total() {
 		t.Fatalf("total %d, count %d", sp.total(), sp.count())
 	}
@@ -47,7 +48,7 @@ func TestSpace(t *testing.T) {
 		seen := make([]int, sp.total())
 		sum := 0
 		for i := 1; i <= n; i++ {
-			sh := newSpace(m, ids, Shard{I: i, N: n})
+			sh := newSpace(m, ids, results.Shard{I: i, N: n})
 			sum += sh.count()
 			for j := 0; j < sh.count(); j++ {
 				g := sh.global(j)
@@ -69,11 +70,11 @@ func TestSpace(t *testing.T) {
 }
 
 func TestParseShard(t *testing.T) {
-	if s, err := ParseShard("2/5"); err != nil || s != (Shard{I: 2, N: 5}) || s.String() != "2/5" {
+	if s, err := results.ParseShard("2/5"); err != nil || s != (results.Shard{I: 2, N: 5}) || s.String() != "2/5" {
 		t.Errorf("2/5: %v %v", s, err)
 	}
 	for _, bad := range []string{"", "0/3", "4/3", "1/0", "a/b", "1", "1/3/4", "-1/3"} {
-		if _, err := ParseShard(bad); err == nil {
+		if _, err := results.ParseShard(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
@@ -82,13 +83,13 @@ func TestParseShard(t *testing.T) {
 // TestProgressLine pins the progress report: counts, rate, ETA, errors
 // and the per-model breakdown, cut to the terminal's width.
 func TestProgressLine(t *testing.T) {
-	sp := newSpace(testManifest(), []string{"S1", "S2"}, Shard{})
+	sp := newSpace(testManifest(), []string{"S1", "S2"}, results.Shard{})
 	idx := testTable(t, t.TempDir(), sp.count())
 	for j := 0; j < 10; j++ {
 		idx.put(j, loc{size: 1}, outcome{})
 	}
 	var b strings.Builder
-	c, err := newConsole(Options{Progress: &b, Log: &b}, &Record{}, sp, idx)
+	c, err := newConsole(Options{Progress: &b, Log: &b}, &results.Record{}, sp, idx)
 	if err != nil {
 		t.Fatal(err)
 	}

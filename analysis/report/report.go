@@ -245,11 +245,11 @@ func (d *Doc) study(in *Input) {
 	}
 	bi := in.Info
 	var models []string
-	for _, m := range bi.Study.Models {
+	for _, m := range bi.Manifest.Models {
 		models = append(models, fmt.Sprintf("`%s` (%s `%s`)", m.Name, m.Backend, m.Model))
 	}
 	var conds []string
-	for _, c := range bi.Study.Conditions {
+	for _, c := range bi.Manifest.Conditions {
 		conds = append(conds, "`"+string(c)+"`")
 	}
 	var prompts []string
@@ -262,11 +262,11 @@ func (d *Doc) study(in *Input) {
 	}
 	d.table(&Table{Header: []string{"item", "value"}, Rows: [][]string{
 		{"run", "`" + bi.RunID + "`"},
-		{"study", fmt.Sprintf("`%s` from `%s`", bi.Study.Name, bi.Source)},
+		{"study", fmt.Sprintf("`%s` from `%s`", bi.Manifest.Name, bi.Source)},
 		{"models", strings.Join(models, ", ")},
 		{"prompts", strings.Join(prompts, ", ")},
 		{"conditions", strings.Join(conds, ", ")},
-		{"replicates, study seed", fmt.Sprintf("%d, %d", bi.Study.Replicates, bi.Study.Seed)},
+		{"replicates, study seed", fmt.Sprintf("%d, %d", bi.Manifest.Replicates, bi.Manifest.Seed)},
 		{"corpus", fmt.Sprintf("%d files, %d servers", len(bi.CorpusFiles), an.Bootstrap.Clusters)},
 		{"decisions", held},
 	}})

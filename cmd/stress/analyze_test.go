@@ -15,6 +15,7 @@ import (
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
+	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/runner"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
@@ -288,7 +289,7 @@ func TestAnalyzeIntervalsGolden(t *testing.T) {
 }
 
 // TestAnalyzeBaselinesJSONCompatible: the -json cells keep every field
-// they had, in order: decoding the new output's cells as analysis.Cell and
+// they had, in order: decoding the new output's cells as results.Cell and
 // printing them with analysis.WriteJSON gives back the earlier output
 // (testdata/analyze-json-cells.golden, the analyze -json output before
 // intervals were added).
@@ -302,7 +303,7 @@ func TestAnalyzeBaselinesJSONCompatible(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got struct {
-		Cells []analysis.Cell `json:"cells"`
+		Cells []results.Cell `json:"cells"`
 	}
 	if err := json.Unmarshal([]byte(js), &got); err != nil {
 		t.Fatal(err)

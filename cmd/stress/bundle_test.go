@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/mcpstress/stress/results"
-	"github.com/mcpstress/stress/runner"
 )
 
 // TestConcurrentProcesses starts 8 stress run processes at once in one
@@ -130,7 +129,7 @@ func TestResumeElsewhere(t *testing.T) {
 	if _, log, err := runCmd(t, "run", "-quiet", "-out", dir, rel); err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
-	var rec runner.Record
+	var rec results.Record
 	data, _ := os.ReadFile(filepath.Join(dir, results.ManifestFile))
 	json.Unmarshal(data, &rec)
 	if rec.Source != rel || rec.SourceAbs != manifest {

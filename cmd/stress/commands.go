@@ -116,10 +116,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if fs.NArg() > 1 {
 		return usageError("run takes at most one manifest, got %d arguments", fs.NArg())
 	}
-	var shard runner.Shard
+	var shard results.Shard
 	if *shardFlag != "" {
 		var err error
-		if shard, err = runner.ParseShard(*shardFlag); err != nil {
+		if shard, err = results.ParseShard(*shardFlag); err != nil {
 			return usageError("run: flag -shard: %v", err)
 		}
 	}
@@ -132,11 +132,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *grace <= 0 || *every <= 0 {
 		return usageError("run: flags -grace and -progress want a positive duration")
 	}
-	var rec *runner.Record
+	var rec *results.Record
 	source := fs.Arg(0)
 	if *resume != "" {
 		var err error
-		if rec, err = runner.ReadRecord(*resume); err != nil {
+		if rec, err = results.ReadRecord(*resume); err != nil {
 			return fmt.Errorf("run: flag -resume: %w", err)
 		}
 		if source == "" {
@@ -191,7 +191,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}()
 	var dir string
-	var sum *runner.Summary
+	var sum *results.Summary
 	if *resume != "" {
 		dir = *resume
 		sum, err = plan.Resume(ctx, dir, opt)
@@ -214,7 +214,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 // loadRecorded loads the manifest a bundle records: by its absolute path
 // when that file exists (so a resume works from any directory), else by
 // the path as it was given, relative to the current directory.
-func loadRecorded(rec *runner.Record) (*manifests.Resolved, error) {
+func loadRecorded(rec *results.Record) (*manifests.Resolved, error) {
 	if rec.SourceAbs != "" {
 		if _, err := os.Stat(rec.SourceAbs); err == nil {
 			return loadSource(rec.SourceAbs)
@@ -321,7 +321,7 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // rows. Problems (bad lines, broken trajectories) are printed to stderr and
 // againstPaper sets the cells next to the paper's Table II, matching run
 // models by label or by the backend model id recorded in manifest.json.
-func againstPaper(info *analysis.BundleInfo, cells []analysis.Cell) (*analysis.PaperTable, *analysis.PaperComparison, error) {
+func againstPaper(info *analysis.BundleInfo, cells []results.Cell) (*analysis.PaperTable, *analysis.PaperComparison, error) {
 	table, err := analysis.Paper()
 	if err != nil {
 		return nil, nil, err

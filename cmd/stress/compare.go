@@ -103,8 +103,8 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			notes = append(notes, fmt.Sprintf("the models differ: A %s is %q, B %s is %q", ap.A.Model, a, ap.B.Model, b))
 		}
 	}
-	if infoA.Study.Seed != infoB.Study.Seed {
-		notes = append(notes, fmt.Sprintf("the study seeds differ (%d and %d): replicates are matched by number, but their sampling seeds are not paired", infoA.Study.Seed, infoB.Study.Seed))
+	if infoA.Manifest.Seed != infoB.Manifest.Seed {
+		notes = append(notes, fmt.Sprintf("the study seeds differ (%d and %d): replicates are matched by number, but their sampling seeds are not paired", infoA.Manifest.Seed, infoB.Manifest.Seed))
 	}
 	if *asJSON {
 		type side struct {
@@ -120,7 +120,7 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			B        side     `json:"b"`
 			Notes    []string `json:"notes,omitempty"`
 			*analysis.Comparison
-		}{warnings, side{dirA, infoA.RunID, infoA.Study.Name}, side{dirB, infoB.RunID, infoB.Study.Name}, notes, cmp})
+		}{warnings, side{dirA, infoA.RunID, infoA.Manifest.Name}, side{dirB, infoB.RunID, infoB.Manifest.Name}, notes, cmp})
 	} else {
 		for _, w := range warnings {
 			fmt.Fprintln(stdout, warningLine(w, "the numbers below"))

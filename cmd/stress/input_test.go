@@ -1,12 +1,13 @@
 package main
 
 import (
-	"github.com/mcpstress/stress/internal/input"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf16"
+
+	"github.com/mcpstress/stress/internal/input"
 )
 
 // TestErrorsQuoteBounded checks that the errors stress prints quote at most

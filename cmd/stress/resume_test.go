@@ -20,7 +20,6 @@ import (
 	"github.com/mcpstress/stress/internal/synth"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/results"
-	"github.com/mcpstress/stress/runner"
 )
 
 // stressBinary builds the stress command into a temporary directory of
@@ -105,10 +104,10 @@ func sameDecisions(t *testing.T, want, got string) {
 			t.Fatalf("row %d:\n got %+v\nwant %+v", i, rb[i], ra[i])
 		}
 	}
-	var sa, sb runner.Summary
+	var sa, sb results.Summary
 	for _, x := range []struct {
 		dir string
-		s   *runner.Summary
+		s   *results.Summary
 	}{{want, &sa}, {got, &sb}} {
 		data, err := os.ReadFile(filepath.Join(x.dir, results.SummaryFile))
 		if err != nil || json.Unmarshal(data, x.s) != nil {
@@ -194,7 +193,7 @@ func TestKillResume(t *testing.T) {
 	}
 	t.Logf("%d kills mid-run", midRun)
 	sameDecisions(t, want, dir)
-	var rec runner.Record
+	var rec results.Record
 	data, _ := os.ReadFile(filepath.Join(dir, results.ManifestFile))
 	if err := json.Unmarshal(data, &rec); err != nil {
 		t.Fatal(err)
@@ -246,7 +245,7 @@ func TestInterruptSignal(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, log)
 		}
 	}
-	var rec runner.Record
+	var rec results.Record
 	data, _ := os.ReadFile(filepath.Join(dir, results.ManifestFile))
 	json.Unmarshal(data, &rec)
 	if rec.Completed == 0 || rec.Remaining == 0 || rec.Completed+rec.Remaining != 720 || !rec.Sessions[0].Interrupted {

@@ -7,11 +7,11 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/mcpstress/stress/runner"
+	"github.com/mcpstress/stress/results"
 )
 
 // cmdVersion prints what identifies this build, as bundles record it
-// (runner.BinaryInfo).
+// (results.BinaryInfo).
 func cmdVersion(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("version", stderr)
 	asJSON := fs.Bool("json", false, `print {"module","version","go_version","vcs_revision","vcs_modified","sha256"} as JSON`)
@@ -21,14 +21,14 @@ func cmdVersion(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if fs.NArg() != 0 {
 		return usageError("version takes no arguments")
 	}
-	return writeVersion(stdout, runner.BinaryInfo(), *asJSON)
+	return writeVersion(stdout, results.BinaryInfo(), *asJSON)
 }
 
 // writeVersion prints b, one line per thing known: the VCS revision and
 // modified flag only for a build that carries them (go build in a
 // checkout; not go run or go test), the sha256 when the executable could
 // be read.
-func writeVersion(w io.Writer, b runner.Binary, asJSON bool) error {
+func writeVersion(w io.Writer, b results.Binary, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

@@ -9,17 +9,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpstress/stress/runner"
+	"github.com/mcpstress/stress/results"
 )
 
 // TestVersion runs stress version on the test binary: what it prints is
-// runner.BinaryInfo, whose sha256 is that of the executable.
+// results.BinaryInfo, whose sha256 is that of the executable.
 func TestVersion(t *testing.T) {
 	js, _, err := runCmd(t, "version", "-json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b runner.Binary
+	var b results.Binary
 	if err := json.Unmarshal([]byte(js), &b); err != nil {
 		t.Fatalf("version -json: %v\n%s", err, js)
 	}
@@ -28,7 +28,7 @@ func TestVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(must(os.ReadFile(exe)))
-	if b != runner.BinaryInfo() || b.Module != "github.com/mcpstress/stress" || b.SHA256 != hex.EncodeToString(sum[:]) || b.GoVersion != runtime.Version() {
+	if b != results.BinaryInfo() || b.Module != "github.com/mcpstress/stress" || b.SHA256 != hex.EncodeToString(sum[:]) || b.GoVersion != runtime.Version() {
 		t.Errorf("version -json: %+v", b)
 	}
 	out, _, err := runCmd(t, "version")
@@ -54,11 +54,11 @@ func TestVersion(t *testing.T) {
 // TestVersionGolden pins both forms for a build with a VCS stamp, and one
 // without anything known but the module.
 func TestVersionGolden(t *testing.T) {
-	stamped := runner.Binary{Module: "github.com/mcpstress/stress", Version: "v0.0.0-20260101000000-85b520f1c2d3+dirty", GoVersion: "go1.26.0",
+	stamped := results.Binary{Module: "github.com/mcpstress/stress", Version: "v0.0.0-20260101000000-85b520f1c2d3+dirty", GoVersion: "go1.26.0",
 		Revision: "85b520f1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7", Modified: true, SHA256: strings.Repeat("ab", 32)}
-	bare := runner.Binary{Module: "github.com/mcpstress/stress", Version: "(unknown)"}
+	bare := results.Binary{Module: "github.com/mcpstress/stress", Version: "(unknown)"}
 	var out strings.Builder
-	for _, b := range []runner.Binary{stamped, bare} {
+	for _, b := range []results.Binary{stamped, bare} {
 		for _, asJSON := range []bool{false, true} {
 			if err := writeVersion(&out, b, asJSON); err != nil {
 				t.Fatal(err)

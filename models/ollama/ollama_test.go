@@ -83,7 +83,7 @@ func smallStudy(t *testing.T, host, model, digest string, seed uint64, conds []s
 	return m
 }
 
-func runStudy(t *testing.T, m *manifests.Resolved) (string, *runner.Summary) {
+func runStudy(t *testing.T, m *manifests.Resolved) (string, *results.Summary) {
 	t.Helper()
 	plan, err := runner.Prepare(m, false)
 	if err != nil {
@@ -278,7 +278,7 @@ func TestServerKilled(t *testing.T) {
 			t.Errorf("error decision %s counted as an answer: %+v", r.Key(), r)
 		}
 	}
-	cells := analysis.Count(rows)
+	cells := results.Count(rows)
 	if cells[0].Invalid != 0 || cells[0].Errors != sum.Errors || cells[0].N+cells[0].Errors != 42 {
 		t.Errorf("cell %+v: errors must be excluded from N and never invalid", cells[0])
 	}

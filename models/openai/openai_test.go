@@ -228,7 +228,7 @@ func TestAgainstOllamaV1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(md manifests.Model) (string, *runner.Summary) {
+	run := func(md manifests.Model) (string, *results.Summary) {
 		m := manifest(t, md)
 		m.Conditions = []study.Condition{study.Normalized, study.CodeOnly}
 		m.Replicates = 2
