@@ -16,13 +16,13 @@ type cellKey struct {
 
 // Accumulator collects, in one pass over the decision rows, everything the
 // sensitivity analysis needs: the counts of every cell, their per-server
-// sufficient statistics (for the cluster bootstrap), and one packed byte per
+// sufficient statistics (for the cluster bootstrap), and one packed outcome per
 // decision (for pairing decisions across conditions or bundles). Rows can
 // be streamed (results.ScanRows): the Accumulator copies what it keeps.
 //
 // Memory: O(cells × servers) for the counts, plus O(decisions) bytes for
 // the pairing table (about 20 bytes per (model, prompt, scenario,
-// replicate) unit, one byte per condition).
+// replicate) unit, two bytes per condition).
 type Accumulator struct {
 	tally   *results.Tally
 	cellIdx map[cellKey]int
@@ -33,11 +33,11 @@ type Accumulator struct {
 	groups    map[Arm]int32
 	scenarios interner
 	// Pairing table: one unit per (group, scenario, replicate), with one
-	// packed outcome byte per condition of study.AllConditions.
+	// packed 16-bit outcome per condition of study.AllConditions.
 	units      map[unitKey]int32
 	unitKeys   []unitKey
 	unitServer []int32
-	unitFlags  []uint8  // len(unitKeys) × len(study.AllConditions)
+	unitFlags  []uint16 // len(unitKeys) × len(study.AllConditions)
 	groupConds []uint64 // per group: bit i set when condition i has a row
 	groupArm   []Arm
 
@@ -60,7 +60,7 @@ func (a Arm) String() string { return a.Model + "/" + a.Prompt }
 // Columns in order, then Extra.
 type serverCounts struct {
 	n     int
-	col   [6]int
+	col   [results.MaxColumns]int
 	extra int
 }
 
@@ -157,7 +157,7 @@ func (a *Accumulator) Add(r *results.Row) {
 		a.units[uk] = ui
 		a.unitKeys = append(a.unitKeys, uk)
 		a.unitServer = append(a.unitServer, si)
-		a.unitFlags = append(a.unitFlags, make([]uint8, len(study.AllConditions))...)
+		a.unitFlags = append(a.unitFlags, make([]uint16, len(study.AllConditions))...)
 	}
 	slot := &a.unitFlags[int(ui)*len(study.AllConditions)+cond]
 	if *slot&flagSeen != 0 {

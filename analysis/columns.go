@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -9,11 +10,13 @@ import (
 	"github.com/mcpstress/stress/results"
 )
 
-// Column names a 0/1 column of the counts table: a count out of N, so a
-// proportion. Extra (a sum of replays) is not a Column.
+// Column names a 0/1 outcome column of the counts table (one of
+// results.Columns, by its -json name): a count out of N, so a proportion.
+// Extra (a sum of replays) is not a Column.
 type Column string
 
-// The proportion columns, named as in the -json output.
+// The outcome columns the analysis names itself (the predeclared pairs),
+// as in the -json output.
 const (
 	Strict     Column = "strict"
 	Cover      Column = "cover"
@@ -23,21 +26,26 @@ const (
 	TerminalFS Column = "terminal_fs"
 )
 
-// Columns lists the proportion columns in table order.
-var Columns = []Column{Strict, Cover, Retry, Invalid, AnyFS, TerminalFS}
+// Columns lists the proportion columns in table order: results.Columns.
+var Columns = func() []Column {
+	out := make([]Column, len(results.Columns))
+	for i := range results.Columns {
+		out[i] = Column(results.Columns[i].Name)
+	}
+	return out
+}()
 
 // Selective is the key of selective accuracy, Strict / Cover, among the
 // rates; it is not a Column (its denominator is Cover, not N).
 const Selective = "selective"
 
-var columnLabels = map[Column]string{
-	Strict: "Strict", Cover: "Cover", Retry: "Retry", Invalid: "Invalid", AnyFS: "AnyFS", TerminalFS: "TermFS",
-}
+// index is the column's index in results.Columns, or -1.
+func (c Column) index() int { return results.ColumnIndex(string(c)) }
 
 // Label is the column's header in the counts table (Strict, AnyFS, TermFS…).
 func (c Column) Label() string {
-	if l, ok := columnLabels[c]; ok {
-		return l
+	if i := c.index(); i >= 0 {
+		return results.Columns[i].Label
 	}
 	return string(c)
 }
@@ -57,31 +65,31 @@ func ParseColumn(s string) (Column, error) {
 	return "", fmt.Errorf("unknown column %q (want one of %v)", s, Columns)
 }
 
-// bit is the column's flag bit in a decision's packed outcome.
-func (c Column) bit() uint8 {
-	for i, x := range Columns {
-		if x == c {
-			return 1 << i
-		}
+// bit is the column's flag bit in a decision's packed outcome (0 for no
+// column).
+func (c Column) bit() uint16 {
+	if i := c.index(); i >= 0 {
+		return 1 << i
 	}
 	return 0
 }
 
-// Packed decision outcome: one bit per Column, in Columns order, then:
+// Packed decision outcome: one bit per column, in results.Columns order,
+// then (in the top two bits):
 const (
-	flagOK   uint8 = 1 << 6 // status ok: the decision is counted
-	flagSeen uint8 = 1 << 7 // a row exists (ok or error)
+	flagOK   uint16 = 1 << 14 // status ok: the decision is counted
+	flagSeen uint16 = 1 << 15 // a row exists (ok or error)
 )
 
 // flagsOf packs a row's outcome.
-func flagsOf(r *results.Row) uint8 {
+func flagsOf(r *results.Row) uint16 {
 	f := flagSeen
 	if r.Status != results.StatusOK {
 		return f
 	}
 	f |= flagOK
-	for i, b := range [...]bool{r.Strict, r.Cover, r.Retry, r.Invalid, r.AnyFS, r.TerminalFS} {
-		if b {
+	for i := range results.Columns {
+		if results.Columns[i].Of(r) {
 			f |= 1 << i
 		}
 	}
@@ -90,38 +98,28 @@ func flagsOf(r *results.Row) uint8 {
 
 // cellCount returns cell c's count of column col.
 func cellCount(c *results.Cell, col Column) int {
-	switch col {
-	case Strict:
-		return c.Strict
-	case Cover:
-		return c.Cover
-	case Retry:
-		return c.Retry
-	case Invalid:
-		return c.Invalid
-	case AnyFS:
-		return c.AnyFS
-	case TerminalFS:
-		return c.TerminalFS
+	if i := col.index(); i >= 0 {
+		return results.Columns[i].Count(c)
 	}
 	return 0
 }
 
 // RateSet holds one value per proportion column and for selective
-// accuracy, in table order.
+// accuracy, in table order (RateKeys); in JSON an object with those keys.
 type RateSet[T any] struct {
-	Strict     T `json:"strict"`
-	Cover      T `json:"cover"`
-	Retry      T `json:"retry"`
-	Invalid    T `json:"invalid"`
-	AnyFS      T `json:"any_fs"`
-	TerminalFS T `json:"terminal_fs"`
-	Selective  T `json:"selective"` // Strict / Cover
+	cols      []T // by index in Columns
+	Selective T   // Strict / Cover
 }
 
 // RateKeys lists the keys of a RateSet in order: the Columns, then
 // Selective.
-var RateKeys = []string{string(Strict), string(Cover), string(Retry), string(Invalid), string(AnyFS), string(TerminalFS), Selective}
+var RateKeys = func() []string {
+	out := make([]string, 0, len(Columns)+1)
+	for _, c := range Columns {
+		out = append(out, string(c))
+	}
+	return append(out, Selective)
+}()
 
 // RateLabel is the display name of a rate key (Strict, …, Strict/Cover).
 func RateLabel(key string) string {
@@ -133,23 +131,38 @@ func RateLabel(key string) string {
 
 // At returns a pointer to the value of key (one of RateKeys), or nil.
 func (s *RateSet[T]) At(key string) *T {
-	switch key {
-	case string(Strict):
-		return &s.Strict
-	case string(Cover):
-		return &s.Cover
-	case string(Retry):
-		return &s.Retry
-	case string(Invalid):
-		return &s.Invalid
-	case string(AnyFS):
-		return &s.AnyFS
-	case string(TerminalFS):
-		return &s.TerminalFS
-	case Selective:
+	if key == Selective {
 		return &s.Selective
 	}
-	return nil
+	i := Column(key).index()
+	if i < 0 {
+		return nil
+	}
+	if s.cols == nil {
+		s.cols = make([]T, len(Columns))
+	}
+	return &s.cols[i]
+}
+
+// MarshalJSON implements json.Marshaler: {"strict":…,…,"selective":…}.
+func (s RateSet[T]) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, key := range RateKeys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kb, _ := json.Marshal(key)
+		b.Write(kb)
+		b.WriteByte(':')
+		vb, err := json.Marshal(*s.At(key))
+		if err != nil {
+			return nil, err
+		}
+		b.Write(vb)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }
 
 // Num is a number in the JSON output: the shortest decimal that reads back

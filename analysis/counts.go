@@ -15,19 +15,39 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/simulator"
 )
 
+// CountsHeader is the header of the counts table: the cell, N, a column
+// per results.Columns, Extra and Errors.
+func CountsHeader() []string {
+	h := []string{"model", "prompt", "condition", "N"}
+	for i := range results.Columns {
+		h = append(h, results.Columns[i].Label)
+	}
+	return append(h, "Extra", "Errors")
+}
+
+// CountsRow is cell c's row of the counts table (see CountsHeader).
+func CountsRow(c *results.Cell) []string {
+	r := []string{c.Model, c.Prompt, string(c.Condition), strconv.Itoa(c.N)}
+	for i := range results.Columns {
+		r = append(r, strconv.Itoa(results.Columns[i].Count(c)))
+	}
+	return append(r, strconv.Itoa(c.Extra), strconv.Itoa(c.Errors))
+}
+
 // WriteTable prints the counts table of STUDY.md section 4.
 func WriteTable(w io.Writer, cells []results.Cell) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "model\tprompt\tcondition\tN\tStrict\tCover\tRetry\tInvalid\tAnyFS\tTermFS\tExtra\tErrors")
-	for _, c := range cells {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", c.Model, c.Prompt, c.Condition,
-			c.N, c.Strict, c.Cover, c.Retry, c.Invalid, c.AnyFS, c.TerminalFS, c.Extra, c.Errors)
+	fmt.Fprintln(tw, strings.Join(CountsHeader(), "\t"))
+	for i := range cells {
+		fmt.Fprintln(tw, strings.Join(CountsRow(&cells[i]), "\t"))
 	}
 	return tw.Flush()
 }

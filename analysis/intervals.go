@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 
@@ -86,6 +87,32 @@ type CellBootstrap struct {
 	Warnings map[string][]string `json:"warnings,omitempty"` // rate key -> caveats
 }
 
+// MarshalJSON implements json.Marshaler: {"b","seed", the rate keys, then
+// "warnings" when there are any}.
+func (cb CellBootstrap) MarshalJSON() ([]byte, error) {
+	head, err := json.Marshal(struct {
+		B    int    `json:"b"`
+		Seed uint64 `json:"seed"`
+	}{cb.B, cb.Seed})
+	if err != nil {
+		return nil, err
+	}
+	rates, err := cb.RateSet.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	out := append(head[:len(head)-1], ',')
+	out = append(out, rates[1:len(rates)-1]...)
+	if len(cb.Warnings) > 0 {
+		w, err := json.Marshal(cb.Warnings)
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(out, `,"warnings":`...), w...)
+	}
+	return append(out, '}'), nil
+}
+
 // Clusters returns the per-server sufficient statistics of rate key (one of
 // RateKeys) in a cell, for servers with at least one counted decision in
 // it, sorted by server name: N decisions and Sum = the count (for
@@ -93,12 +120,7 @@ type CellBootstrap struct {
 func (a *Accumulator) Clusters(cell int, key string) []stats.Cluster {
 	var out []stats.Cluster
 	ps := a.perServer[cell]
-	col := -1
-	for i, c := range Columns {
-		if string(c) == key {
-			col = i
-		}
-	}
+	col := Column(key).index()
 	for _, si := range a.serverOrder() {
 		if int(si) >= len(ps) || ps[si].n == 0 {
 			continue
@@ -106,7 +128,7 @@ func (a *Accumulator) Clusters(cell int, key string) []stats.Cluster {
 		sc := ps[si]
 		switch {
 		case key == Selective:
-			out = append(out, stats.Cluster{N: sc.col[1], Sum: float64(sc.col[0])})
+			out = append(out, stats.Cluster{N: sc.col[Cover.index()], Sum: float64(sc.col[Strict.index()])})
 		case col >= 0:
 			out = append(out, stats.Cluster{N: sc.n, Sum: float64(sc.col[col])})
 		}

@@ -322,7 +322,7 @@ func TestBootstrapOrderIndependent(t *testing.T) {
 				break
 			}
 		}
-		if a.Cells[i].Bootstrap.Strict != b.Cells[j].Bootstrap.Strict || a.Cells[i].Bootstrap.Selective != b.Cells[j].Bootstrap.Selective {
+		if *a.Cells[i].Bootstrap.At("strict") != *b.Cells[j].Bootstrap.At("strict") || a.Cells[i].Bootstrap.Selective != b.Cells[j].Bootstrap.Selective {
 			t.Errorf("cell %s: %+v vs %+v", a.Cells[i].Condition, a.Cells[i].Bootstrap, b.Cells[j].Bootstrap)
 		}
 	}

@@ -95,7 +95,7 @@ type pairAgg struct {
 // pair records the decisions fa and fb of one unit on column bit when
 // both were counted, and returns how many of them lacked a partner (0, or
 // 1 when exactly one was counted).
-func (p *pairAgg) pair(fa, fb, bit uint8) int {
+func (p *pairAgg) pair(fa, fb, bit uint16) int {
 	okA, okB := fa&flagOK != 0, fb&flagOK != 0
 	if okA && okB {
 		p.add(fa&bit != 0, fb&bit != 0)

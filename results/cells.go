@@ -53,12 +53,11 @@ func (t *Tally) Add(r *Row) {
 		return
 	}
 	c.N++
-	c.Strict += b2i(r.Strict)
-	c.Cover += b2i(r.Cover)
-	c.Retry += b2i(r.Retry)
-	c.Invalid += b2i(r.Invalid)
-	c.AnyFS += b2i(r.AnyFS)
-	c.TerminalFS += b2i(r.TerminalFS)
+	for i := range Columns {
+		if Columns[i].Of(r) {
+			*Columns[i].cell(c)++
+		}
+	}
 	c.Extra += int(r.Replays)
 }
 
@@ -80,12 +79,6 @@ func Count(rows []Row) []Cell {
 	return t.Cells()
 }
 
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
 
 // AlwaysStops reports whether every counted decision of the cell ended in
 // a valid stop_or_escalate: Cover = 0 with nothing invalid. Stopping is

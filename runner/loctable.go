@@ -92,8 +92,9 @@ func (t *locTable) put(j int, l loc, o outcome) {
 	binary.LittleEndian.PutUint64(b[0:], uint64(l.off))
 	binary.LittleEndian.PutUint32(b[8:], l.size)
 	binary.LittleEndian.PutUint32(b[12:], uint32(l.file))
-	b[16] = boolByte(o.ok)
-	b[17], b[18], b[19], b[20], b[21] = o.label, o.status, o.turns, o.replays, o.flags
+	b[16] = o.status | boolByte(o.ok)<<7
+	b[17], b[18], b[19] = o.label, o.turns, o.replays
+	binary.LittleEndian.PutUint16(b[20:], o.flags)
 	binary.LittleEndian.PutUint16(b[22:], o.events)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -134,7 +135,8 @@ func (t *locTable) flushLocked() {
 
 func decodeRec(b []byte) (loc, outcome) {
 	l := loc{off: int64(binary.LittleEndian.Uint64(b[0:])), size: binary.LittleEndian.Uint32(b[8:]), file: int32(binary.LittleEndian.Uint32(b[12:]))}
-	o := outcome{ok: b[16] == 1, label: b[17], status: b[18], turns: b[19], replays: b[20], flags: b[21], events: binary.LittleEndian.Uint16(b[22:])}
+	o := outcome{ok: b[16]>>7 == 1, status: b[16] & 0x7f, label: b[17], turns: b[18], replays: b[19],
+		flags: binary.LittleEndian.Uint16(b[20:]), events: binary.LittleEndian.Uint16(b[22:])}
 	return l, o
 }
 

@@ -360,7 +360,7 @@ type outcome struct {
 	status  uint8 // 0 none, 1 failed, 2 succeeded
 	turns   uint8
 	replays uint8
-	flags   uint8 // strict, cover, retry, invalid, any_fs, terminal_fs
+	flags   uint16 // bit i: results.Columns[i]
 	events  uint16
 }
 
@@ -386,8 +386,8 @@ func pack(d *simulator.Decision) outcome {
 	case study.Succeeded:
 		o.status = 2
 	}
-	for i, b := range []bool{r.Strict, r.Cover, r.Retry, r.Invalid, r.AnyFS, r.TerminalFS} {
-		if b {
+	for i := range results.Columns {
+		if results.Columns[i].Of(&r) {
 			o.flags |= 1 << i
 		}
 	}
@@ -411,7 +411,8 @@ func (o outcome) row(k simulator.Key, server string, seed int64) results.Row {
 	case 2:
 		r.FinalStatus = string(study.Succeeded)
 	}
-	f := func(i int) bool { return o.flags&(1<<i) != 0 }
-	r.Strict, r.Cover, r.Retry, r.Invalid, r.AnyFS, r.TerminalFS = f(0), f(1), f(2), f(3), f(4), f(5)
+	for i := range results.Columns {
+		results.Columns[i].Set(&r, o.flags&(1<<i) != 0)
+	}
 	return r
 }

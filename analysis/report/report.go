@@ -273,11 +273,12 @@ func (d *Doc) study(in *Input) {
 }
 
 func (d *Doc) counts(an *analysis.Analysis) {
-	t := &Table{Header: []string{"model", "prompt", "condition", "N", "Strict", "Cover", "Retry", "Invalid", "AnyFS", "TermFS", "Extra", "Errors"},
-		Right: []bool{false, false, false, true, true, true, true, true, true, true, true, true}}
+	t := &Table{Header: analysis.CountsHeader()}
+	for i := range t.Header {
+		t.Right = append(t.Right, i >= 3) // the counts
+	}
 	for _, c := range an.Cells {
-		t.Rows = append(t.Rows, []string{c.Model, c.Prompt, string(c.Condition), itoa(c.N), itoa(c.Strict), itoa(c.Cover),
-			itoa(c.Retry), itoa(c.Invalid), itoa(c.AnyFS), itoa(c.TerminalFS), itoa(c.Extra), itoa(c.Errors)})
+		t.Rows = append(t.Rows, analysis.CountsRow(&c.Cell))
 	}
 	d.table(t)
 }
