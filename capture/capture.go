@@ -8,9 +8,11 @@
 // Probes: a guaranteed-nonexistent tool name; one wrong JSON type and one
 // missing required field on a read-only tool; and a type-correct
 // out-of-domain sentinel only on tools the user allow-lists. A tool is
-// read-only by its readOnlyHint, or, without one, by a conservative name
-// rule; the user's -read-only list overrides both. No other tool is
-// called. Calls are rate-limited and capped per server.
+// called only when every signal says it is read-only: its annotations (no
+// destructiveHint, readOnlyHint not false) and a conservative name rule;
+// the user's -read-only list overrides them. No other tool is called, and
+// a server that runs a handler on a wrong JSON type gets no further
+// argument probe. Calls are rate-limited and capped per server.
 package capture
 
 import (
@@ -201,9 +203,13 @@ type Server struct {
 	Calls           int
 	Exit            string // how a stdio server ended: ExitClean, ExitTerminated or ExitKilled
 	Err             error  // a failure that stopped the capture of this server
-	Scenarios       []study.Scenario
-	Redacted        map[string]int // over all scenarios
-	Flagged         map[string]int
+	// Coercing is true when the server ran a tool's handler on the
+	// wrong-type probe (see coerced); its later argument probes are then
+	// skipped.
+	Coercing  bool
+	Scenarios []study.Scenario
+	Redacted  map[string]int // over all scenarios
+	Flagged   map[string]int
 }
 
 // Run captures from each target in turn. A server that cannot be reached is
@@ -338,6 +344,12 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 
 	for _, p := range plans {
 		out := Outcome{Plan: p}
+		if s.Coercing && p.Kind != study.NonexistentTool {
+			out.Status, out.Note = StatusSkipped, noteCoercedSkip
+			o.logf("  %-22s %-24s %s", p.Kind, p.Tool, describe(&out))
+			s.Outcomes = append(s.Outcomes, out)
+			continue
+		}
 		if err := wait(); err != nil {
 			if errors.Is(err, errCap) {
 				out.Status, out.Note = StatusSkipped, fmt.Sprintf("the cap of %d calls was reached", o.maxCalls())
@@ -356,6 +368,11 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 			out.RequestID = out.Request.RequestID()
 		}
 		s.classify(&out, res, err, o)
+		if coerced(&out) {
+			s.Coercing = true
+			out.Note = strings.TrimPrefix(out.Note+"; "+noteCoerced, "; ")
+			s.Notes = append(s.Notes, fmt.Sprintf("%s %s: %s", out.Kind, out.Tool, noteCoerced))
+		}
 		o.logf("  %-22s %-24s %s", p.Kind, p.Tool, describe(&out))
 		s.Outcomes = append(s.Outcomes, out)
 	}
@@ -363,6 +380,22 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 }
 
 var errCap = errors.New("call cap reached")
+
+// Notes on a coercing server.
+const (
+	noteCoerced     = "the server ran the handler on a wrong JSON type (it coerces types)"
+	noteCoercedSkip = "skipped: the server coerces wrong types, so an argument probe may run its handler"
+)
+
+// coerced reports whether a wrong-type probe ran the tool's handler: the
+// server answered with a completed, non-error result to a call whose
+// argument had the wrong JSON type, so it did not reject the arguments.
+//
+// Note: an isError result may come from the handler too, but it may as
+// well be the SDK's argument check; only the non-error answer is proof.
+func coerced(o *Outcome) bool {
+	return o.Kind == study.WrongType && o.Err == nil && o.Result != nil && !o.Result.IsError
+}
 
 // frameWait bounds the wait for a response frame the SDK has already
 // decoded (see Recorder.AwaitExchange).

@@ -55,6 +55,7 @@ type LogServer struct {
 	View            string         `json:"view"`
 	Calls           int            `json:"calls"`
 	Exit            string         `json:"exit,omitempty"`
+	Coercing        bool           `json:"coercing,omitempty"` // it ran a handler on a wrong JSON type
 	Frames          string         `json:"frames,omitempty"`
 	Stderr          string         `json:"stderr,omitempty"`
 	Error           string         `json:"error,omitempty"`
@@ -122,7 +123,7 @@ func Write(dir string, servers []*Server, o Options) (*Written, error) {
 		entry := LogServer{
 			Label: s.Target.Label, Pseudonym: s.Pseudonym, Transport: s.Target.Transport(),
 			Command: s.Target.Command, URL: s.Target.URL, Name: s.Name, Version: s.Version,
-			ProtocolVersion: s.ProtocolVersion, SDK: s.SDK, View: s.View, Calls: s.Calls, Exit: s.Exit, Notes: s.Notes,
+			ProtocolVersion: s.ProtocolVersion, SDK: s.SDK, View: s.View, Calls: s.Calls, Exit: s.Exit, Coercing: s.Coercing, Notes: s.Notes,
 			Redacted: nonEmpty(s.Redacted), Flagged: nonEmpty(s.Flagged),
 		}
 		if s.Err != nil {

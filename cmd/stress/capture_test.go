@@ -52,7 +52,8 @@ func TestCaptureEndToEnd(t *testing.T) {
 		"-stdio", "everything=node "+server("server-everything"),
 		"-stdio", "memory=MEMORY_FILE_PATH='"+memory+"' node "+server("server-memory"),
 		"-stdio", "filesystem=node "+server("server-filesystem")+" '"+files+"'",
-		"-sentinel", "get-resource-reference:resourceId=-987654321", "-sentinel", "open_nodes", "-sentinel", "read_text_file")
+		"-sentinel", "get-resource-reference:resourceId=-987654321", "-sentinel", "open_nodes", "-sentinel", "read_text_file",
+		"-read-only", "open_nodes")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
