@@ -66,9 +66,10 @@ type Options struct {
 	// (CheckOutput); the observations are then the validating client's
 	// view (study.ViewValidating).
 	ValidateOutput bool
-	// RedactFailureText also redacts paths, URLs, tokens and e-mail
-	// addresses inside the failure text (by default they are kept and
-	// counted as flagged).
+	// RedactFailureText also redacts generic locators (public URLs, file
+	// paths, public IP addresses) inside the failure text; by default they
+	// are kept there and counted as flagged. Credentials and private
+	// locators are redacted everywhere in any case (see scrubber).
 	RedactFailureText bool
 	// Salt keys the pseudonyms (at least 16 bytes; keep it private and
 	// reuse it for stable pseudonyms).
@@ -191,6 +192,7 @@ type Server struct {
 	Target          Target
 	Pseudonym       string
 	Name, Version   string // the server's reported implementation
+	Title           string // its reported title, if any
 	ProtocolVersion string // negotiated
 	SDK             string
 	View            string
@@ -257,7 +259,7 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 	init := c.session.InitializeResult()
 	s.ProtocolVersion = init.ProtocolVersion
 	if init.ServerInfo != nil {
-		s.Name, s.Version = init.ServerInfo.Name, init.ServerInfo.Version
+		s.Name, s.Version, s.Title = init.ServerInfo.Name, init.ServerInfo.Version, init.ServerInfo.Title
 	}
 	o.logf("capture %s: %s %s, protocol %s over %s", s.Pseudonym, s.Name, s.Version, s.ProtocolVersion, t.Transport())
 
@@ -465,18 +467,33 @@ func (s *Server) classify(out *Outcome, res *mcp.CallToolResult, err error, o *O
 // directory.
 func framesName(pseudo string) string { return "private/frames/" + pseudo + ".jsonl" }
 
-// Build turns a server's failures into scenario records; framesRel is the
-// frames file relative to the corpus file.
-func (s *Server) Build(o *Options, framesRel string) error {
+// scrubber returns the one scrubber for everything of this server that
+// can reach the corpus: its tool names and its own names (label, reported
+// name and title) become pseudonyms; the made-up tool name and probe
+// values are protected; the target's configured credentials are known
+// secrets.
+func (s *Server) scrubber(o *Options) *scrubber {
 	names := map[string]string{}
 	for real, p := range s.ToolPseudonyms {
 		names[real] = p
 	}
-	for _, n := range []string{s.Name, s.Target.Label} {
-		if len(n) >= 3 {
+	for _, n := range []string{s.Name, s.Title, s.Target.Label} {
+		if n != "" {
 			names[n] = s.Pseudonym
 		}
 	}
+	protect := []string{"stress-probe"}
+	for _, out := range s.Outcomes {
+		if out.Kind == study.NonexistentTool {
+			protect = append(protect, out.Tool)
+		}
+	}
+	return newScrubber(names, o.RedactFailureText, protect...).withSecrets(s.Target.secrets()...)
+}
+
+// Build turns a server's failures into scenario records; framesRel is the
+// frames file relative to the corpus file.
+func (s *Server) Build(o *Options, framesRel string) error {
 	s.Scenarios = nil
 	s.Redacted, s.Flagged = map[string]int{}, map[string]int{}
 	var errs []error
@@ -485,7 +502,7 @@ func (s *Server) Build(o *Options, framesRel string) error {
 		if out.Status != StatusFailure {
 			continue
 		}
-		sc, err := s.scenario(out, names, o, framesRel)
+		sc, err := s.scenario(out, s.scrubber(o), framesRel)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s %s: %w", s.Pseudonym, out.Kind, err))
 			continue
@@ -500,22 +517,29 @@ var probeShort = map[study.Probe]string{
 	study.NonexistentTool: "nx", study.WrongType: "wt", study.MissingRequired: "mr", study.Sentinel: "sv",
 }
 
-func (s *Server) scenario(out *Outcome, names map[string]string, o *Options, framesRel string) (study.Scenario, error) {
-	sc := newScrubber(names, o.RedactFailureText)
+// scenario builds one record. Every string from the server (or derived
+// from its tool schemas) enters the record through sc.
+func (s *Server) scenario(out *Outcome, sc *scrubber, framesRel string) (study.Scenario, error) {
 	var (
 		obs  json.RawMessage
 		err  error
 		text string // the failure text, scrubbed
 		code int64
 	)
-	rejected := out.Check != nil && out.Check.Verdict == study.OutputRejected
+	var check *study.OutputCheck
+	if out.Check != nil {
+		c := *out.Check
+		c.Reason = sc.text(c.Reason)
+		check = &c
+	}
+	rejected := check != nil && check.Verdict == study.OutputRejected
 	switch {
 	case out.RPC != nil:
 		obs, err = observeError(out.RPC, sc)
 		code = out.RPC.Code
 	case rejected:
-		obs, err = observeRejection(out.Check)
-		code = int64(out.Check.Code)
+		obs, err = observeRejection(check)
+		code = int64(check.Code)
 	default:
 		obs, err = observeResult(out.Result, sc)
 	}
@@ -528,7 +552,9 @@ func (s *Server) scenario(out *Outcome, names map[string]string, o *Options, fra
 	text = observationText(obs)
 	cause, rule := causeOf(out.Kind, text)
 	info, _ := cause.Info()
-	target := targetOf(cause, out.Plan, text)
+	plan := out.Plan
+	plan.Field = sc.other(plan.Field) // a schema's property name is the server's too
+	target := targetOf(cause, plan, text)
 	env, err := envelope(info.Code, target, info.Preferred[0], observationText(obs), info.Words)
 	if err != nil {
 		return study.Scenario{}, err
@@ -547,7 +573,7 @@ func (s *Server) scenario(out *Outcome, names map[string]string, o *Options, fra
 	}
 	capt := &study.Capture{
 		Frames: framesRel, RequestID: out.RequestID, Tool: tool, Arguments: args,
-		SDK: s.SDK, View: s.View, WireSurface: out.Wire, OutputValidation: out.Check,
+		SDK: s.SDK, View: s.View, WireSurface: out.Wire, OutputValidation: check,
 		CauseRule: rule, Proposed: true,
 	}
 	if out.Response != nil {
@@ -566,7 +592,7 @@ func (s *Server) scenario(out *Outcome, names map[string]string, o *Options, fra
 		s.Flagged[k] += v
 	}
 	return study.Scenario{
-		ID: id, Server: s.Pseudonym, ProtocolVersion: s.ProtocolVersion,
+		ID: id, Server: s.Pseudonym, ProtocolVersion: sc.other(s.ProtocolVersion),
 		Probe: out.Kind, Cause: cause, Surface: out.Surface, Observation: obs,
 		Code: info.Code, Target: target, Preferred: info.Preferred[0],
 		NonHarm: []study.Policy{info.Preferred[0], study.StopOrEscalate}, ControlEnvelope: env,

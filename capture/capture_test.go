@@ -222,11 +222,12 @@ func TestPlanSafety(t *testing.T) {
 
 func TestScrub(t *testing.T) {
 	sc := newScrubber(map[string]string{"find_user": "tool_1", "acme": "M1", "find": "tool_2"}, false)
-	text := "Invalid region for find_user (acme): see /srv/acme/x.db and https://acme.example/a; my_find_user stays"
+	text := "Invalid region for find_user (acme): see /srv/acme/x.db and https://acme.example/a; my_find_user, findUser; find me"
 	got := sc.text(text)
-	// Names are pseudonymized inside paths and URLs too; those are only
-	// flagged, not redacted, in the failure text.
-	want := "Invalid region for tool_1 (M1): see /srv/M1/x.db and https://M1.example/a; my_find_user stays"
+	// Names are pseudonymized inside paths, URLs and longer identifiers
+	// too; paths and URLs are only flagged, not redacted, in the failure
+	// text. The one-word name "find" is left alone in running text.
+	want := "Invalid region for tool_1 (M1): see /srv/M1/x.db and https://M1.example/a; my_tool_1, tool_1; find me"
 	if got != want {
 		t.Errorf("text:\n got %s\nwant %s", got, want)
 	}

@@ -154,7 +154,7 @@ func cmdCapture(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	timeout := fs.Duration("timeout", 30*time.Second, "bound on initialization and each request")
 	grace := fs.Duration("grace", 2*time.Second, "how long a stdio server may take to exit after stdin closes before SIGTERM")
 	validate := fs.Bool("validate-output", false, "check results against the tool's outputSchema as a validating client would, and use that view")
-	redactText := fs.Bool("redact-text", false, "also redact paths, URLs, tokens and e-mail addresses inside the failure text")
+	redactText := fs.Bool("redact-text", false, "also redact URLs, file paths and public IP addresses inside the failure text (credentials and private locators are redacted everywhere)")
 	saltFile := fs.String("salt-file", "", "file holding the pseudonym salt, created if missing (default: a new salt in DIR/private/salt)")
 	quiet := fs.Bool("quiet", false, "print only the table")
 	if err := parse(fs, args); err != nil {
