@@ -210,8 +210,10 @@ type Server struct {
 	// skipped.
 	Coercing  bool
 	Scenarios []study.Scenario
-	Redacted  map[string]int // over all scenarios
-	Flagged   map[string]int
+	// Quarantined are the failures whose records Build did not keep.
+	Quarantined []Quarantined
+	Redacted    map[string]int // over all scenarios
+	Flagged     map[string]int
 }
 
 // Run captures from each target in turn. A server that cannot be reached is
@@ -492,25 +494,47 @@ func (s *Server) scrubber(o *Options) *scrubber {
 }
 
 // Build turns a server's failures into scenario records; framesRel is the
-// frames file relative to the corpus file.
-func (s *Server) Build(o *Options, framesRel string) error {
-	s.Scenarios = nil
+// frames file relative to the corpus file. Each record is checked before it
+// is kept (see vet); one that fails, or cannot be built, goes to
+// s.Quarantined with the reason instead, and the others are kept.
+func (s *Server) Build(o *Options, framesRel string) {
+	s.Scenarios, s.Quarantined = nil, nil
 	s.Redacted, s.Flagged = map[string]int{}, map[string]int{}
-	var errs []error
+	seen := map[string]bool{}
 	for i := range s.Outcomes {
 		out := &s.Outcomes[i]
 		if out.Status != StatusFailure {
 			continue
 		}
-		sc, err := s.scenario(out, s.scrubber(o), framesRel)
+		q := Quarantined{ID: s.recordID(out), Server: s.Pseudonym, Probe: out.Kind, Tool: out.Tool}
+		sc := s.scrubber(o)
+		rec, err := s.scenario(out, sc, framesRel)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s %s: %w", s.Pseudonym, out.Kind, err))
+			q.Reason = "cannot build the record: " + err.Error()
+			s.Quarantined = append(s.Quarantined, q)
 			continue
 		}
-		s.Scenarios = append(s.Scenarios, sc)
+		q.Record, _ = json.Marshal(rec)
+		if q.Reason = vet(rec, sc); q.Reason == "" && seen[rec.ID] {
+			q.Reason = "duplicate id " + rec.ID
+		}
+		if q.Reason != "" {
+			s.Quarantined = append(s.Quarantined, q)
+			continue
+		}
+		seen[rec.ID] = true
+		s.Scenarios = append(s.Scenarios, rec)
 	}
 	sort.Slice(s.Scenarios, func(i, j int) bool { return s.Scenarios[i].ID < s.Scenarios[j].ID })
-	return errors.Join(errs...)
+}
+
+// recordID is the id of the record an outcome makes.
+func (s *Server) recordID(out *Outcome) string {
+	id := s.Pseudonym + "-" + probeShort[out.Kind]
+	if out.Kind == study.Sentinel {
+		id += "-" + strings.TrimPrefix(s.ToolPseudonyms[out.Tool], "tool_")
+	}
+	return id
 }
 
 var probeShort = map[study.Probe]string{
@@ -563,13 +587,10 @@ func (s *Server) scenario(out *Outcome, sc *scrubber, framesRel string) (study.S
 	if err != nil {
 		return study.Scenario{}, err
 	}
-	id := s.Pseudonym + "-" + probeShort[out.Kind]
+	id := s.recordID(out)
 	tool := ""
 	if out.Kind != study.NonexistentTool {
 		tool = s.ToolPseudonyms[out.Tool]
-	}
-	if out.Kind == study.Sentinel {
-		id += "-" + strings.TrimPrefix(tool, "tool_")
 	}
 	capt := &study.Capture{
 		Frames: framesRel, RequestID: out.RequestID, Tool: tool, Arguments: args,

@@ -1,9 +1,11 @@
 package capture
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -502,6 +504,66 @@ func (s *scrubber) residue(t string) string {
 		return "a real name"
 	}
 	return ""
+}
+
+// serverKeys are the members of a record whose object keys come from the
+// server (all other keys are the corpus format's own).
+var serverKeys = []string{"/observation/exception/error/data", "/observation/result/structuredContent", "/capture/arguments"}
+
+// recordResidue walks a marshalled record and reports the first string
+// (or server-chosen key) in which the scrubber still finds something: the
+// JSON pointer of where (not the string itself) and residue's answer.
+func (s *scrubber) recordResidue(record []byte) (where, what string) {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(record))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return "/", "a record that does not decode: " + err.Error()
+	}
+	var walk func(v any, ptr string) bool
+	walk = func(v any, ptr string) bool {
+		switch x := v.(type) {
+		case string:
+			what = s.residue(x)
+		case []any:
+			for i, e := range x {
+				if walk(e, fmt.Sprintf("%s/%d", ptr, i)) {
+					return true
+				}
+			}
+		case map[string]any:
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			server := false
+			for _, p := range serverKeys {
+				server = server || strings.HasPrefix(ptr, p)
+			}
+			for _, k := range keys {
+				if server {
+					if what = s.residue(k); what != "" {
+						where, what = ptr, what+" (in a key)"
+						return true
+					}
+				}
+				if walk(x[k], ptr+"/"+strings.NewReplacer("~", "~0", "/", "~1").Replace(k)) {
+					return true
+				}
+			}
+		}
+		if what != "" {
+			where = ptr
+			return true
+		}
+		return false
+	}
+	walk(v, "")
+	if what != "" && where == "" {
+		where = "/"
+	}
+	return where, what
 }
 
 // secrets lists the credentials a target is configured with: the values
