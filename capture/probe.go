@@ -141,19 +141,21 @@ func NameRuleReadOnly(name string) bool {
 func access(name string, ann map[string]any, allowed bool) (bool, string) {
 	d, hasD := ann["destructiveHint"]
 	r, hasR := ann["readOnlyHint"]
-	var ok bool
+	ok := NameRuleReadOnly(name)
 	var basis string
 	switch {
 	case hasD && d != false:
-		basis = fmt.Sprintf("%s %v", BasisDestructive, d)
+		ok, basis = false, fmt.Sprintf("%s %v", BasisDestructive, d)
 	case hasR && r != true:
-		basis = fmt.Sprintf("%s %v", BasisNotReadOnly, r)
+		ok, basis = false, fmt.Sprintf("%s %v", BasisNotReadOnly, r)
+	case hasR && ok:
+		basis = BasisAnnotation
 	case hasR:
-		ok = NameRuleReadOnly(name)
-		basis = map[bool]string{true: BasisAnnotation, false: BasisAnnotationNo}[ok]
+		basis = BasisAnnotationNo
+	case ok:
+		basis = BasisNameRule
 	default:
-		ok = NameRuleReadOnly(name)
-		basis = map[bool]string{true: BasisNameRule, false: BasisNameRuleNot}[ok]
+		basis = BasisNameRuleNot
 	}
 	if allowed {
 		if ok {

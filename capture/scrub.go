@@ -80,8 +80,8 @@ var patterns = []pattern{
 	{kind: KindToken, re: regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$)`), private: true},
 	{kind: KindToken, re: regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://([^/\s:@"'<>]+:[^/\s@"'<>]+)@`), group: 1, private: true},
 	{kind: KindToken, re: regexp.MustCompile(`(?i)\b(?:bearer|basic)\s+([A-Za-z0-9._~+/=-]{8,})`), group: 1, check: secretLike, private: true},
-	{kind: KindToken, re: regexp.MustCompile(`(?i)(?:[a-z0-9]+[_.-])*(?:` + credentialWords + `)["']?\s*=\s*["']?([^\s"'<>,;&)\]}]+)`), group: 1, private: true},
-	{kind: KindToken, re: regexp.MustCompile(`(?i)(?:[a-z0-9]+[_.-])*(?:` + credentialWords + `)["']?\s*:\s*["']?([^\s"'<>,;&)\]}]+)`), group: 1, check: valueLike, private: true},
+	{kind: KindToken, re: regexp.MustCompile(`(?i)(?:` + credentialWords + `)["']?\s*=\s*["']?([^\s"'<>,;&)\]}]+)`), group: 1, private: true},
+	{kind: KindToken, re: regexp.MustCompile(`(?i)(?:` + credentialWords + `)["']?\s*:\s*["']?([^\s"'<>,;&)\]}]+)`), group: 1, check: valueLike, private: true},
 	{kind: KindToken, re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`), private: true},
 	{kind: KindToken, re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})`), private: true},
 	{kind: KindToken, re: regexp.MustCompile(`\b(?:sk|pk|rk)[-_][A-Za-z0-9_-]{8,}`), check: hasDigit, private: true},
@@ -151,12 +151,15 @@ func valueLike(s string) bool {
 // digits or more that is not a path.
 func base64Like(s string) bool {
 	var up, low bool
+	digits := 0
 	for _, r := range s {
 		up = up || unicode.IsUpper(r)
 		low = low || unicode.IsLower(r)
+		if unicode.IsDigit(r) {
+			digits++
+		}
 	}
-	digits := strings.IndexFunc(s, unicode.IsDigit) >= 0 && strings.IndexFunc(s[strings.IndexFunc(s, unicode.IsDigit)+1:], unicode.IsDigit) >= 0
-	return up && low && digits && !strings.HasPrefix(s, "/") && !strings.Contains(s, "//")
+	return up && low && digits >= 2 && !strings.HasPrefix(s, "/") && !strings.Contains(s, "//")
 }
 
 var cgnat = net.IPNet{IP: net.IPv4(100, 64, 0, 0), Mask: net.CIDRMask(10, 32)}
@@ -226,6 +229,7 @@ type nameRule struct {
 	real, pseudo string
 	re           *regexp.Regexp // the name as written, or its words joined by nothing, _, - or .; any case
 	plain        bool           // a one-word name: only where it stands as an identifier
+	key          string         // its letters and digits in lower case, when it is ASCII with only _ - . besides ("" otherwise)
 }
 
 // newScrubber returns a scrubber replacing each real name of names by its
@@ -246,8 +250,12 @@ func newScrubber(names map[string]string, redactText bool, protect ...string) *s
 			}
 			alts = append(alts, strings.Join(q, `[-_.]?`))
 		}
-		s.subs = append(s.subs, nameRule{real: real, pseudo: pseudo, plain: len(toks) <= 1,
-			re: regexp.MustCompile(`(?i)(?:` + strings.Join(alts, "|") + `)`)})
+		r := nameRule{real: real, pseudo: pseudo, plain: len(toks) <= 1,
+			re: regexp.MustCompile(`(?i)(?:` + strings.Join(alts, "|") + `)`)}
+		if isASCII(real) && strings.Trim(real, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") == "" {
+			r.key = strings.Join(toks, "")
+		}
+		s.subs = append(s.subs, r)
 		s.protect = append(s.protect, pseudo)
 	}
 	s.protect = append(s.protect, protect...)
@@ -356,9 +364,16 @@ func (s *scrubber) nameMatches(t string, plainToo bool) []span {
 		}
 		return false
 	}
+	// Note: in ASCII text, every match of a name with a key is its key
+	// once the text is lower-cased and stripped of _ - and ., so one
+	// substring search rules out most names before any regexp runs.
+	squashed := ""
+	if isASCII(t) {
+		squashed = strings.ToLower(strings.NewReplacer("_", "", "-", "", ".", "").Replace(t))
+	}
 	var found []span
 	for _, r := range s.subs {
-		if r.plain && !plainToo {
+		if r.plain && !plainToo || squashed != "" && r.key != "" && !strings.Contains(squashed, r.key) {
 			continue
 		}
 		for i := 0; i < len(t); {
@@ -389,6 +404,15 @@ func (s *scrubber) nameMatches(t string, plainToo bool) []span {
 		}
 	}
 	return out
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // names replaces the real names in t by their pseudonyms (nameMatches).
