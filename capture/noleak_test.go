@@ -132,6 +132,11 @@ func TestHostileNoLeak(t *testing.T) {
 					if _, err := study.LoadCorpus(os.DirFS(dir), CorpusDir); err != nil {
 						t.Error(err)
 					}
+					// The -read-only override is recorded, privately.
+					log, _ := json.Marshal(privateLog(t, dir))
+					if !strings.Contains(string(log), `"basis":"allow-list (overrides annotation readOnlyHint, but not name rule)"`) {
+						t.Errorf("the override of %s is not recorded: %s", hostilemcp.ToolRelativeTime, log)
+					}
 				})
 			}
 		}

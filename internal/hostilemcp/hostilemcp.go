@@ -85,6 +85,8 @@ func Text() string {
 
 // The server's identity and tools. Tools is sorted as the SDK lists them.
 const (
+	// ServerName is the name the server reports (several words: it must
+	// never reach a corpus).
 	ServerName = "hostile-qzsrv-inventory"
 
 	// ToolPurge claims readOnlyHint true and destructiveHint true.
