@@ -8,9 +8,11 @@
 // Probes: a guaranteed-nonexistent tool name; one wrong JSON type and one
 // missing required field on a read-only tool; and a type-correct
 // out-of-domain sentinel only on tools the user allow-lists. A tool is
-// read-only by its readOnlyHint, or, without one, by a conservative name
-// rule; the user's -read-only list overrides both. No other tool is
-// called. Calls are rate-limited and capped per server.
+// called only when every signal says it is read-only: its annotations (no
+// destructiveHint, readOnlyHint not false) and a conservative name rule;
+// the user's -read-only list overrides them. No other tool is called, and
+// a server that runs a handler on a wrong JSON type gets no further
+// argument probe. Calls are rate-limited and capped per server.
 package capture
 
 import (
@@ -64,9 +66,10 @@ type Options struct {
 	// (CheckOutput); the observations are then the validating client's
 	// view (study.ViewValidating).
 	ValidateOutput bool
-	// RedactFailureText also redacts paths, URLs, tokens and e-mail
-	// addresses inside the failure text (by default they are kept and
-	// counted as flagged).
+	// RedactFailureText also redacts generic locators (public URLs, file
+	// paths, public IP addresses) inside the failure text; by default they
+	// are kept there and counted as flagged. Credentials and private
+	// locators are redacted everywhere in any case (see scrubber).
 	RedactFailureText bool
 	// Salt keys the pseudonyms (at least 16 bytes; keep it private and
 	// reuse it for stable pseudonyms).
@@ -189,6 +192,7 @@ type Server struct {
 	Target          Target
 	Pseudonym       string
 	Name, Version   string // the server's reported implementation
+	Title           string // its reported title, if any
 	ProtocolVersion string // negotiated
 	SDK             string
 	View            string
@@ -201,9 +205,15 @@ type Server struct {
 	Calls           int
 	Exit            string // how a stdio server ended: ExitClean, ExitTerminated or ExitKilled
 	Err             error  // a failure that stopped the capture of this server
-	Scenarios       []study.Scenario
-	Redacted        map[string]int // over all scenarios
-	Flagged         map[string]int
+	// Coercing is true when the server ran a tool's handler on the
+	// wrong-type probe (see coerced); its later argument probes are then
+	// skipped.
+	Coercing  bool
+	Scenarios []study.Scenario
+	// Quarantined are the failures whose records Build did not keep.
+	Quarantined []Quarantined
+	Redacted    map[string]int // over all scenarios
+	Flagged     map[string]int
 }
 
 // Run captures from each target in turn. A server that cannot be reached is
@@ -251,7 +261,7 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 	init := c.session.InitializeResult()
 	s.ProtocolVersion = init.ProtocolVersion
 	if init.ServerInfo != nil {
-		s.Name, s.Version = init.ServerInfo.Name, init.ServerInfo.Version
+		s.Name, s.Version, s.Title = init.ServerInfo.Name, init.ServerInfo.Version, init.ServerInfo.Title
 	}
 	o.logf("capture %s: %s %s, protocol %s over %s", s.Pseudonym, s.Name, s.Version, s.ProtocolVersion, t.Transport())
 
@@ -338,6 +348,12 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 
 	for _, p := range plans {
 		out := Outcome{Plan: p}
+		if s.Coercing && p.Kind != study.NonexistentTool {
+			out.Status, out.Note = StatusSkipped, noteCoercedSkip
+			o.logf("  %-22s %-24s %s", p.Kind, p.Tool, describe(&out))
+			s.Outcomes = append(s.Outcomes, out)
+			continue
+		}
 		if err := wait(); err != nil {
 			if errors.Is(err, errCap) {
 				out.Status, out.Note = StatusSkipped, fmt.Sprintf("the cap of %d calls was reached", o.maxCalls())
@@ -356,6 +372,11 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 			out.RequestID = out.Request.RequestID()
 		}
 		s.classify(&out, res, err, o)
+		if coerced(&out) {
+			s.Coercing = true
+			out.Note = strings.TrimPrefix(out.Note+"; "+noteCoerced, "; ")
+			s.Notes = append(s.Notes, fmt.Sprintf("%s %s: %s", out.Kind, out.Tool, noteCoerced))
+		}
 		o.logf("  %-22s %-24s %s", p.Kind, p.Tool, describe(&out))
 		s.Outcomes = append(s.Outcomes, out)
 	}
@@ -363,6 +384,22 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 }
 
 var errCap = errors.New("call cap reached")
+
+// Notes on a coercing server.
+const (
+	noteCoerced     = "the server ran the handler on a wrong JSON type (it coerces types)"
+	noteCoercedSkip = "skipped: the server coerces wrong types, so an argument probe may run its handler"
+)
+
+// coerced reports whether a wrong-type probe ran the tool's handler: the
+// server answered with a completed, non-error result to a call whose
+// argument had the wrong JSON type, so it did not reject the arguments.
+//
+// Note: an isError result may come from the handler too, but it may as
+// well be the SDK's argument check; only the non-error answer is proof.
+func coerced(o *Outcome) bool {
+	return o.Kind == study.WrongType && o.Err == nil && o.Result != nil && !o.Result.IsError
+}
 
 // frameWait bounds the wait for a response frame the SDK has already
 // decoded (see Recorder.AwaitExchange).
@@ -432,57 +469,101 @@ func (s *Server) classify(out *Outcome, res *mcp.CallToolResult, err error, o *O
 // directory.
 func framesName(pseudo string) string { return "private/frames/" + pseudo + ".jsonl" }
 
-// Build turns a server's failures into scenario records; framesRel is the
-// frames file relative to the corpus file.
-func (s *Server) Build(o *Options, framesRel string) error {
+// scrubber returns the one scrubber for everything of this server that
+// can reach the corpus: its tool names and its own names (label, reported
+// name and title) become pseudonyms; the made-up tool name and probe
+// values are protected; the target's configured credentials are known
+// secrets.
+func (s *Server) scrubber(o *Options) *scrubber {
 	names := map[string]string{}
 	for real, p := range s.ToolPseudonyms {
 		names[real] = p
 	}
-	for _, n := range []string{s.Name, s.Target.Label} {
-		if len(n) >= 3 {
+	for _, n := range []string{s.Name, s.Title, s.Target.Label} {
+		if n != "" {
 			names[n] = s.Pseudonym
 		}
 	}
-	s.Scenarios = nil
+	protect := []string{"stress-probe"}
+	for _, out := range s.Outcomes {
+		if out.Kind == study.NonexistentTool {
+			protect = append(protect, out.Tool)
+		}
+	}
+	return newScrubber(names, o.RedactFailureText, protect...).withSecrets(s.Target.secrets()...)
+}
+
+// Build turns a server's failures into scenario records; framesRel is the
+// frames file relative to the corpus file. Each record is checked before it
+// is kept (see vet); one that fails, or cannot be built, goes to
+// s.Quarantined with the reason instead, and the others are kept.
+func (s *Server) Build(o *Options, framesRel string) {
+	s.Scenarios, s.Quarantined = nil, nil
 	s.Redacted, s.Flagged = map[string]int{}, map[string]int{}
-	var errs []error
+	seen := map[string]bool{}
 	for i := range s.Outcomes {
 		out := &s.Outcomes[i]
 		if out.Status != StatusFailure {
 			continue
 		}
-		sc, err := s.scenario(out, names, o, framesRel)
+		q := Quarantined{ID: s.recordID(out), Server: s.Pseudonym, Probe: out.Kind, Tool: out.Tool}
+		sc := s.scrubber(o)
+		rec, err := s.scenario(out, sc, framesRel)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s %s: %w", s.Pseudonym, out.Kind, err))
+			q.Reason = "cannot build the record: " + err.Error()
+			s.Quarantined = append(s.Quarantined, q)
 			continue
 		}
-		s.Scenarios = append(s.Scenarios, sc)
+		q.Record, _ = json.Marshal(rec)
+		if q.Reason = vet(rec, sc); q.Reason == "" && seen[rec.ID] {
+			q.Reason = "duplicate id " + rec.ID
+		}
+		if q.Reason != "" {
+			s.Quarantined = append(s.Quarantined, q)
+			continue
+		}
+		seen[rec.ID] = true
+		s.Scenarios = append(s.Scenarios, rec)
 	}
 	sort.Slice(s.Scenarios, func(i, j int) bool { return s.Scenarios[i].ID < s.Scenarios[j].ID })
-	return errors.Join(errs...)
+}
+
+// recordID is the id of the record an outcome makes.
+func (s *Server) recordID(out *Outcome) string {
+	id := s.Pseudonym + "-" + probeShort[out.Kind]
+	if out.Kind == study.Sentinel {
+		id += "-" + strings.TrimPrefix(s.ToolPseudonyms[out.Tool], "tool_")
+	}
+	return id
 }
 
 var probeShort = map[study.Probe]string{
 	study.NonexistentTool: "nx", study.WrongType: "wt", study.MissingRequired: "mr", study.Sentinel: "sv",
 }
 
-func (s *Server) scenario(out *Outcome, names map[string]string, o *Options, framesRel string) (study.Scenario, error) {
-	sc := newScrubber(names, o.RedactFailureText)
+// scenario builds one record. Every string from the server (or derived
+// from its tool schemas) enters the record through sc.
+func (s *Server) scenario(out *Outcome, sc *scrubber, framesRel string) (study.Scenario, error) {
 	var (
 		obs  json.RawMessage
 		err  error
 		text string // the failure text, scrubbed
 		code int64
 	)
-	rejected := out.Check != nil && out.Check.Verdict == study.OutputRejected
+	var check *study.OutputCheck
+	if out.Check != nil {
+		c := *out.Check
+		c.Reason = sc.text(c.Reason)
+		check = &c
+	}
+	rejected := check != nil && check.Verdict == study.OutputRejected
 	switch {
 	case out.RPC != nil:
 		obs, err = observeError(out.RPC, sc)
 		code = out.RPC.Code
 	case rejected:
-		obs, err = observeRejection(out.Check)
-		code = int64(out.Check.Code)
+		obs, err = observeRejection(check)
+		code = int64(check.Code)
 	default:
 		obs, err = observeResult(out.Result, sc)
 	}
@@ -495,7 +576,9 @@ func (s *Server) scenario(out *Outcome, names map[string]string, o *Options, fra
 	text = observationText(obs)
 	cause, rule := causeOf(out.Kind, text)
 	info, _ := cause.Info()
-	target := targetOf(cause, out.Plan, text)
+	plan := out.Plan
+	plan.Field = sc.other(plan.Field) // a schema's property name is the server's too
+	target := targetOf(cause, plan, text)
 	env, err := envelope(info.Code, target, info.Preferred[0], observationText(obs), info.Words)
 	if err != nil {
 		return study.Scenario{}, err
@@ -504,17 +587,14 @@ func (s *Server) scenario(out *Outcome, names map[string]string, o *Options, fra
 	if err != nil {
 		return study.Scenario{}, err
 	}
-	id := s.Pseudonym + "-" + probeShort[out.Kind]
+	id := s.recordID(out)
 	tool := ""
 	if out.Kind != study.NonexistentTool {
 		tool = s.ToolPseudonyms[out.Tool]
 	}
-	if out.Kind == study.Sentinel {
-		id += "-" + strings.TrimPrefix(tool, "tool_")
-	}
 	capt := &study.Capture{
 		Frames: framesRel, RequestID: out.RequestID, Tool: tool, Arguments: args,
-		SDK: s.SDK, View: s.View, WireSurface: out.Wire, OutputValidation: out.Check,
+		SDK: s.SDK, View: s.View, WireSurface: out.Wire, OutputValidation: check,
 		CauseRule: rule, Proposed: true,
 	}
 	if out.Response != nil {
@@ -533,7 +613,7 @@ func (s *Server) scenario(out *Outcome, names map[string]string, o *Options, fra
 		s.Flagged[k] += v
 	}
 	return study.Scenario{
-		ID: id, Server: s.Pseudonym, ProtocolVersion: s.ProtocolVersion,
+		ID: id, Server: s.Pseudonym, ProtocolVersion: sc.other(s.ProtocolVersion),
 		Probe: out.Kind, Cause: cause, Surface: out.Surface, Observation: obs,
 		Code: info.Code, Target: target, Preferred: info.Preferred[0],
 		NonHarm: []study.Policy{info.Preferred[0], study.StopOrEscalate}, ControlEnvelope: env,

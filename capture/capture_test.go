@@ -40,8 +40,15 @@ func TestSDKVersionMatchesGoMod(t *testing.T) {
 func TestNameRule(t *testing.T) {
 	for name, want := range map[string]bool{
 		"get_status": true, "listFiles": true, "search-nodes": true, "read_text_file": true, "lookupItem": true,
+		"GetUserProfile": true, "FETCH_URL": true, "get-resource-reference": true, "list_directory_with_sizes": true,
+		"echo": true, "get_deleted_items": true, "list_posts": true,
 		"getAndDeleteItem": false, "delete_item": false, "create_entities": false, "read_and_write": false,
 		"update": false, "status": false, "": false, "getURLForUpload": false, "query_sql_run": false,
+		// Yesterday's holes: "check" and "resolve" change state too often to
+		// count as read verbs, and the write vocabulary was too narrow.
+		"check_and_restart_service": false, "checkAndRestartService": false, "CheckAndRestartService": false,
+		"check_status": false, "resolve_incident": false, "trigger-long-running-operation": false,
+		"purge_all_records": false, "open_nodes": false, "relative_time": false, "time": false,
 	} {
 		if got := NameRuleReadOnly(name); got != want {
 			t.Errorf("NameRuleReadOnly(%q) = %v, want %v (tokens %v)", name, got, want, nameTokens(name))
@@ -49,6 +56,69 @@ func TestNameRule(t *testing.T) {
 	}
 	if got := nameTokens("getHTTPResponse_v2-x"); !slices.Equal(got, []string{"get", "http", "response", "v2", "x"}) {
 		t.Errorf("nameTokens: %v", got)
+	}
+	// Every write word is found as a part of a snake, kebab, camel or
+	// Pascal case name after a read verb.
+	words := strings.Fields(`restart wipe erase flush shutdown terminate kill rm drop purge reset revoke send post
+		publish deploy charge pay transfer create update delete write set put patch insert remove move rename upload
+		commit push merge execute run exec install approve cancel refund grant lock unlock enable disable start stop
+		reboot scale truncate destroy overwrite`)
+	for _, w := range words {
+		title := strings.ToUpper(w[:1]) + w[1:]
+		for _, name := range []string{"get_and_" + w, "get-and-" + w + "-now", "getAnd" + title, "GetAnd" + title + "Records", "LIST_THEN_" + strings.ToUpper(w)} {
+			if NameRuleReadOnly(name) {
+				t.Errorf("NameRuleReadOnly(%q) = true: %q is a write word", name, w)
+			}
+		}
+	}
+}
+
+// TestAccessRules checks which signals make a tool callable: every signal
+// must agree it is read-only; only the user's -read-only overrides them.
+func TestAccessRules(t *testing.T) {
+	tool := func(name string, ann map[string]any) map[string]any {
+		m := map[string]any{"name": name, "inputSchema": map[string]any{"type": "object"}}
+		if ann != nil {
+			m["annotations"] = ann
+		}
+		return m
+	}
+	cases := []struct {
+		tool  map[string]any
+		want  bool
+		basis string // a word of the recorded basis
+	}{
+		{tool("purge_all_records", map[string]any{"readOnlyHint": true, "destructiveHint": true}), false, "destructiveHint"},
+		{tool("get_records", map[string]any{"readOnlyHint": true, "destructiveHint": true}), false, "destructiveHint"},
+		{tool("get_records2", map[string]any{"destructiveHint": true}), false, "destructiveHint"},
+		{tool("get_records3", map[string]any{"readOnlyHint": false}), false, "readOnlyHint"},
+		{tool("get_records4", map[string]any{"readOnlyHint": "true"}), false, "readOnlyHint"},
+		{tool("get_records5", map[string]any{"readOnlyHint": true, "destructiveHint": "no"}), false, "destructiveHint"},
+		{tool("sync_now", map[string]any{"readOnlyHint": true}), false, "name rule"},
+		{tool("check_and_restart_service", nil), false, "name rule"},
+		{tool("get_records6", map[string]any{"readOnlyHint": true, "destructiveHint": false}), true, "readOnlyHint"},
+		{tool("echo", map[string]any{"readOnlyHint": true}), true, "readOnlyHint"},
+		{tool("get_status", nil), true, "name rule"},
+		{tool("get_status2", map[string]any{"idempotentHint": true}), true, "name rule"},
+	}
+	var tools []map[string]any
+	for _, c := range cases {
+		tools = append(tools, c.tool)
+	}
+	page, _ := json.Marshal(map[string]any{"tools": tools})
+	parsed, err := parseTools([]json.RawMessage{page}, nil)
+	if err != nil || len(parsed) != len(cases) {
+		t.Fatal(err, len(parsed))
+	}
+	for i, c := range cases {
+		if p := parsed[i]; p.ReadOnly != c.want || !strings.Contains(p.Basis, c.basis) {
+			t.Errorf("%s %v: read-only %v (%s), want %v (%s)", p.Name, c.tool["annotations"], p.ReadOnly, p.Basis, c.want, c.basis)
+		}
+	}
+	// The user's -read-only overrides every signal, and the basis says so.
+	parsed, _ = parseTools([]json.RawMessage{page}, map[string]bool{"purge_all_records": true})
+	if p := parsed[0]; !p.ReadOnly || !strings.Contains(p.Basis, "allow-list") || !strings.Contains(p.Basis, "destructiveHint") {
+		t.Errorf("override: %+v", p)
 	}
 }
 
@@ -91,6 +161,7 @@ func TestPlanSafety(t *testing.T) {
 		tool("delete_item", nil, "id"),
 		tool("get_secret", map[string]any{"readOnlyHint": false}, "id"),
 		tool("sync_now", map[string]any{"readOnlyHint": true}, "id"),
+		tool("lookup_now", map[string]any{"readOnlyHint": true}, "id"),
 		tool("get_noargs", nil),
 		tool("find_item", nil, "id", "region"),
 	)}
@@ -101,22 +172,22 @@ func TestPlanSafety(t *testing.T) {
 	basis := map[string]string{}
 	for _, tl := range tools {
 		basis[tl.Name] = tl.Basis
-		if want := tl.Name == "sync_now" || tl.Name == "get_noargs" || tl.Name == "find_item"; tl.ReadOnly != want {
+		if want := tl.Name == "lookup_now" || tl.Name == "get_noargs" || tl.Name == "find_item"; tl.ReadOnly != want {
 			t.Errorf("%s: read-only %v, want %v (%s)", tl.Name, tl.ReadOnly, want, tl.Basis)
 		}
 	}
-	if basis["sync_now"] != BasisAnnotation || basis["get_secret"] != BasisAnnotation || basis["find_item"] != BasisNameRule {
+	if basis["lookup_now"] != BasisAnnotation || basis["sync_now"] != BasisAnnotationNo || basis["get_secret"] != BasisNotReadOnly+" false" || basis["find_item"] != BasisNameRule {
 		t.Errorf("bases: %v", basis)
 	}
 	plans, notes := plan(tools, "probe_missing_tool_0000", "", []SentinelSpec{{Tool: "delete_item"}, {Tool: "find_item"}, {Tool: "nope"}}, "abcd")
 	var got []string
 	for _, p := range plans {
 		got = append(got, string(p.Kind)+":"+p.Tool+":"+p.Field)
-		if p.Tool == "delete_item" || p.Tool == "get_secret" {
+		if p.Tool == "delete_item" || p.Tool == "get_secret" || p.Tool == "sync_now" {
 			t.Errorf("planned a call to %s, which is not read-only", p.Tool)
 		}
 	}
-	want := []string{"nonexistent_tool:probe_missing_tool_0000:", "wrong_type:sync_now:id", "missing_required:sync_now:id", "out_of_domain_sentinel:find_item:id"}
+	want := []string{"nonexistent_tool:probe_missing_tool_0000:", "wrong_type:lookup_now:id", "missing_required:lookup_now:id", "out_of_domain_sentinel:find_item:id"}
 	if !slices.Equal(got, want) {
 		t.Errorf("plans %v, want %v", got, want)
 	}
@@ -151,11 +222,12 @@ func TestPlanSafety(t *testing.T) {
 
 func TestScrub(t *testing.T) {
 	sc := newScrubber(map[string]string{"find_user": "tool_1", "acme": "M1", "find": "tool_2"}, false)
-	text := "Invalid region for find_user (acme): see /srv/acme/x.db and https://acme.example/a; my_find_user stays"
+	text := "Invalid region for find_user (acme): see /srv/acme/x.db and https://acme.example/a; my_find_user, findUser; find me"
 	got := sc.text(text)
-	// Names are pseudonymized inside paths and URLs too; those are only
-	// flagged, not redacted, in the failure text.
-	want := "Invalid region for tool_1 (M1): see /srv/M1/x.db and https://M1.example/a; my_find_user stays"
+	// Names are pseudonymized inside paths, URLs and longer identifiers
+	// too; paths and URLs are only flagged, not redacted, in the failure
+	// text. The one-word name "find" is left alone in running text.
+	want := "Invalid region for tool_1 (M1): see /srv/M1/x.db and https://M1.example/a; my_tool_1, tool_1; find me"
 	if got != want {
 		t.Errorf("text:\n got %s\nwant %s", got, want)
 	}

@@ -180,7 +180,8 @@ func observeError(e *jsonrpc.Error, sc *scrubber) (json.RawMessage, error) {
 }
 
 // observeRejection builds the observation of a validating client's
-// rejection.
+// rejection from the check (whose reason, quoting the tool's name and the
+// server's data, the caller has scrubbed as failure text).
 func observeRejection(c *study.OutputCheck) (json.RawMessage, error) {
 	var o obsException
 	o.Exception.Type = ExceptionOutputSchema
@@ -190,8 +191,9 @@ func observeRejection(c *study.OutputCheck) (json.RawMessage, error) {
 }
 
 // observeResult builds the minimized observation of a completed result:
-// text blocks kept (pseudonymized), other blocks reduced to their type and
-// media type, _meta dropped, structuredContent scrubbed.
+// text blocks kept (scrubbed as failure text), other blocks reduced to
+// their type and media type (scrubbed), _meta dropped, structuredContent
+// scrubbed.
 func observeResult(res *mcp.CallToolResult, sc *scrubber) (json.RawMessage, error) {
 	var o obsResult
 	o.Result.IsError = res.IsError
@@ -204,13 +206,13 @@ func observeResult(res *mcp.CallToolResult, sc *scrubber) (json.RawMessage, erro
 				sc.dropped = append(sc.dropped, fmt.Sprintf("/result/content/%d (meta, annotations)", i))
 			}
 		case *mcp.ImageContent:
-			o.Result.Content = append(o.Result.Content, otherBlock{"image", x.MIMEType})
+			o.Result.Content = append(o.Result.Content, otherBlock{"image", sc.other(x.MIMEType)})
 			sc.dropped = append(sc.dropped, fmt.Sprintf("/result/content/%d/data", i))
 		case *mcp.AudioContent:
-			o.Result.Content = append(o.Result.Content, otherBlock{"audio", x.MIMEType})
+			o.Result.Content = append(o.Result.Content, otherBlock{"audio", sc.other(x.MIMEType)})
 			sc.dropped = append(sc.dropped, fmt.Sprintf("/result/content/%d/data", i))
 		case *mcp.ResourceLink:
-			o.Result.Content = append(o.Result.Content, otherBlock{"resource_link", x.MIMEType})
+			o.Result.Content = append(o.Result.Content, otherBlock{"resource_link", sc.other(x.MIMEType)})
 			sc.dropped = append(sc.dropped, fmt.Sprintf("/result/content/%d (uri, name)", i))
 		case *mcp.EmbeddedResource:
 			o.Result.Content = append(o.Result.Content, otherBlock{Type: "resource"})

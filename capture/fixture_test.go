@@ -15,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpstress/stress/internal/hostilemcp"
 )
 
 // The test binary doubles as a stdio MCP server (the Go SDK's), chosen by
@@ -22,6 +24,8 @@ import (
 //
 //	serve     serve over stdio and exit on EOF
 //	stubborn  serve, then ignore stdin EOF and SIGTERM (capture must kill it)
+//	hostile   serve internal/hostilemcp's server over stdio (it quotes the
+//	          value of $HOSTILE_API_KEY in its failure texts)
 //
 // CAPTURE_HELPER_PID names a file the helper writes its pid to,
 // CAPTURE_HELPER_CALLS one it appends each called tool's name to, and
@@ -31,15 +35,16 @@ func TestMain(m *testing.M) {
 	switch os.Getenv("CAPTURE_HELPER") {
 	case "":
 		os.Exit(m.Run())
-	case "serve", "stubborn":
-		helper(os.Getenv("CAPTURE_HELPER") == "stubborn")
+	case "serve", "stubborn", "hostile":
+		helper(os.Getenv("CAPTURE_HELPER"))
 	default:
 		fmt.Fprintln(os.Stderr, "unknown CAPTURE_HELPER")
 		os.Exit(2)
 	}
 }
 
-func helper(stubborn bool) {
+func helper(mode string) {
+	stubborn := mode == "stubborn"
 	if f := os.Getenv("CAPTURE_HELPER_PID"); f != "" {
 		_ = os.WriteFile(f, []byte(fmt.Sprint(os.Getpid())), 0o600)
 	}
@@ -61,7 +66,11 @@ func helper(stubborn bool) {
 			Writer: nopWriteCloser{io.MultiWriter(os.Stdout, out)},
 		}
 	}
-	err := fixtureServer(calls).Run(context.Background(), t)
+	srv := fixtureServer(calls)
+	if mode == "hostile" {
+		srv = hostilemcp.New(calls.add, os.Getenv(hostilemcp.EchoEnv))
+	}
+	err := srv.Run(context.Background(), t)
 	fmt.Fprintln(os.Stderr, "helper: session ended:", err)
 	if stubborn {
 		select {} // ignore EOF: capture must terminate us

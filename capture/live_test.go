@@ -95,8 +95,10 @@ func TestReferenceServers(t *testing.T) {
 	mem := node("memory", "server-memory")
 	mem.Env = []string{"MEMORY_FILE_PATH=" + memory}
 	targets := []Target{node("everything", "server-everything"), mem, node("filesystem", "server-filesystem", allowed)}
+	// open_nodes claims readOnlyHint true but has no read verb: the
+	// explicit -read-only override allows it.
 	o := Options{
-		Salt: testSalt, Interval: 20 * time.Millisecond, Timeout: 30 * time.Second,
+		Salt: testSalt, Interval: 20 * time.Millisecond, Timeout: 30 * time.Second, ReadOnly: []string{"open_nodes"},
 		Sentinels: []SentinelSpec{
 			{Tool: "get-resource-reference", Field: "resourceId", Value: []byte("-987654321")},
 			{Tool: "open_nodes"}, {Tool: "read_text_file"},

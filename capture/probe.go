@@ -21,26 +21,66 @@ type Tool struct {
 	Basis        string
 }
 
-// Access rules, in the order they apply.
+// Access rules: a tool is callable only when every signal says it is
+// read-only (see access). Basis values say which signal decided.
 const (
-	BasisAllowList   = "allow-list"              // the user named the tool with -read-only
-	BasisAnnotation  = "annotation readOnlyHint" // the tool's readOnlyHint
-	BasisNameRule    = "name rule"               // no readOnlyHint: the conservative lexical rule
-	BasisNameRuleNot = "name rule (not read-only)"
+	BasisAllowList    = "allow-list"                                 // the user named the tool with -read-only (callable)
+	BasisDestructive  = "annotation destructiveHint"                 // destructiveHint true or malformed (not callable)
+	BasisNotReadOnly  = "annotation readOnlyHint"                    // readOnlyHint false or malformed (not callable)
+	BasisAnnotation   = "annotation readOnlyHint and name rule"      // readOnlyHint true and the name rule agrees (callable)
+	BasisAnnotationNo = "annotation readOnlyHint, but not name rule" // readOnlyHint true and the name rule refuses (not callable)
+	BasisNameRule     = "name rule"                                  // no hints: the name rule allows (callable)
+	BasisNameRuleNot  = "name rule (not read-only)"                  // no hints: the name rule refuses (not callable)
 )
 
 // readVerbs start a tool name the name rule treats as read-only.
+//
+// Note: "check" and "resolve" are not read verbs (check_in, check_out,
+// resolve_incident change state); "echo" is (it returns its input).
 var readVerbs = set("get", "list", "read", "search", "find", "query", "describe", "show", "lookup", "view",
-	"count", "stat", "info", "inspect", "browse", "fetch", "retrieve", "check", "explain", "resolve")
+	"count", "stat", "info", "inspect", "browse", "fetch", "retrieve", "explain", "echo")
 
-// writeWords anywhere in a name make the name rule refuse it.
-var writeWords = set("create", "write", "update", "delete", "remove", "set", "add", "put", "post", "patch",
-	"send", "move", "rename", "upload", "insert", "exec", "execute", "run", "kill", "start", "stop", "trigger",
-	"toggle", "edit", "modify", "push", "commit", "merge", "deploy", "publish", "install", "uninstall", "drop",
-	"reset", "clear", "cancel", "approve", "pay", "transfer", "buy", "sell", "order", "book", "submit", "apply",
-	"save", "store", "import", "restore", "sync", "enable", "disable", "grant", "revoke", "invite", "archive",
-	"close", "destroy", "purge", "truncate", "replace", "append", "mutate", "schedule", "email", "notify", "sign",
-	"login", "logout", "register", "subscribe", "unsubscribe", "upsert", "overwrite", "generate", "gzip", "zip")
+// writeWords anywhere in a name make the name rule refuse it. A word must
+// be a whole part of the name (snake_case, kebab-case, camelCase or
+// PascalCase parts, any case): after a read verb, an inflected form
+// describes what is read (list_deleted_items, get_running_jobs), so only
+// the verb itself counts.
+//
+// Note: the list leans towards refusal. Words that are mostly nouns in
+// read tools' names (build, link, release, issue, comment, pull, download)
+// are left out; post, order, book and store stay in, as they always were.
+var writeWords = set(
+	// create and change
+	"create", "add", "insert", "append", "prepend", "put", "post", "patch", "update", "upsert", "set", "unset",
+	"edit", "modify", "mutate", "alter", "replace", "overwrite", "write", "save", "store", "persist", "generate",
+	"regenerate", "init", "initialize", "setup", "configure", "mark",
+	// remove and destroy
+	"delete", "del", "remove", "rm", "rmdir", "unlink", "destroy", "drop", "purge", "truncate", "wipe", "erase",
+	"flush", "clear", "clean", "cleanup", "prune", "discard", "trash", "shred", "nuke", "reset", "revoke",
+	"expire", "invalidate", "rotate", "renew",
+	// move, copy and transfer files and data
+	"move", "mv", "rename", "copy", "cp", "clone", "fork", "duplicate", "upload", "import", "export", "sync",
+	"backup", "restore", "recover", "undelete", "archive", "unarchive", "mkdir", "touch", "chmod", "chown",
+	"mount", "unmount", "umount", "attach", "detach", "gzip", "zip",
+	// version control and deployment
+	"commit", "push", "merge", "rebase", "checkout", "stash", "apply", "submit", "deploy", "publish", "rollout",
+	"rollback", "revert", "undo", "redo", "promote", "provision", "deprovision", "migrate", "install",
+	"uninstall", "upgrade", "downgrade", "scale", "resize",
+	// run and control processes and machines
+	"exec", "execute", "run", "eval", "evaluate", "invoke", "spawn", "launch", "trigger", "shell", "bash", "sh",
+	"start", "stop", "restart", "reboot", "shutdown", "halt", "poweroff", "terminate", "kill", "suspend",
+	"pause", "unpause", "abort", "cancel", "toggle", "enable", "disable", "activate", "deactivate",
+	// decide, permit and authenticate
+	"approve", "reject", "accept", "decline", "deny", "confirm", "dismiss", "close", "reopen", "lock", "unlock",
+	"grant", "assign", "unassign", "authorize", "impersonate", "sudo", "escalate", "ban", "unban", "unblock",
+	"kick", "mute", "unmute", "login", "logout", "signin", "signout", "signup", "sign", "register", "unregister",
+	"subscribe", "unsubscribe", "invite", "join", "leave", "follow", "unfollow", "vote",
+	// communicate
+	"send", "email", "mail", "sms", "notify", "tweet", "reply", "broadcast", "dispatch", "emit", "enqueue",
+	// money and bookings
+	"pay", "charge", "refund", "transfer", "withdraw", "deposit", "buy", "sell", "purchase", "order", "book",
+	"reserve", "schedule", "donate",
+)
 
 func set(xs ...string) map[string]bool {
 	m := make(map[string]bool, len(xs))
@@ -77,8 +117,8 @@ func nameTokens(name string) []string {
 	return out
 }
 
-// NameRuleReadOnly is the conservative lexical rule for a tool without a
-// readOnlyHint: its first word is a read verb and no word is a write word.
+// NameRuleReadOnly is the conservative lexical rule: a tool name's first
+// word is a read verb and no word is a write word.
 func NameRuleReadOnly(name string) bool {
 	toks := nameTokens(name)
 	if len(toks) == 0 || !readVerbs[toks[0]] {
@@ -90,6 +130,40 @@ func NameRuleReadOnly(name string) bool {
 		}
 	}
 	return true
+}
+
+// access decides whether capture may call a tool and says why. Every
+// signal must agree the tool is read-only: destructiveHint present and not
+// false, or readOnlyHint present and not true, forbid it whatever the
+// name; readOnlyHint true still needs the name rule; with no readOnlyHint
+// the name rule decides. allowed (the user's -read-only) overrides all of
+// them, and the basis records what it overrode.
+func access(name string, ann map[string]any, allowed bool) (bool, string) {
+	d, hasD := ann["destructiveHint"]
+	r, hasR := ann["readOnlyHint"]
+	ok := NameRuleReadOnly(name)
+	var basis string
+	switch {
+	case hasD && d != false:
+		ok, basis = false, fmt.Sprintf("%s %v", BasisDestructive, d)
+	case hasR && r != true:
+		ok, basis = false, fmt.Sprintf("%s %v", BasisNotReadOnly, r)
+	case hasR && ok:
+		basis = BasisAnnotation
+	case hasR:
+		basis = BasisAnnotationNo
+	case ok:
+		basis = BasisNameRule
+	default:
+		basis = BasisNameRuleNot
+	}
+	if allowed {
+		if ok {
+			return true, BasisAllowList
+		}
+		return true, BasisAllowList + " (overrides " + basis + ")"
+	}
+	return ok, basis
 }
 
 // parseTools reads tools from raw tools/list result frames and decides
@@ -110,17 +184,7 @@ func parseTools(results []json.RawMessage, allow map[string]bool) ([]Tool, error
 		}
 		for _, t := range page.Tools {
 			tool := Tool{Name: t.Name, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema}
-			hint, hasHint := t.Annotations["readOnlyHint"].(bool)
-			switch {
-			case allow[t.Name]:
-				tool.ReadOnly, tool.Basis = true, BasisAllowList
-			case hasHint:
-				tool.ReadOnly, tool.Basis = hint, BasisAnnotation
-			case NameRuleReadOnly(t.Name):
-				tool.ReadOnly, tool.Basis = true, BasisNameRule
-			default:
-				tool.Basis = BasisNameRuleNot
-			}
+			tool.ReadOnly, tool.Basis = access(t.Name, t.Annotations, allow[t.Name])
 			tools = append(tools, tool)
 		}
 	}

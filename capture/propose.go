@@ -53,6 +53,11 @@ func targetOf(c study.Cause, p Plan, text string) study.Target {
 	return study.Target{Kind: "parameter", Pointer: "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(p.Field)}
 }
 
+// nameChar reports whether b can be part of an identifier.
+func nameChar(b byte) bool {
+	return b == '_' || b == '-' || b >= '0' && b <= '9' || b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z'
+}
+
 // mentions reports whether text names word on its own (not inside a
 // longer identifier).
 func mentions(text, word string) bool {

@@ -81,11 +81,12 @@ type Capture struct {
 	// Dropped lists, as JSON pointers into the SDK's result, the members
 	// dropped from the observation as irrelevant to the failure.
 	Dropped []string `json:"dropped,omitempty"`
-	// Redacted counts the redactions made outside the failure text, by kind
-	// (path, url, token, email).
+	// Redacted counts the redactions made, by kind (token, email, path,
+	// ip, host, url): credentials and private locators everywhere, other
+	// locators outside the failure text.
 	Redacted map[string]int `json:"redacted,omitempty"`
-	// Flagged counts sensitive-looking strings left inside the failure
-	// text (which is kept verbatim, apart from pseudonyms), by kind.
+	// Flagged counts the generic locators (url, path, ip) left inside the
+	// failure text, by kind.
 	Flagged map[string]int `json:"flagged,omitempty"`
 	// CauseRule says how the cause was set: from the probe kind, or by a
 	// text rule (authentication).

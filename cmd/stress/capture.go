@@ -135,6 +135,11 @@ writes a pseudonymous corpus (DIR/corpus), a manifest for 'stress run'
 (DIR/private: never publish it). COMMAND is split at blanks (quotes and
 backslashes work; leading NAME=VALUE words set its environment).
 
+A record the corpus loader rejects, or in which the scrubber still finds
+something, is quarantined (DIR/private/quarantine, with the reason). The
+exit status is 1 if a server failed or a record was quarantined, after
+everything else is written.
+
 `
 
 func cmdCapture(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -155,7 +160,7 @@ func cmdCapture(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	timeout := fs.Duration("timeout", 30*time.Second, "bound on initialization and each request")
 	grace := fs.Duration("grace", 2*time.Second, "how long a stdio server may take to exit after stdin closes before SIGTERM")
 	validate := fs.Bool("validate-output", false, "check results against the tool's outputSchema as a validating client would, and use that view")
-	redactText := fs.Bool("redact-text", false, "also redact paths, URLs, tokens and e-mail addresses inside the failure text")
+	redactText := fs.Bool("redact-text", false, "also redact URLs, file paths and public IP addresses inside the failure text (credentials and private locators are redacted everywhere)")
 	saltFile := fs.String("salt-file", "", "file holding the pseudonym salt, created if missing (default: a new salt in DIR/private/salt)")
 	quiet := fs.Bool("quiet", false, "print only the table")
 	if err := parse(fs, args); err != nil {
@@ -256,8 +261,24 @@ func cmdCapture(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fmt.Fprintf(log, "wrote %s: %d %s from %d %s (corpus %s, manifest %s; private: %s)\n",
 		*out, w.Scenarios, records, w.Servers, from, filepath.Join(*out, capture.CorpusDir), filepath.Join(*out, capture.ManifestFile),
 		filepath.Join(*out, capture.PrivateDir))
+	var problems []string
+	if n := len(w.Quarantined); n > 0 {
+		records := "records"
+		if n == 1 {
+			records = "record"
+		}
+		list := make([]string, n)
+		for i, q := range w.Quarantined {
+			list[i] = fmt.Sprintf("%s (%s)", q.ID, q.Reason)
+		}
+		problems = append(problems, fmt.Sprintf("%d %s quarantined, not in the corpus (see %s): %s",
+			n, records, filepath.Join(*out, capture.QuarantineDir), strings.Join(list, "; ")))
+	}
 	if failed > 0 {
-		return fmt.Errorf("capture: %d of %d servers failed; the corpus holds the others", failed, len(servers))
+		problems = append(problems, fmt.Sprintf("%d of %d servers failed; the corpus holds the others", failed, len(servers)))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("capture: %s", strings.Join(problems, "; "))
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,8 +14,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcpstress/stress/capture"
 	"github.com/mcpstress/stress/capture/checkmatrix"
+	"github.com/mcpstress/stress/internal/hostilemcp"
 )
 
 // referenceServers returns the pinned reference MCP servers' directory, or
@@ -55,7 +60,8 @@ func TestCaptureEndToEnd(t *testing.T) {
 		"-stdio", "everything=node "+server("server-everything"),
 		"-stdio", "memory=MEMORY_FILE_PATH='"+memory+"' node "+server("server-memory"),
 		"-stdio", "filesystem=node "+server("server-filesystem")+" '"+files+"'",
-		"-sentinel", "get-resource-reference:resourceId=-987654321", "-sentinel", "open_nodes", "-sentinel", "read_text_file")
+		"-sentinel", "get-resource-reference:resourceId=-987654321", "-sentinel", "open_nodes", "-sentinel", "read_text_file",
+		"-read-only", "open_nodes")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
@@ -95,6 +101,37 @@ func TestCaptureEndToEnd(t *testing.T) {
 	// The code registry knows every captured cause from its code.
 	if !regexp.MustCompile(`(?m)^code_registry\s+default\s+code_only\s+12\s+12\s`).MatchString(runOut) {
 		t.Errorf("run table:\n%s", runOut)
+	}
+}
+
+// TestCaptureQuarantine captures, from a hostile server, a record the corpus
+// loader rejects (isError true with no content) beside good ones: the
+// capture writes everything else, exits with status 1 naming the
+// quarantined record, and the generated manifest runs.
+func TestCaptureQuarantine(t *testing.T) {
+	srv := hostilemcp.New(nil, "")
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer ts.Close()
+	out := filepath.Join(t.TempDir(), "captured")
+	stdout, log, err := runCmd(t, "capture", "-out", out, "-interval", "1ms", "-max-calls", "20", "-http", "hostile="+ts.URL+"/mcp",
+		"-probe-tool", hostilemcp.ToolGetItem, "-sentinel", hostilemcp.ToolReadBlob, "-sentinel", hostilemcp.ToolFindAccount)
+	if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), "1 record quarantined") {
+		t.Fatalf("want exit status 1 for a quarantined record, got %v\n%s", err, log)
+	}
+	q, qerr := os.ReadDir(filepath.Join(out, capture.PrivateDir, "quarantine"))
+	if qerr != nil || len(q) != 1 {
+		t.Fatalf("quarantine: %v, %v", q, qerr)
+	}
+	if id := strings.TrimSuffix(q[0].Name(), ".json"); !strings.Contains(err.Error(), id) {
+		t.Errorf("the error does not name the quarantined record %s: %v", id, err)
+	}
+	if !strings.Contains(stdout, "out_of_domain_sentinel") || !strings.Contains(log, "wrote "+out+": 4 records from 1 server") {
+		t.Errorf("stdout:\n%s\nlog:\n%s", stdout, log)
+	}
+	// 3 baselines x 4 conditions x 4 records x 1 replicate.
+	_, runLog, err := runCmd(t, "run", "-out", filepath.Join(t.TempDir(), "bundle"), filepath.Join(out, capture.ManifestFile))
+	if err != nil || !strings.Contains(runLog, "48 decisions") {
+		t.Errorf("run on the captured manifest: %v\n%s", err, runLog)
 	}
 }
 
