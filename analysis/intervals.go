@@ -84,7 +84,7 @@ type CellBootstrap struct {
 	B    int    `json:"b"`
 	Seed uint64 `json:"seed"`
 	RateSet[Bounds]
-	Warnings map[string][]string `json:"warnings,omitempty"` // rate key -> caveats
+	Warnings map[string][]stats.Warning `json:"warnings,omitempty"` // rate key -> caveats
 }
 
 // MarshalJSON implements json.Marshaler: {"b","seed", the rate keys, then
@@ -177,7 +177,7 @@ func (a *Accumulator) cellStats(i int, c results.Cell, opt Options) CellStats {
 		*cs.Bootstrap.At(key) = Bounds{iv.Lo, iv.Hi}
 		if len(iv.Warnings) > 0 {
 			if cs.Bootstrap.Warnings == nil {
-				cs.Bootstrap.Warnings = map[string][]string{}
+				cs.Bootstrap.Warnings = map[string][]stats.Warning{}
 			}
 			cs.Bootstrap.Warnings[key] = iv.Warnings
 		}

@@ -83,8 +83,8 @@ type PairStats struct {
 	Bootstrap    Bounds `json:"bootstrap"`     // percentile cluster-bootstrap interval of Diff
 	// Unpaired counts decisions of either side left without a counted
 	// partner (a missing decision, or a transport error on either side).
-	Unpaired int      `json:"unpaired"`
-	Warnings []string `json:"warnings,omitempty"`
+	Unpaired int             `json:"unpaired"`
+	Warnings []stats.Warning `json:"warnings,omitempty"`
 }
 
 // pairAgg accumulates matched pairs per server.
@@ -140,7 +140,7 @@ func pairStats(per []pairAgg, order []int32, unpaired int, opt Options) PairStat
 	ps := PairStats{N: t.n, CountA: t.a, CountB: t.b, DiscordantAB: t.ab, DiscordantBA: t.ba, Unpaired: unpaired,
 		Diff: Num(math.NaN()), McNemarP: Num(math.NaN()), Bootstrap: Bounds{math.NaN(), math.NaN()}}
 	if t.n == 0 {
-		ps.Warnings = []string{"no matched pairs"}
+		ps.Warnings = []stats.Warning{{Kind: stats.NoPairs, Message: "no matched pairs"}}
 		return ps
 	}
 	ps.Diff = Num(float64(t.ab-t.ba) / float64(t.n))

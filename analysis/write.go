@@ -8,6 +8,8 @@ import (
 	"math"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/mcpstress/stress/analysis/stats"
 )
 
 // WriteAnalysisJSON prints {"bootstrap":…, "cells":[…], "pairs":[…]} and,
@@ -102,29 +104,26 @@ func PValue(p float64) string {
 	return fmt.Sprintf("%.2e", p)
 }
 
-// warningTags are short names for bootstrap caveats, in the order they are
-// listed; tag returns the first that matches a warning.
-var warningTags = []struct{ match, tag, meaning string }{
-	{"too few clusters", "few-clusters", "fewer than 5 servers: the percentile interval is unreliable"},
-	{"degenerate", "degenerate", "every resample gave the same value (e.g. 0 of N on every server): the interval has no width"},
-	{"were skipped", "skipped", "some resamples drew only servers with no decisions in the denominator and were skipped"},
-	{"too small for Conf", "small-B", "too few resamples for the confidence level"},
-	{"no matched pairs", "no-pairs", "no decision pairs to compare"},
-	{"", "undefined", "no estimate (empty denominator)"},
+// warningTags are the meanings of the bootstrap caveats' kinds (their
+// tags), in the order the legend lists them.
+var warningTags = []struct {
+	kind    stats.WarningKind
+	meaning string
+}{
+	{stats.FewClusters, "fewer than 5 servers: the percentile interval is unreliable"},
+	{stats.Degenerate, "every resample gave the same value (e.g. 0 of N on every server): the interval has no width"},
+	{stats.Skipped, "some resamples drew only servers with no decisions in the denominator and were skipped"},
+	{stats.SmallB, "too few resamples for the confidence level"},
+	{stats.NoPairs, "no decision pairs to compare"},
+	{stats.Undefined, "no estimate (empty denominator)"},
 }
 
-// Tag returns the short tag of a bootstrap warning (see WriteIntervals).
-func Tag(warning string) string {
-	for _, t := range warningTags {
-		if strings.Contains(warning, t.match) {
-			return t.tag
-		}
-	}
-	return "undefined"
-}
+// Tag returns the short tag of a bootstrap warning (see WriteIntervals):
+// its kind.
+func Tag(w stats.Warning) string { return string(w.Kind) }
 
 // tags joins the distinct tags of warnings.
-func tags(warnings []string, seen map[string]bool) string {
+func tags(warnings []stats.Warning, seen map[string]bool) string {
 	var out []string
 	for _, w := range warnings {
 		t := Tag(w)
@@ -148,8 +147,8 @@ func containsStr(ss []string, s string) bool {
 // writeLegend prints the meaning of the tags used.
 func writeLegend(w io.Writer, seen map[string]bool) {
 	for _, t := range warningTags {
-		if seen[t.tag] {
-			fmt.Fprintf(w, "  %s: %s\n", t.tag, t.meaning)
+		if seen[string(t.kind)] {
+			fmt.Fprintf(w, "  %s: %s\n", t.kind, t.meaning)
 		}
 	}
 }

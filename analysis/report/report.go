@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/mcpstress/stress/analysis"
+	"github.com/mcpstress/stress/analysis/stats"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -304,7 +305,7 @@ func (d *Doc) rates(an *analysis.Analysis) {
 			for _, w := range c.Bootstrap.Warnings[k] {
 				tg := analysis.Tag(w)
 				notes[tg] = true
-				if !contains(tags, tg) && tg != "degenerate" { // visible: zero width
+				if !contains(tags, tg) && tg != string(stats.Degenerate) { // visible: zero width
 					tags = append(tags, tg)
 				}
 			}
@@ -322,16 +323,19 @@ func (d *Doc) rates(an *analysis.Analysis) {
 // notes explains the warning tags used.
 func (d *Doc) notes(seen map[string]bool) {
 	var parts []string
-	for _, t := range []struct{ tag, text string }{
-		{"degenerate", "intervals of zero width (such as 0.0 to 0.0) are degenerate: every resample gave the same value, e.g. the cell is 0 or 100% on every server"},
-		{"few-clusters", "fewer than 5 servers, so the percentile interval is unreliable"},
-		{"skipped", "some resamples drew only servers with an empty denominator and were skipped"},
-		{"small-B", "too few resamples for the confidence level"},
-		{"undefined", "no estimate (empty denominator)"},
-		{"no-pairs", "no matched pairs"},
+	for _, t := range []struct {
+		tag  stats.WarningKind
+		text string
+	}{
+		{stats.Degenerate, "intervals of zero width (such as 0.0 to 0.0) are degenerate: every resample gave the same value, e.g. the cell is 0 or 100% on every server"},
+		{stats.FewClusters, "fewer than 5 servers, so the percentile interval is unreliable"},
+		{stats.Skipped, "some resamples drew only servers with an empty denominator and were skipped"},
+		{stats.SmallB, "too few resamples for the confidence level"},
+		{stats.Undefined, "no estimate (empty denominator)"},
+		{stats.NoPairs, "no matched pairs"},
 	} {
-		if seen[t.tag] {
-			parts = append(parts, "`"+t.tag+"`: "+t.text)
+		if seen[string(t.tag)] {
+			parts = append(parts, "`"+string(t.tag)+"`: "+t.text)
 		}
 	}
 	if len(parts) > 0 {
@@ -368,7 +372,7 @@ func (d *Doc) pairs(an *analysis.Analysis) {
 		if len(p.Warnings) > 0 && b != "—" {
 			var tags []string
 			for _, w := range p.Warnings {
-				if tg := analysis.Tag(w); !contains(tags, tg) && tg != "degenerate" {
+				if tg := analysis.Tag(w); !contains(tags, tg) && tg != string(stats.Degenerate) {
 					tags = append(tags, tg)
 				}
 			}

@@ -43,11 +43,11 @@ type Options struct {
 // Interval is a bootstrap point estimate with its percentile interval and
 // the caveats found while computing it.
 type Interval struct {
-	Estimate float64  // ratio estimate ΣSum/ΣN on the full sample; NaN if undefined
-	Lo, Hi   float64  // percentile interval endpoints; NaN if undefined
-	B        int      // number of resamples drawn (after defaults), including skipped ones
-	Seed     uint64   // seed used, for the record
-	Warnings []string // statistical caveats, empty when none; never errors
+	Estimate float64   // ratio estimate ΣSum/ΣN on the full sample; NaN if undefined
+	Lo, Hi   float64   // percentile interval endpoints; NaN if undefined
+	B        int       // number of resamples drawn (after defaults), including skipped ones
+	Seed     uint64    // seed used, for the record
+	Warnings []Warning // statistical caveats, empty when none; never errors
 }
 
 // ClusterBootstrap returns the ratio estimate ΣSum/ΣN over clusters and its
@@ -88,12 +88,12 @@ func ClusterBootstrap(clusters []Cluster, opt Options) Interval {
 	nan := math.NaN()
 	opt = opt.withDefaults()
 	iv := Interval{Estimate: nan, Lo: nan, Hi: nan, B: opt.B, Seed: opt.Seed}
-	warn := func(format string, args ...any) {
-		iv.Warnings = append(iv.Warnings, fmt.Sprintf(format, args...))
+	warn := func(kind WarningKind, format string, args ...any) {
+		iv.Warnings = append(iv.Warnings, Warning{kind, fmt.Sprintf(format, args...)})
 	}
 
 	if len(clusters) == 0 {
-		warn("no clusters: estimate undefined")
+		warn(Undefined, "no clusters: estimate undefined")
 		return iv
 	}
 	total, ok := totals(clusters, warn)
@@ -101,39 +101,39 @@ func ClusterBootstrap(clusters []Cluster, opt Options) Interval {
 		return iv
 	}
 	if total.N == 0 {
-		warn("total N = 0 over %d clusters: estimate undefined", len(clusters))
+		warn(Undefined, "total N = 0 over %d clusters: estimate undefined", len(clusters))
 		return iv
 	}
 	iv.Estimate = total.Sum / float64(total.N)
 
 	if len(clusters) < MinClusters {
-		warn("too few clusters (%d < %d): percentile interval unreliable", len(clusters), MinClusters)
+		warn(FewClusters, "too few clusters (%d < %d): percentile interval unreliable", len(clusters), MinClusters)
 	}
 	if opt.B < 0 {
-		warn("invalid B = %d: no interval", opt.B)
+		warn(Undefined, "invalid B = %d: no interval", opt.B)
 		return iv
 	}
 	if !(opt.Conf > 0 && opt.Conf < 1) {
-		warn("invalid Conf = %v (want 0 < Conf < 1): no interval", opt.Conf)
+		warn(Undefined, "invalid Conf = %v (want 0 < Conf < 1): no interval", opt.Conf)
 		return iv
 	}
 	alpha := 1 - opt.Conf
 	if tail := alpha / 2 * float64(opt.B); tail < minTail {
-		warn("B = %d too small for Conf = %v: %.3g expected resamples beyond each endpoint (want ≥ %d)",
+		warn(SmallB, "B = %d too small for Conf = %v: %.3g expected resamples beyond each endpoint (want ≥ %d)",
 			opt.B, opt.Conf, tail, minTail)
 	}
 
 	theta, skipped := ClusterResamples(make([]float64, 0, opt.B), clusters, opt.B, opt.Seed)
 	if skipped > 0 {
-		warn("%d of %d resamples had total N = 0 and were skipped", skipped, opt.B)
+		warn(Skipped, "%d of %d resamples had total N = 0 and were skipped", skipped, opt.B)
 	}
 	if len(theta) == 0 {
-		warn("no usable resamples: no interval")
+		warn(Undefined, "no usable resamples: no interval")
 		return iv
 	}
 	slices.Sort(theta)
 	if theta[0] == theta[len(theta)-1] {
-		warn("degenerate: all resamples equal (%v)", theta[0])
+		warn(Degenerate, "degenerate: all resamples equal (%v)", theta[0])
 	}
 	iv.Lo = quantile7(theta, alpha/2)
 	iv.Hi = quantile7(theta, 1-alpha/2)
@@ -203,14 +203,14 @@ func (o Options) withDefaults() Options {
 
 // totals returns the summed cluster, or ok = false after warning about the
 // first invalid cluster.
-func totals(clusters []Cluster, warn func(string, ...any)) (total Cluster, ok bool) {
+func totals(clusters []Cluster, warn func(WarningKind, string, ...any)) (total Cluster, ok bool) {
 	for i, c := range clusters {
 		if c.N < 0 {
-			warn("invalid cluster %d: N = %d < 0", i, c.N)
+			warn(Undefined, "invalid cluster %d: N = %d < 0", i, c.N)
 			return Cluster{}, false
 		}
 		if math.IsNaN(c.Sum) || math.IsInf(c.Sum, 0) {
-			warn("invalid cluster %d: Sum = %v", i, c.Sum)
+			warn(Undefined, "invalid cluster %d: Sum = %v", i, c.Sum)
 			return Cluster{}, false
 		}
 		total.N += c.N

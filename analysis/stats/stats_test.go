@@ -415,7 +415,7 @@ func TestClusterResamplesPinned(t *testing.T) {
 }
 
 func hasWarning(iv stats.Interval, substr string) bool {
-	return slices.ContainsFunc(iv.Warnings, func(w string) bool { return strings.Contains(w, substr) })
+	return slices.ContainsFunc(iv.Warnings, func(w stats.Warning) bool { return strings.Contains(w.Message, substr) })
 }
 
 func TestClusterBootstrapWarnings(t *testing.T) {
