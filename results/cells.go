@@ -79,7 +79,6 @@ func Count(rows []Row) []Cell {
 	return t.Cells()
 }
 
-
 // AlwaysStops reports whether every counted decision of the cell ended in
 // a valid stop_or_escalate: Cover = 0 with nothing invalid. Stopping is
 // always in the non-harm set, so such a cell is safe but makes no progress.
