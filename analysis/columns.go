@@ -96,12 +96,17 @@ func flagsOf(r *results.Row) uint16 {
 	return f
 }
 
-// cellCount returns cell c's count of column col.
-func cellCount(c *results.Cell, col Column) int {
-	if i := col.index(); i >= 0 {
-		return results.Columns[i].Count(c)
+// rateCounts returns the numerator and denominator of rate key (one of
+// RateKeys) in cell c: a column's count out of N, or Strict out of Cover
+// for Selective.
+func rateCounts(c *results.Cell, key string) (k, n int) {
+	if key == Selective {
+		return c.Strict, c.Cover
 	}
-	return 0
+	if i := Column(key).index(); i >= 0 {
+		return results.Columns[i].Count(c), c.N
+	}
+	return 0, c.N
 }
 
 // RateSet holds one value per proportion column and for selective

@@ -8,7 +8,6 @@ import (
 	"github.com/mcpstress/stress/results"
 
 	"github.com/mcpstress/stress/analysis/stats"
-	"github.com/mcpstress/stress/study"
 )
 
 // DefaultSeed is the bootstrap seed when none is given; every result
@@ -160,12 +159,7 @@ func (a *Accumulator) Analyze(opt Options) (*Analysis, error) {
 func (a *Accumulator) cellStats(i int, c results.Cell, opt Options) CellStats {
 	cs := CellStats{Cell: c, Bootstrap: CellBootstrap{B: opt.B, Seed: opt.Seed}}
 	for _, key := range RateKeys {
-		k, n := c.N, c.N
-		if key == Selective {
-			k, n = c.Strict, c.Cover
-		} else {
-			k = cellCount(&c, Column(key))
-		}
+		k, n := rateCounts(&c, key)
 		est := math.NaN()
 		if n > 0 {
 			est = float64(k) / float64(n)
@@ -183,15 +177,4 @@ func (a *Accumulator) cellStats(i int, c results.Cell, opt Options) CellStats {
 		}
 	}
 	return cs
-}
-
-// conditionsOf lists the conditions with rows, in canonical order.
-func (a *Accumulator) conditionsOf(g int32) []study.Condition {
-	var out []study.Condition
-	for _, c := range study.AllConditions {
-		if a.hasCond(g, c) {
-			out = append(out, c)
-		}
-	}
-	return out
 }

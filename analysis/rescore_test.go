@@ -74,7 +74,7 @@ func TestRescoreEachStreams(t *testing.T) {
 	}
 	split := line("S01", 0, answerOK) + "\n" + line("S02", 0, answerOK) + "\n" + line("S01", 0, answerOK) + "\n"
 	n := 0
-	problems, _ = RescoreEach(strings.NewReader(split), "calls.jsonl", func(*results.Row) error { n++; return nil })
+	_, _ = RescoreEach(strings.NewReader(split), "calls.jsonl", func(*results.Row) error { n++; return nil })
 	if n != 3 {
 		t.Errorf("a split decision gave %d rows, want 3 (S01 twice)", n)
 	}

@@ -167,12 +167,7 @@ func WriteIntervals(w io.Writer, an *Analysis) error {
 	fmt.Fprintln(tw, "model\tprompt\tcondition\trate\tk/n\test\tWilson\tbootstrap\tnotes")
 	for _, c := range an.Cells {
 		for _, key := range RateKeys {
-			k, n := c.N, c.N
-			if key == Selective {
-				k, n = c.Strict, c.Cover
-			} else {
-				k = cellCount(&c.Cell, Column(key))
-			}
+			k, n := rateCounts(&c.Cell, key)
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", c.Model, c.Prompt, c.Condition, RateLabel(key), k, n,
 				Pct(float64(*c.Rates.At(key))), interval(*c.Wilson.At(key)), interval(*c.Bootstrap.At(key)),
 				tags(c.Bootstrap.Warnings[key], seen))

@@ -125,14 +125,17 @@ type conn struct {
 func connect(ctx context.Context, t *Target, o *Options) (*conn, error) {
 	rec := &Recorder{}
 	caps := &mcp.ClientCapabilities{} // Note: no roots capability unless asked.
+	// Note: roots are deprecated as of protocol 2026-07-28 but still how
+	// servers such as server-filesystem learn what they may read; capture
+	// offers them only when -root is given.
 	if len(o.Roots) > 0 {
-		caps.RootsV2 = &mcp.RootCapabilities{}
+		caps.RootsV2 = &mcp.RootCapabilities{} //lint:ignore SA1019 see the note above
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "stress-capture", Version: "1"}, &mcp.ClientOptions{
 		Capabilities: caps,
 	})
 	for _, r := range o.Roots {
-		client.AddRoots(&mcp.Root{URI: r})
+		client.AddRoots(&mcp.Root{URI: r}) //lint:ignore SA1019 see the note above
 	}
 	var (
 		transport mcp.Transport

@@ -141,7 +141,6 @@ func (*Table) block()     {}
 func (*FigureRef) block() {}
 
 func (d *Doc) h2(s string) { d.Blocks = append(d.Blocks, &Heading{2, s}) }
-func (d *Doc) h3(s string) { d.Blocks = append(d.Blocks, &Heading{3, s}) }
 func (d *Doc) p(format string, a ...any) {
 	d.Blocks = append(d.Blocks, &Para{fmt.Sprintf(format, a...)})
 }
