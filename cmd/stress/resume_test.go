@@ -232,7 +232,13 @@ func TestInterruptSignal(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Interrupt once some decisions are written (a loaded machine may take
+	// a while to start the binary).
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if st, err := os.Stat(filepath.Join(dir, results.CallsFile)); err == nil && st.Size() > 0 {
+			break
+		}
+	}
 	cmd.Process.Signal(os.Interrupt)
 	err := cmd.Wait()
 	var ee *exec.ExitError
