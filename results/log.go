@@ -441,7 +441,6 @@ type RowWriter struct {
 	f    *os.File
 	pq   *parquet.GenericWriter[Row]
 	rows []Row
-	n    int
 	inRG int // rows in the current row group
 }
 
@@ -461,15 +460,12 @@ func CreateRows(file string) (*RowWriter, error) {
 // Add writes one row.
 func (w *RowWriter) Add(r Row) error {
 	w.rows = append(w.rows, r)
-	w.n++
+
 	if len(w.rows) >= 4096 {
 		return w.flush()
 	}
 	return nil
 }
-
-// Rows is the number of rows added.
-func (w *RowWriter) Rows() int { return w.n }
 
 func (w *RowWriter) flush() error {
 	if len(w.rows) == 0 {

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -171,78 +170,6 @@ func CallsOf(d *simulator.Decision, s *study.Scenario) []Call {
 func SHA256(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
-}
-
-// Writer writes a bundle as a run goes: call lines and decision rows are
-// streamed to disk, so memory stays bounded whatever the run's size.
-type Writer struct {
-	dir     string
-	calls   *os.File
-	callBuf *bufio.Writer
-	enc     *json.Encoder
-	pqFile  *os.File
-	pq      *parquet.GenericWriter[Row]
-	rows    []Row
-}
-
-// Create makes dir (which must not exist, or be empty) and opens a bundle.
-func Create(dir string) (*Writer, error) {
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return nil, fmt.Errorf("output directory %s is not empty; choose another with -out", dir)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	calls, err := os.OpenFile(filepath.Join(dir, CallsFile), os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	pqFile, err := os.OpenFile(filepath.Join(dir, DecisionsFile), os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o644)
-	if err != nil {
-		calls.Close()
-		return nil, err
-	}
-	w := &Writer{dir: dir, calls: calls, callBuf: bufio.NewWriterSize(calls, 1<<16), pqFile: pqFile}
-	w.enc = json.NewEncoder(w.callBuf)
-	w.enc.SetEscapeHTML(false)
-	w.pq = parquet.NewGenericWriter[Row](pqFile, parquet.Compression(&parquet.Snappy))
-	return w, nil
-}
-
-// Dir is the bundle's directory.
-func (w *Writer) Dir() string { return w.dir }
-
-// Add writes a finished decision: its calls, then its row.
-func (w *Writer) Add(d *simulator.Decision, s *study.Scenario) error {
-	for _, c := range CallsOf(d, s) {
-		if err := w.enc.Encode(&c); err != nil {
-			return fmt.Errorf("%s: %w", CallsFile, err)
-		}
-	}
-	w.rows = append(w.rows, RowOf(d))
-	if len(w.rows) >= 1024 {
-		return w.flushRows()
-	}
-	return nil
-}
-
-func (w *Writer) flushRows() error {
-	if _, err := w.pq.Write(w.rows); err != nil {
-		return fmt.Errorf("%s: %w", DecisionsFile, err)
-	}
-	w.rows = w.rows[:0]
-	return nil
-}
-
-// WriteJSON writes v as indented JSON to name inside the bundle.
-func (w *Writer) WriteJSON(name string, v any) error { return WriteJSON(filepath.Join(w.dir, name), v) }
-
-// Close flushes and closes the calls and decisions files.
-func (w *Writer) Close() error {
-	err := w.flushRows()
-	err = errors.Join(err, w.pq.Close(), w.pqFile.Close())
-	err = errors.Join(err, w.callBuf.Flush(), w.calls.Sync(), w.calls.Close())
-	return err
 }
 
 // WriteJSON writes v as indented JSON to file, via a synced temporary file

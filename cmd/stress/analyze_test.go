@@ -6,6 +6,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -341,5 +342,45 @@ func TestAnalyzeFlagErrors(t *testing.T) {
 	// A column given as its table label works.
 	if _, _, err := runCmd(t, "analyze", "-pair", "prose,normalized", "-column", "AnyFS", dir); err != nil {
 		t.Errorf("-column AnyFS: %v", err)
+	}
+}
+
+// TestAnalyzeDuplicates: a decision recorded twice in both calls.jsonl and
+// decisions.parquet (so that the files agree) is reported by a
+// data-quality line, in the text and in the JSON warnings.
+func TestAnalyzeDuplicates(t *testing.T) {
+	dir := mockBundle(t, steadyOnly, 1, nil)
+	calls := filepath.Join(dir, results.CallsFile)
+	b, err := os.ReadFile(calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := strings.SplitAfter(string(b), "\n")[0] // a one-turn decision of the steady mock
+	if err := os.WriteFile(calls, append(b, first...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pq := filepath.Join(dir, results.DecisionsFile)
+	rows, err := results.ReadRows(pq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := results.CreateRows(pq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range append(rows, rows[0]) {
+		w.Add(r)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out, log, err := runCmd(t, "analyze", "-partial", dir)
+	want := "data quality: 1 decision rows repeat a decision already read"
+	if err != nil || !strings.Contains(out, want) {
+		t.Fatalf("analyze: %v\n%s\n%s", err, out, log)
+	}
+	js, _, err := runCmd(t, "analyze", "-partial", "-json", dir)
+	if err != nil || !strings.Contains(js, want) {
+		t.Fatalf("analyze -json: %v\n%s", err, js)
 	}
 }

@@ -284,6 +284,10 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// Transport events and error decisions are reported apart from the
 	// counts.
 	ts := ld.Transport
+	quality := ""
+	if n := acc.Duplicates(); n > 0 {
+		quality = fmt.Sprintf("data quality: %d decision rows repeat a decision already read (in both %s and %s); each is counted in the cells, only the first is paired", n, results.CallsFile, results.DecisionsFile)
+	}
 	if *asJSON {
 		if ts.Empty() {
 			ts = nil
@@ -292,10 +296,16 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if warning != "" {
 			warnings = []string{warning}
 		}
+		if quality != "" {
+			warnings = append(warnings, quality)
+		}
 		err = analysis.WriteAnalysisJSON(stdout, an, pc, ts, warnings)
 	} else {
 		if warning != "" {
 			fmt.Fprintln(stdout, warningLine(warning, "the numbers below"))
+		}
+		if quality != "" {
+			fmt.Fprintln(stdout, quality)
 		}
 		err = analysis.WriteTable(stdout, cells)
 		if err == nil {
@@ -316,9 +326,6 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return err
 }
 
-// loadBundle recomputes every decision of the bundle in dir from
-// calls.jsonl, checks it against decisions.parquet, and accumulates the
-// rows. Problems (bad lines, broken trajectories) are printed to stderr and
 // againstPaper sets the cells next to the paper's Table II, matching run
 // models by label or by the backend model id recorded in manifest.json.
 func againstPaper(info *analysis.BundleInfo, cells []results.Cell) (*analysis.PaperTable, *analysis.PaperComparison, error) {
