@@ -30,18 +30,37 @@ func closeSources(fs []*os.File) {
 	}
 }
 
+// bundleWrite is what writeBundle writes a bundle from.
+type bundleWrite struct {
+	dir, runID string
+	sp         *space
+	idx        *locTable  // where each decision's lines are, in src
+	src        []*os.File // the calls.jsonl files idx points into
+	// known, when not nil, gives what a decision's lines need not be read
+	// back for (ok false: read them).
+	known func(j int, o outcome) (k knownDecision, ok bool)
+	// beforeRename, when not nil, is told the size of the canonical copy
+	// before it replaces calls.jsonl.
+	beforeRename func(size int64) error
+}
+
+// knownDecision is what a session kept of a decision it ran: its row and
+// its numbers of calls and transport events.
+type knownDecision struct {
+	row           results.Row
+	calls, events int
+}
+
 // writeBundle writes dir's calls.jsonl in canonical order from the
 // decisions idx locates in src (shard-local index order is canonical
 // order), then decisions.parquet from the same lines, and returns the
 // counts and the size of calls.jsonl. When src is dir's own calls.jsonl and
 // it is already canonical and holds nothing else, it is only read;
 // otherwise the canonical copy is written beside it, which needs as much
-// free space again (checked first), and renamed over it, after
-// beforeRename (if not nil) is told its size. known, when not nil, gives
-// the row, calls and transport events of decisions whose lines need not be
-// parsed back. Memory is bounded by one decision's lines and one parquet
-// row group.
-func writeBundle(dir, runID string, sp *space, idx *locTable, src []*os.File, known func(j int, o outcome) (row results.Row, calls, events int, ok bool), beforeRename func(size int64) error) (*results.Summary, int64, error) {
+// free space again (checked first), and renamed over it. Memory is bounded
+// by one decision's lines and one parquet row group.
+func writeBundle(w bundleWrite) (*results.Summary, int64, error) {
+	dir, runID, sp, idx, src := w.dir, w.runID, w.sp, w.idx, w.src
 	callsPath := filepath.Join(dir, results.CallsFile)
 	var size int64 // bytes of the canonical calls.jsonl
 	canonical := len(src) == 1 && src[0].Name() == callsPath
@@ -93,12 +112,12 @@ func writeBundle(dir, runID string, sp *space, idx *locTable, src []*os.File, kn
 		if !l.done() {
 			return nil
 		}
-		var row results.Row
-		var calls, events int
+		var k knownDecision
 		ok := false
-		if known != nil {
-			row, calls, events, ok = known(j, o)
+		if w.known != nil {
+			k, ok = w.known(j, o)
 		}
+		row, calls, events := k.row, k.calls, k.events
 		if !ok || out != nil {
 			if cap(buf) < int(l.size) {
 				buf = make([]byte, l.size)
@@ -151,8 +170,8 @@ func writeBundle(dir, runID string, sp *space, idx *locTable, src []*os.File, kn
 		if err := out.Close(); err != nil {
 			return abort(err)
 		}
-		if beforeRename != nil {
-			if err := beforeRename(size); err != nil {
+		if w.beforeRename != nil {
+			if err := w.beforeRename(size); err != nil {
 				return abort(err)
 			}
 		}

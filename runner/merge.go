@@ -156,7 +156,7 @@ func Merge(out string, dirs []string, opt MergeOptions) (*results.Record, *resul
 		return nil, nil, err
 	}
 	defer closeSources(src)
-	sum, size, err := writeBundle(out, rec.RunID, sp, idx, src, nil, nil)
+	sum, size, err := writeBundle(bundleWrite{dir: out, runID: rec.RunID, sp: sp, idx: idx, src: src})
 	if err != nil {
 		return nil, nil, err
 	}

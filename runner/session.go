@@ -73,9 +73,10 @@ type finished struct {
 const maxErrorLines = 20
 
 // run runs the remaining decisions concurrently, appends them to
-// calls.jsonl, then finalizes the bundle.
+// calls.jsonl, then finalizes the bundle: the stages are start (producers
+// and workers), graceAfter (the interrupt's grace period), collect (the
+// single writer of calls.jsonl) and finish (the bundle and its record).
 func (s *session) run(ctx context.Context) (*results.Summary, error) {
-	p, m, sp, opt := s.p, s.p.m, s.sp, s.opt
 	calls, err := results.OpenCallLog(filepath.Join(s.dir, results.CallsFile), s.keep)
 	if err != nil {
 		return nil, err
@@ -86,6 +87,11 @@ func (s *session) run(ctx context.Context) (*results.Summary, error) {
 		calls.Close()
 		return nil, err
 	}
+	con, err := newConsole(s.opt, s.rec, s.sp, s.idx)
+	if err != nil {
+		calls.Close()
+		return nil, err
+	}
 
 	// runCtx stops new decisions (interrupt, or a write failure); callCtx
 	// outlives it by the grace period so calls in flight can finish.
@@ -93,34 +99,37 @@ func (s *session) run(ctx context.Context) (*results.Summary, error) {
 	defer stopRun()
 	callCtx, cancelCalls := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelCalls()
+	out := s.start(runCtx, callCtx)
+	allDone := make(chan struct{})
+	go s.graceAfter(ctx, allDone, cancelCalls)
+	c := &collector{s: s, calls: calls, con: con, sess: sess, stop: func() { stopRun(); cancelCalls() }}
+	c.collect(ctx, callCtx, out)
+	close(allDone)
+	con.end()
+	if err := calls.Close(); err != nil && c.err == nil {
+		c.err = err
+	}
+	if c.err != nil {
+		return nil, fmt.Errorf("%w (the bundle keeps every decision written before; fix the cause and resume)", c.err)
+	}
+	return s.finish(ctx, sess)
+}
 
+// start launches, per model, a producer of the decisions still to do and
+// parallel workers per endpoint that run them through the simulator, at
+// most the manifest's max_in_flight at once. Decisions come out on the
+// returned channel, which is closed when every worker is done. No new
+// decision starts once runCtx ends; calls in flight run under callCtx.
+func (s *session) start(runCtx, callCtx context.Context) <-chan finished {
+	p, m, sp := s.p, s.p.m, s.sp
 	inFlight := m.InFlight()
 	sem := make(chan struct{}, inFlight)
 	out := make(chan finished, inFlight)
 	var workers sync.WaitGroup
-	perModel := sp.perModel()
-	cfgs := make([]simulator.Config, len(m.Models))
 	for mi := range m.Models {
 		md := &m.Models[mi]
-		cfgs[mi] = simulator.Config{StudySeed: m.Seed, Temperature: m.Temperature, ReplayCap: m.Cap(), Options: md.Options}
-		q := make(chan job)
-		go func() {
-			defer close(q)
-			// The first study index of this model in the shard, then every N-th.
-			first := mi * perModel
-			first += ((sp.shard.I-1-first)%sp.shard.N + sp.shard.N) % sp.shard.N
-			for i := first; i < (mi+1)*perModel; i += sp.shard.N {
-				j, _ := sp.local(i)
-				if s.resumed > 0 && s.idx.get(j).done() {
-					continue
-				}
-				select {
-				case q <- job{i: i, j: j}:
-				case <-runCtx.Done():
-					return
-				}
-			}
-		}()
+		cfg := simulator.Config{StudySeed: m.Seed, Temperature: m.Temperature, ReplayCap: m.Cap(), Options: md.Options}
+		q := s.produce(runCtx, mi)
 		for e, host := range md.Hosts() {
 			model := p.endpoints[mi][e]
 			label := ""
@@ -142,7 +151,7 @@ func (s *session) run(ctx context.Context) (*results.Summary, error) {
 							continue
 						}
 						_, pi, _, si, _ := sp.coords(jb.i)
-						d := simulator.Run(callCtx, model, p.prompts[pi], &m.Corpus.Scenarios[si], sp.key(jb.i), cfgs[mi])
+						d := simulator.Run(callCtx, model, p.prompts[pi], &m.Corpus.Scenarios[si], sp.key(jb.i), cfg)
 						<-sem
 						out <- finished{job: jb, d: d, endpoint: label}
 					}
@@ -150,33 +159,82 @@ func (s *session) run(ctx context.Context) (*results.Summary, error) {
 			}
 		}
 	}
-	allDone := make(chan struct{})
 	go func() {
 		workers.Wait()
 		close(out)
 	}()
-	// After an interrupt, calls in flight get the grace period.
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-allDone:
-			return
-		}
-		t := time.NewTimer(opt.Grace)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-opt.Abort:
-		case <-allDone:
-		}
-		cancelCalls()
-	}()
+	return out
+}
 
-	con, err := newConsole(opt, s.rec, sp, s.idx)
-	if err != nil {
-		calls.Close()
-		return nil, err
+// produce sends the decisions of model mi in the session's shard that are
+// not done yet, in canonical order, until runCtx ends.
+func (s *session) produce(runCtx context.Context, mi int) <-chan job {
+	sp := s.sp
+	perModel := sp.perModel()
+	q := make(chan job)
+	go func() {
+		defer close(q)
+		// The first study index of this model in the shard, then every N-th.
+		first := mi * perModel
+		first += ((sp.shard.I-1-first)%sp.shard.N + sp.shard.N) % sp.shard.N
+		for i := first; i < (mi+1)*perModel; i += sp.shard.N {
+			j, _ := sp.local(i)
+			if s.resumed > 0 && s.idx.get(j).done() {
+				continue
+			}
+			select {
+			case q <- job{i: i, j: j}:
+			case <-runCtx.Done():
+				return
+			}
+		}
+	}()
+	return q
+}
+
+// graceAfter gives calls in flight the grace period once ctx ends (an
+// interrupt), then cancels them; a second interrupt (Abort) cancels them at
+// once. It returns when allDone is closed.
+func (s *session) graceAfter(ctx context.Context, allDone <-chan struct{}, cancelCalls func()) {
+	select {
+	case <-ctx.Done():
+	case <-allDone:
+		return
 	}
+	t := time.NewTimer(s.opt.Grace)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.opt.Abort:
+	case <-allDone:
+	}
+	cancelCalls()
+}
+
+// collector is the single writer of calls.jsonl while a session runs.
+type collector struct {
+	s        *session
+	calls    *results.CallLog
+	con      *console
+	sess     *results.Session
+	stop     func() // stops new decisions and cancels calls in flight
+	err      error  // the first write failure
+	errLines int    // error decisions printed
+}
+
+// fail records the first write failure and stops the run.
+func (c *collector) fail(err error) {
+	if c.err == nil {
+		c.err = err
+		c.stop()
+	}
+}
+
+// collect appends every decision that comes out to calls.jsonl, syncs it
+// and records the durable point every SyncEvery, and reports progress,
+// until out is closed.
+func (c *collector) collect(ctx, callCtx context.Context, out <-chan finished) {
+	opt := c.s.opt
 	syncTick := time.NewTicker(opt.SyncEvery)
 	defer syncTick.Stop()
 	var progTick <-chan time.Time
@@ -185,98 +243,98 @@ func (s *session) run(ctx context.Context) (*results.Summary, error) {
 		defer t.Stop()
 		progTick = t.C
 	}
-	var writeErr error
-	fail := func(err error) {
-		if writeErr == nil {
-			writeErr = err
-			stopRun()
-			cancelCalls()
-		}
-	}
-	errLines := 0
 	interrupted := ctx.Done()
-loop:
 	for {
 		select {
 		case <-interrupted:
 			interrupted = nil
-			con.logf("interrupt: no new decisions start; calls in flight have %s to finish (interrupt again to cancel them)", opt.Grace)
+			c.con.logf("interrupt: no new decisions start; calls in flight have %s to finish (interrupt again to cancel them)", opt.Grace)
 		case f, ok := <-out:
 			if !ok {
-				break loop
+				return
 			}
-			if writeErr != nil {
-				continue
-			}
-			d := &f.d
-			if d.Err != nil && callCtx.Err() != nil {
-				continue // cancelled by the interrupt: redone on resume
-			}
-			if len(d.Turns) == 0 || (d.Err != nil && d.Turns[len(d.Turns)-1].Err == nil) {
-				// Not a transport failure: the prompt failed to render.
-				fail(fmt.Errorf("decision %s: %w", d.Key, d.Err))
-				continue
-			}
-			_, _, _, si, _ := sp.coords(f.i)
-			off, n, err := calls.Append(d, &m.Corpus.Scenarios[si], f.endpoint)
-			if err != nil {
-				fail(err)
-				continue
-			}
-			if n > 1<<32-1 {
-				fail(fmt.Errorf("decision %s: %d bytes of call lines, more than 4 GiB", d.Key, n))
-				continue
-			}
-			var o outcome
-			if d.Err == nil {
-				o = pack(d)
-			}
-			s.idx.put(f.j, loc{off: off, size: uint32(n)}, o)
-			// Write out as soon as no other decision is waiting: a kill
-			// then loses at most the decisions still in flight.
-			if len(out) == 0 {
-				if err := calls.Flush(); err != nil {
-					fail(err)
-					continue
-				}
-			}
-			sess.Ran++
-			con.done1(f.i, d.Err != nil)
-			if d.Err != nil {
-				if errLines < maxErrorLines {
-					con.logf("error: decision %s: %v", d.Key, d.Err)
-				} else if errLines == maxErrorLines {
-					con.logf("error: further error decisions are not printed (stress analyze lists them)")
-				}
-				errLines++
+			if c.err == nil {
+				c.add(callCtx, &f, len(out) == 0)
 			}
 		case <-syncTick.C:
-			if writeErr == nil {
-				if err := calls.Sync(); err != nil {
-					fail(err)
-				} else if n := calls.Size(); n == s.durableAt {
-					// Nothing new since the last checkpoint.
-				} else if err := s.checkpoint(n); err != nil {
-					fail(err)
-				}
+			if c.err == nil {
+				c.sync()
 			}
 		case <-progTick:
-			con.progress(time.Now())
+			c.con.progress(time.Now())
 		}
 	}
-	close(allDone)
-	con.end()
-	if err := calls.Close(); err != nil && writeErr == nil {
-		writeErr = err
-	}
-	if writeErr != nil {
-		return nil, fmt.Errorf("%w (the bundle keeps every decision written before; fix the cause and resume)", writeErr)
-	}
+}
 
+// add appends one decision's call lines and indexes them; idle says no
+// other decision is waiting, so the lines are written out at once (a kill
+// then loses at most the decisions still in flight).
+func (c *collector) add(callCtx context.Context, f *finished, idle bool) {
+	s, sp := c.s, c.s.sp
+	d := &f.d
+	if d.Err != nil && callCtx.Err() != nil {
+		return // cancelled by the interrupt: redone on resume
+	}
+	if len(d.Turns) == 0 || (d.Err != nil && d.Turns[len(d.Turns)-1].Err == nil) {
+		// Not a transport failure: the prompt failed to render.
+		c.fail(fmt.Errorf("decision %s: %w", d.Key, d.Err))
+		return
+	}
+	_, _, _, si, _ := sp.coords(f.i)
+	off, n, err := c.calls.Append(d, &s.p.m.Corpus.Scenarios[si], f.endpoint)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	if n > 1<<32-1 {
+		c.fail(fmt.Errorf("decision %s: %d bytes of call lines, more than 4 GiB", d.Key, n))
+		return
+	}
+	var o outcome
+	if d.Err == nil {
+		o = pack(d)
+	}
+	s.idx.put(f.j, loc{off: off, size: uint32(n)}, o)
+	if idle {
+		if err := c.calls.Flush(); err != nil {
+			c.fail(err)
+			return
+		}
+	}
+	c.sess.Ran++
+	c.con.done1(f.i, d.Err != nil)
+	if d.Err != nil {
+		if c.errLines < maxErrorLines {
+			c.con.logf("error: decision %s: %v", d.Key, d.Err)
+		} else if c.errLines == maxErrorLines {
+			c.con.logf("error: further error decisions are not printed (stress analyze lists them)")
+		}
+		c.errLines++
+	}
+}
+
+// sync makes calls.jsonl durable and, when it grew, records the durable
+// point with the session's progress in manifest.json.
+func (c *collector) sync() {
+	if err := c.calls.Sync(); err != nil {
+		c.fail(err)
+		return
+	}
+	if n := c.calls.Size(); n != c.s.durableAt {
+		if err := c.s.checkpoint(n); err != nil {
+			c.fail(err)
+		}
+	}
+}
+
+// finish rewrites the bundle (finalize) and records the session's end in
+// manifest.json. When finishing fails, every decision is still in
+// calls.jsonl and the session is recorded as interrupted: a resume
+// finishes the bundle.
+func (s *session) finish(ctx context.Context, sess *results.Session) (*results.Summary, error) {
+	sp, opt := s.sp, s.opt
 	sum, err := s.finalize()
 	if err != nil {
-		// Every decision is kept in calls.jsonl; the session says what it
-		// did, and a resume finishes the bundle.
 		end := opt.Now().UTC()
 		sess.Ended, sess.Interrupted = &end, true
 		done := 0
@@ -322,14 +380,14 @@ func (s *session) finalize() (*results.Summary, error) {
 	}
 	defer closeSources(src)
 	m := s.p.m
-	known := func(j int, o outcome) (results.Row, int, int, bool) {
+	known := func(j int, o outcome) (knownDecision, bool) {
 		if !o.ok {
-			return results.Row{}, 0, 0, false
+			return knownDecision{}, false
 		}
 		i := s.sp.global(j)
 		_, _, _, si, rep := s.sp.coords(i)
 		sc := &m.Corpus.Scenarios[si]
-		return o.row(s.sp.key(i), sc.Server, simulator.Seed(m.Seed, sc.ID, rep, 0)), int(o.turns), int(o.events), true
+		return knownDecision{o.row(s.sp.key(i), sc.Server, simulator.Seed(m.Seed, sc.ID, rep, 0)), int(o.turns), int(o.events)}, true
 	}
 	// The canonical file replaces calls.jsonl and may be shorter (it drops
 	// superseded and interrupted lines): no more than it holds is durable.
@@ -339,7 +397,7 @@ func (s *session) finalize() (*results.Summary, error) {
 		}
 		return nil
 	}
-	sum, size, err := writeBundle(s.dir, s.rec.RunID, s.sp, s.idx, src, known, shrink)
+	sum, size, err := writeBundle(bundleWrite{dir: s.dir, runID: s.rec.RunID, sp: s.sp, idx: s.idx, src: src, known: known, beforeRename: shrink})
 	if err != nil {
 		return nil, err
 	}
