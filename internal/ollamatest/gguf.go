@@ -73,11 +73,10 @@ const ChatTemplate = `{{- if .System }}system: {{ .System }}
 type TinyOption func(*tinyConfig)
 
 type tinyConfig struct {
-	seed       uint64
-	ctxLen     uint32
-	bias       float64 // logit bias of favoured tokens (whitespace gets -bias)
-	noise      float64 // amplitude of the random output weights
-	structBias float64 // extra bias of the single-byte structural tokens
+	seed   uint64
+	ctxLen uint32
+	bias   float64 // logit bias of favoured tokens (whitespace gets -bias)
+	noise  float64 // amplitude of the random output weights
 }
 
 // DefaultSeed is the weight seed used unless WithSeed is given.

@@ -25,14 +25,14 @@ func TestHostPasswordScrubbed(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth := r.Header.Get("Authorization")
 		if u, p, ok := r.BasicAuth(); !ok || u != user || p != pw {
-			http.Error(w, "unauthorized", 401)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
 		switch r.URL.Path {
 		case "/api/chat":
 			chats++
 			if chats == 1 {
-				http.Error(w, `{"error":"busy; you sent `+auth+` for `+pw+`"}`, 503)
+				http.Error(w, `{"error":"busy; you sent `+auth+` for `+pw+`"}`, http.StatusServiceUnavailable)
 				return
 			}
 			w.Write([]byte(`{"model":"tiny","created_at":"2026-01-01T00:00:00Z","message":{"role":"assistant","content":"password ` + pw + `"},"done":true,"done_reason":"stop"}`))

@@ -123,12 +123,12 @@ func TestAPIKeyNeverStored(t *testing.T) {
 	calls := 0
 	srv := faultserver.New(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+key {
-			http.Error(w, "no key", 401)
+			http.Error(w, "no key", http.StatusUnauthorized)
 			return
 		}
 		calls++
 		if calls%3 == 0 {
-			http.Error(w, `{"error":"overloaded for key `+strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")+`"}`, 503)
+			http.Error(w, `{"error":"overloaded for key `+strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")+`"}`, http.StatusServiceUnavailable)
 			return
 		}
 		if strings.HasSuffix(r.URL.Path, "/models") {
@@ -302,7 +302,7 @@ type echoServer struct {
 func (e *echoServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	auth := r.Header.Get("Authorization")
 	if auth != "Bearer "+echoKey {
-		http.Error(w, "no key", 401)
+		http.Error(w, "no key", http.StatusUnauthorized)
 		return
 	}
 	if strings.HasSuffix(r.URL.Path, "/models") {
@@ -338,7 +338,7 @@ func (e *echoServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// of the key are inside the clip, the rest outside.
 		pre := `{"error":{"message":"`
 		pad := strings.Repeat("x", 300-10-len(pre)-len("Bearer "))
-		http.Error(w, pre+pad+auth+`","type":"overloaded"}}`, 503)
+		http.Error(w, pre+pad+auth+`","type":"overloaded"}}`, http.StatusServiceUnavailable)
 	case 1:
 		// The key in the answer text (the model repeats it), raw and escaped.
 		send(completion("c1", "fp_test", answer+` key `+echoKey+` or `+escaped, ""), true)

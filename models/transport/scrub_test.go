@@ -190,7 +190,7 @@ func TestClientScrubs(t *testing.T) {
 	}), faultserver.Fault{Kind: faultserver.KindOK})
 	defer srv.Close()
 	status := faultserver.New(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, pre+"Bearer "+key+`"}}`, 503)
+		http.Error(w, pre+"Bearer "+key+`"}}`, http.StatusServiceUnavailable)
 	}))
 	defer status.Close()
 
