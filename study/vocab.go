@@ -3,10 +3,7 @@
 // by STUDY.md sections 1 and 2. It imports nothing else of the project.
 package study
 
-import (
-	"fmt"
-	"strings"
-)
+import "strings"
 
 // Policy is a recovery-policy label: the model's answer (STUDY.md 1.1).
 type Policy string
@@ -63,15 +60,6 @@ func (p Policy) Class() Class { return policyClass[p] }
 
 // Words returns the meaning of p in plain words (STUDY.md 1.1).
 func (p Policy) Words() string { return policyWords[p] }
-
-// ParsePolicy returns the policy named s or an error listing the vocabulary.
-func ParsePolicy(s string) (Policy, error) {
-	p := Policy(s)
-	if !p.Valid() {
-		return "", fmt.Errorf("unknown policy %q (want one of %s)", s, join(Policies))
-	}
-	return p, nil
-}
 
 // Status is the operation status a model reports (STUDY.md 1.2).
 type Status string
