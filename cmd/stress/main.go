@@ -10,6 +10,11 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	_ "github.com/mcpstress/stress/models/baseline"   // registers the baselines
+	_ "github.com/mcpstress/stress/models/failclosed" // registers fail_closed
+	_ "github.com/mcpstress/stress/models/ollama"     // registers the Ollama backend
+	_ "github.com/mcpstress/stress/models/openai"     // registers the OpenAI-compatible backend
 )
 
 func main() {

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"strings"
+
+	"github.com/mcpstress/stress/analysis"
+	"github.com/mcpstress/stress/analysis/stats"
+)
+
+// newFlags makes a flag set that reports errors instead of exiting.
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("stress "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parse parses flags wherever they stand among the positional arguments
+// (stress analyze DIR -json), up to a "--", after which everything is
+// positional; fs.Args() returns the positional arguments in order. Flag
+// errors become usage errors.
+func parse(fs *flag.FlagSet, args []string) error {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return usageError("%s -h", fs.Name())
+			}
+			return usageError("%v", err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if endedFlags(fs, args[:len(args)-len(rest)]) {
+			pos = append(pos, rest...)
+			break
+		}
+		// Note: the flag package stops at the first positional argument;
+		// keep it and parse the flags after it.
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	// A leading "--" makes fs.Args() exactly pos without parsing a flag.
+	return fs.Parse(append([]string{"--"}, pos...))
+}
+
+// endedFlags reports whether the flag arguments fs.Parse consumed ended
+// with the terminator "--" rather than with a flag's value that reads "--"
+// (-out --).
+func endedFlags(fs *flag.FlagSet, consumed []string) bool {
+	for i := 0; i < len(consumed); i++ {
+		a := consumed[i]
+		if a == "--" {
+			return true
+		}
+		name := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			continue
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
+			i++ // the next argument is the flag's value
+		}
+	}
+	return false
+}
+
+// statFlags are the statistics flags of analyze, compare and report.
+type statFlags struct {
+	b      *int
+	seed   *uint64
+	pairs  *pairsFlag
+	column *string
+}
+
+// pairsFlag collects the values of the repeatable -pair flag.
+type pairsFlag []string
+
+func (l *pairsFlag) String() string     { return strings.Join(*l, " ") }
+func (l *pairsFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+// addStatFlags defines -b and -seed, and -pair and -column when pairs is
+// set.
+func addStatFlags(fs *flag.FlagSet, pairs bool) *statFlags {
+	sf := &statFlags{
+		b:    fs.Int("b", stats.DefaultB, "bootstrap resamples per interval (1 to 1000000)"),
+		seed: fs.Uint64("seed", analysis.DefaultSeed, "bootstrap seed (recorded in the output)"),
+	}
+	if pairs {
+		sf.pairs = &pairsFlag{}
+		fs.Var(sf.pairs, "pair", "also compare condA,condB (A − B) within every model and prompt; repeatable; condA,condB,column names the column")
+		sf.column = fs.String("column", "", "column of the -pair comparisons: strict, cover, retry, invalid, any_fs, terminal_fs (default strict)")
+	}
+	return sf
+}
+
+// options checks the flags and returns the analysis options.
+func (sf *statFlags) options(cmd string) (analysis.Options, error) {
+	opt := analysis.Options{B: *sf.b, Seed: *sf.seed}
+	if *sf.b < 1 || *sf.b > 1000000 {
+		return opt, usageError("%s: flag -b: want 1 to 1000000 resamples, got %d", cmd, *sf.b)
+	}
+	if *sf.seed == 0 {
+		return opt, usageError("%s: flag -seed: want a seed ≥ 1", cmd)
+	}
+	if sf.pairs == nil {
+		return opt, nil
+	}
+	col := analysis.Strict
+	if *sf.column != "" {
+		c, err := analysis.ParseColumn(*sf.column)
+		if err != nil {
+			return opt, usageError("%s: flag -column: %v", cmd, err)
+		}
+		if len(*sf.pairs) == 0 {
+			return opt, usageError("%s: flag -column applies to -pair comparisons; give at least one -pair condA,condB", cmd)
+		}
+		col = c
+	}
+	for _, p := range *sf.pairs {
+		spec, err := analysis.ParsePairSpec(p, col)
+		if err != nil {
+			return opt, usageError("%s: flag -pair: %v", cmd, err)
+		}
+		opt.Pairs = append(opt.Pairs, spec)
+	}
+	return opt, nil
+}

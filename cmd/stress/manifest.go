@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/mcpstress/stress/manifests"
+	"github.com/mcpstress/stress/results"
+)
+
+// loadManifest reads the manifest at path, or the built-in default when
+// path is "".
+func loadManifest(path string) (*manifests.Resolved, error) {
+	if path == "" {
+		return manifests.LoadBuiltin(manifests.DefaultName)
+	}
+	return manifests.Load(path)
+}
+
+// loadRecorded loads the manifest a bundle records: by its absolute path
+// when that file exists (so a resume works from any directory), else by
+// the path as it was given, relative to the current directory.
+func loadRecorded(rec *results.Record) (*manifests.Resolved, error) {
+	if rec.SourceAbs != "" {
+		if _, err := os.Stat(rec.SourceAbs); err == nil {
+			return loadSource(rec.SourceAbs)
+		}
+	}
+	m, err := loadSource(rec.Source)
+	if err != nil && rec.SourceAbs != "" {
+		return nil, fmt.Errorf("%w (nor is it at %s)", err, rec.SourceAbs)
+	}
+	return m, err
+}
+
+// loadSource loads a manifest named as a bundle records it: a path, or
+// builtin:NAME; "" is the built-in default.
+func loadSource(source string) (*manifests.Resolved, error) {
+	if name, ok := strings.CutPrefix(source, "builtin:"); ok {
+		return manifests.LoadBuiltin(name)
+	}
+	return loadManifest(source)
+}
