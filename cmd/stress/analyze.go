@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 
@@ -9,94 +10,95 @@ import (
 	"github.com/mcpstress/stress/results"
 )
 
-func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("analyze", stderr)
+// cmdAnalyze defines analyze's flags on fs and returns the action that
+// recomputes a bundle's counts from calls.jsonl and prints them with their
+// intervals and paired comparisons.
+func cmdAnalyze(fs *flag.FlagSet) action {
 	asJSON := fs.Bool("json", false, `print {"bootstrap":…,"cells":[…],"pairs":[…]} as JSON`)
 	sf := addStatFlags(fs, true)
-	against := fs.String("against", "", `print a published table next to the counts: "paper" (the paper's Table II)`)
+	against := fs.String("against", "", "print a published table next to the counts: `paper` (the paper's Table II)")
 	partial := addPartialFlag(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usageError("analyze takes one bundle directory")
-	}
-	opt, err := sf.options("analyze")
-	if err != nil {
-		return err
-	}
-	if *against != "" && *against != "paper" {
-		return usageError("analyze: flag -against: unknown table %q (want paper)", *against)
-	}
-	dir := fs.Arg(0)
-	info, err := readBundleInfo("analyze", dir, *partial)
-	if err != nil {
-		return err
-	}
-	ld, err := analysis.LoadBundle(dir, stderr)
-	if err != nil {
-		return err
-	}
-	acc, problems := ld.Acc, ld.Problems
-	warning, err := checkPartial("analyze", info, acc.Decisions(), *partial)
-	if err != nil {
-		return err
-	}
-	cells := acc.Cells()
-	an, err := acc.Analyze(opt)
-	if err != nil {
-		return usageError("analyze: flag -pair: %v", err)
-	}
-	var table *analysis.PaperTable
-	var pc *analysis.PaperComparison
-	if *against != "" {
-		if table, pc, err = againstPaper(info, cells); err != nil {
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if len(args) != 1 {
+			return usageError("analyze takes one bundle directory")
+		}
+		opt, err := sf.options("analyze")
+		if err != nil {
 			return err
 		}
+		if *against != "" && *against != "paper" {
+			return usageError("analyze: flag -against: unknown table %q (want paper)", *against)
+		}
+		dir := args[0]
+		info, err := readBundleInfo("analyze", dir, *partial)
+		if err != nil {
+			return err
+		}
+		ld, err := analysis.LoadBundle(dir, stderr)
+		if err != nil {
+			return err
+		}
+		acc, problems := ld.Acc, ld.Problems
+		warning, err := checkPartial("analyze", info, acc.Decisions(), *partial)
+		if err != nil {
+			return err
+		}
+		cells := acc.Cells()
+		an, err := acc.Analyze(opt)
+		if err != nil {
+			return usageError("analyze: flag -pair: %v", err)
+		}
+		var table *analysis.PaperTable
+		var pc *analysis.PaperComparison
+		if *against != "" {
+			if table, pc, err = againstPaper(info, cells); err != nil {
+				return err
+			}
+		}
+		// Transport events and error decisions are reported apart from the
+		// counts.
+		ts := ld.Transport
+		quality := ""
+		if n := acc.Duplicates(); n > 0 {
+			quality = fmt.Sprintf("data quality: %d decision rows repeat a decision already read (in both %s and %s); each is counted in the cells, only the first is paired", n, results.CallsFile, results.DecisionsFile)
+		}
+		if *asJSON {
+			if ts.Empty() {
+				ts = nil
+			}
+			var warnings []string
+			if warning != "" {
+				warnings = []string{warning}
+			}
+			if quality != "" {
+				warnings = append(warnings, quality)
+			}
+			err = analysis.WriteAnalysisJSON(stdout, an, pc, ts, warnings)
+		} else {
+			if warning != "" {
+				fmt.Fprintln(stdout, warningLine(warning, "the numbers below"))
+			}
+			if quality != "" {
+				fmt.Fprintln(stdout, quality)
+			}
+			err = analysis.WriteTable(stdout, cells)
+			if err == nil {
+				fmt.Fprintln(stdout)
+				err = analysis.WriteIntervals(stdout, an)
+			}
+			if err == nil && pc != nil {
+				fmt.Fprintln(stdout)
+				err = analysis.WriteAgainst(stdout, table, pc)
+			}
+			if err == nil {
+				err = analysis.WriteTransport(stdout, ts)
+			}
+		}
+		if err == nil && problems > 0 {
+			err = fmt.Errorf("%s: %d problems in %s", dir, problems, results.CallsFile)
+		}
+		return err
 	}
-	// Transport events and error decisions are reported apart from the
-	// counts.
-	ts := ld.Transport
-	quality := ""
-	if n := acc.Duplicates(); n > 0 {
-		quality = fmt.Sprintf("data quality: %d decision rows repeat a decision already read (in both %s and %s); each is counted in the cells, only the first is paired", n, results.CallsFile, results.DecisionsFile)
-	}
-	if *asJSON {
-		if ts.Empty() {
-			ts = nil
-		}
-		var warnings []string
-		if warning != "" {
-			warnings = []string{warning}
-		}
-		if quality != "" {
-			warnings = append(warnings, quality)
-		}
-		err = analysis.WriteAnalysisJSON(stdout, an, pc, ts, warnings)
-	} else {
-		if warning != "" {
-			fmt.Fprintln(stdout, warningLine(warning, "the numbers below"))
-		}
-		if quality != "" {
-			fmt.Fprintln(stdout, quality)
-		}
-		err = analysis.WriteTable(stdout, cells)
-		if err == nil {
-			fmt.Fprintln(stdout)
-			err = analysis.WriteIntervals(stdout, an)
-		}
-		if err == nil && pc != nil {
-			fmt.Fprintln(stdout)
-			err = analysis.WriteAgainst(stdout, table, pc)
-		}
-		if err == nil {
-			err = analysis.WriteTransport(stdout, ts)
-		}
-	}
-	if err == nil && problems > 0 {
-		err = fmt.Errorf("%s: %d problems in %s", dir, problems, results.CallsFile)
-	}
-	return err
 }
 
 // againstPaper sets the cells next to the paper's Table II, matching run

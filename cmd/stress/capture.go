@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -18,12 +19,6 @@ import (
 	"github.com/mcpstress/stress/capture"
 	"github.com/mcpstress/stress/internal/input"
 )
-
-// repeatedFlag is a repeatable string flag.
-type repeatedFlag []string
-
-func (l *repeatedFlag) String() string     { return strings.Join(*l, ", ") }
-func (l *repeatedFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 
@@ -125,9 +120,8 @@ func loadSalt(file string) ([]byte, error) {
 	return salt, nil
 }
 
-const captureUsage = `usage: stress capture -out DIR (-stdio LABEL=COMMAND | -http LABEL=URL)... [flags]
-
-Connects to live MCP servers with the Go SDK, sends low-risk probes (a
+// captureLong is what stress help capture says after the forms.
+const captureLong = `Connects to live MCP servers with the Go SDK, sends low-risk probes (a
 nonexistent tool; a wrong JSON type and a missing required field on one
 read-only tool; an out-of-domain sentinel on allow-listed tools only), and
 writes a pseudonymous corpus (DIR/corpus), a manifest for 'stress run'
@@ -139,13 +133,12 @@ A record the corpus loader rejects, or in which the scrubber still finds
 something, is quarantined (DIR/private/quarantine, with the reason). The
 exit status is 1 if a server failed or a record was quarantined, after
 everything else is written.
-
 `
 
-func cmdCapture(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("capture", stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, captureUsage); fs.PrintDefaults() }
-	out := fs.String("out", "", "output directory, new or empty (required)")
+// cmdCapture defines capture's flags on fs and returns the action that
+// probes live MCP servers and writes a pseudonymous corpus.
+func cmdCapture(fs *flag.FlagSet) action {
+	out := fs.String("out", "", "output directory `DIR`, new or empty (required)")
 	var stdio, web, roots, readOnly, sentinels, hosts repeatedFlag
 	fs.Var(&stdio, "stdio", "a server run over stdio, `LABEL=COMMAND` (repeatable)")
 	fs.Var(&web, "http", "a streamable-HTTP server, `LABEL=URL`, on the loopback unless -allow-host names it (repeatable)")
@@ -155,132 +148,131 @@ func cmdCapture(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Var(&hosts, "allow-host", "allow a non-loopback HTTP `HOST` (repeatable)")
 	protocol := fs.String("protocol", "", "pin the protocol `VERSION` the client offers, e.g. 2025-06-18 (default: the SDK's latest)")
 	probeTool := fs.String("probe-tool", "", "`TOOL` for the wrong-type and missing-field probes (default: the first read-only tool with a required field)")
-	interval := fs.Duration("interval", time.Second, "wait between two requests to a server")
-	maxCalls := fs.Int("max-calls", capture.DefaultMaxCalls, "most requests per server after initialization (1 to 100)")
-	timeout := fs.Duration("timeout", 30*time.Second, "bound on initialization and each request")
-	grace := fs.Duration("grace", 2*time.Second, "how long a stdio server may take to exit after stdin closes before SIGTERM")
+	interval := fs.Duration("interval", time.Second, "wait `D` between two requests to a server")
+	maxCalls := fs.Int("max-calls", capture.DefaultMaxCalls, "at most `N` requests per server after initialization (1 to 100)")
+	timeout := fs.Duration("timeout", 30*time.Second, "bound `D` on initialization and each request")
+	grace := fs.Duration("grace", 2*time.Second, "the time `D` a stdio server may take to exit after stdin closes before SIGTERM")
 	validate := fs.Bool("validate-output", false, "check results against the tool's outputSchema as a validating client would, and use that view")
 	redactText := fs.Bool("redact-text", false, "also redact URLs, file paths and public IP addresses inside the failure text (credentials and private locators are redacted everywhere)")
-	saltFile := fs.String("salt-file", "", "file holding the pseudonym salt, created if missing (default: a new salt in DIR/private/salt)")
+	saltFile := fs.String("salt-file", "", "`FILE` holding the pseudonym salt, created if missing (default: a new salt in DIR/private/salt)")
 	quiet := fs.Bool("quiet", false, "print only the table")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		return usageError("capture: unexpected arguments %q (put a server in -stdio or -http)", fs.Args())
-	}
-	if *out == "" {
-		return usageError("capture: flag -out is required")
-	}
-	if len(stdio)+len(web) == 0 {
-		return usageError("capture: name at least one server with -stdio or -http")
-	}
-	if *maxCalls < 1 || *maxCalls > 100 {
-		return usageError("capture: flag -max-calls: want 1 to 100, got %d", *maxCalls)
-	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"interval", *interval}, {"timeout", *timeout}, {"grace", *grace}} {
-		if d.v <= 0 {
-			return usageError("capture: flag -%s: want a positive duration, got %v", d.name, d.v)
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if len(args) != 0 {
+			return usageError("capture: unexpected arguments %q (put a server in -stdio or -http)", args)
 		}
-	}
-	targets, err := parseTargets(stdio, web)
-	if err != nil {
-		return err
-	}
-	var specs []capture.SentinelSpec
-	for _, s := range sentinels {
-		sp, err := capture.ParseSentinel(s)
+		if *out == "" {
+			return usageError("capture: flag -out is required")
+		}
+		if len(stdio)+len(web) == 0 {
+			return usageError("capture: name at least one server with -stdio or -http")
+		}
+		if *maxCalls < 1 || *maxCalls > 100 {
+			return usageError("capture: flag -max-calls: want 1 to 100, got %d", *maxCalls)
+		}
+		for _, d := range []struct {
+			name string
+			v    time.Duration
+		}{{"interval", *interval}, {"timeout", *timeout}, {"grace", *grace}} {
+			if d.v <= 0 {
+				return usageError("capture: flag -%s: want a positive duration, got %v", d.name, d.v)
+			}
+		}
+		targets, err := parseTargets(stdio, web)
 		if err != nil {
-			return usageError("capture: flag -sentinel: %v", err)
-		}
-		specs = append(specs, sp)
-	}
-	if entries, err := os.ReadDir(*out); err == nil && len(entries) > 0 {
-		return usageError("capture: flag -out: %s is not empty", *out)
-	}
-	var salt []byte
-	if *saltFile != "" {
-		if salt, err = loadSalt(*saltFile); err != nil {
 			return err
 		}
-	} else {
-		salt = make([]byte, 32)
-		if _, err := rand.Read(salt); err != nil {
-			return err
+		var specs []capture.SentinelSpec
+		for _, s := range sentinels {
+			sp, err := capture.ParseSentinel(s)
+			if err != nil {
+				return usageError("capture: flag -sentinel: %v", err)
+			}
+			specs = append(specs, sp)
 		}
-		salt = []byte(hex.EncodeToString(salt))
-	}
-	log := stderr
-	if *quiet {
-		log = io.Discard
-	}
-	o := capture.Options{
-		ProtocolVersion: *protocol, Roots: roots, ReadOnly: readOnly, ProbeTool: *probeTool, Sentinels: specs,
-		Interval: *interval, MaxCalls: *maxCalls, Timeout: *timeout, Grace: *grace, AllowHosts: hosts,
-		ValidateOutput: *validate, RedactFailureText: *redactText, Salt: salt, Log: log,
-	}
-	if err := o.Check(targets); err != nil {
-		return usageError("capture: %v", err)
-	}
-	servers, runErr := capture.Run(ctx, targets, o)
-	w, werr := capture.Write(*out, servers, o)
-	if werr == nil || w != nil {
-		if *saltFile == "" {
-			if err := os.WriteFile(filepath.Join(*out, capture.PrivateDir, "salt"), append(salt, '\n'), 0o600); err != nil {
+		if entries, err := os.ReadDir(*out); err == nil && len(entries) > 0 {
+			return usageError("capture: flag -out: %s is not empty", *out)
+		}
+		var salt []byte
+		if *saltFile != "" {
+			if salt, err = loadSalt(*saltFile); err != nil {
+				return err
+			}
+		} else {
+			salt = make([]byte, 32)
+			if _, err := rand.Read(salt); err != nil {
+				return err
+			}
+			salt = []byte(hex.EncodeToString(salt))
+		}
+		log := stderr
+		if *quiet {
+			log = io.Discard
+		}
+		o := capture.Options{
+			ProtocolVersion: *protocol, Roots: roots, ReadOnly: readOnly, ProbeTool: *probeTool, Sentinels: specs,
+			Interval: *interval, MaxCalls: *maxCalls, Timeout: *timeout, Grace: *grace, AllowHosts: hosts,
+			ValidateOutput: *validate, RedactFailureText: *redactText, Salt: salt, Log: log,
+		}
+		if err := o.Check(targets); err != nil {
+			return usageError("capture: %v", err)
+		}
+		servers, runErr := capture.Run(ctx, targets, o)
+		w, werr := capture.Write(*out, servers, o)
+		if werr == nil || w != nil {
+			if *saltFile == "" {
+				if err := os.WriteFile(filepath.Join(*out, capture.PrivateDir, "salt"), append(salt, '\n'), 0o600); err != nil {
+					return err
+				}
+			}
+			if err := writeCaptureTable(stdout, servers); err != nil {
 				return err
 			}
 		}
-		if err := writeCaptureTable(stdout, servers); err != nil {
-			return err
+		failed := 0
+		for _, s := range servers {
+			if s.Err != nil {
+				failed++
+				// The error may quote what the server sent.
+				fmt.Fprintf(stderr, "capture: server %s (%s): %s\n", s.Pseudonym, s.Target.Label, input.Snippet(s.Err.Error()))
+			}
 		}
-	}
-	failed := 0
-	for _, s := range servers {
-		if s.Err != nil {
-			failed++
-			// The error may quote what the server sent.
-			fmt.Fprintf(stderr, "capture: server %s (%s): %s\n", s.Pseudonym, s.Target.Label, input.Snippet(s.Err.Error()))
+		switch {
+		case runErr != nil:
+			return runErr
+		case werr != nil:
+			return werr
 		}
-	}
-	switch {
-	case runErr != nil:
-		return runErr
-	case werr != nil:
-		return werr
-	}
-	records, from := "records", "servers"
-	if w.Scenarios == 1 {
-		records = "record"
-	}
-	if w.Servers == 1 {
-		from = "server"
-	}
-	fmt.Fprintf(log, "wrote %s: %d %s from %d %s (corpus %s, manifest %s; private: %s)\n",
-		*out, w.Scenarios, records, w.Servers, from, filepath.Join(*out, capture.CorpusDir), filepath.Join(*out, capture.ManifestFile),
-		filepath.Join(*out, capture.PrivateDir))
-	var problems []string
-	if n := len(w.Quarantined); n > 0 {
-		records := "records"
-		if n == 1 {
+		records, from := "records", "servers"
+		if w.Scenarios == 1 {
 			records = "record"
 		}
-		list := make([]string, n)
-		for i, q := range w.Quarantined {
-			list[i] = fmt.Sprintf("%s (%s)", q.ID, q.Reason)
+		if w.Servers == 1 {
+			from = "server"
 		}
-		problems = append(problems, fmt.Sprintf("%d %s quarantined, not in the corpus (see %s): %s",
-			n, records, filepath.Join(*out, capture.QuarantineDir), strings.Join(list, "; ")))
+		fmt.Fprintf(log, "wrote %s: %d %s from %d %s (corpus %s, manifest %s; private: %s)\n",
+			*out, w.Scenarios, records, w.Servers, from, filepath.Join(*out, capture.CorpusDir), filepath.Join(*out, capture.ManifestFile),
+			filepath.Join(*out, capture.PrivateDir))
+		var problems []string
+		if n := len(w.Quarantined); n > 0 {
+			records := "records"
+			if n == 1 {
+				records = "record"
+			}
+			list := make([]string, n)
+			for i, q := range w.Quarantined {
+				list[i] = fmt.Sprintf("%s (%s)", q.ID, q.Reason)
+			}
+			problems = append(problems, fmt.Sprintf("%d %s quarantined, not in the corpus (see %s): %s",
+				n, records, filepath.Join(*out, capture.QuarantineDir), strings.Join(list, "; ")))
+		}
+		if failed > 0 {
+			problems = append(problems, fmt.Sprintf("%d of %d servers failed; the corpus holds the others", failed, len(servers)))
+		}
+		if len(problems) > 0 {
+			return fmt.Errorf("capture: %s", strings.Join(problems, "; "))
+		}
+		return nil
 	}
-	if failed > 0 {
-		problems = append(problems, fmt.Sprintf("%d of %d servers failed; the corpus holds the others", failed, len(servers)))
-	}
-	if len(problems) > 0 {
-		return fmt.Errorf("capture: %s", strings.Join(problems, "; "))
-	}
-	return nil
 }
 
 // writeCaptureTable prints one line per probe, with pseudonyms only.

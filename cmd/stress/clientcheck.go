@@ -3,41 +3,43 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 
 	"github.com/mcpstress/stress/capture/checkmatrix"
 )
 
-func cmdClientCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("clientcheck", stderr)
+// cmdClientCheck defines clientcheck's flags on fs and returns the action
+// that prints how the Go and TypeScript clients treat tool results
+// against an outputSchema.
+func cmdClientCheck(fs *flag.FlagSet) action {
 	asJSON := fs.Bool("json", false, "print the cells as JSON")
 	protocol := fs.String("protocol", "", "pin the protocol `VERSION` the Go SDK client offers (default: the SDK's latest)")
 	tsDir := fs.String("ts-clients", "", "the TypeScript clients' `DIR` (default: scripts/ts-clients in the current directory or its nearest parent that has one)")
-	if err := parse(fs, args); err != nil {
-		return err
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if len(args) != 0 {
+			return usageError("clientcheck takes no arguments")
+		}
+		o := checkmatrix.Options{ProtocolVersion: *protocol, TSClients: *tsDir}
+		if o.TSClients == "" {
+			o.TSClients = checkmatrix.FindTSClients(".")
+		}
+		m, err := checkmatrix.Run(ctx, o)
+		if err != nil {
+			return err
+		}
+		if m.TSSkipped != "" && o.TSClients == "" {
+			m.TSSkipped = "scripts/ts-clients not found in the current directory or its parents (run from the repository, or pass -ts-clients DIR)"
+		}
+		if m.TSSkipped != "" {
+			fmt.Fprintf(stderr, "clientcheck: TypeScript clients not run: %s\n", m.TSSkipped)
+		}
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(m)
+		}
+		return checkmatrix.WriteTable(stdout, m)
 	}
-	if fs.NArg() != 0 {
-		return usageError("clientcheck takes no arguments")
-	}
-	o := checkmatrix.Options{ProtocolVersion: *protocol, TSClients: *tsDir}
-	if o.TSClients == "" {
-		o.TSClients = checkmatrix.FindTSClients(".")
-	}
-	m, err := checkmatrix.Run(ctx, o)
-	if err != nil {
-		return err
-	}
-	if m.TSSkipped != "" && o.TSClients == "" {
-		m.TSSkipped = "scripts/ts-clients not found in the current directory or its parents (run from the repository, or pass -ts-clients DIR)"
-	}
-	if m.TSSkipped != "" {
-		fmt.Fprintf(stderr, "clientcheck: TypeScript clients not run: %s\n", m.TSSkipped)
-	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(m)
-	}
-	return checkmatrix.WriteTable(stdout, m)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -11,134 +12,134 @@ import (
 	"github.com/mcpstress/stress/analysis"
 )
 
-func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("compare", stderr)
+// cmdCompare defines compare's flags on fs and returns the action that
+// prints the paired differences between two bundles on the same corpus.
+func cmdCompare(fs *flag.FlagSet) action {
 	asJSON := fs.Bool("json", false, `print {"a":…,"b":…,"bootstrap":…,"arms":[…],"pairs":[…]} as JSON`)
 	sf := addStatFlags(fs, false)
-	column := fs.String("column", "", "compare only these columns, comma-separated: strict, cover, retry, invalid, any_fs, terminal_fs (default all)")
-	armA := fs.String("arm-a", "", "arm of RUN_A to compare, MODEL or MODEL/PROMPT (default: aligned automatically)")
-	armB := fs.String("arm-b", "", "arm of RUN_B to compare, MODEL or MODEL/PROMPT (default: aligned automatically)")
+	column := fs.String("column", "", "compare only the columns `C,…`, comma-separated: strict, cover, retry, invalid, any_fs, terminal_fs (default all)")
+	armA := fs.String("arm-a", "", "arm of RUN_A to compare, `MODEL[/PROMPT]` (default: aligned automatically)")
+	armB := fs.String("arm-b", "", "arm of RUN_B to compare, `MODEL[/PROMPT]` (default: aligned automatically)")
 	partial := addPartialFlag(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 2 {
-		return usageError("compare takes two bundle directories, RUN_A and RUN_B")
-	}
-	opt, err := sf.options("compare")
-	if err != nil {
-		return err
-	}
-	copt := analysis.CompareOptions{Options: opt, ArmA: *armA, ArmB: *armB}
-	if *column != "" {
-		for _, c := range strings.Split(*column, ",") {
-			col, err := analysis.ParseColumn(c)
-			if err != nil {
-				return usageError("compare: flag -column: %v", err)
-			}
-			copt.Columns = append(copt.Columns, col)
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if len(args) != 2 {
+			return usageError("compare takes two bundle directories, RUN_A and RUN_B")
 		}
-	}
-	dirA, dirB := fs.Arg(0), fs.Arg(1)
-	infoA, err := analysis.ReadBundleInfo(dirA)
-	if err != nil {
-		return fmt.Errorf("compare: RUN_A: %w", err)
-	}
-	infoB, err := analysis.ReadBundleInfo(dirB)
-	if err != nil {
-		return fmt.Errorf("compare: RUN_B: %w", err)
-	}
-	for _, info := range []*analysis.BundleInfo{infoA, infoB} {
-		if !*partial && info.Unfinished() {
-			return refusePartial("compare", info, info.Partial(-1))
-		}
-	}
-	if err := analysis.SameCorpus(infoA, infoB); err != nil {
-		return fmt.Errorf("compare refuses %s and %s: %w", dirA, dirB, err)
-	}
-	ldA, err := analysis.LoadBundle(dirA, stderr)
-	if err != nil {
-		return err
-	}
-	ldB, err := analysis.LoadBundle(dirB, stderr)
-	if err != nil {
-		return err
-	}
-	accA, probA, accB, probB := ldA.Acc, ldA.Problems, ldB.Acc, ldB.Problems
-	var warnings []string
-	for _, x := range []struct {
-		info *analysis.BundleInfo
-		acc  *analysis.Accumulator
-	}{{infoA, accA}, {infoB, accB}} {
-		w, err := checkPartial("compare", x.info, x.acc.Decisions(), *partial)
+		opt, err := sf.options("compare")
 		if err != nil {
 			return err
 		}
-		if w != "" {
-			warnings = append(warnings, w)
-		}
-	}
-	cmp, err := analysis.Compare(accA, accB, copt)
-	if err != nil {
-		if errors.Is(err, analysis.ErrArmSelection) {
-			return usageError("compare: flag -arm-a/-arm-b: %v", err)
-		}
-		return fmt.Errorf("compare refuses %s and %s: %w", dirA, dirB, err)
-	}
-	var notes []string
-	promptSHA := func(bi *analysis.BundleInfo, name string) string {
-		for _, p := range bi.Prompts {
-			if p.Name == name {
-				return p.SHA256
+		copt := analysis.CompareOptions{Options: opt, ArmA: *armA, ArmB: *armB}
+		if *column != "" {
+			for _, c := range strings.Split(*column, ",") {
+				col, err := analysis.ParseColumn(c)
+				if err != nil {
+					return usageError("compare: flag -column: %v", err)
+				}
+				copt.Columns = append(copt.Columns, col)
 			}
 		}
-		return ""
-	}
-	idsA, idsB := infoA.ModelIDs(), infoB.ModelIDs()
-	for _, ap := range cmp.Arms {
-		if a, b := promptSHA(infoA, ap.A.Prompt), promptSHA(infoB, ap.B.Prompt); a != b {
-			notes = append(notes, fmt.Sprintf("the prompt templates differ: A %s has sha256 %.12s…, B %s has sha256 %.12s…", ap.A, a, ap.B, b))
+		dirA, dirB := args[0], args[1]
+		infoA, err := analysis.ReadBundleInfo(dirA)
+		if err != nil {
+			return fmt.Errorf("compare: RUN_A: %w", err)
 		}
-		if a, b := idsA[ap.A.Model], idsB[ap.B.Model]; a != b {
-			notes = append(notes, fmt.Sprintf("the models differ: A %s is %q, B %s is %q", ap.A.Model, a, ap.B.Model, b))
+		infoB, err := analysis.ReadBundleInfo(dirB)
+		if err != nil {
+			return fmt.Errorf("compare: RUN_B: %w", err)
 		}
-	}
-	if infoA.Manifest.Seed != infoB.Manifest.Seed {
-		notes = append(notes, fmt.Sprintf("the study seeds differ (%d and %d): replicates are matched by number, but their sampling seeds are not paired", infoA.Manifest.Seed, infoB.Manifest.Seed))
-	}
-	if *asJSON {
-		type side struct {
-			Dir   string `json:"dir"`
-			RunID string `json:"run_id"`
-			Study string `json:"study"`
+		for _, info := range []*analysis.BundleInfo{infoA, infoB} {
+			if !*partial && info.Unfinished() {
+				return refusePartial("compare", info, info.Partial(-1))
+			}
 		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(struct {
-			Warnings []string `json:"warnings,omitempty"`
-			A        side     `json:"a"`
-			B        side     `json:"b"`
-			Notes    []string `json:"notes,omitempty"`
-			*analysis.Comparison
-		}{warnings, side{dirA, infoA.RunID, infoA.Manifest.Name}, side{dirB, infoB.RunID, infoB.Manifest.Name}, notes, cmp})
-	} else {
-		for _, w := range warnings {
-			fmt.Fprintln(stdout, warningLine(w, "the numbers below"))
+		if err := analysis.SameCorpus(infoA, infoB); err != nil {
+			return fmt.Errorf("compare refuses %s and %s: %w", dirA, dirB, err)
 		}
-		fmt.Fprintf(stdout, "A: %s (run %s)\nB: %s (run %s)\n", dirA, infoA.RunID, dirB, infoB.RunID)
-		fmt.Fprintf(stdout, "Same corpus (%d files, sha256 match).", len(infoA.CorpusFiles))
+		ldA, err := analysis.LoadBundle(dirA, stderr)
+		if err != nil {
+			return err
+		}
+		ldB, err := analysis.LoadBundle(dirB, stderr)
+		if err != nil {
+			return err
+		}
+		accA, probA, accB, probB := ldA.Acc, ldA.Problems, ldB.Acc, ldB.Problems
+		var warnings []string
+		for _, x := range []struct {
+			info *analysis.BundleInfo
+			acc  *analysis.Accumulator
+		}{{infoA, accA}, {infoB, accB}} {
+			w, err := checkPartial("compare", x.info, x.acc.Decisions(), *partial)
+			if err != nil {
+				return err
+			}
+			if w != "" {
+				warnings = append(warnings, w)
+			}
+		}
+		cmp, err := analysis.Compare(accA, accB, copt)
+		if err != nil {
+			if errors.Is(err, analysis.ErrArmSelection) {
+				return usageError("compare: flag -arm-a/-arm-b: %v", err)
+			}
+			return fmt.Errorf("compare refuses %s and %s: %w", dirA, dirB, err)
+		}
+		var notes []string
+		promptSHA := func(bi *analysis.BundleInfo, name string) string {
+			for _, p := range bi.Prompts {
+				if p.Name == name {
+					return p.SHA256
+				}
+			}
+			return ""
+		}
+		idsA, idsB := infoA.ModelIDs(), infoB.ModelIDs()
 		for _, ap := range cmp.Arms {
-			fmt.Fprintf(stdout, " A %s is compared with B %s.", ap.A, ap.B)
+			if a, b := promptSHA(infoA, ap.A.Prompt), promptSHA(infoB, ap.B.Prompt); a != b {
+				notes = append(notes, fmt.Sprintf("the prompt templates differ: A %s has sha256 %.12s…, B %s has sha256 %.12s…", ap.A, a, ap.B, b))
+			}
+			if a, b := idsA[ap.A.Model], idsB[ap.B.Model]; a != b {
+				notes = append(notes, fmt.Sprintf("the models differ: A %s is %q, B %s is %q", ap.A.Model, a, ap.B.Model, b))
+			}
 		}
-		fmt.Fprintln(stdout)
-		for _, n := range notes {
-			fmt.Fprintln(stdout, "Note:", n+".")
+		if infoA.Manifest.Seed != infoB.Manifest.Seed {
+			notes = append(notes, fmt.Sprintf("the study seeds differ (%d and %d): replicates are matched by number, but their sampling seeds are not paired", infoA.Manifest.Seed, infoB.Manifest.Seed))
 		}
-		fmt.Fprintln(stdout)
-		err = analysis.WriteCompare(stdout, cmp)
+		if *asJSON {
+			type side struct {
+				Dir   string `json:"dir"`
+				RunID string `json:"run_id"`
+				Study string `json:"study"`
+			}
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			err = enc.Encode(struct {
+				Warnings []string `json:"warnings,omitempty"`
+				A        side     `json:"a"`
+				B        side     `json:"b"`
+				Notes    []string `json:"notes,omitempty"`
+				*analysis.Comparison
+			}{warnings, side{dirA, infoA.RunID, infoA.Manifest.Name}, side{dirB, infoB.RunID, infoB.Manifest.Name}, notes, cmp})
+		} else {
+			for _, w := range warnings {
+				fmt.Fprintln(stdout, warningLine(w, "the numbers below"))
+			}
+			fmt.Fprintf(stdout, "A: %s (run %s)\nB: %s (run %s)\n", dirA, infoA.RunID, dirB, infoB.RunID)
+			fmt.Fprintf(stdout, "Same corpus (%d files, sha256 match).", len(infoA.CorpusFiles))
+			for _, ap := range cmp.Arms {
+				fmt.Fprintf(stdout, " A %s is compared with B %s.", ap.A, ap.B)
+			}
+			fmt.Fprintln(stdout)
+			for _, n := range notes {
+				fmt.Fprintln(stdout, "Note:", n+".")
+			}
+			fmt.Fprintln(stdout)
+			err = analysis.WriteCompare(stdout, cmp)
+		}
+		if err == nil && probA+probB > 0 {
+			err = fmt.Errorf("compare: %d problems in the calls.jsonl files", probA+probB)
+		}
+		return err
 	}
-	if err == nil && probA+probB > 0 {
-		err = fmt.Errorf("compare: %d problems in the calls.jsonl files", probA+probB)
-	}
-	return err
 }

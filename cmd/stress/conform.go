@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -38,97 +39,96 @@ func decisionText(p study.Policy, r failclosed.Reason, delayMS int64) string {
 	return s
 }
 
-// cmdConform runs the fail-closed client's conformance suite: the control
+// cmdConform defines conform's flags on fs and returns the action that
+// runs the fail-closed client's conformance suite: the control
 // envelopes of the manifest's corpus, then the embedded transient,
 // malformed and category-contract cases, each in both modes.
-func cmdConform(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("conform", stderr)
+func cmdConform(fs *flag.FlagSet) action {
 	asJSON := fs.Bool("json", false, `print {"cases":[…],"passed":N,"failed":N} instead of the table`)
-	manifest := fs.String("manifest", "", "manifest whose corpus supplies the control envelopes (default: the built-in study)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError("conform takes no arguments, got %q", fs.Args())
-	}
-	m, err := loadManifest(*manifest)
-	if err != nil {
-		return err
-	}
-	suite, err := failclosed.BuiltinSuite()
-	if err != nil {
-		return err
-	}
-	cases := append(failclosed.Controls(m.Corpus.Scenarios), suite...)
-	order := map[failclosed.Kind]int{}
-	for i, k := range failclosed.Kinds {
-		order[k] = i
-	}
-	sort.SliceStable(cases, func(i, j int) bool { return order[cases[i].Kind] < order[cases[j].Kind] })
-	want := map[string]string{}
-	inputs := map[failclosed.Kind]int{}
-	paper := 0
-	for _, c := range cases {
-		want[c.ID] = decisionText(c.WantPolicy, c.WantReason, c.WantDelay)
-		inputs[c.Kind]++
-		if c.Kind.Paper() {
-			paper++
+	manifest := fs.String("manifest", "", "manifest `M` whose corpus supplies the control envelopes (default: the built-in study)")
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if len(args) > 0 {
+			return usageError("conform takes no arguments, got %q", args)
 		}
-	}
-
-	var rows []conformRow
-	var failures []string
-	passed, failed := 0, 0
-	for _, r := range failclosed.Run(cases) {
-		rows = append(rows, conformRow{
-			ID: r.ID, Kind: string(r.Kind), Mode: string(r.Mode), Want: want[r.ID],
-			Got:    decisionText(r.Got.Policy, r.Got.Reason, r.Got.Delay.Milliseconds()),
-			Reason: string(r.Got.Reason), Pass: r.Pass,
-		})
-		if r.Pass {
-			passed++
-			continue
-		}
-		failed++
-		failures = append(failures, fmt.Sprintf("FAIL %s/%s: %s (%s)", r.ID, r.Mode, r.Diff, r.Got.Message))
-	}
-
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(struct {
-			Cases  []conformRow `json:"cases"`
-			Passed int          `json:"passed"`
-			Failed int          `json:"failed"`
-		}{rows, passed, failed}); err != nil {
+		m, err := loadManifest(*manifest)
+		if err != nil {
 			return err
 		}
-	} else {
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "id\tkind\tmode\twant\tgot\treason\tpass")
-		for _, r := range rows {
-			pass := "FAIL"
-			if r.Pass {
-				pass = "ok"
+		suite, err := failclosed.BuiltinSuite()
+		if err != nil {
+			return err
+		}
+		cases := append(failclosed.Controls(m.Corpus.Scenarios), suite...)
+		order := map[failclosed.Kind]int{}
+		for i, k := range failclosed.Kinds {
+			order[k] = i
+		}
+		sort.SliceStable(cases, func(i, j int) bool { return order[cases[i].Kind] < order[cases[j].Kind] })
+		want := map[string]string{}
+		inputs := map[failclosed.Kind]int{}
+		paper := 0
+		for _, c := range cases {
+			want[c.ID] = decisionText(c.WantPolicy, c.WantReason, c.WantDelay)
+			inputs[c.Kind]++
+			if c.Kind.Paper() {
+				paper++
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Kind, r.Mode, r.Want, r.Got, r.Reason, pass)
 		}
-		if err := tw.Flush(); err != nil {
-			return err
+
+		var rows []conformRow
+		var failures []string
+		passed, failed := 0, 0
+		for _, r := range failclosed.Run(cases) {
+			rows = append(rows, conformRow{
+				ID: r.ID, Kind: string(r.Kind), Mode: string(r.Mode), Want: want[r.ID],
+				Got:    decisionText(r.Got.Policy, r.Got.Reason, r.Got.Delay.Milliseconds()),
+				Reason: string(r.Got.Reason), Pass: r.Pass,
+			})
+			if r.Pass {
+				passed++
+				continue
+			}
+			failed++
+			failures = append(failures, fmt.Sprintf("FAIL %s/%s: %s (%s)", r.ID, r.Mode, r.Diff, r.Got.Message))
 		}
-		for _, f := range failures {
-			fmt.Fprintln(stdout, f)
-		}
-		fmt.Fprintf(stdout, "inputs: %d of the paper's suite (%d control, %d transient, %d malformed) + %d of the error-category contract = %d; decisions: %d (one per input and mode)\n",
-			paper, inputs[failclosed.KindControl], inputs[failclosed.KindTransient], inputs[failclosed.KindMalformed],
-			inputs[failclosed.KindCategory], len(cases), len(rows))
-		fmt.Fprintf(stdout, "passed %d, failed %d\n", passed, failed)
-	}
-	if failed > 0 {
+
 		if *asJSON {
-			fmt.Fprintln(stderr, strings.Join(failures, "\n"))
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(struct {
+				Cases  []conformRow `json:"cases"`
+				Passed int          `json:"passed"`
+				Failed int          `json:"failed"`
+			}{rows, passed, failed}); err != nil {
+				return err
+			}
+		} else {
+			tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "id\tkind\tmode\twant\tgot\treason\tpass")
+			for _, r := range rows {
+				pass := "FAIL"
+				if r.Pass {
+					pass = "ok"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Kind, r.Mode, r.Want, r.Got, r.Reason, pass)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, f := range failures {
+				fmt.Fprintln(stdout, f)
+			}
+			fmt.Fprintf(stdout, "inputs: %d of the paper's suite (%d control, %d transient, %d malformed) + %d of the error-category contract = %d; decisions: %d (one per input and mode)\n",
+				paper, inputs[failclosed.KindControl], inputs[failclosed.KindTransient], inputs[failclosed.KindMalformed],
+				inputs[failclosed.KindCategory], len(cases), len(rows))
+			fmt.Fprintf(stdout, "passed %d, failed %d\n", passed, failed)
 		}
-		return fmt.Errorf("conform: %d of %d decisions failed", failed, len(rows))
+		if failed > 0 {
+			if *asJSON {
+				fmt.Fprintln(stderr, strings.Join(failures, "\n"))
+			}
+			return fmt.Errorf("conform: %d of %d decisions failed", failed, len(rows))
+		}
+		return nil
 	}
-	return nil
 }

@@ -3,30 +3,22 @@ package main
 import (
 	"errors"
 	"flag"
-	"io"
 	"strings"
 
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/analysis/stats"
 )
 
-// newFlags makes a flag set that reports errors instead of exiting.
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("stress "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
 // parse parses flags wherever they stand among the positional arguments
 // (stress analyze DIR -json), up to a "--", after which everything is
 // positional; fs.Args() returns the positional arguments in order. Flag
-// errors become usage errors.
+// errors become usage errors; -h and -help return flag.ErrHelp.
 func parse(fs *flag.FlagSet, args []string) error {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return usageError("%s -h", fs.Name())
+				return err
 			}
 			return usageError("%v", err)
 		}
@@ -75,27 +67,27 @@ func endedFlags(fs *flag.FlagSet, consumed []string) bool {
 type statFlags struct {
 	b      *int
 	seed   *uint64
-	pairs  *pairsFlag
+	pairs  *repeatedFlag
 	column *string
 }
 
-// pairsFlag collects the values of the repeatable -pair flag.
-type pairsFlag []string
+// repeatedFlag is a repeatable string flag: its values in order.
+type repeatedFlag []string
 
-func (l *pairsFlag) String() string     { return strings.Join(*l, " ") }
-func (l *pairsFlag) Set(s string) error { *l = append(*l, s); return nil }
+func (l *repeatedFlag) String() string     { return strings.Join(*l, ", ") }
+func (l *repeatedFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 // addStatFlags defines -b and -seed, and -pair and -column when pairs is
 // set.
 func addStatFlags(fs *flag.FlagSet, pairs bool) *statFlags {
 	sf := &statFlags{
-		b:    fs.Int("b", stats.DefaultB, "bootstrap resamples per interval (1 to 1000000)"),
-		seed: fs.Uint64("seed", analysis.DefaultSeed, "bootstrap seed (recorded in the output)"),
+		b:    fs.Int("b", stats.DefaultB, "`N` bootstrap resamples per interval (1 to 1000000)"),
+		seed: fs.Uint64("seed", analysis.DefaultSeed, "bootstrap seed `S` (recorded in the output)"),
 	}
 	if pairs {
-		sf.pairs = &pairsFlag{}
-		fs.Var(sf.pairs, "pair", "also compare condA,condB (A − B) within every model and prompt; repeatable; condA,condB,column names the column")
-		sf.column = fs.String("column", "", "column of the -pair comparisons: strict, cover, retry, invalid, any_fs, terminal_fs (default strict)")
+		sf.pairs = &repeatedFlag{}
+		fs.Var(sf.pairs, "pair", "also compare conditions `A,B[,COL]` (A − B) within every model and prompt, in column COL (default: -column's); repeatable")
+		sf.column = fs.String("column", "", "column `COL` of the -pair comparisons: strict, cover, retry, invalid, any_fs, terminal_fs (default strict)")
 	}
 	return sf
 }

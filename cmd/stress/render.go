@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,76 +14,76 @@ import (
 	"github.com/mcpstress/stress/study"
 )
 
-func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("render", stderr)
-	id := fs.String("scenario", "", "scenario id, e.g. S07 (required)")
-	cond := fs.String("condition", "", fmt.Sprintf("condition, one of %v (required)", study.Conditions))
-	promptFile := fs.String("prompt", "", "prompt template file (default: the manifest's first prompt)")
-	manifest := fs.String("manifest", "", "manifest whose corpus and prompt to use (default: the built-in one)")
-	replays := fs.Int("replays", 0, "also render this many replay messages (0 to 10)")
+// cmdRender defines render's flags on fs and returns the action that
+// prints the messages a model receives for one scenario and condition.
+func cmdRender(fs *flag.FlagSet) action {
+	id := fs.String("scenario", "", "scenario `ID`, e.g. S07 (required)")
+	cond := fs.String("condition", "", fmt.Sprintf("condition `C`, one of %v (required)", study.AllConditions))
+	promptFile := fs.String("prompt", "", "prompt template `FILE` (default: the manifest's first prompt)")
+	manifest := fs.String("manifest", "", "manifest `M` whose corpus and prompt to use (default: the built-in one)")
+	replays := fs.Int("replays", 0, "also render `N` replay messages (0 to 10)")
 	asJSON := fs.Bool("json", false, "print the messages as a JSON array")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		return usageError("render takes no arguments")
-	}
-	if *id == "" {
-		return usageError("render: flag -scenario is required")
-	}
-	c := study.Condition(*cond)
-	if !c.Valid() {
-		return usageError("render: flag -condition: unknown condition %q (want one of %v)", *cond, study.Conditions)
-	}
-	if *replays < 0 || *replays > 10 {
-		return usageError("render: flag -replays: want 0 to 10, got %d", *replays)
-	}
-	m, err := loadManifest(*manifest)
-	if err != nil {
-		return err
-	}
-	var s *study.Scenario
-	for i := range m.Corpus.Scenarios {
-		if m.Corpus.Scenarios[i].ID == *id {
-			s = &m.Corpus.Scenarios[i]
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if len(args) != 0 {
+			return usageError("render takes no arguments")
 		}
-	}
-	if s == nil {
-		return usageError("render: flag -scenario: no scenario %q in corpus %s", *id, m.Corpus.Files[0].Path)
-	}
-	name, file, text := m.Prompts[0].Name, m.Prompts[0].Path, m.Prompts[0].Text
-	if *promptFile != "" {
-		b, err := os.ReadFile(*promptFile)
-		if err == nil {
-			if b, err = input.Decode(b); err != nil {
-				err = fmt.Errorf("%s: %w", *promptFile, err)
-			}
+		if *id == "" {
+			return usageError("render: flag -scenario is required")
 		}
-		if err != nil {
-			return fmt.Errorf("render: flag -prompt: %w", err)
+		c := study.Condition(*cond)
+		if !c.Valid() {
+			return usageError("render: flag -condition: unknown condition %q (want one of %v)", *cond, study.AllConditions)
 		}
-		name, file, text = filepath.Base(*promptFile), *promptFile, string(b)
-	}
-	p, err := conditions.ParsePrompt(name, file, text)
-	if err != nil {
-		return err
-	}
-	msgs, err := p.Initial(s, c)
-	if err != nil {
-		return err
-	}
-	for r := 1; r <= *replays; r++ {
-		next, err := p.Replayed(s, c, r)
+		if *replays < 0 || *replays > 10 {
+			return usageError("render: flag -replays: want 0 to 10, got %d", *replays)
+		}
+		m, err := loadManifest(*manifest)
 		if err != nil {
 			return err
 		}
-		msgs = append(msgs, conditions.Message{Role: conditions.Assistant, Content: `{"operation_status": "failed", "recovery_policy": "retry_now"}`}, next)
+		var s *study.Scenario
+		for i := range m.Corpus.Scenarios {
+			if m.Corpus.Scenarios[i].ID == *id {
+				s = &m.Corpus.Scenarios[i]
+			}
+		}
+		if s == nil {
+			return usageError("render: flag -scenario: no scenario %q in corpus %s", *id, m.Corpus.Files[0].Path)
+		}
+		name, file, text := m.Prompts[0].Name, m.Prompts[0].Path, m.Prompts[0].Text
+		if *promptFile != "" {
+			b, err := os.ReadFile(*promptFile)
+			if err == nil {
+				if b, err = input.Decode(b); err != nil {
+					err = fmt.Errorf("%s: %w", *promptFile, err)
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("render: flag -prompt: %w", err)
+			}
+			name, file, text = filepath.Base(*promptFile), *promptFile, string(b)
+		}
+		p, err := conditions.ParsePrompt(name, file, text)
+		if err != nil {
+			return err
+		}
+		msgs, err := p.Initial(s, c)
+		if err != nil {
+			return err
+		}
+		for r := 1; r <= *replays; r++ {
+			next, err := p.Replayed(s, c, r)
+			if err != nil {
+				return err
+			}
+			msgs = append(msgs, conditions.Message{Role: conditions.Assistant, Content: `{"operation_status": "failed", "recovery_policy": "retry_now"}`}, next)
+		}
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			enc.SetEscapeHTML(false)
+			return enc.Encode(msgs)
+		}
+		return conditions.WriteMessages(stdout, msgs)
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		return enc.Encode(msgs)
-	}
-	return conditions.WriteMessages(stdout, msgs)
 }

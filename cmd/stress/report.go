@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,74 +16,74 @@ import (
 	"github.com/mcpstress/stress/study"
 )
 
-func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("report", stderr)
-	out := fs.String("out", "", "output directory (default DIR/report)")
+// cmdReport defines report's flags on fs and returns the action that
+// writes a bundle's report (Markdown, HTML and figures).
+func cmdReport(fs *flag.FlagSet) action {
+	out := fs.String("out", "", "output directory `OUT` (default DIR/report)")
 	sf := addStatFlags(fs, true)
-	against := fs.String("against", "", `add a published table next to the counts: "paper" (the paper's Table II)`)
-	manifest := fs.String("manifest", "", "manifest whose corpus the profile table shows (default: the one recorded in the bundle, if it can be found)")
+	against := fs.String("against", "", "add a published table next to the counts: `paper` (the paper's Table II)")
+	manifest := fs.String("manifest", "", "manifest `M` whose corpus the profile table shows (default: the one recorded in the bundle, if it can be found)")
 	partial := addPartialFlag(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usageError("report takes one bundle directory")
-	}
-	opt, err := sf.options("report")
-	if err != nil {
-		return err
-	}
-	if *against != "" && *against != "paper" {
-		return usageError("report: flag -against: unknown table %q (want paper)", *against)
-	}
-	dir := fs.Arg(0)
-	if *out == "" {
-		*out = filepath.Join(dir, "report")
-	}
-	info, err := readBundleInfo("report", dir, *partial)
-	if err != nil {
-		return err
-	}
-	ld, err := analysis.LoadBundle(dir, stderr)
-	if err != nil {
-		return err
-	}
-	acc, problems := ld.Acc, ld.Problems
-	warning, err := checkPartial("report", info, acc.Decisions(), *partial)
-	if err != nil {
-		return err
-	}
-	an, err := acc.Analyze(opt)
-	if err != nil {
-		return usageError("report: flag -pair: %v", err)
-	}
-	in := &report.Input{Analysis: an, Info: info, Partial: warning}
-	scen, note, err := bundleCorpus(info, *manifest)
-	if err != nil {
-		return err
-	}
-	if scen != nil {
-		in.Profile = report.ProfileOf(scen)
-	} else {
-		fmt.Fprintln(stderr, "warning:", note)
-		in.ProfileNote = "No profile table: " + note
-	}
-	if *against != "" {
-		if in.Paper, in.Against, err = againstPaper(info, acc.Cells()); err != nil {
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if len(args) != 1 {
+			return usageError("report takes one bundle directory")
+		}
+		opt, err := sf.options("report")
+		if err != nil {
 			return err
 		}
+		if *against != "" && *against != "paper" {
+			return usageError("report: flag -against: unknown table %q (want paper)", *against)
+		}
+		dir := args[0]
+		if *out == "" {
+			*out = filepath.Join(dir, "report")
+		}
+		info, err := readBundleInfo("report", dir, *partial)
+		if err != nil {
+			return err
+		}
+		ld, err := analysis.LoadBundle(dir, stderr)
+		if err != nil {
+			return err
+		}
+		acc, problems := ld.Acc, ld.Problems
+		warning, err := checkPartial("report", info, acc.Decisions(), *partial)
+		if err != nil {
+			return err
+		}
+		an, err := acc.Analyze(opt)
+		if err != nil {
+			return usageError("report: flag -pair: %v", err)
+		}
+		in := &report.Input{Analysis: an, Info: info, Partial: warning}
+		scen, note, err := bundleCorpus(info, *manifest)
+		if err != nil {
+			return err
+		}
+		if scen != nil {
+			in.Profile = report.ProfileOf(scen)
+		} else {
+			fmt.Fprintln(stderr, "warning:", note)
+			in.ProfileNote = "No profile table: " + note
+		}
+		if *against != "" {
+			if in.Paper, in.Against, err = againstPaper(info, acc.Cells()); err != nil {
+				return err
+			}
+		}
+		if warning != "" {
+			fmt.Fprintln(stdout, warningLine(warning, "the report and its figures"))
+		}
+		written, err := report.Write(*out, in)
+		for _, f := range written {
+			fmt.Fprintln(stdout, "wrote", f)
+		}
+		if err == nil && problems > 0 {
+			err = fmt.Errorf("%s: %d problems in calls.jsonl", dir, problems)
+		}
+		return err
 	}
-	if warning != "" {
-		fmt.Fprintln(stdout, warningLine(warning, "the report and its figures"))
-	}
-	written, err := report.Write(*out, in)
-	for _, f := range written {
-		fmt.Fprintln(stdout, "wrote", f)
-	}
-	if err == nil && problems > 0 {
-		err = fmt.Errorf("%s: %d problems in calls.jsonl", dir, problems)
-	}
-	return err
 }
 
 // bundleCorpus finds the scenarios of the bundle's corpus for the profile

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,113 +19,117 @@ import (
 	"github.com/mcpstress/stress/runner"
 )
 
-func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("run", stderr)
-	out := fs.String("out", "", "bundle directory (default results/<run-id>)")
+// cmdRun defines run's flags on fs and returns the action that runs a
+// study, or resumes one, and prints its counts table.
+func cmdRun(fs *flag.FlagSet) action {
+	out := fs.String("out", "", "bundle directory `DIR` (default results/<run-id>)")
 	allow := fs.Bool("allow-unpinned", false, "run models of pinned backends that have no digest (recorded in the bundle)")
 	quiet := fs.Bool("quiet", false, "print only the counts table (no progress, no messages)")
 	resume := fs.String("resume", "", "continue the interrupted or killed run whose bundle is `DIR` (the manifest is the argument, else the one the bundle records)")
 	shardFlag := fs.String("shard", "", "run only shard `i/n` of the decisions (combine the shards with stress merge)")
-	grace := fs.Duration("grace", 30*time.Second, "after an interrupt, how long calls in flight may finish before they are cancelled")
-	every := fs.Duration("progress", 10*time.Second, "interval of progress lines when stderr is not a terminal")
+	grace := fs.Duration("grace", 30*time.Second, "after an interrupt, the time `D` calls in flight may take to finish before they are cancelled")
+	every := fs.Duration("progress", 10*time.Second, "interval `D` of progress lines when stderr is not a terminal")
 	retryErrors := fs.Bool("retry-errors", false, "with -resume: run the error decisions (calls that failed for good) again")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 1 {
-		return usageError("run takes at most one manifest, got %d arguments", fs.NArg())
-	}
-	var shard results.Shard
-	if *shardFlag != "" {
-		var err error
-		if shard, err = results.ParseShard(*shardFlag); err != nil {
-			return usageError("run: flag -shard: %v", err)
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if len(args) > 1 {
+			return usageError("run takes at most one manifest, got %d arguments", len(args))
 		}
-	}
-	if *resume != "" && *out != "" {
-		return usageError("run: flags -resume and -out exclude each other (a resumed run writes into its own bundle)")
-	}
-	if *retryErrors && *resume == "" {
-		return usageError("run: flag -retry-errors goes with -resume")
-	}
-	if *grace <= 0 || *every <= 0 {
-		return usageError("run: flags -grace and -progress want a positive duration")
-	}
-	var rec *results.Record
-	source := fs.Arg(0)
-	if *resume != "" {
-		var err error
-		if rec, err = results.ReadRecord(*resume); err != nil {
-			return fmt.Errorf("run: flag -resume: %w", err)
-		}
-		if source == "" {
-			source = rec.Source
-		}
-		*allow = *allow || rec.AllowUnpinned
-	}
-	var m *manifests.Resolved
-	var err error
-	if rec != nil && fs.Arg(0) == "" {
-		m, err = loadRecorded(rec)
-		if err != nil {
-			return fmt.Errorf("resume %s: %w (give the manifest's path as an argument)", *resume, err)
-		}
-	} else if m, err = loadSource(source); err != nil {
-		return err
-	}
-	plan, err := runner.Prepare(m, *allow)
-	if err != nil {
-		return err
-	}
-	opt := runner.Options{Out: *out, AllowUnpinned: *allow, Log: stderr, Shard: shard, Grace: *grace, ProgressEvery: *every, Progress: stderr, RetryErrors: *retryErrors}
-	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		opt.Terminal = true
-		if w, _, err := term.GetSize(int(f.Fd())); err == nil {
-			opt.Width = w
-		}
-		opt.ProgressEvery = 0 // the live line's default
-	}
-	if *quiet {
-		opt.Log, opt.Progress = io.Discard, nil
-	}
-	// A second interrupt cancels the calls in flight at once.
-	abort := make(chan struct{})
-	opt.Abort = abort
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	finished := make(chan struct{})
-	defer close(finished)
-	go func() {
-		for n := 0; ; {
-			select {
-			case <-sigs:
-				if n++; n == 2 {
-					close(abort)
-					return
-				}
-			case <-finished:
-				return
+		var shard results.Shard
+		if *shardFlag != "" {
+			var err error
+			if shard, err = results.ParseShard(*shardFlag); err != nil {
+				return usageError("run: flag -shard: %v", err)
 			}
 		}
-	}()
-	var dir string
-	var sum *results.Summary
-	if *resume != "" {
-		dir = *resume
-		sum, err = plan.Resume(ctx, dir, opt)
-	} else {
-		dir, sum, err = plan.Run(ctx, opt)
+		if *resume != "" && *out != "" {
+			return usageError("run: flags -resume and -out exclude each other (a resumed run writes into its own bundle)")
+		}
+		if *retryErrors && *resume == "" {
+			return usageError("run: flag -retry-errors goes with -resume")
+		}
+		if *grace <= 0 || *every <= 0 {
+			return usageError("run: flags -grace and -progress want a positive duration")
+		}
+		manifest := "" // the argument, if any
+		if len(args) == 1 {
+			manifest = args[0]
+		}
+		var rec *results.Record
+		source := manifest
+		if *resume != "" {
+			var err error
+			if rec, err = results.ReadRecord(*resume); err != nil {
+				return fmt.Errorf("run: flag -resume: %w", err)
+			}
+			if source == "" {
+				source = rec.Source
+			}
+			*allow = *allow || rec.AllowUnpinned
+		}
+		var m *manifests.Resolved
+		var err error
+		if rec != nil && manifest == "" {
+			m, err = loadRecorded(rec)
+			if err != nil {
+				return fmt.Errorf("resume %s: %w (give the manifest's path as an argument)", *resume, err)
+			}
+		} else if m, err = loadSource(source); err != nil {
+			return err
+		}
+		plan, err := runner.Prepare(m, *allow)
+		if err != nil {
+			return err
+		}
+		opt := runner.Options{Out: *out, AllowUnpinned: *allow, Log: stderr, Shard: shard, Grace: *grace, ProgressEvery: *every, Progress: stderr, RetryErrors: *retryErrors}
+		if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			opt.Terminal = true
+			if w, _, err := term.GetSize(int(f.Fd())); err == nil {
+				opt.Width = w
+			}
+			opt.ProgressEvery = 0 // the live line's default
+		}
+		if *quiet {
+			opt.Log, opt.Progress = io.Discard, nil
+		}
+		// A second interrupt cancels the calls in flight at once.
+		abort := make(chan struct{})
+		opt.Abort = abort
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(sigs)
+		finished := make(chan struct{})
+		defer close(finished)
+		go func() {
+			for n := 0; ; {
+				select {
+				case <-sigs:
+					if n++; n == 2 {
+						close(abort)
+						return
+					}
+				case <-finished:
+					return
+				}
+			}
+		}()
+		var dir string
+		var sum *results.Summary
+		if *resume != "" {
+			dir = *resume
+			sum, err = plan.Resume(ctx, dir, opt)
+		} else {
+			dir, sum, err = plan.Run(ctx, opt)
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, runner.ErrInterrupted):
+			return fmt.Errorf("run into %s: %w (resume with: stress run -resume %s)", dir, err, dir)
+		case dir == "":
+			return fmt.Errorf("run: %w", err)
+		default:
+			return fmt.Errorf("run into %s: %w", dir, err)
+		}
+		fmt.Fprintf(opt.Log, "wrote %s: %d decisions, %d calls, %d errors, %d transport events\n", dir, sum.Decisions, sum.Calls, sum.Errors, sum.TransportEvents)
+		return analysis.WriteTable(stdout, sum.Cells)
 	}
-	switch {
-	case err == nil:
-	case errors.Is(err, runner.ErrInterrupted):
-		return fmt.Errorf("run into %s: %w (resume with: stress run -resume %s)", dir, err, dir)
-	case dir == "":
-		return fmt.Errorf("run: %w", err)
-	default:
-		return fmt.Errorf("run into %s: %w", dir, err)
-	}
-	fmt.Fprintf(opt.Log, "wrote %s: %d decisions, %d calls, %d errors, %d transport events\n", dir, sum.Decisions, sum.Calls, sum.Errors, sum.TransportEvents)
-	return analysis.WriteTable(stdout, sum.Cells)
 }

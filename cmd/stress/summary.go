@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,43 +11,43 @@ import (
 	"github.com/mcpstress/stress/study"
 )
 
-func cmdSummary(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("summary", stderr)
+// cmdSummary defines summary's flags on fs and returns the action that
+// prints a corpus' counts in the paper's form.
+func cmdSummary(fs *flag.FlagSet) action {
 	asJSON := fs.Bool("json", false, "print the counts as JSON")
-	manifest := fs.String("manifest", "", "manifest whose corpus to count (default: the built-in one)")
-	corpus := fs.String("corpus", "", "corpus file or directory to count instead, e.g. a capture's DIR/corpus")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		return usageError("summary takes no arguments")
-	}
-	if *manifest != "" && *corpus != "" {
-		return usageError("summary: give -manifest or -corpus, not both")
-	}
-	var scenarios []study.Scenario
-	if *corpus != "" {
-		abs, err := filepath.Abs(*corpus)
-		if err != nil {
-			return err
+	manifest := fs.String("manifest", "", "manifest `M` whose corpus to count (default: the built-in one)")
+	corpus := fs.String("corpus", "", "corpus file or directory `PATH` to count instead, e.g. a capture's DIR/corpus")
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if len(args) != 0 {
+			return usageError("summary takes no arguments")
 		}
-		c, err := study.LoadCorpusAs(os.DirFS(filepath.Dir(abs)), filepath.Base(abs), *corpus)
-		if err != nil {
-			return err
+		if *manifest != "" && *corpus != "" {
+			return usageError("summary: give -manifest or -corpus, not both")
 		}
-		scenarios = c.Scenarios
-	} else {
-		m, err := loadManifest(*manifest)
-		if err != nil {
-			return err
+		var scenarios []study.Scenario
+		if *corpus != "" {
+			abs, err := filepath.Abs(*corpus)
+			if err != nil {
+				return err
+			}
+			c, err := study.LoadCorpusAs(os.DirFS(filepath.Dir(abs)), filepath.Base(abs), *corpus)
+			if err != nil {
+				return err
+			}
+			scenarios = c.Scenarios
+		} else {
+			m, err := loadManifest(*manifest)
+			if err != nil {
+				return err
+			}
+			scenarios = m.Corpus.Scenarios
 		}
-		scenarios = m.Corpus.Scenarios
+		counts := study.CountCorpus(scenarios)
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(counts)
+		}
+		return counts.WriteText(stdout)
 	}
-	counts := study.CountCorpus(scenarios)
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(counts)
-	}
-	return counts.WriteText(stdout)
 }

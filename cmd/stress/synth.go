@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -9,34 +10,33 @@ import (
 	"github.com/mcpstress/stress/internal/synth"
 )
 
-// cmdSynth writes a synthetic study (corpus, prompt, manifest) of any size.
-func cmdSynth(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("synth", stderr)
+// cmdSynth defines synth's flags on fs and returns the action that writes
+// a synthetic study (corpus, prompt, manifest) of any size.
+func cmdSynth(fs *flag.FlagSet) action {
 	opt := synth.Options{}
-	fs.IntVar(&opt.Scenarios, "scenarios", 0, "scenario records to generate (required)")
-	fs.IntVar(&opt.Servers, "servers", 0, "server pseudonyms to spread them over (required, at most -scenarios)")
-	fs.IntVar(&opt.Replicates, "replicates", 1, "replicates in the manifest")
-	seed := fs.Uint64("seed", 1, "picks each record's template and is the study seed")
-	out := fs.String("out", "", "directory to create (required)")
-	if err := parse(fs, args); err != nil {
-		return err
+	fs.IntVar(&opt.Scenarios, "scenarios", 0, "`N` scenario records to generate (required)")
+	fs.IntVar(&opt.Servers, "servers", 0, "`M` server pseudonyms to spread them over (required, at most -scenarios)")
+	fs.IntVar(&opt.Replicates, "replicates", 1, "`R` replicates in the manifest")
+	seed := fs.Uint64("seed", 1, "seed `S`: picks each record's template and is the study seed")
+	out := fs.String("out", "", "directory `DIR` to create (required)")
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		opt.Seed = *seed
+		if len(args) != 0 {
+			return usageError("synth takes no arguments")
+		}
+		if *out == "" {
+			return usageError("synth: flag -out is required")
+		}
+		if opt.Replicates < 1 {
+			return usageError("synth: flag -replicates: want 1 to 100000, got %d", opt.Replicates)
+		}
+		if err := opt.Check(); err != nil {
+			return usageError("synth: flag %v", err)
+		}
+		if err := synth.Write(*out, opt); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %s: %d scenarios from %d servers; run it with: stress run %s\n", *out, opt.Scenarios, opt.Servers, filepath.Join(*out, synth.ManifestFile))
+		return nil
 	}
-	opt.Seed = *seed
-	if fs.NArg() != 0 {
-		return usageError("synth takes no arguments")
-	}
-	if *out == "" {
-		return usageError("synth: flag -out is required")
-	}
-	if opt.Replicates < 1 {
-		return usageError("synth: flag -replicates: want 1 to 100000, got %d", opt.Replicates)
-	}
-	if err := opt.Check(); err != nil {
-		return usageError("synth: flag %v", err)
-	}
-	if err := synth.Write(*out, opt); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "wrote %s: %d scenarios from %d servers; run it with: stress run %s\n", *out, opt.Scenarios, opt.Servers, filepath.Join(*out, synth.ManifestFile))
-	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -12,58 +13,57 @@ import (
 	"github.com/mcpstress/stress/runner"
 )
 
-// cmdVerify resolves every model of a manifest on its server and checks
-// its pinned identity; it makes no inference call.
-func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("verify", stderr)
+// cmdVerify defines verify's flags on fs and returns the action that
+// resolves every model of a manifest on its server and checks its pinned
+// identity; it makes no inference call.
+func cmdVerify(fs *flag.FlagSet) action {
 	asJSON := fs.Bool("json", false, "print what each server reported as JSON")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usageError("verify takes one manifest")
-	}
-	m, err := loadManifest(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	plan, err := runner.Prepare(m, true)
-	if err != nil {
-		return err
-	}
-	checks, verr := plan.Verify(ctx)
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(checks); err != nil {
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if len(args) != 1 {
+			return usageError("verify takes one manifest")
+		}
+		m, err := loadManifest(args[0])
+		if err != nil {
 			return err
 		}
-	} else {
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "model\tbackend\thost\tversion\tidentity\tpinned")
-		for _, md := range m.Models {
-			c := checks[md.Name]
-			if c == nil {
-				fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t(not verifiable)\n", md.Name, md.Backend)
-				continue
-			}
-			host := strings.Join(md.Hosts(), ",")
-			if host == "" {
-				host = "(default)"
-			}
-			f := c.Facts
-			if h := fact(f, "host"); h != "-" {
-				host = h
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", md.Name, md.Backend, host, fact(f, "server_version"), identity(f), fact(f, "pinned"))
+		plan, err := runner.Prepare(m, true)
+		if err != nil {
+			return err
 		}
-		tw.Flush()
+		checks, verr := plan.Verify(ctx)
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(checks); err != nil {
+				return err
+			}
+		} else {
+			tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "model\tbackend\thost\tversion\tidentity\tpinned")
+			for _, md := range m.Models {
+				c := checks[md.Name]
+				if c == nil {
+					fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t(not verifiable)\n", md.Name, md.Backend)
+					continue
+				}
+				host := strings.Join(md.Hosts(), ",")
+				if host == "" {
+					host = "(default)"
+				}
+				f := c.Facts
+				if h := fact(f, "host"); h != "-" {
+					host = h
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", md.Name, md.Backend, host, fact(f, "server_version"), identity(f), fact(f, "pinned"))
+			}
+			tw.Flush()
+		}
+		if verr != nil {
+			return fmt.Errorf("verify %s:\n%w", args[0], verr)
+		}
+		fmt.Fprintln(stderr, "verified: every pinned model matches its server")
+		return nil
 	}
-	if verr != nil {
-		return fmt.Errorf("verify %s:\n%w", fs.Arg(0), verr)
-	}
-	fmt.Fprintln(stderr, "verified: every pinned model matches its server")
-	return nil
 }
 
 // fact formats what a server reported under key, or "-" when it reported

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -10,18 +11,17 @@ import (
 	"github.com/mcpstress/stress/results"
 )
 
-// cmdVersion prints what identifies this build, as bundles record it
+// cmdVersion defines version's flags on fs and returns the action that
+// prints what identifies this build, as bundles record it
 // (results.BinaryInfo).
-func cmdVersion(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("version", stderr)
+func cmdVersion(fs *flag.FlagSet) action {
 	asJSON := fs.Bool("json", false, `print {"module","version","go_version","vcs_revision","vcs_modified","sha256"} as JSON`)
-	if err := parse(fs, args); err != nil {
-		return err
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if len(args) != 0 {
+			return usageError("version takes no arguments")
+		}
+		return writeVersion(stdout, results.BinaryInfo(), *asJSON)
 	}
-	if fs.NArg() != 0 {
-		return usageError("version takes no arguments")
-	}
-	return writeVersion(stdout, results.BinaryInfo(), *asJSON)
 }
 
 // writeVersion prints b, one line per thing known: the VCS revision and
