@@ -46,7 +46,7 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 		cells := acc.Cells()
 		an, err := acc.Analyze(opt)
 		if err != nil {
-			return usageError("analyze: flag -pair: %v", err)
+			return analyzeError("analyze", opt, err)
 		}
 		var table *analysis.PaperTable
 		var pc *analysis.PaperComparison

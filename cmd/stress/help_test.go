@@ -11,6 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -230,5 +231,32 @@ func TestREADMECommands(t *testing.T) {
 		if err := os.WriteFile(file, []byte(readme[:start]+fixed.String()+readme[end:]), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestAnalyzeErrorCause checks that only an error about a -pair
+// comparison is reported as a usage error naming -pair; the errors are
+// Accumulator.Analyze's own.
+func TestAnalyzeErrorCause(t *testing.T) {
+	acc := analysis.NewAccumulator()
+	spec, err := analysis.ParsePairSpec("envelope,normalized", analysis.Strict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := analysis.Options{Pairs: []analysis.PairSpec{spec}}
+	_, aerr := acc.Analyze(opt)
+	if aerr == nil {
+		t.Fatal("Analyze of an empty bundle with a pair: no error")
+	}
+	if err := analyzeError("analyze", opt, aerr); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "analyze: flag -pair: pair envelope,normalized,strict: no model/prompt arm") {
+		t.Errorf("pair error: %v, want a usage error naming -pair", err)
+	}
+	opt = analysis.Options{B: -1, Pairs: []analysis.PairSpec{spec}}
+	_, aerr = acc.Analyze(opt)
+	if aerr == nil {
+		t.Fatal("Analyze with B = -1: no error")
+	}
+	if err := analyzeError("report", opt, aerr); errors.Is(err, errUsage) || strings.Contains(err.Error(), "-pair") || !strings.HasPrefix(err.Error(), "report: ") || !errors.Is(err, aerr) {
+		t.Errorf("options error: %v, want a plain error wrapping %v", err, aerr)
 	}
 }

@@ -54,7 +54,7 @@ func cmdReport(fs *flag.FlagSet) action {
 		}
 		an, err := acc.Analyze(opt)
 		if err != nil {
-			return usageError("report: flag -pair: %v", err)
+			return analyzeError("report", opt, err)
 		}
 		in := &report.Input{Analysis: an, Info: info, Partial: warning}
 		scen, note, err := bundleCorpus(info, *manifest)
