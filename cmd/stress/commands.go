@@ -153,28 +153,20 @@ func (c *command) flagSet(stderr io.Writer) (*flag.FlagSet, action) {
 	return fs, c.flags(fs)
 }
 
-// line is form f of c as typed after "stress".
-func (c *command) line(f form) string {
-	if f.args == "" {
-		return c.name
-	}
-	return c.name + " " + f.args
-}
-
-// width is the width of the usage text and the help, in columns.
-const width = 80
+// usageWidth is the width of the usage text and the help, in columns.
+const usageWidth = 80
 
 // writeForm prints form f of c after indent and head ("" or "stress "),
-// wrapped to width between the elements of its args (never inside [ ] or
-// ( )), continuation lines aligned after the command's name, then what it
-// does, indented 2 more.
+// wrapped to usageWidth between the elements of its args (never inside
+// [ ] or ( )), continuation lines aligned after the command's name, then
+// what it does, indented 2 more.
 func (c *command) writeForm(b *strings.Builder, indent, head string, f form) {
 	b.WriteString(indent + head + c.name)
 	col := utf8.RuneCountInString(indent + head + c.name)
 	hang := strings.Repeat(" ", col+1)
 	for _, e := range elements(f.args) {
 		n := utf8.RuneCountInString(e)
-		if col+1+n > width && col > len(hang) {
+		if col+1+n > usageWidth && col > len(hang) {
 			b.WriteString("\n" + hang + e)
 			col = len(hang) + n
 			continue

@@ -35,7 +35,7 @@ func TestUsage(t *testing.T) {
 		t.Errorf("stress: %v, want a usage error with the usage text on stderr:\n%s", err, diff(out, errOut))
 	}
 	for i, line := range strings.Split(out, "\n") {
-		if n := utf8.RuneCountInString(line); n > width {
+		if n := utf8.RuneCountInString(line); n > usageWidth {
 			t.Errorf("usage line %d is %d columns wide: %s", i+1, n, line)
 		}
 	}
@@ -106,6 +106,14 @@ func TestHelpErrors(t *testing.T) {
 	if !errors.Is(err, errUsage) || out != "" || !strings.HasPrefix(errOut, "flag provided but not defined: -bogus\n") || !strings.HasSuffix(errOut, help) {
 		t.Errorf("stress analyze -bogus: %v, stdout %q, stderr:\n%s\nwant the error, then the help on stderr", err, out, errOut)
 	}
+}
+
+// line is form f of c as typed after "stress".
+func (c *command) line(f form) string {
+	if f.args == "" {
+		return c.name
+	}
+	return c.name + " " + f.args
 }
 
 // flagRef matches a flag in a synopsis, and the blank after it if any.
