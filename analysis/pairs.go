@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -8,6 +9,10 @@ import (
 	"github.com/mcpstress/stress/analysis/stats"
 	"github.com/mcpstress/stress/study"
 )
+
+// ErrPair marks an Analyze failure caused by one of the requested pairs
+// (a -pair flag): its message starts "pair A,B[,COLUMN]:".
+var ErrPair = errors.New("pair")
 
 // PairSpec names a paired comparison: condition A minus condition B on a
 // column, within each (model, prompt) arm.
@@ -163,7 +168,7 @@ func (a *Accumulator) pairs(opt Options) ([]Pair, error) {
 	}
 	for _, s := range opt.Pairs {
 		if s.Column.bit() == 0 {
-			return nil, fmt.Errorf("pair %s: unknown column %q (want one of %v)", s, s.Column, Columns)
+			return nil, fmt.Errorf("%w %s: unknown column %q (want one of %v)", ErrPair, s, s.Column, Columns)
 		}
 		specs, pre = append(specs, s), append(pre, false)
 	}
@@ -180,7 +185,7 @@ func (a *Accumulator) pairs(opt Options) ([]Pair, error) {
 			out = append(out, Pair{Model: arm.Model, Prompt: arm.Prompt, A: s.A, B: s.B, Column: s.Column, Predeclared: pre[i], PairStats: ps})
 		}
 		if !found && !pre[i] {
-			return nil, fmt.Errorf("pair %s: no model/prompt arm of the bundle has decisions under both %s and %s", s, s.A, s.B)
+			return nil, fmt.Errorf("%w %s: no model/prompt arm of the bundle has decisions under both %s and %s", ErrPair, s, s.A, s.B)
 		}
 	}
 	return out, nil

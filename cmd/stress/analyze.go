@@ -46,7 +46,7 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 		cells := acc.Cells()
 		an, err := acc.Analyze(opt)
 		if err != nil {
-			return analyzeError("analyze", opt, err)
+			return analyzeError("analyze", err)
 		}
 		var table *analysis.PaperTable
 		var pc *analysis.PaperComparison

@@ -126,19 +126,13 @@ func (sf *statFlags) options(cmd string) (analysis.Options, error) {
 	return opt, nil
 }
 
-// analyzeError reports an error of Accumulator.Analyze(opt) for cmd: a
-// usage error naming -pair when it is about one of the -pair comparisons
-// (no arm of the bundle has both conditions), else a plain error.
-//
-// Note: analysis returns no typed error for a pair; Accumulator.Analyze
-// starts a pair's error with "pair A,B,COLUMN:", which is what this
-// matches. The other errors (the bootstrap options) are checked before the
-// bundle is read and cannot come from the flags.
-func analyzeError(cmd string, opt analysis.Options, err error) error {
-	for _, p := range opt.Pairs {
-		if strings.HasPrefix(err.Error(), "pair "+p.String()+":") {
-			return usageError("%s: flag -pair: %v", cmd, err)
-		}
+// analyzeError reports an error of Accumulator.Analyze for cmd: a usage
+// error naming -pair when it is about one of the -pair comparisons
+// (analysis.ErrPair: no arm of the bundle has both conditions), else a
+// plain error.
+func analyzeError(cmd string, err error) error {
+	if errors.Is(err, analysis.ErrPair) {
+		return usageError("%s: flag -pair: %v", cmd, err)
 	}
 	return fmt.Errorf("%s: %w", cmd, err)
 }

@@ -256,7 +256,7 @@ func TestAnalyzeErrorCause(t *testing.T) {
 	if aerr == nil {
 		t.Fatal("Analyze of an empty bundle with a pair: no error")
 	}
-	if err := analyzeError("analyze", opt, aerr); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "analyze: flag -pair: pair envelope,normalized,strict: no model/prompt arm") {
+	if err := analyzeError("analyze", aerr); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "analyze: flag -pair: pair envelope,normalized,strict: no model/prompt arm") {
 		t.Errorf("pair error: %v, want a usage error naming -pair", err)
 	}
 	opt = analysis.Options{B: -1, Pairs: []analysis.PairSpec{spec}}
@@ -264,7 +264,7 @@ func TestAnalyzeErrorCause(t *testing.T) {
 	if aerr == nil {
 		t.Fatal("Analyze with B = -1: no error")
 	}
-	if err := analyzeError("report", opt, aerr); errors.Is(err, errUsage) || strings.Contains(err.Error(), "-pair") || !strings.HasPrefix(err.Error(), "report: ") || !errors.Is(err, aerr) {
+	if err := analyzeError("report", aerr); errors.Is(err, errUsage) || strings.Contains(err.Error(), "-pair") || !strings.HasPrefix(err.Error(), "report: ") || !errors.Is(err, aerr) {
 		t.Errorf("options error: %v, want a plain error wrapping %v", err, aerr)
 	}
 }

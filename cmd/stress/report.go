@@ -54,7 +54,7 @@ func cmdReport(fs *flag.FlagSet) action {
 		}
 		an, err := acc.Analyze(opt)
 		if err != nil {
-			return analyzeError("report", opt, err)
+			return analyzeError("report", err)
 		}
 		in := &report.Input{Analysis: an, Info: info, Partial: warning}
 		scen, note, err := bundleCorpus(info, *manifest)
