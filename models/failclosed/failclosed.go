@@ -1,11 +1,11 @@
-// Package failclosedmodel runs the deterministic fail-closed client
-// (package failclosed) as a model backend, so it appears in the same counts
+// Package failclosed runs the deterministic fail-closed client
+// (the root package failclosed, imported as client) as a model backend, so it appears in the same counts
 // tables as the models and baselines. Like the baselines it reads only the
 // messages it is sent: it finds the tool result that the envelope or
 // category condition adds to the last user message, decides it, and
 // answers with the usual JSON. Where the message carries no such result
 // (the paired conditions), or the result fails a check, it stops.
-package failclosedmodel
+package failclosed
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 	"strings"
 
 	"github.com/mcpstress/stress/conditions"
-	"github.com/mcpstress/stress/failclosed"
+	client "github.com/mcpstress/stress/failclosed"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/study"
 )
@@ -33,7 +33,7 @@ func init() {
 
 // Client is the fail-closed client in one mode.
 type Client struct {
-	mode failclosed.Mode
+	mode client.Mode
 }
 
 var _ models.Model = (*Client)(nil)
@@ -41,9 +41,9 @@ var _ models.Model = (*Client)(nil)
 // New builds the client whose mode spec.Model names: "registry" or
 // "explicit_action".
 func New(spec models.Spec) (models.Model, error) {
-	m := failclosed.Mode(spec.Model)
+	m := client.Mode(spec.Model)
 	if !m.Valid() {
-		return nil, fmt.Errorf("model %q: unknown fail_closed mode %q (want %s or %s)", spec.Name, spec.Model, failclosed.Registry, failclosed.ExplicitAction)
+		return nil, fmt.Errorf("model %q: unknown fail_closed mode %q (want %s or %s)", spec.Name, spec.Model, client.Registry, client.ExplicitAction)
 	}
 	return &Client{mode: m}, nil
 }
@@ -63,14 +63,14 @@ func (c *Client) Generate(ctx context.Context, req models.Request) (models.Reply
 	}
 	meta := map[string]any{"mode": string(c.mode)}
 	contract, raw := Find(last)
-	var d failclosed.Decision
+	var d client.Decision
 	switch contract {
 	case study.Envelope:
-		d = failclosed.Decide(raw, c.mode)
+		d = client.Decide(raw, c.mode)
 	case study.Category:
-		d = failclosed.DecideCategory(raw, c.mode)
+		d = client.DecideCategory(raw, c.mode)
 	default:
-		d = failclosed.Decision{Policy: study.StopOrEscalate, Mode: c.mode, Reason: NoResult,
+		d = client.Decision{Policy: study.StopOrEscalate, Mode: c.mode, Reason: NoResult,
 			Message: "the message carries no control envelope and no error-category result"}
 	}
 	if contract != "" {

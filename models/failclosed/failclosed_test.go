@@ -1,4 +1,4 @@
-package failclosedmodel_test
+package failclosed_test
 
 import (
 	"context"
