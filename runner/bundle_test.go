@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/runner"
 )
@@ -121,6 +122,21 @@ func TestOneWriterPerBundle(t *testing.T) {
 	}
 }
 
+// shuffledRun runs the hash study into root/full and returns it with its
+// decisions' lines in an order shuffled by seed, as a parallel run writes
+// them.
+func shuffledRun(t *testing.T, root string, seed uint64) (full string, m *manifests.Resolved, gs [][]byte) {
+	t.Helper()
+	full = filepath.Join(root, "full")
+	m = hashStudy(t, "hash-test", 1, 2, nil, 0)
+	runTo(t, prepare(t, m), full, runner.Options{})
+	calls, _ := os.ReadFile(filepath.Join(full, results.CallsFile))
+	gs = groups(t, calls)
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	rng.Shuffle(len(gs), func(i, j int) { gs[i], gs[j] = gs[j], gs[i] })
+	return full, m, gs
+}
+
 // crashBundle writes a bundle as a crash leaves it: manifest.json as the
 // finished run full recorded it but with durable bytes, and calls.
 func crashBundle(t *testing.T, full, dir string, durable int64, calls []byte) {
@@ -142,13 +158,7 @@ func crashBundle(t *testing.T, full, dir string, durable int64, calls []byte) {
 // changed within them, are refused as tampering.
 func TestResumeDurablePoint(t *testing.T) {
 	root := t.TempDir()
-	full := filepath.Join(root, "full")
-	m := hashStudy(t, "hash-test", 1, 2, nil, 0)
-	runTo(t, prepare(t, m), full, runner.Options{})
-	calls, _ := os.ReadFile(filepath.Join(full, results.CallsFile))
-	gs := groups(t, calls)
-	rng := rand.New(rand.NewPCG(3, 4))
-	rng.Shuffle(len(gs), func(i, j int) { gs[i], gs[j] = gs[j], gs[i] })
+	full, m, gs := shuffledRun(t, root, 3)
 	head := bytes.Join(gs[:100], nil)
 	zeroed := append(bytes.Repeat([]byte{0}, 4096), bytes.Join(gs[100:110], nil)...)
 
@@ -202,13 +212,7 @@ func TestResumeDurablePoint(t *testing.T) {
 // records the session; a resume with room finishes the bundle.
 func TestFinishNeedsSpace(t *testing.T) {
 	root := t.TempDir()
-	full := filepath.Join(root, "full")
-	m := hashStudy(t, "hash-test", 1, 2, nil, 0)
-	runTo(t, prepare(t, m), full, runner.Options{})
-	calls, _ := os.ReadFile(filepath.Join(full, results.CallsFile))
-	gs := groups(t, calls)
-	rng := rand.New(rand.NewPCG(5, 6))
-	rng.Shuffle(len(gs), func(i, j int) { gs[i], gs[j] = gs[j], gs[i] })
+	full, m, gs := shuffledRun(t, root, 5)
 	shuffled := bytes.Join(gs, nil)
 	dir := filepath.Join(root, "full-disk")
 	crashBundle(t, full, dir, int64(len(shuffled)), shuffled)

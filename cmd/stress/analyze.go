@@ -19,17 +19,10 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 	against := fs.String("against", "", "print a published table next to the counts: `paper` (the paper's Table II)")
 	partial := addPartialFlag(fs)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		if len(args) != 1 {
-			return usageError("analyze takes one bundle directory")
-		}
-		opt, err := sf.options("analyze")
+		dir, opt, err := bundleArgs("analyze", args, sf, *against)
 		if err != nil {
 			return err
 		}
-		if *against != "" && *against != "paper" {
-			return usageError("analyze: flag -against: unknown table %q (want paper)", *against)
-		}
-		dir := args[0]
 		info, err := readBundleInfo("analyze", dir, *partial)
 		if err != nil {
 			return err

@@ -136,3 +136,18 @@ func analyzeError(cmd string, err error) error {
 	}
 	return fmt.Errorf("%s: %w", cmd, err)
 }
+
+// bundleArgs checks what analyze and report share: one bundle directory,
+// the statistics flags and -against.
+func bundleArgs(cmd string, args []string, sf *statFlags, against string) (dir string, opt analysis.Options, err error) {
+	if len(args) != 1 {
+		return "", opt, usageError("%s takes one bundle directory", cmd)
+	}
+	if opt, err = sf.options(cmd); err != nil {
+		return "", opt, err
+	}
+	if against != "" && against != "paper" {
+		return "", opt, usageError("%s: flag -against: unknown table %q (want paper)", cmd, against)
+	}
+	return args[0], opt, nil
+}

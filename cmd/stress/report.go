@@ -25,17 +25,10 @@ func cmdReport(fs *flag.FlagSet) action {
 	manifest := fs.String("manifest", "", "manifest `M` whose corpus the profile table shows (default: the one recorded in the bundle, if it can be found)")
 	partial := addPartialFlag(fs)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		if len(args) != 1 {
-			return usageError("report takes one bundle directory")
-		}
-		opt, err := sf.options("report")
+		dir, opt, err := bundleArgs("report", args, sf, *against)
 		if err != nil {
 			return err
 		}
-		if *against != "" && *against != "paper" {
-			return usageError("report: flag -against: unknown table %q (want paper)", *against)
-		}
-		dir := args[0]
 		if *out == "" {
 			*out = filepath.Join(dir, "report")
 		}
