@@ -115,6 +115,10 @@ type Spec struct {
 	APIKeyEnv string
 	// Pin is what a server without digests must report.
 	Pin manifests.Pin
+	// Parallel is the most calls in flight to Host at once (the manifest's
+	// parallel; 0 means 1): an HTTP backend keeps that many connections
+	// alive.
+	Parallel int
 }
 
 // Factory builds a Model from its manifest spec.

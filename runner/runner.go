@@ -132,7 +132,7 @@ func Prepare(m *manifests.Resolved, allowUnpinned bool) (*Plan, error) {
 		}
 		var insts []models.Model
 		for e, host := range md.Hosts() {
-			model, err := b.New(models.Spec{Name: md.Name, Backend: md.Backend, Model: md.Model, Digest: md.Digest, Host: host, Format: md.Format, Options: md.Options, Transport: md.Transport, APIKeyEnv: md.APIKeyEnv, Pin: md.Pin})
+			model, err := b.New(models.Spec{Name: md.Name, Backend: md.Backend, Model: md.Model, Digest: md.Digest, Host: host, Format: md.Format, Options: md.Options, Transport: md.Transport, APIKeyEnv: md.APIKeyEnv, Pin: md.Pin, Parallel: md.Parallel})
 			if err != nil {
 				field := fmt.Sprintf("models[%d]", i)
 				if len(md.Endpoints) > 0 {

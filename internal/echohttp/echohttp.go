@@ -40,7 +40,7 @@ func New(spec models.Spec) (models.Model, error) {
 	if spec.Host == "" {
 		return nil, fmt.Errorf("model %q: backend %s needs a host (a URL)", spec.Name, Backend)
 	}
-	return &Model{url: spec.Host, tr: transport.New(transport.FromSpec(spec.Transport))}, nil
+	return &Model{url: spec.Host, tr: transport.New(transport.FromSpec(spec))}, nil
 }
 
 // answer is the body the server sends.

@@ -34,7 +34,7 @@ import (
 const Backend = "openai"
 
 func init() {
-	models.Register(Backend, models.Backend{New: func(s models.Spec) (models.Model, error) { return New(s, transport.FromSpec(s.Transport)) }})
+	models.Register(Backend, models.Backend{New: func(s models.Spec) (models.Model, error) { return New(s, transport.FromSpec(s)) }})
 }
 
 // Model is one model on one OpenAI-compatible server.
@@ -133,15 +133,13 @@ func (m *Model) body(req models.Request) ([]byte, error) {
 	for i, msg := range req.Messages {
 		msgs[i] = goopenai.ChatCompletionMessage{Role: msg.Role, Content: msg.Content}
 	}
-	seed := int(req.Seed)
-	cr := goopenai.ChatCompletionRequest{Model: m.spec.Model, Messages: msgs, Seed: &seed, ResponseFormat: m.format}
-	b, err := json.Marshal(&cr)
-	if err != nil {
-		return nil, err
-	}
-	var obj map[string]any
-	if err := json.Unmarshal(b, &obj); err != nil {
-		return nil, err
+	// One encoding: the fields go-openai would write for this request
+	// (model, messages, seed, stream, response_format), then the exact
+	// temperature and the options.
+	obj := make(map[string]any, 6+len(req.Options))
+	obj["model"], obj["messages"], obj["seed"], obj["stream"] = m.spec.Model, msgs, int(req.Seed), false
+	if m.format != nil {
+		obj["response_format"] = m.format
 	}
 	obj["temperature"] = req.Temperature
 	for k, v := range req.Options {

@@ -23,7 +23,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 )
 
@@ -53,9 +52,15 @@ type Options struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Now returns the time (default time.Now).
 	Now func() time.Time
-	// HTTP is the underlying client (default a new http.Client with the
-	// Timeout); its own Timeout is overridden per attempt by a context.
+	// HTTP is the underlying client (default a new http.Client whose
+	// connection pool keeps Conns connections alive); its own Timeout is
+	// overridden per attempt by a context.
 	HTTP *http.Client
+	// Conns is the most calls in flight to the endpoint at once (default
+	// 1): the default client keeps that many idle connections, so that no
+	// call opens a new one (Go's default keeps 2 per host, and each extra
+	// one is a TCP, and against https a TLS, handshake).
+	Conns int
 	// Secrets are the credentials the requests carry (an API key, see
 	// URLSecrets for a URL's password). The client scrubs them from the
 	// body before the check sees it and from every event and error text
@@ -64,12 +69,14 @@ type Options struct {
 	Secrets []string
 }
 
-// FromSpec converts a manifest's transport settings; zero fields stay zero
-// (defaults).
-func FromSpec(s manifests.TransportSpec) Options {
+// FromSpec converts a model's transport settings and parallelism; zero
+// fields stay zero (defaults).
+func FromSpec(spec models.Spec) Options {
+	s := spec.Transport
 	sec := func(x float64) time.Duration { return time.Duration(x * float64(time.Second)) }
 	return Options{Timeout: sec(s.TimeoutS), MaxAttempts: s.Attempts, BaseDelay: sec(s.BackoffMS / 1000),
-		MaxDelay: sec(s.MaxBackoffMS / 1000), MaxBody: s.MaxBodyBytes, BreakerThreshold: s.BreakerAfter, BreakerCooldown: sec(s.BreakerPauseS)}
+		MaxDelay: sec(s.MaxBackoffMS / 1000), MaxBody: s.MaxBodyBytes, BreakerThreshold: s.BreakerAfter, BreakerCooldown: sec(s.BreakerPauseS),
+		Conns: spec.Parallel}
 }
 
 func (o Options) withDefaults() Options {
@@ -103,8 +110,14 @@ func (o Options) withDefaults() Options {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Conns <= 0 {
+		o.Conns = 1
+	}
 	if o.HTTP == nil {
-		o.HTTP = &http.Client{}
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = max(o.Conns, t.MaxIdleConnsPerHost)
+		t.MaxIdleConns = max(o.Conns, t.MaxIdleConns)
+		o.HTTP = &http.Client{Transport: t}
 	}
 	return o
 }
