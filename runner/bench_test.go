@@ -142,7 +142,7 @@ func BenchmarkHTTPOverhead(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(n*b.N), "µs/call")
 		})
 		b.Run(fmt.Sprintf("direct/parallel=%d", par), func(b *testing.B) {
-			model, err := echohttp.New(models.Spec{Name: "http", Host: srv.URL})
+			model, err := echohttp.New(models.Spec{Name: "http", Host: srv.URL, Parallel: par})
 			if err != nil {
 				b.Fatal(err)
 			}
