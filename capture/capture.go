@@ -60,6 +60,11 @@ type Options struct {
 	Grace time.Duration
 	// AllowHosts names non-loopback HTTP hosts the user allows.
 	AllowHosts []string
+	// MaxTextBytes caps the server text an observation keeps: its text
+	// blocks and error message together, and error.data and
+	// structuredContent each (default DefaultMaxTextBytes, 64 KiB). The
+	// rest is cut before scrubbing and classification (see boundCall).
+	MaxTextBytes int
 	// ValidateOutput turns on the client-side outputSchema check
 	// (CheckOutput); the observations are then the validating client's
 	// view (study.ViewValidating).
@@ -128,6 +133,9 @@ func (o *Options) Check(targets []Target) error {
 	if o.MaxCalls > 100 {
 		errs = append(errs, fmt.Errorf("max calls: want at most 100, got %d", o.MaxCalls))
 	}
+	if o.MaxTextBytes < 0 {
+		errs = append(errs, fmt.Errorf("max text bytes: want 0 (the default) or more, got %d", o.MaxTextBytes))
+	}
 	if o.ProtocolVersion != "" && !versionLike(o.ProtocolVersion) {
 		errs = append(errs, fmt.Errorf("protocol version %q: want YYYY-MM-DD", o.ProtocolVersion))
 	}
@@ -182,6 +190,9 @@ type Outcome struct {
 	// Check is the outputSchema check's verdict (nil when off).
 	Check *study.OutputCheck
 	Note  string
+	// Cut lists the server text cut from the outcome to the text cap, as
+	// capture.dropped entries (see boundCall).
+	Cut []string
 }
 
 // Server is everything captured from one server.
@@ -381,11 +392,16 @@ func describe(o *Outcome) string {
 	return o.Status
 }
 
-// classify fills an outcome's view and surfaces.
+// classify fills an outcome's view and surfaces. Note: it first cuts the
+// server text to the text cap (boundCall), so that every rule reads what
+// the corpus keeps; structuredContent is bounded after the outputSchema
+// check, which needs all of it.
 func (s *Server) classify(out *Outcome, res *mcp.CallToolResult, err error, o *Options) {
+	out.Cut = boundCall(res, err, o.maxText())
+	defer func() { out.Cut = append(out.Cut, boundStructured(res, o.maxText())...) }()
 	out.Err, out.Result = err, res
 	var werr error
-	out.Wire, werr = WireSurface(out.Response)
+	out.Wire, werr = wireSurface(out.Response, o.maxText())
 	if err != nil {
 		var rpc *jsonrpc.Error
 		if !errors.As(err, &rpc) {
@@ -524,7 +540,7 @@ func (s *Server) scenario(out *Outcome, names map[string]string, o *Options, fra
 	}
 	typed := hasTyped(obs)
 	profile := propose(obs, out.Surface, code, cause, target, text, typed)
-	capt.Dropped = sc.dropped
+	capt.Dropped = append(out.Cut[:len(out.Cut):len(out.Cut)], sc.dropped...)
 	capt.Redacted, capt.Flagged = nonEmpty(sc.redacted), nonEmpty(sc.flagged)
 	for k, v := range sc.redacted {
 		s.Redacted[k] += v
@@ -570,6 +586,9 @@ func hasTyped(obs json.RawMessage) bool {
 // wireTextCode reads a JSON-RPC code quoted at the start of the first text
 // block of a raw response (TypeScript SDK servers: "MCP error -32602: …").
 func wireTextCode(f *Frame) (int, bool) {
+	if f.code.known {
+		return f.code.n, f.code.ok
+	}
 	var m struct {
 		Result *struct {
 			Content []struct {

@@ -85,8 +85,11 @@ func shapeOfResult(res *mcp.CallToolResult) (resultShape, error) {
 }
 
 // WireSurface classifies a raw response frame as it crossed the wire, or
-// returns "" when it carries an ordinary success.
-func WireSurface(f *Frame) (study.Surface, error) {
+// returns "" when it carries an ordinary success. Its texts are read as the
+// corpus keeps them (DefaultMaxTextBytes; see textBudget).
+func WireSurface(f *Frame) (study.Surface, error) { return wireSurface(f, DefaultMaxTextBytes) }
+
+func wireSurface(f *Frame, maxText int) (study.Surface, error) {
 	if f == nil {
 		return "", errors.New("no response frame")
 	}
@@ -114,9 +117,15 @@ func WireSurface(f *Frame) (study.Surface, error) {
 	if string(s.structured) == "null" {
 		s.structured = nil
 	}
+	b := &textBudget{left: maxText}
+	f.code.known = true // Note: wireTextCode reads it, sparing a second decoding of a large frame.
 	for _, c := range m.Result.Content {
 		if c.Type == "text" {
-			s.texts = append(s.texts, c.Text)
+			if len(s.texts) == 0 {
+				f.code.n, f.code.ok = TextCode(c.Text)
+			}
+			t, _ := b.cut(c.Text)
+			s.texts = append(s.texts, t)
 		} else {
 			s.nonText++
 		}

@@ -37,6 +37,14 @@ type Frame struct {
 	RawBase64 []byte    `json:"raw_base64,omitempty"` // the bytes otherwise
 	Truncated bool      `json:"truncated,omitempty"`  // the frame exceeded MaxFrame
 	HTTP      *HTTPInfo `json:"http,omitempty"`       // for the streamable HTTP transport
+
+	code wireCode // the JSON-RPC code its text quotes, once wireSurface has read it
+}
+
+// wireCode caches what wireTextCode finds in a response frame.
+type wireCode struct {
+	known, ok bool
+	n         int
 }
 
 // HTTPInfo says how a frame travelled over streamable HTTP. Headers are not
