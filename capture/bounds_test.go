@@ -1,16 +1,146 @@
 package capture
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mcpstress/stress/study"
 )
+
+// stormSeconds is how long the storm child keeps capture busy under the
+// notification storm, and stormRSS the most resident memory it may take
+// (100 MiB).
+const (
+	stormSeconds = 5
+	stormRSS     = 100 << 20
+)
+
+// stormChild captures from the raw storm server with the default caps for
+// stormSeconds (three intervals between four requests), writes the output
+// to $CAPTURE_STORM_CHILD and prints how long the capture ran.
+func stormChild() {
+	exe, err := os.Executable()
+	if err != nil {
+		panic(err)
+	}
+	o := rawOptions()
+	o.Interval = stormSeconds * time.Second / 3
+	start := time.Now()
+	servers, err := Run(context.Background(), []Target{{Label: "raw-storm", Command: []string{exe, "-test.run=^$"}, Env: []string{"CAPTURE_RAW=storm"}}}, o)
+	if err != nil {
+		panic(err)
+	}
+	if servers[0].Err != nil {
+		fmt.Fprintln(os.Stderr, "storm child:", servers[0].Err)
+		os.Exit(1)
+	}
+	if _, err := Write(os.Getenv("CAPTURE_STORM_CHILD"), servers, o); err != nil {
+		fmt.Fprintln(os.Stderr, "storm child:", err)
+		os.Exit(1)
+	}
+	fmt.Printf(`{"seconds": %.2f, "pseudonym": %q}`+"\n", time.Since(start).Seconds(), servers[0].Pseudonym)
+}
+
+// TestStormStaysSmall runs a capture, in a child process, from a server
+// that floods notifications for the whole session (about stormSeconds),
+// and checks that the child's peak resident memory stays under stormRSS,
+// and that the frames file keeps at most DefaultMaxNotifications of them per
+// request of the client and counts the rest under markers.
+func TestStormStaysSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the storm lasts 5 s")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "out")
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), "CAPTURE_STORM_CHILD="+dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("storm child: %v\n%s", err, stderr.Bytes())
+	}
+	var res struct {
+		Seconds   float64 `json:"seconds"`
+		Pseudonym string  `json:"pseudonym"`
+	}
+	if err := json.Unmarshal(stdout, &res); err != nil {
+		t.Fatalf("storm child printed %q: %v", stdout, err)
+	}
+	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB on Linux
+	t.Logf("storm of %.1f s: peak RSS of the capturing process %.1f MiB", res.Seconds, float64(rss)/(1<<20))
+	if res.Seconds < stormSeconds {
+		t.Errorf("the capture took %.1f s, less than the storm's %d s", res.Seconds, stormSeconds)
+	}
+	if rss > stormRSS {
+		t.Errorf("peak RSS %.1f MiB, want under %d MiB", float64(rss)/(1<<20), stormRSS>>20)
+	}
+	frames := rawFrames(t, filepath.Join(dir, framesName(res.Pseudonym)))
+	var inWindow, most, dropped, markers int
+	for _, f := range frames {
+		raw, _ := f["raw"].(string)
+		switch {
+		case f["dir"] == "send" && strings.Contains(raw, `"id":`) && strings.Contains(raw, `"method":`):
+			inWindow = 0
+		case f["dir"] == "recv" && strings.Contains(raw, `"notifications/message"`):
+			inWindow++
+			most = max(most, inWindow)
+		case f["dropped"] != nil:
+			d := f["dropped"].(map[string]any)
+			if d["cap"] != "max-notifications" || d["frames"].(float64) < 1 || d["bytes"].(float64) < d["frames"].(float64) {
+				t.Errorf("marker %v", f)
+			}
+			markers++
+			dropped += int(d["frames"].(float64))
+		}
+	}
+	t.Logf("%d frames in the file; at most %d notifications recorded per request; %d dropped under %d markers", len(frames), most, dropped, markers)
+	if most > DefaultMaxNotifications || markers == 0 || dropped == 0 {
+		t.Errorf("at most %d notifications per request, %d dropped under %d markers; want at most %d, and markers", most, dropped, markers, DefaultMaxNotifications)
+	}
+	log, err := os.ReadFile(filepath.Join(dir, LogFile))
+	if err != nil || !strings.Contains(string(log), fmt.Sprintf("dropped %d messages the server sent on its own", dropped)) {
+		t.Errorf("the private log does not report the %d dropped notifications: %v\n%s", dropped, err, log)
+	}
+}
+
+// TestOversizedFrameRecordedTruncated checks that a response line over
+// the SDK's 16 MiB limit, which the SDK refuses, is still recorded: its
+// first DefaultMaxFrameBytes bytes, marked truncated with the exact number
+// of bytes cut.
+func TestOversizedFrameRecordedTruncated(t *testing.T) {
+	o := rawOptions()
+	s := runRaw(t, "bigline", o)
+	dir := filepath.Join(t.TempDir(), "out")
+	_, _ = Write(dir, []*Server{s}, o) // no failures: nothing in the corpus
+	var found bool
+	for _, f := range rawFrames(t, filepath.Join(dir, framesName(s.Pseudonym))) {
+		if f["truncated"] != true {
+			continue
+		}
+		found = true
+		raw, _ := f["raw"].(string)
+		cut, _ := f["cut"].(float64)
+		if len(raw) != 16<<20 || int(cut) != rawBigLine-16<<20 || !strings.HasPrefix(raw, `{"id":`) {
+			t.Errorf("truncated frame: %d bytes recorded, %v cut, want %d and %d", len(raw), f["cut"], 16<<20, rawBigLine-16<<20)
+		}
+	}
+	if !found {
+		t.Error("the oversized frame was not recorded")
+	}
+}
 
 // TestLargeTextStoredOnce captures a 5 MB failure text and checks that the
 // record keeps its first DefaultMaxTextBytes once (the control envelope

@@ -60,6 +60,20 @@ type Options struct {
 	Grace time.Duration
 	// AllowHosts names non-loopback HTTP hosts the user allows.
 	AllowHosts []string
+	// MaxFrameBytes caps the bytes recorded of one frame (default
+	// DefaultMaxFrameBytes, 16 MiB; at most MaxFrameBytesLimit); a longer
+	// frame is recorded truncated, with the number of bytes cut.
+	MaxFrameBytes int
+	// MaxServerBytes caps the frame bytes recorded per server (default
+	// DefaultMaxServerBytes, 64 MiB); later frames are counted and
+	// dropped, with a marker in the frames file.
+	MaxServerBytes int64
+	// MaxNotifications caps the messages a server sends on its own
+	// (notifications, requests, anything that answers no pending request)
+	// recorded per request of the client (default DefaultMaxNotifications,
+	// 1000); later ones, and the client's replies to them, are counted and
+	// dropped, with a marker.
+	MaxNotifications int
 	// MaxTextBytes caps the server text an observation keeps: its text
 	// blocks and error message together, and error.data and
 	// structuredContent each (default DefaultMaxTextBytes, 64 KiB). The
@@ -82,6 +96,9 @@ type Options struct {
 
 // DefaultMaxCalls is the default cap on requests per server.
 const DefaultMaxCalls = 10
+
+// MaxFrameBytesLimit is the largest frame cap Check accepts, 64 MiB.
+const MaxFrameBytesLimit = 64 << 20
 
 func (o *Options) interval() time.Duration {
 	if o.Interval <= 0 {
@@ -133,8 +150,16 @@ func (o *Options) Check(targets []Target) error {
 	if o.MaxCalls > 100 {
 		errs = append(errs, fmt.Errorf("max calls: want at most 100, got %d", o.MaxCalls))
 	}
-	if o.MaxTextBytes < 0 {
-		errs = append(errs, fmt.Errorf("max text bytes: want 0 (the default) or more, got %d", o.MaxTextBytes))
+	if o.MaxFrameBytes < 0 || o.MaxFrameBytes > MaxFrameBytesLimit {
+		errs = append(errs, fmt.Errorf("max frame bytes: want 0 (the default) to %d, got %d", MaxFrameBytesLimit, o.MaxFrameBytes))
+	}
+	for _, n := range []struct {
+		name string
+		v    int64
+	}{{"max server bytes", o.MaxServerBytes}, {"max notifications", int64(o.MaxNotifications)}, {"max text bytes", int64(o.MaxTextBytes)}} {
+		if n.v < 0 {
+			errs = append(errs, fmt.Errorf("%s: want 0 (the default) or more, got %d", n.name, n.v))
+		}
 	}
 	if o.ProtocolVersion != "" && !versionLike(o.ProtocolVersion) {
 		errs = append(errs, fmt.Errorf("protocol version %q: want YYYY-MM-DD", o.ProtocolVersion))
@@ -198,6 +223,7 @@ type Outcome struct {
 // Server is everything captured from one server.
 type Server struct {
 	Target          Target
+	FrameStats      FrameStats // what the recorder kept of the frames and left out
 	Pseudonym       string
 	Name, Version   string // the server's reported implementation
 	ProtocolVersion string // negotiated
@@ -244,7 +270,7 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 	c, err := connect(ctx, t, o)
 	if err != nil {
 		s.Err = err
-		s.Frames, s.Stderr = c.rec.Frames(), c.stderr()
+		s.collect(c, o)
 		if c.proc != nil {
 			s.Exit = c.proc.how
 		}
@@ -256,8 +282,7 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 		if err != nil && s.Err == nil {
 			s.Notes = append(s.Notes, "close: "+err.Error())
 		}
-		s.Frames = c.rec.Frames()
-		s.Stderr = c.stderr()
+		s.collect(c, o)
 	}()
 	init := c.session.InitializeResult()
 	s.ProtocolVersion = init.ProtocolVersion
@@ -374,6 +399,34 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 }
 
 var errCap = errors.New("call cap reached")
+
+// collect takes the frames, their counts and the stderr of a server's
+// connection, which has been closed, and notes what its caps left out.
+func (s *Server) collect(c *conn, o *Options) {
+	s.Frames, s.Stderr, s.FrameStats = c.rec.Frames(), c.stderr(), c.rec.Stats()
+	st := s.FrameStats
+	var notes []string
+	if st.DroppedNotifications > 0 {
+		notes = append(notes, fmt.Sprintf("dropped %d messages the server sent on its own past -max-notifications %d per request (marked in the frames file)",
+			st.DroppedNotifications, c.rec.notificationCap()))
+	}
+	if st.DroppedOverBytes > 0 {
+		notes = append(notes, fmt.Sprintf("dropped %d frames past -max-server-bytes %d (marked in the frames file)", st.DroppedOverBytes, c.rec.serverCap()))
+	}
+	if st.Truncated > 0 {
+		notes = append(notes, fmt.Sprintf("recorded %d frames truncated to -max-frame-bytes %d (%d bytes cut)", st.Truncated, c.rec.frameCap(), st.CutBytes))
+	}
+	if st.Unfinished > 0 {
+		notes = append(notes, fmt.Sprintf("recorded %d frames unfinished: the stream stopped inside them", st.Unfinished))
+	}
+	if st.UnknownIDs > 0 {
+		notes = append(notes, fmt.Sprintf("the server sent %d responses with an id no request had", st.UnknownIDs))
+	}
+	for _, n := range notes {
+		o.logf("capture %s: %s", s.Pseudonym, n)
+	}
+	s.Notes = append(s.Notes, notes...)
+}
 
 // frameWait bounds the wait for a response frame the SDK has already
 // decoded (see Recorder.AwaitExchange).

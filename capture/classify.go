@@ -105,6 +105,9 @@ func wireSurface(f *Frame, maxText int) (study.Surface, error) {
 		} `json:"result"`
 	}
 	if err := json.Unmarshal(f.Bytes(), &m); err != nil {
+		if f.Truncated || f.Unfinished {
+			return "", fmt.Errorf("response frame %d was recorded cut short (%d bytes cut; see -max-frame-bytes), so its surface is unknown", f.Seq, f.Cut)
+		}
 		return "", fmt.Errorf("response frame %d: %w", f.Seq, err)
 	}
 	if len(m.Error) > 0 && string(m.Error) != "null" {

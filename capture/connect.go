@@ -123,7 +123,7 @@ type conn struct {
 // failure the conn it returns still holds the frames and stderr, with no
 // session, and the process has been stopped.
 func connect(ctx context.Context, t *Target, o *Options) (*conn, error) {
-	rec := &Recorder{}
+	rec := newRecorder(o.MaxFrameBytes, o.MaxServerBytes, o.MaxNotifications)
 	caps := &mcp.ClientCapabilities{} // Note: no roots capability unless asked.
 	if len(o.Roots) > 0 {
 		caps.RootsV2 = &mcp.RootCapabilities{}
@@ -195,7 +195,7 @@ func (c *conn) stderr() []byte {
 type process struct {
 	cmd     *exec.Cmd
 	stdin   *teeWriter
-	stdout  *teeReader
+	stdout  *stdoutPump
 	stderr  *capBuffer
 	grace   time.Duration
 	done    chan struct{}
@@ -235,7 +235,7 @@ func startProcess(t *Target, rec *Recorder, grace time.Duration) (*process, erro
 	inR.Close()
 	outW.Close()
 	p.stdin = &teeWriter{w: inW, s: lineSplitter{rec: rec, dir: Send}}
-	p.stdout = &teeReader{r: outR, s: lineSplitter{rec: rec, dir: Recv}}
+	p.stdout = newStdoutPump(outR, rec)
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
@@ -253,10 +253,12 @@ const (
 // stop closes stdin, waits the grace period for the server to exit, then
 // sends SIGTERM to its process group, and SIGKILL a second later. Some
 // servers ignore EOF on stdin; this bounds how long one can linger.
+// The pump then records what the server wrote up to its exit.
 func (p *process) stop() (string, error) {
 	p.once.Do(func() {
 		p.stdin.Close()
 		p.how = ExitClean
+		defer func() { p.stdout.finish(time.Second) }()
 		if p.wait(p.grace) {
 			return
 		}
@@ -272,7 +274,6 @@ func (p *process) stop() (string, error) {
 			p.stopErr = fmt.Errorf("server %s did not exit after SIGKILL", p.cmd.Path)
 		}
 	})
-	p.stdout.Close()
 	return p.how, p.stopErr
 }
 

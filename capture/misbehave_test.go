@@ -41,6 +41,10 @@ func init() {
 		rawServer(mode, os.Stdin, os.Stdout)
 		os.Exit(0)
 	}
+	if os.Getenv("CAPTURE_STORM_CHILD") != "" {
+		stormChild()
+		os.Exit(0)
+	}
 }
 
 // Sizes the raw server's big answers have.
