@@ -142,6 +142,81 @@ func TestOversizedFrameRecordedTruncated(t *testing.T) {
 	}
 }
 
+// TestCrashedServerSaysHow checks that the error of a stdio server that
+// dies during a call says how it ended, with the end of its stderr.
+func TestCrashedServerSaysHow(t *testing.T) {
+	for mode, want := range map[string][]string{
+		"crash":  {"server raw-crash exited with status 3", `"panic: boom"`, `"goroutine 1 [running]:"`},
+		"signal": {"server raw-signal was killed by signal 9 (killed)"},
+	} {
+		t.Run(mode, func(t *testing.T) {
+			s := runRaw(t, mode, rawOptions())
+			if s.Err == nil {
+				t.Fatalf("no error; outcomes %+v", s.Outcomes)
+			}
+			for _, w := range want {
+				if !strings.Contains(s.Err.Error(), w) {
+					t.Errorf("error %q does not say %s", s.Err, w)
+				}
+			}
+			// The call it died in says it too.
+			if len(s.Outcomes) == 0 || !strings.Contains(s.Outcomes[0].Note, want[0]) {
+				t.Errorf("outcomes %+v", s.Outcomes)
+			}
+		})
+	}
+}
+
+// TestNonJSONLineNamed checks that a server whose first line on stdout is
+// not JSON is told so, with the line quoted.
+func TestNonJSONLineNamed(t *testing.T) {
+	s := runRaw(t, "banner", rawOptions())
+	want := `connect: server wrote a non-JSON line: "Starting server v1..."`
+	if s.Err == nil || !strings.Contains(s.Err.Error(), want) {
+		t.Errorf("error %v, want it to contain %s", s.Err, want)
+	}
+}
+
+// TestUnknownIDNamed checks that a call the server answers with an id no
+// request has fails naming that id, not only the timeout.
+func TestUnknownIDNamed(t *testing.T) {
+	o := rawOptions()
+	o.Timeout = 300 * time.Millisecond
+	s := runRaw(t, "wrongid", o)
+	if s.Err != nil {
+		t.Fatal(s.Err)
+	}
+	want := `server answered id "99", which no request has`
+	for _, out := range s.Outcomes {
+		if out.Status != StatusClientError || !strings.Contains(out.Note, want) || !strings.Contains(out.Note, "context deadline exceeded") {
+			t.Errorf("%s: %s %q, want a client error saying %s", out.Kind, out.Status, out.Note, want)
+		}
+	}
+}
+
+// TestNoWaitAfterTimeout checks that a timed-out call costs its timeout
+// and no more: capture does not wait for a response frame after it.
+func TestNoWaitAfterTimeout(t *testing.T) {
+	o := rawOptions()
+	o.Timeout = 200 * time.Millisecond
+	start := time.Now()
+	s := runRaw(t, "silent", o)
+	elapsed := time.Since(start)
+	if s.Err != nil || len(s.Outcomes) != 3 {
+		t.Fatalf("err %v, outcomes %+v", s.Err, s.Outcomes)
+	}
+	for _, out := range s.Outcomes {
+		if out.Status != StatusClientError || out.Request == nil || out.Response != nil {
+			t.Errorf("%s: %s %q", out.Kind, out.Status, out.Note)
+		}
+	}
+	// Three timeouts of 0.2 s; before, each added a 2 s wait for a
+	// response frame that never came.
+	if limit := 3*o.Timeout + 2*time.Second; elapsed > limit {
+		t.Errorf("three timed-out calls took %v, over %v", elapsed, limit)
+	}
+}
+
 // TestLargeTextStoredOnce captures a 5 MB failure text and checks that the
 // record keeps its first DefaultMaxTextBytes once (the control envelope
 // does not repeat a long text), marks the cut and lists it in

@@ -293,6 +293,9 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 
 	var last time.Time
 	wait := func() error {
+		if err := c.gone(); err != nil {
+			return err
+		}
 		if s.Calls >= o.maxCalls() {
 			return errCap
 		}
@@ -326,7 +329,7 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 		res, err := c.session.ListTools(cctx, &mcp.ListToolsParams{Cursor: cursor})
 		cancel()
 		if err != nil {
-			s.Err = fmt.Errorf("tools/list: %w", err)
+			s.Err = fmt.Errorf("tools/list: %w", c.explain(err, since))
 			return s
 		}
 		_, resp := c.rec.AwaitExchange(since, "tools/list", frameWait)
@@ -387,7 +390,8 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 		cctx, cancel := context.WithTimeout(ctx, o.timeout())
 		res, err := c.session.CallTool(cctx, &mcp.CallToolParams{Name: p.Tool, Arguments: p.Arguments})
 		cancel()
-		out.Request, out.Response = c.rec.AwaitExchange(since, "tools/call", frameWait)
+		out.Request, out.Response = c.exchange(since, "tools/call", err)
+		err = c.explain(err, since)
 		if out.Request != nil {
 			out.RequestID = out.Request.RequestID()
 		}
@@ -401,11 +405,17 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 var errCap = errors.New("call cap reached")
 
 // collect takes the frames, their counts and the stderr of a server's
-// connection, which has been closed, and notes what its caps left out.
+// connection, which has been closed, and notes what its caps left out and
+// how a stdio server ended on its own.
 func (s *Server) collect(c *conn, o *Options) {
 	s.Frames, s.Stderr, s.FrameStats = c.rec.Frames(), c.stderr(), c.rec.Stats()
 	st := s.FrameStats
 	var notes []string
+	if c.proc != nil && c.proc.stdout.endedFirst() {
+		if how, ok := c.proc.ended(0); ok {
+			notes = append(notes, fmt.Sprintf("the server %s on its own, before capture closed its stdin", how))
+		}
+	}
 	if st.DroppedNotifications > 0 {
 		notes = append(notes, fmt.Sprintf("dropped %d messages the server sent on its own past -max-notifications %d per request (marked in the frames file)",
 			st.DroppedNotifications, c.rec.notificationCap()))

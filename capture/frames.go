@@ -493,6 +493,25 @@ func (r *Recorder) AwaitExchange(since int, method string, d time.Duration) (req
 	}
 }
 
+// explain names what the frames show went wrong on the connection: the
+// first received frame that is not JSON (the SDK stops reading there), and
+// responses whose id no request had, received after the first since frames
+// were recorded.
+func (r *Recorder) explain(since int) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	if r.nonJSON != "" {
+		out = append(out, r.nonJSON)
+	}
+	for _, u := range r.unknown {
+		if u.at >= since {
+			out = append(out, fmt.Sprintf("server answered id %s, which no request has", input.Quote(u.id)))
+		}
+	}
+	return out
+}
+
 // RequestID returns the id of a request frame (or of the response to it)
 // as it is on the wire, compacted; nil when it has none.
 func (f *Frame) RequestID() json.RawMessage {
@@ -604,6 +623,25 @@ type stdoutPump struct {
 	pw   *io.PipeWriter
 	s    lineSplitter
 	done chan struct{} // closed when src is exhausted and the last frame recorded
+	// first says which came first: the server giving up its side (its
+	// stdout ended, or a write to its stdin failed: firstServer) or the
+	// client closing the server's stdin (firstClient); see conn.explain.
+	mu    sync.Mutex
+	first int
+}
+
+// Who a stdoutPump saw end the connection first.
+const (
+	firstServer = 1
+	firstClient = 2
+)
+
+func (p *stdoutPump) mark(what int) {
+	p.mu.Lock()
+	if p.first == 0 {
+		p.first = what
+	}
+	p.mu.Unlock()
 }
 
 func newStdoutPump(src io.ReadCloser, rec *Recorder) *stdoutPump {
@@ -611,6 +649,22 @@ func newStdoutPump(src io.ReadCloser, rec *Recorder) *stdoutPump {
 	p := &stdoutPump{src: src, pr: pr, pw: pw, s: lineSplitter{rec: rec, dir: Recv}, done: make(chan struct{})}
 	go p.run()
 	return p
+}
+
+// stdinClosed records that the client closed the server's stdin.
+func (p *stdoutPump) stdinClosed() { p.mark(firstClient) }
+
+// stdinBroken records that a write to the server's stdin failed: the
+// server no longer reads it.
+func (p *stdoutPump) stdinBroken() { p.mark(firstServer) }
+
+// endedFirst reports whether the server gave up its side of the
+// connection (closed its stdout, or stopped reading its stdin) before the
+// client closed its stdin: it exited on its own.
+func (p *stdoutPump) endedFirst() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.first == firstServer
 }
 
 func (p *stdoutPump) run() {
@@ -631,6 +685,7 @@ func (p *stdoutPump) run() {
 			}
 		}
 		if err != nil {
+			p.mark(firstServer)
 			p.s.flush(true)
 			if errors.Is(err, os.ErrClosed) {
 				err = io.EOF
@@ -667,9 +722,11 @@ func (p *stdoutPump) finish(d time.Duration) {
 
 // teeWriter records what is written through it as Send frames.
 type teeWriter struct {
-	w  io.WriteCloser
-	mu sync.Mutex
-	s  lineSplitter
+	w        io.WriteCloser
+	mu       sync.Mutex
+	s        lineSplitter
+	onClose  func() // called first in Close, if set
+	onBroken func() // called when a write fails, if set
 }
 
 // Write records p, then writes it. Note: recording first keeps wire order:
@@ -680,10 +737,17 @@ func (t *teeWriter) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	t.s.feed(p)
 	t.mu.Unlock()
-	return t.w.Write(p)
+	n, err := t.w.Write(p)
+	if err != nil && t.onBroken != nil {
+		t.onBroken()
+	}
+	return n, err
 }
 
 func (t *teeWriter) Close() error {
+	if t.onClose != nil {
+		t.onClose()
+	}
 	t.mu.Lock()
 	t.s.flush(true)
 	t.mu.Unlock()

@@ -16,10 +16,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpstress/stress/internal/input"
 )
 
 // TestRecorderCaps feeds a recorder with small caps and checks what it
-// keeps and what it counts under markers.
+// keeps, what it counts under markers, and what it says went wrong.
 func TestRecorderCaps(t *testing.T) {
 	rec := newRecorder(48, 300, 2)
 	send := lineSplitter{rec: rec, dir: Send}
@@ -71,6 +73,12 @@ func TestRecorderCaps(t *testing.T) {
 	if st != (FrameStats{Frames: 8, Bytes: 272, Truncated: 1, CutBytes: 13, DroppedNotifications: 5, DroppedOverBytes: 2, DroppedBytes: 207, UnknownIDs: 1}) {
 		t.Errorf("stats %+v", st)
 	}
+	if why := rec.explain(0); len(why) != 1 || why[0] != `server answered id "99", which no request has` {
+		t.Errorf("explain: %q", why)
+	}
+	if why := rec.explain(6); len(why) != 0 {
+		t.Errorf("explain from frame 6: %q", why)
+	}
 	// Markers and cuts survive the frames file.
 	var b bytes.Buffer
 	if err := WriteFrames(&b, rec.Frames()); err != nil {
@@ -86,6 +94,18 @@ func TestRecorderCaps(t *testing.T) {
 	// A frame read back pairs as it did when recorded.
 	if h := back[8].header(); h.kind != kindResponse || h.id != "2" {
 		t.Errorf("truncated frame read back: %+v", h)
+	}
+}
+
+// TestRecorderNonJSON checks that the first non-JSON line received is
+// named, bounded and printable.
+func TestRecorderNonJSON(t *testing.T) {
+	rec := &Recorder{}
+	recv := lineSplitter{rec: rec, dir: Recv}
+	recv.feed([]byte("Starting \x1b[1mserver\x1b[0m " + strings.Repeat("v", 300) + "\nsecond line\n"))
+	why := rec.explain(0)
+	if len(why) != 1 || !strings.HasPrefix(why[0], `server wrote a non-JSON line: "Starting \x1b[1mserver`) || !strings.HasSuffix(why[0], "more bytes)") || !input.Printable(why[0]) {
+		t.Errorf("explain: %q", why)
 	}
 }
 
@@ -195,6 +215,24 @@ func TestCutText(t *testing.T) {
 	}
 	if cuts := boundCall(nil, errors.New("EOF"), 1); cuts != nil {
 		t.Errorf("cuts %q", cuts)
+	}
+}
+
+func TestStderrTail(t *testing.T) {
+	b := &capBuffer{max: 16, tailMax: 24}
+	for i := range 10 {
+		fmt.Fprintf(b, "line %d\n", i)
+	}
+	if got := string(b.Bytes()); got != "line 0\nline 1\nli\n[stress capture left out 30 bytes here]\n 6\nline 7\nline 8\nline 9\n" {
+		t.Errorf("bytes %q", got)
+	}
+	if got := b.lastLines(2); strings.Join(got, " ") != `"line 8" "line 9"` {
+		t.Errorf("last lines %q", got)
+	}
+	b = &capBuffer{max: 16, tailMax: 24}
+	b.Write([]byte("0123456789abcdefghij")) // 20 bytes: head 16, tail 4 more
+	if got := string(b.Bytes()); got != "0123456789abcdefghij" {
+		t.Errorf("bytes %q", got)
 	}
 }
 
