@@ -267,6 +267,40 @@ func (c *conn) stderr() []byte {
 	return c.proc.stderr.Bytes()
 }
 
+// collect takes the frames, their counts and the stderr of a server's
+// connection, which has been closed, and notes what its caps left out and
+// how a stdio server ended on its own.
+func (s *Server) collect(c *conn, o *Options) {
+	s.Frames, s.Stderr, s.FrameStats = c.rec.Frames(), c.stderr(), c.rec.Stats()
+	st := s.FrameStats
+	var notes []string
+	if c.proc != nil && c.proc.stdout.endedFirst() {
+		if how, ok := c.proc.ended(0); ok {
+			notes = append(notes, fmt.Sprintf("the server %s on its own, before capture closed its stdin", how))
+		}
+	}
+	if st.DroppedNotifications > 0 {
+		notes = append(notes, fmt.Sprintf("dropped %d messages the server sent on its own past -max-notifications %d per request (marked in the frames file)",
+			st.DroppedNotifications, c.rec.notificationCap()))
+	}
+	if st.DroppedOverBytes > 0 {
+		notes = append(notes, fmt.Sprintf("dropped %d frames past -max-server-bytes %d (marked in the frames file)", st.DroppedOverBytes, c.rec.serverCap()))
+	}
+	if st.Truncated > 0 {
+		notes = append(notes, fmt.Sprintf("recorded %d frames truncated to -max-frame-bytes %d (%d bytes cut)", st.Truncated, c.rec.frameCap(), st.CutBytes))
+	}
+	if st.Unfinished > 0 {
+		notes = append(notes, fmt.Sprintf("recorded %d frames unfinished: the stream stopped inside them", st.Unfinished))
+	}
+	if st.UnknownIDs > 0 {
+		notes = append(notes, fmt.Sprintf("the server sent %d responses with an id no request had", st.UnknownIDs))
+	}
+	for _, n := range notes {
+		o.logf("capture %s: %s", s.Pseudonym, n)
+	}
+	s.Notes = append(s.Notes, notes...)
+}
+
 // process is a server started over stdio, in its own process group.
 type process struct {
 	cmd     *exec.Cmd
