@@ -62,6 +62,25 @@ type Options struct {
 	Grace time.Duration
 	// AllowHosts names non-loopback HTTP hosts the user allows.
 	AllowHosts []string
+	// MaxFrameBytes caps the bytes recorded of one frame (default
+	// DefaultMaxFrameBytes, 16 MiB; at most MaxFrameBytesLimit); a longer
+	// frame is recorded truncated, with the number of bytes cut.
+	MaxFrameBytes int
+	// MaxServerBytes caps the frame bytes recorded per server (default
+	// DefaultMaxServerBytes, 64 MiB); later frames are counted and
+	// dropped, with a marker in the frames file.
+	MaxServerBytes int64
+	// MaxNotifications caps the messages a server sends on its own
+	// (notifications, requests, anything that answers no pending request)
+	// recorded per request of the client (default DefaultMaxNotifications,
+	// 1000); later ones, and the client's replies to them, are counted and
+	// dropped, with a marker.
+	MaxNotifications int
+	// MaxTextBytes caps the server text an observation keeps: its text
+	// blocks and error message together, and error.data and
+	// structuredContent each (default DefaultMaxTextBytes, 64 KiB). The
+	// rest is cut before scrubbing and classification (see boundCall).
+	MaxTextBytes int
 	// ValidateOutput turns on the client-side outputSchema check
 	// (CheckOutput); the observations are then the validating client's
 	// view (study.ViewValidating).
@@ -80,6 +99,9 @@ type Options struct {
 
 // DefaultMaxCalls is the default cap on requests per server.
 const DefaultMaxCalls = 10
+
+// MaxFrameBytesLimit is the largest frame cap Check accepts, 64 MiB.
+const MaxFrameBytesLimit = 64 << 20
 
 func (o *Options) interval() time.Duration {
 	if o.Interval <= 0 {
@@ -130,6 +152,17 @@ func (o *Options) Check(targets []Target) error {
 	}
 	if o.MaxCalls > 100 {
 		errs = append(errs, fmt.Errorf("max calls: want at most 100, got %d", o.MaxCalls))
+	}
+	if o.MaxFrameBytes < 0 || o.MaxFrameBytes > MaxFrameBytesLimit {
+		errs = append(errs, fmt.Errorf("max frame bytes: want 0 (the default) to %d, got %d", MaxFrameBytesLimit, o.MaxFrameBytes))
+	}
+	for _, n := range []struct {
+		name string
+		v    int64
+	}{{"max server bytes", o.MaxServerBytes}, {"max notifications", int64(o.MaxNotifications)}, {"max text bytes", int64(o.MaxTextBytes)}} {
+		if n.v < 0 {
+			errs = append(errs, fmt.Errorf("%s: want 0 (the default) or more, got %d", n.name, n.v))
+		}
 	}
 	if o.ProtocolVersion != "" && !versionLike(o.ProtocolVersion) {
 		errs = append(errs, fmt.Errorf("protocol version %q: want YYYY-MM-DD", o.ProtocolVersion))
@@ -185,11 +218,15 @@ type Outcome struct {
 	// Check is the outputSchema check's verdict (nil when off).
 	Check *study.OutputCheck
 	Note  string
+	// Cut lists the server text cut from the outcome to the text cap, as
+	// capture.dropped entries (see boundCall).
+	Cut []string
 }
 
 // Server is everything captured from one server.
 type Server struct {
 	Target          Target
+	FrameStats      FrameStats // what the recorder kept of the frames and left out
 	Pseudonym       string
 	Name, Version   string // the server's reported implementation
 	Title           string // its reported title, if any
@@ -243,7 +280,7 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 	c, err := connect(ctx, t, o)
 	if err != nil {
 		s.Err = err
-		s.Frames, s.Stderr = c.rec.Frames(), c.stderr()
+		s.collect(c, o)
 		if c.proc != nil {
 			s.Exit = c.proc.how
 		}
@@ -255,8 +292,7 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 		if err != nil && s.Err == nil {
 			s.Notes = append(s.Notes, "close: "+err.Error())
 		}
-		s.Frames = c.rec.Frames()
-		s.Stderr = c.stderr()
+		s.collect(c, o)
 	}()
 	init := c.session.InitializeResult()
 	s.ProtocolVersion = init.ProtocolVersion
@@ -267,6 +303,9 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 
 	var last time.Time
 	wait := func() error {
+		if err := c.gone(); err != nil {
+			return err
+		}
 		if s.Calls >= o.maxCalls() {
 			return errCap
 		}
@@ -300,7 +339,7 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 		res, err := c.session.ListTools(cctx, &mcp.ListToolsParams{Cursor: cursor})
 		cancel()
 		if err != nil {
-			s.Err = fmt.Errorf("tools/list: %w", err)
+			s.Err = fmt.Errorf("tools/list: %w", c.explain(err, since))
 			return s
 		}
 		_, resp := c.rec.AwaitExchange(since, "tools/list", frameWait)
@@ -367,7 +406,8 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 		cctx, cancel := context.WithTimeout(ctx, o.timeout())
 		res, err := c.session.CallTool(cctx, &mcp.CallToolParams{Name: p.Tool, Arguments: p.Arguments})
 		cancel()
-		out.Request, out.Response = c.rec.AwaitExchange(since, "tools/call", frameWait)
+		out.Request, out.Response = c.exchange(since, "tools/call", err)
+		err = c.explain(err, since)
 		if out.Request != nil {
 			out.RequestID = out.Request.RequestID()
 		}
@@ -418,11 +458,16 @@ func describe(o *Outcome) string {
 	return o.Status
 }
 
-// classify fills an outcome's view and surfaces.
+// classify fills an outcome's view and surfaces. Note: it first cuts the
+// server text to the text cap (boundCall), so that every rule reads what
+// the corpus keeps; structuredContent is bounded after the outputSchema
+// check, which needs all of it.
 func (s *Server) classify(out *Outcome, res *mcp.CallToolResult, err error, o *Options) {
+	out.Cut = boundCall(res, err, o.maxText())
+	defer func() { out.Cut = append(out.Cut, boundStructured(res, o.maxText())...) }()
 	out.Err, out.Result = err, res
 	var werr error
-	out.Wire, werr = WireSurface(out.Response)
+	out.Wire, werr = wireSurface(out.Response, o.maxText())
 	if err != nil {
 		var rpc *jsonrpc.Error
 		if !errors.As(err, &rpc) {
@@ -604,7 +649,7 @@ func (s *Server) scenario(out *Outcome, sc *scrubber, framesRel string) (study.S
 	}
 	typed := hasTyped(obs)
 	profile := propose(obs, out.Surface, code, cause, target, text, typed)
-	capt.Dropped = sc.dropped
+	capt.Dropped = append(out.Cut[:len(out.Cut):len(out.Cut)], sc.dropped...)
 	capt.Redacted, capt.Flagged = nonEmpty(sc.redacted), nonEmpty(sc.flagged)
 	for k, v := range sc.redacted {
 		s.Redacted[k] += v
@@ -650,6 +695,9 @@ func hasTyped(obs json.RawMessage) bool {
 // wireTextCode reads a JSON-RPC code quoted at the start of the first text
 // block of a raw response (TypeScript SDK servers: "MCP error -32602: …").
 func wireTextCode(f *Frame) (int, bool) {
+	if f.code.known {
+		return f.code.n, f.code.ok
+	}
 	var m struct {
 		Result *struct {
 			Content []struct {

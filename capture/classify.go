@@ -85,8 +85,11 @@ func shapeOfResult(res *mcp.CallToolResult) (resultShape, error) {
 }
 
 // WireSurface classifies a raw response frame as it crossed the wire, or
-// returns "" when it carries an ordinary success.
-func WireSurface(f *Frame) (study.Surface, error) {
+// returns "" when it carries an ordinary success. Its texts are read as the
+// corpus keeps them (DefaultMaxTextBytes; see textBudget).
+func WireSurface(f *Frame) (study.Surface, error) { return wireSurface(f, DefaultMaxTextBytes) }
+
+func wireSurface(f *Frame, maxText int) (study.Surface, error) {
 	if f == nil {
 		return "", errors.New("no response frame")
 	}
@@ -102,6 +105,9 @@ func WireSurface(f *Frame) (study.Surface, error) {
 		} `json:"result"`
 	}
 	if err := json.Unmarshal(f.Bytes(), &m); err != nil {
+		if f.Truncated || f.Unfinished {
+			return "", fmt.Errorf("response frame %d was recorded cut short (%d bytes cut; see -max-frame-bytes), so its surface is unknown", f.Seq, f.Cut)
+		}
 		return "", fmt.Errorf("response frame %d: %w", f.Seq, err)
 	}
 	if len(m.Error) > 0 && string(m.Error) != "null" {
@@ -114,9 +120,15 @@ func WireSurface(f *Frame) (study.Surface, error) {
 	if string(s.structured) == "null" {
 		s.structured = nil
 	}
+	b := &textBudget{left: maxText}
+	f.code.known = true // Note: wireTextCode reads it, sparing a second decoding of a large frame.
 	for _, c := range m.Result.Content {
 		if c.Type == "text" {
-			s.texts = append(s.texts, c.Text)
+			if len(s.texts) == 0 {
+				f.code.n, f.code.ok = TextCode(c.Text)
+			}
+			t, _ := b.cut(c.Text)
+			s.texts = append(s.texts, t)
 		} else {
 			s.nonText++
 		}

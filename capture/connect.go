@@ -11,12 +11,16 @@ import (
 	"os"
 	"os/exec"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpstress/stress/internal/input"
 )
 
 // SDKModule is the module path of the MCP client library capture uses.
@@ -117,13 +121,14 @@ type conn struct {
 	session *mcp.ClientSession
 	rec     *Recorder
 	proc    *process // nil for HTTP
+	label   string   // the target's label
 }
 
 // connect starts or reaches the server and initializes a session. On
 // failure the conn it returns still holds the frames and stderr, with no
 // session, and the process has been stopped.
 func connect(ctx context.Context, t *Target, o *Options) (*conn, error) {
-	rec := &Recorder{}
+	rec := newRecorder(o.MaxFrameBytes, o.MaxServerBytes, o.MaxNotifications)
 	caps := &mcp.ClientCapabilities{} // Note: no roots capability unless asked.
 	// Note: roots are deprecated as of protocol 2026-07-28 but still how
 	// servers such as server-filesystem learn what they may read; capture
@@ -153,7 +158,7 @@ func connect(ctx context.Context, t *Target, o *Options) (*conn, error) {
 	} else {
 		p, err := startProcess(t, rec, o.grace())
 		if err != nil {
-			return &conn{rec: rec}, err
+			return &conn{rec: rec, label: t.Label}, err
 		}
 		proc = p
 		transport = &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin}
@@ -161,12 +166,83 @@ func connect(ctx context.Context, t *Target, o *Options) (*conn, error) {
 	cctx, cancel := context.WithTimeout(ctx, o.timeout())
 	defer cancel()
 	cs, err := client.Connect(cctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: o.ProtocolVersion})
+	c := &conn{session: cs, rec: rec, proc: proc, label: t.Label}
 	if err != nil {
-		c := &conn{rec: rec, proc: proc}
+		err = c.explain(err, 0) // before close: the server's state is still its own
+		c.session = nil
 		_, _ = c.close()
 		return c, fmt.Errorf("connect: %w", err)
 	}
-	return &conn{session: cs, rec: rec, proc: proc}, nil
+	return c, nil
+}
+
+// exchange returns a call's request and response frames. The response is
+// awaited (briefly: see Recorder.AwaitExchange) only when the SDK got one,
+// that is when err is nil or a JSON-RPC error; after a timeout or a broken
+// connection there is none to wait for.
+func (c *conn) exchange(since int, method string, err error) (req, resp *Frame) {
+	var rpc *jsonrpc.Error
+	if err == nil || errors.As(err, &rpc) {
+		return c.rec.AwaitExchange(since, method, frameWait)
+	}
+	return c.rec.Exchange(since, method)
+}
+
+// exitWait bounds the wait for a stdio server to exit once its stdout has
+// closed, so that its exit status can be reported.
+const exitWait = time.Second
+
+// explain adds to a failed call's error what the connection shows: how a
+// stdio server ended if it did, with the last lines of its stderr; a
+// non-JSON line it wrote; responses with an id no request had (frames from
+// index since on). A JSON-RPC error is the server's answer and is returned
+// as it is.
+func (c *conn) explain(err error, since int) error {
+	var rpc *jsonrpc.Error
+	if err == nil || errors.As(err, &rpc) {
+		return err
+	}
+	var why []string
+	if c.proc != nil && c.proc.stdout.endedFirst() {
+		// Note: the server gave up its side of the connection with its
+		// stdin still open; its exit status follows at once. A server
+		// that exits because its stdin was closed (the SDK does so when
+		// it gives up on the connection) says nothing new, and is not
+		// awaited.
+		if how, ok := c.proc.ended(exitWait); ok {
+			why = append(why, c.ending(how))
+		}
+	}
+	why = append(why, c.rec.explain(since)...)
+	if len(why) == 0 {
+		return err
+	}
+	return fmt.Errorf("%s (%w)", strings.Join(why, "; "), err)
+}
+
+// ending says how a stdio server ended, with the last lines of its
+// stderr.
+func (c *conn) ending(how string) string {
+	w := fmt.Sprintf("server %s %s", c.label, how)
+	if !c.proc.stdout.endedFirst() {
+		w += " after its stdin was closed"
+	}
+	if tail := c.proc.stderr.lastLines(3); len(tail) > 0 {
+		w += "; its stderr ends: " + strings.Join(tail, " ")
+	}
+	return w
+}
+
+// gone returns an error when a stdio server has exited: no request can
+// reach it any more.
+func (c *conn) gone() error {
+	if c.proc == nil {
+		return nil
+	}
+	if how, ok := c.proc.ended(0); ok {
+		return errors.New(c.ending(how))
+	}
+	return nil
 }
 
 // close ends the session and, for stdio, the process (promptly: see
@@ -194,11 +270,45 @@ func (c *conn) stderr() []byte {
 	return c.proc.stderr.Bytes()
 }
 
+// collect takes the frames, their counts and the stderr of a server's
+// connection, which has been closed, and notes what its caps left out and
+// how a stdio server ended on its own.
+func (s *Server) collect(c *conn, o *Options) {
+	s.Frames, s.Stderr, s.FrameStats = c.rec.Frames(), c.stderr(), c.rec.Stats()
+	st := s.FrameStats
+	var notes []string
+	if c.proc != nil && c.proc.stdout.endedFirst() {
+		if how, ok := c.proc.ended(0); ok {
+			notes = append(notes, fmt.Sprintf("the server %s on its own, before capture closed its stdin", how))
+		}
+	}
+	if st.DroppedNotifications > 0 {
+		notes = append(notes, fmt.Sprintf("dropped %d messages the server sent on its own past -max-notifications %d per request (marked in the frames file)",
+			st.DroppedNotifications, c.rec.notificationCap()))
+	}
+	if st.DroppedOverBytes > 0 {
+		notes = append(notes, fmt.Sprintf("dropped %d frames past -max-server-bytes %d (marked in the frames file)", st.DroppedOverBytes, c.rec.serverCap()))
+	}
+	if st.Truncated > 0 {
+		notes = append(notes, fmt.Sprintf("recorded %d frames truncated to -max-frame-bytes %d (%d bytes cut)", st.Truncated, c.rec.frameCap(), st.CutBytes))
+	}
+	if st.Unfinished > 0 {
+		notes = append(notes, fmt.Sprintf("recorded %d frames unfinished: the stream stopped inside them", st.Unfinished))
+	}
+	if st.UnknownIDs > 0 {
+		notes = append(notes, fmt.Sprintf("the server sent %d responses with an id no request had", st.UnknownIDs))
+	}
+	for _, n := range notes {
+		o.logf("capture %s: %s", s.Pseudonym, n)
+	}
+	s.Notes = append(s.Notes, notes...)
+}
+
 // process is a server started over stdio, in its own process group.
 type process struct {
 	cmd     *exec.Cmd
 	stdin   *teeWriter
-	stdout  *teeReader
+	stdout  *stdoutPump
 	stderr  *capBuffer
 	grace   time.Duration
 	done    chan struct{}
@@ -225,7 +335,7 @@ func startProcess(t *Target, rec *Recorder, grace time.Duration) (*process, erro
 		inW.Close()
 		return nil, err
 	}
-	p := &process{cmd: cmd, stderr: &capBuffer{max: 64 << 10}, grace: grace, done: make(chan struct{})}
+	p := &process{cmd: cmd, stderr: &capBuffer{max: 64 << 10, tailMax: 4 << 10}, grace: grace, done: make(chan struct{})}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, p.stderr
 	cmd.WaitDelay = time.Second
 	if err := cmd.Start(); err != nil {
@@ -237,8 +347,8 @@ func startProcess(t *Target, rec *Recorder, grace time.Duration) (*process, erro
 	}
 	inR.Close()
 	outW.Close()
-	p.stdin = &teeWriter{w: inW, s: lineSplitter{rec: rec, dir: Send}}
-	p.stdout = &teeReader{r: outR, s: lineSplitter{rec: rec, dir: Recv}}
+	p.stdout = newStdoutPump(outR, rec)
+	p.stdin = &teeWriter{w: inW, s: lineSplitter{rec: rec, dir: Send}, onClose: p.stdout.stdinClosed, onBroken: p.stdout.stdinBroken}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
@@ -256,10 +366,12 @@ const (
 // stop closes stdin, waits the grace period for the server to exit, then
 // sends SIGTERM to its process group, and SIGKILL a second later. Some
 // servers ignore EOF on stdin; this bounds how long one can linger.
+// The pump then records what the server wrote up to its exit.
 func (p *process) stop() (string, error) {
 	p.once.Do(func() {
 		p.stdin.Close()
 		p.how = ExitClean
+		defer func() { p.stdout.finish(time.Second) }()
 		if p.wait(p.grace) {
 			return
 		}
@@ -275,11 +387,31 @@ func (p *process) stop() (string, error) {
 			p.stopErr = fmt.Errorf("server %s did not exit after SIGKILL", p.cmd.Path)
 		}
 	})
-	p.stdout.Close()
 	return p.how, p.stopErr
 }
 
+// ended waits up to d for the process to end and says how it did: "exited
+// with status 3", "was killed by signal 9 (killed)".
+func (p *process) ended(d time.Duration) (string, bool) {
+	if !p.wait(d) {
+		return "", false
+	}
+	st := p.cmd.ProcessState
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return fmt.Sprintf("was killed by signal %d (%v)", int(ws.Signal()), ws.Signal()), true
+	}
+	return fmt.Sprintf("exited with status %d", st.ExitCode()), true
+}
+
 func (p *process) wait(d time.Duration) bool {
+	if d <= 0 {
+		select {
+		case <-p.done:
+			return true
+		default:
+			return false
+		}
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -290,25 +422,72 @@ func (p *process) wait(d time.Duration) bool {
 	}
 }
 
-// capBuffer keeps the first max bytes written to it.
+// capBuffer keeps the first max bytes written to it and the last tailMax.
 type capBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	max int
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	max     int
+	tail    []byte // the last tailMax bytes written
+	tailMax int
+	n       int64 // bytes written
 }
 
 func (b *capBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.n += int64(len(p))
 	if room := b.max - b.buf.Len(); room > 0 {
 		b.buf.Write(p[:min(room, len(p))])
+	}
+	if b.tailMax > 0 {
+		if len(p) >= b.tailMax {
+			b.tail = append(b.tail[:0], p[len(p)-b.tailMax:]...)
+		} else {
+			if over := len(b.tail) + len(p) - b.tailMax; over > 0 {
+				b.tail = append(b.tail[:0], b.tail[over:]...)
+			}
+			b.tail = append(b.tail, p...)
+		}
 	}
 	return len(p), nil
 }
 
-// Bytes returns a copy of what was kept.
+// Bytes returns a copy of what was kept: all of it, or, past max, the
+// first max bytes, a line saying how many were left out, and the last
+// tailMax.
 func (b *capBuffer) Bytes() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
+	if b.n <= int64(b.buf.Len()) {
+		return bytes.Clone(b.buf.Bytes())
+	}
+	tail := b.tail
+	if skipped := b.n - int64(b.buf.Len()) - int64(len(tail)); skipped < 0 {
+		tail = tail[-skipped:] // the head holds its start
+	} else if skipped > 0 {
+		out := bytes.Clone(b.buf.Bytes())
+		out = fmt.Appendf(out, "\n[stress capture left out %d bytes here]\n", skipped)
+		return append(out, tail...)
+	}
+	return append(bytes.Clone(b.buf.Bytes()), tail...)
+}
+
+// lastLines returns up to n of the last non-blank lines written, each
+// quoted, bounded and printable.
+func (b *capBuffer) lastLines(n int) []string {
+	b.mu.Lock()
+	text := string(b.tail)
+	if b.tailMax == 0 {
+		text = b.buf.String()
+	}
+	b.mu.Unlock()
+	var out []string
+	lines := strings.Split(text, "\n")
+	for i := len(lines) - 1; i >= 0 && len(out) < n; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			out = append(out, input.Quote(l))
+		}
+	}
+	slices.Reverse(out)
+	return out
 }

@@ -214,7 +214,7 @@ func propose(obs json.RawMessage, surface study.Surface, code int64, cause study
 
 // envelope is the counterfactual control envelope of STUDY.md section 6.
 func envelope(code string, target study.Target, policy study.Policy, text, words string) (json.RawMessage, error) {
-	if strings.TrimSpace(text) == "" {
+	if strings.TrimSpace(text) == "" || len(text) > envelopeTextMax {
 		text = "The call failed: " + words + "."
 	}
 	type tgt struct {

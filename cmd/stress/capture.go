@@ -152,6 +152,10 @@ func cmdCapture(fs *flag.FlagSet) action {
 	maxCalls := fs.Int("max-calls", capture.DefaultMaxCalls, "at most `N` requests per server after initialization (1 to 100)")
 	timeout := fs.Duration("timeout", 30*time.Second, "bound `D` on initialization and each request")
 	grace := fs.Duration("grace", 2*time.Second, "the time `D` a stdio server may take to exit after stdin closes before SIGTERM")
+	maxFrame := fs.Int("max-frame-bytes", capture.DefaultMaxFrameBytes, "at most `N` bytes recorded of one frame; a longer one is recorded truncated, with the count of bytes cut")
+	maxServer := fs.Int64("max-server-bytes", capture.DefaultMaxServerBytes, "at most `N` frame bytes recorded per server; later frames are counted and dropped, with a marker in the frames file")
+	maxNotes := fs.Int("max-notifications", capture.DefaultMaxNotifications, "at most `N` messages a server sends on its own (notifications, requests, answers to no pending request) recorded per request of the client; later ones are counted and dropped, with a marker")
+	maxText := fs.Int("max-text-bytes", capture.DefaultMaxTextBytes, "at most `N` bytes of server text an observation keeps; the rest is cut and marked")
 	validate := fs.Bool("validate-output", false, "check results against the tool's outputSchema as a validating client would, and use that view")
 	redactText := fs.Bool("redact-text", false, "also redact URLs, file paths and public IP addresses inside the failure text (credentials and private locators are redacted everywhere)")
 	saltFile := fs.String("salt-file", "", "`FILE` holding the pseudonym salt, created if missing (default: a new salt in DIR/private/salt)")
@@ -168,6 +172,19 @@ func cmdCapture(fs *flag.FlagSet) action {
 		}
 		if *maxCalls < 1 || *maxCalls > 100 {
 			return usageError("capture: flag -max-calls: want 1 to 100, got %d", *maxCalls)
+		}
+		for _, n := range []struct {
+			name      string
+			v, lo, hi int64
+		}{
+			{"max-frame-bytes", int64(*maxFrame), 1 << 10, capture.MaxFrameBytesLimit},
+			{"max-server-bytes", *maxServer, 1 << 10, 1 << 40},
+			{"max-notifications", int64(*maxNotes), 1, 1 << 30},
+			{"max-text-bytes", int64(*maxText), 1 << 10, capture.MaxFrameBytesLimit},
+		} {
+			if n.v < n.lo || n.v > n.hi {
+				return usageError("capture: flag -%s: want %d to %d, got %d", n.name, n.lo, n.hi, n.v)
+			}
 		}
 		for _, d := range []struct {
 			name string
@@ -211,6 +228,7 @@ func cmdCapture(fs *flag.FlagSet) action {
 		o := capture.Options{
 			ProtocolVersion: *protocol, Roots: roots, ReadOnly: readOnly, ProbeTool: *probeTool, Sentinels: specs,
 			Interval: *interval, MaxCalls: *maxCalls, Timeout: *timeout, Grace: *grace, AllowHosts: hosts,
+			MaxFrameBytes: *maxFrame, MaxServerBytes: *maxServer, MaxNotifications: *maxNotes, MaxTextBytes: *maxText,
 			ValidateOutput: *validate, RedactFailureText: *redactText, Salt: salt, Log: log,
 		}
 		if err := o.Check(targets); err != nil {
@@ -302,6 +320,10 @@ func writeCaptureTable(w io.Writer, servers []*capture.Server) error {
 		}
 		if len(s.Flagged) > 0 {
 			fmt.Fprintf(w, "%s: kept in the failure text (use -redact-text to redact): %s\n", s.Pseudonym, capture.SortedKinds(s.Flagged))
+		}
+		if st := s.FrameStats; st.DroppedNotifications+st.DroppedOverBytes+st.Truncated > 0 {
+			fmt.Fprintf(w, "%s: frames: %d recorded, %d truncated, %d dropped past -max-notifications, %d past -max-server-bytes (markers in the frames file)\n",
+				s.Pseudonym, st.Frames, st.Truncated, st.DroppedNotifications, st.DroppedOverBytes)
 		}
 	}
 	return nil

@@ -84,7 +84,7 @@ var commands = []*command{
 	}},
 	{name: "capture", flags: cmdCapture, long: captureLong, forms: []form{
 		{"-out DIR (-stdio LABEL=COMMAND | -http LABEL=URL)… [-root URI]… [-read-only TOOL]… [-sentinel TOOL[:FIELD[=JSON]]]… " +
-			"[-allow-host HOST]… [-protocol VERSION] [-probe-tool TOOL] [-interval D] [-max-calls N] [-timeout D] [-grace D] " +
+			"[-allow-host HOST]… [-protocol VERSION] [-probe-tool TOOL] [-interval D] [-max-calls N] [-timeout D] [-grace D] [-max-frame-bytes N] [-max-server-bytes N] [-max-notifications N] [-max-text-bytes N] " +
 			"[-validate-output] [-redact-text] [-salt-file FILE] [-quiet]",
 			"probe live MCP servers and write a pseudonymous corpus"},
 	}},
