@@ -411,20 +411,28 @@ func (s *session) finalize() (*results.Summary, error) {
 
 // outcome is the row of a decision that ran in this session, in 8 bytes,
 // so that finalize need not read its lines back (only decisions that
-// completed; error decisions are read back).
+// completed under stored replay; error decisions and decisions with lab
+// outcomes are read back).
+//
+// Note: a live decision's calls and lab-clock time do not fit in 8 bytes,
+// and its lines are few and short next to a model call's cost, so it is
+// re-scored from its lines like an error decision.
 type outcome struct {
 	ok      bool
 	label   uint8 // 1 + index in study.Policies; 0 for none
 	status  uint8 // 0 none, 1 failed, 2 succeeded
 	turns   uint8
 	replays uint8
-	flags   uint16 // bit i: results.Columns[i]
+	flags   uint16 // bit i: results.Columns[i], a Flag column
 	events  uint16
 }
 
 // pack keeps what the row of completed decision d holds beyond its key.
 func pack(d *simulator.Decision) outcome {
 	r := results.RowOf(d)
+	if r.Lab() {
+		return outcome{}
+	}
 	ev := 0
 	for _, t := range d.Turns {
 		ev += len(t.Reply.Events)
@@ -445,7 +453,7 @@ func pack(d *simulator.Decision) outcome {
 		o.status = 2
 	}
 	for i := range results.Columns {
-		if results.Columns[i].Of(&r) {
+		if results.Columns[i].Kind == results.Flag && results.Columns[i].Of(&r) {
 			o.flags |= 1 << i
 		}
 	}
@@ -470,7 +478,9 @@ func (o outcome) row(k simulator.Key, server string, seed int64) results.Row {
 		r.FinalStatus = string(study.Succeeded)
 	}
 	for i := range results.Columns {
-		results.Columns[i].Set(&r, o.flags&(1<<i) != 0)
+		if results.Columns[i].Kind == results.Flag && o.flags&(1<<i) != 0 {
+			results.Columns[i].Set(&r, 1)
+		}
 	}
 	return r
 }
