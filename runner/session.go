@@ -129,6 +129,9 @@ func (s *session) start(runCtx, callCtx context.Context) <-chan finished {
 	for mi := range m.Models {
 		md := &m.Models[mi]
 		cfg := simulator.Config{StudySeed: m.Seed, Temperature: m.Temperature, ReplayCap: m.Cap(), Options: md.Options}
+		if m.Live() {
+			cfg.Env = s.opt.Env
+		}
 		q := s.produce(runCtx, mi)
 		for e, host := range md.Hosts() {
 			model := p.endpoints[mi][e]
@@ -276,7 +279,9 @@ func (c *collector) add(callCtx context.Context, f *finished, idle bool) {
 		return // cancelled by the interrupt: redone on resume
 	}
 	if len(d.Turns) == 0 || (d.Err != nil && d.Turns[len(d.Turns)-1].Err == nil) {
-		// Not a transport failure: the prompt failed to render.
+		// Not a transport failure: the prompt failed to render, or the
+		// environment of a live decision failed. The run stops (a resume
+		// redoes the decision once the cause is fixed).
 		c.fail(fmt.Errorf("decision %s: %w", d.Key, d.Err))
 		return
 	}
