@@ -266,7 +266,7 @@ func (d *Doc) study(in *Input) {
 	if decisions != bi.Decisions {
 		held = fmt.Sprintf("%d of the %d the bundle holds when complete (%d transport errors, not counted)", decisions, bi.Decisions, errs)
 	}
-	d.table(&Table{Header: []string{"item", "value"}, Rows: [][]string{
+	rows := [][]string{
 		{"run", "`" + bi.RunID + "`"},
 		{"study", fmt.Sprintf("`%s` from `%s`", bi.Manifest.Name, bi.Source)},
 		{"models", strings.Join(models, ", ")},
@@ -275,7 +275,11 @@ func (d *Doc) study(in *Input) {
 		{"replicates, study seed", fmt.Sprintf("%d, %d", bi.Manifest.Replicates, bi.Manifest.Seed)},
 		{"corpus", fmt.Sprintf("%d files, %d servers", len(bi.CorpusFiles), an.Bootstrap.Clusters)},
 		{"decisions", held},
-	}})
+	}
+	if bi.Manifest.Live() {
+		rows = append(rows, []string{"replay", "live: each policy the model chose was executed in a fresh, seeded environment"})
+	}
+	d.table(&Table{Header: []string{"item", "value"}, Rows: rows})
 }
 
 // lab reports whether some cell has decisions with lab outcomes (live

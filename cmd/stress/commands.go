@@ -27,6 +27,7 @@ import (
 	_ "github.com/mcpstress/stress/models/openai"     // registers the OpenAI-compatible backend
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/runner"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -159,6 +160,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	opt := runner.Options{Out: *out, AllowUnpinned: *allow, Log: stderr, Shard: shard, Grace: *grace, ProgressEvery: *every, Progress: stderr, RetryErrors: *retryErrors}
+	if m.Live() {
+		if opt.Env, err = envFor(m); err != nil {
+			return err
+		}
+	}
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		opt.Terminal = true
 		if w, _, err := term.GetSize(int(f.Fd())); err == nil {
@@ -452,6 +458,14 @@ func cmdProfile(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
+// envFor makes the environments of a study with replay: live. No lab
+// environment is linked into this build yet (lab/labenv will be wired in
+// here), so a live study is refused with a clear error before any call;
+// the tests set it to a fake environment.
+var envFor = func(m *manifests.Resolved) (simulator.EnvFactory, error) {
+	return nil, fmt.Errorf("manifest %s: field replay: %q needs the lab environment, which this build of stress does not include", m.Source, manifests.ReplayLive)
+}
+
 func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("render", stderr)
 	id := fs.String("scenario", "", "scenario id, e.g. S07 (required)")
@@ -459,6 +473,8 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	promptFile := fs.String("prompt", "", "prompt template file (default: the manifest's first prompt)")
 	manifest := fs.String("manifest", "", "manifest whose corpus and prompt to use (default: the built-in one)")
 	replays := fs.Int("replays", 0, "also render this many replay messages (0 to 10)")
+	observation := fs.String("observation", "", "render the replay messages as live replays returning the observation in JSON `FILE` (the prompt's live template)")
+	policy := fs.String("policy", string(study.RetryNow), "with -observation: the policy the live replays executed")
 	asJSON := fs.Bool("json", false, "print the messages as a JSON array")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -475,6 +491,24 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if *replays < 0 || *replays > 10 {
 		return usageError("render: flag -replays: want 0 to 10, got %d", *replays)
+	}
+	pol := study.Policy(*policy)
+	if !pol.Valid() || pol == study.StopOrEscalate {
+		return usageError("render: flag -policy: want a policy the harness executes (%v but stop_or_escalate), got %q", study.Policies, *policy)
+	}
+	var obs json.RawMessage
+	if *observation != "" {
+		b, err := os.ReadFile(*observation)
+		if err == nil {
+			b, err = input.Decode(b)
+		}
+		if err == nil && !json.Valid(b) {
+			err = fmt.Errorf("%s: not valid JSON: %s", *observation, input.Snippet(string(b)))
+		}
+		if err != nil {
+			return fmt.Errorf("render: flag -observation: %w", err)
+		}
+		obs = b
 	}
 	m, err := loadManifest(*manifest)
 	if err != nil {
@@ -511,11 +545,16 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	for r := 1; r <= *replays; r++ {
+		answer := `{"operation_status": "failed", "recovery_policy": "retry_now"}`
 		next, err := p.Replayed(s, c, r)
+		if obs != nil {
+			answer = `{"operation_status": "failed", "recovery_policy": "` + string(pol) + `"}`
+			next, err = p.Live(s, c, r, pol, obs)
+		}
 		if err != nil {
 			return err
 		}
-		msgs = append(msgs, conditions.Message{Role: conditions.Assistant, Content: `{"operation_status": "failed", "recovery_policy": "retry_now"}`}, next)
+		msgs = append(msgs, conditions.Message{Role: conditions.Assistant, Content: answer}, next)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)

@@ -51,7 +51,7 @@ commands:
   report [-out DIR] [-b N] [-seed S] [-pair A,B]... [-against paper] [-manifest M] [-partial] DIR
                                                 write report.md, a self-contained report.html and PNG/SVG figures
   profile [-json] [-manifest MANIFEST]          print the actionability profile table (paper Table I)
-  render -scenario ID -condition C [-prompt FILE] [-manifest MANIFEST]
+  render -scenario ID -condition C [-prompt FILE] [-replays N [-observation FILE [-policy P]]] [-manifest MANIFEST]
                                                 print the messages a model receives
   conform [-json] [-manifest MANIFEST]          run the fail-closed client's conformance suite
   verify [-json] MANIFEST                       check every pinned model against its server (no inference)
