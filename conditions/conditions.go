@@ -153,6 +153,9 @@ func (p *Prompt) Live(s *study.Scenario, c study.Condition, n int, policy study.
 // decoding (object key order and white space aside); invalid JSON is not
 // the same as anything.
 func SameJSON(a, b json.RawMessage) bool {
+	if bytes.Equal(a, b) {
+		return json.Valid(a)
+	}
 	var x, y any
 	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
 		return false

@@ -288,3 +288,50 @@ func TestLiveResultLine(t *testing.T) {
 		t.Error("no decision was settled by the environment")
 	}
 }
+
+// retryModel answers retry_now at once, whatever it is shown.
+type retryModel struct{}
+
+func (retryModel) Generate(ctx context.Context, req models.Request) (models.Reply, error) {
+	return models.Reply{Text: retryNow}, nil
+}
+
+func init() {
+	models.Register("retry-bench", models.Backend{New: func(models.Spec) (models.Model, error) { return retryModel{}, nil }})
+}
+
+// BenchmarkLiveStudy runs 840 decisions (2 models × 4 conditions × 21
+// scenarios × 5 replicates) of a zero-latency model that retries until
+// the cap, through the runner with the bundle written, under stored and
+// live replay (the fake environment, whose fault outlasts the cap):
+// ns/executed is the time per replay, so the live overhead per executed
+// call is the difference of the two.
+//
+//	go test ./runner -run '^$' -bench LiveStudy -benchtime 5x
+func BenchmarkLiveStudy(b *testing.B) {
+	for _, live := range []bool{false, true} {
+		name := "stored"
+		if live {
+			name = "live"
+		}
+		b.Run(name, func(b *testing.B) {
+			m := hashStudy(b, "retry-bench", 5, 1, nil, 0)
+			var opt runner.Options
+			if live {
+				m.Replay = manifests.ReplayLive
+				opt.Env = fakeenv.New(m.Corpus.Scenarios, nil, fakeenv.Spec{Kind: fakeenv.Transient, Fails: 10})
+			}
+			p := prepare(b, m)
+			root := b.TempDir()
+			i := 0
+			for b.Loop() {
+				i++
+				sum := runTo(b, p, filepath.Join(root, fmt.Sprint(i)), opt)
+				if sum.Cells[0].Extra != 3*105 {
+					b.Fatalf("cell %+v: want 3 replays a decision", sum.Cells[0])
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(840*3*b.N), "ns/executed")
+		})
+	}
+}

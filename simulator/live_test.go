@@ -10,6 +10,7 @@ import (
 	"github.com/mcpstress/stress/conditions"
 	"github.com/mcpstress/stress/internal/fakeenv"
 	"github.com/mcpstress/stress/manifests"
+	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
@@ -185,5 +186,46 @@ func TestLiveFailures(t *testing.T) {
 	d = simulator.Run(context.Background(), &script{answers: []string{retryNow}, failAt: -1}, old, s, key, simulator.Config{ReplayCap: 3, Env: ok})
 	if d.Err == nil || !strings.Contains(d.Err.Error(), `template "live" is not defined`) {
 		t.Errorf("prompt without live: %v", d.Err)
+	}
+}
+
+// retryForever answers retry_now at once, whatever it is shown.
+type retryForever struct{}
+
+func (retryForever) Generate(ctx context.Context, req models.Request) (models.Reply, error) {
+	return models.Reply{Text: retryNow}, nil
+}
+
+// BenchmarkReplay measures one decision of four turns and three replays
+// (retry_now until the cap) under stored and live replay (the fake
+// environment, whose fault outlasts the cap): the live overhead per
+// executed call is (live − stored) / 3, reported by the live case as
+// ns/executed over the whole decision and compared in README.
+func BenchmarkReplay(b *testing.B) {
+	m, err := manifests.LoadBuiltin(manifests.DefaultName)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := conditions.ParsePrompt("default", m.Prompts[0].Path, m.Prompts[0].Text)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &m.Corpus.Scenarios[6] // S07: invalid type, a long observation
+	key := simulator.Key{Model: "m", Prompt: "default", Condition: study.CodeOnly, Scenario: s.ID, Replicate: 1}
+	for _, tc := range []struct {
+		name string
+		env  simulator.EnvFactory
+	}{{"stored", nil}, {"live", fakeenv.New(m.Corpus.Scenarios, nil, fakeenv.Spec{Kind: fakeenv.Transient, Fails: 10})}} {
+		b.Run(tc.name, func(b *testing.B) {
+			cfg := simulator.Config{StudySeed: 1, ReplayCap: 3, Env: tc.env}
+			b.ReportAllocs()
+			for b.Loop() {
+				d := simulator.Run(context.Background(), retryForever{}, p, s, key, cfg)
+				if d.Err != nil || d.Outcome.Replays != 3 {
+					b.Fatal(d.Err, d.Outcome)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(3*b.N), "ns/executed")
+		})
 	}
 }
