@@ -140,7 +140,7 @@ func TestLivePipeline(t *testing.T) {
 }
 
 // TestLiveDeterminismAndResume: a live study gives the same bundle at
-// parallelism 1 and 4, and a run cut at many points of calls.jsonl and
+// parallelism 1 and 4 and as two merged shards, and a run cut at many points of calls.jsonl and
 // resumed equals the uninterrupted one (a decision interrupted between
 // its lines has no outcome line yet and is redone).
 func TestLiveDeterminismAndResume(t *testing.T) {
@@ -156,6 +156,18 @@ func TestLiveDeterminismAndResume(t *testing.T) {
 	mp := liveStudy(t, "hash-test", 1, 4)
 	runTo(t, prepare(t, mp), par, runner.Options{Env: liveEnv(mp)})
 	sameBundle(t, full, par)
+	// Shards of a live study merge into the whole run.
+	var shards []string
+	for i := 1; i <= 2; i++ {
+		dir := filepath.Join(root, fmt.Sprint("shard", i))
+		runTo(t, prepare(t, m), dir, runner.Options{Env: liveEnv(m), Shard: results.Shard{I: i, N: 2}})
+		shards = append(shards, dir)
+	}
+	merged := filepath.Join(root, "merged")
+	if _, _, err := runner.Merge(merged, shards, runner.MergeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sameBundle(t, full, merged)
 
 	calls, _ := os.ReadFile(filepath.Join(full, results.CallsFile))
 	rec := startedRecord(t, full)
