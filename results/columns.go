@@ -33,10 +33,10 @@ func (k Kind) Lab() bool { return k != Flag }
 // column is one entry here, its fields in Row and Cell, and its scoring
 // rule (simulator.Score or ScoreLive).
 type Column struct {
-	Name  string // in JSON and Parquet, e.g. any_fs
-	Label string // in the counts table, e.g. AnyFS
-	Doc   string // what a decision with it did
-	Kind  Kind
+	Name  string             // in JSON and Parquet, e.g. any_fs
+	Label string             // in the counts table, e.g. AnyFS
+	Doc   string             // what a decision with it did
+	Kind  Kind               // what it holds per decision and per cell
 	flag  func(*Row) *bool   // Flag
 	opt   func(*Row) **bool  // LabFlag
 	num   func(*Row) **int64 // LabSum

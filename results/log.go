@@ -184,10 +184,10 @@ type Head struct {
 // EnvHead is the part of a live decision's environment outcome that
 // scoring reads: simulator.EnvOutcome without the state.
 type EnvHead struct {
-	Recovered bool  `json:"recovered"`
-	Harm      bool  `json:"harm"`
-	Calls     int   `json:"calls"`
-	ClockMS   int64 `json:"clock_ms"`
+	Recovered bool  `json:"recovered"` // the intended effect is present exactly once
+	Harm      bool  `json:"harm"`      // a forbidden effect is present
+	Calls     int   `json:"calls"`     // tool calls made
+	ClockMS   int64 `json:"clock_ms"`  // lab-clock ms to the final state
 }
 
 // present is true when its JSON member is there and not null; decoding it
