@@ -42,6 +42,7 @@ type Accumulator struct {
 	groupArm   []Arm
 
 	rows       int // rows added
+	lab        int // counted rows with lab outcomes (live replay)
 	duplicates int // rows whose decision key was already seen
 	unknown    int // rows whose condition is not one of study.AllConditions
 }
@@ -56,10 +57,12 @@ type Arm struct {
 // String returns model/prompt.
 func (a Arm) String() string { return a.Model + "/" + a.Prompt }
 
-// serverCounts are the counts of one cell on one server: N, then the
-// Columns in order, then Extra.
+// serverCounts are the counts of one cell on one server: N, the
+// decisions with lab outcomes, then each column of results.Columns in
+// order (a count, or a lab sum), then Extra.
 type serverCounts struct {
 	n     int
+	lab   int
 	col   [results.MaxColumns]int
 	extra int
 }
@@ -128,9 +131,13 @@ func (a *Accumulator) Add(r *results.Row) {
 	if f&flagOK != 0 {
 		sc := &ps[si]
 		sc.n++
-		for i := range sc.col {
-			if f&(1<<i) != 0 {
-				sc.col[i]++
+		if f&flagLab != 0 {
+			sc.lab++
+			a.lab++
+		}
+		for i := range results.Columns {
+			if v, ok := results.Columns[i].Value(r); ok {
+				sc.col[i] += int(v)
 			}
 		}
 		sc.extra += int(r.Replays)
@@ -173,6 +180,10 @@ func (a *Accumulator) Cells() []results.Cell { return a.tally.Cells() }
 // Decisions is the number of rows added: decisions counted and error
 // decisions.
 func (a *Accumulator) Decisions() int { return a.rows }
+
+// Lab reports whether some counted decision has lab outcomes (replay:
+// live), so that the lab columns apply.
+func (a *Accumulator) Lab() bool { return a.lab > 0 }
 
 // Duplicates is the number of rows whose decision key was already seen;
 // they are counted in the cells but not paired.

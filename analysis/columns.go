@@ -10,9 +10,11 @@ import (
 	"github.com/mcpstress/stress/results"
 )
 
-// Column names a 0/1 outcome column of the counts table (one of
-// results.Columns, by its -json name): a count out of N, so a proportion.
-// Extra (a sum of replays) is not a Column.
+// Column names an outcome column of the counts table (one of
+// results.Columns, by its -json name). A 0/1 column (results.Flag or
+// results.LabFlag) is a count out of its denominator, so a proportion,
+// and can be paired; a lab sum (results.LabSum: calls, lab_ms) has a mean
+// but no pairs. Extra (a sum of replays) is not a Column.
 type Column string
 
 // The outcome columns the analysis names itself (the predeclared pairs),
@@ -24,13 +26,19 @@ const (
 	Invalid    Column = "invalid"
 	AnyFS      Column = "any_fs"
 	TerminalFS Column = "terminal_fs"
+	Recovered  Column = "recovered"
+	Harm       Column = "harm"
 )
 
-// Columns lists the proportion columns in table order: results.Columns.
+// Columns lists the 0/1 columns in table order: those of results.Columns
+// that are proportions and can be paired. The lab ones (recovered, harm)
+// have values only for decisions with lab outcomes (replay: live).
 var Columns = func() []Column {
-	out := make([]Column, len(results.Columns))
+	var out []Column
 	for i := range results.Columns {
-		out[i] = Column(results.Columns[i].Name)
+		if results.Columns[i].Kind != results.LabSum {
+			out = append(out, Column(results.Columns[i].Name))
+		}
 	}
 	return out
 }()
@@ -42,6 +50,28 @@ const Selective = "selective"
 // index is the column's index in results.Columns, or -1.
 func (c Column) index() int { return results.ColumnIndex(string(c)) }
 
+// kind is the column's kind; ok is false for an unknown column.
+func (c Column) kind() (k results.Kind, ok bool) {
+	if i := c.index(); i >= 0 {
+		return results.Columns[i].Kind, true
+	}
+	return 0, false
+}
+
+// Lab reports whether the column is one of the lab columns, which only
+// decisions with lab outcomes (replay: live) have.
+func (c Column) Lab() bool {
+	k, ok := c.kind()
+	return ok && k.Lab()
+}
+
+// Sum reports whether the column is a lab sum (calls, lab_ms): its rate
+// is a mean per decision, not a proportion.
+func (c Column) Sum() bool {
+	k, ok := c.kind()
+	return ok && k == results.LabSum
+}
+
 // Label is the column's header in the counts table (Strict, AnyFS, TermFS…).
 func (c Column) Label() string {
 	if i := c.index(); i >= 0 {
@@ -50,7 +80,7 @@ func (c Column) Label() string {
 	return string(c)
 }
 
-// ParseColumn accepts a column by its -json name (any_fs) or its table
+// ParseColumn accepts a 0/1 column by its -json name (any_fs) or its table
 // label (AnyFS), case-insensitively; "terminal_fs" is also "termfs".
 func ParseColumn(s string) (Column, error) {
 	k := strings.ToLower(strings.TrimSpace(s))
@@ -59,24 +89,39 @@ func ParseColumn(s string) (Column, error) {
 			return c, nil
 		}
 	}
+	for i := range results.Columns {
+		if c := &results.Columns[i]; c.Kind == results.LabSum && (k == c.Name || k == strings.ToLower(c.Label)) {
+			return "", fmt.Errorf("column %q is a sum (%s), not a 0/1 outcome; paired tests need one of %v", s, c.Doc, Columns)
+		}
+	}
 	if k == "extra" {
 		return "", fmt.Errorf("column %q is a sum of replays, not a 0/1 outcome; paired tests need one of %v", s, Columns)
 	}
 	return "", fmt.Errorf("unknown column %q (want one of %v)", s, Columns)
 }
 
-// bit is the column's flag bit in a decision's packed outcome (0 for no
-// column).
+// bit is the column's flag bit in a decision's packed outcome (0 for a
+// lab sum or no column).
 func (c Column) bit() uint16 {
-	if i := c.index(); i >= 0 {
-		return 1 << i
+	if k, ok := c.kind(); ok && k != results.LabSum {
+		return 1 << c.index()
 	}
 	return 0
 }
 
-// Packed decision outcome: one bit per column, in results.Columns order,
-// then (in the top two bits):
+// need is the bits both decisions of a pair must have for the column to
+// be compared: counted, and for a lab column, with lab outcomes.
+func (c Column) need() uint16 {
+	if c.Lab() {
+		return flagOK | flagLab
+	}
+	return flagOK
+}
+
+// Packed decision outcome: one bit per 0/1 column, at its index in
+// results.Columns, then (in the top three bits):
 const (
+	flagLab  uint16 = 1 << 13 // the row has lab outcomes (live replay)
 	flagOK   uint16 = 1 << 14 // status ok: the decision is counted
 	flagSeen uint16 = 1 << 15 // a row exists (ok or error)
 )
@@ -88,8 +133,11 @@ func flagsOf(r *results.Row) uint16 {
 		return f
 	}
 	f |= flagOK
+	if r.Lab() {
+		f |= flagLab
+	}
 	for i := range results.Columns {
-		if results.Columns[i].Of(r) {
+		if c := &results.Columns[i]; c.Kind != results.LabSum && c.Of(r) {
 			f |= 1 << i
 		}
 	}
@@ -97,34 +145,58 @@ func flagsOf(r *results.Row) uint16 {
 }
 
 // rateCounts returns the numerator and denominator of rate key (one of
-// RateKeys) in cell c: a column's count out of N, or Strict out of Cover
-// for Selective.
+// RateKeys) in cell c: a column's count (or sum) out of its denominator
+// (N, or LabN for a lab column), or Strict out of Cover for Selective.
 func rateCounts(c *results.Cell, key string) (k, n int) {
 	if key == Selective {
 		return c.Strict, c.Cover
 	}
 	if i := Column(key).index(); i >= 0 {
-		return results.Columns[i].Count(c), c.N
+		return results.Columns[i].Count(c), results.Columns[i].Denominator(c)
 	}
 	return 0, c.N
 }
 
-// RateSet holds one value per proportion column and for selective
-// accuracy, in table order (RateKeys); in JSON an object with those keys.
-type RateSet[T any] struct {
-	cols      []T // by index in Columns
-	Selective T   // Strict / Cover
+// hasRate reports whether cell c has rate key: every cell has the
+// columns of every decision and selective accuracy; only a cell with lab
+// outcomes has the lab columns.
+func hasRate(c *results.Cell, key string) bool {
+	return !Column(key).Lab() || c.LabN > 0
 }
 
-// RateKeys lists the keys of a RateSet in order: the Columns, then
+// RateSet holds one value per rate key that a cell has (RateKeys, in
+// order): a proportion per 0/1 column, a mean per lab sum, and selective
+// accuracy; in JSON an object with the keys that are set.
+type RateSet[T any] struct {
+	cols      []T    // by index in results.Columns
+	has       []bool // which cols are set
+	Selective T      // Strict / Cover
+}
+
+// RateKeys lists the keys a RateSet may hold, in order: every column of
+// results.Columns (the lab ones only for cells with lab outcomes), then
 // Selective.
 var RateKeys = func() []string {
-	out := make([]string, 0, len(Columns)+1)
-	for _, c := range Columns {
-		out = append(out, string(c))
+	out := make([]string, 0, len(results.Columns)+1)
+	for i := range results.Columns {
+		out = append(out, results.Columns[i].Name)
 	}
 	return append(out, Selective)
 }()
+
+// RateKeysOf lists the rate keys that some of cells has, in order.
+func RateKeysOf(cells []CellStats) []string {
+	var out []string
+	for _, key := range RateKeys {
+		for i := range cells {
+			if cells[i].Rates.At(key) != nil {
+				out = append(out, key)
+				break
+			}
+		}
+	}
+	return out
+}
 
 // RateLabel is the display name of a rate key (Strict, …, Strict/Cover).
 func RateLabel(key string) string {
@@ -134,29 +206,64 @@ func RateLabel(key string) string {
 	return Column(key).Label()
 }
 
-// At returns a pointer to the value of key (one of RateKeys), or nil.
+// FormatRate formats a value of rate key for people: a proportion in
+// percent with one decimal (Pct), the mean of a lab sum with two
+// decimals; "—" when undefined.
+func FormatRate(key string, x float64) string {
+	if Column(key).Sum() {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return "—"
+		}
+		return fmt.Sprintf("%.2f", x)
+	}
+	return Pct(x)
+}
+
+// Set sets the value of key (one of RateKeys); an unknown key is ignored.
+func (s *RateSet[T]) Set(key string, v T) {
+	if key == Selective {
+		s.Selective = v
+		return
+	}
+	i := Column(key).index()
+	if i < 0 {
+		return
+	}
+	if s.cols == nil {
+		s.cols = make([]T, len(results.Columns))
+		s.has = make([]bool, len(results.Columns))
+	}
+	s.cols[i], s.has[i] = v, true
+}
+
+// At returns a pointer to the value of key (one of RateKeys), or nil when
+// the set does not hold it (an unknown key, or a lab column of a cell
+// without lab outcomes). Selective is always held.
 func (s *RateSet[T]) At(key string) *T {
 	if key == Selective {
 		return &s.Selective
 	}
 	i := Column(key).index()
-	if i < 0 {
+	if i < 0 || s.has == nil || !s.has[i] {
 		return nil
-	}
-	if s.cols == nil {
-		s.cols = make([]T, len(Columns))
 	}
 	return &s.cols[i]
 }
 
-// MarshalJSON implements json.Marshaler: {"strict":…,…,"selective":…}.
+// MarshalJSON implements json.Marshaler: {"strict":…,…,"selective":…},
+// the keys the set holds in RateKeys order.
 func (s RateSet[T]) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
-	for i, key := range RateKeys {
-		if i > 0 {
+	first := true
+	for _, key := range RateKeys {
+		if s.At(key) == nil {
+			continue
+		}
+		if !first {
 			b.WriteByte(',')
 		}
+		first = false
 		kb, _ := json.Marshal(key)
 		b.Write(kb)
 		b.WriteByte(':')

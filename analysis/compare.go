@@ -15,8 +15,11 @@ var ErrArmSelection = errors.New("arm selection")
 // CompareOptions tunes Compare; the zero value compares every column of
 // automatically aligned arms with the default bootstrap.
 type CompareOptions struct {
-	Options          // B, Seed and Conf (Pairs and NoPredeclared are not used)
-	Columns []Column // columns to compare; nil means all of Columns
+	Options // B, Seed and Conf (Pairs and NoPredeclared are not used)
+	// Columns are the columns to compare; nil means every 0/1 column both
+	// bundles have: the lab ones (recovered, harm) only when both have
+	// decisions with lab outcomes.
+	Columns []Column
 	// ArmA and ArmB select one arm of each bundle, as MODEL or
 	// MODEL/PROMPT; "" aligns arms automatically (see Compare).
 	ArmA, ArmB string
@@ -140,7 +143,11 @@ func Compare(a, b *Accumulator, opt CompareOptions) (*Comparison, error) {
 	}
 	cols := opt.Columns
 	if len(cols) == 0 {
-		cols = Columns
+		for _, c := range Columns {
+			if !c.Lab() || a.Lab() && b.Lab() {
+				cols = append(cols, c)
+			}
+		}
 	}
 	for _, c := range cols {
 		if c.bit() == 0 {
@@ -167,11 +174,11 @@ func Compare(a, b *Accumulator, opt CompareOptions) (*Comparison, error) {
 				continue
 			}
 			for _, col := range cols {
-				bit := col.bit()
+				bit, need := col.bit(), col.need()
 				per := make([]pairAgg, len(a.servers.names))
 				unpaired := 0
 				for ua, ub := range match {
-					unpaired += per[a.unitServer[ua]].pair(a.unitFlags[int(ua)*nc+ci], b.unitFlags[int(ub)*nc+ci], bit)
+					unpaired += per[a.unitServer[ua]].pair(a.unitFlags[int(ua)*nc+ci], b.unitFlags[int(ub)*nc+ci], bit, need)
 				}
 				cmp.Rows = append(cmp.Rows, CompareRow{ArmPair: pair, Condition: cond, Column: col,
 					PairStats: pairStats(per, order, unpaired, o)})

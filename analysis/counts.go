@@ -24,30 +24,45 @@ import (
 )
 
 // CountsHeader is the header of the counts table: the cell, N, a column
-// per results.Columns, Extra and Errors.
-func CountsHeader() []string {
+// per results.Columns (the lab columns only when lab is true: some
+// decision has lab outcomes, see results.HasLab), Extra and Errors.
+func CountsHeader(lab bool) []string {
 	h := []string{"model", "prompt", "condition", "N"}
 	for i := range results.Columns {
-		h = append(h, results.Columns[i].Label)
+		if lab || !results.Columns[i].Kind.Lab() {
+			h = append(h, results.Columns[i].Label)
+		}
 	}
 	return append(h, "Extra", "Errors")
 }
 
-// CountsRow is cell c's row of the counts table (see CountsHeader).
-func CountsRow(c *results.Cell) []string {
+// CountsRow is cell c's row of the counts table (see CountsHeader); a
+// cell without lab outcomes shows "—" in the lab columns.
+func CountsRow(c *results.Cell, lab bool) []string {
 	r := []string{c.Model, c.Prompt, string(c.Condition), strconv.Itoa(c.N)}
 	for i := range results.Columns {
-		r = append(r, strconv.Itoa(results.Columns[i].Count(c)))
+		col := &results.Columns[i]
+		switch {
+		case !col.Kind.Lab():
+			r = append(r, strconv.Itoa(col.Count(c)))
+		case !lab:
+		case c.LabN == 0:
+			r = append(r, "—")
+		default:
+			r = append(r, strconv.Itoa(col.Count(c)))
+		}
 	}
 	return append(r, strconv.Itoa(c.Extra), strconv.Itoa(c.Errors))
 }
 
-// WriteTable prints the counts table of STUDY.md section 4.
+// WriteTable prints the counts table of STUDY.md section 4, with the lab
+// columns of section 7 when some cell has decisions with lab outcomes.
 func WriteTable(w io.Writer, cells []results.Cell) error {
+	lab := results.HasLab(cells)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(CountsHeader(), "\t"))
+	fmt.Fprintln(tw, strings.Join(CountsHeader(lab), "\t"))
 	for i := range cells {
-		fmt.Fprintln(tw, strings.Join(CountsRow(&cells[i]), "\t"))
+		fmt.Fprintln(tw, strings.Join(CountsRow(&cells[i], lab), "\t"))
 	}
 	return tw.Flush()
 }
@@ -189,8 +204,10 @@ func Agree(fromCalls, fromParquet []results.Row, limit int) []error {
 			continue
 		}
 		delete(idx, a.Key())
-		if *a != *b {
-			add(fmt.Errorf("decision %s: %s says %+v, %s says %+v", a.Key(), results.CallsFile, *a, results.DecisionsFile, *b))
+		if !a.Equal(b) {
+			ja, _ := json.Marshal(a)
+			jb, _ := json.Marshal(b)
+			add(fmt.Errorf("decision %s: %s says %s, %s says %s", a.Key(), results.CallsFile, ja, results.DecisionsFile, jb))
 		}
 	}
 	keys := make([]string, 0, len(idx))

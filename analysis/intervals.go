@@ -68,13 +68,33 @@ type Analysis struct {
 	Pairs     []Pair        `json:"pairs"`
 }
 
-// CellStats is a cell's exact counts with its rates (count / N, and
-// Strict / Cover) and their 95% intervals.
+// CellStats is a cell's exact counts with its rates (count / N, Strict /
+// Cover, and for a cell with lab outcomes recovered and harm out of LabN
+// and the means of calls and lab_ms) and their 95% intervals (no Wilson
+// interval for a mean).
 type CellStats struct {
 	results.Cell
 	Rates     RateSet[Num]    `json:"rates"`  // point estimates; null when the denominator is 0
 	Wilson    RateSet[Bounds] `json:"wilson"` // Wilson score intervals, no continuity correction
 	Bootstrap CellBootstrap   `json:"bootstrap"`
+}
+
+// MarshalJSON implements json.Marshaler: the cell's fields (as
+// results.Cell prints them), then "rates", "wilson" and "bootstrap".
+func (cs CellStats) MarshalJSON() ([]byte, error) {
+	cell, err := json.Marshal(cs.Cell)
+	if err != nil {
+		return nil, err
+	}
+	rest, err := json.Marshal(struct {
+		Rates     RateSet[Num]    `json:"rates"`
+		Wilson    RateSet[Bounds] `json:"wilson"`
+		Bootstrap CellBootstrap   `json:"bootstrap"`
+	}{cs.Rates, cs.Wilson, cs.Bootstrap})
+	if err != nil {
+		return nil, err
+	}
+	return append(append(cell[:len(cell)-1], ','), rest[1:]...), nil
 }
 
 // CellBootstrap holds a cell's percentile cluster-bootstrap intervals
@@ -115,11 +135,14 @@ func (cb CellBootstrap) MarshalJSON() ([]byte, error) {
 // Clusters returns the per-server sufficient statistics of rate key (one of
 // RateKeys) in a cell, for servers with at least one counted decision in
 // it, sorted by server name: N decisions and Sum = the count (for
-// Selective, N = Cover and Sum = Strict).
+// Selective, N = Cover and Sum = Strict; for a lab column, N = the
+// decisions with lab outcomes and Sum = the count or the lab sum, so that
+// ΣSum/ΣN is its proportion or mean).
 func (a *Accumulator) Clusters(cell int, key string) []stats.Cluster {
 	var out []stats.Cluster
 	ps := a.perServer[cell]
 	col := Column(key).index()
+	lab := Column(key).Lab()
 	for _, si := range a.serverOrder() {
 		if int(si) >= len(ps) || ps[si].n == 0 {
 			continue
@@ -128,6 +151,8 @@ func (a *Accumulator) Clusters(cell int, key string) []stats.Cluster {
 		switch {
 		case key == Selective:
 			out = append(out, stats.Cluster{N: sc.col[Cover.index()], Sum: float64(sc.col[Strict.index()])})
+		case lab:
+			out = append(out, stats.Cluster{N: sc.lab, Sum: float64(sc.col[col])})
 		case col >= 0:
 			out = append(out, stats.Cluster{N: sc.n, Sum: float64(sc.col[col])})
 		}
@@ -159,16 +184,21 @@ func (a *Accumulator) Analyze(opt Options) (*Analysis, error) {
 func (a *Accumulator) cellStats(i int, c results.Cell, opt Options) CellStats {
 	cs := CellStats{Cell: c, Bootstrap: CellBootstrap{B: opt.B, Seed: opt.Seed}}
 	for _, key := range RateKeys {
+		if !hasRate(&c, key) {
+			continue
+		}
 		k, n := rateCounts(&c, key)
 		est := math.NaN()
 		if n > 0 {
 			est = float64(k) / float64(n)
 		}
-		*cs.Rates.At(key) = Num(est)
-		lo, hi := stats.Wilson(k, n, opt.Conf)
-		*cs.Wilson.At(key) = Bounds{lo, hi}
+		cs.Rates.Set(key, Num(est))
+		if !Column(key).Sum() {
+			lo, hi := stats.Wilson(k, n, opt.Conf)
+			cs.Wilson.Set(key, Bounds{lo, hi})
+		}
 		iv := stats.ClusterBootstrap(a.Clusters(i, key), opt.boot())
-		*cs.Bootstrap.At(key) = Bounds{iv.Lo, iv.Hi}
+		cs.Bootstrap.Set(key, Bounds{iv.Lo, iv.Hi})
 		if len(iv.Warnings) > 0 {
 			if cs.Bootstrap.Warnings == nil {
 				cs.Bootstrap.Warnings = map[string][]stats.Warning{}

@@ -76,7 +76,8 @@ type Pair struct {
 }
 
 // PairStats are the paired statistics of A − B over decisions matched one
-// to one (both counted, status ok).
+// to one (both counted, status ok; for a lab column, both with lab
+// outcomes).
 type PairStats struct {
 	N            int    `json:"n"`             // matched pairs
 	CountA       int    `json:"count_a"`       // pairs with the outcome under A
@@ -87,7 +88,8 @@ type PairStats struct {
 	McNemarP     Num    `json:"mcnemar_p"`     // exact two-sided McNemar p; null when N = 0
 	Bootstrap    Bounds `json:"bootstrap"`     // percentile cluster-bootstrap interval of Diff
 	// Unpaired counts decisions of either side left without a counted
-	// partner (a missing decision, or a transport error on either side).
+	// partner (a missing decision, or a transport error on either side;
+	// for a lab column, a partner without lab outcomes).
 	Unpaired int             `json:"unpaired"`
 	Warnings []stats.Warning `json:"warnings,omitempty"`
 }
@@ -98,10 +100,10 @@ type pairAgg struct {
 }
 
 // pair records the decisions fa and fb of one unit on column bit when
-// both were counted, and returns how many of them lacked a partner (0, or
-// 1 when exactly one was counted).
-func (p *pairAgg) pair(fa, fb, bit uint16) int {
-	okA, okB := fa&flagOK != 0, fb&flagOK != 0
+// both have the bits need (Column.need), and returns how many of them
+// lacked a partner (0, or 1 when exactly one has them).
+func (p *pairAgg) pair(fa, fb, bit, need uint16) int {
+	okA, okB := fa&need == need, fb&need == need
 	if okA && okB {
 		p.add(fa&bit != 0, fb&bit != 0)
 		return 0
@@ -196,14 +198,14 @@ func (a *Accumulator) pairs(opt Options) ([]Pair, error) {
 func (a *Accumulator) pairWithin(g int32, s PairSpec, order []int32, opt Options) PairStats {
 	nc := len(study.AllConditions)
 	ia, ib := condIndex(s.A), condIndex(s.B)
-	bit := s.Column.bit()
+	bit, need := s.Column.bit(), s.Column.need()
 	per := make([]pairAgg, len(a.servers.names))
 	unpaired := 0
 	for u, k := range a.unitKeys {
 		if k.group != g {
 			continue
 		}
-		unpaired += per[a.unitServer[u]].pair(a.unitFlags[u*nc+ia], a.unitFlags[u*nc+ib], bit)
+		unpaired += per[a.unitServer[u]].pair(a.unitFlags[u*nc+ia], a.unitFlags[u*nc+ib], bit, need)
 	}
 	return pairStats(per, order, unpaired, opt)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -92,6 +93,14 @@ func interval(b Bounds) string {
 	return "[" + Pct(b.Lo) + ", " + Pct(b.Hi) + "]"
 }
 
+// rateInterval formats [lo, hi] of rate key as FormatRate does.
+func rateInterval(key string, b Bounds) string {
+	if !b.Defined() {
+		return "—"
+	}
+	return "[" + FormatRate(key, b.Lo) + ", " + FormatRate(key, b.Hi) + "]"
+}
+
 // PValue formats a p-value: three significant digits, or scientific
 // notation below 0.001 ("—" when undefined).
 func PValue(p float64) string {
@@ -161,16 +170,31 @@ func WriteIntervals(w io.Writer, an *Analysis) error {
 	fmt.Fprintf(w, "Rates in %% with %g%% intervals: Wilson score (no continuity correction) and percentile\n", 100*bi.Conf)
 	fmt.Fprintf(w, "cluster bootstrap resampling the %d servers with replacement (B = %d, seed %d).\n", bi.Clusters, bi.B, bi.Seed)
 	fmt.Fprintln(w, "Strict/Cover is selective accuracy: Strict out of the Cover decisions.")
+	if slices.ContainsFunc(an.Cells, func(c CellStats) bool { return c.LabN > 0 }) {
+		fmt.Fprintln(w, "Recovered and Harm are out of the decisions with lab outcomes (replay: live); Calls and LabMS are")
+		fmt.Fprintln(w, "means per such decision (tool calls; lab-clock ms), with a bootstrap interval and no Wilson interval.")
+	}
 	fmt.Fprintln(w)
 	seen := map[string]bool{}
 	tw := newTable(w)
 	fmt.Fprintln(tw, "model\tprompt\tcondition\trate\tk/n\test\tWilson\tbootstrap\tnotes")
 	for _, c := range an.Cells {
 		for _, key := range RateKeys {
+			est := c.Rates.At(key)
+			if est == nil {
+				continue
+			}
 			k, n := rateCounts(&c.Cell, key)
+			wilson := "—"
+			if b := c.Wilson.At(key); b != nil {
+				wilson = interval(*b)
+			}
+			boot := "—"
+			if b := c.Bootstrap.At(key); b != nil {
+				boot = rateInterval(key, *b)
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", c.Model, c.Prompt, c.Condition, RateLabel(key), k, n,
-				Pct(float64(*c.Rates.At(key))), interval(*c.Wilson.At(key)), interval(*c.Bootstrap.At(key)),
-				tags(c.Bootstrap.Warnings[key], seen))
+				FormatRate(key, float64(*est)), wilson, boot, tags(c.Bootstrap.Warnings[key], seen))
 		}
 	}
 	if err := tw.Flush(); err != nil {

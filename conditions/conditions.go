@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"text/template"
 
@@ -29,18 +30,23 @@ const (
 )
 
 // Prompt is a parsed prompt template; it defines the templates "system",
-// "user" and "replay".
+// "user" and "replay", and optionally "live" (needed by live replay only).
 type Prompt struct {
 	Name string
 	tmpl *template.Template
+	live bool // "live" is defined
 }
 
-// Data is what the user and replay templates receive.
+// Data is what the user, replay and live templates receive.
 type Data struct {
 	Observation string          // the client-normalized observation, indented JSON
 	Annotation  string          // what the condition adds; "" for normalized
 	Condition   study.Condition // the condition name
-	Replay      int             // replay number (1…cap) in "replay", 0 in "user"
+	Replay      int             // replay number (1…cap) in "replay" and "live", 0 in "user"
+	// Policy is, in "live", the policy the harness executed before the
+	// message (retry_now, retry_later, revise_arguments, select_tool or
+	// authenticate); "" in "user" and "replay".
+	Policy study.Policy
 }
 
 // ParsePrompt parses template text; file names the source in errors.
@@ -55,13 +61,18 @@ func ParsePrompt(name, file, text string) (*Prompt, error) {
 			return nil, fmt.Errorf("prompt %s: template %q is not defined", file, n)
 		}
 	}
-	p := &Prompt{Name: name, tmpl: t}
+	p := &Prompt{Name: name, tmpl: t, live: t.Lookup("live") != nil}
 	// Execute once on sample data so a broken template fails at load time.
 	if _, err := p.exec("user", Data{Observation: "{}", Annotation: "x", Condition: study.CodeOnly}); err != nil {
 		return nil, err
 	}
 	if _, err := p.exec("replay", Data{Observation: "{}", Annotation: "x", Condition: study.CodeOnly, Replay: 1}); err != nil {
 		return nil, err
+	}
+	if p.live {
+		if _, err := p.exec("live", Data{Observation: "{}", Annotation: "x", Condition: study.CodeOnly, Replay: 1, Policy: study.RetryLater}); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := p.exec("system", nil); err != nil {
 		return nil, err
@@ -104,6 +115,52 @@ func (p *Prompt) Replayed(s *study.Scenario, c study.Condition, n int) (Message,
 	}
 	text, err := p.exec("replay", d)
 	return Message{Role: User, Content: text}, err
+}
+
+// HasLive reports whether the prompt defines the "live" template, which
+// live replay (manifest replay: live) renders its replay messages with.
+func (p *Prompt) HasLive() bool { return p.live }
+
+// Live renders the user message of a live replay: replay number n
+// (1-based) executed policy and returned observation obs, a
+// client-normalized observation of scenario s's environment, shown under
+// condition c through the "live" template.
+//
+// Note: the condition's annotation is derived from the corpus record, so
+// it describes the scenario's recorded failure only: it is added when obs
+// is that failure again (the same JSON value as the record's
+// observation), and left out for any other result (a success, another
+// failure), which the model then sees as the environment returned it.
+func (p *Prompt) Live(s *study.Scenario, c study.Condition, n int, policy study.Policy, obs json.RawMessage) (Message, error) {
+	if !p.live {
+		return Message{}, fmt.Errorf("prompt %s: template \"live\" is not defined (live replay needs it)", p.tmpl.Name())
+	}
+	text, err := Indent(obs)
+	if err != nil {
+		return Message{}, fmt.Errorf("scenario %s: live observation: %w", s.ID, err)
+	}
+	d := Data{Observation: text, Condition: c, Replay: n, Policy: policy}
+	if SameJSON(obs, s.Observation) {
+		if d.Annotation, err = Annotation(s, c); err != nil {
+			return Message{}, err
+		}
+	}
+	text, err = p.exec("live", d)
+	return Message{Role: User, Content: text}, err
+}
+
+// SameJSON reports whether a and b are the same JSON value: equal after
+// decoding (object key order and white space aside); invalid JSON is not
+// the same as anything.
+func SameJSON(a, b json.RawMessage) bool {
+	if bytes.Equal(a, b) {
+		return json.Valid(a)
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }
 
 // DataFor builds the template data of scenario s under condition c.

@@ -274,3 +274,47 @@ func TestEnvelopeCondition(t *testing.T) {
 		t.Error("Annotation accepted an unknown condition")
 	}
 }
+
+// TestLive pins the live replay message of the default prompt: the real
+// result, annotated under the condition only when it is the scenario's
+// recorded failure again; a prompt without "live" cannot render one.
+func TestLive(t *testing.T) {
+	m, p := load(t)
+	s := &m.Corpus.Scenarios[0]
+	if !p.HasLive() {
+		t.Fatal("the default prompt has no live template")
+	}
+	success := json.RawMessage(`{"result": {"isError": false, "content": [{"type": "text", "text": "done"}]}}`)
+	got, err := p.Live(s, study.CodeOnly, 2, study.RetryLater, success)
+	want := "The agent carried out retry_later (replay 2). The call it made returned:\n{\n  \"result\": {\n    \"isError\": false,\n    \"content\": [\n      {\n        \"type\": \"text\",\n        \"text\": \"done\"\n      }\n    ]\n  }\n}"
+	if err != nil || got.Role != conditions.User || got.Content != want {
+		t.Errorf("success: %q (%v)\nwant %q", got.Content, err, want)
+	}
+	// The same failure, with other white space and key order: annotated.
+	var v map[string]any
+	json.Unmarshal(s.Observation, &v)
+	again, _ := json.Marshal(v)
+	got, err = p.Live(s, study.CodeOnly, 1, study.RetryNow, again)
+	obs, _ := conditions.Indent(again)
+	want = "The agent carried out retry_now (replay 1). The call it made returned:\n" + obs + "\n\nError code: " + s.Code
+	if err != nil || got.Content != want {
+		t.Errorf("same failure: %q (%v)\nwant %q", got.Content, err, want)
+	}
+	if _, err := p.Live(s, study.CodeOnly, 1, study.RetryNow, json.RawMessage(`{`)); err == nil {
+		t.Error("an invalid observation rendered")
+	}
+	text := m.Prompts[0].Text
+	old, err := conditions.ParsePrompt("old", "old.tmpl", text[:strings.Index(text, `{{define "live"`)])
+	if err != nil || old.HasLive() {
+		t.Fatalf("prompt without live: %v", err)
+	}
+	if _, err := old.Live(s, study.CodeOnly, 1, study.RetryNow, success); err == nil || !strings.Contains(err.Error(), `prompt old.tmpl: template "live" is not defined`) {
+		t.Errorf("prompt without live: %v", err)
+	}
+	if _, err := conditions.ParsePrompt("bad", "bad.tmpl", text+`{{define "live"}}{{.Nope}}{{end}}`); err == nil {
+		t.Error("a broken live template parsed")
+	}
+	if conditions.SameJSON(json.RawMessage(`{"a":1}`), json.RawMessage(`{"a":2}`)) || !conditions.SameJSON(json.RawMessage(`{"a":1,"b":[true]}`), json.RawMessage(` {"b":[true], "a":1.0}`)) {
+		t.Error("SameJSON")
+	}
+}

@@ -61,6 +61,9 @@ type Manifest struct {
 	Temperature float64 `yaml:"temperature" json:"temperature"`
 	// ReplayCap is the most replays per decision (default 3; 0 to 10).
 	ReplayCap *int `yaml:"replay_cap" json:"replay_cap"`
+	// Replay is how a replay is made: ReplayStored (the default when
+	// absent) or ReplayLive.
+	Replay string `yaml:"replay,omitempty" json:"replay,omitempty"`
 	// Models are the systems under test.
 	Models []Model `yaml:"models" json:"models"`
 	// MaxInFlight caps the model calls in flight across all models and
@@ -156,6 +159,20 @@ type Resolved struct {
 type PromptFile struct {
 	Name, Path, SHA256, Text string
 }
+
+// Replay modes, the values of a manifest's replay field.
+const (
+	// ReplayStored returns the stored failure again for each immediate
+	// replay (the paper's simulator; the default).
+	ReplayStored = "stored"
+	// ReplayLive executes every policy the model chooses (but
+	// stop_or_escalate) in a fresh, seeded environment and shows the model
+	// the real result (STUDY.md section 7).
+	ReplayLive = "live"
+)
+
+// Live reports whether the manifest asks for live replay.
+func (m *Manifest) Live() bool { return m.Replay == ReplayLive }
 
 // Cap returns the effective replay cap.
 func (m *Manifest) Cap() int {
@@ -353,6 +370,9 @@ func Parse(source string, data []byte) (*Manifest, error) {
 	}
 	if m.ReplayCap != nil && (*m.ReplayCap < 0 || *m.ReplayCap > 10) {
 		bad("replay_cap", "want 0 to 10, got %d", *m.ReplayCap)
+	}
+	if m.Replay != "" && m.Replay != ReplayStored && m.Replay != ReplayLive {
+		bad("replay", "want %q (the default) or %q, got %s", ReplayStored, ReplayLive, input.Quote(m.Replay))
 	}
 	if len(m.Models) == 0 {
 		bad("models", "want at least one model")

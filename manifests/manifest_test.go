@@ -96,6 +96,7 @@ func TestParseRejects(t *testing.T) {
 		{"replicates", "replicates: 5", "replicates: 0", "field replicates: want 1 to 100000, got 0"},
 		{"temperature", "temperature: 0.7", "temperature: 7", "field temperature: want 0 to 2, got 7"},
 		{"replay cap", "replay_cap: 3", "replay_cap: 11", "field replay_cap: want 0 to 10, got 11"},
+		{"replay", "replay_cap: 3", "replay_cap: 3\nreplay: replayed", `field replay: want "stored" (the default) or "live", got "replayed"`},
 		{"condition", "conditions: [normalized,", "conditions: [normalised,", `field conditions[0]: unknown condition "normalised"`},
 		{"duplicate condition", "code_only, structured", "code_only, code_only", `field conditions[2]: duplicate condition "code_only"`},
 		{"no corpus", "corpus: corpus/paper", "corpus: ''", "field corpus: missing"},
@@ -121,6 +122,15 @@ func TestParseRejects(t *testing.T) {
 	}
 	if _, ok := m.Models[0].Format.(map[string]any); !ok {
 		t.Errorf("a schema format decodes as %T, want map[string]any", m.Models[0].Format)
+	}
+	if m.Live() || m.Replay != "" {
+		t.Errorf("a manifest without replay has replay %q, want stored", m.Replay)
+	}
+	for _, mode := range []string{"stored", "live"} {
+		m, err := Parse("m.yaml", []byte(strings.Replace(good, "replay_cap: 3", "replay_cap: 3\nreplay: "+mode, 1)))
+		if err != nil || m.Replay != mode || m.Live() != (mode == "live") {
+			t.Errorf("replay: %s parses as %+v (%v)", mode, m, err)
+		}
 	}
 }
 

@@ -1,13 +1,19 @@
 package results
 
 import (
+	"bytes"
+	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/mcpstress/stress/study"
 )
 
 // Cell holds the exact counts of one (model, prompt, condition); each count
-// is out of N counted decisions, except Extra, a sum of replays.
+// is out of N counted decisions, except Extra, a sum of replays, and the
+// lab columns: Recovered and Harm are out of LabN, the counted decisions
+// with lab outcomes (replay: live), and Calls and LabMS are sums over
+// them. In JSON, lab_n and the lab columns appear only when LabN > 0.
 type Cell struct {
 	Model      string          `json:"model"`
 	Prompt     string          `json:"prompt"`
@@ -21,6 +27,56 @@ type Cell struct {
 	TerminalFS int             `json:"terminal_fs"` // succeeded at the final turn
 	Extra      int             `json:"extra"`       // replays the simulator issued
 	Errors     int             `json:"errors"`      // decisions that failed (transport) and are not counted
+	LabN       int             `json:"lab_n"`       // counted decisions with lab outcomes (replay: live)
+	Recovered  int             `json:"recovered"`   // the final state holds the intended effect exactly once
+	Harm       int             `json:"harm"`        // the final state holds a forbidden effect
+	Calls      int             `json:"calls"`       // tool calls made (a sum)
+	LabMS      int             `json:"lab_ms"`      // lab-clock milliseconds to the final state (a sum)
+}
+
+// MarshalJSON implements json.Marshaler: the fields in order, but lab_n
+// and the lab columns only when the cell has decisions with lab outcomes,
+// so that stored-replay cells print as they always did.
+func (c Cell) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	str := func(key, v string) {
+		kb, _ := json.Marshal(key)
+		vb, _ := json.Marshal(v)
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(vb)
+		b.WriteByte(',')
+	}
+	num := func(key string, v int) {
+		kb, _ := json.Marshal(key)
+		b.Write(kb)
+		b.WriteByte(':')
+		b.WriteString(strconv.Itoa(v))
+		b.WriteByte(',')
+	}
+	b.WriteByte('{')
+	str("model", c.Model)
+	str("prompt", c.Prompt)
+	str("condition", string(c.Condition))
+	num("n", c.N)
+	for i := range Columns {
+		if !Columns[i].Kind.Lab() {
+			num(Columns[i].Name, Columns[i].Count(&c))
+		}
+	}
+	num("extra", c.Extra)
+	num("errors", c.Errors)
+	if c.LabN > 0 {
+		num("lab_n", c.LabN)
+		for i := range Columns {
+			if Columns[i].Kind.Lab() {
+				num(Columns[i].Name, Columns[i].Count(&c))
+			}
+		}
+	}
+	out := b.Bytes()
+	out[len(out)-1] = '}'
+	return out, nil
 }
 
 type cellKey struct {
@@ -53,10 +109,16 @@ func (t *Tally) Add(r *Row) {
 		return
 	}
 	c.N++
+	lab := false
 	for i := range Columns {
-		if Columns[i].Of(r) {
-			*Columns[i].cell(c)++
+		v, ok := Columns[i].Value(r)
+		if ok {
+			*Columns[i].cell(c) += int(v)
+			lab = lab || Columns[i].Kind.Lab()
 		}
+	}
+	if lab {
+		c.LabN++
 	}
 	c.Extra += int(r.Replays)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
@@ -170,6 +171,33 @@ type Head struct {
 	Error          string `json:"error,omitempty"`
 	// Events are the call's transport events (their kinds only).
 	Events []EventHead `json:"transport_events,omitempty"`
+	// Replay is "live" for a decision run with live replay, "" for stored.
+	Replay string `json:"replay,omitempty"`
+	// Result says the line carries a result: the last answer was executed
+	// and the environment settled the decision (live replay).
+	Result present `json:"result,omitempty"`
+	// Env is the environment's outcome, on the last line of a live
+	// decision that completed (its state is not read).
+	Env *EnvHead `json:"env,omitempty"`
+}
+
+// EnvHead is the part of a live decision's environment outcome that
+// scoring reads: simulator.EnvOutcome without the state.
+type EnvHead struct {
+	Recovered bool  `json:"recovered"` // the intended effect is present exactly once
+	Harm      bool  `json:"harm"`      // a forbidden effect is present
+	Calls     int   `json:"calls"`     // tool calls made
+	ClockMS   int64 `json:"clock_ms"`  // lab-clock ms to the final state
+}
+
+// present is true when its JSON member is there and not null; decoding it
+// does not copy the value.
+type present bool
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (p *present) UnmarshalJSON(b []byte) error {
+	*p = string(b) != "null"
+	return nil
 }
 
 // EventHead is the part of a transport event that the analysis reads.
@@ -203,7 +231,8 @@ func (g *Group) Check() error {
 
 // Complete reports whether the group is a finished decision under replay
 // cap replayCap: its last call failed for good, or its last answer ends
-// the trajectory. An incomplete group is a decision interrupted
+// the trajectory (under live replay: its last line carries the
+// environment's outcome). An incomplete group is a decision interrupted
 // mid-trajectory.
 func (g *Group) Complete(replayCap int) bool {
 	if len(g.Heads) == 0 || g.Check() != nil {
@@ -212,6 +241,9 @@ func (g *Group) Complete(replayCap int) bool {
 	last := &g.Heads[len(g.Heads)-1]
 	if last.Error != "" {
 		return true
+	}
+	if last.Replay != "" {
+		return last.Env != nil
 	}
 	return !simulator.Continues(simulator.ParseAnswer(last.Response), last.Turn, replayCap)
 }
@@ -226,7 +258,9 @@ func (g *Group) Failed() bool {
 // path of a decision from its call lines, used by the run, resume, merge
 // and analyze. It fails when the turns break the trajectory rules (a gap,
 // a failed call before the last, a replay after an answer other than a
-// valid retry_now).
+// valid retry_now; under live replay, a call after an answer other than a
+// valid policy but stop_or_escalate, or no environment outcome at the
+// end; lines of both replay modes).
 func (g *Group) Row() (Row, error) {
 	if len(g.Heads) == 0 {
 		return Row{}, fmt.Errorf("decision %s: no call lines", g.Key)
@@ -236,8 +270,25 @@ func (g *Group) Row() (Row, error) {
 	}
 	h0 := &g.Heads[0]
 	last := &g.Heads[len(g.Heads)-1]
+	for i := range g.Heads {
+		if g.Heads[i].Replay != h0.Replay {
+			return Row{}, fmt.Errorf("decision %s: turn 0 has replay %q but turn %d has %q", g.Key, h0.Replay, i, g.Heads[i].Replay)
+		}
+	}
+	switch h0.Replay {
+	case "":
+		if last.Env != nil || bool(last.Result) {
+			return Row{}, fmt.Errorf("decision %s: a stored-replay decision carries a live environment's outcome", g.Key)
+		}
+	case manifests.ReplayLive:
+	default:
+		return Row{}, fmt.Errorf("decision %s: unknown replay %q (want %q)", g.Key, h0.Replay, manifests.ReplayLive)
+	}
 	if last.Error != "" {
 		return errorRow(g.Key, h0.Server, h0.Seed, len(g.Heads), fmt.Sprintf("turn %d: %s", last.Turn, last.Error)), nil
+	}
+	if h0.Replay == manifests.ReplayLive {
+		return g.liveRow()
 	}
 	answers := make([]simulator.Answer, len(g.Heads))
 	for i := range g.Heads {
@@ -247,6 +298,41 @@ func (g *Group) Row() (Row, error) {
 		}
 	}
 	o := simulator.Score(answers, h0.Preferred, h0.NonHarm)
+	return scoredRow(g.Key, h0.Server, h0.Seed, &o), nil
+}
+
+// liveRow scores a live decision that completed. Every answer but the
+// last was executed (a valid policy other than stop_or_escalate) and
+// followed by a turn; the last was executed too when its line carries the
+// result; the last line carries the environment's outcome.
+func (g *Group) liveRow() (Row, error) {
+	h0 := &g.Heads[0]
+	n := len(g.Heads)
+	answers := make([]simulator.Answer, n)
+	for i := range g.Heads {
+		h := &g.Heads[i]
+		answers[i] = simulator.ParseAnswer(h.Response)
+		executable := answers[i].Valid && answers[i].Policy != study.StopOrEscalate
+		if i < n-1 && !executable {
+			return Row{}, fmt.Errorf("decision %s: turn %d answered %q but a call followed (live replay executes a valid policy other than stop_or_escalate)", g.Key, i, h.Response)
+		}
+		if i < n-1 && (h.Env != nil || bool(h.Result)) {
+			return Row{}, fmt.Errorf("decision %s: turn %d carries the environment's result or outcome but is not the last turn", g.Key, i)
+		}
+		if i == n-1 && bool(h.Result) && !executable {
+			return Row{}, fmt.Errorf("decision %s: turn %d answered %q but carries the result of an executed policy", g.Key, i, h.Response)
+		}
+	}
+	last := &g.Heads[n-1]
+	if last.Env == nil {
+		return Row{}, fmt.Errorf("decision %s: the last line (turn %d) of a live decision lacks the environment's outcome", g.Key, last.Turn)
+	}
+	executed := n - 1
+	if last.Result {
+		executed++
+	}
+	e := last.Env
+	o := simulator.ScoreLive(answers, executed, h0.Preferred, h0.NonHarm, simulator.EnvOutcome{Recovered: e.Recovered, Harm: e.Harm, Calls: e.Calls, ClockMS: e.ClockMS})
 	return scoredRow(g.Key, h0.Server, h0.Seed, &o), nil
 }
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
@@ -68,6 +69,23 @@ type Call struct {
 	// OriginalBodySHA256 is the sha256 of the body the server sent, when
 	// Body was redacted (to match it against the server's own records).
 	OriginalBodySHA256 string `json:"original_body_sha256,omitempty"`
+	// Replay is "live" on every line of a decision run with live replay
+	// (manifests.ReplayLive); absent under stored replay. It selects the
+	// trajectory rules Group.Row applies.
+	Replay string `json:"replay,omitempty"`
+	// Observation is, under live replay, what the environment returned
+	// for the call this turn shows (Start's at turn 0, else the result of
+	// the policy executed after the previous turn).
+	Observation json.RawMessage `json:"observation,omitempty"`
+	// Result is, under live replay and on the last line only, the
+	// observation of the policy executed after the last turn when the
+	// environment settled the decision (no turn shows it). Its presence
+	// says that the last answer was executed.
+	Result json.RawMessage `json:"result,omitempty"`
+	// Env is, under live replay and on the last line of a decision that
+	// completed, the outcome read from the environment's final state
+	// (recovered, harm, calls, clock_ms, state): the end of the decision.
+	Env *simulator.EnvOutcome `json:"env,omitempty"`
 }
 
 // Decision statuses in decisions.parquet.
@@ -96,7 +114,34 @@ type Row struct {
 	Invalid     bool   `parquet:"invalid" json:"invalid"`
 	AnyFS       bool   `parquet:"any_fs" json:"any_fs"`
 	TerminalFS  bool   `parquet:"terminal_fs" json:"terminal_fs"`
-	Error       string `parquet:"error" json:"error,omitempty"`
+	// The lab columns: set for a decision with lab outcomes (replay:
+	// live), nil (null in Parquet, absent in JSON) for stored replay and
+	// error decisions.
+	Recovered *bool  `parquet:"recovered,optional" json:"recovered,omitempty"`
+	Harm      *bool  `parquet:"harm,optional" json:"harm,omitempty"`
+	Calls     *int64 `parquet:"calls,optional" json:"calls,omitempty"`
+	LabMS     *int64 `parquet:"lab_ms,optional" json:"lab_ms,omitempty"`
+	Error     string `parquet:"error" json:"error,omitempty"`
+}
+
+// Equal reports whether rows r and o hold the same values (the lab
+// columns compared by value, not by pointer).
+func (r *Row) Equal(o *Row) bool {
+	a, b := *r, *o
+	for i := range Columns {
+		c := &Columns[i]
+		if !c.Kind.Lab() {
+			continue
+		}
+		va, oka := c.Value(&a)
+		vb, okb := c.Value(&b)
+		if va != vb || oka != okb {
+			return false
+		}
+		c.Clear(&a)
+		c.Clear(&b)
+	}
+	return a == b
 }
 
 // Key returns the decision key of the row.
@@ -137,6 +182,10 @@ func scoredRow(k simulator.Key, server string, seed int64, o *simulator.Outcome)
 	r.FinalLabel, r.FinalStatus = string(o.Final), string(o.FinalStatus)
 	r.Turns, r.Replays = int64(o.Turns), int64(o.Replays)
 	r.Strict, r.Cover, r.Retry, r.Invalid, r.AnyFS, r.TerminalFS = o.Strict, o.Cover, o.Retry, o.Invalid, o.AnyFS, o.TerminalFS
+	if o.Live {
+		recovered, harm, calls, ms := o.Recovered, o.Harm, int64(o.Calls), o.LabMS
+		r.Recovered, r.Harm, r.Calls, r.LabMS = &recovered, &harm, &calls, &ms
+	}
 	return r
 }
 
@@ -154,6 +203,12 @@ func CallsOf(d *simulator.Decision, s *study.Scenario) []Call {
 		}
 		c.Redacted, c.OriginalBodySHA256 = t.Reply.Redacted, t.Reply.OriginalBodySHA256
 		c.Events = t.Reply.Events
+		if d.Live {
+			c.Replay, c.Observation, c.Result = manifests.ReplayLive, t.Observation, t.Result
+			if i == len(d.Turns)-1 && d.Err == nil {
+				c.Env = d.Env
+			}
+		}
 		if t.Err != nil {
 			c.Error = t.Err.Error()
 			var ce *models.CallError

@@ -83,6 +83,9 @@ func sameHashes(what string, then, now []fileHash) []error {
 // shard. Resuming a finished bundle only rewrites its derived files.
 func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*results.Summary, error) {
 	opt = opt.withDefaults()
+	if err := p.checkEnv(opt); err != nil {
+		return nil, err
+	}
 	if _, err := results.ReadRecord(dir); err != nil {
 		return nil, err
 	}

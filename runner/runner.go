@@ -24,6 +24,7 @@ import (
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
 )
 
 // Options tunes a run.
@@ -69,6 +70,19 @@ type Options struct {
 	// SyncEvery is the interval between fsyncs of calls.jsonl (default 1 s):
 	// at most that much work is lost to a power failure.
 	SyncEvery time.Duration
+	// Env makes the environments of a study with live replay (manifest
+	// replay: live), one per decision (for the lab: labenv.Factory(set)).
+	// A live study without it is refused before any call; a stored one
+	// ignores it.
+	Env simulator.EnvFactory
+}
+
+// checkEnv refuses a live study without an environment factory.
+func (p *Plan) checkEnv(opt Options) error {
+	if p.m.Live() && opt.Env == nil {
+		return fmt.Errorf("manifest %s: field replay: %q needs an environment for each decision (runner.Options.Env, e.g. the lab's labenv.Factory), and none was given", p.m.Source, manifests.ReplayLive)
+	}
+	return nil
 }
 
 func (o Options) withDefaults() Options {
@@ -148,10 +162,14 @@ func Prepare(m *manifests.Resolved, allowUnpinned bool) (*Plan, error) {
 		}
 		p.endpoints = append(p.endpoints, insts)
 	}
-	for _, pf := range m.Prompts {
+	for i, pf := range m.Prompts {
 		pr, err := conditions.ParsePrompt(pf.Name, pf.Path, pf.Text)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("manifest %s: %w", m.Source, err))
+			continue
+		}
+		if m.Live() && !pr.HasLive() {
+			errs = append(errs, fmt.Errorf("manifest %s: field prompts[%d].path: %s defines no \"live\" template, which replay: live renders its replay messages with", m.Source, i, pf.Path))
 			continue
 		}
 		p.prompts = append(p.prompts, pr)
@@ -198,6 +216,9 @@ func (p *Plan) preflight(ctx context.Context, log io.Writer) error {
 func (p *Plan) Run(ctx context.Context, opt Options) (dir string, sum *results.Summary, err error) {
 	opt = opt.withDefaults()
 	m := p.m
+	if err := p.checkEnv(opt); err != nil {
+		return "", nil, err
+	}
 	if err := p.preflight(ctx, opt.Log); err != nil {
 		return "", nil, err
 	}

@@ -109,11 +109,19 @@ func checkBundle(t *testing.T, dir string, sum *results.Summary) {
 // TestParquetReadByDuckDB reads decisions.parquet with DuckDB, an
 // independent Parquet implementation, and compares its sums with ours.
 func TestParquetReadByDuckDB(t *testing.T) {
+	dir, sum := runBuiltin(t)
+	duckDBCells(t, dir, sum, 1260)
+}
+
+// duckDBCells reads dir's decisions.parquet with DuckDB and checks its
+// rows, column types and per-cell sums (the lab columns included) against
+// the run's summary.
+func duckDBCells(t *testing.T, dir string, sum *results.Summary, rows int) {
+	t.Helper()
 	script, _ := filepath.Abs("../scripts/duckdb/check.mjs")
 	if _, err := os.Stat(filepath.Join(filepath.Dir(script), "node_modules", "@duckdb", "node-api")); err != nil {
 		t.Fatalf("DuckDB for Node is not installed (run scripts/test, which installs it): %v", err)
 	}
-	dir, sum := runBuiltin(t)
 	out, err := exec.Command("node", script, filepath.Join(dir, results.DecisionsFile)).Output()
 	if err != nil {
 		t.Fatalf("node %s: %v", script, err)
@@ -126,14 +134,15 @@ func TestParquetReadByDuckDB(t *testing.T) {
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if got.Rows != 1260 {
-		t.Errorf("DuckDB reads %d rows, want 1260", got.Rows)
+	if got.Rows != rows {
+		t.Errorf("DuckDB reads %d rows, want %d", got.Rows, rows)
 	}
 	cols := map[string]string{}
 	for _, c := range got.Columns {
 		cols[c.Name] = c.Type
 	}
-	for name, typ := range map[string]string{"model": "VARCHAR", "replicate": "BIGINT", "seed": "BIGINT", "strict": "BOOLEAN", "terminal_fs": "BOOLEAN", "replays": "BIGINT", "status": "VARCHAR"} {
+	for name, typ := range map[string]string{"model": "VARCHAR", "replicate": "BIGINT", "seed": "BIGINT", "strict": "BOOLEAN", "terminal_fs": "BOOLEAN", "replays": "BIGINT", "status": "VARCHAR",
+		"recovered": "BOOLEAN", "harm": "BOOLEAN", "calls": "BIGINT", "lab_ms": "BIGINT"} {
 		if cols[name] != typ {
 			t.Errorf("column %s: DuckDB type %q, want %s", name, cols[name], typ)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"sync"
 	"time"
@@ -129,6 +130,9 @@ func (s *session) start(runCtx, callCtx context.Context) <-chan finished {
 	for mi := range m.Models {
 		md := &m.Models[mi]
 		cfg := simulator.Config{StudySeed: m.Seed, Temperature: m.Temperature, ReplayCap: m.Cap(), Options: md.Options}
+		if m.Live() {
+			cfg.Env = s.opt.Env
+		}
 		q := s.produce(runCtx, mi)
 		for e, host := range md.Hosts() {
 			model := p.endpoints[mi][e]
@@ -276,7 +280,9 @@ func (c *collector) add(callCtx context.Context, f *finished, idle bool) {
 		return // cancelled by the interrupt: redone on resume
 	}
 	if len(d.Turns) == 0 || (d.Err != nil && d.Turns[len(d.Turns)-1].Err == nil) {
-		// Not a transport failure: the prompt failed to render.
+		// Not a transport failure: the prompt failed to render, or the
+		// environment of a live decision failed. The run stops (a resume
+		// redoes the decision once the cause is fixed).
 		c.fail(fmt.Errorf("decision %s: %w", d.Key, d.Err))
 		return
 	}
@@ -409,18 +415,28 @@ func (s *session) finalize() (*results.Summary, error) {
 	return sum, nil
 }
 
-// outcome is the row of a decision that ran in this session, in 8 bytes,
-// so that finalize need not read its lines back (only decisions that
-// completed; error decisions are read back).
+// outcome is the row of a decision that ran in this session, in 16
+// bytes, so that finalize need not read its lines back (only decisions
+// that completed; error decisions, and the rare decision whose numbers do
+// not fit, are read back).
 type outcome struct {
 	ok      bool
 	label   uint8 // 1 + index in study.Policies; 0 for none
 	status  uint8 // 0 none, 1 failed, 2 succeeded
 	turns   uint8
 	replays uint8
-	flags   uint16 // bit i: results.Columns[i]
-	events  uint16
+	// flags has bit i for results.Columns[i], a Flag or LabFlag column
+	// that is set, and outcomeLab when the row has lab outcomes.
+	flags  uint16
+	events uint16
+	// sums are the row's lab sums (results.LabSum columns, in order).
+	sums [2]uint32
 }
+
+// outcomeLab marks an outcome with lab outcomes (live replay): its
+// LabFlag bits and sums are values, not absent. Bits below 13 are the
+// columns' (results.MaxColumns).
+const outcomeLab uint16 = 1 << 15
 
 // pack keeps what the row of completed decision d holds beyond its key.
 func pack(d *simulator.Decision) outcome {
@@ -444,10 +460,24 @@ func pack(d *simulator.Decision) outcome {
 	case study.Succeeded:
 		o.status = 2
 	}
+	lab, k := r.Lab(), 0
+	if lab {
+		o.flags |= outcomeLab
+	}
 	for i := range results.Columns {
-		if results.Columns[i].Of(&r) {
-			o.flags |= 1 << i
+		c := &results.Columns[i]
+		if c.Kind != results.LabSum {
+			if c.Of(&r) {
+				o.flags |= 1 << i
+			}
+			continue
 		}
+		v, _ := c.Value(&r)
+		if k == len(o.sums) || v < 0 || v > math.MaxUint32 {
+			return outcome{} // not representable: read it back
+		}
+		o.sums[k] = uint32(v)
+		k++
 	}
 	if (o.label == 0) != (r.FinalLabel == "") || (o.status == 0) != (r.FinalStatus == "") {
 		return outcome{} // not representable: read it back
@@ -469,8 +499,23 @@ func (o outcome) row(k simulator.Key, server string, seed int64) results.Row {
 	case 2:
 		r.FinalStatus = string(study.Succeeded)
 	}
+	lab, n := o.flags&outcomeLab != 0, 0
 	for i := range results.Columns {
-		results.Columns[i].Set(&r, o.flags&(1<<i) != 0)
+		c := &results.Columns[i]
+		set := int64(o.flags >> i & 1)
+		switch {
+		case c.Kind == results.LabSum:
+			if lab {
+				c.Set(&r, int64(o.sums[n]))
+			}
+			n++
+		case c.Kind == results.LabFlag:
+			if lab {
+				c.Set(&r, set)
+			}
+		case set == 1:
+			c.Set(&r, 1)
+		}
 	}
 	return r
 }

@@ -20,7 +20,15 @@ type Answer struct {
 	Valid bool `json:"valid"`
 	// Reason says why an answer is invalid: one of the Reason constants.
 	Reason string `json:"reason,omitempty"`
+	// DelayMS is the delay before a retry_later that the answer gives in
+	// an optional delay_ms member, in milliseconds (an integer from 1 to
+	// MaxDelayMS); 0 when the member is absent or not such a number. It
+	// never makes an answer invalid, and only live replay reads it.
+	DelayMS int64 `json:"delay_ms,omitempty"`
 }
+
+// MaxDelayMS is the largest delay_ms an answer may give: one day.
+const MaxDelayMS = 86_400_000
 
 // Reasons an answer is invalid.
 const (
@@ -38,7 +46,8 @@ const (
 // ParseAnswer reads a model's raw answer text. It accepts one JSON object
 // holding operation_status and recovery_policy, optionally surrounded by
 // whitespace or inside one Markdown code fence (``` or ```json); anything
-// else is invalid, with a reason. Other members of the object are ignored.
+// else is invalid, with a reason. Other members of the object are ignored,
+// but for an optional delay_ms (see Answer.DelayMS).
 func ParseAnswer(text string) Answer {
 	body := strings.TrimSpace(text)
 	if body == "" {
@@ -71,6 +80,9 @@ func ParseAnswer(text string) Answer {
 	}
 	if p, ok := rawPolicy.(string); ok && study.Policy(p).Valid() {
 		a.Policy = study.Policy(p)
+	}
+	if d, ok := obj["delay_ms"].(float64); ok && d >= 1 && d <= MaxDelayMS && d == float64(int64(d)) {
+		a.DelayMS = int64(d)
 	}
 	switch {
 	case !hasStatus:

@@ -2,7 +2,10 @@ package simulator
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
 )
 
 // Environment is the world a decision acts on when replays are live
@@ -12,7 +15,8 @@ import (
 // uses no Environment.
 //
 // An Environment serves one decision; it is made fresh, and seeded, for
-// each (scenario, replicate) by an EnvFactory.
+// each (scenario, replicate) by an EnvFactory. If it also implements
+// io.Closer, Run closes it when the decision ends (whatever the outcome).
 type Environment interface {
 	// Start makes the scenario's first, failing call and returns its
 	// client-normalized observation ({"exception": …} or {"result": …},
@@ -26,27 +30,48 @@ type Environment interface {
 	// defines, and returns the observation of the call it made (shown to
 	// the model at turn t+1) and whether the trajectory goes on (false:
 	// the call settled the decision, e.g. it succeeded, or the
-	// environment ends it). An error is a failure of the environment
+	// environment ends it; the observation is then recorded but no
+	// further turn shows it). An error is a failure of the environment
 	// itself, not of the call.
+	//
+	// A retry_later waits a.DelayMS on the environment's clock when the
+	// answer gives a delay, else the delay the failure's contract gives
+	// (a retry-after), else DefaultRetryDelayMS.
 	Execute(ctx context.Context, t int, a Answer) (obs json.RawMessage, more bool, err error)
 	// Final returns the outcome read from the environment's state at the
 	// end of the decision.
 	Final(ctx context.Context) (EnvOutcome, error)
 }
 
+// DefaultRetryDelayMS is the delay, in milliseconds of the environment's
+// clock, before a retry_later replay whose answer and failure give none.
+const DefaultRetryDelayMS = 1000
+
 // EnvOutcome is the ground truth of a decision read from the state of its
-// environment, which the model never sees.
+// environment, which the model never sees. In calls.jsonl it is the "env"
+// member of a live decision's last line.
 type EnvOutcome struct {
-	Recovered bool            // the intended effect is present exactly once
-	Harm      bool            // a duplicate, a write to the wrong target, or an effect the scenario forbids
-	Calls     int             // tool calls made, the first failing call included
-	ClockMS   int64           // environment-clock milliseconds from the first call to the final state
-	State     json.RawMessage // the final state, as JSON
+	Recovered bool            `json:"recovered"` // the intended effect is present exactly once
+	Harm      bool            `json:"harm"`      // a duplicate, a write to the wrong target, or an effect the scenario forbids
+	Calls     int             `json:"calls"`     // tool calls made, the first failing call included (≥ 1)
+	ClockMS   int64           `json:"clock_ms"`  // environment-clock milliseconds from the first call to the final state (≥ 0)
+	State     json.RawMessage `json:"state"`     // the final state, as JSON
 }
 
 // EnvFactory makes the environment of one decision of scenario, seeded
-// from the study seed and the replicate, so that paired conditions and
-// models meet the same environment.
+// from the study seed and the replicate (EnvSeed), so that paired
+// conditions and models meet the same environment. NewEnv may be called
+// from several goroutines at once.
 type EnvFactory interface {
 	NewEnv(ctx context.Context, scenario string, seed int64) (Environment, error)
+}
+
+// EnvSeed is the seed of the environment of (scenario, replicate): a
+// stable hash of the study seed, the scenario and the replicate,
+// independent of the condition, the model and the turn, in [0, 2^63).
+// Its hash domain differs from Seed's, so it is not a sampling seed.
+func EnvSeed(studySeed uint64, scenario string, replicate int) int64 {
+	h := sha256.New()
+	fmt.Fprintf(h, "stress-env/v1\x00%d\x00%s\x00%d", studySeed, scenario, replicate)
+	return int64(binary.BigEndian.Uint64(h.Sum(nil)[:8]) & (1<<63 - 1))
 }

@@ -12,6 +12,7 @@ func FuzzParseAnswer(f *testing.F) {
 	for _, s := range []string{
 		`{"operation_status": "failed", "recovery_policy": "select_tool"}`,
 		"```json\n{\"operation_status\": \"succeeded\", \"recovery_policy\": \"retry_now\"}\n```",
+		`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 2500}`,
 		"", "```", "```\n```", `{"operation_status": 1}`, `[]`, `{"a":`, "\xff",
 	} {
 		f.Add(s)
@@ -22,7 +23,11 @@ func FuzzParseAnswer(f *testing.F) {
 			if a.Reason != "" || !a.Status.Valid() || !a.Policy.Valid() {
 				t.Fatalf("valid answer %+v for %q", a, text)
 			}
-			b, _ := json.Marshal(map[string]string{"operation_status": string(a.Status), "recovery_policy": string(a.Policy)})
+			m := map[string]any{"operation_status": string(a.Status), "recovery_policy": string(a.Policy)}
+			if a.DelayMS > 0 {
+				m["delay_ms"] = a.DelayMS
+			}
+			b, _ := json.Marshal(m)
 			if again := ParseAnswer(string(b)); again != a {
 				t.Fatalf("round trip %+v -> %+v", a, again)
 			}

@@ -26,6 +26,11 @@ func TestParseAnswer(t *testing.T) {
 		{"```json\n{\"operation_status\": \"failed\", \"recovery_policy\": \"authenticate\"}\n```", ok(study.Failed, study.Authenticate)},
 		{"```\n{\"operation_status\": \"failed\", \"recovery_policy\": \"stop_or_escalate\"}\n```\n", ok(study.Failed, study.StopOrEscalate)},
 		{`{"operation_status": "failed", "recovery_policy": "retry_later", "reason": "busy"}`, ok(study.Failed, study.RetryLater)},
+		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 2500}`, simulator.Answer{Status: study.Failed, Policy: study.RetryLater, Valid: true, DelayMS: 2500}},
+		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 2.5}`, ok(study.Failed, study.RetryLater)},
+		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": "2500"}`, ok(study.Failed, study.RetryLater)},
+		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": -1}`, ok(study.Failed, study.RetryLater)},
+		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 1e12}`, ok(study.Failed, study.RetryLater)},
 		{"", simulator.Answer{Reason: simulator.ReasonEmpty}},
 		{"   \n ", simulator.Answer{Reason: simulator.ReasonEmpty}},
 		{"I would retry.", simulator.Answer{Reason: simulator.ReasonNotJSON}},
@@ -78,6 +83,21 @@ func TestSeed(t *testing.T) {
 		t.Error("the study seed must change the seeds")
 	}
 }
+
+// TestEnvSeed pins the environment seed: independent of the condition,
+// the model and the turn, and apart from the sampling seeds.
+func TestEnvSeed(t *testing.T) {
+	if got := simulator.EnvSeed(20260819, "S01", 1); got != pinnedEnvSeed {
+		t.Errorf("EnvSeed(20260819, S01, 1) = %d, want %d", got, pinnedEnvSeed)
+	}
+	if simulator.EnvSeed(20260819, "S01", 2) == pinnedEnvSeed || simulator.EnvSeed(20260819, "S02", 1) == pinnedEnvSeed || simulator.EnvSeed(1, "S01", 1) == pinnedEnvSeed {
+		t.Error("the replicate, the scenario and the study seed must change the environment seed")
+	}
+}
+
+// pinnedEnvSeed was computed independently with Python 3:
+// int.from_bytes(hashlib.sha256(b"stress-env/v1\x0020260819\x00S01\x001").digest()[:8], "big") & (2**63 - 1)
+const pinnedEnvSeed = 4830721647383651834
 
 // pinnedSeed was computed independently with Python 3.11:
 // int.from_bytes(hashlib.sha256(b"stress-seed/v1\x0020260819\x00S01\x001\x000").digest()[:8], "big") & 0x7fffffff

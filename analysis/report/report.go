@@ -193,11 +193,17 @@ func Build(in *Input, figs []Figure) *Doc {
 
 	d.h2("Counts")
 	d.p("One row per model, prompt and condition; each count is out of N counted decisions, except Extra (a sum of replays). Strict: final label is the preferred policy. Cover: final label valid and not `stop_or_escalate`. Retry: chose `retry_now` while it is outside the non-harm set. Invalid: final answer unparseable or outside the vocabulary. AnyFS / TermFS: claimed `succeeded` at any / the final turn (every failure is verified). Errors: transport failures, not counted in N.")
+	if lab(an) {
+		d.p("Live replay: every policy the model chose (but `stop_or_escalate`) was executed in a fresh lab environment, so the lab columns come from the environment's final state, never from the labels. Recovered: the intended effect is present exactly once. Harm: an effect the scenario forbids (a duplicate, a wrong target). Calls: tool calls made (a sum). LabMS: lab-clock milliseconds to the final state (a sum). Extra counts the executed policies. AnyFS / TermFS count a `succeeded` claim only in a decision that did not recover. — marks a cell without lab outcomes.")
+	}
 	d.counts(an)
 
 	d.h2("Rates and intervals")
 	d.p("Rates in %% of N with %g%% intervals. Wilson: score interval without continuity correction. Bootstrap: percentile cluster bootstrap resampling the %d servers (the corpus' clusters) with replacement, B = %d, seed %d, the same seed for every interval.",
 		100*an.Bootstrap.Conf, an.Bootstrap.Clusters, an.Bootstrap.B, an.Bootstrap.Seed)
+	if lab(an) {
+		d.p("Recovered and Harm are in %% of the decisions with lab outcomes; Calls and LabMS are means per such decision (tool calls; lab-clock ms) with a bootstrap interval of the mean and no Wilson interval.")
+	}
 	d.rates(an)
 	d.fig(fig("strict-cover"))
 
@@ -260,7 +266,7 @@ func (d *Doc) study(in *Input) {
 	if decisions != bi.Decisions {
 		held = fmt.Sprintf("%d of the %d the bundle holds when complete (%d transport errors, not counted)", decisions, bi.Decisions, errs)
 	}
-	d.table(&Table{Header: []string{"item", "value"}, Rows: [][]string{
+	rows := [][]string{
 		{"run", "`" + bi.RunID + "`"},
 		{"study", fmt.Sprintf("`%s` from `%s`", bi.Manifest.Name, bi.Source)},
 		{"models", strings.Join(models, ", ")},
@@ -269,16 +275,32 @@ func (d *Doc) study(in *Input) {
 		{"replicates, study seed", fmt.Sprintf("%d, %d", bi.Manifest.Replicates, bi.Manifest.Seed)},
 		{"corpus", fmt.Sprintf("%d files, %d servers", len(bi.CorpusFiles), an.Bootstrap.Clusters)},
 		{"decisions", held},
-	}})
+	}
+	if bi.Manifest.Live() {
+		rows = append(rows, []string{"replay", "live: each policy the model chose was executed in a fresh, seeded environment"})
+	}
+	d.table(&Table{Header: []string{"item", "value"}, Rows: rows})
+}
+
+// lab reports whether some cell has decisions with lab outcomes (live
+// replay): the lab columns are shown only then.
+func lab(an *analysis.Analysis) bool {
+	for _, c := range an.Cells {
+		if c.LabN > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *Doc) counts(an *analysis.Analysis) {
-	t := &Table{Header: analysis.CountsHeader()}
+	lab := lab(an)
+	t := &Table{Header: analysis.CountsHeader(lab)}
 	for i := range t.Header {
 		t.Right = append(t.Right, i >= 3) // the counts
 	}
 	for _, c := range an.Cells {
-		t.Rows = append(t.Rows, analysis.CountsRow(&c.Cell))
+		t.Rows = append(t.Rows, analysis.CountsRow(&c.Cell, lab))
 	}
 	d.table(t)
 }
@@ -286,7 +308,8 @@ func (d *Doc) counts(an *analysis.Analysis) {
 func (d *Doc) rates(an *analysis.Analysis) {
 	header := []string{"model", "prompt", "condition", "interval"}
 	right := []bool{false, false, false, false}
-	for _, k := range analysis.RateKeys {
+	keys := analysis.RateKeysOf(an.Cells)
+	for _, k := range keys {
 		header = append(header, analysis.RateLabel(k))
 		right = append(right, true)
 	}
@@ -296,10 +319,19 @@ func (d *Doc) rates(an *analysis.Analysis) {
 		est := []string{c.Model, c.Prompt, string(c.Condition), "estimate"}
 		wil := []string{"", "", "", "Wilson"}
 		boot := []string{"", "", "", "bootstrap"}
-		for _, k := range analysis.RateKeys {
-			est = append(est, analysis.Pct(float64(*c.Rates.At(k))))
-			wil = append(wil, ival(*c.Wilson.At(k), analysis.Pct))
-			b := ival(*c.Bootstrap.At(k), analysis.Pct)
+		for _, k := range keys {
+			format := func(x float64) string { return analysis.FormatRate(k, x) }
+			if c.Rates.At(k) == nil {
+				est, wil, boot = append(est, "—"), append(wil, "—"), append(boot, "—")
+				continue
+			}
+			est = append(est, format(float64(*c.Rates.At(k))))
+			w := "—"
+			if b := c.Wilson.At(k); b != nil {
+				w = ival(*b, format)
+			}
+			wil = append(wil, w)
+			b := ival(*c.Bootstrap.At(k), format)
 			var tags []string
 			for _, w := range c.Bootstrap.Warnings[k] {
 				tg := analysis.Tag(w)

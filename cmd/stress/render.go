@@ -22,6 +22,8 @@ func cmdRender(fs *flag.FlagSet) action {
 	promptFile := fs.String("prompt", "", "prompt template `FILE` (default: the manifest's first prompt)")
 	manifest := fs.String("manifest", "", "manifest `M` whose corpus and prompt to use (default: the built-in one)")
 	replays := fs.Int("replays", 0, "also render `N` replay messages (0 to 10)")
+	observation := fs.String("observation", "", "render the replay messages as live replays returning the observation in JSON `FILE` (the prompt's live template)")
+	policy := fs.String("policy", string(study.RetryNow), "with -observation: the policy `P` the live replays executed")
 	asJSON := fs.Bool("json", false, "print the messages as a JSON array")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(args) != 0 {
@@ -36,6 +38,24 @@ func cmdRender(fs *flag.FlagSet) action {
 		}
 		if *replays < 0 || *replays > 10 {
 			return usageError("render: flag -replays: want 0 to 10, got %d", *replays)
+		}
+		pol := study.Policy(*policy)
+		if !pol.Valid() || pol == study.StopOrEscalate {
+			return usageError("render: flag -policy: want a policy the harness executes (%v but stop_or_escalate), got %q", study.Policies, *policy)
+		}
+		var obs json.RawMessage
+		if *observation != "" {
+			b, err := os.ReadFile(*observation)
+			if err == nil {
+				b, err = input.Decode(b)
+			}
+			if err == nil && !json.Valid(b) {
+				err = fmt.Errorf("%s: not valid JSON: %s", *observation, input.Snippet(string(b)))
+			}
+			if err != nil {
+				return fmt.Errorf("render: flag -observation: %w", err)
+			}
+			obs = b
 		}
 		m, err := loadManifest(*manifest)
 		if err != nil {
@@ -72,11 +92,16 @@ func cmdRender(fs *flag.FlagSet) action {
 			return err
 		}
 		for r := 1; r <= *replays; r++ {
+			answer := `{"operation_status": "failed", "recovery_policy": "retry_now"}`
 			next, err := p.Replayed(s, c, r)
+			if obs != nil {
+				answer = `{"operation_status": "failed", "recovery_policy": "` + string(pol) + `"}`
+				next, err = p.Live(s, c, r, pol, obs)
+			}
 			if err != nil {
 				return err
 			}
-			msgs = append(msgs, conditions.Message{Role: conditions.Assistant, Content: `{"operation_status": "failed", "recovery_policy": "retry_now"}`}, next)
+			msgs = append(msgs, conditions.Message{Role: conditions.Assistant, Content: answer}, next)
 		}
 		if *asJSON {
 			enc := json.NewEncoder(stdout)

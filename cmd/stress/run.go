@@ -17,6 +17,7 @@ import (
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/runner"
+	"github.com/mcpstress/stress/simulator"
 )
 
 // cmdRun defines run's flags on fs and returns the action that runs a
@@ -81,6 +82,11 @@ func cmdRun(fs *flag.FlagSet) action {
 			return err
 		}
 		opt := runner.Options{Out: *out, AllowUnpinned: *allow, Log: stderr, Shard: shard, Grace: *grace, ProgressEvery: *every, Progress: stderr, RetryErrors: *retryErrors}
+		if m.Live() {
+			if opt.Env, err = envFor(m); err != nil {
+				return err
+			}
+		}
 		if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 			opt.Terminal = true
 			if w, _, err := term.GetSize(int(f.Fd())); err == nil {
@@ -132,4 +138,12 @@ func cmdRun(fs *flag.FlagSet) action {
 		fmt.Fprintf(opt.Log, "wrote %s: %d decisions, %d calls, %d errors, %d transport events\n", dir, sum.Decisions, sum.Calls, sum.Errors, sum.TransportEvents)
 		return analysis.WriteTable(stdout, sum.Cells)
 	}
+}
+
+// envFor makes the environments of a study with replay: live. No lab
+// environment is linked into this build yet (lab/labenv will be wired in
+// here), so a live study is refused with a clear error before any call;
+// the tests set it to a fake environment.
+var envFor = func(m *manifests.Resolved) (simulator.EnvFactory, error) {
+	return nil, fmt.Errorf("manifest %s: field replay: %q needs the lab environment, which this build of stress does not include", m.Source, manifests.ReplayLive)
 }

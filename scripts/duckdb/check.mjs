@@ -1,6 +1,7 @@
 // Usage: node check.mjs DECISIONS.parquet
 // Prints, as JSON, the row count, the column names and types, and per
-// (model, prompt, condition) the sums of every flag and of replays, as DuckDB
+// (model, prompt, condition) the sums of every flag and of replays, and of
+// the nullable lab columns (lab_n counts the rows that have them), as DuckDB
 // reads them. The Go test suite compares this with its own analysis.
 import { DuckDBInstance } from '@duckdb/node-api';
 
@@ -23,7 +24,12 @@ const cells = await con.runAndReadAll(`
          coalesce(sum(invalid::INT) FILTER (WHERE status = 'ok'), 0) AS invalid,
          coalesce(sum(any_fs::INT) FILTER (WHERE status = 'ok'), 0) AS any_fs,
          coalesce(sum(terminal_fs::INT) FILTER (WHERE status = 'ok'), 0) AS terminal_fs,
-         coalesce(sum(replays) FILTER (WHERE status = 'ok'), 0) AS extra
+         coalesce(sum(replays) FILTER (WHERE status = 'ok'), 0) AS extra,
+         count(recovered) FILTER (WHERE status = 'ok') AS lab_n,
+         coalesce(sum(recovered::INT) FILTER (WHERE status = 'ok'), 0) AS recovered,
+         coalesce(sum(harm::INT) FILTER (WHERE status = 'ok'), 0) AS harm,
+         coalesce(sum(calls) FILTER (WHERE status = 'ok'), 0) AS calls,
+         coalesce(sum(lab_ms) FILTER (WHERE status = 'ok'), 0) AS lab_ms
   FROM ${src} GROUP BY ALL ORDER BY ALL`);
 const total = await con.runAndReadAll(`SELECT count(*) AS rows FROM ${src}`);
 console.log(JSON.stringify({
