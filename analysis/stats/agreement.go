@@ -69,8 +69,9 @@ type Agreement struct {
 // PABAK (Byrt, Bishop & Carlin 1993), for q categories the
 // Brennan–Prediger coefficient: (q·po − 1)/(q − 1); 2po − 1 for q = 2.
 //
-// A variance of zero (every item in one cell, or perfect agreement for
-// kappa) gives an interval of no width, flagged with a Degenerate warning:
+// Both variances are exactly 0 under perfect agreement (po = 1; computed
+// as such, not left to round-off). A variance of zero gives an interval of
+// no width, flagged with a Degenerate warning:
 // the asymptotic interval says nothing there. Negative round-off in a
 // variance is set to 0.
 //
@@ -127,8 +128,9 @@ func Agree(table [][]int, conf float64) Agreement {
 	p := make([][]float64, q)
 	row, col := make([]float64, q), make([]float64, q)
 	rowN, colN := make([]int, q), make([]int, q)
-	po := 0.0
+	po, diag := 0.0, 0
 	for i := range q {
+		diag += table[i][i]
 		p[i] = make([]float64, q)
 		for j := range q {
 			p[i][j] = float64(table[i][j]) / fn
@@ -175,6 +177,9 @@ func Agree(table [][]int, conf float64) Agreement {
 		c := po*pe - 2*pe + po
 		s -= c * c
 		v := max(s, 0) / (fn * math.Pow(1-pe, 4))
+		if diag == n {
+			v = 0 // perfect agreement: exactly 0, not round-off
+		}
 		a.KappaSE = math.Sqrt(v)
 		a.KappaLo, a.KappaHi = clip(a.Kappa-z*a.KappaSE), clip(a.Kappa+z*a.KappaSE)
 		if v == 0 {
@@ -208,6 +213,9 @@ func Agree(table [][]int, conf float64) Agreement {
 	c := po - 2*(1-a.AC1)*pe
 	s -= c * c
 	v := max(s, 0) / (fn * (1 - pe) * (1 - pe))
+	if diag == n {
+		v = 0 // perfect agreement: exactly 0, not round-off
+	}
 	a.AC1SE = math.Sqrt(v)
 	a.AC1Lo, a.AC1Hi = clip(a.AC1-z*a.AC1SE), clip(a.AC1+z*a.AC1SE)
 	if v == 0 {

@@ -88,6 +88,10 @@ var commands = []*command{
 			"[-validate-output] [-redact-text] [-salt-file FILE] [-quiet]",
 			"probe live MCP servers and write a pseudonymous corpus"},
 	}},
+	{name: "agree", flags: cmdAgree, forms: []form{
+		{"[-json] [-common] A B",
+			"print the agreement of two codings of the same records (kappa, AC1, PABAK)"},
+	}},
 	{name: "summary", flags: cmdSummary, forms: []form{
 		{"[-json] [-manifest M | -corpus PATH]",
 			"print a corpus' counts (servers, probes, causes, surfaces, versions)"},
