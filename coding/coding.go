@@ -147,8 +147,8 @@ func strs[T ~string](xs []T) []string {
 
 // Side is one of the two codings compared.
 type Side struct {
-	Path   string   `json:"path"`   // the corpus as the user named it
-	Coders []string `json:"coders"` // the coders its records name (Coding.Coder), sorted; empty when none does
+	Path   string        `json:"path"`   // the corpus as the user named it
+	Coders []string      `json:"coders"` // the coders its records name (Coding.Coder), sorted; empty when none does
 	Corpus *study.Corpus `json:"-"`
 }
 
@@ -201,10 +201,10 @@ type Result struct {
 	// NotCompared lists the coded fields (study.CodedFields) that one
 	// side did not code on any shared record (a machine coder copies
 	// them), with why.
-	NotCompared   []string         `json:"not_compared"`
-	Conf          float64          `json:"conf"`
-	Fields        []Field          `json:"fields"`
-	Disagreements []Disagreement   `json:"disagreements"`
+	NotCompared   []string       `json:"not_compared"`
+	Conf          float64        `json:"conf"`
+	Fields        []Field        `json:"fields"`
+	Disagreements []Disagreement `json:"disagreements"`
 	pairs         []recordPair
 }
 
