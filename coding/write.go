@@ -91,8 +91,8 @@ func (r *Result) WriteText(w io.Writer) error {
 	if len(r.OnlyA) > 0 || len(r.OnlyB) > 0 {
 		fmt.Fprintf(&b, "Not compared (in one corpus only): only in A: %s; only in B: %s\n", list(r.OnlyA), list(r.OnlyB))
 	}
-	for _, nc := range r.NotCompared {
-		fmt.Fprintf(&b, "Not compared: %s\n", nc)
+	if len(r.NotCompared) > 0 {
+		fmt.Fprintf(&b, "Not compared: %s\n", strings.Join(r.NotCompared, "; "))
 	}
 	b.WriteString("\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)

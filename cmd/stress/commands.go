@@ -92,6 +92,16 @@ var commands = []*command{
 		{"[-json] [-common] A B",
 			"print the agreement of two codings of the same records (kappa, AC1, PABAK)"},
 	}},
+	{name: "adjudicate", flags: cmdAdjudicate, forms: []form{
+		{"-out LEDGER A B",
+			"write a ledger of the disagreements of two codings, to decide"},
+		{"-apply LEDGER [-by NAME] -out CORPUS A B",
+			"apply a decided ledger to A's records: the adjudicated corpus"},
+	}},
+	{name: "confirm", flags: cmdConfirm, forms: []form{
+		{"-by NAME (-record ID… | -all) -out CORPUS CORPUS_IN",
+			"confirm whole records by a named person (clears their proposed marks)"},
+	}},
 	{name: "summary", flags: cmdSummary, forms: []form{
 		{"[-json] [-manifest M | -corpus PATH]",
 			"print a corpus' counts (servers, probes, causes, surfaces, versions)"},
