@@ -102,6 +102,12 @@ var commands = []*command{
 		{"-by NAME (-record ID… | -all) -out CORPUS CORPUS_IN",
 			"confirm whole records by a named person (clears their proposed marks)"},
 	}},
+	{name: "code", flags: cmdCode, forms: []form{
+		{"[-out DIR] [-allow-unpinned] [-progress D] [-quiet] MANIFEST",
+			"code every record's profile with the rules or a model (a coding manifest)"},
+		{"-resume DIR [-retry-errors] [-allow-unpinned] [-progress D] [-quiet] MANIFEST",
+			"continue an interrupted coding"},
+	}},
 	{name: "summary", flags: cmdSummary, forms: []form{
 		{"[-json] [-manifest M | -corpus PATH]",
 			"print a corpus' counts (servers, probes, causes, surfaces, versions)"},
