@@ -18,7 +18,7 @@ import (
 // that writes a ledger of the disagreements of two codings, or applies a
 // decided ledger to make the adjudicated corpus.
 func cmdAdjudicate(fs *flag.FlagSet) action {
-	out := fs.String("out", "", "write the ledger (or, with -apply, the adjudicated corpus: a directory, or a file ending in .json) to `PATH`, which must not exist")
+	out := fs.String("out", "", "write the ledger (with -apply, the adjudicated corpus: a directory, or a file ending in .json) to `PATH`, which must not exist")
 	apply := fs.String("apply", "", "apply the decisions of ledger `LEDGER` to A's records")
 	by := fs.String("by", "", "with -apply: the adjudicator `NAME` of rows whose decided_by is empty")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
