@@ -142,6 +142,7 @@ func Agree(table [][]int, conf float64) Agreement {
 	for i := range q {
 		row[i], col[i] = float64(rowN[i])/fn, float64(colN[i])/fn
 	}
+	po = float64(diag) / fn // exact: 1 under perfect agreement, not Σ's round-off
 	a.Observed = po
 	a.PABAK = (fq*po - 1) / (fq - 1)
 
