@@ -28,6 +28,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpstress/stress/coding/rules"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -647,8 +648,8 @@ func (s *Server) scenario(out *Outcome, sc *scrubber, framesRel string) (study.S
 			capt.TextCode = &n
 		}
 	}
-	typed := hasTyped(obs)
-	profile := propose(obs, out.Surface, code, cause, target, text, typed)
+	typed := rules.HasTyped(obs)
+	profile := rules.Propose(obs, out.Surface, code, cause, target, text, typed)
 	capt.Dropped = append(out.Cut[:len(out.Cut):len(out.Cut)], sc.dropped...)
 	capt.Redacted, capt.Flagged = nonEmpty(sc.redacted), nonEmpty(sc.flagged)
 	for k, v := range sc.redacted {
@@ -670,26 +671,6 @@ func (s *Server) scenario(out *Outcome, sc *scrubber, framesRel string) (study.S
 func observationText(obs json.RawMessage) string {
 	s := study.Scenario{Observation: obs}
 	return s.ObservationText()
-}
-
-// hasTyped reports whether an observation carries structured members
-// beyond the standard ones (error.data, structuredContent).
-func hasTyped(obs json.RawMessage) bool {
-	var o struct {
-		Exception *struct {
-			Error struct {
-				Data json.RawMessage `json:"data"`
-			} `json:"error"`
-		} `json:"exception"`
-		Result *struct {
-			StructuredContent json.RawMessage `json:"structuredContent"`
-		} `json:"result"`
-	}
-	_ = json.Unmarshal(obs, &o)
-	if o.Exception != nil {
-		return len(o.Exception.Error.Data) > 0
-	}
-	return o.Result != nil && !study.EmptyJSON(o.Result.StructuredContent)
 }
 
 // wireTextCode reads a JSON-RPC code quoted at the start of the first text

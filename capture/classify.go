@@ -12,18 +12,17 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpstress/stress/coding/rules"
 	"github.com/mcpstress/stress/study"
 )
-
-// failureWords mark a result text that says something failed.
-var failureWords = regexp.MustCompile(`(?i)\b(errors?|fail(?:ed|s|ure)?|invalid|not found|unknown|denied|unauthori[sz]ed|unauthenticated|forbidden|cannot|can't|could not|couldn't|unable|no such|does not exist|doesn't exist|not exist|missing|must be|must not|expected|not allowed|not permitted|exception|enoent|eacces|rejected|refused)\b`)
 
 // textCode matches a JSON-RPC code quoted at the start of a failure text,
 // as TypeScript SDK servers write argument-validation failures.
 var textCode = regexp.MustCompile(`^\s*MCP error (-?\d+):`)
 
-// SaysFailure reports whether a result text says something failed.
-func SaysFailure(text string) bool { return failureWords.MatchString(text) }
+// SaysFailure reports whether a result text says something failed (the
+// rule of coding/rules).
+func SaysFailure(text string) bool { return rules.SaysFailure(text) }
 
 // TextCode returns the JSON-RPC code a failure text starts with.
 func TextCode(text string) (int, bool) {

@@ -31,8 +31,10 @@ const (
 // manifestHeader is the leading comment of the manifest Write puts next
 // to the corpus.
 const manifestHeader = `Written by stress capture: the three deterministic baselines on the
-captured corpus (1 replicate: they are deterministic). Run it with
-  stress run DIR/manifest.yaml
+captured corpus (1 replicate: they are deterministic). Its coding is a
+rule-based proposal: stress run refuses it until a person confirms it
+(stress confirm, or stress adjudicate against a hand coding), unless
+  stress run -allow-proposed DIR/manifest.yaml
 where DIR is the directory this file is in.`
 
 const privateReadme = `This directory holds what the corpus was made from: the raw JSON-RPC

@@ -3,23 +3,14 @@ package capture
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 
+	"github.com/mcpstress/stress/coding/rules"
 	"github.com/mcpstress/stress/study"
 )
 
-// authText marks a failure text that asks for a credential.
-var authText = regexp.MustCompile(`(?i)\b(unauthori[sz]ed|unauthenticated|not authenticated|authentication (?:is )?required|authentication failed|auth(?:orization)? required|(?:invalid|missing|expired|no) (?:api[ _-]?key|token|credentials?|access token)|api[ _-]?key (?:is )?(?:required|missing|invalid)|401)\b`)
-
-// Cause text rules of the content view, per cause.
-var (
-	unknownToolText = regexp.MustCompile(`(?i)(unknown|not found|no such|does ?n[o']t exist|not exist|not available|unrecognized|unrecognised|not registered|invalid tool|no tool)`)
-	typeText        = regexp.MustCompile(`(?i)(invalid[_ ]type|expected\W+\w+.{0,40}(?:received|got)|has type\W+\w+\W+want|must be (?:a|an|of type)\b|type mismatch|not of type|wrong type|should be (?:a|an)\b|cannot unmarshal|is not an? (?:string|number|integer|boolean|array|object))`)
-	missingText     = regexp.MustCompile(`(?i)(required|missing|undefined|not provided|is not set|must have)`)
-	valueText       = regexp.MustCompile(`(?i)(invalid|not valid|out of range|too (?:small|big|large|long|short)|must be (?:at least|at most|greater|less|one of|positive|negative|a (?:finite|positive|valid))|not allowed|outside|no such|not found|does ?n[o']t exist|unknown|enoent|unsupported|not a valid)`)
-	credentialText  = regexp.MustCompile(`(?i)(api[ _-]?key|token|credential|authorization|password|secret)`)
-)
+// Note: the profile rules (the paper's codebook as rules) live in
+// coding/rules, where the rules coder of stress code uses them too.
 
 // causeOf sets the cause from the probe kind; a text asking for a
 // credential makes it authentication (for probes that can yield it).
@@ -31,7 +22,7 @@ func causeOf(p study.Probe, text string) (study.Cause, string) {
 		study.Sentinel:        study.InvalidValue,
 	}[p]
 	if p.Yields(study.AuthRequired) {
-		if m := authText.FindString(text); m != "" {
+		if m := rules.AuthMention(text); m != "" {
 			return study.AuthRequired, fmt.Sprintf("text rule: authentication (the failure text says %q)", m)
 		}
 	}
@@ -45,171 +36,12 @@ func targetOf(c study.Cause, p Plan, text string) study.Target {
 		return study.Target{Kind: "tool", Name: p.Tool}
 	case study.AuthRequired:
 		name := "credential"
-		if m := credentialText.FindString(text); m != "" {
+		if m := rules.CredentialMention(text); m != "" {
 			name = strings.ToLower(strings.NewReplacer(" ", "_", "-", "_").Replace(m))
 		}
 		return study.Target{Kind: "credential", Name: name}
 	}
 	return study.Target{Kind: "parameter", Pointer: "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(p.Field)}
-}
-
-// nameChar reports whether b can be part of an identifier.
-func nameChar(b byte) bool {
-	return b == '_' || b == '-' || b >= '0' && b <= '9' || b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z'
-}
-
-// mentions reports whether text names word on its own (not inside a
-// longer identifier).
-func mentions(text, word string) bool {
-	if word == "" {
-		return false
-	}
-	for i := 0; ; {
-		j := strings.Index(text[i:], word)
-		if j < 0 {
-			return false
-		}
-		j += i
-		end := j + len(word)
-		if (j == 0 || !nameChar(text[j-1])) && (end == len(text) || !nameChar(text[end])) {
-			return true
-		}
-		i = end
-	}
-}
-
-// bit makes a proposed bit.
-func bit(b bool, evidence, rationale string) study.Bit {
-	v := 0
-	if b {
-		v = 1
-	}
-	return study.Bit{Bit: v, Evidence: evidence, Rationale: rationale, Proposed: true}
-}
-
-// evidence pointers into an observation.
-type pointers struct {
-	flag string // the typed failure marker: /exception/error/code or /result/isError
-	text string // the failure text: /exception/error/message or the first non-blank text block
-	root string // /exception or /result
-}
-
-func pointersOf(obs json.RawMessage) pointers {
-	var o struct {
-		Exception json.RawMessage `json:"exception"`
-		Result    *struct {
-			Content []struct {
-				Text string `json:"text"`
-			} `json:"content"`
-			IsError json.RawMessage `json:"isError"`
-		} `json:"result"`
-	}
-	_ = json.Unmarshal(obs, &o)
-	if o.Result == nil {
-		return pointers{"/exception/error/code", "/exception/error/message", "/exception"}
-	}
-	p := pointers{"/result/isError", "/result/content", "/result"}
-	if o.Result.IsError == nil {
-		p.flag = "/result" // isError absent
-	}
-	for i, c := range o.Result.Content {
-		if strings.TrimSpace(c.Text) != "" {
-			p.text = fmt.Sprintf("/result/content/%d/text", i)
-			break
-		}
-	}
-	return p
-}
-
-// requestCodes are the JSON-RPC codes that say the request itself must
-// change.
-var requestCodes = map[int64]bool{-32600: true, -32601: true, -32602: true}
-
-// propose codes both views of an observation by rule (the paper's
-// codebook, STUDY.md section 5); every bit is marked proposed.
-func propose(obs json.RawMessage, surface study.Surface, code int64, cause study.Cause, target study.Target, text string, typed bool) study.ProfileCoding {
-	p := pointersOf(obs)
-	ctl := study.View{}
-	typedNote := ""
-	if typed {
-		typedNote = " (structured members are present: check them by hand)"
-	}
-	switch surface {
-	case study.ProtocolError:
-		ctl["D"] = bit(true, p.flag, "A raised JSON-RPC error marks the call as failed.")
-		if requestCodes[code] {
-			ctl["P"] = bit(true, p.flag, fmt.Sprintf("JSON-RPC %d says the request must change (change_request), but not how.", code))
-			ctl["C"] = bit(false, p.flag, fmt.Sprintf("JSON-RPC %d covers unknown tools and bad arguments alike, so it names no cause.", code))
-		} else {
-			ctl["P"] = bit(false, p.flag, fmt.Sprintf("JSON-RPC %d does not say which kind of response fits.", code))
-			ctl["C"] = bit(false, p.flag, fmt.Sprintf("JSON-RPC %d names no cause.", code))
-		}
-	case study.ToolError:
-		ctl["D"] = bit(true, p.flag, "isError: true marks the completed result as a failure.")
-		ctl["P"] = bit(false, p.flag, "isError alone does not say which kind of response fits.")
-		ctl["C"] = bit(false, p.text, "The cause appears only inside text, which is opaque in the control view."+typedNote)
-	default:
-		ctl["D"] = bit(false, p.flag, "isError is false, so the typed fields read as a success.")
-		ctl["P"] = bit(false, p.flag, "Nothing typed signals failure, so no policy is indicated.")
-		ctl["C"] = bit(false, p.text, "No typed field names a cause."+typedNote)
-	}
-	ctl["T"] = bit(false, p.text, "No typed field names a tool, parameter or credential."+typedNote)
-	ctl["E"] = bit(false, p.root, "No typed field carries a corrected request or replacement value.")
-	ctl["R"] = bit(false, p.root, "No typed field states timing, unchanged-request safety or side-effect state.")
-
-	cnt := study.View{}
-	info, _ := cause.Info()
-	says := SaysFailure(text)
-	switch {
-	case surface == study.Silent:
-		cnt["D"] = bit(false, p.text, "Nothing in the result says the call failed.")
-	case surface == study.ProtocolError:
-		cnt["D"] = bit(true, p.text, "The raised error reports a failure.")
-	case surface == study.ToolError:
-		cnt["D"] = bit(true, p.text, "isError: true and the text report a failure.")
-	case says:
-		cnt["D"] = bit(true, p.text, "The text says the call failed.")
-	default:
-		cnt["D"] = bit(false, p.text, "The text does not say the call failed.")
-	}
-	var known bool
-	switch cause {
-	case study.UnknownTool:
-		known = unknownToolText.MatchString(text)
-	case study.InvalidType:
-		known = typeText.MatchString(text) || missingText.MatchString(text)
-	case study.InvalidValue:
-		known = valueText.MatchString(text)
-	case study.AuthRequired:
-		known = authText.MatchString(text)
-	}
-	known = known && cnt["D"].Bit == 1
-	if known {
-		cnt["P"] = bit(true, p.text, fmt.Sprintf("The text shows that %s, which calls for %s (%s).", info.Words, info.Preferred[0], info.Preferred[0].Class()))
-		cnt["C"] = bit(true, p.text, fmt.Sprintf("The text names the cause: %s.", info.Words))
-	} else {
-		cnt["P"] = bit(false, p.text, "No rule finds a cause in the text, so no unique policy follows.")
-		cnt["C"] = bit(false, p.text, "No rule finds the cause in the text.")
-	}
-	var named string
-	switch target.Kind {
-	case "tool":
-		named = target.Name
-	case "parameter":
-		named = strings.NewReplacer("~1", "/", "~0", "~").Replace(strings.TrimPrefix(target.Pointer, "/"))
-	case "credential":
-		if m := credentialText.FindString(text); m != "" {
-			named = m
-		}
-	}
-	if named != "" && cnt["D"].Bit == 1 && mentions(text, named) {
-		cnt["T"] = bit(true, p.text, fmt.Sprintf("The text names the %s %s.", target.Kind, named))
-	} else {
-		cnt["T"] = bit(false, p.text, "The text names no tool, parameter or credential to repair.")
-	}
-	cnt["E"] = bit(false, p.text, "No rule finds a valid replacement value or tool; check the text for one.")
-	cnt["R"] = bit(false, p.text, "No rule finds retry timing, unchanged-request safety and side-effect state together.")
-	return study.ProfileCoding{Control: ctl, Content: cnt}
 }
 
 // envelope is the counterfactual control envelope of STUDY.md section 6.

@@ -39,6 +39,13 @@ type Record struct {
 	Binary         Binary         `json:"binary"`
 	AllowUnpinned  bool           `json:"allow_unpinned"`
 	Unpinned       []string       `json:"unpinned_models,omitempty"`
+	// AllowProposed records that the run was allowed on a corpus with
+	// proposed (unconfirmed) coding (stress run -allow-proposed); every
+	// counts table and report made from the bundle says so first.
+	AllowProposed bool `json:"allow_proposed,omitempty"`
+	// Unconfirmed lists the ids of the corpus' records whose coding was
+	// unconfirmed when the run started (study.Corpus.Unconfirmed).
+	Unconfirmed []string `json:"unconfirmed_records,omitempty"`
 	// Models holds what each model\'s server reported before the run.
 	Models map[string]*ModelCheck `json:"model_checks,omitempty"`
 	// Decisions is the number of decisions the bundle holds when complete
@@ -244,6 +251,17 @@ func ReadRecord(dir string) (*Record, error) {
 		return nil, fmt.Errorf("%s: field corpus_files is empty: cannot identify the corpus", file)
 	}
 	return &rec, nil
+}
+
+// ProposedWarning is the line printed above every counts table and
+// report made from a bundle run with -allow-proposed on a corpus with
+// unconfirmed records, "" for any other.
+func (r *Record) ProposedWarning() string {
+	if !r.AllowProposed || len(r.Unconfirmed) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("warning: run with -allow-proposed: %d records of its corpus had proposed (unconfirmed) coding (%s); the numbers rest on coding no person confirmed",
+		len(r.Unconfirmed), strings.Join(r.Unconfirmed, ", "))
 }
 
 func isNull(m json.RawMessage) bool { return len(m) == 0 || string(m) == "null" }

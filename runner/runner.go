@@ -25,6 +25,7 @@ import (
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/simulator"
+	"github.com/mcpstress/stress/study"
 )
 
 // Options tunes a run.
@@ -121,16 +122,40 @@ type Plan struct {
 	prompts   []*conditions.Prompt
 	unpinned  []string
 	allow     bool
+	proposed  bool                           // allowed to run on proposed (unconfirmed) coding
+	unconf    []string                       // ids of the corpus' unconfirmed records
 	checks    map[string]*results.ModelCheck // from Preflight
 	checked   bool
 }
 
 // Prepare checks the manifest against the backend registry and pinning
 // rules, builds the models and parses the prompt templates, all before any
-// call or any file is written.
+// call or any file is written. It refuses a corpus with proposed
+// (unconfirmed) coding (PrepareWith allows it).
 func Prepare(m *manifests.Resolved, allowUnpinned bool) (*Plan, error) {
-	p := &Plan{m: m, allow: allowUnpinned}
+	return PrepareWith(m, Allow{Unpinned: allowUnpinned})
+}
+
+// Allow lifts Prepare's refusals; each lifted one is recorded in the
+// bundle.
+type Allow struct {
+	Unpinned bool // models of pinned backends without a digest
+	Proposed bool // a corpus whose coding no person has confirmed
+}
+
+// PrepareWith is Prepare with the refusals allow lifts.
+func PrepareWith(m *manifests.Resolved, allow Allow) (*Plan, error) {
+	p := &Plan{m: m, allow: allow.Unpinned, proposed: allow.Proposed}
 	var errs []error
+	if un := m.Corpus.Unconfirmed(); len(un) > 0 {
+		for _, u := range un {
+			p.unconf = append(p.unconf, u.ID)
+		}
+		if !allow.Proposed {
+			errs = append(errs, fmt.Errorf("manifest %s: field corpus: %s; confirm them (stress confirm, stress adjudicate) or pass -allow-proposed", m.Source, study.UnconfirmedError(un)))
+		}
+	}
+	allowUnpinned := allow.Unpinned
 	for i, md := range m.Models {
 		b, err := models.Lookup(md.Backend)
 		if err != nil {
@@ -231,6 +256,7 @@ func (p *Plan) Run(ctx context.Context, opt Options) (dir string, sum *results.S
 	sp := newSpace(&m.Manifest, p.scenarioIDs(), opt.Shard)
 	rec := &results.Record{RunID: runID, Manifest: m.Manifest, ReplayCap: m.Cap(), Source: m.Source, ManifestSHA256: m.SHA256,
 		CorpusFiles: m.Corpus.Files, Binary: results.BinaryInfo(), AllowUnpinned: p.allow,
+		AllowProposed: p.proposed, Unconfirmed: p.unconf,
 		Unpinned: p.unpinned, Models: p.checks, Decisions: sp.count(), Started: started,
 		Scenarios: sp.scenarios, Remaining: sp.count()}
 	if opt.Shard.N > 1 {

@@ -249,6 +249,9 @@ func (s *Scenario) validate() []fieldErr {
 	if s.Capture != nil {
 		errs = append(errs, checkCapture(s.Capture)...)
 	}
+	if s.Coding != nil {
+		errs = append(errs, checkCoding(s)...)
+	}
 	if err := checkEnvelope(s); err != nil {
 		bad("control_envelope", "%v", err)
 	}

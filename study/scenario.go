@@ -20,6 +20,7 @@ type Scenario struct {
 	ControlEnvelope json.RawMessage `json:"control_envelope"` // counterfactual control plane (section 6)
 	Profile         ProfileCoding   `json:"profile"`
 	Capture         *Capture        `json:"capture,omitempty"` // provenance of a captured record (capture.go)
+	Coding          *Coding         `json:"coding,omitempty"`  // who coded and confirmed the record (coding.go)
 }
 
 // Target is the repair target of a failure.

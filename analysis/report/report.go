@@ -43,6 +43,9 @@ type Input struct {
 	// (analysis.BundleInfo.Partial): the report's title and first
 	// paragraph then say that it is partial.
 	Partial string
+	// Warnings are printed first, one paragraph each (e.g. a run on
+	// unconfirmed coding, results.Record.ProposedWarning).
+	Warnings []string
 }
 
 // Files written by Write, inside the output directory.
@@ -183,6 +186,9 @@ func Build(in *Input, figs []Figure) *Doc {
 	}
 	if in.Info != nil && in.Info.RunID != "" {
 		d.Title += ": " + in.Info.RunID
+	}
+	for _, w := range in.Warnings {
+		d.p("%s", w)
 	}
 	if in.Partial != "" {
 		d.p("Warning: %s. Every count, rate, interval, comparison and figure below covers only the decisions the bundle holds.", in.Partial)

@@ -66,6 +66,9 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 			if quality != "" {
 				warnings = append(warnings, quality)
 			}
+			if w := info.ProposedWarning(); w != "" {
+				warnings = append(warnings, w)
+			}
 			err = analysis.WriteAnalysisJSON(stdout, an, pc, ts, warnings)
 		} else {
 			if warning != "" {
@@ -73,6 +76,9 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 			}
 			if quality != "" {
 				fmt.Fprintln(stdout, quality)
+			}
+			if w := info.ProposedWarning(); w != "" {
+				fmt.Fprintln(stdout, w)
 			}
 			err = analysis.WriteTable(stdout, cells)
 			if err == nil {

@@ -91,7 +91,7 @@ func TestCaptureEndToEnd(t *testing.T) {
 	golden(t, "summary-captured.golden", sum)
 
 	// 3 baselines x 4 conditions x 12 records x 1 replicate.
-	runOut, runLog, err := runCmd(t, "run", "-out", filepath.Join(t.TempDir(), "bundle"), filepath.Join(out, capture.ManifestFile))
+	runOut, runLog, err := runCmd(t, "run", "-allow-proposed", "-out", filepath.Join(t.TempDir(), "bundle"), filepath.Join(out, capture.ManifestFile))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, runLog)
 	}
@@ -129,7 +129,7 @@ func TestCaptureQuarantine(t *testing.T) {
 		t.Errorf("stdout:\n%s\nlog:\n%s", stdout, log)
 	}
 	// 3 baselines x 4 conditions x 4 records x 1 replicate.
-	_, runLog, err := runCmd(t, "run", "-out", filepath.Join(t.TempDir(), "bundle"), filepath.Join(out, capture.ManifestFile))
+	_, runLog, err := runCmd(t, "run", "-allow-proposed", "-out", filepath.Join(t.TempDir(), "bundle"), filepath.Join(out, capture.ManifestFile))
 	if err != nil || !strings.Contains(runLog, "48 decisions") {
 		t.Errorf("run on the captured manifest: %v\n%s", err, runLog)
 	}

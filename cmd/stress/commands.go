@@ -41,9 +41,9 @@ type action func(ctx context.Context, args []string, stdout, stderr io.Writer) e
 // README.
 var commands = []*command{
 	{name: "run", flags: cmdRun, forms: []form{
-		{"[-out DIR] [-allow-unpinned] [-shard i/n] [-grace D] [-progress D] [-quiet] [MANIFEST]",
+		{"[-out DIR] [-allow-unpinned] [-allow-proposed] [-shard i/n] [-grace D] [-progress D] [-quiet] [MANIFEST]",
 			"run a study (default: the built-in baselines study)"},
-		{"-resume DIR [-retry-errors] [-allow-unpinned] [-grace D] [-progress D] [-quiet] [MANIFEST]",
+		{"-resume DIR [-retry-errors] [-allow-unpinned] [-allow-proposed] [-grace D] [-progress D] [-quiet] [MANIFEST]",
 			"continue an interrupted or killed run"},
 	}},
 	{name: "merge", flags: cmdMerge, forms: []form{
@@ -87,6 +87,26 @@ var commands = []*command{
 			"[-allow-host HOST]… [-protocol VERSION] [-probe-tool TOOL] [-interval D] [-max-calls N] [-timeout D] [-grace D] [-max-frame-bytes N] [-max-server-bytes N] [-max-notifications N] [-max-text-bytes N] " +
 			"[-validate-output] [-redact-text] [-salt-file FILE] [-quiet]",
 			"probe live MCP servers and write a pseudonymous corpus"},
+	}},
+	{name: "code", flags: cmdCode, forms: []form{
+		{"[-out DIR] [-allow-unpinned] [-progress D] [-quiet] MANIFEST",
+			"code every record's profile with the rules or a model (a coding manifest)"},
+		{"-resume DIR [-retry-errors] [-allow-unpinned] [-progress D] [-quiet] MANIFEST",
+			"continue an interrupted coding"},
+	}},
+	{name: "agree", flags: cmdAgree, forms: []form{
+		{"[-json] [-common] A B",
+			"print the agreement of two codings of the same records (kappa, AC1, PABAK)"},
+	}},
+	{name: "adjudicate", flags: cmdAdjudicate, forms: []form{
+		{"-out PATH A B",
+			"write a CSV ledger of the disagreements of two codings, to decide"},
+		{"-apply LEDGER [-by NAME] -out PATH A B",
+			"apply a decided ledger to A's records: the adjudicated corpus"},
+	}},
+	{name: "confirm", flags: cmdConfirm, forms: []form{
+		{"-by NAME [-record ID]… [-all] -out PATH CORPUS",
+			"confirm whole records by a named person (clears their proposed marks)"},
 	}},
 	{name: "summary", flags: cmdSummary, forms: []form{
 		{"[-json] [-manifest M | -corpus PATH]",

@@ -65,7 +65,7 @@ func cmdCompare(fs *flag.FlagSet) action {
 			return err
 		}
 		accA, probA, accB, probB := ldA.Acc, ldA.Problems, ldB.Acc, ldB.Problems
-		var warnings []string
+		var warnings, proposed []string // partial bundles; runs on unconfirmed coding
 		for _, x := range []struct {
 			info *analysis.BundleInfo
 			acc  *analysis.Accumulator
@@ -76,6 +76,9 @@ func cmdCompare(fs *flag.FlagSet) action {
 			}
 			if w != "" {
 				warnings = append(warnings, w)
+			}
+			if w := x.info.ProposedWarning(); w != "" {
+				proposed = append(proposed, x.info.Dir+": "+w)
 			}
 		}
 		cmp, err := analysis.Compare(accA, accB, copt)
@@ -120,10 +123,13 @@ func cmdCompare(fs *flag.FlagSet) action {
 				B        side     `json:"b"`
 				Notes    []string `json:"notes,omitempty"`
 				*analysis.Comparison
-			}{warnings, side{dirA, infoA.RunID, infoA.Manifest.Name}, side{dirB, infoB.RunID, infoB.Manifest.Name}, notes, cmp})
+			}{append(warnings, proposed...), side{dirA, infoA.RunID, infoA.Manifest.Name}, side{dirB, infoB.RunID, infoB.Manifest.Name}, notes, cmp})
 		} else {
 			for _, w := range warnings {
 				fmt.Fprintln(stdout, warningLine(w, "the numbers below"))
+			}
+			for _, w := range proposed {
+				fmt.Fprintln(stdout, w)
 			}
 			fmt.Fprintf(stdout, "A: %s (run %s)\nB: %s (run %s)\n", dirA, infoA.RunID, dirB, infoB.RunID)
 			fmt.Fprintf(stdout, "Same corpus (%d files, sha256 match).", len(infoA.CorpusFiles))

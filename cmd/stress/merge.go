@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 
 	"github.com/mcpstress/stress/analysis"
@@ -25,9 +26,12 @@ func cmdMerge(fs *flag.FlagSet) action {
 		if *quiet {
 			opt.Log = io.Discard
 		}
-		_, sum, err := runner.Merge(*out, args, opt)
+		rec, sum, err := runner.Merge(*out, args, opt)
 		if err != nil {
 			return err
+		}
+		if w := rec.ProposedWarning(); w != "" {
+			fmt.Fprintln(stdout, w)
 		}
 		return analysis.WriteTable(stdout, sum.Cells)
 	}

@@ -50,6 +50,10 @@ func cmdReport(fs *flag.FlagSet) action {
 			return analyzeError("report", err)
 		}
 		in := &report.Input{Analysis: an, Info: info, Partial: warning}
+		if w := info.ProposedWarning(); w != "" {
+			in.Warnings = append(in.Warnings, w)
+			fmt.Fprintln(stdout, w)
+		}
 		scen, note, err := bundleCorpus(info, *manifest)
 		if err != nil {
 			return err

@@ -31,6 +31,7 @@ func cmdRun(fs *flag.FlagSet) action {
 	grace := fs.Duration("grace", 30*time.Second, "after an interrupt, the time `D` calls in flight may take to finish before they are cancelled")
 	every := fs.Duration("progress", 10*time.Second, "interval `D` of progress lines when stderr is not a terminal")
 	retryErrors := fs.Bool("retry-errors", false, "with -resume: run the error decisions (calls that failed for good) again")
+	allowProposed := fs.Bool("allow-proposed", false, "run on a corpus with proposed (unconfirmed) coding (recorded in the bundle, and said above every table and report made from it)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(args) > 1 {
 			return usageError("run takes at most one manifest, got %d arguments", len(args))
@@ -66,6 +67,7 @@ func cmdRun(fs *flag.FlagSet) action {
 				source = rec.Source
 			}
 			*allow = *allow || rec.AllowUnpinned
+			*allowProposed = *allowProposed || rec.AllowProposed
 		}
 		var m *manifests.Resolved
 		var err error
@@ -77,7 +79,7 @@ func cmdRun(fs *flag.FlagSet) action {
 		} else if m, err = loadSource(source); err != nil {
 			return err
 		}
-		plan, err := runner.Prepare(m, *allow)
+		plan, err := runner.PrepareWith(m, runner.Allow{Unpinned: *allow, Proposed: *allowProposed})
 		if err != nil {
 			return err
 		}
@@ -136,6 +138,9 @@ func cmdRun(fs *flag.FlagSet) action {
 			return fmt.Errorf("run into %s: %w", dir, err)
 		}
 		fmt.Fprintf(opt.Log, "wrote %s: %d decisions, %d calls, %d errors, %d transport events\n", dir, sum.Decisions, sum.Calls, sum.Errors, sum.TransportEvents)
+		if rec, err := results.ReadRecord(dir); err == nil && rec.ProposedWarning() != "" {
+			fmt.Fprintln(stdout, rec.ProposedWarning())
+		}
 		return analysis.WriteTable(stdout, sum.Cells)
 	}
 }

@@ -26,7 +26,7 @@ func cmdVerify(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
-		plan, err := runner.Prepare(m, true)
+		plan, err := runner.PrepareWith(m, runner.Allow{Unpinned: true, Proposed: true})
 		if err != nil {
 			return err
 		}
