@@ -402,10 +402,7 @@ func (l *Lab) Outcome() Outcome {
 	if l.sc == nil {
 		return o
 	}
-	var doc any
-	if err := json.Unmarshal(o.State, &doc); err != nil {
-		panic("lab: reading the state back: " + err.Error())
-	}
+	var doc any = l.st.doc()
 	o.Recovered = true
 	for i := range l.sc.Intended {
 		if p := &l.sc.Intended[i]; !p.Eval(doc) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -680,6 +681,29 @@ func additive(a, b map[string]any) bool {
 		}
 	}
 	return true
+}
+
+// TestStateDoc checks that the state predicates read is the state's JSON,
+// decoded, after every trajectory of the core set.
+func TestStateDoc(t *testing.T) {
+	for _, sc := range coreSet(t).Scenarios {
+		l := New(sc, Options{Seed: 2})
+		r := l.First()
+		for _, p := range study.Policies[:5] {
+			_, _ = l.Execute(p, r.RetryAfter)
+		}
+		l.Settle()
+		var want any
+		if err := json.Unmarshal(l.State(), &want); err != nil {
+			t.Fatal(err)
+		}
+		l.mu.Lock()
+		got := l.st.doc()
+		l.mu.Unlock()
+		if !reflect.DeepEqual(any(got), want) {
+			t.Errorf("%s: the predicates' state differs from the JSON state", sc.ID)
+		}
+	}
 }
 
 // TestStateDump checks that the state dumps as JSON with every collection

@@ -180,3 +180,64 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // ms converts a duration to whole milliseconds.
 func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+// doc returns the state as json.Unmarshal would decode State.JSON into an
+// any (objects as map[string]any, numbers as float64), built directly:
+// predicates read it once per outcome, and decoding the JSON again cost
+// more than the rest of the outcome.
+func (s *State) doc() map[string]any {
+	m := map[string]any{"clock_ms": float64(s.ClockMS)}
+	orders := make(map[string]any, len(s.Orders))
+	for k, o := range s.Orders {
+		orders[k] = map[string]any{"id": o.ID, "customer": o.Customer, "sku": o.SKU, "quantity": float64(o.Quantity),
+			"note": o.Note, "status": o.Status, "revision": float64(o.Revision), "idempotency_key": o.IdempotencyKey}
+	}
+	m["orders"] = orders
+	stock := make(map[string]any, len(s.Stock))
+	for k, n := range s.Stock {
+		stock[k] = float64(n)
+	}
+	m["stock"] = stock
+	m["shipments"] = list(s.Shipments, func(x *Shipment) any { return map[string]any{"id": x.ID, "order_id": x.OrderID} })
+	invoices := make(map[string]any, len(s.Invoices))
+	for k, x := range s.Invoices {
+		invoices[k] = map[string]any{"id": x.ID, "customer": x.Customer, "amount_due_cents": float64(x.AmountDueCents), "currency": x.Currency}
+	}
+	m["invoices"] = invoices
+	m["payments"] = list(s.Payments, func(x *Payment) any {
+		return map[string]any{"id": x.ID, "invoice_id": x.InvoiceID, "amount_cents": float64(x.AmountCents), "currency": x.Currency, "idempotency_key": x.IdempotencyKey}
+	})
+	m["refunds"] = list(s.Refunds, func(x *Refund) any {
+		return map[string]any{"id": x.ID, "payment_id": x.PaymentID, "amount_cents": float64(x.AmountCents)}
+	})
+	files := make(map[string]any, len(s.Files))
+	for k, f := range s.Files {
+		files[k] = map[string]any{"path": f.Path, "content": f.Content, "revision": float64(f.Revision)}
+	}
+	m["files"] = files
+	tokens := make(map[string]any, len(s.Tokens))
+	for k, x := range s.Tokens {
+		tokens[k] = map[string]any{"token": x.Token, "scope": x.Scope, "expires_at_ms": float64(x.ExpiresAtMS)}
+	}
+	m["tokens"] = tokens
+	limits := make(map[string]any, len(s.Limits))
+	for k, x := range s.Limits {
+		limits[k] = map[string]any{"tool": x.Tool, "window_until_ms": float64(x.WindowUntilMS), "violations": float64(x.Violations), "locked": x.Locked}
+	}
+	m["limits"] = limits
+	m["calls"] = list(s.Calls, func(x *CallRecord) any {
+		return map[string]any{"seq": float64(x.Seq), "at_ms": float64(x.AtMS), "tool": x.Tool, "outcome": x.Outcome}
+	})
+	m["effects"] = list(s.Effects, func(x *Effect) any {
+		return map[string]any{"seq": float64(x.Seq), "at_ms": float64(x.AtMS), "tool": x.Tool, "target": x.Target, "actor": x.Actor}
+	})
+	return m
+}
+
+func list[T any](xs []T, f func(T) any) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
+}
