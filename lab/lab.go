@@ -26,15 +26,18 @@ import (
 
 // JSON-RPC error codes the lab sends on the protocol_error surface. MCP
 // reserves none for these conditions, so they are the lab's choice in the
-// server-defined range (-32000 to -32099), except invalid params.
+// server-defined range (-32000 to -32099), clear of the codes SDKs give
+// meaning themselves: the Go SDK reads -32003 and -32004 as a closing
+// connection (a server sending them breaks its client), the TypeScript SDK
+// uses -32000 (connection closed) and -32001 (request timeout).
 const (
 	CodeInvalidParams = -32602 // unknown tool, invalid_type, invalid_value (as the Go SDK sends them)
-	CodeServer        = -32000 // transient, upstream_outage, partial_commit, idempotency, an upstream timeout
-	CodeUnauthorized  = -32003 // permission
-	CodeConflict      = -32009 // stale_revision
-	CodeBusiness      = -32010 // a business rule of the domain (out of stock, a cancelled order)
-	CodeRateLimited   = -32029 // rate_limit
-	CodeTimeout       = -32001 // the client's deadline passed (the client raises it; the TypeScript SDK's RequestTimeout)
+	CodeUpstream      = -32050 // transient, upstream_outage, partial_commit, idempotency, an upstream timeout
+	CodeUnauthorized  = -32051 // permission
+	CodeConflict      = -32052 // stale_revision
+	CodeBusiness      = -32053 // a business rule of the domain (out of stock, a cancelled order)
+	CodeRateLimited   = -32054 // rate_limit
+	CodeTimeout       = -32001 // the client's deadline passed: raised by the client, never sent (the TypeScript SDK's RequestTimeout)
 )
 
 // DefaultBackoff is the wait of a retry_later when neither the scenario
@@ -450,7 +453,7 @@ func (f *failure) code() int64 {
 	case RateLimit:
 		return CodeRateLimited
 	}
-	return CodeServer
+	return CodeUpstream
 }
 
 // category returns f's error category (seed 002) and whether it has one.

@@ -435,6 +435,9 @@ func TestSurfaces(t *testing.T) {
 				}
 			}
 			obs := r.Observation()
+			if got, ok := RetryAfter(obs); ok != (r.RetryAfter > 0) || got < r.RetryAfter || got >= r.RetryAfter+time.Second {
+				t.Errorf("%s: the text announces %v (%v), the lab %v", name, got, ok, r.RetryAfter)
+			}
 			if err := json.Unmarshal(obs, &o); err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}

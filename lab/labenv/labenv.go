@@ -66,7 +66,7 @@ func (f *factory) NewEnv(ctx context.Context, scenario string, seed int64) (simu
 type Env struct {
 	lab       *lab.Lab
 	started   bool
-	announced time.Duration // the retry-after of the last failure
+	announced time.Duration // the retry-after the last observation announced
 }
 
 var _ simulator.Environment = (*Env)(nil)
@@ -94,14 +94,16 @@ func (e *Env) Start(ctx context.Context) (json.RawMessage, error) {
 	if !r.Failed {
 		return nil, fmt.Errorf("scenario %s: the first call did not fail", e.lab.Scenario().ID)
 	}
-	e.announced = r.RetryAfter
-	return r.Observation(), nil
+	obs := r.Observation()
+	e.announced, _ = lab.RetryAfter(obs)
+	return obs, nil
 }
 
 // Execute carries out the policy of answer a as the scenario defines it
 // (lab.Lab.Execute): retry_now repeats the first call at once; retry_later
 // repeats it after the scenario's delay, else the retry-after the last
-// failure announced, else lab.DefaultBackoff, on the lab clock;
+// observation announced (lab.RetryAfter, read from its text as a client
+// would), else lab.DefaultBackoff, on the lab clock;
 // revise_arguments, select_tool and authenticate make the scenario's
 // calls. It returns the observation of the last call made and more =
 // false once that call succeeded. stop_or_escalate and invalid answers are
@@ -125,8 +127,9 @@ func (e *Env) Execute(ctx context.Context, t int, a simulator.Answer) (json.RawM
 	if !ok {
 		return nil, false, fmt.Errorf("scenario %s turn %d: %s made no call", sc.ID, t, a.Policy)
 	}
-	e.announced = r.RetryAfter
-	return r.Observation(), r.Failed, nil
+	obs := r.Observation()
+	e.announced, _ = lab.RetryAfter(obs)
+	return obs, r.Failed, nil
 }
 
 // Final settles the lab's queued writes and reads the outcome from its
