@@ -62,6 +62,9 @@ commands:
   clientcheck [-json] [-protocol V] [-ts-clients DIR]
                                                 print how the Go and TypeScript clients treat results against an outputSchema
   version [-json]                               print the module, version, VCS revision, executable sha256 and Go version
+  lab serve (-stdio | -http ADDR) [-seed S] [-set NAME] [-scenario ID] [-realtime]
+                                                serve the recovery lab: a stateful MCP server with one scenario's fault armed
+  lab list [-json] [-set NAME]                  list the recovery lab's scenarios
 
 analyze, compare and report refuse a partial bundle (unfinished, or holding
 fewer decisions than its manifest.json records) unless -partial is given, and
@@ -94,6 +97,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"summary":     cmdSummary,
 		"clientcheck": cmdClientCheck,
 		"version":     cmdVersion,
+		"lab":         cmdLab,
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stdout, usage)
