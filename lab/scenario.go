@@ -54,7 +54,7 @@ type Policies struct {
 // cannot be resolved.
 type Action struct {
 	DelayMS *int64     `json:"delay_ms,omitempty"` // lab-clock milliseconds
-	Calls   []CallSpec `json:"calls,omitempty"`
+	Calls   []CallSpec `json:"calls,omitempty"`    // made in order
 }
 
 // CallSpec is one call of an action (or of a stale_revision's concurrent
@@ -164,7 +164,7 @@ type LoadError struct {
 	Index int    // 1-based position of the scenario in the file; 0 for the file itself
 	ID    string // the scenario's id, when it has one
 	Field string // the field at fault, dotted (fault.k, policies.select_tool.calls[0].tool)
-	Err   error
+	Err   error  // the problem
 }
 
 // Error names the file, scenario and field, then the problem.

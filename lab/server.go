@@ -38,7 +38,7 @@ type StateResult struct {
 	mcp.ResultBase
 	Scenario string  `json:"scenario,omitempty"` // the armed scenario's id; "" for a healthy lab
 	Virtual  bool    `json:"virtual"`            // the lab runs on a virtual clock
-	Outcome  Outcome `json:"outcome"`
+	Outcome  Outcome `json:"outcome"`            // the outcome now, with the state
 }
 
 // NewServer returns an MCP server (Go SDK) serving l: its tools, each

@@ -55,34 +55,53 @@ func newClient() *mcp.Client {
 	return c
 }
 
-// wireCaller calls tools through a Go SDK client session. A call that is
-// not answered within hold (real time) has met a timeout_committed
-// scenario's held answer: the client's deadline passed, and the caller
-// reports it as the lab does (Response.Timeout, the scenario's deadline)
-// so that Scenario.Execute lets that deadline pass on the lab clock, which
-// releases the held answer on the server.
-func wireCaller(t *testing.T, cs *mcp.ClientSession, sc *Scenario, hold time.Duration) Caller {
+// wireCaller calls tools through a Go SDK client session to a lab served
+// on clock. A call the server holds (a timeout_committed scenario's answer,
+// waiting on the lab clock) is abandoned as a client whose deadline passed
+// abandons it, and reported as the lab reports it (Response.Timeout, the
+// scenario's deadline), so that Scenario.Execute lets that deadline pass on
+// the lab clock, which releases the held answer on the server.
+func wireCaller(t *testing.T, cs *mcp.ClientSession, sc *Scenario, clock *VirtualClock) Caller {
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+	}
 	return func(tool string, args json.RawMessage) Response {
-		ctx, cancel := context.WithTimeout(context.Background(), hold)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-		if errors.Is(err, context.DeadlineExceeded) {
-			if sc.Class != TimeoutCommitted {
-				t.Fatalf("%s: %s timed out after %v", sc.ID, tool, hold)
+		done := make(chan answer, 1)
+		go func() {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+			done <- answer{res, err}
+		}()
+		var a answer
+	wait:
+		for {
+			select {
+			case a = <-done:
+				break wait
+			case <-time.After(time.Millisecond):
+				if clock.Sleepers() > 0 {
+					cancel()
+					<-done
+					if sc.Class != TimeoutCommitted {
+						t.Fatalf("%s: the server held %s", sc.ID, tool)
+					}
+					return Response{Timeout: durMS(sc.Fault.DeadlineMS), Failed: true}
+				}
 			}
-			return Response{Timeout: durMS(sc.Fault.DeadlineMS), Failed: true}
 		}
 		var r Response
-		obs, oerr := Observe(res, err)
+		obs, oerr := Observe(a.res, a.err)
 		if oerr != nil {
 			t.Fatalf("%s: %s: %v", sc.ID, tool, oerr)
 		}
 		// Keep what Scenario.Execute reads (the result) and what the
 		// comparison reads (the observation, rebuilt from the result).
-		r.Result = res
-		if err != nil {
+		r.Result = a.res
+		if a.err != nil {
 			r.Result = nil
-			r.Err = rpcErr(err)
+			r.Err = rpcErr(a.err)
 		}
 		if got := r.Observation(); string(got) != string(obs) {
 			t.Fatalf("%s: the observation does not survive: %s vs %s", sc.ID, got, obs)
@@ -102,7 +121,6 @@ func TestInMemory(t *testing.T) {
 		t.Skip("-short")
 	}
 	ctx := context.Background()
-	hold := 200 * time.Millisecond
 	n, compared := 0, 0
 	for _, base := range coreSet(t).Scenarios {
 		for _, sc := range variants(base) {
@@ -123,11 +141,7 @@ func TestInMemory(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				callHold := 10 * time.Second
-				if held {
-					callHold = hold
-				}
-				wire := wireCaller(t, cs, sc, callHold)
+				wire := wireCaller(t, cs, sc, served.Clock().(*VirtualClock))
 				want := trajectoryOf(sc, p, direct.Clock(), direct.Call)
 				got := trajectoryOf(sc, p, served.Clock(), wire)
 				name := fmt.Sprintf("%s/%s/%v/%s", sc.ID, sc.Surface, sc.Contract, p)

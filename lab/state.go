@@ -28,63 +28,63 @@ type State struct {
 
 // Order is an order of the shop (server L01).
 type Order struct {
-	ID             string `json:"id"`
-	Customer       string `json:"customer"`
-	SKU            string `json:"sku"`
-	Quantity       int64  `json:"quantity"` // units, 1 to 100
-	Note           string `json:"note"`
-	Status         string `json:"status"`   // open or cancelled
-	Revision       int64  `json:"revision"` // bumped by every change
-	IdempotencyKey string `json:"idempotency_key"`
+	ID             string `json:"id"`              // O-1001, …
+	Customer       string `json:"customer"`        // a customer id, C-17
+	SKU            string `json:"sku"`             // the product
+	Quantity       int64  `json:"quantity"`        // units, 1 to 100
+	Note           string `json:"note"`            // a note for the warehouse
+	Status         string `json:"status"`          // open or cancelled
+	Revision       int64  `json:"revision"`        // bumped by every change
+	IdempotencyKey string `json:"idempotency_key"` // the key it was placed with, or ""
 }
 
 // Shipment is one shipment of an order.
 type Shipment struct {
-	ID      string `json:"id"`
-	OrderID string `json:"order_id"`
+	ID      string `json:"id"`       // shp_ and 8 hex digits from the seed
+	OrderID string `json:"order_id"` // the order shipped
 }
 
 // Invoice is an invoice of the billing server (L02).
 type Invoice struct {
-	ID             string `json:"id"`
-	Customer       string `json:"customer"`
-	AmountDueCents int64  `json:"amount_due_cents"`
-	Currency       string `json:"currency"`
+	ID             string `json:"id"`               // INV-2001, …
+	Customer       string `json:"customer"`         // a customer id
+	AmountDueCents int64  `json:"amount_due_cents"` // the amount billed, in cents
+	Currency       string `json:"currency"`         // EUR or USD: a charge must be in it
 }
 
 // Payment is one charge against an invoice.
 type Payment struct {
-	ID             string `json:"id"`
-	InvoiceID      string `json:"invoice_id"`
-	AmountCents    int64  `json:"amount_cents"`
-	Currency       string `json:"currency"`
-	IdempotencyKey string `json:"idempotency_key"`
+	ID             string `json:"id"`              // pay_ and 8 hex digits from the seed
+	InvoiceID      string `json:"invoice_id"`      // the invoice charged
+	AmountCents    int64  `json:"amount_cents"`    // the amount, in cents
+	Currency       string `json:"currency"`        // the invoice's currency
+	IdempotencyKey string `json:"idempotency_key"` // the key it was charged with, or ""
 }
 
 // Refund is one refund of a payment.
 type Refund struct {
-	ID          string `json:"id"`
-	PaymentID   string `json:"payment_id"`
-	AmountCents int64  `json:"amount_cents"`
+	ID          string `json:"id"`           // ref_ and 8 hex digits from the seed
+	PaymentID   string `json:"payment_id"`   // the payment refunded
+	AmountCents int64  `json:"amount_cents"` // the amount, in cents
 }
 
 // File is a document of the files server (L03).
 type File struct {
-	Path     string `json:"path"`
-	Content  string `json:"content"`
+	Path     string `json:"path"`     // absolute, /docs/readme.md
+	Content  string `json:"content"`  // the text
 	Revision int64  `json:"revision"` // bumped by every change
 }
 
 // Token is a credential authenticate issued (or the lab planted).
 type Token struct {
-	Token       string `json:"token"`
-	Scope       string `json:"scope"`
+	Token       string `json:"token"`         // tok_ and 16 hex digits from the seed
+	Scope       string `json:"scope"`         // one of Scopes
 	ExpiresAtMS int64  `json:"expires_at_ms"` // lab-clock milliseconds; negative: before the lab started
 }
 
 // Limit is the rate-limit state of one tool.
 type Limit struct {
-	Tool          string `json:"tool"`
+	Tool          string `json:"tool"`            // the rate-limited tool
 	WindowUntilMS int64  `json:"window_until_ms"` // calls before this lab time are refused
 	Violations    int64  `json:"violations"`      // calls made inside an announced window
 	Locked        bool   `json:"locked"`          // the budget was exceeded: refused for the session
@@ -92,17 +92,17 @@ type Limit struct {
 
 // CallRecord is one call a client made.
 type CallRecord struct {
-	Seq     int    `json:"seq"` // 1-based
-	AtMS    int64  `json:"at_ms"`
-	Tool    string `json:"tool"`
+	Seq     int    `json:"seq"`     // 1-based
+	AtMS    int64  `json:"at_ms"`   // lab-clock milliseconds
+	Tool    string `json:"tool"`    // the tool named (clipped to 64 bytes)
 	Outcome string `json:"outcome"` // ok, failed, or timeout (no answer before the deadline)
 }
 
 // Effect is one change of the state.
 type Effect struct {
-	Seq    int    `json:"seq"` // 1-based
-	AtMS   int64  `json:"at_ms"`
-	Tool   string `json:"tool"`
+	Seq    int    `json:"seq"`    // 1-based
+	AtMS   int64  `json:"at_ms"`  // lab-clock milliseconds
+	Tool   string `json:"tool"`   // the tool that made it
 	Target string `json:"target"` // JSON pointer of what changed
 	Actor  string `json:"actor"`  // client, other (a concurrent writer) or deferred (a queued write landing)
 }
