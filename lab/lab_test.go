@@ -189,6 +189,13 @@ func TestBadInput(t *testing.T) {
 		}
 	})
 	t.Run("first call that succeeds", func(t *testing.T) {
+		f := strings.Replace(strings.Replace(good, `"class": "transient"`, `"class": "invalid_value"`, 1), `"fault": {"k": 1}`, `"fault": {}`, 1)
+		_, err := load(f)
+		if err == nil || !strings.Contains(err.Error(), "field args: the first call succeeds") {
+			t.Errorf("err = %v", err)
+		}
+	})
+	t.Run("an expired token and for_ms load", func(t *testing.T) {
 		f := strings.Replace(good, `"class": "transient"`, `"class": "permission"`, 1)
 		f = strings.Replace(f, `"fault": {"k": 1}`, `"fault": {}`, 1)
 		f = strings.Replace(f, `"currency": "EUR"}`, `"currency": "EUR", "auth_token": "tok_expired_0001"}`, 1)
