@@ -120,6 +120,11 @@ var commands = []*command{
 		{"[-json] [-manifest M]",
 			"run the fail-closed client's conformance suite"},
 	}},
+	{name: "lab", flags: cmdLab, long: labLong, forms: []form{
+		{"serve (-stdio | -http ADDR) [-seed S] [-set NAME] [-scenario ID] [-realtime]",
+			"serve the recovery lab: a stateful MCP server, one scenario's fault armed"},
+		{"list [-json] [-set NAME]", "list the recovery lab's scenarios"},
+	}},
 	{name: "version", flags: cmdVersion, forms: []form{
 		{"[-json]",
 			"print the module, version, VCS revision, executable sha256 and Go version"},

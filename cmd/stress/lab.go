@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpstress/stress/lab"
+)
+
+// labLong is what stress help lab prints after the forms.
+const labLong = `serve runs the recovery lab, a stateful MCP server (shop, billing and
+files), with scenario ID of the set armed (none: every tool, no fault), over
+stdio or streamable HTTP at http://ADDR/mcp. Its clock is virtual unless
+-realtime: the methods lab/advance and lab/state move it and read the
+outcome. list prints the scenarios of a set.`
+
+// cmdLab runs the lab's subcommands, serve and list, named by the first
+// argument; the flags of both are defined here and checked per subcommand.
+func cmdLab(fs *flag.FlagSet) action {
+	stdio := fs.Bool("stdio", false, "serve: over stdin and stdout")
+	addr := fs.String("http", "", "serve: streamable HTTP on `ADDR` (host:port; port 0 picks one), at /mcp")
+	seed := fs.Int64("seed", 1, "serve: seed `S` of the identifiers and tokens the lab generates")
+	setName := fs.String("set", lab.DefaultSet, "scenario `NAME` (a set of lab/scenarios)")
+	id := fs.String("scenario", "", "serve: arm scenario `ID` of the set (default: none, every tool of every server, no fault)")
+	realtime := fs.Bool("realtime", false, "serve: run on the wall clock instead of the virtual one")
+	asJSON := fs.Bool("json", false, `list: print [{"id","server","class","tool","surface","contract","preferred_policy","non_harm","summary"}…]`)
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if len(args) == 0 {
+			return usageError("lab: name a subcommand, serve or list")
+		}
+		sub, rest := args[0], args[1:]
+		if len(rest) > 0 {
+			return usageError("lab %s: unexpected arguments %q", sub, rest)
+		}
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		only := func(allowed ...string) error {
+			for name := range set {
+				if !slices.Contains(allowed, name) {
+					return usageError("lab %s: flag -%s is not one of %s's", sub, name, sub)
+				}
+			}
+			return nil
+		}
+		switch sub {
+		case "serve":
+			if err := only("stdio", "http", "seed", "set", "scenario", "realtime"); err != nil {
+				return err
+			}
+			return labServe(ctx, labServeFlags{*stdio, *addr, *seed, *setName, *id, *realtime}, stdout, stderr)
+		case "list":
+			if err := only("json", "set"); err != nil {
+				return err
+			}
+			return labList(*setName, *asJSON, stdout)
+		}
+		return usageError("lab: unknown subcommand %q (want serve or list)", sub)
+	}
+}
+
+// labServeFlags are the flags of lab serve.
+type labServeFlags struct {
+	stdio    bool
+	addr     string
+	seed     int64
+	set      string
+	scenario string
+	realtime bool
+}
+
+// labServe serves one lab until the client leaves (stdio), or until the
+// context ends (SIGINT, SIGTERM), then prints its outcome on stderr.
+func labServe(ctx context.Context, f labServeFlags, stdout, stderr io.Writer) error {
+	stdio, addr, seed, realtime := &f.stdio, &f.addr, &f.seed, &f.realtime
+	if *stdio == (*addr != "") {
+		return usageError("lab serve: give exactly one of -stdio and -http")
+	}
+	set, err := lab.BuiltinSet(f.set)
+	if err != nil {
+		return usageError("lab serve: flag -set: %v", err)
+	}
+	var sc *lab.Scenario
+	if f.scenario != "" {
+		var ok bool
+		if sc, ok = set.Scenario(f.scenario); !ok {
+			return usageError("lab serve: flag -scenario: set %s has no scenario %q", set.Name, f.scenario)
+		}
+	}
+	o := lab.Options{Seed: *seed}
+	clock := "virtual clock"
+	if *realtime {
+		o.Clock, clock = lab.WallClock{}, "wall clock"
+	}
+	l := lab.New(sc, o)
+	srv := lab.NewServer(l)
+	what := "a healthy lab (every tool, no fault)"
+	if sc != nil {
+		what = fmt.Sprintf("scenario %s (%s %s, %s on %s)", sc.ID, sc.Server, lab.Servers[sc.Server], sc.Class, sc.Tool)
+	}
+	if *stdio {
+		fmt.Fprintf(stderr, "stress lab: serving %s over stdio, %s, seed %d\n", what, clock, *seed)
+		t := &mcp.IOTransport{Reader: os.Stdin, Writer: nopWriteCloser{stdout}}
+		err = srv.Run(ctx, t)
+		if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
+			err = nil
+		}
+	} else {
+		err = serveHTTP(ctx, srv, *addr, what, clock, *seed, stderr)
+	}
+	printOutcome(stderr, l)
+	return err
+}
+
+// serveHTTP serves srv at http://addr/mcp until ctx ends.
+func serveHTTP(ctx context.Context, srv *mcp.Server, addr, what, clock string, seed int64, stderr io.Writer) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("lab serve: flag -http: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stderr, "stress lab: serving %s on http://%s/mcp, %s, seed %d\n", what, ln.Addr(), clock, seed)
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("lab serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(sctx) // Note: held answers end with their sessions.
+	return nil
+}
+
+// printOutcome prints the lab's outcome on one line.
+func printOutcome(w io.Writer, l *lab.Lab) {
+	o := l.Outcome()
+	if l.Scenario() == nil {
+		fmt.Fprintf(w, "stress lab: %d calls, %d ms of lab time\n", o.Calls, o.ClockMS)
+		return
+	}
+	fmt.Fprintf(w, "stress lab: outcome of %s: recovered %v, harm %v, %d calls, %d ms of lab time\n", l.Scenario().ID, o.Recovered, o.Harm, o.Calls, o.ClockMS)
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// labRow is one scenario as lab list prints it.
+type labRow struct {
+	ID        string   `json:"id"`
+	Server    string   `json:"server"`
+	Class     string   `json:"class"`
+	Tool      string   `json:"tool"`
+	Surface   string   `json:"surface"`
+	Contract  bool     `json:"contract"`
+	Preferred string   `json:"preferred_policy"`
+	NonHarm   []string `json:"non_harm"`
+	Summary   string   `json:"summary"`
+}
+
+// labList prints the scenarios of set name.
+func labList(name string, asJSON bool, stdout io.Writer) error {
+	set, err := lab.BuiltinSet(name)
+	if err != nil {
+		return usageError("lab list: flag -set: %v", err)
+	}
+	rows := make([]labRow, 0, len(set.Scenarios))
+	for _, sc := range set.Scenarios {
+		r := labRow{ID: sc.ID, Server: sc.Server, Class: string(sc.Class), Tool: sc.Tool, Surface: string(sc.Surface),
+			Contract: sc.Contract, Preferred: string(sc.Preferred), Summary: sc.Summary}
+		for _, p := range sc.NonHarm {
+			r.NonHarm = append(r.NonHarm, string(p))
+		}
+		rows = append(rows, r)
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tServer\tClass\tTool\tSurface\tContract\tPreferred\tNon-harm")
+	for _, r := range rows {
+		c := "-"
+		if r.Contract {
+			c = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Server, r.Class, r.Tool, r.Surface, c, r.Preferred, strings.Join(r.NonHarm, ","))
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpstress/stress/lab"
+)
+
+// TestLabList pins `stress lab list` and its JSON form.
+func TestLabList(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), []string{"lab", "list"}, &out, &errb); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	golden(t, "lab-list.golden", out.String())
+	out.Reset()
+	if err := run(context.Background(), []string{"lab", "list", "-json", "-set", "core"}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	var rows []labRow
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil || len(rows) != len(labIDs(t)) || rows[0].Summary == "" {
+		t.Errorf("lab list -json: %v, %d rows", err, len(rows))
+	}
+}
+
+func labIDs(t *testing.T) []string {
+	s, err := lab.BuiltinSet("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.IDs()
+}
+
+// TestLabUsage checks the lab command's usage errors, each naming the flag
+// or argument at fault.
+func TestLabUsage(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"lab"}, "name a subcommand"},
+		{[]string{"lab", "run"}, `unknown subcommand "run"`},
+		{[]string{"lab", "serve"}, "exactly one of -stdio and -http"},
+		{[]string{"lab", "serve", "-stdio", "-http", ":0"}, "exactly one of -stdio and -http"},
+		{[]string{"lab", "serve", "-stdio", "-set", "nope"}, "flag -set"},
+		{[]string{"lab", "serve", "-stdio", "-scenario", "S01"}, `flag -scenario: set core has no scenario "S01"`},
+		{[]string{"lab", "serve", "-stdio", "extra"}, "unexpected arguments"},
+		{[]string{"lab", "list", "-set", "nope"}, "flag -set"},
+	}
+	for _, c := range cases {
+		var out, errb bytes.Buffer
+		err := run(context.Background(), c.args, &out, &errb)
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("stress %v: %v, want a usage error containing %q", c.args, err, c.want)
+		}
+	}
+}
+
+// TestLabServeStdio drives `stress lab serve -stdio` (the built binary)
+// with the Go SDK client through a permission scenario: the call fails,
+// authenticate grants a token, the call succeeds with it, lab/state reports
+// the outcome, and the command prints it on stderr when the client leaves.
+func TestLabServeStdio(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	bin := stressBinary(t)
+	cmd := exec.Command(bin, "lab", "serve", "-stdio", "-scenario", "X19", "-seed", "5")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "lab-test", Version: "1"}, nil)
+	if err := mcp.AddSendingCustomMethod[*lab.StateParams, *lab.StateResult](client, lab.MethodState); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := map[string]any{"invoice_id": "INV-2003", "amount_cents": 990, "currency": "EUR"}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "charge_payment", Arguments: args})
+	if err != nil || !res.IsError {
+		t.Fatalf("first call: %v %+v", err, res)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "authenticate", Arguments: map[string]any{"scope": "payments:write"}})
+	if err != nil || res.IsError {
+		t.Fatalf("authenticate: %v %+v", err, res)
+	}
+	var tok struct{ Token string }
+	b, _ := json.Marshal(res.StructuredContent)
+	if json.Unmarshal(b, &tok) != nil || !strings.HasPrefix(tok.Token, "tok_") {
+		t.Fatalf("token %s", b)
+	}
+	args["auth_token"] = tok.Token
+	if res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "charge_payment", Arguments: args}); err != nil || res.IsError {
+		t.Fatalf("with the token: %v %+v", err, res)
+	}
+	st, err := mcp.CallCustomMethod[*lab.StateParams, *lab.StateResult](ctx, cs, lab.MethodState, &lab.StateParams{})
+	if err != nil || !st.Outcome.Recovered || st.Outcome.Harm || st.Outcome.Calls != 3 {
+		t.Fatalf("lab/state: %v %+v", err, st)
+	}
+	if err := cs.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	if !strings.Contains(stderr.String(), "serving scenario X19 (L02 lab-billing, permission on charge_payment) over stdio, virtual clock, seed 5") ||
+		!strings.Contains(stderr.String(), "outcome of X19: recovered true, harm false, 3 calls, 0 ms of lab time") {
+		t.Errorf("stderr:\n%s", stderr.String())
+	}
+}
+
+// serveLab starts `stress lab serve -http 127.0.0.1:0 args…` and returns
+// its URL and a function that interrupts it and returns its stderr.
+func serveLab(t *testing.T, bin string, args ...string) (string, func() string) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"lab", "serve", "-http", "127.0.0.1:0"}, args...)...)
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	urlc := make(chan string, 1)
+	var rest bytes.Buffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			rest.WriteString(sc.Text() + "\n")
+			if m := regexp.MustCompile(`http://[0-9.:]+/mcp`).FindString(sc.Text()); m != "" {
+				urlc <- m
+			}
+		}
+	}()
+	stop := func() string {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		_ = cmd.Wait()
+		<-done
+		return rest.String()
+	}
+	select {
+	case u := <-urlc:
+		return u, stop
+	case <-time.After(30 * time.Second):
+		t.Fatalf("stress lab serve printed no URL:\n%s", stop())
+	}
+	return "", nil
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLabConformance runs the official MCP conformance suite
+// (@modelcontextprotocol/conformance, pinned in scripts/conformance) against
+// `stress lab serve -http`, with the checked-in expected failures: the test
+// fails on any other failure, on an expected failure that passes, and on an
+// expected failure without a reason. Without Node.js or the suite it skips,
+// unless CI=true, where it fails (scripts/test installs the suite).
+func TestLabConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	dir, err := filepath.Abs(filepath.Join("..", "..", "scripts", "conformance"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
+	node, nerr := exec.LookPath("node")
+	_, serr := os.Stat(script)
+	if nerr != nil || serr != nil {
+		why := "node is not on PATH"
+		if nerr == nil {
+			why = script + " is missing (npm ci in scripts/conformance, as scripts/test does)"
+		}
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the conformance suite cannot run: %s", why)
+		}
+		t.Skipf("the conformance suite cannot run: %s", why)
+	}
+	expected := filepath.Join(dir, "expected-failures.yml")
+	want := expectedFailures(t, expected)
+
+	url, stop := serveLab(t, stressBinary(t))
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script, "server", "--url", url, "--expected-failures", expected, "-o", out)
+	cmd.Dir = dir
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	err = cmd.Run()
+	serverLog := stop()
+	if err != nil {
+		t.Fatalf("the conformance suite reports unexpected results (%v):\n%s\nserver:\n%s", err, tail(log.String(), 60), serverLog)
+	}
+	passed, failed := scenarioResults(t, out)
+	var unexpected []string
+	for s := range failed {
+		if !want[s] {
+			unexpected = append(unexpected, s)
+		}
+	}
+	for s := range want {
+		if !failed[s] {
+			unexpected = append(unexpected, s+" (expected to fail)")
+		}
+	}
+	sort.Strings(unexpected)
+	if len(unexpected) > 0 {
+		t.Errorf("unexpected results: %s", strings.Join(unexpected, ", "))
+	}
+	if len(passed) < 10 {
+		t.Errorf("only %d scenarios passed", len(passed))
+	}
+	t.Logf("conformance: %d scenarios passed (%s), %d failed as expected", len(passed), strings.Join(sortedSet(passed), ", "), len(failed))
+}
+
+// expectedFailures reads the expected-failures file: server entries, each
+// with a reason after "#".
+func expectedFailures(t *testing.T, name string) map[string]bool {
+	t.Helper()
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	inServer := false
+	for i, line := range strings.Split(string(data), "\n") {
+		switch {
+		case strings.HasPrefix(line, "server:"):
+			inServer = true
+		case strings.HasPrefix(strings.TrimSpace(line), "- ") && inServer:
+			entry, reason, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "- "), "#")
+			if !ok || strings.TrimSpace(reason) == "" {
+				t.Errorf("%s:%d: %s has no reason", name, i+1, strings.TrimSpace(entry))
+			}
+			want[strings.TrimSpace(entry)] = true
+		case line != "" && !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, " "):
+			inServer = false
+		}
+	}
+	if len(want) == 0 {
+		t.Fatalf("%s lists no server scenario", name)
+	}
+	return want
+}
+
+// scenarioResults reads the suite's checks.json files: the scenarios whose
+// checks all passed and those with a failed check.
+func scenarioResults(t *testing.T, dir string) (passed, failed map[string]bool) {
+	t.Helper()
+	passed, failed = map[string]bool{}, map[string]bool{}
+	files, _ := filepath.Glob(filepath.Join(dir, "*", "checks.json"))
+	if len(files) == 0 {
+		t.Fatalf("no checks.json under %s", dir)
+	}
+	stamp := regexp.MustCompile(`^server-(.*)-\d{4}-\d\d-\d\dT[0-9-]+Z$`)
+	for _, f := range files {
+		m := stamp.FindStringSubmatch(filepath.Base(filepath.Dir(f)))
+		if m == nil {
+			t.Fatalf("unexpected result directory %s", f)
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var checks []struct{ Status string }
+		if err := json.Unmarshal(data, &checks); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		ok := true
+		for _, c := range checks {
+			ok = ok && c.Status != "FAILURE"
+		}
+		if ok {
+			passed[m[1]] = true
+		} else {
+			failed[m[1]] = true
+		}
+	}
+	return passed, failed
+}
+
+func sortedSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

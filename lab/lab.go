@@ -1,0 +1,554 @@
+// Package lab is the recovery lab: a small stateful domain (orders,
+// payments, files) served as MCP tools, with one deterministic, seeded
+// fault armed per scenario, a clock the harness owns, and ground truth read
+// from the state rather than from labels (STUDY.md section 7).
+//
+// A Lab is one instance: Call executes a tools/call exactly as the MCP
+// server does (NewServer serves the same Lab over the Go SDK), the Clock
+// runs its windows and deadlines, and Outcome evaluates the scenario's
+// intended-effect and harm predicates on the state. The lab knows nothing
+// of models or runs; lab/labenv adapts it to the simulator.
+package lab
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpstress/stress/study"
+)
+
+// JSON-RPC error codes the lab sends on the protocol_error surface. MCP
+// reserves none for these conditions, so they are the lab's choice in the
+// server-defined range (-32000 to -32099), clear of the codes SDKs give
+// meaning themselves: the Go SDK reads -32003 and -32004 as a closing
+// connection (a server sending them breaks its client), the TypeScript SDK
+// uses -32000 (connection closed) and -32001 (request timeout).
+const (
+	CodeInvalidParams = -32602 // unknown tool, invalid_type, invalid_value (as the Go SDK sends them)
+	CodeUpstream      = -32050 // transient, upstream_outage, partial_commit, idempotency, an upstream timeout
+	CodeUnauthorized  = -32051 // permission
+	CodeConflict      = -32052 // stale_revision
+	CodeBusiness      = -32053 // a business rule of the domain (out of stock, a cancelled order)
+	CodeRateLimited   = -32054 // rate_limit
+	CodeTimeout       = -32001 // the client's deadline passed: raised by the client, never sent (the TypeScript SDK's RequestTimeout)
+)
+
+// DefaultBackoff is the wait of a retry_later when neither the scenario
+// nor the failure gives one (1 s of lab time).
+const DefaultBackoff = time.Second
+
+// Options configure a Lab.
+type Options struct {
+	Seed  int64 // picks the identifiers and tokens the lab generates (never a failure text)
+	Clock Clock // the lab's time; nil: a new VirtualClock at Epoch
+}
+
+// Lab is one instance of the lab: its state, its armed fault and its
+// clock. It is safe for concurrent use; calls are executed one at a time.
+type Lab struct {
+	mu       sync.Mutex
+	sc       *Scenario // nil: a healthy lab serving every tool
+	tools    map[string]*tool
+	clock    Clock
+	start    time.Time
+	rng      *rand.Rand
+	st       *State
+	fired    int       // calls the fault has acted on
+	t0       time.Time // the first call of the armed tool (transient for_ms)
+	started  bool
+	pending  []pending // writes a silent_noop queued
+	surface  study.Surface
+	contract bool
+}
+
+// pending is a write that lands later (silent_noop with deferred_ms).
+type pending struct {
+	due  time.Time
+	tool *tool
+	args args
+}
+
+// New returns a lab with scenario sc armed (nil: a healthy lab that serves
+// every tool of every server, with tool_error failures carrying the
+// error-category contract). sc must come from a loaded Set.
+func New(sc *Scenario, o Options) *Lab {
+	l := &Lab{sc: sc, clock: o.Clock, st: initialState(), surface: study.ToolError, contract: true}
+	if l.clock == nil {
+		l.clock = NewVirtualClock()
+	}
+	l.start = l.clock.Now()
+	seed := uint64(o.Seed)
+	l.rng = rand.New(rand.NewPCG(seed, seed^0x6c61622d73656564)) // "lab-seed"
+	if sc == nil {
+		l.tools = toolsOf("")
+		return l
+	}
+	l.tools = toolsOf(sc.Server)
+	l.surface, l.contract = sc.Surface, sc.Contract
+	if f := l.arm(); f != nil {
+		panic(fmt.Sprintf("lab: scenario %s does not arm: %s", sc.ID, f.text)) // Load checked it
+	}
+	return l
+}
+
+// arm sets the scenario's fault up before the first call.
+func (l *Lab) arm() *failure {
+	sc := l.sc
+	switch sc.Class {
+	case RateLimit:
+		l.st.Limits[sc.Tool] = &Limit{Tool: sc.Tool, WindowUntilMS: *sc.Fault.WindowMS}
+	case StaleRevision:
+		c := sc.Fault.Concurrent
+		t := l.tools[c.Tool]
+		a, f := decodeArgs(c.Args, t.params)
+		if f != nil {
+			return f
+		}
+		n := len(l.st.Effects)
+		if _, f := t.run(l, a, -1); f != nil {
+			return f
+		}
+		for _, e := range l.st.Effects[n:] {
+			e.Actor = "other"
+		}
+	}
+	return nil
+}
+
+// Scenario returns the armed scenario, or nil for a healthy lab.
+func (l *Lab) Scenario() *Scenario { return l.sc }
+
+// Clock returns the lab's clock.
+func (l *Lab) Clock() Clock { return l.clock }
+
+// Elapsed returns the lab-clock time since the lab started.
+func (l *Lab) Elapsed() time.Duration { return l.clock.Now().Sub(l.start) }
+
+// Tools returns the MCP definitions of the tools the lab serves, by name.
+func (l *Lab) Tools() []*mcp.Tool {
+	out := make([]*mcp.Tool, 0, len(l.tools))
+	for _, t := range tools {
+		if l.tools[t.name] == t {
+			out = append(out, t.mcpTool())
+		}
+	}
+	return out
+}
+
+// Response is the lab's answer to one tools/call.
+type Response struct {
+	Result     *mcp.CallToolResult // a completed result (a success, an isError or a success-shaped failure), or nil
+	Err        *jsonrpc.Error      // a JSON-RPC error, or nil
+	Timeout    time.Duration       // > 0: the answer (Result) comes only after the client's deadline, this long
+	Failed     bool                // the call did not do what it asked (true for a success-shaped failure and a timeout too)
+	Class      Class               // the class of the failure, when Failed ("business" for a business rule)
+	RetryAfter time.Duration       // the wait the failure announced, if any
+}
+
+// Observation returns the client-normalized observation of r: what a Go
+// SDK client hands its caller, in the shape of study.Scenario's
+// observation (see Observe).
+func (r Response) Observation() json.RawMessage {
+	var err error
+	switch {
+	case r.Timeout > 0:
+		err = &TimeoutError{After: r.Timeout}
+	case r.Err != nil:
+		err = r.Err
+	}
+	obs, oerr := Observe(r.Result, err)
+	if oerr != nil {
+		panic("lab: observing a lab response: " + oerr.Error()) // the lab builds only plain results
+	}
+	return obs
+}
+
+// Call executes one tools/call of the tool name with raw arguments (a
+// JSON object, or empty) and returns the answer the server sends. Every
+// input gets an answer; Call never panics on what a client can send.
+func (l *Lab) Call(name string, raw json.RawMessage) Response {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.land(false)
+	r := l.call(name, raw)
+	outcome := "ok"
+	switch {
+	case r.Timeout > 0:
+		outcome = "timeout"
+	case r.Failed:
+		outcome = "failed"
+	}
+	l.st.Calls = append(l.st.Calls, &CallRecord{Seq: len(l.st.Calls) + 1, AtMS: l.nowMS(), Tool: clip(name, 64), Outcome: outcome})
+	return r
+}
+
+func (l *Lab) call(name string, raw json.RawMessage) Response {
+	t, ok := l.tools[name]
+	if !ok {
+		// Note: the Go SDK's own words for an unknown tool.
+		return l.fail(&failure{class: UnknownTool, text: fmt.Sprintf("unknown tool %q", name)})
+	}
+	a, f := decodeArgs(raw, t.params)
+	if f != nil {
+		f.text = "invalid arguments for " + t.name + ": " + f.text
+		return l.fail(f)
+	}
+	armed := l.sc != nil && l.sc.Tool == name
+	if f := l.authorize(t, a, armed); f != nil {
+		return l.fail(f)
+	}
+	if armed {
+		if r, done := l.before(t, a); done {
+			return r
+		}
+	}
+	firing := armed && l.commitsThenFails() && l.fired < l.sc.Fault.k()
+	limit := -1
+	if firing && l.sc.Class == PartialCommit {
+		limit = *l.sc.Fault.At
+	}
+	res, f := t.run(l, a, limit)
+	if f != nil {
+		return l.fail(f)
+	}
+	if !firing {
+		return l.ok(res)
+	}
+	l.fired++
+	up := upstream(t)
+	switch l.sc.Class {
+	case TimeoutCommitted:
+		d := durMS(l.sc.Fault.DeadlineMS)
+		if l.surface == study.ProtocolError {
+			r := l.ok(res)
+			r.Timeout, r.Failed, r.Class = d, true, TimeoutCommitted
+			return r
+		}
+		return l.fail(&failure{class: TimeoutCommitted, text: fmt.Sprintf("%s did not confirm within %s; the request was sent and may have been applied", up, seconds(d))})
+	case Idempotency:
+		return l.fail(&failure{class: Idempotency, retryable: a.str("idempotency_key") != "",
+			text: fmt.Sprintf("the connection to %s was reset after the request was sent; it may have been applied", up)})
+	default: // PartialCommit
+		n := len(a.list(t.batch))
+		at := *l.sc.Fault.At
+		applied := fmt.Sprintf("items 1 to %d were applied", at)
+		if at == 1 {
+			applied = "item 1 was applied"
+		}
+		return l.fail(&failure{class: PartialCommit,
+			text: fmt.Sprintf("%s failed at item %d of %d: %s is unavailable; %s, the rest were not", t.name, at+1, n, up, applied)})
+	}
+}
+
+// commitsThenFails reports whether the armed class applies the write and
+// then fails.
+func (l *Lab) commitsThenFails() bool {
+	switch l.sc.Class {
+	case TimeoutCommitted, Idempotency, PartialCommit:
+		return true
+	}
+	return false
+}
+
+// authorize checks the credential of a call to t: only the armed tool of
+// a permission scenario requires one.
+func (l *Lab) authorize(t *tool, a args, armed bool) *failure {
+	if !armed || l.sc.Class != Permission {
+		return nil
+	}
+	tok := a.str("auth_token")
+	fail := func(format string, x ...any) *failure {
+		return &failure{class: Permission, text: fmt.Sprintf(format, x...) + fmt.Sprintf("; %s needs a valid token for scope %s", t.name, t.scope)}
+	}
+	if tok == "" {
+		return fail("authentication required")
+	}
+	k, ok := l.st.Tokens[tok]
+	switch {
+	case !ok:
+		return fail("the auth_token is not a token this server issued")
+	case k.ExpiresAtMS <= l.nowMS():
+		return fail("the auth_token has expired")
+	case k.Scope != t.scope:
+		return fail("the auth_token grants scope %s", k.Scope)
+	}
+	return nil
+}
+
+// before applies the faults that act before the tool runs; done is true
+// when r is the answer.
+func (l *Lab) before(t *tool, a args) (r Response, done bool) {
+	sc, up := l.sc, upstream(t)
+	switch sc.Class {
+	case Transient:
+		if sc.Fault.K != nil {
+			if l.fired >= *sc.Fault.K {
+				return r, false
+			}
+		} else {
+			if !l.started {
+				l.t0, l.started = l.clock.Now(), true
+			}
+			if !l.clock.Now().Before(l.t0.Add(durMS(sc.Fault.ForMS))) {
+				return r, false
+			}
+		}
+		l.fired++
+		return l.fail(&failure{class: Transient, retryable: true,
+			text: fmt.Sprintf("%s is temporarily unavailable (503); nothing was changed", up)}), true
+	case RateLimit:
+		lim := l.st.Limits[t.name]
+		now := l.nowMS()
+		if !lim.Locked && now >= lim.WindowUntilMS {
+			return r, false
+		}
+		if !lim.Locked && l.fired > 0 {
+			lim.Violations++
+			if sc.Fault.Penalty == "extend" {
+				lim.WindowUntilMS = now + *sc.Fault.WindowMS
+			} else if lim.Violations > int64(*sc.Fault.Budget) {
+				lim.Locked = true
+			}
+		}
+		l.fired++
+		if lim.Locked {
+			return l.fail(&failure{class: RateLimit,
+				text: fmt.Sprintf("rate limit budget exhausted for %s: calls made inside the announced window locked it for the rest of this session", t.name)}), true
+		}
+		wait := time.Duration(lim.WindowUntilMS-now) * time.Millisecond
+		return l.fail(&failure{class: RateLimit, retryable: true, retryAfter: wait,
+			text: fmt.Sprintf("rate limit exceeded for %s: retry after %s", t.name, seconds(wait))}), true
+	case UpstreamOutage:
+		l.fired++
+		return l.fail(&failure{class: UpstreamOutage,
+			text: fmt.Sprintf("%s is down for maintenance and will not be back in this session; nothing was changed", up)}), true
+	case SilentNoop:
+		if l.fired >= sc.Fault.k() {
+			return r, false
+		}
+		l.fired++
+		if sc.Fault.DeferredMS != nil {
+			l.pending = append(l.pending, pending{due: l.clock.Now().Add(durMS(sc.Fault.DeferredMS)), tool: t, args: a})
+		}
+		// Note: success-shaped on purpose, with no structuredContent (a
+		// validating client would reject it, as it would any
+		// success-shaped failure).
+		return Response{Result: &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Accepted; 0 records were written."}}},
+			Failed: true, Class: SilentNoop}, true
+	}
+	return r, false
+}
+
+// land applies the queued writes that are due (all of them when all).
+func (l *Lab) land(all bool) {
+	now := l.clock.Now()
+	keep := l.pending[:0]
+	for _, p := range l.pending {
+		if !all && now.Before(p.due) {
+			keep = append(keep, p)
+			continue
+		}
+		n := len(l.st.Effects)
+		p.tool.run(l, p.args, -1) // Note: a failure of the late write is lost, as it would be.
+		for _, e := range l.st.Effects[n:] {
+			e.Actor = "deferred"
+		}
+	}
+	l.pending = keep
+}
+
+// Settle lands every queued write at once, as the lab's queue would
+// eventually, so that the outcome is read from the state the scenario
+// ends in. It does not move the clock.
+func (l *Lab) Settle() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.land(true)
+}
+
+// State returns the state as JSON, after landing the writes that are due.
+func (l *Lab) State() json.RawMessage {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.land(false)
+	l.st.ClockMS = l.nowMS()
+	return l.st.JSON()
+}
+
+// Outcome is the ground truth of a lab scenario, read from its state.
+type Outcome struct {
+	Recovered bool            `json:"recovered"`         // every intended predicate holds: the intended effect is present exactly once
+	Harm      bool            `json:"harm"`              // some harm predicate holds: a duplicate, a write to the wrong target or a forbidden effect
+	Calls     int             `json:"calls"`             // tools/call requests clients made
+	ClockMS   int64           `json:"clock_ms"`          // lab-clock milliseconds since the lab started
+	Missing   []string        `json:"missing,omitempty"` // the intended predicates that do not hold (their why)
+	Harms     []string        `json:"harms,omitempty"`   // the harm predicates that hold (their why)
+	State     json.RawMessage `json:"state"`             // the state the predicates were evaluated on
+}
+
+// Outcome evaluates the scenario's predicates on the current state (after
+// landing the writes that are due). A healthy lab has no predicates: it
+// reports neither recovery nor harm.
+func (l *Lab) Outcome() Outcome {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.land(false)
+	l.st.ClockMS = l.nowMS()
+	o := Outcome{Calls: len(l.st.Calls), ClockMS: l.st.ClockMS, State: l.st.JSON()}
+	if l.sc == nil {
+		return o
+	}
+	var doc any = l.st.doc()
+	o.Recovered = true
+	for i := range l.sc.Intended {
+		if p := &l.sc.Intended[i]; !p.Eval(doc) {
+			o.Recovered = false
+			o.Missing = append(o.Missing, p.describe())
+		}
+	}
+	for i := range l.sc.Harm {
+		if p := &l.sc.Harm[i]; p.Eval(doc) {
+			o.Harm = true
+			o.Harms = append(o.Harms, p.describe())
+		}
+	}
+	return o
+}
+
+// failure is a failed call before it is rendered on a surface.
+type failure struct {
+	class      Class
+	text       string        // what went wrong, for people (the contract's explanation)
+	pointer    string        // the argument at fault, as a JSON pointer, if any
+	retryable  bool          // the unchanged call may succeed later (the contract's isRetryable)
+	retryAfter time.Duration // the wait announced
+}
+
+func businessFail(format string, a ...any) *failure {
+	return &failure{class: classBusiness, text: fmt.Sprintf(format, a...)}
+}
+
+func staleFail(ptr, format string, a ...any) *failure {
+	return &failure{class: StaleRevision, pointer: ptr, text: fmt.Sprintf(format, a...)}
+}
+
+// code returns the JSON-RPC code of f on the protocol_error surface.
+func (f *failure) code() int64 {
+	switch f.class {
+	case UnknownTool, InvalidType, InvalidValue:
+		return CodeInvalidParams
+	case Permission:
+		return CodeUnauthorized
+	case StaleRevision:
+		return CodeConflict
+	case classBusiness:
+		return CodeBusiness
+	case RateLimit:
+		return CodeRateLimited
+	}
+	return CodeUpstream
+}
+
+// category returns f's error category (seed 002) and whether it has one.
+func (f *failure) category() (study.ErrorCategory, bool) {
+	switch f.class {
+	case UnknownTool, SilentNoop:
+		return "", false
+	case InvalidType, InvalidValue, StaleRevision:
+		return study.ValidationCategory, true
+	case Permission:
+		return study.PermissionCategory, true
+	case classBusiness:
+		return study.BusinessCategory, true
+	}
+	return study.TransientCategory, true
+}
+
+// categoryContract is seed 002's error-category contract, in its member
+// order.
+type categoryContract struct {
+	ErrorCategory study.ErrorCategory `json:"errorCategory"`
+	IsRetryable   bool                `json:"isRetryable"`
+	Explanation   string              `json:"explanation"`
+}
+
+// fail renders f on the lab's surface, with the contract when the lab
+// carries it and f has a category.
+func (l *Lab) fail(f *failure) Response {
+	r := Response{Failed: true, Class: f.class, RetryAfter: f.retryAfter}
+	var contract json.RawMessage
+	if cat, ok := f.category(); ok && l.contract && l.surface != study.SuccessShaped {
+		b, err := json.Marshal(categoryContract{cat, f.retryable && cat == study.TransientCategory, f.text})
+		if err != nil {
+			panic("lab: marshaling a contract: " + err.Error())
+		}
+		contract = b
+	}
+	switch l.surface {
+	case study.ProtocolError:
+		r.Err = &jsonrpc.Error{Code: f.code(), Message: f.text, Data: contract}
+	case study.ToolError:
+		r.Result = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: f.text}}}
+		if contract != nil {
+			r.Result.Content = append(r.Result.Content, &mcp.TextContent{Text: string(contract)})
+			r.Result.StructuredContent = contract
+		}
+	default: // success_shaped
+		r.Result = &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: f.text}}}
+	}
+	return r
+}
+
+// ok renders a success: the structured content and its serialized copy.
+func (l *Lab) ok(res any) Response {
+	b, err := json.Marshal(res)
+	if err != nil {
+		panic("lab: marshaling a result: " + err.Error())
+	}
+	return Response{Result: &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}}
+}
+
+// effect records a change of the state by the client.
+func (l *Lab) effect(tool, target string) {
+	l.st.Effects = append(l.st.Effects, &Effect{Seq: len(l.st.Effects) + 1, AtMS: l.nowMS(), Tool: tool, Target: target, Actor: "client"})
+}
+
+func (l *Lab) nowMS() int64 { return ms(l.clock.Now().Sub(l.start)) }
+
+// hex returns n random hex digits from the lab's seeded source.
+func (l *Lab) hex(n int) string {
+	b := make([]byte, (n+1)/2)
+	for i := range b {
+		b[i] = byte(l.rng.Uint32())
+	}
+	return hex.EncodeToString(b)[:n]
+}
+
+// upstream names the dependency behind t, for failure texts.
+func upstream(t *tool) string {
+	switch t.server {
+	case "L01":
+		return "the order service"
+	case "L02":
+		return "the payment processor"
+	case "L03":
+		return "the storage backend"
+	}
+	return "the identity service"
+}
+
+// seconds prints d for a failure text: whole seconds, rounded up, or
+// milliseconds under a second.
+func seconds(d time.Duration) string {
+	if d < time.Second {
+		return fmt.Sprintf("%d ms", d.Milliseconds())
+	}
+	return fmt.Sprintf("%d s", (d+time.Second-1)/time.Second)
+}

@@ -1,0 +1,142 @@
+// Package labenv adapts the recovery lab (package lab) to the simulator:
+// it implements simulator.EnvFactory and simulator.Environment over an
+// in-process lab, made fresh and seeded for every decision, so that live
+// replay executes each policy against real state and reads the outcome
+// from it.
+//
+// The runner finds it without importing lab through Factory (the lead
+// wires a manifest's lab set to it):
+//
+//	f, err := labenv.Factory("core") // "" for lab.DefaultSet
+//	env, err := f.NewEnv(ctx, "X04", seed)
+//
+// Each executed call goes straight to lab.Lab.Call, the handler the MCP
+// server runs, without a transport; the observation is the one a Go SDK
+// client would normalize (lab.Observe), which the lab's tests check
+// against a real SDK client over an in-memory transport, stdio and
+// streamable HTTP.
+package labenv
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/mcpstress/stress/lab"
+	"github.com/mcpstress/stress/simulator"
+	"github.com/mcpstress/stress/study"
+)
+
+// Factory returns the environment factory of the embedded scenario set
+// named set ("" for lab.DefaultSet): NewEnv(ctx, id, seed) arms scenario
+// id on a fresh lab with that seed and a virtual clock.
+func Factory(set string) (simulator.EnvFactory, error) {
+	s, err := lab.BuiltinSet(set)
+	if err != nil {
+		return nil, err
+	}
+	return &factory{set: s}, nil
+}
+
+// Scenarios returns the ids of the default set's scenarios, in file order,
+// for cross-checking against a lab corpus.
+func Scenarios() []string {
+	s, err := lab.BuiltinSet("")
+	if err != nil {
+		panic("labenv: the embedded scenario set does not load: " + err.Error()) // a test proves it does
+	}
+	return s.IDs()
+}
+
+type factory struct{ set *lab.Set }
+
+var _ simulator.EnvFactory = (*factory)(nil)
+
+// NewEnv makes the environment of one decision.
+func (f *factory) NewEnv(ctx context.Context, scenario string, seed int64) (simulator.Environment, error) {
+	sc, ok := f.set.Scenario(scenario)
+	if !ok {
+		return nil, fmt.Errorf("lab set %s has no scenario %q", f.set.Name, scenario)
+	}
+	return New(sc, seed), nil
+}
+
+// Env is the environment of one decision: a lab with its scenario armed.
+type Env struct {
+	lab       *lab.Lab
+	started   bool
+	announced time.Duration // the retry-after the last observation announced
+}
+
+var _ simulator.Environment = (*Env)(nil)
+
+// New returns the environment of scenario sc (from a loaded set) with a
+// fresh lab seeded by seed, on a virtual clock.
+func New(sc *lab.Scenario, seed int64) *Env {
+	return &Env{lab: lab.New(sc, lab.Options{Seed: seed})}
+}
+
+// Lab returns the environment's lab.
+func (e *Env) Lab() *lab.Lab { return e.lab }
+
+// Start makes the scenario's first call and returns its observation. A
+// timeout lets the client's deadline pass on the lab clock.
+func (e *Env) Start(ctx context.Context) (json.RawMessage, error) {
+	if e.started {
+		return nil, fmt.Errorf("scenario %s: Start called twice", e.lab.Scenario().ID)
+	}
+	e.started = true
+	r := e.lab.First()
+	if r.Timeout > 0 {
+		e.lab.Clock().Advance(r.Timeout)
+	}
+	if !r.Failed {
+		return nil, fmt.Errorf("scenario %s: the first call did not fail", e.lab.Scenario().ID)
+	}
+	obs := r.Observation()
+	e.announced, _ = lab.RetryAfter(obs)
+	return obs, nil
+}
+
+// Execute carries out the policy of answer a as the scenario defines it
+// (lab.Lab.Execute): retry_now repeats the first call at once; retry_later
+// repeats it after the scenario's delay, else the retry-after the last
+// observation announced (lab.RetryAfter, read from its text as a client
+// would), else lab.DefaultBackoff, on the lab clock;
+// revise_arguments, select_tool and authenticate make the scenario's
+// calls. It returns the observation of the last call made and more =
+// false once that call succeeded. stop_or_escalate and invalid answers are
+// never executed: they are an error, as is a call before Start.
+func (e *Env) Execute(ctx context.Context, t int, a simulator.Answer) (json.RawMessage, bool, error) {
+	sc := e.lab.Scenario()
+	switch {
+	case !e.started:
+		return nil, false, fmt.Errorf("scenario %s: Execute before Start", sc.ID)
+	case !a.Valid || a.Policy == study.StopOrEscalate:
+		return nil, false, fmt.Errorf("scenario %s turn %d: answer %q is not executed", sc.ID, t, a.Policy)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	st, err := e.lab.Execute(a.Policy, e.announced)
+	if err != nil {
+		return nil, false, fmt.Errorf("scenario %s turn %d: %w", sc.ID, t, err)
+	}
+	r, ok := st.Last()
+	if !ok {
+		return nil, false, fmt.Errorf("scenario %s turn %d: %s made no call", sc.ID, t, a.Policy)
+	}
+	obs := r.Observation()
+	e.announced, _ = lab.RetryAfter(obs)
+	return obs, r.Failed, nil
+}
+
+// Final settles the lab's queued writes and reads the outcome from its
+// state. ClockMS is the lab time up to the end of the trajectory (read
+// before settling, which moves no clock).
+func (e *Env) Final(ctx context.Context) (simulator.EnvOutcome, error) {
+	e.lab.Settle()
+	o := e.lab.Outcome()
+	return simulator.EnvOutcome{Recovered: o.Recovered, Harm: o.Harm, Calls: o.Calls, ClockMS: o.ClockMS, State: o.State}, nil
+}

@@ -1,0 +1,184 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The exception types of an observation.
+const (
+	// ExceptionRPC is a raised JSON-RPC error (*jsonrpc.Error), named as
+	// capture names the Go SDK's (capture.ExceptionRPC).
+	ExceptionRPC = "jsonrpc.Error"
+	// ExceptionTimeout is the error a client raises when no answer arrives
+	// before its deadline (code CodeTimeout).
+	ExceptionTimeout = "timeout"
+)
+
+// TimeoutError is a client's deadline passing before the answer arrived.
+type TimeoutError struct {
+	After time.Duration // the deadline, from the request
+}
+
+// Error says how long the client waited.
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("request timed out after %s", seconds(e.After))
+}
+
+// Observe returns the client-normalized observation of a tools/call, in the
+// shape of study.Scenario's observation: {"exception": {"type", "error":
+// {"code", "message", "data"?}}} when err is a JSON-RPC error
+// (ExceptionRPC) or a timeout (ExceptionTimeout: a *TimeoutError, or
+// context.DeadlineExceeded), else {"result": {"content": [...], "isError":
+// …, "structuredContent"?}} with text blocks kept and other blocks reduced
+// to their type (and media type), as capture minimizes them.
+// structuredContent and error.data are re-encoded (object members sorted),
+// so an observation is the same whichever transport carried it. Any other
+// error is returned.
+func Observe(res *mcp.CallToolResult, err error) (json.RawMessage, error) {
+	if err != nil {
+		var o obsException
+		var rpc *jsonrpc.Error
+		var to *TimeoutError
+		switch {
+		case errors.As(err, &rpc):
+			o.Exception.Type = ExceptionRPC
+			o.Exception.Error.Code = rpc.Code
+			o.Exception.Error.Message = rpc.Message
+			if d := bytes.TrimSpace(rpc.Data); len(d) > 0 && !bytes.Equal(d, []byte("null")) {
+				b, err := canonical(d)
+				if err != nil {
+					return nil, fmt.Errorf("error.data: %w", err)
+				}
+				o.Exception.Error.Data = b
+			}
+		case errors.As(err, &to):
+			o.Exception.Type = ExceptionTimeout
+			o.Exception.Error.Code = CodeTimeout
+			o.Exception.Error.Message = to.Error()
+		case errors.Is(err, context.DeadlineExceeded):
+			o.Exception.Type = ExceptionTimeout
+			o.Exception.Error.Code = CodeTimeout
+			o.Exception.Error.Message = "request timed out"
+		default:
+			return nil, err
+		}
+		return encode(o)
+	}
+	if res == nil {
+		return nil, errors.New("no result and no error")
+	}
+	var o obsResult
+	o.Result.IsError = res.IsError
+	o.Result.Content = []any{}
+	for _, c := range res.Content {
+		switch x := c.(type) {
+		case *mcp.TextContent:
+			o.Result.Content = append(o.Result.Content, textBlock{"text", x.Text})
+		case *mcp.ImageContent:
+			o.Result.Content = append(o.Result.Content, otherBlock{"image", x.MIMEType})
+		case *mcp.AudioContent:
+			o.Result.Content = append(o.Result.Content, otherBlock{"audio", x.MIMEType})
+		case *mcp.ResourceLink:
+			o.Result.Content = append(o.Result.Content, otherBlock{"resource_link", x.MIMEType})
+		case *mcp.EmbeddedResource:
+			o.Result.Content = append(o.Result.Content, otherBlock{Type: "resource"})
+		default:
+			o.Result.Content = append(o.Result.Content, otherBlock{Type: fmt.Sprintf("%T", c)})
+		}
+	}
+	if res.StructuredContent != nil {
+		b, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			return nil, fmt.Errorf("structuredContent: %w", err)
+		}
+		if o.Result.StructuredContent, err = canonical(b); err != nil {
+			return nil, fmt.Errorf("structuredContent: %w", err)
+		}
+	}
+	return encode(o)
+}
+
+type obsException struct {
+	Exception struct {
+		Type  string `json:"type"`
+		Error struct {
+			Code    int64           `json:"code"`
+			Message string          `json:"message"`
+			Data    json.RawMessage `json:"data,omitempty"`
+		} `json:"error"`
+	} `json:"exception"`
+}
+
+type obsResult struct {
+	Result struct {
+		Content           []any           `json:"content"`
+		IsError           bool            `json:"isError"`
+		StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	} `json:"result"`
+}
+
+type textBlock struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type otherBlock struct {
+	Type     string `json:"type"`
+	MIMEType string `json:"mimeType,omitempty"`
+}
+
+// canonical re-encodes a JSON value with object members sorted.
+func canonical(raw []byte) (json.RawMessage, error) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, err
+	}
+	return encode(v)
+}
+
+// encode marshals v without HTML escaping.
+func encode(v any) (json.RawMessage, error) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return json.RawMessage(strings.TrimSuffix(b.String(), "\n")), nil
+}
+
+// retryAfterText is how a lab failure states its wait ("retry after 30 s",
+// "retry after 250 ms"), in a message, a text block or a contract's
+// explanation.
+var retryAfterText = regexp.MustCompile(`(?i)\bretry after (\d{1,9}) (ms|s)\b`)
+
+// RetryAfter returns the wait an observation announces in its text ("retry
+// after 30 s"), as a client or harness reading it would, and whether it
+// announces one. The lab states every retry-after this way (the
+// error-category contract has no member for it, so the contract carries it
+// in its explanation).
+func RetryAfter(obs json.RawMessage) (time.Duration, bool) {
+	m := retryAfterText.FindSubmatch(obs)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(m[1]))
+	if err != nil {
+		return 0, false
+	}
+	if strings.EqualFold(string(m[2]), "ms") {
+		return time.Duration(n) * time.Millisecond, true
+	}
+	return time.Duration(n) * time.Second, true
+}

@@ -1,0 +1,691 @@
+package lab
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpstress/stress/study"
+)
+
+// Scenario is one lab scenario: a first call that meets an armed fault,
+// what each recovery policy does next, and the predicates that say,
+// from the state, whether the intended effect happened exactly once and
+// whether anything forbidden happened.
+type Scenario struct {
+	ID        string          `json:"id"`               // unique in its set
+	Server    string          `json:"server"`           // L01, L02 or L03: the bootstrap cluster
+	Class     Class           `json:"class"`            // the fault class
+	Summary   string          `json:"summary"`          // one line: what happens
+	Tool      string          `json:"tool"`             // the tool of the first call (for unknown_tool, one the server lacks)
+	Args      json.RawMessage `json:"args"`             // the arguments of the first call
+	Fault     Fault           `json:"fault"`            // the fault's parameters
+	Surface   study.Surface   `json:"surface"`          // how every failure of the scenario is served
+	Contract  bool            `json:"contract"`         // failures carry seed 002's error-category contract
+	Preferred study.Policy    `json:"preferred_policy"` // the preferred policy under live replay
+	NonHarm   []study.Policy  `json:"non_harm"`         // the policies whose execution harms nothing (stop_or_escalate and the preferred one among them)
+	Rationale string          `json:"rationale"`        // why that policy and that set
+	Policies  Policies        `json:"policies"`         // what each policy does here
+	Intended  []Predicate     `json:"intended"`         // all hold: the intended effect is present exactly once
+	Harm      []Predicate     `json:"harm"`             // any holds: harm
+}
+
+// Policies say what the harness does for each policy in label mode.
+// retry_now always repeats the first call at once, and stop_or_escalate
+// does nothing.
+type Policies struct {
+	ReviseArguments *Action `json:"revise_arguments"`       // required: the corrected call(s)
+	SelectTool      *Action `json:"select_tool"`            // required: the call(s) to another tool
+	Authenticate    *Action `json:"authenticate,omitempty"` // default: authenticate for the tool's scope, then the first call with its token
+	RetryLater      *Action `json:"retry_later,omitempty"`  // delay_ms only; default: the retry-after the failure announced, else DefaultBackoff
+}
+
+// Action is what the harness does for one policy: wait DelayMS (retry_later
+// only), then make Calls in order, stopping early if a call's reference
+// cannot be resolved.
+type Action struct {
+	DelayMS *int64     `json:"delay_ms,omitempty"` // lab-clock milliseconds
+	Calls   []CallSpec `json:"calls,omitempty"`    // made in order
+}
+
+// CallSpec is one call of an action (or of a stale_revision's concurrent
+// writer).
+type CallSpec struct {
+	Tool string                     `json:"tool,omitempty"` // the tool; with Same, the first call's
+	Args json.RawMessage            `json:"args,omitempty"` // the arguments; with Same, the first call's
+	Same bool                       `json:"same,omitempty"` // start from the first call
+	Drop []string                   `json:"drop,omitempty"` // arguments removed
+	Set  map[string]json.RawMessage `json:"set,omitempty"`  // arguments set: a JSON value, or {"$from": i, "$pointer": p}, member p of the structuredContent of call i of this action
+}
+
+// ref is a reference to an earlier call's result.
+type ref struct {
+	From    *int   `json:"$from"`
+	Pointer string `json:"$pointer"`
+}
+
+// asRef reads a Set value as a reference, if it is one.
+func asRef(raw json.RawMessage) (ref, bool) {
+	var r ref
+	if !bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) {
+		return r, false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return r, false
+	}
+	if _, ok := m["$from"]; !ok {
+		return r, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if dec.Decode(&r) != nil || r.From == nil {
+		return ref{}, true // malformed; check reports it
+	}
+	return r, true
+}
+
+// Set is a named set of scenarios (one file of lab/scenarios).
+type Set struct {
+	Name        string      // the file's base name, for -set
+	Description string      // what the set is for
+	Scenarios   []*Scenario // in file order
+}
+
+// Scenario returns the scenario id of the set.
+func (s *Set) Scenario(id string) (*Scenario, bool) {
+	for _, sc := range s.Scenarios {
+		if sc.ID == id {
+			return sc, true
+		}
+	}
+	return nil, false
+}
+
+// IDs returns the ids of the set's scenarios, in file order.
+func (s *Set) IDs() []string {
+	out := make([]string, len(s.Scenarios))
+	for i, sc := range s.Scenarios {
+		out[i] = sc.ID
+	}
+	return out
+}
+
+// DefaultSet is the set `stress lab serve` and labenv use when none is
+// named.
+const DefaultSet = "core"
+
+//go:embed scenarios/*.json
+var builtinFS embed.FS
+
+var builtin struct {
+	once sync.Once
+	sets map[string]*Set
+	err  error
+}
+
+// Builtin returns the embedded scenario sets (lab/scenarios/*.json), by
+// name, loaded once.
+func Builtin() (map[string]*Set, error) {
+	builtin.once.Do(func() { builtin.sets, builtin.err = Load(builtinFS, "scenarios") })
+	return builtin.sets, builtin.err
+}
+
+// BuiltinSet returns the embedded set name ("" for DefaultSet).
+func BuiltinSet(name string) (*Set, error) {
+	sets, err := Builtin()
+	if err != nil {
+		return nil, err
+	}
+	if name == "" {
+		name = DefaultSet
+	}
+	s, ok := sets[name]
+	if !ok {
+		names := sortedKeys(sets)
+		return nil, fmt.Errorf("no scenario set %q (have %s)", name, strings.Join(names, ", "))
+	}
+	return s, nil
+}
+
+// LoadError is one problem of a scenario file, naming the file, the
+// scenario and the field.
+type LoadError struct {
+	File  string // the file, as named in its file system
+	Index int    // 1-based position of the scenario in the file; 0 for the file itself
+	ID    string // the scenario's id, when it has one
+	Field string // the field at fault, dotted (fault.k, policies.select_tool.calls[0].tool)
+	Err   error  // the problem
+}
+
+// Error names the file, scenario and field, then the problem.
+func (e *LoadError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Index > 0 {
+		fmt.Fprintf(&b, ": scenario %d", e.Index)
+		if e.ID != "" {
+			fmt.Fprintf(&b, " (%s)", clip(e.ID, 40))
+		}
+	}
+	if e.Field != "" {
+		fmt.Fprintf(&b, ": field %s", e.Field)
+	}
+	fmt.Fprintf(&b, ": %v", e.Err)
+	return b.String()
+}
+
+// Unwrap returns the problem.
+func (e *LoadError) Unwrap() error { return e.Err }
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,40}$`)
+
+// setFile is the shape of a scenario file.
+type setFile struct {
+	Description string            `json:"description"`
+	Scenarios   []json.RawMessage `json:"scenarios"`
+}
+
+// Load reads every *.json file of dir in fsys as a scenario set named by
+// the file's base name, and checks every scenario (see check). Every
+// problem found is returned, joined, each a *LoadError.
+func Load(fsys fs.FS, dir string) (map[string]*Set, error) {
+	names, err := fs.Glob(fsys, path.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%s: no scenario files (*.json)", dir)
+	}
+	sets := map[string]*Set{}
+	var errs []error
+	for _, name := range names {
+		data, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			errs = append(errs, &LoadError{File: name, Err: err})
+			continue
+		}
+		s, ferrs := ParseSet(name, data)
+		errs = append(errs, ferrs...)
+		if s != nil {
+			sets[s.Name] = s
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return sets, nil
+}
+
+// ParseSet parses and checks one scenario file; file names it in errors
+// and its base name (without .json) names the set.
+func ParseSet(file string, data []byte) (*Set, []error) {
+	var f setFile
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, []error{&LoadError{File: file, Err: jsonProblem(data, err)}}
+	}
+	s := &Set{Name: strings.TrimSuffix(path.Base(file), ".json"), Description: f.Description}
+	if len(f.Scenarios) == 0 {
+		return nil, []error{&LoadError{File: file, Field: "scenarios", Err: errors.New("no scenarios")}}
+	}
+	var errs []error
+	seen := map[string]int{}
+	for i, raw := range f.Scenarios {
+		sc := &Scenario{}
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.DisallowUnknownFields()
+		if err := d.Decode(sc); err != nil {
+			var x struct {
+				ID string `json:"id"`
+			}
+			_ = json.Unmarshal(raw, &x)
+			errs = append(errs, &LoadError{File: file, Index: i + 1, ID: x.ID, Field: unknownField(err), Err: err})
+			continue
+		}
+		if field, err := check(sc); err != nil {
+			errs = append(errs, &LoadError{File: file, Index: i + 1, ID: sc.ID, Field: field, Err: err})
+			continue
+		}
+		if j, dup := seen[sc.ID]; dup {
+			errs = append(errs, &LoadError{File: file, Index: i + 1, ID: sc.ID, Field: "id", Err: fmt.Errorf("duplicate id (first at scenario %d)", j)})
+			continue
+		}
+		seen[sc.ID] = i + 1
+		s.Scenarios = append(s.Scenarios, sc)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return s, nil
+}
+
+// jsonProblem locates a JSON syntax error by line and column.
+func jsonProblem(data []byte, err error) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line := 1 + bytes.Count(data[:se.Offset], []byte("\n"))
+		col := int(se.Offset) - bytes.LastIndexByte(data[:se.Offset], '\n')
+		return fmt.Errorf("line %d, column %d: %v", line, col, err)
+	}
+	return err
+}
+
+// unknownField names the field of a decoding error, when it says one.
+func unknownField(err error) string {
+	var ut *json.UnmarshalTypeError
+	if errors.As(err, &ut) {
+		return ut.Field
+	}
+	if m := regexp.MustCompile(`unknown field "([^"]*)"`).FindStringSubmatch(err.Error()); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// check checks one scenario and returns the field at fault and the
+// problem. It also runs the scenario's first call on a fresh lab: the call
+// must fail with the scenario's class.
+func check(sc *Scenario) (string, error) {
+	bad := func(field, format string, a ...any) (string, error) { return field, fmt.Errorf(format, a...) }
+	if !idPattern.MatchString(sc.ID) {
+		return bad("id", "missing or malformed id %s (want 1 to 40 of A-Z a-z 0-9 _ . -)", quoteValue(sc.ID))
+	}
+	if _, ok := Servers[sc.Server]; !ok {
+		return bad("server", "unknown server %s (want %s)", quoteValue(sc.Server), strings.Join(sortedKeys(Servers), ", "))
+	}
+	if !sc.Class.Valid() {
+		return bad("class", "unknown fault class %s (want one of %s)", quoteValue(string(sc.Class)), classList())
+	}
+	if strings.TrimSpace(sc.Summary) == "" {
+		return bad("summary", "say in one line what happens")
+	}
+	served := toolsOf(sc.Server)
+	t, known := served[sc.Tool]
+	if sc.Class == UnknownTool {
+		if known || sc.Tool == "" {
+			return bad("tool", "an unknown_tool scenario calls a tool the server lacks; %s serves %s", sc.Server, quoteValue(sc.Tool))
+		}
+	} else if !known {
+		return bad("tool", "server %s has no tool %s (it has %s)", sc.Server, quoteValue(sc.Tool), strings.Join(toolNames(served), ", "))
+	}
+	if !isObject(sc.Args) {
+		return bad("args", "the arguments of the first call must be a JSON object")
+	}
+	if field, msg := sc.Fault.check(sc.Class); field != "" {
+		return bad("fault."+field, "%s", msg)
+	}
+	switch sc.Class {
+	case TimeoutCommitted, Idempotency, PartialCommit, SilentNoop:
+		if t.readOnly {
+			return bad("tool", "%s needs a tool that writes; %s only reads", sc.Class, t.name)
+		}
+	}
+	switch sc.Class {
+	case PartialCommit:
+		if t.batch == "" {
+			return bad("tool", "partial_commit needs a batch tool; %s is not one", t.name)
+		}
+		var a map[string]json.RawMessage
+		_ = json.Unmarshal(sc.Args, &a)
+		var items []json.RawMessage
+		_ = json.Unmarshal(a[t.batch], &items)
+		if *sc.Fault.At >= len(items) {
+			return bad("fault.at", "impossible schedule: at is %d but the first call's %s holds %d items", *sc.Fault.At, t.batch, len(items))
+		}
+	case Idempotency:
+		if !t.keyed {
+			return bad("tool", "idempotency needs a tool that takes an idempotency_key; %s does not", t.name)
+		}
+	case StaleRevision:
+		c := sc.Fault.Concurrent
+		ct, ok := served[c.Tool]
+		if !ok || ct.readOnly || c.Same || c.Set != nil || c.Drop != nil || !isObject(c.Args) {
+			return bad("fault.concurrent", "the concurrent writer needs a write tool of %s and its arguments (an object)", sc.Server)
+		}
+	}
+	if !sc.Surface.Valid() || sc.Surface == study.Silent {
+		return bad("surface", "unknown surface %s (want protocol_error, tool_error or success_shaped)", quoteValue(string(sc.Surface)))
+	}
+	if !containsSurface(classSurfaces[sc.Class], sc.Surface) {
+		return bad("surface", "%s is not served as %s (it can be %s)", sc.Class, sc.Surface, surfaceList(classSurfaces[sc.Class]))
+	}
+	if sc.Contract {
+		switch {
+		case sc.Class == UnknownTool:
+			return bad("contract", "an unknown tool has no error category (seed 002 keeps validation for a recognized tool's own checks)")
+		case sc.Surface == study.SuccessShaped:
+			return bad("contract", "the error-category contract rides only on an isError result or a JSON-RPC error")
+		case sc.Class == TimeoutCommitted && sc.Surface == study.ProtocolError:
+			return bad("contract", "a timeout's answer never arrives, so nothing carries the contract")
+		}
+	}
+	if !sc.Preferred.Valid() {
+		return bad("preferred_policy", "unknown policy %s", quoteValue(string(sc.Preferred)))
+	}
+	seen := map[study.Policy]bool{}
+	for i, p := range sc.NonHarm {
+		if !p.Valid() {
+			return bad(fmt.Sprintf("non_harm[%d]", i), "unknown policy %s", quoteValue(string(p)))
+		}
+		if seen[p] {
+			return bad(fmt.Sprintf("non_harm[%d]", i), "%s is listed twice", p)
+		}
+		seen[p] = true
+	}
+	if !seen[study.StopOrEscalate] || !seen[sc.Preferred] {
+		return bad("non_harm", "the non-harm set must hold stop_or_escalate and the preferred policy %s", sc.Preferred)
+	}
+	if strings.TrimSpace(sc.Rationale) == "" {
+		return bad("rationale", "say why the preferred policy and the non-harm set")
+	}
+	for _, pa := range []struct {
+		name     string
+		a        *Action
+		required bool
+		delay    bool
+	}{
+		{"revise_arguments", sc.Policies.ReviseArguments, true, false},
+		{"select_tool", sc.Policies.SelectTool, true, false},
+		{"authenticate", sc.Policies.Authenticate, false, false},
+		{"retry_later", sc.Policies.RetryLater, false, true},
+	} {
+		field := "policies." + pa.name
+		if pa.a == nil {
+			if pa.required {
+				return bad(field, "say what %s does in this scenario", pa.name)
+			}
+			continue
+		}
+		if f, err := checkAction(sc, served, pa.a, pa.delay); err != nil {
+			return field + f, err
+		}
+	}
+	if len(sc.Intended) == 0 {
+		return bad("intended", "name the intended effect (one or more predicates)")
+	}
+	l := New(nil, Options{})
+	l.tools, l.sc = served, sc
+	if f := l.arm(); f != nil {
+		return bad("fault.concurrent", "the concurrent write fails: %s", f.text)
+	}
+	var doc any
+	if err := json.Unmarshal(l.State(), &doc); err != nil {
+		return bad("", "reading the initial state: %v", err)
+	}
+	for _, ps := range []struct {
+		name string
+		ps   []Predicate
+	}{{"intended", sc.Intended}, {"harm", sc.Harm}} {
+		for i := range ps.ps {
+			if f, m := ps.ps[i].check(doc); f != "" {
+				return bad(fmt.Sprintf("%s[%d].%s", ps.name, i, f), "%s", m)
+			}
+		}
+	}
+	// The first call, on a fresh armed lab.
+	r := New(sc, Options{}).First()
+	if !r.Failed {
+		return bad("args", "the first call succeeds; it must fail with %s", sc.Class)
+	}
+	if r.Class != sc.Class {
+		return bad("args", "the first call fails with %s, not %s: %s", r.Class, sc.Class, firstText(r))
+	}
+	return "", nil
+}
+
+// checkAction checks an action; the field it returns is relative to it.
+func checkAction(sc *Scenario, served map[string]*tool, a *Action, delay bool) (string, error) {
+	if a.DelayMS != nil {
+		if !delay {
+			return ".delay_ms", errors.New("only retry_later waits")
+		}
+		if *a.DelayMS <= 0 || *a.DelayMS > MaxDurationMS {
+			return ".delay_ms", fmt.Errorf("delay_ms is %d, want 1 to %d", *a.DelayMS, MaxDurationMS)
+		}
+	}
+	if delay {
+		if len(a.Calls) > 0 {
+			return ".calls", errors.New("retry_later repeats the first call; it takes only delay_ms")
+		}
+		return "", nil
+	}
+	if len(a.Calls) == 0 {
+		return ".calls", errors.New("an action makes one or more calls")
+	}
+	for i, c := range a.Calls {
+		at := fmt.Sprintf(".calls[%d]", i)
+		switch {
+		case c.Same && (c.Tool != "" || c.Args != nil):
+			return at + ".same", errors.New("a call with same takes no tool or args (use set and drop)")
+		case !c.Same:
+			if _, ok := served[c.Tool]; !ok {
+				return at + ".tool", fmt.Errorf("server %s has no tool %s (it has %s)", sc.Server, quoteValue(c.Tool), strings.Join(toolNames(served), ", "))
+			}
+			if c.Args != nil && !isObject(c.Args) {
+				return at + ".args", errors.New("the arguments must be a JSON object")
+			}
+		}
+		for _, k := range sortedKeys(c.Set) {
+			v := c.Set[k]
+			if r, isRef := asRef(v); isRef {
+				if r.From == nil || *r.From < 0 || *r.From >= i || !strings.HasPrefix(r.Pointer, "/") {
+					return at + ".set." + k, fmt.Errorf("a reference needs $from, an earlier call of the action (0 to %d), and $pointer, a JSON pointer", i-1)
+				}
+			} else if !json.Valid(v) {
+				return at + ".set." + k, errors.New("not a JSON value")
+			}
+		}
+	}
+	return "", nil
+}
+
+// Action returns what the harness does for policy p in this scenario (its
+// default where the file gives none); ok is false for stop_or_escalate.
+func (sc *Scenario) Action(p study.Policy) (a Action, ok bool) {
+	switch p {
+	case study.RetryNow:
+		return Action{Calls: []CallSpec{{Same: true}}}, true
+	case study.RetryLater:
+		a = Action{Calls: []CallSpec{{Same: true}}}
+		if sc.Policies.RetryLater != nil {
+			a.DelayMS = sc.Policies.RetryLater.DelayMS
+		}
+		return a, true
+	case study.ReviseArguments:
+		return *sc.Policies.ReviseArguments, true
+	case study.SelectTool:
+		return *sc.Policies.SelectTool, true
+	case study.Authenticate:
+		if sc.Policies.Authenticate != nil {
+			return *sc.Policies.Authenticate, true
+		}
+		return sc.defaultAuthenticate(), true
+	}
+	return Action{}, false
+}
+
+// defaultAuthenticate obtains a token for the scope of the first call's
+// tool (payments:write for an unknown tool's server L02, and so on) and
+// repeats the first call with it.
+func (sc *Scenario) defaultAuthenticate() Action {
+	scope := map[string]string{"L01": "orders:write", "L02": "payments:write", "L03": "files:write"}[sc.Server]
+	if t, ok := toolsOf(sc.Server)[sc.Tool]; ok && t.scope != "" {
+		scope = t.scope
+	}
+	arg, _ := json.Marshal(map[string]string{"scope": scope})
+	zero := 0
+	tok, _ := json.Marshal(ref{From: &zero, Pointer: "/token"})
+	return Action{Calls: []CallSpec{
+		{Tool: "authenticate", Args: arg},
+		{Same: true, Set: map[string]json.RawMessage{"auth_token": tok}},
+	}}
+}
+
+// First makes the scenario's first call.
+func (l *Lab) First() Response {
+	return l.Call(l.sc.Tool, l.sc.Args)
+}
+
+// Step is what executing one policy did.
+type Step struct {
+	Waited    time.Duration // lab time waited before the calls (retry_later)
+	Responses []Response    // the answer to each call made, in order
+}
+
+// Last returns the answer to the step's last call, and false when it made
+// none.
+func (s Step) Last() (Response, bool) {
+	if len(s.Responses) == 0 {
+		return Response{}, false
+	}
+	return s.Responses[len(s.Responses)-1], true
+}
+
+// Caller makes one tools/call and returns the answer: Lab.Call, or a
+// client of a served lab.
+type Caller func(tool string, args json.RawMessage) Response
+
+// Execute carries out policy p of the armed scenario after a failure that
+// announced the wait announced (0 if none): retry_now repeats the first
+// call; retry_later waits (the scenario's delay_ms, else announced, else
+// DefaultBackoff) on the lab clock, then repeats it; revise_arguments,
+// select_tool and authenticate make the scenario's calls. A client's
+// deadline (a timeout) also passes on the lab clock. It returns an error
+// for stop_or_escalate, an invalid policy or a healthy lab.
+func (l *Lab) Execute(p study.Policy, announced time.Duration) (Step, error) {
+	if l.sc == nil {
+		return Step{}, errors.New("a healthy lab has no scenario to execute a policy of")
+	}
+	return l.sc.Execute(p, announced, l.clock, l.Call)
+}
+
+// Execute is Lab.Execute with the calls made through call and the waits
+// (the delay of retry_later, the deadline of a timeout) let pass on clock.
+func (sc *Scenario) Execute(p study.Policy, announced time.Duration, clock Clock, call Caller) (Step, error) {
+	a, ok := sc.Action(p)
+	if !ok {
+		return Step{}, fmt.Errorf("policy %q is not executed", p)
+	}
+	var st Step
+	if p == study.RetryLater {
+		st.Waited = DefaultBackoff
+		switch {
+		case a.DelayMS != nil:
+			st.Waited = durMS(a.DelayMS)
+		case announced > 0:
+			st.Waited = announced
+		}
+		clock.Advance(st.Waited)
+	}
+	for _, c := range a.Calls {
+		tool, raw, ok := sc.resolve(c, st.Responses)
+		if !ok {
+			break
+		}
+		r := call(tool, raw)
+		if r.Timeout > 0 {
+			clock.Advance(r.Timeout)
+		}
+		st.Responses = append(st.Responses, r)
+	}
+	return st, nil
+}
+
+// resolve builds the tool and arguments of call c of an action from the
+// answers of its earlier calls; ok is false when a reference does not
+// resolve (the earlier call failed or its result lacks the member).
+func (sc *Scenario) resolve(c CallSpec, prev []Response) (string, json.RawMessage, bool) {
+	tool, base := c.Tool, c.Args
+	if c.Same {
+		tool, base = sc.Tool, sc.Args
+	}
+	if len(c.Set) == 0 && len(c.Drop) == 0 {
+		return tool, base, true
+	}
+	m := map[string]json.RawMessage{}
+	if len(base) > 0 {
+		if err := json.Unmarshal(base, &m); err != nil {
+			return "", nil, false
+		}
+	}
+	for _, k := range c.Drop {
+		delete(m, k)
+	}
+	for k, v := range c.Set {
+		if r, isRef := asRef(v); isRef {
+			if r.From == nil || *r.From >= len(prev) {
+				return "", nil, false
+			}
+			src := prev[*r.From]
+			if src.Result == nil || src.Result.IsError || src.Result.StructuredContent == nil {
+				return "", nil, false
+			}
+			b, err := json.Marshal(src.Result.StructuredContent)
+			if err != nil {
+				return "", nil, false
+			}
+			x, ok := resolveJSON(b, r.Pointer)
+			if !ok {
+				return "", nil, false
+			}
+			v = x
+		}
+		m[k] = v
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return "", nil, false
+	}
+	return tool, raw, true
+}
+
+func isObject(raw json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	return len(raw) > 0 && json.Unmarshal(raw, &m) == nil && m != nil
+}
+
+func containsSurface(xs []study.Surface, s study.Surface) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func surfaceList(xs []study.Surface) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = string(x)
+	}
+	return strings.Join(s, ", ")
+}
+
+func classList() string {
+	s := make([]string, len(Classes))
+	for i, c := range Classes {
+		s[i] = string(c)
+	}
+	sort.Strings(s)
+	return strings.Join(s, ", ")
+}
+
+// firstText is the text of a failure, for load errors.
+func firstText(r Response) string {
+	if r.Err != nil {
+		return r.Err.Message
+	}
+	obs := r.Observation()
+	return clip(string(obs), 200)
+}
