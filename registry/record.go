@@ -110,7 +110,8 @@ type Record struct {
 // RecordError is a record or file of a snapshot that could not be read;
 // the records around it are read on.
 type RecordError struct {
-	// At locates the record (Record 0 when the error is the file's).
+	// At locates the record (Record 0 when the error is the file's, Line
+	// 0 too when the file could not be read).
 	At Location
 	// Name is the record's server name when it could be read.
 	Name string
@@ -120,7 +121,10 @@ type RecordError struct {
 
 func (e *RecordError) Error() string {
 	at := e.At.String()
-	if e.At.Record == 0 {
+	switch {
+	case e.At.Line == 0:
+		at = e.At.File
+	case e.At.Record == 0:
 		at = fmt.Sprintf("%s:%d", e.At.File, e.At.Line)
 	}
 	if e.Name != "" {
@@ -131,11 +135,8 @@ func (e *RecordError) Error() string {
 
 func (e *RecordError) Unwrap() error { return e.Err }
 
-// wireEntry decodes an entry in either shape, and a page, in one pass.
+// wireEntry decodes an entry in either shape in one pass.
 type wireEntry struct {
-	// A page.
-	Servers  json.RawMessage `json:"servers"`
-	Metadata json.RawMessage `json:"metadata"`
 	// A wrapped entry.
 	Server *wireServer `json:"server"`
 	// The bare server's fields.
@@ -155,7 +156,7 @@ type wireMeta struct {
 // several, pretty-printed or one a line), a JSON array of entries, or JSON
 // lines of entries. file names the file in locations. A record that cannot
 // be read is returned as a *RecordError and the others are read on; a
-// syntax error ends the file's value it is in (for JSON lines, only its
+// syntax error ends the top-level value it is in (for JSON lines, only its
 // line), keeping the records before it.
 func Decode(file string, data []byte) ([]Record, []error) {
 	d := &decoder{file: file}
@@ -169,22 +170,21 @@ func Decode(file string, data []byte) ([]Record, []error) {
 	if start == len(text) {
 		return nil, []error{&RecordError{At: Location{File: file, Line: 1}, Err: errors.New("no records: the file is empty")}}
 	}
-	if isJSONLines(text[start:]) {
-		for off := 0; off < len(text); {
-			end := bytes.IndexByte(text[off:], '\n')
-			if end < 0 {
-				end = len(text)
-			} else {
-				end += off
-			}
-			if s := skipSpace(text[:end], off); s < end {
-				d.top, d.topEnd = s, end
-				d.value(s, end)
-			}
-			off = end + 1
-		}
-	} else {
+	if !isJSONLines(text[start:]) {
 		d.values(start, len(text))
+		return d.records, d.errs
+	}
+	for off := 0; off < len(text); {
+		end := bytes.IndexByte(text[off:], '\n')
+		if end < 0 {
+			end = len(text)
+		} else {
+			end += off
+		}
+		if s := skipSpace(text[:end], off); s < end {
+			d.values(s, end)
+		}
+		off = end + 1
 	}
 	return d.records, d.errs
 }
@@ -198,14 +198,14 @@ func isJSONLines(text []byte) bool {
 
 type decoder struct {
 	file string
+	data []byte
 	// top and topEnd bound the top-level value (or JSON line) being read:
 	// a decoder's syntax error is located by rescanning it.
 	top, topEnd int
-	data    []byte
-	lines   []int // offsets of the newlines
-	n       int   // records seen
-	records []Record
-	errs    []error
+	lines       []int // offsets of the newlines
+	n           int   // records seen
+	records     []Record
+	errs        []error
 }
 
 // line returns the 1-based line of offset off.
@@ -238,141 +238,152 @@ func (d *decoder) syntax(base int, err error) *RecordError {
 func (d *decoder) syntaxTop() *RecordError {
 	err := json.Unmarshal(d.data[d.top:d.topEnd], new(json.RawMessage))
 	if err == nil {
-		err = errors.New("unexpected end of JSON input")
-		return &RecordError{At: Location{File: d.file, Line: d.line(d.topEnd)}, Err: fmt.Errorf("malformed JSON: %v", err)}
+		return &RecordError{At: Location{File: d.file, Line: d.line(d.topEnd)}, Err: errors.New("malformed JSON: unexpected end of JSON input")}
 	}
 	return d.syntax(d.top, err)
 }
 
-// values reads the top-level values of data[start:end] in turn.
+// offset returns the offset in the file of the next value dec reads,
+// which reads data[start:end]: after blanks and one separator sep (',' or
+// ':', 0 for none).
+func (d *decoder) offset(dec *json.Decoder, start, end int, sep byte) int {
+	off := skipSpace(d.data[:end], start+int(dec.InputOffset()))
+	if sep != 0 && off < end && d.data[off] == sep {
+		off = skipSpace(d.data[:end], off+1)
+	}
+	return off
+}
+
+// values reads the top-level values of data[start:end] in turn, each as a
+// stream: an array of entries, a page, or an entry. A syntax error ends
+// the reading.
 func (d *decoder) values(start, end int) {
 	dec := json.NewDecoder(bytes.NewReader(d.data[start:end]))
 	for {
-		var raw json.RawMessage
-		off := skipSpace(d.data, start+int(dec.InputOffset()))
-		d.top, d.topEnd = off, end
-		err := dec.Decode(&raw)
-		if err == io.EOF {
+		off := d.offset(dec, start, end, 0)
+		if off >= end {
 			return
 		}
-		if err == nil {
-			d.value(off, off+len(raw))
-			continue
-		}
-		// Keep the entries before the error: read the broken value as a
-		// stream, which reports the error where it stops.
-		switch {
-		case d.data[off] == '[':
-			d.array(off, end)
-		case d.data[off] == '{' && looksLikePage(d.data[off:end]):
-			d.page(off, end)
+		d.top, d.topEnd = off, end
+		var err *RecordError
+		switch d.data[off] {
+		case '[':
+			dec.Token()
+			err = d.elements(dec, start, end, "")
+		case '{':
+			err = d.object(dec, start, end, off)
 		default:
-			d.errs = append(d.errs, d.syntaxTop())
+			var raw json.RawMessage
+			if dec.Decode(&raw) != nil {
+				err = d.syntaxTop()
+				break
+			}
+			d.errs = append(d.errs, &RecordError{At: Location{File: d.file, Line: d.line(off)},
+				Err: fmt.Errorf("want a page, an array of entries or an entry (a JSON object), got %s", input.Quote(string(raw[:min(len(raw), 40)])))})
 		}
-		return
+		if err != nil {
+			d.errs = append(d.errs, err)
+			return
+		}
 	}
 }
 
-// looksLikePage reports whether the object that text starts with has a
-// "servers" member before its first entry would.
-func looksLikePage(text []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(text))
-	dec.Token()
+// object reads the top-level object at off, which dec is about to read: a
+// page if it has a "servers" member (streamed), else an entry. An error
+// ends the reading of the top-level value.
+func (d *decoder) object(dec *json.Decoder, start, end, off int) *RecordError {
+	dec.Token() // {
+	before := d.n
+	var metadata json.RawMessage
+	page := false
 	for dec.More() {
 		key, err := dec.Token()
 		if err != nil {
-			return false
+			return d.syntaxTop()
 		}
-		if key == "servers" {
-			return true
+		if key != "servers" {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return d.syntaxTop()
+			}
+			if key == "metadata" {
+				metadata = raw
+			}
+			continue
 		}
-		var skip json.RawMessage
-		if dec.Decode(&skip) != nil {
-			return false
+		page = true
+		at := d.offset(dec, start, end, ':')
+		tok, err := dec.Token()
+		if err != nil {
+			return d.syntaxTop()
+		}
+		if tok != json.Delim('[') {
+			return &RecordError{At: Location{File: d.file, Line: d.line(at)},
+				Err: fmt.Errorf("page member \"servers\" is not an array (it starts with %s)", input.Quote(fmt.Sprint(tok)))}
+		}
+		if err := d.elements(dec, start, end, ` of "servers"`); err != nil {
+			return err
 		}
 	}
-	return false
-}
-
-// value reads the complete value data[start:end]: an array of entries, a
-// page or an entry.
-func (d *decoder) value(start, end int) {
-	switch d.data[start] {
-	case '[':
-		d.array(start, end)
-	case '{':
-		d.object(start, end, false)
-	default:
-		if !json.Valid(d.data[start:end]) {
-			d.errs = append(d.errs, d.syntax(start, json.Unmarshal(d.data[start:end], new(any))))
-			return
-		}
-		d.errs = append(d.errs, &RecordError{At: Location{File: d.file, Line: d.line(start)},
-			Err: fmt.Errorf("want a page, an array of entries or an entry (a JSON object), got %s", input.Quote(string(d.data[start:min(end, start+40)])))})
+	if _, err := dec.Token(); err != nil { // }
+		return d.syntaxTop()
 	}
-}
-
-// array reads the entries of the JSON array that data[start:end] starts
-// with, up to a syntax error.
-func (d *decoder) array(start, end int) {
-	dec := json.NewDecoder(bytes.NewReader(d.data[start:end]))
-	if _, err := dec.Token(); err != nil {
-		d.errs = append(d.errs, d.syntaxTop())
-		return
+	if !page {
+		// An entry: decode it again, whole.
+		stop := start + int(dec.InputOffset())
+		var w wireEntry
+		d.add(&w, json.Unmarshal(d.data[off:stop], &w), off, stop)
+		return nil
 	}
-	d.elements(dec, start, end, "")
+	var meta struct {
+		Count *int `json:"count"`
+	}
+	if json.Unmarshal(metadata, &meta) == nil && meta.Count != nil && *meta.Count != d.n-before {
+		d.errs = append(d.errs, &RecordError{At: Location{File: d.file, Line: d.line(off)},
+			Err: fmt.Errorf("page metadata.count is %d but the page holds %d entries", *meta.Count, d.n-before)})
+	}
+	return nil
 }
 
 // elements reads the entries of an array whose "[" dec has read, and its
-// "]"; dec reads data[start:end]. in names the array in messages.
-func (d *decoder) elements(dec *json.Decoder, start, end int, in string) bool {
+// "]"; dec reads data[start:end]. in names the array in messages. A
+// syntax error ends the reading.
+func (d *decoder) elements(dec *json.Decoder, start, end int, in string) *RecordError {
 	for dec.More() {
-		off := skipSpace(d.data, start+int(dec.InputOffset()))
-		if off < end && d.data[off] == ',' {
-			off = skipSpace(d.data, off+1)
-		}
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			d.errs = append(d.errs, d.syntaxTop())
-			return false
-		}
-		if raw[0] != '{' {
+		off := d.offset(dec, start, end, ',')
+		if off < end && d.data[off] != '{' {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return d.syntaxTop()
+			}
 			d.n++
 			d.errs = append(d.errs, &RecordError{At: Location{File: d.file, Line: d.line(off), Record: d.n},
 				Err: fmt.Errorf("an entry%s is %s, not a JSON object", in, input.Quote(string(raw[:min(len(raw), 40)])))})
 			continue
 		}
-		d.object(off, off+len(raw), true)
+		var w wireEntry
+		err := dec.Decode(&w)
+		var te *json.UnmarshalTypeError
+		if err != nil && !errors.As(err, &te) {
+			return d.syntaxTop()
+		}
+		d.add(&w, err, off, start+int(dec.InputOffset()))
 	}
-	if _, err := dec.Token(); err != nil {
-		d.errs = append(d.errs, d.syntaxTop())
-		return false
+	if _, err := dec.Token(); err != nil { // ]
+		return d.syntaxTop()
 	}
-	return true
+	return nil
 }
 
-// object reads the complete JSON object data[start:end]: a page (unless
-// inPage: pages do not nest) or an entry.
-func (d *decoder) object(start, end int, inPage bool) {
-	raw := d.data[start:end]
-	var w wireEntry
-	err := json.Unmarshal(raw, &w)
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		d.errs = append(d.errs, d.syntax(start, err))
-		return
-	}
-	if !inPage && w.Servers != nil {
-		d.page(start, end)
-		return
-	}
+// add records the entry data[off:stop], decoded into w with the error err
+// (nil, or a field of the wrong type).
+func (d *decoder) add(w *wireEntry, err error, off, stop int) {
 	d.n++
-	at := Location{File: d.file, Line: d.line(start), Record: d.n}
+	at := Location{File: d.file, Line: d.line(off), Record: d.n}
 	s := &w.wireServer
 	if w.Server != nil {
 		s = w.Server
 	}
-	name := s.Name
 	if err != nil {
 		// A field of the wrong type: name the record if its name reads.
 		var n struct {
@@ -381,12 +392,11 @@ func (d *decoder) object(start, end int, inPage bool) {
 				Name string `json:"name"`
 			} `json:"server"`
 		}
-		json.Unmarshal(raw, &n)
-		name = n.Name + n.Server.Name
-		d.errs = append(d.errs, &RecordError{At: at, Name: name, Err: fmt.Errorf("malformed record: %v", err)})
+		json.Unmarshal(d.data[off:stop], &n)
+		d.errs = append(d.errs, &RecordError{At: at, Name: n.Name + n.Server.Name, Err: fmt.Errorf("malformed record: %v", err)})
 		return
 	}
-	if strings.TrimSpace(name) == "" {
+	if strings.TrimSpace(s.Name) == "" {
 		d.errs = append(d.errs, &RecordError{At: at, Err: errors.New("record without a name (no server.json \"name\")")})
 		return
 	}
@@ -401,63 +411,6 @@ func (d *decoder) object(start, end int, inPage bool) {
 		rec.Official = w.Meta.Official
 	}
 	d.records = append(d.records, rec)
-}
-
-// page reads the entries of the page that data[start:end] starts with,
-// as a stream: up to a syntax error, if any.
-func (d *decoder) page(start, end int) {
-	dec := json.NewDecoder(bytes.NewReader(d.data[start:end]))
-	dec.Token() // {
-	before := d.n
-	var metadata json.RawMessage
-	found := false
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			d.errs = append(d.errs, d.syntaxTop())
-			return
-		}
-		if key != "servers" {
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil {
-				d.errs = append(d.errs, d.syntaxTop())
-				return
-			}
-			if key == "metadata" {
-				metadata = raw
-			}
-			continue
-		}
-		found = true
-		off := skipSpace(d.data, start+int(dec.InputOffset()))
-		if off < end && d.data[off] == ':' {
-			off = skipSpace(d.data, off+1)
-		}
-		tok, err := dec.Token()
-		if err != nil {
-			d.errs = append(d.errs, d.syntaxTop())
-			return
-		}
-		if tok != json.Delim('[') {
-			d.errs = append(d.errs, &RecordError{At: Location{File: d.file, Line: d.line(off)},
-				Err: fmt.Errorf("page member \"servers\" is not an array (it starts with %s)", input.Quote(fmt.Sprint(tok)))})
-			return
-		}
-		if !d.elements(dec, start, end, ` of "servers"`) {
-			return
-		}
-	}
-	if _, err := dec.Token(); err != nil {
-		d.errs = append(d.errs, d.syntaxTop())
-		return
-	}
-	var meta struct {
-		Count *int `json:"count"`
-	}
-	if found && json.Unmarshal(metadata, &meta) == nil && meta.Count != nil && *meta.Count != d.n-before {
-		d.errs = append(d.errs, &RecordError{At: Location{File: d.file, Line: d.line(start)},
-			Err: fmt.Errorf("page metadata.count is %d but the page holds %d entries", *meta.Count, d.n-before)})
-	}
 }
 
 // skipSpace returns the offset of the first non-blank byte of data at or

@@ -6,8 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -52,7 +54,8 @@ type Result struct {
 	Fetched string
 	// Inputs are the snapshot files (or the frame file).
 	Inputs []Input
-	// Problems are the snapshot's unreadable records and files.
+	// Problems are the snapshot's unreadable records and files
+	// (*RecordError; the manifest names their files without directories).
 	Problems []error
 	Sample   *Sample
 }
@@ -173,10 +176,14 @@ func (r *Result) Write(dir string, pages [][]byte) (*Manifest, error) {
 		{SampleFile, jsonLines(r.Sample.Picks)},
 	}
 	if !r.FromFrame {
+		rejected := slices.Clone(r.Frame.Rejected)
+		for i := range rejected {
+			rejected[i].At.File = baseName(rejected[i].At.File)
+		}
 		files = append(files, struct {
 			name string
 			data []byte
-		}{RejectedFile, jsonLines(r.Frame.Rejected)})
+		}{RejectedFile, jsonLines(rejected)})
 	}
 	for _, f := range files {
 		if err := write(f.name, f.data); err != nil {
@@ -204,6 +211,12 @@ func (r *Result) Write(dir string, pages [][]byte) (*Manifest, error) {
 		m.Rejected = r.RejectedCounts()
 	}
 	for _, p := range r.Problems {
+		var re *RecordError
+		if errors.As(p, &re) {
+			c := *re
+			c.At.File = baseName(c.At.File)
+			p = &c
+		}
 		m.Problems = append(m.Problems, p.Error())
 	}
 	data, err := json.MarshalIndent(m, "", "  ")
@@ -223,6 +236,13 @@ func (r *Result) Write(dir string, pages [][]byte) (*Manifest, error) {
 		fmt.Fprintf(&b, "%s  %s\n", sums[n], n)
 	}
 	return &m, os.WriteFile(filepath.Join(dir, SumsFile), []byte(b.String()), 0o644)
+}
+
+// baseName is the last element of a slash- or OS-separated path: outputs
+// name input files without their directories, so that the same inputs
+// write the same bytes from anywhere.
+func baseName(p string) string {
+	return path.Base(filepath.ToSlash(p))
 }
 
 // jsonLines encodes rows one a line.
