@@ -104,6 +104,12 @@ var commands = []*command{
 		{"-out DIR -frame FILE [-seed S] [-strata LIST] [-exclude FILE]",
 			"draw again from the frame a previous sample wrote"},
 	}},
+	{name: "scan", flags: cmdScan, long: scanLong, forms: []form{
+		{"[-out DIR] [-include-build] [-max-file-size N] [NAME=]REPO_DIR…",
+			"find where repositories construct tool-error results (lexical audit)"},
+		{"-summarize LEDGER",
+			"print the audit funnel of an adjudicated ledger"},
+	}},
 	{name: "conform", flags: cmdConform, forms: []form{
 		{"[-json] [-manifest M]",
 			"run the fail-closed client's conformance suite"},
