@@ -2,7 +2,6 @@ package scan
 
 import (
 	"bytes"
-	"slices"
 )
 
 // The constructs a match is one of.
@@ -323,7 +322,7 @@ func (m *matcher) trackTypes(i int) {
 		}
 		return
 	}
-	switch m.text(i) {
+	switch string(m.src[t.s:t.e]) {
 	case "type":
 		if i+2 < len(m.toks) && m.toks[i+1].kind == kIdent && (m.is(i+2, "=") || m.is(i+2, "<")) && m.alias < 0 {
 			// Find the = after optional type parameters.
@@ -371,25 +370,39 @@ func (m *matcher) continuesType(i int) bool {
 // (def f(, fun f(, fn f(, func f(, function f(, lambda), where name=true
 // is a default value, not an argument.
 func (m *matcher) isParams(i int) bool {
-	if i >= 2 && m.toks[i-1].kind == kIdent {
-		switch m.text(i - 2) {
-		case "def", "fun", "fn", "func", "function":
-			return true
-		}
+	if i >= 2 && m.toks[i-1].kind == kIdent && (m.is(i-2, "def") || m.in(i-2, functionWords)) {
+		return true
 	}
 	return m.is(i-1, "function") || m.is(i-1, "lambda")
 }
 
 // controlWords are the keywords a ( … ) { of a block may follow that is
 // not a function's body.
-var controlWords = []string{"if", "for", "while", "switch", "catch", "with", "else", "do", "try", "using", "lock",
+var controlWords = wordSet("if", "for", "while", "switch", "catch", "with", "else", "do", "try", "using", "lock",
 	"foreach", "match", "when", "synchronized", "return", "await", "yield", "typeof", "sizeof", "new", "super",
-	"this", "elif", "except", "loop", "unless", "until", "select", "defer", "go", "fixed", "checked", "unchecked"}
+	"this", "elif", "except", "loop", "unless", "until", "select", "defer", "go", "fixed", "checked", "unchecked")
 
 // stopWords end the walk back over a return type: a { after them is not
 // a function's body.
-var stopWords = []string{"class", "interface", "struct", "enum", "impl", "object", "trait", "namespace", "module",
-	"record", "type", "extends", "implements", "package", "import", "var", "let", "const", "val"}
+var stopWords = wordSet("class", "interface", "struct", "enum", "impl", "object", "trait", "namespace", "module",
+	"record", "type", "extends", "implements", "package", "import", "var", "let", "const", "val")
+
+// typeWalk is the punctuation a return type may hold.
+var typeWalk = wordSet(":", ".", "<", ">", ",", "[", "]", "|", "&", "?", "->", "*", "::", "'", ">>")
+
+func wordSet(words ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range words {
+		m[w] = true
+	}
+	return m
+}
+
+// in reports whether token k is a word of set; it does not allocate.
+func (m *matcher) in(k int, set map[string]bool) bool {
+	t := m.toks[k]
+	return set[string(m.src[t.s:t.e])]
+}
 
 // blockName returns the name of the function whose body the { at i opens,
 // "" when it opens something else (or an anonymous function not
@@ -423,13 +436,11 @@ func (m *matcher) blockName(i int) string {
 		}
 		switch t.kind {
 		case kIdent:
-			if slices.Contains(stopWords, m.text(k)) || slices.Contains(controlWords, m.text(k)) {
+			if m.in(k, stopWords) || m.in(k, controlWords) {
 				return ""
 			}
 		case kPunct:
-			switch m.text(k) {
-			case ":", ".", "<", ">", ",", "[", "]", "|", "&", "?", "->", "*", "::", "'", ">>":
-			default:
+			if !m.in(k, typeWalk) {
 				return ""
 			}
 		default:
@@ -448,17 +459,22 @@ func (m *matcher) blockName(i int) string {
 	if m.toks[n].kind != kIdent {
 		return ""
 	}
-	name := m.text(n)
 	switch {
-	case name == "function" || name == "func" || name == "fn" || name == "fun":
+	case m.in(n, functionWords):
 		return m.assignedName(n - 1)
-	case slices.Contains(controlWords, name) || slices.Contains(stopWords, name):
+	case m.in(n, controlWords) || m.in(n, stopWords):
 		return ""
 	case !m.declares(n - 1):
 		return "" // a call in a condition (if x.f() {), new Foo(…) { … }
 	}
-	return name
+	return m.text(n)
 }
+
+// declarers is the punctuation declares accepts.
+var declarers = wordSet(")", ">", "]", "}", "{", ";", ",", "*")
+
+// functionWords introduce functions.
+var functionWords = wordSet("function", "func", "fn", "fun")
 
 // declares reports whether token k can stand before the name of a
 // function being declared: nothing, a keyword or type other than the
@@ -471,12 +487,9 @@ func (m *matcher) declares(k int) bool {
 	t := m.toks[k]
 	switch t.kind {
 	case kIdent:
-		return !slices.Contains(controlWords, m.text(k)) && m.text(k) != "range" && m.text(k) != "in"
+		return !m.in(k, controlWords) && !m.is(k, "range") && !m.is(k, "in")
 	case kPunct:
-		switch m.text(k) {
-		case ")", ">", "]", "}", "{", ";", ",", "*":
-			return true
-		}
+		return m.in(k, declarers)
 	}
 	return false
 }
@@ -543,9 +556,12 @@ func (m *matcher) check(i int) {
 	r := m.r
 	if k := m.key(i, true); k != "" {
 		f := m.inner()
+		// The token before: one of these, or something else.
 		prev := ""
-		if i > 0 {
-			prev = m.text(i - 1)
+		for _, p := range []string{"{", ",", "(", "."} {
+			if m.is(i-1, p) {
+				prev = p
+			}
 		}
 		keyText := k
 		if t.kind == kString {
@@ -578,7 +594,7 @@ func (m *matcher) check(i int) {
 			}
 		}
 		// object["isError"] = true
-		if t.kind == kString && prev == "[" && m.receiver(i-2) && m.is(i+1, "]") && m.is(i+2, "=") {
+		if t.kind == kString && m.is(i-1, "[") && m.receiver(i-2) && m.is(i+1, "]") && m.is(i+2, "=") {
 			if end, v := m.value(i + 3); end >= 0 && m.endsStatement(end) {
 				m.add(i, IndexAssignment, k, "["+keyText+"] = "+v)
 			}
@@ -595,22 +611,15 @@ func (m *matcher) check(i int) {
 	switch {
 	case r.goHelpers && m.is(i, "SetError") && m.is(i-1, ".") && m.is(i+1, "(") && m.mcpFile:
 		m.add(i, Helper, "SetError", ".SetError(…)")
-	case r.goHelpers && m.is(i+1, "(") && !m.is(i-1, "func") && isToolResultError(m.text(i)):
+	case r.goHelpers && m.is(i+1, "(") && !m.is(i-1, "func") && m.in(i, toolResultErrors):
 		m.add(i, Helper, m.text(i), m.text(i)+"(…)")
 	case r.rustError && m.is(i, "CallToolResult") && m.is(i+1, "::") && m.is(i+2, "error") && m.is(i+3, "("):
 		m.add(i, Helper, "CallToolResult::error", "CallToolResult::error(…)")
 	}
 }
 
-// isToolResultError reports whether name is one of mcp-go's helpers that
-// build an error result.
-func isToolResultError(name string) bool {
-	switch name {
-	case "NewToolResultError", "NewToolResultErrorf", "NewToolResultErrorFromErr":
-		return true
-	}
-	return false
-}
+// toolResultErrors are mcp-go's helpers that build an error result.
+var toolResultErrors = wordSet("NewToolResultError", "NewToolResultErrorf", "NewToolResultErrorFromErr")
 
 // receiver reports whether token j can end the object a field is set on:
 // a name, a call, an index or this/self.

@@ -129,7 +129,7 @@ type Count struct {
 type Result struct {
 	Repos []RepoResult
 	// Candidates are sorted by repository (in the order given), file,
-	// line, column and key.
+	// line and column.
 	Candidates []Candidate
 	// Skipped are sorted by repository and path.
 	Skipped []Skip
@@ -163,6 +163,7 @@ type job struct {
 // fileResult is what one file gave.
 type fileResult struct {
 	repo  int
+	rel   string
 	class Class
 	lang  Language
 	bytes int64
@@ -226,6 +227,7 @@ func Scan(ctx context.Context, repos []Repo, opt Options) (*Result, error) {
 		close(results)
 	}()
 	files := map[[2]string]int{}
+	var found []fileResult // the files with matches
 	for fr := range results {
 		if fr.skip != nil {
 			if fr.skip.Reason == excludedDir {
@@ -239,7 +241,9 @@ func Scan(ctx context.Context, repos []Repo, opt Options) (*Result, error) {
 		res.Bytes += fr.bytes
 		res.Repos[fr.repo].Files++
 		res.Repos[fr.repo].Bytes += fr.bytes
-		res.Candidates = append(res.Candidates, fr.cands...)
+		if len(fr.cands) > 0 {
+			found = append(found, fr)
+		}
 	}
 	if walkErr != nil {
 		return nil, walkErr
@@ -251,24 +255,25 @@ func Scan(ctx context.Context, repos []Repo, opt Options) (*Result, error) {
 			}
 		}
 	}
+	// A file's matches are in the order of its tokens: order the files.
+	sort.Slice(found, func(i, j int) bool {
+		if found[i].repo != found[j].repo {
+			return found[i].repo < found[j].repo
+		}
+		return found[i].rel < found[j].rel
+	})
+	n := 0
+	for _, fr := range found {
+		n += len(fr.cands)
+	}
+	res.Candidates = make([]Candidate, 0, n)
+	for _, fr := range found {
+		res.Candidates = append(res.Candidates, fr.cands...)
+	}
 	order := map[string]int{}
 	for i, r := range repos {
 		order[r.Name] = i
 	}
-	sort.Slice(res.Candidates, func(i, j int) bool {
-		a, b := &res.Candidates[i], &res.Candidates[j]
-		switch {
-		case a.Repository != b.Repository:
-			return order[a.Repository] < order[b.Repository]
-		case a.File != b.File:
-			return a.File < b.File
-		case a.Line != b.Line:
-			return a.Line < b.Line
-		case a.Column != b.Column:
-			return a.Column < b.Column
-		}
-		return a.Key < b.Key
-	})
 	sort.Slice(res.Skipped, func(i, j int) bool {
 		a, b := &res.Skipped[i], &res.Skipped[j]
 		if a.Repository != b.Repository {
@@ -360,7 +365,7 @@ type worker struct {
 const binaryBytes = 8000
 
 func (w *worker) file(fsys fs.FS, j job, repo, commit string) fileResult {
-	fr := fileResult{repo: j.repo, lang: j.lang}
+	fr := fileResult{repo: j.repo, rel: j.rel, lang: j.lang}
 	skip := func(reason string, failed bool) fileResult {
 		fr.skip = &Skip{Repository: repo, Path: j.rel, Reason: reason, Failed: failed}
 		return fr
@@ -397,7 +402,9 @@ func (w *worker) file(fsys fs.FS, j job, repo, commit string) fileResult {
 		return fr
 	}
 	w.toks = lex(data, syntaxes[j.lang], w.toks)
-	for _, h := range findMatches(data, w.toks, j.lang) {
+	hits := findMatches(data, w.toks, j.lang)
+	fr.cands = make([]Candidate, 0, len(hits))
+	for _, h := range hits {
 		fr.cands = append(fr.cands, candidate(data, w.toks[h.tok], h, repo, commit, j, fr.class))
 	}
 	return fr
@@ -450,9 +457,12 @@ func candidate(data []byte, t token, h hit, repo, commit string, j job, class Cl
 		}
 		ce += 1 + n
 	}
-	ctx := bytes.ReplaceAll(data[cs:ce], []byte("\r\n"), []byte("\n"))
-	if ce < len(data) {
-		ctx = bytes.TrimSuffix(ctx, []byte("\r"))
+	ctx := data[cs:ce]
+	if bytes.IndexByte(ctx, '\r') >= 0 {
+		ctx = bytes.ReplaceAll(ctx, []byte("\r\n"), []byte("\n"))
+		if ce < len(data) {
+			ctx = bytes.TrimSuffix(ctx, []byte("\r"))
+		}
 	}
 	col := utf8.RuneCount(data[ls:t.s]) + 1
 	c := Candidate{
