@@ -93,6 +93,7 @@ type Location struct {
 	Record int    `json:"record"`
 }
 
+// String writes l as FILE:LINE: record N.
 func (l Location) String() string {
 	return fmt.Sprintf("%s:%d: record %d", l.File, l.Line, l.Record)
 }
@@ -119,6 +120,7 @@ type RecordError struct {
 	Err error
 }
 
+// Error names the file, line, record and server, then what is wrong.
 func (e *RecordError) Error() string {
 	at := e.At.String()
 	switch {
@@ -133,6 +135,7 @@ func (e *RecordError) Error() string {
 	return at + ": " + e.Err.Error()
 }
 
+// Unwrap returns e.Err.
 func (e *RecordError) Unwrap() error { return e.Err }
 
 // wireEntry decodes an entry in either shape in one pass.

@@ -180,6 +180,7 @@ type Shortfall struct {
 	Excluded int `json:"excluded"`
 }
 
+// Error says what the stratum was asked for and gave.
 func (s Shortfall) Error() string {
 	return fmt.Sprintf("stratum %s: asked for %d repositories, the frame holds %d (%d of them excluded): drew %d",
 		s.Stratum, s.Asked, s.Frame, s.Excluded, s.Drawn)
