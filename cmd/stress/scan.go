@@ -25,7 +25,8 @@ site-packages, …) are never entered, build output (dist, build, out, target,
 …) only with -include-build; every other file is classed production,
 generated, test, fixture or example (README.md has the rules), and only
 production matches go to the ledger. A REPO_DIR is named NAME=REPO_DIR, else
-by its git origin on GitHub (github.com/owner/name), else by its base name.
+by its git origin on GitHub (github.com/owner/name), else by its base name
+(an existing directory whose name holds "=" is taken whole).
 `
 
 // cmdScan defines scan's flags on fs and returns the action that runs
@@ -88,8 +89,8 @@ func scanRepos(args []string) ([]scan.Repo, error) {
 	seen := map[string]string{}
 	for _, a := range args {
 		name, dir, named := strings.Cut(a, "=")
-		if !named {
-			name, dir = "", a
+		if fi, err := os.Stat(a); !named || err == nil && fi.IsDir() {
+			name, dir = "", a // a directory whose name holds "="
 		}
 		fi, err := os.Stat(dir)
 		if err != nil {

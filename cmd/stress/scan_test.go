@@ -85,6 +85,12 @@ func TestScanBadInput(t *testing.T) {
 			t.Errorf("stress %q: %v, want a usage error containing %q", tc.args, err, tc.want)
 		}
 	}
+	eq := filepath.Join(dir, "a=b")
+	os.Mkdir(eq, 0o755)
+	if out, _, err := runCmd(t, "scan", eq); err != nil || !strings.HasPrefix(out, "scanned 1 repositories: 0 source files") {
+		t.Errorf("a directory named a=b: %v\n%s", err, out)
+	}
+	os.Remove(eq)
 	os.WriteFile(filepath.Join(dir, "ok.py"), []byte("r = {'isError': True}\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "big.py"), []byte(strings.Repeat("# padding\n", 100)), 0o644)
 	os.Symlink(".", filepath.Join(dir, "loop"))
