@@ -116,6 +116,20 @@ var commands = []*command{
 		{"[-json] [-protocol VERSION] [-ts-clients DIR]",
 			"print how Go and TypeScript clients treat results against an outputSchema"},
 	}},
+	{name: "sample", flags: cmdSample, long: sampleLong, forms: []form{
+		{"-out DIR [-seed S] [-strata LIST] [-exclude FILE] SNAPSHOT…",
+			"draw a seeded, stratified sample of the repositories of a registry snapshot"},
+		{"-out DIR -fetch URL [-seed S] [-strata LIST] [-exclude FILE]",
+			"page a registry's API for the snapshot (the pages are kept), then draw"},
+		{"-out DIR -frame FILE [-seed S] [-strata LIST] [-exclude FILE]",
+			"draw again from the frame a previous sample wrote"},
+	}},
+	{name: "scan", flags: cmdScan, long: scanLong, forms: []form{
+		{"[-out DIR] [-include-build] [-max-file-size N] [NAME=]REPO_DIR…",
+			"find where repositories construct tool-error results (lexical audit)"},
+		{"-summarize LEDGER",
+			"print the audit funnel of an adjudicated ledger"},
+	}},
 	{name: "conform", flags: cmdConform, forms: []form{
 		{"[-json] [-manifest M]",
 			"run the fail-closed client's conformance suite"},

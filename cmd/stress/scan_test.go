@@ -1,0 +1,110 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcpstress/stress/scan"
+)
+
+// scanTree is the scan package's fixture repository: a file of each
+// language and path class, with the traps a lexical scanner falls into.
+const scanTree = "../../scan/testdata/tree"
+
+// TestScan pins stress scan's listing and summary of the fixture tree
+// (testdata/scan.golden), and with -out its files.
+func TestScan(t *testing.T) {
+	out, errOut, err := runCmd(t, "scan", "tree="+scanTree)
+	if err != nil || errOut != "" {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	golden(t, "scan.golden", out)
+	dir := filepath.Join(t.TempDir(), "audit")
+	out, _, err = runCmd(t, "scan", "-out", dir, "-include-build", "tree="+scanTree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, "scanned 1 repositories: 18 source files") || !strings.HasSuffix(out, "wrote "+dir+": candidates.jsonl, projection.jsonl, ledger.csv (to adjudicate), scan.json\n") {
+		t.Errorf("stdout:\n%s", out)
+	}
+	for _, f := range []string{scan.CandidatesFile, scan.ProjectionFile, scan.LedgerFile, scan.ManifestFile} {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil || len(data) == 0 {
+			t.Errorf("%s: %v, %d bytes", f, err, len(data))
+		}
+	}
+	cands, _ := os.ReadFile(filepath.Join(dir, scan.CandidatesFile))
+	if n := strings.Count(string(cands), "\n"); n != 29 {
+		t.Errorf("candidates.jsonl has %d rows, want 29 (28 and the build match)", n)
+	}
+	ledger, _ := os.ReadFile(filepath.Join(dir, scan.LedgerFile))
+	if n := strings.Count(string(ledger), "\n"); n != 21 {
+		t.Errorf("ledger.csv has %d lines, want a header and 20 production matches", n)
+	}
+}
+
+// TestScanSummarize prints the paper's funnel from an adjudicated ledger
+// (testdata/scan-summarize.golden): 16 production matches, 2 embedded test
+// strings, 14 constructions on 12 semantic paths in 10 repositories.
+func TestScanSummarize(t *testing.T) {
+	out, errOut, err := runCmd(t, "scan", "-summarize", "testdata/ledger-paper.csv")
+	if err != nil || errOut != "" {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	golden(t, "scan-summarize.golden", out)
+	bad := filepath.Join(t.TempDir(), "bad.csv")
+	os.WriteFile(bad, []byte("id,repository,decision,semantic_path\nc1,github.com/a/b,construction,\nc2,github.com/a/b,maybe,\n"), 0o644)
+	out, errOut, err = runCmd(t, "scan", "-summarize", bad)
+	if err == nil || out != "" || !strings.Contains(err.Error(), "2 ledger rows are bad") ||
+		errOut != "stress scan: "+bad+`:2: row "c1": a construction needs its semantic_path`+"\n"+
+			"stress scan: "+bad+`:3: row "c2": decision "maybe": want construction, test_string, not_an_error_result, or empty for undecided`+"\n" {
+		t.Errorf("a bad ledger: %v\nstdout %q\nstderr %q", err, out, errOut)
+	}
+}
+
+// TestScanBadInput: usage errors name the flag or argument; an unreadable
+// file fails the command after the scan, naming it, with the rest
+// scanned.
+func TestScanBadInput(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"scan"}, "scan: give at least one REPO_DIR"},
+		{[]string{"scan", filepath.Join(dir, "missing")}, "no such file or directory"},
+		{[]string{"scan", scanTree, "tree=" + scanTree}, "are both named tree: name one NAME="},
+		{[]string{"scan", "-summarize", "l.csv", scanTree}, "-summarize LEDGER takes no other flag and no REPO_DIR"},
+		{[]string{"scan", "-max-file-size", "0", scanTree}, "flag -max-file-size: want at least 1 byte"},
+	} {
+		_, _, err := runCmd(t, tc.args...)
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("stress %q: %v, want a usage error containing %q", tc.args, err, tc.want)
+		}
+	}
+	eq := filepath.Join(dir, "a=b")
+	os.Mkdir(eq, 0o755)
+	if out, _, err := runCmd(t, "scan", eq); err != nil || !strings.HasPrefix(out, "scanned 1 repositories: 0 source files") {
+		t.Errorf("a directory named a=b: %v\n%s", err, out)
+	}
+	os.Remove(eq)
+	os.WriteFile(filepath.Join(dir, "ok.py"), []byte("r = {'isError': True}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "big.py"), []byte(strings.Repeat("# padding\n", 100)), 0o644)
+	os.Symlink(".", filepath.Join(dir, "loop"))
+	out, errOut, err := runCmd(t, "scan", "-max-file-size", "500", "r="+dir)
+	if err != nil {
+		t.Fatalf("skips alone are not failures: %v", err)
+	}
+	if errOut != "stress scan: r: big.py: skipped: too large (1000 bytes; the limit is 500)\nstress scan: r: loop: skipped: symbolic link (not followed)\n" {
+		t.Errorf("stderr %q", errOut)
+	}
+	if !strings.HasPrefix(out, "r ok.py:1:6 production property 'isError': True\n") || !strings.Contains(out, "skipped: symbolic link 1, too large 1\n") {
+		t.Errorf("stdout:\n%s", out)
+	}
+	if _, _, err := runCmd(t, "scan", "-out", dir, scanTree); err == nil || !strings.Contains(err.Error(), "is not empty") {
+		t.Errorf("a full -out: %v", err)
+	}
+}

@@ -1,0 +1,142 @@
+package registry
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// registryServer serves the fixture pages as the official registry's
+// list endpoint does: GET /v0/servers?limit=N[&cursor=C], the next page's
+// cursor in metadata.nextCursor. fail(n) may answer the n-th request
+// (1-based) instead; it returns false to serve the page.
+func registryServer(t *testing.T, fail func(n int64, w http.ResponseWriter) bool) (*httptest.Server, *[]string) {
+	t.Helper()
+	pages := map[string][]byte{}
+	for cursor, f := range map[string]string{"": "page-1.json", "com.example/tickets:2025.11.3": "page-2.json"} {
+		data, err := os.ReadFile(filepath.Join("testdata", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages[cursor] = data
+	}
+	var n atomic.Int64
+	var requests []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests = append(requests, r.URL.RequestURI())
+		if fail != nil && fail(n.Add(1), w) {
+			return
+		}
+		if r.URL.Path != "/v0/servers" || r.URL.Query().Get("limit") != "100" {
+			http.Error(w, `{"title":"Not Found","status":404}`, http.StatusNotFound)
+			return
+		}
+		page, ok := pages[r.URL.Query().Get("cursor")]
+		if !ok {
+			http.Error(w, `{"title":"Bad Request","status":400,"detail":"invalid cursor"}`, http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(page)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &requests
+}
+
+var quick = FetchOptions{Backoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond}
+
+// TestFetch pages a local registry from its base URL, following the
+// cursor (URL-encoded), and retries a 503 and a truncated page; the pages
+// decode to the same frame as the files.
+func TestFetch(t *testing.T) {
+	srv, requests := registryServer(t, func(n int64, w http.ResponseWriter) bool {
+		switch n {
+		case 2:
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, "upstream busy", http.StatusServiceUnavailable)
+			return true
+		case 3:
+			w.Write([]byte(`{"servers":[{"server":`))
+			return true
+		}
+		return false
+	})
+	var got []Record
+	pages := 0
+	err := Fetch(context.Background(), srv.URL, quick, func(body []byte) error {
+		pages++
+		recs, errs := Decode("page", body)
+		if len(errs) > 0 {
+			t.Errorf("page %d: %v", pages, errs)
+		}
+		got = append(got, recs...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pages != 2 {
+		t.Errorf("%d pages, want 2", pages)
+	}
+	want := "/v0/servers?limit=100 /v0/servers?cursor=com.example%2Ftickets%3A2025.11.3&limit=100 " +
+		"/v0/servers?cursor=com.example%2Ftickets%3A2025.11.3&limit=100 /v0/servers?cursor=com.example%2Ftickets%3A2025.11.3&limit=100"
+	if s := strings.Join(*requests, " "); s != want {
+		t.Errorf("requests\n%s\nwant\n%s", s, want)
+	}
+	if frameLines(BuildFrame(got)) != frameLines(BuildFrame(readPages(t))) {
+		t.Errorf("the fetched frame differs from the files'")
+	}
+}
+
+// TestFetchErrors: a client error is not retried; lasting server errors
+// give up after the attempts; a page without servers, a cursor served
+// twice and a page over the size bound stop the fetch, naming the page
+// and its URL.
+func TestFetchErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		base string
+		fail func(n int64, w http.ResponseWriter) bool
+		opt  FetchOptions
+		want string
+		reqs int
+	}{
+		{"not found", "/v1/nothing", nil, quick,
+			`registry page 1 (URL/v1/nothing?limit=100): HTTP 404 Not Found: "{\"title\":\"Not Found\",\"status\":404}\n"`, 1},
+		{"lasting 502", "", func(n int64, w http.ResponseWriter) bool {
+			http.Error(w, "bad gateway", http.StatusBadGateway)
+			return true
+		}, quick, `registry page 1 (URL/v0/servers?limit=100): HTTP 502 Bad Gateway: "bad gateway\n" (after 5 attempts)`, 5},
+		{"no servers", "", func(n int64, w http.ResponseWriter) bool {
+			w.Write([]byte(`{"error":"maintenance"}`))
+			return true
+		}, quick, `registry page 1 (URL/v0/servers?limit=100): the page has no "servers" member: "{\"error\":\"maintenance\"}"`, 1},
+		{"loop", "", func(n int64, w http.ResponseWriter) bool {
+			w.Write([]byte(`{"servers":[],"metadata":{"nextCursor":"same"}}`))
+			return true
+		}, quick, `registry page 2 (URL/v0/servers?cursor=same&limit=100): nextCursor "same" was served before: the listing loops`, 2},
+		{"too large", "", nil, FetchOptions{MaxPageBytes: 100},
+			"registry page 1 (URL/v0/servers?limit=100): the page is larger than 100 bytes", 1},
+		{"too many pages", "", nil, FetchOptions{MaxPages: 1},
+			"registry URL: more than 1 pages", 1},
+	} {
+		srv, requests := registryServer(t, tc.fail)
+		err := Fetch(context.Background(), srv.URL+tc.base, tc.opt, func([]byte) error { return nil })
+		want := strings.ReplaceAll(tc.want, "URL", srv.URL)
+		if err == nil || err.Error() != want {
+			t.Errorf("%s: %v\nwant %s", tc.name, err, want)
+		}
+		if len(*requests) != tc.reqs {
+			t.Errorf("%s: %d requests, want %d", tc.name, len(*requests), tc.reqs)
+		}
+	}
+	if err := Fetch(context.Background(), "ftp://example.com", quick, nil); err == nil || !strings.Contains(err.Error(), "want an http or https URL") {
+		t.Errorf("ftp URL: %v", err)
+	}
+}

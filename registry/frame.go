@@ -1,0 +1,297 @@
+package registry
+
+import (
+	"errors"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The strata of the sample, as -strata names them.
+const (
+	NPM        = "npm"
+	PyPI       = "pypi"
+	RemoteOnly = "remote" // hosted endpoints and no package
+	MCPB       = "mcpb"
+	OCI        = "oci"
+	Other      = "other"
+)
+
+// Strata lists the strata in the order of every output.
+var Strata = []string{NPM, PyPI, RemoteOnly, MCPB, OCI, Other}
+
+// packageStrata are the package registry types that name a stratum, in
+// the order of precedence of StratumOf.
+var packageStrata = []string{NPM, PyPI, MCPB, OCI}
+
+// StratumRule is StratumOf's rule in words (recorded in the manifest).
+const StratumRule = "the first of npm, pypi, mcpb, oci that any latest record of the repository lists as a package registryType; " +
+	"else remote if a record lists a remote and none lists a package; else other " +
+	"(only other package types, such as nuget, or neither packages nor remotes)"
+
+// StratumOf returns the stratum of a repository whose latest records list
+// the package registry types types (lower-case) and, when remotes is set,
+// at least one remote: see StratumRule.
+func StratumOf(types []string, remotes bool) string {
+	for _, s := range packageStrata {
+		if slices.Contains(types, s) {
+			return s
+		}
+	}
+	if len(types) == 0 && remotes {
+		return RemoteOnly
+	}
+	return Other
+}
+
+// FrameEntry is one repository of the sampling frame.
+type FrameEntry struct {
+	// Repository is the canonical name, "github.com/owner/name".
+	Repository string `json:"repository"`
+	// Stratum is the repository's stratum (StratumOf).
+	Stratum string `json:"stratum"`
+	// Servers are the names of the servers whose latest record points to
+	// the repository, sorted.
+	Servers []string `json:"servers"`
+	// RegistryTypes are the package registry types those records list,
+	// lower-case, sorted, each once.
+	RegistryTypes []string `json:"registry_types"`
+	// Remotes says some record lists a remote.
+	Remotes bool `json:"remotes"`
+}
+
+// Rejection is a server's latest record that does not enter the frame.
+type Rejection struct {
+	// At is where the record was read.
+	At Location `json:"at"`
+	// Name and Version identify the record.
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	// Reason is why: "no repository", "not a GitHub repository" or what is
+	// wrong with the GitHub URL.
+	Reason string `json:"reason"`
+	// URL is the record's repository URL, "" when it has none.
+	URL string `json:"url,omitempty"`
+}
+
+// Frame is the sampling frame derived from a snapshot: the unique GitHub
+// repositories of the servers' latest records.
+type Frame struct {
+	// Entries are the repositories, sorted by name.
+	Entries []FrameEntry
+	// Rejected are the latest records without a usable GitHub
+	// repository, sorted by server name.
+	Rejected []Rejection
+	// Records counts the records read; Servers the unique server names
+	// (one latest record each); Statuses the latest records by official
+	// status ("" when absent).
+	Records, Servers int
+	Statuses         map[string]int
+}
+
+// LatestRule is how Latest picks a server's record, in words (recorded in
+// the manifest).
+const LatestRule = "per server name: the records the registry marks isLatest if any, else all; " +
+	"of those the highest version (semantic-version order where both versions parse, else byte order), " +
+	"then the latest publishedAt, then the first read"
+
+// Latest returns the latest record of each server name (LatestRule),
+// sorted by name.
+func Latest(records []Record) []Record {
+	best := map[string]int{}
+	for i := range records {
+		name := records[i].Server.Name
+		j, ok := best[name]
+		if !ok || newer(&records[i], &records[j]) {
+			best[name] = i
+		}
+	}
+	out := make([]Record, 0, len(best))
+	for _, i := range best {
+		out = append(out, records[i])
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Server.Name < out[j].Server.Name })
+	return out
+}
+
+// newer reports whether a replaces b as its server's latest record.
+func newer(a, b *Record) bool {
+	al, bl := a.Official != nil && a.Official.IsLatest, b.Official != nil && b.Official.IsLatest
+	if al != bl {
+		return al
+	}
+	if c := CompareVersions(a.Server.Version, b.Server.Version); c != 0 {
+		return c > 0
+	}
+	return published(a).After(published(b))
+}
+
+// published is when r was published, the zero time when unknown.
+func published(r *Record) time.Time {
+	if r.Official == nil {
+		return time.Time{}
+	}
+	t, _ := time.Parse(time.RFC3339Nano, r.Official.PublishedAt)
+	return t
+}
+
+// BuildFrame derives the frame from a snapshot's records: the latest
+// record of each server (Latest), its repository normalized
+// (NormalizeGitHub; records without one, or with another host, are
+// rejected), and per repository the servers, package types and stratum.
+func BuildFrame(records []Record) *Frame {
+	f := &Frame{Records: len(records), Statuses: map[string]int{}}
+	latest := Latest(records)
+	f.Servers = len(latest)
+	byRepo := map[string]*FrameEntry{}
+	for i := range latest {
+		r := &latest[i]
+		status := ""
+		if r.Official != nil {
+			status = r.Official.Status
+		}
+		f.Statuses[status]++
+		rej := Rejection{At: r.At, Name: r.Server.Name, Version: r.Server.Version}
+		if r.Server.Repository == nil || strings.TrimSpace(r.Server.Repository.URL) == "" {
+			rej.Reason = "no repository"
+			f.Rejected = append(f.Rejected, rej)
+			continue
+		}
+		rej.URL = r.Server.Repository.URL
+		repo, err := NormalizeGitHub(r.Server.Repository.URL)
+		if err != nil {
+			rej.Reason = err.Error()
+			if !errors.Is(err, ErrNotGitHub) {
+				rej.Reason = "GitHub URL: " + rej.Reason
+			}
+			f.Rejected = append(f.Rejected, rej)
+			continue
+		}
+		e := byRepo[repo]
+		if e == nil {
+			e = &FrameEntry{Repository: repo, Servers: []string{}, RegistryTypes: []string{}}
+			byRepo[repo] = e
+		}
+		e.Servers = append(e.Servers, r.Server.Name)
+		for _, p := range r.Server.Packages {
+			t := strings.ToLower(strings.TrimSpace(p.RegistryType))
+			if t != "" && !slices.Contains(e.RegistryTypes, t) {
+				e.RegistryTypes = append(e.RegistryTypes, t)
+			}
+		}
+		if len(r.Server.Remotes) > 0 {
+			e.Remotes = true
+		}
+	}
+	f.Entries = make([]FrameEntry, 0, len(byRepo))
+	for _, e := range byRepo {
+		sort.Strings(e.Servers)
+		sort.Strings(e.RegistryTypes)
+		e.Stratum = StratumOf(e.RegistryTypes, e.Remotes)
+		f.Entries = append(f.Entries, *e)
+	}
+	sort.Slice(f.Entries, func(i, j int) bool { return f.Entries[i].Repository < f.Entries[j].Repository })
+	return f
+}
+
+// CompareVersions orders two version strings: -1, 0 or +1. Where both
+// parse as semantic versions (an optional "v", numeric dot-separated
+// core, optional -prerelease and +build) they compare by semantic-version
+// precedence; a semantic version is above one that is not; otherwise
+// they compare as bytes.
+func CompareVersions(a, b string) int {
+	va, oka := parseSemver(a)
+	vb, okb := parseSemver(b)
+	switch {
+	case oka && okb:
+		return va.compare(vb)
+	case oka:
+		return 1
+	case okb:
+		return -1
+	}
+	return strings.Compare(a, b)
+}
+
+type semver struct {
+	core []uint64
+	pre  []string
+}
+
+func parseSemver(s string) (semver, bool) {
+	s = strings.TrimPrefix(s, "v")
+	s, _, _ = strings.Cut(s, "+")
+	core, pre, hasPre := strings.Cut(s, "-")
+	var v semver
+	for _, p := range strings.Split(core, ".") {
+		n, err := strconv.ParseUint(p, 10, 64)
+		if err != nil {
+			return v, false
+		}
+		v.core = append(v.core, n)
+	}
+	if hasPre {
+		if pre == "" {
+			return v, false
+		}
+		v.pre = strings.Split(pre, ".")
+	}
+	return v, true
+}
+
+func (a semver) compare(b semver) int {
+	for i := 0; i < max(len(a.core), len(b.core)); i++ {
+		var x, y uint64
+		if i < len(a.core) {
+			x = a.core[i]
+		}
+		if i < len(b.core) {
+			y = b.core[i]
+		}
+		if x != y {
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+	}
+	switch {
+	case len(a.pre) == 0 && len(b.pre) == 0:
+		return 0
+	case len(a.pre) == 0:
+		return 1
+	case len(b.pre) == 0:
+		return -1
+	}
+	for i := 0; i < min(len(a.pre), len(b.pre)); i++ {
+		x, errx := strconv.ParseUint(a.pre[i], 10, 64)
+		y, erry := strconv.ParseUint(b.pre[i], 10, 64)
+		var c int
+		switch {
+		case errx == nil && erry == nil:
+			c = cmpUint(x, y)
+		case errx == nil:
+			c = -1
+		case erry == nil:
+			c = 1
+		default:
+			c = strings.Compare(a.pre[i], b.pre[i])
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return cmpUint(uint64(len(a.pre)), uint64(len(b.pre)))
+}
+
+func cmpUint(x, y uint64) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}

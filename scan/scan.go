@@ -1,0 +1,507 @@
+// Package scan is the paper's deliberately narrow lexical scanner
+// (section IV-A): it finds where repositories construct MCP tool-error
+// results, in TypeScript, JavaScript, Python, Go, Rust, Java, Kotlin and
+// C#. A match is a construct of Constructs that sets isError, is_error
+// or IsError to the literal true (in an object, dict, struct or composite
+// literal, a named argument, an initializer, an assignment or an index
+// assignment), or a call of an SDK helper that builds an error result. It
+// reads tokens, not text: a key in a comment, a string, a regexp or a
+// TypeScript type does not match, nor does isError: false or isError:
+// cond. Dependencies and build output are not entered (SkipDir); every
+// other path is classed (ClassOf) and only production matches are
+// adjudicated. It depends on nothing else of stress but registry (for
+// GitHub names); `stress scan` wires it.
+package scan
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// DefaultMaxFileSize is the largest source file read by default: 16 MiB.
+const DefaultMaxFileSize = 16 << 20
+
+// Options are the scanner's tunables; zero fields take the defaults.
+type Options struct {
+	// IncludeBuild enters build output directories (dist, build, …) and
+	// classes their files Build, never Production: published packages
+	// ship only their build output.
+	IncludeBuild bool
+	// MaxFileSize is the largest file read, in bytes (default
+	// DefaultMaxFileSize); larger files are skipped and reported.
+	MaxFileSize int64
+	// Workers is how many files are read at once (default GOMAXPROCS).
+	Workers int
+}
+
+// Repo is a directory to scan and the name it goes by in the outputs.
+type Repo struct {
+	// Name is the repository's name: github.com/owner/name, or any label.
+	Name string
+	// Dir is the checkout's directory.
+	Dir string
+	// FS reads the checkout, os.DirFS(Dir) when nil. Its ReadDir must
+	// report symbolic links as such (os.DirFS does), for they are not
+	// followed.
+	FS fs.FS
+}
+
+// Candidate is one match: where it is and what it is.
+type Candidate struct {
+	// ID identifies the match: "c" and the first 12 hex digits of
+	// sha256(repository 0x00 file 0x00 line 0x00 column 0x00 key).
+	ID         string `json:"id"`
+	Repository string `json:"repository"`
+	// Commit is the commit checked out, "" when the directory is not a
+	// git checkout.
+	Commit string `json:"commit,omitempty"`
+	// File is slash-separated, relative to the repository.
+	File string `json:"file"`
+	// Line is 1-based; Column counts Unicode code points from 1.
+	Line     int      `json:"line"`
+	Column   int      `json:"column"`
+	Language Language `json:"language"`
+	Class    Class    `json:"class"`
+	// Construct is one of Constructs; Key the flag or helper it sets or
+	// calls; Match the construct written out (isError: true).
+	Construct string `json:"construct"`
+	Key       string `json:"key"`
+	Match     string `json:"match"`
+	// Function is the enclosing function where the scanner can tell
+	// cheaply, "" otherwise.
+	Function string `json:"function,omitempty"`
+	// Text is the source line (at most MaxText bytes around the match).
+	Text string `json:"text"`
+	// LineSHA256 and ContextSHA256 hash the line and its context (see
+	// Projection); they stand for the text in the projection.
+	LineSHA256    string `json:"line_sha256"`
+	ContextSHA256 string `json:"context_sha256"`
+}
+
+// MaxText bounds Candidate.Text, in bytes.
+const MaxText = 240
+
+// Skip is a path the scanner did not read.
+type Skip struct {
+	Repository string `json:"repository"`
+	// Path is slash-separated, relative to the repository ("" for the
+	// repository itself).
+	Path string `json:"path"`
+	// Reason says why: "symbolic link (not followed)", "binary", "too
+	// large (N bytes)", "unreadable: …".
+	Reason string `json:"reason"`
+	// Failed says the skip leaves the scan incomplete (an unreadable file
+	// or directory), not that the rules excluded the path.
+	Failed bool `json:"failed"`
+}
+
+// RepoResult is what the scan found of one repository.
+type RepoResult struct {
+	Name   string `json:"name"`
+	Commit string `json:"commit,omitempty"`
+	// Files and Bytes count the source files read.
+	Files int   `json:"files"`
+	Bytes int64 `json:"bytes"`
+}
+
+// Count is the number of files (or matches) of a class and language.
+type Count struct {
+	Class    Class    `json:"class"`
+	Language Language `json:"language"`
+	N        int      `json:"n"`
+}
+
+// Result is a scan's findings, in a deterministic order.
+type Result struct {
+	Repos []RepoResult
+	// Candidates are sorted by repository (in the order given), file,
+	// line and column.
+	Candidates []Candidate
+	// Skipped are sorted by repository and path.
+	Skipped []Skip
+	// ExcludedDirs counts the directories not entered (SkipDir).
+	ExcludedDirs int
+	// Files counts the source files read by class and language; Bytes
+	// their bytes.
+	Files []Count
+	Bytes int64
+}
+
+// Failed counts the skips that leave the scan incomplete.
+func (r *Result) Failed() int {
+	n := 0
+	for _, s := range r.Skipped {
+		if s.Failed {
+			n++
+		}
+	}
+	return n
+}
+
+// job is one source file to read.
+type job struct {
+	repo       int
+	rel        string // slash-separated, relative to the repository
+	lang       Language
+	underBuild bool
+}
+
+// fileResult is what one file gave.
+type fileResult struct {
+	repo  int
+	rel   string
+	class Class
+	lang  Language
+	bytes int64
+	cands []Candidate
+	skip  *Skip
+}
+
+// Scan scans the repositories and returns its findings. Unreadable files
+// and directories, binary and oversized files and symbolic links (never
+// followed, so a link loop is harmless) are skipped and listed; the rest
+// of the scan goes on. It stops early only when ctx is cancelled.
+func Scan(ctx context.Context, repos []Repo, opt Options) (*Result, error) {
+	repos = slices.Clone(repos)
+	if opt.MaxFileSize <= 0 {
+		opt.MaxFileSize = DefaultMaxFileSize
+	}
+	if opt.Workers <= 0 {
+		opt.Workers = runtime.GOMAXPROCS(0)
+	}
+	res := &Result{Repos: make([]RepoResult, len(repos))}
+	commits := make([]string, len(repos))
+	for i := range repos {
+		if repos[i].FS == nil {
+			repos[i].FS = os.DirFS(repos[i].Dir)
+		}
+	}
+	for i, r := range repos {
+		res.Repos[i].Name = r.Name
+		if r.Dir == "" {
+			continue
+		}
+		c, err := Commit(r.Dir)
+		if err != nil {
+			res.Skipped = append(res.Skipped, Skip{Repository: r.Name, Path: ".git", Reason: "no commit: " + err.Error()})
+		}
+		commits[i], res.Repos[i].Commit = c, c
+	}
+	jobs := make(chan job, 256)
+	results := make(chan fileResult, 256)
+	var wg sync.WaitGroup
+	for range opt.Workers {
+		wg.Go(func() {
+			w := worker{opt: opt}
+			for j := range jobs {
+				results <- w.file(repos[j.repo].FS, j, repos[j.repo].Name, commits[j.repo])
+			}
+		})
+	}
+	var walkErr error
+	go func() {
+		defer close(jobs)
+		for i, r := range repos {
+			if err := walk(ctx, i, r, opt, jobs, results); err != nil {
+				walkErr = err
+				return
+			}
+		}
+	}()
+	go func() {
+		wg.Wait()
+		close(results)
+	}()
+	files := map[[2]string]int{}
+	var found []fileResult // the files with matches
+	for fr := range results {
+		if fr.skip != nil {
+			if fr.skip.Reason == excludedDir {
+				res.ExcludedDirs++
+				continue
+			}
+			res.Skipped = append(res.Skipped, *fr.skip)
+			continue
+		}
+		files[[2]string{string(fr.class), string(fr.lang)}]++
+		res.Bytes += fr.bytes
+		res.Repos[fr.repo].Files++
+		res.Repos[fr.repo].Bytes += fr.bytes
+		if len(fr.cands) > 0 {
+			found = append(found, fr)
+		}
+	}
+	if walkErr != nil {
+		return nil, walkErr
+	}
+	for _, c := range Classes {
+		for _, l := range Languages {
+			if n := files[[2]string{string(c), string(l)}]; n > 0 {
+				res.Files = append(res.Files, Count{Class: c, Language: l, N: n})
+			}
+		}
+	}
+	// A file's matches are in the order of its tokens: order the files.
+	sort.Slice(found, func(i, j int) bool {
+		if found[i].repo != found[j].repo {
+			return found[i].repo < found[j].repo
+		}
+		return found[i].rel < found[j].rel
+	})
+	n := 0
+	for _, fr := range found {
+		n += len(fr.cands)
+	}
+	res.Candidates = make([]Candidate, 0, n)
+	for _, fr := range found {
+		res.Candidates = append(res.Candidates, fr.cands...)
+	}
+	order := map[string]int{}
+	for i, r := range repos {
+		order[r.Name] = i
+	}
+	sort.Slice(res.Skipped, func(i, j int) bool {
+		a, b := &res.Skipped[i], &res.Skipped[j]
+		if a.Repository != b.Repository {
+			return order[a.Repository] < order[b.Repository]
+		}
+		return a.Path < b.Path
+	})
+	return res, nil
+}
+
+// excludedDir is the reason of a directory SkipDir excludes (counted, not
+// listed).
+const excludedDir = "excluded"
+
+// walk sends the source files of r to jobs and its skips to results.
+func walk(ctx context.Context, i int, r Repo, opt Options, jobs chan<- job, results chan<- fileResult) error {
+	skip := func(p, reason string, failed bool) {
+		results <- fileResult{repo: i, skip: &Skip{Repository: r.Name, Path: p, Reason: reason, Failed: failed}}
+	}
+	// buildRoots are the build directories the walk is in.
+	var buildRoots []string
+	return fs.WalkDir(r.FS, ".", func(p string, d fs.DirEntry, err error) error {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		if err != nil {
+			skip(p, "unreadable: "+unwrapPath(err).Error(), true)
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		for len(buildRoots) > 0 && !within(p, buildRoots[len(buildRoots)-1]) {
+			buildRoots = buildRoots[:len(buildRoots)-1]
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			skip(p, "symbolic link (not followed)", false)
+			return nil
+		}
+		if d.IsDir() {
+			if p == "." {
+				return nil
+			}
+			s, build := SkipDir(d.Name(), opt.IncludeBuild)
+			if s {
+				results <- fileResult{repo: i, skip: &Skip{Reason: excludedDir}}
+				return fs.SkipDir
+			}
+			if build {
+				buildRoots = append(buildRoots, p)
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		lang := LanguageOf(d.Name())
+		if lang == "" {
+			return nil
+		}
+		jobs <- job{repo: i, rel: p, lang: lang, underBuild: len(buildRoots) > 0}
+		return nil
+	})
+}
+
+// within reports whether the slash-separated path p is dir or under it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// unwrapPath returns the cause of a *fs.PathError (its path is named
+// separately), else err.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// worker reads and scans files, reusing its buffers.
+type worker struct {
+	opt  Options
+	buf  []byte
+	toks []token
+}
+
+// binaryBytes is how much of a file's start is searched for a NUL byte.
+const binaryBytes = 8000
+
+func (w *worker) file(fsys fs.FS, j job, repo, commit string) fileResult {
+	fr := fileResult{repo: j.repo, rel: j.rel, lang: j.lang}
+	skip := func(reason string, failed bool) fileResult {
+		fr.skip = &Skip{Repository: repo, Path: j.rel, Reason: reason, Failed: failed}
+		return fr
+	}
+	f, err := fsys.Open(j.rel)
+	if err != nil {
+		return skip("unreadable: "+unwrapPath(err).Error(), true)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return skip("unreadable: "+unwrapPath(err).Error(), true)
+	}
+	if fi.Size() > w.opt.MaxFileSize {
+		return skip(fmt.Sprintf("too large (%d bytes; the limit is %d)", fi.Size(), w.opt.MaxFileSize), false)
+	}
+	if int64(cap(w.buf)) < fi.Size()+1 {
+		w.buf = make([]byte, 0, fi.Size()+512)
+	}
+	data, err := readAll(f, w.buf[:0], w.opt.MaxFileSize)
+	if err != nil {
+		return skip("unreadable: "+unwrapPath(err).Error(), true)
+	}
+	w.buf = data
+	if int64(len(data)) > w.opt.MaxFileSize {
+		return skip(fmt.Sprintf("too large (over %d bytes)", w.opt.MaxFileSize), false)
+	}
+	if bytes.IndexByte(data[:min(len(data), binaryBytes)], 0) >= 0 {
+		return skip("binary (a NUL byte in its first 8000 bytes)", false)
+	}
+	fr.bytes = int64(len(data))
+	fr.class = ClassOf(j.rel, j.underBuild, data)
+	if declarations(j.rel) || !prefilter(data) {
+		return fr
+	}
+	w.toks = lex(data, syntaxes[j.lang], w.toks)
+	hits := findMatches(data, w.toks, j.lang)
+	fr.cands = make([]Candidate, 0, len(hits))
+	for _, h := range hits {
+		fr.cands = append(fr.cands, candidate(data, w.toks[h.tok], h, repo, commit, j, fr.class))
+	}
+	return fr
+}
+
+// readAll reads r into buf, growing it, until the end or past limit
+// bytes.
+func readAll(r io.Reader, buf []byte, limit int64) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) > limit {
+				return buf, nil
+			}
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// contextLines is how many lines either side of the match the context
+// hash covers.
+const contextLines = 3
+
+// candidate describes hit h at token t of file data.
+func candidate(data []byte, t token, h hit, repo, commit string, j job, class Class) Candidate {
+	ls := int(t.ls)
+	le := ls + bytes.IndexByte(data[ls:], '\n')
+	if le < ls {
+		le = len(data)
+	}
+	line := bytes.TrimSuffix(data[ls:le], []byte("\r"))
+	// The context: contextLines lines before and after.
+	cs := ls
+	for k := 0; k < contextLines && cs > 0; k++ {
+		cs = bytes.LastIndexByte(data[:cs-1], '\n') + 1
+	}
+	ce := le
+	for k := 0; k < contextLines && ce < len(data); k++ {
+		n := bytes.IndexByte(data[ce+1:], '\n')
+		if n < 0 {
+			ce = len(data)
+			break
+		}
+		ce += 1 + n
+	}
+	ctx := data[cs:ce]
+	if bytes.IndexByte(ctx, '\r') >= 0 {
+		ctx = bytes.ReplaceAll(ctx, []byte("\r\n"), []byte("\n"))
+		if ce < len(data) {
+			ctx = bytes.TrimSuffix(ctx, []byte("\r"))
+		}
+	}
+	col := utf8.RuneCount(data[ls:t.s]) + 1
+	c := Candidate{
+		Repository: repo, Commit: commit, File: j.rel, Line: int(t.line), Column: col,
+		Language: j.lang, Class: class, Construct: h.construct, Key: h.key, Match: h.match,
+		Function: h.function, Text: excerpt(line, int(t.s)-ls),
+		LineSHA256: sha(line), ContextSHA256: sha(ctx),
+	}
+	c.ID = "c" + sha([]byte(repo + "\x00" + j.rel + "\x00" + strconv.Itoa(c.Line) + "\x00" + strconv.Itoa(col) + "\x00" + h.key))[:12]
+	return c
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// excerpt returns line without its surrounding blanks, or, when longer
+// than MaxText, MaxText bytes around offset at (the match), marked with
+// "…" where cut.
+func excerpt(line []byte, at int) string {
+	t := bytes.TrimSpace(line)
+	if len(t) <= MaxText {
+		return string(t)
+	}
+	s := max(0, at-MaxText/3)
+	e := min(len(line), s+MaxText)
+	for s > 0 && !utf8.RuneStart(line[s]) {
+		s--
+	}
+	for e < len(line) && !utf8.RuneStart(line[e]) {
+		e++
+	}
+	out := string(bytes.TrimSpace(line[s:e]))
+	if s > 0 {
+		out = "…" + out
+	}
+	if e < len(line) {
+		out += "…"
+	}
+	return out
+}

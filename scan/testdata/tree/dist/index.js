@@ -1,0 +1,3 @@
+export function fail(text) {
+  return { content: [{ type: "text", text }], isError: true };
+}

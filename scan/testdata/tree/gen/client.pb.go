@@ -1,0 +1,3 @@
+package gen
+
+var Failed = Result{IsError: true}

@@ -1,0 +1,5 @@
+export interface CallToolResult {
+  content: unknown[];
+  isError?: boolean;
+}
+export declare const failed: { isError: true };

@@ -1,0 +1,264 @@
+package scan
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/csv"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// The files of a scan's output directory.
+const (
+	CandidatesFile = "candidates.jsonl"
+	ProjectionFile = "projection.jsonl"
+	LedgerFile     = "ledger.csv"
+	ManifestFile   = "scan.json"
+)
+
+// Projection is a candidate without source text: the privacy-safe row
+// that may be published. LineSHA256 is the sha256 of the matched line's
+// bytes without its line terminator; ContextSHA256 that of lines Line−3
+// to Line+3 of the file (its text with CRLF as LF, split at LF) joined
+// with LF.
+type Projection struct {
+	ID            string   `json:"id"`
+	Repository    string   `json:"repository"`
+	Commit        string   `json:"commit,omitempty"`
+	File          string   `json:"file"`
+	Line          int      `json:"line"`
+	Column        int      `json:"column"`
+	Language      Language `json:"language"`
+	Class         Class    `json:"class"`
+	Construct     string   `json:"construct"`
+	Key           string   `json:"key"`
+	LineSHA256    string   `json:"line_sha256"`
+	ContextSHA256 string   `json:"context_sha256"`
+}
+
+// Project returns c's projection.
+func (c *Candidate) Project() Projection {
+	return Projection{ID: c.ID, Repository: c.Repository, Commit: c.Commit, File: c.File, Line: c.Line, Column: c.Column,
+		Language: c.Language, Class: c.Class, Construct: c.Construct, Key: c.Key, LineSHA256: c.LineSHA256, ContextSHA256: c.ContextSHA256}
+}
+
+// Manifest is scan.json: what was scanned, how, what was found and the
+// sha256 of the other files.
+type Manifest struct {
+	Tool         string            `json:"tool"`
+	IncludeBuild bool              `json:"include_build"`
+	MaxFileSize  int64             `json:"max_file_size"`
+	Repos        []RepoResult      `json:"repositories"`
+	Files        []Count           `json:"files"`
+	Bytes        int64             `json:"bytes"`
+	ExcludedDirs int               `json:"excluded_directories"`
+	Matches      []Count           `json:"matches"`
+	Production   int               `json:"production_matches"`
+	Skipped      []Skip            `json:"skipped"`
+	Outputs      map[string]string `json:"outputs"`
+}
+
+// Matches counts the candidates by class and language.
+func (r *Result) Matches() []Count {
+	n := map[[2]string]int{}
+	for _, c := range r.Candidates {
+		n[[2]string{string(c.Class), string(c.Language)}]++
+	}
+	var out []Count
+	for _, c := range Classes {
+		for _, l := range Languages {
+			if k := n[[2]string{string(c), string(l)}]; k > 0 {
+				out = append(out, Count{Class: c, Language: l, N: k})
+			}
+		}
+	}
+	return out
+}
+
+// Production returns the production candidates, the ledger's rows.
+func (r *Result) Production() []Candidate {
+	var out []Candidate
+	for _, c := range r.Candidates {
+		if c.Class == Production {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Write writes the scan's files into dir, which must not exist or be
+// empty: candidates.jsonl (every match, with its source line: private),
+// projection.jsonl (every match, hashes instead of text: publishable),
+// ledger.csv (the production matches, to adjudicate by hand) and
+// scan.json. The same scan writes the same bytes.
+func (r *Result) Write(dir string, opt Options) error {
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return fmt.Errorf("output directory %s is not empty", dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var cand, proj bytes.Buffer
+	ce, pe := json.NewEncoder(&cand), json.NewEncoder(&proj)
+	ce.SetEscapeHTML(false)
+	pe.SetEscapeHTML(false)
+	for i := range r.Candidates {
+		c := &r.Candidates[i]
+		ce.Encode(c)
+		p := c.Project()
+		pe.Encode(&p)
+	}
+	var ledger bytes.Buffer
+	if err := WriteLedger(&ledger, r.Production()); err != nil {
+		return err
+	}
+	outputs := map[string]string{}
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{CandidatesFile, cand.Bytes()}, {ProjectionFile, proj.Bytes()}, {LedgerFile, ledger.Bytes()}} {
+		if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
+			return err
+		}
+		sum := sha256.Sum256(f.data)
+		outputs[f.name] = hex.EncodeToString(sum[:])
+	}
+	if opt.MaxFileSize <= 0 {
+		opt.MaxFileSize = DefaultMaxFileSize
+	}
+	m := Manifest{Tool: "stress scan", IncludeBuild: opt.IncludeBuild, MaxFileSize: opt.MaxFileSize, Repos: r.Repos,
+		Files: r.Files, Bytes: r.Bytes, ExcludedDirs: r.ExcludedDirs, Matches: r.Matches(), Production: len(r.Production()),
+		Skipped: r.Skipped, Outputs: outputs}
+	if m.Skipped == nil {
+		m.Skipped = []Skip{}
+	}
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, ManifestFile), append(data, '\n'), 0o644)
+}
+
+// WriteSummary prints what the scan read and found: files and bytes, the
+// skips, and the matches by class and language.
+func (r *Result) WriteSummary(w io.Writer) error {
+	var b strings.Builder
+	files := 0
+	for _, c := range r.Files {
+		files += c.N
+	}
+	fmt.Fprintf(&b, "scanned %d repositories: %d source files, %d bytes; %d directories not entered (dependencies, build output)\n",
+		len(r.Repos), files, r.Bytes, r.ExcludedDirs)
+	if len(r.Skipped) > 0 {
+		reasons := map[string]int{}
+		for _, s := range r.Skipped {
+			reason, _, _ := strings.Cut(s.Reason, " (")
+			reason, _, _ = strings.Cut(reason, ":")
+			reasons[reason]++
+		}
+		var keys []string
+		for k := range reasons {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var parts []string
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%s %d", k, reasons[k]))
+		}
+		fmt.Fprintf(&b, "skipped: %s\n", strings.Join(parts, ", "))
+	}
+	b.WriteString("\n")
+	writeCounts(&b, "files", r.Files)
+	b.WriteString("\n")
+	writeCounts(&b, "matches", r.Matches())
+	fmt.Fprintf(&b, "\nproduction matches to adjudicate: %d\n", len(r.Production()))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeCounts prints counts as a table: a row per class, a column per
+// language that has any, and totals.
+func writeCounts(b *strings.Builder, what string, counts []Count) {
+	var langs []Language
+	for _, l := range Languages {
+		for _, c := range counts {
+			if c.Language == l {
+				langs = append(langs, l)
+				break
+			}
+		}
+	}
+	fmt.Fprintf(b, "%-11s", what)
+	for _, l := range langs {
+		fmt.Fprintf(b, " %10s", l)
+	}
+	fmt.Fprintf(b, " %10s\n", "total")
+	colTotal := make([]int, len(langs))
+	all := 0
+	for _, class := range Classes {
+		row := make([]int, len(langs))
+		sum := 0
+		for _, c := range counts {
+			if c.Class != class {
+				continue
+			}
+			for i, l := range langs {
+				if l == c.Language {
+					row[i] += c.N
+				}
+			}
+			sum += c.N
+		}
+		fmt.Fprintf(b, "%-11s", class)
+		for i, n := range row {
+			fmt.Fprintf(b, " %10d", n)
+			colTotal[i] += n
+		}
+		fmt.Fprintf(b, " %10d\n", sum)
+		all += sum
+	}
+	fmt.Fprintf(b, "%-11s", "total")
+	for _, n := range colTotal {
+		fmt.Fprintf(b, " %10d", n)
+	}
+	fmt.Fprintf(b, " %10d\n", all)
+}
+
+// WriteList prints one line per candidate: repository, file:line:column,
+// class, construct and the match.
+func (r *Result) WriteList(w io.Writer) error {
+	var b strings.Builder
+	for _, c := range r.Candidates {
+		fmt.Fprintf(&b, "%s %s:%d:%d %s %s %s", c.Repository, c.File, c.Line, c.Column, c.Class, c.Construct, c.Match)
+		if c.Function != "" {
+			fmt.Fprintf(&b, " in %s", c.Function)
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// LedgerColumns are ledger.csv's columns. decision and semantic_path are
+// filled by hand; note is free text.
+var LedgerColumns = []string{"id", "repository", "commit", "file", "line", "column", "language", "construct", "key", "decision", "semantic_path", "note"}
+
+// WriteLedger writes the ledger template: LedgerColumns, a row per
+// candidate with decision, semantic_path and note empty.
+func WriteLedger(w io.Writer, cands []Candidate) error {
+	cw := csv.NewWriter(w)
+	cw.Write(LedgerColumns)
+	for _, c := range cands {
+		cw.Write([]string{c.ID, c.Repository, c.Commit, c.File, strconv.Itoa(c.Line), strconv.Itoa(c.Column),
+			string(c.Language), c.Construct, c.Key, "", "", ""})
+	}
+	cw.Flush()
+	return cw.Error()
+}
