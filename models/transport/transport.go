@@ -57,8 +57,8 @@ type Options struct {
 	// overridden per attempt by a context.
 	HTTP *http.Client
 	// Conns is the most calls in flight to the endpoint at once (default
-	// 1): the default client keeps that many idle connections, so that no
-	// call opens a new one (Go's default keeps 2 per host, and each extra
+	// 1): the default client keeps that many connections, at most, and
+	// keeps them alive, so that no call opens a new one (Go's default keeps 2 per host, and each extra
 	// one is a TCP, and against https a TLS, handshake).
 	Conns int
 	// Secrets are the credentials the requests carry (an API key, see
@@ -117,6 +117,10 @@ func (o Options) withDefaults() Options {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = max(o.Conns, t.MaxIdleConnsPerHost)
 		t.MaxIdleConns = max(o.Conns, t.MaxIdleConns)
+		// Note: without a hard cap, a request issued just before another
+		// call's connection returns to the pool dials a new one (and the
+		// surplus is closed later), so a loaded machine churns again.
+		t.MaxConnsPerHost = o.Conns
 		o.HTTP = &http.Client{Transport: t}
 	}
 	return o
