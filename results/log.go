@@ -38,7 +38,8 @@ type CallLog struct {
 	name string
 	buf  bytes.Buffer
 	enc  *json.Encoder
-	size int64 // bytes in the file plus bytes buffered
+	size int64       // bytes in the file plus bytes buffered
+	msgs *MessageLog // where requests' messages go (nil: inline)
 }
 
 // flushAt is the buffered size at which Append writes the batch out.
@@ -48,27 +49,8 @@ const flushAt = 1 << 20
 // must be whole decisions: anything after them (a torn tail) is cut off.
 // The file is created when missing (size must then be 0).
 func OpenCallLog(file string, size int64) (*CallLog, error) {
-	f, err := os.OpenFile(file, os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := openAppend(file, size)
 	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err == nil && st.Size() < size {
-		err = fmt.Errorf("%s: has %d bytes, fewer than the %d to keep", file, st.Size(), size)
-	}
-	if err == nil && st.Size() > size {
-		err = f.Truncate(size)
-	}
-	if err == nil && size > 0 {
-		// What a killed session wrote may not be on stable storage yet;
-		// after this sync the first size bytes are durable.
-		err = f.Sync()
-	}
-	if err == nil {
-		_, err = f.Seek(size, io.SeekStart)
-	}
-	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	l := &CallLog{f: f, name: file, size: size}
@@ -76,6 +58,15 @@ func OpenCallLog(file string, size int64) (*CallLog, error) {
 	l.enc.SetEscapeHTML(false)
 	return l, nil
 }
+
+// SetMessages makes Append write each request's messages to m, the
+// bundle's messages.jsonl, and refer to them (format 2); without it they
+// are written inline (format 1). The log then flushes, syncs and closes m,
+// always before its own file.
+func (l *CallLog) SetMessages(m *MessageLog) { l.msgs = m }
+
+// Messages returns the message log set by SetMessages, or nil.
+func (l *CallLog) Messages() *MessageLog { return l.msgs }
 
 // Append adds the call lines of decision d (of scenario s) and returns the
 // offset and length in bytes of the lines in the file. endpoint, when not
@@ -86,7 +77,16 @@ func (l *CallLog) Append(d *simulator.Decision, s *study.Scenario, endpoint stri
 	endpoint = redact(endpoint)
 	for _, c := range CallsOf(d, s) {
 		c.Endpoint = endpoint
-		if err := l.enc.Encode(&c); err != nil {
+		var v any = &c
+		if l.msgs != nil {
+			ln, err := l.compact(&c)
+			if err != nil {
+				l.buf.Truncate(before)
+				return 0, 0, fmt.Errorf("%s: decision %s: %w", l.name, d.Key, err)
+			}
+			v = ln
+		}
+		if err := l.enc.Encode(v); err != nil {
 			l.buf.Truncate(before)
 			return 0, 0, fmt.Errorf("%s: decision %s: %w", l.name, d.Key, err)
 		}
@@ -113,8 +113,29 @@ func (l *CallLog) AppendRaw(b []byte) (off int64, err error) {
 // Size is the length the file has once the buffer is written.
 func (l *CallLog) Size() int64 { return l.size }
 
-// Flush writes the buffered decisions with one write call.
+// compact is call line c with its request's messages replaced by refs
+// into the message log.
+func (l *CallLog) compact(c *Call) (*storedCall, error) {
+	ln := &storedCall{Call: c, Request: wireRequest{Seed: c.Request.Seed, Temperature: c.Request.Temperature, Options: c.Request.Options}}
+	ln.Request.Refs = make([]string, len(c.Request.Messages))
+	for i := range c.Request.Messages {
+		ref, err := l.msgs.Ref(&c.Request.Messages[i])
+		if err != nil {
+			return nil, err
+		}
+		ln.Request.Refs[i] = ref
+	}
+	return ln, nil
+}
+
+// Flush writes the buffered decisions with one write call, after the
+// buffered messages they refer to.
 func (l *CallLog) Flush() error {
+	if l.msgs != nil {
+		if err := l.msgs.Flush(); err != nil {
+			return err
+		}
+	}
 	if l.buf.Len() == 0 {
 		return nil
 	}
@@ -126,8 +147,14 @@ func (l *CallLog) Flush() error {
 	return nil
 }
 
-// Sync writes the buffered decisions and makes the file durable.
+// Sync writes the buffered decisions and makes the file durable, after
+// making the messages they refer to durable.
 func (l *CallLog) Sync() error {
+	if l.msgs != nil {
+		if err := l.msgs.Sync(); err != nil {
+			return err
+		}
+	}
 	if err := l.Flush(); err != nil {
 		return err
 	}
@@ -137,9 +164,12 @@ func (l *CallLog) Sync() error {
 	return nil
 }
 
-// Close syncs and closes the file.
+// Close syncs and closes the file (and the message log).
 func (l *CallLog) Close() error {
 	err := l.Sync()
+	if l.msgs != nil {
+		err = errors.Join(err, l.msgs.Close())
+	}
 	return errors.Join(err, l.f.Close())
 }
 
@@ -168,7 +198,10 @@ type Head struct {
 	// ResponseSHA256 is the hex sha256 of Response; a line where it does
 	// not match is damaged.
 	ResponseSHA256 string `json:"response_sha256"`
-	Error          string `json:"error,omitempty"`
+	// Request holds the refs of the request's messages, for a line that
+	// refers to messages.jsonl.
+	Request RequestHead `json:"request"`
+	Error   string      `json:"error,omitempty"`
 	// Events are the call's transport events (their kinds only).
 	Events []EventHead `json:"transport_events,omitempty"`
 	// Replay is "live" for a decision run with live replay, "" for stored.
@@ -179,6 +212,12 @@ type Head struct {
 	// Env is the environment's outcome, on the last line of a live
 	// decision that completed (its state is not read).
 	Env *EnvHead `json:"env,omitempty"`
+}
+
+// RequestHead is the part of a call line's request that resuming reads:
+// the refs of its messages in messages.jsonl (none for inline messages).
+type RequestHead struct {
+	Refs []string `json:"messages_ref,omitempty"`
 }
 
 // EnvHead is the part of a live decision's environment outcome that
