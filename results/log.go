@@ -12,6 +12,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/mcpstress/stress/conditions"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
@@ -114,17 +115,39 @@ func (l *CallLog) AppendRaw(b []byte) (off int64, err error) {
 func (l *CallLog) Size() int64 { return l.size }
 
 // compact is call line c with its request's messages replaced by refs
-// into the message log.
+// into the message log: one ref for the leading messages up to the first
+// assistant message (the rendered prompt, shared by every replicate and
+// model), then one per message. The request's seed is left out when it is
+// the call's.
 func (l *CallLog) compact(c *Call) (*storedCall, error) {
-	ln := &storedCall{Call: c, Request: wireRequest{Seed: c.Request.Seed, Temperature: c.Request.Temperature, Options: c.Request.Options}}
-	ln.Request.Refs = make([]string, len(c.Request.Messages))
-	for i := range c.Request.Messages {
-		ref, err := l.msgs.Ref(&c.Request.Messages[i])
+	req := &c.Request
+	ln := &storedCall{Call: c, Request: wireRequest{Temperature: req.Temperature, Options: req.Options}}
+	if req.Seed != c.Seed {
+		seed := req.Seed
+		ln.Request.Seed = &seed
+	}
+	k := 0
+	for k < len(req.Messages) && req.Messages[k].Role != conditions.Assistant {
+		k++
+	}
+	refs := make([]string, 0, len(req.Messages)-k+1)
+	if k > 1 {
+		ref, err := l.msgs.RefRun(req.Messages[:k])
 		if err != nil {
 			return nil, err
 		}
-		ln.Request.Refs[i] = ref
+		refs = append(refs, ref)
+	} else {
+		k = 0
 	}
+	for i := k; i < len(req.Messages); i++ {
+		ref, err := l.msgs.Ref(&req.Messages[i])
+		if err != nil {
+			return nil, err
+		}
+		refs = append(refs, ref)
+	}
+	ln.Request.Refs = refs
 	return ln, nil
 }
 

@@ -19,10 +19,13 @@ import (
 // This file holds the message table of a format-2 bundle. Every distinct
 // chat message of the requests (a system prompt, a rendered user prompt,
 // an assistant answer replayed, a replay notice) is stored once in
-// messages.jsonl, one line {"ref","message"}, and call lines name the
-// messages of their request by ref (request.messages_ref) instead of
-// repeating them: the same rendered prompt serves every replicate and
-// model, so calls.jsonl shrinks about fivefold.
+// messages.jsonl, one line {"ref","message"}, and so is every distinct run
+// of prompt messages (the leading system and user messages of a request:
+// the rendered prompt), one line {"ref","refs"} listing its messages' refs.
+// Call lines name the messages of their request by ref
+// (request.messages_ref: the prompt's run, then each later message)
+// instead of repeating them: the same rendered prompt serves every
+// replicate and model, so calls.jsonl shrinks about fivefold.
 //
 // A ref is the first 16 hex digits of the sha256 of the message's JSON
 // encoding (the exact bytes stored after "message":), or all 64 when those
@@ -49,10 +52,12 @@ const Format = 2
 // shortRef is the length of a ref in hex digits when it is unique.
 const shortRef = 16
 
-// messageLine is one line of messages.jsonl.
+// messageLine is one line of messages.jsonl: a message, or a run of
+// messages by their refs.
 type messageLine struct {
 	Ref     string          `json:"ref"`
-	Message json.RawMessage `json:"message"`
+	Message json.RawMessage `json:"message,omitempty"`
+	Refs    json.RawMessage `json:"refs,omitempty"`
 }
 
 // MessageLog appends distinct messages to messages.jsonl and gives each
@@ -135,6 +140,23 @@ func (l *MessageLog) Ref(m *models.Message) (string, error) {
 	return l.add(raw), nil
 }
 
+// RefRun returns the ref of the run of messages ms, stored as one entry
+// listing their refs, adding what is new to the batch.
+func (l *MessageLog) RefRun(ms []models.Message) (string, error) {
+	run := []byte{'['}
+	for i := range ms {
+		ref, err := l.Ref(&ms[i])
+		if err != nil {
+			return "", err
+		}
+		if i > 0 {
+			run = append(run, ',')
+		}
+		run = append(append(append(run, '"'), ref...), '"')
+	}
+	return l.add(append(run, ']')), nil
+}
+
 // add stores raw, the JSON of a message, unless it is there, and returns
 // its ref.
 func (l *MessageLog) add(raw []byte) string {
@@ -164,14 +186,18 @@ func (l *MessageLog) write(ref string, raw []byte) {
 	n := l.buf.Len()
 	l.buf.WriteString(`{"ref":"`)
 	l.buf.WriteString(ref)
-	l.buf.WriteString(`","message":`)
+	if raw[0] == '[' {
+		l.buf.WriteString(`","refs":`)
+	} else {
+		l.buf.WriteString(`","message":`)
+	}
 	l.buf.Write(raw)
 	l.buf.WriteString("}\n")
 	l.size += int64(l.buf.Len() - n)
 }
 
-// AddRaw adds a message line read from another bundle's messages.jsonl
-// (merge), unless its message is there.
+// AddRaw adds an entry (a message, or a run's refs) read from another
+// bundle's messages.jsonl (merge), unless it is there.
 func (l *MessageLog) AddRaw(raw json.RawMessage) { l.add(raw) }
 
 // Size is the length the file has once the buffer is written.
@@ -228,26 +254,58 @@ func (t *Messages) Has(ref string) bool {
 // Len returns the number of messages in the table.
 func (t *Messages) Len() int { return len(t.raw) }
 
-// Each calls fn with each message's JSON, in no particular order.
+// Each calls fn with each entry's JSON (a message, or a run's refs), in
+// no particular order.
 func (t *Messages) Each(fn func(raw json.RawMessage)) {
 	for _, r := range t.raw {
 		fn(r)
 	}
 }
 
-// Expand returns the messages refs name.
+// Expand returns the messages refs name, in order (a ref of a run of
+// messages gives them all).
 func (t *Messages) Expand(refs []string) ([]models.Message, error) {
-	out := make([]models.Message, len(refs))
-	for i, ref := range refs {
+	out := make([]models.Message, 0, len(refs)+1)
+	for _, ref := range refs {
 		raw, ok := t.raw[ref]
 		if !ok {
 			return nil, fmt.Errorf("message %s is not in %s", ref, MessagesFile)
 		}
-		if err := json.Unmarshal(raw, &out[i]); err != nil {
-			return nil, fmt.Errorf("message %s: %w", ref, err)
+		if len(raw) > 0 && raw[0] == '[' {
+			var run []string
+			if err := json.Unmarshal(raw, &run); err != nil {
+				return nil, fmt.Errorf("message %s: %w", ref, err)
+			}
+			for _, r := range run {
+				var err error
+				if out, err = t.one(out, r); err != nil {
+					return nil, fmt.Errorf("run %s: %w", ref, err)
+				}
+			}
+			continue
+		}
+		var err error
+		if out, err = t.one(out, ref); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// one appends the message ref names (not a run) to out.
+func (t *Messages) one(out []models.Message, ref string) ([]models.Message, error) {
+	raw, ok := t.raw[ref]
+	if !ok {
+		return nil, fmt.Errorf("message %s is not in %s", ref, MessagesFile)
+	}
+	var m models.Message
+	if len(raw) > 0 && raw[0] == '[' {
+		return nil, fmt.Errorf("message %s is a run inside a run", ref)
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("message %s: %w", ref, err)
+	}
+	return append(out, m), nil
 }
 
 // LoadMessages reads a messages.jsonl file; a missing file is an empty
@@ -314,13 +372,25 @@ func (t *Messages) add(b []byte, eof bool) error {
 	if err := json.Unmarshal(b, &ml); err != nil {
 		return err
 	}
-	s := sha256.Sum256(ml.Message)
+	body := ml.Message
+	if (len(ml.Message) == 0) == (len(ml.Refs) == 0) {
+		return errors.New(`want one of "message" and "refs"`)
+	}
+	if len(ml.Refs) > 0 {
+		if ml.Refs[0] != '[' {
+			return errors.New(`"refs" is not an array`)
+		}
+		body = ml.Refs
+	} else if ml.Message[0] != '{' {
+		return errors.New(`"message" is not an object`)
+	}
+	s := sha256.Sum256(body)
 	full := hex.EncodeToString(s[:])
 	if (len(ml.Ref) != shortRef && len(ml.Ref) != len(full)) || full[:len(ml.Ref)] != ml.Ref {
 		return fmt.Errorf("ref %q does not match the message's sha256 %s", ml.Ref, full)
 	}
 	if _, dup := t.raw[ml.Ref]; !dup {
-		t.raw[ml.Ref] = ml.Message
+		t.raw[ml.Ref] = body
 		t.sums[ml.Ref] = s
 	}
 	return nil

@@ -93,7 +93,7 @@ type Call struct {
 type wireRequest struct {
 	Messages    []models.Message `json:"messages,omitempty"`
 	Refs        []string         `json:"messages_ref,omitempty"`
-	Seed        int64            `json:"seed"`
+	Seed        *int64           `json:"seed,omitempty"` // absent (format 2): the call's seed
 	Temperature float64          `json:"temperature"`
 	Options     map[string]any   `json:"options,omitempty"`
 }
@@ -380,7 +380,10 @@ func (r *CallReader) Scan() bool {
 		return true
 	}
 	w := &ln.Request
-	r.call.Request = models.Request{Messages: w.Messages, Seed: w.Seed, Temperature: w.Temperature, Options: w.Options}
+	r.call.Request = models.Request{Messages: w.Messages, Seed: r.call.Seed, Temperature: w.Temperature, Options: w.Options}
+	if w.Seed != nil {
+		r.call.Request.Seed = *w.Seed
+	}
 	if len(w.Refs) == 0 {
 		return true
 	}
