@@ -275,6 +275,31 @@ type Group struct {
 	Offset int64  // byte offset of the first line
 	Size   int64  // bytes of the lines, newlines included
 	Line   int    // 1-based line number of the first line
+	// answers, when not nil, remembers parsed answers (a GroupReader's).
+	answers *answerCache
+}
+
+// answerCache remembers the answers parsed from recent response texts:
+// a study's answers repeat (the same few JSON objects), and parsing is
+// a large part of re-scoring. It holds at most maxAnswers texts.
+type answerCache map[string]simulator.Answer
+
+const maxAnswers = 4096
+
+// parse returns simulator.ParseAnswer(text), from the cache when it can.
+func (g *Group) parse(text string) simulator.Answer {
+	if g.answers == nil {
+		return simulator.ParseAnswer(text)
+	}
+	if a, ok := (*g.answers)[text]; ok {
+		return a
+	}
+	a := simulator.ParseAnswer(text)
+	if len(*g.answers) >= maxAnswers {
+		clear(*g.answers)
+	}
+	(*g.answers)[text] = a
+	return a
 }
 
 // Check reports whether the group's turns run 0, 1, … without gaps, and
@@ -307,7 +332,7 @@ func (g *Group) Complete(replayCap int) bool {
 	if last.Replay != "" {
 		return last.Env != nil
 	}
-	return !simulator.Continues(simulator.ParseAnswer(last.Response), last.Turn, replayCap)
+	return !simulator.Continues(g.parse(last.Response), last.Turn, replayCap)
 }
 
 // Failed reports whether the group's last call failed for good: an error
@@ -354,7 +379,7 @@ func (g *Group) Row() (Row, error) {
 	}
 	answers := make([]simulator.Answer, len(g.Heads))
 	for i := range g.Heads {
-		answers[i] = simulator.ParseAnswer(g.Heads[i].Response)
+		answers[i] = g.parse(g.Heads[i].Response)
 		if i < len(g.Heads)-1 && !(answers[i].Valid && answers[i].Policy == study.RetryNow) {
 			return Row{}, fmt.Errorf("decision %s: turn %d answered %q but a replay followed (only retry_now is replayed)", g.Key, i, g.Heads[i].Response)
 		}
@@ -373,7 +398,7 @@ func (g *Group) liveRow() (Row, error) {
 	answers := make([]simulator.Answer, n)
 	for i := range g.Heads {
 		h := &g.Heads[i]
-		answers[i] = simulator.ParseAnswer(h.Response)
+		answers[i] = g.parse(h.Response)
 		executable := answers[i].Valid && answers[i].Policy != study.StopOrEscalate
 		if i < n-1 && !executable {
 			return Row{}, fmt.Errorf("decision %s: turn %d answered %q but a call followed (live replay executes a valid policy other than stop_or_escalate)", g.Key, i, h.Response)
@@ -428,6 +453,7 @@ type GroupReader struct {
 	torn    *Torn
 	eof     bool
 	buf     []byte
+	answers answerCache
 }
 
 type lineRec struct {
@@ -473,7 +499,10 @@ func (g *GroupReader) Next() bool {
 	}
 	first := g.head
 	g.head = nil
-	g.g = Group{Key: first.h.Key, Heads: append(g.g.Heads[:0], first.h), Offset: first.off, Size: first.size, Line: first.line}
+	if g.answers == nil {
+		g.answers = answerCache{}
+	}
+	g.g = Group{Key: first.h.Key, Heads: append(g.g.Heads[:0], first.h), Offset: first.off, Size: first.size, Line: first.line, answers: &g.answers}
 	for {
 		next := g.readLine()
 		if next == nil {
@@ -536,7 +565,7 @@ func (g *GroupReader) readOne() *lineRec {
 	rec := &lineRec{off: g.off, size: int64(len(g.buf)), line: g.line + 1}
 	g.off += rec.size
 	g.line++
-	err := json.Unmarshal(g.buf, &rec.h)
+	err := decodeHead(g.buf, &rec.h)
 	if err == nil && rec.h.ResponseSHA256 != SHA256([]byte(rec.h.Response)) {
 		err = errors.New("response_sha256 does not match the response")
 		if g.lenient {
@@ -663,7 +692,7 @@ func ParseGroup(b []byte, g *Group) error {
 			b = nil
 		}
 		var h Head
-		if err := json.Unmarshal(line, &h); err != nil {
+		if err := decodeHead(line, &h); err != nil {
 			return err
 		}
 		g.Heads = append(g.Heads, h)
