@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"unsafe"
 
 	"github.com/mcpstress/stress/models"
 )
@@ -75,7 +76,22 @@ type MessageLog struct {
 	// (their 16-digit ref was taken).
 	short map[uint64][32]byte
 	long  map[[32]byte]bool
+	// seen remembers the refs of recent prompt messages (RefRun) by the
+	// address of their text: a prompt rendered once
+	// (conditions.Prompt.InitialOnce) is the same strings in every
+	// request, so it is encoded and hashed once. At most maxSeen entries.
+	seen map[textKey]string
 }
+
+// textKey names a message by the addresses and lengths of its strings;
+// holding the addresses keeps the strings alive, so they cannot be reused
+// for other text.
+type textKey struct {
+	role, content *byte
+	nr, nc        int
+}
+
+const maxSeen = 1 << 15
 
 // OpenMessageLog opens file for appending after its first size bytes,
 // which must be whole lines of the messages t holds (as LoadMessages read
@@ -140,12 +156,30 @@ func (l *MessageLog) Ref(m *models.Message) (string, error) {
 	return l.add(raw), nil
 }
 
+// promptRef is Ref for a message of a rendered prompt, remembered by the
+// address of its text.
+func (l *MessageLog) promptRef(m *models.Message) (string, error) {
+	k := textKey{unsafe.StringData(m.Role), unsafe.StringData(m.Content), len(m.Role), len(m.Content)}
+	if ref, ok := l.seen[k]; ok {
+		return ref, nil
+	}
+	ref, err := l.Ref(m)
+	if err != nil {
+		return "", err
+	}
+	if l.seen == nil || len(l.seen) >= maxSeen {
+		l.seen = map[textKey]string{}
+	}
+	l.seen[k] = ref
+	return ref, nil
+}
+
 // RefRun returns the ref of the run of messages ms, stored as one entry
 // listing their refs, adding what is new to the batch.
 func (l *MessageLog) RefRun(ms []models.Message) (string, error) {
 	run := []byte{'['}
 	for i := range ms {
-		ref, err := l.Ref(&ms[i])
+		ref, err := l.promptRef(&ms[i])
 		if err != nil {
 			return "", err
 		}
