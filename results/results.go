@@ -1,6 +1,8 @@
 // Package results writes and reads a run's bundle: manifest.json,
-// calls.jsonl (one line per model call), decisions.parquet (one row per
-// decision) and summary.json. See results/README.md for the layout.
+// calls.jsonl (one line per model call), messages.jsonl (each distinct
+// request message once, which call lines refer to), decisions.parquet
+// (one row per decision) and summary.json. See results/README.md for the
+// layout.
 //
 // It owns one definition of each part of a bundle: the schema of
 // manifest.json and summary.json (Record, Summary) and of the counts
