@@ -35,11 +35,17 @@ func LoadBundle(dir string, log io.Writer) (*Loaded, error) {
 	defer f.Close()
 	ld := &Loaded{Acc: NewAccumulator()}
 	var fromCalls, fromParquet Fingerprint
+	// The two passes are independent: the Parquet one runs beside.
+	pqDone := make(chan error, 1)
+	go func() {
+		pqDone <- results.ScanRows(pqPath, func(r *results.Row) error { fromParquet.Add(r); return nil })
+	}()
 	ts, problems, err := Read(f, callsPath, func(r *results.Row) error {
 		ld.Acc.Add(r)
 		fromCalls.Add(r)
 		return nil
 	})
+	pqErr := <-pqDone
 	if err != nil {
 		return nil, err
 	}
@@ -47,8 +53,8 @@ func LoadBundle(dir string, log io.Writer) (*Loaded, error) {
 	for _, p := range problems {
 		fmt.Fprintln(log, "problem:", p)
 	}
-	if err := results.ScanRows(pqPath, func(r *results.Row) error { fromParquet.Add(r); return nil }); err != nil {
-		return nil, err
+	if pqErr != nil {
+		return nil, pqErr
 	}
 	if fromCalls == fromParquet {
 		return ld, nil

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -77,5 +78,41 @@ func TestRescoreEachStreams(t *testing.T) {
 	_, _ = RescoreEach(strings.NewReader(split), "calls.jsonl", func(*results.Row) error { n++; return nil })
 	if n != 3 {
 		t.Errorf("a split decision gave %d rows, want 3 (S01 twice)", n)
+	}
+}
+
+// TestFingerprintFields: the fingerprint's encoding covers every field
+// of a row: changing any one changes it.
+func TestFingerprintFields(t *testing.T) {
+	if n := reflect.TypeFor[results.Row]().NumField(); n != 23 {
+		t.Fatalf("results.Row has %d fields: encodeRow covers 23; add the new ones", n)
+	}
+	tr, f, one := true, false, int64(1)
+	base := results.Row{Recovered: &f, Harm: &f, Calls: &one, LabMS: &one}
+	var ref Fingerprint
+	ref.Add(&base)
+	v := reflect.ValueOf(&base).Elem()
+	for i := range v.NumField() {
+		r := base
+		fv := reflect.ValueOf(&r).Elem().Field(i)
+		switch fv.Kind() {
+		case reflect.String:
+			fv.SetString("x")
+		case reflect.Int64:
+			fv.SetInt(5)
+		case reflect.Bool:
+			fv.SetBool(true)
+		case reflect.Pointer:
+			if fv.Type().Elem().Kind() == reflect.Bool {
+				fv.Set(reflect.ValueOf(&tr))
+			} else {
+				fv.Set(reflect.ValueOf(new(int64)))
+			}
+		}
+		var got Fingerprint
+		got.Add(&r)
+		if got == ref {
+			t.Errorf("field %s does not change the fingerprint", v.Type().Field(i).Name)
+		}
 	}
 }

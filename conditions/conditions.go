@@ -10,6 +10,7 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"sync"
 	"text/template"
 
 	"github.com/mcpstress/stress/internal/input"
@@ -35,7 +36,26 @@ type Prompt struct {
 	Name string
 	tmpl *template.Template
 	live bool // "live" is defined
+	// rendered holds the messages InitialOnce rendered, by scenario and
+	// condition (at most maxRendered).
+	mu       sync.Mutex
+	rendered map[renderKey][]Message
+	system   string // the system message text the cache shares
 }
+
+// renderKey names an initial prompt: a scenario (by address) and a
+// condition.
+type renderKey struct {
+	s *study.Scenario
+	c study.Condition
+}
+
+// maxRendered bounds the initial prompts a Prompt keeps: 16k entries of
+// a few kB (about 20 MB at most), enough for a study of 4,000 scenarios
+// under 4 conditions.
+// Note: when full, the cache is emptied and refilled, so memory stays
+// bounded whatever the corpus.
+const maxRendered = 1 << 14
 
 // Data is what the user, replay and live templates receive.
 type Data struct {
@@ -104,6 +124,39 @@ func (p *Prompt) Initial(s *study.Scenario, c study.Condition) ([]Message, error
 		return nil, err
 	}
 	return []Message{{Role: System, Content: sys}, {Role: User, Content: user}}, nil
+}
+
+// InitialOnce is Initial rendered once per scenario and condition: every
+// replicate and model of a study is shown the same prompt, so it is
+// rendered the first time and then shared (the same strings). The slice
+// returned has no spare capacity, so appending to it copies; s must not
+// change once rendered (scenarios are keyed by address). Safe for
+// concurrent use.
+func (p *Prompt) InitialOnce(s *study.Scenario, c study.Condition) ([]Message, error) {
+	k := renderKey{s, c}
+	p.mu.Lock()
+	msgs, ok := p.rendered[k]
+	p.mu.Unlock()
+	if ok {
+		return msgs, nil
+	}
+	msgs, err := p.Initial(s, c)
+	if err != nil {
+		return nil, err
+	}
+	msgs = msgs[:len(msgs):len(msgs)]
+	p.mu.Lock()
+	if msgs[0].Content == p.system {
+		msgs[0].Content = p.system // one copy for every entry
+	} else if p.system == "" {
+		p.system = msgs[0].Content
+	}
+	if p.rendered == nil || len(p.rendered) >= maxRendered {
+		p.rendered = map[renderKey][]Message{}
+	}
+	p.rendered[k] = msgs
+	p.mu.Unlock()
+	return msgs, nil
 }
 
 // Replayed renders the user message that reports replay number n (1-based)

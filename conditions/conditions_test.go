@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/mcpstress/stress/conditions"
 	"github.com/mcpstress/stress/manifests"
@@ -316,5 +318,33 @@ func TestLive(t *testing.T) {
 	}
 	if conditions.SameJSON(json.RawMessage(`{"a":1}`), json.RawMessage(`{"a":2}`)) || !conditions.SameJSON(json.RawMessage(`{"a":1,"b":[true]}`), json.RawMessage(` {"b":[true], "a":1.0}`)) {
 		t.Error("SameJSON")
+	}
+}
+
+// TestInitialOnce: the cached prompt is Initial's, shared between calls,
+// and appending to it does not write into the cache.
+func TestInitialOnce(t *testing.T) {
+	m, err := manifests.LoadBuiltin(manifests.DefaultName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := conditions.ParsePrompt("default", m.Prompts[0].Path, m.Prompts[0].Text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &m.Corpus.Scenarios[0]
+	want, _ := p.Initial(s, study.Prose)
+	a, err := p.InitialOnce(s, study.Prose)
+	if err != nil || !slices.Equal(a, want) {
+		t.Fatalf("InitialOnce %v, %v", a, err)
+	}
+	_ = append(a, conditions.Message{Role: "assistant", Content: "x"})
+	b, _ := p.InitialOnce(s, study.Prose)
+	if !slices.Equal(b, want) || cap(b) != len(b) || unsafe.StringData(a[1].Content) != unsafe.StringData(b[1].Content) {
+		t.Errorf("second InitialOnce %v: not the shared, clipped render", b)
+	}
+	c, _ := p.InitialOnce(&m.Corpus.Scenarios[1], study.Prose)
+	if unsafe.StringData(c[0].Content) != unsafe.StringData(a[0].Content) {
+		t.Error("the system message is not shared")
 	}
 }

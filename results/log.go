@@ -12,6 +12,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/mcpstress/stress/conditions"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
@@ -38,7 +39,8 @@ type CallLog struct {
 	name string
 	buf  bytes.Buffer
 	enc  *json.Encoder
-	size int64 // bytes in the file plus bytes buffered
+	size int64       // bytes in the file plus bytes buffered
+	msgs *MessageLog // where requests' messages go (nil: inline)
 }
 
 // flushAt is the buffered size at which Append writes the batch out.
@@ -48,27 +50,8 @@ const flushAt = 1 << 20
 // must be whole decisions: anything after them (a torn tail) is cut off.
 // The file is created when missing (size must then be 0).
 func OpenCallLog(file string, size int64) (*CallLog, error) {
-	f, err := os.OpenFile(file, os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := openAppend(file, size)
 	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err == nil && st.Size() < size {
-		err = fmt.Errorf("%s: has %d bytes, fewer than the %d to keep", file, st.Size(), size)
-	}
-	if err == nil && st.Size() > size {
-		err = f.Truncate(size)
-	}
-	if err == nil && size > 0 {
-		// What a killed session wrote may not be on stable storage yet;
-		// after this sync the first size bytes are durable.
-		err = f.Sync()
-	}
-	if err == nil {
-		_, err = f.Seek(size, io.SeekStart)
-	}
-	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	l := &CallLog{f: f, name: file, size: size}
@@ -76,6 +59,15 @@ func OpenCallLog(file string, size int64) (*CallLog, error) {
 	l.enc.SetEscapeHTML(false)
 	return l, nil
 }
+
+// SetMessages makes Append write each request's messages to m, the
+// bundle's messages.jsonl, and refer to them (format 2); without it they
+// are written inline (format 1). The log then flushes, syncs and closes m,
+// always before its own file.
+func (l *CallLog) SetMessages(m *MessageLog) { l.msgs = m }
+
+// Messages returns the message log set by SetMessages, or nil.
+func (l *CallLog) Messages() *MessageLog { return l.msgs }
 
 // Append adds the call lines of decision d (of scenario s) and returns the
 // offset and length in bytes of the lines in the file. endpoint, when not
@@ -86,7 +78,16 @@ func (l *CallLog) Append(d *simulator.Decision, s *study.Scenario, endpoint stri
 	endpoint = redact(endpoint)
 	for _, c := range CallsOf(d, s) {
 		c.Endpoint = endpoint
-		if err := l.enc.Encode(&c); err != nil {
+		var v any = &c
+		if l.msgs != nil {
+			ln, err := l.compact(&c)
+			if err != nil {
+				l.buf.Truncate(before)
+				return 0, 0, fmt.Errorf("%s: decision %s: %w", l.name, d.Key, err)
+			}
+			v = ln
+		}
+		if err := l.enc.Encode(v); err != nil {
 			l.buf.Truncate(before)
 			return 0, 0, fmt.Errorf("%s: decision %s: %w", l.name, d.Key, err)
 		}
@@ -113,8 +114,51 @@ func (l *CallLog) AppendRaw(b []byte) (off int64, err error) {
 // Size is the length the file has once the buffer is written.
 func (l *CallLog) Size() int64 { return l.size }
 
-// Flush writes the buffered decisions with one write call.
+// compact is call line c with its request's messages replaced by refs
+// into the message log: one ref for the leading messages up to the first
+// assistant message (the rendered prompt, shared by every replicate and
+// model), then one per message. The request's seed is left out when it is
+// the call's.
+func (l *CallLog) compact(c *Call) (*storedCall, error) {
+	req := &c.Request
+	ln := &storedCall{Call: c, Request: wireRequest{Temperature: req.Temperature, Options: req.Options}}
+	if req.Seed != c.Seed {
+		seed := req.Seed
+		ln.Request.Seed = &seed
+	}
+	k := 0
+	for k < len(req.Messages) && req.Messages[k].Role != conditions.Assistant {
+		k++
+	}
+	refs := make([]string, 0, len(req.Messages)-k+1)
+	if k > 1 {
+		ref, err := l.msgs.RefRun(req.Messages[:k])
+		if err != nil {
+			return nil, err
+		}
+		refs = append(refs, ref)
+	} else {
+		k = 0
+	}
+	for i := k; i < len(req.Messages); i++ {
+		ref, err := l.msgs.Ref(&req.Messages[i])
+		if err != nil {
+			return nil, err
+		}
+		refs = append(refs, ref)
+	}
+	ln.Request.Refs = refs
+	return ln, nil
+}
+
+// Flush writes the buffered decisions with one write call, after the
+// buffered messages they refer to.
 func (l *CallLog) Flush() error {
+	if l.msgs != nil {
+		if err := l.msgs.Flush(); err != nil {
+			return err
+		}
+	}
 	if l.buf.Len() == 0 {
 		return nil
 	}
@@ -126,8 +170,14 @@ func (l *CallLog) Flush() error {
 	return nil
 }
 
-// Sync writes the buffered decisions and makes the file durable.
+// Sync writes the buffered decisions and makes the file durable, after
+// making the messages they refer to durable.
 func (l *CallLog) Sync() error {
+	if l.msgs != nil {
+		if err := l.msgs.Sync(); err != nil {
+			return err
+		}
+	}
 	if err := l.Flush(); err != nil {
 		return err
 	}
@@ -137,9 +187,12 @@ func (l *CallLog) Sync() error {
 	return nil
 }
 
-// Close syncs and closes the file.
+// Close syncs and closes the file (and the message log).
 func (l *CallLog) Close() error {
 	err := l.Sync()
+	if l.msgs != nil {
+		err = errors.Join(err, l.msgs.Close())
+	}
 	return errors.Join(err, l.f.Close())
 }
 
@@ -168,7 +221,10 @@ type Head struct {
 	// ResponseSHA256 is the hex sha256 of Response; a line where it does
 	// not match is damaged.
 	ResponseSHA256 string `json:"response_sha256"`
-	Error          string `json:"error,omitempty"`
+	// Request holds the refs of the request's messages, for a line that
+	// refers to messages.jsonl.
+	Request RequestHead `json:"request"`
+	Error   string      `json:"error,omitempty"`
 	// Events are the call's transport events (their kinds only).
 	Events []EventHead `json:"transport_events,omitempty"`
 	// Replay is "live" for a decision run with live replay, "" for stored.
@@ -179,6 +235,12 @@ type Head struct {
 	// Env is the environment's outcome, on the last line of a live
 	// decision that completed (its state is not read).
 	Env *EnvHead `json:"env,omitempty"`
+}
+
+// RequestHead is the part of a call line's request that resuming reads:
+// the refs of its messages in messages.jsonl (none for inline messages).
+type RequestHead struct {
+	Refs []string `json:"messages_ref,omitempty"`
 }
 
 // EnvHead is the part of a live decision's environment outcome that
@@ -213,6 +275,31 @@ type Group struct {
 	Offset int64  // byte offset of the first line
 	Size   int64  // bytes of the lines, newlines included
 	Line   int    // 1-based line number of the first line
+	// answers, when not nil, remembers parsed answers (a GroupReader's).
+	answers *answerCache
+}
+
+// answerCache remembers the answers parsed from recent response texts:
+// a study's answers repeat (the same few JSON objects), and parsing is
+// a large part of re-scoring. It holds at most maxAnswers texts.
+type answerCache map[string]simulator.Answer
+
+const maxAnswers = 4096
+
+// parse returns simulator.ParseAnswer(text), from the cache when it can.
+func (g *Group) parse(text string) simulator.Answer {
+	if g.answers == nil {
+		return simulator.ParseAnswer(text)
+	}
+	if a, ok := (*g.answers)[text]; ok {
+		return a
+	}
+	a := simulator.ParseAnswer(text)
+	if len(*g.answers) >= maxAnswers {
+		clear(*g.answers)
+	}
+	(*g.answers)[text] = a
+	return a
 }
 
 // Check reports whether the group's turns run 0, 1, … without gaps, and
@@ -245,7 +332,7 @@ func (g *Group) Complete(replayCap int) bool {
 	if last.Replay != "" {
 		return last.Env != nil
 	}
-	return !simulator.Continues(simulator.ParseAnswer(last.Response), last.Turn, replayCap)
+	return !simulator.Continues(g.parse(last.Response), last.Turn, replayCap)
 }
 
 // Failed reports whether the group's last call failed for good: an error
@@ -292,7 +379,7 @@ func (g *Group) Row() (Row, error) {
 	}
 	answers := make([]simulator.Answer, len(g.Heads))
 	for i := range g.Heads {
-		answers[i] = simulator.ParseAnswer(g.Heads[i].Response)
+		answers[i] = g.parse(g.Heads[i].Response)
 		if i < len(g.Heads)-1 && !(answers[i].Valid && answers[i].Policy == study.RetryNow) {
 			return Row{}, fmt.Errorf("decision %s: turn %d answered %q but a replay followed (only retry_now is replayed)", g.Key, i, g.Heads[i].Response)
 		}
@@ -311,7 +398,7 @@ func (g *Group) liveRow() (Row, error) {
 	answers := make([]simulator.Answer, n)
 	for i := range g.Heads {
 		h := &g.Heads[i]
-		answers[i] = simulator.ParseAnswer(h.Response)
+		answers[i] = g.parse(h.Response)
 		executable := answers[i].Valid && answers[i].Policy != study.StopOrEscalate
 		if i < n-1 && !executable {
 			return Row{}, fmt.Errorf("decision %s: turn %d answered %q but a call followed (live replay executes a valid policy other than stop_or_escalate)", g.Key, i, h.Response)
@@ -366,6 +453,7 @@ type GroupReader struct {
 	torn    *Torn
 	eof     bool
 	buf     []byte
+	answers answerCache
 }
 
 type lineRec struct {
@@ -411,7 +499,10 @@ func (g *GroupReader) Next() bool {
 	}
 	first := g.head
 	g.head = nil
-	g.g = Group{Key: first.h.Key, Heads: append(g.g.Heads[:0], first.h), Offset: first.off, Size: first.size, Line: first.line}
+	if g.answers == nil {
+		g.answers = answerCache{}
+	}
+	g.g = Group{Key: first.h.Key, Heads: append(g.g.Heads[:0], first.h), Offset: first.off, Size: first.size, Line: first.line, answers: &g.answers}
 	for {
 		next := g.readLine()
 		if next == nil {
@@ -474,7 +565,7 @@ func (g *GroupReader) readOne() *lineRec {
 	rec := &lineRec{off: g.off, size: int64(len(g.buf)), line: g.line + 1}
 	g.off += rec.size
 	g.line++
-	err := json.Unmarshal(g.buf, &rec.h)
+	err := decodeHead(g.buf, &rec.h)
 	if err == nil && rec.h.ResponseSHA256 != SHA256([]byte(rec.h.Response)) {
 		err = errors.New("response_sha256 does not match the response")
 		if g.lenient {
@@ -601,7 +692,7 @@ func ParseGroup(b []byte, g *Group) error {
 			b = nil
 		}
 		var h Head
-		if err := json.Unmarshal(line, &h); err != nil {
+		if err := decodeHead(line, &h); err != nil {
 			return err
 		}
 		g.Heads = append(g.Heads, h)

@@ -67,6 +67,13 @@ type Record struct {
 	// not recorded, a bundle of an older version). A resume treats damage
 	// past it as a torn tail and damage within it as tampering.
 	CallsDurable *int64 `json:"calls_durable_bytes,omitempty"`
+	// MessagesDurable is how many bytes of messages.jsonl are known to be
+	// on stable storage, recorded with CallsDurable (nil: no message
+	// table, format 1).
+	MessagesDurable *int64 `json:"messages_durable_bytes,omitempty"`
+	// Format is the bundle format (Format; 0, absent: format 1, every
+	// call line holds its messages inline).
+	Format int `json:"format,omitempty"`
 	// Sessions are the runs that wrote the bundle: the first, then each
 	// resume.
 	Sessions []Session `json:"sessions,omitempty"`

@@ -1,6 +1,8 @@
 // Package results writes and reads a run's bundle: manifest.json,
-// calls.jsonl (one line per model call), decisions.parquet (one row per
-// decision) and summary.json. See results/README.md for the layout.
+// calls.jsonl (one line per model call), messages.jsonl (each distinct
+// request message once, which call lines refer to), decisions.parquet
+// (one row per decision) and summary.json. See results/README.md for the
+// layout.
 //
 // It owns one definition of each part of a bundle: the schema of
 // manifest.json and summary.json (Record, Summary) and of the counts
@@ -86,6 +88,23 @@ type Call struct {
 	// completed, the outcome read from the environment's final state
 	// (recovered, harm, calls, clock_ms, state): the end of the decision.
 	Env *simulator.EnvOutcome `json:"env,omitempty"`
+}
+
+// wireRequest is a call line's request as stored: its messages inline
+// (format 1) or as refs into messages.jsonl (format 2).
+type wireRequest struct {
+	Messages    []models.Message `json:"messages,omitempty"`
+	Refs        []string         `json:"messages_ref,omitempty"`
+	Seed        *int64           `json:"seed,omitempty"` // absent (format 2): the call's seed
+	Temperature float64          `json:"temperature"`
+	Options     map[string]any   `json:"options,omitempty"`
+}
+
+// storedCall is a call line as stored: the call with its request as
+// stored (the outer Request shadows Call.Request in JSON).
+type storedCall struct {
+	*Call
+	Request wireRequest `json:"request"`
 }
 
 // Decision statuses in decisions.parquet.
@@ -318,20 +337,35 @@ func ScanRows(file string, fn func(*Row) error) error {
 
 // CallReader streams calls.jsonl; a bad line is reported with its line
 // number and does not stop the others (Scan/Call/Err, like bufio.Scanner).
+// A line whose request refers to messages.jsonl (format 2) comes back with
+// its messages expanded from the table, as if they were inline.
 type CallReader struct {
 	sc   *bufio.Scanner
 	line int
 	call Call
 	err  error
 	name string
+	msgs *Messages
+	file string // the file read, to find messages.jsonl beside it
+	// loaded says msgs was looked for beside file.
+	loaded bool
 }
 
-// NewCallReader reads call lines from r; name labels errors.
+// NewCallReader reads call lines from r; name labels errors. When r is an
+// *os.File, the messages lines refer to are read from the messages.jsonl
+// beside it; otherwise give them with SetMessages.
 func NewCallReader(r io.Reader, name string) *CallReader {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<16), 64<<20)
-	return &CallReader{sc: sc, name: name}
+	cr := &CallReader{sc: sc, name: name}
+	if f, ok := r.(*os.File); ok {
+		cr.file = f.Name()
+	}
+	return cr
 }
+
+// SetMessages gives the message table the lines refer to.
+func (r *CallReader) SetMessages(m *Messages) { r.msgs, r.loaded = m, true }
 
 // Scan advances to the next line. It returns false at the end of input or
 // on a read error (see Err). After Scan, either Call or LineErr is set.
@@ -342,9 +376,38 @@ func (r *CallReader) Scan() bool {
 	r.line++
 	r.call = Call{}
 	r.err = nil
-	if err := json.Unmarshal(r.sc.Bytes(), &r.call); err != nil {
+	ln := storedCall{Call: &r.call}
+	if err := json.Unmarshal(r.sc.Bytes(), &ln); err != nil {
 		r.err = fmt.Errorf("%s:%d: %w", r.name, r.line, err)
+		return true
 	}
+	w := &ln.Request
+	r.call.Request = models.Request{Messages: w.Messages, Seed: r.call.Seed, Temperature: w.Temperature, Options: w.Options}
+	if w.Seed != nil {
+		r.call.Request.Seed = *w.Seed
+	}
+	if len(w.Refs) == 0 {
+		return true
+	}
+	if !r.loaded && r.file != "" {
+		r.loaded = true
+		m, err := messagesBeside(r.file)
+		if err != nil {
+			r.err = err
+			return true
+		}
+		r.msgs = m
+	}
+	if r.msgs == nil {
+		r.err = fmt.Errorf("%s:%d: the request refers to %s, which was not given", r.name, r.line, MessagesFile)
+		return true
+	}
+	msgs, err := r.msgs.Expand(w.Refs)
+	if err != nil {
+		r.err = fmt.Errorf("%s:%d: %w", r.name, r.line, err)
+		return true
+	}
+	r.call.Request.Messages = msgs
 	return true
 }
 

@@ -149,6 +149,21 @@ func crashBundle(t *testing.T, full, dir string, durable int64, calls []byte) {
 	os.MkdirAll(dir, 0o755)
 	os.WriteFile(filepath.Join(dir, results.ManifestFile), b, 0o644)
 	os.WriteFile(filepath.Join(dir, results.CallsFile), calls, 0o644)
+	copyMessages(t, full, dir)
+}
+
+// copyMessages copies the message table of bundle from to bundle to, as a
+// crash leaves it beside the call lines (messages are made durable before
+// the lines that refer to them).
+func copyMessages(t testing.TB, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(from, results.MessagesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(to, results.MessagesFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestResumeDurablePoint checks crash recovery against the durable point

@@ -317,6 +317,7 @@ func TestResumeAfterAnyCut(t *testing.T) {
 		os.MkdirAll(dir, 0o755)
 		os.WriteFile(filepath.Join(dir, results.ManifestFile), rec, 0o644)
 		os.WriteFile(filepath.Join(dir, results.CallsFile), shuffled[:cut], 0o644)
+		copyMessages(t, full, dir)
 		var log bytes.Buffer
 		p := prepare(t, m)
 		sum, err := p.Resume(context.Background(), dir, runner.Options{Log: &log})
@@ -354,6 +355,7 @@ func TestResumeRefuses(t *testing.T) {
 		os.MkdirAll(dir, 0o755)
 		os.WriteFile(filepath.Join(dir, results.ManifestFile), rec, 0o644)
 		os.WriteFile(filepath.Join(dir, results.CallsFile), c, 0o644)
+		copyMessages(t, full, dir)
 		return dir
 	}
 	lines := strings.SplitAfter(string(calls), "\n")

@@ -196,6 +196,7 @@ func TestLiveDeterminismAndResume(t *testing.T) {
 		os.MkdirAll(dir, 0o755)
 		os.WriteFile(filepath.Join(dir, results.ManifestFile), rec, 0o644)
 		os.WriteFile(filepath.Join(dir, results.CallsFile), shuffled[:cut], 0o644)
+		copyMessages(t, full, dir)
 		var log bytes.Buffer
 		env := liveEnv(m)
 		sum, err := prepare(t, m).Resume(context.Background(), dir, runner.Options{Log: &log, Env: env})

@@ -105,9 +105,18 @@ func Merge(out string, dirs []string, opt MergeOptions) (*results.Record, *resul
 	}
 	defer idx.Close()
 	files := make([]string, len(dirs))
+	tables := make([]*results.Messages, len(dirs))
 	for k, d := range dirs {
 		files[k] = filepath.Join(d, results.CallsFile)
-		if err := indexShard(files[k], int32(k), recs[k], sp, idx, base.ReplayCap, dirs); err != nil {
+		t, err := results.LoadMessages(filepath.Join(d, results.MessagesFile), durableOr(recs[k].MessagesDurable))
+		if err == nil && t.Torn > 0 {
+			err = fmt.Errorf("%s: %d bytes of torn tail; resume the shard first", filepath.Join(d, results.MessagesFile), t.Torn)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		tables[k] = t
+		if err := indexShard(files[k], int32(k), recs[k], sp, idx, base.ReplayCap, dirs, t); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -151,6 +160,24 @@ func Merge(out string, dirs []string, opt MergeOptions) (*results.Record, *resul
 		rec.MergedFrom = append(rec.MergedFrom, results.MergedShard{Dir: dirs[k], RunID: r.RunID, Shard: sh, Binary: r.Binary, Models: r.Models, Sessions: r.Sessions})
 	}
 	slices.SortFunc(rec.MergedFrom, func(a, b results.MergedShard) int { return a.Shard.I - b.Shard.I })
+	// The shards' messages, each once, are written (and synced) before
+	// the call lines that refer to them.
+	ml, err := results.OpenMessageLog(filepath.Join(out, results.MessagesFile), 0, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, t := range tables {
+		t.Each(ml.AddRaw)
+		if err := ml.Flush(); err != nil {
+			ml.Close()
+			return nil, nil, err
+		}
+	}
+	if err := ml.Close(); err != nil {
+		return nil, nil, err
+	}
+	msgSize := ml.Size()
+	rec.MessagesDurable, rec.Format = &msgSize, results.Format
 	src, err := openSources(files)
 	if err != nil {
 		return nil, nil, err
@@ -193,7 +220,8 @@ func sameStudy(a, b *results.Record) error {
 }
 
 // indexShard locates every decision of one shard's calls.jsonl in idx.
-func indexShard(file string, k int32, rec *results.Record, sp *space, idx *locTable, replayCap int, dirs []string) error {
+// Every message its lines refer to must be in t, the shard's messages.
+func indexShard(file string, k int32, rec *results.Record, sp *space, idx *locTable, replayCap int, dirs []string, t *results.Messages) error {
 	f, err := os.Open(file)
 	if err != nil {
 		return err
@@ -219,6 +247,9 @@ func indexShard(file string, k int32, rec *results.Record, sp *space, idx *locTa
 		case g.Size > 1<<32-1:
 			return fmt.Errorf("%s:%d: decision %s has more than 4 GiB of lines", file, g.Line, g.Key)
 		}
+		if ref := missingRef(g, t); ref != "" {
+			return fmt.Errorf("%s:%d: decision %s refers to message %s, which is not in the shard's %s", file, g.Line, g.Key, ref, results.MessagesFile)
+		}
 		idx.put(i, loc{off: g.Offset, size: uint32(g.Size), file: k}, outcome{})
 	}
 	if err := gr.Err(); err != nil {
@@ -231,4 +262,12 @@ func indexShard(file string, k int32, rec *results.Record, sp *space, idx *locTa
 		return fmt.Errorf("%s:%d: %s; resume the shard first", file, t.Line, t.Reason)
 	}
 	return nil
+}
+
+// durableOr returns *n, or -1 (unknown) when n is nil.
+func durableOr(n *int64) int64 {
+	if n == nil {
+		return -1
+	}
+	return *n
 }

@@ -129,6 +129,13 @@ func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*results.Su
 	// Cut calls.jsonl to the decisions kept and make them durable before
 	// the new session is recorded, so that the durable point and the
 	// sessions' counts always change together.
+	msgs, err := results.OpenMessageLog(filepath.Join(dir, results.MessagesFile), s.msgKeep, nil)
+	if err == nil {
+		err = msgs.Close()
+	}
+	if err != nil {
+		return nil, err
+	}
 	calls, err := results.OpenCallLog(filepath.Join(dir, results.CallsFile), s.keep)
 	if err == nil {
 		err = calls.Close()
@@ -136,7 +143,8 @@ func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*results.Su
 	if err != nil {
 		return nil, err
 	}
-	rec.CallsDurable = &s.keep
+	rec.CallsDurable, rec.MessagesDurable, rec.Format = &s.keep, &s.msgKeep, results.Format
+	s.msgAt = s.msgKeep
 	// The derived files are stale until the session ends; remove them so
 	// that nobody reads them meanwhile.
 	for _, f := range []string{results.DecisionsFile, results.SummaryFile} {
@@ -198,6 +206,15 @@ func (s *session) recover() error {
 	if err != nil {
 		return err
 	}
+	mdurable := int64(-1)
+	if d := s.rec.MessagesDurable; d != nil {
+		mdurable = *d
+	}
+	msgs, err := results.LoadMessages(filepath.Join(s.dir, results.MessagesFile), mdurable)
+	if err != nil {
+		return err
+	}
+	s.msgs, s.msgKeep = msgs, msgs.Size
 	gr := results.NewGroupReader(f, file)
 	durable := int64(-1)
 	if d := s.rec.CallsDurable; d != nil {
@@ -223,6 +240,14 @@ func (s *session) recover() error {
 		if !g.Complete(s.p.m.Cap()) {
 			incomplete++
 			continue
+		}
+		if ref := missingRef(g, msgs); ref != "" {
+			if durable >= 0 && g.Offset < durable {
+				return fmt.Errorf("%s:%d: decision %s refers to message %s, which is not in %s (a line within the bytes known durable: the files were changed after they were written)", file, g.Line, g.Key, ref, results.MessagesFile)
+			}
+			// Its messages were lost with the tail of messages.jsonl: this
+			// decision and everything after it are a torn tail.
+			break
 		}
 		failed := g.Failed()
 		if failed && s.opt.RetryErrors {
@@ -263,4 +288,17 @@ func (s *session) recover() error {
 	s.torn = st.Size() - end
 	s.redone = incomplete
 	return nil
+}
+
+// missingRef returns the first message ref of g's lines that t lacks, or
+// "".
+func missingRef(g *results.Group, t *results.Messages) string {
+	for i := range g.Heads {
+		for _, ref := range g.Heads[i].Request.Refs {
+			if !t.Has(ref) {
+				return ref
+			}
+		}
+	}
+	return ""
 }

@@ -272,6 +272,7 @@ func (p *Plan) Run(ctx context.Context, opt Options) (dir string, sum *results.S
 		rec.Prompts = append(rec.Prompts, results.PromptRecord{Name: pf.Name, Path: pf.Path, SHA256: pf.SHA256})
 	}
 	rec.Sessions = []results.Session{{Started: started, Binary: rec.Binary}}
+	rec.Format = results.Format
 	if err := results.WriteJSON(filepath.Join(dir, results.ManifestFile), rec); err != nil {
 		return dir, nil, err
 	}

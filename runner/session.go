@@ -51,12 +51,19 @@ type session struct {
 	afterDurable int
 	// durableAt is the byte count of the last checkpoint.
 	durableAt int64
+	// msgs is the message table found on resume (nil for a new run);
+	// msgKeep the bytes of messages.jsonl to keep, and msgAt the bytes of
+	// it known durable.
+	msgs           *results.Messages
+	msgKeep, msgAt int64
 }
 
 // checkpoint records in manifest.json that the first n bytes of
 // calls.jsonl are durable, with the current session's progress.
 func (s *session) checkpoint(n int64) error {
 	s.rec.CallsDurable, s.durableAt = &n, n
+	m := s.msgAt
+	s.rec.MessagesDurable = &m
 	return results.WriteJSON(filepath.Join(s.dir, results.ManifestFile), s.rec)
 }
 
@@ -78,10 +85,18 @@ const maxErrorLines = 20
 // and workers), graceAfter (the interrupt's grace period), collect (the
 // single writer of calls.jsonl) and finish (the bundle and its record).
 func (s *session) run(ctx context.Context) (*results.Summary, error) {
-	calls, err := results.OpenCallLog(filepath.Join(s.dir, results.CallsFile), s.keep)
+	msgs, err := results.OpenMessageLog(filepath.Join(s.dir, results.MessagesFile), s.msgKeep, s.msgs)
 	if err != nil {
 		return nil, err
 	}
+	s.msgs = nil // the log holds what it needs of the table
+	calls, err := results.OpenCallLog(filepath.Join(s.dir, results.CallsFile), s.keep)
+	if err != nil {
+		msgs.Close()
+		return nil, err
+	}
+	calls.SetMessages(msgs)
+	s.rec.Format, s.msgAt = results.Format, s.msgKeep
 	sess := &s.rec.Sessions[len(s.rec.Sessions)-1]
 	sess.Redone, sess.Discarded = s.redone, s.torn
 	if err := s.checkpoint(s.keep); err != nil {
@@ -109,6 +124,9 @@ func (s *session) run(ctx context.Context) (*results.Summary, error) {
 	con.end()
 	if err := calls.Close(); err != nil && c.err == nil {
 		c.err = err
+	}
+	if c.err == nil {
+		s.msgAt = msgs.Size()
 	}
 	if c.err != nil {
 		return nil, fmt.Errorf("%w (the bundle keeps every decision written before; fix the cause and resume)", c.err)
@@ -326,6 +344,7 @@ func (c *collector) sync() {
 		c.fail(err)
 		return
 	}
+	c.s.msgAt = c.calls.Messages().Size()
 	if n := c.calls.Size(); n != c.s.durableAt {
 		if err := c.s.checkpoint(n); err != nil {
 			c.fail(err)
@@ -359,6 +378,8 @@ func (s *session) finish(ctx context.Context, sess *results.Session) (*results.S
 	end := opt.Now().UTC()
 	sess.Ended = &end
 	s.rec.CallsDurable = &s.durableAt
+	msgAt := s.msgAt
+	s.rec.MessagesDurable = &msgAt
 	s.rec.Completed, s.rec.Remaining = sum.Decisions, sp.count()-sum.Decisions
 	sess.Interrupted = s.rec.Remaining > 0
 	if s.rec.Remaining == 0 {

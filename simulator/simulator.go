@@ -100,7 +100,7 @@ type Decision struct {
 // are live: see Config.Env and ContinuesLive.
 func Run(ctx context.Context, m models.Model, p *conditions.Prompt, s *study.Scenario, key Key, cfg Config) Decision {
 	d := Decision{Key: key, Server: s.Server, Live: cfg.Env != nil}
-	msgs, err := p.Initial(s, key.Condition)
+	msgs, err := p.InitialOnce(s, key.Condition)
 	if err != nil {
 		d.Err = err
 		return d

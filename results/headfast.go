@@ -1,0 +1,379 @@
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/mcpstress/stress/study"
+)
+
+// decodeHead decodes call line b into h. Note: it first tries fastHead, a
+// scanner for the call lines stress writes under stored replay (the bulk
+// of any large bundle), which is several times faster than
+// encoding/json; any line it does not fully understand (another field,
+// a null, an escape it does not take, damage) is decoded by
+// encoding/json instead, which is then the judge of errors.
+func decodeHead(b []byte, h *Head) error {
+	if fastHead(b, h) {
+		return nil
+	}
+	*h = Head{}
+	return json.Unmarshal(b, h)
+}
+
+// headScan is the state of fastHead on one line.
+type headScan struct {
+	b  []byte
+	i  int
+	ok bool
+}
+
+// fastHead decodes b into h and reports whether it could; on false, h
+// holds garbage.
+func fastHead(b []byte, h *Head) bool {
+	*h = Head{}
+	s := headScan{b: b, ok: true}
+	s.ws()
+	if !s.byte('{') {
+		return false
+	}
+	first := true
+	for s.ok {
+		s.ws()
+		if s.peek() == '}' {
+			s.i++
+			break
+		}
+		if !first && !s.byte(',') {
+			return false
+		}
+		first = false
+		s.ws()
+		name, esc := s.rawString()
+		if esc || !s.ok {
+			return false
+		}
+		s.ws()
+		if !s.byte(':') {
+			return false
+		}
+		s.ws()
+		switch string(name) {
+		case "key":
+			s.key(h)
+		case "server":
+			h.Server = s.str()
+		case "preferred":
+			h.Preferred = study.Policy(s.str())
+		case "non_harm":
+			s.policies(&h.NonHarm)
+		case "turn":
+			h.Turn = int(s.int())
+		case "seed":
+			h.Seed = s.int()
+		case "response":
+			h.Response = s.str()
+		case "response_sha256":
+			h.ResponseSHA256 = s.str()
+		case "error":
+			h.Error = s.str()
+		case "request":
+			s.request(h)
+		case "latency_ms", "prompt_tokens", "output_tokens", "body", "body_sha256", "meta", "endpoint", "redacted", "original_body_sha256":
+			s.skip(0)
+		default:
+			return false
+		}
+	}
+	s.ws()
+	return s.ok && s.i == len(b)
+}
+
+func (s *headScan) peek() byte {
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+func (s *headScan) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *headScan) byte(c byte) bool {
+	if s.ok && s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	s.ok = false
+	return false
+}
+
+// rawString scans a string and returns its bytes between the quotes and
+// whether it holds escapes; it checks that the escapes and bytes are valid.
+func (s *headScan) rawString() (raw []byte, esc bool) {
+	if !s.byte('"') {
+		return nil, false
+	}
+	start := s.i
+	ascii := true
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			raw = s.b[start:s.i]
+			s.i++
+			if !ascii && !utf8.Valid(raw) {
+				s.ok = false // encoding/json would replace the bad bytes
+			}
+			return raw, esc
+		case c == '\\':
+			esc = true
+			if s.i+1 >= len(s.b) {
+				s.ok = false
+				return nil, esc
+			}
+			switch s.b[s.i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				s.i += 2
+			case 'u':
+				if s.i+6 > len(s.b) {
+					s.ok = false
+					return nil, esc
+				}
+				for _, h := range s.b[s.i+2 : s.i+6] {
+					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+						s.ok = false
+						return nil, esc
+					}
+				}
+				s.i += 6
+			default:
+				s.ok = false
+				return nil, esc
+			}
+		case c < 0x20:
+			s.ok = false
+			return nil, esc
+		default:
+			if c >= 0x80 {
+				ascii = false
+			}
+			s.i++
+		}
+	}
+	s.ok = false
+	return nil, esc
+}
+
+// str scans a string value.
+func (s *headScan) str() string {
+	start := s.i
+	raw, esc := s.rawString()
+	if !s.ok {
+		return ""
+	}
+	if !esc {
+		return string(raw)
+	}
+	if v, ok := unescape(raw); ok {
+		return v
+	}
+	var v string
+	if err := json.Unmarshal(s.b[start:s.i], &v); err != nil {
+		s.ok = false
+	}
+	return v
+}
+
+// int scans an integer value.
+func (s *headScan) int() int64 {
+	start := s.i
+	for s.i < len(s.b) && (s.b[s.i] == '-' || '0' <= s.b[s.i] && s.b[s.i] <= '9') {
+		s.i++
+	}
+	n, err := strconv.ParseInt(string(s.b[start:s.i]), 10, 64)
+	if err != nil || (s.i-start > 1 && s.b[start] == '0') {
+		s.ok = false
+	}
+	return n
+}
+
+func (s *headScan) key(h *Head) {
+	s.object(func(name string) {
+		switch name {
+		case "model":
+			h.Key.Model = s.str()
+		case "prompt":
+			h.Key.Prompt = s.str()
+		case "condition":
+			h.Key.Condition = study.Condition(s.str())
+		case "scenario":
+			h.Key.Scenario = s.str()
+		case "replicate":
+			h.Key.Replicate = int(s.int())
+		default:
+			s.ok = false
+		}
+	})
+}
+
+func (s *headScan) request(h *Head) {
+	s.object(func(name string) {
+		switch name {
+		case "messages_ref":
+			s.strings(func(v string) { h.Request.Refs = append(h.Request.Refs, v) })
+			if h.Request.Refs == nil {
+				h.Request.Refs = []string{}
+			}
+		case "messages", "seed", "temperature", "options":
+			s.skip(0)
+		default:
+			s.ok = false
+		}
+	})
+}
+
+func (s *headScan) policies(out *[]study.Policy) {
+	*out = []study.Policy{}
+	s.strings(func(v string) { *out = append(*out, study.Policy(v)) })
+}
+
+// strings scans an array of strings.
+func (s *headScan) strings(fn func(string)) {
+	if !s.byte('[') {
+		return
+	}
+	s.ws()
+	if s.peek() == ']' {
+		s.i++
+		return
+	}
+	for s.ok {
+		s.ws()
+		fn(s.str())
+		s.ws()
+		if s.peek() == ']' {
+			s.i++
+			return
+		}
+		s.byte(',')
+	}
+}
+
+// object scans an object, calling fn at each member's value.
+func (s *headScan) object(fn func(name string)) {
+	if !s.byte('{') {
+		return
+	}
+	first := true
+	for s.ok {
+		s.ws()
+		if s.peek() == '}' {
+			s.i++
+			return
+		}
+		if !first && !s.byte(',') {
+			return
+		}
+		first = false
+		s.ws()
+		name, esc := s.rawString()
+		if esc {
+			s.ok = false
+		}
+		s.ws()
+		s.byte(':')
+		s.ws()
+		if s.ok {
+			fn(string(name))
+		}
+	}
+}
+
+// skip scans any value, checking its syntax.
+func (s *headScan) skip(depth int) {
+	if depth > 100 {
+		s.ok = false
+		return
+	}
+	switch c := s.peek(); {
+	case c == '"':
+		s.rawString()
+	case c == '{':
+		s.object(func(string) { s.skip(depth + 1) })
+	case c == '[':
+		s.i++
+		s.ws()
+		if s.peek() == ']' {
+			s.i++
+			return
+		}
+		for s.ok {
+			s.ws()
+			s.skip(depth + 1)
+			s.ws()
+			if s.peek() == ']' {
+				s.i++
+				return
+			}
+			s.byte(',')
+		}
+	case c == '-' || '0' <= c && c <= '9':
+		start := s.i
+		for s.i < len(s.b) && bytes.IndexByte([]byte("+-.eE0123456789"), s.b[s.i]) >= 0 {
+			s.i++
+		}
+		if !json.Valid(s.b[start:s.i]) {
+			s.ok = false
+		}
+	case bytes.HasPrefix(s.b[s.i:], []byte("true")):
+		s.i += 4
+	case bytes.HasPrefix(s.b[s.i:], []byte("false")):
+		s.i += 5
+	case bytes.HasPrefix(s.b[s.i:], []byte("null")):
+		s.i += 4
+	default:
+		s.ok = false
+	}
+}
+
+// unescape decodes the escapes of a JSON string's bytes but \u ones
+// (false: let encoding/json do it).
+func unescape(raw []byte) (string, bool) {
+	out := make([]byte, 0, len(raw))
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c != '\\' {
+			out = append(out, c)
+			continue
+		}
+		i++
+		switch raw[i] {
+		case '"', '\\', '/':
+			out = append(out, raw[i])
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		default:
+			return "", false
+		}
+	}
+	return string(out), true
+}

@@ -1,0 +1,79 @@
+package results
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/mcpstress/stress/models"
+	"github.com/mcpstress/stress/simulator"
+	"github.com/mcpstress/stress/study"
+)
+
+// TestFastHead: on call lines of every shape, and on every prefix and
+// byte-level damage of them, the fast scanner either declines or decodes
+// exactly what encoding/json decodes (and never accepts a line
+// encoding/json rejects).
+func TestFastHead(t *testing.T) {
+	key := simulator.Key{Model: "m", Prompt: "p", Condition: study.Normalized, Scenario: "S01", Replicate: 3}
+	base := Call{Key: key, Server: "P01", Preferred: study.RetryNow, NonHarm: []study.Policy{study.RetryNow, study.StopOrEscalate},
+		Turn: 1, Seed: 12345, Response: `{"operation_status": "failed", "recovery_policy": "retry_now"} é <&> \u2028`,
+		Request:   models.Request{Messages: []models.Message{{Role: "user", Content: "hi\n\"there\""}}, Seed: 7, Temperature: 0.7, Options: map[string]any{"top_k": 1.5e3, "x": nil, "y": []any{true, false}}},
+		LatencyMS: 0.25, Body: []byte("body"), BodySHA256: "ab", PromptTokens: 3, Meta: map[string]any{"a": map[string]any{"b": -1.5}}}
+	base.ResponseSHA256 = SHA256([]byte(base.Response))
+	withErr := base
+	withErr.Error, withErr.Events = "boom", []models.TransportEvent{{Kind: "timeout"}}
+	live := base
+	live.Replay, live.Observation, live.Env = "live", json.RawMessage(`{"x":1}`), &simulator.EnvOutcome{Recovered: true, Calls: 2}
+	noNonHarm := base
+	noNonHarm.NonHarm = nil
+	var lines [][]byte
+	for _, c := range []Call{base, withErr, live, noNonHarm} {
+		b, _ := json.Marshal(&c)
+		lines = append(lines, b)
+		sc := &storedCall{Call: &c, Request: wireRequest{Refs: []string{"0123456789abcdef", "x"}, Temperature: 0.7}}
+		b, _ = json.Marshal(sc)
+		lines = append(lines, b)
+		sc.Request.Refs = []string{}
+		b, _ = json.Marshal(sc)
+		lines = append(lines, b)
+	}
+	lines = append(lines, []byte(` {"key":{"model":"m","replicate":01},"turn":0}`), []byte(`{"key":null}`), []byte(`{"turn":1.0}`),
+		[]byte(`{"Turn":1}`), []byte(`{"response":"\ud800"}`), []byte("{\"response\":\"a\xffb\"}"), []byte(`{"meta":{"a":tru}}`), []byte(`{"meta":[1,]}`))
+	fast := 0
+	check := func(b []byte) {
+		var want, got Head
+		werr := json.Unmarshal(b, &want)
+		if !fastHead(b, &got) {
+			return
+		}
+		fast++
+		if werr != nil {
+			t.Fatalf("fastHead accepted %q, which encoding/json rejects: %v", b, werr)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q:\nfast %+v\njson %+v", b, got, want)
+		}
+	}
+	for _, b := range lines {
+		check(b)
+		for n := range len(b) {
+			check(b[:n])
+			d := append([]byte(nil), b...)
+			d[n] = 0
+			check(d)
+			d[n] = '"'
+			check(d)
+			d[n] = '}'
+			check(d)
+		}
+	}
+	var h Head
+	if !fastHead(lines[1], &h) || len(h.Request.Refs) != 2 || h.Response != base.Response || h.Turn != 1 || h.Key != key {
+		t.Errorf("a compact line is not decoded by the fast path: %+v", h)
+	}
+	if fastHead(lines[6], &h) {
+		t.Error("a live line must go to encoding/json")
+	}
+	t.Logf("%d lines decoded by the fast path", fast)
+}

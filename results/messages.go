@@ -1,0 +1,441 @@
+package results
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"unsafe"
+
+	"github.com/mcpstress/stress/models"
+)
+
+// This file holds the message table of a format-2 bundle. Every distinct
+// chat message of the requests (a system prompt, a rendered user prompt,
+// an assistant answer replayed, a replay notice) is stored once in
+// messages.jsonl, one line {"ref","message"}, and so is every distinct run
+// of prompt messages (the leading system and user messages of a request:
+// the rendered prompt), one line {"ref","refs"} listing its messages' refs.
+// Call lines name the messages of their request by ref
+// (request.messages_ref: the prompt's run, then each later message)
+// instead of repeating them: the same rendered prompt serves every
+// replicate and model, so calls.jsonl shrinks about fivefold.
+//
+// A ref is the first 16 hex digits of the sha256 of the message's JSON
+// encoding (the exact bytes stored after "message":), or all 64 when those
+// 16 are already taken by another message (the writer checks, so refs are
+// unique within a bundle). A reader checks each line's ref against the
+// sha256 of its bytes.
+//
+// messages.jsonl is append-only and written with calls.jsonl: a batch's
+// messages are written and fsynced before the call lines that refer to
+// them, and manifest.json records how much of each file is durable. A
+// crash can therefore leave a message without its call lines (harmless)
+// but never a durable call line without its messages; a resume checks the
+// refs of the call lines it keeps past the durable point.
+
+// MessagesFile is the name of the message table inside a bundle.
+const MessagesFile = "messages.jsonl"
+
+// Format is the bundle format this version writes: 2, call lines may
+// refer to messages.jsonl. A bundle whose manifest.json has no format is
+// format 1: every call line holds its request's messages inline. Readers
+// accept both kinds of line in either format.
+const Format = 2
+
+// shortRef is the length of a ref in hex digits when it is unique.
+const shortRef = 16
+
+// messageLine is one line of messages.jsonl: a message, or a run of
+// messages by their refs.
+type messageLine struct {
+	Ref     string          `json:"ref"`
+	Message json.RawMessage `json:"message,omitempty"`
+	Refs    json.RawMessage `json:"refs,omitempty"`
+}
+
+// MessageLog appends distinct messages to messages.jsonl and gives each
+// its ref. Its batches are written by the CallLog it is attached to
+// (CallLog.SetMessages), before the call lines.
+type MessageLog struct {
+	f    *os.File
+	name string
+	buf  bytes.Buffer
+	enc  *json.Encoder
+	msg  bytes.Buffer // one message's encoding
+	size int64        // bytes in the file plus bytes buffered
+	// short maps the first 8 bytes of a stored message's sha256 to the
+	// whole sha256; long holds the messages stored under a 64-digit ref
+	// (their 16-digit ref was taken).
+	short map[uint64][32]byte
+	long  map[[32]byte]bool
+	// seen remembers the refs of recent prompt messages (RefRun) by the
+	// address of their text: a prompt rendered once
+	// (conditions.Prompt.InitialOnce) is the same strings in every
+	// request, so it is encoded and hashed once. At most maxSeen entries.
+	seen map[textKey]string
+}
+
+// textKey names a message by the addresses and lengths of its strings;
+// holding the addresses keeps the strings alive, so they cannot be reused
+// for other text.
+type textKey struct {
+	role, content *byte
+	nr, nc        int
+}
+
+const maxSeen = 1 << 15
+
+// OpenMessageLog opens file for appending after its first size bytes,
+// which must be whole lines of the messages t holds (as LoadMessages read
+// them): anything after them is cut off. The file is created when missing.
+// t may be nil for an empty file.
+func OpenMessageLog(file string, size int64, t *Messages) (*MessageLog, error) {
+	f, err := openAppend(file, size)
+	if err != nil {
+		return nil, err
+	}
+	l := &MessageLog{f: f, name: file, size: size, short: map[uint64][32]byte{}, long: map[[32]byte]bool{}}
+	l.enc = json.NewEncoder(&l.msg)
+	l.enc.SetEscapeHTML(false)
+	if t != nil {
+		for ref, s := range t.sums {
+			if len(ref) == shortRef {
+				l.short[binary.BigEndian.Uint64(s[:8])] = s
+			} else {
+				l.long[s] = true
+			}
+		}
+	}
+	return l, nil
+}
+
+// openAppend opens file for writing after its first size bytes, cutting
+// off the rest and making those bytes durable.
+func openAppend(file string, size int64) (*os.File, error) {
+	f, err := os.OpenFile(file, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && st.Size() < size {
+		err = fmt.Errorf("%s: has %d bytes, fewer than the %d to keep", file, st.Size(), size)
+	}
+	if err == nil && st.Size() > size {
+		err = f.Truncate(size)
+	}
+	if err == nil && size > 0 {
+		// What a killed session wrote may not be on stable storage yet;
+		// after this sync the first size bytes are durable.
+		err = f.Sync()
+	}
+	if err == nil {
+		_, err = f.Seek(size, io.SeekStart)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// Ref returns the ref of message m, adding m to the batch when it is new.
+func (l *MessageLog) Ref(m *models.Message) (string, error) {
+	l.msg.Reset()
+	if err := l.enc.Encode(m); err != nil {
+		return "", err
+	}
+	raw := bytes.TrimSuffix(l.msg.Bytes(), []byte("\n"))
+	return l.add(raw), nil
+}
+
+// promptRef is Ref for a message of a rendered prompt, remembered by the
+// address of its text.
+func (l *MessageLog) promptRef(m *models.Message) (string, error) {
+	k := textKey{unsafe.StringData(m.Role), unsafe.StringData(m.Content), len(m.Role), len(m.Content)}
+	if ref, ok := l.seen[k]; ok {
+		return ref, nil
+	}
+	ref, err := l.Ref(m)
+	if err != nil {
+		return "", err
+	}
+	if l.seen == nil || len(l.seen) >= maxSeen {
+		l.seen = map[textKey]string{}
+	}
+	l.seen[k] = ref
+	return ref, nil
+}
+
+// RefRun returns the ref of the run of messages ms, stored as one entry
+// listing their refs, adding what is new to the batch.
+func (l *MessageLog) RefRun(ms []models.Message) (string, error) {
+	run := []byte{'['}
+	for i := range ms {
+		ref, err := l.promptRef(&ms[i])
+		if err != nil {
+			return "", err
+		}
+		if i > 0 {
+			run = append(run, ',')
+		}
+		run = append(append(append(run, '"'), ref...), '"')
+	}
+	return l.add(append(run, ']')), nil
+}
+
+// add stores raw, the JSON of a message, unless it is there, and returns
+// its ref.
+func (l *MessageLog) add(raw []byte) string {
+	s := sha256.Sum256(raw)
+	k := binary.BigEndian.Uint64(s[:8])
+	have, ok := l.short[k]
+	switch {
+	case ok && have == s:
+		return hex.EncodeToString(s[:8])
+	case !ok:
+		l.short[k] = s
+		ref := hex.EncodeToString(s[:8])
+		l.write(ref, raw)
+		return ref
+	}
+	// Note: another message has the same first 64 bits (never seen in
+	// practice, but checked): this one gets the whole sha256 as its ref.
+	ref := hex.EncodeToString(s[:])
+	if !l.long[s] {
+		l.long[s] = true
+		l.write(ref, raw)
+	}
+	return ref
+}
+
+func (l *MessageLog) write(ref string, raw []byte) {
+	n := l.buf.Len()
+	l.buf.WriteString(`{"ref":"`)
+	l.buf.WriteString(ref)
+	if raw[0] == '[' {
+		l.buf.WriteString(`","refs":`)
+	} else {
+		l.buf.WriteString(`","message":`)
+	}
+	l.buf.Write(raw)
+	l.buf.WriteString("}\n")
+	l.size += int64(l.buf.Len() - n)
+}
+
+// AddRaw adds an entry (a message, or a run's refs) read from another
+// bundle's messages.jsonl (merge), unless it is there.
+func (l *MessageLog) AddRaw(raw json.RawMessage) { l.add(raw) }
+
+// Size is the length the file has once the buffer is written.
+func (l *MessageLog) Size() int64 { return l.size }
+
+// Flush writes the buffered messages with one write call.
+func (l *MessageLog) Flush() error {
+	if l.buf.Len() == 0 {
+		return nil
+	}
+	_, err := l.f.Write(l.buf.Bytes())
+	l.buf.Reset()
+	if err != nil {
+		return fmt.Errorf("%s: %w", l.name, err)
+	}
+	return nil
+}
+
+// Sync writes the buffered messages and makes the file durable.
+func (l *MessageLog) Sync() error {
+	if err := l.Flush(); err != nil {
+		return err
+	}
+	if err := l.f.Sync(); err != nil {
+		return fmt.Errorf("%s: %w", l.name, err)
+	}
+	return nil
+}
+
+// Close syncs and closes the file.
+func (l *MessageLog) Close() error {
+	err := l.Sync()
+	return errors.Join(err, l.f.Close())
+}
+
+// Messages is a bundle's message table, read from messages.jsonl: each
+// message by its ref.
+type Messages struct {
+	raw  map[string]json.RawMessage
+	sums map[string][32]byte
+	// Size is the length of the whole lines read, in bytes.
+	Size int64
+	// Torn is the length of the damaged or unfinished tail after them
+	// that a crash left (past the durable point), in bytes.
+	Torn int64
+}
+
+// Has reports whether the table holds ref.
+func (t *Messages) Has(ref string) bool {
+	_, ok := t.raw[ref]
+	return ok
+}
+
+// Len returns the number of messages in the table.
+func (t *Messages) Len() int { return len(t.raw) }
+
+// Each calls fn with each entry's JSON (a message, or a run's refs), in
+// no particular order.
+func (t *Messages) Each(fn func(raw json.RawMessage)) {
+	for _, r := range t.raw {
+		fn(r)
+	}
+}
+
+// Expand returns the messages refs name, in order (a ref of a run of
+// messages gives them all).
+func (t *Messages) Expand(refs []string) ([]models.Message, error) {
+	out := make([]models.Message, 0, len(refs)+1)
+	for _, ref := range refs {
+		raw, ok := t.raw[ref]
+		if !ok {
+			return nil, fmt.Errorf("message %s is not in %s", ref, MessagesFile)
+		}
+		if len(raw) > 0 && raw[0] == '[' {
+			var run []string
+			if err := json.Unmarshal(raw, &run); err != nil {
+				return nil, fmt.Errorf("message %s: %w", ref, err)
+			}
+			for _, r := range run {
+				var err error
+				if out, err = t.one(out, r); err != nil {
+					return nil, fmt.Errorf("run %s: %w", ref, err)
+				}
+			}
+			continue
+		}
+		var err error
+		if out, err = t.one(out, ref); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// one appends the message ref names (not a run) to out.
+func (t *Messages) one(out []models.Message, ref string) ([]models.Message, error) {
+	raw, ok := t.raw[ref]
+	if !ok {
+		return nil, fmt.Errorf("message %s is not in %s", ref, MessagesFile)
+	}
+	var m models.Message
+	if len(raw) > 0 && raw[0] == '[' {
+		return nil, fmt.Errorf("message %s is a run inside a run", ref)
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("message %s: %w", ref, err)
+	}
+	return append(out, m), nil
+}
+
+// LoadMessages reads a messages.jsonl file; a missing file is an empty
+// table. durable is how many of its bytes were known to be on stable
+// storage (-1: unknown): a damaged line past it ends the table (it and
+// what follows are a torn tail, t.Torn), one within it is an error, as
+// for calls.jsonl. Without a durable point only the last line may be
+// damaged. A line whose ref does not match its message's sha256 is
+// damaged.
+func LoadMessages(file string, durable int64) (*Messages, error) {
+	t := &Messages{raw: map[string]json.RawMessage{}, sums: map[string][32]byte{}}
+	f, err := os.Open(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return t, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if durable > st.Size() {
+		return nil, fmt.Errorf("%s has %d bytes, fewer than the %d known durable: data that was on stable storage is missing", file, st.Size(), durable)
+	}
+	r := bufio.NewReaderSize(f, 1<<16)
+	line := 0
+	for {
+		b, rerr := r.ReadBytes('\n')
+		if len(b) == 0 && rerr == io.EOF {
+			return t, nil
+		}
+		if rerr != nil && rerr != io.EOF {
+			return nil, fmt.Errorf("%s: %w", file, rerr)
+		}
+		line++
+		err := t.add(b, rerr == io.EOF)
+		if err == nil {
+			t.Size += int64(len(b))
+			continue
+		}
+		last := rerr == io.EOF
+		if !last {
+			_, perr := r.Peek(1)
+			last = perr == io.EOF
+		}
+		switch {
+		case durable >= 0 && t.Size >= durable, durable < 0 && last:
+			t.Torn = st.Size() - t.Size
+			return t, nil
+		default:
+			return nil, fmt.Errorf("%s:%d: %w (a damaged line within the bytes known durable: the file was changed after it was written)", file, line, err)
+		}
+	}
+}
+
+// add checks and keeps one line; eof says it has no newline.
+func (t *Messages) add(b []byte, eof bool) error {
+	if eof {
+		return errors.New("line has no newline")
+	}
+	var ml messageLine
+	if err := json.Unmarshal(b, &ml); err != nil {
+		return err
+	}
+	body := ml.Message
+	if (len(ml.Message) == 0) == (len(ml.Refs) == 0) {
+		return errors.New(`want one of "message" and "refs"`)
+	}
+	if len(ml.Refs) > 0 {
+		if ml.Refs[0] != '[' {
+			return errors.New(`"refs" is not an array`)
+		}
+		body = ml.Refs
+	} else if ml.Message[0] != '{' {
+		return errors.New(`"message" is not an object`)
+	}
+	s := sha256.Sum256(body)
+	full := hex.EncodeToString(s[:])
+	if (len(ml.Ref) != shortRef && len(ml.Ref) != len(full)) || full[:len(ml.Ref)] != ml.Ref {
+		return fmt.Errorf("ref %q does not match the message's sha256 %s", ml.Ref, full)
+	}
+	if _, dup := t.raw[ml.Ref]; !dup {
+		t.raw[ml.Ref] = body
+		t.sums[ml.Ref] = s
+	}
+	return nil
+}
+
+// messagesBeside returns the message table of the bundle that holds the
+// calls.jsonl named name (nil when there is none).
+func messagesBeside(name string) (*Messages, error) {
+	file := filepath.Join(filepath.Dir(name), MessagesFile)
+	if _, err := os.Stat(file); err != nil {
+		return nil, nil
+	}
+	return LoadMessages(file, -1)
+}
