@@ -67,6 +67,14 @@ func wireCaller(t *testing.T, cs *mcp.ClientSession, sc *Scenario, clock *Virtua
 		err error
 	}
 	return func(tool string, args json.RawMessage) Response {
+		// A held answer the lab clock has released may not have left the
+		// clock's sleepers yet (a loaded machine schedules it late): wait
+		// for it, so that only this call can hold the clock below.
+		for settle := time.Now(); clock.Sleepers() > 0; time.Sleep(time.Millisecond) {
+			if time.Since(settle) > 10*time.Second {
+				t.Fatalf("%s: a released answer still sleeps on the lab clock", sc.ID)
+			}
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		done := make(chan answer, 1)
