@@ -68,6 +68,12 @@ type Call struct {
 	// OriginalBodySHA256 is the sha256 of the body the server sent, when
 	// Body was redacted (to match it against the server's own records).
 	OriginalBodySHA256 string `json:"original_body_sha256,omitempty"`
+	// Thinking is the reasoning text the server returned apart from the
+	// answer (a thinking model's); stored, never parsed as the answer.
+	Thinking string `json:"thinking,omitempty"`
+	// ToolCalls are the native tool calls the server returned, exactly as
+	// it sent them (models.ParseToolCalls reads them).
+	ToolCalls json.RawMessage `json:"tool_calls,omitempty"`
 }
 
 // Decision statuses in decisions.parquet.
@@ -153,6 +159,7 @@ func CallsOf(d *simulator.Decision, s *study.Scenario) []Call {
 			c.Body, c.BodySHA256 = t.Reply.Body, SHA256(t.Reply.Body)
 		}
 		c.Redacted, c.OriginalBodySHA256 = t.Reply.Redacted, t.Reply.OriginalBodySHA256
+		c.Thinking, c.ToolCalls = t.Reply.Thinking, t.Reply.ToolCalls
 		c.Events = t.Reply.Events
 		if t.Err != nil {
 			c.Error = t.Err.Error()
