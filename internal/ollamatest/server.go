@@ -356,10 +356,14 @@ func (s *Server) getJSON(ctx context.Context, path string, v any) error {
 const DefaultModelName = "ollamatest-tiny"
 
 // Modelfile returns the Modelfile used to import the tiny model from
-// ggufPath (relative paths are resolved against the Modelfile's directory).
-func Modelfile(ggufPath string) string {
+// ggufPath (relative paths are resolved against the Modelfile's directory)
+// with ChatTemplate.
+func Modelfile(ggufPath string) string { return ModelfileWith(ggufPath, ChatTemplate) }
+
+// ModelfileWith is Modelfile with another chat template.
+func ModelfileWith(ggufPath, template string) string {
 	return "FROM " + ggufPath + "\n" +
-		"TEMPLATE \"\"\"" + ChatTemplate + "\"\"\"\n" +
+		"TEMPLATE \"\"\"" + template + "\"\"\"\n" +
 		"PARAMETER num_ctx 2048\n" +
 		// One thread: the model is tiny, and ggml's spinning thread
 		// barrier collapses on a busy machine (seconds per call with
@@ -374,6 +378,12 @@ func Modelfile(ggufPath string) string {
 // the model as /api/tags lists it; the digest depends on the server, so
 // read it from here rather than hard-coding it.
 func (s *Server) CreateTinyModel(ctx context.Context, name string, opts ...TinyOption) (ModelInfo, error) {
+	return s.CreateModel(ctx, name, ChatTemplate, opts...)
+}
+
+// CreateModel is CreateTinyModel with the chat template tmpl (e.g.
+// ThinkingTemplate).
+func (s *Server) CreateModel(ctx context.Context, name, tmpl string, opts ...TinyOption) (ModelInfo, error) {
 	if name == "" {
 		name = DefaultModelName
 	}
@@ -385,7 +395,7 @@ func (s *Server) CreateTinyModel(ctx context.Context, name string, opts ...TinyO
 		return ModelInfo{}, err
 	}
 	mf := filepath.Join(dir, "Modelfile")
-	if err := os.WriteFile(mf, []byte(Modelfile("./tiny.gguf")), 0o644); err != nil {
+	if err := os.WriteFile(mf, []byte(ModelfileWith("./tiny.gguf", tmpl)), 0o644); err != nil {
 		return ModelInfo{}, err
 	}
 	cmd := exec.CommandContext(ctx, s.Bin, "create", name, "-f", mf)

@@ -508,7 +508,8 @@ func (m *Model) Verify(ctx context.Context) (models.Facts, error) {
 		facts["think"] = think
 	}
 	id, err := m.Identify()
-	facts["executable_sha256"] = id.SHA256
+	// The digest is what stress verify shows as the identity.
+	facts["executable_sha256"], facts["digest"] = id.SHA256, id.SHA256
 	if m.script != "" {
 		facts["script"], facts["script_sha256"] = id.Script, id.ScriptSHA256
 	}
@@ -525,6 +526,9 @@ func (m *Model) Verify(ctx context.Context) (models.Facts, error) {
 	m.hmu.Lock()
 	if m.hello != nil {
 		facts["program"] = m.hello
+		if v, ok := m.hello["version"].(string); ok {
+			facts["server_version"] = v
+		}
 	}
 	m.hmu.Unlock()
 	return facts, nil
