@@ -69,6 +69,23 @@ const ChatTemplate = `{{- if .System }}system: {{ .System }}
 {{ end }}{{- range .Messages }}{{ .Role }}: {{ .Content }}
 {{ end }}assistant: `
 
+// ToolsTemplate is ChatTemplate for a model with native tool calls: it
+// names the tools (so Ollama gives the model the tools capability) and
+// renders a message's tool calls as {"name": …, "arguments": …}, the shape
+// Ollama then parses from the model's output into message.tool_calls.
+// With a format that forces that shape (ToolCallSchema), the tiny model
+// calls a tool on every turn.
+const ToolsTemplate = `{{- if .System }}system: {{ .System }}
+{{ end }}{{- if .Tools }}tools:{{ range .Tools }} {{ .Function.Name }}{{ end }}
+{{ end }}{{- range .Messages }}{{ .Role }}: {{ if .ToolCalls }}{{ range .ToolCalls }}{"name": "{{ .Function.Name }}", "arguments": {{ .Function.Arguments }}}{{ end }}{{ else }}{{ .Content }}{{ end }}
+{{ end }}assistant: `
+
+// ToolCallSchema is a format (JSON schema) that makes the answer a call of
+// the tool name with the answer's fields (AnswerSchema) as arguments.
+func ToolCallSchema(name string) string {
+	return `{"type":"object","properties":{"name":{"type":"string","enum":["` + name + `"]},"arguments":` + AnswerSchema + `},"required":["name","arguments"]}`
+}
+
 // ThinkingTemplate is ChatTemplate for a thinking model, in the shape
 // Ollama (v0.9 and later) infers the thinking capability and its tags from:
 // a message's thinking rendered between <think> and </think> inside the
