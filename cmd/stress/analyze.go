@@ -18,7 +18,7 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 	sf := addStatFlags(fs, true)
 	against := fs.String("against", "", "print a published table next to the counts: `paper` (the paper's Table II)")
 	partial := addPartialFlag(fs)
-	parser := fs.String("parser", "strict", "the answer parser, `strict|lenient`: lenient also re-parses every stored response leniently and prints Invalid and Strict under both parsers, paired (the counts stay strict)")
+	parser := fs.String("parser", "strict", "`lenient`: also re-parse every stored response with the lenient parser and print Invalid and Strict under both parsers, paired (the counts stay strict; strict prints them alone)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		dir, opt, err := bundleArgs("analyze", args, sf, *against)
 		if err != nil {
