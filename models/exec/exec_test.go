@@ -463,3 +463,17 @@ func TestExampleBackendsRunAStudy(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyExitsAtOnce: a program that exits at once fails Verify (the
+// run's preflight, before any call) with its exit status and stderr.
+func TestVerifyExitsAtOnce(t *testing.T) {
+	m := helperModel(t, "exit", fast)
+	start := time.Now()
+	_, err := m.Verify(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "hello: program ") || !strings.Contains(err.Error(), "exited with status 3; stderr: helper: no API key in $VENDOR_KEY") {
+		t.Errorf("verify: %v", err)
+	}
+	if took := time.Since(start); took > fast.Timeout {
+		t.Errorf("took %v", took)
+	}
+}

@@ -242,6 +242,11 @@ func (p *proc) gone() *fault {
 // deadline passed stops the program (a hang); a caller that gives up for
 // another reason leaves it running, and its late reply is dropped.
 func (p *proc) call(ctx context.Context, id int64, line []byte) result {
+	if err := ctx.Err(); err != nil {
+		// Note: the deadline passed while the call waited for the program
+		// to start; the program is not at fault, and is left running.
+		return result{err: &fault{KindTimeout, fmt.Sprintf("program %s: request %d not sent: %v", p.name, id, err)}}
+	}
 	ch := make(chan result, 1)
 	p.mu.Lock()
 	if p.reason != nil {
