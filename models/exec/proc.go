@@ -57,7 +57,7 @@ const (
 	KindTimeout   = "timeout"   // no reply within the per-call deadline; the program was stopped
 	KindMalformed = "malformed" // a stdout line that is not a reply (not JSON, no id, an unknown id)
 	KindTooLarge  = "too_large" // a stdout line longer than the body cap
-	KindProgram   = "program_error"
+	KindProgram   = "program_error" // the program replied with an error (a vendor API's failure)
 	KindProtocol  = "protocol" // a reply in another protocol version (not retried)
 )
 
