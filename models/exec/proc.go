@@ -52,13 +52,13 @@ func (f *fault) Error() string { return f.msg }
 
 // Fault kinds of the exec backend, as transport events record them.
 const (
-	KindStart     = "start"     // the program could not be started (missing, not executable, digest changed)
-	KindExit      = "exit"      // the program exited or closed its stdout
-	KindTimeout   = "timeout"   // no reply within the per-call deadline; the program was stopped
-	KindMalformed = "malformed" // a stdout line that is not a reply (not JSON, no id, an unknown id)
-	KindTooLarge  = "too_large" // a stdout line longer than the body cap
+	KindStart     = "start"         // the program could not be started (missing, not executable, digest changed)
+	KindExit      = "exit"          // the program exited or closed its stdout
+	KindTimeout   = "timeout"       // no reply within the per-call deadline; the program was stopped
+	KindMalformed = "malformed"     // a stdout line that is not a reply (not JSON, no id, an unknown id)
+	KindTooLarge  = "too_large"     // a stdout line longer than the body cap
 	KindProgram   = "program_error" // the program replied with an error (a vendor API's failure)
-	KindProtocol  = "protocol" // a reply in another protocol version (not retried)
+	KindProtocol  = "protocol"      // a reply in another protocol version (not retried)
 )
 
 // start runs the program with argv, its environment env, and reads its
