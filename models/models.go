@@ -5,6 +5,7 @@ package models
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"sync"
@@ -24,6 +25,17 @@ type Request struct {
 	Seed        int64          `json:"seed"`        // per-turn seed, 0 ≤ Seed < 2^31
 	Temperature float64        `json:"temperature"` // sampling temperature, ≥ 0
 	Options     map[string]any `json:"options,omitempty"`
+	// Tools are the functions the model may call natively (Ollama's and
+	// OpenAI's tools); none when empty. A backend without native tool
+	// calls refuses a request that has them.
+	Tools []Tool `json:"tools,omitempty"`
+}
+
+// Tool is one function a model may call natively.
+type Tool struct {
+	Name        string          `json:"name"`                  // function name
+	Description string          `json:"description,omitempty"` // what it does, shown to the model
+	Parameters  json.RawMessage `json:"parameters,omitempty"`  // JSON schema of its arguments, sent exactly
 }
 
 // Reply is what a backend returns for one call.
@@ -31,6 +43,15 @@ type Reply struct {
 	// Text is the model's answer text, exactly as produced; it is what the
 	// answer parser reads.
 	Text string
+	// Thinking is the reasoning text the server returned apart from the
+	// answer (Ollama's message.thinking, an OpenAI-compatible server's
+	// reasoning_content or reasoning, an exec program's thinking), or "".
+	// It is stored, never parsed as the answer.
+	Thinking string
+	// ToolCalls are the native tool calls the server returned, exactly as
+	// it sent them (the message's tool_calls array), or nil; ParseToolCalls
+	// reads them.
+	ToolCalls json.RawMessage
 	// Body is the exact response body the server sent, when there is one
 	// (nil for in-process backends), unless it held a credential the
 	// backend sends: then it is scrubbed (see Redacted).

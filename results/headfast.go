@@ -81,7 +81,7 @@ func fastHead(b []byte, h *Head) bool {
 			h.Error = s.str()
 		case "request":
 			s.request(h)
-		case "latency_ms", "prompt_tokens", "output_tokens", "body", "body_sha256", "meta", "endpoint", "redacted", "original_body_sha256":
+		case "latency_ms", "prompt_tokens", "output_tokens", "body", "body_sha256", "meta", "endpoint", "redacted", "original_body_sha256", "thinking", "tool_calls":
 			s.skip(0)
 		default:
 			return false
@@ -235,7 +235,7 @@ func (s *headScan) request(h *Head) {
 			if h.Request.Refs == nil {
 				h.Request.Refs = []string{}
 			}
-		case "messages", "seed", "temperature", "options":
+		case "messages", "seed", "temperature", "options", "tools":
 			s.skip(0)
 		default:
 			s.ok = false

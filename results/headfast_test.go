@@ -27,8 +27,11 @@ func TestFastHead(t *testing.T) {
 	live.Replay, live.Observation, live.Env = "live", json.RawMessage(`{"x":1}`), &simulator.EnvOutcome{Recovered: true, Calls: 2}
 	noNonHarm := base
 	noNonHarm.NonHarm = nil
+	native := base
+	native.Thinking, native.ToolCalls = "let me think", json.RawMessage(`[{"function":{"name":"f","arguments":{"a":1}}}]`)
+	native.Request.Tools = []models.Tool{{Name: "f", Parameters: json.RawMessage(`{"type":"object"}`)}}
 	var lines [][]byte
-	for _, c := range []Call{base, withErr, live, noNonHarm} {
+	for _, c := range []Call{base, withErr, live, noNonHarm, native} {
 		b, _ := json.Marshal(&c)
 		lines = append(lines, b)
 		sc := &storedCall{Call: &c, Request: wireRequest{Refs: []string{"0123456789abcdef", "x"}, Temperature: 0.7}}
@@ -74,6 +77,11 @@ func TestFastHead(t *testing.T) {
 	}
 	if fastHead(lines[6], &h) {
 		t.Error("a live line must go to encoding/json")
+	}
+	for _, i := range []int{12, 13} { // thinking, tool calls and tools
+		if !fastHead(lines[i], &h) || h.Response != base.Response {
+			t.Errorf("line %d with thinking, tool calls and tools is not decoded by the fast path: %s", i, lines[i])
+		}
 	}
 	t.Logf("%d lines decoded by the fast path", fast)
 }

@@ -121,7 +121,7 @@ func (l *CallLog) Size() int64 { return l.size }
 // the call's.
 func (l *CallLog) compact(c *Call) (*storedCall, error) {
 	req := &c.Request
-	ln := &storedCall{Call: c, Request: wireRequest{Temperature: req.Temperature, Options: req.Options}}
+	ln := &storedCall{Call: c, Request: wireRequest{Temperature: req.Temperature, Options: req.Options, Tools: req.Tools}}
 	if req.Seed != c.Seed {
 		seed := req.Seed
 		ln.Request.Seed = &seed

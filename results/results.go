@@ -88,6 +88,12 @@ type Call struct {
 	// completed, the outcome read from the environment's final state
 	// (recovered, harm, calls, clock_ms, state): the end of the decision.
 	Env *simulator.EnvOutcome `json:"env,omitempty"`
+	// Thinking is the reasoning text the server returned apart from the
+	// answer (a thinking model's); stored, never parsed as the answer.
+	Thinking string `json:"thinking,omitempty"`
+	// ToolCalls are the native tool calls the server returned, exactly as
+	// it sent them (models.ParseToolCalls reads them).
+	ToolCalls json.RawMessage `json:"tool_calls,omitempty"`
 }
 
 // wireRequest is a call line's request as stored: its messages inline
@@ -98,6 +104,7 @@ type wireRequest struct {
 	Seed        *int64           `json:"seed,omitempty"` // absent (format 2): the call's seed
 	Temperature float64          `json:"temperature"`
 	Options     map[string]any   `json:"options,omitempty"`
+	Tools       []models.Tool    `json:"tools,omitempty"`
 }
 
 // storedCall is a call line as stored: the call with its request as
@@ -221,6 +228,7 @@ func CallsOf(d *simulator.Decision, s *study.Scenario) []Call {
 			c.Body, c.BodySHA256 = t.Reply.Body, SHA256(t.Reply.Body)
 		}
 		c.Redacted, c.OriginalBodySHA256 = t.Reply.Redacted, t.Reply.OriginalBodySHA256
+		c.Thinking, c.ToolCalls = t.Reply.Thinking, t.Reply.ToolCalls
 		c.Events = t.Reply.Events
 		if d.Live {
 			c.Replay, c.Observation, c.Result = manifests.ReplayLive, t.Observation, t.Result
@@ -382,7 +390,7 @@ func (r *CallReader) Scan() bool {
 		return true
 	}
 	w := &ln.Request
-	r.call.Request = models.Request{Messages: w.Messages, Seed: r.call.Seed, Temperature: w.Temperature, Options: w.Options}
+	r.call.Request = models.Request{Messages: w.Messages, Seed: r.call.Seed, Temperature: w.Temperature, Options: w.Options, Tools: w.Tools}
 	if w.Seed != nil {
 		r.call.Request.Seed = *w.Seed
 	}

@@ -1,21 +1,31 @@
 #!/usr/bin/env bash
-# Build and install a real Ollama server (v0.6.5, CPU only) for the test suite.
+# Build and install a real Ollama server (v0.17.4, CPU only) for the test
+# suite, as $OLLAMA_BIN_DIR/ollama-VERSION (a versioned name, so that
+# checkouts that test against different versions can share one GOPATH).
 #
-# Idempotent: skips the build when "$OLLAMA_BIN_DIR/ollama --version" already
-# reports the wanted version, and skips apt-get when the build dependencies
-# are already installed.
+# Idempotent: skips the build when "$OLLAMA_BIN_DIR/ollama-VERSION --version"
+# already reports the wanted version, and skips apt-get when the build
+# dependencies are already installed.
 #
 # Environment:
 #   OLLAMA_BIN_DIR   install directory (default: $(go env GOPATH)/bin)
-#   OLLAMA_VERSION   ollama module version (default: v0.6.5)
+#   OLLAMA_VERSION   ollama module version (default: v0.17.4)
 #   GO               go command (default: go on PATH, else /usr/local/go/bin/go)
 #
-# The tests find the binary via $OLLAMA_BIN, then PATH, then
+# The tests find the binary via $OLLAMA_BIN, then
+# $(go env GOPATH)/bin/ollama-VERSION, then PATH, then
 # $(go env GOPATH)/bin/ollama (see internal/ollamatest).
+#
+# The module's zip leaves out llama.cpp's vendor directory: its headers come
+# from Debian (nlohmann-json3-dev, libstb-dev) and, since v0.7, miniaudio's
+# from the Go module github.com/gen2brain/malgo (v0.11.23 carries
+# miniaudio v0.11.21; ollama vendors v0.11.22, and the decoder API its
+# mtmd helper uses is the same).
 set -euo pipefail
 
-OLLAMA_VERSION="${OLLAMA_VERSION:-v0.6.5}"
+OLLAMA_VERSION="${OLLAMA_VERSION:-v0.17.4}"
 want="${OLLAMA_VERSION#v}"
+MALGO_VERSION=v0.11.23
 
 GO="${GO:-}"
 if [ -z "$GO" ]; then
@@ -30,7 +40,7 @@ if [ -z "$GO" ]; then
 fi
 
 OLLAMA_BIN_DIR="${OLLAMA_BIN_DIR:-$("$GO" env GOPATH)/bin}"
-bin="$OLLAMA_BIN_DIR/ollama"
+bin="$OLLAMA_BIN_DIR/ollama-$want"
 
 start=$(date +%s)
 elapsed() { echo $(($(date +%s) - start)); }
@@ -73,13 +83,28 @@ fi
 
 # --- build -----------------------------------------------------------------
 mkdir -p "$OLLAMA_BIN_DIR"
-echo "ollama-install: building github.com/ollama/ollama@$OLLAMA_VERSION into $OLLAMA_BIN_DIR (cgo; the first build takes minutes, see README.md, Requirements)"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# Note: the header directory goes on CPLUS_INCLUDE_PATH, not CGO_CPPFLAGS,
+# which is part of every cgo package's build cache key: a flag would
+# rebuild all of ggml again.
+case "$want" in
+0.[0-6].*) ;;
+*)
+	malgo=$(cd "$work" && GOFLAGS=-mod=mod "$GO" mod download -json "github.com/gen2brain/malgo@$MALGO_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	mkdir -p "$work/include/miniaudio"
+	cp "$malgo/miniaudio.h" "$work/include/miniaudio/miniaudio.h"
+	export CPLUS_INCLUDE_PATH="$work/include${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH}"
+	;;
+esac
+echo "ollama-install: building github.com/ollama/ollama@$OLLAMA_VERSION into $bin (cgo; the first build takes minutes, see README.md, Requirements)"
 t0=$(date +%s)
 # The version is normally stamped by ollama's release build; without it the
 # binary (and /api/version) reports 0.0.0.
-GOFLAGS=-mod=mod CGO_ENABLED=1 GOBIN="$OLLAMA_BIN_DIR" \
+GOFLAGS=-mod=mod CGO_ENABLED=1 GOBIN="$work/bin" \
 	"$GO" install -ldflags "-s -w -X github.com/ollama/ollama/version.Version=$want" \
 	"github.com/ollama/ollama@$OLLAMA_VERSION"
+mv "$work/bin/ollama" "$bin"
 echo "ollama-install: go install took $(($(date +%s) - t0))s"
 
 have=$(installed_version)

@@ -18,8 +18,13 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 	sf := addStatFlags(fs, true)
 	against := fs.String("against", "", "print a published table next to the counts: `paper` (the paper's Table II)")
 	partial := addPartialFlag(fs)
+	parser := fs.String("parser", "strict", "`lenient`: also re-parse every stored response with the lenient parser and print Invalid and Strict under both parsers, paired (the counts stay strict; strict prints them alone)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		dir, opt, err := bundleArgs("analyze", args, sf, *against)
+		if err != nil {
+			return err
+		}
+		lenient, err := parserFlag("analyze", *parser)
 		if err != nil {
 			return err
 		}
@@ -48,6 +53,12 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 				return err
 			}
 		}
+		var sens *analysis.ParserSensitivity
+		if lenient {
+			if sens, err = parserSensitivity(dir, info.ReplayCap); err != nil {
+				return err
+			}
+		}
 		// Transport events and error decisions are reported apart from the
 		// counts.
 		ts := ld.Transport
@@ -69,7 +80,7 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 			if w := info.ProposedWarning(); w != "" {
 				warnings = append(warnings, w)
 			}
-			err = analysis.WriteAnalysisJSON(stdout, an, pc, ts, warnings)
+			err = writeJSONWith(stdout, sens, func(w io.Writer) error { return analysis.WriteAnalysisJSON(w, an, pc, ts, warnings) })
 		} else {
 			if warning != "" {
 				fmt.Fprintln(stdout, warningLine(warning, "the numbers below"))
@@ -91,6 +102,10 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 			}
 			if err == nil {
 				err = analysis.WriteTransport(stdout, ts)
+			}
+			if err == nil && sens != nil {
+				fmt.Fprintln(stdout)
+				err = analysis.WriteSensitivity(stdout, sens)
 			}
 		}
 		if err == nil && problems > 0 {

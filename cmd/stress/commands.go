@@ -55,7 +55,7 @@ var commands = []*command{
 			"write a synthetic study of any size (scale tests)"},
 	}},
 	{name: "analyze", flags: cmdAnalyze, forms: []form{
-		{"[-json] [-b N] [-seed S] [-pair A,B[,COL]]… [-column COL] [-against paper] [-partial] DIR",
+		{"[-json] [-b N] [-seed S] [-pair A,B[,COL]]… [-column COL] [-against paper] [-parser lenient] [-partial] DIR",
 			"recompute a bundle's counts from calls.jsonl; intervals and paired tests"},
 	}},
 	{name: "compare", flags: cmdCompare, forms: []form{

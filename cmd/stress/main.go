@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	_ "github.com/mcpstress/stress/models/baseline"   // registers the baselines
+	_ "github.com/mcpstress/stress/models/exec"       // registers the exec backend (any program, a line protocol)
 	_ "github.com/mcpstress/stress/models/failclosed" // registers fail_closed
 	_ "github.com/mcpstress/stress/models/ollama"     // registers the Ollama backend
 	_ "github.com/mcpstress/stress/models/openai"     // registers the OpenAI-compatible backend

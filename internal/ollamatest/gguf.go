@@ -69,14 +69,43 @@ const ChatTemplate = `{{- if .System }}system: {{ .System }}
 {{ end }}{{- range .Messages }}{{ .Role }}: {{ .Content }}
 {{ end }}assistant: `
 
+// ToolsTemplate is ChatTemplate for a model with native tool calls: it
+// names the tools (so Ollama gives the model the tools capability) and
+// renders a message's tool calls as {"name": …, "arguments": …}, the shape
+// Ollama then parses from the model's output into message.tool_calls.
+// With a format that forces that shape (ToolCallSchema), the tiny model
+// calls a tool on every turn.
+const ToolsTemplate = `{{- if .System }}system: {{ .System }}
+{{ end }}{{- if .Tools }}tools:{{ range .Tools }} {{ .Function.Name }}{{ end }}
+{{ end }}{{- range .Messages }}{{ .Role }}: {{ if .ToolCalls }}{{ range .ToolCalls }}{"name": "{{ .Function.Name }}", "arguments": {{ .Function.Arguments }}}{{ end }}{{ else }}{{ .Content }}{{ end }}
+{{ end }}assistant: `
+
+// ToolCallSchema is a format (JSON schema) that makes the answer a call of
+// the tool name with the answer's fields (AnswerSchema) as arguments.
+func ToolCallSchema(name string) string {
+	return `{"type":"object","properties":{"name":{"type":"string","enum":["` + name + `"]},"arguments":` + AnswerSchema + `},"required":["name","arguments"]}`
+}
+
+// ThinkingTemplate is ChatTemplate for a thinking model, in the shape
+// Ollama (v0.9 and later) infers the thinking capability and its tags from:
+// a message's thinking rendered between <think> and </think> inside the
+// range over the messages. With think on, the prompt ends in "<think>", so
+// the server reads everything the model writes as thinking until it writes
+// "</think>" (give the model that token: WithWords("</think>")); with a
+// format, the server then constrains only the answer after it.
+const ThinkingTemplate = `{{- if .System }}system: {{ .System }}
+{{ end }}{{- range .Messages }}{{ .Role }}: {{ if .Thinking }}<think>{{ .Thinking }}</think>{{ end }}{{ .Content }}
+{{ end }}assistant: {{ if .Think }}<think>{{ end }}`
+
 // TinyOption configures WriteTinyGGUF.
 type TinyOption func(*tinyConfig)
 
 type tinyConfig struct {
 	seed   uint64
 	ctxLen uint32
-	bias   float64 // logit bias of favoured tokens (whitespace gets -bias)
-	noise  float64 // amplitude of the random output weights
+	bias   float64  // logit bias of favoured tokens (whitespace gets -bias)
+	noise  float64  // amplitude of the random output weights
+	words  []string // extra favoured whole-word tokens (WithWords)
 }
 
 // DefaultSeed is the weight seed used unless WithSeed is given.
@@ -94,6 +123,13 @@ func WithContextLength(n uint32) TinyOption { return func(c *tinyConfig) { c.ctx
 // "failed" and 4 of 6 policies over 60 seeds; 0.05 all labels evenly).
 func WithLogitScale(bias, noise float64) TinyOption {
 	return func(c *tinyConfig) { c.bias, c.noise = bias, noise }
+}
+
+// WithWords adds whole-word tokens to the vocabulary, favoured like the
+// schema's (default none, which leaves the file as it was): "</think>"
+// lets a thinking template's model end its thinking.
+func WithWords(words ...string) TinyOption {
+	return func(c *tinyConfig) { c.words = append(c.words, words...) }
 }
 
 // schemaWords are the whole-word tokens added to the byte vocabulary; the
@@ -142,7 +178,7 @@ type vocab struct {
 	bias   []float64 // per-token logit bias in units of cfg.bias
 }
 
-func buildVocab() vocab {
+func buildVocab(extra []string) vocab {
 	var v vocab
 	b2u := byteToUnicode()
 	add := func(s string, typ int32, bias float64) {
@@ -173,6 +209,9 @@ func buildVocab() vocab {
 	for _, w := range schemaWords() {
 		add(`"`+w+`"`, tokNormal, 1) // favoured: one token per key / value
 		add(w, tokNormal, 0)
+	}
+	for _, w := range extra {
+		add(w, tokNormal, 1)
 	}
 	return v
 }
@@ -362,7 +401,7 @@ func WriteTinyGGUF(w io.Writer, opts ...TinyOption) error {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	v := buildVocab()
+	v := buildVocab(cfg.words)
 	ts := buildTensors(cfg, v)
 
 	kvs := []kv{

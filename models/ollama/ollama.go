@@ -1,7 +1,10 @@
 // Package ollama is the Ollama backend: chat calls through /api/chat
 // (non-streaming) with the manifest's options and output format, the exact
 // response bytes kept, digest pinning against /api/tags and /api/show, and
-// a seed-honouring probe. It uses the request and response types of
+// a seed-honouring probe. The option think (false, true, "low", "medium",
+// "high") is sent as the request's think field on every call; the
+// server's thinking text and native tool calls are kept apart from the
+// answer. It uses the request and response types of
 // github.com/ollama/ollama/api and sends them through models/transport, so
 // faults are retried and recorded as transport events. Ollama has no API
 // key; a host URL's password (user info, sent as Basic authorization) is
@@ -66,6 +69,9 @@ func New(spec models.Spec, opt transport.Options) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model %q: format: %w", spec.Name, err)
 	}
+	if _, _, err := models.Think(spec.Options); err != nil {
+		return nil, fmt.Errorf("model %q: %w", spec.Name, err)
+	}
 	if opt.Timeout == 0 {
 		opt.Timeout = 5 * time.Minute // a cold model load on a CPU can be slow
 	}
@@ -122,26 +128,75 @@ func Format(f any) (json.RawMessage, error) {
 }
 
 // chatOptions merges the manifest's options with the turn's temperature
-// and seed. Note: seed and temperature go in the options map, because the
-// api package's typed Seed field drops a seed of 0.
+// and seed; think is not a sampling option (it travels as the request's
+// think field). Note: seed and temperature go in the options map, because
+// the api package's typed Seed field drops a seed of 0.
 func chatOptions(req models.Request) map[string]any {
 	o := make(map[string]any, len(req.Options)+2)
 	for k, v := range req.Options {
-		o[k] = v
+		if k != models.ThinkOption {
+			o[k] = v
+		}
 	}
 	o["temperature"] = req.Temperature
 	o["seed"] = req.Seed
 	return o
 }
 
-// Generate sends one non-streaming chat request.
-func (m *Model) Generate(ctx context.Context, req models.Request) (models.Reply, error) {
+// chatRequest is api.ChatRequest with the tools sent exactly as the study
+// wrote their schemas (the api package's typed schema would drop what it
+// does not model); the outer field shadows the embedded one.
+type chatRequest struct {
+	*api.ChatRequest
+	Tools []json.RawMessage `json:"tools,omitempty"`
+}
+
+// body encodes one chat request: the messages, the options, the format
+// and, when the request's options set it, think (false, true or a level),
+// sent on every call so the server never chooses for the study.
+func (m *Model) body(req models.Request) ([]byte, error) {
 	msgs := make([]api.Message, len(req.Messages))
 	for i, msg := range req.Messages {
 		msgs[i] = api.Message{Role: msg.Role, Content: msg.Content}
 	}
 	stream := false
-	body, err := json.Marshal(&api.ChatRequest{Model: m.spec.Model, Messages: msgs, Stream: &stream, Format: m.format, Options: chatOptions(req)})
+	cr := &api.ChatRequest{Model: m.spec.Model, Messages: msgs, Stream: &stream, Format: m.format, Options: chatOptions(req)}
+	think, set, err := models.Think(req.Options)
+	if err != nil {
+		return nil, fmt.Errorf("model %q: %w", m.spec.Name, err)
+	}
+	if set {
+		cr.Think = &api.ThinkValue{Value: think}
+	}
+	tools, err := models.WireTools(req.Tools)
+	if err != nil {
+		return nil, fmt.Errorf("model %q: %w", m.spec.Name, err)
+	}
+	return json.Marshal(chatRequest{ChatRequest: cr, Tools: tools})
+}
+
+// toolCallsOf returns the message's tool_calls array exactly as the body
+// holds it, or nil.
+func toolCallsOf(body []byte) json.RawMessage {
+	if !bytes.Contains(body, []byte(`"tool_calls"`)) {
+		return nil
+	}
+	var raw struct {
+		Message struct {
+			ToolCalls json.RawMessage `json:"tool_calls"`
+		} `json:"message"`
+	}
+	if json.Unmarshal(body, &raw) != nil || string(raw.Message.ToolCalls) == "null" {
+		return nil
+	}
+	return raw.Message.ToolCalls
+}
+
+// Generate sends one non-streaming chat request. The answer is the
+// message's content; its thinking (a thinking model's reasoning, which
+// the server splits off when think is on) and tool calls are kept apart.
+func (m *Model) Generate(ctx context.Context, req models.Request) (models.Reply, error) {
+	body, err := m.body(req)
 	if err != nil {
 		return models.Reply{}, err
 	}
@@ -167,6 +222,7 @@ func (m *Model) Generate(ctx context.Context, req models.Request) (models.Reply,
 		"prompt_eval_duration_ns": int64(chat.PromptEvalDuration),
 		"eval_duration_ns":        int64(chat.EvalDuration),
 	})
+	m.tr.Extras(&r, chat.Message.Thinking, toolCallsOf(resp.Body))
 	r.PromptTokens, r.OutputTokens = chat.PromptEvalCount, chat.EvalCount
 	return r, nil
 }
@@ -191,6 +247,10 @@ type Info struct {
 	Format        string `json:"format"`
 	ServerVersion string `json:"server_version"`
 	Host          string `json:"host"` // the server's URL, any password masked
+	// Capabilities are what /api/show says the model can do
+	// ("completion", "tools", "thinking", …); servers before v0.6.6 say
+	// nothing. Resolve fills it; List leaves it empty.
+	Capabilities []string `json:"capabilities,omitempty"`
 }
 
 // List returns every model on the server at host with its full digest.
@@ -232,6 +292,9 @@ func (m *Model) Resolve(ctx context.Context) (Info, error) {
 			}
 			d := show.Details
 			in.Family, in.ParameterSize, in.Quantization, in.Format = d.Family, d.ParameterSize, d.QuantizationLevel, d.Format
+			for _, c := range show.Capabilities {
+				in.Capabilities = append(in.Capabilities, string(c))
+			}
 			return in, nil
 		}
 	}
@@ -255,6 +318,20 @@ func (m *Model) Verify(ctx context.Context) (models.Facts, error) {
 	}
 	facts := models.Facts{"backend": Backend, "model": m.spec.Model, "host": in.Host, "server_version": in.ServerVersion,
 		"digest": in.Digest, "family": in.Family, "parameter_size": in.ParameterSize, "quantization": in.Quantization, "format": in.Format}
+	if in.Capabilities != nil {
+		caps := make([]string, len(in.Capabilities))
+		for i, c := range in.Capabilities {
+			caps[i], _ = m.scrub.String(c)
+		}
+		facts["capabilities"] = caps
+	}
+	// Note: an unset think is recorded as such: a server since v0.9 then
+	// thinks by default for a model with the thinking capability.
+	if think, set, _ := models.Think(m.spec.Options); set {
+		facts["think"] = think
+	} else {
+		facts["think"] = "unset (the server's default)"
+	}
 	if err != nil {
 		return facts, err
 	}

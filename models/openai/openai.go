@@ -6,7 +6,9 @@
 // from an environment variable the manifest names and never reaches
 // results, logs or error messages: the transport's Scrubber removes it
 // (and a host URL's password) from everything the server sends back, and
-// a reply it was removed from is marked Redacted.
+// a reply it was removed from is marked Redacted. A reasoning model's
+// reasoning_content (or reasoning) and native tool calls are kept apart
+// from the answer.
 package openai
 
 import (
@@ -148,16 +150,69 @@ func (m *Model) body(req models.Request) ([]byte, error) {
 		}
 		obj[k] = v
 	}
+	if len(req.Tools) > 0 {
+		tools, err := models.WireTools(req.Tools)
+		if err != nil {
+			return nil, fmt.Errorf("model %q: %w", m.spec.Name, err)
+		}
+		obj["tools"] = tools
+	}
 	return json.Marshal(obj)
 }
 
-// checkOption accepts the sampling options this backend passes through.
+// options are the request fields this backend passes through from the
+// manifest's options: sampling, reasoning and tool-call controls.
+const options = "max_tokens, max_completion_tokens, top_p, stop, presence_penalty, frequency_penalty, reasoning_effort, chat_template_kwargs, tool_choice, parallel_tool_calls"
+
+// checkOption accepts the options this backend passes through.
 func checkOption(model, k string) error {
 	switch k {
-	case "max_tokens", "top_p", "max_completion_tokens", "stop", "presence_penalty", "frequency_penalty":
+	case "max_tokens", "top_p", "max_completion_tokens", "stop", "presence_penalty", "frequency_penalty",
+		"reasoning_effort", "chat_template_kwargs", "tool_choice", "parallel_tool_calls":
 		return nil
+	case models.ThinkOption:
+		// Note: OpenAI-compatible servers have no one think field; each
+		// takes its own, and they are sent as written.
+		return fmt.Errorf("model %q: options.think: OpenAI-compatible servers have no think field; set reasoning_effort (OpenAI; Ollama's /v1: none, low, medium, high) or chat_template_kwargs: {enable_thinking: false} (vLLM, SGLang)", model)
 	}
-	return fmt.Errorf("model %q: options.%s: not an option this backend sends (max_tokens, max_completion_tokens, top_p, stop, presence_penalty, frequency_penalty)", model, k)
+	return fmt.Errorf("model %q: options.%s: not an option this backend sends (%s)", model, k, options)
+}
+
+// extras are the parts of a choice's message that go-openai's types do
+// not keep as sent: the reasoning text (reasoning_content, as DeepSeek
+// and vLLM name it, or reasoning, as Ollama's /v1 and newer vLLM do) and
+// the tool calls, raw.
+type extras struct {
+	Choices []struct {
+		Message struct {
+			ReasoningContent string          `json:"reasoning_content"`
+			Reasoning        json.RawMessage `json:"reasoning"`
+			ToolCalls        json.RawMessage `json:"tool_calls"`
+		} `json:"message"`
+	} `json:"choices"`
+}
+
+// extrasOf returns the first choice's reasoning text and raw tool calls.
+func extrasOf(body []byte) (thinking string, toolCalls json.RawMessage) {
+	if !bytes.Contains(body, []byte(`"reasoning`)) && !bytes.Contains(body, []byte(`"tool_calls"`)) {
+		return "", nil
+	}
+	var x extras
+	if json.Unmarshal(body, &x) != nil || len(x.Choices) == 0 {
+		return "", nil
+	}
+	msg := x.Choices[0].Message
+	thinking = msg.ReasoningContent
+	if thinking == "" {
+		// reasoning is a string on most servers; keep an object as JSON.
+		if err := json.Unmarshal(msg.Reasoning, &thinking); err != nil && len(msg.Reasoning) > 0 && string(msg.Reasoning) != "null" {
+			thinking = string(msg.Reasoning)
+		}
+	}
+	if string(msg.ToolCalls) != "null" {
+		toolCalls = msg.ToolCalls
+	}
+	return thinking, toolCalls
 }
 
 // Generate sends one chat completion.
@@ -188,6 +243,8 @@ func (m *Model) Generate(ctx context.Context, req models.Request) (models.Reply,
 		"usage":              cr.Usage,
 		"id":                 cr.ID,
 	})
+	thinking, toolCalls := extrasOf(resp.Body)
+	m.tr.Extras(&r, thinking, toolCalls)
 	r.PromptTokens, r.OutputTokens = cr.Usage.PromptTokens, cr.Usage.CompletionTokens
 	return r, nil
 }

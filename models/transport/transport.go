@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -182,6 +183,21 @@ func (c *Client) Reply(resp *Response, events []models.TransportEvent, text stri
 	meta, _ = m.(map[string]any)
 	return models.Reply{Text: text, Body: resp.Body, Meta: meta, Events: events,
 		Redacted: resp.OriginalSHA256 != "" || textChanged || metaChanged, OriginalBodySHA256: resp.OriginalSHA256}
+}
+
+// Extras sets the reasoning text and the native tool calls a backend
+// decoded from a reply's body, scrubbed like Reply's text (so a secret in
+// them sets Redacted). toolCalls is the server's tool_calls array as it
+// sent it; scrubbed JSON stays JSON.
+func (c *Client) Extras(r *models.Reply, thinking string, toolCalls json.RawMessage) {
+	var a, b bool
+	r.Thinking, a = c.scrub.String(thinking)
+	if len(toolCalls) > 0 {
+		var tc []byte
+		tc, b = c.scrub.Bytes(toolCalls)
+		r.ToolCalls = json.RawMessage(tc)
+	}
+	r.Redacted = r.Redacted || a || b
 }
 
 // Fault kinds recorded in transport events.
