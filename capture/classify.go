@@ -144,38 +144,9 @@ const (
 	ExceptionOutputSchema = "OutputSchemaError"
 )
 
-type obsException struct {
-	Exception struct {
-		Type  string `json:"type"`
-		Error struct {
-			Code    int64           `json:"code"`
-			Message string          `json:"message"`
-			Data    json.RawMessage `json:"data,omitempty"`
-		} `json:"error"`
-	} `json:"exception"`
-}
-
-type obsResult struct {
-	Result struct {
-		Content           []any           `json:"content"`
-		IsError           bool            `json:"isError"`
-		StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
-	} `json:"result"`
-}
-
-type textBlock struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
-}
-
-type otherBlock struct {
-	Type     string `json:"type"`
-	MIMEType string `json:"mimeType,omitempty"`
-}
-
 // observeError builds the minimized observation of a raised JSON-RPC error.
 func observeError(e *jsonrpc.Error, sc *scrubber) (json.RawMessage, error) {
-	var o obsException
+	var o study.ObsException
 	o.Exception.Type = ExceptionRPC
 	o.Exception.Error.Code = e.Code
 	o.Exception.Error.Message = sc.text(e.Message)
@@ -194,7 +165,7 @@ func observeError(e *jsonrpc.Error, sc *scrubber) (json.RawMessage, error) {
 // rejection from the check (whose reason, quoting the tool's name and the
 // server's data, the caller has scrubbed as failure text).
 func observeRejection(c *study.OutputCheck) (json.RawMessage, error) {
-	var o obsException
+	var o study.ObsException
 	o.Exception.Type = ExceptionOutputSchema
 	o.Exception.Error.Code = int64(c.Code)
 	o.Exception.Error.Message = c.Reason
@@ -206,30 +177,30 @@ func observeRejection(c *study.OutputCheck) (json.RawMessage, error) {
 // their type and media type (scrubbed), _meta dropped, structuredContent
 // scrubbed.
 func observeResult(res *mcp.CallToolResult, sc *scrubber) (json.RawMessage, error) {
-	var o obsResult
+	var o study.ObsResult
 	o.Result.IsError = res.IsError
 	o.Result.Content = []any{}
 	for i, c := range res.Content {
 		switch x := c.(type) {
 		case *mcp.TextContent:
-			o.Result.Content = append(o.Result.Content, textBlock{"text", sc.text(x.Text)})
+			o.Result.Content = append(o.Result.Content, study.TextBlock{Type: "text", Text: sc.text(x.Text)})
 			if x.Meta != nil || x.Annotations != nil {
 				sc.dropped = append(sc.dropped, fmt.Sprintf("/result/content/%d (meta, annotations)", i))
 			}
 		case *mcp.ImageContent:
-			o.Result.Content = append(o.Result.Content, otherBlock{"image", sc.other(x.MIMEType)})
+			o.Result.Content = append(o.Result.Content, study.OtherBlock{Type: "image", MIMEType: sc.other(x.MIMEType)})
 			sc.dropped = append(sc.dropped, fmt.Sprintf("/result/content/%d/data", i))
 		case *mcp.AudioContent:
-			o.Result.Content = append(o.Result.Content, otherBlock{"audio", sc.other(x.MIMEType)})
+			o.Result.Content = append(o.Result.Content, study.OtherBlock{Type: "audio", MIMEType: sc.other(x.MIMEType)})
 			sc.dropped = append(sc.dropped, fmt.Sprintf("/result/content/%d/data", i))
 		case *mcp.ResourceLink:
-			o.Result.Content = append(o.Result.Content, otherBlock{"resource_link", sc.other(x.MIMEType)})
+			o.Result.Content = append(o.Result.Content, study.OtherBlock{Type: "resource_link", MIMEType: sc.other(x.MIMEType)})
 			sc.dropped = append(sc.dropped, fmt.Sprintf("/result/content/%d (uri, name)", i))
 		case *mcp.EmbeddedResource:
-			o.Result.Content = append(o.Result.Content, otherBlock{Type: "resource"})
+			o.Result.Content = append(o.Result.Content, study.OtherBlock{Type: "resource"})
 			sc.dropped = append(sc.dropped, fmt.Sprintf("/result/content/%d/resource", i))
 		default:
-			o.Result.Content = append(o.Result.Content, otherBlock{Type: fmt.Sprintf("%T", c)})
+			o.Result.Content = append(o.Result.Content, study.OtherBlock{Type: fmt.Sprintf("%T", c)})
 			sc.dropped = append(sc.dropped, fmt.Sprintf("/result/content/%d", i))
 		}
 	}

@@ -67,13 +67,13 @@ func envelope(code string, target study.Target, policy study.Policy, text, words
 			} `json:"retry"`
 			SideEffects string `json:"sideEffects"`
 		} `json:"error"`
-		Content []textBlock `json:"content"`
+		Content []study.TextBlock `json:"content"`
 	}
 	e.ResultType, e.IsError = "complete", true
 	e.Error.Schema = "urn:example:mcp-error:1"
 	e.Error.Code, e.Error.Target, e.Error.Policy = code, tgt(target), policy
 	e.Error.Retry.SameRequest = "unsafe"
 	e.Error.SideEffects = "none_committed"
-	e.Content = []textBlock{{"text", text}}
+	e.Content = []study.TextBlock{{Type: "text", Text: text}}
 	return marshal(e)
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpstress/stress/study"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -47,7 +48,7 @@ func (e *TimeoutError) Error() string {
 // error is returned.
 func Observe(res *mcp.CallToolResult, err error) (json.RawMessage, error) {
 	if err != nil {
-		var o obsException
+		var o study.ObsException
 		var rpc *jsonrpc.Error
 		var to *TimeoutError
 		switch {
@@ -78,23 +79,23 @@ func Observe(res *mcp.CallToolResult, err error) (json.RawMessage, error) {
 	if res == nil {
 		return nil, errors.New("no result and no error")
 	}
-	var o obsResult
+	var o study.ObsResult
 	o.Result.IsError = res.IsError
 	o.Result.Content = []any{}
 	for _, c := range res.Content {
 		switch x := c.(type) {
 		case *mcp.TextContent:
-			o.Result.Content = append(o.Result.Content, textBlock{"text", x.Text})
+			o.Result.Content = append(o.Result.Content, study.TextBlock{Type: "text", Text: x.Text})
 		case *mcp.ImageContent:
-			o.Result.Content = append(o.Result.Content, otherBlock{"image", x.MIMEType})
+			o.Result.Content = append(o.Result.Content, study.OtherBlock{Type: "image", MIMEType: x.MIMEType})
 		case *mcp.AudioContent:
-			o.Result.Content = append(o.Result.Content, otherBlock{"audio", x.MIMEType})
+			o.Result.Content = append(o.Result.Content, study.OtherBlock{Type: "audio", MIMEType: x.MIMEType})
 		case *mcp.ResourceLink:
-			o.Result.Content = append(o.Result.Content, otherBlock{"resource_link", x.MIMEType})
+			o.Result.Content = append(o.Result.Content, study.OtherBlock{Type: "resource_link", MIMEType: x.MIMEType})
 		case *mcp.EmbeddedResource:
-			o.Result.Content = append(o.Result.Content, otherBlock{Type: "resource"})
+			o.Result.Content = append(o.Result.Content, study.OtherBlock{Type: "resource"})
 		default:
-			o.Result.Content = append(o.Result.Content, otherBlock{Type: fmt.Sprintf("%T", c)})
+			o.Result.Content = append(o.Result.Content, study.OtherBlock{Type: fmt.Sprintf("%T", c)})
 		}
 	}
 	if res.StructuredContent != nil {
@@ -107,35 +108,6 @@ func Observe(res *mcp.CallToolResult, err error) (json.RawMessage, error) {
 		}
 	}
 	return encode(o)
-}
-
-type obsException struct {
-	Exception struct {
-		Type  string `json:"type"`
-		Error struct {
-			Code    int64           `json:"code"`
-			Message string          `json:"message"`
-			Data    json.RawMessage `json:"data,omitempty"`
-		} `json:"error"`
-	} `json:"exception"`
-}
-
-type obsResult struct {
-	Result struct {
-		Content           []any           `json:"content"`
-		IsError           bool            `json:"isError"`
-		StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
-	} `json:"result"`
-}
-
-type textBlock struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
-}
-
-type otherBlock struct {
-	Type     string `json:"type"`
-	MIMEType string `json:"mimeType,omitempty"`
 }
 
 // canonical re-encodes a JSON value with object members sorted.

@@ -1,0 +1,44 @@
+package study
+
+import "encoding/json"
+
+// The JSON shapes of a client-normalized observation (a scenario record's
+// observation field), as capture records them from live servers and the
+// recovery lab returns them: a raised JSON-RPC error, or a completed tool
+// result.
+
+// ObsException is an observation of a raised JSON-RPC error:
+// {"exception": {"type", "error": {"code", "message", "data"?}}}.
+type ObsException struct {
+	Exception struct {
+		Type  string `json:"type"`
+		Error struct {
+			Code    int64           `json:"code"`
+			Message string          `json:"message"`
+			Data    json.RawMessage `json:"data,omitempty"`
+		} `json:"error"`
+	} `json:"exception"`
+}
+
+// ObsResult is an observation of a completed tool result:
+// {"result": {"content": […], "isError", "structuredContent"?}}.
+type ObsResult struct {
+	Result struct {
+		Content           []any           `json:"content"`
+		IsError           bool            `json:"isError"`
+		StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	} `json:"result"`
+}
+
+// TextBlock is a text content block of a result.
+type TextBlock struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// OtherBlock is a non-text content block of a result, by its type and
+// media type.
+type OtherBlock struct {
+	Type     string `json:"type"`
+	MIMEType string `json:"mimeType,omitempty"`
+}
