@@ -158,7 +158,7 @@ func observeError(e *jsonrpc.Error, sc *scrubber) (json.RawMessage, error) {
 			o.Exception.Error.Data = b
 		}
 	}
-	return marshal(o)
+	return study.Marshal(o)
 }
 
 // observeRejection builds the observation of a validating client's
@@ -169,7 +169,7 @@ func observeRejection(c *study.OutputCheck) (json.RawMessage, error) {
 	o.Exception.Type = ExceptionOutputSchema
 	o.Exception.Error.Code = int64(c.Code)
 	o.Exception.Error.Message = c.Reason
-	return marshal(o)
+	return study.Marshal(o)
 }
 
 // observeResult builds the minimized observation of a completed result:
@@ -220,17 +220,7 @@ func observeResult(res *mcp.CallToolResult, sc *scrubber) (json.RawMessage, erro
 			return nil, err
 		}
 	}
-	return marshal(o)
-}
-
-func marshal(v any) (json.RawMessage, error) {
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return json.RawMessage(strings.TrimSpace(b.String())), nil
+	return study.Marshal(o)
 }
 
 // CheckOutput is the optional client-side outputSchema check. It follows

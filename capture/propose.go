@@ -75,5 +75,5 @@ func envelope(code string, target study.Target, policy study.Policy, text, words
 	e.Error.Retry.SameRequest = "unsafe"
 	e.Error.SideEffects = "none_committed"
 	e.Content = []study.TextBlock{{Type: "text", Text: text}}
-	return marshal(e)
+	return study.Marshal(e)
 }

@@ -74,7 +74,7 @@ func Observe(res *mcp.CallToolResult, err error) (json.RawMessage, error) {
 		default:
 			return nil, err
 		}
-		return encode(o)
+		return study.Marshal(o)
 	}
 	if res == nil {
 		return nil, errors.New("no result and no error")
@@ -107,7 +107,7 @@ func Observe(res *mcp.CallToolResult, err error) (json.RawMessage, error) {
 			return nil, fmt.Errorf("structuredContent: %w", err)
 		}
 	}
-	return encode(o)
+	return study.Marshal(o)
 }
 
 // canonical re-encodes a JSON value with object members sorted.
@@ -116,18 +116,7 @@ func canonical(raw []byte) (json.RawMessage, error) {
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return nil, err
 	}
-	return encode(v)
-}
-
-// encode marshals v without HTML escaping.
-func encode(v any) (json.RawMessage, error) {
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return json.RawMessage(strings.TrimSuffix(b.String(), "\n")), nil
+	return study.Marshal(v)
 }
 
 // retryAfterText is how a lab failure states its wait ("retry after 30 s",

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpstress/stress/conditions"
 	"github.com/mcpstress/stress/manifests"
+	"github.com/mcpstress/stress/study"
 )
 
 // Message is one chat message as a model receives it.
@@ -234,4 +235,28 @@ func clip(s string) string {
 		return s[:80] + "…"
 	}
 	return s
+}
+
+// WireFormat turns a manifest's format into the JSON a server's format
+// field takes (Ollama's, and the exec protocol's): nil for none ("" or
+// unset), "json", the answer's JSON schema for "schema", or a JSON schema
+// object as given.
+func WireFormat(f any) (json.RawMessage, error) {
+	switch v := f.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		switch v {
+		case "":
+			return nil, nil
+		case "json":
+			return json.RawMessage(`"json"`), nil
+		case "schema":
+			return json.Marshal(study.AnswerSchema())
+		}
+		return nil, fmt.Errorf(`want "", "json", "schema" or a JSON schema object, got %q`, v)
+	case map[string]any:
+		return json.Marshal(v)
+	}
+	return nil, fmt.Errorf("want a string or a JSON schema object, got %T", f)
 }

@@ -84,18 +84,7 @@ func ParseAnswer(text string) Answer {
 	if d, ok := obj["delay_ms"].(float64); ok && d >= 1 && d <= MaxDelayMS && d == float64(int64(d)) {
 		a.DelayMS = int64(d)
 	}
-	switch {
-	case !hasStatus:
-		a.Reason = ReasonMissingStatus
-	case !hasPolicy:
-		a.Reason = ReasonMissingPolicy
-	case a.Status == "":
-		a.Reason = ReasonInvalidStatus
-	case a.Policy == "":
-		a.Reason = ReasonInvalidPolicy
-	default:
-		a.Valid = true
-	}
+	a.judge(hasStatus, hasPolicy)
 	return a
 }
 
@@ -118,4 +107,22 @@ func unfence(s string) (string, bool) {
 		return "", false
 	}
 	return string(bytes.TrimSpace([]byte(inner))), true
+}
+
+// judge sets a's validity, or the reason it is invalid, from whether the
+// answer had the two fields and whether their values were in the
+// vocabulary (a.Status and a.Policy set): the rule both parsers share.
+func (a *Answer) judge(hasStatus, hasPolicy bool) {
+	switch {
+	case !hasStatus:
+		a.Reason = ReasonMissingStatus
+	case !hasPolicy:
+		a.Reason = ReasonMissingPolicy
+	case a.Status == "":
+		a.Reason = ReasonInvalidStatus
+	case a.Policy == "":
+		a.Reason = ReasonInvalidPolicy
+	default:
+		a.Valid = true
+	}
 }

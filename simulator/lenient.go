@@ -80,17 +80,6 @@ func lenientFields(obj map[string]any) Answer {
 			a.Policy = pol
 		}
 	}
-	switch {
-	case !hasStatus:
-		a.Reason = ReasonMissingStatus
-	case !hasPolicy:
-		a.Reason = ReasonMissingPolicy
-	case a.Status == "":
-		a.Reason = ReasonInvalidStatus
-	case a.Policy == "":
-		a.Reason = ReasonInvalidPolicy
-	default:
-		a.Valid = true
-	}
+	a.judge(hasStatus, hasPolicy)
 	return a
 }

@@ -1,6 +1,9 @@
 package study
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // The JSON shapes of a client-normalized observation (a scenario record's
 // observation field), as capture records them from live servers and the
@@ -41,4 +44,17 @@ type TextBlock struct {
 type OtherBlock struct {
 	Type     string `json:"type"`
 	MIMEType string `json:"mimeType,omitempty"`
+}
+
+// Marshal encodes v as compact JSON without HTML escaping (so an
+// observation keeps <, > and & as the server sent them), with no final
+// newline.
+func Marshal(v any) (json.RawMessage, error) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return json.RawMessage(strings.TrimSuffix(b.String(), "\n")), nil
 }

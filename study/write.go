@@ -46,21 +46,7 @@ func WriteCorpus(path string, scenarios []Scenario) error {
 	}
 	dir := filepath.Dir(path)
 	if strings.HasSuffix(path, ".json") {
-		tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-		if err != nil {
-			return err
-		}
-		_, err = tmp.Write(data)
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp.Name(), path)
-		}
-		if err != nil {
-			os.Remove(tmp.Name())
-		}
-		return err
+		return WriteFileAtomic(path, data)
 	}
 	byServer := map[string][]Scenario{}
 	for _, s := range scenarios {
@@ -118,4 +104,24 @@ func vacant(path string) error {
 		return fmt.Errorf("output directory %s is not empty; choose another output", path)
 	}
 	return nil
+}
+
+// WriteFileAtomic writes data to path through a temporary sibling renamed
+// into place, so that path holds all of data or is left as it was.
+func WriteFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
 }

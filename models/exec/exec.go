@@ -23,7 +23,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -35,7 +34,6 @@ import (
 
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/models/transport"
-	"github.com/mcpstress/stress/study"
 )
 
 // Backend is the registry name of this backend.
@@ -92,7 +90,7 @@ func New(spec models.Spec, opt transport.Options) (*Model, error) {
 	errf := func(format string, a ...any) error {
 		return fmt.Errorf("model %q: "+format, append([]any{spec.Name}, a...)...)
 	}
-	m := &Model{spec: spec, opt: withDefaults(opt), pass: map[string]any{}}
+	m := &Model{spec: spec, opt: opt.WithDefaults(), pass: map[string]any{}}
 	command, _ := spec.Options[OptCommand].(string)
 	if command == "" {
 		return nil, errf("options.command: missing: the program to run, e.g. command: node and script: backend.js")
@@ -153,7 +151,7 @@ func New(spec models.Spec, opt transport.Options) (*Model, error) {
 	if _, _, err := models.Think(spec.Options); err != nil {
 		return nil, errf("%w", err)
 	}
-	if m.format, err = format(spec.Format); err != nil {
+	if m.format, err = models.WireFormat(spec.Format); err != nil {
 		return nil, errf("format: %w", err)
 	}
 	for k, v := range spec.Options {
@@ -219,65 +217,6 @@ func resolve(command string) (string, error) {
 		return "", fmt.Errorf("%s (%s): not an executable file", command, p)
 	}
 	return p, nil
-}
-
-// format turns a manifest format into the request's: none, "json", or a
-// JSON schema ("schema" is the answer's).
-func format(f any) (json.RawMessage, error) {
-	switch v := f.(type) {
-	case nil:
-		return nil, nil
-	case string:
-		switch v {
-		case "":
-			return nil, nil
-		case "json":
-			return json.RawMessage(`"json"`), nil
-		case "schema":
-			return json.Marshal(study.AnswerSchema())
-		}
-		return nil, fmt.Errorf(`want "", "json", "schema" or a JSON schema object, got %q`, v)
-	case map[string]any:
-		return json.Marshal(v)
-	}
-	return nil, fmt.Errorf("want a string or a JSON schema object, got %T", f)
-}
-
-func withDefaults(o transport.Options) transport.Options {
-	if o.Timeout <= 0 {
-		o.Timeout = 120 * time.Second
-	}
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = 4
-	}
-	if o.BaseDelay <= 0 {
-		o.BaseDelay = 500 * time.Millisecond
-	}
-	if o.MaxDelay <= 0 {
-		o.MaxDelay = 30 * time.Second
-	}
-	if o.MaxBody <= 0 {
-		o.MaxBody = 16 << 20
-	}
-	if o.Jitter == nil {
-		o.Jitter = rand.Float64
-	}
-	if o.Sleep == nil {
-		o.Sleep = func(ctx context.Context, d time.Duration) error {
-			t := time.NewTimer(d)
-			defer t.Stop()
-			select {
-			case <-t.C:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	return o
 }
 
 // Identity is what pins a program: the sha256 of its executable and of

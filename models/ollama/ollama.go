@@ -29,7 +29,6 @@ import (
 
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/models/transport"
-	"github.com/mcpstress/stress/study"
 )
 
 // Backend is the registry name of this backend.
@@ -105,27 +104,8 @@ func ResolveHost(host string) (*url.URL, error) {
 	return u, nil
 }
 
-// Format turns a manifest format into Ollama's: nil or "" none, "json",
-// "schema" for the answer schema, or a JSON schema object.
-func Format(f any) (json.RawMessage, error) {
-	switch v := f.(type) {
-	case nil:
-		return nil, nil
-	case string:
-		switch v {
-		case "":
-			return nil, nil
-		case "json":
-			return json.RawMessage(`"json"`), nil
-		case "schema":
-			return json.Marshal(study.AnswerSchema())
-		}
-		return nil, fmt.Errorf(`want "", "json", "schema" or a JSON schema object, got %q`, v)
-	case map[string]any:
-		return json.Marshal(v)
-	}
-	return nil, fmt.Errorf("want a string or a JSON schema object, got %T", f)
-}
+// Format turns a manifest format into Ollama's (models.WireFormat).
+func Format(f any) (json.RawMessage, error) { return models.WireFormat(f) }
 
 // chatOptions merges the manifest's options with the turn's temperature
 // and seed; think is not a sampling option (it travels as the request's

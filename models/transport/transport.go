@@ -80,7 +80,9 @@ func FromSpec(spec models.Spec) Options {
 		Conns: spec.Parallel}
 }
 
-func (o Options) withDefaults() Options {
+// WithDefaults returns o with every unset field at its documented default
+// (what New uses).
+func (o Options) WithDefaults() Options {
 	if o.Timeout <= 0 {
 		o.Timeout = 120 * time.Second
 	}
@@ -154,7 +156,7 @@ type Client struct {
 
 // New returns a Client with opt's settings.
 func New(opt Options) *Client {
-	return &Client{opt: opt.withDefaults(), scrub: NewScrubber(opt.Secrets...)}
+	return &Client{opt: opt.WithDefaults(), scrub: NewScrubber(opt.Secrets...)}
 }
 
 // Scrubber returns the scrubber of the client's secrets.
