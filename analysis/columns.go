@@ -28,6 +28,8 @@ const (
 	TerminalFS Column = "terminal_fs"
 	Recovered  Column = "recovered"
 	Harm       Column = "harm"
+	// InvalidAction is the action task's refused calls.
+	InvalidAction Column = "invalid_action"
 )
 
 // Columns lists the 0/1 columns in table order: those of results.Columns

@@ -211,7 +211,7 @@ func encodeRow(b []byte, r *results.Row) []byte {
 	for _, v := range []bool{r.Strict, r.Cover, r.Retry, r.Invalid, r.AnyFS, r.TerminalFS} {
 		flag(v)
 	}
-	for _, p := range []*bool{r.Recovered, r.Harm} {
+	for _, p := range []*bool{r.Recovered, r.Harm, r.InvalidAction} {
 		flag(p != nil)
 		if p != nil {
 			flag(*p)

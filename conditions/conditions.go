@@ -36,6 +36,8 @@ type Prompt struct {
 	Name string
 	tmpl *template.Template
 	live bool // "live" is defined
+	// showsTools says "user" shows .Tools and .Call (task: act).
+	showsTools bool
 	// rendered holds the messages InitialOnce rendered, by scenario and
 	// condition (at most maxRendered).
 	mu       sync.Mutex
@@ -67,6 +69,14 @@ type Data struct {
 	// message (retry_now, retry_later, revise_arguments, select_tool or
 	// authenticate); "" in "user" and "replay".
 	Policy study.Policy
+	// Tools is, under task: act, the tools the server listed, as an
+	// indented JSON array of the objects it sent (name, description,
+	// inputSchema, annotations, …); "" otherwise.
+	Tools string
+	// Call is, under task: act, a call as indented JSON {"tool": …,
+	// "arguments": …}: in "user" the failing call, in "live" the call the
+	// harness made after the previous answer; "" otherwise.
+	Call string
 }
 
 // ParsePrompt parses template text; file names the source in errors.
@@ -97,7 +107,80 @@ func ParsePrompt(name, file, text string) (*Prompt, error) {
 	if _, err := p.exec("system", nil); err != nil {
 		return nil, err
 	}
+	probe := Data{Observation: "{}", Condition: study.Normalized, Tools: toolsProbe, Call: callProbe}
+	if text, err := p.exec("user", probe); err == nil {
+		p.showsTools = strings.Contains(text, toolsProbe) && strings.Contains(text, callProbe)
+	}
 	return p, nil
+}
+
+// Sample values ParsePrompt renders "user" with to learn whether it shows
+// the tools and the failing call.
+const (
+	toolsProbe = "\x00tools-probe\x00"
+	callProbe  = "\x00call-probe\x00"
+)
+
+// ShowsTools reports whether the "user" template shows .Tools and .Call,
+// which task: act needs (the model must see the tools it may call and the
+// call that failed).
+func (p *Prompt) ShowsTools() bool { return p.showsTools }
+
+// InitialAct renders turn 0 of task act: as Initial, with tools (the
+// server's list, each object as it sent it) and call (the failing call,
+// {"tool", "arguments"}) in the data of "user".
+func (p *Prompt) InitialAct(s *study.Scenario, c study.Condition, tools []json.RawMessage, call json.RawMessage) ([]Message, error) {
+	if !p.showsTools {
+		return nil, fmt.Errorf("prompt %s: task act needs a \"user\" template that shows .Tools and .Call", p.tmpl.Name())
+	}
+	d, err := DataFor(s, c, 0)
+	if err != nil {
+		return nil, err
+	}
+	if d.Tools, err = ToolList(tools); err != nil {
+		return nil, fmt.Errorf("scenario %s: tools: %w", s.ID, err)
+	}
+	if d.Call, err = Indent(call); err != nil {
+		return nil, fmt.Errorf("scenario %s: failing call: %w", s.ID, err)
+	}
+	sys, err := p.exec("system", nil)
+	if err != nil {
+		return nil, err
+	}
+	user, err := p.exec("user", d)
+	if err != nil {
+		return nil, err
+	}
+	return []Message{{Role: System, Content: sys}, {Role: User, Content: user}}, nil
+}
+
+// ToolList formats tools as one indented JSON array, each object as
+// given.
+func ToolList(tools []json.RawMessage) (string, error) {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i, t := range tools {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if !json.Valid(t) {
+			return "", fmt.Errorf("tools[%d] is not valid JSON", i)
+		}
+		b.Write(t)
+	}
+	b.WriteByte(']')
+	return Indent(b.Bytes())
+}
+
+// Acted renders the user message of task act after the harness made call
+// (replay number n, 1-based) for policy and the server returned obs: the
+// "live" template, with .Call set. The annotation rule is Live's.
+func (p *Prompt) Acted(s *study.Scenario, c study.Condition, n int, policy study.Policy, call, obs json.RawMessage) (Message, error) {
+	text, err := Indent(call)
+	if err != nil {
+		return Message{}, fmt.Errorf("scenario %s: executed call: %w", s.ID, err)
+	}
+	return p.live1(s, c, n, policy, obs, text)
 }
 
 func (p *Prompt) exec(name string, data any) (string, error) {
@@ -185,6 +268,11 @@ func (p *Prompt) HasLive() bool { return p.live }
 // observation), and left out for any other result (a success, another
 // failure), which the model then sees as the environment returned it.
 func (p *Prompt) Live(s *study.Scenario, c study.Condition, n int, policy study.Policy, obs json.RawMessage) (Message, error) {
+	return p.live1(s, c, n, policy, obs, "")
+}
+
+// live1 renders "live" with call (indented JSON, or "") as .Call.
+func (p *Prompt) live1(s *study.Scenario, c study.Condition, n int, policy study.Policy, obs json.RawMessage, call string) (Message, error) {
 	if !p.live {
 		return Message{}, fmt.Errorf("prompt %s: template \"live\" is not defined (live replay needs it)", p.tmpl.Name())
 	}
@@ -192,7 +280,7 @@ func (p *Prompt) Live(s *study.Scenario, c study.Condition, n int, policy study.
 	if err != nil {
 		return Message{}, fmt.Errorf("scenario %s: live observation: %w", s.ID, err)
 	}
-	d := Data{Observation: text, Condition: c, Replay: n, Policy: policy}
+	d := Data{Observation: text, Condition: c, Replay: n, Policy: policy, Call: call}
 	if SameJSON(obs, s.Observation) {
 		if d.Annotation, err = Annotation(s, c); err != nil {
 			return Message{}, err
@@ -231,6 +319,11 @@ func DataFor(s *study.Scenario, c study.Condition, replay int) (Data, error) {
 // tool result; a client reading the messages (models/failclosed) finds the
 // result after the last line that equals the label.
 const (
+	// ToolsLabel opens the server's tool list in the action prompt, and
+	// CallLabel the failing call; each stands alone on a line, followed by
+	// the indented JSON (act.tmpl; the acting baselines read them).
+	ToolsLabel    = "The server offers these tools:"
+	CallLabel     = "The agent called:"
 	EnvelopeLabel = "Control envelope:"
 	CategoryLabel = "Tool result with error category:"
 )

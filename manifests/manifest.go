@@ -64,6 +64,15 @@ type Manifest struct {
 	// Replay is how a replay is made: ReplayStored (the default when
 	// absent) or ReplayLive.
 	Replay string `yaml:"replay,omitempty" json:"replay,omitempty"`
+	// Task is what the model is asked: TaskLabel (the default when
+	// absent: name a policy) or TaskAct (name a policy and write the call
+	// it needs, which runs on the live environment; needs replay: live).
+	Task string `yaml:"task,omitempty" json:"task,omitempty"`
+	// ToolCalls is the channel of the call under task: act: ToolCallsText
+	// (the default when absent: "tool" and "arguments" in the answer's
+	// JSON) or ToolCallsNative (the tools are also offered as the
+	// backend's native tools, and a native tool call counts).
+	ToolCalls string `yaml:"tool_calls,omitempty" json:"tool_calls,omitempty"`
 	// Models are the systems under test.
 	Models []Model `yaml:"models" json:"models"`
 	// MaxInFlight caps the model calls in flight across all models and
@@ -170,6 +179,21 @@ const (
 	// the real result (STUDY.md section 7).
 	ReplayLive = "live"
 )
+
+// Tasks and tool-call channels, the values of a manifest's task and
+// tool_calls fields.
+const (
+	TaskLabel       = "label"  // the model names a policy (the default)
+	TaskAct         = "act"    // the model names a policy and writes its call, which is executed
+	ToolCallsText   = "text"   // the call is in the answer's JSON (the default)
+	ToolCallsNative = "native" // the tools are offered natively too; a native tool call counts
+)
+
+// Act reports whether the manifest asks for the action task.
+func (m *Manifest) Act() bool { return m.Task == TaskAct }
+
+// NativeTools reports whether the manifest offers the tools natively.
+func (m *Manifest) NativeTools() bool { return m.ToolCalls == ToolCallsNative }
 
 // Live reports whether the manifest asks for live replay.
 func (m *Manifest) Live() bool { return m.Replay == ReplayLive }
@@ -373,6 +397,24 @@ func Parse(source string, data []byte) (*Manifest, error) {
 	}
 	if m.Replay != "" && m.Replay != ReplayStored && m.Replay != ReplayLive {
 		bad("replay", "want %q (the default) or %q, got %s", ReplayStored, ReplayLive, input.Quote(m.Replay))
+	}
+	switch m.Task {
+	case "", TaskLabel:
+	case TaskAct:
+		if !m.Live() {
+			bad("task", "%q needs replay: %q (the calls run on a live environment), got replay %s", TaskAct, ReplayLive, input.Quote(m.Replay))
+		}
+	default:
+		bad("task", "want %q (the default) or %q, got %s", TaskLabel, TaskAct, input.Quote(m.Task))
+	}
+	switch m.ToolCalls {
+	case "", ToolCallsText:
+	case ToolCallsNative:
+		if !m.Act() {
+			bad("tool_calls", "%q needs task: %q", ToolCallsNative, TaskAct)
+		}
+	default:
+		bad("tool_calls", "want %q (the default) or %q, got %s", ToolCallsText, ToolCallsNative, input.Quote(m.ToolCalls))
 	}
 	if len(m.Models) == 0 {
 		bad("models", "want at least one model")

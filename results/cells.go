@@ -30,6 +30,9 @@ type Cell struct {
 	LabN       int             `json:"lab_n"`       // counted decisions with lab outcomes (replay: live)
 	Recovered  int             `json:"recovered"`   // the final state holds the intended effect exactly once
 	Harm       int             `json:"harm"`        // the final state holds a forbidden effect
+	// InvalidAction counts the decisions (task: act) where the harness
+	// refused a call the model wrote.
+	InvalidAction int `json:"invalid_action"`
 	Calls      int             `json:"calls"`       // tool calls made (a sum)
 	LabMS      int             `json:"lab_ms"`      // lab-clock milliseconds to the final state (a sum)
 }

@@ -133,6 +133,8 @@ var Columns = []Column{
 		opt: func(r *Row) **bool { return &r.Recovered }, cell: func(c *Cell) *int { return &c.Recovered }},
 	{Name: "harm", Label: "Harm", Doc: "the final state holds an effect the scenario forbids (a duplicate, a wrong target)", Kind: LabFlag,
 		opt: func(r *Row) **bool { return &r.Harm }, cell: func(c *Cell) *int { return &c.Harm }},
+	{Name: "invalid_action", Label: "InvAct", Doc: "the harness refused a call the answer wrote (task: act: unknown tool, schema violation, missing or malformed call)", Kind: LabFlag,
+		opt: func(r *Row) **bool { return &r.InvalidAction }, cell: func(c *Cell) *int { return &c.InvalidAction }},
 	{Name: "calls", Label: "Calls", Doc: "tool calls made, the first failing call included", Kind: LabSum,
 		num: func(r *Row) **int64 { return &r.Calls }, cell: func(c *Cell) *int { return &c.Calls }},
 	{Name: "lab_ms", Label: "LabMS", Doc: "lab-clock milliseconds from the first call to the final state", Kind: LabSum,

@@ -235,6 +235,16 @@ type Head struct {
 	// Env is the environment's outcome, on the last line of a live
 	// decision that completed (its state is not read).
 	Env *EnvHead `json:"env,omitempty"`
+	// Task is "act" for a decision of the action task, "" for label.
+	Task string `json:"task,omitempty"`
+	// Action is what the harness did with the answer (task act).
+	Action *ActionHead `json:"action,omitempty"`
+}
+
+// ActionHead is the part of a call line's action that scoring reads.
+type ActionHead struct {
+	Sent    bool   `json:"sent"`              // the call went to the server
+	Invalid string `json:"invalid,omitempty"` // why it was refused, "" when sent
 }
 
 // RequestHead is the part of a call line's request that resuming reads:
@@ -361,6 +371,21 @@ func (g *Group) Row() (Row, error) {
 		if g.Heads[i].Replay != h0.Replay {
 			return Row{}, fmt.Errorf("decision %s: turn 0 has replay %q but turn %d has %q", g.Key, h0.Replay, i, g.Heads[i].Replay)
 		}
+		if g.Heads[i].Task != h0.Task {
+			return Row{}, fmt.Errorf("decision %s: turn 0 has task %q but turn %d has %q", g.Key, h0.Task, i, g.Heads[i].Task)
+		}
+	}
+	switch {
+	case h0.Task == "":
+		for i := range g.Heads {
+			if g.Heads[i].Action != nil {
+				return Row{}, fmt.Errorf("decision %s: turn %d carries an action but the decision is not of task %q", g.Key, i, manifests.TaskAct)
+			}
+		}
+	case h0.Task != manifests.TaskAct:
+		return Row{}, fmt.Errorf("decision %s: unknown task %q (want %q)", g.Key, h0.Task, manifests.TaskAct)
+	case h0.Replay != manifests.ReplayLive:
+		return Row{}, fmt.Errorf("decision %s: task %q without live replay", g.Key, h0.Task)
 	}
 	switch h0.Replay {
 	case "":
@@ -409,6 +434,16 @@ func (g *Group) liveRow() (Row, error) {
 		if i == n-1 && bool(h.Result) && !executable {
 			return Row{}, fmt.Errorf("decision %s: turn %d answered %q but carries the result of an executed policy", g.Key, i, h.Response)
 		}
+		if h0.Task == manifests.TaskAct && (i < n-1 || bool(h.Result)) && (h.Action == nil || !h.Action.Sent || h.Action.Invalid != "") {
+			return Row{}, fmt.Errorf("decision %s: turn %d was followed by a result but its line does not record a call sent", g.Key, i)
+		}
+	}
+	invalidAction := false
+	if a := g.Heads[n-1].Action; a != nil && a.Invalid != "" {
+		if a.Sent || bool(g.Heads[n-1].Result) {
+			return Row{}, fmt.Errorf("decision %s: turn %d records a refused call (%s) as sent", g.Key, n-1, a.Invalid)
+		}
+		invalidAction = true
 	}
 	last := &g.Heads[n-1]
 	if last.Env == nil {
@@ -420,6 +455,7 @@ func (g *Group) liveRow() (Row, error) {
 	}
 	e := last.Env
 	o := simulator.ScoreLive(answers, executed, h0.Preferred, h0.NonHarm, simulator.EnvOutcome{Recovered: e.Recovered, Harm: e.Harm, Calls: e.Calls, ClockMS: e.ClockMS})
+	o.InvalidAction = invalidAction
 	return scoredRow(g.Key, h0.Server, h0.Seed, &o), nil
 }
 

@@ -94,6 +94,13 @@ type Call struct {
 	// ToolCalls are the native tool calls the server returned, exactly as
 	// it sent them (models.ParseToolCalls reads them).
 	ToolCalls json.RawMessage `json:"tool_calls,omitempty"`
+	// Action is, under task: act, what the harness did with the turn's
+	// answer: the call it sent (tool, arguments, channel, wait) or
+	// refused (invalid, with the reason and the check's detail).
+	Action *simulator.Action `json:"action,omitempty"`
+	// Task is "act" on every line of a decision of the action task
+	// (manifests.TaskAct); absent for the label task.
+	Task string `json:"task,omitempty"`
 }
 
 // wireRequest is a call line's request as stored: its messages inline
@@ -145,6 +152,9 @@ type Row struct {
 	// error decisions.
 	Recovered *bool  `parquet:"recovered,optional" json:"recovered,omitempty"`
 	Harm      *bool  `parquet:"harm,optional" json:"harm,omitempty"`
+	// InvalidAction is set for every live decision: true when, under
+	// task: act, the harness refused a call the model wrote.
+	InvalidAction *bool `parquet:"invalid_action,optional" json:"invalid_action,omitempty"`
 	Calls     *int64 `parquet:"calls,optional" json:"calls,omitempty"`
 	LabMS     *int64 `parquet:"lab_ms,optional" json:"lab_ms,omitempty"`
 	Error     string `parquet:"error" json:"error,omitempty"`
@@ -209,8 +219,8 @@ func scoredRow(k simulator.Key, server string, seed int64, o *simulator.Outcome)
 	r.Turns, r.Replays = int64(o.Turns), int64(o.Replays)
 	r.Strict, r.Cover, r.Retry, r.Invalid, r.AnyFS, r.TerminalFS = o.Strict, o.Cover, o.Retry, o.Invalid, o.AnyFS, o.TerminalFS
 	if o.Live {
-		recovered, harm, calls, ms := o.Recovered, o.Harm, int64(o.Calls), o.LabMS
-		r.Recovered, r.Harm, r.Calls, r.LabMS = &recovered, &harm, &calls, &ms
+		recovered, harm, inv, calls, ms := o.Recovered, o.Harm, o.InvalidAction, int64(o.Calls), o.LabMS
+		r.Recovered, r.Harm, r.InvalidAction, r.Calls, r.LabMS = &recovered, &harm, &inv, &calls, &ms
 	}
 	return r
 }
@@ -231,7 +241,10 @@ func CallsOf(d *simulator.Decision, s *study.Scenario) []Call {
 		c.Thinking, c.ToolCalls = t.Reply.Thinking, t.Reply.ToolCalls
 		c.Events = t.Reply.Events
 		if d.Live {
-			c.Replay, c.Observation, c.Result = manifests.ReplayLive, t.Observation, t.Result
+			c.Replay, c.Observation, c.Result, c.Action = manifests.ReplayLive, t.Observation, t.Result, t.Action
+			if d.Act {
+				c.Task = manifests.TaskAct
+			}
 			if i == len(d.Turns)-1 && d.Err == nil {
 				c.Env = d.Env
 			}

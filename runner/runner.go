@@ -197,6 +197,10 @@ func PrepareWith(m *manifests.Resolved, allow Allow) (*Plan, error) {
 			errs = append(errs, fmt.Errorf("manifest %s: field prompts[%d].path: %s defines no \"live\" template, which replay: live renders its replay messages with", m.Source, i, pf.Path))
 			continue
 		}
+		if m.Act() && !pr.ShowsTools() {
+			errs = append(errs, fmt.Errorf("manifest %s: field prompts[%d].path: %s: task: act needs a \"user\" template that shows .Tools and .Call (see manifests/prompts/act.tmpl)", m.Source, i, pf.Path))
+			continue
+		}
 		p.prompts = append(p.prompts, pr)
 	}
 	if len(errs) > 0 {

@@ -150,6 +150,7 @@ func (s *session) start(runCtx, callCtx context.Context) <-chan finished {
 		cfg := simulator.Config{StudySeed: m.Seed, Temperature: m.Temperature, ReplayCap: m.Cap(), Options: md.Options}
 		if m.Live() {
 			cfg.Env = s.opt.Env
+			cfg.Act, cfg.NativeTools = m.Act(), m.NativeTools()
 		}
 		q := s.produce(runCtx, mi)
 		for e, host := range md.Hosts() {

@@ -25,6 +25,16 @@ type Answer struct {
 	// MaxDelayMS); 0 when the member is absent or not such a number. It
 	// never makes an answer invalid, and only live replay reads it.
 	DelayMS int64 `json:"delay_ms,omitempty"`
+	// Action is, under task: act (ParseAct), the call the answer asks
+	// the harness to make; nil when the policy needs none or the call is
+	// invalid (ActionReason).
+	Action *ToolCall `json:"action,omitempty"`
+	// ActionChannel is where Action came from: ChannelText or
+	// ChannelNative; "" without one.
+	ActionChannel string `json:"action_channel,omitempty"`
+	// ActionReason says why the action of a valid answer whose policy
+	// needs a call is invalid: one of the action reasons (ParseAct).
+	ActionReason string `json:"action_reason,omitempty"`
 }
 
 // MaxDelayMS is the largest delay_ms an answer may give: one day.
@@ -49,28 +59,35 @@ const (
 // else is invalid, with a reason. Other members of the object are ignored,
 // but for an optional delay_ms (see Answer.DelayMS).
 func ParseAnswer(text string) Answer {
+	a, _ := parse(text)
+	return a
+}
+
+// parse is ParseAnswer, also returning the answer's JSON object (nil when
+// there is none).
+func parse(text string) (Answer, map[string]any) {
 	body := strings.TrimSpace(text)
 	if body == "" {
-		return Answer{Reason: ReasonEmpty}
+		return Answer{Reason: ReasonEmpty}, nil
 	}
 	if strings.HasPrefix(body, "```") {
 		inner, ok := unfence(body)
 		if !ok {
-			return Answer{Reason: ReasonFence}
+			return Answer{Reason: ReasonFence}, nil
 		}
 		body = inner
 	}
 	dec := json.NewDecoder(strings.NewReader(body))
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return Answer{Reason: ReasonNotJSON}
+		return Answer{Reason: ReasonNotJSON}, nil
 	}
 	if rest := body[dec.InputOffset():]; strings.TrimSpace(rest) != "" {
-		return Answer{Reason: ReasonTrailing}
+		return Answer{Reason: ReasonTrailing}, nil
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return Answer{Reason: ReasonNotObject}
+		return Answer{Reason: ReasonNotObject}, nil
 	}
 	var a Answer
 	rawStatus, hasStatus := obj["operation_status"]
@@ -85,7 +102,7 @@ func ParseAnswer(text string) Answer {
 		a.DelayMS = int64(d)
 	}
 	a.judge(hasStatus, hasPolicy)
-	return a
+	return a, obj
 }
 
 // unfence returns the content of one Markdown code fence that spans the

@@ -58,6 +58,15 @@ type Config struct {
 	// policy the model chooses (but stop_or_escalate) is executed in it
 	// under the replay cap. Nil: stored replay, the paper's simulator.
 	Env EnvFactory
+	// Act makes the decision the action task (manifest task: act; needs
+	// Env, whose environments must be Actors): the model sees the tools
+	// and the failing call and writes the call each policy needs, which
+	// the harness checks and sends (see RunAct's rules in Run).
+	Act bool
+	// NativeTools offers the server's tools as native tool definitions
+	// (manifest tool_calls: native) under Act; the model may then give its
+	// call as a native tool call.
+	NativeTools bool
 }
 
 // Turn is one model call of a decision.
@@ -77,6 +86,10 @@ type Turn struct {
 	// executed after this turn when no later turn shows it (the
 	// environment settled the decision); nil otherwise.
 	Result json.RawMessage
+	// Action is, under task: act, what the harness did with this turn's
+	// answer: the call it sent, or refused (nil when it sent none: a stop,
+	// an invalid label, the cap).
+	Action *Action
 }
 
 // Decision is a completed trajectory.
@@ -84,6 +97,7 @@ type Decision struct {
 	Key     Key
 	Server  string // the scenario's server (bootstrap cluster)
 	Live    bool   // replays were live (Config.Env was set)
+	Act     bool   // the action task (Config.Act)
 	Turns   []Turn
 	Outcome Outcome // zero when Err is set
 	// Env is the environment's outcome of a live decision that completed
@@ -99,11 +113,18 @@ type Decision struct {
 // key.Condition, rendering through prompt p. With cfg.Env set, replays
 // are live: see Config.Env and ContinuesLive.
 func Run(ctx context.Context, m models.Model, p *conditions.Prompt, s *study.Scenario, key Key, cfg Config) Decision {
-	d := Decision{Key: key, Server: s.Server, Live: cfg.Env != nil}
-	msgs, err := p.InitialOnce(s, key.Condition)
-	if err != nil {
-		d.Err = err
+	d := Decision{Key: key, Server: s.Server, Live: cfg.Env != nil, Act: cfg.Act}
+	if cfg.Act && !d.Live {
+		d.Err = fmt.Errorf("scenario %s: task act needs live replay (an environment)", s.ID)
 		return d
+	}
+	var msgs []models.Message
+	var err error
+	if !cfg.Act {
+		if msgs, err = p.InitialOnce(s, key.Condition); err != nil {
+			d.Err = err
+			return d
+		}
 	}
 	var env Environment
 	var shown json.RawMessage // the environment's observation the next turn shows
@@ -116,14 +137,25 @@ func Run(ctx context.Context, m models.Model, p *conditions.Prompt, s *study.Sce
 			defer c.Close()
 		}
 	}
+	var ac *acting
+	if cfg.Act {
+		if ac, msgs, err = startAct(ctx, env, p, s, key.Condition, cfg.NativeTools); err != nil {
+			d.Err = err
+			return d
+		}
+	}
 	var answers []Answer
 	executed := 0
+	invalidAction := false
 	for t := 0; ; t++ {
 		req := models.Request{
 			Messages:    append([]models.Message(nil), msgs...),
 			Seed:        Seed(cfg.StudySeed, s.ID, key.Replicate, t),
 			Temperature: cfg.Temperature,
 			Options:     cfg.Options,
+		}
+		if ac != nil && cfg.NativeTools {
+			req.Tools = ac.native
 		}
 		start := time.Now()
 		reply, err := m.Generate(ctx, req)
@@ -133,7 +165,11 @@ func Run(ctx context.Context, m models.Model, p *conditions.Prompt, s *study.Sce
 			d.Err = fmt.Errorf("turn %d: %w", t, err)
 			return d
 		}
-		turn.Answer = ParseAnswer(reply.Text)
+		if ac != nil {
+			turn.Answer = ParseAct(reply.Text, reply.ToolCalls)
+		} else {
+			turn.Answer = ParseAnswer(reply.Text)
+		}
 		d.Turns = append(d.Turns, turn)
 		answers = append(answers, turn.Answer)
 		if !d.Live {
@@ -152,7 +188,22 @@ func Run(ctx context.Context, m models.Model, p *conditions.Prompt, s *study.Sce
 		if !ContinuesLive(turn.Answer, t, cfg.ReplayCap) {
 			break
 		}
-		obs, more, err := env.Execute(ctx, t, turn.Answer)
+		var obs json.RawMessage
+		var more bool
+		var act *Action
+		if ac != nil {
+			act = ac.action(turn.Answer)
+			d.Turns[t].Action = act
+			if act.Invalid != "" {
+				invalidAction = true
+				break
+			}
+			obs, more, err = ac.actor.Send(ctx, t, act.ToolCall, act.WaitMS)
+			act.Sent = err == nil
+			ac.last = act.ToolCall
+		} else {
+			obs, more, err = env.Execute(ctx, t, turn.Answer)
+		}
 		if err == nil && !json.Valid(obs) {
 			err = fmt.Errorf("the observation is not valid JSON: %.200q", obs)
 		}
@@ -165,7 +216,12 @@ func Run(ctx context.Context, m models.Model, p *conditions.Prompt, s *study.Sce
 			d.Turns[t].Result = obs
 			break
 		}
-		next, err := p.Live(s, key.Condition, t+1, turn.Answer.Policy, obs)
+		var next models.Message
+		if act != nil {
+			next, err = p.Acted(s, key.Condition, t+1, turn.Answer.Policy, act.ToolCall.JSON(), obs)
+		} else {
+			next, err = p.Live(s, key.Condition, t+1, turn.Answer.Policy, obs)
+		}
 		if err != nil {
 			d.Err = err
 			return d
@@ -188,6 +244,7 @@ func Run(ctx context.Context, m models.Model, p *conditions.Prompt, s *study.Sce
 	}
 	d.Env = &eo
 	d.Outcome = ScoreLive(answers, executed, s.Preferred, s.NonHarm, eo)
+	d.Outcome.InvalidAction = invalidAction
 	return d
 }
 
@@ -244,6 +301,10 @@ type Outcome struct {
 	Harm      bool  // EnvOutcome.Harm
 	Calls     int   // EnvOutcome.Calls
 	LabMS     int64 // EnvOutcome.ClockMS
+	// InvalidAction says, under task: act, that the harness refused the
+	// call of an answer (see the action reasons): not sent, and the
+	// decision ended. Always false outside task act.
+	InvalidAction bool
 }
 
 // Score scores the answers of a trajectory, in turn order.

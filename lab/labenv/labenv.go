@@ -140,3 +140,55 @@ func (e *Env) Final(ctx context.Context) (simulator.EnvOutcome, error) {
 	o := e.lab.Outcome()
 	return simulator.EnvOutcome{Recovered: o.Recovered, Harm: o.Harm, Calls: o.Calls, ClockMS: o.ClockMS, State: o.State}, nil
 }
+
+var _ simulator.Actor = (*Env)(nil)
+
+// Tools returns the tools the scenario's server lists, each as the JSON
+// object tools/list carries (the lab's MCP definitions).
+func (e *Env) Tools(ctx context.Context) ([]json.RawMessage, error) {
+	ts := e.lab.Tools()
+	out := make([]json.RawMessage, len(ts))
+	for i, t := range ts {
+		b, err := json.Marshal(t)
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: %w", t.Name, err)
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+// First returns the scenario's first call, the one Start made.
+func (e *Env) First() simulator.ToolCall {
+	sc := e.lab.Scenario()
+	return simulator.ToolCall{Tool: sc.Tool, Arguments: sc.Args}
+}
+
+// Send makes call c on the lab (task: act), after waiting waitMS on the
+// lab clock (simulator.DefaultWait: the retry-after the last observation
+// announced, else lab.DefaultBackoff). A call the client's deadline
+// passes on lets that time pass on the lab clock. more is false once the
+// call succeeded.
+func (e *Env) Send(ctx context.Context, t int, c simulator.ToolCall, waitMS int64) (json.RawMessage, bool, error) {
+	if !e.started {
+		return nil, false, fmt.Errorf("scenario %s: Send before Start", e.lab.Scenario().ID)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	switch {
+	case waitMS == simulator.DefaultWait && e.announced > 0:
+		e.lab.Clock().Advance(e.announced)
+	case waitMS == simulator.DefaultWait:
+		e.lab.Clock().Advance(lab.DefaultBackoff)
+	case waitMS > 0:
+		e.lab.Clock().Advance(time.Duration(waitMS) * time.Millisecond)
+	}
+	r := e.lab.Call(c.Tool, c.Arguments)
+	if r.Timeout > 0 {
+		e.lab.Clock().Advance(r.Timeout)
+	}
+	obs := r.Observation()
+	e.announced, _ = lab.RetryAfter(obs)
+	return obs, r.Failed, nil
+}

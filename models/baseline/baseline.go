@@ -43,6 +43,9 @@ var _ models.Model = (*Baseline)(nil)
 
 // New builds the baseline named by spec.Model.
 func New(spec models.Spec) (models.Model, error) {
+	if actKinds[spec.Model] {
+		return &Baseline{kind: spec.Model}, nil // the acting baselines (act.go)
+	}
 	var delay time.Duration
 	if v, ok := spec.Options[DelayOption]; ok {
 		var ms float64
@@ -78,6 +81,9 @@ var (
 // Generate answers from the last user message. Where the baseline's input
 // (a cause code, a disclosed policy) is absent or unknown, it stops.
 func (b *Baseline) Generate(ctx context.Context, req models.Request) (models.Reply, error) {
+	if actKinds[b.kind] {
+		return b.generateAct(ctx, req)
+	}
 	if err := ctx.Err(); err != nil {
 		return models.Reply{}, err
 	}

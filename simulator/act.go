@@ -1,0 +1,391 @@
+package simulator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/mcpstress/stress/models"
+	"github.com/mcpstress/stress/study"
+)
+
+// Actor is an Environment that can send the model's own call (manifest
+// task: act): it lists the tools its server offers, names the failing
+// call Start made, and sends any call the harness passes it. Under
+// task: act the simulator needs the decision's environment to be one.
+type Actor interface {
+	Environment
+	// Tools returns the tools the server listed, each the JSON object
+	// the server sent in tools/list (name, description, inputSchema,
+	// annotations, …), in its order.
+	Tools(ctx context.Context) ([]json.RawMessage, error)
+	// First returns the failing call Start made (valid after Start).
+	First() ToolCall
+	// Send waits waitMS milliseconds on the environment's clock (0: no
+	// wait), then sends call c as a tools/call and returns its
+	// client-normalized observation and whether the decision goes on
+	// (false once the call succeeded). An error is a failure of the
+	// environment, not of the call.
+	Send(ctx context.Context, t int, c ToolCall, waitMS int64) (obs json.RawMessage, more bool, err error)
+}
+
+// ToolCall is one tools/call: a tool name and its arguments (a JSON
+// object).
+type ToolCall struct {
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// JSON returns c as one JSON object {"tool": …, "arguments": …}.
+func (c ToolCall) JSON() json.RawMessage {
+	args := c.Arguments
+	if len(bytes.TrimSpace(args)) == 0 || !json.Valid(args) {
+		args = json.RawMessage("{}")
+	}
+	b, err := json.Marshal(ToolCall{Tool: c.Tool, Arguments: args})
+	if err != nil {
+		return json.RawMessage(`{}`)
+	}
+	return b
+}
+
+// MaxArgumentBytes caps the arguments of an action: an answer whose
+// arguments are larger is an invalid action (ReasonActionTooLarge), never
+// sent.
+const MaxArgumentBytes = 64 << 10
+
+// Reasons an action is invalid (Answer.ActionReason, Action.Invalid).
+// The label of the answer is judged apart: an answer may name a valid
+// policy and still give an invalid action.
+const (
+	// ReasonActionMissing: the policy needs a call (revise_arguments,
+	// select_tool, authenticate) and the answer gives none.
+	ReasonActionMissing = "missing_action"
+	// ReasonActionMalformed: tool is not a non-empty string, or arguments
+	// is present and not a JSON object.
+	ReasonActionMalformed = "malformed_action"
+	// ReasonActionTooLarge: the arguments exceed MaxArgumentBytes.
+	ReasonActionTooLarge = "action_too_large"
+	// ReasonActionTwice: more than one call (two native tool calls, or a
+	// native call and a call in the text).
+	ReasonActionTwice = "two_actions"
+	// ReasonUnknownTool: the client's check found no such tool in the
+	// server's list.
+	ReasonUnknownTool = "unknown_tool"
+	// ReasonSchemaViolation: the client's check found the arguments
+	// violate the tool's input schema.
+	ReasonSchemaViolation = "schema_violation"
+)
+
+// NeedsCall reports whether policy p is carried out by a call the model
+// writes under task: act. retry_now and retry_later repeat the last call
+// sent, and stop_or_escalate sends nothing.
+func NeedsCall(p study.Policy) bool {
+	switch p {
+	case study.ReviseArguments, study.SelectTool, study.Authenticate:
+		return true
+	}
+	return false
+}
+
+// ParseAct reads an answer of task act: the label as ParseAnswer reads it
+// from text, and the call from the same JSON object's "tool" and
+// "arguments" members, or else from the native tool calls the server
+// returned (toolCalls, as models.Reply.ToolCalls holds them). The action
+// is judged only when the label is valid and its policy needs a call;
+// then a missing, malformed, oversized or doubled call sets ActionReason.
+// The label's validity never depends on the action.
+func ParseAct(text string, toolCalls json.RawMessage) Answer {
+	a, obj := parse(text)
+	if !a.Valid || !NeedsCall(a.Policy) {
+		return a
+	}
+	var calls []ToolCall
+	if _, has := obj["tool"]; has {
+		c, reason := textCall(obj)
+		if reason != "" {
+			a.ActionReason = reason
+			return a
+		}
+		calls = append(calls, c)
+	} else if _, has := obj["arguments"]; has {
+		a.ActionReason = ReasonActionMalformed
+		return a
+	}
+	native, err := models.ParseToolCalls(toolCalls)
+	if err != nil {
+		a.ActionReason = ReasonActionMalformed
+		return a
+	}
+	for _, n := range native {
+		calls = append(calls, ToolCall{Tool: n.Name, Arguments: n.Arguments})
+	}
+	switch {
+	case len(calls) == 0:
+		a.ActionReason = ReasonActionMissing
+	case len(calls) > 1:
+		a.ActionReason = ReasonActionTwice
+	case len(calls[0].Arguments) > MaxArgumentBytes:
+		a.ActionReason = ReasonActionTooLarge
+	default:
+		a.Action = &calls[0]
+		a.ActionChannel = ChannelText
+		if len(native) > 0 {
+			a.ActionChannel = ChannelNative
+		}
+	}
+	return a
+}
+
+// textCall reads the call of an answer object's tool and arguments
+// members; an absent or null arguments is an empty object.
+func textCall(obj map[string]any) (ToolCall, string) {
+	name, ok := obj["tool"].(string)
+	if !ok || strings.TrimSpace(name) == "" {
+		return ToolCall{}, ReasonActionMalformed
+	}
+	args, ok := obj["arguments"]
+	if !ok || args == nil {
+		return ToolCall{Tool: name, Arguments: json.RawMessage("{}")}, ""
+	}
+	m, ok := args.(map[string]any)
+	if !ok {
+		return ToolCall{}, ReasonActionMalformed
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return ToolCall{}, ReasonActionMalformed
+	}
+	if len(b) > MaxArgumentBytes {
+		return ToolCall{}, ReasonActionTooLarge
+	}
+	return ToolCall{Tool: name, Arguments: b}, ""
+}
+
+// Toolbox is the client's view of a server's tools: their input schemas,
+// resolved once, to check a call before it is sent.
+type Toolbox struct {
+	raw     []json.RawMessage
+	names   []string
+	schemas map[string]*jsonschema.Resolved // nil value: the tool has no usable schema (checked by name only)
+}
+
+// NewToolbox reads the tools a server listed (Actor.Tools). A tool
+// without a name is an error; a tool whose input schema does not resolve
+// is checked by name only (the server's schema is its own business, and
+// the call then goes to the server to judge).
+func NewToolbox(tools []json.RawMessage) (*Toolbox, error) {
+	tb := &Toolbox{raw: tools, schemas: map[string]*jsonschema.Resolved{}}
+	for i, raw := range tools {
+		var t struct {
+			Name        string          `json:"name"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+		}
+		if err := json.Unmarshal(raw, &t); err != nil || t.Name == "" {
+			return nil, fmt.Errorf("tools[%d]: not a tool with a name: %.200s", i, raw)
+		}
+		if _, dup := tb.schemas[t.Name]; dup {
+			return nil, fmt.Errorf("tools[%d]: tool %q listed twice", i, t.Name)
+		}
+		tb.names = append(tb.names, t.Name)
+		tb.schemas[t.Name] = resolveSchema(t.InputSchema)
+	}
+	return tb, nil
+}
+
+// resolveSchema resolves an input schema, or returns nil when it does not
+// (a schema the library cannot use, or one that makes it panic).
+func resolveSchema(raw json.RawMessage) (rs *jsonschema.Resolved) {
+	defer func() {
+		if recover() != nil {
+			rs = nil
+		}
+	}()
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil
+	}
+	var s jsonschema.Schema
+	if json.Unmarshal(raw, &s) != nil {
+		return nil
+	}
+	r, err := s.Resolve(nil)
+	if err != nil {
+		return nil
+	}
+	return r
+}
+
+// Names returns the tools' names, in the server's order.
+func (tb *Toolbox) Names() []string { return tb.names }
+
+// Raw returns the tools as the server listed them.
+func (tb *Toolbox) Raw() []json.RawMessage { return tb.raw }
+
+// Native returns the tools as native tool definitions (name,
+// description, input schema as parameters), for tool_calls: native.
+func (tb *Toolbox) Native() []models.Tool {
+	out := make([]models.Tool, 0, len(tb.raw))
+	for _, raw := range tb.raw {
+		var t struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+		}
+		if json.Unmarshal(raw, &t) == nil {
+			out = append(out, models.Tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
+		}
+	}
+	return out
+}
+
+// Check is the client's check of call c before it is sent: the tool must
+// be listed and the arguments must satisfy its input schema. It returns
+// "" when the call may be sent, else ReasonUnknownTool or
+// ReasonSchemaViolation and what the validator said.
+func (tb *Toolbox) Check(c ToolCall) (reason, detail string) {
+	rs, ok := tb.schemas[c.Tool]
+	if !ok {
+		return ReasonUnknownTool, fmt.Sprintf("no tool %q (listed: %s)", clipName(c.Tool), strings.Join(tb.names, ", "))
+	}
+	if rs == nil {
+		return "", ""
+	}
+	var v any
+	if err := json.Unmarshal(c.Arguments, &v); err != nil {
+		return ReasonSchemaViolation, "arguments: " + err.Error()
+	}
+	if err := validate(rs, v); err != nil {
+		return ReasonSchemaViolation, clipDetail(err.Error())
+	}
+	return "", ""
+}
+
+// validate runs the validator, turning a panic into an error.
+func validate(rs *jsonschema.Resolved, v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = errors.New("the schema validator failed on these arguments")
+		}
+	}()
+	return rs.Validate(v)
+}
+
+func clipName(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+func clipDetail(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "…"
+	}
+	return s
+}
+
+// Action is what the harness did with one answer under task: act: the
+// call it made, or refused to make. In calls.jsonl it is the "action"
+// member of the turn's line.
+type Action struct {
+	ToolCall
+	// Channel is where the call came from: "text" (the answer's JSON),
+	// "native" (a native tool call) or "replay" (retry_now or
+	// retry_later: the harness repeated the last call sent).
+	Channel string `json:"channel"`
+	// WaitMS is the wait before the call on the environment's clock, in
+	// milliseconds (retry_later only; DefaultWait, -1: the environment's
+	// own wait, as no delay_ms was given).
+	WaitMS int64 `json:"wait_ms,omitempty"`
+	// Sent says the call went to the server.
+	Sent bool `json:"sent"`
+	// Invalid is the reason the call was refused and not sent (one of the
+	// action reasons), "" when it was sent.
+	Invalid string `json:"invalid,omitempty"`
+	// Detail is what the client's check said, for people.
+	Detail string `json:"detail,omitempty"`
+}
+
+// Action channels.
+const (
+	ChannelText   = "text"
+	ChannelNative = "native"
+	ChannelReplay = "replay"
+)
+
+// DefaultWait, as Actor.Send's waitMS, asks for the environment's own
+// wait before a retry_later: the retry-after the last failure announced,
+// else DefaultRetryDelayMS.
+const DefaultWait = -1
+
+// acting is the state of a task-act decision.
+type acting struct {
+	actor  Actor
+	tools  *Toolbox
+	native []models.Tool
+	last   ToolCall // the last call sent (the failing one at first)
+}
+
+// startAct lists the started environment's tools and renders turn 0 of
+// task act.
+func startAct(ctx context.Context, env Environment, p promptActor, s *study.Scenario, c study.Condition, native bool) (*acting, []models.Message, error) {
+	actor, ok := env.(Actor)
+	if !ok {
+		return nil, nil, fmt.Errorf("environment of scenario %s: task act needs an environment that sends the model's calls (%T does not)", s.ID, env)
+	}
+	raw, err := actor.Tools(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("environment of scenario %s: tools: %w", s.ID, err)
+	}
+	tb, err := NewToolbox(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("environment of scenario %s: tools: %w", s.ID, err)
+	}
+	ac := &acting{actor: actor, tools: tb, last: actor.First()}
+	if native {
+		ac.native = tb.Native()
+	}
+	msgs, err := p.InitialAct(s, c, raw, ac.last.JSON())
+	if err != nil {
+		return nil, nil, err
+	}
+	return ac, msgs, nil
+}
+
+// promptActor is the part of conditions.Prompt task act renders with.
+type promptActor interface {
+	InitialAct(s *study.Scenario, c study.Condition, tools []json.RawMessage, call json.RawMessage) ([]models.Message, error)
+}
+
+// action is what the harness does with valid answer a (a policy other
+// than stop_or_escalate): a retry repeats the last call sent (retry_later
+// after a.DelayMS, else the environment's wait); any other policy sends
+// the answer's call once the client's check passes, and an answer without
+// a usable call is refused with its reason.
+func (ac *acting) action(a Answer) *Action {
+	switch a.Policy {
+	case study.RetryNow:
+		return &Action{ToolCall: ac.last, Channel: ChannelReplay}
+	case study.RetryLater:
+		wait := int64(DefaultWait)
+		if a.DelayMS > 0 {
+			wait = a.DelayMS
+		}
+		return &Action{ToolCall: ac.last, Channel: ChannelReplay, WaitMS: wait}
+	}
+	if a.Action == nil {
+		reason := a.ActionReason
+		if reason == "" {
+			reason = ReasonActionMissing
+		}
+		return &Action{Channel: a.ActionChannel, Invalid: reason}
+	}
+	act := &Action{ToolCall: *a.Action, Channel: a.ActionChannel}
+	act.Invalid, act.Detail = ac.tools.Check(*a.Action)
+	return act
+}
