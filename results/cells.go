@@ -33,8 +33,8 @@ type Cell struct {
 	// InvalidAction counts the decisions (task: act) where the harness
 	// refused a call the model wrote.
 	InvalidAction int `json:"invalid_action"`
-	Calls      int             `json:"calls"`       // tool calls made (a sum)
-	LabMS      int             `json:"lab_ms"`      // lab-clock milliseconds to the final state (a sum)
+	Calls         int `json:"calls"`  // tool calls made (a sum)
+	LabMS         int `json:"lab_ms"` // lab-clock milliseconds to the final state (a sum)
 }
 
 // MarshalJSON implements json.Marshaler: the fields in order, but lab_n

@@ -150,14 +150,14 @@ type Row struct {
 	// The lab columns: set for a decision with lab outcomes (replay:
 	// live), nil (null in Parquet, absent in JSON) for stored replay and
 	// error decisions.
-	Recovered *bool  `parquet:"recovered,optional" json:"recovered,omitempty"`
-	Harm      *bool  `parquet:"harm,optional" json:"harm,omitempty"`
+	Recovered *bool `parquet:"recovered,optional" json:"recovered,omitempty"`
+	Harm      *bool `parquet:"harm,optional" json:"harm,omitempty"`
 	// InvalidAction is set for every live decision: true when, under
 	// task: act, the harness refused a call the model wrote.
-	InvalidAction *bool `parquet:"invalid_action,optional" json:"invalid_action,omitempty"`
-	Calls     *int64 `parquet:"calls,optional" json:"calls,omitempty"`
-	LabMS     *int64 `parquet:"lab_ms,optional" json:"lab_ms,omitempty"`
-	Error     string `parquet:"error" json:"error,omitempty"`
+	InvalidAction *bool  `parquet:"invalid_action,optional" json:"invalid_action,omitempty"`
+	Calls         *int64 `parquet:"calls,optional" json:"calls,omitempty"`
+	LabMS         *int64 `parquet:"lab_ms,optional" json:"lab_ms,omitempty"`
+	Error         string `parquet:"error" json:"error,omitempty"`
 }
 
 // Equal reports whether rows r and o hold the same values (the lab
