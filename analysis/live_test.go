@@ -155,8 +155,8 @@ func TestLabColumns(t *testing.T) {
 	b.Reset()
 	analysis.WriteTable(&b, cells)
 	lines := strings.Split(b.String(), "\n")
-	if !strings.Contains(lines[0], "TermFS  Recovered  Harm  Calls  LabMS  Extra  Errors") ||
-		!strings.Contains(lines[1], "60         10    210    8400") || !strings.Contains(lines[3], "—          —     —      —") {
+	if !strings.Contains(lines[0], "TermFS  Recovered  Harm  InvAct  Calls  LabMS  Extra  Errors") ||
+		!strings.Contains(lines[1], "60         10    0       210    8400") || !strings.Contains(lines[3], "—          —     —       —      —") {
 		t.Errorf("counts table:\n%s", b.String())
 	}
 	b.Reset()

@@ -84,11 +84,11 @@ func TestRescoreEachStreams(t *testing.T) {
 // TestFingerprintFields: the fingerprint's encoding covers every field
 // of a row: changing any one changes it.
 func TestFingerprintFields(t *testing.T) {
-	if n := reflect.TypeFor[results.Row]().NumField(); n != 23 {
-		t.Fatalf("results.Row has %d fields: encodeRow covers 23; add the new ones", n)
+	if n := reflect.TypeFor[results.Row]().NumField(); n != 24 {
+		t.Fatalf("results.Row has %d fields: encodeRow covers 24; add the new ones", n)
 	}
 	tr, f, one := true, false, int64(1)
-	base := results.Row{Recovered: &f, Harm: &f, Calls: &one, LabMS: &one}
+	base := results.Row{Recovered: &f, Harm: &f, InvalidAction: &f, Calls: &one, LabMS: &one}
 	var ref Fingerprint
 	ref.Add(&base)
 	v := reflect.ValueOf(&base).Elem()

@@ -104,6 +104,10 @@ func TestParseRejects(t *testing.T) {
 		{"no backend", "    backend: baseline\n    model: always_stop", "    model: always_stop", "field models[0].backend: missing"},
 		{"digest", "    model: always_stop", "    model: always_stop\n    digest: abc", `field models[0].digest: want 64 lower-case hex digits`},
 		{"format", "    model: always_stop", "    model: always_stop\n    format: xml", `field models[0].format: want "", "json", "schema" (the answer's JSON schema) or a JSON schema object, got "xml"`},
+		{"task", "replay_cap: 3", "replay_cap: 3\ntask: fix", `field task: want "label" (the default) or "act", got "fix"`},
+		{"act without live", "replay_cap: 3", "replay_cap: 3\ntask: act", `field task: "act" needs replay: "live" (the calls run on a live environment), got replay ""`},
+		{"tool_calls", "replay_cap: 3", "replay_cap: 3\nreplay: live\ntask: act\ntool_calls: json", `field tool_calls: want "text" (the default) or "native", got "json"`},
+		{"native without act", "replay_cap: 3", "replay_cap: 3\ntool_calls: native", `field tool_calls: "native" needs task: "act"`},
 		{"bad yaml", "replicates: 5", "replicates: [5", "m.yaml"},
 		{"wrong type", "replicates: 5", "replicates: five", "m.yaml"},
 	} {
@@ -125,6 +129,13 @@ func TestParseRejects(t *testing.T) {
 	}
 	if m.Live() || m.Replay != "" {
 		t.Errorf("a manifest without replay has replay %q, want stored", m.Replay)
+	}
+	if m.Act() || m.NativeTools() {
+		t.Errorf("a manifest without task acts: %+v", m)
+	}
+	act, err := Parse("m.yaml", []byte(strings.Replace(good, "replay_cap: 3", "replay_cap: 3\nreplay: live\ntask: act\ntool_calls: native", 1)))
+	if err != nil || !act.Act() || !act.NativeTools() {
+		t.Errorf("task: act parses as %+v (%v)", act, err)
 	}
 	for _, mode := range []string{"stored", "live"} {
 		m, err := Parse("m.yaml", []byte(strings.Replace(good, "replay_cap: 3", "replay_cap: 3\nreplay: "+mode, 1)))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -74,13 +75,13 @@ func TestLiveRowFromLines(t *testing.T) {
 	}{
 		{"settled by the environment", transient, answers{retryNow},
 			results.Row{FinalLabel: "retry_now", FinalStatus: "failed", Turns: 2, Replays: 2, Cover: true, Retry: true,
-				Recovered: ptr(true), Harm: ptr(false), Calls: ptr[int64](3), LabMS: ptr[int64](120)}},
+				Recovered: ptr(true), Harm: ptr(false), InvalidAction: ptr(false), Calls: ptr[int64](3), LabMS: ptr[int64](120)}},
 		{"stopped", transient, answers{retryNow, stop},
 			results.Row{FinalLabel: "stop_or_escalate", FinalStatus: "failed", Turns: 2, Replays: 1, Retry: true,
-				Recovered: ptr(false), Harm: ptr(false), Calls: ptr[int64](2), LabMS: ptr[int64](80)}},
+				Recovered: ptr(false), Harm: ptr(false), InvalidAction: ptr(false), Calls: ptr[int64](2), LabMS: ptr[int64](80)}},
 		{"duplicate, then a false claim", fakeenv.Spec{Kind: fakeenv.Committed, Continue: true}, answers{retryNow, succStop},
 			results.Row{FinalLabel: "stop_or_escalate", FinalStatus: "succeeded", Turns: 2, Replays: 1, Retry: true, AnyFS: true, TerminalFS: true,
-				Recovered: ptr(false), Harm: ptr(true), Calls: ptr[int64](2), LabMS: ptr[int64](80)}},
+				Recovered: ptr(false), Harm: ptr(true), InvalidAction: ptr(false), Calls: ptr[int64](2), LabMS: ptr[int64](80)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, lines := liveLines(t, tc.spec, tc.a)
@@ -189,7 +190,7 @@ func TestLiveParquet(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored := results.Row{Model: "m", Scenario: "S01", Status: results.StatusOK, Strict: true}
-	live := results.Row{Model: "m", Scenario: "S02", Status: results.StatusOK, Recovered: ptr(false), Harm: ptr(true), Calls: ptr[int64](4), LabMS: ptr[int64](0)}
+	live := results.Row{Model: "m", Scenario: "S02", Status: results.StatusOK, Recovered: ptr(false), Harm: ptr(true), InvalidAction: ptr(false), Calls: ptr[int64](4), LabMS: ptr[int64](0)}
 	for _, r := range []results.Row{stored, live} {
 		if err := w.Add(r); err != nil {
 			t.Fatal(err)
@@ -204,5 +205,81 @@ func TestLiveParquet(t *testing.T) {
 	}
 	if !rows[0].Equal(&stored) || rows[0].Lab() || !rows[1].Equal(&live) || !rows[1].Lab() {
 		t.Errorf("read back %+v %+v", rows[0], rows[1])
+	}
+}
+
+// TestActRowFromLines: the call lines of an act decision record the task
+// and each action (sent, or refused with its reason), and Group.Row
+// scores them into the run's row, invalid_action included; lines that
+// contradict the rules are refused.
+func TestActRowFromLines(t *testing.T) {
+	m, err := manifests.LoadBuiltin(manifests.DefaultName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := fs.ReadFile(manifests.Builtin, "prompts/act.tmpl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := conditions.ParsePrompt("act", "act.tmpl", string(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &m.Corpus.Scenarios[0]
+	for _, tc := range []struct {
+		name    string
+		a       answers
+		invalid bool
+		turns   int
+	}{
+		{"revised, then retried", answers{`{"operation_status":"failed","recovery_policy":"revise_arguments","tool":"write","arguments":{"n":2}}`, retryNow}, false, 2},
+		{"refused", answers{`{"operation_status":"failed","recovery_policy":"revise_arguments","tool":"write","arguments":{"n":"x"}}`}, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := simulator.Key{Model: "m", Prompt: "act", Condition: study.Normalized, Scenario: s.ID, Replicate: 1}
+			d := simulator.Run(context.Background(), tc.a, p, s, key, simulator.Config{StudySeed: 1, ReplayCap: 3, Act: true,
+				Env: fakeenv.New(m.Corpus.Scenarios, nil, fakeenv.Spec{Kind: fakeenv.Transient, Fails: 2})})
+			if d.Err != nil {
+				t.Fatal(d.Err)
+			}
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			for _, c := range results.CallsOf(&d, s) {
+				if c.Task != manifests.TaskAct || c.Action == nil {
+					t.Errorf("turn %d: task %q action %+v", c.Turn, c.Task, c.Action)
+				}
+				enc.Encode(&c)
+			}
+			var g results.Group
+			if err := results.ParseGroup(b.Bytes(), &g); err != nil {
+				t.Fatal(err)
+			}
+			row, err := g.Row()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ran := results.RowOf(&d)
+			if !row.Equal(&ran) || row.InvalidAction == nil || *row.InvalidAction != tc.invalid || int(row.Turns) != tc.turns {
+				t.Errorf("row from lines %+v\nrun's %+v", row, ran)
+			}
+			// A refused call recorded as sent, or a sent call recorded as
+			// refused before a later turn, breaks the rules.
+			bad := bytes.Replace(b.Bytes(), []byte(`"sent":true`), []byte(`"sent":false`), 1)
+			if !tc.invalid {
+				if err := results.ParseGroup(bad, &g); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := g.Row(); err == nil {
+					t.Error("a turn followed by a result without a sent call was scored")
+				}
+			}
+			bad = bytes.ReplaceAll(b.Bytes(), []byte(`,"task":"act"`), nil)
+			if err := results.ParseGroup(bad, &g); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := g.Row(); err == nil || !strings.Contains(err.Error(), "carries an action") {
+				t.Errorf("lines without the task: %v", err)
+			}
+		})
 	}
 }

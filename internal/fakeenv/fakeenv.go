@@ -57,7 +57,11 @@ type Factory struct {
 	def     Spec
 	// Made counts the environments made.
 	Made atomic.Int64
+	last atomic.Pointer[Env]
 }
+
+// Last returns the environment made last, or nil.
+func (f *Factory) Last() *Env { return f.last.Load() }
 
 // New returns a factory for scenarios: each scenario's fault is faults[id],
 // or def; its failing calls return the scenario's recorded observation.
@@ -80,7 +84,9 @@ func (f *Factory) NewEnv(ctx context.Context, scenario string, seed int64) (simu
 		spec = f.def
 	}
 	f.Made.Add(1)
-	return &Env{spec: spec, failure: obs, seed: seed}, nil
+	e := &Env{spec: spec, failure: obs, seed: seed}
+	f.last.Store(e)
+	return e, nil
 }
 
 // Env is the environment of one decision.
@@ -94,6 +100,7 @@ type Env struct {
 	writes   int   // effects written
 	clock    int64 // ms
 	policies []study.Policy
+	sent     []simulator.ToolCall // the calls Send received
 }
 
 // Start implements simulator.Environment: the first, failing call.
@@ -167,3 +174,62 @@ func (e *Env) Final(ctx context.Context) (simulator.EnvOutcome, error) {
 }
 
 var _ simulator.EnvFactory = (*Factory)(nil)
+
+var _ simulator.Actor = (*Env)(nil)
+
+// The tools of an Env under task act: "write" is the operation (its
+// argument n must be an integer from 1 to 9), "read" reads the state and
+// writes nothing.
+var tools = []json.RawMessage{
+	json.RawMessage(`{"name":"write","description":"writes the record","inputSchema":{"type":"object","properties":{"n":{"type":"integer","minimum":1,"maximum":9}},"required":["n"],"additionalProperties":false}}`),
+	json.RawMessage(`{"name":"read","description":"reads the record","inputSchema":{"type":"object","properties":{}},"annotations":{"readOnlyHint":true}}`),
+}
+
+// FirstCall is the failing call Start makes (as Actor.First gives it).
+var FirstCall = simulator.ToolCall{Tool: "write", Arguments: json.RawMessage(`{"n":1}`)}
+
+// Tools implements simulator.Actor.
+func (e *Env) Tools(ctx context.Context) ([]json.RawMessage, error) { return tools, nil }
+
+// First implements simulator.Actor.
+func (e *Env) First() simulator.ToolCall { return FirstCall }
+
+// Sent returns the calls Send received, in order, as the server saw them.
+func (e *Env) Sent() []simulator.ToolCall { return e.sent }
+
+// Send implements simulator.Actor: it waits waitMS (simulator.DefaultWait:
+// simulator.DefaultRetryDelayMS) and makes the call: "write" calls the
+// operation (whatever its n), "read" costs a call and returns the number of
+// writes; any other tool fails like an unknown tool would. more is false
+// once the operation succeeded (unless Spec.Continue).
+func (e *Env) Send(ctx context.Context, t int, c simulator.ToolCall, waitMS int64) (json.RawMessage, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	if !e.started {
+		return nil, false, fmt.Errorf("fakeenv: Send at turn %d before Start", t)
+	}
+	if e.spec.Broken {
+		return nil, false, errors.New("fakeenv: broken")
+	}
+	e.sent = append(e.sent, c)
+	switch {
+	case waitMS == simulator.DefaultWait:
+		e.clock += simulator.DefaultRetryDelayMS
+	case waitMS > 0:
+		e.clock += waitMS
+	}
+	switch c.Tool {
+	case "write":
+		obs := e.call()
+		succeeded := string(obs) == string(Success)
+		return obs, !succeeded || e.spec.Continue, nil
+	case "read":
+		e.calls++
+		e.clock += CallMS
+		return json.RawMessage(`{"result":{"content":[{"type":"text","text":"writes: ` + strconv.Itoa(e.writes) + `"}],"isError":false}}`), true, nil
+	}
+	e.calls++
+	e.clock += CallMS
+	return json.RawMessage(`{"exception":{"type":"McpError","error":{"code":-32602,"message":"unknown tool"}}}`), true, nil
+}

@@ -108,20 +108,86 @@ func format(m map[lab.Class]string) string {
 	return strings.Join(ks, " ")
 }
 
-func TestActBaselinesDraft(t *testing.T) {
+// TestActBaselines pins, per fault class of the core set, what each
+// acting baseline's calls did to the lab's state under task act
+// (recovered/harm/invalid_action/calls over the class's scenarios,
+// condition normalized, replay cap 3).
+func TestActBaselines(t *testing.T) {
+	want := map[string]string{
+		baseline.AlwaysStop: "idempotency=3/0/0/3 invalid_type=0/0/0/3 invalid_value=0/0/0/3 partial_commit=0/0/0/3 permission=0/0/0/3 rate_limit=0/0/0/3 " +
+			"silent_noop=1/0/0/3 stale_revision=0/0/0/3 timeout_committed=3/0/0/3 transient=0/0/0/3 unknown_tool=0/0/0/3 upstream_outage=0/0/0/3",
+		baseline.ReplaySame: "idempotency=2/1/0/6 invalid_type=0/0/0/12 invalid_value=0/0/0/12 partial_commit=1/2/0/6 permission=0/0/0/12 rate_limit=0/3/0/12 " +
+			"silent_noop=1/1/0/8 stale_revision=0/0/0/12 timeout_committed=1/2/0/6 transient=2/0/0/9 unknown_tool=0/0/0/12 upstream_outage=0/0/0/12",
+		baseline.SchemaRepair: "idempotency=3/0/0/3 invalid_type=1/0/0/6 invalid_value=0/1/0/4 partial_commit=0/0/0/3 permission=0/0/0/3 rate_limit=0/0/0/3 " +
+			"silent_noop=1/0/0/3 stale_revision=0/0/0/3 timeout_committed=3/0/0/3 transient=0/0/0/3 unknown_tool=3/0/0/6 upstream_outage=0/0/0/3",
+	}
 	for _, kind := range []string{baseline.AlwaysStop, baseline.ReplaySame, baseline.SchemaRepair} {
-		c, _ := actCounts(t, kind)
-		t.Logf("%s: %s", kind, format(c))
+		c, ds := actCounts(t, kind)
+		if got := format(c); got != want[kind] {
+			t.Errorf("%s:\n got %s\nwant %s", kind, got, want[kind])
+		}
+		for _, d := range ds {
+			for _, tu := range d.Turns {
+				if a := tu.Action; a != nil && (a.Invalid != "") == a.Sent {
+					t.Errorf("%s %s turn %d: action %+v", kind, d.Key.Scenario, tu.Index, a)
+				}
+			}
+		}
+	}
+	// The oracle's calls, as sent: the closest tool for an unknown one,
+	// types coerced, ranges clamped.
+	_, ds := actCounts(t, baseline.SchemaRepair)
+	sent := map[string]string{}
+	for _, d := range ds {
+		if a := d.Turns[0].Action; a != nil {
+			sent[d.Key.Scenario] = a.Tool + string(a.Arguments)
+		}
+	}
+	for id, call := range map[string]string{
+		"X28": `charge_payment{"amount_cents":4200,"currency":"EUR","invoice_id":"INV-2001"}`,
+		"X29": `create_order{"customer":"C-23","quantity":4,"sku":"SKU-RED"}`,
+		"X31": `create_order{"customer":"C-17","quantity":2,"sku":"SKU-RED"}`,
+		"X35": `create_order{"customer":"C-17","quantity":1,"sku":"SKU-RED"}`,
+	} {
+		if sent[id] != call {
+			t.Errorf("%s: sent %s, want %s", id, sent[id], call)
+		}
+	}
+	if len(sent) != 7 {
+		t.Errorf("the oracle acted on %d scenarios, want 7 (3 unknown tools, 3 invalid types, 1 out-of-range value): %v", len(sent), sent)
 	}
 }
 
-func TestActDetailDraft(t *testing.T) {
-	_, ds := actCounts(t, baseline.SchemaRepair)
-	for _, d := range ds {
-		for _, tu := range d.Turns {
-			if tu.Action != nil {
-				t.Logf("%s t%d %s %s %s %s inv=%s %s -> rec=%v harm=%v", d.Key.Scenario, tu.Index, tu.Answer.Policy, tu.Action.Channel, tu.Action.Tool, tu.Action.Arguments, tu.Action.Invalid, tu.Action.Detail, d.Outcome.Recovered, d.Outcome.Harm)
-			}
-		}
+// TestActSendsWhatIsRecorded: every call the lab received during a task
+// act decision is the call the decision records, in order (the lab's own
+// call log against the actions).
+func TestActSendsWhatIsRecorded(t *testing.T) {
+	set, err := lab.BuiltinSet("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := set.Scenario("X31")
+	e := New(sc, 3)
+	ctx := context.Background()
+	if _, err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tools, err := e.Tools(ctx)
+	if err != nil || len(tools) == 0 {
+		t.Fatal(tools, err)
+	}
+	if e.First().Tool != "create_order" {
+		t.Errorf("first %+v", e.First())
+	}
+	obs, more, err := e.Send(ctx, 0, simulator.ToolCall{Tool: "create_order", Arguments: []byte(`{"customer":"C-17","sku":"SKU-RED","quantity":2}`)}, 0)
+	if err != nil || more || !strings.Contains(string(obs), `"isError": false`) && !strings.Contains(string(obs), `"isError":false`) {
+		t.Errorf("send: %s %v %v", obs, more, err)
+	}
+	o, _ := e.Final(ctx)
+	if !o.Recovered || o.Harm || o.Calls != 2 {
+		t.Errorf("outcome %+v", o)
+	}
+	if !strings.Contains(string(o.State), `"tool":"create_order"`) {
+		t.Errorf("the lab's call log lacks the call: %s", o.State)
 	}
 }
