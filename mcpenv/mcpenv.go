@@ -1,0 +1,576 @@
+// Package mcpenv is the environment of the action task on the pinned
+// reference MCP servers (server-memory, server-filesystem,
+// server-everything): each decision starts its scenario's server in a
+// fresh sandbox (a temporary directory, a fresh memory file, a fresh Node
+// process), reaches it through the Go SDK client over stdio, makes the
+// scenario's failing call, sends the calls the model writes, and reads
+// the outcome from the server's own state (its memory file, the files of
+// its allowed directory) and the calls made. It implements
+// simulator.EnvFactory and simulator.Actor.
+//
+// Calls go only to the server the harness started itself. Every file
+// path the model sees names the sandbox as /sandbox; the environment maps
+// it to the real temporary directory in the calls it sends and back in
+// what it shows.
+package mcpenv
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpstress/stress/lab"
+	"github.com/mcpstress/stress/simulator"
+	"github.com/mcpstress/stress/study"
+)
+
+// SandboxName is how the sandbox's directory appears to the model.
+const SandboxName = "/sandbox"
+
+// Servers are the reference servers a scenario may run on, by the name
+// its server field gives.
+var Servers = map[string]ServerSpec{
+	"memory":     {Package: "server-memory"},
+	"filesystem": {Package: "server-filesystem", Args: []string{"${files}"}},
+	"everything": {Package: "server-everything", Args: []string{"stdio"}},
+}
+
+// ServerSpec says how to start a reference server: node runs
+// Modules/Package/dist/index.js with Args, in which ${files} is the
+// sandbox's allowed directory; MEMORY_FILE_PATH is the sandbox's memory
+// file.
+type ServerSpec struct {
+	Package string   // directory under node_modules/@modelcontextprotocol
+	Args    []string // after the script
+}
+
+// Scenario is one act scenario on a reference server.
+type Scenario struct {
+	ID        string               `json:"id"`               // unique in its set
+	Server    string               `json:"server"`           // a key of Servers
+	Class     string               `json:"class"`            // invalid_type, missing_field, unknown_tool or invalid_value
+	Task      string               `json:"task"`             // what the user asked, shown to the model
+	Files     map[string]string    `json:"files,omitempty"`  // files seeded in the allowed directory, by path relative to it
+	Setup     []simulator.ToolCall `json:"setup,omitempty"`  // calls made before the first (they must succeed)
+	Tool      string               `json:"tool"`             // the tool of the failing call
+	Args      json.RawMessage      `json:"args"`             // its arguments, /sandbox for the sandbox
+	Preferred study.Policy         `json:"preferred_policy"` // the preferred policy
+	NonHarm   []study.Policy       `json:"non_harm"`         // policies whose execution harms nothing
+	Intended  []lab.Predicate      `json:"intended"`         // all hold: the task is done, exactly once
+	Harm      []lab.Predicate      `json:"harm"`             // any holds: harm
+}
+
+// Set is the scenarios of one file of mcpenv/scenarios.
+type Set struct {
+	Name      string
+	Scenarios []*Scenario
+}
+
+// Scenario returns scenario id of the set.
+func (s *Set) Scenario(id string) (*Scenario, bool) {
+	for _, sc := range s.Scenarios {
+		if sc.ID == id {
+			return sc, true
+		}
+	}
+	return nil, false
+}
+
+//go:embed scenarios/*.json
+var builtin embed.FS
+
+// DefaultSet is the set of the reference scenarios.
+const DefaultSet = "reference"
+
+// BuiltinSet loads the embedded set name ("" for DefaultSet).
+func BuiltinSet(name string) (*Set, error) {
+	if name == "" {
+		name = DefaultSet
+	}
+	file := "scenarios/" + name + ".json"
+	data, err := fs.ReadFile(builtin, file)
+	if err != nil {
+		return nil, fmt.Errorf("mcpenv: no scenario set %q", name)
+	}
+	return Parse("mcpenv/"+file, name, data)
+}
+
+// collections are the record collections of the state predicates may
+// count.
+var collections = map[string]bool{"/memory/entities": true, "/memory/relations": true, "/files": true, "/calls": true}
+
+// Parse reads and checks a scenario set; errors name the file, the
+// scenario and the field.
+func Parse(file, name string, data []byte) (*Set, error) {
+	var doc struct {
+		Scenarios []*Scenario `json:"scenarios"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for i, sc := range doc.Scenarios {
+		bad := func(field, format string, a ...any) {
+			errs = append(errs, fmt.Errorf("%s: scenario %s (scenarios[%d]): field %s: %s", file, sc.ID, i, field, fmt.Sprintf(format, a...)))
+		}
+		if sc.ID == "" || seen[sc.ID] {
+			bad("id", "missing or duplicate id %q", sc.ID)
+		}
+		seen[sc.ID] = true
+		if _, ok := Servers[sc.Server]; !ok {
+			bad("server", "unknown server %q (want memory, filesystem or everything)", sc.Server)
+		}
+		switch sc.Class {
+		case "invalid_type", "missing_field", "unknown_tool", "invalid_value":
+		default:
+			bad("class", "unknown class %q", sc.Class)
+		}
+		if strings.TrimSpace(sc.Task) == "" {
+			bad("task", "say what the user asked")
+		}
+		if sc.Tool == "" {
+			bad("tool", "missing")
+		}
+		var args map[string]any
+		if json.Unmarshal(sc.Args, &args) != nil || args == nil {
+			bad("args", "want a JSON object")
+		}
+		if !sc.Preferred.Valid() {
+			bad("preferred_policy", "unknown policy %q", sc.Preferred)
+		}
+		if !sc.InNonHarm(sc.Preferred) || !sc.InNonHarm(study.StopOrEscalate) {
+			bad("non_harm", "want the preferred policy and stop_or_escalate in it")
+		}
+		if len(sc.Intended) == 0 {
+			bad("intended", "want at least one predicate")
+		}
+		for j := range sc.Intended {
+			if msg := checkPredicate(&sc.Intended[j]); msg != "" {
+				bad(fmt.Sprintf("intended[%d]", j), "%s", msg)
+			}
+		}
+		for j := range sc.Harm {
+			if msg := checkPredicate(&sc.Harm[j]); msg != "" {
+				bad(fmt.Sprintf("harm[%d]", j), "%s", msg)
+			}
+		}
+		for j, c := range sc.Setup {
+			if c.Tool == "" || !json.Valid(c.Arguments) {
+				bad(fmt.Sprintf("setup[%d]", j), "want a tool and JSON arguments")
+			}
+		}
+	}
+	if len(doc.Scenarios) == 0 {
+		errs = append(errs, fmt.Errorf("%s: no scenarios", file))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return &Set{Name: name, Scenarios: doc.Scenarios}, nil
+}
+
+// InNonHarm reports whether p is in the scenario's non-harm set.
+func (sc *Scenario) InNonHarm(p study.Policy) bool {
+	for _, x := range sc.NonHarm {
+		if x == p {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPredicate returns what is wrong with p, or "".
+func checkPredicate(p *lab.Predicate) string {
+	switch {
+	case strings.TrimSpace(p.Why) == "":
+		return "say what the predicate means (why)"
+	case p.Lines != "" || p.Value != "":
+		return "only count predicates apply to a reference server's state"
+	case !collections[p.Count]:
+		return fmt.Sprintf("count %q is not a collection of the state (want /memory/entities, /memory/relations, /files or /calls)", p.Count)
+	case p.N == nil:
+		return "a count predicate needs n"
+	}
+	for k, v := range p.Where {
+		var x any
+		if json.Unmarshal(v, &x) != nil {
+			return fmt.Sprintf("where.%s is not JSON", k)
+		}
+		if m, ok := x.(map[string]any); ok {
+			if _, not := m["not"]; !not || len(m) != 1 {
+				return fmt.Sprintf("where.%s: an object must be {\"not\": value} (compare arguments through args, a JSON string)", k)
+			}
+		}
+	}
+	return ""
+}
+
+// Options configure the environments.
+type Options struct {
+	// Modules is the directory holding the servers' packages
+	// (scripts/mcp-servers/node_modules/@modelcontextprotocol).
+	Modules string
+	// Node is the node executable; "" for "node" on the PATH.
+	Node string
+	// CallTimeout bounds each call and the start; 0 for 20 s.
+	CallTimeout time.Duration
+}
+
+func (o *Options) timeout() time.Duration {
+	if o.CallTimeout > 0 {
+		return o.CallTimeout
+	}
+	return 20 * time.Second
+}
+
+// Factory returns the environment factory of set on the servers in
+// o.Modules.
+func Factory(set *Set, o Options) simulator.EnvFactory { return &factory{set: set, o: o} }
+
+type factory struct {
+	set *Set
+	o   Options
+}
+
+// NewEnv makes the environment of one decision (the seed is not used: the
+// reference servers are deterministic).
+func (f *factory) NewEnv(ctx context.Context, scenario string, seed int64) (simulator.Environment, error) {
+	sc, ok := f.set.Scenario(scenario)
+	if !ok {
+		return nil, fmt.Errorf("mcpenv set %s has no scenario %q", f.set.Name, scenario)
+	}
+	return New(sc, f.o), nil
+}
+
+// Env is the environment of one decision: one server in one sandbox.
+type Env struct {
+	sc      *Scenario
+	o       Options
+	dir     string // the sandbox
+	files   string // the allowed directory
+	memory  string // the memory file
+	session *mcp.ClientSession
+	stderr  *boundedBuffer
+	tools   []json.RawMessage
+	calls   []callRecord
+	started time.Time
+	closed  bool
+	mu      sync.Mutex
+}
+
+// callRecord is one call the server received, in the state.
+type callRecord struct {
+	Seq       int             `json:"seq"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	// Args is Arguments as compact JSON with sorted keys, for predicates
+	// (a where value compares it as a string).
+	Args string `json:"args"`
+	OK   bool   `json:"ok"` // completed without an error
+}
+
+var _ simulator.Actor = (*Env)(nil)
+
+// New returns the environment of sc; Start starts its server.
+func New(sc *Scenario, o Options) *Env { return &Env{sc: sc, o: o} }
+
+// Start makes the sandbox, starts the server, makes the setup calls and
+// the failing call, and returns its observation. A server that does not
+// start is an error naming the command and its stderr.
+func (e *Env) Start(ctx context.Context) (json.RawMessage, error) {
+	if e.session != nil || e.closed {
+		return nil, fmt.Errorf("scenario %s: Start called twice", e.sc.ID)
+	}
+	e.started = time.Now()
+	dir, err := os.MkdirTemp("", "stress-mcpenv-")
+	if err != nil {
+		return nil, err
+	}
+	e.dir = dir
+	e.files = filepath.Join(dir, "files")
+	e.memory = filepath.Join(dir, "memory.jsonl")
+	if err := os.MkdirAll(e.files, 0o755); err != nil {
+		return nil, err
+	}
+	for _, p := range sortedKeys(e.sc.Files) {
+		f := filepath.Join(e.files, filepath.FromSlash(p))
+		if !strings.HasPrefix(f, e.files+string(filepath.Separator)) {
+			return nil, fmt.Errorf("scenario %s: field files: %q leaves the sandbox", e.sc.ID, p)
+		}
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(f, []byte(e.sc.Files[p]), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	spec := Servers[e.sc.Server]
+	node := e.o.Node
+	if node == "" {
+		node = "node"
+	}
+	script := filepath.Join(e.o.Modules, spec.Package, "dist", "index.js")
+	args := []string{script}
+	for _, a := range spec.Args {
+		args = append(args, strings.ReplaceAll(a, "${files}", e.files))
+	}
+	cmd := exec.Command(node, args...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "MEMORY_FILE_PATH=" + e.memory}
+	e.stderr = &boundedBuffer{max: 4096}
+	cmd.Stderr = e.stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "stress-act", Version: "1"}, nil)
+	sctx, cancel := context.WithTimeout(ctx, e.o.timeout())
+	defer cancel()
+	e.session, err = client.Connect(sctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateAfter}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: starting %s: %w (stderr: %s)", e.sc.ID, strings.Join(cmd.Args, " "), err, e.stderr.String())
+	}
+	list, err := e.session.ListTools(sctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: tools/list: %w (stderr: %s)", e.sc.ID, err, e.stderr.String())
+	}
+	for _, t := range list.Tools {
+		b, err := json.Marshal(t)
+		if err != nil {
+			return nil, err
+		}
+		e.tools = append(e.tools, e.hide(b))
+	}
+	for i, c := range e.sc.Setup {
+		obs, failed, err := e.call(ctx, c)
+		if err != nil || failed {
+			return nil, fmt.Errorf("scenario %s: setup[%d] %s failed: %s %v", e.sc.ID, i, c.Tool, obs, err)
+		}
+	}
+	e.calls = nil // the setup is not the decision's
+	obs, failed, err := e.call(ctx, e.First())
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: first call: %w", e.sc.ID, err)
+	}
+	if !failed {
+		return nil, fmt.Errorf("scenario %s: the first call did not fail: %s", e.sc.ID, obs)
+	}
+	return obs, nil
+}
+
+// Tools returns the tools the server listed (sandbox paths hidden).
+func (e *Env) Tools(ctx context.Context) ([]json.RawMessage, error) { return e.tools, nil }
+
+// First returns the scenario's failing call, as the model sees it.
+func (e *Env) First() simulator.ToolCall {
+	return simulator.ToolCall{Tool: e.sc.Tool, Arguments: e.sc.Args}
+}
+
+// Send sends c (the reference servers have no clock: a wait is recorded
+// by the harness, not slept) and returns its observation; more is false
+// once a call succeeded. A dead server is an error.
+func (e *Env) Send(ctx context.Context, t int, c simulator.ToolCall, waitMS int64) (json.RawMessage, bool, error) {
+	if e.session == nil {
+		return nil, false, fmt.Errorf("scenario %s: Send before Start", e.sc.ID)
+	}
+	obs, failed, err := e.call(ctx, c)
+	if err != nil {
+		return nil, false, fmt.Errorf("scenario %s turn %d: %w", e.sc.ID, t, err)
+	}
+	return obs, failed, nil
+}
+
+// Execute carries out a label-task policy: only the replays exist
+// without the model's call (retry_now, retry_later repeat the first
+// call); the other policies need task act.
+func (e *Env) Execute(ctx context.Context, t int, a simulator.Answer) (json.RawMessage, bool, error) {
+	switch a.Policy {
+	case study.RetryNow, study.RetryLater:
+		return e.Send(ctx, t, e.First(), 0)
+	}
+	return nil, false, fmt.Errorf("scenario %s: %s needs the model's call (task: act)", e.sc.ID, a.Policy)
+}
+
+// call sends one tools/call within the call timeout; failed says the call
+// did not complete successfully (an error or an isError result).
+func (e *Env) call(ctx context.Context, c simulator.ToolCall) (json.RawMessage, bool, error) {
+	args := json.RawMessage(bytes.ReplaceAll(c.Arguments, []byte(SandboxName), []byte(e.dir)))
+	var m map[string]any
+	if err := json.Unmarshal(args, &m); err != nil {
+		return nil, false, fmt.Errorf("arguments of %s: %w", c.Tool, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, e.o.timeout())
+	defer cancel()
+	res, err := e.session.CallTool(cctx, &mcp.CallToolParams{Name: c.Tool, Arguments: m})
+	obs, oerr := lab.Observe(res, err)
+	if oerr != nil {
+		return nil, false, fmt.Errorf("%s: %w (server stderr: %s)", c.Tool, oerr, e.stderr.String())
+	}
+	failed := err != nil || res == nil || res.IsError
+	canon, _ := json.Marshal(m) // map keys sorted
+	e.calls = append(e.calls, callRecord{Seq: len(e.calls) + 1, Tool: c.Tool, Arguments: c.Arguments, Args: string(e.hide(canon)), OK: !failed})
+	return e.hide(obs), failed, nil
+}
+
+// hide shows the sandbox as SandboxName.
+func (e *Env) hide(b []byte) json.RawMessage {
+	return bytes.ReplaceAll(b, []byte(e.dir), []byte(SandboxName))
+}
+
+// State is the state predicates read: the memory file's graph, the files
+// of the allowed directory (paths relative to it, with a leading /) and
+// the calls of the decision.
+type State struct {
+	Memory struct {
+		Entities  []map[string]any `json:"entities"`
+		Relations []map[string]any `json:"relations"`
+	} `json:"memory"`
+	Files []fileRecord `json:"files"`
+	Calls []callRecord `json:"calls"`
+}
+
+type fileRecord struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+}
+
+// readState reads the sandbox.
+func (e *Env) readState() (*State, error) {
+	st := &State{Calls: e.calls}
+	st.Memory.Entities, st.Memory.Relations = []map[string]any{}, []map[string]any{}
+	st.Files = []fileRecord{}
+	if st.Calls == nil {
+		st.Calls = []callRecord{}
+	}
+	if f, err := os.Open(e.memory); err == nil {
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<16), 1<<22)
+		for sc.Scan() {
+			var rec map[string]any
+			if json.Unmarshal(sc.Bytes(), &rec) != nil {
+				continue
+			}
+			switch rec["type"] {
+			case "entity":
+				st.Memory.Entities = append(st.Memory.Entities, rec)
+			case "relation":
+				st.Memory.Relations = append(st.Memory.Relations, rec)
+			}
+		}
+		f.Close()
+	}
+	err := filepath.WalkDir(e.files, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(e.files, p)
+		st.Files = append(st.Files, fileRecord{Path: "/" + filepath.ToSlash(rel), Content: string(b)})
+		return nil
+	})
+	return st, err
+}
+
+// Final reads the sandbox's state and evaluates the scenario's
+// predicates. ClockMS is the wall time since Start (the reference servers
+// have no clock of their own).
+func (e *Env) Final(ctx context.Context) (simulator.EnvOutcome, error) {
+	st, err := e.readState()
+	if err != nil {
+		return simulator.EnvOutcome{}, err
+	}
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return simulator.EnvOutcome{}, err
+	}
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return simulator.EnvOutcome{}, err
+	}
+	o := simulator.EnvOutcome{Recovered: true, Calls: len(e.calls), ClockMS: time.Since(e.started).Milliseconds(), State: e.hide(raw)}
+	for i := range e.sc.Intended {
+		if !e.sc.Intended[i].Eval(doc) {
+			o.Recovered = false
+		}
+	}
+	for i := range e.sc.Harm {
+		if e.sc.Harm[i].Eval(doc) {
+			o.Harm = true
+		}
+	}
+	return o, nil
+}
+
+// terminateAfter is how long Close waits for a server to exit once its
+// stdin is closed before it sends SIGTERM (server-everything does not exit
+// on its own).
+const terminateAfter = 200 * time.Millisecond
+
+// Close stops the server and removes the sandbox. A server's exit status
+// is not an error: it is stopped on purpose.
+func (e *Env) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	var err error
+	if e.session != nil {
+		e.session.Close()
+	}
+	if e.dir != "" {
+		err = errors.Join(err, os.RemoveAll(e.dir))
+	}
+	return err
+}
+
+// boundedBuffer keeps the first max bytes written to it.
+type boundedBuffer struct {
+	mu  sync.Mutex
+	b   bytes.Buffer
+	max int
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.max - b.b.Len(); room > 0 {
+		b.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (b *boundedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.TrimSpace(b.b.String())
+}
+
+var _ io.Writer = (*boundedBuffer)(nil)
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
