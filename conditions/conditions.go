@@ -77,6 +77,9 @@ type Data struct {
 	// "arguments": …}: in "user" the failing call, in "live" the call the
 	// harness made after the previous answer; "" otherwise.
 	Call string
+	// Task is, under task: act, what the user asked, when the
+	// environment's scenario says (the reference servers'); "" otherwise.
+	Task string
 }
 
 // ParsePrompt parses template text; file names the source in errors.
@@ -127,9 +130,10 @@ const (
 func (p *Prompt) ShowsTools() bool { return p.showsTools }
 
 // InitialAct renders turn 0 of task act: as Initial, with tools (the
-// server's list, each object as it sent it) and call (the failing call,
-// {"tool", "arguments"}) in the data of "user".
-func (p *Prompt) InitialAct(s *study.Scenario, c study.Condition, tools []json.RawMessage, call json.RawMessage) ([]Message, error) {
+// server's list, each object as it sent it), call (the failing call,
+// {"tool", "arguments"}) and task (what the user asked, or "") in the
+// data of "user".
+func (p *Prompt) InitialAct(s *study.Scenario, c study.Condition, tools []json.RawMessage, call json.RawMessage, task string) ([]Message, error) {
 	if !p.showsTools {
 		return nil, fmt.Errorf("prompt %s: task act needs a \"user\" template that shows .Tools and .Call", p.tmpl.Name())
 	}
@@ -143,6 +147,7 @@ func (p *Prompt) InitialAct(s *study.Scenario, c study.Condition, tools []json.R
 	if d.Call, err = Indent(call); err != nil {
 		return nil, fmt.Errorf("scenario %s: failing call: %w", s.ID, err)
 	}
+	d.Task = task
 	sys, err := p.exec("system", nil)
 	if err != nil {
 		return nil, err

@@ -372,6 +372,9 @@ func (e *Env) Start(ctx context.Context) (json.RawMessage, error) {
 	return obs, nil
 }
 
+// Task returns what the user asked (simulator.Tasker).
+func (e *Env) Task() string { return e.sc.Task }
+
 // Tools returns the tools the server listed (sandbox paths hidden).
 func (e *Env) Tools(ctx context.Context) ([]json.RawMessage, error) { return e.tools, nil }
 

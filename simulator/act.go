@@ -34,6 +34,12 @@ type Actor interface {
 	Send(ctx context.Context, t int, c ToolCall, waitMS int64) (obs json.RawMessage, more bool, err error)
 }
 
+// Tasker is an Actor whose scenario says what the user asked; task act
+// shows it to the model (conditions.Data.Task).
+type Tasker interface {
+	Task() string
+}
+
 // ToolCall is one tools/call: a tool name and its arguments (a JSON
 // object).
 type ToolCall struct {
@@ -350,7 +356,11 @@ func startAct(ctx context.Context, env Environment, p promptActor, s *study.Scen
 	if native {
 		ac.native = tb.Native()
 	}
-	msgs, err := p.InitialAct(s, c, raw, ac.last.JSON())
+	task := ""
+	if t, ok := env.(Tasker); ok {
+		task = t.Task()
+	}
+	msgs, err := p.InitialAct(s, c, raw, ac.last.JSON(), task)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -359,7 +369,7 @@ func startAct(ctx context.Context, env Environment, p promptActor, s *study.Scen
 
 // promptActor is the part of conditions.Prompt task act renders with.
 type promptActor interface {
-	InitialAct(s *study.Scenario, c study.Condition, tools []json.RawMessage, call json.RawMessage) ([]models.Message, error)
+	InitialAct(s *study.Scenario, c study.Condition, tools []json.RawMessage, call json.RawMessage, task string) ([]models.Message, error)
 }
 
 // action is what the harness does with valid answer a (a policy other
