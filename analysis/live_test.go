@@ -66,7 +66,9 @@ func TestLabColumns(t *testing.T) {
 	cells := acc.Cells()
 	// code_only: recovered 60, harm 10, calls 35·(1+2+3) = 210, lab_ms 40·210.
 	want := results.Cell{Model: "m", Prompt: "default", Condition: study.CodeOnly, N: 105, Strict: 60, Cover: 105, Errors: 1,
-		LabN: 105, Recovered: 60, Harm: 10, Calls: 210, LabMS: 8400}
+		LabN: 105, Recovered: 60, Harm: 10, Calls: 210, LabMS: 8400,
+		// Every Strict decision recovered; the others did not.
+		LabelAction: results.Agreement{StrictRecovered: 60, OtherUnrecovered: 45}}
 	if cells[0] != want {
 		t.Errorf("code_only cell %+v\nwant %+v", cells[0], want)
 	}
@@ -216,5 +218,48 @@ func TestCompareLabColumns(t *testing.T) {
 		if r.Column.Lab() {
 			t.Errorf("stored bundles compared on %s", r.Column)
 		}
+	}
+}
+
+// TestLabelAction: the label-versus-action table counts, on the same
+// decisions, the right label against the recovered state; cells without
+// lab outcomes have no row, and an analysis without any prints nothing.
+func TestLabelAction(t *testing.T) {
+	tr, f := true, false
+	base := results.Row{Model: "m", Prompt: "act", Condition: "normalized", Status: results.StatusOK, InvalidAction: &f, Harm: &f}
+	var rows []results.Row
+	for _, c := range []struct {
+		strict bool
+		rec    *bool
+		n      int
+	}{{true, &tr, 3}, {true, &f, 2}, {false, &tr, 1}, {false, &f, 4}} {
+		for range c.n {
+			r := base
+			r.Strict, r.Recovered = c.strict, c.rec
+			calls, ms := int64(1), int64(0)
+			r.Calls, r.LabMS = &calls, &ms
+			rows = append(rows, r)
+		}
+	}
+	stored := base
+	stored.Condition, stored.InvalidAction, stored.Harm = "code_only", nil, nil
+	rows = append(rows, stored)
+	cells := results.Count(rows)
+	if got := cells[0].LabelAction; got != (results.Agreement{StrictRecovered: 3, StrictUnrecovered: 2, OtherRecovered: 1, OtherUnrecovered: 4}) {
+		t.Errorf("agreement %+v", got)
+	}
+	var b strings.Builder
+	if err := analysis.WriteLabelAction(&b, cells); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	last := strings.Fields(lines[len(lines)-1])
+	if strings.Join(last, " ") != "m act normalized 10 50.0 40.0 3 2 1 4" || strings.Contains(b.String(), "code_only") {
+		t.Errorf("table:\n%s", b.String())
+	}
+	b.Reset()
+	analysis.WriteLabelAction(&b, cells[1:])
+	if b.Len() != 0 {
+		t.Errorf("a stored-replay analysis prints %q", b.String())
 	}
 }

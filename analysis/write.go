@@ -7,10 +7,12 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/mcpstress/stress/analysis/stats"
+	"github.com/mcpstress/stress/results"
 )
 
 // WriteAnalysisJSON prints {"bootstrap":…, "cells":[…], "pairs":[…]} and,
@@ -296,4 +298,45 @@ func wrap(s string, width int) string {
 		n += len(word)
 	}
 	return b.String()
+}
+
+// LabelActionHeader is the header of the label-versus-action table.
+var LabelActionHeader = []string{"model", "prompt", "condition", "LabN", "Strict%", "Recovered%", "S+R+", "S+R−", "S−R+", "S−R−"}
+
+// LabelActionRow is cell c's row of the label-versus-action table: its
+// label accuracy (Strict out of LabN) against its actual recovery
+// (Recovered out of LabN), and the four joint counts (S: the final label
+// is the preferred policy; R: the final state recovered). It is nil for a
+// cell without lab outcomes.
+func LabelActionRow(c *results.Cell) []string {
+	if c.LabN == 0 {
+		return nil
+	}
+	a := c.LabelAction
+	strict := a.StrictRecovered + a.StrictUnrecovered
+	rec := a.StrictRecovered + a.OtherRecovered
+	pct := func(k int) string { return Pct(float64(k) / float64(c.LabN)) }
+	return []string{c.Model, c.Prompt, string(c.Condition), strconv.Itoa(c.LabN), pct(strict), pct(rec),
+		strconv.Itoa(a.StrictRecovered), strconv.Itoa(a.StrictUnrecovered), strconv.Itoa(a.OtherRecovered), strconv.Itoa(a.OtherUnrecovered)}
+}
+
+// WriteLabelAction prints the label-versus-action view of the cells with
+// lab outcomes (nothing when there are none): whether naming the right
+// policy went with actually recovering, on the same decisions.
+func WriteLabelAction(w io.Writer, cells []results.Cell) error {
+	if !slices.ContainsFunc(cells, func(c results.Cell) bool { return c.LabN > 0 }) {
+		return nil
+	}
+	fmt.Fprintln(w, "Label against action, on the decisions with lab outcomes: Strict% is the label accuracy, Recovered%")
+	fmt.Fprintln(w, "the actual recovery; S+R+ right label and recovered, S+R− right label but not recovered, S−R+ another")
+	fmt.Fprintln(w, "label yet recovered, S−R− neither.")
+	fmt.Fprintln(w)
+	tw := newTable(w)
+	fmt.Fprintln(tw, strings.Join(LabelActionHeader, "\t"))
+	for i := range cells {
+		if row := LabelActionRow(&cells[i]); row != nil {
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
+		}
+	}
+	return tw.Flush()
 }

@@ -35,6 +35,35 @@ type Cell struct {
 	InvalidAction int `json:"invalid_action"`
 	Calls         int `json:"calls"`  // tool calls made (a sum)
 	LabMS         int `json:"lab_ms"` // lab-clock milliseconds to the final state (a sum)
+	// LabelAction pairs the label with the action on the decisions with
+	// lab outcomes (out of LabN).
+	LabelAction Agreement `json:"label_action"`
+}
+
+// Agreement is the label-versus-action view of a cell's decisions with
+// lab outcomes: whether the final label is the preferred policy (Strict)
+// against whether the final state holds the intended effect exactly once
+// (Recovered). Its four counts sum to LabN.
+type Agreement struct {
+	StrictRecovered   int `json:"strict_recovered"`   // right label, and the action recovered
+	StrictUnrecovered int `json:"strict_unrecovered"` // right label, but not recovered
+	OtherRecovered    int `json:"other_recovered"`    // another (or an invalid) label, yet recovered
+	OtherUnrecovered  int `json:"other_unrecovered"`  // another label, not recovered
+}
+
+// add counts row r, a decision with lab outcomes.
+func (a *Agreement) add(r *Row) {
+	rec := r.Recovered != nil && *r.Recovered
+	switch {
+	case r.Strict && rec:
+		a.StrictRecovered++
+	case r.Strict:
+		a.StrictUnrecovered++
+	case rec:
+		a.OtherRecovered++
+	default:
+		a.OtherUnrecovered++
+	}
 }
 
 // MarshalJSON implements json.Marshaler: the fields in order, but lab_n
@@ -76,6 +105,13 @@ func (c Cell) MarshalJSON() ([]byte, error) {
 				num(Columns[i].Name, Columns[i].Count(&c))
 			}
 		}
+		la, err := json.Marshal(c.LabelAction)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString(`"label_action":`)
+		b.Write(la)
+		b.WriteByte(',')
 	}
 	out := b.Bytes()
 	out[len(out)-1] = '}'
@@ -122,6 +158,7 @@ func (t *Tally) Add(r *Row) {
 	}
 	if lab {
 		c.LabN++
+		c.LabelAction.add(r)
 	}
 	c.Extra += int(r.Replays)
 }

@@ -98,7 +98,7 @@ func TestCellJSON(t *testing.T) {
 	live := stored
 	live.LabN, live.Recovered, live.Calls, live.LabMS = 3, 2, 7, 2160
 	b, err = json.Marshal(live)
-	want = strings.TrimSuffix(want, "}") + `,"lab_n":3,"recovered":2,"harm":0,"invalid_action":0,"calls":7,"lab_ms":2160}`
+	want = strings.TrimSuffix(want, "}") + `,"lab_n":3,"recovered":2,"harm":0,"invalid_action":0,"calls":7,"lab_ms":2160,"label_action":{"strict_recovered":0,"strict_unrecovered":0,"other_recovered":0,"other_unrecovered":0}}`
 	if err != nil || string(b) != want {
 		t.Errorf("live cell: %s (%v)\nwant %s", b, err, want)
 	}

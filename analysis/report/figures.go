@@ -36,7 +36,7 @@ type Figure struct {
 }
 
 // figureNames are the names of every figure Figures may return.
-var figureNames = []string{"strict-cover", "extra", "profile"}
+var figureNames = []string{"strict-cover", "extra", "profile", "label-action"}
 
 // Figure sizes in pixels at DPI.
 const (
@@ -344,6 +344,12 @@ func Figures(an *analysis.Analysis, pr *Profile) ([]Figure, error) {
 		return nil, fmt.Errorf("figure extra: %w", err)
 	}
 	figs = append(figs, f)
+	if lab(an) {
+		if f, err = labelAction(an); err != nil {
+			return nil, fmt.Errorf("figure label-action: %w", err)
+		}
+		figs = append(figs, f)
+	}
 	if pr != nil {
 		if f, err = profileBars(pr); err != nil {
 			return nil, fmt.Errorf("figure profile: %w", err)
@@ -351,4 +357,64 @@ func Figures(an *analysis.Analysis, pr *Profile) ([]Figure, error) {
 		figs = append(figs, f)
 	}
 	return figs, nil
+}
+
+// labelAction draws, per condition, the label accuracy (Strict out of
+// the decisions with lab outcomes) next to the actual recovery
+// (Recovered out of the same decisions), one pair of bars per arm: solid
+// for the label, hatched-light for the recovery.
+func labelAction(an *analysis.Analysis) (Figure, error) {
+	arms, by := armCells(an.Cells)
+	conds := conditionsOf(an.Cells)
+	f := Figure{Name: "label-action", Title: "Label accuracy against actual recovery", Width: WideWidth, Height: WideHeight,
+		Caption: "Per condition and model, on the same decisions (those with lab outcomes): the share whose final label is the preferred policy (Strict, dark) and the share whose final state recovered (Recovered, light). A gap is a label that did not become a recovery, or a recovery without the label."}
+	p := plot.New()
+	p.Y.Label.Text = "% of decisions with lab outcomes"
+	if len(conds) > 0 { // Note: NominalX panics on no names.
+		p.NominalX(conds...)
+		p.X.Min, p.X.Max = -0.5, float64(len(conds))-0.5
+	}
+	p.Add(plotter.NewGrid())
+	n := max(2*len(arms), 1)
+	width := vg.Points(min(40, 360/float64(n*max(len(conds), 1))))
+	for i, a := range arms {
+		label := make(plotter.Values, len(conds))
+		rec := make(plotter.Values, len(conds))
+		for _, c := range by[a] {
+			if c.LabN == 0 {
+				continue
+			}
+			for k, name := range conds {
+				if string(c.Condition) == name {
+					la := c.LabelAction
+					label[k] = 100 * float64(la.StrictRecovered+la.StrictUnrecovered) / float64(c.LabN)
+					rec[k] = 100 * float64(la.StrictRecovered+la.OtherRecovered) / float64(c.LabN)
+				}
+			}
+		}
+		base := plotutil.Color(i)
+		r, g, b, _ := base.RGBA()
+		light := color.RGBA{uint8((r>>8 + 2*255) / 3), uint8((g>>8 + 2*255) / 3), uint8((b>>8 + 2*255) / 3), 0xff}
+		for j, v := range []struct {
+			vals plotter.Values
+			c    color.Color
+			name string
+		}{{label, base, "Strict"}, {rec, light, "Recovered"}} {
+			bc, err := plotter.NewBarChart(v.vals, width)
+			if err != nil {
+				return f, err
+			}
+			bc.Color = v.c
+			bc.LineStyle.Width = 0
+			bc.Offset = vg.Length(float64(2*i+j)-float64(n-1)/2) * width
+			p.Add(bc)
+			p.Legend.Add(armTitle(a, arms)+" "+v.name, bc)
+		}
+	}
+	p.Legend.Top = true
+	p.Y.Min, p.Y.Max = 0, 130 // room for the legend
+	p.Y.Tick.Marker = plot.ConstantTicks([]plot.Tick{{Value: 0, Label: "0"}, {Value: 25, Label: "25"}, {Value: 50, Label: "50"}, {Value: 75, Label: "75"}, {Value: 100, Label: "100"}})
+	var err error
+	f.PNG, f.SVG, err = render(f.Width, f.Height, func(c draw.Canvas) { p.Draw(margin(c)) })
+	return f, err
 }

@@ -220,6 +220,13 @@ func Build(in *Input, figs []Figure) *Doc {
 	d.h2("Selective accuracy and stopping")
 	d.selective(an)
 
+	if lab(an) {
+		d.h2("Label against action")
+		d.p("The same decisions judged twice: by the label (Strict: the final label is the preferred policy) and by the state (Recovered: the intended effect is present exactly once). S+R+ right label and recovered; S+R− right label but not recovered (under task `act`: the call the model wrote did not do it); S−R+ another label yet recovered; S−R− neither. Percentages are of LabN, the decisions with lab outcomes.")
+		d.labelAction(an)
+		d.fig(fig("label-action"))
+	}
+
 	d.h2("Replays")
 	d.p("Needless identical replays: Retry counts decisions that chose `retry_now` at least once although it is not in the non-harm set; Extra counts the replays that followed (at most 3 per decision).")
 	d.fig(fig("extra"))
@@ -628,4 +635,19 @@ func (d *Doc) HTML(w io.Writer) error {
 	b.WriteString("</body>\n</html>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// labelAction is the label-versus-action table of the cells with lab
+// outcomes.
+func (d *Doc) labelAction(an *analysis.Analysis) {
+	t := &Table{Header: analysis.LabelActionHeader}
+	for i := range t.Header {
+		t.Right = append(t.Right, i >= 3)
+	}
+	for i := range an.Cells {
+		if row := analysis.LabelActionRow(&an.Cells[i].Cell); row != nil {
+			t.Rows = append(t.Rows, row)
+		}
+	}
+	d.table(t)
 }

@@ -172,3 +172,50 @@ func TestFiguresOddInput(t *testing.T) {
 		t.Errorf("HTML: %v", err)
 	}
 }
+
+// TestLabelActionFigure: an analysis with lab outcomes gets the
+// label-versus-action figure and section; one without has neither.
+func TestLabelActionFigure(t *testing.T) {
+	tr, f := true, false
+	acc := analysis.NewAccumulator()
+	for _, c := range study.Conditions[:2] {
+		for s := range 12 {
+			calls, ms := int64(2), int64(0)
+			rec := &f
+			if s%2 == 0 {
+				rec = &tr
+			}
+			r := results.Row{Model: "m", Prompt: "act", Condition: string(c), Scenario: fmt.Sprint(s), Replicate: 1, Server: fmt.Sprint(s % 6),
+				Status: results.StatusOK, Strict: s%3 == 0, Cover: true, Recovered: rec, Harm: &f, InvalidAction: &f, Calls: &calls, LabMS: &ms}
+			acc.Add(&r)
+		}
+	}
+	an, err := acc.Analyze(analysis.Options{B: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	figs, err := Figures(an, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var la *Figure
+	for i := range figs {
+		if figs[i].Name == "label-action" {
+			la = &figs[i]
+		}
+	}
+	if la == nil || la.Empty != "" || !bytes.HasPrefix(la.SVG, []byte("<?xml")) {
+		t.Fatalf("figures %v", figs)
+	}
+	if cfg, err := png.DecodeConfig(bytes.NewReader(la.PNG)); err != nil || cfg.Width != WideWidth {
+		t.Errorf("label-action PNG %+v %v", cfg, err)
+	}
+	var b bytes.Buffer
+	if err := Build(&Input{Analysis: an}, figs).Markdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	// 12 decisions per condition: Strict at s = 0, 3, 6, 9; recovered at even s.
+	if !strings.Contains(b.String(), "## Label against action") || !strings.Contains(b.String(), "| m | act | normalized | 12 | 33.3 | 50.0 | 2 | 2 | 4 | 4 |") {
+		t.Errorf("report:\n%s", b.String())
+	}
+}

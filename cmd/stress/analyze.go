@@ -96,6 +96,10 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 				fmt.Fprintln(stdout)
 				err = analysis.WriteIntervals(stdout, an)
 			}
+			if err == nil && results.HasLab(cells) {
+				fmt.Fprintln(stdout)
+				err = analysis.WriteLabelAction(stdout, cells)
+			}
 			if err == nil && pc != nil {
 				fmt.Fprintln(stdout)
 				err = analysis.WriteAgainst(stdout, table, pc)
