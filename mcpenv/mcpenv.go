@@ -327,7 +327,11 @@ func (e *Env) Start(ctx context.Context) (json.RawMessage, error) {
 	if node == "" {
 		node = "node"
 	}
-	script := filepath.Join(e.o.Modules, spec.Package, "dist", "index.js")
+	mods, err := filepath.Abs(e.o.Modules) // the server runs in the sandbox
+	if err != nil {
+		return nil, err
+	}
+	script := filepath.Join(mods, spec.Package, "dist", "index.js")
 	args := []string{script}
 	for _, a := range spec.Args {
 		args = append(args, strings.ReplaceAll(a, "${files}", e.files))

@@ -11,8 +11,49 @@ import (
 
 	"github.com/mcpstress/stress/conditions"
 	"github.com/mcpstress/stress/internal/input"
+	"github.com/mcpstress/stress/lab"
+	"github.com/mcpstress/stress/lab/labenv"
+	"github.com/mcpstress/stress/manifests"
+	"github.com/mcpstress/stress/mcpenv"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
+
+// defaultMCPServers is where scripts/test installs the reference MCP
+// servers, relative to the repository root.
+const defaultMCPServers = "scripts/mcp-servers/node_modules/@modelcontextprotocol"
+
+// actEnvironment starts the live environment of scenario id for task act:
+// a lab scenario of the default set, else a reference-server scenario
+// (its server started from the packages in servers). It returns the
+// environment and the observation of its first, failing call.
+func actEnvironment(ctx context.Context, id, servers string) (simulator.Actor, json.RawMessage, error) {
+	var env simulator.Actor
+	if set, err := lab.BuiltinSet(""); err == nil {
+		if sc, ok := set.Scenario(id); ok {
+			env = labenv.New(sc, 0)
+		}
+	}
+	if env == nil {
+		set, err := mcpenv.BuiltinSet("")
+		if err != nil {
+			return nil, nil, err
+		}
+		sc, ok := set.Scenario(id)
+		if !ok {
+			return nil, nil, fmt.Errorf("no lab or reference-server scenario %q", id)
+		}
+		env = mcpenv.New(sc, mcpenv.Options{Modules: servers})
+	}
+	obs, err := env.Start(ctx)
+	if err != nil {
+		if c, ok := env.(io.Closer); ok {
+			c.Close()
+		}
+		return nil, nil, err
+	}
+	return env, obs, nil
+}
 
 // cmdRender defines render's flags on fs and returns the action that
 // prints the messages a model receives for one scenario and condition.
@@ -25,6 +66,8 @@ func cmdRender(fs *flag.FlagSet) action {
 	observation := fs.String("observation", "", "render the replay messages as live replays returning the observation in JSON `FILE` (the prompt's live template)")
 	policy := fs.String("policy", string(study.RetryNow), "with -observation: the policy `P` the live replays executed")
 	asJSON := fs.Bool("json", false, "print the messages as a JSON array")
+	act := fs.Bool("act", false, "render the action task (task: act): the tools and the failing call of the scenario's live environment (a lab scenario, or a reference-server one started from -mcp-servers); default prompt manifests/prompts/act.tmpl")
+	mcpServers := fs.String("mcp-servers", defaultMCPServers, "with -act: `DIR` of the reference MCP servers' packages")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(args) != 0 {
 			return usageError("render takes no arguments")
@@ -67,10 +110,38 @@ func cmdRender(fs *flag.FlagSet) action {
 				s = &m.Corpus.Scenarios[i]
 			}
 		}
+		var actEnv simulator.Actor
+		if *act {
+			env, first, err := actEnvironment(ctx, *id, *mcpServers)
+			if err != nil {
+				return fmt.Errorf("render: flag -act: %w", err)
+			}
+			if c, ok := env.(io.Closer); ok {
+				defer c.Close()
+			}
+			actEnv = env
+			if s == nil {
+				// Note: a scenario without a corpus record is rendered
+				// from its environment's first observation, under the
+				// normalized condition only (the others need the record's
+				// coding).
+				if c != study.Normalized {
+					return usageError("render: flag -condition: scenario %s has no record in corpus %s, so only %s renders", *id, m.Corpus.Files[0].Path, study.Normalized)
+				}
+				s = &study.Scenario{ID: *id, Observation: first}
+			}
+		}
 		if s == nil {
 			return usageError("render: flag -scenario: no scenario %q in corpus %s", *id, m.Corpus.Files[0].Path)
 		}
 		name, file, text := m.Prompts[0].Name, m.Prompts[0].Path, m.Prompts[0].Text
+		if *act && *promptFile == "" {
+			raw, err := manifests.Builtin.ReadFile("prompts/act.tmpl")
+			if err != nil {
+				return err
+			}
+			name, file, text = "act", "prompts/act.tmpl", string(raw)
+		}
 		if *promptFile != "" {
 			b, err := os.ReadFile(*promptFile)
 			if err == nil {
@@ -87,7 +158,20 @@ func cmdRender(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
-		msgs, err := p.Initial(s, c)
+		var msgs []conditions.Message
+		if actEnv != nil {
+			tools, err := actEnv.Tools(ctx)
+			if err != nil {
+				return err
+			}
+			task := ""
+			if t, ok := actEnv.(simulator.Tasker); ok {
+				task = t.Task()
+			}
+			msgs, err = p.InitialAct(s, c, tools, actEnv.First().JSON(), task)
+		} else {
+			msgs, err = p.Initial(s, c)
+		}
 		if err != nil {
 			return err
 		}

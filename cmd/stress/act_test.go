@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcpstress/stress/results"
+)
+
+// actManifest writes a manifest of the action task on the paper corpus:
+// replay: live, task: act, the act prompt, and the acting baselines.
+func actManifest(t *testing.T) string {
+	t.Helper()
+	corpus, _ := filepath.Abs("../../manifests/corpus/paper")
+	prompt, _ := filepath.Abs("../../manifests/prompts/act.tmpl")
+	text := `name: act-test
+corpus: ` + corpus + `
+prompts:
+  - name: act
+    path: ` + prompt + `
+conditions: [normalized, code_only]
+replicates: 2
+seed: 11
+temperature: 0
+replay: live
+task: act
+models:
+  - name: stop
+    backend: baseline
+    model: always_stop
+  - name: replay
+    backend: baseline
+    model: replay_same
+  - name: repair
+    backend: baseline
+    model: schema_repair
+`
+	file := filepath.Join(t.TempDir(), "act.yaml")
+	os.WriteFile(file, []byte(text), 0o644)
+	return file
+}
+
+// TestRunAct: stress run of an act manifest on the fake environment:
+// the counts table has InvAct, each call line records the task and the
+// action, analyze recomputes the table and prints label against action,
+// and a label prompt is refused for task act.
+func TestRunAct(t *testing.T) {
+	withFakeEnv(t)
+	file := actManifest(t)
+	dir := filepath.Join(t.TempDir(), "bundle")
+	out, log, err := runCmd(t, "run", "-quiet", "-out", dir, file)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	golden(t, "run-act.golden", out)
+	an, _, err := runCmd(t, "analyze", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(an, out) {
+		t.Errorf("analyze's table differs from run's:\n%s\nvs\n%s", an, out)
+	}
+	if !strings.Contains(an, "Label against action") || !strings.Contains(an, "S+R+") {
+		t.Errorf("analyze lacks the label-against-action table:\n%s", an)
+	}
+	f, err := os.Open(filepath.Join(dir, results.CallsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	kinds := map[string]int{}
+	for sc.Scan() {
+		var c results.Call
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			t.Fatal(err)
+		}
+		if c.Task != "act" {
+			t.Fatalf("line without task act: %.200s", sc.Bytes())
+		}
+		if a := c.Action; a != nil {
+			kinds[c.Key.Model+"/"+a.Channel+"/"+a.Invalid]++
+		}
+	}
+	// The oracle's calls on the fake server are refused (its tools are
+	// "write" and "read", none the paper's failing calls name), replay_same
+	// repeats the failing call.
+	if kinds["replay/replay/"] == 0 || kinds["stop/"] != 0 {
+		t.Errorf("actions %v", kinds)
+	}
+	// A prompt that does not show the tools is refused before any call.
+	text, _ := os.ReadFile(file)
+	label, _ := filepath.Abs("../../manifests/prompts/default.tmpl")
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte(strings.Replace(string(text), "act.tmpl", filepath.Base(label), 1)), 0o644)
+	_, _, err = runCmd(t, "run", "-quiet", "-out", filepath.Join(t.TempDir(), "b2"), bad)
+	if err == nil || !strings.Contains(err.Error(), "task: act needs a \"user\" template that shows .Tools and .Call") {
+		t.Errorf("a label prompt under task act: %v", err)
+	}
+}
+
+// TestRenderAct: render -act shows the lab scenario's tools and failing
+// call with the act prompt.
+func TestRenderAct(t *testing.T) {
+	out, _, err := runCmd(t, "render", "-act", "-scenario", "X31", "-condition", "normalized")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"The server offers these tools:\n[", `"name": "create_order"`, "The agent called:\n{\n  \"tool\": \"create_order\"", `"quantity": "two"`, `"code": -32602`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("render -act lacks %q:\n%.3000s", want, out)
+		}
+	}
+	_, _, err = runCmd(t, "render", "-act", "-scenario", "X31", "-condition", "prose")
+	if err == nil || !strings.Contains(err.Error(), "has no record in corpus") {
+		t.Errorf("render -act of a record-less scenario under prose: %v", err)
+	}
+	_, _, err = runCmd(t, "render", "-act", "-scenario", "Q99", "-condition", "normalized")
+	if err == nil || !strings.Contains(err.Error(), `no lab or reference-server scenario "Q99"`) {
+		t.Errorf("render -act of an unknown scenario: %v", err)
+	}
+}
