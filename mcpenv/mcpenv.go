@@ -268,6 +268,7 @@ type Env struct {
 	files   string // the allowed directory
 	memory  string // the memory file
 	session *mcp.ClientSession
+	cmd     *exec.Cmd // the server's process
 	stderr  *boundedBuffer
 	tools   []json.RawMessage
 	calls   []callRecord
@@ -341,6 +342,7 @@ func (e *Env) Start(ctx context.Context) (json.RawMessage, error) {
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "MEMORY_FILE_PATH=" + e.memory}
 	e.stderr = &boundedBuffer{max: 4096}
 	cmd.Stderr = e.stderr
+	e.cmd = cmd
 	client := mcp.NewClient(&mcp.Implementation{Name: "stress-act", Version: "1"}, nil)
 	sctx, cancel := context.WithTimeout(ctx, e.o.timeout())
 	defer cancel()

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpstress/stress/simulator"
 )
@@ -143,5 +144,67 @@ func TestServerFailsToStart(t *testing.T) {
 	_, err = e.Start(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "server-memory/dist/index.js") || !strings.Contains(err.Error(), "stderr: ") || !strings.Contains(err.Error(), "Cannot find module") {
 		t.Errorf("err %v", err)
+	}
+}
+
+// TestDeadServer: a server that dies during a decision makes the next
+// call an error of the environment (a transport error decision, kept out
+// of the counts), within the call deadline, never a hang.
+func TestDeadServer(t *testing.T) {
+	mods := modules(t)
+	set, _ := BuiltinSet("")
+	sc, _ := set.Scenario("R15")
+	e := New(sc, Options{Modules: mods, CallTimeout: 5 * time.Second})
+	defer e.Close()
+	ctx := context.Background()
+	if _, err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, _, err := e.Send(ctx, 0, simulator.ToolCall{Tool: "get-sum", Arguments: json.RawMessage(`{"a":2,"b":3}`)}, 0)
+	if err == nil || time.Since(start) > 6*time.Second {
+		t.Errorf("send to a dead server: %v after %v", err, time.Since(start))
+	}
+}
+
+// BenchmarkStart measures the per-decision sandbox start of each
+// reference server: temporary directory, Node process, initialize,
+// tools/list, the failing call, and Close.
+func BenchmarkStart(b *testing.B) {
+	mods := modules(b)
+	set, _ := BuiltinSet("")
+	for _, id := range []string{"R01", "R08", "R15"} {
+		sc, _ := set.Scenario(id)
+		b.Run(sc.Server, func(b *testing.B) {
+			for b.Loop() {
+				e := New(sc, Options{Modules: mods})
+				if _, err := e.Start(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				e.Close()
+			}
+		})
+	}
+}
+
+// BenchmarkSend measures one executed call on a started server-memory
+// (the server's own time included).
+func BenchmarkSend(b *testing.B) {
+	mods := modules(b)
+	set, _ := BuiltinSet("")
+	sc, _ := set.Scenario("R07")
+	e := New(sc, Options{Modules: mods})
+	defer e.Close()
+	if _, err := e.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	c := simulator.ToolCall{Tool: "search_nodes", Arguments: json.RawMessage(`{"query":"tea"}`)}
+	for b.Loop() {
+		if _, _, err := e.Send(context.Background(), 0, c, 0); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

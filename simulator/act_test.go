@@ -283,3 +283,23 @@ func (l labelOnly) NewEnv(ctx context.Context, scenario string, seed int64) (sim
 	e, err := l.f.NewEnv(ctx, scenario, seed)
 	return struct{ simulator.Environment }{e}, err
 }
+
+// BenchmarkActHarness measures what the harness adds to one executed call
+// of task act, without the server: parsing the answer with its call, the
+// client's schema check, and building the action.
+func BenchmarkActHarness(b *testing.B) {
+	tb, err := simulator.NewToolbox([]json.RawMessage{
+		json.RawMessage(`{"name":"create_entities","inputSchema":{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"entities":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"entityType":{"type":"string"},"observations":{"type":"array","items":{"type":"string"}}},"required":["name","entityType","observations"]}}},"required":["entities"]}}`),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	text := `{"operation_status":"failed","recovery_policy":"revise_arguments","tool":"create_entities","arguments":{"entities":[{"name":"Alice","entityType":"person","observations":["works at Acme"]}]}}`
+	for b.Loop() {
+		a := simulator.ParseAct(text, nil)
+		if r, _ := tb.Check(*a.Action); r != "" {
+			b.Fatal(r)
+		}
+		_ = a.Action.JSON()
+	}
+}

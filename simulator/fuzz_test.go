@@ -38,3 +38,38 @@ func FuzzParseAnswer(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAct: any answer text and tool_calls parse without panicking, the
+// label as ParseAnswer reads it; an action is set only for a valid label
+// whose policy needs a call, with an object of arguments under the cap,
+// else a reason says why there is none; the client's check of whatever
+// call results never panics.
+func FuzzAct(f *testing.F) {
+	f.Add(`{"operation_status":"failed","recovery_policy":"revise_arguments","tool":"write","arguments":{"n":2}}`, ``)
+	f.Add(`{"operation_status":"failed","recovery_policy":"select_tool"}`, `[{"function":{"name":"read","arguments":"{}"}}]`)
+	f.Add(`{"operation_status":"failed","recovery_policy":"authenticate","tool":"x","arguments":[1]}`, `[{"function":{"name":"","arguments":7}}]`)
+	f.Add(`{"operation_status":"failed","recovery_policy":"select_tool"}`, `{"not":"an array"}`)
+	tb, err := NewToolbox([]json.RawMessage{
+		json.RawMessage(`{"name":"write","inputSchema":{"type":"object","properties":{"n":{"type":"integer","minimum":1}},"required":["n"]}}`),
+		json.RawMessage(`{"name":"read","inputSchema":{"type":"object","properties":{"p":{"type":"string","pattern":"^[a-z]+$"}}}}`),
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, text, calls string) {
+		a := ParseAct(text, json.RawMessage(calls))
+		l := ParseAnswer(text)
+		if a.Valid != l.Valid || a.Policy != l.Policy || a.Status != l.Status || a.Reason != l.Reason {
+			t.Fatalf("label %+v differs from ParseAnswer's %+v", a, l)
+		}
+		if a.Action != nil {
+			var obj map[string]any
+			if !a.Valid || !NeedsCall(a.Policy) || a.ActionReason != "" || json.Unmarshal(a.Action.Arguments, &obj) != nil || obj == nil || len(a.Action.Arguments) > MaxArgumentBytes {
+				t.Fatalf("action %+v for %q, %q", a, text, calls)
+			}
+			tb.Check(*a.Action)
+		} else if a.Valid && NeedsCall(a.Policy) && a.ActionReason == "" {
+			t.Fatalf("no action and no reason for %q, %q", text, calls)
+		}
+	})
+}
