@@ -625,7 +625,7 @@ func (s *Server) scenario(out *Outcome, sc *scrubber, framesRel string) (study.S
 	plan := out.Plan
 	plan.Field = sc.other(plan.Field) // a schema's property name is the server's too
 	target := targetOf(cause, plan, text)
-	env, err := envelope(info.Code, target, info.Preferred[0], observationText(obs), info.Words)
+	env, err := Envelope(info.Code, target, info.Preferred[0], observationText(obs), info.Words)
 	if err != nil {
 		return study.Scenario{}, err
 	}

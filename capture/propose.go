@@ -44,8 +44,11 @@ func targetOf(c study.Cause, p Plan, text string) study.Target {
 	return study.Target{Kind: "parameter", Pointer: "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(p.Field)}
 }
 
-// envelope is the counterfactual control envelope of STUDY.md section 6.
-func envelope(code string, target study.Target, policy study.Policy, text, words string) (json.RawMessage, error) {
+// Envelope is the counterfactual control envelope of STUDY.md section 6
+// for a failure with cause code, repair target, preferred policy and
+// failure text (words, the cause in words, when the text is empty or too
+// long to repeat).
+func Envelope(code string, target study.Target, policy study.Policy, text, words string) (json.RawMessage, error) {
 	if strings.TrimSpace(text) == "" || len(text) > envelopeTextMax {
 		text = "The call failed: " + words + "."
 	}

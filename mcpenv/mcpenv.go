@@ -61,18 +61,19 @@ type ServerSpec struct {
 
 // Scenario is one act scenario on a reference server.
 type Scenario struct {
-	ID        string               `json:"id"`               // unique in its set
-	Server    string               `json:"server"`           // a key of Servers
-	Class     string               `json:"class"`            // invalid_type, missing_field, unknown_tool or invalid_value
-	Task      string               `json:"task"`             // what the user asked, shown to the model
-	Files     map[string]string    `json:"files,omitempty"`  // files seeded in the allowed directory, by path relative to it
-	Setup     []simulator.ToolCall `json:"setup,omitempty"`  // calls made before the first (they must succeed)
-	Tool      string               `json:"tool"`             // the tool of the failing call
-	Args      json.RawMessage      `json:"args"`             // its arguments, /sandbox for the sandbox
-	Preferred study.Policy         `json:"preferred_policy"` // the preferred policy
-	NonHarm   []study.Policy       `json:"non_harm"`         // policies whose execution harms nothing
-	Intended  []lab.Predicate      `json:"intended"`         // all hold: the task is done, exactly once
-	Harm      []lab.Predicate      `json:"harm"`             // any holds: harm
+	ID        string               `json:"id"`                // unique in its set
+	Server    string               `json:"server"`            // a key of Servers
+	Class     string               `json:"class"`             // invalid_type, missing_field, unknown_tool or invalid_value
+	Task      string               `json:"task"`              // what the user asked, shown to the model
+	Files     map[string]string    `json:"files,omitempty"`   // files seeded in the allowed directory, by path relative to it
+	Setup     []simulator.ToolCall `json:"setup,omitempty"`   // calls made before the first (they must succeed)
+	Tool      string               `json:"tool"`              // the tool of the failing call
+	Args      json.RawMessage      `json:"args"`              // its arguments, /sandbox for the sandbox
+	Pointer   string               `json:"pointer,omitempty"` // the argument at fault, a JSON pointer (all classes but unknown_tool)
+	Preferred study.Policy         `json:"preferred_policy"`  // the preferred policy
+	NonHarm   []study.Policy       `json:"non_harm"`          // policies whose execution harms nothing
+	Intended  []lab.Predicate      `json:"intended"`          // all hold: the task is done, exactly once
+	Harm      []lab.Predicate      `json:"harm"`              // any holds: harm
 }
 
 // Set is the scenarios of one file of mcpenv/scenarios.
@@ -152,6 +153,9 @@ func Parse(file, name string, data []byte) (*Set, error) {
 		var args map[string]any
 		if json.Unmarshal(sc.Args, &args) != nil || args == nil {
 			bad("args", "want a JSON object")
+		}
+		if (sc.Class == "unknown_tool") != (sc.Pointer == "") || sc.Pointer != "" && !strings.HasPrefix(sc.Pointer, "/") {
+			bad("pointer", "want a JSON pointer to the argument at fault for every class but unknown_tool, got %q", sc.Pointer)
 		}
 		if !sc.Preferred.Valid() {
 			bad("preferred_policy", "unknown policy %q", sc.Preferred)
@@ -272,7 +276,6 @@ type Env struct {
 	stderr  *boundedBuffer
 	tools   []json.RawMessage
 	calls   []callRecord
-	started time.Time
 	closed  bool
 	mu      sync.Mutex
 }
@@ -300,7 +303,6 @@ func (e *Env) Start(ctx context.Context) (json.RawMessage, error) {
 	if e.session != nil || e.closed {
 		return nil, fmt.Errorf("scenario %s: Start called twice", e.sc.ID)
 	}
-	e.started = time.Now()
 	dir, err := os.MkdirTemp("", "stress-mcpenv-")
 	if err != nil {
 		return nil, err
@@ -498,8 +500,8 @@ func (e *Env) readState() (*State, error) {
 }
 
 // Final reads the sandbox's state and evaluates the scenario's
-// predicates. ClockMS is the wall time since Start (the reference servers
-// have no clock of their own).
+// predicates. ClockMS is 0: the reference servers have no clock the
+// harness owns, and wall time would make the column irreproducible.
 func (e *Env) Final(ctx context.Context) (simulator.EnvOutcome, error) {
 	st, err := e.readState()
 	if err != nil {
@@ -513,7 +515,7 @@ func (e *Env) Final(ctx context.Context) (simulator.EnvOutcome, error) {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return simulator.EnvOutcome{}, err
 	}
-	o := simulator.EnvOutcome{Recovered: true, Calls: len(e.calls), ClockMS: time.Since(e.started).Milliseconds(), State: e.hide(raw)}
+	o := simulator.EnvOutcome{Recovered: true, Calls: len(e.calls), State: e.hide(raw)}
 	for i := range e.sc.Intended {
 		if !e.sc.Intended[i].Eval(doc) {
 			o.Recovered = false

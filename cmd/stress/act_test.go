@@ -125,3 +125,62 @@ func TestRenderAct(t *testing.T) {
 		t.Errorf("render -act of an unknown scenario: %v", err)
 	}
 }
+
+// TestRunActReference: a manifest whose corpus is reference scenarios
+// runs on the reference servers (mcpenv), one per decision; without the
+// servers installed it is refused, naming what to run.
+func TestRunActReference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Node servers")
+	}
+	all, err := os.ReadFile("../../manifests/corpus/act-reference/RM.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []json.RawMessage
+	if err := json.Unmarshal(all, &recs); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	corpus := filepath.Join(dir, "corpus.json")
+	two, _ := json.Marshal(recs[:3]) // R01 (invalid type), R02 (missing field), R03 (unknown tool)
+	os.WriteFile(corpus, two, 0o644)
+	prompt, _ := filepath.Abs("../../manifests/prompts/act.tmpl")
+	file := filepath.Join(dir, "m.yaml")
+	os.WriteFile(file, []byte(`name: act-ref
+corpus: `+corpus+`
+prompts:
+  - name: act
+    path: `+prompt+`
+conditions: [normalized]
+replicates: 1
+seed: 1
+temperature: 0
+replay: live
+task: act
+models:
+  - name: repair
+    backend: baseline
+    model: schema_repair
+`), 0o644)
+	t.Setenv(MCPServersVar, t.TempDir())
+	_, _, err = runCmd(t, "run", "-quiet", "-allow-proposed", "-out", filepath.Join(dir, "b0"), file)
+	if err == nil || !strings.Contains(err.Error(), "its corpus runs on the reference MCP servers") || !strings.Contains(err.Error(), "run scripts/test") {
+		t.Fatalf("run without the servers: %v", err)
+	}
+	mods, _ := filepath.Abs("../../scripts/mcp-servers/node_modules/@modelcontextprotocol")
+	t.Setenv(MCPServersVar, mods)
+	out, log, err := runCmd(t, "run", "-quiet", "-allow-proposed", "-out", filepath.Join(dir, "b"), file)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	// The oracle coerces nothing it can for R01 (a string for an array) and
+	// R02 (no default for the missing type), so it stops; for R03 it
+	// finds create_entities (select_tool, Strict), whose required entities
+	// add_entity's arguments lack, and the client refuses the call: 0
+	// recovered, 1 invalid action, 3 calls (the failing ones).
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if f := strings.Fields(lines[len(lines)-1]); !strings.HasPrefix(lines[0], "warning: run with -allow-proposed") || strings.Join(f[3:], " ") != "3 1 1 0 0 0 0 0 0 1 3 0 0 0" {
+		t.Errorf("table:\n%s", out)
+	}
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/mcpstress/stress/manifests"
+	"github.com/mcpstress/stress/mcpenv"
+	"github.com/mcpstress/stress/simulator"
+)
+
+// MCPServersVar names the environment variable that locates the
+// reference MCP servers' packages for a study on them (default
+// defaultMCPServers, relative to the working directory).
+const MCPServersVar = "STRESS_MCP_SERVERS"
+
+// Note: the reference servers' environment is chained in front of
+// envFor (whatever it links for the lab) rather than edited into it: a
+// live manifest whose corpus is the reference scenarios' gets mcpenv,
+// any other goes on to envFor.
+func init() {
+	next := envFor
+	envFor = func(m *manifests.Resolved) (simulator.EnvFactory, error) {
+		if f, ok, err := referenceEnv(m); ok || err != nil {
+			return f, err
+		}
+		return next(m)
+	}
+}
+
+// referenceEnv returns the environment factory of the reference servers
+// when every record of m's corpus is one of their scenarios (ok false
+// otherwise), failing when the servers are not installed.
+func referenceEnv(m *manifests.Resolved) (simulator.EnvFactory, bool, error) {
+	set, err := mcpenv.BuiltinSet("")
+	if err != nil || len(m.Corpus.Scenarios) == 0 {
+		return nil, false, err
+	}
+	for i := range m.Corpus.Scenarios {
+		s := &m.Corpus.Scenarios[i]
+		sc, ok := set.Scenario(s.ID)
+		if !ok || mcpenv.Pseudonyms[sc.Server] != s.Server {
+			return nil, false, nil
+		}
+	}
+	dir := os.Getenv(MCPServersVar)
+	if dir == "" {
+		dir = defaultMCPServers
+	}
+	for _, s := range mcpenv.Servers {
+		if _, err := os.Stat(filepath.Join(dir, s.Package, "dist", "index.js")); err != nil {
+			return nil, true, fmt.Errorf("manifest %s: its corpus runs on the reference MCP servers, and %s is not installed in %s (run scripts/test, or (cd scripts/mcp-servers && npm ci --ignore-scripts); %s names another directory)",
+				m.Source, s.Package, dir, MCPServersVar)
+		}
+	}
+	return mcpenv.Factory(set, mcpenv.Options{Modules: dir}), true, nil
+}
