@@ -322,7 +322,7 @@ func CategoryResult(s *study.Scenario) (raw json.RawMessage, ok bool, err error)
 	if !ok {
 		return nil, false, nil
 	}
-	c := CategoryContract{ErrorCategory: cat, IsRetryable: cat == study.TransientCategory, Explanation: Explanation(s)}
+	c := CategoryContract{ErrorCategory: cat, IsRetryable: study.Retryable(s.Cause), Explanation: Explanation(s)}
 	text, err := json.Marshal(c)
 	if err != nil {
 		return nil, false, err
@@ -355,8 +355,35 @@ func Explanation(s *study.Scenario) string {
 			return fmt.Sprintf("The upstream dependency %s is temporarily unavailable.", s.Target.Name)
 		}
 		return "An upstream dependency is temporarily unavailable."
+	case study.RateLimit:
+		return fmt.Sprintf("The rate limit of %s was exceeded.", dependency(s))
+	case study.TimeoutCommitted:
+		return fmt.Sprintf("No answer from %s arrived before the deadline; the write may have been applied.", dependency(s))
+	case study.PartialCommit:
+		return fmt.Sprintf("The batch was applied only in part before %s failed.", dependency(s))
+	case study.Idempotency:
+		return fmt.Sprintf("The write reached %s, but its confirmation was lost.", dependency(s))
+	case study.UpstreamOutage:
+		return fmt.Sprintf("%s is down for the rest of the session.", capitalize(dependency(s)))
+	case study.StaleRevision:
+		return fmt.Sprintf("The revision at %s is no longer the current one.", s.Target.Pointer)
 	}
 	return ""
+}
+
+// dependency names the upstream dependency of a record's target.
+func dependency(s *study.Scenario) string {
+	if s.Target.Name != "" {
+		return "the upstream dependency " + s.Target.Name
+	}
+	return "an upstream dependency"
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // Indent formats raw JSON canonically: two-space indentation, key order kept.

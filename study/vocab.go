@@ -76,7 +76,8 @@ func (s Status) Valid() bool { return s == Failed || s == Succeeded }
 // Cause is the verified cause of a failure (STUDY.md 1.3).
 type Cause string
 
-// The five causes; Transient occurs only in synthetic cases.
+// The five causes of STUDY.md 1.3; Transient occurs only in synthetic
+// cases and in the recovery lab.
 const (
 	UnknownTool  Cause = "unknown_tool"
 	InvalidType  Cause = "invalid_type"
@@ -85,8 +86,27 @@ const (
 	Transient    Cause = "transient"
 )
 
-// Causes lists every cause in canonical order.
-var Causes = []Cause{UnknownTool, InvalidType, InvalidValue, AuthRequired, Transient}
+// The causes only the recovery lab induces (its fault classes of the same
+// names, STUDY.md section 7); the lab's permission class is
+// AuthRequired.
+const (
+	RateLimit        Cause = "rate_limit"
+	TimeoutCommitted Cause = "timeout_committed"
+	PartialCommit    Cause = "partial_commit"
+	Idempotency      Cause = "idempotency"
+	StaleRevision    Cause = "stale_revision"
+	SilentNoop       Cause = "silent_noop"
+	UpstreamOutage   Cause = "upstream_outage"
+)
+
+// PaperCauses lists the five causes of STUDY.md 1.3 in canonical order:
+// the scale of the paper's cause coding.
+var PaperCauses = []Cause{UnknownTool, InvalidType, InvalidValue, AuthRequired, Transient}
+
+// Causes lists every cause in canonical order: the paper's five, then the
+// lab's.
+var Causes = []Cause{UnknownTool, InvalidType, InvalidValue, AuthRequired, Transient,
+	RateLimit, TimeoutCommitted, PartialCommit, Idempotency, StaleRevision, SilentNoop, UpstreamOutage}
 
 // CauseInfo is one row of the cause registry of STUDY.md 1.3.
 type CauseInfo struct {
@@ -102,6 +122,19 @@ var causes = map[Cause]CauseInfo{
 	InvalidValue: {"example.mcp.arguments.invalid_value", "parameter", []Policy{ReviseArguments}, "an argument has a value outside its domain"},
 	AuthRequired: {"example.mcp.auth.required", "credential", []Policy{Authenticate}, "the call lacks a valid credential"},
 	Transient:    {"example.mcp.upstream.unavailable", "dependency", []Policy{RetryNow, RetryLater}, "an upstream dependency is temporarily unavailable"},
+
+	// Note: where a lab cause has two preferred policies, which one a
+	// scenario prefers depends on evidence the code does not carry
+	// (whether the tool is idempotent, whether the write was committed),
+	// so the safe one comes first: a registry that sees only the code
+	// chooses it (models/baseline, code_registry).
+	RateLimit:        {"example.mcp.rate_limit.exceeded", "dependency", []Policy{RetryLater}, "the caller exceeded a rate limit and must wait for the window to pass"},
+	TimeoutCommitted: {"example.mcp.timeout.after_commit", "dependency", []Policy{StopOrEscalate, RetryNow}, "the call timed out after its write may have been applied"},
+	PartialCommit:    {"example.mcp.batch.partial", "dependency", []Policy{StopOrEscalate}, "a batch was applied only in part before it failed"},
+	Idempotency:      {"example.mcp.write.uncertain", "dependency", []Policy{StopOrEscalate, RetryNow}, "the write was applied but the call failed, so a replay may duplicate it"},
+	StaleRevision:    {"example.mcp.revision.stale", "parameter", []Policy{ReviseArguments}, "the request names a revision that is no longer current"},
+	SilentNoop:       {"example.mcp.effect.missing", "tool", []Policy{StopOrEscalate}, "the call reported success but had no effect"},
+	UpstreamOutage:   {"example.mcp.upstream.down", "dependency", []Policy{StopOrEscalate}, "an upstream dependency is down for the rest of the session"},
 }
 
 // Valid reports whether c is a known cause.
@@ -159,6 +192,7 @@ var probeCauses = map[Probe][]Cause{
 	WrongType:       {InvalidType, AuthRequired},
 	Sentinel:        {InvalidValue, AuthRequired},
 	MissingRequired: {InvalidType, AuthRequired},
+	LabCall:         Causes,
 }
 
 // Valid reports whether p is a known probe kind.
@@ -267,11 +301,20 @@ func CategoryOf(c Cause) (ErrorCategory, bool) {
 		return ValidationCategory, true
 	case AuthRequired:
 		return PermissionCategory, true
-	case Transient:
+	case Transient, RateLimit, TimeoutCommitted, PartialCommit, Idempotency, UpstreamOutage:
 		return TransientCategory, true
+	case StaleRevision:
+		return ValidationCategory, true
 	}
 	return "", false
 }
+
+// Retryable reports whether the unchanged call of a failure of cause c
+// may succeed later: the error-category contract's isRetryable for a
+// record-derived contract. Only a passing condition (transient, a rate
+// limit's window) is; a failure that may have committed a write is not,
+// since the unchanged call could duplicate it.
+func Retryable(c Cause) bool { return c == Transient || c == RateLimit }
 
 func join[T ~string](xs []T) string {
 	s := make([]string, len(xs))
