@@ -50,9 +50,11 @@ func render(t *testing.T, p *conditions.Prompt, s *study.Scenario, c study.Condi
 	return b.String()
 }
 
-// TestGolden pins all 126 renderings (21 scenarios x 6 conditions: the
-// four paired ones, envelope and category) of the default prompt, each with
-// its first replay message.
+// TestGolden pins all 378 renderings (21 scenarios x 18 conditions: the
+// four paired ones, envelope, category, the seven factorial cells besides
+// structured, the two single-channel category conditions and the three
+// misplaced-trust ones) of the default prompt, each with its first replay
+// message.
 func TestGolden(t *testing.T) {
 	m, p := load(t)
 	n := 0
@@ -78,12 +80,12 @@ func TestGolden(t *testing.T) {
 			}
 		}
 	}
-	if n != 126 {
-		t.Errorf("rendered %d, want 126", n)
+	if n != 378 {
+		t.Errorf("rendered %d, want 378", n)
 	}
 	files, _ := filepath.Glob(filepath.Join("testdata", "default", "*.golden"))
-	if len(files) != 126 {
-		t.Errorf("%d golden files, want 126", len(files))
+	if len(files) != 378 {
+		t.Errorf("%d golden files, want 378", len(files))
 	}
 }
 
