@@ -260,13 +260,16 @@ func Annotation(s *study.Scenario, c study.Condition) (string, error) {
 		if err != nil || !ok {
 			return "", err
 		}
-		res, err := Indent(raw)
-		if err != nil {
-			return "", fmt.Errorf("scenario %s: %s result: %w", s.ID, c, err)
-		}
-		label := CategoryLabel
+		label, what := CategoryLabel, string(c)+" result"
 		if c == study.Envelope || c == study.EnvelopeFalseReplay || c == study.EnvelopeFalseTarget {
 			label = EnvelopeLabel
+		}
+		if c == study.Envelope {
+			what = "control_envelope"
+		}
+		res, err := Indent(raw)
+		if err != nil {
+			return "", fmt.Errorf("scenario %s: %s: %w", s.ID, what, err)
 		}
 		return label + "\n" + res, nil
 	case study.Normalized:

@@ -653,4 +653,8 @@ func TestMisplacedTrust(t *testing.T) {
 			t.Errorf("envelope %s: %v", env, err)
 		}
 	}
+	s.ControlEnvelope = json.RawMessage(`{`)
+	if _, err := conditions.Annotation(&s, study.Envelope); err == nil || !strings.Contains(err.Error(), "scenario S02: control_envelope: ") {
+		t.Errorf("a broken envelope: %v", err)
+	}
 }
