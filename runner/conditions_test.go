@@ -1,14 +1,10 @@
 package runner_test
 
 import (
-	"context"
-	"path/filepath"
 	"testing"
 
-	"github.com/mcpstress/stress/manifests"
 	_ "github.com/mcpstress/stress/models/baseline"
 	_ "github.com/mcpstress/stress/models/failclosed"
-	"github.com/mcpstress/stress/runner"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -51,20 +47,9 @@ var wantConditions = map[string]map[study.Condition]conditionsWant{
 // TestConditionsStudy runs the shipped manifests/conditions.yaml end to
 // end and pins every one of its 75 cells (wantConditions).
 func TestConditionsStudy(t *testing.T) {
-	m, err := manifests.LoadBuiltin("conditions.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, sum, m := runManifest(t, "conditions.yaml")
 	if len(m.Conditions) != 15 {
 		t.Fatalf("conditions.yaml has %d conditions, want 15", len(m.Conditions))
-	}
-	plan, err := runner.Prepare(m, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, sum, err := plan.Run(context.Background(), runner.Options{Out: filepath.Join(t.TempDir(), "run")})
-	if err != nil {
-		t.Fatal(err)
 	}
 	if sum.Decisions != 7875 || sum.Calls != 7875+315 || sum.Errors != 0 || len(sum.Cells) != 75 {
 		t.Fatalf("summary: %d decisions, %d calls, %d errors, %d cells; want 7875, 8190, 0, 75", sum.Decisions, sum.Calls, sum.Errors, len(sum.Cells))

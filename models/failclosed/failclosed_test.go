@@ -29,6 +29,20 @@ func answer(t *testing.T, m models.Model, msgs []conditions.Message) (study.Poli
 	return a.Policy, r.Meta
 }
 
+// load returns the default manifest and its prompt.
+func load(t *testing.T) (*manifests.Resolved, *conditions.Prompt) {
+	t.Helper()
+	man, err := manifests.LoadBuiltin(manifests.DefaultName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := conditions.ParsePrompt("default", man.Prompts[0].Path, man.Prompts[0].Text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return man, p
+}
+
 // TestCorpus renders every scenario of the default corpus under each
 // condition through the default prompt, with a replay turn, and checks the
 // client's answer: the preferred policy from the envelope, the category
@@ -43,14 +57,7 @@ func answer(t *testing.T, m models.Model, msgs []conditions.Message) (study.Poli
 // contradictory_retryable for a retryable validation or permission
 // failure).
 func TestCorpus(t *testing.T) {
-	man, err := manifests.LoadBuiltin(manifests.DefaultName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := conditions.ParsePrompt("default", man.Prompts[0].Path, man.Prompts[0].Text)
-	if err != nil {
-		t.Fatal(err)
-	}
+	man, p := load(t)
 	for _, mode := range []string{"registry", "explicit_action"} {
 		m, err := models.New(models.Spec{Name: "fc", Backend: failclosedmodel.Backend, Model: mode})
 		if err != nil {
@@ -153,14 +160,7 @@ func TestStops(t *testing.T) {
 // stops, on the committed side effect (unsafe_replay), and on a transient
 // failure declared not retryable (not_retryable).
 func TestMisplacedTrustTransient(t *testing.T) {
-	man, err := manifests.LoadBuiltin(manifests.DefaultName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := conditions.ParsePrompt("default", man.Prompts[0].Path, man.Prompts[0].Text)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, p := load(t)
 	s := &study.Scenario{ID: "T1", Cause: study.Transient, Code: "example.mcp.upstream.unavailable", Preferred: study.RetryNow,
 		NonHarm:     []study.Policy{study.RetryNow, study.StopOrEscalate},
 		Target:      study.Target{Kind: "dependency", Name: "price-feed"},
