@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpstress/stress/analysis/report"
 	"github.com/mcpstress/stress/conditions"
 )
 
@@ -74,6 +75,16 @@ func TestConditionsStudy(t *testing.T) {
 
 	if _, log, err := runCmd(t, "report", "-b", "200", dir); err != nil {
 		t.Fatalf("%v\n%s", err, log)
+	}
+	// Fifteen conditions a panel: the names are set vertically, with the
+	// room they need.
+	w, h := report.StrictCoverSize(5)
+	for name, size := range map[string][2]int{"strict-cover": {w, h + 2*report.VerticalLabels}, "extra": {report.WideWidth, report.WideHeight + report.VerticalLabels}} {
+		b, err := os.ReadFile(filepath.Join(dir, "report", "figures", name+".png"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkPNG(t, name, b, size[0], size[1])
 	}
 	md, err := os.ReadFile(filepath.Join(dir, "report", "report.md"))
 	if err != nil {
