@@ -20,8 +20,10 @@ var ErrPair = errors.New("pair")
 type PairSpec struct {
 	A, B   study.Condition
 	Column Column
-	// Isolates says what a predeclared comparison of issue 18's conditions
-	// isolates, e.g. "format at label, no statement"; "" for the others.
+	// Isolates says what a predeclared comparison of the factorial or the
+	// delivery channels isolates: the factor and the levels held fixed
+	// ("format at label, no statement") or the channel dropped; "" for
+	// the paper's two and for requested pairs.
 	Isolates string
 }
 
@@ -129,8 +131,8 @@ type Pair struct {
 	B           study.Condition `json:"b"`
 	Column      Column          `json:"column"`
 	Predeclared bool            `json:"predeclared"`
-	// Isolates says what a predeclared comparison of issue 18's conditions
-	// isolates (PairSpec.Isolates); absent for the others.
+	// Isolates is PairSpec.Isolates: what a predeclared comparison of the
+	// factorial or the delivery channels isolates; absent for the others.
 	Isolates string `json:"isolates,omitempty"`
 	PairStats
 }

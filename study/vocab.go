@@ -325,8 +325,8 @@ func (c Condition) Paired() bool {
 // carries it as a label or a paraphrase). The misplaced-trust envelopes
 // disclose a policy too, but not the preferred one.
 func (c Condition) RevealsPolicy() bool {
-	_, cell := c.Cell()
-	return cell || c == Prose || c == Envelope
+	_, inFactorial := c.Cell()
+	return inFactorial || c == Prose || c == Envelope
 }
 
 // ErrorCategory is a category of the application-defined error contract of
