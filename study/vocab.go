@@ -211,10 +211,13 @@ func (p Probe) Yields(c Cause) bool {
 // Condition is how a failure is shown to a model (STUDY.md 3).
 type Condition string
 
-// The four paired conditions of the paper, then two more a manifest may
-// name: Envelope shows the scenario's counterfactual control envelope
-// (STUDY.md section 6) and Category its error-category contract (seed 002:
-// errorCategory, isRetryable, explanation).
+// The four paired conditions of the paper, then more a manifest may name:
+// Envelope shows the scenario's counterfactual control envelope (STUDY.md
+// section 6) and Category its error-category contract (seed 002:
+// errorCategory, isRetryable, explanation); then the factorial cells
+// (FactorialConditions), the delivery channels of the category contract
+// (ChannelConditions) and the misplaced-trust conditions
+// (TrustConditions).
 const (
 	Normalized Condition = "normalized"
 	CodeOnly   Condition = "code_only"
@@ -222,15 +225,114 @@ const (
 	Prose      Condition = "prose"
 	Envelope   Condition = "envelope"
 	Category   Condition = "category"
+
+	// The format × wording × failure-statement factorial; Structured is
+	// its JSON, label, no-statement cell.
+	StructuredParaphrase       Condition = "structured_paraphrase"
+	SentenceLabel              Condition = "sentence_label"
+	SentenceParaphrase         Condition = "sentence_paraphrase"
+	StructuredFailed           Condition = "structured_failed"
+	StructuredParaphraseFailed Condition = "structured_paraphrase_failed"
+	SentenceLabelFailed        Condition = "sentence_label_failed"
+	SentenceParaphraseFailed   Condition = "sentence_paraphrase_failed"
+
+	// The category contract with one delivery channel dropped; Category
+	// delivers both.
+	CategoryStructured Condition = "category_structured" // structuredContent only
+	CategoryText       Condition = "category_text"       // the serialized text copy only
+
+	// Misplaced trust: a contract that contradicts the observation.
+	EnvelopeFalseReplay    Condition = "envelope_false_replay"    // a replay declared safe after a committed side effect
+	EnvelopeFalseTarget    Condition = "envelope_false_target"    // a target the observation does not mention
+	CategoryFalseRetryable Condition = "category_false_retryable" // isRetryable true on a validation or permission failure
 )
 
 // Conditions lists the paper's four paired conditions in canonical order;
 // the default studies run exactly these.
 var Conditions = []Condition{Normalized, CodeOnly, Structured, Prose}
 
-// AllConditions lists every known condition: the four paired ones, then
-// Envelope and Category.
-var AllConditions = []Condition{Normalized, CodeOnly, Structured, Prose, Envelope, Category}
+// AllConditions lists every known condition: the four paired ones,
+// Envelope and Category, the factorial cells other than Structured, the
+// two single-channel category conditions, then the misplaced-trust ones.
+var AllConditions = []Condition{Normalized, CodeOnly, Structured, Prose, Envelope, Category,
+	StructuredParaphrase, SentenceLabel, SentenceParaphrase,
+	StructuredFailed, StructuredParaphraseFailed, SentenceLabelFailed, SentenceParaphraseFailed,
+	CategoryStructured, CategoryText,
+	EnvelopeFalseReplay, EnvelopeFalseTarget, CategoryFalseRetryable}
+
+// ChannelConditions lists the delivery channels of the category contract:
+// both (Category), structuredContent only, the text copy only.
+var ChannelConditions = []Condition{Category, CategoryStructured, CategoryText}
+
+// TrustConditions lists the misplaced-trust conditions.
+var TrustConditions = []Condition{EnvelopeFalseReplay, EnvelopeFalseTarget, CategoryFalseRetryable}
+
+// Format is how a factorial cell states the code and the policy.
+type Format string
+
+// The two formats of the factorial.
+const (
+	JSONFormat     Format = "json"     // Error details: {"code": …, "policy": …}
+	SentenceFormat Format = "sentence" // Error details: the code is …, and the policy is to ….
+)
+
+// Wording is how a factorial cell names the policy.
+type Wording string
+
+// The two wordings of the factorial.
+const (
+	LabelWording      Wording = "label"      // the exact policy label
+	ParaphraseWording Wording = "paraphrase" // a fixed paraphrase of the action, per label
+)
+
+// Cell is a condition's place in the format × wording × failure-statement
+// factorial. Failed adds the explicit failure statement.
+type Cell struct {
+	Format  Format
+	Wording Wording
+	Failed  bool
+}
+
+// FactorialConditions lists the eight cells of the factorial, failure
+// statement slowest, then format, then wording: Structured, then the
+// seven conditions built for it.
+var FactorialConditions = []Condition{
+	Structured, StructuredParaphrase, SentenceLabel, SentenceParaphrase,
+	StructuredFailed, StructuredParaphraseFailed, SentenceLabelFailed, SentenceParaphraseFailed,
+}
+
+// Cell returns c's place in the factorial; ok is false for a condition
+// outside it.
+func (c Condition) Cell() (cell Cell, ok bool) {
+	i := -1
+	for j, x := range FactorialConditions {
+		if x == c {
+			i = j
+		}
+	}
+	if i < 0 {
+		return Cell{}, false
+	}
+	cell = Cell{Format: JSONFormat, Wording: LabelWording, Failed: i >= 4}
+	if i%4 >= 2 {
+		cell.Format = SentenceFormat
+	}
+	if i%2 == 1 {
+		cell.Wording = ParaphraseWording
+	}
+	return cell, true
+}
+
+// FactorialCondition returns the condition of a factorial cell, or ""
+// for a cell with an unknown format or wording.
+func FactorialCondition(cell Cell) Condition {
+	for _, c := range FactorialConditions {
+		if x, _ := c.Cell(); x == cell {
+			return c
+		}
+	}
+	return ""
+}
 
 // Valid reports whether c is a known condition (one of AllConditions).
 func (c Condition) Valid() bool {
@@ -253,8 +355,13 @@ func (c Condition) Paired() bool {
 }
 
 // RevealsPolicy reports whether condition c discloses the preferred policy
-// (the control envelope carries it in error.policy).
-func (c Condition) RevealsPolicy() bool { return c == Structured || c == Prose || c == Envelope }
+// (the control envelope carries it in error.policy; every factorial cell
+// carries it as a label or a paraphrase). The misplaced-trust envelopes
+// disclose a policy too, but not the preferred one.
+func (c Condition) RevealsPolicy() bool {
+	_, inFactorial := c.Cell()
+	return inFactorial || c == Prose || c == Envelope
+}
 
 // ErrorCategory is a category of the application-defined error contract of
 // seed 002 (errorCategory in a tool's structuredContent). It names the
