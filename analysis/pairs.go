@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/mcpstress/stress/analysis/stats"
@@ -19,17 +20,75 @@ var ErrPair = errors.New("pair")
 type PairSpec struct {
 	A, B   study.Condition
 	Column Column
+	// Isolates says what a predeclared comparison of the factorial or the
+	// delivery channels isolates: the factor and the levels held fixed
+	// ("format at label, no statement") or the channel dropped; "" for
+	// the paper's two and for requested pairs.
+	Isolates string
 }
 
 // String returns "A,B,column".
 func (p PairSpec) String() string { return fmt.Sprintf("%s,%s,%s", p.A, p.B, p.Column) }
 
-// Predeclared lists the comparisons STUDY.md section 4 fixes in advance:
-// code_only − normalized (the only answer-free comparison) and structured −
-// prose (two ways of disclosing the answer), both on Strict.
-var Predeclared = []PairSpec{
-	{study.CodeOnly, study.Normalized, Strict},
-	{study.Structured, study.Prose, Strict},
+// Predeclared lists the comparisons fixed in advance, all on Strict:
+// STUDY.md section 4's code_only − normalized (the only answer-free
+// comparison) and structured − prose (two ways of disclosing the answer);
+// then the twelve simple effects of the format × wording ×
+// failure-statement factorial (FactorialContrasts); then the two delivery
+// channels of the category contract against both (ChannelContrasts). A
+// comparison is computed in every arm that has both of its conditions.
+var Predeclared = slices.Concat([]PairSpec{
+	{A: study.CodeOnly, B: study.Normalized, Column: Strict},
+	{A: study.Structured, B: study.Prose, Column: Strict},
+}, FactorialContrasts(), ChannelContrasts)
+
+// ChannelContrasts compare the category contract with one channel dropped
+// against both channels (category), on Strict: what a host that shows the
+// model only structuredContent, or only the text copy, changes.
+var ChannelContrasts = []PairSpec{
+	{A: study.CategoryStructured, B: study.Category, Column: Strict, Isolates: "channel: text copy dropped"},
+	{A: study.CategoryText, B: study.Category, Column: Strict, Isolates: "channel: structuredContent dropped"},
+}
+
+// FactorialContrasts returns the twelve simple effects of the format ×
+// wording × failure-statement factorial (study.FactorialConditions) on
+// Strict: each pairs two cells that differ in exactly one factor, at each
+// level of the other two. Format is JSON − sentence, wording label −
+// paraphrase, the statement with − without; four of each, in that order.
+func FactorialContrasts() []PairSpec {
+	level := func(c study.Cell, factor string) string {
+		var parts []string
+		if factor != "format" {
+			parts = append(parts, string(c.Format))
+		}
+		if factor != "wording" {
+			parts = append(parts, string(c.Wording))
+		}
+		if factor != "failure statement" {
+			parts = append(parts, map[bool]string{true: "statement", false: "no statement"}[c.Failed])
+		}
+		return factor + " at " + strings.Join(parts, ", ")
+	}
+	var out []PairSpec
+	add := func(a, b study.Cell, factor string) {
+		out = append(out, PairSpec{A: study.FactorialCondition(a), B: study.FactorialCondition(b), Column: Strict, Isolates: level(a, factor)})
+	}
+	for _, failed := range []bool{false, true} {
+		for _, w := range []study.Wording{study.LabelWording, study.ParaphraseWording} {
+			add(study.Cell{Format: study.JSONFormat, Wording: w, Failed: failed}, study.Cell{Format: study.SentenceFormat, Wording: w, Failed: failed}, "format")
+		}
+	}
+	for _, failed := range []bool{false, true} {
+		for _, f := range []study.Format{study.JSONFormat, study.SentenceFormat} {
+			add(study.Cell{Format: f, Wording: study.LabelWording, Failed: failed}, study.Cell{Format: f, Wording: study.ParaphraseWording, Failed: failed}, "wording")
+		}
+	}
+	for _, f := range []study.Format{study.JSONFormat, study.SentenceFormat} {
+		for _, w := range []study.Wording{study.LabelWording, study.ParaphraseWording} {
+			add(study.Cell{Format: f, Wording: w, Failed: true}, study.Cell{Format: f, Wording: w}, "failure statement")
+		}
+	}
+	return out
 }
 
 // ParsePairSpec parses "condA,condB" or "condA,condB,column"; column is
@@ -72,6 +131,9 @@ type Pair struct {
 	B           study.Condition `json:"b"`
 	Column      Column          `json:"column"`
 	Predeclared bool            `json:"predeclared"`
+	// Isolates is PairSpec.Isolates: what a predeclared comparison of the
+	// factorial or the delivery channels isolates; absent for the others.
+	Isolates string `json:"isolates,omitempty"`
 	PairStats
 }
 
@@ -184,7 +246,7 @@ func (a *Accumulator) pairs(opt Options) ([]Pair, error) {
 			}
 			found = true
 			ps := a.pairWithin(int32(g), s, order, opt)
-			out = append(out, Pair{Model: arm.Model, Prompt: arm.Prompt, A: s.A, B: s.B, Column: s.Column, Predeclared: pre[i], PairStats: ps})
+			out = append(out, Pair{Model: arm.Model, Prompt: arm.Prompt, A: s.A, B: s.B, Column: s.Column, Predeclared: pre[i], Isolates: s.Isolates, PairStats: ps})
 		}
 		if !found && !pre[i] {
 			return nil, fmt.Errorf("%w %s: no model/prompt arm of the bundle has decisions under both %s and %s", ErrPair, s, s.A, s.B)

@@ -230,6 +230,9 @@ func WritePairs(w io.Writer, pairs []Pair, seen map[string]bool) error {
 		if p.Predeclared {
 			star = " *"
 		}
+		if p.Isolates != "" {
+			star += " " + p.Isolates
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s − %s%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\n", p.Model, p.Prompt, p.A, p.B, star,
 			p.Column.Label(), p.N, p.CountA, p.CountB, SignedPct(float64(p.Diff)), p.DiscordantAB, p.DiscordantBA,
 			PValue(float64(p.McNemarP)), signedInterval(p.Bootstrap), pairNotes(p.PairStats, seen))

@@ -52,31 +52,6 @@ func Envelope(code string, target study.Target, policy study.Policy, text, words
 	if strings.TrimSpace(text) == "" || len(text) > envelopeTextMax {
 		text = "The call failed: " + words + "."
 	}
-	type tgt struct {
-		Kind    string `json:"kind"`
-		Name    string `json:"name,omitempty"`
-		Pointer string `json:"pointer,omitempty"`
-	}
-	var e struct {
-		ResultType string `json:"resultType"`
-		IsError    bool   `json:"isError"`
-		Error      struct {
-			Schema string       `json:"schema"`
-			Code   string       `json:"code"`
-			Target tgt          `json:"target"`
-			Policy study.Policy `json:"policy"`
-			Retry  struct {
-				SameRequest string `json:"sameRequest"`
-			} `json:"retry"`
-			SideEffects string `json:"sideEffects"`
-		} `json:"error"`
-		Content []study.TextBlock `json:"content"`
-	}
-	e.ResultType, e.IsError = "complete", true
-	e.Error.Schema = "urn:example:mcp-error:1"
-	e.Error.Code, e.Error.Target, e.Error.Policy = code, tgt(target), policy
-	e.Error.Retry.SameRequest = "unsafe"
-	e.Error.SideEffects = "none_committed"
-	e.Content = []study.TextBlock{{Type: "text", Text: text}}
-	return study.Marshal(e)
+	return study.MarshalEnvelope(study.EnvelopeSpec{Code: code, Target: target, Policy: policy,
+		SameRequest: "unsafe", SideEffects: "none_committed", Text: text})
 }

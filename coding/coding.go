@@ -122,13 +122,16 @@ func ParseTarget(s string) (study.Target, error) {
 }
 
 // Categories returns the scale of a field: "0", "1" for a binary field,
-// every cause or policy of the vocabulary for cause and preferred policy.
-// The target's scale is open: nil here (Compare uses the values either
-// coder wrote).
+// every policy of the vocabulary for the preferred policy, and the paper's
+// five causes for the cause (Compare widens it to every cause when a
+// record has one of the lab's, so that the paper's agreement statistics,
+// which depend on the number of categories, keep the paper's scale). The
+// target's scale is open: nil here (Compare uses the values either coder
+// wrote).
 func Categories(field string) []string {
 	switch field {
 	case study.FieldCause:
-		return strs(study.Causes)
+		return strs(study.PaperCauses)
 	case study.FieldPreferred:
 		return strs(study.Policies)
 	case study.FieldTarget:
@@ -345,6 +348,14 @@ func Compare(a, b *Side, opt Options) (*Result, error) {
 			va, ea := Value(p.a, f)
 			vb, eb := Value(p.b, f)
 			vals = append(vals, val{va, vb, ea, eb, p.a.ID})
+		}
+		if f == study.FieldCause {
+			for _, v := range vals {
+				if !slices.Contains(fa.Categories, v.a) || !slices.Contains(fa.Categories, v.b) {
+					fa.Categories = strs(study.Causes)
+					break
+				}
+			}
 		}
 		if fa.Categories == nil { // the target: the values either coder wrote
 			for _, v := range vals {

@@ -266,7 +266,7 @@ func checkValue(field, value string) error {
 	switch field {
 	case study.FieldCause:
 		if !study.Cause(value).Valid() {
-			return fmt.Errorf("unknown cause %s (want one of %s)", input.Quote(value), strings.Join(Categories(field), ", "))
+			return fmt.Errorf("unknown cause %s (want one of %s)", input.Quote(value), strings.Join(strs(study.Causes), ", "))
 		}
 	case study.FieldPreferred:
 		if !study.Policy(value).Valid() {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"text/template"
@@ -340,39 +341,39 @@ const (
 // (prose); EnvelopeLabel and the scenario's control envelope as indented
 // JSON (envelope); CategoryLabel and the scenario's error-category result
 // as indented JSON (category; see CategoryResult), or nothing for a cause
-// without a category.
+// without a category. The factorial cells are built by Factorial, the
+// single-channel and misplaced-trust conditions by ContractResult.
 //
 // Note: envelope and category show their result next to the normalized
 // observation, not instead of it, so every condition keeps the same base
 // observation and differs only in what it adds.
 func Annotation(s *study.Scenario, c study.Condition) (string, error) {
+	if cell, ok := c.Cell(); ok {
+		return Factorial(s, cell)
+	}
 	switch c {
-	case study.Envelope:
-		env, err := Indent(s.ControlEnvelope)
-		if err != nil {
-			return "", fmt.Errorf("scenario %s: control_envelope: %w", s.ID, err)
-		}
-		return EnvelopeLabel + "\n" + env, nil
-	case study.Category:
-		raw, ok, err := CategoryResult(s)
+	case study.Envelope, study.EnvelopeFalseReplay, study.EnvelopeFalseTarget,
+		study.Category, study.CategoryStructured, study.CategoryText, study.CategoryFalseRetryable:
+		raw, ok, err := ContractResult(s, c)
 		if err != nil || !ok {
 			return "", err
 		}
+		label, what := CategoryLabel, string(c)+" result"
+		if c == study.Envelope || c == study.EnvelopeFalseReplay || c == study.EnvelopeFalseTarget {
+			label = EnvelopeLabel
+		}
+		if c == study.Envelope {
+			what = "control_envelope"
+		}
 		res, err := Indent(raw)
 		if err != nil {
-			return "", fmt.Errorf("scenario %s: category result: %w", s.ID, err)
+			return "", fmt.Errorf("scenario %s: %s: %w", s.ID, what, err)
 		}
-		return CategoryLabel + "\n" + res, nil
+		return label + "\n" + res, nil
 	case study.Normalized:
 		return "", nil
 	case study.CodeOnly:
 		return "Error code: " + s.Code, nil
-	case study.Structured:
-		b, err := json.Marshal(struct {
-			Code   string       `json:"code"`
-			Policy study.Policy `json:"policy"`
-		}{s.Code, s.Preferred})
-		return "Error details: " + string(b), err
 	case study.Prose:
 		info, ok := s.Cause.Info()
 		if !ok {
@@ -381,6 +382,74 @@ func Annotation(s *study.Scenario, c study.Condition) (string, error) {
 		return fmt.Sprintf("The call failed because %s; the agent should %s.", info.Words, s.Preferred.Words()), nil
 	}
 	return "", fmt.Errorf("unknown condition %q (want one of %v)", c, study.AllConditions)
+}
+
+// FailureStatement is the explicit failure statement a factorial cell with
+// Cell.Failed puts before its details, the same words in both formats
+// (prose opens with them too).
+const FailureStatement = "The call failed."
+
+// paraphrases are the fixed paraphrases of the factorial's paraphrase
+// wording: the action of each label in other words than the label and
+// than the system prompt's description of it, so a model must map the
+// meaning to a label (tested to contain no label string).
+var paraphrases = map[study.Policy]string{
+	study.ReviseArguments: "fix the rejected input and send this tool a new request with the fixed input",
+	study.SelectTool:      "switch to another tool instead of this one",
+	study.Authenticate:    "sign in for a valid access token first and then send the request once more",
+	study.RetryLater:      "wait for a while and then send exactly the same request once more",
+	study.RetryNow:        "send exactly the same request once more without waiting",
+	study.StopOrEscalate:  "give up on this request and hand the problem to a human operator",
+}
+
+// Paraphrase returns the fixed paraphrase of policy p, or "" for an
+// invalid label.
+func Paraphrase(p study.Policy) string { return paraphrases[p] }
+
+// Factorial renders scenario s in a cell of the format × wording ×
+// failure-statement factorial. Every cell carries the same two facts, the
+// namespaced code and the preferred policy, after "Error details: ":
+//
+//	json, label:          Error details: {"code":"C","policy":"P"}
+//	json, paraphrase:     Error details: {"code":"C","policy":"<paraphrase of P>"}
+//	sentence, label:      Error details: the code is C, and the policy is to P.
+//	sentence, paraphrase: Error details: the code is C, and the policy is to <paraphrase of P>.
+//
+// and a cell with the failure statement puts FailureStatement and a space
+// before it. So two cells that differ in one factor differ only in that
+// factor's text: the format's frame, the policy's words, or the statement.
+// The json, label cell without the statement is structured, byte for byte.
+func Factorial(s *study.Scenario, cell study.Cell) (string, error) {
+	policy := string(s.Preferred)
+	switch cell.Wording {
+	case study.LabelWording:
+	case study.ParaphraseWording:
+		if policy = Paraphrase(s.Preferred); policy == "" {
+			return "", fmt.Errorf("scenario %s: no paraphrase of preferred policy %q", s.ID, s.Preferred)
+		}
+	default:
+		return "", fmt.Errorf("scenario %s: unknown wording %q", s.ID, cell.Wording)
+	}
+	var details string
+	switch cell.Format {
+	case study.JSONFormat:
+		b, err := json.Marshal(struct {
+			Code   string `json:"code"`
+			Policy string `json:"policy"`
+		}{s.Code, policy})
+		if err != nil {
+			return "", err
+		}
+		details = string(b)
+	case study.SentenceFormat:
+		details = fmt.Sprintf("the code is %s, and the policy is to %s.", s.Code, policy)
+	default:
+		return "", fmt.Errorf("scenario %s: unknown format %q", s.ID, cell.Format)
+	}
+	if cell.Failed {
+		return FailureStatement + " Error details: " + details, nil
+	}
+	return "Error details: " + details, nil
 }
 
 // CategoryContract is the error-category contract of seed 002 as shown in
@@ -393,12 +462,13 @@ type CategoryContract struct {
 }
 
 // categoryResult is a complete tool result carrying the contract in
-// structuredContent, with its serialized copy in a text block.
+// structuredContent, with its serialized copy in a text block; a
+// single-channel condition leaves one of the two out.
 type categoryResult struct {
-	ResultType        string           `json:"resultType"`
-	IsError           bool             `json:"isError"`
-	Content           []textBlock      `json:"content"`
-	StructuredContent CategoryContract `json:"structuredContent"`
+	ResultType        string            `json:"resultType"`
+	IsError           bool              `json:"isError"`
+	Content           []textBlock       `json:"content"`
+	StructuredContent *CategoryContract `json:"structuredContent,omitempty"`
 }
 
 type textBlock struct {
@@ -413,24 +483,201 @@ type textBlock struct {
 // category (study.CategoryOf): then there is no such result.
 //
 // The contract is derived from the record alone: the category from the
-// cause, isRetryable true only for transient, and an explanation stating
+// cause, isRetryable from study.Retryable (true only for transient and
+// rate_limit), and an explanation stating
 // the failed condition and its target (Explanation).
 func CategoryResult(s *study.Scenario) (raw json.RawMessage, ok bool, err error) {
+	return ContractResult(s, study.Category)
+}
+
+// ContractResult returns the tool result that condition c shows after its
+// label line: for envelope, category and the conditions derived from them
+// (ok is false for any other condition, and for a category condition when
+// the cause has no category). From the category result of CategoryResult:
+//
+//   - category_structured: the contract in structuredContent only; content
+//     is an empty array (a host that drops the text copy).
+//   - category_text: the serialized copy in content only; no
+//     structuredContent (a host that drops the structured channel).
+//   - category_false_retryable: both channels, with isRetryable inverted:
+//     true on a validation, permission or business failure (false on a
+//     transient one).
+//
+// From the scenario's control envelope, key order kept, with members of
+// error replaced:
+//
+//   - envelope_false_replay: policy retry_now, retry {"sameRequest":
+//     "safe"} and sideEffects "committed": an immediate replay of the
+//     unchanged request declared safe after a committed side effect.
+//   - envelope_false_target: a target of another kind than the code's,
+//     naming a tool or parameter the observation does not mention (see
+//     FalseTarget), and the policy that target implies (select_tool for a
+//     tool, revise_arguments for a parameter).
+//
+// The code and the base content stay the record's, so each lie is the one
+// documented contradiction.
+func ContractResult(s *study.Scenario, c study.Condition) (raw json.RawMessage, ok bool, err error) {
+	switch c {
+	case study.Envelope:
+		return s.ControlEnvelope, true, nil
+	case study.EnvelopeFalseReplay, study.EnvelopeFalseTarget:
+		raw, err := falseEnvelope(s, c)
+		return raw, err == nil, err
+	case study.Category, study.CategoryStructured, study.CategoryText, study.CategoryFalseRetryable:
+	default:
+		return nil, false, nil
+	}
 	cat, ok := study.CategoryOf(s.Cause)
 	if !ok {
 		return nil, false, nil
 	}
-	c := CategoryContract{ErrorCategory: cat, IsRetryable: cat == study.TransientCategory, Explanation: Explanation(s)}
-	text, err := json.Marshal(c)
+	con := CategoryContract{ErrorCategory: cat, IsRetryable: study.Retryable(s.Cause), Explanation: Explanation(s)}
+	if c == study.CategoryFalseRetryable {
+		con.IsRetryable = !con.IsRetryable
+	}
+	text, err := json.Marshal(con)
 	if err != nil {
 		return nil, false, err
 	}
-	raw, err = json.Marshal(categoryResult{
-		ResultType: "complete", IsError: true,
-		Content:           []textBlock{{Type: "text", Text: string(text)}},
-		StructuredContent: c,
-	})
+	res := categoryResult{ResultType: "complete", IsError: true, Content: []textBlock{{Type: "text", Text: string(text)}}, StructuredContent: &con}
+	switch c {
+	case study.CategoryStructured:
+		res.Content = []textBlock{}
+	case study.CategoryText:
+		res.StructuredContent = nil
+	}
+	raw, err = json.Marshal(res)
 	return raw, err == nil, err
+}
+
+// Fabricated targets of envelope_false_target, tried in order: the first
+// that the observation does not mention is named.
+var (
+	falseTools    = []string{"legacy_export", "archive_records", "records_export_v2"}
+	falsePointers = []string{"/exportFormat", "/legacyMode", "/regionFilter"}
+)
+
+// FalseTarget returns the target envelope_false_target names for scenario
+// s and the policy that target implies: for a cause whose target is a
+// tool, a parameter {"kind": "parameter", "pointer": …} and
+// revise_arguments; for any other, a tool {"kind": "tool", "name": …} and
+// select_tool. The name is the first of a fixed list that the observation
+// does not contain; it is an error when it contains them all.
+func FalseTarget(s *study.Scenario) (target study.Target, policy study.Policy, err error) {
+	info, ok := s.Cause.Info()
+	if !ok {
+		return study.Target{}, "", fmt.Errorf("scenario %s: unknown cause %q", s.ID, s.Cause)
+	}
+	obs := string(s.Observation)
+	if info.TargetKind == "tool" {
+		for _, p := range falsePointers {
+			if !strings.Contains(obs, p[1:]) {
+				return study.Target{Kind: "parameter", Pointer: p}, study.ReviseArguments, nil
+			}
+		}
+	} else {
+		for _, n := range falseTools {
+			if !strings.Contains(obs, n) {
+				return study.Target{Kind: "tool", Name: n}, study.SelectTool, nil
+			}
+		}
+	}
+	return study.Target{}, "", fmt.Errorf("scenario %s: the observation mentions every fabricated target of %s", s.ID, study.EnvelopeFalseTarget)
+}
+
+// falseEnvelope is the control envelope of s with the lie of condition c
+// (EnvelopeFalseReplay or EnvelopeFalseTarget) in its error member.
+func falseEnvelope(s *study.Scenario, c study.Condition) (json.RawMessage, error) {
+	where := fmt.Sprintf("scenario %s: %s: control_envelope", s.ID, c)
+	outer, err := members(s.ControlEnvelope)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	i := slices.IndexFunc(outer, func(m member) bool { return m.key == "error" })
+	if i < 0 {
+		return nil, fmt.Errorf("%s: no error member", where)
+	}
+	env, err := members(outer[i].val)
+	if err != nil {
+		return nil, fmt.Errorf("%s.error: %w", where, err)
+	}
+	if c == study.EnvelopeFalseReplay {
+		env = setMember(env, "policy", json.RawMessage(`"retry_now"`))
+		env = setMember(env, "retry", json.RawMessage(`{"sameRequest":"safe"}`))
+		env = setMember(env, "sideEffects", json.RawMessage(`"committed"`))
+	} else {
+		target, policy, err := FalseTarget(s)
+		if err != nil {
+			return nil, err
+		}
+		t, err := json.Marshal(target)
+		if err != nil {
+			return nil, err
+		}
+		env = setMember(env, "target", t)
+		env = setMember(env, "policy", json.RawMessage(`"`+string(policy)+`"`))
+	}
+	outer[i].val = joinMembers(env)
+	return joinMembers(outer), nil
+}
+
+// member is one member of a JSON object, in document order.
+type member struct {
+	key string
+	val json.RawMessage
+}
+
+// members splits the JSON object raw into its members, in order.
+func members(raw json.RawMessage) ([]member, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, fmt.Errorf("not a JSON object")
+	}
+	var ms []member
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		k, _ := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		ms = append(ms, member{k, v})
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	return ms, nil
+}
+
+// setMember replaces the value of key in ms, or appends the member.
+func setMember(ms []member, key string, val json.RawMessage) []member {
+	for i := range ms {
+		if ms[i].key == key {
+			ms[i].val = val
+			return ms
+		}
+	}
+	return append(ms, member{key, val})
+}
+
+// joinMembers encodes ms as one compact JSON object.
+func joinMembers(ms []member) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(m.key)
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(m.val)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
 }
 
 // Explanation is the contract's explanation of scenario s: why the
@@ -453,8 +700,35 @@ func Explanation(s *study.Scenario) string {
 			return fmt.Sprintf("The upstream dependency %s is temporarily unavailable.", s.Target.Name)
 		}
 		return "An upstream dependency is temporarily unavailable."
+	case study.RateLimit:
+		return fmt.Sprintf("The rate limit of %s was exceeded.", dependency(s))
+	case study.TimeoutCommitted:
+		return fmt.Sprintf("No answer from %s arrived before the deadline; the write may have been applied.", dependency(s))
+	case study.PartialCommit:
+		return fmt.Sprintf("The batch was applied only in part before %s failed.", dependency(s))
+	case study.Idempotency:
+		return fmt.Sprintf("The write reached %s, but its confirmation was lost.", dependency(s))
+	case study.UpstreamOutage:
+		return fmt.Sprintf("%s is down for the rest of the session.", capitalize(dependency(s)))
+	case study.StaleRevision:
+		return fmt.Sprintf("The revision at %s is no longer the current one.", s.Target.Pointer)
 	}
 	return ""
+}
+
+// dependency names the upstream dependency of a record's target.
+func dependency(s *study.Scenario) string {
+	if s.Target.Name != "" {
+		return "the upstream dependency " + s.Target.Name
+	}
+	return "an upstream dependency"
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // Indent formats raw JSON canonically: two-space indentation, key order kept.

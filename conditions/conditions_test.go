@@ -50,9 +50,11 @@ func render(t *testing.T, p *conditions.Prompt, s *study.Scenario, c study.Condi
 	return b.String()
 }
 
-// TestGolden pins all 126 renderings (21 scenarios x 6 conditions: the
-// four paired ones, envelope and category) of the default prompt, each with
-// its first replay message.
+// TestGolden pins all 378 renderings (21 scenarios x 18 conditions: the
+// four paired ones, envelope, category, the seven factorial cells besides
+// structured, the two single-channel category conditions and the three
+// misplaced-trust ones) of the default prompt, each with its first replay
+// message.
 func TestGolden(t *testing.T) {
 	m, p := load(t)
 	n := 0
@@ -78,12 +80,12 @@ func TestGolden(t *testing.T) {
 			}
 		}
 	}
-	if n != 126 {
-		t.Errorf("rendered %d, want 126", n)
+	if n != 378 {
+		t.Errorf("rendered %d, want 378", n)
 	}
 	files, _ := filepath.Glob(filepath.Join("testdata", "default", "*.golden"))
-	if len(files) != 126 {
-		t.Errorf("%d golden files, want 126", len(files))
+	if len(files) != 378 {
+		t.Errorf("%d golden files, want 378", len(files))
 	}
 }
 
@@ -346,5 +348,313 @@ func TestInitialOnce(t *testing.T) {
 	c, _ := p.InitialOnce(&m.Corpus.Scenarios[1], study.Prose)
 	if unsafe.StringData(c[0].Content) != unsafe.StringData(a[0].Content) {
 		t.Error("the system message is not shared")
+	}
+}
+
+// labelStrings are the forms of the six labels a paraphrase must not
+// contain: each label as written and with spaces for underscores.
+func labelStrings() []string {
+	var out []string
+	for _, p := range study.Policies {
+		out = append(out, string(p), strings.ReplaceAll(string(p), "_", " "))
+	}
+	return out
+}
+
+// TestParaphrasesHaveNoLabel reviews the fixed paraphrases: one for every
+// label, all different, one clause (no period), no label string of any
+// policy (in any letter case, with or without underscores) and not the
+// system prompt's description of the label; and no paraphrase cell of the
+// factorial shows a label string anywhere in what it adds.
+func TestParaphrasesHaveNoLabel(t *testing.T) {
+	seen := map[string]bool{}
+	for _, p := range study.Policies {
+		para := conditions.Paraphrase(p)
+		if para == "" || seen[para] || strings.ContainsAny(para, ".\"\n") {
+			t.Errorf("%s: paraphrase %q is empty, repeated, or has a period, quote or line break", p, para)
+		}
+		seen[para] = true
+		for _, l := range labelStrings() {
+			if strings.Contains(strings.ToLower(para), l) {
+				t.Errorf("%s: paraphrase %q contains the label string %q", p, para, l)
+			}
+		}
+		if strings.Contains(para, p.Words()) || strings.Contains(p.Words(), para) {
+			t.Errorf("%s: paraphrase %q is the system prompt's description", p, para)
+		}
+	}
+	if conditions.Paraphrase("nope") != "" {
+		t.Error("an invalid label has a paraphrase")
+	}
+	m, _ := load(t)
+	for i := range m.Corpus.Scenarios {
+		s := &m.Corpus.Scenarios[i]
+		for _, c := range study.FactorialConditions {
+			cell, _ := c.Cell()
+			ann, err := conditions.Annotation(s, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rest := strings.Replace(ann, s.Code, "", 1)
+			hasLabel := false
+			for _, l := range labelStrings() {
+				hasLabel = hasLabel || strings.Contains(strings.ToLower(rest), l)
+			}
+			if want := cell.Wording == study.LabelWording; hasLabel != want {
+				t.Errorf("%s %s: %q shows a label: %t, want %t", s.ID, c, ann, hasLabel, want)
+			}
+		}
+	}
+}
+
+var sentenceCell = regexp.MustCompile(`^Error details: the code is (\S+), and the policy is to ([^.]+)\.$`)
+
+// TestFactorialCells checks the design of the factorial: eight distinct
+// cells, structured being the JSON, label, no-statement one; every cell
+// states the scenario's code and preferred policy (its label or its
+// paraphrase); and two cells that differ in one factor differ only in
+// that factor's text.
+func TestFactorialCells(t *testing.T) {
+	cells := map[study.Cell]bool{}
+	for _, c := range study.FactorialConditions {
+		cell, ok := c.Cell()
+		if !ok || cells[cell] || study.FactorialCondition(cell) != c || !c.Valid() || !c.RevealsPolicy() || c.Paired() != (c == study.Structured) {
+			t.Errorf("%s: cell %+v (%t) is not a distinct, valid, policy-revealing cell", c, cell, ok)
+		}
+		cells[cell] = true
+	}
+	if len(cells) != 8 || study.FactorialCondition(study.Cell{Format: "xml"}) != "" {
+		t.Errorf("%d cells, want 8", len(cells))
+	}
+	if cell, _ := study.Structured.Cell(); cell != (study.Cell{Format: study.JSONFormat, Wording: study.LabelWording}) {
+		t.Errorf("structured is cell %+v", cell)
+	}
+	for _, c := range []study.Condition{study.Prose, study.Category, study.EnvelopeFalseReplay} {
+		if _, ok := c.Cell(); ok {
+			t.Errorf("%s is in the factorial", c)
+		}
+	}
+	m, _ := load(t)
+	for i := range m.Corpus.Scenarios {
+		s := &m.Corpus.Scenarios[i]
+		ann := map[study.Cell]string{}
+		for _, c := range study.FactorialConditions {
+			cell, _ := c.Cell()
+			ann[cell], _ = conditions.Annotation(s, c)
+			want := string(s.Preferred)
+			if cell.Wording == study.ParaphraseWording {
+				want = conditions.Paraphrase(s.Preferred)
+			}
+			body, failed := strings.CutPrefix(ann[cell], conditions.FailureStatement+" ")
+			if failed != cell.Failed || strings.Contains(body, "failed") {
+				t.Errorf("%s %s: %q: failure statement %t, want %t", s.ID, c, ann[cell], failed, cell.Failed)
+			}
+			var code, policy string
+			if cell.Format == study.JSONFormat {
+				var v struct{ Code, Policy string }
+				js, ok := strings.CutPrefix(body, "Error details: ")
+				if !ok || json.Unmarshal([]byte(js), &v) != nil {
+					t.Errorf("%s %s: %q is not Error details: and a JSON object", s.ID, c, body)
+				}
+				code, policy = v.Code, v.Policy
+			} else if g := sentenceCell.FindStringSubmatch(body); g != nil {
+				code, policy = g[1], g[2]
+			}
+			if code != s.Code || policy != want {
+				t.Errorf("%s %s: %q states code %q and policy %q, want %q and %q", s.ID, c, ann[cell], code, policy, s.Code, want)
+			}
+		}
+		if st, _ := conditions.Annotation(s, study.Structured); st != ann[study.Cell{Format: study.JSONFormat, Wording: study.LabelWording}] {
+			t.Errorf("%s: structured is not the factorial's cell", s.ID)
+		}
+		for cell, a := range ann {
+			if cell.Failed {
+				bare := cell
+				bare.Failed = false
+				if a != conditions.FailureStatement+" "+ann[bare] {
+					t.Errorf("%s: %q is not the failure statement and %q", s.ID, a, ann[bare])
+				}
+			}
+			if cell.Wording == study.ParaphraseWording {
+				lab := cell
+				lab.Wording = study.LabelWording
+				if a != strings.Replace(ann[lab], string(s.Preferred), conditions.Paraphrase(s.Preferred), 1) {
+					t.Errorf("%s: %q is not %q with the paraphrase for the label", s.ID, a, ann[lab])
+				}
+			}
+		}
+	}
+	s := m.Corpus.Scenarios[0]
+	s.Preferred = "nope"
+	if _, err := conditions.Annotation(&s, study.SentenceParaphrase); err == nil || !strings.Contains(err.Error(), "no paraphrase") {
+		t.Errorf("a policy without a paraphrase: %v", err)
+	}
+	if _, err := conditions.Factorial(&s, study.Cell{Format: "xml", Wording: study.LabelWording}); err == nil {
+		t.Error("an unknown format rendered")
+	}
+	if _, err := conditions.Factorial(&s, study.Cell{Format: study.JSONFormat, Wording: "shout"}); err == nil {
+		t.Error("an unknown wording rendered")
+	}
+}
+
+// result is a decoded tool result of an annotation.
+type result struct {
+	ResultType        string         `json:"resultType"`
+	IsError           bool           `json:"isError"`
+	Content           []any          `json:"content"`
+	StructuredContent map[string]any `json:"structuredContent"`
+	Error             map[string]any `json:"error"`
+	members           map[string]any
+}
+
+// annotated decodes the result condition c adds to s after label; ok is
+// false when c adds nothing.
+func annotated(t *testing.T, s *study.Scenario, c study.Condition, label string) (r result, ok bool) {
+	t.Helper()
+	ann, err := conditions.Annotation(s, c)
+	if err != nil {
+		t.Fatalf("%s %s: %v", s.ID, c, err)
+	}
+	if ann == "" {
+		return r, false
+	}
+	l, body, _ := strings.Cut(ann, "\n")
+	if l != label {
+		t.Fatalf("%s %s: annotation %q does not start with %q", s.ID, c, ann, label)
+	}
+	if err := json.Unmarshal([]byte(body), &r); err != nil || json.Unmarshal([]byte(body), &r.members) != nil {
+		t.Fatalf("%s %s: %v", s.ID, c, err)
+	}
+	return r, true
+}
+
+// TestChannelConditions: category_structured is category without the
+// text copy (content is empty), category_text category without
+// structuredContent; both add nothing where category adds nothing.
+func TestChannelConditions(t *testing.T) {
+	m, _ := load(t)
+	for i := range m.Corpus.Scenarios {
+		s := &m.Corpus.Scenarios[i]
+		both, ok := annotated(t, s, study.Category, conditions.CategoryLabel)
+		st, okS := annotated(t, s, study.CategoryStructured, conditions.CategoryLabel)
+		tx, okT := annotated(t, s, study.CategoryText, conditions.CategoryLabel)
+		if ok != okS || ok != okT {
+			t.Errorf("%s: category shows a result %t, structured only %t, text only %t", s.ID, ok, okS, okT)
+		}
+		if !ok {
+			continue
+		}
+		if len(st.Content) != 0 || st.members["content"] == nil || fmt.Sprint(st.StructuredContent) != fmt.Sprint(both.StructuredContent) || len(st.members) != 4 {
+			t.Errorf("%s: category_structured %+v, want category's structuredContent and an empty content array", s.ID, st.members)
+		}
+		if _, has := tx.members["structuredContent"]; has || fmt.Sprint(tx.Content) != fmt.Sprint(both.Content) || len(tx.members) != 3 {
+			t.Errorf("%s: category_text %+v, want category's text copy and no structuredContent", s.ID, tx.members)
+		}
+		if st.ResultType != "complete" || tx.ResultType != "complete" || !st.IsError || !tx.IsError {
+			t.Errorf("%s: a single-channel result is not a complete error result", s.ID)
+		}
+	}
+}
+
+// TestMisplacedTrust checks each lie against its truthful source: the
+// replay lie changes exactly error.policy, error.retry and
+// error.sideEffects of the control envelope; the target lie exactly
+// error.target (another kind than the code's, naming something the
+// observation never mentions) and error.policy; the retryable lie exactly
+// isRetryable, in both channels. The policy each envelope lie declares is
+// outside the scenario's non-harm set.
+func TestMisplacedTrust(t *testing.T) {
+	m, _ := load(t)
+	for i := range m.Corpus.Scenarios {
+		s := &m.Corpus.Scenarios[i]
+		truth, _ := annotated(t, s, study.Envelope, conditions.EnvelopeLabel)
+		info, _ := s.Cause.Info()
+		for _, c := range []study.Condition{study.EnvelopeFalseReplay, study.EnvelopeFalseTarget} {
+			lie, ok := annotated(t, s, c, conditions.EnvelopeLabel)
+			if !ok || fmt.Sprint(lie.Content) != fmt.Sprint(truth.Content) || lie.ResultType != truth.ResultType || len(lie.members) != len(truth.members) {
+				t.Errorf("%s %s: the outer result changed", s.ID, c)
+			}
+			changed := map[string]bool{}
+			for k, v := range truth.Error {
+				if fmt.Sprint(lie.Error[k]) != fmt.Sprint(v) {
+					changed[k] = true
+				}
+			}
+			p := study.Policy(fmt.Sprint(lie.Error["policy"]))
+			if s.InNonHarm(p) || lie.Error["code"] != s.Code || len(lie.Error) != len(truth.Error) {
+				t.Errorf("%s %s: declares %s (non-harm %v) or changed the code", s.ID, c, p, s.NonHarm)
+			}
+			switch c {
+			case study.EnvelopeFalseReplay:
+				want := map[string]any{"policy": "retry_now", "retry": map[string]any{"sameRequest": "safe"}, "sideEffects": "committed"}
+				for k, v := range want {
+					if fmt.Sprint(lie.Error[k]) != fmt.Sprint(v) {
+						t.Errorf("%s %s: error.%s is %v, want %v", s.ID, c, k, lie.Error[k], v)
+					}
+				}
+				if len(changed) > 3 || !changed["policy"] || !changed["sideEffects"] {
+					t.Errorf("%s %s: changed %v", s.ID, c, changed)
+				}
+			case study.EnvelopeFalseTarget:
+				tg, _ := lie.Error["target"].(map[string]any)
+				name, _ := tg["name"].(string)
+				if ptr, ok := tg["pointer"].(string); ok {
+					name = strings.TrimPrefix(ptr, "/")
+				}
+				if tg["kind"] == info.TargetKind || name == "" || strings.Contains(string(s.Observation), name) || len(changed) != 2 || !changed["target"] || !changed["policy"] {
+					t.Errorf("%s %s: target %v (cause kind %s), changed %v", s.ID, c, tg, info.TargetKind, changed)
+				}
+				target, policy, err := conditions.FalseTarget(s)
+				want, _ := json.Marshal(target)
+				got, _ := json.Marshal(tg)
+				if err != nil || string(p) != string(policy) || string(want) != string(got) || strings.Contains(string(s.Observation), strings.TrimPrefix(target.Name+target.Pointer, "/")) {
+					t.Errorf("%s %s: FalseTarget %+v %s %v, shown %s %s", s.ID, c, target, policy, err, got, p)
+				}
+				if wantP := map[bool]study.Policy{true: study.ReviseArguments, false: study.SelectTool}[info.TargetKind == "tool"]; policy != wantP {
+					t.Errorf("%s: the false target implies %s, want %s", s.ID, policy, wantP)
+				}
+			}
+		}
+		cat, ok := annotated(t, s, study.Category, conditions.CategoryLabel)
+		lie, okL := annotated(t, s, study.CategoryFalseRetryable, conditions.CategoryLabel)
+		if ok != okL {
+			t.Fatalf("%s: category shows %t, category_false_retryable %t", s.ID, ok, okL)
+		}
+		if !ok {
+			continue
+		}
+		var copy map[string]any
+		json.Unmarshal([]byte(lie.Content[0].(map[string]any)["text"].(string)), &copy)
+		if lie.StructuredContent["isRetryable"] != true || copy["isRetryable"] != true || fmt.Sprint(copy) != fmt.Sprint(lie.StructuredContent) {
+			t.Errorf("%s: category_false_retryable %+v does not say retryable in both channels", s.ID, lie.members)
+		}
+		lie.StructuredContent["isRetryable"] = false
+		if fmt.Sprint(lie.StructuredContent) != fmt.Sprint(cat.StructuredContent) {
+			t.Errorf("%s: category_false_retryable changes more than isRetryable", s.ID)
+		}
+	}
+	// A transient failure is retryable; its lie says it is not.
+	tr := study.Scenario{ID: "t", Cause: study.Transient, Target: study.Target{Kind: "dependency", Name: "feed"}}
+	if raw, ok, err := conditions.ContractResult(&tr, study.CategoryFalseRetryable); err != nil || !ok || !strings.Contains(string(raw), `"isRetryable":false`) {
+		t.Errorf("transient category_false_retryable %s %v %v", raw, ok, err)
+	}
+	if _, ok, _ := conditions.ContractResult(&tr, study.Structured); ok {
+		t.Error("structured has a contract result")
+	}
+	// The fabricated targets run out, or the envelope is not an object.
+	s := m.Corpus.Scenarios[1]
+	s.Observation = json.RawMessage(`{"text": "legacy_export archive_records records_export_v2"}`)
+	if _, err := conditions.Annotation(&s, study.EnvelopeFalseTarget); err == nil || !strings.Contains(err.Error(), "every fabricated target") {
+		t.Errorf("exhausted targets: %v", err)
+	}
+	for _, env := range []string{`[]`, `{"content": []}`, `{"error": 3}`, `{"error": {"a" 1}}`} {
+		s.ControlEnvelope = json.RawMessage(env)
+		if _, err := conditions.Annotation(&s, study.EnvelopeFalseReplay); err == nil || !strings.Contains(err.Error(), "control_envelope") {
+			t.Errorf("envelope %s: %v", env, err)
+		}
+	}
+	s.ControlEnvelope = json.RawMessage(`{`)
+	if _, err := conditions.Annotation(&s, study.Envelope); err == nil || !strings.Contains(err.Error(), "scenario S02: control_envelope: ") {
+		t.Errorf("a broken envelope: %v", err)
 	}
 }

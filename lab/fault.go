@@ -36,6 +36,18 @@ var Classes = []Class{Transient, RateLimit, TimeoutCommitted, PartialCommit, Ide
 // meet it.
 const classBusiness Class = "business"
 
+// Cause returns the study cause of fault class c: the cause of the same
+// name, authentication for permission ("" for no fault class).
+func (c Class) Cause() study.Cause {
+	if c == Permission {
+		return study.AuthRequired
+	}
+	if !c.Valid() {
+		return ""
+	}
+	return study.Cause(c)
+}
+
 // Valid reports whether c is one of Classes.
 func (c Class) Valid() bool {
 	for _, x := range Classes {

@@ -149,6 +149,7 @@ type Response struct {
 	Timeout    time.Duration       // > 0: the answer (Result) comes only after the client's deadline, this long
 	Failed     bool                // the call did not do what it asked (true for a success-shaped failure and a timeout too)
 	Class      Class               // the class of the failure, when Failed ("business" for a business rule)
+	Pointer    string              // the argument at fault, as a JSON pointer, when the failure names one
 	RetryAfter time.Duration       // the wait the failure announced, if any
 }
 
@@ -456,19 +457,14 @@ func (f *failure) code() int64 {
 	return CodeUpstream
 }
 
-// category returns f's error category (seed 002) and whether it has one.
+// category returns f's error category (seed 002) and whether it has one:
+// the category of its cause (study.CategoryOf), business for a business
+// rule.
 func (f *failure) category() (study.ErrorCategory, bool) {
-	switch f.class {
-	case UnknownTool, SilentNoop:
-		return "", false
-	case InvalidType, InvalidValue, StaleRevision:
-		return study.ValidationCategory, true
-	case Permission:
-		return study.PermissionCategory, true
-	case classBusiness:
+	if f.class == classBusiness {
 		return study.BusinessCategory, true
 	}
-	return study.TransientCategory, true
+	return study.CategoryOf(f.class.Cause())
 }
 
 // categoryContract is seed 002's error-category contract, in its member
@@ -482,7 +478,7 @@ type categoryContract struct {
 // fail renders f on the lab's surface, with the contract when the lab
 // carries it and f has a category.
 func (l *Lab) fail(f *failure) Response {
-	r := Response{Failed: true, Class: f.class, RetryAfter: f.retryAfter}
+	r := Response{Failed: true, Class: f.class, Pointer: f.pointer, RetryAfter: f.retryAfter}
 	var contract json.RawMessage
 	if cat, ok := f.category(); ok && l.contract && l.surface != study.SuccessShaped {
 		b, err := json.Marshal(categoryContract{cat, f.retryable && cat == study.TransientCategory, f.text})
@@ -532,16 +528,20 @@ func (l *Lab) hex(n int) string {
 }
 
 // upstream names the dependency behind t, for failure texts.
-func upstream(t *tool) string {
-	switch t.server {
+func upstream(t *tool) string { return "the " + Dependency(t.server) }
+
+// Dependency names the upstream dependency behind the tools of lab server
+// server (L01, L02 or L03; the identity service for any other).
+func Dependency(server string) string {
+	switch server {
 	case "L01":
-		return "the order service"
+		return "order service"
 	case "L02":
-		return "the payment processor"
+		return "payment processor"
 	case "L03":
-		return "the storage backend"
+		return "storage backend"
 	}
-	return "the identity service"
+	return "identity service"
 }
 
 // seconds prints d for a failure text: whole seconds, rounded up, or

@@ -38,6 +38,7 @@ type StateResult struct {
 	mcp.ResultBase
 	Scenario string  `json:"scenario,omitempty"` // the armed scenario's id; "" for a healthy lab
 	Virtual  bool    `json:"virtual"`            // the lab runs on a virtual clock
+	Held     int     `json:"held"`               // answers held on the virtual clock (a timeout_committed call waiting for its deadline)
 	Outcome  Outcome `json:"outcome"`            // the outcome now, with the state
 }
 
@@ -101,6 +102,9 @@ func must(err error) {
 
 func stateResult(l *Lab) *StateResult {
 	r := &StateResult{Virtual: l.clock.Virtual(), Outcome: l.Outcome()}
+	if vc, ok := l.clock.(*VirtualClock); ok {
+		r.Held = vc.Sleepers()
+	}
 	if l.sc != nil {
 		r.Scenario = l.sc.ID
 	}

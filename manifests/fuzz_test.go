@@ -8,7 +8,7 @@ import (
 // FuzzParse: any bytes give a manifest or an error naming the source,
 // never a panic.
 func FuzzParse(f *testing.F) {
-	for _, n := range []string{"baselines.yaml", "paper.yaml", "failclosed.yaml"} {
+	for _, n := range []string{"baselines.yaml", "paper.yaml", "failclosed.yaml", "conditions.yaml"} {
 		if b, err := os.ReadFile(n); err == nil {
 			f.Add(b)
 		}

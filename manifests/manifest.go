@@ -26,7 +26,7 @@ import (
 )
 
 // Builtin holds the files shipped in this directory: baselines.yaml,
-// paper.yaml, prompts/ and corpus/.
+// paper.yaml, failclosed.yaml, conditions.yaml, prompts/ and corpus/.
 //
 //go:embed *.yaml prompts corpus
 var Builtin embed.FS

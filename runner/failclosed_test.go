@@ -1,13 +1,9 @@
 package runner_test
 
 import (
-	"context"
-	"path/filepath"
 	"testing"
 
-	"github.com/mcpstress/stress/manifests"
 	_ "github.com/mcpstress/stress/models/failclosed"
-	"github.com/mcpstress/stress/runner"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -18,18 +14,7 @@ import (
 // normalized, which shows no envelope, it always stops. It never replays,
 // never claims success and never answers invalidly.
 func TestFailClosedStudy(t *testing.T) {
-	m, err := manifests.LoadBuiltin("failclosed.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := runner.Prepare(m, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, sum, err := plan.Run(context.Background(), runner.Options{Out: filepath.Join(t.TempDir(), "run")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, sum, _ := runManifest(t, "failclosed.yaml")
 	if sum.Decisions != 630 || sum.Calls != 630 || sum.Errors != 0 || len(sum.Cells) != 6 {
 		t.Fatalf("summary: %d decisions, %d calls, %d errors, %d cells; want 630, 630, 0, 6", sum.Decisions, sum.Calls, sum.Errors, len(sum.Cells))
 	}

@@ -24,7 +24,15 @@ import (
 
 func runBuiltin(t testing.TB) (string, *results.Summary) {
 	t.Helper()
-	m, err := manifests.LoadBuiltin(manifests.DefaultName)
+	dir, sum, _ := runManifest(t, manifests.DefaultName)
+	return dir, sum
+}
+
+// runManifest runs the built-in manifest name into a temporary directory
+// and returns the bundle, its summary and the manifest.
+func runManifest(t testing.TB, name string) (string, *results.Summary, *manifests.Resolved) {
+	t.Helper()
+	m, err := manifests.LoadBuiltin(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +44,7 @@ func runBuiltin(t testing.TB) (string, *results.Summary) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dir, sum
+	return dir, sum, m
 }
 
 // TestDefaultStudy pins the baseline counts of STUDY.md section 4 and

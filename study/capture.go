@@ -28,8 +28,15 @@ const Silent Surface = "silent"
 // new cause would only split a cell without changing any decision.
 const MissingRequired Probe = "missing_required"
 
-// Probes lists every probe kind: the paper's three and missing_required.
-var Probes = []Probe{NonexistentTool, WrongType, MissingRequired, Sentinel}
+// LabCall is the call the recovery lab's recorder (stress lab record)
+// makes: the armed scenario's own call, with valid arguments where the
+// fault is not in them, to a lab the harness started. It yields every
+// cause, since the lab arms the fault itself.
+const LabCall Probe = "lab_call"
+
+// Probes lists every probe kind: the paper's three, missing_required and
+// lab_call.
+var Probes = []Probe{NonexistentTool, WrongType, MissingRequired, Sentinel, LabCall}
 
 // The client views a captured observation can be in (Capture.View).
 const (

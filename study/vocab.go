@@ -76,7 +76,8 @@ func (s Status) Valid() bool { return s == Failed || s == Succeeded }
 // Cause is the verified cause of a failure (STUDY.md 1.3).
 type Cause string
 
-// The five causes; Transient occurs only in synthetic cases.
+// The five causes of STUDY.md 1.3; Transient occurs only in synthetic
+// cases and in the recovery lab.
 const (
 	UnknownTool  Cause = "unknown_tool"
 	InvalidType  Cause = "invalid_type"
@@ -85,8 +86,27 @@ const (
 	Transient    Cause = "transient"
 )
 
-// Causes lists every cause in canonical order.
-var Causes = []Cause{UnknownTool, InvalidType, InvalidValue, AuthRequired, Transient}
+// The causes only the recovery lab induces (its fault classes of the same
+// names, STUDY.md section 7); the lab's permission class is
+// AuthRequired.
+const (
+	RateLimit        Cause = "rate_limit"
+	TimeoutCommitted Cause = "timeout_committed"
+	PartialCommit    Cause = "partial_commit"
+	Idempotency      Cause = "idempotency"
+	StaleRevision    Cause = "stale_revision"
+	SilentNoop       Cause = "silent_noop"
+	UpstreamOutage   Cause = "upstream_outage"
+)
+
+// PaperCauses lists the five causes of STUDY.md 1.3 in canonical order:
+// the scale of the paper's cause coding.
+var PaperCauses = []Cause{UnknownTool, InvalidType, InvalidValue, AuthRequired, Transient}
+
+// Causes lists every cause in canonical order: the paper's five, then the
+// lab's.
+var Causes = []Cause{UnknownTool, InvalidType, InvalidValue, AuthRequired, Transient,
+	RateLimit, TimeoutCommitted, PartialCommit, Idempotency, StaleRevision, SilentNoop, UpstreamOutage}
 
 // CauseInfo is one row of the cause registry of STUDY.md 1.3.
 type CauseInfo struct {
@@ -102,6 +122,19 @@ var causes = map[Cause]CauseInfo{
 	InvalidValue: {"example.mcp.arguments.invalid_value", "parameter", []Policy{ReviseArguments}, "an argument has a value outside its domain"},
 	AuthRequired: {"example.mcp.auth.required", "credential", []Policy{Authenticate}, "the call lacks a valid credential"},
 	Transient:    {"example.mcp.upstream.unavailable", "dependency", []Policy{RetryNow, RetryLater}, "an upstream dependency is temporarily unavailable"},
+
+	// Note: where a lab cause has two preferred policies, which one a
+	// scenario prefers depends on evidence the code does not carry
+	// (whether the tool is idempotent, whether the write was committed),
+	// so the safe one comes first: a registry that sees only the code
+	// chooses it (models/baseline, code_registry).
+	RateLimit:        {"example.mcp.rate_limit.exceeded", "dependency", []Policy{RetryLater}, "the caller exceeded a rate limit and must wait for the window to pass"},
+	TimeoutCommitted: {"example.mcp.timeout.after_commit", "dependency", []Policy{StopOrEscalate, RetryNow}, "the call timed out after its write may have been applied"},
+	PartialCommit:    {"example.mcp.batch.partial", "dependency", []Policy{StopOrEscalate}, "a batch was applied only in part before it failed"},
+	Idempotency:      {"example.mcp.write.uncertain", "dependency", []Policy{StopOrEscalate, RetryNow}, "the write was applied but the call failed, so a replay may duplicate it"},
+	StaleRevision:    {"example.mcp.revision.stale", "parameter", []Policy{ReviseArguments}, "the request names a revision that is no longer current"},
+	SilentNoop:       {"example.mcp.effect.missing", "tool", []Policy{StopOrEscalate}, "the call reported success but had no effect"},
+	UpstreamOutage:   {"example.mcp.upstream.down", "dependency", []Policy{StopOrEscalate}, "an upstream dependency is down for the rest of the session"},
 }
 
 // Valid reports whether c is a known cause.
@@ -159,6 +192,7 @@ var probeCauses = map[Probe][]Cause{
 	WrongType:       {InvalidType, AuthRequired},
 	Sentinel:        {InvalidValue, AuthRequired},
 	MissingRequired: {InvalidType, AuthRequired},
+	LabCall:         Causes,
 }
 
 // Valid reports whether p is a known probe kind.
@@ -177,10 +211,13 @@ func (p Probe) Yields(c Cause) bool {
 // Condition is how a failure is shown to a model (STUDY.md 3).
 type Condition string
 
-// The four paired conditions of the paper, then two more a manifest may
-// name: Envelope shows the scenario's counterfactual control envelope
-// (STUDY.md section 6) and Category its error-category contract (seed 002:
-// errorCategory, isRetryable, explanation).
+// The four paired conditions of the paper, then more a manifest may name:
+// Envelope shows the scenario's counterfactual control envelope (STUDY.md
+// section 6) and Category its error-category contract (seed 002:
+// errorCategory, isRetryable, explanation); then the factorial cells
+// (FactorialConditions), the delivery channels of the category contract
+// (ChannelConditions) and the misplaced-trust conditions
+// (TrustConditions).
 const (
 	Normalized Condition = "normalized"
 	CodeOnly   Condition = "code_only"
@@ -188,15 +225,114 @@ const (
 	Prose      Condition = "prose"
 	Envelope   Condition = "envelope"
 	Category   Condition = "category"
+
+	// The format × wording × failure-statement factorial; Structured is
+	// its JSON, label, no-statement cell.
+	StructuredParaphrase       Condition = "structured_paraphrase"
+	SentenceLabel              Condition = "sentence_label"
+	SentenceParaphrase         Condition = "sentence_paraphrase"
+	StructuredFailed           Condition = "structured_failed"
+	StructuredParaphraseFailed Condition = "structured_paraphrase_failed"
+	SentenceLabelFailed        Condition = "sentence_label_failed"
+	SentenceParaphraseFailed   Condition = "sentence_paraphrase_failed"
+
+	// The category contract with one delivery channel dropped; Category
+	// delivers both.
+	CategoryStructured Condition = "category_structured" // structuredContent only
+	CategoryText       Condition = "category_text"       // the serialized text copy only
+
+	// Misplaced trust: a contract that contradicts the observation.
+	EnvelopeFalseReplay    Condition = "envelope_false_replay"    // a replay declared safe after a committed side effect
+	EnvelopeFalseTarget    Condition = "envelope_false_target"    // a target the observation does not mention
+	CategoryFalseRetryable Condition = "category_false_retryable" // isRetryable true on a validation or permission failure
 )
 
 // Conditions lists the paper's four paired conditions in canonical order;
 // the default studies run exactly these.
 var Conditions = []Condition{Normalized, CodeOnly, Structured, Prose}
 
-// AllConditions lists every known condition: the four paired ones, then
-// Envelope and Category.
-var AllConditions = []Condition{Normalized, CodeOnly, Structured, Prose, Envelope, Category}
+// AllConditions lists every known condition: the four paired ones,
+// Envelope and Category, the factorial cells other than Structured, the
+// two single-channel category conditions, then the misplaced-trust ones.
+var AllConditions = []Condition{Normalized, CodeOnly, Structured, Prose, Envelope, Category,
+	StructuredParaphrase, SentenceLabel, SentenceParaphrase,
+	StructuredFailed, StructuredParaphraseFailed, SentenceLabelFailed, SentenceParaphraseFailed,
+	CategoryStructured, CategoryText,
+	EnvelopeFalseReplay, EnvelopeFalseTarget, CategoryFalseRetryable}
+
+// ChannelConditions lists the delivery channels of the category contract:
+// both (Category), structuredContent only, the text copy only.
+var ChannelConditions = []Condition{Category, CategoryStructured, CategoryText}
+
+// TrustConditions lists the misplaced-trust conditions.
+var TrustConditions = []Condition{EnvelopeFalseReplay, EnvelopeFalseTarget, CategoryFalseRetryable}
+
+// Format is how a factorial cell states the code and the policy.
+type Format string
+
+// The two formats of the factorial.
+const (
+	JSONFormat     Format = "json"     // Error details: {"code": …, "policy": …}
+	SentenceFormat Format = "sentence" // Error details: the code is …, and the policy is to ….
+)
+
+// Wording is how a factorial cell names the policy.
+type Wording string
+
+// The two wordings of the factorial.
+const (
+	LabelWording      Wording = "label"      // the exact policy label
+	ParaphraseWording Wording = "paraphrase" // a fixed paraphrase of the action, per label
+)
+
+// Cell is a condition's place in the format × wording × failure-statement
+// factorial. Failed adds the explicit failure statement.
+type Cell struct {
+	Format  Format
+	Wording Wording
+	Failed  bool
+}
+
+// FactorialConditions lists the eight cells of the factorial, failure
+// statement slowest, then format, then wording: Structured, then the
+// seven conditions built for it.
+var FactorialConditions = []Condition{
+	Structured, StructuredParaphrase, SentenceLabel, SentenceParaphrase,
+	StructuredFailed, StructuredParaphraseFailed, SentenceLabelFailed, SentenceParaphraseFailed,
+}
+
+// Cell returns c's place in the factorial; ok is false for a condition
+// outside it.
+func (c Condition) Cell() (cell Cell, ok bool) {
+	i := -1
+	for j, x := range FactorialConditions {
+		if x == c {
+			i = j
+		}
+	}
+	if i < 0 {
+		return Cell{}, false
+	}
+	cell = Cell{Format: JSONFormat, Wording: LabelWording, Failed: i >= 4}
+	if i%4 >= 2 {
+		cell.Format = SentenceFormat
+	}
+	if i%2 == 1 {
+		cell.Wording = ParaphraseWording
+	}
+	return cell, true
+}
+
+// FactorialCondition returns the condition of a factorial cell, or ""
+// for a cell with an unknown format or wording.
+func FactorialCondition(cell Cell) Condition {
+	for _, c := range FactorialConditions {
+		if x, _ := c.Cell(); x == cell {
+			return c
+		}
+	}
+	return ""
+}
 
 // Valid reports whether c is a known condition (one of AllConditions).
 func (c Condition) Valid() bool {
@@ -219,8 +355,13 @@ func (c Condition) Paired() bool {
 }
 
 // RevealsPolicy reports whether condition c discloses the preferred policy
-// (the control envelope carries it in error.policy).
-func (c Condition) RevealsPolicy() bool { return c == Structured || c == Prose || c == Envelope }
+// (the control envelope carries it in error.policy; every factorial cell
+// carries it as a label or a paraphrase). The misplaced-trust envelopes
+// disclose a policy too, but not the preferred one.
+func (c Condition) RevealsPolicy() bool {
+	_, inFactorial := c.Cell()
+	return inFactorial || c == Prose || c == Envelope
+}
 
 // ErrorCategory is a category of the application-defined error contract of
 // seed 002 (errorCategory in a tool's structuredContent). It names the
@@ -267,11 +408,20 @@ func CategoryOf(c Cause) (ErrorCategory, bool) {
 		return ValidationCategory, true
 	case AuthRequired:
 		return PermissionCategory, true
-	case Transient:
+	case Transient, RateLimit, TimeoutCommitted, PartialCommit, Idempotency, UpstreamOutage:
 		return TransientCategory, true
+	case StaleRevision:
+		return ValidationCategory, true
 	}
 	return "", false
 }
+
+// Retryable reports whether the unchanged call of a failure of cause c
+// may succeed later: the error-category contract's isRetryable for a
+// record-derived contract. Only a passing condition (transient, a rate
+// limit's window) is; a failure that may have committed a write is not,
+// since the unchanged call could duplicate it.
+func Retryable(c Cause) bool { return c == Transient || c == RateLimit }
 
 func join[T ~string](xs []T) string {
 	s := make([]string, len(xs))

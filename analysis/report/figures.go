@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"math"
 	"slices"
 	"strconv"
 
@@ -48,8 +49,28 @@ const (
 	WideHeight  = 400
 )
 
+// Crowded is the most conditions a figure names side by side on its
+// x axis; with more, the names are set vertically and each row of panels
+// gets VerticalLabels more pixels of height.
+const (
+	Crowded        = 6
+	VerticalLabels = 150
+)
+
+// conditionAxis sets the condition names of p's x axis vertically when
+// there are more than Crowded.
+func conditionAxis(p *plot.Plot, names []string) {
+	p.NominalX(names...)
+	p.X.Min, p.X.Max = -0.5, float64(len(names))-0.5
+	if len(names) > Crowded {
+		p.X.Tick.Label.Rotation = math.Pi / 2
+		p.X.Tick.Label.XAlign = draw.XRight
+		p.X.Tick.Label.YAlign = draw.YCenter
+	}
+}
+
 // StrictCoverSize returns the pixel size of the Strict/Cover figure for n
-// panels.
+// panels (of at most Crowded conditions each).
 func StrictCoverSize(n int) (w, h int) {
 	cols := min(n, PanelCols)
 	rows := (n + PanelCols - 1) / PanelCols
@@ -134,6 +155,12 @@ func strictCover(an *analysis.Analysis) (Figure, error) {
 	f.Width, f.Height = StrictCoverSize(len(arms))
 	cols := min(max(len(arms), 1), PanelCols)
 	rows := (max(len(arms), 1) + PanelCols - 1) / PanelCols
+	for _, a := range arms {
+		if len(by[a]) > Crowded {
+			f.Height += rows * VerticalLabels
+			break
+		}
+	}
 	grid := make([][]*plot.Plot, rows)
 	for r := range grid {
 		grid[r] = make([]*plot.Plot, cols)
@@ -149,8 +176,7 @@ func strictCover(an *analysis.Analysis) (Figure, error) {
 		for _, c := range cells {
 			names = append(names, string(c.Condition))
 		}
-		p.NominalX(names...)
-		p.X.Min, p.X.Max = -0.5, float64(len(names))-0.5
+		conditionAxis(p, names)
 		p.Add(plotter.NewGrid())
 		for s, key := range []string{string(analysis.Strict), string(analysis.Cover)} {
 			pts := errPoints{XYs: make(plotter.XYs, 0, len(cells)), YErrors: make(plotter.YErrors, 0, len(cells))}
@@ -242,8 +268,10 @@ func extraBars(an *analysis.Analysis) (Figure, error) {
 	p := plot.New()
 	p.Y.Label.Text = "replays (Extra)"
 	if len(conds) > 0 { // Note: NominalX panics on no names.
-		p.NominalX(conds...)
-		p.X.Min, p.X.Max = -0.5, float64(len(conds))-0.5
+		conditionAxis(p, conds)
+	}
+	if len(conds) > Crowded {
+		f.Height += VerticalLabels
 	}
 	p.Add(plotter.NewGrid())
 	n := max(len(arms), 1)

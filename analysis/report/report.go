@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/mcpstress/stress/analysis"
@@ -215,6 +216,9 @@ func Build(in *Input, figs []Figure) *Doc {
 
 	d.h2("Paired comparisons")
 	d.p("Differences A − B in percentage points between two conditions of the same model and prompt, over decisions matched on scenario and replicate (the seeds are paired across conditions). A+B− and A−B+ are the discordant pairs; p is the exact two-sided McNemar test; the interval is the cluster bootstrap of the difference (per server: N = pairs, Sum = Σ(aᵢ − bᵢ)). Predeclared: code_only − normalized (the only answer-free comparison) and structured − prose (two disclosures of the answer), on Strict.")
+	if slices.ContainsFunc(an.Pairs, func(p analysis.Pair) bool { return p.Isolates != "" }) {
+		d.p("The conditions of the format × wording × failure-statement factorial and the category contract's delivery channels add predeclared comparisons on Strict, each named with what it isolates: format (JSON − one sentence) at a fixed wording and statement, wording (the exact label − a fixed paraphrase) at a fixed format and statement, the failure statement (with − without) at a fixed format and wording, and a dropped channel (structuredContent only or the text copy only − both).")
+	}
 	d.pairs(an)
 
 	d.h2("Selective accuracy and stopping")
@@ -406,7 +410,10 @@ func (d *Doc) pairs(an *analysis.Analysis) {
 	notes := map[string]bool{}
 	for _, p := range an.Pairs {
 		name := fmt.Sprintf("%s − %s", p.A, p.B)
-		if p.Predeclared {
+		switch {
+		case p.Isolates != "":
+			name += " (predeclared: " + p.Isolates + ")"
+		case p.Predeclared:
 			name += " (predeclared)"
 		}
 		b := ival(p.Bootstrap, analysis.SignedPct)

@@ -138,6 +138,8 @@ var commands = []*command{
 		{"serve (-stdio | -http ADDR) [-seed S] [-set NAME] [-scenario ID] [-realtime]",
 			"serve the recovery lab: a stateful MCP server, one scenario's fault armed"},
 		{"list [-json] [-set NAME]", "list the recovery lab's scenarios"},
+		{"record -out DIR [-set NAME] [-seed S]",
+			"record the lab corpus through the MCP protocol, raw frames kept"},
 	}},
 	{name: "version", flags: cmdVersion, forms: []form{
 		{"[-json]",

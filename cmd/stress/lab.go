@@ -10,7 +10,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,6 +20,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpstress/stress/lab"
+	"github.com/mcpstress/stress/lab/record"
+	"github.com/mcpstress/stress/study"
 )
 
 // labLong is what stress help lab prints after the forms.
@@ -25,7 +29,11 @@ const labLong = `serve runs the recovery lab, a stateful MCP server (shop, billi
 files), with scenario ID of the set armed (none: every tool, no fault), over
 stdio or streamable HTTP at http://ADDR/mcp. Its clock is virtual unless
 -realtime: the methods lab/advance and lab/state move it and read the
-outcome. list prints the scenarios of a set.`
+outcome. list prints the scenarios of a set. record writes the lab corpus
+(manifests/corpus/lab): for each scenario it starts stress lab serve -stdio,
+makes the scenario's first call through the Go SDK client, keeps the raw
+frames (DIR/frames/ID.jsonl) and writes one record per scenario, its profile
+coding proposed by rules, for a person to check and stress confirm.`
 
 // cmdLab runs the lab's subcommands, serve and list, named by the first
 // argument; the flags of both are defined here and checked per subcommand.
@@ -36,10 +44,11 @@ func cmdLab(fs *flag.FlagSet) action {
 	setName := fs.String("set", lab.DefaultSet, "scenario `NAME` (a set of lab/scenarios)")
 	id := fs.String("scenario", "", "serve: arm scenario `ID` of the set (default: none, every tool of every server, no fault)")
 	realtime := fs.Bool("realtime", false, "serve: run on the wall clock instead of the virtual one")
+	out := fs.String("out", "", "record: write the corpus to `DIR`, which must not exist")
 	asJSON := fs.Bool("json", false, `list: print [{"id","server","class","tool","surface","contract","preferred_policy","non_harm","summary"}…]`)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(args) == 0 {
-			return usageError("lab: name a subcommand, serve or list")
+			return usageError("lab: name a subcommand, serve, list or record")
 		}
 		sub, rest := args[0], args[1:]
 		if len(rest) > 0 {
@@ -66,8 +75,13 @@ func cmdLab(fs *flag.FlagSet) action {
 				return err
 			}
 			return labList(*setName, *asJSON, stdout)
+		case "record":
+			if err := only("out", "set", "seed"); err != nil {
+				return err
+			}
+			return labRecord(ctx, *setName, *seed, *out, stdout, stderr)
 		}
-		return usageError("lab: unknown subcommand %q (want serve or list)", sub)
+		return usageError("lab: unknown subcommand %q (want serve, list or record)", sub)
 	}
 }
 
@@ -204,4 +218,37 @@ func labList(name string, asJSON bool, stdout io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Server, r.Class, r.Tool, r.Surface, c, r.Preferred, strings.Join(r.NonHarm, ","))
 	}
 	return tw.Flush()
+}
+
+// labRecord records the scenarios of set name through stress lab serve
+// -stdio (this executable) into a new corpus directory out.
+func labRecord(ctx context.Context, name string, seed int64, out string, stdout, stderr io.Writer) error {
+	if out == "" {
+		return usageError("lab record: flag -out is required")
+	}
+	if _, err := os.Lstat(out); err == nil {
+		return usageError("lab record: flag -out: %s already exists", out)
+	}
+	set, err := lab.BuiltinSet(name)
+	if err != nil {
+		return usageError("lab record: flag -set: %v", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("lab record: finding this executable: %w", err)
+	}
+	recs, err := record.Record(ctx, set, record.Options{Command: func(id string) *exec.Cmd {
+		return exec.CommandContext(ctx, exe, "lab", "serve", "-stdio", "-set", set.Name, "-scenario", id, "-seed", strconv.FormatInt(seed, 10))
+	}})
+	if err != nil {
+		return fmt.Errorf("lab record: %w", err)
+	}
+	if err := record.Write(out, recs); err != nil {
+		return fmt.Errorf("lab record: writing %s: %w", out, err)
+	}
+	if _, err := study.LoadCorpus(os.DirFS(out), "."); err != nil {
+		return fmt.Errorf("lab record: the corpus written to %s does not load: %w", out, err)
+	}
+	fmt.Fprintf(stdout, "recorded %d scenarios of lab set %s into %s (profile coding proposed by rules: check each record, then stress confirm)\n", len(recs), set.Name, out)
+	return nil
 }

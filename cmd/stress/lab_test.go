@@ -6,8 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpstress/stress/lab"
+	"github.com/mcpstress/stress/study"
 )
 
 // TestLabList pins `stress lab list` and its JSON form.
@@ -156,4 +160,74 @@ func serveLab(t *testing.T, bin string, args ...string) (string, func() string) 
 		t.Fatalf("stress lab serve printed no URL:\n%s", stop())
 	}
 	return "", nil
+}
+
+// TestLabRecord records the lab corpus again through stress lab serve
+// -stdio and checks it against manifests/corpus/lab: the same records
+// (every field but the confirmation, which a person adds) and the same
+// frames (as a set of lines, without the lab/state polls of a held call:
+// their number, and the order of frames crossing in opposite directions at
+// once, depend on timing).
+func TestLabRecord(t *testing.T) {
+	bin := stressBinary(t)
+	dir := filepath.Join(t.TempDir(), "lab")
+	out, err := exec.Command(bin, "lab", "record", "-out", dir).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "recorded 36 scenarios of lab set core") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	got, err := study.LoadCorpus(os.DirFS(dir), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := study.LoadCorpus(os.DirFS("../../manifests/corpus/lab"), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Scenarios) != len(want.Scenarios) {
+		t.Fatalf("%d records, want %d", len(got.Scenarios), len(want.Scenarios))
+	}
+	for i := range got.Scenarios {
+		g, w := got.Scenarios[i], want.Scenarios[i]
+		if g.Coding != nil || !g.Capture.Proposed {
+			t.Errorf("%s: a fresh recording is confirmed", g.ID)
+		}
+		w.Coding, w.Capture.Proposed = nil, true
+		for _, v := range []study.View{w.Profile.Control, w.Profile.Content} {
+			for c, b := range v {
+				b.Proposed = true
+				v[c] = b
+			}
+		}
+		gb, _ := json.Marshal(g)
+		wb, _ := json.Marshal(w)
+		if !bytes.Equal(gb, wb) {
+			t.Errorf("%s: recorded\n%s\nwant\n%s", g.ID, gb, wb)
+		}
+		lines := func(path string) []string {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				var f struct {
+					Dir string `json:"dir"`
+					Raw string `json:"raw"`
+				}
+				json.Unmarshal([]byte(l), &f)
+				if strings.Contains(f.Raw, `"method":"lab/state"`) || strings.Contains(f.Raw, `"virtual":true,"held":`) {
+					continue
+				}
+				out = append(out, f.Dir+" "+f.Raw)
+			}
+			slices.Sort(out)
+			return out
+		}
+		if gl, wl := lines(filepath.Join(dir, g.Capture.Frames)), lines(filepath.Join("../../manifests/corpus/lab", w.Capture.Frames)); !slices.Equal(gl, wl) {
+			t.Errorf("%s: frames differ:\n%q\nwant\n%q", g.ID, gl, wl)
+		}
+	}
+	if out, err := exec.Command(bin, "lab", "record", "-out", dir).CombinedOutput(); err == nil || !strings.Contains(string(out), "already exists") {
+		t.Errorf("recording over an existing directory: %v %s", err, out)
+	}
 }

@@ -14,6 +14,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/mcpstress/stress/analysis"
+	"github.com/mcpstress/stress/lab"
+	"github.com/mcpstress/stress/lab/labenv"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/runner"
@@ -145,10 +147,13 @@ func cmdRun(fs *flag.FlagSet) action {
 	}
 }
 
-// envFor makes the environments of a study with replay: live. No lab
-// environment is linked into this build yet (lab/labenv will be wired in
-// here), so a live study is refused with a clear error before any call;
-// the tests set it to a fake environment.
+// envFor makes the environments of a study with replay: live: the
+// recovery lab's core set, checked against the manifest's corpus (every
+// record must be a lab scenario). Tests replace it with a fake.
 var envFor = func(m *manifests.Resolved) (simulator.EnvFactory, error) {
-	return nil, fmt.Errorf("manifest %s: field replay: %q needs the lab environment, which this build of stress does not include", m.Source, manifests.ReplayLive)
+	f, err := labenv.ForCorpus(lab.DefaultSet, m.Corpus.Scenarios)
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: field replay: %q runs the recovery lab, and its corpus %s does not fit it:\n%w", m.Source, manifests.ReplayLive, m.Manifest.Corpus, err)
+	}
+	return f, nil
 }

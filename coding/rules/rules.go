@@ -16,15 +16,27 @@ import (
 )
 
 // authText marks a failure text that asks for a credential.
-var authText = regexp.MustCompile(`(?i)\b(unauthori[sz]ed|unauthenticated|not authenticated|authentication (?:is )?required|authentication failed|auth(?:orization)? required|(?:invalid|missing|expired|no) (?:api[ _-]?key|token|credentials?|access token)|api[ _-]?key (?:is )?(?:required|missing|invalid)|401)\b`)
+var authText = regexp.MustCompile(`(?i)\b(unauthori[sz]ed|unauthenticated|not authenticated|authentication (?:is )?required|authentication failed|auth(?:orization)? required|(?:invalid|missing|expired|no) (?:api[ _-]?key|token|credentials?|access token)|api[ _-]?key (?:is )?(?:required|missing|invalid)|(?:auth_)?token (?:has |is )?expired|401)\b`)
 
 // Cause text rules of the content view, per cause.
 var (
 	unknownToolText = regexp.MustCompile(`(?i)(unknown|not found|no such|does ?n[o']t exist|not exist|not available|unrecognized|unrecognised|not registered|invalid tool|no tool)`)
 	typeText        = regexp.MustCompile(`(?i)(invalid[_ ]type|expected\W+\w+.{0,40}(?:received|got)|has type\W+\w+\W+want|must be (?:a|an|of type)\b|type mismatch|not of type|wrong type|should be (?:a|an)\b|cannot unmarshal|is not an? (?:string|number|integer|boolean|array|object))`)
 	missingText     = regexp.MustCompile(`(?i)(required|missing|undefined|not provided|is not set|must have)`)
-	valueText       = regexp.MustCompile(`(?i)(invalid|not valid|out of range|too (?:small|big|large|long|short)|must be (?:at least|at most|greater|less|one of|positive|negative|a (?:finite|positive|valid))|not allowed|outside|no such|not found|does ?n[o']t exist|unknown|enoent|unsupported|not a valid)`)
+	valueText       = regexp.MustCompile(`(?i)(invalid|not valid|out of range|too (?:small|big|large|long|short)|must be (?:at least|at most|greater|less|one of|positive|negative|a (?:finite|positive|valid))|not allowed|outside|no such|not found|does ?n[o']t exist|unknown|enoent|unsupported|not a valid|no file)`)
 	credentialText  = regexp.MustCompile(`(?i)(api[ _-]?key|token|credential|authorization|password|secret)`)
+
+	// The lab's causes (STUDY.md section 7), written for the lab's texts
+	// and the usual wordings of the same conditions.
+	transientText   = regexp.MustCompile(`(?i)(temporarily unavailable|\b503\b|service unavailable|try again)`)
+	rateLimitText   = regexp.MustCompile(`(?i)(rate limit|too many requests|\b429\b|quota exceeded)`)
+	timeoutText     = regexp.MustCompile(`(?i)(timed out|timeout|did not confirm|deadline)`)
+	partialText     = regexp.MustCompile(`(?i)(failed at item|partially applied|(?:were|was) applied, the rest)`)
+	uncertainText   = regexp.MustCompile(`(?i)(may have been applied|was applied|connection .{0,40}reset)`)
+	staleText       = regexp.MustCompile(`(?i)(revision|version conflict|changed since|stale|precondition failed|\b412\b)`)
+	noEffectText    = regexp.MustCompile(`(?i)(\b0 (?:records|rows|items) (?:were )?(?:written|changed|affected)|no effect|nothing was written)`)
+	outageText      = regexp.MustCompile(`(?i)(\bdown\b|outage|will not be back|unavailable for the rest)`)
+	labFailureWords = regexp.MustCompile(`(?i)\b(unavailable|timed out|exceeded|required|expired|was reset|is down|did not confirm|0 records were written)\b`)
 )
 
 // failureWords mark a result text that says something failed.
@@ -32,6 +44,13 @@ var failureWords = regexp.MustCompile(`(?i)\b(errors?|fail(?:ed|s|ure)?|invalid|
 
 // SaysFailure reports whether a result text says something failed.
 func SaysFailure(text string) bool { return failureWords.MatchString(text) }
+
+// saysFailure is SaysFailure for coding, which also reads the failure
+// wordings of the lab's causes (transient, rate limit, timeout, outage,
+// a write with no effect).
+func saysFailure(text string) bool {
+	return failureWords.MatchString(text) || labFailureWords.MatchString(text)
+}
 
 // AuthMention returns the words of text that ask for a credential ("401",
 // "missing api key", …), or "" when there are none.
@@ -145,13 +164,29 @@ func Propose(obs json.RawMessage, surface study.Surface, code int64, cause study
 		ctl["P"] = bit(false, p.flag, "Nothing typed signals failure, so no policy is indicated.")
 		ctl["C"] = bit(false, p.text, "No typed field names a cause."+typedNote)
 	}
+	if cat, at := contractCategory(obs); cat != "" && ctl["D"].Bit == 1 {
+		// Note: seed 002's errorCategory names a remedy family, not a
+		// cause: validation calls for a changed request and permission for
+		// authentication; transient leaves open an immediate or a delayed
+		// replay (two policy classes), so it indicates no unique class.
+		switch cat {
+		case study.ValidationCategory:
+			ctl["P"] = bit(true, at, "The typed errorCategory validation says the request must change (change_request).")
+		case study.PermissionCategory:
+			ctl["P"] = bit(true, at, "The typed errorCategory permission calls for authentication.")
+		default:
+			ctl["P"] = bit(false, at, fmt.Sprintf("The typed errorCategory %s does not choose between an immediate and a delayed replay, or a stop.", cat))
+		}
+		ctl["C"] = bit(false, at, "The typed errorCategory names a remedy family, not the cause.")
+		typedNote = ""
+	}
 	ctl["T"] = bit(false, p.text, "No typed field names a tool, parameter or credential."+typedNote)
 	ctl["E"] = bit(false, p.root, "No typed field carries a corrected request or replacement value.")
 	ctl["R"] = bit(false, p.root, "No typed field states timing, unchanged-request safety or side-effect state.")
 
 	cnt := study.View{}
 	info, _ := cause.Info()
-	says := SaysFailure(text)
+	says := saysFailure(text)
 	switch {
 	case surface == study.Silent:
 		cnt["D"] = bit(false, p.text, "Nothing in the result says the call failed.")
@@ -174,6 +209,23 @@ func Propose(obs json.RawMessage, surface study.Surface, code int64, cause study
 		known = valueText.MatchString(text)
 	case study.AuthRequired:
 		known = authText.MatchString(text)
+	case study.Transient:
+		known = transientText.MatchString(text)
+	case study.RateLimit:
+		known = rateLimitText.MatchString(text)
+	case study.TimeoutCommitted:
+		// A bare timeout does not say the write was applied.
+		known = timeoutText.MatchString(text) && uncertainText.MatchString(text)
+	case study.PartialCommit:
+		known = partialText.MatchString(text)
+	case study.Idempotency:
+		known = uncertainText.MatchString(text)
+	case study.StaleRevision:
+		known = staleText.MatchString(text)
+	case study.SilentNoop:
+		known = noEffectText.MatchString(text)
+	case study.UpstreamOutage:
+		known = outageText.MatchString(text)
 	}
 	known = known && cnt["D"].Bit == 1
 	if known {
@@ -193,6 +245,8 @@ func Propose(obs json.RawMessage, surface study.Surface, code int64, cause study
 		if m := credentialText.FindString(text); m != "" {
 			named = m
 		}
+	case "dependency":
+		named = target.Name
 	}
 	if named != "" && cnt["D"].Bit == 1 && mentions(text, named) {
 		cnt["T"] = bit(true, p.text, fmt.Sprintf("The text names the %s %s.", target.Kind, named))
@@ -202,6 +256,36 @@ func Propose(obs json.RawMessage, surface study.Surface, code int64, cause study
 	cnt["E"] = bit(false, p.text, "No rule finds a valid replacement value or tool; check the text for one.")
 	cnt["R"] = bit(false, p.text, "No rule finds retry timing, unchanged-request safety and side-effect state together.")
 	return study.ProfileCoding{Control: ctl, Content: cnt}
+}
+
+// contractCategory returns the errorCategory of seed 002's contract in an
+// observation (a raised error's data or a result's structuredContent) and
+// its evidence pointer, or "" when there is none.
+func contractCategory(obs json.RawMessage) (study.ErrorCategory, string) {
+	var o struct {
+		Exception *struct {
+			Error struct {
+				Data *struct {
+					ErrorCategory study.ErrorCategory `json:"errorCategory"`
+				} `json:"data"`
+			} `json:"error"`
+		} `json:"exception"`
+		Result *struct {
+			StructuredContent *struct {
+				ErrorCategory study.ErrorCategory `json:"errorCategory"`
+			} `json:"structuredContent"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(obs, &o) != nil {
+		return "", ""
+	}
+	switch {
+	case o.Exception != nil && o.Exception.Error.Data != nil && o.Exception.Error.Data.ErrorCategory.Valid():
+		return o.Exception.Error.Data.ErrorCategory, "/exception/error/data/errorCategory"
+	case o.Result != nil && o.Result.StructuredContent != nil && o.Result.StructuredContent.ErrorCategory.Valid():
+		return o.Result.StructuredContent.ErrorCategory, "/result/structuredContent/errorCategory"
+	}
+	return "", ""
 }
 
 // Code codes a record's observation by rule (Propose with the record's

@@ -20,7 +20,10 @@ package labenv
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/mcpstress/stress/lab"
@@ -47,6 +50,59 @@ func Scenarios() []string {
 		panic("labenv: the embedded scenario set does not load: " + err.Error()) // a test proves it does
 	}
 	return s.IDs()
+}
+
+// ForCorpus returns the environment factory of the embedded scenario set
+// named set for a study of corpus, after checking that every record has a
+// scenario of the same id in the set that agrees with it on server,
+// cause, surface, preferred policy and non-harm set (the record is what
+// the model is shown at turn 0; the scenario is what executes). Errors
+// name the record and the field.
+func ForCorpus(set string, corpus []study.Scenario) (simulator.EnvFactory, error) {
+	s, err := lab.BuiltinSet(set)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	var missing []string
+	for i := range corpus {
+		r := &corpus[i]
+		sc, ok := s.Scenario(r.ID)
+		if !ok {
+			missing = append(missing, r.ID)
+			continue
+		}
+		bad := func(field string, rec, lab any) {
+			errs = append(errs, fmt.Errorf("record %s: field %s is %v, but lab scenario %s has %v", r.ID, field, rec, sc.ID, lab))
+		}
+		if r.Server != sc.Server {
+			bad("server", r.Server, sc.Server)
+		}
+		if r.Cause != sc.Class.Cause() {
+			bad("cause", r.Cause, sc.Class.Cause())
+		}
+		if r.Surface != sc.Surface {
+			bad("surface", r.Surface, sc.Surface)
+		}
+		if r.Preferred != sc.Preferred {
+			bad("preferred_policy", r.Preferred, sc.Preferred)
+		}
+		if !slices.Equal(r.NonHarm, sc.NonHarm) {
+			bad("non_harm", r.NonHarm, sc.NonHarm)
+		}
+	}
+	if len(missing) > 0 {
+		const most = 5
+		list := strings.Join(missing[:min(most, len(missing))], ", ")
+		if len(missing) > most {
+			list += fmt.Sprintf(" and %d more", len(missing)-most)
+		}
+		errs = append([]error{fmt.Errorf("record %s: not a scenario of lab set %s (a live study runs only lab records, such as corpus/lab)", list, s.Name)}, errs...)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return &factory{set: s}, nil
 }
 
 type factory struct{ set *lab.Set }

@@ -23,6 +23,7 @@ const (
 	AlwaysStop     = "always_stop"     // always stop_or_escalate
 	CodeRegistry   = "code_registry"   // maps a shown cause code to the registry policy
 	ExplicitPolicy = "explicit_policy" // follows a disclosed policy label
+	NaiveRetry     = "naive_retry"     // always retry_now: the client that replays every failure at once
 )
 
 func init() {
@@ -67,10 +68,10 @@ func New(spec models.Spec) (models.Model, error) {
 		delay = time.Duration(ms * float64(time.Millisecond))
 	}
 	switch spec.Model {
-	case AlwaysStop, CodeRegistry, ExplicitPolicy:
+	case AlwaysStop, CodeRegistry, ExplicitPolicy, NaiveRetry:
 		return &Baseline{kind: spec.Model, delay: delay}, nil
 	}
-	return nil, fmt.Errorf("model %q: unknown baseline %q (want %s, %s or %s)", spec.Name, spec.Model, AlwaysStop, CodeRegistry, ExplicitPolicy)
+	return nil, fmt.Errorf("model %q: unknown baseline %q (want %s, %s, %s or %s)", spec.Name, spec.Model, AlwaysStop, CodeRegistry, ExplicitPolicy, NaiveRetry)
 }
 
 var (
@@ -104,6 +105,8 @@ func (b *Baseline) Generate(ctx context.Context, req models.Request) (models.Rep
 	}
 	policy := study.StopOrEscalate
 	switch b.kind {
+	case NaiveRetry:
+		policy = study.RetryNow
 	case CodeRegistry:
 		if code := codePattern.FindString(last); code != "" {
 			if cause, ok := study.CauseOfCode(code); ok {

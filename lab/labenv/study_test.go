@@ -1,0 +1,231 @@
+package labenv_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"text/tabwriter"
+
+	"github.com/mcpstress/stress/lab"
+	"github.com/mcpstress/stress/lab/labenv"
+	"github.com/mcpstress/stress/manifests"
+	_ "github.com/mcpstress/stress/models/baseline"
+	_ "github.com/mcpstress/stress/models/failclosed"
+	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/runner"
+	"github.com/mcpstress/stress/study"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/lab-classes.golden")
+
+// TestCorpusMatchesLab: every record of the lab corpus (recorded through
+// the protocol by stress lab record) shows exactly the observation the
+// in-process environment's first call produces, for any seed, and the
+// corpus covers every fault class on at least 3 servers.
+func TestCorpusMatchesLab(t *testing.T) {
+	m, err := manifests.LoadBuiltin("lab.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := lab.BuiltinSet("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Corpus.Scenarios) < 30 || len(m.Corpus.Scenarios) != len(set.Scenarios) {
+		t.Fatalf("lab corpus has %d records, set %d scenarios", len(m.Corpus.Scenarios), len(set.Scenarios))
+	}
+	classes, servers := map[lab.Class]bool{}, map[string]bool{}
+	for i := range m.Corpus.Scenarios {
+		r := &m.Corpus.Scenarios[i]
+		sc, ok := set.Scenario(r.ID)
+		if !ok {
+			t.Fatalf("record %s has no lab scenario", r.ID)
+		}
+		classes[sc.Class], servers[r.Server] = true, true
+		if r.Probe != study.LabCall || r.Capture == nil || r.Coding == nil || r.Coding.Confirmed == nil {
+			t.Errorf("%s: probe %s, capture %v, coding %v: want a lab_call recorded and confirmed", r.ID, r.Probe, r.Capture != nil, r.Coding)
+		}
+		var want bytes.Buffer
+		if err := json.Compact(&want, r.Observation); err != nil {
+			t.Fatal(err)
+		}
+		for _, seed := range []int64{1, 20261201, -7} {
+			env := labenv.New(sc, seed)
+			obs, err := env.Start(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(obs, want.Bytes()) {
+				t.Errorf("%s seed %d: the environment's first observation\n%s\ndiffers from the record's\n%s", r.ID, seed, obs, r.Observation)
+			}
+		}
+		frames, err := os.ReadFile(filepath.Join("../../manifests/corpus/lab", r.Capture.Frames))
+		if err != nil || !bytes.Contains(frames, []byte(`\"method\":\"tools/call\"`)) {
+			t.Errorf("%s: frames file %s: %v, or no tools/call frame", r.ID, r.Capture.Frames, err)
+		}
+	}
+	if len(classes) != len(lab.Classes) || len(servers) < 3 {
+		t.Errorf("the corpus covers %d of %d classes on %d servers", len(classes), len(lab.Classes), len(servers))
+	}
+	if _, err := labenv.ForCorpus("", m.Corpus.Scenarios); err != nil {
+		t.Errorf("ForCorpus refuses the lab corpus: %v", err)
+	}
+}
+
+// TestForCorpusRefuses: a paper record, and a lab record edited to
+// disagree with its scenario, are refused, naming record and field.
+func TestForCorpusRefuses(t *testing.T) {
+	lm, err := manifests.LoadBuiltin("lab.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm, err := manifests.LoadBuiltin(manifests.DefaultName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := lm.Corpus.Scenarios[0]
+	bad.Preferred = study.StopOrEscalate
+	_, err = labenv.ForCorpus("", []study.Scenario{pm.Corpus.Scenarios[0], bad})
+	for _, want := range []string{"record S01: not a scenario of lab set core", "record " + bad.ID + ": field preferred_policy is stop_or_escalate"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want %q", err, want)
+		}
+	}
+}
+
+// TestLabStudy runs manifests/lab.yaml (the deterministic baselines on the
+// lab corpus, live) and pins every count of every fault class per model
+// and condition in testdata/lab-classes.golden, then checks the claims
+// the README makes of it.
+func TestLabStudy(t *testing.T) {
+	m, err := manifests.LoadBuiltin("lab.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := runner.Prepare(m, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := labenv.ForCorpus("", m.Corpus.Scenarios)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, sum, err := plan.Run(context.Background(), runner.Options{Out: filepath.Join(t.TempDir(), "lab"), Env: env, Log: &bytes.Buffer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Decisions != 4500 || sum.Errors != 0 {
+		t.Fatalf("%d decisions, %d errors", sum.Decisions, sum.Errors)
+	}
+	rows, err := results.ReadRows(filepath.Join(dir, results.DecisionsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cause := map[string]study.Cause{}
+	for _, s := range m.Corpus.Scenarios {
+		cause[s.ID] = s.Cause
+	}
+	type key struct {
+		model, condition string
+		cause            study.Cause
+	}
+	type tally struct{ n, strict, cover, retry, recovered, harm, calls, ms int64 }
+	tallies := map[key]*tally{}
+	for _, r := range rows {
+		if r.Recovered == nil || r.Harm == nil || r.Calls == nil || r.LabMS == nil {
+			t.Fatalf("row %s/%s/%s lacks the lab columns", r.Model, r.Condition, r.Scenario)
+		}
+		k := key{r.Model, r.Condition, cause[r.Scenario]}
+		x := tallies[k]
+		if x == nil {
+			x = &tally{}
+			tallies[k] = x
+		}
+		x.n++
+		x.strict += b2i(r.Strict)
+		x.cover += b2i(r.Cover)
+		x.retry += b2i(r.Retry)
+		x.recovered += b2i(*r.Recovered)
+		x.harm += b2i(*r.Harm)
+		x.calls += *r.Calls
+		x.ms += *r.LabMS
+	}
+	keys := make([]key, 0, len(tallies))
+	for k := range tallies {
+		keys = append(keys, k)
+	}
+	order := func(c study.Cause) int {
+		for i, x := range study.Causes {
+			if x == c {
+				return i
+			}
+		}
+		return -1
+	}
+	modelOrder := map[string]int{}
+	for i, mo := range m.Models {
+		modelOrder[mo.Name] = i
+	}
+	condOrder := map[string]int{}
+	for i, c := range m.Conditions {
+		condOrder[string(c)] = i
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.model != b.model {
+			return modelOrder[a.model] < modelOrder[b.model]
+		}
+		if a.condition != b.condition {
+			return condOrder[a.condition] < condOrder[b.condition]
+		}
+		return order(a.cause) < order(b.cause)
+	})
+	var out bytes.Buffer
+	tw := tabwriter.NewWriter(&out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "model\tcondition\tcause\tN\tStrict\tCover\tRetry\tRecovered\tHarm\tCalls\tLabMS")
+	for _, k := range keys {
+		x := tallies[k]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", k.model, k.condition, k.cause, x.n, x.strict, x.cover, x.retry, x.recovered, x.harm, x.calls, x.ms)
+	}
+	tw.Flush()
+	golden := filepath.Join("testdata", "lab-classes.golden")
+	if *update {
+		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), want) {
+		t.Errorf("per-class counts differ from %s (go test ./lab/labenv -run TestLabStudy -update rewrites it):\n%s", golden, out.String())
+	}
+	// The README's claims, independent of the golden file.
+	for k, x := range tallies {
+		switch {
+		case k.model == "always_stop" && (x.harm != 0 || x.calls != x.n):
+			t.Errorf("always_stop %s %s: harm %d, calls %d of %d", k.condition, k.cause, x.harm, x.calls, x.n)
+		case k.model == "naive_retry" && k.cause == study.Transient && x.recovered == 0:
+			t.Errorf("naive_retry does not recover transient under %s", k.condition)
+		case k.model == "naive_retry" && k.cause == study.TimeoutCommitted && x.harm == 0:
+			t.Errorf("naive_retry does not harm timeout_committed under %s", k.condition)
+		case (k.model == "fail_closed" || k.model == "explicit_policy") && x.harm != 0:
+			t.Errorf("%s harms %s under %s (%d)", k.model, k.cause, k.condition, x.harm)
+		}
+	}
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,40 @@
+package study
+
+import "testing"
+
+// TestConditionVocabulary pins the 18 conditions, each once, and the cell
+// of every factorial condition.
+func TestConditionVocabulary(t *testing.T) {
+	seen := map[Condition]bool{}
+	for _, c := range AllConditions {
+		if seen[c] || !c.Valid() {
+			t.Errorf("%s repeated or invalid", c)
+		}
+		seen[c] = true
+	}
+	for _, c := range append(append(append([]Condition{}, FactorialConditions...), ChannelConditions...), TrustConditions...) {
+		if !seen[c] {
+			t.Errorf("%s is not in AllConditions", c)
+		}
+	}
+	if len(AllConditions) != 18 || Condition("nope").Valid() {
+		t.Errorf("%d conditions, want 18", len(AllConditions))
+	}
+	j, s, l, p := JSONFormat, SentenceFormat, LabelWording, ParaphraseWording
+	for c, want := range map[Condition]Cell{
+		Structured: {j, l, false}, StructuredParaphrase: {j, p, false}, SentenceLabel: {s, l, false}, SentenceParaphrase: {s, p, false},
+		StructuredFailed: {j, l, true}, StructuredParaphraseFailed: {j, p, true}, SentenceLabelFailed: {s, l, true}, SentenceParaphraseFailed: {s, p, true},
+	} {
+		if got, ok := c.Cell(); !ok || got != want || FactorialCondition(want) != c {
+			t.Errorf("%s: cell %+v (%t), want %+v", c, got, ok, want)
+		}
+	}
+	for _, c := range []Condition{Prose, Envelope, Category, CategoryText, EnvelopeFalseReplay} {
+		if _, ok := c.Cell(); ok {
+			t.Errorf("%s has a cell", c)
+		}
+	}
+	if !Envelope.RevealsPolicy() || Category.RevealsPolicy() || EnvelopeFalseTarget.RevealsPolicy() || !SentenceParaphraseFailed.RevealsPolicy() {
+		t.Error("RevealsPolicy")
+	}
+}
