@@ -34,7 +34,7 @@ models:
     model: always_stop
   - name: replay
     backend: baseline
-    model: replay_same
+    model: naive_retry
   - name: repair
     backend: baseline
     model: schema_repair
@@ -88,7 +88,7 @@ func TestRunAct(t *testing.T) {
 		}
 	}
 	// The oracle's calls on the fake server are refused (its tools are
-	// "write" and "read", none the paper's failing calls name), replay_same
+	// "write" and "read", none the paper's failing calls name), naive_retry
 	// repeats the failing call.
 	if kinds["replay/replay/"] == 0 || kinds["stop/"] != 0 {
 		t.Errorf("actions %v", kinds)

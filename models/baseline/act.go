@@ -17,10 +17,11 @@ import (
 // The baselines of the action task (task: act). Like the others they read
 // only the messages they are sent; they find the tool list and the
 // failing call after conditions.ToolsLabel and conditions.CallLabel.
+//
+// Note: the baseline that sends the failed call again (the issue's
+// replay_same) is NaiveRetry: retry_now on every turn, which under task
+// act repeats the last call sent.
 const (
-	// ReplaySame sends the failed call again at once: retry_now on every
-	// turn.
-	ReplaySame = "replay_same"
 	// SchemaRepair is the schema oracle: on turn 0 it repairs the failing
 	// call against the listed input schemas (the closest tool name for an
 	// unknown tool; arguments coerced to the schema's types, clamped to
@@ -31,7 +32,7 @@ const (
 )
 
 // actKinds are the acting baselines New accepts besides the label ones.
-var actKinds = map[string]bool{ReplaySame: true, SchemaRepair: true}
+var actKinds = map[string]bool{SchemaRepair: true}
 
 // actAnswer is the answer of an acting baseline.
 type actAnswer struct {
@@ -45,8 +46,6 @@ type actAnswer struct {
 func act(kind string, req models.Request) (models.Reply, error) {
 	a := actAnswer{Status: study.Failed, Policy: study.StopOrEscalate}
 	switch kind {
-	case ReplaySame:
-		a.Policy = study.RetryNow
 	case SchemaRepair:
 		users := 0
 		var first string

@@ -71,7 +71,7 @@ func New(spec models.Spec) (models.Model, error) {
 	case AlwaysStop, CodeRegistry, ExplicitPolicy, NaiveRetry:
 		return &Baseline{kind: spec.Model, delay: delay}, nil
 	}
-	return nil, fmt.Errorf("model %q: unknown baseline %q (want %s, %s, %s or %s)", spec.Name, spec.Model, AlwaysStop, CodeRegistry, ExplicitPolicy, NaiveRetry)
+	return nil, fmt.Errorf("model %q: unknown baseline %q (want %s, %s, %s, %s or %s)", spec.Name, spec.Model, AlwaysStop, CodeRegistry, ExplicitPolicy, NaiveRetry, SchemaRepair)
 }
 
 var (

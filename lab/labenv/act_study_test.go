@@ -1,0 +1,74 @@
+package labenv_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/mcpstress/stress/analysis"
+	"github.com/mcpstress/stress/lab/labenv"
+	"github.com/mcpstress/stress/manifests"
+	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/runner"
+)
+
+// TestActStudy runs manifests/act.yaml (the acting baselines on the lab
+// corpus, task act) through the runner and pins, per model, what every
+// condition gives (the baselines do not read the condition, and each
+// replicate repeats the counts TestActBaselines pins per class):
+// recovered/harm/invalid_action/calls over 36 scenarios x 5 replicates.
+func TestActStudy(t *testing.T) {
+	m, err := manifests.LoadBuiltin("act.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Act() || !m.Live() {
+		t.Fatalf("act.yaml: task %q replay %q", m.Task, m.Replay)
+	}
+	plan, err := runner.Prepare(m, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := labenv.ForCorpus("", m.Corpus.Scenarios)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, sum, err := plan.Run(context.Background(), runner.Options{Out: filepath.Join(t.TempDir(), "act"), Env: env, Log: &bytes.Buffer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Decisions != 2700 || sum.Errors != 0 {
+		t.Fatalf("%d decisions, %d errors", sum.Decisions, sum.Errors)
+	}
+	want := map[string]string{
+		"always_stop":   "180: 35/0/0/180",
+		"naive_retry":   "180: 35/45/0/595",
+		"schema_repair": "180: 55/5/0/215",
+	}
+	for _, c := range sum.Cells {
+		got := fmt.Sprintf("%d: %d/%d/%d/%d", c.LabN, c.Recovered, c.Harm, c.InvalidAction, c.Calls)
+		if got != want[c.Model] {
+			t.Errorf("%s %s: %s, want %s", c.Model, c.Condition, got, want[c.Model])
+		}
+	}
+	// The call lines alone re-score to the rows the run wrote.
+	f, err := os.Open(filepath.Join(dir, results.CallsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, problems, err := analysis.Rescore(f, results.CallsFile)
+	if err != nil || len(problems) > 0 {
+		t.Fatal(err, problems)
+	}
+	stored, err := results.ReadRows(filepath.Join(dir, results.DecisionsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := analysis.Agree(rows, stored, 5); len(errs) > 0 {
+		t.Errorf("re-scored rows disagree with decisions.parquet: %v", errs)
+	}
+}
