@@ -160,8 +160,8 @@ func cmdRender(fs *flag.FlagSet) action {
 		}
 		var msgs []conditions.Message
 		if actEnv != nil {
-			tools, err := actEnv.Tools(ctx)
-			if err != nil {
+			var tools []json.RawMessage
+			if tools, err = actEnv.Tools(ctx); err != nil {
 				return err
 			}
 			task := ""
