@@ -120,6 +120,11 @@ func TestRenderAct(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "has no record in corpus") {
 		t.Errorf("render -act of a record-less scenario under prose: %v", err)
 	}
+	label, _ := filepath.Abs("../../manifests/prompts/default.tmpl")
+	_, _, err = runCmd(t, "render", "-act", "-scenario", "X31", "-condition", "normalized", "-prompt", label)
+	if err == nil || !strings.Contains(err.Error(), `task act needs a "user" template that shows .Tools and .Call`) {
+		t.Errorf("render -act with a label prompt: %v", err)
+	}
 	_, _, err = runCmd(t, "render", "-act", "-scenario", "Q99", "-condition", "normalized")
 	if err == nil || !strings.Contains(err.Error(), `no lab or reference-server scenario "Q99"`) {
 		t.Errorf("render -act of an unknown scenario: %v", err)
