@@ -132,6 +132,13 @@ func NameRuleReadOnly(name string) bool {
 	return true
 }
 
+// ReadOnlyAccess decides whether a client may call tool name, with the
+// annotations its server listed, on a server it must not change: the
+// capture rules without an allow-list (see access). basis says why.
+func ReadOnlyAccess(name string, annotations map[string]any) (ok bool, basis string) {
+	return access(name, annotations, false)
+}
+
 // access decides whether capture may call a tool and says why. Every
 // signal must agree the tool is read-only: destructiveHint present and not
 // false, or readOnlyHint present and not true, forbid it whatever the

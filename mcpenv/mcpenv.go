@@ -34,6 +34,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpstress/stress/capture"
 	"github.com/mcpstress/stress/lab"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
@@ -236,6 +237,13 @@ type Options struct {
 	Node string
 	// CallTimeout bounds each call and the start; 0 for 20 s.
 	CallTimeout time.Duration
+	// ExternalURL, when set, is the streamable-HTTP endpoint of a server
+	// the harness did not start: every decision connects to it instead of
+	// starting the scenario's server, and only read-only tools may be
+	// called on it (capture.ReadOnlyAccess: annotations and the name
+	// rule); the scenario's first call and setup must be read-only too.
+	// There is no sandbox: the state is the calls made.
+	ExternalURL string
 }
 
 func (o *Options) timeout() time.Duration {
@@ -303,6 +311,9 @@ func (e *Env) Start(ctx context.Context) (json.RawMessage, error) {
 	if e.session != nil || e.closed {
 		return nil, fmt.Errorf("scenario %s: Start called twice", e.sc.ID)
 	}
+	if e.o.ExternalURL != "" {
+		return e.startExternal(ctx)
+	}
 	dir, err := os.MkdirTemp("", "stress-mcpenv-")
 	if err != nil {
 		return nil, err
@@ -352,17 +363,53 @@ func (e *Env) Start(ctx context.Context) (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: starting %s: %w (stderr: %s)", e.sc.ID, strings.Join(cmd.Args, " "), err, e.stderr.String())
 	}
-	list, err := e.session.ListTools(sctx, nil)
+	if err := e.listTools(sctx); err != nil {
+		return nil, err
+	}
+	return e.first(ctx)
+}
+
+// listTools reads the server's tools.
+func (e *Env) listTools(ctx context.Context) error {
+	list, err := e.session.ListTools(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("scenario %s: tools/list: %w (stderr: %s)", e.sc.ID, err, e.stderr.String())
+		return fmt.Errorf("scenario %s: tools/list: %w (stderr: %s)", e.sc.ID, err, e.stderr.String())
 	}
 	for _, t := range list.Tools {
 		b, err := json.Marshal(t)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		e.tools = append(e.tools, e.hide(b))
 	}
+	return nil
+}
+
+// startExternal connects to the external server and makes the
+// scenario's setup and first call, all of which must be read-only.
+func (e *Env) startExternal(ctx context.Context) (json.RawMessage, error) {
+	e.stderr = &boundedBuffer{max: 0}
+	client := mcp.NewClient(&mcp.Implementation{Name: "stress-act", Version: "1"}, nil)
+	sctx, cancel := context.WithTimeout(ctx, e.o.timeout())
+	defer cancel()
+	var err error
+	e.session, err = client.Connect(sctx, &mcp.StreamableClientTransport{Endpoint: e.o.ExternalURL}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: connecting to the external server %s: %w", e.sc.ID, e.o.ExternalURL, err)
+	}
+	if err := e.listTools(sctx); err != nil {
+		return nil, err
+	}
+	for _, c := range append(append([]simulator.ToolCall(nil), e.sc.Setup...), e.First()) {
+		if ok, basis := e.allowedName(c.Tool); !ok {
+			return nil, fmt.Errorf("scenario %s: %s may not be called on the external server %s: %s", e.sc.ID, c.Tool, e.o.ExternalURL, basis)
+		}
+	}
+	return e.first(ctx)
+}
+
+// first makes the setup calls and the failing first call.
+func (e *Env) first(ctx context.Context) (json.RawMessage, error) {
 	for i, c := range e.sc.Setup {
 		obs, failed, err := e.call(ctx, c)
 		if err != nil || failed {
@@ -378,6 +425,42 @@ func (e *Env) Start(ctx context.Context) (json.RawMessage, error) {
 		return nil, fmt.Errorf("scenario %s: the first call did not fail: %s", e.sc.ID, obs)
 	}
 	return obs, nil
+}
+
+var _ simulator.Restricter = (*Env)(nil)
+
+// Allowed implements simulator.Restricter: on an external server only
+// read-only tools, by their annotations and the capture rules
+// (capture.ReadOnlyAccess); on a server the harness started, every tool.
+func (e *Env) Allowed(tool json.RawMessage) (bool, string) {
+	if e.o.ExternalURL == "" {
+		return true, ""
+	}
+	var t struct {
+		Name        string         `json:"name"`
+		Annotations map[string]any `json:"annotations"`
+	}
+	if err := json.Unmarshal(tool, &t); err != nil {
+		return false, "the tool is not a JSON object"
+	}
+	return capture.ReadOnlyAccess(t.Name, t.Annotations)
+}
+
+// allowedName is Allowed for a listed tool by name (an unlisted tool is
+// not allowed on an external server).
+func (e *Env) allowedName(name string) (bool, string) {
+	if e.o.ExternalURL == "" {
+		return true, ""
+	}
+	for _, raw := range e.tools {
+		var t struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(raw, &t) == nil && t.Name == name {
+			return e.Allowed(raw)
+		}
+	}
+	return false, "the server does not list it"
 }
 
 // Task returns what the user asked (simulator.Tasker).
@@ -397,6 +480,11 @@ func (e *Env) First() simulator.ToolCall {
 func (e *Env) Send(ctx context.Context, t int, c simulator.ToolCall, waitMS int64) (json.RawMessage, bool, error) {
 	if e.session == nil {
 		return nil, false, fmt.Errorf("scenario %s: Send before Start", e.sc.ID)
+	}
+	if ok, basis := e.allowedName(c.Tool); !ok {
+		// Note: the simulator's check refuses such a call first; this is
+		// the last line of defence of a server the harness did not start.
+		return nil, false, fmt.Errorf("scenario %s turn %d: %s may not be called on the external server: %s", e.sc.ID, t, c.Tool, basis)
 	}
 	obs, failed, err := e.call(ctx, c)
 	if err != nil {
@@ -419,7 +507,10 @@ func (e *Env) Execute(ctx context.Context, t int, a simulator.Answer) (json.RawM
 // call sends one tools/call within the call timeout; failed says the call
 // did not complete successfully (an error or an isError result).
 func (e *Env) call(ctx context.Context, c simulator.ToolCall) (json.RawMessage, bool, error) {
-	args := json.RawMessage(bytes.ReplaceAll(c.Arguments, []byte(SandboxName), []byte(e.dir)))
+	args := c.Arguments
+	if e.dir != "" {
+		args = bytes.ReplaceAll(args, []byte(SandboxName), []byte(e.dir))
+	}
 	var m map[string]any
 	if err := json.Unmarshal(args, &m); err != nil {
 		return nil, false, fmt.Errorf("arguments of %s: %w", c.Tool, err)
@@ -439,6 +530,9 @@ func (e *Env) call(ctx context.Context, c simulator.ToolCall) (json.RawMessage, 
 
 // hide shows the sandbox as SandboxName.
 func (e *Env) hide(b []byte) json.RawMessage {
+	if e.dir == "" {
+		return b
+	}
 	return bytes.ReplaceAll(b, []byte(e.dir), []byte(SandboxName))
 }
 
@@ -466,6 +560,9 @@ func (e *Env) readState() (*State, error) {
 	st.Files = []fileRecord{}
 	if st.Calls == nil {
 		st.Calls = []callRecord{}
+	}
+	if e.dir == "" { // an external server: the calls only
+		return st, nil
 	}
 	if f, err := os.Open(e.memory); err == nil {
 		sc := bufio.NewScanner(f)

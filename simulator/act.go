@@ -86,7 +86,21 @@ const (
 	// ReasonSchemaViolation: the client's check found the arguments
 	// violate the tool's input schema.
 	ReasonSchemaViolation = "schema_violation"
+	// ReasonNotReadOnly: the server is one the harness did not start, and
+	// the tool is not read-only by its annotations and the capture rules
+	// (Restricter).
+	ReasonNotReadOnly = "not_read_only"
 )
+
+// Restricter is an Actor that allows only some of its tools: a server
+// the harness did not start itself, on which only read-only tools may be
+// called. The client's check refuses a call to any other tool
+// (ReasonNotReadOnly), before sending it.
+type Restricter interface {
+	// Allowed reports whether the tool (the object the server listed) may
+	// be called, and why.
+	Allowed(tool json.RawMessage) (ok bool, basis string)
+}
 
 // NeedsCall reports whether policy p is carried out by a call the model
 // writes under task: act. retry_now and retry_later repeat the last call
@@ -179,6 +193,17 @@ type Toolbox struct {
 	raw     []json.RawMessage
 	names   []string
 	schemas map[string]*jsonschema.Resolved // nil value: the tool has no usable schema (checked by name only)
+	refused map[string]string               // tools a Restricter forbids, with why
+}
+
+// Restrict makes the toolbox refuse the tools r does not allow.
+func (tb *Toolbox) Restrict(r Restricter) {
+	tb.refused = map[string]string{}
+	for i, raw := range tb.raw {
+		if ok, basis := r.Allowed(raw); !ok {
+			tb.refused[tb.names[i]] = basis
+		}
+	}
 }
 
 // NewToolbox reads the tools a server listed (Actor.Tools). A tool
@@ -257,6 +282,9 @@ func (tb *Toolbox) Check(c ToolCall) (reason, detail string) {
 	rs, ok := tb.schemas[c.Tool]
 	if !ok {
 		return ReasonUnknownTool, fmt.Sprintf("no tool %q (listed: %s)", clipName(c.Tool), strings.Join(tb.names, ", "))
+	}
+	if basis, no := tb.refused[c.Tool]; no {
+		return ReasonNotReadOnly, fmt.Sprintf("%s may not be called on a server the harness did not start: %s", c.Tool, basis)
 	}
 	if rs == nil {
 		return "", ""
@@ -351,6 +379,9 @@ func startAct(ctx context.Context, env Environment, p promptActor, s *study.Scen
 	tb, err := NewToolbox(raw)
 	if err != nil {
 		return nil, nil, fmt.Errorf("environment of scenario %s: tools: %w", s.ID, err)
+	}
+	if r, ok := env.(Restricter); ok {
+		tb.Restrict(r)
 	}
 	ac := &acting{actor: actor, tools: tb, last: actor.First()}
 	if native {

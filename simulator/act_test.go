@@ -90,6 +90,13 @@ func TestToolboxCheck(t *testing.T) {
 			t.Errorf("%s %s: %q (%s), want %q", tc.tool, tc.args, reason, detail, tc.reason)
 		}
 	}
+	tb.Restrict(onlyBare{})
+	if r, d := tb.Check(simulator.ToolCall{Tool: "write", Arguments: json.RawMessage(`{"n":2}`)}); r != simulator.ReasonNotReadOnly || !strings.Contains(d, "not bare") {
+		t.Errorf("a restricted tool: %q %q", r, d)
+	}
+	if r, _ := tb.Check(simulator.ToolCall{Tool: "bare", Arguments: json.RawMessage(`{}`)}); r != "" {
+		t.Errorf("an allowed tool: %q", r)
+	}
 	for _, bad := range [][]json.RawMessage{{json.RawMessage(`{}`)}, {json.RawMessage(`[]`)}, {json.RawMessage(`{"name":"a"}`), json.RawMessage(`{"name":"a"}`)}} {
 		if _, err := simulator.NewToolbox(bad); err == nil {
 			t.Errorf("NewToolbox(%s) succeeded", bad)
@@ -302,4 +309,13 @@ func BenchmarkActHarness(b *testing.B) {
 		}
 		_ = a.Action.JSON()
 	}
+}
+
+// onlyBare allows only the tool named bare.
+type onlyBare struct{}
+
+func (onlyBare) Allowed(tool json.RawMessage) (bool, string) {
+	var t struct{ Name string }
+	json.Unmarshal(tool, &t)
+	return t.Name == "bare", "not bare"
 }

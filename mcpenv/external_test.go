@@ -1,0 +1,93 @@
+package mcpenv
+
+import (
+	"context"
+	"encoding/json"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpstress/stress/conditions"
+	"github.com/mcpstress/stress/lab"
+	"github.com/mcpstress/stress/manifests"
+	"github.com/mcpstress/stress/models"
+	"github.com/mcpstress/stress/simulator"
+	"github.com/mcpstress/stress/study"
+)
+
+// scripted answers every turn with its text.
+type scripted string
+
+func (s scripted) Generate(ctx context.Context, req models.Request) (models.Reply, error) {
+	return models.Reply{Text: string(s)}, nil
+}
+
+// TestExternalReadOnly: on a server the harness did not start (a healthy
+// lab over streamable HTTP), only read-only tools may be called: a call
+// to a write tool is refused by the client's check (not_read_only) and
+// never reaches the server; a read-only call goes through; a scenario
+// whose own first call writes is refused at start.
+func TestExternalReadOnly(t *testing.T) {
+	l := lab.New(nil, lab.Options{Seed: 1})
+	srv := lab.NewServer(l)
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer hs.Close()
+	one := 1
+	sc := &Scenario{ID: "EXT1", Server: "memory", Class: "invalid_type", Task: "Show the stock of SKU-RED.", Tool: "get_stock",
+		Args: json.RawMessage(`{"sku": 5}`), Pointer: "/sku", Preferred: study.ReviseArguments,
+		NonHarm:  []study.Policy{study.ReviseArguments, study.StopOrEscalate},
+		Intended: []lab.Predicate{{Count: "/calls", Where: map[string]json.RawMessage{"tool": json.RawMessage(`"get_stock"`), "ok": json.RawMessage(`true`)}, Op: "ge", N: &one, Why: "the stock was read"}},
+	}
+	set := &Set{Name: "ext", Scenarios: []*Scenario{sc}}
+	f := Factory(set, Options{ExternalURL: hs.URL})
+	raw, err := fs.ReadFile(manifests.Builtin, "prompts/act.tmpl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := conditions.ParsePrompt("act", "act.tmpl", string(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := f.NewEnv(context.Background(), "EXT1", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := env.Start(context.Background())
+	env.(*Env).Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &study.Scenario{ID: "EXT1", Server: "X", Observation: obs, Preferred: sc.Preferred, NonHarm: sc.NonHarm}
+	key := simulator.Key{Model: "m", Prompt: "act", Condition: study.Normalized, Scenario: "EXT1", Replicate: 1}
+	before := strings.Count(string(l.State()), `"tool":"create_order"`)
+	write := scripted(`{"operation_status":"failed","recovery_policy":"select_tool","tool":"create_order","arguments":{"customer":"C-17","sku":"SKU-RED","quantity":1}}`)
+	d := simulator.Run(context.Background(), write, p, rec, key, simulator.Config{ReplayCap: 3, Env: f, Act: true})
+	if d.Err != nil {
+		t.Fatal(d.Err)
+	}
+	if a := d.Turns[0].Action; a == nil || a.Invalid != simulator.ReasonNotReadOnly || a.Sent || !d.Outcome.InvalidAction {
+		t.Errorf("write call: action %+v, outcome %+v", a, d.Outcome)
+	}
+	if n := strings.Count(string(l.State()), `"tool":"create_order"`); n != before {
+		t.Errorf("the refused write reached the server (%d create_order calls, %d before)", n, before)
+	}
+	read := scripted(`{"operation_status":"failed","recovery_policy":"revise_arguments","tool":"get_stock","arguments":{"sku":"SKU-RED"}}`)
+	d = simulator.Run(context.Background(), read, p, rec, key, simulator.Config{ReplayCap: 3, Env: f, Act: true})
+	if d.Err != nil {
+		t.Fatal(d.Err)
+	}
+	if a := d.Turns[0].Action; a == nil || !a.Sent || !d.Outcome.Recovered {
+		t.Errorf("read call: action %+v, outcome %+v", a, d.Outcome)
+	}
+	bad := *sc
+	bad.ID, bad.Tool, bad.Args = "EXT2", "create_order", json.RawMessage(`{"customer":"C-17"}`)
+	e := New(&bad, Options{ExternalURL: hs.URL})
+	defer e.Close()
+	if _, err := e.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "create_order may not be called on the external server") {
+		t.Errorf("a writing first call on an external server: %v", err)
+	}
+}
