@@ -150,7 +150,7 @@ func duckDBCells(t *testing.T, dir string, sum *results.Summary, rows int) {
 		cols[c.Name] = c.Type
 	}
 	for name, typ := range map[string]string{"model": "VARCHAR", "replicate": "BIGINT", "seed": "BIGINT", "strict": "BOOLEAN", "terminal_fs": "BOOLEAN", "replays": "BIGINT", "status": "VARCHAR",
-		"recovered": "BOOLEAN", "harm": "BOOLEAN", "calls": "BIGINT", "lab_ms": "BIGINT"} {
+		"recovered": "BOOLEAN", "harm": "BOOLEAN", "invalid_action": "BOOLEAN", "calls": "BIGINT", "lab_ms": "BIGINT"} {
 		if cols[name] != typ {
 			t.Errorf("column %s: DuckDB type %q, want %s", name, cols[name], typ)
 		}

@@ -1,7 +1,8 @@
 // Usage: node check.mjs DECISIONS.parquet
 // Prints, as JSON, the row count, the column names and types, and per
 // (model, prompt, condition) the sums of every flag and of replays, and of
-// the nullable lab columns (lab_n counts the rows that have them), as DuckDB
+// the nullable lab columns (lab_n counts the rows that have them) with the
+// label against the action (label_action: strict by recovered), as DuckDB
 // reads them. The Go test suite compares this with its own analysis.
 import { DuckDBInstance } from '@duckdb/node-api';
 
@@ -28,6 +29,11 @@ const cells = await con.runAndReadAll(`
          count(recovered) FILTER (WHERE status = 'ok') AS lab_n,
          coalesce(sum(recovered::INT) FILTER (WHERE status = 'ok'), 0) AS recovered,
          coalesce(sum(harm::INT) FILTER (WHERE status = 'ok'), 0) AS harm,
+         coalesce(sum(invalid_action::INT) FILTER (WHERE status = 'ok'), 0) AS invalid_action,
+         count(*) FILTER (WHERE status = 'ok' AND recovered IS NOT NULL AND "strict" AND recovered) AS strict_recovered,
+         count(*) FILTER (WHERE status = 'ok' AND recovered IS NOT NULL AND "strict" AND NOT recovered) AS strict_unrecovered,
+         count(*) FILTER (WHERE status = 'ok' AND recovered IS NOT NULL AND NOT "strict" AND recovered) AS other_recovered,
+         count(*) FILTER (WHERE status = 'ok' AND recovered IS NOT NULL AND NOT "strict" AND NOT recovered) AS other_unrecovered,
          coalesce(sum(calls) FILTER (WHERE status = 'ok'), 0) AS calls,
          coalesce(sum(lab_ms) FILTER (WHERE status = 'ok'), 0) AS lab_ms
   FROM ${src} GROUP BY ALL ORDER BY ALL`);
@@ -35,5 +41,13 @@ const total = await con.runAndReadAll(`SELECT count(*) AS rows FROM ${src}`);
 console.log(JSON.stringify({
   rows: Number(total.getRowObjectsJson()[0].rows),
   columns: schema.getRowObjectsJson().map(r => ({ name: r.column_name, type: r.column_type })),
-  cells: cells.getRowObjectsJson().map(r => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, /^\d+$/.test(v) ? Number(v) : v]))),
+  cells: cells.getRowObjectsJson().map(r => {
+    const c = Object.fromEntries(Object.entries(r).map(([k, v]) => [k, /^\d+$/.test(v) ? Number(v) : v]));
+    c.label_action = {};
+    for (const k of ['strict_recovered', 'strict_unrecovered', 'other_recovered', 'other_unrecovered']) {
+      c.label_action[k] = c[k];
+      delete c[k];
+    }
+    return c;
+  }),
 }));
