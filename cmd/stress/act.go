@@ -44,6 +44,9 @@ func referenceEnv(m *manifests.Resolved) (simulator.EnvFactory, bool, error) {
 			return nil, false, nil
 		}
 	}
+	if !m.Act() {
+		return nil, true, fmt.Errorf("manifest %s: field task: its corpus runs on the reference MCP servers, whose scenarios define only the calls the model writes: set task: %q", m.Source, manifests.TaskAct)
+	}
 	dir := os.Getenv(MCPServersVar)
 	if dir == "" {
 		dir = defaultMCPServers

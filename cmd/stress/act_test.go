@@ -168,6 +168,13 @@ models:
     backend: baseline
     model: schema_repair
 `), 0o644)
+	label := strings.Replace(string(mustRead(t, file)), "task: act\n", "", 1)
+	labelFile := filepath.Join(dir, "label.yaml")
+	os.WriteFile(labelFile, []byte(strings.Replace(label, prompt, strings.Replace(prompt, "act.tmpl", "default.tmpl", 1), 1)), 0o644)
+	_, _, err = runCmd(t, "run", "-quiet", "-allow-proposed", "-out", filepath.Join(dir, "bl"), labelFile)
+	if err == nil || !strings.Contains(err.Error(), "field task: its corpus runs on the reference MCP servers") {
+		t.Fatalf("a label study on the reference servers: %v", err)
+	}
 	t.Setenv(MCPServersVar, t.TempDir())
 	_, _, err = runCmd(t, "run", "-quiet", "-allow-proposed", "-out", filepath.Join(dir, "b0"), file)
 	if err == nil || !strings.Contains(err.Error(), "its corpus runs on the reference MCP servers") || !strings.Contains(err.Error(), "run scripts/test") {
@@ -188,4 +195,13 @@ models:
 	if f := strings.Fields(lines[len(lines)-1]); !strings.HasPrefix(lines[0], "warning: run with -allow-proposed") || strings.Join(f[3:], " ") != "3 1 1 0 0 0 0 0 0 1 3 0 0 0" {
 		t.Errorf("table:\n%s", out)
 	}
+}
+
+func mustRead(t *testing.T, file string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
