@@ -229,3 +229,28 @@ func b2i(b bool) int64 {
 	}
 	return 0
 }
+
+// BenchmarkLabStudy runs manifests/lab.yaml in-process: 4,500 live
+// decisions of the deterministic baselines on the lab corpus, bundle
+// included (the speed target of the lab study is under 5 s).
+func BenchmarkLabStudy(b *testing.B) {
+	m, err := manifests.LoadBuiltin("lab.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	plan, err := runner.Prepare(m, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	env, err := labenv.ForCorpus("", m.Corpus.Scenarios)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		_, sum, err := plan.Run(context.Background(), runner.Options{Out: filepath.Join(b.TempDir(), fmt.Sprint(i)), Env: env, Log: &bytes.Buffer{}})
+		if err != nil || sum.Decisions != 4500 {
+			b.Fatal(err, sum)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*4500), "µs/decision")
+}
