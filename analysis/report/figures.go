@@ -156,7 +156,7 @@ func strictCover(an *analysis.Analysis) (Figure, error) {
 			pts := errPoints{XYs: make(plotter.XYs, 0, len(cells)), YErrors: make(plotter.YErrors, 0, len(cells))}
 			for x, c := range cells {
 				est := float64(*c.Rates.At(key))
-				b := *c.Wilson.At(key)
+				b := *c.CI.At(key)
 				if !b.Defined() {
 					continue
 				}

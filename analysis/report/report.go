@@ -333,7 +333,7 @@ func (d *Doc) rates(an *analysis.Analysis) {
 			}
 			est = append(est, format(float64(*c.Rates.At(k))))
 			w := "—"
-			if b := c.Wilson.At(k); b != nil {
+			if b := c.CI.At(k); b != nil {
 				w = ival(*b, format)
 			}
 			wil = append(wil, w)
@@ -430,7 +430,7 @@ func (d *Doc) selective(an *analysis.Analysis) {
 		Right: []bool{false, false, false, true, true, true, true}}
 	for _, c := range an.Cells {
 		t.Rows = append(t.Rows, []string{c.Model, c.Prompt, string(c.Condition), fmt.Sprintf("%d/%d", c.Strict, c.Cover),
-			analysis.Pct(float64(c.Rates.Selective)), ival(c.Wilson.Selective, analysis.Pct), ival(c.Bootstrap.Selective, analysis.Pct)})
+			analysis.Pct(float64(c.Rates.Selective)), ival(c.CI.Selective, analysis.Pct), ival(c.Bootstrap.Selective, analysis.Pct)})
 	}
 	d.table(t)
 	d.p("%s", analysis.Reading)

@@ -55,7 +55,7 @@ type Flip struct {
 // Note: unlike McNemar's test, which treats every pair as independent,
 // the test is valid when the replicates of a scenario (or the scenarios of
 // a server) are correlated; the price is resolution: with m informative
-// clusters no p-value is below 2^(1−m), and a FewClusters warning says so
+// clusters no p-value is below 2^(1−m), and a Coarse warning says so
 // when that floor exceeds opt.Level. When every cluster holds one pair it
 // is McNemar's exact test (the discordant pairs are the informative
 // clusters; TestSignFlipIsMcNemar).
@@ -107,7 +107,7 @@ func SignFlip(d []int, opt FlipOptions) Flip {
 		f.MinP = 1
 	}
 	if f.MinP > opt.Level {
-		warn(FewClusters, "%d of %d clusters differ: the sign-flip test cannot reach p < %g (smallest attainable p = %.3g)",
+		warn(Coarse, "%d of %d clusters differ: the sign-flip test cannot reach p < %g (smallest attainable p = %.3g)",
 			len(nz), len(d), opt.Level, f.MinP)
 	}
 	if obs < 0 {

@@ -105,7 +105,7 @@ func TestSignFlipMonteCarlo(t *testing.T) {
 
 // TestSignFlipFewClusters checks the few-clusters caveat: with m
 // informative clusters the smallest attainable p is 2^(1−m), and a
-// FewClusters warning is attached exactly when it exceeds 5%.
+// Coarse warning is attached exactly when it exceeds 5%.
 func TestSignFlipFewClusters(t *testing.T) {
 	for _, c := range []struct {
 		d    []int
@@ -118,8 +118,8 @@ func TestSignFlipFewClusters(t *testing.T) {
 		{[]int{0, 0}, 1, true},
 	} {
 		f := stats.SignFlip(c.d, stats.FlipOptions{})
-		if f.MinP != c.minP || hasKind(f.Warnings, stats.FewClusters) != c.warn {
-			t.Errorf("%v: MinP %v, warning %v; want %v, %v (%v)", c.d, f.MinP, hasKind(f.Warnings, stats.FewClusters), c.minP, c.warn, f.Warnings)
+		if f.MinP != c.minP || hasKind(f.Warnings, stats.Coarse) != c.warn {
+			t.Errorf("%v: MinP %v, warning %v; want %v, %v (%v)", c.d, f.MinP, hasKind(f.Warnings, stats.Coarse), c.minP, c.warn, f.Warnings)
 		}
 		if f.P < f.MinP {
 			t.Errorf("%v: p %v below the smallest attainable %v", c.d, f.P, f.MinP)
