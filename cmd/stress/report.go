@@ -21,13 +21,17 @@ import (
 func cmdReport(fs *flag.FlagSet) action {
 	out := fs.String("out", "", "output directory `OUT` (default DIR/report)")
 	sf := addStatFlags(fs, true)
-	against := fs.String("against", "", "add a published table next to the counts: `paper` (the paper's Table II)")
+	against := fs.String("against", "", "add a published table next to the counts, with a consistency test per cell: `paper` (the paper's Table II)")
+	matchLabel := fs.Bool("match-label", false, "with -against: also take a run model to be a paper model by its label (default: by pinned digest or backend model id only)")
 	manifest := fs.String("manifest", "", "manifest `M` whose corpus the profile table shows (default: the one recorded in the bundle, if it can be found)")
 	partial := addPartialFlag(fs)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		dir, opt, err := bundleArgs("report", args, sf, *against)
 		if err != nil {
 			return err
+		}
+		if *matchLabel && *against == "" {
+			return usageError("report: flag -match-label applies to -against paper")
 		}
 		if *out == "" {
 			*out = filepath.Join(dir, "report")
@@ -65,7 +69,7 @@ func cmdReport(fs *flag.FlagSet) action {
 			in.ProfileNote = "No profile table: " + note
 		}
 		if *against != "" {
-			if in.Paper, in.Against, err = againstPaper(info, acc.Cells()); err != nil {
+			if in.Paper, in.Against, err = againstPaper(info, acc.Cells(), *matchLabel); err != nil {
 				return err
 			}
 		}
