@@ -130,6 +130,7 @@ type Pair struct {
 	Spec string `json:"spec"`
 	PairStats
 	Adjusted
+	scen []pairAgg // per scenario, for PilotContrasts
 }
 
 // Within names the fixed factors of the pair: model/prompt,
@@ -426,7 +427,7 @@ func (a *Accumulator) pairSpec(s PairSpec, order []int32, opt Options) []Pair {
 				}
 			}
 			out = append(out, Pair{Factor: s.Factor, Model: arm.Model, Prompt: arm.Prompt, A: s.A, B: s.B, Column: s.Column,
-				Spec: s.String(), PairStats: pairStatsOf(pg, order, opt)})
+				Spec: s.String(), PairStats: pairStatsOf(pg, order, opt), scen: pg.scenario})
 		}
 		return out
 	}
@@ -468,7 +469,7 @@ func (a *Accumulator) pairSpec(s PairSpec, order []int32, opt Options) []Pair {
 				}
 			}
 			p := Pair{Factor: s.Factor, Condition: string(cond), A: s.A, B: s.B, Column: s.Column, Spec: s.String(),
-				PairStats: pairStatsOf(pg, order, opt)}
+				PairStats: pairStatsOf(pg, order, opt), scen: pg.scenario}
 			if s.Factor == FactorPrompt {
 				p.Model = armA.Model
 			} else {
