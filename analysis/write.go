@@ -163,8 +163,9 @@ func writeLegend(w io.Writer, seen map[string]bool) {
 	}
 }
 
-// intervalName is the per-cell interval's name in the text output.
-func intervalName(method string) string {
+// IntervalName is the per-cell interval's name in tables: Wilson or
+// Clopper-Pearson.
+func IntervalName(method string) string {
 	if method == IntervalClopperPearson {
 		return "Clopper-Pearson"
 	}
@@ -186,7 +187,7 @@ func WriteIntervals(w io.Writer, an *Analysis) error {
 	fmt.Fprintln(w, "Strict/Cover is selective accuracy: Strict out of the Cover decisions.")
 	if slices.ContainsFunc(an.Cells, func(c CellStats) bool { return c.LabN > 0 }) {
 		fmt.Fprintln(w, "Recovered and Harm are out of the decisions with lab outcomes (replay: live); Calls and LabMS are")
-		fmt.Fprintf(w, "means per such decision (tool calls; lab-clock ms), with a bootstrap interval and no %s interval.\n", intervalName(an.Interval))
+		fmt.Fprintf(w, "means per such decision (tool calls; lab-clock ms), with a bootstrap interval and no %s interval.\n", IntervalName(an.Interval))
 	}
 	for _, c := range an.Caveats {
 		fmt.Fprintln(w, wrap("Caveat: "+c, 100))
@@ -194,7 +195,7 @@ func WriteIntervals(w io.Writer, an *Analysis) error {
 	fmt.Fprintln(w)
 	seen := map[string]bool{}
 	tw := newTable(w)
-	fmt.Fprintf(tw, "model\tprompt\tcondition\trate\tk/n\test\t%s\tbootstrap\tnotes\n", intervalName(an.Interval))
+	fmt.Fprintf(tw, "model\tprompt\tcondition\trate\tk/n\test\t%s\tbootstrap\tnotes\n", IntervalName(an.Interval))
 	for _, c := range an.Cells {
 		for _, key := range RateKeys {
 			est := c.Rates.At(key)

@@ -122,7 +122,7 @@ func armTitle(a analysis.Arm, arms []analysis.Arm) string {
 func strictCover(an *analysis.Analysis) (Figure, error) {
 	arms, by := armCells(an.Cells)
 	f := Figure{Name: "strict-cover", Title: "Strict and Cover per model and condition",
-		Caption: fmt.Sprintf("Strict (circles) and Cover (squares) in %% of N decisions per condition, with Wilson %g%% score intervals; one panel per model.", 100*an.Bootstrap.Conf)}
+		Caption: fmt.Sprintf("Strict (circles) and Cover (squares) in %% of N decisions per condition, with %s %g%% intervals; one panel per model.", analysis.IntervalName(an.Interval), 100*an.Bootstrap.Conf)}
 	counted := false
 	for _, c := range an.Cells {
 		counted = counted || c.N > 0

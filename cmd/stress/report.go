@@ -23,6 +23,7 @@ func cmdReport(fs *flag.FlagSet) action {
 	sf := addStatFlags(fs, true)
 	against := fs.String("against", "", "add a published table next to the counts, with a consistency test per cell: `paper` (the paper's Table II)")
 	matchLabel := fs.Bool("match-label", false, "with -against: also take a run model to be a paper model by its label (default: by pinned digest or backend model id only)")
+	powerDiff := fs.Float64("power-diff", 0, "add a power section: the power of each paired comparison to detect a difference `D` (a proportion, 0.1 = 10 points), the bundle as the pilot, over stress power's default grid")
 	manifest := fs.String("manifest", "", "manifest `M` whose corpus the profile table shows (default: the one recorded in the bundle, if it can be found)")
 	partial := addPartialFlag(fs)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -54,6 +55,15 @@ func cmdReport(fs *flag.FlagSet) action {
 			return analyzeError("report", err)
 		}
 		in := &report.Input{Analysis: an, Info: info, Partial: warning}
+		if *powerDiff != 0 {
+			cs := analysis.PilotContrasts(an)
+			if len(cs) == 0 {
+				return usageError("report: flag -power-diff: the bundle has no paired comparison with matched pairs")
+			}
+			if in.Power, err = analysis.EstimatePower(cs, analysis.PowerOptions{Diff: *powerDiff, Seed: opt.Seed}); err != nil {
+				return usageError("report: flag -power-diff: %v", err)
+			}
+		}
 		if w := info.ProposedWarning(); w != "" {
 			in.Warnings = append(in.Warnings, w)
 			fmt.Fprintln(stdout, w)

@@ -69,7 +69,7 @@ var (
 
 func TestReport(t *testing.T) {
 	dir := mockBundle(t, paperKinds, 5, nil)
-	out, log, err := runCmd(t, "report", "-against", "paper", "-pair", "normalized,prose,cover", "-b", "4000", dir)
+	out, log, err := runCmd(t, "report", "-against", "paper", "-match-label", "-pair", "normalized,prose,cover", "-b", "4000", dir)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
