@@ -299,6 +299,20 @@ func (l latentQuantile) at(z float64) float64 {
 	return l.q[i] + f*(l.q[i+1]-l.q[i])
 }
 
+// Feasible splits contrasts into those whose rate of B plus diff is a
+// rate in (0, 1), which EstimatePower accepts, and the names of the
+// others (a pilot cell at 99% cannot rise by 15 points).
+func Feasible(contrasts []PowerContrast, diff float64) (ok []PowerContrast, skipped []string) {
+	for _, c := range contrasts {
+		if t := c.Base + diff; t > 0 && t < 1 {
+			ok = append(ok, c)
+		} else {
+			skipped = append(skipped, fmt.Sprintf("%s (rate of B %s%%)", c.Name, Pct(c.Base)))
+		}
+	}
+	return ok, skipped
+}
+
 // PilotContrasts estimates the data-generating model of every pair of
 // the analysis (the predeclared and requested contrasts in each arm) from
 // its decisions: Base = CountB/N; ICC, the ANOVA estimator of the

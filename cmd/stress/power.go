@@ -111,9 +111,13 @@ func cmdPower(fs *flag.FlagSet) action {
 			if err != nil {
 				return analyzeError("power", err)
 			}
-			contrasts = analysis.PilotContrasts(an)
+			var skipped []string
+			contrasts, skipped = analysis.Feasible(analysis.PilotContrasts(an), *diff)
+			for _, s := range skipped {
+				fmt.Fprintf(stderr, "power: skipped %s: the difference %v leaves the rates\n", s, *diff)
+			}
 			if len(contrasts) == 0 {
-				return usageError("power: flag -pilot: %s has no contrast with matched pairs (give -pair)", *pilot)
+				return usageError("power: flag -pilot: %s has no contrast with matched pairs whose rate can move by %v (give -pair)", *pilot, *diff)
 			}
 			for i := range contrasts {
 				if set["icc"] {

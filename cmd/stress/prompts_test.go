@@ -47,10 +47,19 @@ func TestPromptComparison(t *testing.T) {
 	}
 	golden(t, "analyze-prompts.golden", out)
 	for _, s := range []string{"McNemar p", "flip p (scenario)", "flip p (server)", "Holm p", "BH p", "bootstrap", "boot-t",
-		"prompt     llama3.2-3b/code_only  reason − default", "Family for the adjusted p-values: the requested (-pair) comparisons (4 comparisons"} {
+		"Family for the adjusted p-values: the requested (-pair) comparisons (4 comparisons"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("analyze output lacks %q", s)
 		}
+	}
+	rows := 0
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[0] == "prompt" && strings.HasPrefix(f[1], "llama3.2-3b/") && strings.Join(f[2:5], " ") == "reason − default" {
+			rows++
+		}
+	}
+	if rows != 4 {
+		t.Errorf("%d prompt rows in the table, want one per condition (4)", rows)
 	}
 	// Unprefixed, the prompts resolve; the JSON carries the same pairs.
 	js, _, err := runCmd(t, "analyze", "-json", "-b", "500", "-pair", "reason,default", dir)

@@ -56,9 +56,12 @@ func cmdReport(fs *flag.FlagSet) action {
 		}
 		in := &report.Input{Analysis: an, Info: info, Partial: warning}
 		if *powerDiff != 0 {
-			cs := analysis.PilotContrasts(an)
+			cs, skipped := analysis.Feasible(analysis.PilotContrasts(an), *powerDiff)
+			for _, s := range skipped {
+				fmt.Fprintf(stderr, "report: flag -power-diff: skipped %s: the difference leaves the rates\n", s)
+			}
 			if len(cs) == 0 {
-				return usageError("report: flag -power-diff: the bundle has no paired comparison with matched pairs")
+				return usageError("report: flag -power-diff: no paired comparison with matched pairs whose rate can move by %v", *powerDiff)
 			}
 			if in.Power, err = analysis.EstimatePower(cs, analysis.PowerOptions{Diff: *powerDiff, Seed: opt.Seed}); err != nil {
 				return usageError("report: flag -power-diff: %v", err)
