@@ -198,21 +198,6 @@ type pairAgg struct {
 	n, ab, ba, a, b int
 }
 
-// pair records the decisions fa and fb of one unit on column bit when
-// both have the bits need (Column.need), and returns how many of them
-// lacked a partner (0, or 1 when exactly one has them).
-func (p *pairAgg) pair(fa, fb, bit, need uint16) int {
-	okA, okB := fa&need == need, fb&need == need
-	if okA && okB {
-		p.add(fa&bit != 0, fb&bit != 0)
-		return 0
-	}
-	if okA || okB {
-		return 1
-	}
-	return 0
-}
-
 // add records one matched pair's outcomes.
 func (p *pairAgg) add(x, y bool) {
 	p.n++
@@ -261,12 +246,6 @@ func (p *pairing) pair(a *Accumulator, u int, fa, fb, bit, need uint16) {
 // paper's 10 servers, and McNemar's size at up to 20% for a nominal 5%
 // when the effect varies by scenario, against 2.5–4% for the sign-flip
 // test.
-
-// pairStats turns per-server aggregates (indexed by server, visited in
-// order) into paired statistics. Per cluster N = pairs, Sum = Σ(aᵢ − bᵢ).
-func pairStats(per []pairAgg, order []int32, unpaired int, opt Options) PairStats {
-	return pairStatsOf(&pairing{server: per, unpaired: unpaired}, order, opt)
-}
 
 // pairStatsOf turns a pairing into paired statistics: McNemar, both
 // cluster bootstraps (servers visited in order) and the sign-flip tests
@@ -357,7 +336,7 @@ func (a *Accumulator) resolve(s PairSpec) (PairSpec, error) {
 	case slices.Contains(models, s.A) && slices.Contains(models, s.B):
 		s.Factor = FactorModel
 	default:
-		return s, fmt.Errorf("%w %s: %q and %q are not two conditions, two prompts or two models of the bundle (conditions %v; prompts %v; models %v); name the factor as condition:, prompt: or model:",
+		return s, fmt.Errorf("%w %s: %q and %q are not two conditions, two prompts or two models of the bundle (conditions %v; prompts %v; models %v); name the factor as condition:A,B, prompt:A,B or model:A,B",
 			ErrPair, s, s.A, s.B, study.AllConditions, prompts, models)
 	}
 	return s, nil

@@ -275,7 +275,7 @@ func powerPoint(c PowerContrast, opt PowerOptions, qA, qB latentQuantile, s, r, 
 type latentQuantile struct{ q []float64 }
 
 const (
-	latentMax  = 8.5       // |z| beyond it is clamped
+	latentMax  = 8.5      // |z| beyond it is clamped
 	latentStep = 1.0 / 64 // grid step
 )
 
