@@ -22,8 +22,12 @@ type Options struct {
 	// Pairs are the paired comparisons asked for, after the predeclared
 	// ones (STUDY.md section 4), in every arm that has both conditions.
 	Pairs []PairSpec
-	// NoPredeclared drops the predeclared comparisons.
+	// NoPredeclared drops the predeclared comparisons of STUDY.md.
 	NoPredeclared bool
+	// Declared are comparisons the study's manifest declared before the
+	// run (its comparisons field): computed after Predeclared and marked
+	// predeclared.
+	Declared []PairSpec
 	// Interval is the per-cell interval: IntervalWilson (the default, "")
 	// or IntervalClopperPearson.
 	Interval string

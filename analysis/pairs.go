@@ -352,7 +352,9 @@ func (a *Accumulator) pairs(opt Options) ([]Pair, error) {
 			specs, pre = append(specs, s), append(pre, true)
 		}
 	}
-	for _, s := range opt.Pairs {
+	npre := len(specs) // STUDY.md's: silently absent from a bundle without their conditions
+	for i, s := range append(slices.Clone(opt.Declared), opt.Pairs...) {
+		declared := i < len(opt.Declared)
 		if s.Column.bit() == 0 {
 			return nil, fmt.Errorf("%w %s: unknown column %q (want one of %v)", ErrPair, s, s.Column, Columns)
 		}
@@ -360,7 +362,11 @@ func (a *Accumulator) pairs(opt Options) ([]Pair, error) {
 		if err != nil {
 			return nil, err
 		}
-		specs, pre = append(specs, s), append(pre, false)
+		// A comparison asked for twice is computed once.
+		if slices.ContainsFunc(specs, func(x PairSpec) bool { return x == s }) {
+			continue
+		}
+		specs, pre = append(specs, s), append(pre, declared)
 	}
 	order := a.serverOrder()
 	out := []Pair{}
@@ -369,7 +375,7 @@ func (a *Accumulator) pairs(opt Options) ([]Pair, error) {
 		for j := range rows {
 			rows[j].Predeclared = pre[i]
 		}
-		if len(rows) == 0 && !pre[i] {
+		if len(rows) == 0 && !(pre[i] && i < npre) {
 			return nil, fmt.Errorf("%w %s: %s", ErrPair, s, a.noLevels(s))
 		}
 		out = append(out, rows...)

@@ -36,6 +36,9 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
+		if err := declared("analyze", info, &opt); err != nil {
+			return err
+		}
 		ld, err := analysis.LoadBundle(dir, stderr)
 		if err != nil {
 			return err

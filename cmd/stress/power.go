@@ -98,6 +98,9 @@ func cmdPower(fs *flag.FlagSet) action {
 			if err != nil {
 				return err
 			}
+			if err := declared("power", info, &aopt); err != nil {
+				return err
+			}
 			ld, err := analysis.LoadBundle(*pilot, stderr)
 			if err != nil {
 				return err

@@ -18,9 +18,10 @@ import (
 // "reason", the same template with reasonMarker added to the system
 // message, with one mock model of kind steady (which the mock answers as
 // steady-v2 under "reason"), 3 replicates.
-func promptBundle(t *testing.T) string {
+func promptBundle(t *testing.T, comparisons ...string) string {
 	t.Helper()
 	edit := func(m *manifests.Resolved) {
+		m.Comparisons = comparisons
 		def := m.Prompts[0]
 		text := strings.Replace(def.Text, `{{define "system" -}}`+"\n", `{{define "system" -}}`+"\n"+reasonMarker+"\n", 1)
 		if text == def.Text {
@@ -203,5 +204,47 @@ func TestPowerAssumed(t *testing.T) {
 		if _, _, err := runCmd(t, tc.args...); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want a usage error with %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestDeclaredComparisons checks a comparison the manifest declares
+// (comparisons: recorded in manifest.json): analyze computes it without
+// -pair, marks it predeclared, counts it in the predeclared family, and
+// a -pair asking for it again does not duplicate it.
+func TestDeclaredComparisons(t *testing.T) {
+	dir := promptBundle(t, "prompt:reason,default")
+	js, log, err := runCmd(t, "analyze", "-json", "-b", "200", "-family", "predeclared", "-pair", "prompt:reason,default", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	var doc struct {
+		Family struct {
+			Size int `json:"size"`
+		} `json:"family"`
+		Pairs []struct {
+			Factor      string `json:"factor"`
+			Predeclared bool   `json:"predeclared"`
+			InFamily    bool   `json:"in_family"`
+		} `json:"pairs"`
+	}
+	if err := json.Unmarshal([]byte(js), &doc); err != nil {
+		t.Fatal(err)
+	}
+	prompts := 0
+	for _, p := range doc.Pairs {
+		if p.Factor == "prompt" {
+			prompts++
+			if !p.Predeclared || !p.InFamily {
+				t.Errorf("declared prompt pair %+v, want predeclared and in the family", p)
+			}
+		}
+	}
+	// 4 conditions, once; the family: 2 prompts × 2 STUDY.md pairs + 4.
+	if prompts != 4 || doc.Family.Size != 8 {
+		t.Errorf("%d prompt pairs, family %d; want 4 and 8", prompts, doc.Family.Size)
+	}
+	out, _, err := runCmd(t, "analyze", "-b", "200", dir)
+	if err != nil || !strings.Contains(out, "reason − default *") {
+		t.Errorf("text output does not mark the declared comparison: %v", err)
 	}
 }

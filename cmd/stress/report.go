@@ -41,6 +41,9 @@ func cmdReport(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
+		if err := declared("report", info, &opt); err != nil {
+			return err
+		}
 		ld, err := analysis.LoadBundle(dir, stderr)
 		if err != nil {
 			return err
