@@ -242,7 +242,7 @@ func (p *pairing) pair(a *Accumulator, u int, fa, fb, bit, need uint16) {
 // Note: the studentized interval and the sign-flip tests stand beside the
 // contract's percentile bootstrap and McNemar test (STUDY.md section 4)
 // rather than replace them: TestCoverage measures the percentile interval
-// at 90–92% and the studentized one at 94–96% for a nominal 95% over the
+// at 89–92% and the studentized one at 93.5–96% for a nominal 95% over the
 // paper's 10 servers, and McNemar's size at up to 20% for a nominal 5%
 // when the effect varies by scenario, against 2.5–4% for the sign-flip
 // test.
