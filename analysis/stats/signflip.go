@@ -11,6 +11,10 @@ import (
 // and by Monte Carlo otherwise.
 const MaxExactWork = 50_000_000
 
+// maxExactSums bounds the exact distribution's table: 2·Σ|dᵢ| + 1 sums
+// (two tables of float64, 64 MiB in all).
+const maxExactSums = 1 << 22
+
 // DefaultDraws is the number of Monte Carlo sign vectors SignFlip draws
 // when the exact distribution is too large and Draws is 0.
 const DefaultDraws = 100_000
@@ -47,8 +51,8 @@ type Flip struct {
 // Exact: since every dᵢ is an integer, the distribution of T* is the
 // convolution of the k two-point laws {−dᵢ, +dᵢ}, computed by dynamic
 // programming over the integer sums in O(k·Σ|dᵢ|); it is used whenever
-// that is at most MaxExactWork steps, which covers any study of this
-// project's size. Otherwise opt.Draws sign vectors are drawn and
+// that is at most MaxExactWork steps (and the table of sums at most 2²²
+// entries), which covers any study of this project's size. Otherwise opt.Draws sign vectors are drawn and
 // p = (1 + #{|T*| ≥ |T_obs|}) / (1 + Draws) (Phipson & Smyth 2010), a
 // valid p-value.
 //
@@ -117,7 +121,7 @@ func SignFlip(d []int, opt FlipOptions) Flip {
 		f.P, f.Exact = 1, true
 		return f
 	}
-	if work := float64(len(nz)) * float64(2*total+1); work <= MaxExactWork {
+	if work := float64(len(nz)) * float64(2*total+1); work <= MaxExactWork && 2*total+1 <= maxExactSums {
 		f.P, f.Exact = flipExact(nz, total, obs), true
 		return f
 	}

@@ -363,3 +363,13 @@ func TestStudentized(t *testing.T) {
 		t.Errorf("unknown method: %+v", bad)
 	}
 }
+
+// TestSignFlipLarge checks that a cluster sum too large for the exact
+// table goes to Monte Carlo instead of allocating it, and stays valid.
+func TestSignFlipLarge(t *testing.T) {
+	f := stats.SignFlip([]int{1 << 30, 1 << 30, -(1 << 30)}, stats.FlipOptions{Draws: 2000, Seed: 1})
+	// T = 2^30; |T*| ≥ 2^30 for every sign vector: p = 1.
+	if f.Exact || f.P != 1 {
+		t.Errorf("huge sums: %+v", f)
+	}
+}

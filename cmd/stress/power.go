@@ -69,6 +69,12 @@ func cmdPower(fs *flag.FlagSet) action {
 		if *seed == 0 {
 			return usageError("power: flag -seed: want a seed ≥ 1")
 		}
+		if *studies < 1 {
+			return usageError("power: flag -studies: want at least 1 simulated study, got %d", *studies)
+		}
+		if !(*level > 0 && *level < 1) {
+			return usageError("power: flag -level: want a level in (0, 1), got %v", *level)
+		}
 		var contrasts []analysis.PowerContrast
 		if *pilot == "" {
 			if set["pair"] {
