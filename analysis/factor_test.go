@@ -121,7 +121,6 @@ func TestModelPair(t *testing.T) {
 // and a prompt pair no model has.
 func TestPairSpecErrors(t *testing.T) {
 	for in, want := range map[string]string{
-		"dose:a,b":           "unknown factor",
 		"condition:reason,x": "unknown condition",
 		"a,a":                "the same",
 		"prompt:,b":          "empty",
@@ -210,5 +209,19 @@ func TestClopperPearsonCells(t *testing.T) {
 	}
 	if _, err := accumulate(nil).Analyze(analysis.Options{Interval: "wald"}); err == nil {
 		t.Error("unknown interval accepted")
+	}
+}
+
+// TestPairSpecColons checks that a level may hold a colon: model labels
+// like llama3.2:3b, with or without the factor.
+func TestPairSpecColons(t *testing.T) {
+	for in, want := range map[string]analysis.PairSpec{
+		"model:llama3.2:3b,qwen:0.8b": {Factor: analysis.FactorModel, A: "llama3.2:3b", B: "qwen:0.8b", Column: analysis.Strict},
+		"llama3.2:3b,qwen:0.8b,cover": {A: "llama3.2:3b", B: "qwen:0.8b", Column: analysis.Cover},
+		"Prompt: reason,default":      {Factor: analysis.FactorPrompt, A: "reason", B: "default", Column: analysis.Strict},
+	} {
+		if got, err := analysis.ParsePairSpec(in, ""); err != nil || got != want {
+			t.Errorf("ParsePairSpec(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
 	}
 }

@@ -61,17 +61,17 @@ var Predeclared = []PairSpec{
 }
 
 // ParsePairSpec parses "[FACTOR:]A,B[,COLUMN]", FACTOR one of condition,
-// prompt and model; column is used when the spec names none (Strict when
-// that is ""). Without a factor, two known conditions are a condition
-// pair; other names are left for the bundle to resolve (Factor "").
+// prompt and model (any other text before a colon belongs to A); column
+// is used when the spec names none (Strict when that is ""). Without a
+// factor, two known conditions are a condition pair; other names are left
+// for the bundle to resolve (Factor "").
 func ParsePairSpec(s string, column Column) (PairSpec, error) {
 	body := strings.TrimSpace(s)
 	var p PairSpec
-	if f, rest, ok := strings.Cut(body, ":"); ok {
+	// Note: labels may hold colons (model llama3.2:3b), so a prefix that
+	// is not a factor is part of the first level, not an error.
+	if f, rest, ok := strings.Cut(body, ":"); ok && slices.Contains(Factors, Factor(strings.ToLower(strings.TrimSpace(f)))) {
 		p.Factor = Factor(strings.ToLower(strings.TrimSpace(f)))
-		if !slices.Contains(Factors, p.Factor) {
-			return PairSpec{}, fmt.Errorf("pair %q: unknown factor %q (want condition:, prompt: or model:)", s, f)
-		}
 		body = rest
 	}
 	parts := strings.Split(body, ",")

@@ -356,7 +356,7 @@ func TestAnalyzeFlagErrors(t *testing.T) {
 		{[]string{"-pair", "normalized,loud"}, `"normalized" and "loud" are not two conditions, two prompts or two models of the bundle`},
 		{[]string{"-pair", "condition:normalized,loud"}, `unknown condition "loud"`},
 		{[]string{"-pair", "prompt:default,terse"}, "no model of the bundle has a condition under both prompts default and terse"},
-		{[]string{"-pair", "dose:a,b"}, `unknown factor "dose"`},
+		{[]string{"-pair", "dose:a,b"}, `"dose:a" and "b" are not two conditions, two prompts or two models of the bundle`},
 		{[]string{"-pair", "prose,prose"}, "the two levels are the same"},
 		{[]string{"-interval", "wald"}, `flag -interval: unknown interval "wald"`},
 		{[]string{"-family", "most"}, `flag -family: unknown family "most"`},
