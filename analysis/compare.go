@@ -215,6 +215,10 @@ func Compare(a, b *Accumulator, opt CompareOptions) (*Comparison, error) {
 		if err != nil {
 			return nil, err
 		}
+		matchedB := make(map[int32]bool, len(match))
+		for _, ub := range match {
+			matchedB[ub] = true
+		}
 		arms := ArmPair{a.groupArm[ga], b.groupArm[gb]}
 		cmp.Arms = append(cmp.Arms, arms)
 		for ci, cond := range study.AllConditions {
@@ -241,6 +245,11 @@ func Compare(a, b *Accumulator, opt CompareOptions) (*Comparison, error) {
 				// Units on one side only: unpaired.
 				for ua, k := range a.unitKeys {
 					if _, ok := match[int32(ua)]; !ok && k.group == ga && a.unitFlags[ua*nc+ci]&need == need {
+						pg.unpaired++
+					}
+				}
+				for ub, k := range b.unitKeys {
+					if !matchedB[int32(ub)] && k.group == gb && b.unitFlags[ub*nc+cj]&need == need {
 						pg.unpaired++
 					}
 				}

@@ -225,3 +225,39 @@ func TestPairSpecColons(t *testing.T) {
 		}
 	}
 }
+
+// TestComparePairCondition checks compare's condition pair: condition A
+// of bundle A against condition B of bundle B, in every aligned arm;
+// with the same bundle on both sides it is analyze's condition pair
+// (the same discordant counts and sign-flip p-values); and -pair excludes
+// -arm-a.
+func TestComparePairCondition(t *testing.T) {
+	acc := accumulate(pairedRows("m", 10, 20, 5))
+	spec, err := analysis.ParsePairSpec("code_only,normalized", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmp, err := analysis.Compare(acc, acc, analysis.CompareOptions{Options: analysis.Options{B: 300}, Columns: []analysis.Column{analysis.Strict}, Pair: &spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	an, err := acc.Analyze(analysis.Options{B: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cmp.Rows) != 1 {
+		t.Fatalf("%d rows, want 1", len(cmp.Rows))
+	}
+	r, p := cmp.Rows[0], an.Pairs[0]
+	if r.Condition != study.CodeOnly || r.ConditionB != study.Normalized || r.DiscordantAB != 20 || r.DiscordantBA != 5 ||
+		r.DiscordantAB != p.DiscordantAB || r.FlipScenario.P != p.FlipScenario.P || r.Unpaired != 0 || cmp.Family.Size != 1 {
+		t.Errorf("compare row %+v, analyze pair %+v", r, p.PairStats)
+	}
+	if _, err := analysis.Compare(acc, acc, analysis.CompareOptions{Pair: &spec, ArmA: "m"}); !errors.Is(err, analysis.ErrArmSelection) {
+		t.Errorf("-pair with -arm-a: %v", err)
+	}
+	bad := analysis.PairSpec{Factor: analysis.FactorCondition, A: "structured", B: "prose", Column: analysis.Strict}
+	if _, err := analysis.Compare(acc, acc, analysis.CompareOptions{Pair: &bad}); !errors.Is(err, analysis.ErrArmSelection) {
+		t.Errorf("a condition pair no arm has: %v", err)
+	}
+}
