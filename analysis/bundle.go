@@ -64,6 +64,15 @@ func (bi *BundleInfo) ModelIDs() map[string]string {
 	return m
 }
 
+// RunModels maps each model label to what manifest.json records of it.
+func (bi *BundleInfo) RunModels() map[string]RunModel {
+	m := map[string]RunModel{}
+	for _, md := range bi.Manifest.Models {
+		m[md.Name] = RunModel{Label: md.Name, Backend: md.Backend, ModelID: md.Model, Digest: md.Digest}
+	}
+	return m
+}
+
 // CorpusHashes returns the sorted sha256 of the corpus files.
 func (bi *BundleInfo) CorpusHashes() []string {
 	var h []string

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/mcpstress/stress/study"
@@ -23,13 +24,22 @@ type CompareOptions struct {
 	// ArmA and ArmB select one arm of each bundle, as MODEL or
 	// MODEL/PROMPT; "" aligns arms automatically (see Compare).
 	ArmA, ArmB string
+	// Pair, when not nil, sets level A of a factor in bundle A against
+	// level B in bundle B (its Column is not used; Columns is): condition
+	// A's decisions against condition B's in every aligned arm pair,
+	// prompt A's arms against prompt B's of the same model, or model A's
+	// arms against model B's under the same prompt. It excludes ArmA and
+	// ArmB.
+	Pair *PairSpec
 }
 
 // Comparison pairs the decisions of two bundles on the same corpus.
 type Comparison struct {
 	Bootstrap BootstrapInfo `json:"bootstrap"`
 	Arms      []ArmPair     `json:"arms"`
+	Family    FamilyInfo    `json:"family"` // every row
 	Rows      []CompareRow  `json:"pairs"`
+	Caveats   []string      `json:"caveats,omitempty"`
 }
 
 // ArmPair is an arm of bundle A aligned with an arm of bundle B.
@@ -43,8 +53,12 @@ type ArmPair struct {
 type CompareRow struct {
 	ArmPair
 	Condition study.Condition `json:"condition"`
-	Column    Column          `json:"column"`
+	// ConditionB is B's condition when a condition pair maps A's
+	// Condition to another one; "" when it is the same.
+	ConditionB study.Condition `json:"condition_b,omitempty"`
+	Column     Column          `json:"column"`
 	PairStats
+	Adjusted
 }
 
 // findArm resolves MODEL/PROMPT or MODEL (when the model has one prompt).
@@ -77,7 +91,29 @@ func (a *Accumulator) armList() string {
 
 // align pairs the arms of a and b: the selected ones; else the same arms
 // when both bundles have the same set; else the single arm of each.
-func align(a, b *Accumulator, selA, selB string) ([][2]int32, error) {
+func align(a, b *Accumulator, selA, selB string, pair *PairSpec) ([][2]int32, error) {
+	if pair != nil && (pair.Factor == FactorPrompt || pair.Factor == FactorModel) {
+		var out [][2]int32
+		for ga, arm := range a.groupArm {
+			other := arm
+			switch {
+			case pair.Factor == FactorPrompt && arm.Prompt == pair.A:
+				other.Prompt = pair.B
+			case pair.Factor == FactorModel && arm.Model == pair.A:
+				other.Model = pair.B
+			default:
+				continue
+			}
+			if gb, ok := b.groups[other]; ok {
+				out = append(out, [2]int32{int32(ga), gb})
+			}
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("%w: -pair %s: no arm of A with %s %s has a counterpart in B with %s %s (A: %s; B: %s)",
+				ErrArmSelection, pair, pair.Factor, pair.A, pair.Factor, pair.B, a.armList(), b.armList())
+		}
+		return out, nil
+	}
 	if selA != "" || selB != "" {
 		if selA == "" {
 			selA = selB
@@ -154,44 +190,130 @@ func Compare(a, b *Accumulator, opt CompareOptions) (*Comparison, error) {
 			return nil, fmt.Errorf("unknown column %q (want one of %v)", c, Columns)
 		}
 	}
-	arms, err := align(a, b, opt.ArmA, opt.ArmB)
+	pair := opt.Pair
+	if pair != nil {
+		if opt.ArmA != "" || opt.ArmB != "" {
+			return nil, fmt.Errorf("%w: -pair and -arm-a/-arm-b exclude each other", ErrArmSelection)
+		}
+		p, err := resolveCompare(a, b, *pair)
+		if err != nil {
+			return nil, err
+		}
+		pair = &p
+	}
+	arms, err := align(a, b, opt.ArmA, opt.ArmB, pair)
 	if err != nil {
 		return nil, err
 	}
+	condPair := pair != nil && pair.Factor == FactorCondition
 	cmp := &Comparison{Bootstrap: BootstrapInfo{B: o.B, Seed: o.Seed, Conf: o.Conf, Cluster: "server", Clusters: len(a.servers.names)}}
 	order := a.serverOrder()
 	nc := len(study.AllConditions)
 	for _, ab := range arms {
 		ga, gb := ab[0], ab[1]
-		match, err := matchUnits(a, b, ga, gb)
+		match, err := matchUnits(a, b, ga, gb, !condPair)
 		if err != nil {
 			return nil, err
 		}
-		pair := ArmPair{a.groupArm[ga], b.groupArm[gb]}
-		cmp.Arms = append(cmp.Arms, pair)
+		matchedB := make(map[int32]bool, len(match))
+		for _, ub := range match {
+			matchedB[ub] = true
+		}
+		arms := ArmPair{a.groupArm[ga], b.groupArm[gb]}
+		cmp.Arms = append(cmp.Arms, arms)
 		for ci, cond := range study.AllConditions {
+			cj, condB := ci, study.Condition("")
+			if condPair {
+				if string(cond) != pair.A {
+					continue
+				}
+				condB = study.Condition(pair.B)
+				cj = condIndex(condB)
+				if cj < 0 || !b.hasCond(gb, condB) {
+					continue
+				}
+			}
 			if !a.hasCond(ga, cond) {
 				continue
 			}
 			for _, col := range cols {
 				bit, need := col.bit(), col.need()
-				per := make([]pairAgg, len(a.servers.names))
-				unpaired := 0
+				pg := a.newPairing()
 				for ua, ub := range match {
-					unpaired += per[a.unitServer[ua]].pair(a.unitFlags[int(ua)*nc+ci], b.unitFlags[int(ub)*nc+ci], bit, need)
+					pg.pair(a, int(ua), a.unitFlags[int(ua)*nc+ci], b.unitFlags[int(ub)*nc+cj], bit, need)
 				}
-				cmp.Rows = append(cmp.Rows, CompareRow{ArmPair: pair, Condition: cond, Column: col,
-					PairStats: pairStats(per, order, unpaired, o)})
+				// Units on one side only: unpaired.
+				for ua, k := range a.unitKeys {
+					if _, ok := match[int32(ua)]; !ok && k.group == ga && a.unitFlags[ua*nc+ci]&need == need {
+						pg.unpaired++
+					}
+				}
+				for ub, k := range b.unitKeys {
+					if !matchedB[int32(ub)] && k.group == gb && b.unitFlags[ub*nc+cj]&need == need {
+						pg.unpaired++
+					}
+				}
+				cmp.Rows = append(cmp.Rows, CompareRow{ArmPair: arms, Condition: cond, ConditionB: condB, Column: col,
+					PairStats: pairStatsOf(pg, order, o)})
 			}
 		}
 	}
+	if condPair && len(cmp.Rows) == 0 {
+		return nil, fmt.Errorf("%w: -pair %s: no aligned arm has condition %s in A and %s in B", ErrArmSelection, pair, pair.A, pair.B)
+	}
+	cmp.Family = adjustRows(cmp.Rows)
+	if c := ClusterCaveat(len(a.servers.names)); c != "" {
+		cmp.Caveats = append(cmp.Caveats, c)
+	}
 	return cmp, nil
+}
+
+// resolveCompare fixes the factor of an unprefixed pair for Compare:
+// conditions, then prompts (A's in bundle A, B's in bundle B), then
+// models.
+func resolveCompare(a, b *Accumulator, p PairSpec) (PairSpec, error) {
+	if p.Factor != "" {
+		return p, nil
+	}
+	has := func(acc *Accumulator, f func(Arm) string, v string) bool {
+		return slices.ContainsFunc(acc.groupArm, func(x Arm) bool { return f(x) == v })
+	}
+	prompt := func(x Arm) string { return x.Prompt }
+	model := func(x Arm) string { return x.Model }
+	switch {
+	case has(a, prompt, p.A) && has(b, prompt, p.B):
+		p.Factor = FactorPrompt
+	case has(a, model, p.A) && has(b, model, p.B):
+		p.Factor = FactorModel
+	default:
+		return p, fmt.Errorf("%w: -pair %s: %q is not a condition, prompt or model of A with %q the same of B (A: %s; B: %s)",
+			ErrArmSelection, p, p.A, p.B, a.armList(), b.armList())
+	}
+	return p, nil
+}
+
+// adjustRows adjusts the scenario-level sign-flip p-values of every row
+// of a comparison together (the family is the table).
+func adjustRows(rows []CompareRow) FamilyInfo {
+	pairs := make([]Pair, len(rows))
+	for i := range rows {
+		pairs[i].PairStats = rows[i].PairStats
+	}
+	fi := adjust(pairs, FamilyAll)
+	for i := range rows {
+		rows[i].Adjusted = pairs[i].Adjusted
+	}
+	return fi
 }
 
 // matchUnits maps the units of arm ga of a to those of arm gb of b, and
 // refuses keys present on one side only (per condition) or scenarios on
 // different servers.
-func matchUnits(a, b *Accumulator, ga, gb int32) (map[int32]int32, error) {
+//
+// With strict false (a condition pair, whose two sides are different
+// conditions) the keys are matched by scenario and replicate alone and
+// nothing is refused but a scenario on different servers.
+func matchUnits(a, b *Accumulator, ga, gb int32, strict bool) (map[int32]int32, error) {
 	nc := len(study.AllConditions)
 	match := map[int32]int32{}
 	matchedB := make([]bool, len(b.unitKeys))
@@ -219,6 +341,9 @@ func matchUnits(a, b *Accumulator, ga, gb int32) (map[int32]int32, error) {
 			ub, ok = b.units[unitKey{gb, s, k.replicate}]
 		}
 		for ci := range study.AllConditions {
+			if !strict {
+				break
+			}
 			inA := seen(a, int32(ua), ci)
 			inB := ok && seen(b, ub, ci)
 			if inA && !inB {
@@ -238,7 +363,7 @@ func matchUnits(a, b *Accumulator, ga, gb int32) (map[int32]int32, error) {
 		}
 	}
 	for ub, k := range b.unitKeys {
-		if k.group != gb || matchedB[ub] {
+		if k.group != gb || matchedB[ub] || !strict {
 			continue
 		}
 		for ci := range study.AllConditions {
@@ -261,24 +386,32 @@ func matchUnits(a, b *Accumulator, ga, gb int32) (map[int32]int32, error) {
 // column).
 func WriteCompare(w io.Writer, cmp *Comparison) error {
 	bi := cmp.Bootstrap
-	fmt.Fprintln(w, "Paired differences A − B between two runs (decisions matched on condition, scenario and replicate;")
-	fmt.Fprintln(w, "no pooling): A+B− and A−B+ are the discordant pairs, p the exact two-sided McNemar test, the")
-	fmt.Fprintf(w, "interval a %g%% percentile cluster bootstrap over the %d servers (B = %d, seed %d), in percentage points.\n",
-		100*bi.Conf, bi.Clusters, bi.B, bi.Seed)
+	fmt.Fprintln(w, wrap(fmt.Sprintf("Paired differences A − B between two runs (decisions matched on condition, scenario and replicate; "+
+		"no pooling). %s The bootstrap intervals resample the %d servers (%g%%, B = %d, seed %d). "+
+		"Family for the adjusted p-values: every row of the table (%d with a p-value).",
+		PairsLegend, bi.Clusters, 100*bi.Conf, bi.B, bi.Seed, cmp.Family.Size), 100))
+	for _, c := range cmp.Caveats {
+		fmt.Fprintln(w, wrap("Caveat: "+c, 100))
+	}
 	fmt.Fprintln(w)
 	seen := map[string]bool{}
 	tw := newTable(w)
-	fmt.Fprintln(tw, "A arm\tB arm\tcondition\tcolumn\tpairs\tA\tB\tdiff\tA+B−\tA−B+\tMcNemar p\tbootstrap\tnotes")
+	fmt.Fprintln(tw, "A arm\tB arm\tcondition\tcolumn\tpairs\tA\tB\tdiff\tA+B−\tA−B+\tMcNemar p\tflip p (scenario)\tflip p (server)\tHolm p\tBH p\tbootstrap\tboot-t\tnotes")
 	for _, r := range cmp.Rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\n", r.A, r.B, r.Condition, r.Column.Label(),
+		cond := string(r.Condition)
+		if r.ConditionB != "" {
+			cond += " − " + string(r.ConditionB)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.A, r.B, cond, r.Column.Label(),
 			r.N, r.CountA, r.CountB, SignedPct(float64(r.Diff)), r.DiscordantAB, r.DiscordantBA,
-			PValue(float64(r.McNemarP)), signedInterval(r.Bootstrap), pairNotes(r.PairStats, seen))
+			PValue(float64(r.McNemarP)), PValue(float64(r.FlipScenario.P)), PValue(float64(r.FlipServer.P)),
+			PValue(float64(r.Holm)), PValue(float64(r.BH)), signedInterval(r.Bootstrap), signedInterval(r.BootstrapT), pairNotes(r.PairStats, seen))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	if len(seen) > 0 {
-		fmt.Fprintln(w, "\nNotes on bootstrap intervals:")
+		fmt.Fprintln(w, "\nNotes on bootstrap intervals and tests:")
 		writeLegend(w, seen)
 	}
 	return nil

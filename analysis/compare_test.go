@@ -156,7 +156,7 @@ func TestPaperTable(t *testing.T) {
 		{Model: "llama", Prompt: "default", Condition: study.Normalized, N: 105, Strict: 40, Cover: 105, Retry: 1, Extra: 1},
 		{Model: "always_stop", Prompt: "default", Condition: study.Normalized, N: 105},
 	}
-	pc := tb.Against(cells, map[string]string{"llama": "LLAMA3.2:3b-instruct-q4_K_M"})
+	pc := tb.Against(cells, map[string]analysis.RunModel{"llama": {ModelID: "LLAMA3.2:3b-instruct-q4_K_M"}}, analysis.AgainstOptions{})
 	if len(pc.Rows) != 8 || pc.Rows[0].Run == nil || pc.Rows[0].Diff.Strict != -2 || pc.Rows[0].Model != "llama" ||
 		pc.Rows[1].Run != nil || pc.Rows[1].Model != "llama" || pc.Rows[4].Model != "" {
 		t.Errorf("against: %+v", pc.Rows[:5])

@@ -15,22 +15,23 @@ import (
 // cell in three of them, each edge once; then the two channel contrasts.
 func TestFactorialContrasts(t *testing.T) {
 	pre := analysis.Predeclared
-	if len(pre) != 16 || pre[0] != (analysis.PairSpec{A: study.CodeOnly, B: study.Normalized, Column: analysis.Strict}) ||
-		pre[1] != (analysis.PairSpec{A: study.Structured, B: study.Prose, Column: analysis.Strict}) {
+	if len(pre) != 16 || pre[0] != (analysis.PairSpec{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: analysis.Strict}) ||
+		pre[1] != (analysis.PairSpec{Factor: analysis.FactorCondition, A: string(study.Structured), B: string(study.Prose), Column: analysis.Strict}) {
 		t.Fatalf("predeclared %v: want the paper's two, 12 factorial and 2 channel contrasts", pre)
 	}
 	factors := map[string]int{}
 	uses := map[study.Condition]int{}
 	edges := map[[2]study.Condition]bool{}
 	for _, p := range pre[2:14] {
-		a, okA := p.A.Cell()
-		b, okB := p.B.Cell()
-		if !okA || !okB || p.Column != analysis.Strict || edges[[2]study.Condition{p.A, p.B}] {
+		pa, pb := study.Condition(p.A), study.Condition(p.B)
+		a, okA := pa.Cell()
+		b, okB := pb.Cell()
+		if !okA || !okB || p.Factor != analysis.FactorCondition || p.Column != analysis.Strict || edges[[2]study.Condition{pa, pb}] {
 			t.Fatalf("%v: not a new pair of factorial cells on Strict", p)
 		}
-		edges[[2]study.Condition{p.A, p.B}] = true
-		uses[p.A]++
-		uses[p.B]++
+		edges[[2]study.Condition{pa, pb}] = true
+		uses[pa]++
+		uses[pb]++
 		var factor string
 		n := 0
 		if a.Format != b.Format {
@@ -68,7 +69,7 @@ func TestFactorialContrasts(t *testing.T) {
 		t.Errorf("isolates %q, %q", pre[2].Isolates, pre[13].Isolates)
 	}
 	for i, want := range []study.Condition{study.CategoryStructured, study.CategoryText} {
-		if p := pre[14+i]; p.A != want || p.B != study.Category || p.Column != analysis.Strict || p.Isolates == "" {
+		if p := pre[14+i]; p.A != string(want) || p.B != string(study.Category) || p.Column != analysis.Strict || p.Isolates == "" {
 			t.Errorf("channel contrast %d: %+v", i, p)
 		}
 	}
@@ -95,7 +96,7 @@ func TestFactorialPairEndToEnd(t *testing.T) {
 		t.Fatalf("pairs %+v, want structured − sentence_label alone", an.Pairs)
 	}
 	p := an.Pairs[0]
-	if p.A != study.Structured || p.B != study.SentenceLabel || !p.Predeclared || p.Isolates != "format at label, no statement" {
+	if p.A != string(study.Structured) || p.B != string(study.SentenceLabel) || !p.Predeclared || p.Isolates != "format at label, no statement" {
 		t.Errorf("pair %+v", p)
 	}
 	if p.N != 105 || p.CountA != 42 || p.CountB != 34 || p.DiscordantAB != 12 || p.DiscordantBA != 4 || !closeRel(float64(p.McNemarP), 0.076812744140625042, 1e-12) {

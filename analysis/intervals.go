@@ -22,9 +22,32 @@ type Options struct {
 	// Pairs are the paired comparisons asked for, after the predeclared
 	// ones (STUDY.md section 4), in every arm that has both conditions.
 	Pairs []PairSpec
-	// NoPredeclared drops the predeclared comparisons.
+	// NoPredeclared drops the predeclared comparisons of STUDY.md.
 	NoPredeclared bool
+	// Declared are comparisons the study's manifest declared before the
+	// run (its comparisons field): computed after Predeclared and marked
+	// predeclared.
+	Declared []PairSpec
+	// Interval is the per-cell interval: IntervalWilson (the default, "")
+	// or IntervalClopperPearson.
+	Interval string
+	// Family selects the pairs whose p-values are adjusted together:
+	// FamilyAll (the default, ""), FamilyPredeclared or FamilyRequested.
+	Family string
 }
+
+// The per-cell intervals Options.Interval may name.
+const (
+	IntervalWilson         = "wilson"
+	IntervalClopperPearson = "clopper-pearson"
+)
+
+// The families Options.Family may name.
+const (
+	FamilyAll         = "all"         // the predeclared and the requested pairs
+	FamilyPredeclared = "predeclared" // the predeclared pairs alone
+	FamilyRequested   = "requested"   // the requested (-pair) pairs alone
+)
 
 func (o Options) withDefaults() Options {
 	if o.B == 0 {
@@ -36,6 +59,12 @@ func (o Options) withDefaults() Options {
 	if o.Conf == 0 {
 		o.Conf = stats.DefaultConf
 	}
+	if o.Interval == "" {
+		o.Interval = IntervalWilson
+	}
+	if o.Family == "" {
+		o.Family = FamilyAll
+	}
 	return o
 }
 
@@ -45,6 +74,12 @@ func (o Options) check() error {
 	}
 	if !(o.Conf > 0 && o.Conf < 1) {
 		return fmt.Errorf("confidence level %v, want 0 < conf < 1", o.Conf)
+	}
+	if o.Interval != IntervalWilson && o.Interval != IntervalClopperPearson {
+		return fmt.Errorf("interval %q, want %s or %s", o.Interval, IntervalWilson, IntervalClopperPearson)
+	}
+	if o.Family != FamilyAll && o.Family != FamilyPredeclared && o.Family != FamilyRequested {
+		return fmt.Errorf("family %q, want %s, %s or %s", o.Family, FamilyAll, FamilyPredeclared, FamilyRequested)
 	}
 	return nil
 }
@@ -64,8 +99,76 @@ type BootstrapInfo struct {
 // their intervals, and the paired comparisons.
 type Analysis struct {
 	Bootstrap BootstrapInfo `json:"bootstrap"`
-	Cells     []CellStats   `json:"cells"`
-	Pairs     []Pair        `json:"pairs"`
+	// Interval is the per-cell interval: IntervalWilson or
+	// IntervalClopperPearson (the cells' "wilson" or "clopper_pearson").
+	Interval string      `json:"interval"`
+	Cells    []CellStats `json:"cells"`
+	Family   FamilyInfo  `json:"family"`
+	Pairs    []Pair      `json:"pairs"`
+	// Caveats are statements about the design that qualify every interval
+	// and test (few clusters), computed from the bundle.
+	Caveats []string `json:"caveats,omitempty"`
+}
+
+// FamilyInfo declares the family of pairs whose p-values are adjusted
+// together for multiplicity.
+type FamilyInfo struct {
+	Declared string   `json:"declared"` // FamilyAll, FamilyPredeclared or FamilyRequested
+	Size     int      `json:"size"`     // pairs in the family with a p-value (m)
+	Test     string   `json:"test"`     // the p-value adjusted
+	Methods  []string `json:"methods"`  // holm, bh
+}
+
+// FamilyTest names the p-value the family adjusts.
+const FamilyTest = "sign_flip_scenario"
+
+// Note: the adjusted p-value is the scenario-level sign-flip test's, the
+// one test here that is valid when the replicates of a scenario are
+// correlated; Holm needs no assumption about the dependence between the
+// family's tests, Benjamini–Hochberg assumes positive dependence (PRDS),
+// plausible for contrasts on the same decisions.
+
+// adjust sets the Holm and BH p-values of the pairs in the family.
+func adjust(pairs []Pair, family string) FamilyInfo {
+	fi := FamilyInfo{Declared: family, Test: FamilyTest, Methods: []string{"holm", "bh"}}
+	var idx []int
+	var p []float64
+	for i := range pairs {
+		pr := &pairs[i]
+		pr.Holm, pr.BH = Num(math.NaN()), Num(math.NaN())
+		in := family == FamilyAll || family == FamilyPredeclared && pr.Predeclared || family == FamilyRequested && !pr.Predeclared
+		pr.InFamily = in
+		if in && !math.IsNaN(float64(pr.FlipScenario.P)) {
+			idx, p = append(idx, i), append(p, float64(pr.FlipScenario.P))
+		}
+	}
+	h, b := stats.Holm(p), stats.BH(p)
+	for j, i := range idx {
+		pairs[i].Holm, pairs[i].BH = Num(h[j]), Num(b[j])
+	}
+	fi.Size = len(idx)
+	return fi
+}
+
+// ClusterCaveat is the statement, for k servers (the bootstrap's
+// clusters), of how far the cluster-robust methods can be trusted; ""
+// from 30 servers on.
+//
+// Note: the threshold and the figures come from TestCoverage (1,000
+// simulated studies of the paper's design, 10 servers): the percentile
+// interval covered 89–92% for a nominal 95%, the studentized one 93.5–96%;
+// Cameron & Miller (2015, §VI) put the point where cluster-robust
+// inference starts to be reliable at 20–50 clusters.
+func ClusterCaveat(k int) string {
+	switch {
+	case k == 0:
+		return ""
+	case k < stats.MinClusters:
+		return fmt.Sprintf("Only %d server(s): the cluster bootstrap cannot be trusted at all and the server-level sign-flip test cannot reach p < 0.05 with fewer than 6 servers that differ; read the exact counts and the scenario-level tests.", k)
+	case k < 30:
+		return fmt.Sprintf("Only %d servers (clusters): percentile cluster-bootstrap intervals undercover (about 89–92%% for a nominal 95%% at 10 servers in simulation); the studentized interval (boot-t) is closer to nominal (93.5–96%%). McNemar's test treats the replicates of a scenario as independent, which they are not (they are repeated judgments of the same failure): read the sign-flip tests beside it.", k)
+	}
+	return ""
 }
 
 // CellStats is a cell's exact counts with its rates (count / N, Strict /
@@ -74,9 +177,21 @@ type Analysis struct {
 // interval for a mean).
 type CellStats struct {
 	results.Cell
-	Rates     RateSet[Num]    `json:"rates"`  // point estimates; null when the denominator is 0
-	Wilson    RateSet[Bounds] `json:"wilson"` // Wilson score intervals, no continuity correction
+	Rates RateSet[Num] `json:"rates"` // point estimates; null when the denominator is 0
+	// CI holds the per-cell intervals of the proportions: Wilson score
+	// intervals (no continuity correction) or Clopper–Pearson, as Method
+	// says; in JSON "wilson" or "clopper_pearson".
+	CI        RateSet[Bounds] `json:"-"`
+	Method    string          `json:"-"` // IntervalWilson or IntervalClopperPearson
 	Bootstrap CellBootstrap   `json:"bootstrap"`
+}
+
+// ciKey is the JSON key of the per-cell intervals.
+func (cs CellStats) ciKey() string {
+	if cs.Method == IntervalClopperPearson {
+		return "clopper_pearson"
+	}
+	return "wilson"
 }
 
 // MarshalJSON implements json.Marshaler: the cell's fields (as
@@ -86,15 +201,23 @@ func (cs CellStats) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	rest, err := json.Marshal(struct {
-		Rates     RateSet[Num]    `json:"rates"`
-		Wilson    RateSet[Bounds] `json:"wilson"`
-		Bootstrap CellBootstrap   `json:"bootstrap"`
-	}{cs.Rates, cs.Wilson, cs.Bootstrap})
+	rates, err := json.Marshal(cs.Rates)
 	if err != nil {
 		return nil, err
 	}
-	return append(append(cell[:len(cell)-1], ','), rest[1:]...), nil
+	ci, err := json.Marshal(cs.CI)
+	if err != nil {
+		return nil, err
+	}
+	boot, err := json.Marshal(cs.Bootstrap)
+	if err != nil {
+		return nil, err
+	}
+	out := append(cell[:len(cell)-1], `,"rates":`...)
+	out = append(out, rates...)
+	out = append(append(out, `,"`+cs.ciKey()+`":`...), ci...)
+	out = append(append(out, `,"bootstrap":`...), boot...)
+	return append(out, '}'), nil
 }
 
 // CellBootstrap holds a cell's percentile cluster-bootstrap intervals
@@ -160,16 +283,18 @@ func (a *Accumulator) Clusters(cell int, key string) []stats.Cluster {
 	return out
 }
 
-// Analyze computes the rates, Wilson and cluster-bootstrap intervals of
-// every cell and the paired comparisons. It fails only on bad options or
-// a pair that names a condition no arm has; statistical caveats are
-// warnings on the values.
+// Analyze computes the rates, Wilson (or Clopper–Pearson) and
+// cluster-bootstrap intervals of every cell and the paired comparisons,
+// with their p-values adjusted over the declared family. It fails only on
+// bad options or a pair that names levels the bundle lacks; statistical
+// caveats are warnings on the values.
 func (a *Accumulator) Analyze(opt Options) (*Analysis, error) {
 	opt = opt.withDefaults()
 	if err := opt.check(); err != nil {
 		return nil, err
 	}
-	an := &Analysis{Bootstrap: BootstrapInfo{B: opt.B, Seed: opt.Seed, Conf: opt.Conf, Cluster: "server", Clusters: len(a.servers.names)}}
+	an := &Analysis{Bootstrap: BootstrapInfo{B: opt.B, Seed: opt.Seed, Conf: opt.Conf, Cluster: "server", Clusters: len(a.servers.names)},
+		Interval: opt.Interval}
 	for i, c := range a.Cells() {
 		an.Cells = append(an.Cells, a.cellStats(i, c, opt))
 	}
@@ -178,11 +303,15 @@ func (a *Accumulator) Analyze(opt Options) (*Analysis, error) {
 		return nil, err
 	}
 	an.Pairs = pairs
+	an.Family = adjust(an.Pairs, opt.Family)
+	if c := ClusterCaveat(len(a.servers.names)); c != "" {
+		an.Caveats = append(an.Caveats, c)
+	}
 	return an, nil
 }
 
 func (a *Accumulator) cellStats(i int, c results.Cell, opt Options) CellStats {
-	cs := CellStats{Cell: c, Bootstrap: CellBootstrap{B: opt.B, Seed: opt.Seed}}
+	cs := CellStats{Cell: c, Method: opt.Interval, Bootstrap: CellBootstrap{B: opt.B, Seed: opt.Seed}}
 	for _, key := range RateKeys {
 		if !hasRate(&c, key) {
 			continue
@@ -195,7 +324,10 @@ func (a *Accumulator) cellStats(i int, c results.Cell, opt Options) CellStats {
 		cs.Rates.Set(key, Num(est))
 		if !Column(key).Sum() {
 			lo, hi := stats.Wilson(k, n, opt.Conf)
-			cs.Wilson.Set(key, Bounds{lo, hi})
+			if opt.Interval == IntervalClopperPearson {
+				lo, hi = stats.ClopperPearson(k, n, opt.Conf)
+			}
+			cs.CI.Set(key, Bounds{lo, hi})
 		}
 		iv := stats.ClusterBootstrap(a.Clusters(i, key), opt.boot())
 		cs.Bootstrap.Set(key, Bounds{iv.Lo, iv.Hi})

@@ -138,7 +138,7 @@ func TestPairedEndToEnd(t *testing.T) {
 	}
 	var p *analysis.Pair
 	for i := range an.Pairs {
-		if an.Pairs[i].A == study.CodeOnly && an.Pairs[i].B == study.Normalized {
+		if an.Pairs[i].A == string(study.CodeOnly) && an.Pairs[i].B == string(study.Normalized) {
 			p = &an.Pairs[i]
 		}
 	}
@@ -221,7 +221,7 @@ func TestSelectiveWilsonReference(t *testing.T) {
 		if want := float64(tc.strict) / float64(tc.cover); float64(c.Rates.Selective) != want {
 			t.Errorf("selective %v, want %v", c.Rates.Selective, want)
 		}
-		w := c.Wilson.Selective
+		w := c.CI.Selective
 		if !closeRel(w.Lo, tc.lo, 1e-9) || !closeRel(w.Hi, tc.hi, 1e-9) {
 			t.Errorf("Wilson(%d, %d) = [%.17g, %.17g], R prop.test [%.17g, %.17g]", tc.strict, tc.cover, w.Lo, w.Hi, tc.lo, tc.hi)
 		}
@@ -352,8 +352,8 @@ func TestWarningsNotErrors(t *testing.T) {
 	if w := c.Bootstrap.Warnings["selective"]; len(w) == 0 || analysis.Tag(w[0]) != "undefined" {
 		t.Errorf("selective warnings %q", w)
 	}
-	if c.Wilson.Selective.Defined() || !math.IsNaN(float64(c.Rates.Selective)) {
-		t.Errorf("selective of Cover = 0: %+v %v", c.Wilson.Selective, c.Rates.Selective)
+	if c.CI.Selective.Defined() || !math.IsNaN(float64(c.Rates.Selective)) {
+		t.Errorf("selective of Cover = 0: %+v %v", c.CI.Selective, c.Rates.Selective)
 	}
 	var b strings.Builder
 	if err := analysis.WriteAnalysisJSON(&b, an, nil, nil, nil); err != nil {
@@ -375,8 +375,8 @@ func TestOptionsErrors(t *testing.T) {
 	}{
 		{analysis.Options{B: -1}, "B = -1"},
 		{analysis.Options{Conf: 1.5}, "confidence level"},
-		{analysis.Options{Pairs: []analysis.PairSpec{{A: study.Prose, B: study.Structured, Column: analysis.Cover}}}, "no model/prompt arm"},
-		{analysis.Options{Pairs: []analysis.PairSpec{{A: study.CodeOnly, B: study.Normalized, Column: "extra"}}}, "unknown column"},
+		{analysis.Options{Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.Prose), B: string(study.Structured), Column: analysis.Cover}}}, "no model/prompt arm"},
+		{analysis.Options{Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: "extra"}}}, "unknown column"},
 	} {
 		if _, err := acc.Analyze(tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Analyze(%+v): %v, want %q", tc.opt, err, tc.want)
@@ -396,7 +396,7 @@ func TestParse(t *testing.T) {
 		}
 	}
 	p, err := analysis.ParsePairSpec("structured, prose ,cover", analysis.Strict)
-	if err != nil || p != (analysis.PairSpec{A: study.Structured, B: study.Prose, Column: analysis.Cover}) {
+	if err != nil || p != (analysis.PairSpec{Factor: analysis.FactorCondition, A: string(study.Structured), B: string(study.Prose), Column: analysis.Cover}) {
 		t.Errorf("ParsePairSpec = %+v, %v", p, err)
 	}
 	if p, err := analysis.ParsePairSpec("envelope,normalized", ""); err != nil || p.Column != analysis.Strict {

@@ -78,7 +78,7 @@ func TestLabColumns(t *testing.T) {
 	if c := cells[2]; c.Model != "s" || c.LabN != 0 || c.Recovered != 0 {
 		t.Errorf("stored cell %+v", c)
 	}
-	an, err := acc.Analyze(analysis.Options{B: 2000, Seed: 5, Pairs: []analysis.PairSpec{{A: study.CodeOnly, B: study.Normalized, Column: analysis.Recovered}, {A: study.CodeOnly, B: study.Normalized, Column: analysis.Harm}}})
+	an, err := acc.Analyze(analysis.Options{B: 2000, Seed: 5, Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: analysis.Recovered}, {Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: analysis.Harm}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,11 +87,11 @@ func TestLabColumns(t *testing.T) {
 		t.Errorf("recovered rate %v", r)
 	}
 	lo, hi := stats.Wilson(10, 105, 0.95)
-	if w := cs.Wilson.At("harm"); w == nil || w.Lo != lo || w.Hi != hi {
+	if w := cs.CI.At("harm"); w == nil || w.Lo != lo || w.Hi != hi {
 		t.Errorf("harm Wilson %v, want [%v, %v]", w, lo, hi)
 	}
-	if m := cs.Rates.At("calls"); m == nil || float64(*m) != 2 || cs.Wilson.At("calls") != nil {
-		t.Errorf("calls: mean %v, Wilson %v; want 2 and none", m, cs.Wilson.At("calls"))
+	if m := cs.Rates.At("calls"); m == nil || float64(*m) != 2 || cs.CI.At("calls") != nil {
+		t.Errorf("calls: mean %v, Wilson %v; want 2 and none", m, cs.CI.At("calls"))
 	}
 	if b := cs.Bootstrap.At("lab_ms"); b == nil || !(b.Lo <= 80 && 80 <= b.Hi) || b.Lo < 40 || b.Hi > 120 {
 		t.Errorf("lab_ms bootstrap %v, want around the mean 80 within [40, 120]", b)
@@ -174,7 +174,7 @@ func TestLabColumns(t *testing.T) {
 	for i := range results.Columns {
 		results.Columns[i].Clear(&rows[1])
 	}
-	an, err = accumulate(rows).Analyze(analysis.Options{B: 200, Pairs: []analysis.PairSpec{{A: study.CodeOnly, B: study.Normalized, Column: analysis.Recovered}}})
+	an, err = accumulate(rows).Analyze(analysis.Options{B: 200, Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: analysis.Recovered}}})
 	if err != nil {
 		t.Fatal(err)
 	}

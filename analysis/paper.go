@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
+	"github.com/mcpstress/stress/analysis/stats"
 	"github.com/mcpstress/stress/results"
 )
 
@@ -25,11 +27,39 @@ type PaperTable struct {
 	Rows     []results.Cell `json:"rows"` // one per (paper model, condition); prompt and errors unused
 }
 
-// PaperModel is a model of the paper and the run model names (labels or
-// backend model ids) taken to be it.
+// PaperModel is a model of the paper and what identifies a run's model
+// as it: a pinned digest (none is published), a backend model id (the
+// Ollama tags of the published quantization), or, only with
+// AgainstOptions.MatchLabel, a run label.
 type PaperModel struct {
-	Name    string   `json:"name"`
-	Aliases []string `json:"aliases"`
+	Name     string   `json:"name"`
+	ModelIDs []string `json:"model_ids"` // backend model ids, case-insensitive
+	Digests  []string `json:"digests"`   // pinned weight digests (sha256 hex); empty: unpublished
+	Labels   []string `json:"labels"`    // run labels, matched only with MatchLabel
+}
+
+// RunModel is what a bundle records about one of its models
+// (manifest.json): its label, backend, backend model id and pinned digest.
+type RunModel struct {
+	Label, Backend, ModelID, Digest string
+}
+
+// AgainstOptions tunes PaperTable.Against.
+type AgainstOptions struct {
+	// MatchLabel also matches a run model to a paper model by its label
+	// alone (a label says nothing about the weights behind it).
+	MatchLabel bool
+	// Level is the significance level of the consistency verdicts; 0
+	// means 0.05.
+	Level float64
+}
+
+// PaperMatch records why a run model was taken to be a paper model.
+type PaperMatch struct {
+	Model      string `json:"model"`       // run label
+	PaperModel string `json:"paper_model"` // paper model name
+	By         string `json:"by"`          // "digest", "model id" or "label"
+	Value      string `json:"value"`       // the digest, model id or label that matched
 }
 
 // Paper returns the paper's Table II (embedded).
@@ -70,10 +100,32 @@ func (a Counts) fields() []int {
 
 // PaperComparison sets a run's counts next to a published table.
 type PaperComparison struct {
-	Table     string      `json:"table"`
-	Citation  string      `json:"citation"`
-	Rows      []PaperLine `json:"rows"`
-	Unmatched []string    `json:"unmatched_models,omitempty"` // run models that match no paper model
+	Table     string       `json:"table"`
+	Citation  string       `json:"citation"`
+	Matches   []PaperMatch `json:"matches"`
+	Level     float64      `json:"level"` // significance level of the verdicts
+	Rows      []PaperLine  `json:"rows"`
+	Unmatched []string     `json:"unmatched_models,omitempty"` // run models that match no paper model
+	Caveat    string       `json:"caveat"`
+}
+
+// PaperCaveat qualifies every consistency verdict against the paper.
+const PaperCaveat = "The paper's prompt text, model digests and run seeds are unpublished, so a rerun cannot be matched to it " +
+	"decision by decision: each count is tested against the published one as two independent binomial samples " +
+	"(Fisher's exact test, two-sided), and a cell is \"consistent\" when no column's Holm-adjusted p-value (over the " +
+	"cell's six columns) is below the level. The test takes decisions as independent; the replicates of a scenario " +
+	"are not, so \"not consistent\" is said more readily than it should be, and \"consistent\" means only that the " +
+	"counts could come from the same rates, not that the setup was reproduced."
+
+// PaperTestColumns are the columns tested against the paper: every count
+// of decisions (Extra, a sum of replays, is not a count of decisions).
+var PaperTestColumns = []Column{Strict, Cover, Retry, Invalid, AnyFS, TerminalFS}
+
+// ColumnTest is one column of a cell tested against the paper.
+type ColumnTest struct {
+	Column Column `json:"column"`
+	P      Num    `json:"p"`    // Fisher's exact two-sided p-value
+	Holm   Num    `json:"holm"` // adjusted over the cell's columns
 }
 
 // PaperLine is one published cell and, when the run has it, the run's cell
@@ -86,40 +138,80 @@ type PaperLine struct {
 	Prompt     string  `json:"prompt,omitempty"`
 	Run        *Counts `json:"run"`  // null when the run has no such cell
 	Diff       *Counts `json:"diff"` // run − paper; null when Run is
+	// Tests are the per-column consistency tests (null when Run is), and
+	// Consistent the verdict: no Holm-adjusted p below the level.
+	Tests      []ColumnTest `json:"tests,omitempty"`
+	Consistent *bool        `json:"consistent"`
 }
 
-// Against matches the run's cells to t's rows: a run model is a paper
-// model when its label, or its backend model id in modelIDs (label → id,
-// may be nil), is one of the paper model's aliases (case-insensitive).
-// Every paper row is listed, once per matching (model, prompt) arm.
-func (t *PaperTable) Against(cells []results.Cell, modelIDs map[string]string) *PaperComparison {
-	pc := &PaperComparison{Table: t.Table, Citation: t.Citation, Rows: []PaperLine{}}
-	paperOf := func(model string) string {
+// match returns the paper model run model m is taken to be, and why.
+func (t *PaperTable) match(m RunModel, matchLabel bool) (PaperMatch, bool) {
+	for _, pm := range t.Models {
+		for _, d := range pm.Digests {
+			if m.Digest != "" && strings.EqualFold(strings.TrimPrefix(d, "sha256:"), strings.TrimPrefix(m.Digest, "sha256:")) {
+				return PaperMatch{m.Label, pm.Name, "digest", m.Digest}, true
+			}
+		}
+	}
+	for _, pm := range t.Models {
+		for _, id := range pm.ModelIDs {
+			if m.ModelID != "" && strings.EqualFold(id, m.ModelID) {
+				return PaperMatch{m.Label, pm.Name, "model id", m.ModelID}, true
+			}
+		}
+	}
+	if matchLabel {
 		for _, pm := range t.Models {
-			for _, al := range pm.Aliases {
-				if strings.EqualFold(al, model) || strings.EqualFold(al, modelIDs[model]) {
-					return pm.Name
+			for _, l := range pm.Labels {
+				if strings.EqualFold(l, m.Label) {
+					return PaperMatch{m.Label, pm.Name, "label", m.Label}, true
 				}
 			}
 		}
-		return ""
+	}
+	return PaperMatch{}, false
+}
+
+// Against matches the run's cells to t's rows and tests each matched
+// cell's counts against the published ones. A run model is a paper model
+// when its pinned digest, or else its backend model id, is one the paper
+// model lists; its label counts only with opt.MatchLabel. models maps run
+// labels to what the bundle records (a label missing from it has only its
+// label). Every paper row is listed, once per matching (model, prompt)
+// arm.
+func (t *PaperTable) Against(cells []results.Cell, models map[string]RunModel, opt AgainstOptions) *PaperComparison {
+	if opt.Level == 0 {
+		opt.Level = 0.05
+	}
+	pc := &PaperComparison{Table: t.Table, Citation: t.Citation, Rows: []PaperLine{}, Level: opt.Level, Caveat: PaperCaveat}
+	paperOf := map[string]string{}
+	for _, c := range cells {
+		if _, done := paperOf[c.Model]; done {
+			continue
+		}
+		m, ok := models[c.Model]
+		if !ok {
+			m = RunModel{Label: c.Model}
+		}
+		m.Label = c.Model
+		pm, ok := t.match(m, opt.MatchLabel)
+		if !ok {
+			paperOf[c.Model] = ""
+			pc.Unmatched = append(pc.Unmatched, c.Model)
+			continue
+		}
+		paperOf[c.Model] = pm.PaperModel
+		pc.Matches = append(pc.Matches, pm)
 	}
 	// Run arms per paper model, in first-seen order.
 	arms := map[string][]Arm{}
 	for _, c := range cells {
-		pm := paperOf(c.Model)
+		pm := paperOf[c.Model]
 		if pm == "" {
-			if !containsStr(pc.Unmatched, c.Model) {
-				pc.Unmatched = append(pc.Unmatched, c.Model)
-			}
 			continue
 		}
 		a := Arm{c.Model, c.Prompt}
-		found := false
-		for _, x := range arms[pm] {
-			found = found || x == a
-		}
-		if !found {
+		if !slices.Contains(arms[pm], a) {
 			arms[pm] = append(arms[pm], a)
 		}
 	}
@@ -137,6 +229,7 @@ func (t *PaperTable) Against(cells []results.Cell, modelIDs map[string]string) *
 					run := countsOf(c)
 					diff := run.minus(paper)
 					line.Run, line.Diff = &run, &diff
+					line.Tests, line.Consistent = consistency(c, &row, opt.Level)
 				}
 			}
 			pc.Rows = append(pc.Rows, line)
@@ -145,16 +238,46 @@ func (t *PaperTable) Against(cells []results.Cell, modelIDs map[string]string) *
 	return pc
 }
 
+// consistency tests each of PaperTestColumns of run cell c against paper
+// cell p (Fisher's exact test on [[run k, run N − k], [paper k, paper
+// N − k]]), Holm-adjusts the p-values over the columns, and returns the
+// verdict at level (nil when a cell has no decisions).
+func consistency(c, p *results.Cell, level float64) ([]ColumnTest, *bool) {
+	if c.N == 0 || p.N == 0 {
+		return nil, nil
+	}
+	var tests []ColumnTest
+	var ps []float64
+	for _, col := range PaperTestColumns {
+		i := col.index()
+		kr, kp := results.Columns[i].Count(c), results.Columns[i].Count(p)
+		pv := stats.FisherExact(kr, c.N-kr, kp, p.N-kp)
+		tests = append(tests, ColumnTest{Column: col, P: Num(pv)})
+		ps = append(ps, pv)
+	}
+	ok := true
+	for i, h := range stats.Holm(ps) {
+		tests[i].Holm = Num(h)
+		ok = ok && !(h < level)
+	}
+	return tests, &ok
+}
+
 // WriteAgainst prints the published table next to the run's counts: per
 // cell a "paper" line, the run's line and the difference run − paper.
 func WriteAgainst(w io.Writer, t *PaperTable, pc *PaperComparison) error {
 	fmt.Fprintln(w, wrap("Against the paper's Table II: "+t.Citation, 100))
 	fmt.Fprintln(w, wrap("Published setup: "+t.Setup, 100))
 	fmt.Fprintln(w, wrap(t.Note, 100))
-	fmt.Fprintln(w, "Counts out of N decisions (Extra is a sum of replays); diff = run − paper.")
+	for _, m := range pc.Matches {
+		fmt.Fprintf(w, "Run model %s is %s by its %s %s.\n", m.Model, m.PaperModel, m.By, m.Value)
+	}
+	fmt.Fprintf(w, "Counts out of N decisions (Extra is a sum of replays); diff = run − paper; p = Fisher's exact test of\n")
+	fmt.Fprintf(w, "the run's count against the paper's; verdict at %g%% after Holm over the cell's six columns.\n", 100*pc.Level)
+	fmt.Fprintln(w, wrap("Caveat: "+pc.Caveat, 100))
 	fmt.Fprintln(w)
 	tw := newTable(w)
-	fmt.Fprintln(tw, "paper model\tcondition\tsource\tN\tStrict\tCover\tRetry\tInvalid\tAnyFS\tTermFS\tExtra")
+	fmt.Fprintln(tw, "paper model\tcondition\tsource\tN\tStrict\tCover\tRetry\tInvalid\tAnyFS\tTermFS\tExtra\tverdict")
 	line := func(a, b, c string, n []int) {
 		fmt.Fprintf(tw, "%s\t%s\t%s", a, b, c)
 		for _, x := range n {
@@ -184,6 +307,13 @@ func WriteAgainst(w io.Writer, t *PaperTable, pc *PaperComparison) error {
 			}
 		}
 		fmt.Fprintln(tw)
+		if len(r.Tests) > 0 {
+			fmt.Fprintf(tw, "\t\tp\t")
+			for _, ct := range r.Tests {
+				fmt.Fprintf(tw, "\t%s", PValue(float64(ct.P)))
+			}
+			fmt.Fprintf(tw, "\t\t%s\n", Verdict(r.Consistent, pc.Level))
+		}
 		nDiffers = nDiffers || r.Diff.N != 0
 	}
 	if err := tw.Flush(); err != nil {
@@ -195,11 +325,22 @@ func WriteAgainst(w io.Writer, t *PaperTable, pc *PaperComparison) error {
 	if len(pc.Unmatched) > 0 {
 		var names []string
 		for _, m := range t.Models {
-			names = append(names, m.Name+" = "+strings.Join(m.Aliases, " | "))
+			names = append(names, m.Name+" = model id "+strings.Join(m.ModelIDs, " | ")+", label "+strings.Join(m.Labels, " | "))
 		}
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, wrap(fmt.Sprintf("Run models not in the paper: %s. A run model is matched by its label or backend model id: %s.",
+		fmt.Fprintln(w, wrap(fmt.Sprintf("Run models not in the paper: %s. A run model is matched by its pinned digest or backend model id (by its label only with -match-label): %s.",
 			strings.Join(pc.Unmatched, ", "), strings.Join(names, "; ")), 100))
 	}
 	return nil
+}
+
+// Verdict says whether a cell is consistent with the paper at level.
+func Verdict(ok *bool, level float64) string {
+	switch {
+	case ok == nil:
+		return "—"
+	case *ok:
+		return fmt.Sprintf("consistent at %g%%", 100*level)
+	}
+	return fmt.Sprintf("not consistent at %g%%", 100*level)
 }

@@ -126,6 +126,7 @@ var warningTags = []struct {
 	{stats.Skipped, "some resamples drew only servers with no decisions in the denominator and were skipped"},
 	{stats.SmallB, "too few resamples for the confidence level"},
 	{stats.NoPairs, "no decision pairs to compare"},
+	{stats.Coarse, "too few scenarios or servers differ for a sign-flip test to reach p < 0.05"},
 	{stats.Undefined, "no estimate (empty denominator)"},
 }
 
@@ -164,22 +165,39 @@ func writeLegend(w io.Writer, seen map[string]bool) {
 	}
 }
 
-// WriteIntervals prints every cell's rates with their Wilson and cluster-
-// bootstrap intervals (in percent), one line per (cell, rate), then the
-// paired comparisons and the reading of selective accuracy.
+// IntervalName is the per-cell interval's name in tables: Wilson or
+// Clopper-Pearson.
+func IntervalName(method string) string {
+	if method == IntervalClopperPearson {
+		return "Clopper-Pearson"
+	}
+	return "Wilson"
+}
+
+// WriteIntervals prints every cell's rates with their Wilson (or
+// Clopper–Pearson) and cluster-bootstrap intervals (in percent), one line
+// per (cell, rate), then the paired comparisons and the reading of
+// selective accuracy.
 func WriteIntervals(w io.Writer, an *Analysis) error {
 	bi := an.Bootstrap
-	fmt.Fprintf(w, "Rates in %% with %g%% intervals: Wilson score (no continuity correction) and percentile\n", 100*bi.Conf)
+	if an.Interval == IntervalClopperPearson {
+		fmt.Fprintf(w, "Rates in %% with %g%% intervals: Clopper-Pearson (exact, R's binom.test) and percentile\n", 100*bi.Conf)
+	} else {
+		fmt.Fprintf(w, "Rates in %% with %g%% intervals: Wilson score (no continuity correction) and percentile\n", 100*bi.Conf)
+	}
 	fmt.Fprintf(w, "cluster bootstrap resampling the %d servers with replacement (B = %d, seed %d).\n", bi.Clusters, bi.B, bi.Seed)
 	fmt.Fprintln(w, "Strict/Cover is selective accuracy: Strict out of the Cover decisions.")
 	if slices.ContainsFunc(an.Cells, func(c CellStats) bool { return c.LabN > 0 }) {
 		fmt.Fprintln(w, "Recovered and Harm are out of the decisions with lab outcomes (replay: live); Calls and LabMS are")
-		fmt.Fprintln(w, "means per such decision (tool calls; lab-clock ms), with a bootstrap interval and no Wilson interval.")
+		fmt.Fprintf(w, "means per such decision (tool calls; lab-clock ms), with a bootstrap interval and no %s interval.\n", IntervalName(an.Interval))
+	}
+	for _, c := range an.Caveats {
+		fmt.Fprintln(w, wrap("Caveat: "+c, 100))
 	}
 	fmt.Fprintln(w)
 	seen := map[string]bool{}
 	tw := newTable(w)
-	fmt.Fprintln(tw, "model\tprompt\tcondition\trate\tk/n\test\tWilson\tbootstrap\tnotes")
+	fmt.Fprintf(tw, "model\tprompt\tcondition\trate\tk/n\test\t%s\tbootstrap\tnotes\n", IntervalName(an.Interval))
 	for _, c := range an.Cells {
 		for _, key := range RateKeys {
 			est := c.Rates.At(key)
@@ -187,44 +205,53 @@ func WriteIntervals(w io.Writer, an *Analysis) error {
 				continue
 			}
 			k, n := rateCounts(&c.Cell, key)
-			wilson := "—"
-			if b := c.Wilson.At(key); b != nil {
-				wilson = interval(*b)
+			ci := "—"
+			if b := c.CI.At(key); b != nil {
+				ci = interval(*b)
 			}
 			boot := "—"
 			if b := c.Bootstrap.At(key); b != nil {
 				boot = rateInterval(key, *b)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", c.Model, c.Prompt, c.Condition, RateLabel(key), k, n,
-				FormatRate(key, float64(*est)), wilson, boot, tags(c.Bootstrap.Warnings[key], seen))
+				FormatRate(key, float64(*est)), ci, boot, tags(c.Bootstrap.Warnings[key], seen))
 		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
-	WritePairs(w, an.Pairs, seen)
+	WritePairs(w, an.Pairs, an.Family, seen)
 	if len(seen) > 0 {
-		fmt.Fprintln(w, "\nNotes on bootstrap intervals:")
+		fmt.Fprintln(w, "\nNotes on bootstrap intervals and tests:")
 		writeLegend(w, seen)
 	}
 	fmt.Fprintln(w)
 	return WriteReading(w, an.Cells)
 }
 
-// WritePairs prints the paired comparisons, one line each.
-func WritePairs(w io.Writer, pairs []Pair, seen map[string]bool) error {
-	fmt.Fprintln(w, "Paired differences A − B (pairs matched on model, prompt, scenario and replicate; no pooling")
-	fmt.Fprintln(w, "across models or conditions): A+B− and A−B+ are the discordant pairs, p the exact two-sided")
-	fmt.Fprintln(w, "McNemar test, the interval a percentile cluster bootstrap of the difference (percentage points).")
-	fmt.Fprintln(w, "* marks the predeclared comparisons.")
+// PairsLegend explains the columns of the paired-comparison tables.
+const PairsLegend = "A+B− and A−B+ are the discordant pairs. McNemar p is the exact two-sided McNemar test, " +
+	"which takes every pair as independent; flip p (scenario) and flip p (server) are sign-flip randomization tests " +
+	"that take the scenario, or the server, as the exchangeable unit, so they stay valid when the replicates of a " +
+	"scenario are correlated (exact when feasible, else Monte Carlo). Holm and BH are the scenario-level flip " +
+	"p-values adjusted over the family (Holm: family-wise error; Benjamini-Hochberg: false discovery rate). " +
+	"bootstrap is the percentile cluster bootstrap of the difference over the servers, boot-t the studentized one " +
+	"(percentage points)."
+
+// WritePairs prints the paired comparisons, one line each, with the
+// multiplicity-adjusted p-values of the family fam.
+func WritePairs(w io.Writer, pairs []Pair, fam FamilyInfo, seen map[string]bool) error {
+	fmt.Fprintln(w, wrap("Paired differences A − B (pairs matched on scenario and replicate within the fixed factors; "+
+		"no pooling across them). "+PairsLegend+" * marks the predeclared comparisons.", 100))
+	fmt.Fprintln(w, wrap(fmt.Sprintf("Family for the adjusted p-values: %s (%d comparisons with a p-value).", familyName(fam.Declared), fam.Size), 100))
 	fmt.Fprintln(w)
 	if len(pairs) == 0 {
-		fmt.Fprintln(w, "(no arm has both conditions of any comparison)")
+		fmt.Fprintln(w, "(no arm has both levels of any comparison)")
 		return nil
 	}
 	tw := newTable(w)
-	fmt.Fprintln(tw, "model\tprompt\tA − B\tcolumn\tpairs\tA\tB\tdiff\tA+B−\tA−B+\tMcNemar p\tbootstrap\tnotes")
+	fmt.Fprintln(tw, "factor\twithin\tA − B\tcolumn\tpairs\tA\tB\tdiff\tA+B−\tA−B+\tMcNemar p\tflip p (scenario)\tflip p (server)\tHolm p\tBH p\tbootstrap\tboot-t\tnotes")
 	for _, p := range pairs {
 		star := ""
 		if p.Predeclared {
@@ -233,11 +260,23 @@ func WritePairs(w io.Writer, pairs []Pair, seen map[string]bool) error {
 		if p.Isolates != "" {
 			star += " " + p.Isolates
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s − %s%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\n", p.Model, p.Prompt, p.A, p.B, star,
+		fmt.Fprintf(tw, "%s\t%s\t%s − %s%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Factor, p.Within(), p.A, p.B, star,
 			p.Column.Label(), p.N, p.CountA, p.CountB, SignedPct(float64(p.Diff)), p.DiscordantAB, p.DiscordantBA,
-			PValue(float64(p.McNemarP)), signedInterval(p.Bootstrap), pairNotes(p.PairStats, seen))
+			PValue(float64(p.McNemarP)), PValue(float64(p.FlipScenario.P)), PValue(float64(p.FlipServer.P)),
+			PValue(float64(p.Holm)), PValue(float64(p.BH)), signedInterval(p.Bootstrap), signedInterval(p.BootstrapT), pairNotes(p.PairStats, seen))
 	}
 	return tw.Flush()
+}
+
+// familyName says which pairs a declared family holds.
+func familyName(f string) string {
+	switch f {
+	case FamilyPredeclared:
+		return "the predeclared comparisons"
+	case FamilyRequested:
+		return "the requested (-pair) comparisons"
+	}
+	return "every comparison listed (predeclared and requested)"
 }
 
 func pairNotes(p PairStats, seen map[string]bool) string {

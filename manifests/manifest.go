@@ -17,6 +17,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/goccy/go-yaml"
@@ -75,6 +76,13 @@ type Manifest struct {
 	ToolCalls string `yaml:"tool_calls,omitempty" json:"tool_calls,omitempty"`
 	// Models are the systems under test.
 	Models []Model `yaml:"models" json:"models"`
+	// Comparisons declare paired comparisons before the run, beyond the
+	// predeclared ones of STUDY.md section 4, as "FACTOR:A,B[,COLUMN]"
+	// with FACTOR condition, prompt or model and A, B conditions, prompts
+	// or models of this manifest (see stress analyze -pair). analyze and
+	// report compute them as predeclared: they join the family whose
+	// p-values are adjusted together.
+	Comparisons []string `yaml:"comparisons,omitempty" json:"comparisons,omitempty"`
 	// MaxInFlight caps the model calls in flight across all models and
 	// endpoints, 1 to 4096. Absent from the manifest (0 here), it is the
 	// sum of every model's slots, parallel × endpoints, so only the
@@ -389,6 +397,11 @@ func Parse(source string, data []byte) (*Manifest, error) {
 	if m.Replicates < 1 || m.Replicates > 100000 {
 		bad("replicates", "want 1 to 100000, got %d", m.Replicates)
 	}
+	for i, c := range m.Comparisons {
+		if why := m.checkComparison(c); why != "" {
+			bad(fmt.Sprintf("comparisons[%d]", i), "%s: %s", input.Quote(c), why)
+		}
+	}
 	if m.Temperature < 0 || m.Temperature > 2 {
 		bad("temperature", "want 0 to 2, got %v", m.Temperature)
 	}
@@ -510,4 +523,44 @@ func (t TransportSpec) Check() error {
 		return fmt.Errorf("breaker_after and breaker_pause_s must not be negative")
 	}
 	return nil
+}
+
+// checkComparison returns why comparison c (FACTOR:A,B[,COLUMN]) is not
+// one the manifest can run, or "". The column is checked by the analysis.
+func (m *Manifest) checkComparison(c string) string {
+	factor, rest, ok := strings.Cut(c, ":")
+	if !ok {
+		return "want FACTOR:A,B[,COLUMN] with FACTOR condition, prompt or model"
+	}
+	parts := strings.Split(rest, ",")
+	if len(parts) < 2 || len(parts) > 3 {
+		return "want FACTOR:A,B[,COLUMN]"
+	}
+	a, b := strings.TrimSpace(parts[0]), strings.TrimSpace(parts[1])
+	if a == b {
+		return "the two levels are the same"
+	}
+	var levels []string
+	switch strings.TrimSpace(factor) {
+	case "condition":
+		for _, x := range m.Conditions {
+			levels = append(levels, string(x))
+		}
+	case "prompt":
+		for _, x := range m.Prompts {
+			levels = append(levels, x.Name)
+		}
+	case "model":
+		for _, x := range m.Models {
+			levels = append(levels, x.Name)
+		}
+	default:
+		return fmt.Sprintf("unknown factor %s (want condition, prompt or model)", input.Quote(factor))
+	}
+	for _, l := range []string{a, b} {
+		if !slices.Contains(levels, l) {
+			return fmt.Sprintf("%s is not one of the manifest's %ss %v", input.Quote(l), strings.TrimSpace(factor), levels)
+		}
+	}
+	return ""
 }

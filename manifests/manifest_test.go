@@ -108,6 +108,10 @@ func TestParseRejects(t *testing.T) {
 		{"act without live", "replay_cap: 3", "replay_cap: 3\ntask: act", `field task: "act" needs replay: "live" (the calls run on a live environment), got replay ""`},
 		{"tool_calls", "replay_cap: 3", "replay_cap: 3\nreplay: live\ntask: act\ntool_calls: json", `field tool_calls: want "text" (the default) or "native", got "json"`},
 		{"native without act", "replay_cap: 3", "replay_cap: 3\ntool_calls: native", `field tool_calls: "native" needs task: "act"`},
+		{"comparison factor", "replicates: 5", "replicates: 5\ncomparisons: [\"dose:a,b\"]", `field comparisons[0]: "dose:a,b": unknown factor "dose"`},
+		{"comparison form", "replicates: 5", "replicates: 5\ncomparisons: [normalized]", `field comparisons[0]: "normalized": want FACTOR:A,B[,COLUMN]`},
+		{"comparison level", "replicates: 5", "replicates: 5\ncomparisons: [\"prompt:reason,default\"]", `field comparisons[0]: "prompt:reason,default": "reason" is not one of the manifest's prompts [default]`},
+		{"comparison same", "replicates: 5", "replicates: 5\ncomparisons: [\"model:always_stop,always_stop\"]", `the two levels are the same`},
 		{"bad yaml", "replicates: 5", "replicates: [5", "m.yaml"},
 		{"wrong type", "replicates: 5", "replicates: five", "m.yaml"},
 	} {
@@ -119,6 +123,10 @@ func TestParseRejects(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "m.yaml") {
 			t.Errorf("%s: error %v\n want it to name m.yaml and contain %q", tc.name, err, tc.want)
 		}
+	}
+	cm, err := Parse("m.yaml", []byte(strings.Replace(good, "replicates: 5", "replicates: 5\ncomparisons: [\"condition:prose,normalized,cover\", \"model:always_stop,code_registry\"]", 1)))
+	if err != nil || len(cm.Comparisons) != 2 || cm.Comparisons[1] != "model:always_stop,code_registry" {
+		t.Errorf("comparisons: %v, %v", cm, err)
 	}
 	m, err := Parse("m.yaml", []byte(strings.Replace(good, "    model: always_stop", "    model: always_stop\n    format: {type: object, required: [recovery_policy]}", 1)))
 	if err != nil {

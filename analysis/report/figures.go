@@ -143,7 +143,7 @@ func armTitle(a analysis.Arm, arms []analysis.Arm) string {
 func strictCover(an *analysis.Analysis) (Figure, error) {
 	arms, by := armCells(an.Cells)
 	f := Figure{Name: "strict-cover", Title: "Strict and Cover per model and condition",
-		Caption: fmt.Sprintf("Strict (circles) and Cover (squares) in %% of N decisions per condition, with Wilson %g%% score intervals; one panel per model.", 100*an.Bootstrap.Conf)}
+		Caption: fmt.Sprintf("Strict (circles) and Cover (squares) in %% of N decisions per condition, with %s %g%% intervals; one panel per model.", analysis.IntervalName(an.Interval), 100*an.Bootstrap.Conf)}
 	counted := false
 	for _, c := range an.Cells {
 		counted = counted || c.N > 0
@@ -182,7 +182,7 @@ func strictCover(an *analysis.Analysis) (Figure, error) {
 			pts := errPoints{XYs: make(plotter.XYs, 0, len(cells)), YErrors: make(plotter.YErrors, 0, len(cells))}
 			for x, c := range cells {
 				est := float64(*c.Rates.At(key))
-				b := *c.Wilson.At(key)
+				b := *c.CI.At(key)
 				if !b.Defined() {
 					continue
 				}

@@ -37,6 +37,7 @@ type Input struct {
 	Analysis *analysis.Analysis
 	Paper    *analysis.PaperTable      // with Against: the published table, or nil
 	Against  *analysis.PaperComparison // nil: no comparison section
+	Power    *analysis.Power           // nil: no power section
 	Profile  *Profile                  // nil: ProfileNote says why
 	// ProfileNote explains a missing profile table.
 	ProfileNote string
@@ -65,6 +66,13 @@ func Write(dir string, in *Input) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if in.Power != nil {
+		f, err := PowerFigure(in.Power)
+		if err != nil {
+			return nil, fmt.Errorf("figure power: %w", err)
+		}
+		figs = append(figs, f)
+	}
 	if err := os.MkdirAll(filepath.Join(dir, FigureDir), 0o755); err != nil {
 		return nil, err
 	}
@@ -87,7 +95,7 @@ func Write(dir string, in *Input) ([]string, error) {
 			return written, err
 		}
 	}
-	for _, name := range figureNames {
+	for _, name := range append(slices.Clone(figureNames), PowerFigureName) {
 		if drawn[name] {
 			continue
 		}
@@ -145,6 +153,7 @@ func (*Table) block()     {}
 func (*FigureRef) block() {}
 
 func (d *Doc) h2(s string) { d.Blocks = append(d.Blocks, &Heading{2, s}) }
+func (d *Doc) h3(s string) { d.Blocks = append(d.Blocks, &Heading{3, s}) }
 func (d *Doc) p(format string, a ...any) {
 	d.Blocks = append(d.Blocks, &Para{fmt.Sprintf(format, a...)})
 }
@@ -206,8 +215,15 @@ func Build(in *Input, figs []Figure) *Doc {
 	d.counts(an)
 
 	d.h2("Rates and intervals")
-	d.p("Rates in %% of N with %g%% intervals. Wilson: score interval without continuity correction. Bootstrap: percentile cluster bootstrap resampling the %d servers (the corpus' clusters) with replacement, B = %d, seed %d, the same seed for every interval.",
-		100*an.Bootstrap.Conf, an.Bootstrap.Clusters, an.Bootstrap.B, an.Bootstrap.Seed)
+	ciText := "Wilson: score interval without continuity correction."
+	if an.Interval == analysis.IntervalClopperPearson {
+		ciText = "Clopper-Pearson: the exact interval from Beta quantiles (R's `binom.test`), at least the nominal coverage for every rate."
+	}
+	d.p("Rates in %% of N with %g%% intervals. %s Bootstrap: percentile cluster bootstrap resampling the %d servers (the corpus' clusters) with replacement, B = %d, seed %d, the same seed for every interval.",
+		100*an.Bootstrap.Conf, ciText, an.Bootstrap.Clusters, an.Bootstrap.B, an.Bootstrap.Seed)
+	for _, c := range an.Caveats {
+		d.p("Caveat: %s", c)
+	}
 	if lab(an) {
 		d.p("Recovered and Harm are in %% of the decisions with lab outcomes; Calls and LabMS are means per such decision (tool calls; lab-clock ms) with a bootstrap interval of the mean and no Wilson interval.")
 	}
@@ -215,10 +231,11 @@ func Build(in *Input, figs []Figure) *Doc {
 	d.fig(fig("strict-cover"))
 
 	d.h2("Paired comparisons")
-	d.p("Differences A − B in percentage points between two conditions of the same model and prompt, over decisions matched on scenario and replicate (the seeds are paired across conditions). A+B− and A−B+ are the discordant pairs; p is the exact two-sided McNemar test; the interval is the cluster bootstrap of the difference (per server: N = pairs, Sum = Σ(aᵢ − bᵢ)). Predeclared: code_only − normalized (the only answer-free comparison) and structured − prose (two disclosures of the answer), on Strict.")
+	d.p("Differences A − B in percentage points between two levels of a factor (conditions of the same model and prompt; prompts of the same model and condition; models under the same prompt and condition), over decisions matched on scenario and replicate (the seeds are paired). %s Predeclared: code_only − normalized (the only answer-free comparison) and structured − prose (two disclosures of the answer), on Strict. One subsection per contrast.", analysis.PairsLegend)
 	if slices.ContainsFunc(an.Pairs, func(p analysis.Pair) bool { return p.Isolates != "" }) {
 		d.p("The conditions of the format × wording × failure-statement factorial and the category contract's delivery channels add predeclared comparisons on Strict, each named with what it isolates: format (JSON − one sentence) at a fixed wording and statement, wording (the exact label − a fixed paraphrase) at a fixed format and statement, the failure statement (with − without) at a fixed format and wording, and a dropped channel (structuredContent only or the text copy only − both).")
 	}
+	d.p("Family for the adjusted p-values: %s; %d comparisons with a p-value, adjusted together.", familyText(an.Family.Declared), an.Family.Size)
 	d.pairs(an)
 
 	d.h2("Selective accuracy and stopping")
@@ -240,6 +257,11 @@ func Build(in *Input, figs []Figure) *Doc {
 		d.against(in.Paper, in.Against)
 	}
 
+	if in.Power != nil {
+		d.h2("Power and design")
+		PowerSection(d, in.Power, fig(PowerFigureName))
+	}
+
 	d.h2("Actionability profile (Table I)")
 	if in.Profile != nil {
 		d.profile(in.Profile)
@@ -251,7 +273,10 @@ func Build(in *Input, figs []Figure) *Doc {
 	d.h2("Methods")
 	d.p("Wilson (1927) score interval: the p whose score test |p̂ − p| / sqrt(p(1 − p)/n) ≤ z does not reject, z = Φ⁻¹(0.975) for 95%%; equal to R's `prop.test(k, n, correct = FALSE)`. Selective accuracy uses k = Strict, n = Cover.")
 	d.p("Cluster bootstrap: each of B resamples draws as many servers as the cell has, uniformly with replacement, keeping each server's decisions together, and computes the ratio of the drawn servers' summed counts to their summed denominators, from per-server sufficient statistics (O(servers) per resample); the interval is the %g%% percentile interval with Hyndman–Fan type-7 quantiles (Efron & Tibshirani 1993; Davison & Hinkley 1997, §3.8). Warnings travel with the values: fewer than 5 servers, every resample equal (degenerate), resamples with an empty denominator skipped.", 100*an.Bootstrap.Conf)
-	d.p("McNemar (1947) exact test: under H₀ the discordant pairs split as Binomial(b + c, 1/2); p = min(1, 2·P(X ≤ min(b, c))), equal to R's `binom.test(min(b, c), b + c)`. The tables round; the JSON output of `stress analyze -json` and `stress compare -json` prints every number at full precision (the shortest decimal that reads back as the same float64).")
+	d.p("Studentized cluster bootstrap (boot-t): each resample's difference is standardized by its own cluster-robust (CR1) standard error, and the interval is the estimate minus the resampled t quantiles times the sample's standard error (Efron & Tibshirani 1993, ch. 12), clipped to ±100 points. In 1,000 simulated studies of the paper's design (10 servers, 21 scenarios, 5 replicates, known effect and within-scenario correlation) the percentile interval covered 89–92%% and the studentized one 93.5–96%% for a nominal 95%% (`go test ./analysis/stats -run Coverage -stats.coverage`).")
+	d.p("Sign-flip randomization test: per cluster (scenario or server) the sum of the pairs' differences; under H₀ each cluster's sign is a fair coin whatever the correlation inside it (Fisher 1935; Good 2005), so p = P(|Σ±dᵢ| ≥ |Σdᵢ|), exact by convolution of the integer sums (Monte Carlo, p = (1 + hits)/(1 + draws), only beyond 5·10⁷ steps). With m clusters that differ no p is below 2^(1−m): `coarse` marks tests that cannot reach the level. With one pair per cluster it is McNemar's test.")
+	d.p("Multiplicity: Holm (1979) step-down and Benjamini–Hochberg (1995) step-up adjustments of the scenario-level sign-flip p-values over the declared family, equal to R's `p.adjust(p, \"holm\")` and `p.adjust(p, \"BH\")`.")
+	d.p("McNemar (1947) exact test: under H₀ the discordant pairs split as Binomial(b + c, 1/2); p = min(1, 2·P(X ≤ min(b, c))), equal to R's `binom.test(min(b, c), b + c)`. It takes the pairs as independent, which the replicates of a scenario are not. The tables round; the JSON output of `stress analyze -json` and `stress compare -json` prints every number at full precision (the shortest decimal that reads back as the same float64).")
 	return d
 }
 
@@ -334,7 +359,7 @@ func (d *Doc) rates(an *analysis.Analysis) {
 	notes := map[string]bool{}
 	for _, c := range an.Cells {
 		est := []string{c.Model, c.Prompt, string(c.Condition), "estimate"}
-		wil := []string{"", "", "", "Wilson"}
+		wil := []string{"", "", "", analysis.IntervalName(an.Interval)}
 		boot := []string{"", "", "", "bootstrap"}
 		for _, k := range keys {
 			format := func(x float64) string { return analysis.FormatRate(k, x) }
@@ -344,7 +369,7 @@ func (d *Doc) rates(an *analysis.Analysis) {
 			}
 			est = append(est, format(float64(*c.Rates.At(k))))
 			w := "—"
-			if b := c.Wilson.At(k); b != nil {
+			if b := c.CI.At(k); b != nil {
 				w = ival(*b, format)
 			}
 			wil = append(wil, w)
@@ -402,40 +427,82 @@ func contains(ss []string, s string) bool {
 
 func (d *Doc) pairs(an *analysis.Analysis) {
 	if len(an.Pairs) == 0 {
-		d.p("No model and prompt has both conditions of any comparison.")
+		d.p("No combination of the other factors has both levels of any comparison.")
 		return
 	}
-	t := &Table{Header: []string{"model", "prompt", "A − B", "column", "pairs", "A", "B", "diff (pp)", "A+B−", "A−B+", "McNemar p", "bootstrap (pp)", "unpaired"},
-		Right: []bool{false, false, false, false, true, true, true, true, true, true, true, true, true}}
-	notes := map[string]bool{}
+	var specs []string
 	for _, p := range an.Pairs {
-		name := fmt.Sprintf("%s − %s", p.A, p.B)
+		if !contains(specs, p.Spec) {
+			specs = append(specs, p.Spec)
+		}
+	}
+	notes := map[string]bool{}
+	for _, spec := range specs {
+		var rows []analysis.Pair
+		for _, p := range an.Pairs {
+			if p.Spec == spec {
+				rows = append(rows, p)
+			}
+		}
+		first := rows[0]
+		title := fmt.Sprintf("%s: %s − %s on %s", first.Factor, first.A, first.B, first.Column.Label())
 		switch {
-		case p.Isolates != "":
-			name += " (predeclared: " + p.Isolates + ")"
-		case p.Predeclared:
-			name += " (predeclared)"
+		case first.Isolates != "":
+			title += " (predeclared: " + first.Isolates + ")"
+		case first.Predeclared:
+			title += " (predeclared)"
 		}
-		b := ival(p.Bootstrap, analysis.SignedPct)
-		for _, w := range p.Warnings {
-			notes[analysis.Tag(w)] = true
-		}
-		if len(p.Warnings) > 0 && b != "—" {
+		d.h3(title)
+		t := &Table{Header: []string{"within", "pairs", "A", "B", "diff (pp)", "A+B−", "A−B+", "McNemar p", "flip p (scenario)", "flip p (server)", "Holm p", "BH p", "bootstrap (pp)", "boot-t (pp)", "unpaired"},
+			Right: []bool{false, true, true, true, true, true, true, true, true, true, true, true, true, true, true}}
+		for _, p := range rows {
+			b := ival(p.Bootstrap, analysis.SignedPct)
 			var tags []string
 			for _, w := range p.Warnings {
-				if tg := analysis.Tag(w); !contains(tags, tg) && tg != string(stats.Degenerate) {
+				tg := analysis.Tag(w)
+				notes[tg] = true
+				if !contains(tags, tg) && tg != string(stats.Degenerate) {
 					tags = append(tags, tg)
 				}
 			}
-			if len(tags) > 0 {
+			if len(tags) > 0 && b != "—" {
 				b += " (" + strings.Join(tags, ", ") + ")"
 			}
+			t.Rows = append(t.Rows, []string{p.Within(), itoa(p.N), itoa(p.CountA), itoa(p.CountB),
+				analysis.SignedPct(float64(p.Diff)), itoa(p.DiscordantAB), itoa(p.DiscordantBA), analysis.PValue(float64(p.McNemarP)),
+				analysis.PValue(float64(p.FlipScenario.P)), analysis.PValue(float64(p.FlipServer.P)),
+				analysis.PValue(float64(p.Holm)), analysis.PValue(float64(p.BH)), b, ival(p.BootstrapT, analysis.SignedPct), itoa(p.Unpaired)})
 		}
-		t.Rows = append(t.Rows, []string{p.Model, p.Prompt, name, p.Column.Label(), itoa(p.N), itoa(p.CountA), itoa(p.CountB),
-			analysis.SignedPct(float64(p.Diff)), itoa(p.DiscordantAB), itoa(p.DiscordantBA), analysis.PValue(float64(p.McNemarP)), b, itoa(p.Unpaired)})
+		d.table(t)
 	}
-	d.table(t)
 	d.notes(notes)
+}
+
+// familyText says which comparisons a declared family holds.
+func familyText(f string) string {
+	switch f {
+	case analysis.FamilyPredeclared:
+		return "the predeclared comparisons"
+	case analysis.FamilyRequested:
+		return "the requested (-pair) comparisons"
+	}
+	return "every comparison below (predeclared and requested)"
+}
+
+// PowerSection adds the power table, the contrasts' models and the
+// figure f (may be nil) to d.
+func PowerSection(d *Doc, pw *analysis.Power, f *Figure) {
+	d.p("%s", analysis.PowerText(pw))
+	for _, c := range pw.Curves {
+		d.p("%s: rate of B %s%%, intra-scenario correlation %.3g, arm correlation %.3g (%s).", c.Name, analysis.Pct(c.Base), c.ICC, c.ArmCorr, c.Source)
+	}
+	t := &Table{Header: analysis.PowerHeader, Right: []bool{false, true, true, true, true, true, true, true, true}}
+	t.Rows = analysis.PowerRows(pw)
+	d.table(t)
+	for _, s := range analysis.SmallestDesign(pw, 0.8) {
+		d.p("%s", s)
+	}
+	d.fig(f)
 }
 
 func (d *Doc) selective(an *analysis.Analysis) {
@@ -444,7 +511,7 @@ func (d *Doc) selective(an *analysis.Analysis) {
 		Right: []bool{false, false, false, true, true, true, true}}
 	for _, c := range an.Cells {
 		t.Rows = append(t.Rows, []string{c.Model, c.Prompt, string(c.Condition), fmt.Sprintf("%d/%d", c.Strict, c.Cover),
-			analysis.Pct(float64(c.Rates.Selective)), ival(c.Wilson.Selective, analysis.Pct), ival(c.Bootstrap.Selective, analysis.Pct)})
+			analysis.Pct(float64(c.Rates.Selective)), ival(c.CI.Selective, analysis.Pct), ival(c.Bootstrap.Selective, analysis.Pct)})
 	}
 	d.table(t)
 	d.p("%s", analysis.Reading)
@@ -462,8 +529,12 @@ func (d *Doc) selective(an *analysis.Analysis) {
 func (d *Doc) against(t *analysis.PaperTable, pc *analysis.PaperComparison) {
 	d.p("Source: %s", t.Citation)
 	d.p("Published setup: %s %s", t.Setup, t.Note)
-	tb := &Table{Header: []string{"paper model", "condition", "source", "N", "Strict", "Cover", "Retry", "Invalid", "AnyFS", "TermFS", "Extra"},
-		Right: []bool{false, false, false, true, true, true, true, true, true, true, true}}
+	for _, m := range pc.Matches {
+		d.p("Run model %s is %s by its %s `%s`.", m.Model, m.PaperModel, m.By, m.Value)
+	}
+	d.p("p: Fisher's exact test of the run's count against the paper's (two-sided); verdict at %g%% after Holm over the cell's six columns. Caveat: %s", 100*pc.Level, pc.Caveat)
+	tb := &Table{Header: []string{"paper model", "condition", "source", "N", "Strict", "Cover", "Retry", "Invalid", "AnyFS", "TermFS", "Extra", "verdict"},
+		Right: []bool{false, false, false, true, true, true, true, true, true, true, true, false}}
 	row := func(a, b, c string, n analysis.Counts, signed bool) []string {
 		r := []string{a, b, c}
 		for _, x := range []int{n.N, n.Strict, n.Cover, n.Retry, n.Invalid, n.AnyFS, n.TerminalFS, n.Extra} {
@@ -473,16 +544,23 @@ func (d *Doc) against(t *analysis.PaperTable, pc *analysis.PaperComparison) {
 				r = append(r, itoa(x))
 			}
 		}
-		return r
+		return append(r, "")
 	}
 	for _, l := range pc.Rows {
 		tb.Rows = append(tb.Rows, row(l.PaperModel, l.Condition, "paper", l.Paper, false))
 		if l.Run == nil {
-			tb.Rows = append(tb.Rows, []string{"", "", "run: no such cell", "—", "—", "—", "—", "—", "—", "—", "—"})
+			tb.Rows = append(tb.Rows, []string{"", "", "run: no such cell", "—", "—", "—", "—", "—", "—", "—", "—", ""})
 			continue
 		}
 		tb.Rows = append(tb.Rows, row("", "", "run "+l.Model+"/"+l.Prompt, *l.Run, false))
 		tb.Rows = append(tb.Rows, row("", "", "diff (run − paper)", *l.Diff, true))
+		if len(l.Tests) > 0 {
+			r := []string{"", "", "p (Fisher)", ""}
+			for _, ct := range l.Tests {
+				r = append(r, analysis.PValue(float64(ct.P)))
+			}
+			tb.Rows = append(tb.Rows, append(r, "", analysis.Verdict(l.Consistent, pc.Level)))
+		}
 	}
 	d.table(tb)
 	if len(pc.Unmatched) > 0 {

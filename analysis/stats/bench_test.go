@@ -36,3 +36,21 @@ func BenchmarkClusterBootstrap1M(b *testing.B) {
 		stats.ClusterBootstrap(cs, opt)
 	}
 }
+
+// BenchmarkSignFlipPaper: the exact scenario-level sign-flip test of one
+// paper-sized pair (21 scenarios of 5 replicates, sums −5…5).
+func BenchmarkSignFlipPaper(b *testing.B) {
+	d := []int{5, -1, 3, 0, 2, 4, -2, 1, 0, 5, 3, -3, 2, 1, 0, 4, 5, -1, 2, 3, 1}
+	for b.Loop() {
+		stats.SignFlip(d, stats.FlipOptions{})
+	}
+}
+
+// BenchmarkStudentized840: the studentized bootstrap of one paper cell,
+// B = 10000 (compare BenchmarkClusterBootstrap840).
+func BenchmarkStudentized840(b *testing.B) {
+	opt := stats.Options{B: 10000, Seed: 1, Method: stats.Studentized}
+	for b.Loop() {
+		stats.ClusterBootstrap(paperCell, opt)
+	}
+}

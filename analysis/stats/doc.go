@@ -1,7 +1,10 @@
 // Package stats holds the small numeric routines behind the paper's
-// sensitivity analyses (STUDY.md §4): Wilson score intervals for a cell's
-// proportion, the exact McNemar test for a paired difference, and a
-// percentile cluster bootstrap that resamples servers; and, for coding
+// sensitivity analyses (STUDY.md §4): Wilson score and Clopper–Pearson
+// intervals for a cell's proportion, the exact McNemar test and the
+// cluster sign-flip randomization test for a paired difference, a
+// percentile and a studentized cluster bootstrap that resample servers,
+// Holm and Benjamini–Hochberg adjustments for a family of tests, and
+// Fisher's exact test of two counts; and, for coding
 // reliability, the agreement of two coders (raw agreement, Cohen's kappa,
 // Gwet's AC1, PABAK).
 //

@@ -14,6 +14,7 @@ const (
 	SmallB      WarningKind = "small-B"      // too few resamples for the confidence level
 	NoPairs     WarningKind = "no-pairs"     // no decision pairs to compare
 	Undefined   WarningKind = "undefined"    // no estimate or no interval (empty denominator, invalid input)
+	Coarse      WarningKind = "coarse"       // too few informative clusters for a randomization test to reach the level
 )
 
 // Warning is a statistical caveat attached to a value (never an error): its

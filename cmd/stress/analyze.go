@@ -16,7 +16,8 @@ import (
 func cmdAnalyze(fs *flag.FlagSet) action {
 	asJSON := fs.Bool("json", false, `print {"bootstrap":…,"cells":[…],"pairs":[…]} as JSON`)
 	sf := addStatFlags(fs, true)
-	against := fs.String("against", "", "print a published table next to the counts: `paper` (the paper's Table II)")
+	against := fs.String("against", "", "print a published table next to the counts, with a consistency test per cell: `paper` (the paper's Table II)")
+	matchLabel := fs.Bool("match-label", false, "with -against: also take a run model to be a paper model by its label (default: by pinned digest or backend model id only)")
 	partial := addPartialFlag(fs)
 	parser := fs.String("parser", "strict", "`lenient`: also re-parse every stored response with the lenient parser and print Invalid and Strict under both parsers, paired (the counts stay strict; strict prints them alone)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -24,12 +25,18 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
+		if *matchLabel && *against == "" {
+			return usageError("analyze: flag -match-label applies to -against paper")
+		}
 		lenient, err := parserFlag("analyze", *parser)
 		if err != nil {
 			return err
 		}
 		info, err := readBundleInfo("analyze", dir, *partial)
 		if err != nil {
+			return err
+		}
+		if err := declared("analyze", info, &opt); err != nil {
 			return err
 		}
 		ld, err := analysis.LoadBundle(dir, stderr)
@@ -49,7 +56,7 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 		var table *analysis.PaperTable
 		var pc *analysis.PaperComparison
 		if *against != "" {
-			if table, pc, err = againstPaper(info, cells); err != nil {
+			if table, pc, err = againstPaper(info, cells, *matchLabel); err != nil {
 				return err
 			}
 		}
@@ -120,11 +127,12 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 }
 
 // againstPaper sets the cells next to the paper's Table II, matching run
-// models by label or by the backend model id recorded in manifest.json.
-func againstPaper(info *analysis.BundleInfo, cells []results.Cell) (*analysis.PaperTable, *analysis.PaperComparison, error) {
+// models by the pinned digest or backend model id recorded in
+// manifest.json, and by label when matchLabel is set.
+func againstPaper(info *analysis.BundleInfo, cells []results.Cell, matchLabel bool) (*analysis.PaperTable, *analysis.PaperComparison, error) {
 	table, err := analysis.Paper()
 	if err != nil {
 		return nil, nil, err
 	}
-	return table, table.Against(cells, info.ModelIDs()), nil
+	return table, table.Against(cells, info.RunModels(), analysis.AgainstOptions{MatchLabel: matchLabel}), nil
 }

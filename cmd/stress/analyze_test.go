@@ -99,6 +99,10 @@ func (m *mockModel) Generate(ctx context.Context, req models.Request) (models.Re
 	}
 	cond := conditionOf(req.Messages[1].Content)
 	p := mockKinds[m.kind][cond]
+	// The "reason" prompt (promptBundle) improves a kind that has a -v2.
+	if v2, ok := mockKinds[m.kind+"-v2"]; ok && strings.Contains(req.Messages[0].Content, reasonMarker) {
+		p = v2[cond]
+	}
 	x := hash01(m.kind, req.Seed)
 	if hash01(m.kind, req.Seed, string(cond)) > 0.7 {
 		x = hash01(m.kind, req.Seed, string(cond), "own")
@@ -160,7 +164,12 @@ func init() {
 // (20260101T000000Z-mock) are fixed.
 func mockBundle(t *testing.T, kinds map[string]string, replicates int, corpus func([]study.Scenario) []study.Scenario) string {
 	t.Helper()
-	plan := mockPlan(t, kinds, replicates, corpus)
+	return runMockPlan(t, mockPlan(t, kinds, replicates, corpus))
+}
+
+// runMockPlan runs a mock plan into a bundle with a fixed run time and id.
+func runMockPlan(t *testing.T, plan *runner.Plan) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "bundle")
 	fixed := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	if _, _, err := plan.Run(context.Background(), runner.Options{Out: dir, RunID: "20260101T000000Z-mock", Now: func() time.Time { return fixed }}); err != nil {
@@ -169,12 +178,24 @@ func mockBundle(t *testing.T, kinds map[string]string, replicates int, corpus fu
 	return dir
 }
 
+// reasonMarker is the line the "reason" prompt adds to the system
+// message; the mock answers it with its kind's -v2 profile.
+const reasonMarker = "Reason about the cause of the failure before you choose."
+
 // mockPlan prepares the study of mockBundle.
 func mockPlan(t *testing.T, kinds map[string]string, replicates int, corpus func([]study.Scenario) []study.Scenario) *runner.Plan {
+	return mockPlanWith(t, kinds, replicates, corpus, nil)
+}
+
+// mockPlanWith is mockPlan with edit applied to the manifest first.
+func mockPlanWith(t *testing.T, kinds map[string]string, replicates int, corpus func([]study.Scenario) []study.Scenario, edit func(*manifests.Resolved)) *runner.Plan {
 	t.Helper()
 	m, err := manifests.LoadBuiltin(manifests.DefaultName)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(m)
 	}
 	m.Name = "mock"
 	m.Models = nil
@@ -198,11 +219,17 @@ var paperKinds = map[string]string{"llama3.2-3b": "steady", "qwen3.5-0.8b": "err
 
 func TestAnalyzeIntervalsGolden(t *testing.T) {
 	dir := mockBundle(t, paperKinds, 5, nil)
-	out, log, err := runCmd(t, "analyze", "-pair", "normalized,prose,cover", "-pair", "code_only,normalized", "-column", "retry", "-against", "paper", dir)
+	out, log, err := runCmd(t, "analyze", "-pair", "normalized,prose,cover", "-pair", "code_only,normalized", "-column", "retry", "-against", "paper", "-match-label", dir)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
 	golden(t, "analyze-mock.golden", out)
+	// Without -match-label the mock models, labelled like the paper's but
+	// with backend model ids steady and erratic, are not the paper's.
+	unmatched, _, err := runCmd(t, "analyze", "-b", "100", "-against", "paper", dir)
+	if err != nil || !strings.Contains(unmatched, "Run models not in the paper: llama3.2-3b, qwen3.5-0.8b.") || strings.Contains(unmatched, "consistent at 5%") {
+		t.Errorf("-against paper without -match-label: %v\n%s", err, unmatched)
+	}
 	// The counts table comes first, unchanged.
 	counts, _, err := runCmd(t, "analyze", dir)
 	if err != nil {
@@ -213,7 +240,7 @@ func TestAnalyzeIntervalsGolden(t *testing.T) {
 		t.Errorf("the counts table does not lead the output:\n%s", out)
 	}
 
-	js, _, err := runCmd(t, "analyze", "-json", "-b", "2000", "-seed", "7", "-pair", "normalized,prose,cover", "-against", "paper", dir)
+	js, _, err := runCmd(t, "analyze", "-json", "-b", "2000", "-seed", "7", "-pair", "normalized,prose,cover", "-against", "paper", "-match-label", dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,9 +352,16 @@ func TestAnalyzeFlagErrors(t *testing.T) {
 		{[]string{"-b", "0"}, "flag -b: want 1 to 1000000"},
 		{[]string{"-b", "2000000"}, "flag -b"},
 		{[]string{"-seed", "0"}, "flag -seed"},
-		{[]string{"-pair", "normalized"}, "flag -pair: pair \"normalized\": want condA,condB"},
-		{[]string{"-pair", "normalized,loud"}, `unknown condition "loud"`},
-		{[]string{"-pair", "prose,prose"}, "the two conditions are the same"},
+		{[]string{"-pair", "normalized"}, "flag -pair: pair \"normalized\": want [FACTOR:]A,B"},
+		{[]string{"-pair", "normalized,loud"}, `"normalized" and "loud" are not two conditions, two prompts or two models of the bundle`},
+		{[]string{"-pair", "condition:normalized,loud"}, `unknown condition "loud"`},
+		{[]string{"-pair", "prompt:default,terse"}, "no model of the bundle has a condition under both prompts default and terse"},
+		{[]string{"-pair", "dose:a,b"}, `"dose:a" and "b" are not two conditions, two prompts or two models of the bundle`},
+		{[]string{"-pair", "prose,prose"}, "the two levels are the same"},
+		{[]string{"-interval", "wald"}, `flag -interval: unknown interval "wald"`},
+		{[]string{"-family", "most"}, `flag -family: unknown family "most"`},
+		{[]string{"-family", "requested"}, "flag -family requested: no -pair comparison"},
+		{[]string{"-match-label"}, "flag -match-label applies to -against paper"},
 		{[]string{"-pair", "prose,normalized,extra"}, "sum of replays"},
 		{[]string{"-pair", "prose,normalized", "-column", "bogus"}, `flag -column: unknown column "bogus"`},
 		{[]string{"-column", "cover"}, "flag -column applies to -pair"},

@@ -55,16 +55,20 @@ var commands = []*command{
 			"write a synthetic study of any size (scale tests)"},
 	}},
 	{name: "analyze", flags: cmdAnalyze, forms: []form{
-		{"[-json] [-b N] [-seed S] [-pair A,B[,COL]]… [-column COL] [-against paper] [-parser lenient] [-partial] DIR",
+		{"[-json] [-b N] [-seed S] [-pair FACTOR:A,B[,COL]]… [-column COL] [-family F] [-interval METHOD] [-against paper [-match-label]] [-parser lenient] [-partial] DIR",
 			"recompute a bundle's counts from calls.jsonl; intervals and paired tests"},
 	}},
 	{name: "compare", flags: cmdCompare, forms: []form{
-		{"[-json] [-b N] [-seed S] [-column C,…] [-arm-a MODEL[/PROMPT]] [-arm-b MODEL[/PROMPT]] [-partial] RUN_A RUN_B",
+		{"[-json] [-b N] [-seed S] [-column C,…] [-arm-a MODEL[/PROMPT]] [-arm-b MODEL[/PROMPT]] [-pair FACTOR:A,B] [-partial] RUN_A RUN_B",
 			"print the paired differences between two bundles on the same corpus"},
 	}},
 	{name: "report", flags: cmdReport, forms: []form{
-		{"[-out OUT] [-b N] [-seed S] [-pair A,B[,COL]]… [-column COL] [-against paper] [-manifest M] [-partial] DIR",
+		{"[-out OUT] [-b N] [-seed S] [-pair FACTOR:A,B[,COL]]… [-column COL] [-family F] [-interval METHOD] [-against paper [-match-label]] [-power-diff D] [-manifest M] [-partial] DIR",
 			"write report.md, a self-contained report.html and PNG/SVG figures"},
+	}},
+	{name: "power", flags: cmdPower, long: powerLong, forms: []form{
+		{"-diff D (-pilot DIR [-pair FACTOR:A,B[,COL]]… [-partial] | -rate R -icc ICC) [-icc ICC] [-arm-corr r] [-scenarios N,…] [-replicates N,…] [-servers N,…] [-studies N] [-level A] [-server-share S] [-seed S] [-json] [-out DIR]",
+			"estimate by simulation the power of each contrast over a grid of designs"},
 	}},
 	{name: "verify", flags: cmdVerify, forms: []form{
 		{"[-json] MANIFEST",

@@ -20,6 +20,7 @@ func cmdCompare(fs *flag.FlagSet) action {
 	column := fs.String("column", "", "compare only the columns `C,…`, comma-separated: strict, cover, retry, invalid, any_fs, terminal_fs (default all)")
 	armA := fs.String("arm-a", "", "arm of RUN_A to compare, `MODEL[/PROMPT]` (default: aligned automatically)")
 	armB := fs.String("arm-b", "", "arm of RUN_B to compare, `MODEL[/PROMPT]` (default: aligned automatically)")
+	pair := fs.String("pair", "", "set level A of a factor in RUN_A against level B in RUN_B, `FACTOR:A,B`: condition: (A's condition A against B's condition B in every aligned arm), prompt: or model: (arms with A in RUN_A against arms with B in RUN_B, the other factor the same); without FACTOR:, two conditions, else prompts, else models; excludes -arm-a and -arm-b")
 	partial := addPartialFlag(fs)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(args) != 2 {
@@ -30,6 +31,16 @@ func cmdCompare(fs *flag.FlagSet) action {
 			return err
 		}
 		copt := analysis.CompareOptions{Options: opt, ArmA: *armA, ArmB: *armB}
+		if *pair != "" {
+			if *armA != "" || *armB != "" {
+				return usageError("compare: flag -pair excludes -arm-a and -arm-b")
+			}
+			spec, err := analysis.ParsePairSpec(*pair, analysis.Strict)
+			if err != nil {
+				return usageError("compare: flag -pair: %v", err)
+			}
+			copt.Pair = &spec
+		}
 		if *column != "" {
 			for _, c := range strings.Split(*column, ",") {
 				col, err := analysis.ParseColumn(c)
@@ -84,6 +95,9 @@ func cmdCompare(fs *flag.FlagSet) action {
 		cmp, err := analysis.Compare(accA, accB, copt)
 		if err != nil {
 			if errors.Is(err, analysis.ErrArmSelection) {
+				if *pair != "" {
+					return usageError("compare: flag -pair: %v", err)
+				}
 				return usageError("compare: flag -arm-a/-arm-b: %v", err)
 			}
 			return fmt.Errorf("compare refuses %s and %s: %w", dirA, dirB, err)

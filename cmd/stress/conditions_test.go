@@ -90,9 +90,10 @@ func TestConditionsStudy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"| explicit_policy | default | structured − sentence_label (predeclared: format at label, no statement) | Strict | 105 | 105 | 0 | +100.0 |",
-		"category_text − category (predeclared: channel: structuredContent dropped)",
-		"sentence_paraphrase_failed − sentence_paraphrase (predeclared: failure statement at sentence, paraphrase)",
+	for _, s := range []string{"### condition: structured − sentence_label on Strict (predeclared: format at label, no statement)\n\n| within |",
+		"| explicit_policy/default | 105 | 105 | 0 | +100.0 |",
+		"### condition: category_text − category on Strict (predeclared: channel: structuredContent dropped)",
+		"### condition: sentence_paraphrase_failed − sentence_paraphrase on Strict (predeclared: failure statement at sentence, paraphrase)",
 		"format (JSON − one sentence) at a fixed wording and statement"} {
 		if !strings.Contains(string(md), s) {
 			t.Errorf("report.md lacks %q", s)

@@ -66,10 +66,12 @@ func endedFlags(fs *flag.FlagSet, consumed []string) bool {
 
 // statFlags are the statistics flags of analyze, compare and report.
 type statFlags struct {
-	b      *int
-	seed   *uint64
-	pairs  *repeatedFlag
-	column *string
+	b        *int
+	seed     *uint64
+	pairs    *repeatedFlag
+	column   *string
+	interval *string
+	family   *string
 }
 
 // repeatedFlag is a repeatable string flag: its values in order.
@@ -87,8 +89,10 @@ func addStatFlags(fs *flag.FlagSet, pairs bool) *statFlags {
 	}
 	if pairs {
 		sf.pairs = &repeatedFlag{}
-		fs.Var(sf.pairs, "pair", "also compare conditions `A,B[,COL]` (A − B) within every model and prompt, in column COL (default: -column's); repeatable")
+		fs.Var(sf.pairs, "pair", "also compare two levels `FACTOR:A,B[,COL]` (A − B) of a factor, condition:, prompt: or model:, within every combination of the other two, in column COL (default: -column's); without FACTOR, two conditions, else two prompts, else two models of the bundle; repeatable")
 		sf.column = fs.String("column", "", "column `COL` of the -pair comparisons: strict, cover, retry, invalid, any_fs, terminal_fs (default strict)")
+		sf.interval = fs.String("interval", analysis.IntervalWilson, "per-cell interval `METHOD`: wilson (score) or clopper-pearson (exact)")
+		sf.family = fs.String("family", analysis.FamilyAll, "family `F` over which Holm and Benjamini-Hochberg adjust the p-values: all (predeclared and -pair comparisons), predeclared, or requested (-pair alone)")
 	}
 	return sf
 }
@@ -105,6 +109,21 @@ func (sf *statFlags) options(cmd string) (analysis.Options, error) {
 	if sf.pairs == nil {
 		return opt, nil
 	}
+	switch *sf.interval {
+	case analysis.IntervalWilson, analysis.IntervalClopperPearson:
+		opt.Interval = *sf.interval
+	default:
+		return opt, usageError("%s: flag -interval: unknown interval %q (want wilson or clopper-pearson)", cmd, *sf.interval)
+	}
+	switch *sf.family {
+	case analysis.FamilyAll, analysis.FamilyPredeclared, analysis.FamilyRequested:
+		opt.Family = *sf.family
+	default:
+		return opt, usageError("%s: flag -family: unknown family %q (want all, predeclared or requested)", cmd, *sf.family)
+	}
+	if *sf.family == analysis.FamilyRequested && len(*sf.pairs) == 0 {
+		return opt, usageError("%s: flag -family requested: no -pair comparison is requested", cmd)
+	}
 	col := analysis.Strict
 	if *sf.column != "" {
 		c, err := analysis.ParseColumn(*sf.column)
@@ -112,7 +131,7 @@ func (sf *statFlags) options(cmd string) (analysis.Options, error) {
 			return opt, usageError("%s: flag -column: %v", cmd, err)
 		}
 		if len(*sf.pairs) == 0 {
-			return opt, usageError("%s: flag -column applies to -pair comparisons; give at least one -pair condA,condB", cmd)
+			return opt, usageError("%s: flag -column applies to -pair comparisons; give at least one -pair A,B", cmd)
 		}
 		col = c
 	}
@@ -124,6 +143,19 @@ func (sf *statFlags) options(cmd string) (analysis.Options, error) {
 		opt.Pairs = append(opt.Pairs, spec)
 	}
 	return opt, nil
+}
+
+// declared adds the comparisons the bundle's manifest declared (its
+// comparisons field, recorded in manifest.json) to opt, as predeclared.
+func declared(cmd string, info *analysis.BundleInfo, opt *analysis.Options) error {
+	for i, c := range info.Manifest.Comparisons {
+		spec, err := analysis.ParsePairSpec(c, analysis.Strict)
+		if err != nil {
+			return fmt.Errorf("%s: %s/manifest.json: field manifest.comparisons[%d]: %w", cmd, info.Dir, i, err)
+		}
+		opt.Declared = append(opt.Declared, spec)
+	}
+	return nil
 }
 
 // analyzeError reports an error of Accumulator.Analyze for cmd: a usage

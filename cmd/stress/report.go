@@ -21,7 +21,9 @@ import (
 func cmdReport(fs *flag.FlagSet) action {
 	out := fs.String("out", "", "output directory `OUT` (default DIR/report)")
 	sf := addStatFlags(fs, true)
-	against := fs.String("against", "", "add a published table next to the counts: `paper` (the paper's Table II)")
+	against := fs.String("against", "", "add a published table next to the counts, with a consistency test per cell: `paper` (the paper's Table II)")
+	matchLabel := fs.Bool("match-label", false, "with -against: also take a run model to be a paper model by its label (default: by pinned digest or backend model id only)")
+	powerDiff := fs.Float64("power-diff", 0, "add a power section: the power of each paired comparison to detect a difference `D` (a proportion, 0.1 = 10 points), the bundle as the pilot, over stress power's default grid")
 	manifest := fs.String("manifest", "", "manifest `M` whose corpus the profile table shows (default: the one recorded in the bundle, if it can be found)")
 	partial := addPartialFlag(fs)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -29,11 +31,17 @@ func cmdReport(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
+		if *matchLabel && *against == "" {
+			return usageError("report: flag -match-label applies to -against paper")
+		}
 		if *out == "" {
 			*out = filepath.Join(dir, "report")
 		}
 		info, err := readBundleInfo("report", dir, *partial)
 		if err != nil {
+			return err
+		}
+		if err := declared("report", info, &opt); err != nil {
 			return err
 		}
 		ld, err := analysis.LoadBundle(dir, stderr)
@@ -50,6 +58,18 @@ func cmdReport(fs *flag.FlagSet) action {
 			return analyzeError("report", err)
 		}
 		in := &report.Input{Analysis: an, Info: info, Partial: warning}
+		if *powerDiff != 0 {
+			cs, skipped := analysis.Feasible(analysis.PilotContrasts(an), *powerDiff)
+			for _, s := range skipped {
+				fmt.Fprintf(stderr, "report: flag -power-diff: skipped %s: the difference leaves the rates\n", s)
+			}
+			if len(cs) == 0 {
+				return usageError("report: flag -power-diff: no paired comparison with matched pairs whose rate can move by %v", *powerDiff)
+			}
+			if in.Power, err = analysis.EstimatePower(cs, analysis.PowerOptions{Diff: *powerDiff, Seed: opt.Seed}); err != nil {
+				return usageError("report: flag -power-diff: %v", err)
+			}
+		}
 		if w := info.ProposedWarning(); w != "" {
 			in.Warnings = append(in.Warnings, w)
 			fmt.Fprintln(stdout, w)
@@ -65,7 +85,7 @@ func cmdReport(fs *flag.FlagSet) action {
 			in.ProfileNote = "No profile table: " + note
 		}
 		if *against != "" {
-			if in.Paper, in.Against, err = againstPaper(info, acc.Cells()); err != nil {
+			if in.Paper, in.Against, err = againstPaper(info, acc.Cells(), *matchLabel); err != nil {
 				return err
 			}
 		}

@@ -69,7 +69,7 @@ var (
 
 func TestReport(t *testing.T) {
 	dir := mockBundle(t, paperKinds, 5, nil)
-	out, log, err := runCmd(t, "report", "-against", "paper", "-pair", "normalized,prose,cover", "-b", "4000", dir)
+	out, log, err := runCmd(t, "report", "-against", "paper", "-match-label", "-pair", "normalized,prose,cover", "-b", "4000", dir)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
@@ -107,7 +107,7 @@ func TestReport(t *testing.T) {
 	}
 	golden(t, "report-mock.md.golden", sha12.ReplaceAllString(string(md), "sha256 …"))
 	for _, s := range []string{"## Counts", "| llama3.2-3b | default | normalized | 105 | 46 |", "## Paired comparisons",
-		"code_only − normalized (predeclared)", "## Selective accuracy and stopping", "stopping is always safe but is not progress",
+		"### condition: code_only − normalized on Strict (predeclared)", "## Selective accuracy and stopping", "stopping is always safe but is not progress",
 		"## Against the paper", "| D failure detection | 18 | 21 |", "![Strict and Cover per model and condition](figures/strict-cover.png)"} {
 		if !strings.Contains(string(md), s) {
 			t.Errorf("report.md lacks %q", s)

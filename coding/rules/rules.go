@@ -39,6 +39,20 @@ var (
 	labFailureWords = regexp.MustCompile(`(?i)\b(unavailable|timed out|exceeded|required|expired|was reset|is down|did not confirm|0 records were written)\b`)
 )
 
+// causeText is the text rule of each cause with one rule (Propose).
+var causeText = map[study.Cause]*regexp.Regexp{
+	study.UnknownTool:    unknownToolText,
+	study.InvalidValue:   valueText,
+	study.AuthRequired:   authText,
+	study.Transient:      transientText,
+	study.RateLimit:      rateLimitText,
+	study.PartialCommit:  partialText,
+	study.Idempotency:    uncertainText,
+	study.StaleRevision:  staleText,
+	study.SilentNoop:     noEffectText,
+	study.UpstreamOutage: outageText,
+}
+
 // failureWords mark a result text that says something failed.
 var failureWords = regexp.MustCompile(`(?i)\b(errors?|fail(?:ed|s|ure)?|invalid|not found|unknown|denied|unauthori[sz]ed|unauthenticated|forbidden|cannot|can't|could not|couldn't|unable|no such|does not exist|doesn't exist|not exist|missing|must be|must not|expected|not allowed|not permitted|exception|enoent|eacces|rejected|refused)\b`)
 
@@ -201,31 +215,15 @@ func Propose(obs json.RawMessage, surface study.Surface, code int64, cause study
 	}
 	var known bool
 	switch cause {
-	case study.UnknownTool:
-		known = unknownToolText.MatchString(text)
 	case study.InvalidType:
 		known = typeText.MatchString(text) || missingText.MatchString(text)
-	case study.InvalidValue:
-		known = valueText.MatchString(text)
-	case study.AuthRequired:
-		known = authText.MatchString(text)
-	case study.Transient:
-		known = transientText.MatchString(text)
-	case study.RateLimit:
-		known = rateLimitText.MatchString(text)
 	case study.TimeoutCommitted:
 		// A bare timeout does not say the write was applied.
 		known = timeoutText.MatchString(text) && uncertainText.MatchString(text)
-	case study.PartialCommit:
-		known = partialText.MatchString(text)
-	case study.Idempotency:
-		known = uncertainText.MatchString(text)
-	case study.StaleRevision:
-		known = staleText.MatchString(text)
-	case study.SilentNoop:
-		known = noEffectText.MatchString(text)
-	case study.UpstreamOutage:
-		known = outageText.MatchString(text)
+	default:
+		if re := causeText[cause]; re != nil {
+			known = re.MatchString(text)
+		}
 	}
 	known = known && cnt["D"].Bit == 1
 	if known {

@@ -20,6 +20,7 @@ import (
 	_ "github.com/mcpstress/stress/models/failclosed"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/runner"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -105,18 +106,7 @@ func TestForCorpusRefuses(t *testing.T) {
 // and condition in testdata/lab-classes.golden, then checks the claims
 // the README makes of it.
 func TestLabStudy(t *testing.T) {
-	m, err := manifests.LoadBuiltin("lab.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := runner.Prepare(m, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := labenv.ForCorpus("", m.Corpus.Scenarios)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, plan, env := labStudy(t)
 	dir, sum, err := plan.Run(context.Background(), runner.Options{Out: filepath.Join(t.TempDir(), "lab"), Env: env, Log: &bytes.Buffer{}})
 	if err != nil {
 		t.Fatal(err)
@@ -228,4 +218,37 @@ func b2i(b bool) int64 {
 		return 1
 	}
 	return 0
+}
+
+// BenchmarkLabStudy runs manifests/lab.yaml in-process: 4,500 live
+// decisions of the deterministic baselines on the lab corpus, bundle
+// included (the speed target of the lab study is under 5 s).
+func BenchmarkLabStudy(b *testing.B) {
+	_, plan, env := labStudy(b)
+	for i := 0; i < b.N; i++ {
+		_, sum, err := plan.Run(context.Background(), runner.Options{Out: filepath.Join(b.TempDir(), fmt.Sprint(i)), Env: env, Log: &bytes.Buffer{}})
+		if err != nil || sum.Decisions != 4500 {
+			b.Fatal(err, sum)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*4500), "µs/decision")
+}
+
+// labStudy loads manifests/lab.yaml and prepares its plan and its lab
+// environments.
+func labStudy(tb testing.TB) (*manifests.Resolved, *runner.Plan, simulator.EnvFactory) {
+	tb.Helper()
+	m, err := manifests.LoadBuiltin("lab.yaml")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	plan, err := runner.Prepare(m, false)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	env, err := labenv.ForCorpus("", m.Corpus.Scenarios)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m, plan, env
 }

@@ -175,6 +175,11 @@ func TestNotReadingStdin(t *testing.T) {
 	opt := fast
 	opt.Timeout, opt.MaxAttempts = 500*time.Millisecond, 1
 	m := helperModel(t, "noread", opt)
+	// Start the program first: on a loaded machine its start could take
+	// the whole per-call deadline, and the call would then not be sent.
+	if _, err := m.Verify(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	req := call(1)
 	req.Messages[0].Content = strings.Repeat("x", 4<<20) // more than any pipe buffer
 	start := time.Now()

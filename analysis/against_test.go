@@ -1,0 +1,103 @@
+package analysis_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mcpstress/stress/analysis"
+	"github.com/mcpstress/stress/analysis/stats"
+	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/study"
+)
+
+// TestAgainstMatching checks how run models are taken to be paper
+// models: by backend model id, by pinned digest, by label only with
+// MatchLabel; a toy backend labelled like a paper model is not matched.
+func TestAgainstMatching(t *testing.T) {
+	tb, err := analysis.Paper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := []results.Cell{
+		{Model: "llama3.2-3b", Prompt: "default", Condition: study.Normalized, N: 105, Strict: 42, Cover: 105, Retry: 1, Extra: 1},
+		{Model: "mine", Prompt: "default", Condition: study.Normalized, N: 105, Strict: 6, Cover: 73, Retry: 24, Invalid: 5, AnyFS: 5, TerminalFS: 4},
+	}
+	models := map[string]analysis.RunModel{
+		"llama3.2-3b": {Backend: "mock", ModelID: "steady"},
+		"mine":        {Backend: "ollama", ModelID: "QWEN3.5:0.8b-q8_0"},
+	}
+	pc := tb.Against(cells, models, analysis.AgainstOptions{})
+	if len(pc.Matches) != 1 || pc.Matches[0] != (analysis.PaperMatch{Model: "mine", PaperModel: "Qwen 0.8B", By: "model id", Value: "QWEN3.5:0.8b-q8_0"}) {
+		t.Errorf("matches %+v, want mine = Qwen by model id", pc.Matches)
+	}
+	if len(pc.Unmatched) != 1 || pc.Unmatched[0] != "llama3.2-3b" {
+		t.Errorf("unmatched %v, want the toy llama3.2-3b", pc.Unmatched)
+	}
+	pc = tb.Against(cells, models, analysis.AgainstOptions{MatchLabel: true})
+	if len(pc.Matches) != 2 || pc.Matches[0].By != "label" || pc.Matches[0].PaperModel != "Llama 3.2" {
+		t.Errorf("with MatchLabel: %+v", pc.Matches)
+	}
+	// A digest, when the table lists one, matches before anything else.
+	custom := *tb
+	custom.Models = append([]analysis.PaperModel{}, tb.Models...)
+	custom.Models[0].Digests = []string{"sha256:" + strings.Repeat("ab", 32)}
+	pc = custom.Against(cells[:1], map[string]analysis.RunModel{"llama3.2-3b": {ModelID: "x", Digest: strings.Repeat("AB", 32)}}, analysis.AgainstOptions{})
+	if len(pc.Matches) != 1 || pc.Matches[0].By != "digest" {
+		t.Errorf("digest match: %+v", pc.Matches)
+	}
+}
+
+// TestAgainstConsistency checks the per-cell consistency tests: a run
+// equal to the paper is consistent with every p = 1; a run far from it
+// is not; each p is Fisher's exact test of the two counts (itself
+// checked against exact rational arithmetic in stats) and the verdict
+// follows Holm over the six columns.
+func TestAgainstConsistency(t *testing.T) {
+	tb, err := analysis.Paper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := []results.Cell{
+		{Model: "q", Prompt: "p", Condition: study.Normalized, N: 105, Strict: 6, Cover: 73, Retry: 24, Invalid: 5, AnyFS: 5, TerminalFS: 4, Extra: 48},
+		{Model: "q", Prompt: "p", Condition: study.CodeOnly, N: 105, Strict: 30, Cover: 76, Retry: 24, Invalid: 6, AnyFS: 2, TerminalFS: 1, Extra: 48},
+		{Model: "q", Prompt: "p", Condition: study.Structured, N: 105, Strict: 46, Cover: 84, Retry: 26, Invalid: 8, AnyFS: 2, TerminalFS: 1, Extra: 55},
+	}
+	pc := tb.Against(cells, map[string]analysis.RunModel{"q": {ModelID: "qwen3.5:0.8b"}}, analysis.AgainstOptions{})
+	verdicts := map[string]bool{}
+	for _, r := range pc.Rows {
+		if r.Model != "q" || r.Run == nil {
+			continue
+		}
+		if r.Consistent == nil || len(r.Tests) != 6 {
+			t.Fatalf("%s: tests %+v, verdict %v", r.Condition, r.Tests, r.Consistent)
+		}
+		verdicts[r.Condition] = *r.Consistent
+		if r.Condition == "code_only" {
+			want := stats.FisherExact(30, 75, 5, 100)
+			if float64(r.Tests[0].P) != want || !(float64(r.Tests[0].Holm) >= want) {
+				t.Errorf("code_only strict: p %v holm %v, want Fisher %v", r.Tests[0].P, r.Tests[0].Holm, want)
+			}
+		}
+		if r.Condition == "normalized" {
+			for _, ct := range r.Tests {
+				if ct.P != 1 {
+					t.Errorf("identical counts: %s p = %v, want 1", ct.Column, ct.P)
+				}
+			}
+		}
+	}
+	// Strict 46 vs 39 of 105: Fisher p ≈ 0.4, consistent.
+	if want := map[string]bool{"normalized": true, "code_only": false, "structured": true}; len(verdicts) != 3 ||
+		verdicts["normalized"] != want["normalized"] || verdicts["code_only"] != want["code_only"] || verdicts["structured"] != want["structured"] {
+		t.Errorf("verdicts %v, want %v", verdicts, want)
+	}
+	var b strings.Builder
+	if err := analysis.WriteAgainst(&b, tb, pc); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"not consistent at 5%", "consistent at 5%", "unpublished", "Run model q is Qwen 0.8B by its model id qwen3.5:0.8b."} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("WriteAgainst lacks %q:\n%s", s, b.String())
+		}
+	}
+}
