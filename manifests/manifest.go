@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -74,6 +75,12 @@ type Manifest struct {
 	// JSON) or ToolCallsNative (the tools are also offered as the
 	// backend's native tools, and a native tool call counts).
 	ToolCalls string `yaml:"tool_calls,omitempty" json:"tool_calls,omitempty"`
+	// ExternalServer is the streamable-HTTP URL (http or https, no
+	// credentials in it) of an MCP server the harness did not start, for
+	// task: act on the reference scenarios: every decision connects to it
+	// instead of starting the scenario's server, and only read-only tools
+	// (annotations and capture's rules) may be called on it.
+	ExternalServer string `yaml:"external_server,omitempty" json:"external_server,omitempty"`
 	// Models are the systems under test.
 	Models []Model `yaml:"models" json:"models"`
 	// Comparisons declare paired comparisons before the run, beyond the
@@ -428,6 +435,17 @@ func Parse(source string, data []byte) (*Manifest, error) {
 		}
 	default:
 		bad("tool_calls", "want %q (the default) or %q, got %s", ToolCallsText, ToolCallsNative, input.Quote(m.ToolCalls))
+	}
+	if m.ExternalServer != "" {
+		u, err := url.Parse(m.ExternalServer)
+		switch {
+		case !m.Act():
+			bad("external_server", "needs task: %q (only the action task calls a server)", TaskAct)
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			bad("external_server", "want an http or https URL of a streamable-HTTP MCP endpoint, got %s", input.Quote(m.ExternalServer))
+		case u.User != nil:
+			bad("external_server", "the URL carries credentials; they would be stored in every bundle (put the server behind a local proxy instead)")
+		}
 	}
 	if len(m.Models) == 0 {
 		bad("models", "want at least one model")

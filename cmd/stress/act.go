@@ -15,20 +15,6 @@ import (
 // defaultMCPServers, relative to the working directory).
 const MCPServersVar = "STRESS_MCP_SERVERS"
 
-// Note: the reference servers' environment is chained in front of
-// envFor (whatever it links for the lab) rather than edited into it: a
-// live manifest whose corpus is the reference scenarios' gets mcpenv,
-// any other goes on to envFor.
-func init() {
-	next := envFor
-	envFor = func(m *manifests.Resolved) (simulator.EnvFactory, error) {
-		if f, ok, err := referenceEnv(m); ok || err != nil {
-			return f, err
-		}
-		return next(m)
-	}
-}
-
 // referenceEnv returns the environment factory of the reference servers
 // when every record of m's corpus is one of their scenarios (ok false
 // otherwise), failing when the servers are not installed.
@@ -46,6 +32,10 @@ func referenceEnv(m *manifests.Resolved) (simulator.EnvFactory, bool, error) {
 	}
 	if !m.Act() {
 		return nil, true, fmt.Errorf("manifest %s: field task: its corpus runs on the reference MCP servers, whose scenarios define only the calls the model writes: set task: %q", m.Source, manifests.TaskAct)
+	}
+	if m.ExternalServer != "" {
+		// Note: no server is started, so none needs to be installed.
+		return mcpenv.Factory(set, mcpenv.Options{ExternalURL: m.ExternalServer}), true, nil
 	}
 	dir := os.Getenv(MCPServersVar)
 	if dir == "" {

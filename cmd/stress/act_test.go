@@ -3,10 +3,14 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpstress/stress/results"
 )
@@ -171,18 +175,18 @@ models:
 	label := strings.Replace(string(mustRead(t, file)), "task: act\n", "", 1)
 	labelFile := filepath.Join(dir, "label.yaml")
 	os.WriteFile(labelFile, []byte(strings.Replace(label, prompt, strings.Replace(prompt, "act.tmpl", "default.tmpl", 1), 1)), 0o644)
-	_, _, err = runCmd(t, "run", "-quiet", "-allow-proposed", "-out", filepath.Join(dir, "bl"), labelFile)
+	_, _, err = runCmd(t, "run", "-quiet", "-out", filepath.Join(dir, "bl"), labelFile)
 	if err == nil || !strings.Contains(err.Error(), "field task: its corpus runs on the reference MCP servers") {
 		t.Fatalf("a label study on the reference servers: %v", err)
 	}
 	t.Setenv(MCPServersVar, t.TempDir())
-	_, _, err = runCmd(t, "run", "-quiet", "-allow-proposed", "-out", filepath.Join(dir, "b0"), file)
+	_, _, err = runCmd(t, "run", "-quiet", "-out", filepath.Join(dir, "b0"), file)
 	if err == nil || !strings.Contains(err.Error(), "its corpus runs on the reference MCP servers") || !strings.Contains(err.Error(), "run scripts/test") {
 		t.Fatalf("run without the servers: %v", err)
 	}
 	mods, _ := filepath.Abs("../../scripts/mcp-servers/node_modules/@modelcontextprotocol")
 	t.Setenv(MCPServersVar, mods)
-	out, log, err := runCmd(t, "run", "-quiet", "-allow-proposed", "-out", filepath.Join(dir, "b"), file)
+	out, log, err := runCmd(t, "run", "-quiet", "-out", filepath.Join(dir, "b"), file)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
@@ -192,7 +196,7 @@ models:
 	// add_entity's arguments lack, and the client refuses the call: 0
 	// recovered, 1 invalid action, 3 calls (the failing ones).
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if f := strings.Fields(lines[len(lines)-1]); !strings.HasPrefix(lines[0], "warning: run with -allow-proposed") || strings.Join(f[3:], " ") != "3 1 1 0 0 0 0 0 0 1 3 0 0 0" {
+	if f := strings.Fields(lines[len(lines)-1]); strings.Contains(out, "allow-proposed") || strings.Join(f[3:], " ") != "3 1 1 0 0 0 0 0 0 1 3 0 0 0" {
 		t.Errorf("table:\n%s", out)
 	}
 }
@@ -204,4 +208,110 @@ func mustRead(t *testing.T, file string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestRunExternalServer runs the action task against a server the
+// harness did not start: the real server-everything over streamable
+// HTTP, named by the manifest's external_server. Only read-only tools are
+// called on it; the schema-repair baseline recovers three of the four
+// scenarios (R15 get-sum, R18 get-structured-content, R19 an unknown tool
+// for echo; R20's object message is not repaired). Bad values of the
+// field are refused naming it.
+func TestRunExternalServer(t *testing.T) {
+	mods, _ := filepath.Abs("../../scripts/mcp-servers/node_modules/@modelcontextprotocol")
+	server := filepath.Join(mods, "server-everything", "dist", "index.js")
+	if _, err := os.Stat(server); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("server-everything is not installed (scripts/test installs it): %v", err)
+		}
+		t.Skip("server-everything is not installed (scripts/test installs it)")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	srv := exec.Command("node", server, "streamableHttp")
+	srv.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	var srvLog strings.Builder
+	srv.Stderr = &srvLog
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server-everything did not listen on %d: %s", port, srvLog.String())
+		}
+	}
+	dir := t.TempDir()
+	var recs []json.RawMessage
+	if err := json.Unmarshal(mustRead(t, "../../manifests/corpus/act-reference/RE.json"), &recs); err != nil {
+		t.Fatal(err)
+	}
+	var keep []json.RawMessage
+	for _, r := range recs {
+		for _, id := range []string{`"R15"`, `"R18"`, `"R19"`, `"R20"`} {
+			if strings.Contains(string(r[:40]), id) {
+				keep = append(keep, r)
+			}
+		}
+	}
+	os.MkdirAll(filepath.Join(dir, "corpus"), 0o755)
+	b, _ := json.Marshal(keep)
+	os.WriteFile(filepath.Join(dir, "corpus", "RE.json"), b, 0o644)
+	prompt, _ := filepath.Abs("../../manifests/prompts/act.tmpl")
+	manifest := func(external string) string {
+		file := filepath.Join(dir, fmt.Sprintf("m%d.yaml", len(external)))
+		os.WriteFile(file, []byte(fmt.Sprintf(`name: external
+corpus: corpus
+prompts:
+  - name: act
+    path: %s
+conditions: [normalized]
+replicates: 1
+seed: 1
+temperature: 0
+replay: live
+task: act
+external_server: %s
+models:
+  - name: repair
+    backend: baseline
+    model: schema_repair
+`, prompt, external)), 0o644)
+		return file
+	}
+	t.Setenv(MCPServersVar, t.TempDir()) // no installed servers needed: none is started
+	out, log, err := runCmd(t, "run", "-quiet", "-out", filepath.Join(dir, "b"), manifest(url))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if f := strings.Fields(lines[len(lines)-1]); len(f) < 17 || f[3] != "4" || f[10] != "3" || f[11] != "0" || f[16] != "0" {
+		t.Errorf("table:\n%s", out)
+	}
+	var rec struct {
+		Manifest struct {
+			ExternalServer string `json:"external_server"`
+		} `json:"manifest"`
+	}
+	if err := json.Unmarshal(mustRead(t, filepath.Join(dir, "b", "manifest.json")), &rec); err != nil || rec.Manifest.ExternalServer != url {
+		t.Errorf("manifest.json: external_server %q, %v", rec.Manifest.ExternalServer, err)
+	}
+	for _, c := range []struct{ url, say string }{
+		{"http://user:secret@127.0.0.1:1/mcp", "field external_server: the URL carries credentials"},
+		{"ftp://127.0.0.1/mcp", "field external_server: want an http or https URL"},
+	} {
+		_, _, err := runCmd(t, "run", "-quiet", "-out", filepath.Join(dir, "bad"), manifest(c.url))
+		if err == nil || !strings.Contains(err.Error(), c.say) || strings.Contains(err.Error(), "secret") {
+			t.Errorf("external_server %s: %v", c.url, err)
+		}
+	}
 }

@@ -148,9 +148,14 @@ func cmdRun(fs *flag.FlagSet) action {
 }
 
 // envFor makes the environments of a study with replay: live: the
-// recovery lab's core set, checked against the manifest's corpus (every
-// record must be a lab scenario). Tests replace it with a fake.
+// reference MCP servers when every record of the corpus is one of their
+// scenarios (referenceEnv), else the recovery lab's core set, checked
+// against the corpus (every record must be a lab scenario). Tests replace
+// it with a fake.
 var envFor = func(m *manifests.Resolved) (simulator.EnvFactory, error) {
+	if f, ok, err := referenceEnv(m); ok || err != nil {
+		return f, err
+	}
 	f, err := labenv.ForCorpus(lab.DefaultSet, m.Corpus.Scenarios)
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: field replay: %q runs the recovery lab, and its corpus %s does not fit it:\n%w", m.Source, manifests.ReplayLive, m.Manifest.Corpus, err)

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/mcpstress/stress/study"
@@ -239,6 +240,9 @@ func Propose(obs json.RawMessage, surface study.Surface, code int64, cause study
 		named = target.Name
 	case "parameter":
 		named = strings.NewReplacer("~1", "/", "~0", "~").Replace(strings.TrimPrefix(target.Pointer, "/"))
+		if js := jsPath(target.Pointer); js != named && mentions(text, js) {
+			named = js // a nested parameter written as validators print it
+		}
 	case "credential":
 		if m := credentialText.FindString(text); m != "" {
 			named = m
@@ -254,6 +258,24 @@ func Propose(obs json.RawMessage, surface study.Surface, code int64, cause study
 	cnt["E"] = bit(false, p.text, "No rule finds a valid replacement value or tool; check the text for one.")
 	cnt["R"] = bit(false, p.text, "No rule finds retry timing, unchanged-request safety and side-effect state together.")
 	return study.ProfileCoding{Control: ctl, Content: cnt}
+}
+
+// jsPath writes a JSON pointer as JavaScript validators (zod, ajv) print
+// a path: /entities/0/observations as entities[0].observations.
+func jsPath(pointer string) string {
+	var b strings.Builder
+	for i, tok := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
+		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
+		if _, err := strconv.Atoi(tok); err == nil && i > 0 {
+			b.WriteString("[" + tok + "]")
+			continue
+		}
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(tok)
+	}
+	return b.String()
 }
 
 // contractCategory returns the errorCategory of seed 002's contract in an
