@@ -95,13 +95,8 @@ func align(a, b *Accumulator, selA, selB string, pair *PairSpec) ([][2]int32, er
 	if pair != nil && (pair.Factor == FactorPrompt || pair.Factor == FactorModel) {
 		var out [][2]int32
 		for ga, arm := range a.groupArm {
-			other := arm
-			switch {
-			case pair.Factor == FactorPrompt && arm.Prompt == pair.A:
-				other.Prompt = pair.B
-			case pair.Factor == FactorModel && arm.Model == pair.A:
-				other.Model = pair.B
-			default:
+			other, ok := pair.counterpart(arm)
+			if !ok {
 				continue
 			}
 			if gb, ok := b.groups[other]; ok {

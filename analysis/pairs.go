@@ -481,13 +481,8 @@ func (a *Accumulator) pairSpec(s PairSpec, order []int32, opt Options) []Pair {
 	}
 	// Prompt or model: arm gA = (fixed, A) against gB = (fixed, B).
 	for ga, armA := range a.groupArm {
-		armB := armA
-		switch {
-		case s.Factor == FactorPrompt && armA.Prompt == s.A:
-			armB.Prompt = s.B
-		case s.Factor == FactorModel && armA.Model == s.A:
-			armB.Model = s.B
-		default:
+		armB, ok := s.counterpart(armA)
+		if !ok {
 			continue
 		}
 		gb, ok := a.groups[armB]
@@ -527,4 +522,19 @@ func (a *Accumulator) pairSpec(s PairSpec, order []int32, opt Options) []Pair {
 		}
 	}
 	return out
+}
+
+// counterpart returns, for a prompt or model contrast, the arm that arm
+// is paired with: the same arm at level B when arm is at level A; ok is
+// false otherwise (and for a condition contrast, whose arms are the same).
+func (s *PairSpec) counterpart(arm Arm) (Arm, bool) {
+	switch {
+	case s.Factor == FactorPrompt && arm.Prompt == s.A:
+		arm.Prompt = s.B
+	case s.Factor == FactorModel && arm.Model == s.A:
+		arm.Model = s.B
+	default:
+		return arm, false
+	}
+	return arm, true
 }

@@ -149,15 +149,7 @@ func (p *Prompt) InitialAct(s *study.Scenario, c study.Condition, tools []json.R
 		return nil, fmt.Errorf("scenario %s: failing call: %w", s.ID, err)
 	}
 	d.Task = task
-	sys, err := p.exec("system", nil)
-	if err != nil {
-		return nil, err
-	}
-	user, err := p.exec("user", d)
-	if err != nil {
-		return nil, err
-	}
-	return []Message{{Role: System, Content: sys}, {Role: User, Content: user}}, nil
+	return p.turn0(d)
 }
 
 // ToolList formats tools as one indented JSON array, each object as
@@ -204,6 +196,11 @@ func (p *Prompt) Initial(s *study.Scenario, c study.Condition) ([]Message, error
 	if err != nil {
 		return nil, err
 	}
+	return p.turn0(d)
+}
+
+// turn0 renders the system message and the "user" template with d.
+func (p *Prompt) turn0(d Data) ([]Message, error) {
 	sys, err := p.exec("system", nil)
 	if err != nil {
 		return nil, err
