@@ -88,7 +88,8 @@ func TestActBaselines(t *testing.T) {
 		baseline.NaiveRetry:   "invalid_type=0/0/0/32 invalid_value=0/0/0/12 missing_field=0/0/0/12 unknown_tool=0/0/0/24",
 		baseline.SchemaRepair: "invalid_type=3/0/0/11 invalid_value=0/0/0/4 missing_field=0/0/0/3 unknown_tool=5/0/1/11",
 	}
-	for _, kind := range []string{baseline.AlwaysStop, baseline.NaiveRetry, baseline.SchemaRepair} {
+	want[baseline.ReplaySame] = want[baseline.NaiveRetry] // the same client under the name
+	for _, kind := range []string{baseline.AlwaysStop, baseline.NaiveRetry, baseline.ReplaySame, baseline.SchemaRepair} {
 		m, err := models.New(models.Spec{Name: kind, Backend: baseline.Backend, Model: kind})
 		if err != nil {
 			t.Fatal(err)

@@ -121,7 +121,8 @@ func TestActBaselines(t *testing.T) {
 		baseline.SchemaRepair: "idempotency=3/0/0/3 invalid_type=1/0/0/6 invalid_value=0/1/0/4 partial_commit=0/0/0/3 permission=0/0/0/3 rate_limit=0/0/0/3 " +
 			"silent_noop=1/0/0/3 stale_revision=0/0/0/3 timeout_committed=3/0/0/3 transient=0/0/0/3 unknown_tool=3/0/0/6 upstream_outage=0/0/0/3",
 	}
-	for _, kind := range []string{baseline.AlwaysStop, baseline.NaiveRetry, baseline.SchemaRepair} {
+	want[baseline.ReplaySame] = want[baseline.NaiveRetry] // the same client under the name
+	for _, kind := range []string{baseline.AlwaysStop, baseline.NaiveRetry, baseline.ReplaySame, baseline.SchemaRepair} {
 		c, ds := actCounts(t, kind)
 		if got := format(c); got != want[kind] {
 			t.Errorf("%s:\n got %s\nwant %s", kind, got, want[kind])

@@ -18,8 +18,8 @@ import (
 // only the messages they are sent; they find the tool list and the
 // failing call after conditions.ToolsLabel and conditions.CallLabel.
 //
-// Note: the baseline that sends the failed call again (the issue's
-// replay_same) is NaiveRetry: retry_now on every turn, which under task
+// Note: the baseline that sends the failed call again, ReplaySame, is
+// NaiveRetry under another name: retry_now on every turn, which under task
 // act repeats the last call sent.
 const (
 	// SchemaRepair is the schema oracle: on turn 0 it repairs the failing

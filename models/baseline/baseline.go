@@ -24,6 +24,7 @@ const (
 	CodeRegistry   = "code_registry"   // maps a shown cause code to the registry policy
 	ExplicitPolicy = "explicit_policy" // follows a disclosed policy label
 	NaiveRetry     = "naive_retry"     // always retry_now: the client that replays every failure at once
+	ReplaySame     = "replay_same"     // naive_retry under the name of the action task's baseline that sends the failed call again
 )
 
 func init() {
@@ -70,8 +71,10 @@ func New(spec models.Spec) (models.Model, error) {
 	switch spec.Model {
 	case AlwaysStop, CodeRegistry, ExplicitPolicy, NaiveRetry:
 		return &Baseline{kind: spec.Model, delay: delay}, nil
+	case ReplaySame:
+		return &Baseline{kind: NaiveRetry, delay: delay}, nil
 	}
-	return nil, fmt.Errorf("model %q: unknown baseline %q (want %s, %s, %s, %s or %s)", spec.Name, spec.Model, AlwaysStop, CodeRegistry, ExplicitPolicy, NaiveRetry, SchemaRepair)
+	return nil, fmt.Errorf("model %q: unknown baseline %q (want %s, %s, %s, %s, %s or %s)", spec.Name, spec.Model, AlwaysStop, CodeRegistry, ExplicitPolicy, NaiveRetry, ReplaySame, SchemaRepair)
 }
 
 var (
