@@ -46,8 +46,8 @@ const SandboxName = "/sandbox"
 // Servers are the reference servers a scenario may run on, by the name
 // its server field gives.
 var Servers = map[string]ServerSpec{
-	"memory":     {Package: "server-memory"},
-	"filesystem": {Package: "server-filesystem", Args: []string{"${files}"}},
+	"memory":     {Package: "server-memory", Reset: true},
+	"filesystem": {Package: "server-filesystem", Args: []string{"${files}"}, Reset: true},
 	"everything": {Package: "server-everything", Args: []string{"stdio"}},
 }
 
@@ -58,6 +58,14 @@ var Servers = map[string]ServerSpec{
 type ServerSpec struct {
 	Package string   // directory under node_modules/@modelcontextprotocol
 	Args    []string // after the script
+	// Reset says the server keeps no state of its own between calls: it
+	// reads the memory file (server-memory) or the allowed directory
+	// (server-filesystem) anew on every call, so once its sandbox is
+	// emptied a process can serve another decision exactly as a fresh
+	// one would (Options.Reuse; TestReuseEquivalent checks it on every
+	// scenario). server-everything keeps state in the process
+	// (subscriptions, logging level), so it is always started fresh.
+	Reset bool
 }
 
 // Scenario is one act scenario on a reference server.
@@ -244,6 +252,11 @@ type Options struct {
 	// rule); the scenario's first call and setup must be read-only too.
 	// There is no sandbox: the state is the calls made.
 	ExternalURL string
+	// Reuse lets Factory keep the process of a server whose spec has
+	// Reset for the next decision on that server, its sandbox emptied,
+	// instead of starting a fresh one (a server that no longer answers a
+	// ping is not kept). The factory's Close stops the kept processes.
+	Reuse bool
 }
 
 func (o *Options) timeout() time.Duration {
@@ -255,11 +268,72 @@ func (o *Options) timeout() time.Duration {
 
 // Factory returns the environment factory of set on the servers in
 // o.Modules.
-func Factory(set *Set, o Options) simulator.EnvFactory { return &factory{set: set, o: o} }
+func Factory(set *Set, o Options) simulator.EnvFactory {
+	f := &factory{set: set, o: o}
+	if o.Reuse {
+		f.pool = &pool{idle: map[string][]*proc{}}
+	}
+	return f
+}
 
 type factory struct {
-	set *Set
-	o   Options
+	set  *Set
+	o    Options
+	pool *pool // nil without Options.Reuse
+}
+
+// Close stops the processes the factory kept for reuse.
+func (f *factory) Close() error {
+	if f.pool == nil {
+		return nil
+	}
+	return f.pool.close()
+}
+
+// proc is a running server with its sandbox.
+type proc struct {
+	dir, files, memory string
+	session            *mcp.ClientSession
+	stderr             *boundedBuffer
+	tools              []json.RawMessage
+}
+
+// pool keeps idle processes by server, for reuse.
+type pool struct {
+	mu   sync.Mutex
+	idle map[string][]*proc
+}
+
+func (p *pool) take(server string) *proc {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q := p.idle[server]
+	if len(q) == 0 {
+		return nil
+	}
+	pr := q[len(q)-1]
+	p.idle[server] = q[:len(q)-1]
+	return pr
+}
+
+func (p *pool) put(server string, pr *proc) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.idle[server] = append(p.idle[server], pr)
+}
+
+func (p *pool) close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var err error
+	for _, q := range p.idle {
+		for _, pr := range q {
+			pr.session.Close()
+			err = errors.Join(err, os.RemoveAll(pr.dir))
+		}
+	}
+	p.idle = map[string][]*proc{}
+	return err
 }
 
 // NewEnv makes the environment of one decision (the seed is not used: the
@@ -269,7 +343,11 @@ func (f *factory) NewEnv(ctx context.Context, scenario string, seed int64) (simu
 	if !ok {
 		return nil, fmt.Errorf("mcpenv set %s has no scenario %q", f.set.Name, scenario)
 	}
-	return New(sc, f.o), nil
+	e := New(sc, f.o)
+	if f.pool != nil && Servers[sc.Server].Reset && f.o.ExternalURL == "" {
+		e.pool = f.pool
+	}
+	return e, nil
 }
 
 // Env is the environment of one decision: one server in one sandbox.
@@ -280,12 +358,13 @@ type Env struct {
 	files   string // the allowed directory
 	memory  string // the memory file
 	session *mcp.ClientSession
-	cmd     *exec.Cmd // the server's process
+	cmd     *exec.Cmd // the server's process (nil for a reused one)
 	stderr  *boundedBuffer
 	tools   []json.RawMessage
 	calls   []callRecord
 	closed  bool
 	mu      sync.Mutex
+	pool    *pool // where Close leaves the process for reuse, or nil
 }
 
 // callRecord is one call the server received, in the state.
@@ -314,6 +393,15 @@ func (e *Env) Start(ctx context.Context) (json.RawMessage, error) {
 	if e.o.ExternalURL != "" {
 		return e.startExternal(ctx)
 	}
+	if e.pool != nil {
+		if pr := e.pool.take(e.sc.Server); pr != nil {
+			e.dir, e.files, e.memory, e.session, e.stderr, e.tools = pr.dir, pr.files, pr.memory, pr.session, pr.stderr, pr.tools
+			if err := e.seed(); err != nil {
+				return nil, err
+			}
+			return e.first(ctx)
+		}
+	}
 	dir, err := os.MkdirTemp("", "stress-mcpenv-")
 	if err != nil {
 		return nil, err
@@ -321,20 +409,8 @@ func (e *Env) Start(ctx context.Context) (json.RawMessage, error) {
 	e.dir = dir
 	e.files = filepath.Join(dir, "files")
 	e.memory = filepath.Join(dir, "memory.jsonl")
-	if err := os.MkdirAll(e.files, 0o755); err != nil {
+	if err := e.seed(); err != nil {
 		return nil, err
-	}
-	for _, p := range sortedKeys(e.sc.Files) {
-		f := filepath.Join(e.files, filepath.FromSlash(p))
-		if !strings.HasPrefix(f, e.files+string(filepath.Separator)) {
-			return nil, fmt.Errorf("scenario %s: field files: %q leaves the sandbox", e.sc.ID, p)
-		}
-		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(f, []byte(e.sc.Files[p]), 0o644); err != nil {
-			return nil, err
-		}
 	}
 	spec := Servers[e.sc.Server]
 	node := e.o.Node
@@ -367,6 +443,52 @@ func (e *Env) Start(ctx context.Context) (json.RawMessage, error) {
 		return nil, err
 	}
 	return e.first(ctx)
+}
+
+// seed makes the allowed directory with the scenario's files.
+func (e *Env) seed() error {
+	if err := os.MkdirAll(e.files, 0o755); err != nil {
+		return err
+	}
+	for _, p := range sortedKeys(e.sc.Files) {
+		f := filepath.Join(e.files, filepath.FromSlash(p))
+		if !strings.HasPrefix(f, e.files+string(filepath.Separator)) {
+			return fmt.Errorf("scenario %s: field files: %q leaves the sandbox", e.sc.ID, p)
+		}
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(f, []byte(e.sc.Files[p]), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// release empties the sandbox of a live server and leaves the process in
+// the pool; false when the server does not answer a ping or the sandbox
+// cannot be emptied (the caller then stops it).
+func (e *Env) release() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if e.session.Ping(ctx, nil) != nil {
+		return false
+	}
+	if err := os.Remove(e.memory); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	entries, err := os.ReadDir(e.files)
+	if err != nil {
+		return false
+	}
+	for _, d := range entries {
+		if os.RemoveAll(filepath.Join(e.files, d.Name())) != nil {
+			return false
+		}
+	}
+	e.stderr.reset()
+	e.pool.put(e.sc.Server, &proc{dir: e.dir, files: e.files, memory: e.memory, session: e.session, stderr: e.stderr, tools: e.tools})
+	return true
 }
 
 // listTools reads the server's tools.
@@ -660,6 +782,9 @@ func (e *Env) Close() error {
 		return nil
 	}
 	e.closed = true
+	if e.pool != nil && e.session != nil && e.dir != "" && e.release() {
+		return nil
+	}
 	var err error
 	if e.session != nil {
 		e.session.Close()
@@ -684,6 +809,12 @@ func (b *boundedBuffer) Write(p []byte) (int, error) {
 		b.b.Write(p[:min(len(p), room)])
 	}
 	return len(p), nil
+}
+
+func (b *boundedBuffer) reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.b.Reset()
 }
 
 func (b *boundedBuffer) String() string {

@@ -47,5 +47,5 @@ func referenceEnv(m *manifests.Resolved) (simulator.EnvFactory, bool, error) {
 				m.Source, s.Package, dir, MCPServersVar)
 		}
 	}
-	return mcpenv.Factory(set, mcpenv.Options{Modules: dir}), true, nil
+	return mcpenv.Factory(set, mcpenv.Options{Modules: dir, Reuse: true}), true, nil
 }

@@ -90,6 +90,9 @@ func cmdRun(fs *flag.FlagSet) action {
 			if opt.Env, err = envFor(m); err != nil {
 				return err
 			}
+			if c, ok := opt.Env.(io.Closer); ok {
+				defer c.Close() // servers kept for reuse (mcpenv)
+			}
 		}
 		if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 			opt.Terminal = true

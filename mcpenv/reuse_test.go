@@ -1,0 +1,93 @@
+package mcpenv
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"testing"
+	"time"
+
+	"github.com/mcpstress/stress/conditions"
+	"github.com/mcpstress/stress/manifests"
+	"github.com/mcpstress/stress/models"
+	"github.com/mcpstress/stress/models/baseline"
+	"github.com/mcpstress/stress/simulator"
+	"github.com/mcpstress/stress/study"
+)
+
+// TestReuseEquivalent: on every scenario of the servers that allow a
+// reset (memory, filesystem), a decision on a reused process, one that
+// has just served other decisions (writes included) and had its sandbox
+// emptied, is the same as on a fresh process: every turn's observation,
+// the outcome and the final state, for the writing baselines. It also
+// times both ways.
+func TestReuseEquivalent(t *testing.T) {
+	mods := modules(t)
+	set, err := BuiltinSet("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := records(t, set, mods)
+	raw, err := fs.ReadFile(manifests.Builtin, "prompts/act.tmpl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := conditions.ParsePrompt("act", "act.tmpl", string(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := Factory(set, Options{Modules: mods})
+	reuse := Factory(set, Options{Modules: mods, Reuse: true})
+	defer reuse.(io.Closer).Close()
+	var tFresh, tReuse time.Duration
+	n := 0
+	for _, kind := range []string{baseline.SchemaRepair, baseline.NaiveRetry} {
+		m, err := models.New(models.Spec{Name: kind, Backend: baseline.Backend, Model: kind})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sc := range set.Scenarios {
+			if !Servers[sc.Server].Reset {
+				continue
+			}
+			key := simulator.Key{Model: kind, Prompt: "act", Condition: study.Normalized, Scenario: sc.ID, Replicate: 1}
+			cfg := func(f simulator.EnvFactory) simulator.Config {
+				return simulator.Config{StudySeed: 1, ReplayCap: 3, Env: f, Act: true}
+			}
+			start := time.Now()
+			a := simulator.Run(context.Background(), m, p, recs[sc.ID], key, cfg(fresh))
+			tFresh += time.Since(start)
+			start = time.Now()
+			b := simulator.Run(context.Background(), m, p, recs[sc.ID], key, cfg(reuse))
+			tReuse += time.Since(start)
+			n++
+			if a.Err != nil || b.Err != nil {
+				t.Fatalf("%s %s: fresh %v, reused %v", kind, sc.ID, a.Err, b.Err)
+			}
+			if len(a.Turns) != len(b.Turns) {
+				t.Fatalf("%s %s: %d turns fresh, %d reused", kind, sc.ID, len(a.Turns), len(b.Turns))
+			}
+			for i := range a.Turns {
+				if !bytes.Equal(a.Turns[i].Result, b.Turns[i].Result) || !bytes.Equal(a.Turns[i].Observation, b.Turns[i].Observation) {
+					t.Errorf("%s %s turn %d: fresh and reused observations differ:\n%s\n%s", kind, sc.ID, i, a.Turns[i].Observation, b.Turns[i].Observation)
+				}
+			}
+			ja, _ := json.Marshal(a.Outcome)
+			jb, _ := json.Marshal(b.Outcome)
+			if !bytes.Equal(ja, jb) || !bytes.Equal(a.Env.State, b.Env.State) {
+				t.Errorf("%s %s: fresh and reused outcomes differ:\n%s %s\n%s %s", kind, sc.ID, ja, a.Env.State, jb, b.Env.State)
+			}
+		}
+	}
+	f := reuse.(*factory)
+	kept := 0
+	for _, q := range f.pool.idle {
+		kept += len(q)
+	}
+	if kept != 2 { // one memory and one filesystem server served them all
+		t.Errorf("%d processes kept, want 2", kept)
+	}
+	t.Logf("%d decisions: fresh processes %v, reused %v", n, tFresh.Round(time.Millisecond), tReuse.Round(time.Millisecond))
+}
