@@ -3,14 +3,11 @@ package mcpenv
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/mcpstress/stress/conditions"
-	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/models/baseline"
 	"github.com/mcpstress/stress/simulator"
@@ -75,14 +72,7 @@ func TestActBaselines(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs := records(t, set, mods)
-	raw, err := fs.ReadFile(manifests.Builtin, "prompts/act.tmpl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := conditions.ParsePrompt("act", "act.tmpl", string(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := actPrompt(t)
 	want := map[string]string{
 		baseline.AlwaysStop:   "invalid_type=0/0/0/8 invalid_value=0/0/0/3 missing_field=0/0/0/3 unknown_tool=0/0/0/6",
 		baseline.NaiveRetry:   "invalid_type=0/0/0/32 invalid_value=0/0/0/12 missing_field=0/0/0/12 unknown_tool=0/0/0/24",

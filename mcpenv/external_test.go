@@ -3,7 +3,6 @@ package mcpenv
 import (
 	"context"
 	"encoding/json"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,9 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpstress/stress/conditions"
 	"github.com/mcpstress/stress/lab"
-	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
@@ -44,14 +41,7 @@ func TestExternalReadOnly(t *testing.T) {
 	}
 	set := &Set{Name: "ext", Scenarios: []*Scenario{sc}}
 	f := Factory(set, Options{ExternalURL: hs.URL})
-	raw, err := fs.ReadFile(manifests.Builtin, "prompts/act.tmpl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := conditions.ParsePrompt("act", "act.tmpl", string(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := actPrompt(t)
 	env, err := f.NewEnv(context.Background(), "EXT1", 1)
 	if err != nil {
 		t.Fatal(err)

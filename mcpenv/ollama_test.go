@@ -3,14 +3,12 @@ package mcpenv
 import (
 	"context"
 	"encoding/json"
-	"io/fs"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/mcpstress/stress/conditions"
 	"github.com/mcpstress/stress/internal/ollamatest"
 	"github.com/mcpstress/stress/lab"
 	"github.com/mcpstress/stress/lab/labenv"
@@ -54,14 +52,7 @@ func TestTinyModelActsOnServerMemory(t *testing.T) {
 	}
 	sc, _ := set.Scenario("R07")
 	rec := records(t, &Set{Name: "r07", Scenarios: []*Scenario{sc}}, mods)["R07"]
-	raw, err := fs.ReadFile(manifests.Builtin, "prompts/act.tmpl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := conditions.ParsePrompt("act", "act.tmpl", string(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := actPrompt(t)
 	f := &recording{EnvFactory: Factory(set, Options{Modules: mods})}
 	sent, refused, written := 0, map[string]int{}, 0
 	tally := results.NewTally()
@@ -187,14 +178,7 @@ func TestTinyModelActsOnLab(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &study.Scenario{ID: sc.ID, Server: sc.Server, Observation: first, Preferred: sc.Preferred, NonHarm: sc.NonHarm}
-	raw, err := fs.ReadFile(manifests.Builtin, "prompts/act.tmpl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := conditions.ParsePrompt("act", "act.tmpl", string(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := actPrompt(t)
 	tally := results.NewTally()
 	written := 0
 	for rep := 1; rep <= 8; rep++ {

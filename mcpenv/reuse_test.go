@@ -30,14 +30,7 @@ func TestReuseEquivalent(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs := records(t, set, mods)
-	raw, err := fs.ReadFile(manifests.Builtin, "prompts/act.tmpl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := conditions.ParsePrompt("act", "act.tmpl", string(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := actPrompt(t)
 	fresh := Factory(set, Options{Modules: mods})
 	reuse := Factory(set, Options{Modules: mods, Reuse: true})
 	defer reuse.(io.Closer).Close()
@@ -90,4 +83,18 @@ func TestReuseEquivalent(t *testing.T) {
 		t.Errorf("%d processes kept, want 2", kept)
 	}
 	t.Logf("%d decisions: fresh processes %v, reused %v", n, tFresh.Round(time.Millisecond), tReuse.Round(time.Millisecond))
+}
+
+// actPrompt parses the built-in prompt of the action task.
+func actPrompt(t testing.TB) *conditions.Prompt {
+	t.Helper()
+	raw, err := fs.ReadFile(manifests.Builtin, "prompts/act.tmpl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := conditions.ParsePrompt("act", "act.tmpl", string(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
