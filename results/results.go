@@ -290,32 +290,22 @@ func WriteJSON(file string, v any) error {
 
 // ReadRows reads every row of a decisions.parquet file.
 func ReadRows(file string) ([]Row, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	pf, err := parquet.OpenFile(f, st.Size())
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
-	}
-	r := parquet.NewGenericReader[Row](pf)
-	defer r.Close()
-	rows := make([]Row, 0, pf.NumRows())
-	buf := make([]Row, 1024)
-	for {
-		n, err := r.Read(buf)
-		rows = append(rows, buf[:n]...)
-		if err == io.EOF {
-			return rows, nil
-		}
-		if err != nil {
-			return rows, fmt.Errorf("%s: %w", file, err)
-		}
+	var rows []Row
+	err := ScanRows(file, func(r *Row) error {
+		rows = append(rows, *r)
+		return nil
+	})
+	return rows, err
+}
+
+// upgrade brings a row read from an older decisions.parquet to today's
+// columns: a live decision written before invalid_action existed has
+// none (false), as today's scoring gives every live decision of the
+// label task.
+func upgrade(r *Row) {
+	if r.Recovered != nil && r.InvalidAction == nil {
+		f := false
+		r.InvalidAction = &f
 	}
 }
 
@@ -343,6 +333,7 @@ func ScanRows(file string, fn func(*Row) error) error {
 	for {
 		n, err := r.Read(buf)
 		for i := range buf[:n] {
+			upgrade(&buf[i])
 			if ferr := fn(&buf[i]); ferr != nil {
 				return ferr
 			}
