@@ -136,24 +136,20 @@ func Prepare(m *manifests.Resolved, allowUnpinned bool) (*Plan, error) {
 			p.coders = append(p.coders, coderInst{md: md})
 			continue
 		}
-		b, err := models.Lookup(md.Backend)
+		b, unpinned, err := models.LookupModel(m.Source, i, md, allowUnpinned)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("manifest %s: field models[%d].backend: %w", m.Source, i, err))
+			errs = append(errs, err)
 			continue
 		}
-		if b.Pinned && md.Digest == "" {
-			if !allowUnpinned {
-				errs = append(errs, fmt.Errorf("manifest %s: field models[%d].digest: model %q (%s) has no digest; pin it (see `stress models`) or pass -allow-unpinned", m.Source, i, md.Name, md.Model))
-				continue
-			}
+		if unpinned {
 			p.unpinned = append(p.unpinned, md.Name)
 		}
-		format := md.Format
-		if format == "schema" {
-			format = Schema()
+		spec := models.SpecOf(md, md.Hosts()[0])
+		spec.Parallel = 0 // the coder sends one call at a time
+		if md.Format == "schema" {
+			spec.Format = Schema()
 		}
-		inst, err := b.New(models.Spec{Name: md.Name, Backend: md.Backend, Model: md.Model, Digest: md.Digest, Host: md.Hosts()[0],
-			Format: format, Options: md.Options, Transport: md.Transport, APIKeyEnv: md.APIKeyEnv, Pin: md.Pin})
+		inst, err := b.New(spec)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("manifest %s: models[%d]: %w", m.Source, i, err))
 			continue

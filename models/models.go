@@ -194,6 +194,31 @@ func Lookup(name string) (Backend, error) {
 	return b, nil
 }
 
+// SpecOf returns the spec of the manifest's model md at host (one of
+// md.Hosts()).
+func SpecOf(md manifests.Model, host string) Spec {
+	return Spec{Name: md.Name, Backend: md.Backend, Model: md.Model, Digest: md.Digest, Host: host, Format: md.Format,
+		Options: md.Options, Transport: md.Transport, APIKeyEnv: md.APIKeyEnv, Pin: md.Pin, Parallel: md.Parallel}
+}
+
+// LookupModel returns the backend of models[i] of the manifest read from
+// source and checks its pin: a backend whose models must be pinned needs
+// a digest, unless allowUnpinned, and then unpinned is true. Errors name
+// the manifest and the field.
+func LookupModel(source string, i int, md manifests.Model, allowUnpinned bool) (b Backend, unpinned bool, err error) {
+	b, err = Lookup(md.Backend)
+	if err != nil {
+		return b, false, fmt.Errorf("manifest %s: field models[%d].backend: %w", source, i, err)
+	}
+	if b.Pinned && md.Digest == "" {
+		if !allowUnpinned {
+			return b, false, fmt.Errorf("manifest %s: field models[%d].digest: model %q (%s) has no digest; pin it (see `stress models`) or pass -allow-unpinned", source, i, md.Name, md.Model)
+		}
+		return b, true, nil
+	}
+	return b, false, nil
+}
+
 // New builds the model spec describes, through its registered backend.
 func New(spec Spec) (Model, error) {
 	b, err := Lookup(spec.Backend)

@@ -157,21 +157,17 @@ func PrepareWith(m *manifests.Resolved, allow Allow) (*Plan, error) {
 	}
 	allowUnpinned := allow.Unpinned
 	for i, md := range m.Models {
-		b, err := models.Lookup(md.Backend)
+		b, unpinned, err := models.LookupModel(m.Source, i, md, allowUnpinned)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("manifest %s: field models[%d].backend: %w", m.Source, i, err))
+			errs = append(errs, err)
 			continue
 		}
-		if b.Pinned && md.Digest == "" {
-			if !allowUnpinned {
-				errs = append(errs, fmt.Errorf("manifest %s: field models[%d].digest: model %q (%s) has no digest; pin it (see `stress models`) or pass -allow-unpinned", m.Source, i, md.Name, md.Model))
-				continue
-			}
+		if unpinned {
 			p.unpinned = append(p.unpinned, md.Name)
 		}
 		var insts []models.Model
 		for e, host := range md.Hosts() {
-			model, err := b.New(models.Spec{Name: md.Name, Backend: md.Backend, Model: md.Model, Digest: md.Digest, Host: host, Format: md.Format, Options: md.Options, Transport: md.Transport, APIKeyEnv: md.APIKeyEnv, Pin: md.Pin, Parallel: md.Parallel})
+			model, err := b.New(models.SpecOf(md, host))
 			if err != nil {
 				field := fmt.Sprintf("models[%d]", i)
 				if len(md.Endpoints) > 0 {
