@@ -35,12 +35,42 @@ import (
 // CallLog appends decisions to calls.jsonl. It buffers whole decisions and
 // writes them with one write call per batch; Sync makes them durable.
 type CallLog struct {
+	appendFile
+	enc  *json.Encoder
+	msgs *MessageLog // where requests' messages go (nil: inline)
+}
+
+// appendFile is a file written by appending buffered lines: the call log
+// and the message log.
+type appendFile struct {
 	f    *os.File
 	name string
 	buf  bytes.Buffer
-	enc  *json.Encoder
-	size int64       // bytes in the file plus bytes buffered
-	msgs *MessageLog // where requests' messages go (nil: inline)
+	size int64 // bytes in the file plus bytes buffered
+}
+
+// flush writes the buffered lines with one write call.
+func (a *appendFile) flush() error {
+	if a.buf.Len() == 0 {
+		return nil
+	}
+	_, err := a.f.Write(a.buf.Bytes())
+	a.buf.Reset()
+	if err != nil {
+		return fmt.Errorf("%s: %w", a.name, err)
+	}
+	return nil
+}
+
+// sync writes the buffered lines and makes the file durable.
+func (a *appendFile) sync() error {
+	if err := a.flush(); err != nil {
+		return err
+	}
+	if err := a.f.Sync(); err != nil {
+		return fmt.Errorf("%s: %w", a.name, err)
+	}
+	return nil
 }
 
 // flushAt is the buffered size at which Append writes the batch out.
@@ -54,7 +84,7 @@ func OpenCallLog(file string, size int64) (*CallLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &CallLog{f: f, name: file, size: size}
+	l := &CallLog{appendFile: appendFile{f: f, name: file, size: size}}
 	l.enc = json.NewEncoder(&l.buf)
 	l.enc.SetEscapeHTML(false)
 	return l, nil
@@ -159,15 +189,7 @@ func (l *CallLog) Flush() error {
 			return err
 		}
 	}
-	if l.buf.Len() == 0 {
-		return nil
-	}
-	_, err := l.f.Write(l.buf.Bytes())
-	l.buf.Reset()
-	if err != nil {
-		return fmt.Errorf("%s: %w", l.name, err)
-	}
-	return nil
+	return l.flush()
 }
 
 // Sync writes the buffered decisions and makes the file durable, after
@@ -178,13 +200,7 @@ func (l *CallLog) Sync() error {
 			return err
 		}
 	}
-	if err := l.Flush(); err != nil {
-		return err
-	}
-	if err := l.f.Sync(); err != nil {
-		return fmt.Errorf("%s: %w", l.name, err)
-	}
-	return nil
+	return l.sync()
 }
 
 // Close syncs and closes the file (and the message log).

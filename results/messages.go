@@ -65,12 +65,9 @@ type messageLine struct {
 // its ref. Its batches are written by the CallLog it is attached to
 // (CallLog.SetMessages), before the call lines.
 type MessageLog struct {
-	f    *os.File
-	name string
-	buf  bytes.Buffer
-	enc  *json.Encoder
-	msg  bytes.Buffer // one message's encoding
-	size int64        // bytes in the file plus bytes buffered
+	appendFile
+	enc *json.Encoder
+	msg bytes.Buffer // one message's encoding
 	// short maps the first 8 bytes of a stored message's sha256 to the
 	// whole sha256; long holds the messages stored under a 64-digit ref
 	// (their 16-digit ref was taken).
@@ -102,7 +99,7 @@ func OpenMessageLog(file string, size int64, t *Messages) (*MessageLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &MessageLog{f: f, name: file, size: size, short: map[uint64][32]byte{}, long: map[[32]byte]bool{}}
+	l := &MessageLog{appendFile: appendFile{f: f, name: file, size: size}, short: map[uint64][32]byte{}, long: map[[32]byte]bool{}}
 	l.enc = json.NewEncoder(&l.msg)
 	l.enc.SetEscapeHTML(false)
 	if t != nil {
@@ -238,28 +235,10 @@ func (l *MessageLog) AddRaw(raw json.RawMessage) { l.add(raw) }
 func (l *MessageLog) Size() int64 { return l.size }
 
 // Flush writes the buffered messages with one write call.
-func (l *MessageLog) Flush() error {
-	if l.buf.Len() == 0 {
-		return nil
-	}
-	_, err := l.f.Write(l.buf.Bytes())
-	l.buf.Reset()
-	if err != nil {
-		return fmt.Errorf("%s: %w", l.name, err)
-	}
-	return nil
-}
+func (l *MessageLog) Flush() error { return l.flush() }
 
 // Sync writes the buffered messages and makes the file durable.
-func (l *MessageLog) Sync() error {
-	if err := l.Flush(); err != nil {
-		return err
-	}
-	if err := l.f.Sync(); err != nil {
-		return fmt.Errorf("%s: %w", l.name, err)
-	}
-	return nil
-}
+func (l *MessageLog) Sync() error { return l.sync() }
 
 // Close syncs and closes the file.
 func (l *MessageLog) Close() error {
