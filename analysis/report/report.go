@@ -76,23 +76,18 @@ func Write(dir string, in *Input) ([]string, error) {
 	if err := os.MkdirAll(filepath.Join(dir, FigureDir), 0o755); err != nil {
 		return nil, err
 	}
-	var written []string
-	put := func(name string, data []byte) error {
-		p := filepath.Join(dir, name)
-		written = append(written, p)
-		return os.WriteFile(p, data, 0o644)
-	}
+	out := &outDir{dir: dir}
 	drawn := map[string]bool{}
 	for _, f := range figs {
 		if f.Empty != "" {
 			continue
 		}
 		drawn[f.Name] = true
-		if err := put(filepath.Join(FigureDir, f.Name+".png"), f.PNG); err != nil {
-			return written, err
+		if err := out.put(filepath.Join(FigureDir, f.Name+".png"), f.PNG); err != nil {
+			return out.written, err
 		}
-		if err := put(filepath.Join(FigureDir, f.Name+".svg"), f.SVG); err != nil {
-			return written, err
+		if err := out.put(filepath.Join(FigureDir, f.Name+".svg"), f.SVG); err != nil {
+			return out.written, err
 		}
 	}
 	for _, name := range append(slices.Clone(figureNames), PowerFigureName) {
@@ -101,22 +96,23 @@ func Write(dir string, in *Input) ([]string, error) {
 		}
 		for _, ext := range []string{".png", ".svg"} {
 			if err := os.Remove(filepath.Join(dir, FigureDir, name+ext)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return written, err
+				return out.written, err
 			}
 		}
 	}
 	doc := Build(in, figs)
 	var md, ht strings.Builder
 	if err := doc.Markdown(&md); err != nil {
-		return written, err
+		return out.written, err
 	}
 	if err := doc.HTML(&ht); err != nil {
-		return written, err
+		return out.written, err
 	}
-	if err := put(MarkdownFile, []byte(md.String())); err != nil {
-		return written, err
+	if err := out.put(MarkdownFile, []byte(md.String())); err != nil {
+		return out.written, err
 	}
-	return written, put(HTMLFile, []byte(ht.String()))
+	err = out.put(HTMLFile, []byte(ht.String()))
+	return out.written, err
 }
 
 // Doc is a report as a sequence of blocks, rendered to Markdown or HTML.
@@ -735,4 +731,47 @@ func (d *Doc) labelAction(an *analysis.Analysis) {
 		}
 	}
 	d.table(t)
+}
+
+// outDir writes files into dir and lists the paths written, in order.
+type outDir struct {
+	dir     string
+	written []string
+}
+
+// put writes dir/name.
+func (o *outDir) put(name string, data []byte) error {
+	p := filepath.Join(o.dir, name)
+	o.written = append(o.written, p)
+	return os.WriteFile(p, data, 0o644)
+}
+
+// WritePower writes dir/power.md (the power section alone) and, unless
+// it is empty, the power figure beside it (power.png, power.svg); it
+// returns the paths written.
+func WritePower(dir string, pw *analysis.Power) ([]string, error) {
+	f, err := PowerFigure(pw)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	out := &outDir{dir: dir}
+	var md strings.Builder
+	d := &Doc{Title: "Power and design"}
+	PowerSection(d, pw, &f)
+	if err := d.Markdown(&md); err != nil {
+		return nil, err
+	}
+	if f.Empty == "" {
+		if err := out.put(f.Name+".png", f.PNG); err != nil {
+			return out.written, err
+		}
+		if err := out.put(f.Name+".svg", f.SVG); err != nil {
+			return out.written, err
+		}
+	}
+	err = out.put("power.md", []byte(strings.ReplaceAll(md.String(), FigureDir+"/", "")))
+	return out.written, err
 }

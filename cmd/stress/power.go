@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -151,44 +149,12 @@ func cmdPower(fs *flag.FlagSet) action {
 		if err != nil || *out == "" {
 			return err
 		}
-		written, err := writePower(*out, pw)
+		written, err := report.WritePower(*out, pw)
 		for _, f := range written {
 			fmt.Fprintln(stderr, "wrote", f)
 		}
 		return err
 	}
-}
-
-// writePower writes dir/power.md (the table) and the figure.
-func writePower(dir string, pw *analysis.Power) ([]string, error) {
-	f, err := report.PowerFigure(pw)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	var written []string
-	put := func(name string, data []byte) error {
-		p := filepath.Join(dir, name)
-		written = append(written, p)
-		return os.WriteFile(p, data, 0o644)
-	}
-	var md strings.Builder
-	d := &report.Doc{Title: "Power and design"}
-	report.PowerSection(d, pw, &f)
-	if err := d.Markdown(&md); err != nil {
-		return nil, err
-	}
-	if f.Empty == "" {
-		if err := put(f.Name+".png", f.PNG); err != nil {
-			return written, err
-		}
-		if err := put(f.Name+".svg", f.SVG); err != nil {
-			return written, err
-		}
-	}
-	return written, put("power.md", []byte(strings.ReplaceAll(md.String(), report.FigureDir+"/", "")))
 }
 
 // parseInts parses "21,42,84".
