@@ -44,7 +44,7 @@ func (e *Env) Record(obs json.RawMessage) (study.Scenario, error) {
 	if pc.cause == study.UnknownTool {
 		target = study.Target{Kind: info.TargetKind, Name: e.sc.Tool}
 	}
-	surface, code := surfaceOf(obs)
+	surface := surfaceOf(obs)
 	s := study.Scenario{ID: e.sc.ID, Observation: obs}
 	text := s.ObservationText()
 	env, err := capture.Envelope(info.Code, target, e.sc.Preferred, text, info.Words)
@@ -55,34 +55,30 @@ func (e *Env) Record(obs json.RawMessage) (study.Scenario, error) {
 	if r := e.session.InitializeResult(); r != nil {
 		version = r.ProtocolVersion
 	}
-	return study.Scenario{
+	rec := study.Scenario{
 		ID: e.sc.ID, Server: Pseudonyms[e.sc.Server], ProtocolVersion: version,
 		Probe: pc.probe, Cause: pc.cause, Surface: surface, Observation: obs,
 		Code: info.Code, Target: target, Preferred: e.sc.Preferred, NonHarm: e.sc.NonHarm,
 		ControlEnvelope: env,
-		Profile:         rules.Propose(obs, surface, code, pc.cause, target, text, rules.HasTyped(obs)),
-	}, nil
+	}
+	rec.Profile = rules.Code(&rec)
+	return rec, nil
 }
 
-// surfaceOf is the surface of an observation and its JSON-RPC code (0
-// for a result).
-func surfaceOf(obs json.RawMessage) (study.Surface, int64) {
+// surfaceOf is the surface of an observation.
+func surfaceOf(obs json.RawMessage) study.Surface {
 	var o struct {
-		Exception *struct {
-			Error struct {
-				Code int64 `json:"code"`
-			} `json:"error"`
-		} `json:"exception"`
-		Result *struct {
+		Exception *struct{} `json:"exception"`
+		Result    *struct {
 			IsError bool `json:"isError"`
 		} `json:"result"`
 	}
 	json.Unmarshal(obs, &o)
 	switch {
 	case o.Exception != nil:
-		return study.ProtocolError, o.Exception.Error.Code
+		return study.ProtocolError
 	case o.Result != nil && o.Result.IsError:
-		return study.ToolError, 0
+		return study.ToolError
 	}
-	return study.SuccessShaped, 0
+	return study.SuccessShaped
 }
