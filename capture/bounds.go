@@ -14,11 +14,6 @@ import (
 // keeps (Options.MaxTextBytes, flag -max-text-bytes), 64 KiB.
 const DefaultMaxTextBytes = 64 << 10
 
-// envelopeTextMax is the longest failure text a control envelope repeats,
-// 4 KiB. Note: the envelope is shown next to the observation, which holds
-// the text already; a longer text is stored once, in the observation, and
-// the envelope says only what failed (as for an empty text).
-const envelopeTextMax = 4 << 10
 
 func (o *Options) maxText() int {
 	if o.MaxTextBytes <= 0 {

@@ -49,9 +49,6 @@ func targetOf(c study.Cause, p Plan, text string) study.Target {
 // failure text (words, the cause in words, when the text is empty or too
 // long to repeat).
 func Envelope(code string, target study.Target, policy study.Policy, text, words string) (json.RawMessage, error) {
-	if strings.TrimSpace(text) == "" || len(text) > envelopeTextMax {
-		text = "The call failed: " + words + "."
-	}
 	return study.MarshalEnvelope(study.EnvelopeSpec{Code: code, Target: target, Policy: policy,
-		SameRequest: "unsafe", SideEffects: "none_committed", Text: text})
+		SameRequest: "unsafe", SideEffects: "none_committed", Text: text, Words: words})
 }

@@ -1,6 +1,9 @@
 package study
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // EnvelopeSchema is the schema the counterfactual control envelope names
 // (STUDY.md section 6).
@@ -16,7 +19,17 @@ type EnvelopeSpec struct {
 	AfterMS     *int64 // the delay before a retry_later replay (retry_later only)
 	SideEffects string // "none_committed", "committed" or "unknown"
 	Text        string // the failure text of the content block
+	// Words is the cause in words: the content block says "The call
+	// failed: WORDS." instead of Text when Text is blank or longer than
+	// EnvelopeTextMax.
+	Words string
 }
+
+// EnvelopeTextMax is the longest failure text an envelope repeats, 4 KiB.
+// Note: the envelope is shown next to the observation, which holds the
+// text already; a longer text is stored once, in the observation, and the
+// envelope says only what failed (as for an empty text).
+const EnvelopeTextMax = 4 << 10
 
 // MarshalEnvelope encodes e as the envelope's JSON, in the member order of
 // STUDY.md section 6.
@@ -47,6 +60,10 @@ func MarshalEnvelope(e EnvelopeSpec) (json.RawMessage, error) {
 	v.Error.Code, v.Error.Target, v.Error.Policy = e.Code, tgt(e.Target), e.Policy
 	v.Error.Retry.SameRequest, v.Error.Retry.AfterMS = e.SameRequest, e.AfterMS
 	v.Error.SideEffects = e.SideEffects
-	v.Content = []TextBlock{{Type: "text", Text: e.Text}}
+	text := e.Text
+	if strings.TrimSpace(text) == "" || len(text) > EnvelopeTextMax {
+		text = "The call failed: " + e.Words + "."
+	}
+	v.Content = []TextBlock{{Type: "text", Text: text}}
 	return Marshal(v)
 }

@@ -228,16 +228,13 @@ func Scenario(sc *lab.Scenario, obs json.RawMessage, protocolVersion string) (st
 		Target: Target(sc), Preferred: sc.Preferred, NonHarm: sc.NonHarm,
 	}
 	env := study.EnvelopeSpec{Code: info.Code, Target: s.Target, Policy: s.Preferred,
-		SameRequest: "unsafe", SideEffects: SideEffects(sc.Class), Text: s.ObservationText()}
+		SameRequest: "unsafe", SideEffects: SideEffects(sc.Class), Text: s.ObservationText(), Words: info.Words}
 	if s.Preferred == study.RetryNow || s.Preferred == study.RetryLater {
 		env.SameRequest = "safe"
 	}
 	if s.Preferred == study.RetryLater {
 		ms := RetryDelay(sc, obs).Milliseconds()
 		env.AfterMS = &ms
-	}
-	if strings.TrimSpace(env.Text) == "" {
-		env.Text = "The call failed: " + info.Words + "."
 	}
 	var err error
 	if s.ControlEnvelope, err = study.MarshalEnvelope(env); err != nil {
