@@ -720,6 +720,39 @@ func (p *stdoutPump) finish(d time.Duration) {
 	<-p.done
 }
 
+// TeeWriter returns w recording, before writing them, the lines written
+// through it as Send frames of r (a stdio client's stdin).
+func (r *Recorder) TeeWriter(w io.WriteCloser) io.WriteCloser {
+	return &teeWriter{w: w, s: lineSplitter{rec: r, dir: Send}}
+}
+
+// TeeReader returns rd recording the lines read through it as Recv frames
+// of r (a stdio client's view of the server's stdout); a line still
+// pending when rd ends is recorded as unfinished. Close closes rd.
+func (r *Recorder) TeeReader(rd io.ReadCloser) io.ReadCloser {
+	return &teeReader{r: rd, s: lineSplitter{rec: r, dir: Recv}}
+}
+
+// teeReader records what is read through it as Recv frames.
+type teeReader struct {
+	r  io.ReadCloser
+	mu sync.Mutex
+	s  lineSplitter
+}
+
+func (t *teeReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	t.mu.Lock()
+	t.s.feed(p[:n])
+	if err != nil {
+		t.s.flush(true)
+	}
+	t.mu.Unlock()
+	return n, err
+}
+
+func (t *teeReader) Close() error { return t.r.Close() }
+
 // teeWriter records what is written through it as Send frames.
 type teeWriter struct {
 	w        io.WriteCloser

@@ -24,7 +24,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -90,8 +89,12 @@ func One(ctx context.Context, sc *lab.Scenario, o Options) (*Recording, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the lab server: %w", err)
 	}
-	rec := &frames{}
-	t := &mcp.IOTransport{Reader: &tee{r: stdout, rec: rec, dir: capture.Recv}, Writer: &teeW{w: stdin, rec: rec, dir: capture.Send}}
+	// Note: closing the transport leaves stdout open: the server may still
+	// write (an answer to a cancelled call) until it sees its stdin close,
+	// and a closed read end would kill it with SIGPIPE; cmd.Wait closes
+	// the pipe once it exits.
+	rec := &capture.Recorder{}
+	t := &mcp.IOTransport{Reader: rec.TeeReader(io.NopCloser(stdout)), Writer: rec.TeeWriter(stdin)}
 	client := mcp.NewClient(&mcp.Implementation{Name: "stress-lab-record", Version: lab.Version}, nil)
 	if err := mcp.AddSendingCustomMethod[*lab.StateParams, *lab.StateResult](client, lab.MethodState); err != nil {
 		return nil, err
@@ -113,8 +116,7 @@ func One(ctx context.Context, sc *lab.Scenario, o Options) (*Recording, error) {
 	if err != nil {
 		return nil, err
 	}
-	fr := rec.all()
-	req, resp := exchange(fr, "tools/call")
+	req, resp := rec.Exchange(0, "tools/call")
 	if req == nil {
 		return nil, errors.New("no tools/call request among the frames")
 	}
@@ -136,7 +138,7 @@ func One(ctx context.Context, sc *lab.Scenario, o Options) (*Recording, error) {
 		SDK: capture.SDKVersion(), View: study.ViewGoSDK, WireSurface: wire,
 		CauseRule: fmt.Sprintf("the lab armed fault class %s", sc.Class), Proposed: true,
 	}
-	return &Recording{Scenario: s, Frames: fr}, nil
+	return &Recording{Scenario: s, Frames: rec.Frames()}, nil
 }
 
 // call makes the scenario's first call and returns its observation. A
@@ -322,102 +324,6 @@ func Write(dir string, recs []*Recording) error {
 		}
 	}
 	return nil
-}
-
-// exchange returns the last request frame of method and the response to
-// it, if any.
-func exchange(fr []capture.Frame, method string) (req, resp *capture.Frame) {
-	var id json.RawMessage
-	for i := range fr {
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if json.Unmarshal(fr[i].Bytes(), &m) != nil {
-			continue
-		}
-		switch {
-		case fr[i].Dir == capture.Send && m.Method == method:
-			req, resp, id = &fr[i], nil, m.ID
-		case fr[i].Dir == capture.Recv && m.Method == "" && id != nil && bytes.Equal(m.ID, id):
-			resp = &fr[i]
-		}
-	}
-	return req, resp
-}
-
-// frames collects the frames of one connection in wire order.
-type frames struct {
-	mu sync.Mutex
-	fr []capture.Frame
-}
-
-func (f *frames) add(dir string, line []byte) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	fr := capture.Frame{Seq: len(f.fr) + 1, Dir: dir}
-	if json.Valid(line) {
-		fr.Raw = string(line)
-	} else {
-		fr.RawBase64 = bytes.Clone(line)
-	}
-	f.fr = append(f.fr, fr)
-}
-
-func (f *frames) all() []capture.Frame {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]capture.Frame(nil), f.fr...)
-}
-
-// tee records each line read from r as a frame.
-type tee struct {
-	r    io.ReadCloser
-	rec  *frames
-	dir  string
-	line []byte
-}
-
-func (t *tee) Read(p []byte) (int, error) {
-	n, err := t.r.Read(p)
-	t.line = split(t.line, p[:n], func(l []byte) { t.rec.add(t.dir, l) })
-	return n, err
-}
-
-// Close leaves the pipe open: the server may still write (an answer to a
-// cancelled call) until it sees its stdin close, and a closed read end
-// would kill it with SIGPIPE; cmd.Wait closes the pipe once it exits.
-func (t *tee) Close() error { return nil }
-
-// teeW records each line written to w as a frame.
-type teeW struct {
-	w    io.WriteCloser
-	rec  *frames
-	dir  string
-	line []byte
-}
-
-func (t *teeW) Write(p []byte) (int, error) {
-	t.line = split(t.line, p, func(l []byte) { t.rec.add(t.dir, l) })
-	return t.w.Write(p)
-}
-
-func (t *teeW) Close() error { return t.w.Close() }
-
-// split appends p to the partial line buf, calls emit for each complete
-// line (without its newline), and returns the new partial line.
-func split(buf, p []byte, emit func([]byte)) []byte {
-	buf = append(buf, p...)
-	for {
-		i := bytes.IndexByte(buf, '\n')
-		if i < 0 {
-			return buf
-		}
-		if line := bytes.TrimSuffix(buf[:i], []byte("\r")); len(line) > 0 {
-			emit(bytes.Clone(line))
-		}
-		buf = buf[i+1:]
-	}
 }
 
 func stop(cmd *exec.Cmd) {
