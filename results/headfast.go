@@ -15,12 +15,32 @@ import (
 // encoding/json; any line it does not fully understand (another field,
 // a null, an escape it does not take, damage) is decoded by
 // encoding/json instead, which is then the judge of errors.
-func decodeHead(b []byte, h *Head) error {
-	if fastHead(b, h) {
-		return nil
+func decodeHead(b []byte, h *Head) (carried, error) {
+	if c, ok := fastHead(b, h); ok {
+		return c, nil
 	}
+	return jsonHead(b, h)
+}
+
+// jsonHead decodes b into h with encoding/json.
+func jsonHead(b []byte, h *Head) (carried, error) {
 	*h = Head{}
-	return json.Unmarshal(b, h)
+	// The outer fields shadow the Head's, to see whether they are there.
+	ln := struct {
+		*Head
+		Server *string `json:"server"`
+		Seed   *int64  `json:"seed"`
+	}{Head: h}
+	if err := json.Unmarshal(b, &ln); err != nil {
+		return carried{}, err
+	}
+	if ln.Server != nil {
+		h.Server = *ln.Server
+	}
+	if ln.Seed != nil {
+		h.Seed = *ln.Seed
+	}
+	return carried{scenario: ln.Server != nil, seed: ln.Seed != nil}, nil
 }
 
 // headScan is the state of fastHead on one line.
@@ -30,14 +50,15 @@ type headScan struct {
 	ok bool
 }
 
-// fastHead decodes b into h and reports whether it could; on false, h
-// holds garbage.
-func fastHead(b []byte, h *Head) bool {
+// fastHead decodes b into h, says which of the fields a format-3 line may
+// leave out it carried, and reports whether it could; on false, h holds
+// garbage.
+func fastHead(b []byte, h *Head) (c carried, ok bool) {
 	*h = Head{}
 	s := headScan{b: b, ok: true}
 	s.ws()
 	if !s.byte('{') {
-		return false
+		return c, false
 	}
 	first := true
 	for s.ok {
@@ -47,24 +68,24 @@ func fastHead(b []byte, h *Head) bool {
 			break
 		}
 		if !first && !s.byte(',') {
-			return false
+			return c, false
 		}
 		first = false
 		s.ws()
 		name, esc := s.rawString()
 		if esc || !s.ok {
-			return false
+			return c, false
 		}
 		s.ws()
 		if !s.byte(':') {
-			return false
+			return c, false
 		}
 		s.ws()
 		switch string(name) {
 		case "key":
 			s.key(h)
 		case "server":
-			h.Server = s.str()
+			h.Server, c.scenario = s.str(), true
 		case "preferred":
 			h.Preferred = study.Policy(s.str())
 		case "non_harm":
@@ -72,7 +93,7 @@ func fastHead(b []byte, h *Head) bool {
 		case "turn":
 			h.Turn = int(s.int())
 		case "seed":
-			h.Seed = s.int()
+			h.Seed, c.seed = s.int(), true
 		case "response":
 			h.Response = s.str()
 		case "response_sha256":
@@ -84,11 +105,11 @@ func fastHead(b []byte, h *Head) bool {
 		case "latency_ms", "prompt_tokens", "output_tokens", "body", "body_sha256", "meta", "endpoint", "redacted", "original_body_sha256", "thinking", "tool_calls":
 			s.skip(0)
 		default:
-			return false
+			return c, false
 		}
 	}
 	s.ws()
-	return s.ok && s.i == len(b)
+	return c, s.ok && s.i == len(b)
 }
 
 func (s *headScan) peek() byte {

@@ -35,10 +35,17 @@ func TestFastHead(t *testing.T) {
 		b, _ := json.Marshal(&c)
 		lines = append(lines, b)
 		sc := &storedCall{Call: &c, Request: wireRequest{Refs: []string{"0123456789abcdef", "x"}, Temperature: 0.7}}
+		sc.carry(carried{true, true})
 		b, _ = json.Marshal(sc)
 		lines = append(lines, b)
 		sc.Request.Refs = []string{}
 		b, _ = json.Marshal(sc)
+		lines = append(lines, b)
+	}
+	for _, c := range []carried{{false, false}, {true, false}, {false, true}} { // format 3
+		sc := &storedCall{Call: &base, Request: wireRequest{Refs: []string{"0123456789abcdef"}, Temperature: 0.7}}
+		sc.carry(c)
+		b, _ := json.Marshal(sc)
 		lines = append(lines, b)
 	}
 	lines = append(lines, []byte(` {"key":{"model":"m","replicate":01},"turn":0}`), []byte(`{"key":null}`), []byte(`{"turn":1.0}`),
@@ -46,16 +53,17 @@ func TestFastHead(t *testing.T) {
 	fast := 0
 	check := func(b []byte) {
 		var want, got Head
-		werr := json.Unmarshal(b, &want)
-		if !fastHead(b, &got) {
+		wc, werr := jsonHead(b, &want)
+		gc, ok := fastHead(b, &got)
+		if !ok {
 			return
 		}
 		fast++
 		if werr != nil {
 			t.Fatalf("fastHead accepted %q, which encoding/json rejects: %v", b, werr)
 		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("%q:\nfast %+v\njson %+v", b, got, want)
+		if !reflect.DeepEqual(got, want) || gc != wc {
+			t.Fatalf("%q:\nfast %+v %+v\njson %+v %+v", b, got, gc, want, wc)
 		}
 	}
 	for _, b := range lines {
@@ -72,14 +80,14 @@ func TestFastHead(t *testing.T) {
 		}
 	}
 	var h Head
-	if !fastHead(lines[1], &h) || len(h.Request.Refs) != 2 || h.Response != base.Response || h.Turn != 1 || h.Key != key {
+	if _, ok := fastHead(lines[1], &h); !ok || len(h.Request.Refs) != 2 || h.Response != base.Response || h.Turn != 1 || h.Key != key {
 		t.Errorf("a compact line is not decoded by the fast path: %+v", h)
 	}
-	if fastHead(lines[6], &h) {
+	if _, ok := fastHead(lines[6], &h); ok {
 		t.Error("a live line must go to encoding/json")
 	}
 	for _, i := range []int{12, 13} { // thinking, tool calls and tools
-		if !fastHead(lines[i], &h) || h.Response != base.Response {
+		if _, ok := fastHead(lines[i], &h); !ok || h.Response != base.Response {
 			t.Errorf("line %d with thinking, tool calls and tools is not decoded by the fast path: %s", i, lines[i])
 		}
 	}

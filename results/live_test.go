@@ -103,7 +103,7 @@ func TestLiveRowFromLines(t *testing.T) {
 				t.Errorf("last line's env %+v", l.Env)
 			}
 			var g results.Group
-			if err := results.ParseGroup(lines, &g); err != nil {
+			if err := results.ParseGroup(lines, &g, nil); err != nil {
 				t.Fatal(err)
 			}
 			if !g.Complete(3) {
@@ -126,7 +126,7 @@ func TestLiveRowFromLines(t *testing.T) {
 			}
 			// Without the last line's outcome the decision is unfinished.
 			cut := bytes.Replace(lines, []byte(`,"env":{`), []byte(`,"xenv":{`), 1)
-			if err := results.ParseGroup(cut, &g); err != nil {
+			if err := results.ParseGroup(cut, &g, nil); err != nil {
 				t.Fatal(err)
 			}
 			if g.Complete(3) {
@@ -171,7 +171,7 @@ func TestLiveRowRejects(t *testing.T) {
 				b, _ := json.Marshal(v)
 				fixed = append(fixed, string(b)+"\n")
 			}
-			if err := results.ParseGroup([]byte(strings.Join(fixed, "")), &g); err != nil {
+			if err := results.ParseGroup([]byte(strings.Join(fixed, "")), &g, nil); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := g.Row(); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -251,7 +251,7 @@ func TestActRowFromLines(t *testing.T) {
 				enc.Encode(&c)
 			}
 			var g results.Group
-			if err := results.ParseGroup(b.Bytes(), &g); err != nil {
+			if err := results.ParseGroup(b.Bytes(), &g, nil); err != nil {
 				t.Fatal(err)
 			}
 			row, err := g.Row()
@@ -266,7 +266,7 @@ func TestActRowFromLines(t *testing.T) {
 			// refused before a later turn, breaks the rules.
 			bad := bytes.Replace(b.Bytes(), []byte(`"sent":true`), []byte(`"sent":false`), 1)
 			if !tc.invalid {
-				if err := results.ParseGroup(bad, &g); err != nil {
+				if err := results.ParseGroup(bad, &g, nil); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := g.Row(); err == nil {
@@ -274,7 +274,7 @@ func TestActRowFromLines(t *testing.T) {
 				}
 			}
 			bad = bytes.ReplaceAll(b.Bytes(), []byte(`,"task":"act"`), nil)
-			if err := results.ParseGroup(bad, &g); err != nil {
+			if err := results.ParseGroup(bad, &g, nil); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := g.Row(); err == nil || !strings.Contains(err.Error(), "carries an action") {

@@ -36,8 +36,9 @@ import (
 // writes them with one write call per batch; Sync makes them durable.
 type CallLog struct {
 	appendFile
-	enc  *json.Encoder
-	msgs *MessageLog // where requests' messages go (nil: inline)
+	enc      *json.Encoder
+	msgs     *MessageLog // where requests' messages go (nil: inline)
+	defaults *Defaults   // what lines leave out (nil: nothing; needs msgs)
 }
 
 // appendFile is a file written by appending buffered lines: the call log
@@ -96,6 +97,11 @@ func OpenCallLog(file string, size int64) (*CallLog, error) {
 // always before its own file.
 func (l *CallLog) SetMessages(m *MessageLog) { l.msgs = m }
 
+// SetDefaults makes Append leave out of each line what d holds for it
+// (format 3, with SetMessages); d must be in the bundle's defaults.json
+// before the first line is written (KeepDefaults).
+func (l *CallLog) SetDefaults(d *Defaults) { l.defaults = d }
+
 // Messages returns the message log set by SetMessages, or nil.
 func (l *CallLog) Messages() *MessageLog { return l.msgs }
 
@@ -148,10 +154,12 @@ func (l *CallLog) Size() int64 { return l.size }
 // into the message log: one ref for the leading messages up to the first
 // assistant message (the rendered prompt, shared by every replicate and
 // model), then one per message. The request's seed is left out when it is
-// the call's.
+// the call's, and what the defaults table holds (SetDefaults) is left out
+// of the line.
 func (l *CallLog) compact(c *Call) (*storedCall, error) {
 	req := &c.Request
 	ln := &storedCall{Call: c, Request: wireRequest{Temperature: req.Temperature, Options: req.Options, Tools: req.Tools}}
+	ln.carry(l.defaults.carries(c))
 	if req.Seed != c.Seed {
 		seed := req.Seed
 		ln.Request.Seed = &seed
@@ -506,6 +514,12 @@ type GroupReader struct {
 	eof     bool
 	buf     []byte
 	answers answerCache
+	// file is the file read, to find defaults.json beside it; defaults
+	// fills what format-3 lines leave out, and defaultsLoaded says it was
+	// given or looked for.
+	file           string
+	defaults       *Defaults
+	defaultsLoaded bool
 }
 
 type lineRec struct {
@@ -518,9 +532,38 @@ type lineRec struct {
 // MaxLine is the longest call line a reader accepts, in bytes.
 const MaxLine = 256 << 20
 
-// NewGroupReader reads from r; name labels errors.
+// NewGroupReader reads from r; name labels errors. When r is an *os.File,
+// what format-3 lines leave out is read from the defaults.json beside it;
+// otherwise give it with SetDefaults.
 func NewGroupReader(r io.Reader, name string) *GroupReader {
-	return &GroupReader{r: bufio.NewReaderSize(r, 1<<20), name: name, durable: -1}
+	g := &GroupReader{r: bufio.NewReaderSize(r, 1<<20), name: name, durable: -1}
+	if f, ok := r.(*os.File); ok {
+		g.file = f.Name()
+	}
+	return g
+}
+
+// SetDefaults gives the defaults table that fills what format-3 lines
+// leave out.
+func (g *GroupReader) SetDefaults(d *Defaults) { g.defaults, g.defaultsLoaded = d, true }
+
+// fill sets the fields line h left out (c says which it carried).
+func (g *GroupReader) fill(h *Head, c carried) error {
+	if c.all() {
+		return nil
+	}
+	if !g.defaultsLoaded && g.file != "" {
+		g.defaultsLoaded = true
+		d, err := defaultsBeside(g.file)
+		if err != nil {
+			// The table is the bundle's, not the line's: no line can be
+			// read without it.
+			g.err = err
+			return err
+		}
+		g.defaults = d
+	}
+	return g.defaults.fill(h, c)
 }
 
 // Lenient makes the reader go on past damaged lines, as an analysis of a
@@ -617,7 +660,12 @@ func (g *GroupReader) readOne() *lineRec {
 	rec := &lineRec{off: g.off, size: int64(len(g.buf)), line: g.line + 1}
 	g.off += rec.size
 	g.line++
-	err := decodeHead(g.buf, &rec.h)
+	c, err := decodeHead(g.buf, &rec.h)
+	if err == nil {
+		if err = g.fill(&rec.h, c); g.err != nil {
+			return nil
+		}
+	}
 	if err == nil && rec.h.ResponseSHA256 != SHA256([]byte(rec.h.Response)) {
 		err = errors.New("response_sha256 does not match the response")
 		if g.lenient {
@@ -733,8 +781,9 @@ func (w *RowWriter) Abort() {
 }
 
 // ParseGroup decodes b, the lines of one decision as a GroupReader located
-// them, into g (whose Heads are reused).
-func ParseGroup(b []byte, g *Group) error {
+// them, into g (whose Heads are reused); d fills what format-3 lines
+// leave out (nil for a bundle without defaults.json).
+func ParseGroup(b []byte, g *Group, d *Defaults) error {
 	g.Heads = g.Heads[:0]
 	for len(b) > 0 {
 		line := b
@@ -744,7 +793,11 @@ func ParseGroup(b []byte, g *Group) error {
 			b = nil
 		}
 		var h Head
-		if err := decodeHead(line, &h); err != nil {
+		c, err := decodeHead(line, &h)
+		if err == nil {
+			err = d.fill(&h, c)
+		}
+		if err != nil {
 			return err
 		}
 		g.Heads = append(g.Heads, h)

@@ -73,10 +73,10 @@ func TestGroupReader(t *testing.T) {
 		t.Errorf("changed response: %v", gr.Err())
 	}
 	var g Group
-	if err := ParseGroup([]byte(a), &g); err != nil || len(g.Heads) != 2 {
+	if err := ParseGroup([]byte(a), &g, nil); err != nil || len(g.Heads) != 2 {
 		t.Errorf("ParseGroup: %v", err)
 	}
-	if err := ParseGroup([]byte(callLine("S1", 1, "stop", "")), &g); err == nil {
+	if err := ParseGroup([]byte(callLine("S1", 1, "stop", "")), &g, nil); err == nil {
 		t.Error("a group starting at turn 1 parsed")
 	}
 }

@@ -44,11 +44,13 @@ import (
 // MessagesFile is the name of the message table inside a bundle.
 const MessagesFile = "messages.jsonl"
 
-// Format is the bundle format this version writes: 2, call lines may
-// refer to messages.jsonl. A bundle whose manifest.json has no format is
-// format 1: every call line holds its request's messages inline. Readers
-// accept both kinds of line in either format.
-const Format = 2
+// Format is the bundle format this version writes: 3, call lines refer
+// to messages.jsonl and leave out what defaults.json holds (see
+// Defaults). In format 2 call lines refer to messages.jsonl but carry
+// every field; a bundle whose manifest.json has no format is format 1:
+// every call line holds its request's messages inline. Readers accept
+// every kind of line in any format.
+const Format = 3
 
 // shortRef is the length of a ref in hex digits when it is unique.
 const shortRef = 16

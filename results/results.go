@@ -115,10 +115,47 @@ type wireRequest struct {
 }
 
 // storedCall is a call line as stored: the call with its request as
-// stored (the outer Request shadows Call.Request in JSON).
+// stored and the fields a format-3 line may leave out (see Defaults);
+// the outer fields shadow Call's in JSON.
 type storedCall struct {
 	*Call
-	Request wireRequest `json:"request"`
+	Server    *string         `json:"server,omitempty"`
+	Preferred *study.Policy   `json:"preferred,omitempty"`
+	NonHarm   *[]study.Policy `json:"non_harm,omitempty"`
+	Turn      int             `json:"turn,omitempty"`
+	Seed      *int64          `json:"seed,omitempty"`
+	Request   wireRequest     `json:"request"`
+}
+
+// carry sets the fields c carries from the call.
+func (ln *storedCall) carry(c carried) {
+	ln.Turn = ln.Call.Turn
+	if c.scenario {
+		ln.Server, ln.Preferred, ln.NonHarm = &ln.Call.Server, &ln.Call.Preferred, &ln.Call.NonHarm
+	}
+	if c.seed {
+		ln.Seed = &ln.Call.Seed
+	}
+}
+
+// unpack copies the fields ln carries into ln.Call and says which it
+// carried (the others are for Defaults to fill).
+func (ln *storedCall) unpack() carried {
+	c := ln.Call
+	c.Turn = ln.Turn
+	if ln.Server != nil {
+		c.Server = *ln.Server
+	}
+	if ln.Preferred != nil {
+		c.Preferred = *ln.Preferred
+	}
+	if ln.NonHarm != nil {
+		c.NonHarm = *ln.NonHarm
+	}
+	if ln.Seed != nil {
+		c.Seed = *ln.Seed
+	}
+	return carried{scenario: ln.Server != nil, seed: ln.Seed != nil}
 }
 
 // Decision statuses in decisions.parquet.
@@ -361,11 +398,16 @@ type CallReader struct {
 	file string // the file read, to find messages.jsonl beside it
 	// loaded says msgs was looked for beside file.
 	loaded bool
+	// defaults fills what format-3 lines leave out; defaultsLoaded says
+	// it was given or looked for beside file.
+	defaults       *Defaults
+	defaultsLoaded bool
 }
 
 // NewCallReader reads call lines from r; name labels errors. When r is an
 // *os.File, the messages lines refer to are read from the messages.jsonl
-// beside it; otherwise give them with SetMessages.
+// beside it, and what format-3 lines leave out from the defaults.json
+// beside it; otherwise give them with SetMessages and SetDefaults.
 func NewCallReader(r io.Reader, name string) *CallReader {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<16), 64<<20)
@@ -379,6 +421,10 @@ func NewCallReader(r io.Reader, name string) *CallReader {
 // SetMessages gives the message table the lines refer to.
 func (r *CallReader) SetMessages(m *Messages) { r.msgs, r.loaded = m, true }
 
+// SetDefaults gives the defaults table that fills what format-3 lines
+// leave out.
+func (r *CallReader) SetDefaults(d *Defaults) { r.defaults, r.defaultsLoaded = d, true }
+
 // Scan advances to the next line. It returns false at the end of input or
 // on a read error (see Err). After Scan, either Call or LineErr is set.
 func (r *CallReader) Scan() bool {
@@ -390,6 +436,10 @@ func (r *CallReader) Scan() bool {
 	r.err = nil
 	ln := storedCall{Call: &r.call}
 	if err := json.Unmarshal(r.sc.Bytes(), &ln); err != nil {
+		r.err = fmt.Errorf("%s:%d: %w", r.name, r.line, err)
+		return true
+	}
+	if err := r.fill(ln.unpack()); err != nil {
 		r.err = fmt.Errorf("%s:%d: %w", r.name, r.line, err)
 		return true
 	}
@@ -421,6 +471,29 @@ func (r *CallReader) Scan() bool {
 	}
 	r.call.Request.Messages = msgs
 	return true
+}
+
+// fill sets the fields the current line left out (c says which it
+// carried) from the bundle's defaults table.
+func (r *CallReader) fill(c carried) error {
+	if c.all() {
+		return nil
+	}
+	if !r.defaultsLoaded && r.file != "" {
+		r.defaultsLoaded = true
+		d, err := defaultsBeside(r.file)
+		if err != nil {
+			return err
+		}
+		r.defaults = d
+	}
+	call := &r.call
+	h := Head{Key: call.Key, Turn: call.Turn, Server: call.Server, Preferred: call.Preferred, NonHarm: call.NonHarm, Seed: call.Seed}
+	if err := r.defaults.fill(&h, c); err != nil {
+		return err
+	}
+	call.Server, call.Preferred, call.NonHarm, call.Seed = h.Server, h.Preferred, h.NonHarm, h.Seed
+	return nil
 }
 
 // Call returns the call of the current line.

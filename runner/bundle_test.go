@@ -131,7 +131,7 @@ func shuffledRun(t *testing.T, root string, seed uint64) (full string, m *manife
 	m = hashStudy(t, "hash-test", 1, 2, nil, 0)
 	runTo(t, prepare(t, m), full, runner.Options{})
 	calls, _ := os.ReadFile(filepath.Join(full, results.CallsFile))
-	gs = groups(t, calls)
+	gs = groups(t, full, calls)
 	rng := rand.New(rand.NewPCG(seed, seed+1))
 	rng.Shuffle(len(gs), func(i, j int) { gs[i], gs[j] = gs[j], gs[i] })
 	return full, m, gs
@@ -149,20 +149,22 @@ func crashBundle(t *testing.T, full, dir string, durable int64, calls []byte) {
 	os.MkdirAll(dir, 0o755)
 	os.WriteFile(filepath.Join(dir, results.ManifestFile), b, 0o644)
 	os.WriteFile(filepath.Join(dir, results.CallsFile), calls, 0o644)
-	copyMessages(t, full, dir)
+	copyTables(t, full, dir)
 }
 
-// copyMessages copies the message table of bundle from to bundle to, as a
-// crash leaves it beside the call lines (messages are made durable before
-// the lines that refer to them).
-func copyMessages(t testing.TB, from, to string) {
+// copyTables copies the message and defaults tables of bundle from to
+// bundle to, as a crash leaves them beside the call lines (they are made
+// durable before the lines that refer to them).
+func copyTables(t testing.TB, from, to string) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(from, results.MessagesFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(to, results.MessagesFile), b, 0o644); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{results.MessagesFile, results.DefaultsFile} {
+		b, err := os.ReadFile(filepath.Join(from, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

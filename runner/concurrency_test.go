@@ -264,9 +264,17 @@ func startedRecord(t testing.TB, dir string) []byte {
 	return b
 }
 
-// groups splits a calls.jsonl into its decisions' lines.
-func groups(t testing.TB, b []byte) [][]byte {
+// groups splits a calls.jsonl into its decisions' lines; dir, when not
+// "", is the bundle whose defaults.json fills what its lines leave out.
+func groups(t testing.TB, dir string, b []byte) [][]byte {
 	gr := results.NewGroupReader(bytes.NewReader(b), "calls.jsonl")
+	if dir != "" {
+		d, err := results.LoadDefaults(filepath.Join(dir, results.DefaultsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gr.SetDefaults(d)
+	}
 	var out [][]byte
 	for gr.Next() {
 		g := gr.Group()
@@ -290,7 +298,7 @@ func TestResumeAfterAnyCut(t *testing.T) {
 	runTo(t, prepare(t, m), full, runner.Options{})
 	calls, _ := os.ReadFile(filepath.Join(full, results.CallsFile))
 	rec := startedRecord(t, full)
-	gs := groups(t, calls)
+	gs := groups(t, full, calls)
 	rng := rand.New(rand.NewPCG(1, 2))
 	rng.Shuffle(len(gs), func(i, j int) { gs[i], gs[j] = gs[j], gs[i] })
 	shuffled := bytes.Join(gs, nil)
@@ -317,7 +325,7 @@ func TestResumeAfterAnyCut(t *testing.T) {
 		os.MkdirAll(dir, 0o755)
 		os.WriteFile(filepath.Join(dir, results.ManifestFile), rec, 0o644)
 		os.WriteFile(filepath.Join(dir, results.CallsFile), shuffled[:cut], 0o644)
-		copyMessages(t, full, dir)
+		copyTables(t, full, dir)
 		var log bytes.Buffer
 		p := prepare(t, m)
 		sum, err := p.Resume(context.Background(), dir, runner.Options{Log: &log})
@@ -355,7 +363,7 @@ func TestResumeRefuses(t *testing.T) {
 		os.MkdirAll(dir, 0o755)
 		os.WriteFile(filepath.Join(dir, results.ManifestFile), rec, 0o644)
 		os.WriteFile(filepath.Join(dir, results.CallsFile), c, 0o644)
-		copyMessages(t, full, dir)
+		copyTables(t, full, dir)
 		return dir
 	}
 	lines := strings.SplitAfter(string(calls), "\n")

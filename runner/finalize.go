@@ -36,6 +36,7 @@ type bundleWrite struct {
 	sp         *space
 	idx        *locTable  // where each decision's lines are, in src
 	src        []*os.File // the calls.jsonl files idx points into
+	defaults   *results.Defaults // fills what format-3 lines leave out
 	// known, when not nil, gives what a decision's lines need not be read
 	// back for (ok false: read them).
 	known func(j int, o outcome) (k knownDecision, ok bool)
@@ -130,7 +131,7 @@ func writeBundle(w bundleWrite) (*results.Summary, int64, error) {
 		}
 		if !ok {
 			f := src[l.file]
-			if err := results.ParseGroup(buf, &g); err != nil {
+			if err := results.ParseGroup(buf, &g, w.defaults); err != nil {
 				return fmt.Errorf("%s: decision at byte %d: %w", f.Name(), l.off, err)
 			}
 			if want := sp.key(sp.global(j)); g.Key != want {

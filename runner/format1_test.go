@@ -38,6 +38,7 @@ func toFormat1(t *testing.T, dir string) []byte {
 	}
 	os.WriteFile(filepath.Join(dir, results.CallsFile), b.Bytes(), 0o644)
 	os.Remove(filepath.Join(dir, results.MessagesFile))
+	os.Remove(filepath.Join(dir, results.DefaultsFile))
 	var rec map[string]any
 	readJSON(t, filepath.Join(dir, results.ManifestFile), &rec)
 	delete(rec, "format")
@@ -108,7 +109,7 @@ func TestFormat1Bundle(t *testing.T) {
 	// Resume after a cut in the middle of a line.
 	cut := filepath.Join(root, "cut")
 	os.MkdirAll(cut, 0o755)
-	gs := groups(t, old)
+	gs := groups(t, "", old)
 	whole := bytes.Join(gs[:len(gs)/2], nil)
 	os.WriteFile(filepath.Join(cut, results.CallsFile), append(whole, gs[len(gs)/2][:40]...), 0o644)
 	var r map[string]any

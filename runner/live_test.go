@@ -173,7 +173,7 @@ func TestLiveDeterminismAndResume(t *testing.T) {
 
 	calls, _ := os.ReadFile(filepath.Join(full, results.CallsFile))
 	rec := startedRecord(t, full)
-	gs := groups(t, calls)
+	gs := groups(t, full, calls)
 	rng := rand.New(rand.NewPCG(3, 4))
 	rng.Shuffle(len(gs), func(i, j int) { gs[i], gs[j] = gs[j], gs[i] })
 	shuffled := bytes.Join(gs, nil)
@@ -198,7 +198,7 @@ func TestLiveDeterminismAndResume(t *testing.T) {
 		os.MkdirAll(dir, 0o755)
 		os.WriteFile(filepath.Join(dir, results.ManifestFile), rec, 0o644)
 		os.WriteFile(filepath.Join(dir, results.CallsFile), shuffled[:cut], 0o644)
-		copyMessages(t, full, dir)
+		copyTables(t, full, dir)
 		var log bytes.Buffer
 		env := liveEnv(m)
 		sum, err := prepare(t, m).Resume(context.Background(), dir, runner.Options{Log: &log, Env: env})

@@ -178,12 +178,19 @@ func Merge(out string, dirs []string, opt MergeOptions) (*results.Record, *resul
 	}
 	msgSize := ml.Size()
 	rec.MessagesDurable, rec.Format = &msgSize, results.Format
+	defaults, err := mergeDefaults(dirs)
+	if err == nil && defaults != nil {
+		err = results.KeepDefaults(filepath.Join(out, results.DefaultsFile), defaults)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
 	src, err := openSources(files)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer closeSources(src)
-	sum, size, err := writeBundle(bundleWrite{dir: out, runID: rec.RunID, sp: sp, idx: idx, src: src})
+	sum, size, err := writeBundle(bundleWrite{dir: out, runID: rec.RunID, sp: sp, idx: idx, src: src, defaults: defaults})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -196,6 +203,29 @@ func Merge(out string, dirs []string, opt MergeOptions) (*results.Record, *resul
 	}
 	fmt.Fprintf(opt.Log, "merged %d shards into %s: %d decisions, %d calls, %d errors\n", len(dirs), out, sum.Decisions, sum.Calls, sum.Errors)
 	return &rec, sum, nil
+}
+
+// mergeDefaults is the defaults table of the shards in dirs (nil when
+// none has one: their lines carry every field); the shards that have one
+// must have the same.
+func mergeDefaults(dirs []string) (*results.Defaults, error) {
+	var d *results.Defaults
+	for _, dir := range dirs {
+		file := filepath.Join(dir, results.DefaultsFile)
+		e, err := results.LoadDefaults(file)
+		switch {
+		case err != nil:
+			return nil, err
+		case e == nil:
+		case d == nil:
+			d = e
+		default:
+			if err := e.Same(d, file); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return d, nil
 }
 
 // sameStudy reports how two bundles' studies differ.

@@ -33,6 +33,10 @@ func TestRecover(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, results.CallsFile)
 	os.WriteFile(file, []byte(d1+d2+d3+d4+torn), 0o644)
+	// The lines are format 3: their scenario fields and seeds are here.
+	if err := results.KeepDefaults(filepath.Join(dir, results.DefaultsFile), results.NewDefaults(m.Seed, m.Corpus.Scenarios)); err != nil {
+		t.Fatal(err)
+	}
 	p := &Plan{m: m}
 	sp := newSpace(&m.Manifest, p.scenarioIDs(), results.Shard{})
 	s := &session{p: p, dir: dir, rec: &results.Record{}, sp: sp, idx: testTable(t, dir, sp.count())}

@@ -56,6 +56,8 @@ type session struct {
 	// it known durable.
 	msgs           *results.Messages
 	msgKeep, msgAt int64
+	// defaults is the bundle's defaults table (set by run).
+	defaults *results.Defaults
 }
 
 // checkpoint records in manifest.json that the first n bytes of
@@ -85,6 +87,10 @@ const maxErrorLines = 20
 // and workers), graceAfter (the interrupt's grace period), collect (the
 // single writer of calls.jsonl) and finish (the bundle and its record).
 func (s *session) run(ctx context.Context) (*results.Summary, error) {
+	s.defaults = results.NewDefaults(s.p.m.Seed, s.p.m.Corpus.Scenarios)
+	if err := results.KeepDefaults(filepath.Join(s.dir, results.DefaultsFile), s.defaults); err != nil {
+		return nil, err
+	}
 	msgs, err := results.OpenMessageLog(filepath.Join(s.dir, results.MessagesFile), s.msgKeep, s.msgs)
 	if err != nil {
 		return nil, err
@@ -96,6 +102,7 @@ func (s *session) run(ctx context.Context) (*results.Summary, error) {
 		return nil, err
 	}
 	calls.SetMessages(msgs)
+	calls.SetDefaults(s.defaults)
 	s.rec.Format, s.msgAt = results.Format, s.msgKeep
 	sess := &s.rec.Sessions[len(s.rec.Sessions)-1]
 	sess.Redone, sess.Discarded = s.redone, s.torn
@@ -425,7 +432,7 @@ func (s *session) finalize() (*results.Summary, error) {
 		}
 		return nil
 	}
-	sum, size, err := writeBundle(bundleWrite{dir: s.dir, runID: s.rec.RunID, sp: s.sp, idx: s.idx, src: src, known: known, beforeRename: shrink})
+	sum, size, err := writeBundle(bundleWrite{dir: s.dir, runID: s.rec.RunID, sp: s.sp, idx: s.idx, src: src, defaults: s.defaults, known: known, beforeRename: shrink})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"path/filepath"
+	"testing"
+)
+
+// BenchmarkAnalyze runs stress analyze on the bundle of a synthetic study
+// of 1,667 scenarios × 3 baselines × 4 conditions × 5 replicates
+// (100,020 decisions), run once first; scripts/bench measures the
+// 1,000,200-decision study the same way, against its run.
+func BenchmarkAnalyze(b *testing.B) {
+	root := b.TempDir()
+	study, bundle := filepath.Join(root, "study"), filepath.Join(root, "run")
+	for _, args := range [][]string{
+		{"synth", "-scenarios", "1667", "-servers", "100", "-replicates", "5", "-seed", "1", "-out", study},
+		{"run", "-quiet", "-out", bundle, filepath.Join(study, "manifest.yaml")},
+	} {
+		var errOut bytes.Buffer
+		if err := run(context.Background(), args, io.Discard, &errOut); err != nil {
+			b.Fatalf("%v\n%s", err, errOut.String())
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		var errOut bytes.Buffer
+		if err := run(context.Background(), []string{"analyze", bundle}, io.Discard, &errOut); err != nil {
+			b.Fatalf("%v\n%s", err, errOut.String())
+		}
+	}
+}

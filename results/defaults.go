@@ -1,0 +1,164 @@
+package results
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+
+	"github.com/mcpstress/stress/simulator"
+	"github.com/mcpstress/stress/study"
+)
+
+// This file holds the defaults table of a format-3 bundle. A call line of
+// format 3 leaves out what every line of its scenario repeats (the
+// scenario's server, preferred policy and non-harm set, left out
+// together), its seed when it is the one derived from the study seed
+// (simulator.Seed), and its turn when it is 0: together about a fifth of a
+// line. defaults.json holds the scenario fields and the study seed; it is
+// written once, before the first call line, and never changes. A line that
+// carries a field keeps it, so lines of every format mix freely in one
+// file (a resumed or merged bundle has both kinds).
+
+// DefaultsFile is the name of the defaults table inside a bundle.
+const DefaultsFile = "defaults.json"
+
+// Defaults is what the call lines of a format-3 bundle leave out.
+type Defaults struct {
+	// Seed is the study seed a line's seed is derived from.
+	Seed uint64 `json:"seed"`
+	// Scenarios are the fields of each scenario's lines, by scenario id.
+	Scenarios map[string]ScenarioFields `json:"scenarios"`
+}
+
+// ScenarioFields are the fields a call line leaves out when they are its
+// scenario's.
+type ScenarioFields struct {
+	Server    string         `json:"server"`
+	Preferred study.Policy   `json:"preferred"`
+	NonHarm   []study.Policy `json:"non_harm"`
+}
+
+// NewDefaults is the defaults table of a study with seed and scenarios.
+func NewDefaults(seed uint64, scenarios []study.Scenario) *Defaults {
+	d := &Defaults{Seed: seed, Scenarios: make(map[string]ScenarioFields, len(scenarios))}
+	for i := range scenarios {
+		s := &scenarios[i]
+		d.Scenarios[s.ID] = ScenarioFields{Server: s.Server, Preferred: s.Preferred, NonHarm: s.NonHarm}
+	}
+	return d
+}
+
+// LoadDefaults reads a defaults.json file; a missing file is no table
+// (nil, nil: a bundle of format 1 or 2).
+func LoadDefaults(file string) (*Defaults, error) {
+	b, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var d Defaults
+	if err := json.Unmarshal(b, &d); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	for id, f := range d.Scenarios {
+		if f.Server == "" {
+			return nil, fmt.Errorf("%s: scenario %s has no server", file, id)
+		}
+	}
+	return &d, nil
+}
+
+// KeepDefaults makes file hold d: it writes d when the file is missing
+// and otherwise requires the file to hold d already (a resumed or merged
+// bundle's table never changes).
+func KeepDefaults(file string, d *Defaults) error {
+	old, err := LoadDefaults(file)
+	if err != nil {
+		return err
+	}
+	if old == nil {
+		return WriteJSON(file, d)
+	}
+	return old.Same(d, file)
+}
+
+// Same returns an error naming the first difference between d and e, the
+// tables of two bundles that must be one study (file labels the error).
+func (d *Defaults) Same(e *Defaults, file string) error {
+	if d.Seed != e.Seed {
+		return fmt.Errorf("%s: study seed %d, but this study's is %d", file, d.Seed, e.Seed)
+	}
+	ids := make([]string, 0, len(d.Scenarios)+len(e.Scenarios))
+	for id := range d.Scenarios {
+		ids = append(ids, id)
+	}
+	for id := range e.Scenarios {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range slices.Compact(ids) {
+		a, inD := d.Scenarios[id]
+		b, inE := e.Scenarios[id]
+		if !inD || !inE || !reflect.DeepEqual(a, b) {
+			return fmt.Errorf("%s: scenario %s is %+v there, but this study's is %+v", file, id, a, b)
+		}
+	}
+	return nil
+}
+
+// carried says which of the fields a format-3 line may leave out a call
+// line carries.
+type carried struct {
+	scenario bool // server, preferred and non_harm
+	seed     bool
+}
+
+// all reports whether the line carries every field (it needs no table).
+func (c carried) all() bool { return c.scenario && c.seed }
+
+// fill sets the fields line h left out (c says which it carried) from d;
+// it fails when d is nil or does not know the line's scenario.
+func (d *Defaults) fill(h *Head, c carried) error {
+	if c.all() {
+		return nil
+	}
+	if d == nil {
+		return fmt.Errorf("decision %s turn %d: the line leaves out its scenario's fields or its seed, and there is no %s", h.Key, h.Turn, DefaultsFile)
+	}
+	if !c.scenario {
+		f, ok := d.Scenarios[h.Key.Scenario]
+		if !ok {
+			return fmt.Errorf("decision %s turn %d: the line leaves out its scenario's fields, and %s has no scenario %s", h.Key, h.Turn, DefaultsFile, h.Key.Scenario)
+		}
+		h.Server, h.Preferred, h.NonHarm = f.Server, f.Preferred, f.NonHarm
+	}
+	if !c.seed {
+		h.Seed = simulator.Seed(d.Seed, h.Key.Scenario, h.Key.Replicate, h.Turn)
+	}
+	return nil
+}
+
+// carries reports which fields of call c a format-3 line carries under d:
+// the scenario fields unless they are the scenario's, the seed unless it
+// is the derived one. A nil d omits nothing.
+func (d *Defaults) carries(c *Call) carried {
+	if d == nil {
+		return carried{true, true}
+	}
+	f, ok := d.Scenarios[c.Key.Scenario]
+	return carried{
+		scenario: !ok || f.Server == "" || f.Server != c.Server || f.Preferred != c.Preferred || !slices.Equal(f.NonHarm, c.NonHarm),
+		seed:     c.Seed != simulator.Seed(d.Seed, c.Key.Scenario, c.Key.Replicate, c.Turn),
+	}
+}
+
+// defaultsBeside loads the defaults table beside the file name.
+func defaultsBeside(name string) (*Defaults, error) {
+	return LoadDefaults(filepath.Join(filepath.Dir(name), DefaultsFile))
+}
