@@ -14,7 +14,6 @@ import (
 // keeps (Options.MaxTextBytes, flag -max-text-bytes), 64 KiB.
 const DefaultMaxTextBytes = 64 << 10
 
-
 func (o *Options) maxText() int {
 	if o.MaxTextBytes <= 0 {
 		return DefaultMaxTextBytes

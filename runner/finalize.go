@@ -34,8 +34,8 @@ func closeSources(fs []*os.File) {
 type bundleWrite struct {
 	dir, runID string
 	sp         *space
-	idx        *locTable  // where each decision's lines are, in src
-	src        []*os.File // the calls.jsonl files idx points into
+	idx        *locTable         // where each decision's lines are, in src
+	src        []*os.File        // the calls.jsonl files idx points into
 	defaults   *results.Defaults // fills what format-3 lines leave out
 	// known, when not nil, gives what a decision's lines need not be read
 	// back for (ok false: read them).
