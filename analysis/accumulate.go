@@ -34,12 +34,23 @@ type Accumulator struct {
 	scenarios interner
 	// Pairing table: one unit per (group, scenario, replicate), with one
 	// packed 16-bit outcome per condition of study.AllConditions.
-	units      map[unitKey]int32
+	units      unitIndex
 	unitKeys   []unitKey
 	unitServer []int32
 	unitFlags  []uint16 // len(unitKeys) × len(study.AllConditions)
 	groupConds []uint64 // per group: bit i set when condition i has a row
 	groupArm   []Arm
+
+	// last remembers the previous row's cell, arm, scenario and server:
+	// a bundle's rows come cell by cell, scenario by scenario.
+	last struct {
+		cell              cellKey
+		ci                int
+		gi                int32
+		scenario, server  string
+		scenarioID, srvID int32
+		ok                bool
+	}
 
 	rows       int // rows added
 	lab        int // counted rows with lab outcomes (live replay)
@@ -72,10 +83,80 @@ type unitKey struct {
 	replicate       int64
 }
 
+// unitIndex maps unit keys to units: by (group, scenario), a slice by
+// replicate for the usual small replicate numbers, and a map for others.
+type unitIndex struct {
+	byGS  map[[2]int32]*[]int32 // unit+1 by replicate; 0: none
+	other map[unitKey]int32
+	// last is the slice of the previous lookup's (group, scenario).
+	lastGS [2]int32
+	last   *[]int32
+}
+
+// maxDenseReplicate bounds the replicates a unitIndex keeps in slices.
+const maxDenseReplicate = 1 << 12
+
+// get returns the unit of k.
+func (x *unitIndex) get(k unitKey) (int32, bool) {
+	if k.replicate < 0 || k.replicate >= maxDenseReplicate {
+		u, ok := x.other[k]
+		return u, ok
+	}
+	reps := x.reps(k, false)
+	if reps == nil || int(k.replicate) >= len(*reps) || (*reps)[k.replicate] == 0 {
+		return 0, false
+	}
+	return (*reps)[k.replicate] - 1, true
+}
+
+// put records unit u for k.
+func (x *unitIndex) put(k unitKey, u int32) {
+	if k.replicate < 0 || k.replicate >= maxDenseReplicate {
+		if x.other == nil {
+			x.other = map[unitKey]int32{}
+		}
+		x.other[k] = u
+		return
+	}
+	reps := x.reps(k, true)
+	for int(k.replicate) >= len(*reps) {
+		*reps = append(*reps, 0)
+	}
+	(*reps)[k.replicate] = u + 1
+}
+
+// reps is the slice of k's (group, scenario), created when create is set
+// (nil otherwise when there is none).
+func (x *unitIndex) reps(k unitKey, create bool) *[]int32 {
+	gs := [2]int32{k.group, k.scenario}
+	if x.last != nil && x.lastGS == gs {
+		return x.last
+	}
+	p := x.byGS[gs]
+	if p == nil {
+		if !create {
+			return nil
+		}
+		if x.byGS == nil {
+			x.byGS = map[[2]int32]*[]int32{}
+		}
+		p = new([]int32)
+		x.byGS[gs] = p
+	}
+	x.last, x.lastGS = p, gs
+	return p
+}
+
 // interner maps strings to dense indices in first-seen order.
 type interner struct {
 	idx   map[string]int32
 	names []string
+}
+
+// get returns the interned copy of s and its index.
+func (in *interner) get(s string) (string, int32) {
+	i := in.id(s)
+	return in.names[i], i
 }
 
 func (in *interner) id(s string) int32 {
@@ -99,7 +180,7 @@ func (in *interner) lookup(s string) (int32, bool) {
 
 // NewAccumulator returns an empty Accumulator.
 func NewAccumulator() *Accumulator {
-	return &Accumulator{tally: results.NewTally(), cellIdx: map[cellKey]int{}, groups: map[Arm]int32{}, units: map[unitKey]int32{}}
+	return &Accumulator{tally: results.NewTally(), cellIdx: map[cellKey]int{}, groups: map[Arm]int32{}}
 }
 
 func condIndex(c study.Condition) int {
@@ -111,17 +192,25 @@ func condIndex(c study.Condition) int {
 // is counted (as results.Tally does) and reported by Duplicates.
 func (a *Accumulator) Add(r *results.Row) {
 	k := cellKey{r.Model, r.Prompt, study.Condition(r.Condition)}
-	ci, ok := a.cellIdx[k]
-	if !ok {
-		k = cellKey{strings.Clone(r.Model), strings.Clone(r.Prompt), study.Condition(strings.Clone(r.Condition))}
-		ci = len(a.perServer)
-		a.cellIdx[k] = ci
-		a.perServer = append(a.perServer, nil)
+	last := &a.last
+	if !last.ok || k != last.cell {
+		ci, ok := a.cellIdx[k]
+		if !ok {
+			k = cellKey{strings.Clone(r.Model), strings.Clone(r.Prompt), study.Condition(strings.Clone(r.Condition))}
+			ci = len(a.perServer)
+			a.cellIdx[k] = ci
+			a.perServer = append(a.perServer, nil)
+		}
+		last.cell, last.ci, last.gi, last.ok = k, ci, -1, true
 	}
+	ci := last.ci
 	a.tally.Add(r)
 	a.rows++
 
-	si := a.servers.id(r.Server)
+	if r.Server != last.server || last.server == "" {
+		last.server, last.srvID = a.servers.get(r.Server)
+	}
+	si := last.srvID
 	ps := a.perServer[ci]
 	for int(si) >= len(ps) {
 		ps = append(ps, serverCounts{})
@@ -148,20 +237,28 @@ func (a *Accumulator) Add(r *results.Row) {
 		a.unknown++
 		return
 	}
-	gi, ok := a.groups[Arm{r.Model, r.Prompt}]
-	if !ok {
-		arm := Arm{strings.Clone(r.Model), strings.Clone(r.Prompt)}
-		gi = int32(len(a.groupArm))
-		a.groups[arm] = gi
-		a.groupConds = append(a.groupConds, 0)
-		a.groupArm = append(a.groupArm, arm)
+	gi := last.gi
+	if gi < 0 {
+		var ok bool
+		gi, ok = a.groups[Arm{r.Model, r.Prompt}]
+		if !ok {
+			arm := Arm{strings.Clone(r.Model), strings.Clone(r.Prompt)}
+			gi = int32(len(a.groupArm))
+			a.groups[arm] = gi
+			a.groupConds = append(a.groupConds, 0)
+			a.groupArm = append(a.groupArm, arm)
+		}
+		last.gi = gi
 	}
 	a.groupConds[gi] |= 1 << cond
-	uk := unitKey{gi, a.scenarios.id(r.Scenario), r.Replicate}
-	ui, ok := a.units[uk]
+	if r.Scenario != last.scenario || last.scenario == "" {
+		last.scenario, last.scenarioID = a.scenarios.get(r.Scenario)
+	}
+	uk := unitKey{gi, last.scenarioID, r.Replicate}
+	ui, ok := a.units.get(uk)
 	if !ok {
 		ui = int32(len(a.unitKeys))
-		a.units[uk] = ui
+		a.units.put(uk, ui)
 		a.unitKeys = append(a.unitKeys, uk)
 		a.unitServer = append(a.unitServer, si)
 		a.unitFlags = append(a.unitFlags, make([]uint16, len(study.AllConditions))...)

@@ -333,7 +333,7 @@ func matchUnits(a, b *Accumulator, ga, gb int32, strict bool) (map[int32]int32, 
 		}
 		ub, ok := int32(-1), false
 		if s, found := b.scenarios.lookup(a.scenarios.names[k.scenario]); found {
-			ub, ok = b.units[unitKey{gb, s, k.replicate}]
+			ub, ok = b.units.get(unitKey{gb, s, k.replicate})
 		}
 		for ci := range study.AllConditions {
 			if !strict {

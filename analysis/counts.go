@@ -8,8 +8,6 @@
 package analysis
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -157,74 +155,6 @@ func Rescore(r io.Reader, name string) (rows []results.Row, problems []error, er
 		rows = append(rows, row)
 	}
 	return rows, problems, nil
-}
-
-// Fingerprint is an order-independent digest of a set of decision rows:
-// the count and the sum, mod 2^64 per word, of each row's sha256. Two sets
-// with equal fingerprints hold the same rows (up to a hash collision), so
-// calls.jsonl and decisions.parquet can be checked against each other in
-// one streaming pass each.
-type Fingerprint struct {
-	N   int       // rows added
-	Sum [4]uint64 // word-wise sum of the rows' sha256
-}
-
-// Add folds one row into the fingerprint.
-func (f *Fingerprint) Add(r *results.Row) {
-	var buf [256]byte
-	h := sha256.Sum256(encodeRow(buf[:0], r))
-	for i := range f.Sum {
-		f.Sum[i] += binary.LittleEndian.Uint64(h[8*i:])
-	}
-	f.N++
-}
-
-// encodeRow appends every value of r to b, unambiguously (strings
-// length-prefixed, null lab values marked). Note: a hand-made encoding,
-// not JSON, because it runs twice per decision of a bundle (calls.jsonl,
-// decisions.parquet); TestFingerprintFields keeps it in step with Row.
-func encodeRow(b []byte, r *results.Row) []byte {
-	str := func(s string) {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
-	}
-	num := func(v int64) { b = binary.AppendVarint(b, v) }
-	flag := func(v bool) {
-		if v {
-			b = append(b, 1)
-		} else {
-			b = append(b, 0)
-		}
-	}
-	str(r.Model)
-	str(r.Prompt)
-	str(r.Condition)
-	str(r.Scenario)
-	num(r.Replicate)
-	str(r.Server)
-	num(r.Seed)
-	str(r.Status)
-	str(r.FinalLabel)
-	str(r.FinalStatus)
-	num(r.Turns)
-	num(r.Replays)
-	for _, v := range []bool{r.Strict, r.Cover, r.Retry, r.Invalid, r.AnyFS, r.TerminalFS} {
-		flag(v)
-	}
-	for _, p := range []*bool{r.Recovered, r.Harm, r.InvalidAction} {
-		flag(p != nil)
-		if p != nil {
-			flag(*p)
-		}
-	}
-	for _, p := range []*int64{r.Calls, r.LabMS} {
-		flag(p != nil)
-		if p != nil {
-			num(*p)
-		}
-	}
-	str(r.Error)
-	return b
 }
 
 // Agree checks that two sets of decision rows describe the same decisions

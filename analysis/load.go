@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -34,11 +35,13 @@ func LoadBundle(dir string, log io.Writer) (*Loaded, error) {
 	}
 	defer f.Close()
 	ld := &Loaded{Acc: NewAccumulator()}
-	var fromCalls, fromParquet Fingerprint
+	var fromCalls, fromParquet results.Fingerprint
 	// The two passes are independent: the Parquet one runs beside.
 	pqDone := make(chan error, 1)
 	go func() {
-		pqDone <- results.ScanRows(pqPath, func(r *results.Row) error { fromParquet.Add(r); return nil })
+		var err error
+		fromParquet, err = parquetFingerprint(dir)
+		pqDone <- err
 	}()
 	ts, problems, err := Read(f, callsPath, func(r *results.Row) error {
 		ld.Acc.Add(r)
@@ -70,6 +73,26 @@ func LoadBundle(dir string, log io.Writer) (*Loaded, error) {
 		ld.Acc.Add(&rows[i])
 	}
 	return ld, nil
+}
+
+// parquetFingerprint is the fingerprint of the rows of dir's
+// decisions.parquet: the one summary.json recorded when the file was
+// written, while the file is byte for byte that one (its sha256), else
+// read from the file's rows.
+func parquetFingerprint(dir string) (results.Fingerprint, error) {
+	pqPath := filepath.Join(dir, results.DecisionsFile)
+	var sum results.Summary
+	b, err := os.ReadFile(filepath.Join(dir, results.SummaryFile))
+	if err == nil && json.Unmarshal(b, &sum) == nil && sum.Parquet != nil {
+		if fp, err := sum.Parquet.Fingerprint(); err == nil {
+			if h, err := results.FileSHA256(pqPath); err == nil && h == sum.Parquet.SHA256 {
+				return fp, nil
+			}
+		}
+	}
+	var fp results.Fingerprint
+	err = results.ScanRows(pqPath, func(r *results.Row) error { fp.Add(r); return nil })
+	return fp, err
 }
 
 // agreeInMemory reads both files whole, grouping call lines by decision

@@ -500,7 +500,7 @@ func (a *Accumulator) pairSpec(s PairSpec, order []int32, opt Options) []Pair {
 					continue
 				}
 				fb := uint16(0)
-				if ub, ok := a.units[unitKey{gb, k.scenario, k.replicate}]; ok {
+				if ub, ok := a.units.get(unitKey{gb, k.scenario, k.replicate}); ok {
 					fb = a.unitFlags[int(ub)*nc+ci]
 					matched[ub] = true
 				}

@@ -2,35 +2,11 @@ package analysis
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/mcpstress/stress/results"
 )
-
-func TestFingerprint(t *testing.T) {
-	rows := []results.Row{
-		{Model: "m", Condition: "normalized", Scenario: "S01", Replicate: 1, Status: "ok", Strict: true},
-		{Model: "m", Condition: "normalized", Scenario: "S02", Replicate: 1, Status: "ok"},
-		{Model: "m", Condition: "prose", Scenario: "S01", Replicate: 2, Status: "error", Error: "x"},
-	}
-	var a, b, c Fingerprint
-	for i := range rows {
-		a.Add(&rows[i])
-		b.Add(&rows[len(rows)-1-i])
-	}
-	if a != b || a.N != 3 {
-		t.Errorf("order changed the fingerprint: %v vs %v", a, b)
-	}
-	rows[1].Cover = true
-	for i := range rows {
-		c.Add(&rows[i])
-	}
-	if a == c {
-		t.Error("a changed flag left the fingerprint equal")
-	}
-}
 
 const (
 	callLine  = `{"key":{"model":"m","prompt":"p","condition":"normalized","scenario":"%s","replicate":1},"server":"P01","preferred":"select_tool","non_harm":["select_tool","stop_or_escalate"],"turn":%d,"seed":1,"response":"%s","response_sha256":"%s"}`
@@ -78,41 +54,5 @@ func TestRescoreEachStreams(t *testing.T) {
 	_, _ = RescoreEach(strings.NewReader(split), "calls.jsonl", func(*results.Row) error { n++; return nil })
 	if n != 3 {
 		t.Errorf("a split decision gave %d rows, want 3 (S01 twice)", n)
-	}
-}
-
-// TestFingerprintFields: the fingerprint's encoding covers every field
-// of a row: changing any one changes it.
-func TestFingerprintFields(t *testing.T) {
-	if n := reflect.TypeFor[results.Row]().NumField(); n != 24 {
-		t.Fatalf("results.Row has %d fields: encodeRow covers 24; add the new ones", n)
-	}
-	tr, f, one := true, false, int64(1)
-	base := results.Row{Recovered: &f, Harm: &f, InvalidAction: &f, Calls: &one, LabMS: &one}
-	var ref Fingerprint
-	ref.Add(&base)
-	v := reflect.ValueOf(&base).Elem()
-	for i := range v.NumField() {
-		r := base
-		fv := reflect.ValueOf(&r).Elem().Field(i)
-		switch fv.Kind() {
-		case reflect.String:
-			fv.SetString("x")
-		case reflect.Int64:
-			fv.SetInt(5)
-		case reflect.Bool:
-			fv.SetBool(true)
-		case reflect.Pointer:
-			if fv.Type().Elem().Kind() == reflect.Bool {
-				fv.Set(reflect.ValueOf(&tr))
-			} else {
-				fv.Set(reflect.ValueOf(new(int64)))
-			}
-		}
-		var got Fingerprint
-		got.Add(&r)
-		if got == ref {
-			t.Errorf("field %s does not change the fingerprint", v.Type().Field(i).Name)
-		}
 	}
 }

@@ -127,6 +127,9 @@ type cellKey struct {
 type Tally struct {
 	cells []*Cell
 	index map[cellKey]*Cell
+	// last is the previous row's cell: rows come cell by cell.
+	last    *Cell
+	lastKey cellKey
 }
 
 // NewTally returns an empty tally.
@@ -135,7 +138,10 @@ func NewTally() *Tally { return &Tally{index: map[cellKey]*Cell{}} }
 // Add counts one decision row.
 func (t *Tally) Add(r *Row) {
 	k := cellKey{r.Model, r.Prompt, study.Condition(r.Condition)}
-	c := t.index[k]
+	c := t.last
+	if c == nil || k != t.lastKey {
+		c = t.index[k]
+	}
 	if c == nil {
 		// Clone: a streamed row (ScanRows) is reused.
 		k = cellKey{strings.Clone(r.Model), strings.Clone(r.Prompt), study.Condition(strings.Clone(r.Condition))}
@@ -143,6 +149,7 @@ func (t *Tally) Add(r *Row) {
 		t.index[k] = c
 		t.cells = append(t.cells, c)
 	}
+	t.last, t.lastKey = c, k
 	if r.Status != StatusOK {
 		c.Errors++
 		return

@@ -3,7 +3,7 @@ package results
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
+	"math"
 	"unicode/utf8"
 
 	"github.com/mcpstress/stress/study"
@@ -15,8 +15,8 @@ import (
 // encoding/json; any line it does not fully understand (another field,
 // a null, an escape it does not take, damage) is decoded by
 // encoding/json instead, which is then the judge of errors.
-func decodeHead(b []byte, h *Head) (carried, error) {
-	if c, ok := fastHead(b, h); ok {
+func decodeHead(b []byte, h *Head, in *strTable) (carried, error) {
+	if c, ok := fastHead(b, h, in); ok {
 		return c, nil
 	}
 	return jsonHead(b, h)
@@ -45,17 +45,72 @@ func jsonHead(b []byte, h *Head) (carried, error) {
 
 // headScan is the state of fastHead on one line.
 type headScan struct {
-	b  []byte
-	i  int
-	ok bool
+	b       []byte
+	i       int
+	ok      bool
+	in      *strTable // interns the strings decoded (nil: allocate each)
+	scratch []byte    // a string's unescaped bytes
+}
+
+// strTable interns the strings of call lines: a bundle's keys, answers
+// and refs repeat from line to line, and a string looked up in the table
+// costs no allocation. It holds at most maxStrings strings of at most
+// maxInterned bytes each.
+type strTable struct {
+	m   map[string]string
+	esc map[string]string // by the string's bytes in the line, escapes and all
+}
+
+// escaped returns the string whose bytes in a line, escapes and all, are
+// raw, when the table has it.
+func (t *strTable) escaped(raw []byte) (string, bool) {
+	if t == nil {
+		return "", false
+	}
+	v, ok := t.esc[string(raw)]
+	return v, ok
+}
+
+// putEscaped returns the string v, decoded from raw, remembering it.
+func (t *strTable) putEscaped(raw, v []byte) string {
+	if t == nil || len(raw) > maxInterned {
+		return string(v)
+	}
+	if t.esc == nil || len(t.esc) >= maxStrings {
+		t.esc = make(map[string]string, 1024)
+	}
+	out := t.get(v)
+	t.esc[string(raw)] = out
+	return out
+}
+
+const (
+	maxStrings  = 1 << 16
+	maxInterned = 1 << 10
+)
+
+// get returns b as a string, from the table when it can.
+func (t *strTable) get(b []byte) string {
+	if t == nil || len(b) > maxInterned {
+		return string(b)
+	}
+	if v, ok := t.m[string(b)]; ok {
+		return v
+	}
+	if t.m == nil || len(t.m) >= maxStrings {
+		t.m = make(map[string]string, 1024)
+	}
+	v := string(b)
+	t.m[v] = v
+	return v
 }
 
 // fastHead decodes b into h, says which of the fields a format-3 line may
 // leave out it carried, and reports whether it could; on false, h holds
 // garbage.
-func fastHead(b []byte, h *Head) (c carried, ok bool) {
+func fastHead(b []byte, h *Head, in *strTable) (c carried, ok bool) {
 	*h = Head{}
-	s := headScan{b: b, ok: true}
+	s := headScan{b: b, ok: true, in: in}
 	s.ws()
 	if !s.byte('{') {
 		return c, false
@@ -139,6 +194,15 @@ func (s *headScan) byte(c byte) bool {
 	return false
 }
 
+// plain holds the bytes a string holds as they are: printable ASCII but
+// the quote and the backslash.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // rawString scans a string and returns its bytes between the quotes and
 // whether it holds escapes; it checks that the escapes and bytes are valid.
 func (s *headScan) rawString() (raw []byte, esc bool) {
@@ -148,6 +212,12 @@ func (s *headScan) rawString() (raw []byte, esc bool) {
 	start := s.i
 	ascii := true
 	for s.i < len(s.b) {
+		for s.i < len(s.b) && plain[s.b[s.i]] {
+			s.i++
+		}
+		if s.i == len(s.b) {
+			break
+		}
 		c := s.b[s.i]
 		switch {
 		case c == '"':
@@ -204,10 +274,14 @@ func (s *headScan) str() string {
 		return ""
 	}
 	if !esc {
-		return string(raw)
+		return s.in.get(raw)
 	}
-	if v, ok := unescape(raw); ok {
+	if v, ok := s.in.escaped(raw); ok {
 		return v
+	}
+	if v, ok := unescape(s.scratch[:0], raw); ok {
+		s.scratch = v
+		return s.in.putEscaped(raw, v)
 	}
 	var v string
 	if err := json.Unmarshal(s.b[start:s.i], &v); err != nil {
@@ -218,20 +292,36 @@ func (s *headScan) str() string {
 
 // int scans an integer value.
 func (s *headScan) int() int64 {
-	start := s.i
-	for s.i < len(s.b) && (s.b[s.i] == '-' || '0' <= s.b[s.i] && s.b[s.i] <= '9') {
+	neg := s.peek() == '-'
+	if neg {
 		s.i++
 	}
-	n, err := strconv.ParseInt(string(s.b[start:s.i]), 10, 64)
-	if err != nil || (s.i-start > 1 && s.b[start] == '0') {
-		s.ok = false
+	digits := s.i
+	var n uint64
+	for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
+		d := uint64(s.b[s.i] - '0')
+		if n > (math.MaxInt64-d)/10 {
+			n = math.MaxInt64 + 1 // out of range (even for -2^63: rare, let encoding/json judge)
+		} else {
+			n = n*10 + d
+		}
+		s.i++
 	}
-	return n
+	switch {
+	case s.i == digits, s.i-digits > 1 && s.b[digits] == '0', n > math.MaxInt64:
+		s.ok = false
+	case s.i < len(s.b) && (s.b[s.i] == '.' || s.b[s.i] == 'e' || s.b[s.i] == 'E' || s.b[s.i] == '-'):
+		s.ok = false // a number that is not an integer
+	}
+	if neg {
+		return -int64(n)
+	}
+	return int64(n)
 }
 
 func (s *headScan) key(h *Head) {
-	s.object(func(name string) {
-		switch name {
+	s.object(func(name []byte) {
+		switch string(name) {
 		case "model":
 			h.Key.Model = s.str()
 		case "prompt":
@@ -249,8 +339,8 @@ func (s *headScan) key(h *Head) {
 }
 
 func (s *headScan) request(h *Head) {
-	s.object(func(name string) {
-		switch name {
+	s.object(func(name []byte) {
+		switch string(name) {
 		case "messages_ref":
 			s.strings(func(v string) { h.Request.Refs = append(h.Request.Refs, v) })
 			if h.Request.Refs == nil {
@@ -292,7 +382,7 @@ func (s *headScan) strings(fn func(string)) {
 }
 
 // object scans an object, calling fn at each member's value.
-func (s *headScan) object(fn func(name string)) {
+func (s *headScan) object(fn func(name []byte)) {
 	if !s.byte('{') {
 		return
 	}
@@ -316,7 +406,7 @@ func (s *headScan) object(fn func(name string)) {
 		s.byte(':')
 		s.ws()
 		if s.ok {
-			fn(string(name))
+			fn(name)
 		}
 	}
 }
@@ -331,7 +421,7 @@ func (s *headScan) skip(depth int) {
 	case c == '"':
 		s.rawString()
 	case c == '{':
-		s.object(func(string) { s.skip(depth + 1) })
+		s.object(func([]byte) { s.skip(depth + 1) })
 	case c == '[':
 		s.i++
 		s.ws()
@@ -368,10 +458,9 @@ func (s *headScan) skip(depth int) {
 	}
 }
 
-// unescape decodes the escapes of a JSON string's bytes but \u ones
-// (false: let encoding/json do it).
-func unescape(raw []byte) (string, bool) {
-	out := make([]byte, 0, len(raw))
+// unescape appends to out the bytes of a JSON string's raw bytes with
+// their escapes decoded but \u ones (false: let encoding/json do it).
+func unescape(out, raw []byte) ([]byte, bool) {
 	for i := 0; i < len(raw); i++ {
 		c := raw[i]
 		if c != '\\' {
@@ -393,8 +482,8 @@ func unescape(raw []byte) (string, bool) {
 		case 't':
 			out = append(out, '\t')
 		default:
-			return "", false
+			return nil, false
 		}
 	}
-	return string(out), true
+	return out, true
 }

@@ -49,12 +49,15 @@ func TestFastHead(t *testing.T) {
 		lines = append(lines, b)
 	}
 	lines = append(lines, []byte(` {"key":{"model":"m","replicate":01},"turn":0}`), []byte(`{"key":null}`), []byte(`{"turn":1.0}`),
-		[]byte(`{"Turn":1}`), []byte(`{"response":"\ud800"}`), []byte("{\"response\":\"a\xffb\"}"), []byte(`{"meta":{"a":tru}}`), []byte(`{"meta":[1,]}`))
+		[]byte(`{"Turn":1}`), []byte(`{"response":"\ud800"}`), []byte("{\"response\":\"a\xffb\"}"), []byte(`{"meta":{"a":tru}}`), []byte(`{"meta":[1,]}`),
+		[]byte(`{"seed":9223372036854775807}`), []byte(`{"seed":9223372036854775808}`), []byte(`{"seed":-9223372036854775808}`), []byte(`{"seed":-0}`),
+		[]byte(`{"turn":1e2}`), []byte(`{"turn":-}`), []byte(`{"seed":12-3}`), []byte(`{"seed":99999999999999999999}`))
 	fast := 0
+	var tab strTable
 	check := func(b []byte) {
 		var want, got Head
 		wc, werr := jsonHead(b, &want)
-		gc, ok := fastHead(b, &got)
+		gc, ok := fastHead(b, &got, nil)
 		if !ok {
 			return
 		}
@@ -64,6 +67,11 @@ func TestFastHead(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, want) || gc != wc {
 			t.Fatalf("%q:\nfast %+v %+v\njson %+v %+v", b, got, gc, want, wc)
+		}
+		// Interned strings decode the same, whatever lines came before.
+		var in Head
+		if _, ok := fastHead(b, &in, &tab); !ok || !reflect.DeepEqual(in, want) {
+			t.Fatalf("%q: interned %+v, want %+v", b, in, want)
 		}
 	}
 	for _, b := range lines {
@@ -80,14 +88,14 @@ func TestFastHead(t *testing.T) {
 		}
 	}
 	var h Head
-	if _, ok := fastHead(lines[1], &h); !ok || len(h.Request.Refs) != 2 || h.Response != base.Response || h.Turn != 1 || h.Key != key {
+	if _, ok := fastHead(lines[1], &h, nil); !ok || len(h.Request.Refs) != 2 || h.Response != base.Response || h.Turn != 1 || h.Key != key {
 		t.Errorf("a compact line is not decoded by the fast path: %+v", h)
 	}
-	if _, ok := fastHead(lines[6], &h); ok {
+	if _, ok := fastHead(lines[6], &h, nil); ok {
 		t.Error("a live line must go to encoding/json")
 	}
 	for _, i := range []int{12, 13} { // thinking, tool calls and tools
-		if _, ok := fastHead(lines[i], &h); !ok || h.Response != base.Response {
+		if _, ok := fastHead(lines[i], &h, nil); !ok || h.Response != base.Response {
 			t.Errorf("line %d with thinking, tool calls and tools is not decoded by the fast path: %s", i, lines[i])
 		}
 	}

@@ -3,9 +3,12 @@ package results
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net/url"
 	"os"
@@ -514,6 +517,9 @@ type GroupReader struct {
 	eof     bool
 	buf     []byte
 	answers answerCache
+	strs    strTable // interns the lines' strings
+	// verified maps responses whose response_sha256 was checked to it.
+	verified map[string]string
 	// file is the file read, to find defaults.json beside it; defaults
 	// fills what format-3 lines leave out, and defaultsLoaded says it was
 	// given or looked for.
@@ -660,13 +666,13 @@ func (g *GroupReader) readOne() *lineRec {
 	rec := &lineRec{off: g.off, size: int64(len(g.buf)), line: g.line + 1}
 	g.off += rec.size
 	g.line++
-	c, err := decodeHead(g.buf, &rec.h)
+	c, err := decodeHead(g.buf, &rec.h, &g.strs)
 	if err == nil {
 		if err = g.fill(&rec.h, c); g.err != nil {
 			return nil
 		}
 	}
-	if err == nil && rec.h.ResponseSHA256 != SHA256([]byte(rec.h.Response)) {
+	if err == nil && !g.verify(&rec.h) {
 		err = errors.New("response_sha256 does not match the response")
 		if g.lenient {
 			g.probs = append(g.probs, fmt.Errorf("%s:%d: decision %s turn %d: %w", g.name, rec.line, rec.h.Key, rec.h.Turn, err))
@@ -700,6 +706,24 @@ func (g *GroupReader) readOne() *lineRec {
 	return nil
 }
 
+// verify reports whether h's response_sha256 is its response's, from the
+// responses already verified when it can.
+func (g *GroupReader) verify(h *Head) bool {
+	if sum, ok := g.verified[h.Response]; ok && sum == h.ResponseSHA256 {
+		return true
+	}
+	if h.ResponseSHA256 != SHA256([]byte(h.Response)) {
+		return false
+	}
+	if len(h.Response) <= maxInterned {
+		if g.verified == nil || len(g.verified) >= maxStrings {
+			g.verified = make(map[string]string, 1024)
+		}
+		g.verified[h.Response] = h.ResponseSHA256
+	}
+	return true
+}
+
 // Group returns the current group; it is reused by the next call to Next.
 func (g *GroupReader) Group() *Group { return &g.g }
 
@@ -719,6 +743,9 @@ type RowWriter struct {
 	pq   *parquet.GenericWriter[Row]
 	rows []Row
 	inRG int // rows in the current row group
+	// sum hashes the bytes written and fp the rows added (Check).
+	sum hash.Hash
+	fp  Fingerprint
 }
 
 // rowGroupRows is the number of rows per row group. Note: parquet-go keeps
@@ -731,12 +758,15 @@ func CreateRows(file string) (*RowWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &RowWriter{file: file, f: f, pq: parquet.NewGenericWriter[Row](f, parquet.Compression(&parquet.Snappy))}, nil
+	w := &RowWriter{file: file, f: f, sum: sha256.New()}
+	w.pq = parquet.NewGenericWriter[Row](io.MultiWriter(f, w.sum), parquet.Compression(&parquet.Snappy))
+	return w, nil
 }
 
 // Add writes one row.
 func (w *RowWriter) Add(r Row) error {
 	w.rows = append(w.rows, r)
+	w.fp.Add(&r)
 
 	if len(w.rows) >= 4096 {
 		return w.flush()
@@ -774,6 +804,12 @@ func (w *RowWriter) Close() error {
 	return os.Rename(w.f.Name(), w.file)
 }
 
+// Check is what to record of the file once closed: its sha256 and the
+// fingerprint of its rows.
+func (w *RowWriter) Check() *ParquetCheck {
+	return &ParquetCheck{SHA256: hex.EncodeToString(w.sum.Sum(nil)), Rows: w.fp.N, RowsSum: w.fp.Hex()}
+}
+
 // Abort discards the file.
 func (w *RowWriter) Abort() {
 	w.f.Close()
@@ -793,7 +829,7 @@ func ParseGroup(b []byte, g *Group, d *Defaults) error {
 			b = nil
 		}
 		var h Head
-		c, err := decodeHead(line, &h)
+		c, err := decodeHead(line, &h, nil)
 		if err == nil {
 			err = d.fill(&h, c)
 		}

@@ -133,6 +133,9 @@ type Summary struct {
 	// Remaining is the number of decisions not yet done (interrupted run).
 	Remaining int    `json:"remaining,omitempty"`
 	Cells     []Cell `json:"cells"`
+	// Parquet is what was recorded of decisions.parquet when it was
+	// written (absent in bundles of earlier versions).
+	Parquet *ParquetCheck `json:"decisions_parquet,omitempty"`
 }
 
 // BinaryInfo reads the running binary's build information and the sha256
@@ -172,6 +175,9 @@ var executableSHA256 = sync.OnceValue(func() string {
 	sum, _ := hashFile(exe, cache)
 	return sum
 })
+
+// FileSHA256 returns the hex sha256 of file.
+func FileSHA256(file string) (string, error) { return hashFile(file, "") }
 
 // hashFile returns the hex sha256 of file. With cacheDir set, the hash is
 // remembered there under the file's path, size and modification time, and

@@ -183,6 +183,7 @@ func writeBundle(w bundleWrite) (*results.Summary, int64, error) {
 	if err := rows.Close(); err != nil {
 		return nil, 0, err
 	}
+	sum.Parquet = rows.Check()
 	if err := syncDir(dir); err != nil {
 		return nil, 0, err
 	}

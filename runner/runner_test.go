@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -109,8 +110,18 @@ func checkBundle(t *testing.T, dir string, sum *results.Summary) {
 	}
 	var s2 results.Summary
 	b, _ = os.ReadFile(filepath.Join(dir, results.SummaryFile))
-	if err := json.Unmarshal(b, &s2); err != nil || fmt.Sprint(s2) != fmt.Sprint(*sum) {
+	if err := json.Unmarshal(b, &s2); err != nil || !reflect.DeepEqual(s2, *sum) {
 		t.Errorf("summary.json %s does not match the run (%v)", b, err)
+	}
+	// What summary.json records of decisions.parquet is the file's sha256
+	// and the fingerprint of the rows it reads back.
+	var fp results.Fingerprint
+	for i := range pq {
+		fp.Add(&pq[i])
+	}
+	h, err := results.FileSHA256(filepath.Join(dir, results.DecisionsFile))
+	if err != nil || s2.Parquet == nil || *s2.Parquet != (results.ParquetCheck{SHA256: h, Rows: fp.N, RowsSum: fp.Hex()}) {
+		t.Errorf("summary.json records %+v of decisions.parquet; the file has sha256 %s and rows %d %s", s2.Parquet, h, fp.N, fp.Hex())
 	}
 }
 

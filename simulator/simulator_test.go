@@ -2,7 +2,10 @@ package simulator_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -60,6 +63,19 @@ func TestSeed(t *testing.T) {
 	// replicate of every study, so it is a deliberate, versioned act.
 	if got := simulator.Seed(20260819, "S01", 1, 0); got != pinnedSeed {
 		t.Errorf("Seed(20260819, S01, 1, 0) = %d, want %d", got, pinnedSeed)
+	}
+	// The derivation as first written, with fmt.
+	ref := func(seed uint64, sc string, rep, turn int) int64 {
+		h := sha256.New()
+		fmt.Fprintf(h, "stress-seed/v1\x00%d\x00%s\x00%d\x00%d", seed, sc, rep, turn)
+		return int64(binary.BigEndian.Uint64(h.Sum(nil)[:8]) & 0x7fffffff)
+	}
+	for _, seed := range []uint64{0, 1, 20260819, 1<<64 - 1} {
+		for _, sc := range []string{"", "S01", "X0000001", strings.Repeat("é", 100)} {
+			if got, want := simulator.Seed(seed, sc, 50, 3), ref(seed, sc, 50, 3); got != want {
+				t.Errorf("Seed(%d, %q, 50, 3) = %d, want %d", seed, sc, got, want)
+			}
+		}
 	}
 	seen := map[int64]string{}
 	for _, sc := range []string{"S01", "S02"} {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mcpstress/stress/results"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -88,6 +91,46 @@ func TestRunAndAnalyze(t *testing.T) {
 		t.Fatal(err)
 	}
 	goldenJSON(t, "analyze-json.golden", js)
+
+	// decisions.parquet is checked against calls.jsonl by the fingerprint
+	// summary.json recorded while the file is the one written; a changed
+	// file is read row by row and its changed row reported, and a bundle
+	// whose summary.json records nothing (an earlier version's) is read
+	// row by row too.
+	changed := filepath.Join(t.TempDir(), "changed")
+	os.CopyFS(changed, os.DirFS(dir))
+	rows, err := results.ReadRows(filepath.Join(changed, results.DecisionsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows[3].Strict = !rows[3].Strict
+	rw, err := results.CreateRows(filepath.Join(changed, results.DecisionsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		rw.Add(r)
+	}
+	if err := rw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, log, err := runCmd(t, "analyze", changed); err == nil || !strings.Contains(log, "disagreement: decision "+rows[3].Key().String()) {
+		t.Errorf("changed decisions.parquet: err %v, log:\n%s", err, log)
+	}
+	older := filepath.Join(t.TempDir(), "older")
+	os.CopyFS(older, os.DirFS(dir))
+	var sum map[string]any
+	sb, _ := os.ReadFile(filepath.Join(older, results.SummaryFile))
+	json.Unmarshal(sb, &sum)
+	if sum["decisions_parquet"] == nil {
+		t.Error("summary.json records nothing of decisions.parquet")
+	}
+	delete(sum, "decisions_parquet")
+	sb, _ = json.Marshal(sum)
+	os.WriteFile(filepath.Join(older, results.SummaryFile), sb, 0o644)
+	if an2, log, err := runCmd(t, "analyze", older); err != nil || an2 != an {
+		t.Errorf("a bundle without the record: err %v, log:\n%s", err, log)
+	}
 
 	// A bundle whose calls.jsonl was tampered with is reported, line located.
 	calls := filepath.Join(dir, "calls.jsonl")
