@@ -1,8 +1,11 @@
 package analysis
 
 import (
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/study"
@@ -102,7 +105,8 @@ func (x *unitIndex) get(k unitKey) (int32, bool) {
 		u, ok := x.other[k]
 		return u, ok
 	}
-	reps := x.reps(k, false)
+	// No memo here: lookups run concurrently (Analyze), after the Adds.
+	reps := x.byGS[[2]int32{k.group, k.scenario}]
 	if reps == nil || int(k.replicate) >= len(*reps) || (*reps)[k.replicate] == 0 {
 		return 0, false
 	}
@@ -118,25 +122,21 @@ func (x *unitIndex) put(k unitKey, u int32) {
 		x.other[k] = u
 		return
 	}
-	reps := x.reps(k, true)
+	reps := x.reps(k)
 	for int(k.replicate) >= len(*reps) {
 		*reps = append(*reps, 0)
 	}
 	(*reps)[k.replicate] = u + 1
 }
 
-// reps is the slice of k's (group, scenario), created when create is set
-// (nil otherwise when there is none).
-func (x *unitIndex) reps(k unitKey, create bool) *[]int32 {
+// reps is the slice of k's (group, scenario), created when missing.
+func (x *unitIndex) reps(k unitKey) *[]int32 {
 	gs := [2]int32{k.group, k.scenario}
 	if x.last != nil && x.lastGS == gs {
 		return x.last
 	}
 	p := x.byGS[gs]
 	if p == nil {
-		if !create {
-			return nil
-		}
 		if x.byGS == nil {
 			x.byGS = map[[2]int32]*[]int32{}
 		}
@@ -311,4 +311,20 @@ func (a *Accumulator) serverOrder() []int32 {
 func (a *Accumulator) hasCond(g int32, c study.Condition) bool {
 	i := condIndex(c)
 	return i >= 0 && a.groupConds[g]&(1<<i) != 0
+}
+
+// parallel calls fn(0), …, fn(n−1) on as many goroutines as there are
+// processors and returns when all have returned.
+func parallel(n int, fn func(i int)) {
+	workers := min(n, runtime.GOMAXPROCS(0))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
 }

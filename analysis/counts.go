@@ -89,25 +89,84 @@ func Read(r io.Reader, name string, row func(*results.Row) error) (ts *Transport
 	gr.Lenient()
 	tt := newTransportTally()
 	var scoreProblems []error
-	for gr.Next() {
-		g := gr.Group()
+	err = readBatches(gr, func(g *results.Group) error {
 		tt.add(g)
 		rw, err := g.Row()
 		if err != nil {
 			scoreProblems = append(scoreProblems, fmt.Errorf("%s:%d: %w", name, g.Line, err))
-			continue
+			return nil
 		}
 		if row != nil {
-			if err := row(&rw); err != nil {
-				return tt.summary(), append(gr.Problems(), scoreProblems...), err
+			return row(&rw)
+		}
+		return nil
+	})
+	problems = append(gr.Problems(), scoreProblems...)
+	if err == nil {
+		err = gr.Err()
+	}
+	return tt.summary(), problems, err
+}
+
+// groupBatch is a batch of groups read ahead, with their own heads.
+type groupBatch struct {
+	groups []results.Group
+	n      int
+}
+
+// readBatches calls fn with every group of gr, in order, while gr reads
+// the next ones on another goroutine (decoding the lines and scoring
+// them take about as long). It stops at fn's first error and returns it;
+// gr's own error and problems are for the caller, once it returned.
+func readBatches(gr *results.GroupReader, fn func(*results.Group) error) error {
+	const batches, perBatch = 4, 256
+	free, full := make(chan *groupBatch, batches), make(chan *groupBatch, batches)
+	for range batches {
+		free <- &groupBatch{groups: make([]results.Group, perBatch)}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(full)
+		for {
+			var b *groupBatch
+			select {
+			case b = <-free:
+			case <-stop:
+				return
+			}
+			b.n = 0
+			for b.n < perBatch && gr.Next() {
+				g, dst := gr.Group(), &b.groups[b.n]
+				heads := append(dst.Heads[:0], g.Heads...)
+				*dst = *g
+				dst.Heads = heads
+				b.n++
+			}
+			if b.n > 0 {
+				full <- b
+			}
+			if b.n < perBatch {
+				return
 			}
 		}
+	}()
+	var err error
+	for b := range full {
+		for i := 0; i < b.n && err == nil; i++ {
+			err = fn(&b.groups[i])
+		}
+		if err != nil {
+			break
+		}
+		free <- b
 	}
-	problems = append(gr.Problems(), scoreProblems...)
-	if err := gr.Err(); err != nil {
-		return tt.summary(), problems, err
+	close(stop)
+	for range full { // let the reader finish its batch
 	}
-	return tt.summary(), problems, nil
+	<-done
+	return err
 }
 
 // RescoreEach is Read for the rows alone.

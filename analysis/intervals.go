@@ -295,10 +295,18 @@ func (a *Accumulator) Analyze(opt Options) (*Analysis, error) {
 	}
 	an := &Analysis{Bootstrap: BootstrapInfo{B: opt.B, Seed: opt.Seed, Conf: opt.Conf, Cluster: "server", Clusters: len(a.servers.names)},
 		Interval: opt.Interval}
-	for i, c := range a.Cells() {
-		an.Cells = append(an.Cells, a.cellStats(i, c, opt))
-	}
-	pairs, err := a.pairs(opt)
+	// The cells' intervals and the pairs are computed side by side.
+	cells := a.Cells()
+	an.Cells = make([]CellStats, len(cells))
+	var pairs []Pair
+	var err error
+	parallel(len(cells)+1, func(i int) {
+		if i == len(cells) {
+			pairs, err = a.pairs(opt)
+			return
+		}
+		an.Cells[i] = a.cellStats(i, cells[i], opt)
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -433,8 +433,10 @@ func (a *Accumulator) pairs(opt Options) ([]Pair, error) {
 	}
 	order := a.serverOrder()
 	out := []Pair{}
+	bySpec := make([][]Pair, len(specs))
+	parallel(len(specs), func(i int) { bySpec[i] = a.pairSpec(specs[i], order, opt) })
 	for i, s := range specs {
-		rows := a.pairSpec(s, order, opt)
+		rows := bySpec[i]
 		for j := range rows {
 			rows[j].Predeclared, rows[j].Isolates = pre[i], s.Isolates
 		}
