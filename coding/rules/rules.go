@@ -9,39 +9,39 @@ package rules
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/mcpstress/stress/internal/lazyregexp"
 	"github.com/mcpstress/stress/study"
 )
 
 // authText marks a failure text that asks for a credential.
-var authText = regexp.MustCompile(`(?i)\b(unauthori[sz]ed|unauthenticated|not authenticated|authentication (?:is )?required|authentication failed|auth(?:orization)? required|(?:invalid|missing|expired|no) (?:api[ _-]?key|token|credentials?|access token)|api[ _-]?key (?:is )?(?:required|missing|invalid)|(?:auth_)?token (?:has |is )?expired|401)\b`)
+var authText = lazyregexp.New(`(?i)\b(unauthori[sz]ed|unauthenticated|not authenticated|authentication (?:is )?required|authentication failed|auth(?:orization)? required|(?:invalid|missing|expired|no) (?:api[ _-]?key|token|credentials?|access token)|api[ _-]?key (?:is )?(?:required|missing|invalid)|(?:auth_)?token (?:has |is )?expired|401)\b`)
 
 // Cause text rules of the content view, per cause.
 var (
-	unknownToolText = regexp.MustCompile(`(?i)(unknown|not found|no such|does ?n[o']t exist|not exist|not available|unrecognized|unrecognised|not registered|invalid tool|no tool)`)
-	typeText        = regexp.MustCompile(`(?i)(invalid[_ ]type|expected\W+\w+.{0,40}(?:received|got)|has type\W+\w+\W+want|must be (?:a|an|of type)\b|type mismatch|not of type|wrong type|should be (?:a|an)\b|cannot unmarshal|is not an? (?:string|number|integer|boolean|array|object))`)
-	missingText     = regexp.MustCompile(`(?i)(required|missing|undefined|not provided|is not set|must have)`)
-	valueText       = regexp.MustCompile(`(?i)(invalid|not valid|out of range|too (?:small|big|large|long|short)|must be (?:at least|at most|greater|less|one of|positive|negative|a (?:finite|positive|valid))|not allowed|outside|no such|not found|does ?n[o']t exist|unknown|enoent|unsupported|not a valid|no file)`)
-	credentialText  = regexp.MustCompile(`(?i)(api[ _-]?key|token|credential|authorization|password|secret)`)
+	unknownToolText = lazyregexp.New(`(?i)(unknown|not found|no such|does ?n[o']t exist|not exist|not available|unrecognized|unrecognised|not registered|invalid tool|no tool)`)
+	typeText        = lazyregexp.New(`(?i)(invalid[_ ]type|expected\W+\w+.{0,40}(?:received|got)|has type\W+\w+\W+want|must be (?:a|an|of type)\b|type mismatch|not of type|wrong type|should be (?:a|an)\b|cannot unmarshal|is not an? (?:string|number|integer|boolean|array|object))`)
+	missingText     = lazyregexp.New(`(?i)(required|missing|undefined|not provided|is not set|must have)`)
+	valueText       = lazyregexp.New(`(?i)(invalid|not valid|out of range|too (?:small|big|large|long|short)|must be (?:at least|at most|greater|less|one of|positive|negative|a (?:finite|positive|valid))|not allowed|outside|no such|not found|does ?n[o']t exist|unknown|enoent|unsupported|not a valid|no file)`)
+	credentialText  = lazyregexp.New(`(?i)(api[ _-]?key|token|credential|authorization|password|secret)`)
 
 	// The lab's causes (STUDY.md section 7), written for the lab's texts
 	// and the usual wordings of the same conditions.
-	transientText   = regexp.MustCompile(`(?i)(temporarily unavailable|\b503\b|service unavailable|try again)`)
-	rateLimitText   = regexp.MustCompile(`(?i)(rate limit|too many requests|\b429\b|quota exceeded)`)
-	timeoutText     = regexp.MustCompile(`(?i)(timed out|timeout|did not confirm|deadline)`)
-	partialText     = regexp.MustCompile(`(?i)(failed at item|partially applied|(?:were|was) applied, the rest)`)
-	uncertainText   = regexp.MustCompile(`(?i)(may have been applied|was applied|connection .{0,40}reset)`)
-	staleText       = regexp.MustCompile(`(?i)(revision|version conflict|changed since|stale|precondition failed|\b412\b)`)
-	noEffectText    = regexp.MustCompile(`(?i)(\b0 (?:records|rows|items) (?:were )?(?:written|changed|affected)|no effect|nothing was written)`)
-	outageText      = regexp.MustCompile(`(?i)(\bdown\b|outage|will not be back|unavailable for the rest)`)
-	labFailureWords = regexp.MustCompile(`(?i)\b(unavailable|timed out|exceeded|required|expired|was reset|is down|did not confirm|0 records were written)\b`)
+	transientText   = lazyregexp.New(`(?i)(temporarily unavailable|\b503\b|service unavailable|try again)`)
+	rateLimitText   = lazyregexp.New(`(?i)(rate limit|too many requests|\b429\b|quota exceeded)`)
+	timeoutText     = lazyregexp.New(`(?i)(timed out|timeout|did not confirm|deadline)`)
+	partialText     = lazyregexp.New(`(?i)(failed at item|partially applied|(?:were|was) applied, the rest)`)
+	uncertainText   = lazyregexp.New(`(?i)(may have been applied|was applied|connection .{0,40}reset)`)
+	staleText       = lazyregexp.New(`(?i)(revision|version conflict|changed since|stale|precondition failed|\b412\b)`)
+	noEffectText    = lazyregexp.New(`(?i)(\b0 (?:records|rows|items) (?:were )?(?:written|changed|affected)|no effect|nothing was written)`)
+	outageText      = lazyregexp.New(`(?i)(\bdown\b|outage|will not be back|unavailable for the rest)`)
+	labFailureWords = lazyregexp.New(`(?i)\b(unavailable|timed out|exceeded|required|expired|was reset|is down|did not confirm|0 records were written)\b`)
 )
 
 // causeText is the text rule of each cause with one rule (Propose).
-var causeText = map[study.Cause]*regexp.Regexp{
+var causeText = map[study.Cause]*lazyregexp.Regexp{
 	study.UnknownTool:    unknownToolText,
 	study.InvalidValue:   valueText,
 	study.AuthRequired:   authText,
@@ -55,7 +55,7 @@ var causeText = map[study.Cause]*regexp.Regexp{
 }
 
 // failureWords mark a result text that says something failed.
-var failureWords = regexp.MustCompile(`(?i)\b(errors?|fail(?:ed|s|ure)?|invalid|not found|unknown|denied|unauthori[sz]ed|unauthenticated|forbidden|cannot|can't|could not|couldn't|unable|no such|does not exist|doesn't exist|not exist|missing|must be|must not|expected|not allowed|not permitted|exception|enoent|eacces|rejected|refused)\b`)
+var failureWords = lazyregexp.New(`(?i)\b(errors?|fail(?:ed|s|ure)?|invalid|not found|unknown|denied|unauthori[sz]ed|unauthenticated|forbidden|cannot|can't|could not|couldn't|unable|no such|does not exist|doesn't exist|not exist|missing|must be|must not|expected|not allowed|not permitted|exception|enoent|eacces|rejected|refused)\b`)
 
 // SaysFailure reports whether a result text says something failed.
 func SaysFailure(text string) bool { return failureWords.MatchString(text) }
