@@ -51,6 +51,8 @@ type appendFile struct {
 	name string
 	buf  bytes.Buffer
 	size int64 // bytes in the file plus bytes buffered
+	// synced says nothing was written since the last sync.
+	synced bool
 }
 
 // flush writes the buffered lines with one write call.
@@ -58,6 +60,7 @@ func (a *appendFile) flush() error {
 	if a.buf.Len() == 0 {
 		return nil
 	}
+	a.synced = false
 	_, err := a.f.Write(a.buf.Bytes())
 	a.buf.Reset()
 	if err != nil {
@@ -71,9 +74,13 @@ func (a *appendFile) sync() error {
 	if err := a.flush(); err != nil {
 		return err
 	}
+	if a.synced {
+		return nil
+	}
 	if err := a.f.Sync(); err != nil {
 		return fmt.Errorf("%s: %w", a.name, err)
 	}
+	a.synced = true
 	return nil
 }
 

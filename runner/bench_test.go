@@ -116,7 +116,7 @@ func BenchmarkSynth(b *testing.B) {
 // local HTTP server that answers at once: "direct" is the echohttp backend
 // called in a loop (HTTP round trip, JSON, transport layer), "runner" is
 // the same calls made by a run (rendering, simulator, bundle); the
-// difference per call is the runner's overhead. Both at 1 and 8 calls in
+// difference per call is the runner's overhead. At 1, 4 and 8 calls in
 // flight.
 func BenchmarkHTTPOverhead(b *testing.B) {
 	srv := httptest.NewServer(echohttp.Handler(func(models.Request) string {
@@ -128,7 +128,7 @@ func BenchmarkHTTPOverhead(b *testing.B) {
 		b.Fatal(err)
 	}
 	m.Replicates = 20 // 4 conditions x 21 scenarios x 20 = 1,680 decisions, one call each
-	for _, par := range []int{1, 8} {
+	for _, par := range []int{1, 4, 8} {
 		m.Models = []manifests.Model{{Name: "http", Backend: echohttp.Backend, Model: "x", Host: srv.URL, Parallel: par}}
 		plan := prepare(b, m)
 		n := 4 * 21 * m.Replicates
