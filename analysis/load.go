@@ -83,7 +83,7 @@ func parquetFingerprint(dir string) (results.Fingerprint, error) {
 	pqPath := filepath.Join(dir, results.DecisionsFile)
 	var sum results.Summary
 	b, err := os.ReadFile(filepath.Join(dir, results.SummaryFile))
-	if err == nil && json.Unmarshal(b, &sum) == nil && sum.Parquet != nil {
+	if err == nil && json.Unmarshal(b, &sum) == nil && sum.Parquet.SHA256 != "" {
 		if fp, err := sum.Parquet.Fingerprint(); err == nil {
 			if h, err := results.FileSHA256(pqPath); err == nil && h == sum.Parquet.SHA256 {
 				return fp, nil

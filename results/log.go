@@ -813,8 +813,8 @@ func (w *RowWriter) Close() error {
 
 // Check is what to record of the file once closed: its sha256 and the
 // fingerprint of its rows.
-func (w *RowWriter) Check() *ParquetCheck {
-	return &ParquetCheck{SHA256: hex.EncodeToString(w.sum.Sum(nil)), Rows: w.fp.N, RowsSum: w.fp.Hex()}
+func (w *RowWriter) Check() ParquetCheck {
+	return ParquetCheck{SHA256: hex.EncodeToString(w.sum.Sum(nil)), Rows: w.fp.N, RowsSum: w.fp.Hex()}
 }
 
 // Abort discards the file.

@@ -135,7 +135,7 @@ type Summary struct {
 	Cells     []Cell `json:"cells"`
 	// Parquet is what was recorded of decisions.parquet when it was
 	// written (absent in bundles of earlier versions).
-	Parquet *ParquetCheck `json:"decisions_parquet,omitempty"`
+	Parquet ParquetCheck `json:"decisions_parquet,omitzero"`
 }
 
 // BinaryInfo reads the running binary's build information and the sha256
