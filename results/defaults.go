@@ -162,3 +162,29 @@ func (d *Defaults) carries(c *Call) carried {
 func defaultsBeside(name string) (*Defaults, error) {
 	return LoadDefaults(filepath.Join(filepath.Dir(name), DefaultsFile))
 }
+
+// beside is a table a reader of a bundle's file needs (its messages, its
+// defaults): given, or loaded from beside the file at first need.
+type beside[T any] struct {
+	file   string // the file read ("": not a file, the table must be given)
+	load   func(file string) (*T, error)
+	v      *T
+	loaded bool // v was given or looked for
+}
+
+// set gives the table.
+func (b *beside[T]) set(v *T) { b.v, b.loaded = v, true }
+
+// get returns the table, loading it the first time (nil when there is
+// none).
+func (b *beside[T]) get() (*T, error) {
+	if !b.loaded && b.file != "" {
+		b.loaded = true
+		v, err := b.load(b.file)
+		if err != nil {
+			return nil, err
+		}
+		b.v = v
+	}
+	return b.v, nil
+}

@@ -527,12 +527,8 @@ type GroupReader struct {
 	strs    strTable // interns the lines' strings
 	// verified maps responses whose response_sha256 was checked to it.
 	verified map[string]string
-	// file is the file read, to find defaults.json beside it; defaults
-	// fills what format-3 lines leave out, and defaultsLoaded says it was
-	// given or looked for.
-	file           string
-	defaults       *Defaults
-	defaultsLoaded bool
+	// defaults fills what format-3 lines leave out.
+	defaults beside[Defaults]
 }
 
 type lineRec struct {
@@ -550,33 +546,30 @@ const MaxLine = 256 << 20
 // otherwise give it with SetDefaults.
 func NewGroupReader(r io.Reader, name string) *GroupReader {
 	g := &GroupReader{r: bufio.NewReaderSize(r, 1<<20), name: name, durable: -1}
+	g.defaults.load = defaultsBeside
 	if f, ok := r.(*os.File); ok {
-		g.file = f.Name()
+		g.defaults.file = f.Name()
 	}
 	return g
 }
 
 // SetDefaults gives the defaults table that fills what format-3 lines
 // leave out.
-func (g *GroupReader) SetDefaults(d *Defaults) { g.defaults, g.defaultsLoaded = d, true }
+func (g *GroupReader) SetDefaults(d *Defaults) { g.defaults.set(d) }
 
 // fill sets the fields line h left out (c says which it carried).
 func (g *GroupReader) fill(h *Head, c carried) error {
 	if c.all() {
 		return nil
 	}
-	if !g.defaultsLoaded && g.file != "" {
-		g.defaultsLoaded = true
-		d, err := defaultsBeside(g.file)
-		if err != nil {
-			// The table is the bundle's, not the line's: no line can be
-			// read without it.
-			g.err = err
-			return err
-		}
-		g.defaults = d
+	d, err := g.defaults.get()
+	if err != nil {
+		// The table is the bundle's, not the line's: no line can be read
+		// without it.
+		g.err = err
+		return err
 	}
-	return g.defaults.fill(h, c)
+	return d.fill(h, c)
 }
 
 // Lenient makes the reader go on past damaged lines, as an analysis of a

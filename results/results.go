@@ -394,14 +394,9 @@ type CallReader struct {
 	call Call
 	err  error
 	name string
-	msgs *Messages
-	file string // the file read, to find messages.jsonl beside it
-	// loaded says msgs was looked for beside file.
-	loaded bool
-	// defaults fills what format-3 lines leave out; defaultsLoaded says
-	// it was given or looked for beside file.
-	defaults       *Defaults
-	defaultsLoaded bool
+	msgs beside[Messages]
+	// defaults fills what format-3 lines leave out.
+	defaults beside[Defaults]
 }
 
 // NewCallReader reads call lines from r; name labels errors. When r is an
@@ -412,18 +407,19 @@ func NewCallReader(r io.Reader, name string) *CallReader {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<16), 64<<20)
 	cr := &CallReader{sc: sc, name: name}
+	cr.msgs.load, cr.defaults.load = messagesBeside, defaultsBeside
 	if f, ok := r.(*os.File); ok {
-		cr.file = f.Name()
+		cr.msgs.file, cr.defaults.file = f.Name(), f.Name()
 	}
 	return cr
 }
 
 // SetMessages gives the message table the lines refer to.
-func (r *CallReader) SetMessages(m *Messages) { r.msgs, r.loaded = m, true }
+func (r *CallReader) SetMessages(m *Messages) { r.msgs.set(m) }
 
 // SetDefaults gives the defaults table that fills what format-3 lines
 // leave out.
-func (r *CallReader) SetDefaults(d *Defaults) { r.defaults, r.defaultsLoaded = d, true }
+func (r *CallReader) SetDefaults(d *Defaults) { r.defaults.set(d) }
 
 // Scan advances to the next line. It returns false at the end of input or
 // on a read error (see Err). After Scan, either Call or LineErr is set.
@@ -451,20 +447,16 @@ func (r *CallReader) Scan() bool {
 	if len(w.Refs) == 0 {
 		return true
 	}
-	if !r.loaded && r.file != "" {
-		r.loaded = true
-		m, err := messagesBeside(r.file)
-		if err != nil {
-			r.err = err
-			return true
-		}
-		r.msgs = m
+	table, err := r.msgs.get()
+	if err != nil {
+		r.err = err
+		return true
 	}
-	if r.msgs == nil {
+	if table == nil {
 		r.err = fmt.Errorf("%s:%d: the request refers to %s, which was not given", r.name, r.line, MessagesFile)
 		return true
 	}
-	msgs, err := r.msgs.Expand(w.Refs)
+	msgs, err := table.Expand(w.Refs)
 	if err != nil {
 		r.err = fmt.Errorf("%s:%d: %w", r.name, r.line, err)
 		return true
@@ -479,17 +471,13 @@ func (r *CallReader) fill(c carried) error {
 	if c.all() {
 		return nil
 	}
-	if !r.defaultsLoaded && r.file != "" {
-		r.defaultsLoaded = true
-		d, err := defaultsBeside(r.file)
-		if err != nil {
-			return err
-		}
-		r.defaults = d
+	d, err := r.defaults.get()
+	if err != nil {
+		return err
 	}
 	call := &r.call
 	h := Head{Key: call.Key, Turn: call.Turn, Server: call.Server, Preferred: call.Preferred, NonHarm: call.NonHarm, Seed: call.Seed}
-	if err := r.defaults.fill(&h, c); err != nil {
+	if err := d.fill(&h, c); err != nil {
 		return err
 	}
 	call.Server, call.Preferred, call.NonHarm, call.Seed = h.Server, h.Preferred, h.NonHarm, h.Seed

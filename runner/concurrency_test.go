@@ -169,22 +169,7 @@ func sameBundle(t testing.TB, want, got string) {
 			t.Fatalf("call line %d differs:\n%s\n%s", i+1, a[i], b[i])
 		}
 	}
-	ra, err := results.ReadRows(filepath.Join(want, results.DecisionsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb, err := results.ReadRows(filepath.Join(got, results.DecisionsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ra) != len(rb) {
-		t.Fatalf("%d rows vs %d", len(ra), len(rb))
-	}
-	for i := range ra {
-		if !ra[i].Equal(&rb[i]) {
-			t.Fatalf("row %d differs:\n%+v\n%+v", i, ra[i], rb[i])
-		}
-	}
+	sameRows(t, want, got)
 	var sa, sb results.Summary
 	readJSON(t, filepath.Join(want, results.SummaryFile), &sa)
 	readJSON(t, filepath.Join(got, results.SummaryFile), &sb)

@@ -135,7 +135,7 @@ func checkBundle2(t *testing.T, dir string) {
 }
 
 // sameRows compares two bundles' decisions.parquet row for row.
-func sameRows(t *testing.T, want, got string) {
+func sameRows(t testing.TB, want, got string) {
 	t.Helper()
 	ra, err := results.ReadRows(filepath.Join(want, results.DecisionsFile))
 	if err != nil {
