@@ -22,7 +22,7 @@ const recSize = 32
 // Reads and writes of different records may run concurrently. A read or
 // write failure is kept and reported by Err.
 type locTable struct {
-	f *os.File
+	f indexStore
 	n int
 
 	mu      sync.Mutex
@@ -35,8 +35,49 @@ type locTable struct {
 // coalesces them into few large writes instead of one syscall each.
 const maxPending = 4096
 
-// newLocTable makes a table of n empty records in a temporary file in dir.
+// indexStore holds a locTable's records: an unlinked temporary file, or
+// memory for a small table.
+type indexStore interface {
+	io.ReaderAt
+	io.WriterAt
+	io.Closer
+}
+
+// memIndexMax is the largest table kept in memory (32,768 decisions).
+// Note: a file created and unlinked costs a one-decision run more than
+// the run's own work on some file systems (ext4 skips recently deleted
+// inodes when it allocates one).
+const memIndexMax = 1 << 20
+
+// memStore is an indexStore in memory.
+type memStore []byte
+
+func (m memStore) ReadAt(p []byte, off int64) (int, error) {
+	if off >= int64(len(m)) {
+		return 0, io.EOF
+	}
+	n := copy(p, m[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (m memStore) WriteAt(p []byte, off int64) (int, error) {
+	if off < 0 || off+int64(len(p)) > int64(len(m)) {
+		return 0, fmt.Errorf("write of %d bytes at %d past the table's %d", len(p), off, len(m))
+	}
+	return copy(m[off:], p), nil
+}
+
+func (memStore) Close() error { return nil }
+
+// newLocTable makes a table of n empty records: in memory when small,
+// else in a temporary file in dir.
 func newLocTable(dir string, n int) (*locTable, error) {
+	if size := int64(n) * recSize; size <= memIndexMax {
+		return &locTable{f: make(memStore, size), n: n, pending: map[int][recSize]byte{}}, nil
+	}
 	f, err := os.CreateTemp(dir, ".index-*")
 	if err != nil {
 		return nil, fmt.Errorf("decision index: %w", err)

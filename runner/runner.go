@@ -273,9 +273,8 @@ func (p *Plan) Run(ctx context.Context, opt Options) (dir string, sum *results.S
 	}
 	rec.Sessions = []results.Session{{Started: started, Binary: rec.Binary}}
 	rec.Format = results.Format
-	if err := results.WriteJSON(filepath.Join(dir, results.ManifestFile), rec); err != nil {
-		return dir, nil, err
-	}
+	// The session's first checkpoint writes manifest.json, before any
+	// call line.
 	shard := ""
 	if rec.Shard != nil {
 		shard = fmt.Sprintf(" (shard %s of %d)", rec.Shard, sp.total())
