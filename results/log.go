@@ -557,17 +557,20 @@ func NewGroupReader(r io.Reader, name string) *GroupReader {
 // leave out.
 func (g *GroupReader) SetDefaults(d *Defaults) { g.defaults.set(d) }
 
-// fill sets the fields line h left out (c says which it carried).
-func (g *GroupReader) fill(h *Head, c carried) error {
+// fill sets the fields line h (line number line) left out (c says which
+// it carried). A table that cannot be read, or is missing, is the
+// reader's error, not the line's: no line that needs it can be read.
+func (g *GroupReader) fill(h *Head, c carried, line int) error {
 	if c.all() {
 		return nil
 	}
 	d, err := g.defaults.get()
+	if err == nil && d == nil {
+		err = fmt.Errorf("decision %s turn %d: the line leaves out its scenario's fields or its seed, and there is no %s beside %s (a bundle of format 3 needs it)", h.Key, h.Turn, DefaultsFile, g.name)
+	}
 	if err != nil {
-		// The table is the bundle's, not the line's: no line can be read
-		// without it.
-		g.err = err
-		return err
+		g.err = fmt.Errorf("%s:%d: %w", g.name, line, err)
+		return g.err
 	}
 	return d.fill(h, c)
 }
@@ -668,7 +671,7 @@ func (g *GroupReader) readOne() *lineRec {
 	g.line++
 	c, err := decodeHead(g.buf, &rec.h, &g.strs)
 	if err == nil {
-		if err = g.fill(&rec.h, c); g.err != nil {
+		if err = g.fill(&rec.h, c, rec.line); g.err != nil {
 			return nil
 		}
 	}

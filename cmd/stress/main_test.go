@@ -132,6 +132,15 @@ func TestRunAndAnalyze(t *testing.T) {
 		t.Errorf("a bundle without the record: err %v, log:\n%s", err, log)
 	}
 
+	// Without its defaults.json, a format-3 bundle is refused once, naming
+	// the file, not line by line.
+	bare := filepath.Join(t.TempDir(), "bare")
+	os.CopyFS(bare, os.DirFS(dir))
+	os.Remove(filepath.Join(bare, results.DefaultsFile))
+	if _, log, err := runCmd(t, "analyze", bare); err == nil || !strings.Contains(err.Error(), "calls.jsonl:1: ") || !strings.Contains(err.Error(), "no defaults.json beside") || strings.Contains(log, "problem:") {
+		t.Errorf("a bundle without defaults.json: err %v, log:\n%s", err, log)
+	}
+
 	// A bundle whose calls.jsonl was tampered with is reported, line located.
 	calls := filepath.Join(dir, "calls.jsonl")
 	b, _ := os.ReadFile(calls)
