@@ -55,7 +55,8 @@ type headScan struct {
 // strTable interns the strings of call lines: a bundle's keys, answers
 // and refs repeat from line to line, and a string looked up in the table
 // costs no allocation. It holds at most maxStrings strings of at most
-// maxInterned bytes each.
+// maxInterned bytes each (a few megabytes at worst: the answers of a real
+// model are mostly distinct, and a longer string is not kept).
 type strTable struct {
 	m   map[string]string
 	esc map[string]string // by the string's bytes in the line, escapes and all
@@ -85,8 +86,8 @@ func (t *strTable) putEscaped(raw, v []byte) string {
 }
 
 const (
-	maxStrings  = 1 << 16
-	maxInterned = 1 << 10
+	maxStrings  = 1 << 14
+	maxInterned = 256
 )
 
 // get returns b as a string, from the table when it can.
