@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpstress/stress/internal/lazyregexp"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -187,7 +188,7 @@ func (e *LoadError) Error() string {
 // Unwrap returns the problem.
 func (e *LoadError) Unwrap() error { return e.Err }
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,40}$`)
+var idPattern = lazyregexp.New(`^[A-Za-z0-9_.-]{1,40}$`)
 
 // setFile is the shape of a scenario file.
 type setFile struct {

@@ -42,3 +42,6 @@ func (r *Regexp) FindAllStringIndex(s string, n int) [][]int {
 func (r *Regexp) FindAllStringSubmatchIndex(s string, n int) [][]int {
 	return r.compile().FindAllStringSubmatchIndex(s, n)
 }
+
+// FindSubmatch is regexp.Regexp.FindSubmatch.
+func (r *Regexp) FindSubmatch(b []byte) [][]byte { return r.compile().FindSubmatch(b) }

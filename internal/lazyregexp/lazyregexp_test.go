@@ -12,7 +12,7 @@ func TestSameAsRegexp(t *testing.T) {
 	const expr, s = `(?i)b(a+)`, "xBaa ba"
 	r, re := New(expr), regexp.MustCompile(expr)
 	if r.MatchString(s) != re.MatchString(s) || r.FindString(s) != re.FindString(s) || r.Re().String() != expr ||
-		!reflect.DeepEqual(r.FindStringSubmatch(s), re.FindStringSubmatch(s)) ||
+		!reflect.DeepEqual(r.FindStringSubmatch(s), re.FindStringSubmatch(s)) || !reflect.DeepEqual(r.FindSubmatch([]byte(s)), re.FindSubmatch([]byte(s))) ||
 		!reflect.DeepEqual(r.FindAllStringIndex(s, -1), re.FindAllStringIndex(s, -1)) ||
 		!reflect.DeepEqual(r.FindAllStringSubmatchIndex(s, -1), re.FindAllStringSubmatchIndex(s, -1)) {
 		t.Error("a lazy regexp answers differently")
