@@ -205,6 +205,10 @@ func PrepareWith(m *manifests.Resolved, allow Allow) (*Plan, error) {
 	return p, nil
 }
 
+// Unconfirmed returns the ids of the corpus records whose coding is
+// proposed, not confirmed (a run needs -allow-proposed).
+func (p *Plan) Unconfirmed() []string { return p.unconf }
+
 // Decisions is the number of decisions of the whole study.
 func (p *Plan) Decisions() int {
 	m := p.m

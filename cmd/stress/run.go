@@ -143,8 +143,10 @@ func cmdRun(fs *flag.FlagSet) action {
 			return fmt.Errorf("run into %s: %w", dir, err)
 		}
 		fmt.Fprintf(opt.Log, "wrote %s: %d decisions, %d calls, %d errors, %d transport events\n", dir, sum.Decisions, sum.Calls, sum.Errors, sum.TransportEvents)
-		if rec, err := results.ReadRecord(dir); err == nil && rec.ProposedWarning() != "" {
-			fmt.Fprintln(stdout, rec.ProposedWarning())
+		if len(plan.Unconfirmed()) > 0 { // else there is no warning to read
+			if rec, err := results.ReadRecord(dir); err == nil && rec.ProposedWarning() != "" {
+				fmt.Fprintln(stdout, rec.ProposedWarning())
+			}
 		}
 		return analysis.WriteTable(stdout, sum.Cells)
 	}
