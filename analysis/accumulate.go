@@ -1,21 +1,12 @@
 package analysis
 
 import (
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/study"
 )
-
-// cellKey identifies a cell: (model, prompt, condition).
-type cellKey struct {
-	model, prompt string
-	cond          study.Condition
-}
 
 // Accumulator collects, in one pass over the decision rows, everything the
 // sensitivity analysis needs: the counts of every cell, their per-server
@@ -27,8 +18,7 @@ type cellKey struct {
 // the pairing table (about 20 bytes per (model, prompt, scenario,
 // replicate) unit, two bytes per condition).
 type Accumulator struct {
-	tally   *results.Tally
-	cellIdx map[cellKey]int
+	tally *results.Tally
 	// perServer[cell][server] are the counts of one cell on one server.
 	perServer [][]serverCounts
 
@@ -47,7 +37,6 @@ type Accumulator struct {
 	// last remembers the previous row's cell, arm, scenario and server:
 	// a bundle's rows come cell by cell, scenario by scenario.
 	last struct {
-		cell              cellKey
 		ci                int
 		gi                int32
 		scenario, server  string
@@ -180,7 +169,7 @@ func (in *interner) lookup(s string) (int32, bool) {
 
 // NewAccumulator returns an empty Accumulator.
 func NewAccumulator() *Accumulator {
-	return &Accumulator{tally: results.NewTally(), cellIdx: map[cellKey]int{}, groups: map[Arm]int32{}}
+	return &Accumulator{tally: results.NewTally(), groups: map[Arm]int32{}}
 }
 
 func condIndex(c study.Condition) int {
@@ -191,20 +180,14 @@ func condIndex(c study.Condition) int {
 // in its cell but cannot be paired; a second row with the same decision key
 // is counted (as results.Tally does) and reported by Duplicates.
 func (a *Accumulator) Add(r *results.Row) {
-	k := cellKey{r.Model, r.Prompt, study.Condition(r.Condition)}
+	ci := a.tally.Add(r) // the cells of the tally and of perServer are one list
 	last := &a.last
-	if !last.ok || k != last.cell {
-		ci, ok := a.cellIdx[k]
-		if !ok {
-			k = cellKey{strings.Clone(r.Model), strings.Clone(r.Prompt), study.Condition(strings.Clone(r.Condition))}
-			ci = len(a.perServer)
-			a.cellIdx[k] = ci
-			a.perServer = append(a.perServer, nil)
-		}
-		last.cell, last.ci, last.gi, last.ok = k, ci, -1, true
+	if !last.ok || ci != last.ci {
+		last.ci, last.gi, last.ok = ci, -1, true
 	}
-	ci := last.ci
-	a.tally.Add(r)
+	if ci == len(a.perServer) {
+		a.perServer = append(a.perServer, nil)
+	}
 	a.rows++
 
 	if r.Server != last.server || last.server == "" {
@@ -311,20 +294,4 @@ func (a *Accumulator) serverOrder() []int32 {
 func (a *Accumulator) hasCond(g int32, c study.Condition) bool {
 	i := condIndex(c)
 	return i >= 0 && a.groupConds[g]&(1<<i) != 0
-}
-
-// parallel calls fn(0), …, fn(n−1) on as many goroutines as there are
-// processors and returns when all have returned.
-func parallel(n int, fn func(i int)) {
-	workers := min(n, runtime.GOMAXPROCS(0))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				fn(i)
-			}
-		})
-	}
-	wg.Wait()
 }

@@ -126,33 +126,36 @@ type cellKey struct {
 // Tally accumulates decision rows into cells, in first-seen order.
 type Tally struct {
 	cells []*Cell
-	index map[cellKey]*Cell
-	// last is the previous row's cell: rows come cell by cell.
-	last    *Cell
+	index map[cellKey]int
+	// last is the previous row's cell (its index, -1 before the first row)
+	// and key: rows come cell by cell.
+	last    int
 	lastKey cellKey
 }
 
 // NewTally returns an empty tally.
-func NewTally() *Tally { return &Tally{index: map[cellKey]*Cell{}} }
+func NewTally() *Tally { return &Tally{index: map[cellKey]int{}, last: -1} }
 
-// Add counts one decision row.
-func (t *Tally) Add(r *Row) {
+// Add counts one decision row and returns the index of its cell in
+// Cells' order.
+func (t *Tally) Add(r *Row) int {
 	k := cellKey{r.Model, r.Prompt, study.Condition(r.Condition)}
-	c := t.last
-	if c == nil || k != t.lastKey {
-		c = t.index[k]
+	i := t.last
+	if i < 0 || k != t.lastKey {
+		var ok bool
+		if i, ok = t.index[k]; !ok {
+			// Clone: a streamed row (ScanRows) is reused.
+			k = cellKey{strings.Clone(r.Model), strings.Clone(r.Prompt), study.Condition(strings.Clone(r.Condition))}
+			i = len(t.cells)
+			t.index[k] = i
+			t.cells = append(t.cells, &Cell{Model: k.model, Prompt: k.prompt, Condition: k.cond})
+		}
+		t.last, t.lastKey = i, k
 	}
-	if c == nil {
-		// Clone: a streamed row (ScanRows) is reused.
-		k = cellKey{strings.Clone(r.Model), strings.Clone(r.Prompt), study.Condition(strings.Clone(r.Condition))}
-		c = &Cell{Model: k.model, Prompt: k.prompt, Condition: k.cond}
-		t.index[k] = c
-		t.cells = append(t.cells, c)
-	}
-	t.last, t.lastKey = c, k
+	c := t.cells[i]
 	if r.Status != StatusOK {
 		c.Errors++
-		return
+		return i
 	}
 	c.N++
 	lab := false
@@ -168,6 +171,7 @@ func (t *Tally) Add(r *Row) {
 		c.LabelAction.add(r)
 	}
 	c.Extra += int(r.Replays)
+	return i
 }
 
 // Cells returns the cells in first-seen order.
