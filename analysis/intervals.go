@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/mcpstress/stress/internal/parallel"
 	"github.com/mcpstress/stress/results"
 
 	"github.com/mcpstress/stress/analysis/stats"
@@ -300,7 +301,7 @@ func (a *Accumulator) Analyze(opt Options) (*Analysis, error) {
 	an.Cells = make([]CellStats, len(cells))
 	var pairs []Pair
 	var err error
-	parallel(len(cells)+1, func(i int) {
+	parallel.For(len(cells)+1, func(i int) {
 		if i == len(cells) {
 			pairs, err = a.pairs(opt)
 			return

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/mcpstress/stress/analysis/stats"
+	"github.com/mcpstress/stress/internal/parallel"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -434,7 +435,7 @@ func (a *Accumulator) pairs(opt Options) ([]Pair, error) {
 	order := a.serverOrder()
 	out := []Pair{}
 	bySpec := make([][]Pair, len(specs))
-	parallel(len(specs), func(i int) { bySpec[i] = a.pairSpec(specs[i], order, opt) })
+	parallel.For(len(specs), func(i int) { bySpec[i] = a.pairSpec(specs[i], order, opt) })
 	for i, s := range specs {
 		rows := bySpec[i]
 		for j := range rows {

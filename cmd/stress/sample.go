@@ -10,12 +10,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/mcpstress/stress/internal/input"
+	"github.com/mcpstress/stress/internal/parallel"
 	"github.com/mcpstress/stress/registry"
 )
 
@@ -156,31 +155,20 @@ type decoded struct {
 // there are CPUs, and returns them in order.
 func decodeFiles(files []string) []decoded {
 	out := make([]decoded, len(files))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(files)) {
-		wg.Go(func() {
-			for i := range next {
-				f := files[i]
-				data, err := os.ReadFile(f)
-				if err != nil {
-					var pe *os.PathError
-					if errors.As(err, &pe) {
-						err = pe.Err
-					}
-					out[i].problems = []error{&registry.RecordError{At: registry.Location{File: f}, Err: err}}
-					continue
-				}
-				out[i].records, out[i].problems = registry.Decode(f, data)
-				out[i].input = inputOf(filepath.Base(f), data, len(out[i].records))
+	parallel.For(len(files), func(i int) {
+		f := files[i]
+		data, err := os.ReadFile(f)
+		if err != nil {
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
 			}
-		})
-	}
-	for i := range files {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+			out[i].problems = []error{&registry.RecordError{At: registry.Location{File: f}, Err: err}}
+			return
+		}
+		out[i].records, out[i].problems = registry.Decode(f, data)
+		out[i].input = inputOf(filepath.Base(f), data, len(out[i].records))
+	})
 	return out
 }
 
