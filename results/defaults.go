@@ -122,14 +122,18 @@ type carried struct {
 // all reports whether the line carries every field (it needs no table).
 func (c carried) all() bool { return c.scenario && c.seed }
 
+// errNoDefaults is a format-3 line read without a defaults table.
+var errNoDefaults = errors.New("the line leaves out its scenario's fields or its seed, and there is no " + DefaultsFile + " beside the file (a bundle of format 3 needs it)")
+
 // fill sets the fields line h left out (c says which it carried) from d;
-// it fails when d is nil or does not know the line's scenario.
+// it fails when d is nil (errNoDefaults) or does not know the line's
+// scenario.
 func (d *Defaults) fill(h *Head, c carried) error {
 	if c.all() {
 		return nil
 	}
 	if d == nil {
-		return fmt.Errorf("decision %s turn %d: the line leaves out its scenario's fields or its seed, and there is no %s", h.Key, h.Turn, DefaultsFile)
+		return fmt.Errorf("decision %s turn %d: %w", h.Key, h.Turn, errNoDefaults)
 	}
 	if !c.scenario {
 		f, ok := d.Scenarios[h.Key.Scenario]

@@ -565,14 +565,14 @@ func (g *GroupReader) fill(h *Head, c carried, line int) error {
 		return nil
 	}
 	d, err := g.defaults.get()
-	if err == nil && d == nil {
-		err = fmt.Errorf("decision %s turn %d: the line leaves out its scenario's fields or its seed, and there is no %s beside %s (a bundle of format 3 needs it)", h.Key, h.Turn, DefaultsFile, g.name)
+	if err == nil {
+		err = d.fill(h, c)
+		if !errors.Is(err, errNoDefaults) {
+			return err // nil, or a line's own error
+		}
 	}
-	if err != nil {
-		g.err = fmt.Errorf("%s:%d: %w", g.name, line, err)
-		return g.err
-	}
-	return d.fill(h, c)
+	g.err = fmt.Errorf("%s:%d: %w", g.name, line, err)
+	return g.err
 }
 
 // Lenient makes the reader go on past damaged lines, as an analysis of a
