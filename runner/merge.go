@@ -106,6 +106,10 @@ func Merge(out string, dirs []string, opt MergeOptions) (*results.Record, *resul
 	defer idx.Close()
 	files := make([]string, len(dirs))
 	tables := make([]*results.Messages, len(dirs))
+	defaults, err := mergeDefaults(dirs)
+	if err != nil {
+		return nil, nil, err
+	}
 	for k, d := range dirs {
 		files[k] = filepath.Join(d, results.CallsFile)
 		t, err := results.LoadMessages(filepath.Join(d, results.MessagesFile), durableOr(recs[k].MessagesDurable))
@@ -116,7 +120,7 @@ func Merge(out string, dirs []string, opt MergeOptions) (*results.Record, *resul
 			return nil, nil, err
 		}
 		tables[k] = t
-		if err := indexShard(files[k], int32(k), recs[k], sp, idx, base.ReplayCap, dirs, t); err != nil {
+		if err := indexShard(files[k], int32(k), recs[k], sp, idx, base.ReplayCap, dirs, t, defaults); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -178,12 +182,10 @@ func Merge(out string, dirs []string, opt MergeOptions) (*results.Record, *resul
 	}
 	msgSize := ml.Size()
 	rec.MessagesDurable, rec.Format = &msgSize, results.Format
-	defaults, err := mergeDefaults(dirs)
-	if err == nil && defaults != nil {
-		err = results.KeepDefaults(filepath.Join(out, results.DefaultsFile), defaults)
-	}
-	if err != nil {
-		return nil, nil, err
+	if defaults != nil {
+		if err := results.KeepDefaults(filepath.Join(out, results.DefaultsFile), defaults); err != nil {
+			return nil, nil, err
+		}
 	}
 	src, err := openSources(files)
 	if err != nil {
@@ -250,8 +252,10 @@ func sameStudy(a, b *results.Record) error {
 }
 
 // indexShard locates every decision of one shard's calls.jsonl in idx.
-// Every message its lines refer to must be in t, the shard's messages.
-func indexShard(file string, k int32, rec *results.Record, sp *space, idx *locTable, replayCap int, dirs []string, t *results.Messages) error {
+// Every message its lines refer to must be in t, the shard's messages;
+// d (the shards' one defaults table, mergeDefaults) fills what its lines
+// leave out.
+func indexShard(file string, k int32, rec *results.Record, sp *space, idx *locTable, replayCap int, dirs []string, t *results.Messages, d *results.Defaults) error {
 	f, err := os.Open(file)
 	if err != nil {
 		return err
@@ -262,6 +266,7 @@ func indexShard(file string, k int32, rec *results.Record, sp *space, idx *locTa
 		sh = *rec.Shard
 	}
 	gr := results.NewGroupReader(f, file)
+	gr.SetDefaults(d)
 	for gr.Next() {
 		g := gr.Group()
 		i, ok := sp.index(g.Key)
