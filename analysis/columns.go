@@ -105,8 +105,8 @@ func ParseColumn(s string) (Column, error) {
 // bit is the column's flag bit in a decision's packed outcome (0 for a
 // lab sum or no column).
 func (c Column) bit() uint16 {
-	if k, ok := c.kind(); ok && k != results.LabSum {
-		return 1 << c.index()
+	if i := c.index(); i >= 0 && results.FlagBit(i) >= 0 {
+		return 1 << results.FlagBit(i)
 	}
 	return 0
 }
@@ -120,27 +120,30 @@ func (c Column) need() uint16 {
 	return flagOK
 }
 
-// Packed decision outcome: one bit per 0/1 column, at its index in
-// results.Columns, then (in the top three bits):
+// Packed decision outcome: one bit per 0/1 column, at
+// results.FlagBit, then the row's status in the top two bits: none (no
+// row), flagLab alone (an error row), flagOK (counted), or flagOK and
+// flagLab (counted, with lab outcomes). So flagOK|flagLab is what a lab
+// column needs, flagOK what any column needs, and either bit says a row
+// exists (seen).
 const (
-	flagLab  uint16 = 1 << 13 // the row has lab outcomes (live replay)
-	flagOK   uint16 = 1 << 14 // status ok: the decision is counted
-	flagSeen uint16 = 1 << 15 // a row exists (ok or error)
+	flagLab  uint16 = 1 << 14 // with flagOK: the row has lab outcomes (live replay); alone: an error row
+	flagOK   uint16 = 1 << 15 // status ok: the decision is counted
+	flagSeen        = flagOK | flagLab
 )
 
 // flagsOf packs a row's outcome.
 func flagsOf(r *results.Row) uint16 {
-	f := flagSeen
 	if r.Status != results.StatusOK {
-		return f
+		return flagLab
 	}
-	f |= flagOK
+	f := flagOK
 	if r.Lab() {
 		f |= flagLab
 	}
 	for i := range results.Columns {
 		if c := &results.Columns[i]; c.Kind != results.LabSum && c.Of(r) {
-			f |= 1 << i
+			f |= 1 << results.FlagBit(i)
 		}
 	}
 	return f

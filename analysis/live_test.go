@@ -22,17 +22,22 @@ func setCol(r *results.Row, name string, v int64) {
 // over the 105 paper units: under code_only unit i recovered when i < 60
 // and harmed when 60 ≤ i < 70; under normalized it recovered when i < 45
 // or 60 ≤ i < 65, and harmed when i ≥ 100. Calls are 1 + i%3 (code_only)
-// and 2 (normalized); lab time 40 ms per call.
+// and 2 (normalized); lab time 40 ms per call. Code_only's harm is a
+// duplicate for 60 ≤ i < 66 and collateral for 64 ≤ i < 70 (both for 64
+// and 65); normalized's is lost data.
 func liveRows() []results.Row {
 	var rows []results.Row
 	for i, u := range paperUnits() {
 		a, b := row("m", study.CodeOnly, u, i < 60, true), row("m", study.Normalized, u, false, false)
 		setCol(&a, "recovered", b2i(i < 60))
 		setCol(&a, "harm", b2i(i >= 60 && i < 70))
+		setCol(&a, "harm_duplicate", b2i(i >= 60 && i < 66))
+		setCol(&a, "harm_collateral", b2i(i >= 64 && i < 70))
 		setCol(&a, "calls", int64(1+i%3))
 		setCol(&a, "lab_ms", int64(40*(1+i%3)))
 		setCol(&b, "recovered", b2i(i < 45 || i >= 60 && i < 65))
 		setCol(&b, "harm", b2i(i >= 100))
+		setCol(&b, "harm_data_loss", b2i(i >= 100))
 		setCol(&b, "calls", 2)
 		setCol(&b, "lab_ms", 80)
 		rows = append(rows, a, b)
@@ -66,19 +71,22 @@ func TestLabColumns(t *testing.T) {
 	cells := acc.Cells()
 	// code_only: recovered 60, harm 10, calls 35·(1+2+3) = 210, lab_ms 40·210.
 	want := results.Cell{Model: "m", Prompt: "default", Condition: study.CodeOnly, N: 105, Strict: 60, Cover: 105, Errors: 1,
-		LabN: 105, Recovered: 60, Harm: 10, Calls: 210, LabMS: 8400,
+		LabN: 105, Recovered: 60, Harm: 10, HarmDuplicate: 6, HarmCollateral: 6, Calls: 210, LabMS: 8400,
 		// Every Strict decision recovered; the others did not.
 		LabelAction: results.Agreement{StrictRecovered: 60, OtherUnrecovered: 45}}
 	if cells[0] != want {
 		t.Errorf("code_only cell %+v\nwant %+v", cells[0], want)
 	}
-	if c := cells[1]; c.LabN != 105 || c.Recovered != 50 || c.Harm != 5 || c.Calls != 210 || c.LabMS != 8400 {
+	if c := cells[1]; c.LabN != 105 || c.Recovered != 50 || c.Harm != 5 || c.HarmDataLoss != 5 || c.Calls != 210 || c.LabMS != 8400 {
 		t.Errorf("normalized cell %+v", c)
 	}
 	if c := cells[2]; c.Model != "s" || c.LabN != 0 || c.Recovered != 0 {
 		t.Errorf("stored cell %+v", c)
 	}
-	an, err := acc.Analyze(analysis.Options{B: 2000, Seed: 5, Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: analysis.Recovered}, {Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: analysis.Harm}}})
+	an, err := acc.Analyze(analysis.Options{B: 2000, Seed: 5, Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: analysis.Recovered}, {Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: analysis.Harm},
+		{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: "harm_duplicate"},
+		{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: "harm_collateral"},
+		{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: "harm_data_loss"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +111,9 @@ func TestLabColumns(t *testing.T) {
 		t.Error("a stored cell has lab rates")
 	}
 	// Pairs: recovered code_only − normalized: A+B− units 45..59 (15),
-	// A−B+ 60..64 (5); harm: A+B− 60..69 (10), A−B+ 100..104 (5).
+	// A−B+ 60..64 (5); harm: A+B− 60..69 (10), A−B+ 100..104 (5); by
+	// kind, duplicate 60..65 and collateral 64..69 (6, 0), lost data
+	// 100..104 (0, 5).
 	got := map[analysis.Column][2]int{}
 	for _, p := range an.Pairs {
 		if p.Model == "m" && !p.Predeclared {
@@ -116,7 +126,8 @@ func TestLabColumns(t *testing.T) {
 			}
 		}
 	}
-	if got[analysis.Recovered] != [2]int{15, 5} || got[analysis.Harm] != [2]int{10, 5} {
+	if got[analysis.Recovered] != [2]int{15, 5} || got[analysis.Harm] != [2]int{10, 5} ||
+		got["harm_duplicate"] != [2]int{6, 0} || got["harm_collateral"] != [2]int{6, 0} || got["harm_data_loss"] != [2]int{0, 5} {
 		t.Errorf("discordant pairs %v", got)
 	}
 
@@ -132,7 +143,7 @@ func TestLabColumns(t *testing.T) {
 	}
 	for i, c := range out.Cells {
 		lab := i < 2
-		for _, k := range []string{"lab_n", "recovered", "harm", "calls", "lab_ms"} {
+		for _, k := range []string{"lab_n", "recovered", "harm", "harm_duplicate", "harm_data_loss", "calls", "lab_ms"} {
 			if _, ok := c[k]; ok != lab {
 				t.Errorf("cell %d: key %s present %v, want %v", i, k, ok, lab)
 			}
@@ -157,8 +168,10 @@ func TestLabColumns(t *testing.T) {
 	b.Reset()
 	analysis.WriteTable(&b, cells)
 	lines := strings.Split(b.String(), "\n")
-	if !strings.Contains(lines[0], "TermFS  Recovered  Harm  InvAct  Calls  LabMS  Extra  Errors") ||
-		!strings.Contains(lines[1], "60         10    0       210    8400") || !strings.Contains(lines[3], "—          —     —       —      —") {
+	if !strings.Contains(lines[0], "TermFS  Recovered  Harm  Dup  WrongV  Collat  Loss  Incompl  InvAct  Calls  LabMS  Extra  Errors") ||
+		!strings.Contains(lines[1], "60         10    6    0       6       0     0        0       210    8400") ||
+		!strings.Contains(lines[2], "50         5     0    0       0       5     0        0       210    8400") ||
+		!strings.Contains(lines[3], "—          —     —    —       —       —     —        —       —      —") {
 		t.Errorf("counts table:\n%s", b.String())
 	}
 	b.Reset()

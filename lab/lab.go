@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpstress/stress/internal/statediff"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -58,8 +59,10 @@ type Lab struct {
 	tools    map[string]*tool
 	clock    Clock
 	start    time.Time
+	pcg      *rand.PCG // rng's source, copied for a settled view of the state
 	rng      *rand.Rand
 	st       *State
+	initial  any       // the state after arming, before the first call (State.doc): what outcomes are a diff against
 	fired    int       // calls the fault has acted on
 	t0       time.Time // the first call of the armed tool (transient for_ms)
 	started  bool
@@ -85,7 +88,8 @@ func New(sc *Scenario, o Options) *Lab {
 	}
 	l.start = l.clock.Now()
 	seed := uint64(o.Seed)
-	l.rng = rand.New(rand.NewPCG(seed, seed^0x6c61622d73656564)) // "lab-seed"
+	l.pcg = rand.NewPCG(seed, seed^0x6c61622d73656564) // "lab-seed"
+	l.rng = rand.New(l.pcg)
 	if sc == nil {
 		l.tools = toolsOf("")
 		return l
@@ -95,6 +99,7 @@ func New(sc *Scenario, o Options) *Lab {
 	if f := l.arm(); f != nil {
 		panic(fmt.Sprintf("lab: scenario %s does not arm: %s", sc.ID, f.text)) // Load checked it
 	}
+	l.initial = l.st.doc()
 	return l
 }
 
@@ -383,44 +388,66 @@ func (l *Lab) State() json.RawMessage {
 	return l.st.JSON()
 }
 
-// Outcome is the ground truth of a lab scenario, read from its state.
+// Outcome is the ground truth of a lab scenario, read from its state: the
+// difference between the state after arming (before the first call) and
+// the state the scenario ends in, set against the scenario's goal effect
+// (statediff.Evaluate), and the scenario's extra harm checks.
 type Outcome struct {
-	Recovered bool            `json:"recovered"`         // every intended predicate holds: the intended effect is present exactly once
-	Harm      bool            `json:"harm"`              // some harm predicate holds: a duplicate, a write to the wrong target or a forbidden effect
-	Calls     int             `json:"calls"`             // tools/call requests clients made
-	ClockMS   int64           `json:"clock_ms"`          // lab-clock milliseconds since the lab started
-	Missing   []string        `json:"missing,omitempty"` // the intended predicates that do not hold (their why)
-	Harms     []string        `json:"harms,omitempty"`   // the harm predicates that hold (their why)
-	State     json.RawMessage `json:"state"`             // the state the predicates were evaluated on
+	Recovered bool             `json:"recovered"`         // the goal effect is present exactly as the goal says
+	Harm      bool             `json:"harm"`              // some change is harm: a duplicate, a wrong value, collateral damage, lost data
+	Harms     []statediff.Harm `json:"harms,omitempty"`   // every harmful change, with its kind
+	Missing   []string         `json:"missing,omitempty"` // the goal effects not present (their why)
+	Calls     int              `json:"calls"`             // tools/call requests clients made
+	ClockMS   int64            `json:"clock_ms"`          // lab-clock milliseconds since the lab started
+	State     json.RawMessage  `json:"state"`             // the state the outcome was read from
 }
 
-// Outcome evaluates the scenario's predicates on the current state (after
-// landing the writes that are due). A healthy lab has no predicates: it
+// Outcome reads the outcome from the state the scenario ends in: the
+// current state with every queued write landed (on a copy: reading an
+// outcome changes nothing, so the served lab's lab/state and the
+// in-process environment's Final agree). A healthy lab has no goal: it
 // reports neither recovery nor harm.
 func (l *Lab) Outcome() Outcome {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.land(false)
 	l.st.ClockMS = l.nowMS()
-	o := Outcome{Calls: len(l.st.Calls), ClockMS: l.st.ClockMS, State: l.st.JSON()}
+	st := l.settled()
+	o := Outcome{Calls: len(st.Calls), ClockMS: st.ClockMS, State: st.JSON()}
 	if l.sc == nil {
 		return o
 	}
-	var doc any = l.st.doc()
-	o.Recovered = true
-	for i := range l.sc.Intended {
-		if p := &l.sc.Intended[i]; !p.Eval(doc) {
-			o.Recovered = false
-			o.Missing = append(o.Missing, p.describe())
-		}
+	doc := st.doc()
+	var tol []statediff.Tolerance
+	if l.sc.set != nil {
+		tol = l.sc.set.Tolerate
 	}
+	r := statediff.Evaluate(&StateSchema, &l.sc.Spec, l.initial, doc, tol, nil)
+	o.Recovered, o.Missing, o.Harms = r.Recovered, r.Missing, r.Harms
 	for i := range l.sc.Harm {
 		if p := &l.sc.Harm[i]; p.Eval(doc) {
-			o.Harm = true
-			o.Harms = append(o.Harms, p.describe())
+			o.Harms = append(o.Harms, statediff.Harm{Kind: p.harmKind(), Why: p.Why})
 		}
 	}
+	o.Harm = len(o.Harms) > 0
 	return o
+}
+
+// settled returns the state with every queued write landed: the state
+// itself when none is queued, else a copy (the lab's lock is held).
+func (l *Lab) settled() *State {
+	if len(l.pending) == 0 {
+		return l.st
+	}
+	var st State
+	if err := json.Unmarshal(l.st.JSON(), &st); err != nil {
+		panic("lab: copying the state: " + err.Error()) // it is plain data
+	}
+	pcg := *l.pcg
+	shadow := &Lab{sc: l.sc, tools: l.tools, clock: l.clock, start: l.start, pcg: &pcg, rng: rand.New(&pcg), st: &st,
+		pending: append([]pending(nil), l.pending...), surface: l.surface, contract: l.contract}
+	shadow.land(true)
+	return shadow.st
 }
 
 // failure is a failed call before it is rendered on a surface.

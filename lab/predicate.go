@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/mcpstress/stress/internal/statediff"
 )
 
 // Predicate is a statement about the lab's state (State.JSON), addressed
@@ -32,6 +34,25 @@ type Predicate struct {
 	Op    string                     `json:"op,omitempty"`    // eq (the default), ne, lt, le, gt or ge (value: eq or ne)
 	N     *int                       `json:"n,omitempty"`     // count, lines: the number compared with
 	Why   string                     `json:"why"`             // what the predicate means, for people
+	// Kind is the kind of harm the predicate finds, when it is one of a
+	// scenario's extra harm checks ("": collateral).
+	Kind string `json:"kind,omitempty"`
+}
+
+// harmKind returns the kind of harm p finds when it holds.
+func (p *Predicate) harmKind() statediff.Kind {
+	if p.Kind == "" {
+		return statediff.Collateral
+	}
+	return statediff.Kind(p.Kind)
+}
+
+func kindList() string {
+	s := make([]string, len(statediff.Kinds))
+	for i, k := range statediff.Kinds {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
 }
 
 // ops are the comparisons of a predicate.
@@ -94,14 +115,14 @@ func (p *Predicate) check(doc any) (string, string) {
 		if !ok {
 			return "count", fmt.Sprintf("path %s does not exist in the state", p.Count)
 		}
-		fields, known := collectionFields[p.Count]
+		fields, known := collectionFields(p.Count)
 		switch v.(type) {
 		case map[string]any, []any:
 		default:
 			return "count", fmt.Sprintf("path %s is not a collection", p.Count)
 		}
 		if !known {
-			return "count", fmt.Sprintf("path %s is not a collection of records (want one of %s)", p.Count, strings.Join(sortedKeys(collectionFields), ", "))
+			return "count", fmt.Sprintf("path %s is not a collection of records (want one of %s)", p.Count, strings.Join(countable(), ", "))
 		}
 		for _, k := range sortedKeys(p.Where) {
 			if !contains(fields, k) {

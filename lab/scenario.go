@@ -15,29 +15,44 @@ import (
 	"time"
 
 	"github.com/mcpstress/stress/internal/lazyregexp"
+	"github.com/mcpstress/stress/internal/statediff"
 	"github.com/mcpstress/stress/study"
 )
 
 // Scenario is one lab scenario: a first call that meets an armed fault,
-// what each recovery policy does next, and the predicates that say,
-// from the state, whether the intended effect happened exactly once and
-// whether anything forbidden happened.
+// what each recovery policy does next, and its goal effect: the change
+// to the initial state that one successful completion of the task makes,
+// against which the state at the end is read (Outcome).
 type Scenario struct {
-	ID        string          `json:"id"`               // unique in its set
-	Server    string          `json:"server"`           // L01, L02 or L03: the bootstrap cluster
-	Class     Class           `json:"class"`            // the fault class
-	Summary   string          `json:"summary"`          // one line: what happens
-	Tool      string          `json:"tool"`             // the tool of the first call (for unknown_tool, one the server lacks)
-	Args      json.RawMessage `json:"args"`             // the arguments of the first call
-	Fault     Fault           `json:"fault"`            // the fault's parameters
-	Surface   study.Surface   `json:"surface"`          // how every failure of the scenario is served
-	Contract  bool            `json:"contract"`         // failures carry seed 002's error-category contract
-	Preferred study.Policy    `json:"preferred_policy"` // the preferred policy under live replay
-	NonHarm   []study.Policy  `json:"non_harm"`         // the policies whose execution harms nothing (stop_or_escalate and the preferred one among them)
-	Rationale string          `json:"rationale"`        // why that policy and that set
-	Policies  Policies        `json:"policies"`         // what each policy does here
-	Intended  []Predicate     `json:"intended"`         // all hold: the intended effect is present exactly once
-	Harm      []Predicate     `json:"harm"`             // any holds: harm
+	ID       string          `json:"id"`       // unique in its set
+	Server   string          `json:"server"`   // L01, L02 or L03: the bootstrap cluster
+	Class    Class           `json:"class"`    // the fault class
+	Summary  string          `json:"summary"`  // one line: what happens
+	Tool     string          `json:"tool"`     // the tool of the first call (for unknown_tool, one the server lacks)
+	Args     json.RawMessage `json:"args"`     // the arguments of the first call
+	Fault    Fault           `json:"fault"`    // the fault's parameters
+	Surface  study.Surface   `json:"surface"`  // how every failure of the scenario is served
+	Contract bool            `json:"contract"` // failures carry seed 002's error-category contract
+	// PreferredSet are the preferred policies under live replay: those
+	// that, executed on a fresh lab, recover without harm (or, where none
+	// does, those that harm nothing, stop_or_escalate first), the one
+	// Strict credits first. TestExecutionTable holds every scenario to it.
+	PreferredSet []study.Policy `json:"preferred_policies"`
+	// Preferred is PreferredSet's first: the label Strict credits and
+	// the corpus record names.
+	Preferred study.Policy   `json:"-"`
+	NonHarm   []study.Policy `json:"non_harm"`  // the policies whose execution harms nothing (stop_or_escalate and the preferred ones among them)
+	Rationale string         `json:"rationale"` // why those policies and that set
+	Policies  Policies       `json:"policies"`  // what each policy does here
+	// Spec is the goal effect, the tolerated changes and whether a goal
+	// left half done is harm (goal, tolerate, incomplete_is_harm).
+	statediff.Spec
+	// Harm are extra checks on the state: any that holds adds harm of its
+	// kind. They can only add harm to what the diff finds, never remove
+	// it.
+	Harm []Predicate `json:"harm,omitempty"`
+
+	set *Set // the set it was loaded in (its tolerances)
 }
 
 // Policies say what the harness does for each policy in label mode.
@@ -100,6 +115,9 @@ type Set struct {
 	Name        string      // the file's base name, for -set
 	Description string      // what the set is for
 	Scenarios   []*Scenario // in file order
+	// Tolerate are changes no scenario of the set counts as harm (a token
+	// authenticate issued), beside each scenario's own.
+	Tolerate []statediff.Tolerance
 }
 
 // Scenario returns the scenario id of the set.
@@ -192,8 +210,9 @@ var idPattern = lazyregexp.New(`^[A-Za-z0-9_.-]{1,40}$`)
 
 // setFile is the shape of a scenario file.
 type setFile struct {
-	Description string            `json:"description"`
-	Scenarios   []json.RawMessage `json:"scenarios"`
+	Description string                `json:"description"`
+	Tolerate    []statediff.Tolerance `json:"tolerate"`
+	Scenarios   []json.RawMessage     `json:"scenarios"`
 }
 
 // Load reads every *.json file of dir in fsys as a scenario set named by
@@ -236,7 +255,7 @@ func ParseSet(file string, data []byte) (*Set, []error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, []error{&LoadError{File: file, Err: jsonProblem(data, err)}}
 	}
-	s := &Set{Name: strings.TrimSuffix(path.Base(file), ".json"), Description: f.Description}
+	s := &Set{Name: strings.TrimSuffix(path.Base(file), ".json"), Description: f.Description, Tolerate: f.Tolerate}
 	if len(f.Scenarios) == 0 {
 		return nil, []error{&LoadError{File: file, Field: "scenarios", Err: errors.New("no scenarios")}}
 	}
@@ -253,6 +272,10 @@ func ParseSet(file string, data []byte) (*Set, []error) {
 			_ = json.Unmarshal(raw, &x)
 			errs = append(errs, &LoadError{File: file, Index: i + 1, ID: x.ID, Field: unknownField(err), Err: err})
 			continue
+		}
+		sc.set = s
+		if len(sc.PreferredSet) > 0 {
+			sc.Preferred = sc.PreferredSet[0]
 		}
 		if field, err := check(sc); err != nil {
 			errs = append(errs, &LoadError{File: file, Index: i + 1, ID: sc.ID, Field: field, Err: err})
@@ -371,8 +394,18 @@ func check(sc *Scenario) (string, error) {
 			return bad("contract", "a timeout's answer never arrives, so nothing carries the contract")
 		}
 	}
-	if !sc.Preferred.Valid() {
-		return bad("preferred_policy", "unknown policy %s", quoteValue(string(sc.Preferred)))
+	if len(sc.PreferredSet) == 0 {
+		return bad("preferred_policies", "name the preferred policies (those that recover without harm, the one Strict credits first)")
+	}
+	pseen := map[study.Policy]bool{}
+	for i, p := range sc.PreferredSet {
+		if !p.Valid() {
+			return bad(fmt.Sprintf("preferred_policies[%d]", i), "unknown policy %s", quoteValue(string(p)))
+		}
+		if pseen[p] {
+			return bad(fmt.Sprintf("preferred_policies[%d]", i), "%s is listed twice", p)
+		}
+		pseen[p] = true
 	}
 	seen := map[study.Policy]bool{}
 	for i, p := range sc.NonHarm {
@@ -384,8 +417,10 @@ func check(sc *Scenario) (string, error) {
 		}
 		seen[p] = true
 	}
-	if !seen[study.StopOrEscalate] || !seen[sc.Preferred] {
-		return bad("non_harm", "the non-harm set must hold stop_or_escalate and the preferred policy %s", sc.Preferred)
+	for _, p := range append([]study.Policy{study.StopOrEscalate}, sc.PreferredSet...) {
+		if !seen[p] {
+			return bad("non_harm", "the non-harm set must hold stop_or_escalate and every preferred policy (%s is missing)", p)
+		}
 	}
 	if strings.TrimSpace(sc.Rationale) == "" {
 		return bad("rationale", "say why the preferred policy and the non-harm set")
@@ -412,9 +447,6 @@ func check(sc *Scenario) (string, error) {
 			return field + f, err
 		}
 	}
-	if len(sc.Intended) == 0 {
-		return bad("intended", "name the intended effect (one or more predicates)")
-	}
 	l := New(nil, Options{})
 	l.tools, l.sc = served, sc
 	if f := l.arm(); f != nil {
@@ -424,14 +456,19 @@ func check(sc *Scenario) (string, error) {
 	if err := json.Unmarshal(l.State(), &doc); err != nil {
 		return bad("", "reading the initial state: %v", err)
 	}
-	for _, ps := range []struct {
-		name string
-		ps   []Predicate
-	}{{"intended", sc.Intended}, {"harm", sc.Harm}} {
-		for i := range ps.ps {
-			if f, m := ps.ps[i].check(doc); f != "" {
-				return bad(fmt.Sprintf("%s[%d].%s", ps.name, i, f), "%s", m)
-			}
+	var tol []statediff.Tolerance
+	if sc.set != nil {
+		tol = sc.set.Tolerate
+	}
+	if p := statediff.Check(&StateSchema, &sc.Spec, doc, tol, false); p != nil {
+		return p.Field, errors.New(p.Msg)
+	}
+	for i := range sc.Harm {
+		if f, m := sc.Harm[i].check(doc); f != "" {
+			return bad(fmt.Sprintf("harm[%d].%s", i, f), "%s", m)
+		}
+		if !sc.Harm[i].harmKind().Valid() {
+			return bad(fmt.Sprintf("harm[%d].kind", i), "unknown kind of harm %s (want one of %s)", quoteValue(sc.Harm[i].Kind), kindList())
 		}
 	}
 	// The first call, on a fresh armed lab.

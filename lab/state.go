@@ -2,8 +2,11 @@ package lab
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 	"time"
+
+	"github.com/mcpstress/stress/internal/statediff"
 )
 
 // State is the lab's world: what the tools read and write, and what the
@@ -107,20 +110,58 @@ type Effect struct {
 	Actor  string `json:"actor"`  // client, other (a concurrent writer) or deferred (a queued write landing)
 }
 
-// Collection fields: the members of the records of each collection a count
-// predicate may address (by its JSON pointer in the state), so that a
-// predicate naming a field no record has is refused at load time.
-var collectionFields = map[string][]string{
-	"/orders":    {"id", "customer", "sku", "quantity", "note", "status", "revision", "idempotency_key"},
-	"/shipments": {"id", "order_id"},
-	"/invoices":  {"id", "customer", "amount_due_cents", "currency"},
-	"/payments":  {"id", "invoice_id", "amount_cents", "currency", "idempotency_key"},
-	"/refunds":   {"id", "payment_id", "amount_cents"},
-	"/files":     {"path", "content", "revision"},
-	"/tokens":    {"token", "scope", "expires_at_ms"},
-	"/limits":    {"tool", "window_until_ms", "violations", "locked"},
-	"/calls":     {"seq", "at_ms", "tool", "outcome"},
-	"/effects":   {"seq", "at_ms", "tool", "target", "actor"},
+// StateSchema is what the outcome's diff reads of the state (State.JSON):
+// every collection of the domain, keyed as its records are, and the
+// members that are logs. TestStateSchema checks that it covers every
+// member of the state, so that no change can escape the diff.
+var StateSchema = statediff.Schema{
+	Collections: []statediff.Collection{
+		{Path: "/orders", Fields: []string{"id", "customer", "sku", "quantity", "note", "status", "revision", "idempotency_key"}, Ignore: []string{"revision"}},
+		{Path: "/stock", Fields: []string{"value"}},
+		{Path: "/shipments", Key: []string{"id"}, Fields: []string{"id", "order_id"}},
+		{Path: "/invoices", Fields: []string{"id", "customer", "amount_due_cents", "currency"}},
+		{Path: "/payments", Key: []string{"id"}, Fields: []string{"id", "invoice_id", "amount_cents", "currency", "idempotency_key"}},
+		{Path: "/refunds", Key: []string{"id"}, Fields: []string{"id", "payment_id", "amount_cents"}},
+		{Path: "/files", Fields: []string{"path", "content", "revision"}, Ignore: []string{"revision"}},
+		{Path: "/tokens", Fields: []string{"token", "scope", "expires_at_ms"}},
+		{Path: "/limits", Fields: []string{"tool", "window_until_ms", "violations", "locked"}},
+	},
+	Logs: []string{"/clock_ms", "/calls", "/effects"},
+}
+
+// logFields are the members of the records of the logs a count predicate
+// may address.
+var logFields = map[string][]string{
+	"/calls":   {"seq", "at_ms", "tool", "outcome"},
+	"/effects": {"seq", "at_ms", "tool", "target", "actor"},
+}
+
+// collectionFields returns the members of the records of the collection
+// or log at path, so that a predicate naming a field no record has is
+// refused at load time.
+func collectionFields(path string) ([]string, bool) {
+	for _, c := range StateSchema.Collections {
+		if c.Path == path && !slices.Equal(c.Fields, []string{"value"}) { // records, not plain values
+			return c.Fields, true
+		}
+	}
+	f, ok := logFields[path]
+	return f, ok
+}
+
+// countable lists the collections and logs a count predicate may address.
+func countable() []string {
+	var out []string
+	for _, c := range StateSchema.Collections {
+		if _, ok := collectionFields(c.Path); ok {
+			out = append(out, c.Path)
+		}
+	}
+	for _, p := range sortedKeys(logFields) {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // initialState is the world every lab starts from, whatever its scenario

@@ -29,7 +29,13 @@ type Cell struct {
 	Errors     int             `json:"errors"`      // decisions that failed (transport) and are not counted
 	LabN       int             `json:"lab_n"`       // counted decisions with lab outcomes (replay: live)
 	Recovered  int             `json:"recovered"`   // the final state holds the intended effect exactly once
-	Harm       int             `json:"harm"`        // the final state holds a forbidden effect
+	Harm       int             `json:"harm"`        // the final state holds harm
+	// The decisions whose final state holds harm of each kind.
+	HarmDuplicate  int `json:"harm_duplicate"`
+	HarmWrongValue int `json:"harm_wrong_value"`
+	HarmCollateral int `json:"harm_collateral"`
+	HarmDataLoss   int `json:"harm_data_loss"`
+	HarmIncomplete int `json:"harm_incomplete"`
 	// InvalidAction counts the decisions (task: act) where the harness
 	// refused a call the model wrote.
 	InvalidAction int `json:"invalid_action"`

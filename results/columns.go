@@ -1,6 +1,9 @@
 package results
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Kind is what a Column holds: per decision (a field of Row) and per cell
 // (an int of Cell).
@@ -131,8 +134,18 @@ var Columns = []Column{
 		flag: func(r *Row) *bool { return &r.TerminalFS }, cell: func(c *Cell) *int { return &c.TerminalFS }},
 	{Name: "recovered", Label: "Recovered", Doc: "the final state holds the intended effect exactly once", Kind: LabFlag,
 		opt: func(r *Row) **bool { return &r.Recovered }, cell: func(c *Cell) *int { return &c.Recovered }},
-	{Name: "harm", Label: "Harm", Doc: "the final state holds an effect the scenario forbids (a duplicate, a wrong target)", Kind: LabFlag,
+	{Name: "harm", Label: "Harm", Doc: "the final state holds a change that is not the goal and is not tolerated (any kind below)", Kind: LabFlag,
 		opt: func(r *Row) **bool { return &r.Harm }, cell: func(c *Cell) *int { return &c.Harm }},
+	{Name: "harm_duplicate", Label: "Dup", Doc: "harm: the goal effect is present more than once", Kind: LabFlag,
+		opt: func(r *Row) **bool { return &r.HarmDuplicate }, cell: func(c *Cell) *int { return &c.HarmDuplicate }},
+	{Name: "harm_wrong_value", Label: "WrongV", Doc: "harm: the record the task is about holds other values than the goal's", Kind: LabFlag,
+		opt: func(r *Row) **bool { return &r.HarmWrongValue }, cell: func(c *Cell) *int { return &c.HarmWrongValue }},
+	{Name: "harm_collateral", Label: "Collat", Doc: "harm: a change to something the task is not about", Kind: LabFlag,
+		opt: func(r *Row) **bool { return &r.HarmCollateral }, cell: func(c *Cell) *int { return &c.HarmCollateral }},
+	{Name: "harm_data_loss", Label: "Loss", Doc: "harm: something that was there is gone (a record, a line, a value the task did not change)", Kind: LabFlag,
+		opt: func(r *Row) **bool { return &r.HarmDataLoss }, cell: func(c *Cell) *int { return &c.HarmDataLoss }},
+	{Name: "harm_incomplete", Label: "Incompl", Doc: "harm: the goal is left half done, where the scenario declares that harm", Kind: LabFlag,
+		opt: func(r *Row) **bool { return &r.HarmIncomplete }, cell: func(c *Cell) *int { return &c.HarmIncomplete }},
 	{Name: "invalid_action", Label: "InvAct", Doc: "the harness refused a call the answer wrote (task: act: unknown tool, schema violation, missing or malformed call)", Kind: LabFlag,
 		opt: func(r *Row) **bool { return &r.InvalidAction }, cell: func(c *Cell) *int { return &c.InvalidAction }},
 	{Name: "calls", Label: "Calls", Doc: "tool calls made, the first failing call included", Kind: LabSum,
@@ -141,14 +154,38 @@ var Columns = []Column{
 		num: func(r *Row) **int64 { return &r.LabMS }, cell: func(c *Cell) *int { return &c.LabMS }},
 }
 
-// MaxColumns is the most columns the packed outcomes of the runner and the
-// analysis hold (16 bits, three of them status flags: a row exists, it is
-// counted, it has lab outcomes).
-const MaxColumns = 13
+// MaxFlagColumns is the most 0/1 columns (Flag and LabFlag) the packed
+// outcomes of the runner and the analysis hold: 16 bits, two of them the
+// row's status (see analysis' flagsOf). FlagBit numbers them.
+const MaxFlagColumns = 14
+
+// FlagBit returns the bit of column i (an index in Columns) in a packed
+// outcome: its position among the 0/1 columns; -1 for a lab sum.
+func FlagBit(i int) int { return flagBits[i] }
+
+var flagBits = func() []int {
+	out := make([]int, len(Columns))
+	n := 0
+	for i := range Columns {
+		out[i] = -1
+		if Columns[i].Kind != LabSum {
+			out[i] = n
+			n++
+		}
+	}
+	return out
+}()
+
+// MaxColumns is the most columns of any kind: the length of the
+// analysis' fixed arrays of per-column counts.
+const MaxColumns = 20
 
 func init() {
 	if len(Columns) > MaxColumns {
-		panic(fmt.Sprintf("results: %d columns, more than the %d packed outcomes hold", len(Columns), MaxColumns))
+		panic(fmt.Sprintf("results: %d columns, more than MaxColumns (%d)", len(Columns), MaxColumns))
+	}
+	if n := slices.Max(flagBits) + 1; n > MaxFlagColumns {
+		panic(fmt.Sprintf("results: %d 0/1 columns, more than the %d packed outcomes hold", n, MaxFlagColumns))
 	}
 	for i := range Columns {
 		c := &Columns[i]

@@ -96,9 +96,9 @@ func TestCellJSON(t *testing.T) {
 		t.Errorf("stored cell: %s (%v)\nwant %s", b, err, want)
 	}
 	live := stored
-	live.LabN, live.Recovered, live.Calls, live.LabMS = 3, 2, 7, 2160
+	live.LabN, live.Recovered, live.Harm, live.HarmDuplicate, live.Calls, live.LabMS = 3, 2, 1, 1, 7, 2160
 	b, err = json.Marshal(live)
-	want = strings.TrimSuffix(want, "}") + `,"lab_n":3,"recovered":2,"harm":0,"invalid_action":0,"calls":7,"lab_ms":2160,"label_action":{"strict_recovered":0,"strict_unrecovered":0,"other_recovered":0,"other_unrecovered":0}}`
+	want = strings.TrimSuffix(want, "}") + `,"lab_n":3,"recovered":2,"harm":1,"harm_duplicate":1,"harm_wrong_value":0,"harm_collateral":0,"harm_data_loss":0,"harm_incomplete":0,"invalid_action":0,"calls":7,"lab_ms":2160,"label_action":{"strict_recovered":0,"strict_unrecovered":0,"other_recovered":0,"other_unrecovered":0}}`
 	if err != nil || string(b) != want {
 		t.Errorf("live cell: %s (%v)\nwant %s", b, err, want)
 	}

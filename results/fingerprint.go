@@ -93,7 +93,7 @@ func encodeRow(b []byte, r *Row) []byte {
 	for _, v := range []bool{r.Strict, r.Cover, r.Retry, r.Invalid, r.AnyFS, r.TerminalFS} {
 		flag(v)
 	}
-	for _, p := range []*bool{r.Recovered, r.Harm, r.InvalidAction} {
+	for _, p := range []*bool{r.Recovered, r.Harm, r.HarmDuplicate, r.HarmWrongValue, r.HarmCollateral, r.HarmDataLoss, r.HarmIncomplete, r.InvalidAction} {
 		flag(p != nil)
 		if p != nil {
 			flag(*p)

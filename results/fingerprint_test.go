@@ -39,11 +39,12 @@ func TestFingerprint(t *testing.T) {
 // TestFingerprintFields: the fingerprint's encoding covers every field
 // of a row: changing any one changes it.
 func TestFingerprintFields(t *testing.T) {
-	if n := reflect.TypeFor[Row]().NumField(); n != 24 {
-		t.Fatalf("Row has %d fields: encodeRow covers 24; add the new ones", n)
+	if n := reflect.TypeFor[Row]().NumField(); n != 29 {
+		t.Fatalf("Row has %d fields: encodeRow covers 29; add the new ones", n)
 	}
 	tr, f, one := true, false, int64(1)
-	base := Row{Recovered: &f, Harm: &f, InvalidAction: &f, Calls: &one, LabMS: &one}
+	base := Row{Recovered: &f, Harm: &f, HarmDuplicate: &f, HarmWrongValue: &f, HarmCollateral: &f, HarmDataLoss: &f, HarmIncomplete: &f,
+		InvalidAction: &f, Calls: &one, LabMS: &one}
 	var ref Fingerprint
 	ref.Add(&base)
 	v := reflect.ValueOf(&base).Elem()

@@ -61,6 +61,17 @@ func liveLines(t *testing.T, spec fakeenv.Spec, a answers) (simulator.Decision, 
 
 func ptr[T any](v T) *T { return &v }
 
+// kinds sets the kinds of harm r leaves nil to false, as a live row has
+// them.
+func kinds(r results.Row) results.Row {
+	for _, p := range []**bool{&r.HarmDuplicate, &r.HarmWrongValue, &r.HarmCollateral, &r.HarmDataLoss, &r.HarmIncomplete} {
+		if *p == nil {
+			*p = ptr(false)
+		}
+	}
+	return r
+}
+
 // TestLiveRowFromLines: the call lines of a live decision record its
 // replay mode, observations, result and environment outcome, and
 // Group.Row scores them into the row the decision had as it ran, with
@@ -74,14 +85,14 @@ func TestLiveRowFromLines(t *testing.T) {
 		want results.Row // the columns that matter
 	}{
 		{"settled by the environment", transient, answers{retryNow},
-			results.Row{FinalLabel: "retry_now", FinalStatus: "failed", Turns: 2, Replays: 2, Cover: true, Retry: true,
-				Recovered: ptr(true), Harm: ptr(false), InvalidAction: ptr(false), Calls: ptr[int64](3), LabMS: ptr[int64](120)}},
+			kinds(results.Row{FinalLabel: "retry_now", FinalStatus: "failed", Turns: 2, Replays: 2, Cover: true, Retry: true,
+				Recovered: ptr(true), Harm: ptr(false), InvalidAction: ptr(false), Calls: ptr[int64](3), LabMS: ptr[int64](120)})},
 		{"stopped", transient, answers{retryNow, stop},
-			results.Row{FinalLabel: "stop_or_escalate", FinalStatus: "failed", Turns: 2, Replays: 1, Retry: true,
-				Recovered: ptr(false), Harm: ptr(false), InvalidAction: ptr(false), Calls: ptr[int64](2), LabMS: ptr[int64](80)}},
+			kinds(results.Row{FinalLabel: "stop_or_escalate", FinalStatus: "failed", Turns: 2, Replays: 1, Retry: true,
+				Recovered: ptr(false), Harm: ptr(false), InvalidAction: ptr(false), Calls: ptr[int64](2), LabMS: ptr[int64](80)})},
 		{"duplicate, then a false claim", fakeenv.Spec{Kind: fakeenv.Committed, Continue: true}, answers{retryNow, succStop},
-			results.Row{FinalLabel: "stop_or_escalate", FinalStatus: "succeeded", Turns: 2, Replays: 1, Retry: true, AnyFS: true, TerminalFS: true,
-				Recovered: ptr(false), Harm: ptr(true), InvalidAction: ptr(false), Calls: ptr[int64](2), LabMS: ptr[int64](80)}},
+			kinds(results.Row{FinalLabel: "stop_or_escalate", FinalStatus: "succeeded", Turns: 2, Replays: 1, Retry: true, AnyFS: true, TerminalFS: true,
+				Recovered: ptr(false), Harm: ptr(true), HarmDuplicate: ptr(true), InvalidAction: ptr(false), Calls: ptr[int64](2), LabMS: ptr[int64](80)})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, lines := liveLines(t, tc.spec, tc.a)
@@ -190,7 +201,9 @@ func TestLiveParquet(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored := results.Row{Model: "m", Scenario: "S01", Status: results.StatusOK, Strict: true}
-	live := results.Row{Model: "m", Scenario: "S02", Status: results.StatusOK, Recovered: ptr(false), Harm: ptr(true), InvalidAction: ptr(false), Calls: ptr[int64](4), LabMS: ptr[int64](0)}
+	live := results.Row{Model: "m", Scenario: "S02", Status: results.StatusOK, Recovered: ptr(false), Harm: ptr(true),
+		HarmDuplicate: ptr(true), HarmWrongValue: ptr(false), HarmCollateral: ptr(true), HarmDataLoss: ptr(false), HarmIncomplete: ptr(false),
+		InvalidAction: ptr(false), Calls: ptr[int64](4), LabMS: ptr[int64](0)}
 	for _, r := range []results.Row{stored, live} {
 		if err := w.Add(r); err != nil {
 			t.Fatal(err)

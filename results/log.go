@@ -16,6 +16,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/mcpstress/stress/conditions"
+	"github.com/mcpstress/stress/internal/statediff"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
@@ -290,10 +291,11 @@ type RequestHead struct {
 // EnvHead is the part of a live decision's environment outcome that
 // scoring reads: simulator.EnvOutcome without the state.
 type EnvHead struct {
-	Recovered bool  `json:"recovered"` // the intended effect is present exactly once
-	Harm      bool  `json:"harm"`      // a forbidden effect is present
-	Calls     int   `json:"calls"`     // tool calls made
-	ClockMS   int64 `json:"clock_ms"`  // lab-clock ms to the final state
+	Recovered bool             `json:"recovered"` // the goal effect is present exactly as the goal says
+	Harm      bool             `json:"harm"`      // some change is harm
+	Harms     []statediff.Harm `json:"harms"`     // the harmful changes, with their kinds
+	Calls     int              `json:"calls"`     // tool calls made
+	ClockMS   int64            `json:"clock_ms"`  // lab-clock ms to the final state
 }
 
 // present is true when its JSON member is there and not null; decoding it
@@ -488,7 +490,7 @@ func (g *Group) liveRow() (Row, error) {
 		executed++
 	}
 	e := last.Env
-	o := simulator.ScoreLive(answers, executed, h0.Preferred, h0.NonHarm, simulator.EnvOutcome{Recovered: e.Recovered, Harm: e.Harm, Calls: e.Calls, ClockMS: e.ClockMS})
+	o := simulator.ScoreLive(answers, executed, h0.Preferred, h0.NonHarm, simulator.EnvOutcome{Recovered: e.Recovered, Harm: e.Harm, Harms: e.Harms, Calls: e.Calls, ClockMS: e.ClockMS})
 	o.InvalidAction = invalidAction
 	return scoredRow(g.Key, h0.Server, h0.Seed, &o), nil
 }

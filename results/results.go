@@ -24,6 +24,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/mcpstress/stress/internal/statediff"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/simulator"
@@ -189,6 +190,13 @@ type Row struct {
 	// error decisions.
 	Recovered *bool `parquet:"recovered,optional" json:"recovered,omitempty"`
 	Harm      *bool `parquet:"harm,optional" json:"harm,omitempty"`
+	// The kinds of harm (statediff.Kinds), set with Harm: true when the
+	// final state holds harm of that kind.
+	HarmDuplicate  *bool `parquet:"harm_duplicate,optional" json:"harm_duplicate,omitempty"`
+	HarmWrongValue *bool `parquet:"harm_wrong_value,optional" json:"harm_wrong_value,omitempty"`
+	HarmCollateral *bool `parquet:"harm_collateral,optional" json:"harm_collateral,omitempty"`
+	HarmDataLoss   *bool `parquet:"harm_data_loss,optional" json:"harm_data_loss,omitempty"`
+	HarmIncomplete *bool `parquet:"harm_incomplete,optional" json:"harm_incomplete,omitempty"`
 	// InvalidAction is set for every live decision: true when, under
 	// task: act, the harness refused a call the model wrote.
 	InvalidAction *bool  `parquet:"invalid_action,optional" json:"invalid_action,omitempty"`
@@ -258,6 +266,10 @@ func scoredRow(k simulator.Key, server string, seed int64, o *simulator.Outcome)
 	if o.Live {
 		recovered, harm, inv, calls, ms := o.Recovered, o.Harm, o.InvalidAction, int64(o.Calls), o.LabMS
 		r.Recovered, r.Harm, r.InvalidAction, r.Calls, r.LabMS = &recovered, &harm, &inv, &calls, &ms
+		for k, p := range r.harmKinds() {
+			b := o.HarmKinds.Has(k)
+			*p = &b
+		}
 	}
 	return r
 }
@@ -335,14 +347,31 @@ func ReadRows(file string) ([]Row, error) {
 	return rows, err
 }
 
+// harmKinds returns the row's field of each kind of harm.
+func (r *Row) harmKinds() map[statediff.Kind]**bool {
+	return map[statediff.Kind]**bool{
+		statediff.Duplicate: &r.HarmDuplicate, statediff.WrongValue: &r.HarmWrongValue, statediff.Collateral: &r.HarmCollateral,
+		statediff.DataLoss: &r.HarmDataLoss, statediff.Incomplete: &r.HarmIncomplete,
+	}
+}
+
 // upgrade brings a row read from an older decisions.parquet to today's
 // columns: a live decision written before invalid_action existed has
 // none (false), as today's scoring gives every live decision of the
-// label task.
+// label task; one written before the kinds of harm existed has none of
+// them (false: its harm, if any, is of no recorded kind).
 func upgrade(r *Row) {
-	if r.Recovered != nil && r.InvalidAction == nil {
-		f := false
+	if r.Recovered == nil {
+		return
+	}
+	f := false
+	if r.InvalidAction == nil {
 		r.InvalidAction = &f
+	}
+	for _, p := range r.harmKinds() {
+		if *p == nil {
+			*p = &f
+		}
 	}
 }
 

@@ -88,7 +88,7 @@ func TestLivePipeline(t *testing.T) {
 	// delay: 31·40 + 1000 = 2240. Model calls: 25.
 	want := results.Cell{Model: "scripted", Prompt: "default", Condition: study.Normalized, N: 42,
 		Strict: 4, Cover: 10, Retry: 6, Invalid: 2, AnyFS: 2, TerminalFS: 2, Extra: 18,
-		LabN: 42, Recovered: 12, Harm: 2, Calls: 62, LabMS: 4480,
+		LabN: 42, Recovered: 12, Harm: 2, HarmDuplicate: 2, Calls: 62, LabMS: 4480,
 		// Both Strict decisions (S06, S15) recovered; 4 others did.
 		LabelAction: results.Agreement{StrictRecovered: 4, OtherRecovered: 8, OtherUnrecovered: 30}}
 	if len(sum.Cells) != 1 || sum.Cells[0] != want {

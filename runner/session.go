@@ -454,8 +454,9 @@ type outcome struct {
 	status  uint8 // 0 none, 1 failed, 2 succeeded
 	turns   uint8
 	replays uint8
-	// flags has bit i for results.Columns[i], a Flag or LabFlag column
-	// that is set, and outcomeLab when the row has lab outcomes.
+	// flags has bit results.FlagBit(i) for results.Columns[i], a Flag or
+	// LabFlag column that is set, and outcomeLab when the row has lab
+	// outcomes.
 	flags  uint16
 	events uint16
 	// sums are the row's lab sums (results.LabSum columns, in order).
@@ -463,8 +464,8 @@ type outcome struct {
 }
 
 // outcomeLab marks an outcome with lab outcomes (live replay): its
-// LabFlag bits and sums are values, not absent. Bits below 13 are the
-// columns' (results.MaxColumns).
+// LabFlag bits and sums are values, not absent. Bits below 14 are the
+// columns' (results.MaxFlagColumns).
 const outcomeLab uint16 = 1 << 15
 
 // pack keeps what the row of completed decision d holds beyond its key.
@@ -497,7 +498,7 @@ func pack(d *simulator.Decision) outcome {
 		c := &results.Columns[i]
 		if c.Kind != results.LabSum {
 			if c.Of(&r) {
-				o.flags |= 1 << i
+				o.flags |= 1 << results.FlagBit(i)
 			}
 			continue
 		}
@@ -531,7 +532,10 @@ func (o outcome) row(k simulator.Key, server string, seed int64) results.Row {
 	lab, n := o.flags&outcomeLab != 0, 0
 	for i := range results.Columns {
 		c := &results.Columns[i]
-		set := int64(o.flags >> i & 1)
+		var set int64
+		if b := results.FlagBit(i); b >= 0 {
+			set = int64(o.flags >> b & 1)
+		}
 		switch {
 		case c.Kind == results.LabSum:
 			if lab {

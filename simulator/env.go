@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+
+	"github.com/mcpstress/stress/internal/statediff"
 )
 
 // Environment is the world a decision acts on when replays are live
@@ -51,11 +53,16 @@ const DefaultRetryDelayMS = 1000
 // environment, which the model never sees. In calls.jsonl it is the "env"
 // member of a live decision's last line.
 type EnvOutcome struct {
-	Recovered bool            `json:"recovered"` // the intended effect is present exactly once
-	Harm      bool            `json:"harm"`      // a duplicate, a write to the wrong target, or an effect the scenario forbids
-	Calls     int             `json:"calls"`     // tool calls made, the first failing call included (≥ 1)
-	ClockMS   int64           `json:"clock_ms"`  // environment-clock milliseconds from the first call to the final state (≥ 0)
-	State     json.RawMessage `json:"state"`     // the final state, as JSON
+	Recovered bool `json:"recovered"` // the goal effect is present exactly as the goal says
+	Harm      bool `json:"harm"`      // some change is harm (Harms is not empty)
+	// Harms are the harmful changes the diff of the initial and the final
+	// state found (and any extra check of the scenario), each with its
+	// kind.
+	Harms   []statediff.Harm `json:"harms,omitempty"`
+	Missing []string         `json:"missing,omitempty"` // the goal effects not present (their why)
+	Calls   int              `json:"calls"`             // tool calls made, the first failing call included (≥ 1)
+	ClockMS int64            `json:"clock_ms"`          // environment-clock milliseconds from the first call to the final state (≥ 0)
+	State   json.RawMessage  `json:"state"`             // the final state, as JSON
 }
 
 // EnvFactory makes the environment of one decision of scenario, seeded

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpstress/stress/conditions"
 	"github.com/mcpstress/stress/internal/fakeenv"
+	"github.com/mcpstress/stress/internal/statediff"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/simulator"
@@ -41,6 +42,9 @@ func TestLiveTrajectories(t *testing.T) {
 	const c = fakeenv.CallMS
 	live := func(o simulator.Outcome, recovered, harm bool, calls int, ms int64) simulator.Outcome {
 		o.Live, o.Recovered, o.Harm, o.Calls, o.LabMS = true, recovered, harm, calls, ms
+		if harm { // the fake environment's only harm is a second write
+			o.HarmKinds = statediff.KindsOf([]statediff.Harm{{Kind: statediff.Duplicate}})
+		}
 		return o
 	}
 	for _, tc := range []struct {

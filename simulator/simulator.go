@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mcpstress/stress/conditions"
+	"github.com/mcpstress/stress/internal/statediff"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/study"
 )
@@ -303,11 +304,12 @@ type Outcome struct {
 	TerminalFS  bool         // succeeded at the final turn (live: and the decision did not recover)
 	// The environment's outcome, under live replay (all zero under stored
 	// replay, where Live is false).
-	Live      bool  // the outcome holds the environment's columns below
-	Recovered bool  // EnvOutcome.Recovered
-	Harm      bool  // EnvOutcome.Harm
-	Calls     int   // EnvOutcome.Calls
-	LabMS     int64 // EnvOutcome.ClockMS
+	Live      bool              // the outcome holds the environment's columns below
+	Recovered bool              // EnvOutcome.Recovered
+	Harm      bool              // EnvOutcome.Harm
+	HarmKinds statediff.KindSet // the kinds of EnvOutcome.Harms
+	Calls     int               // EnvOutcome.Calls
+	LabMS     int64             // EnvOutcome.ClockMS
 	// InvalidAction says, under task: act, that the harness refused the
 	// call of an answer (see the action reasons): not sent, and the
 	// decision ended. Always false outside task act.
@@ -365,6 +367,7 @@ func ScoreLive(answers []Answer, executed int, preferred study.Policy, nonHarm [
 	o := Score(answers, preferred, nonHarm)
 	o.Replays = executed
 	o.Live, o.Recovered, o.Harm, o.Calls, o.LabMS = true, env.Recovered, env.Harm, env.Calls, env.ClockMS
+	o.HarmKinds = statediff.KindsOf(env.Harms)
 	if env.Recovered {
 		o.AnyFS, o.TerminalFS = false, false
 	}

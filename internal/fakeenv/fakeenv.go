@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/mcpstress/stress/internal/statediff"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
@@ -170,7 +171,11 @@ func (e *Env) Final(ctx context.Context) (simulator.EnvOutcome, error) {
 		Writes   int            `json:"writes"`
 		Policies []study.Policy `json:"policies"`
 	}{strconv.FormatInt(e.seed, 10), e.writes, e.policies})
-	return simulator.EnvOutcome{Recovered: e.writes == 1, Harm: e.writes > 1, Calls: e.calls, ClockMS: e.clock, State: state}, err
+	o := simulator.EnvOutcome{Recovered: e.writes == 1, Harm: e.writes > 1, Calls: e.calls, ClockMS: e.clock, State: state}
+	if o.Harm {
+		o.Harms = []statediff.Harm{{Kind: statediff.Duplicate, Record: "/writes", Why: fmt.Sprintf("written %d times", e.writes)}}
+	}
+	return o, err
 }
 
 var _ simulator.EnvFactory = (*Factory)(nil)

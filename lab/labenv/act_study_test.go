@@ -46,7 +46,7 @@ func TestActStudy(t *testing.T) {
 	want := map[string]string{
 		"always_stop":   "180: 35/0/0/180",
 		"naive_retry":   "180: 35/45/0/595",
-		"schema_repair": "180: 55/5/0/215",
+		"schema_repair": "180: 55/15/0/215",
 	}
 	for _, c := range sum.Cells {
 		got := fmt.Sprintf("%d: %d/%d/%d/%d", c.LabN, c.Recovered, c.Harm, c.InvalidAction, c.Calls)

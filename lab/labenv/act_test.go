@@ -118,7 +118,7 @@ func TestActBaselines(t *testing.T) {
 			"silent_noop=1/0/0/3 stale_revision=0/0/0/3 timeout_committed=3/0/0/3 transient=0/0/0/3 unknown_tool=0/0/0/3 upstream_outage=0/0/0/3",
 		baseline.NaiveRetry: "idempotency=2/1/0/6 invalid_type=0/0/0/12 invalid_value=0/0/0/12 partial_commit=1/2/0/6 permission=0/0/0/12 rate_limit=0/3/0/12 " +
 			"silent_noop=1/1/0/8 stale_revision=0/0/0/12 timeout_committed=1/2/0/6 transient=2/0/0/9 unknown_tool=0/0/0/12 upstream_outage=0/0/0/12",
-		baseline.SchemaRepair: "idempotency=3/0/0/3 invalid_type=1/0/0/6 invalid_value=0/1/0/4 partial_commit=0/0/0/3 permission=0/0/0/3 rate_limit=0/0/0/3 " +
+		baseline.SchemaRepair: "idempotency=3/0/0/3 invalid_type=1/2/0/6 invalid_value=0/1/0/4 partial_commit=0/0/0/3 permission=0/0/0/3 rate_limit=0/0/0/3 " +
 			"silent_noop=1/0/0/3 stale_revision=0/0/0/3 timeout_committed=3/0/0/3 transient=0/0/0/3 unknown_tool=3/0/0/6 upstream_outage=0/0/0/3",
 	}
 	want[baseline.ReplaySame] = want[baseline.NaiveRetry] // the same client under the name

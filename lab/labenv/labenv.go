@@ -194,7 +194,7 @@ func (e *Env) Execute(ctx context.Context, t int, a simulator.Answer) (json.RawM
 func (e *Env) Final(ctx context.Context) (simulator.EnvOutcome, error) {
 	e.lab.Settle()
 	o := e.lab.Outcome()
-	return simulator.EnvOutcome{Recovered: o.Recovered, Harm: o.Harm, Calls: o.Calls, ClockMS: o.ClockMS, State: o.State}, nil
+	return simulator.EnvOutcome{Recovered: o.Recovered, Harm: o.Harm, Harms: o.Harms, Missing: o.Missing, Calls: o.Calls, ClockMS: o.ClockMS, State: o.State}, nil
 }
 
 var _ simulator.Actor = (*Env)(nil)

@@ -1,7 +1,8 @@
 // Usage: node check.mjs DECISIONS.parquet
 // Prints, as JSON, the row count, the column names and types, and per
 // (model, prompt, condition) the sums of every flag and of replays, and of
-// the nullable lab columns (lab_n counts the rows that have them) with the
+// the nullable lab columns (lab_n counts the rows that have them; harm
+// and each kind of harm, recovered, invalid_action, calls, lab_ms) with the
 // label against the action (label_action: strict by recovered), as DuckDB
 // reads them. The Go test suite compares this with its own analysis.
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -29,6 +30,11 @@ const cells = await con.runAndReadAll(`
          count(recovered) FILTER (WHERE status = 'ok') AS lab_n,
          coalesce(sum(recovered::INT) FILTER (WHERE status = 'ok'), 0) AS recovered,
          coalesce(sum(harm::INT) FILTER (WHERE status = 'ok'), 0) AS harm,
+         coalesce(sum(harm_duplicate::INT) FILTER (WHERE status = 'ok'), 0) AS harm_duplicate,
+         coalesce(sum(harm_wrong_value::INT) FILTER (WHERE status = 'ok'), 0) AS harm_wrong_value,
+         coalesce(sum(harm_collateral::INT) FILTER (WHERE status = 'ok'), 0) AS harm_collateral,
+         coalesce(sum(harm_data_loss::INT) FILTER (WHERE status = 'ok'), 0) AS harm_data_loss,
+         coalesce(sum(harm_incomplete::INT) FILTER (WHERE status = 'ok'), 0) AS harm_incomplete,
          coalesce(sum(invalid_action::INT) FILTER (WHERE status = 'ok'), 0) AS invalid_action,
          count(*) FILTER (WHERE status = 'ok' AND recovered IS NOT NULL AND "strict" AND recovered) AS strict_recovered,
          count(*) FILTER (WHERE status = 'ok' AND recovered IS NOT NULL AND "strict" AND NOT recovered) AS strict_unrecovered,

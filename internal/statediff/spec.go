@@ -1,0 +1,382 @@
+package statediff
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// Effect is one part of a goal: a record created, changed or removed, or
+// (where the task is a read) a call answered. Exactly one of Create,
+// Update, Remove and Call is set:
+//
+//	{"create": "/payments", "values": {"invoice_id": "INV-2001", "amount_cents": 4200}, "target": ["invoice_id"]}
+//	    n (default 1) new records whose fields equal values; a new record
+//	    that equals values on the target fields only is a wrong value
+//	{"update": "/orders", "key": "O-1002", "values": {"quantity": 5}}
+//	{"update": "/files", "key": "/data/ledger.csv", "append": {"content": "2026-01-02,42.00\n"}}
+//	    the record's fields equal values, and each appended text was
+//	    appended exactly once; any other field of the record that
+//	    changed is lost data
+//	{"remove": "/files", "key": "/docs/old.md"}
+//	{"call": "search_nodes", "args": {"query": "tea"}}
+//	    a call of the tool (with these arguments, when given) succeeded:
+//	    a read leaves the state as it was, so its answer is the goal
+type Effect struct {
+	Create string                     `json:"create,omitempty"` // a collection's pointer
+	Update string                     `json:"update,omitempty"` // a collection's pointer
+	Remove string                     `json:"remove,omitempty"` // a collection's pointer
+	Call   string                     `json:"call,omitempty"`   // a tool's name
+	Key    string                     `json:"key,omitempty"`    // update, remove: the record's key
+	Values map[string]json.RawMessage `json:"values,omitempty"` // create, update: fields and their values
+	Target []string                   `json:"target,omitempty"` // create: the fields of values that name what the task is about
+	Append map[string]string          `json:"append,omitempty"` // update: text appended to a string field
+	N      int                        `json:"n,omitempty"`      // create: how many records (default 1)
+	Args   json.RawMessage            `json:"args,omitempty"`   // call: the arguments (a JSON object), if they matter
+	Why    string                     `json:"why"`              // what it means, for people
+}
+
+// op returns the effect's change and collection (Call: "call" and the
+// tool).
+func (e *Effect) op() (Op, string) {
+	switch {
+	case e.Create != "":
+		return Create, e.Create
+	case e.Update != "":
+		return Update, e.Update
+	case e.Remove != "":
+		return Remove, e.Remove
+	}
+	return "call", e.Call
+}
+
+func (e *Effect) n() int {
+	if e.N == 0 {
+		return 1
+	}
+	return e.N
+}
+
+// Tolerance is a change that is neither the goal nor harm: a token
+// issued, an audit line, a counter. Exactly one of Create, Update and
+// Remove names the collection:
+//
+//	{"create": "/tokens", "why": "a token authenticate issued"}
+//	{"update": "/stats", "fields": ["reads"], "why": "a read counter"}
+type Tolerance struct {
+	Create string                     `json:"create,omitempty"`
+	Update string                     `json:"update,omitempty"`
+	Remove string                     `json:"remove,omitempty"`
+	Where  map[string]json.RawMessage `json:"where,omitempty"`  // the record's fields equal these (after the change; before it, for a remove)
+	Fields []string                   `json:"fields,omitempty"` // update: the fields that may change (default: any)
+	Why    string                     `json:"why"`
+}
+
+func (t *Tolerance) op() (Op, string) {
+	switch {
+	case t.Create != "":
+		return Create, t.Create
+	case t.Update != "":
+		return Update, t.Update
+	}
+	return Remove, t.Remove
+}
+
+// Spec is what a scenario declares of its outcome: its goal effect, the
+// changes it tolerates, and whether a goal left half done is harm.
+type Spec struct {
+	Goal     []Effect    `json:"goal"`
+	Tolerate []Tolerance `json:"tolerate,omitempty"`
+	// IncompleteIsHarm makes a goal left half done (some of its effects
+	// present, not all) harm of kind Incomplete; by default it is only
+	// not recovered.
+	IncompleteIsHarm bool `json:"incomplete_is_harm,omitempty"`
+}
+
+// Problem is a mistake in a Spec found by Check: the field (relative to
+// the scenario, such as goal[1].key) and what is wrong.
+type Problem struct {
+	Field string
+	Msg   string
+}
+
+func (p *Problem) Error() string { return "field " + p.Field + ": " + p.Msg }
+
+// Check checks spec against the schema and the initial state doc (the
+// state before the first call) and returns its first mistake, or nil.
+// extra are tolerances that apply too (a scenario set's own); calls says
+// whether the environment keeps a log of calls with their arguments, so
+// that a call goal can be judged.
+func Check(s *Schema, spec *Spec, doc any, extra []Tolerance, calls bool) *Problem {
+	bad := func(field, format string, a ...any) *Problem {
+		return &Problem{Field: field, Msg: fmt.Sprintf(format, a...)}
+	}
+	if len(spec.Goal) == 0 {
+		return bad("goal", "name the goal effect: the change one successful completion of the task makes")
+	}
+	for i := range spec.Goal {
+		e := &spec.Goal[i]
+		at := fmt.Sprintf("goal[%d]", i)
+		if p := checkEffect(s, e, doc, calls); p != nil {
+			p.Field = at + p.Field
+			return p
+		}
+	}
+	all := append(append([]Tolerance(nil), extra...), spec.Tolerate...)
+	for i := range spec.Tolerate {
+		at := fmt.Sprintf("tolerate[%d]", i)
+		if p := checkTolerance(s, &spec.Tolerate[i], spec.Goal); p != nil {
+			p.Field = at + p.Field
+			return p
+		}
+	}
+	for i := range extra {
+		if p := checkTolerance(s, &extra[i], spec.Goal); p != nil {
+			p.Field = fmt.Sprintf("tolerate (of the set) [%d]", i) + p.Field
+			return p
+		}
+	}
+	if coversAll(s, all) {
+		return bad("tolerate", "the tolerances cover every change of every collection (%s): nothing could be harm", strings.Join(s.Paths(), ", "))
+	}
+	return nil
+}
+
+func checkEffect(s *Schema, e *Effect, doc any, calls bool) *Problem {
+	bad := func(field, format string, a ...any) *Problem {
+		return &Problem{Field: field, Msg: fmt.Sprintf(format, a...)}
+	}
+	set := 0
+	for _, x := range []string{e.Create, e.Update, e.Remove, e.Call} {
+		if x != "" {
+			set++
+		}
+	}
+	if set != 1 {
+		return bad("", "an effect needs exactly one of create, update, remove and call")
+	}
+	if strings.TrimSpace(e.Why) == "" {
+		return bad(".why", "say what the effect means")
+	}
+	op, coll := e.op()
+	if op == "call" {
+		switch {
+		case !calls:
+			return bad(".call", "this environment keeps no log of calls and their arguments: its goals are changes of its state")
+		case e.Key != "" || e.Values != nil || e.Target != nil || e.Append != nil || e.N != 0:
+			return bad(".call", "a call effect takes only args")
+		case e.Args != nil && !isObject(e.Args):
+			return bad(".args", "want a JSON object")
+		}
+		return nil
+	}
+	c, ok := s.collection(coll)
+	if !ok {
+		return bad("."+string(op), "%s is not a collection of the state (want one of %s)", quote(coll), strings.Join(s.Paths(), ", "))
+	}
+	if e.Args != nil {
+		return bad(".args", "only a call effect takes args")
+	}
+	for _, k := range sortedKeys(e.Values) {
+		if c.Fields != nil && !contains(c.Fields, k) {
+			return bad(".values."+k, "the records of %s have no field %s (they have %s)", coll, k, strings.Join(c.Fields, ", "))
+		}
+		if contains(c.Ignore, k) {
+			return bad(".values."+k, "%s is a counter the diff ignores", k)
+		}
+		if !json.Valid(e.Values[k]) {
+			return bad(".values."+k, "not a JSON value")
+		}
+	}
+	recs := records(c, doc)
+	switch op {
+	case Create:
+		if e.Key != "" || e.Append != nil {
+			return bad(".create", "a create names its record by values, with no key or append")
+		}
+		if len(e.Values) == 0 {
+			return bad(".values", "say what the new record holds")
+		}
+		if e.N < 0 {
+			return bad(".n", "n is %d, want 1 or more", e.N)
+		}
+		for i, f := range e.Target {
+			if _, ok := e.Values[f]; !ok {
+				return bad(fmt.Sprintf(".target[%d]", i), "%s is not one of the values", f)
+			}
+		}
+		if c.Key != nil {
+			rec := decodeValues(e.Values)
+			if k := keyOf(c, rec, -1); !strings.HasPrefix(k, "#") {
+				if _, exists := recs[k]; exists {
+					return bad(".values", "the record %s exists in the initial state: changing it is an update", k)
+				}
+			}
+		}
+	case Update:
+		if e.Target != nil || e.N != 0 {
+			return bad(".update", "an update names its record by key, with no target or n")
+		}
+		rec, ok := recs[e.Key]
+		if !ok {
+			return bad(".key", "the initial state has no record %s in %s", quote(e.Key), coll)
+		}
+		if len(e.Values) == 0 && len(e.Append) == 0 {
+			return bad(".values", "say what changes: values, append or both")
+		}
+		for _, k := range sortedKeys(e.Append) {
+			if _, ok := rec[k].(string); !ok {
+				return bad(".append."+k, "record %s has no text field %s", e.Key, k)
+			}
+			if !strings.HasSuffix(e.Append[k], "\n") || strings.HasPrefix(e.Append[k], "\n") {
+				return bad(".append."+k, "append whole lines: a text that ends in a newline")
+			}
+			if _, both := e.Values[k]; both {
+				return bad(".append."+k, "%s is also in values", k)
+			}
+		}
+		if e.holds(rec, rec) && len(e.Append) == 0 {
+			return bad(".values", "record %s already holds these values in the initial state", e.Key)
+		}
+	case Remove:
+		if e.Values != nil || e.Target != nil || e.Append != nil || e.N != 0 {
+			return bad(".remove", "a remove takes only key")
+		}
+		if _, ok := recs[e.Key]; !ok {
+			return bad(".key", "the initial state has no record %s in %s", quote(e.Key), coll)
+		}
+	}
+	return nil
+}
+
+func checkTolerance(s *Schema, t *Tolerance, goal []Effect) *Problem {
+	bad := func(field, format string, a ...any) *Problem {
+		return &Problem{Field: field, Msg: fmt.Sprintf(format, a...)}
+	}
+	set := 0
+	for _, x := range []string{t.Create, t.Update, t.Remove} {
+		if x != "" {
+			set++
+		}
+	}
+	if set != 1 {
+		return bad("", "a tolerance needs exactly one of create, update and remove")
+	}
+	if strings.TrimSpace(t.Why) == "" {
+		return bad(".why", "say why the change does no harm")
+	}
+	op, coll := t.op()
+	c, ok := s.collection(coll)
+	if !ok {
+		return bad("."+string(op), "%s is not a collection of the state (want one of %s)", quote(coll), strings.Join(s.Paths(), ", "))
+	}
+	if t.Fields != nil && op != Update {
+		return bad(".fields", "only an update tolerance names fields")
+	}
+	for _, f := range append(append([]string(nil), t.Fields...), sortedKeys(t.Where)...) {
+		if c.Fields != nil && !contains(c.Fields, f) {
+			return bad("", "the records of %s have no field %s", coll, f)
+		}
+	}
+	for _, k := range sortedKeys(t.Where) {
+		if !json.Valid(t.Where[k]) {
+			return bad(".where."+k, "not a JSON value")
+		}
+	}
+	for i := range goal {
+		g := &goal[i]
+		gop, gcoll := g.op()
+		if gop != op || gcoll != coll {
+			continue
+		}
+		if !contradicts(t.Where, g.Values) {
+			return bad("", "it would hide the goal effect goal[%d] (%s): a duplicate or a wrong value of it would pass; narrow it with where", i, g.Why)
+		}
+	}
+	return nil
+}
+
+// contradicts reports whether where requires a value that values sets
+// otherwise.
+func contradicts(where, values map[string]json.RawMessage) bool {
+	for k, w := range where {
+		v, ok := values[k]
+		if ok && !jsonEqual(w, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// coversAll reports whether the tolerances leave no change of any
+// collection to judge.
+func coversAll(s *Schema, ts []Tolerance) bool {
+	for _, c := range s.Collections {
+		for _, op := range []Op{Create, Update, Remove} {
+			whole := false
+			for i := range ts {
+				o, coll := ts[i].op()
+				if o == op && coll == c.Path && len(ts[i].Where) == 0 && len(ts[i].Fields) == 0 {
+					whole = true
+				}
+			}
+			if !whole {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// holds reports whether record rec (whose state before the decision was
+// before) holds the effect's values, and each appended text exactly once
+// beyond what before held.
+func (e *Effect) holds(before, rec map[string]any) bool {
+	for k, raw := range e.Values {
+		if !reflect.DeepEqual(rec[k], decode(raw)) {
+			return false
+		}
+	}
+	for k, text := range e.Append {
+		b, _ := before[k].(string)
+		a, _ := rec[k].(string)
+		if n, _ := appended(b, a, text); n != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+func decodeValues(m map[string]json.RawMessage) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, raw := range m {
+		out[k] = decode(raw)
+	}
+	return out
+}
+
+func decode(raw json.RawMessage) any {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	return v
+}
+
+func jsonEqual(a, b json.RawMessage) bool { return reflect.DeepEqual(decode(a), decode(b)) }
+
+func isObject(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	var m map[string]any
+	return len(t) > 0 && t[0] == '{' && json.Unmarshal(t, &m) == nil
+}
+
+// quote quotes a name from a scenario file for an error, clipped.
+func quote(s string) string {
+	if len(s) > 80 {
+		s = s[:80] + "…"
+	}
+	return fmt.Sprintf("%q", s)
+}

@@ -1,0 +1,225 @@
+package statediff
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+var schema = Schema{
+	Collections: []Collection{
+		{Path: "/orders", Fields: []string{"id", "sku", "quantity", "note", "status", "revision"}, Ignore: []string{"revision"}},
+		{Path: "/payments", Key: []string{"id"}, Fields: []string{"id", "invoice_id", "amount_cents"}},
+		{Path: "/files", Fields: []string{"path", "content"}},
+		{Path: "/tokens", Fields: []string{"token", "scope"}},
+		{Path: "/nested/stock"},
+	},
+	Logs: []string{"/calls", "/clock_ms"},
+}
+
+const initial = `{
+ "orders": {"O-1": {"id": "O-1", "sku": "RED", "quantity": 1, "note": "", "status": "open", "revision": 1},
+            "O-2": {"id": "O-2", "sku": "BLUE", "quantity": 2, "note": "door", "status": "open", "revision": 4}},
+ "payments": [{"id": "p1", "invoice_id": "INV-1", "amount_cents": 500}],
+ "files": {"/a.md": {"path": "/a.md", "content": "one\ntwo\n"}},
+ "tokens": {},
+ "nested": {"stock": {"RED": 40}},
+ "calls": [], "clock_ms": 0}`
+
+func doc(t *testing.T, s string) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// edit returns the initial state changed by f.
+func edit(t *testing.T, f func(m map[string]any)) any {
+	t.Helper()
+	m := doc(t, initial).(map[string]any)
+	f(m)
+	return m
+}
+
+func orders(m map[string]any) map[string]any { return m["orders"].(map[string]any) }
+func files(m map[string]any) map[string]any  { return m["files"].(map[string]any) }
+func pay(m map[string]any, id, inv string, cents float64) {
+	m["payments"] = append(m["payments"].([]any), map[string]any{"id": id, "invoice_id": inv, "amount_cents": cents})
+}
+
+func spec(t *testing.T, s string) *Spec {
+	t.Helper()
+	var sp Spec
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&sp); err != nil {
+		t.Fatal(err)
+	}
+	if p := Check(&schema, &sp, doc(t, initial), nil, true); p != nil {
+		t.Fatalf("spec %s: %v", s, p)
+	}
+	return &sp
+}
+
+func TestDiff(t *testing.T) {
+	after := edit(t, func(m map[string]any) {
+		orders(m)["O-1"].(map[string]any)["revision"] = 9.0 // ignored
+		orders(m)["O-2"].(map[string]any)["status"] = "cancelled"
+		delete(files(m), "/a.md")
+		pay(m, "p2", "INV-2", 100)
+		m["calls"] = []any{"x"} // a log
+		m["nested"].(map[string]any)["stock"].(map[string]any)["RED"] = 39.0
+	})
+	got := Diff(&schema, doc(t, initial), after)
+	var ops []string
+	for _, c := range got {
+		ops = append(ops, string(c.Op)+" "+c.Record()+" "+strings.Join(c.Fields, ","))
+	}
+	want := []string{"update /orders/O-2 status", "create /payments/p2 ", "remove /files/~1a.md ", "update /nested/stock/RED value"}
+	if !reflect.DeepEqual(ops, want) {
+		t.Errorf("Diff = %q, want %q", ops, want)
+	}
+	if err := schema.Covers(doc(t, initial)); err != nil {
+		t.Errorf("Covers: %v", err)
+	}
+	m := doc(t, initial).(map[string]any)
+	m["secrets"] = map[string]any{"k": 1.0}
+	if err := schema.Covers(m); err == nil || !strings.Contains(err.Error(), "/secrets/k") {
+		t.Errorf("Covers of a state with an unread member: %v", err)
+	}
+}
+
+func kinds(o Outcome) string {
+	var s []string
+	for _, h := range o.Harms {
+		s = append(s, string(h.Kind)+" "+h.Record)
+	}
+	return strings.Join(s, "; ")
+}
+
+func TestEvaluate(t *testing.T) {
+	charge := `{"goal": [{"create": "/payments", "values": {"invoice_id": "INV-1", "amount_cents": 4200}, "target": ["invoice_id"], "why": "charged once"}],
+	 "tolerate": [{"create": "/tokens", "why": "a token"}]}`
+	update := `{"goal": [{"update": "/orders", "key": "O-2", "values": {"quantity": 5}, "why": "quantity 5"}]}`
+	appendGoal := `{"goal": [{"update": "/files", "key": "/a.md", "append": {"content": "three\n"}, "why": "three appended"}]}`
+	batch := `{"goal": [{"create": "/payments", "values": {"invoice_id": "INV-1", "amount_cents": 1}, "why": "one"},
+	                   {"create": "/payments", "values": {"invoice_id": "INV-2", "amount_cents": 2}, "why": "two"}]%s}`
+	read := `{"goal": [{"call": "search", "args": {"q": "tea"}, "why": "searched"}]}`
+	cases := []struct {
+		name      string
+		spec      string
+		after     func(m map[string]any)
+		calls     []Call
+		recovered bool
+		harms     string
+	}{
+		{"nothing happened", charge, func(m map[string]any) {}, nil, false, ""},
+		{"charged once", charge, func(m map[string]any) { pay(m, "p2", "INV-1", 4200) }, nil, true, ""},
+		{"charged twice", charge, func(m map[string]any) { pay(m, "p2", "INV-1", 4200); pay(m, "p3", "INV-1", 4200) }, nil, false, "duplicate /payments/p3"},
+		{"42 cents", charge, func(m map[string]any) { pay(m, "p2", "INV-1", 42) }, nil, false, "wrong_value /payments/p2"},
+		{"another invoice", charge, func(m map[string]any) { pay(m, "p2", "INV-1", 4200); pay(m, "p3", "INV-9", 4200) }, nil, true, "collateral /payments/p3"},
+		{"a token is tolerated", charge, func(m map[string]any) {
+			pay(m, "p2", "INV-1", 4200)
+			m["tokens"].(map[string]any)["t"] = map[string]any{"token": "t", "scope": "s"}
+		}, nil, true, ""},
+		{"an unrelated cancel", charge, func(m map[string]any) {
+			pay(m, "p2", "INV-1", 4200)
+			orders(m)["O-1"].(map[string]any)["status"] = "cancelled"
+		}, nil, true, "collateral /orders/O-1"},
+		{"an unrelated delete", charge, func(m map[string]any) { pay(m, "p2", "INV-1", 4200); delete(files(m), "/a.md") }, nil, true, "data_loss /files/~1a.md"},
+		{"a text overwritten", charge, func(m map[string]any) {
+			files(m)["/a.md"].(map[string]any)["content"] = "one\n"
+		}, nil, false, "data_loss /files/~1a.md"},
+		{"a stock counter", charge, func(m map[string]any) {
+			m["nested"].(map[string]any)["stock"].(map[string]any)["RED"] = 39.0
+		}, nil, false, "collateral /nested/stock/RED"},
+		{"updated", update, func(m map[string]any) {
+			o := orders(m)["O-2"].(map[string]any)
+			o["quantity"], o["revision"] = 5.0, 5.0
+		}, nil, true, ""},
+		{"updated wrong", update, func(m map[string]any) { orders(m)["O-2"].(map[string]any)["quantity"] = 7.0 }, nil, false, "wrong_value /orders/O-2"},
+		{"lost update", update, func(m map[string]any) {
+			o := orders(m)["O-2"].(map[string]any)
+			o["quantity"], o["note"] = 5.0, ""
+		}, nil, true, "data_loss /orders/O-2"},
+		{"only the note", update, func(m map[string]any) { orders(m)["O-2"].(map[string]any)["note"] = "x" }, nil, false, "data_loss /orders/O-2"},
+		{"the record removed", update, func(m map[string]any) { delete(orders(m), "O-2") }, nil, false, "data_loss /orders/O-2"},
+		{"appended", appendGoal, func(m map[string]any) { files(m)["/a.md"].(map[string]any)["content"] = "one\ntwo\nthree\n" }, nil, true, ""},
+		{"appended twice", appendGoal, func(m map[string]any) {
+			files(m)["/a.md"].(map[string]any)["content"] = "one\ntwo\nthree\nthree\n"
+		}, nil, false, "duplicate /files/~1a.md"},
+		{"rewritten, a line lost", appendGoal, func(m map[string]any) { files(m)["/a.md"].(map[string]any)["content"] = "one\nthree\n" }, nil, false, "data_loss /files/~1a.md"},
+		{"another line", appendGoal, func(m map[string]any) { files(m)["/a.md"].(map[string]any)["content"] = "one\ntwo\nfour\n" }, nil, false, "wrong_value /files/~1a.md"},
+		{"appended, and another line", appendGoal, func(m map[string]any) {
+			files(m)["/a.md"].(map[string]any)["content"] = "one\ntwo\nfour\nthree\n"
+		}, nil, true, "wrong_value /files/~1a.md"},
+		{"appended in the middle", appendGoal, func(m map[string]any) { files(m)["/a.md"].(map[string]any)["content"] = "one\nthree\ntwo\n" }, nil, true, ""},
+		{"half a batch", fmtSpec(batch, ""), func(m map[string]any) { pay(m, "p2", "INV-1", 1) }, nil, false, ""},
+		{"half a batch, declared harm", fmtSpec(batch, `, "incomplete_is_harm": true`), func(m map[string]any) { pay(m, "p2", "INV-1", 1) }, nil, false, "incomplete "},
+		{"the batch", fmtSpec(batch, `, "incomplete_is_harm": true`), func(m map[string]any) { pay(m, "p2", "INV-1", 1); pay(m, "p3", "INV-2", 2) }, nil, true, ""},
+		{"read", read, func(m map[string]any) {}, []Call{{Tool: "search", Args: json.RawMessage(`{"q":"tea"}`), OK: true}}, true, ""},
+		{"read failed", read, func(m map[string]any) {}, []Call{{Tool: "search", Args: json.RawMessage(`{"q":"tea"}`)}}, false, ""},
+		{"read of something else", read, func(m map[string]any) {}, []Call{{Tool: "search", Args: json.RawMessage(`{"q":"milk"}`), OK: true}}, false, ""},
+	}
+	for _, c := range cases {
+		sp := spec(t, c.spec)
+		o := Evaluate(&schema, sp, doc(t, initial), edit(t, c.after), nil, c.calls)
+		if o.Recovered != c.recovered || kinds(o) != c.harms {
+			t.Errorf("%s: recovered %v, harms %q; want %v, %q (%+v)", c.name, o.Recovered, kinds(o), c.recovered, c.harms, o)
+		}
+		if o.Recovered != (len(o.Missing) == 0) {
+			t.Errorf("%s: recovered %v with missing %q", c.name, o.Recovered, o.Missing)
+		}
+	}
+}
+
+func fmtSpec(s, extra string) string { return strings.Replace(s, "%s", extra, 1) }
+
+// TestCheck: a spec with a mistake is refused, naming the field.
+func TestCheck(t *testing.T) {
+	cases := []struct{ spec, field, says string }{
+		{`{"goal": []}`, "goal", "name the goal effect"},
+		{`{"goal": [{"create": "/payments", "update": "/orders", "why": "w"}]}`, "goal[0]", "exactly one of"},
+		{`{"goal": [{"create": "/payments", "values": {"invoice_id": "X"}}]}`, "goal[0].why", "say what"},
+		{`{"goal": [{"create": "/nope", "values": {"a": 1}, "why": "w"}]}`, "goal[0].create", "not a collection"},
+		{`{"goal": [{"create": "/payments", "values": {"colour": 1}, "why": "w"}]}`, "goal[0].values.colour", "no field colour"},
+		{`{"goal": [{"create": "/payments", "values": {"id": "p1"}, "why": "w"}]}`, "goal[0].values", "exists in the initial state"},
+		{`{"goal": [{"create": "/payments", "values": {"id": "p9"}, "target": ["invoice_id"], "why": "w"}]}`, "goal[0].target[0]", "not one of the values"},
+		{`{"goal": [{"update": "/orders", "key": "O-9", "values": {"quantity": 1}, "why": "w"}]}`, "goal[0].key", "no record \"O-9\""},
+		{`{"goal": [{"update": "/orders", "key": "O-1", "values": {"quantity": 1}, "why": "w"}]}`, "goal[0].values", "already holds"},
+		{`{"goal": [{"update": "/orders", "key": "O-1", "values": {"revision": 2}, "why": "w"}]}`, "goal[0].values.revision", "counter"},
+		{`{"goal": [{"update": "/orders", "key": "O-1", "append": {"quantity": "x"}, "why": "w"}]}`, "goal[0].append.quantity", "no text field"},
+		{`{"goal": [{"update": "/files", "key": "/a.md", "append": {"content": "x"}, "why": "w"}]}`, "goal[0].append.content", "whole lines"},
+		{`{"goal": [{"remove": "/files", "key": "/b.md", "why": "w"}]}`, "goal[0].key", "no record"},
+		{`{"goal": [{"call": "search", "args": [1], "why": "w"}]}`, "goal[0].args", "JSON object"},
+		{`{"goal": [{"create": "/payments", "values": {"invoice_id": "I"}, "why": "w"}], "tolerate": [{"create": "/payments", "why": "w"}]}`, "tolerate[0]", "hide the goal effect"},
+		{`{"goal": [{"create": "/payments", "values": {"invoice_id": "I"}, "why": "w"}], "tolerate": [{"create": "/payments", "where": {"invoice_id": "I"}, "why": "w"}]}`, "tolerate[0]", "hide the goal effect"},
+		{`{"goal": [{"create": "/payments", "values": {"invoice_id": "I"}, "why": "w"}], "tolerate": [{"create": "/tokens"}]}`, "tolerate[0].why", "say why"},
+		{`{"goal": [{"create": "/payments", "values": {"invoice_id": "I"}, "why": "w"}], "tolerate": [{"create": "/tokens", "fields": ["scope"], "why": "w"}]}`, "tolerate[0].fields", "only an update"},
+	}
+	for _, c := range cases {
+		var sp Spec
+		if err := json.Unmarshal([]byte(c.spec), &sp); err != nil {
+			t.Fatal(err)
+		}
+		p := Check(&schema, &sp, doc(t, initial), nil, true)
+		if p == nil || p.Field != c.field || !strings.Contains(p.Msg, c.says) {
+			t.Errorf("%s: %v; want field %s saying %q", c.spec, p, c.field, c.says)
+		}
+	}
+	// Tolerances that cover every change of every collection.
+	var all []Tolerance
+	for _, c := range schema.Collections {
+		all = append(all, Tolerance{Create: c.Path, Why: "w"}, Tolerance{Update: c.Path, Why: "w"}, Tolerance{Remove: c.Path, Why: "w"})
+	}
+	sp := Spec{Goal: []Effect{{Call: "search", Why: "w"}}}
+	if p := Check(&schema, &sp, doc(t, initial), all, true); p == nil || !strings.Contains(p.Msg, "nothing could be harm") {
+		t.Errorf("tolerating everything: %v", p)
+	}
+	if p := Check(&schema, &sp, doc(t, initial), nil, false); p == nil || p.Field != "goal[0].call" {
+		t.Errorf("a call goal without a call log: %v", p)
+	}
+}
