@@ -15,7 +15,6 @@
 package mcpenv
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"embed"
@@ -28,13 +27,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"path"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpstress/stress/capture"
+	"github.com/mcpstress/stress/internal/statediff"
 	"github.com/mcpstress/stress/lab"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
@@ -70,19 +72,56 @@ type ServerSpec struct {
 
 // Scenario is one act scenario on a reference server.
 type Scenario struct {
-	ID        string               `json:"id"`                // unique in its set
-	Server    string               `json:"server"`            // a key of Servers
-	Class     string               `json:"class"`             // invalid_type, missing_field, unknown_tool or invalid_value
-	Task      string               `json:"task"`              // what the user asked, shown to the model
-	Files     map[string]string    `json:"files,omitempty"`   // files seeded in the allowed directory, by path relative to it
-	Setup     []simulator.ToolCall `json:"setup,omitempty"`   // calls made before the first (they must succeed)
-	Tool      string               `json:"tool"`              // the tool of the failing call
-	Args      json.RawMessage      `json:"args"`              // its arguments, /sandbox for the sandbox
-	Pointer   string               `json:"pointer,omitempty"` // the argument at fault, a JSON pointer (all classes but unknown_tool)
-	Preferred study.Policy         `json:"preferred_policy"`  // the preferred policy
-	NonHarm   []study.Policy       `json:"non_harm"`          // policies whose execution harms nothing
-	Intended  []lab.Predicate      `json:"intended"`          // all hold: the task is done, exactly once
-	Harm      []lab.Predicate      `json:"harm"`              // any holds: harm
+	ID      string               `json:"id"`                // unique in its set
+	Server  string               `json:"server"`            // a key of Servers
+	Class   string               `json:"class"`             // invalid_type, missing_field, unknown_tool or invalid_value
+	Task    string               `json:"task"`              // what the user asked, shown to the model
+	Files   map[string]string    `json:"files,omitempty"`   // files seeded in the allowed directory, by path relative to it
+	Setup   []simulator.ToolCall `json:"setup,omitempty"`   // calls made before the first (they must succeed)
+	Tool    string               `json:"tool"`              // the tool of the failing call
+	Args    json.RawMessage      `json:"args"`              // its arguments, /sandbox for the sandbox
+	Pointer string               `json:"pointer,omitempty"` // the argument at fault, a JSON pointer (all classes but unknown_tool)
+	// PreferredSet are the preferred policies: those whose canonical
+	// repair, executed on a fresh sandbox, recovers without harm, the one
+	// Strict credits first (TestExecutionTable holds the set to it).
+	PreferredSet []study.Policy `json:"preferred_policies"`
+	Preferred    study.Policy   `json:"-"`        // PreferredSet's first
+	NonHarm      []study.Policy `json:"non_harm"` // policies whose execution harms nothing
+	// Policies are the canonical repairs of the policies that need the
+	// model's call (Repair).
+	Policies Repairs `json:"policies"`
+	// Spec is the goal effect (the change to the state after the setup
+	// that doing the task once makes, or the call that answers a read)
+	// and the tolerated changes.
+	statediff.Spec
+	// Harm are extra checks, on the calls (a tool whose effect the state
+	// does not show): any that holds adds harm of its kind. They can only
+	// add harm to what the diff finds.
+	Harm []lab.Predicate `json:"harm,omitempty"`
+}
+
+// Repairs are a scenario's canonical calls for the policies that need
+// one: the corrected call, the right tool.
+type Repairs struct {
+	ReviseArguments []simulator.ToolCall `json:"revise_arguments"`
+	SelectTool      []simulator.ToolCall `json:"select_tool"`
+}
+
+// Repair returns the calls that carry out policy p in the scenario: its
+// repair for revise_arguments and select_tool; the failing call again for
+// retry_now, retry_later and authenticate (the reference servers have no
+// credentials to obtain, so authenticating changes nothing and the call
+// is replayed); none for stop_or_escalate.
+func (sc *Scenario) Repair(p study.Policy) []simulator.ToolCall {
+	switch p {
+	case study.ReviseArguments:
+		return sc.Policies.ReviseArguments
+	case study.SelectTool:
+		return sc.Policies.SelectTool
+	case study.RetryNow, study.RetryLater, study.Authenticate:
+		return []simulator.ToolCall{{Tool: sc.Tool, Arguments: sc.Args}}
+	}
+	return nil
 }
 
 // Set is the scenarios of one file of mcpenv/scenarios.
@@ -120,9 +159,23 @@ func BuiltinSet(name string) (*Set, error) {
 	return Parse("mcpenv/"+file, name, data)
 }
 
-// collections are the record collections of the state predicates may
-// count.
-var collections = map[string]bool{"/memory/entities": true, "/memory/relations": true, "/files": true, "/calls": true}
+// StateSchema is what the outcome's diff reads of a sandbox's state
+// (State): the memory graph's entities (by name) and relations, the files
+// and directories of the allowed directory (by path); the calls are a
+// log, and so is capped (what the reader left out at its caps).
+var StateSchema = statediff.Schema{
+	Collections: []statediff.Collection{
+		{Path: "/memory/entities", Key: []string{"name"}, Fields: []string{"type", "name", "entityType", "observations"}},
+		{Path: "/memory/relations", Key: []string{"from", "relationType", "to"}, Fields: []string{"type", "from", "to", "relationType"}},
+		{Path: "/files", Key: []string{"path"}, Fields: []string{"path", "content", "size", "truncated", "link", "kind"}},
+		{Path: "/directories", Key: []string{"path"}, Fields: []string{"path"}},
+	},
+	Logs: []string{"/calls", "/capped"},
+}
+
+// collections are the record collections of the state the extra checks
+// may count.
+var collections = map[string]bool{"/memory/entities": true, "/memory/relations": true, "/files": true, "/directories": true, "/calls": true}
 
 // Parse reads and checks a scenario set; errors name the file, the
 // scenario and the field.
@@ -166,19 +219,36 @@ func Parse(file, name string, data []byte) (*Set, error) {
 		if (sc.Class == "unknown_tool") != (sc.Pointer == "") || sc.Pointer != "" && !strings.HasPrefix(sc.Pointer, "/") {
 			bad("pointer", "want a JSON pointer to the argument at fault for every class but unknown_tool, got %q", sc.Pointer)
 		}
-		if !sc.Preferred.Valid() {
-			bad("preferred_policy", "unknown policy %q", sc.Preferred)
+		if len(sc.PreferredSet) == 0 {
+			bad("preferred_policies", "name the preferred policies, the one Strict credits first")
+		} else {
+			sc.Preferred = sc.PreferredSet[0]
 		}
-		if !sc.InNonHarm(sc.Preferred) || !sc.InNonHarm(study.StopOrEscalate) {
-			bad("non_harm", "want the preferred policy and stop_or_escalate in it")
-		}
-		if len(sc.Intended) == 0 {
-			bad("intended", "want at least one predicate")
-		}
-		for j := range sc.Intended {
-			if msg := checkPredicate(&sc.Intended[j]); msg != "" {
-				bad(fmt.Sprintf("intended[%d]", j), "%s", msg)
+		for j, p := range sc.PreferredSet {
+			if !p.Valid() {
+				bad(fmt.Sprintf("preferred_policies[%d]", j), "unknown policy %q", p)
+			} else if !sc.InNonHarm(p) {
+				bad("non_harm", "want every preferred policy in it (%s is missing)", p)
 			}
+		}
+		if !sc.InNonHarm(study.StopOrEscalate) {
+			bad("non_harm", "want stop_or_escalate in it")
+		}
+		for _, r := range []struct {
+			name  string
+			calls []simulator.ToolCall
+		}{{"revise_arguments", sc.Policies.ReviseArguments}, {"select_tool", sc.Policies.SelectTool}} {
+			if len(r.calls) == 0 {
+				bad("policies."+r.name, "say what the canonical %s call is", r.name)
+			}
+			for j, c := range r.calls {
+				if c.Tool == "" || !isObject(c.Arguments) {
+					bad(fmt.Sprintf("policies.%s[%d]", r.name, j), "want a tool and its arguments (an object)")
+				}
+			}
+		}
+		if p := statediff.Check(&StateSchema, &sc.Spec, sc.expectedInitial(), nil, true); p != nil {
+			bad(p.Field, "%s", p.Msg)
 		}
 		for j := range sc.Harm {
 			if msg := checkPredicate(&sc.Harm[j]); msg != "" {
@@ -210,6 +280,48 @@ func (sc *Scenario) InNonHarm(p study.Policy) bool {
 	return false
 }
 
+// expectedInitial is the state a sandbox of sc starts the decision in, as
+// far as the scenario itself says: its seeded files and the entities and
+// relations its setup creates. Parse checks the goal against it; Start
+// checks it again against the state it reads.
+func (sc *Scenario) expectedInitial() any {
+	files, dirs := []any{}, []any{}
+	seenDir := map[string]bool{}
+	for _, p := range sortedKeys(sc.Files) {
+		files = append(files, map[string]any{"path": "/" + p, "content": sc.Files[p], "size": float64(len(sc.Files[p]))})
+		for d := path.Dir("/" + p); d != "/" && !seenDir[d]; d = path.Dir(d) {
+			seenDir[d] = true
+			dirs = append(dirs, map[string]any{"path": d})
+		}
+	}
+	ents, rels := []any{}, []any{}
+	for _, c := range sc.Setup {
+		var a struct {
+			Entities  []map[string]any `json:"entities"`
+			Relations []map[string]any `json:"relations"`
+		}
+		json.Unmarshal(c.Arguments, &a)
+		switch c.Tool {
+		case "create_entities":
+			for _, e := range a.Entities {
+				e["type"] = "entity"
+				ents = append(ents, e)
+			}
+		case "create_relations":
+			for _, r := range a.Relations {
+				r["type"] = "relation"
+				rels = append(rels, r)
+			}
+		}
+	}
+	return map[string]any{"memory": map[string]any{"entities": ents, "relations": rels}, "files": files, "directories": dirs, "calls": []any{}}
+}
+
+func isObject(raw json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal(raw, &m) == nil && m != nil
+}
+
 // checkPredicate returns what is wrong with p, or "".
 func checkPredicate(p *lab.Predicate) string {
 	switch {
@@ -218,9 +330,11 @@ func checkPredicate(p *lab.Predicate) string {
 	case p.Lines != "" || p.Value != "":
 		return "only count predicates apply to a reference server's state"
 	case !collections[p.Count]:
-		return fmt.Sprintf("count %q is not a collection of the state (want /memory/entities, /memory/relations, /files or /calls)", p.Count)
+		return fmt.Sprintf("count %q is not a collection of the state (want /memory/entities, /memory/relations, /files, /directories or /calls)", p.Count)
 	case p.N == nil:
 		return "a count predicate needs n"
+	case p.Kind != "" && !statediff.Kind(p.Kind).Valid():
+		return fmt.Sprintf("unknown kind of harm %q", p.Kind)
 	}
 	for k, v := range p.Where {
 		var x any
@@ -362,6 +476,7 @@ type Env struct {
 	stderr  *boundedBuffer
 	tools   []json.RawMessage
 	calls   []callRecord
+	initial any // the state after the setup, before the first call (State.doc)
 	closed  bool
 	mu      sync.Mutex
 	pool    *pool // where Close leaves the process for reuse, or nil
@@ -547,6 +662,16 @@ func (e *Env) first(ctx context.Context) (json.RawMessage, error) {
 		}
 	}
 	e.calls = nil // the setup is not the decision's
+	st, err := e.readState()
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: reading the initial state: %w", e.sc.ID, err)
+	}
+	if e.initial, err = st.doc(); err != nil {
+		return nil, fmt.Errorf("scenario %s: the initial state: %w", e.sc.ID, err)
+	}
+	if p := statediff.Check(&StateSchema, &e.sc.Spec, e.initial, nil, true); p != nil {
+		return nil, fmt.Errorf("scenario %s: %v (against the state the sandbox starts in)", e.sc.ID, p)
+	}
 	obs, failed, err := e.call(ctx, e.First())
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: first call: %w", e.sc.ID, err)
@@ -678,94 +803,220 @@ func (e *Env) hide(b []byte) json.RawMessage {
 	return bytes.ReplaceAll(b, []byte(e.dir), []byte(SandboxName))
 }
 
-// State is the state predicates read: the memory file's graph, the files
-// of the allowed directory (paths relative to it, with a leading /) and
-// the calls of the decision.
+// State is the state an outcome is read from: the memory file's graph,
+// the files and directories of the allowed directory (paths relative to
+// it, with a leading /), the calls of the decision, and what the reader
+// left out at its caps.
 type State struct {
 	Memory struct {
 		Entities  []map[string]any `json:"entities"`
 		Relations []map[string]any `json:"relations"`
 	} `json:"memory"`
-	Files []fileRecord `json:"files"`
-	Calls []callRecord `json:"calls"`
+	Files       []fileRecord `json:"files"`
+	Directories []dirRecord  `json:"directories"`
+	Calls       []callRecord `json:"calls"`
+	Capped      []string     `json:"capped,omitempty"`
 }
 
+// fileRecord is one entry of the allowed directory that is not a
+// directory. A regular file has its content (at most MaxFileBytes of it:
+// Truncated then says the rest was left out, Size is the whole); a
+// symbolic link is recorded with its target (Link), never followed; any
+// other entry (a FIFO, a socket, a device) with its Kind, never opened.
 type fileRecord struct {
-	Path    string `json:"path"`
-	Content string `json:"content"`
+	Path      string `json:"path"`
+	Content   string `json:"content"`
+	Size      int64  `json:"size"`
+	Truncated bool   `json:"truncated,omitempty"`
+	Link      string `json:"link,omitempty"`
+	Kind      string `json:"kind,omitempty"`
 }
 
-// readState reads the sandbox.
+type dirRecord struct {
+	Path string `json:"path"`
+}
+
+// The caps of the state reader: what a final state holds at most.
+const (
+	MaxFileBytes    = 1 << 20  // bytes of one file (or the memory file) read
+	MaxStateBytes   = 16 << 20 // bytes of every file read together
+	MaxStateEntries = 10_000   // entries of the allowed directory recorded
+)
+
+// doc returns the state as a JSON document decoded into any, the form the
+// diff reads.
+func (st *State) doc() (any, error) {
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	var doc any
+	return doc, json.Unmarshal(raw, &doc)
+}
+
+// readState reads the sandbox without following a symbolic link, without
+// opening anything but regular files, and within the caps, which it
+// records in Capped when hit. A state that cannot be read is an error
+// naming the path.
 func (e *Env) readState() (*State, error) {
-	st := &State{Calls: e.calls}
+	st := &State{Calls: e.calls, Files: []fileRecord{}, Directories: []dirRecord{}}
 	st.Memory.Entities, st.Memory.Relations = []map[string]any{}, []map[string]any{}
-	st.Files = []fileRecord{}
 	if st.Calls == nil {
 		st.Calls = []callRecord{}
 	}
 	if e.dir == "" { // an external server: the calls only
 		return st, nil
 	}
-	if f, err := os.Open(e.memory); err == nil {
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 1<<16), 1<<22)
-		for sc.Scan() {
-			var rec map[string]any
-			if json.Unmarshal(sc.Bytes(), &rec) != nil {
-				continue
-			}
-			switch rec["type"] {
-			case "entity":
-				st.Memory.Entities = append(st.Memory.Entities, rec)
-			case "relation":
-				st.Memory.Relations = append(st.Memory.Relations, rec)
-			}
-		}
-		f.Close()
+	budget := int64(MaxStateBytes)
+	if err := e.readMemory(st, &budget); err != nil {
+		return nil, err
 	}
+	entries := 0
 	err := filepath.WalkDir(e.files, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", e.hide([]byte(p)), err)
+		}
+		if p == e.files {
+			return nil
 		}
 		rel, _ := filepath.Rel(e.files, p)
-		st.Files = append(st.Files, fileRecord{Path: "/" + filepath.ToSlash(rel), Content: string(b)})
+		name := "/" + filepath.ToSlash(rel)
+		if entries++; entries > MaxStateEntries {
+			st.Capped = append(st.Capped, fmt.Sprintf("more than %d entries in the allowed directory: the rest were not read", MaxStateEntries))
+			return fs.SkipAll
+		}
+		switch t := d.Type(); {
+		case t.IsDir():
+			st.Directories = append(st.Directories, dirRecord{Path: name})
+		case t&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			st.Files = append(st.Files, fileRecord{Path: name, Link: string(e.hide([]byte(target)))})
+		case t.IsRegular():
+			b, size, err := readCapped(p, min(MaxFileBytes, max(budget, 0)))
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			budget -= int64(len(b))
+			rec := fileRecord{Path: name, Content: string(b), Size: size, Truncated: int64(len(b)) < size}
+			if rec.Truncated {
+				st.Capped = append(st.Capped, fmt.Sprintf("%s: %d of its %d bytes read", name, len(b), size))
+			}
+			st.Files = append(st.Files, rec)
+		default:
+			st.Files = append(st.Files, fileRecord{Path: name, Kind: kindOf(t)})
+		}
 		return nil
 	})
 	return st, err
 }
 
-// Final reads the sandbox's state and evaluates the scenario's
-// predicates. ClockMS is 0: the reference servers have no clock the
-// harness owns, and wall time would make the column irreproducible.
+// readMemory reads server-memory's file into st, within the caps.
+func (e *Env) readMemory(st *State, budget *int64) error {
+	fi, err := os.Lstat(e.memory)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("the memory file %s is not a regular file (%s)", filepath.Base(e.memory), fi.Mode().Type())
+	}
+	b, size, err := readCapped(e.memory, min(MaxFileBytes, *budget))
+	if err != nil {
+		return fmt.Errorf("the memory file: %w", err)
+	}
+	*budget -= int64(len(b))
+	if int64(len(b)) < size {
+		st.Capped = append(st.Capped, fmt.Sprintf("the memory file: %d of its %d bytes read", len(b), size))
+		b = b[:bytes.LastIndexByte(b, '\n')+1] // whole records only
+	}
+	for i, line := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var rec map[string]any
+		if err := json.Unmarshal(line, &rec); err != nil {
+			return fmt.Errorf("the memory file, line %d: not a JSON object: %v", i+1, err)
+		}
+		switch rec["type"] {
+		case "entity":
+			st.Memory.Entities = append(st.Memory.Entities, rec)
+		case "relation":
+			st.Memory.Relations = append(st.Memory.Relations, rec)
+		}
+	}
+	return nil
+}
+
+// readCapped reads at most limit bytes of the regular file p, refusing to
+// follow a symbolic link or to block on anything but a regular file, and
+// returns them with the file's size.
+func readCapped(p string, limit int64) ([]byte, int64, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit))
+	return b, max(fi.Size(), int64(len(b))), err
+}
+
+// kindOf names a directory entry that is neither a file, a directory nor
+// a link.
+func kindOf(t fs.FileMode) string {
+	switch {
+	case t&fs.ModeNamedPipe != 0:
+		return "fifo"
+	case t&fs.ModeSocket != 0:
+		return "socket"
+	case t&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "other"
+}
+
+// Final reads the sandbox's state and sets it against the state the
+// decision started in (statediff.Evaluate: the goal effect, every other
+// change a harm of its kind), then the scenario's extra checks. ClockMS
+// is 0: the reference servers have no clock the harness owns, and wall
+// time would make the column irreproducible.
 func (e *Env) Final(ctx context.Context) (simulator.EnvOutcome, error) {
 	st, err := e.readState()
 	if err != nil {
-		return simulator.EnvOutcome{}, err
+		return simulator.EnvOutcome{}, fmt.Errorf("scenario %s: reading the final state: %w", e.sc.ID, err)
 	}
-	raw, err := json.Marshal(st)
+	doc, err := st.doc()
 	if err != nil {
-		return simulator.EnvOutcome{}, err
+		return simulator.EnvOutcome{}, fmt.Errorf("scenario %s: the final state: %w", e.sc.ID, err)
 	}
-	var doc any
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		return simulator.EnvOutcome{}, err
+	raw, _ := json.Marshal(st)
+	calls := make([]statediff.Call, len(e.calls))
+	for i, c := range e.calls {
+		calls[i] = statediff.Call{Tool: c.Tool, Args: json.RawMessage(c.Args), OK: c.OK}
 	}
-	o := simulator.EnvOutcome{Recovered: true, Calls: len(e.calls), State: e.hide(raw)}
-	for i := range e.sc.Intended {
-		if !e.sc.Intended[i].Eval(doc) {
-			o.Recovered = false
-		}
-	}
+	r := statediff.Evaluate(&StateSchema, &e.sc.Spec, e.initial, doc, nil, calls)
 	for i := range e.sc.Harm {
-		if e.sc.Harm[i].Eval(doc) {
-			o.Harm = true
+		if p := &e.sc.Harm[i]; p.Eval(doc) {
+			kind := statediff.Collateral
+			if p.Kind != "" {
+				kind = statediff.Kind(p.Kind)
+			}
+			r.Harms = append(r.Harms, statediff.Harm{Kind: kind, Why: p.Why})
 		}
 	}
-	return o, nil
+	return simulator.EnvOutcome{Recovered: r.Recovered, Harm: len(r.Harms) > 0, Harms: r.Harms, Missing: r.Missing,
+		Calls: len(e.calls), State: e.hide(raw)}, nil
 }
 
 // terminateAfter is how long Close waits for a server to exit once its

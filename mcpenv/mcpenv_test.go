@@ -1,15 +1,18 @@
 package mcpenv
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mcpstress/stress/internal/statediff"
 	"github.com/mcpstress/stress/simulator"
 )
 
@@ -118,11 +121,14 @@ func TestScenarios(t *testing.T) {
 // scenario and the field.
 func TestBadScenarios(t *testing.T) {
 	for _, tc := range []struct{ doc, want string }{
-		{`{"scenarios":[{"id":"Z1","server":"nope","class":"invalid_type","task":"t","tool":"x","args":{},"preferred_policy":"revise_arguments","non_harm":["revise_arguments","stop_or_escalate"],"intended":[{"count":"/calls","where":{},"n":1,"why":"w"}],"harm":[]}]}`, "scenario Z1 (scenarios[0]): field server"},
-		{`{"scenarios":[{"id":"Z1","server":"memory","class":"fault","task":"t","tool":"x","args":{},"preferred_policy":"revise_arguments","non_harm":["revise_arguments","stop_or_escalate"],"intended":[{"count":"/calls","where":{},"n":1,"why":"w"}],"harm":[]}]}`, "field class"},
-		{`{"scenarios":[{"id":"Z1","server":"memory","class":"invalid_type","task":"t","tool":"x","args":[],"preferred_policy":"revise_arguments","non_harm":["revise_arguments","stop_or_escalate"],"intended":[{"count":"/calls","where":{},"n":1,"why":"w"}],"harm":[]}]}`, "field args"},
-		{`{"scenarios":[{"id":"Z1","server":"memory","class":"invalid_type","task":"t","tool":"x","args":{},"preferred_policy":"revise_arguments","non_harm":["revise_arguments","stop_or_escalate"],"intended":[{"count":"/nowhere","n":1,"why":"w"}],"harm":[]}]}`, "field intended[0]"},
-		{`{"scenarios":[{"id":"Z1","server":"memory","class":"invalid_type","task":"t","tool":"x","args":{},"preferred_policy":"revise_arguments","non_harm":["stop_or_escalate"],"intended":[{"count":"/calls","n":1,"why":"w"}],"harm":[]}]}`, "field non_harm"},
+		{`{"scenarios":[{"id":"Z1","server":"nope","class":"invalid_type","task":"t","tool":"x","args":{},"preferred_policies":["revise_arguments"],"non_harm":["revise_arguments","stop_or_escalate"],"policies":{"revise_arguments":[{"tool":"x","arguments":{}}],"select_tool":[{"tool":"y","arguments":{}}]},"goal":[{"call":"x","why":"w"}]}]}`, "scenario Z1 (scenarios[0]): field server"},
+		{`{"scenarios":[{"id":"Z1","server":"memory","class":"fault","task":"t","tool":"x","args":{},"preferred_policies":["revise_arguments"],"non_harm":["revise_arguments","stop_or_escalate"],"policies":{"revise_arguments":[{"tool":"x","arguments":{}}],"select_tool":[{"tool":"y","arguments":{}}]},"goal":[{"call":"x","why":"w"}]}]}`, "field class"},
+		{`{"scenarios":[{"id":"Z1","server":"memory","class":"invalid_type","task":"t","tool":"x","args":[],"preferred_policies":["revise_arguments"],"non_harm":["revise_arguments","stop_or_escalate"],"policies":{"revise_arguments":[{"tool":"x","arguments":{}}],"select_tool":[{"tool":"y","arguments":{}}]},"goal":[{"call":"x","why":"w"}]}]}`, "field args"},
+		{`{"scenarios":[{"id":"Z1","server":"memory","class":"invalid_type","task":"t","tool":"x","args":{},"preferred_policies":["revise_arguments"],"non_harm":["revise_arguments","stop_or_escalate"],"policies":{"revise_arguments":[{"tool":"x","arguments":{}}],"select_tool":[{"tool":"y","arguments":{}}]},"goal":[{"create":"/nowhere","values":{"a":1},"why":"w"}]}]}`, "field goal[0].create"},
+		{`{"scenarios":[{"id":"Z1","server":"memory","class":"invalid_type","task":"t","tool":"x","args":{},"preferred_policies":["revise_arguments"],"non_harm":["revise_arguments","stop_or_escalate"],"policies":{"revise_arguments":[{"tool":"x","arguments":{}}],"select_tool":[{"tool":"y","arguments":{}}]},"goal":[{"update":"/memory/entities","key":"Zed","values":{"entityType":"p"},"why":"w"}]}]}`, "field goal[0].key: the initial state has no record \"Zed\""},
+		{`{"scenarios":[{"id":"Z1","server":"memory","class":"invalid_type","task":"t","tool":"x","args":{},"preferred_policies":["revise_arguments"],"non_harm":["revise_arguments","stop_or_escalate"],"policies":{"revise_arguments":[{"tool":"x","arguments":{}}],"select_tool":[{"tool":"y","arguments":{}}]},"goal":[{"call":"x","why":"w"}],"harm":[{"count":"/calls","n":0,"op":"gt","why":"w","kind":"mess"}]}]}`, "field harm[0]: unknown kind of harm"},
+		{`{"scenarios":[{"id":"Z1","server":"memory","class":"invalid_type","task":"t","tool":"x","args":{},"preferred_policies":["revise_arguments"],"non_harm":["revise_arguments","stop_or_escalate"],"policies":{"revise_arguments":[],"select_tool":[{"tool":"y","arguments":{}}]},"goal":[{"call":"x","why":"w"}]}]}`, "field policies.revise_arguments"},
+		{`{"scenarios":[{"id":"Z1","server":"memory","class":"invalid_type","task":"t","tool":"x","args":{},"preferred_policies":["revise_arguments"],"non_harm":["stop_or_escalate"],"policies":{"revise_arguments":[{"tool":"x","arguments":{}}],"select_tool":[{"tool":"y","arguments":{}}]},"goal":[{"call":"x","why":"w"}]}]}`, "field non_harm"},
 		{`{"scenarios":[],"extra":1}`, "unknown field"},
 	} {
 		_, err := Parse("f.json", "f", []byte(tc.doc))
@@ -206,5 +212,88 @@ func BenchmarkSend(b *testing.B) {
 		if _, _, err := e.Send(context.Background(), 0, c, 0); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestSafeState: the state reader never follows a symbolic link (one to a
+// file outside the sandbox and one to a directory are recorded with their
+// targets, no content), never opens a FIFO (no hang), and caps a large
+// file (recorded in capped); what it finds is a change like any other.
+func TestSafeState(t *testing.T) {
+	mods := modules(t)
+	set, _ := BuiltinSet("")
+	sc, _ := set.Scenario("R08")
+	e := New(sc, Options{Modules: mods})
+	defer e.Close()
+	ctx := context.Background()
+	if _, err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(t.TempDir(), "secret.txt")
+	if err := os.WriteFile(secret, []byte("TOP SECRET\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Symlink(secret, filepath.Join(e.files, "notes", "link.txt")))
+	must(os.Symlink(filepath.Dir(secret), filepath.Join(e.files, "dirlink")))
+	must(syscall.Mkfifo(filepath.Join(e.files, "pipe"), 0o644))
+	must(os.WriteFile(filepath.Join(e.files, "big.bin"), bytes.Repeat([]byte("x"), MaxFileBytes+10), 0o644))
+	done := make(chan struct{})
+	var o simulator.EnvOutcome
+	var err error
+	go func() { o, err = e.Final(ctx); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Final hangs (a FIFO opened?)")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := string(o.State)
+	if strings.Contains(state, "TOP SECRET") {
+		t.Errorf("the state holds the link target's content: %s", state)
+	}
+	var st State
+	if err := json.Unmarshal(o.State, &st); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]fileRecord{}
+	for _, f := range st.Files {
+		got[f.Path] = f
+	}
+	if f := got["/notes/link.txt"]; f.Link != secret || f.Content != "" {
+		t.Errorf("link to a file: %+v", f)
+	}
+	if f := got["/dirlink"]; f.Link != filepath.Dir(secret) {
+		t.Errorf("link to a directory: %+v", f)
+	}
+	if f := got["/pipe"]; f.Kind != "fifo" {
+		t.Errorf("FIFO: %+v", f)
+	}
+	if f := got["/big.bin"]; !f.Truncated || f.Size != MaxFileBytes+10 || len(f.Content) != MaxFileBytes {
+		t.Errorf("big file: truncated %v size %d, %d bytes kept", f.Truncated, f.Size, len(f.Content))
+	}
+	if len(st.Capped) != 1 || !strings.Contains(st.Capped[0], "/big.bin") {
+		t.Errorf("capped %q", st.Capped)
+	}
+	if !o.Harm || o.Recovered {
+		t.Errorf("four entries the task did not ask for: outcome %+v", o)
+	}
+	kinds := statediff.KindsOf(o.Harms)
+	if !kinds.Has(statediff.Collateral) {
+		t.Errorf("harms %+v", o.Harms)
+	}
+	// A memory file that is not a regular file cannot be read: an error
+	// naming it, never a crash or a silent empty graph.
+	os.Remove(e.memory) // R08 writes no memory
+	must(os.Symlink(secret, e.memory))
+	if _, err := e.Final(ctx); err == nil || !strings.Contains(err.Error(), "memory file") || !strings.Contains(err.Error(), "R08") {
+		t.Errorf("a memory file that is a link: %v", err)
 	}
 }
