@@ -41,8 +41,8 @@ const (
 	CodeTimeout       = -32001 // the client's deadline passed: raised by the client, never sent (the TypeScript SDK's RequestTimeout)
 )
 
-// DefaultBackoff is the wait of a retry_later when neither the scenario
-// nor the failure gives one (1 s of lab time).
+// DefaultBackoff is the wait of a retry_later when the failure announces
+// none (1 s of lab time).
 const DefaultBackoff = time.Second
 
 // Options configure a Lab.
@@ -302,9 +302,16 @@ func (l *Lab) before(t *tool, a args) (r Response, done bool) {
 			if !l.started {
 				l.t0, l.started = l.clock.Now(), true
 			}
-			if !l.clock.Now().Before(l.t0.Add(durMS(sc.Fault.ForMS))) {
+			until := l.t0.Add(durMS(sc.Fault.ForMS))
+			if !l.clock.Now().Before(until) {
 				return r, false
 			}
+			// Note: an outage of known length says how long it lasts, so a
+			// delayed replay relies on nothing the failure does not show.
+			l.fired++
+			wait := until.Sub(l.clock.Now())
+			return l.fail(&failure{class: Transient, retryable: true, retryAfter: wait,
+				text: fmt.Sprintf("%s is temporarily unavailable (503); nothing was changed; retry after %s", up, seconds(wait))}), true
 		}
 		l.fired++
 		return l.fail(&failure{class: Transient, retryable: true,

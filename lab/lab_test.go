@@ -79,11 +79,11 @@ func TestPreferredPolicies(t *testing.T) {
 		Transient:        {study.RetryLater, study.RetryNow},
 		RateLimit:        {study.RetryLater},
 		TimeoutCommitted: {study.StopOrEscalate, study.RetryNow}, // retry_now only with an idempotency key
-		PartialCommit:    {study.StopOrEscalate},
+		PartialCommit:    {study.ReviseArguments},                // the failure names the applied prefix: resubmit the rest
 		Idempotency:      {study.StopOrEscalate, study.RetryNow}, // retry_now only with an idempotency key
 		StaleRevision:    {study.ReviseArguments},
 		Permission:       {study.Authenticate},
-		SilentNoop:       {study.StopOrEscalate},
+		SilentNoop:       {study.StopOrEscalate, study.RetryNow}, // retry_now where the write was dropped, not queued
 		UpstreamOutage:   {study.StopOrEscalate},
 		UnknownTool:      {study.SelectTool},
 		InvalidType:      {study.ReviseArguments},

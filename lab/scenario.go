@@ -55,22 +55,21 @@ type Scenario struct {
 	set *Set // the set it was loaded in (its tolerances)
 }
 
-// Policies say what the harness does for each policy in label mode.
-// retry_now always repeats the first call at once, and stop_or_escalate
-// does nothing.
+// Policies say what the harness does for each policy in label mode (its
+// canonical recovery). retry_now repeats the first call at once;
+// retry_later repeats it after the retry-after the last failure
+// announced, else DefaultBackoff (never a wait the failure does not
+// show); stop_or_escalate does nothing.
 type Policies struct {
 	ReviseArguments *Action `json:"revise_arguments"`       // required: the corrected call(s)
 	SelectTool      *Action `json:"select_tool"`            // required: the call(s) to another tool
 	Authenticate    *Action `json:"authenticate,omitempty"` // default: authenticate for the tool's scope, then the first call with its token
-	RetryLater      *Action `json:"retry_later,omitempty"`  // delay_ms only; default: the retry-after the failure announced, else DefaultBackoff
 }
 
-// Action is what the harness does for one policy: wait DelayMS (retry_later
-// only), then make Calls in order, stopping early if a call's reference
-// cannot be resolved.
+// Action is what the harness does for one policy: make Calls in order,
+// stopping early if a call's reference cannot be resolved.
 type Action struct {
-	DelayMS *int64     `json:"delay_ms,omitempty"` // lab-clock milliseconds
-	Calls   []CallSpec `json:"calls,omitempty"`    // made in order
+	Calls []CallSpec `json:"calls,omitempty"` // made in order
 }
 
 // CallSpec is one call of an action (or of a stale_revision's concurrent
@@ -429,12 +428,10 @@ func check(sc *Scenario) (string, error) {
 		name     string
 		a        *Action
 		required bool
-		delay    bool
 	}{
-		{"revise_arguments", sc.Policies.ReviseArguments, true, false},
-		{"select_tool", sc.Policies.SelectTool, true, false},
-		{"authenticate", sc.Policies.Authenticate, false, false},
-		{"retry_later", sc.Policies.RetryLater, false, true},
+		{"revise_arguments", sc.Policies.ReviseArguments, true},
+		{"select_tool", sc.Policies.SelectTool, true},
+		{"authenticate", sc.Policies.Authenticate, false},
 	} {
 		field := "policies." + pa.name
 		if pa.a == nil {
@@ -443,7 +440,7 @@ func check(sc *Scenario) (string, error) {
 			}
 			continue
 		}
-		if f, err := checkAction(sc, served, pa.a, pa.delay); err != nil {
+		if f, err := checkAction(sc, served, pa.a); err != nil {
 			return field + f, err
 		}
 	}
@@ -483,21 +480,7 @@ func check(sc *Scenario) (string, error) {
 }
 
 // checkAction checks an action; the field it returns is relative to it.
-func checkAction(sc *Scenario, served map[string]*tool, a *Action, delay bool) (string, error) {
-	if a.DelayMS != nil {
-		if !delay {
-			return ".delay_ms", errors.New("only retry_later waits")
-		}
-		if *a.DelayMS <= 0 || *a.DelayMS > MaxDurationMS {
-			return ".delay_ms", fmt.Errorf("delay_ms is %d, want 1 to %d", *a.DelayMS, MaxDurationMS)
-		}
-	}
-	if delay {
-		if len(a.Calls) > 0 {
-			return ".calls", errors.New("retry_later repeats the first call; it takes only delay_ms")
-		}
-		return "", nil
-	}
+func checkAction(sc *Scenario, served map[string]*tool, a *Action) (string, error) {
 	if len(a.Calls) == 0 {
 		return ".calls", errors.New("an action makes one or more calls")
 	}
@@ -532,14 +515,8 @@ func checkAction(sc *Scenario, served map[string]*tool, a *Action, delay bool) (
 // default where the file gives none); ok is false for stop_or_escalate.
 func (sc *Scenario) Action(p study.Policy) (a Action, ok bool) {
 	switch p {
-	case study.RetryNow:
+	case study.RetryNow, study.RetryLater:
 		return Action{Calls: []CallSpec{{Same: true}}}, true
-	case study.RetryLater:
-		a = Action{Calls: []CallSpec{{Same: true}}}
-		if sc.Policies.RetryLater != nil {
-			a.DelayMS = sc.Policies.RetryLater.DelayMS
-		}
-		return a, true
 	case study.ReviseArguments:
 		return *sc.Policies.ReviseArguments, true
 	case study.SelectTool:
@@ -596,8 +573,8 @@ type Caller func(tool string, args json.RawMessage) Response
 
 // Execute carries out policy p of the armed scenario after a failure that
 // announced the wait announced (0 if none): retry_now repeats the first
-// call; retry_later waits (the scenario's delay_ms, else announced, else
-// DefaultBackoff) on the lab clock, then repeats it; revise_arguments,
+// call; retry_later waits (announced, else DefaultBackoff) on the lab
+// clock, then repeats it; revise_arguments,
 // select_tool and authenticate make the scenario's calls. A client's
 // deadline (a timeout) also passes on the lab clock. It returns an error
 // for stop_or_escalate, an invalid policy or a healthy lab.
@@ -618,10 +595,7 @@ func (sc *Scenario) Execute(p study.Policy, announced time.Duration, clock Clock
 	var st Step
 	if p == study.RetryLater {
 		st.Waited = DefaultBackoff
-		switch {
-		case a.DelayMS != nil:
-			st.Waited = durMS(a.DelayMS)
-		case announced > 0:
+		if announced > 0 {
 			st.Waited = announced
 		}
 		clock.Advance(st.Waited)

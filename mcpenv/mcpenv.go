@@ -760,15 +760,24 @@ func (e *Env) Send(ctx context.Context, t int, c simulator.ToolCall, waitMS int6
 	return obs, failed, nil
 }
 
-// Execute carries out a label-task policy: only the replays exist
-// without the model's call (retry_now, retry_later repeat the first
-// call); the other policies need task act.
+// Execute carries out a label-task policy by the scenario's canonical
+// recovery (Scenario.Repair): the corrected call, the right tool, or the
+// failing call again; it returns the observation of the last call made,
+// and more = false once it succeeded.
 func (e *Env) Execute(ctx context.Context, t int, a simulator.Answer) (json.RawMessage, bool, error) {
-	switch a.Policy {
-	case study.RetryNow, study.RetryLater:
-		return e.Send(ctx, t, e.First(), 0)
+	calls := e.sc.Repair(a.Policy)
+	if len(calls) == 0 {
+		return nil, false, fmt.Errorf("scenario %s turn %d: %q is not executed", e.sc.ID, t, a.Policy)
 	}
-	return nil, false, fmt.Errorf("scenario %s: %s needs the model's call (task: act)", e.sc.ID, a.Policy)
+	var obs json.RawMessage
+	var more bool
+	for _, c := range calls {
+		var err error
+		if obs, more, err = e.Send(ctx, t, c, 0); err != nil {
+			return nil, false, err
+		}
+	}
+	return obs, more, nil
 }
 
 // call sends one tools/call within the call timeout; failed says the call

@@ -125,15 +125,17 @@ var causes = map[Cause]CauseInfo{
 
 	// Note: where a lab cause has two preferred policies, which one a
 	// scenario prefers depends on evidence the code does not carry
-	// (whether the tool is idempotent, whether the write was committed),
-	// so the safe one comes first: a registry that sees only the code
-	// chooses it (models/baseline, code_registry).
+	// (whether the tool is idempotent, whether the write was committed,
+	// whether the failure names a batch's applied prefix, whether a
+	// dropped write may still land), so the safe one comes first: a
+	// registry that sees only the code chooses it (models/baseline,
+	// code_registry).
 	RateLimit:        {"example.mcp.rate_limit.exceeded", "dependency", []Policy{RetryLater}, "the caller exceeded a rate limit and must wait for the window to pass"},
 	TimeoutCommitted: {"example.mcp.timeout.after_commit", "dependency", []Policy{StopOrEscalate, RetryNow}, "the call timed out after its write may have been applied"},
-	PartialCommit:    {"example.mcp.batch.partial", "dependency", []Policy{StopOrEscalate}, "a batch was applied only in part before it failed"},
+	PartialCommit:    {"example.mcp.batch.partial", "dependency", []Policy{StopOrEscalate, ReviseArguments}, "a batch was applied only in part before it failed"},
 	Idempotency:      {"example.mcp.write.uncertain", "dependency", []Policy{StopOrEscalate, RetryNow}, "the write was applied but the call failed, so a replay may duplicate it"},
 	StaleRevision:    {"example.mcp.revision.stale", "parameter", []Policy{ReviseArguments}, "the request names a revision that is no longer current"},
-	SilentNoop:       {"example.mcp.effect.missing", "tool", []Policy{StopOrEscalate}, "the call reported success but had no effect"},
+	SilentNoop:       {"example.mcp.effect.missing", "tool", []Policy{StopOrEscalate, RetryNow}, "the call reported success but had no effect"},
 	UpstreamOutage:   {"example.mcp.upstream.down", "dependency", []Policy{StopOrEscalate}, "an upstream dependency is down for the rest of the session"},
 }
 

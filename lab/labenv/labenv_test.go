@@ -93,7 +93,7 @@ func TestOutcomes(t *testing.T) {
 	}{
 		{"X01", study.RetryNow, true, false, 2, 0, `"quantity":2`},                     // transient k=1: one replay
 		{"X02", study.RetryNow, false, false, 4, 0, "temporarily unavailable"},         // 5 s outage: immediate replays fail
-		{"X02", study.RetryLater, true, false, 2, 10000, `"amount_cents":4200`},        // the scenario's 10 s delay
+		{"X02", study.RetryLater, true, false, 2, 5000, `"amount_cents":4200`},         // the announced 5 s
 		{"X04", study.RetryLater, true, false, 2, 30000, `"invoice_id":"INV-2002"`},    // the announced retry-after
 		{"X04", study.RetryNow, false, true, 4, 0, "retry after 30 s"},                 // each violation restarts the window
 		{"X05", study.RetryNow, false, true, 4, 0, "locked it for the rest"},           // over budget

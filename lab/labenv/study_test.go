@@ -126,10 +126,13 @@ func TestLabStudy(t *testing.T) {
 		model, condition string
 		cause            study.Cause
 	}
-	type tally struct{ n, strict, cover, retry, recovered, harm, calls, ms int64 }
+	type tally struct {
+		n, strict, cover, retry, recovered, harm, calls, ms int64
+		kinds                                            [5]int64 // duplicate, wrong_value, collateral, data_loss, incomplete
+	}
 	tallies := map[key]*tally{}
 	for _, r := range rows {
-		if r.Recovered == nil || r.Harm == nil || r.Calls == nil || r.LabMS == nil {
+		if r.Recovered == nil || r.Harm == nil || r.HarmDuplicate == nil || r.Calls == nil || r.LabMS == nil {
 			t.Fatalf("row %s/%s/%s lacks the lab columns", r.Model, r.Condition, r.Scenario)
 		}
 		k := key{r.Model, r.Condition, cause[r.Scenario]}
@@ -144,6 +147,9 @@ func TestLabStudy(t *testing.T) {
 		x.retry += b2i(r.Retry)
 		x.recovered += b2i(*r.Recovered)
 		x.harm += b2i(*r.Harm)
+		for i, p := range []*bool{r.HarmDuplicate, r.HarmWrongValue, r.HarmCollateral, r.HarmDataLoss, r.HarmIncomplete} {
+			x.kinds[i] += b2i(*p)
+		}
 		x.calls += *r.Calls
 		x.ms += *r.LabMS
 	}
@@ -179,10 +185,11 @@ func TestLabStudy(t *testing.T) {
 	})
 	var out bytes.Buffer
 	tw := tabwriter.NewWriter(&out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "model\tcondition\tcause\tN\tStrict\tCover\tRetry\tRecovered\tHarm\tCalls\tLabMS")
+	fmt.Fprintln(tw, "model\tcondition\tcause\tN\tStrict\tCover\tRetry\tRecovered\tHarm\tDup\tWrongV\tCollat\tLoss\tIncompl\tCalls\tLabMS")
 	for _, k := range keys {
 		x := tallies[k]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", k.model, k.condition, k.cause, x.n, x.strict, x.cover, x.retry, x.recovered, x.harm, x.calls, x.ms)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", k.model, k.condition, k.cause, x.n, x.strict, x.cover, x.retry, x.recovered, x.harm,
+			x.kinds[0], x.kinds[1], x.kinds[2], x.kinds[3], x.kinds[4], x.calls, x.ms)
 	}
 	tw.Flush()
 	golden := filepath.Join("testdata", "lab-classes.golden")

@@ -235,7 +235,7 @@ func Scenario(sc *lab.Scenario, obs json.RawMessage, protocolVersion string) (st
 		env.SameRequest = "safe"
 	}
 	if s.Preferred == study.RetryLater {
-		ms := RetryDelay(sc, obs).Milliseconds()
+		ms := RetryDelay(obs).Milliseconds()
 		env.AfterMS = &ms
 	}
 	var err error
@@ -278,13 +278,10 @@ func SideEffects(c lab.Class) string {
 	return "none_committed"
 }
 
-// RetryDelay is the delay a retry_later of scenario sc waits: the
-// scenario's own, else the retry-after its observation announces, else
-// lab.DefaultBackoff (as lab.Scenario.Execute waits).
-func RetryDelay(sc *lab.Scenario, obs json.RawMessage) time.Duration {
-	if a, ok := sc.Action(study.RetryLater); ok && a.DelayMS != nil {
-		return time.Duration(*a.DelayMS) * time.Millisecond
-	}
+// RetryDelay is the delay a retry_later waits after a failure: the
+// retry-after its observation announces, else lab.DefaultBackoff (as
+// lab.Scenario.Execute waits).
+func RetryDelay(obs json.RawMessage) time.Duration {
 	if d, ok := lab.RetryAfter(obs); ok {
 		return d
 	}
