@@ -196,7 +196,7 @@ models:
 	// add_entity's arguments lack, and the client refuses the call: 0
 	// recovered, 1 invalid action, 3 calls (the failing ones).
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if f := strings.Fields(lines[len(lines)-1]); strings.Contains(out, "allow-proposed") || strings.Join(f[3:], " ") != "3 1 1 0 0 0 0 0 0 1 3 0 0 0" {
+	if f := strings.Fields(lines[len(lines)-1]); strings.Contains(out, "allow-proposed") || strings.Join(f[3:], " ") != "3 1 1 0 0 0 0 0 0 0 0 0 0 0 1 3 0 0 0" {
 		t.Errorf("table:\n%s", out)
 	}
 }

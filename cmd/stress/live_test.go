@@ -129,7 +129,7 @@ func TestAnalyzeLiveGolden(t *testing.T) {
 		t.Fatalf("%v\n%s", err, log)
 	}
 	golden(t, "analyze-live.golden", out)
-	for _, s := range []string{"Recovered  Harm  InvAct  Calls  LabMS  Extra  Errors", "Label against action", "code_only − normalized    Recovered", "structured − prose        Harm"} {
+	for _, s := range []string{"Recovered  Harm  Dup  WrongV  Collat  Loss  Incompl  InvAct  Calls  LabMS  Extra  Errors", "Label against action", "code_only − normalized    Recovered", "structured − prose        Harm"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("analyze output lacks %q", s)
 		}
@@ -168,7 +168,7 @@ func TestAnalyzeLiveGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "report-live.md.golden", sha12.ReplaceAllString(string(md), "sha256 …"))
-	if !strings.Contains(string(md), "| Recovered | Harm | InvAct | Calls | LabMS |") || !strings.Contains(string(md), "## Label against action") || !strings.Contains(string(md), "Live replay: every policy") {
+	if !strings.Contains(string(md), "| Recovered | Harm | Dup | WrongV | Collat | Loss | Incompl | InvAct | Calls | LabMS |") || !strings.Contains(string(md), "## Label against action") || !strings.Contains(string(md), "Live replay: every policy") {
 		t.Error("the report lacks the lab columns")
 	}
 }
