@@ -84,6 +84,9 @@ func Sensitivity(r io.Reader, name string, replayCap int) (*ParserSensitivity, e
 		answers := make([]simulator.Answer, len(g.Heads))
 		for i := range g.Heads {
 			answers[i] = simulator.ParseLenient(g.Heads[i].Response)
+			if g.Heads[i].ResponseSize > simulator.MaxAnswerBytes {
+				answers[i] = simulator.Answer{Reason: simulator.ReasonTooLarge}
+			}
 		}
 		h0 := &g.Heads[0]
 		o := simulator.Score(answers, h0.Preferred, h0.NonHarm)

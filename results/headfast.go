@@ -154,11 +154,14 @@ func fastHead(b []byte, h *Head, in *strTable) (c carried, ok bool) {
 			h.Response = s.str()
 		case "response_sha256":
 			h.ResponseSHA256 = s.str()
+		case "response_size":
+			h.ResponseSize = int(s.int())
 		case "error":
 			h.Error = s.str()
 		case "request":
 			s.request(h)
-		case "latency_ms", "prompt_tokens", "output_tokens", "body", "body_sha256", "meta", "endpoint", "redacted", "original_body_sha256", "thinking", "tool_calls":
+		case "latency_ms", "prompt_tokens", "output_tokens", "body", "body_sha256", "meta", "endpoint", "redacted", "original_body_sha256", "thinking", "tool_calls",
+			"original_response_sha256", "body_size":
 			s.skip(0)
 		default:
 			return c, false

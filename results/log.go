@@ -253,6 +253,9 @@ type Head struct {
 	Turn      int            `json:"turn"`
 	Seed      int64          `json:"seed"`
 	Response  string         `json:"response"`
+	// ResponseSize is set when Response keeps only the first
+	// simulator.MaxAnswerBytes bytes of a longer answer (Call).
+	ResponseSize int `json:"response_size,omitempty"`
 	// ResponseSHA256 is the hex sha256 of Response; a line where it does
 	// not match is damaged.
 	ResponseSHA256 string `json:"response_sha256"`
@@ -332,6 +335,16 @@ type answerCache map[string]simulator.Answer
 
 const maxAnswers = 4096
 
+// answer returns the answer of line h: too large when the line keeps only
+// the first simulator.MaxAnswerBytes bytes of it (ResponseSize), else
+// its stored response parsed.
+func (g *Group) answer(h *Head) simulator.Answer {
+	if h.ResponseSize > simulator.MaxAnswerBytes {
+		return simulator.Answer{Reason: simulator.ReasonTooLarge}
+	}
+	return g.parse(h.Response)
+}
+
 // parse returns simulator.ParseAnswer(text), from the cache when it can.
 func (g *Group) parse(text string) simulator.Answer {
 	if g.answers == nil {
@@ -378,7 +391,7 @@ func (g *Group) Complete(replayCap int) bool {
 	if last.Replay != "" {
 		return last.Env != nil
 	}
-	return !simulator.Continues(g.parse(last.Response), last.Turn, replayCap)
+	return !simulator.Continues(g.answer(last), last.Turn, replayCap)
 }
 
 // Failed reports whether the group's last call failed for good: an error
@@ -440,7 +453,7 @@ func (g *Group) Row() (Row, error) {
 	}
 	answers := make([]simulator.Answer, len(g.Heads))
 	for i := range g.Heads {
-		answers[i] = g.parse(g.Heads[i].Response)
+		answers[i] = g.answer(&g.Heads[i])
 		if i < len(g.Heads)-1 && !(answers[i].Valid && answers[i].Policy == study.RetryNow) {
 			return Row{}, fmt.Errorf("decision %s: turn %d answered %q but a replay followed (only retry_now is replayed)", g.Key, i, g.Heads[i].Response)
 		}
@@ -459,7 +472,7 @@ func (g *Group) liveRow() (Row, error) {
 	answers := make([]simulator.Answer, n)
 	for i := range g.Heads {
 		h := &g.Heads[i]
-		answers[i] = g.parse(h.Response)
+		answers[i] = g.answer(h)
 		executable := answers[i].Valid && answers[i].Policy != study.StopOrEscalate
 		if i < n-1 && !executable {
 			return Row{}, fmt.Errorf("decision %s: turn %d answered %q but a call followed (live replay executes a valid policy other than stop_or_escalate)", g.Key, i, h.Response)

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"unicode/utf8"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -50,14 +51,23 @@ type Call struct {
 	Seed           int64          `json:"seed"`
 	Request        models.Request `json:"request"`
 	Response       string         `json:"response"`
-	ResponseSHA256 string         `json:"response_sha256"`       // sha256 of Response as stored
-	Body           []byte         `json:"body,omitempty"`        // exact bytes (unless Redacted), base64 in JSON
-	BodySHA256     string         `json:"body_sha256,omitempty"` // sha256 of Body as stored
-	LatencyMS      float64        `json:"latency_ms"`
-	PromptTokens   int            `json:"prompt_tokens,omitempty"`
-	OutputTokens   int            `json:"output_tokens,omitempty"`
-	Meta           map[string]any `json:"meta,omitempty"`
-	Error          string         `json:"error,omitempty"` // transport or backend failure
+	ResponseSHA256 string         `json:"response_sha256"` // sha256 of Response as stored
+	// ResponseSize is the size in bytes of the answer the model sent, set
+	// only when it exceeded simulator.MaxAnswerBytes: then Response holds
+	// its first bytes (whole UTF-8 characters, at most MaxAnswerBytes),
+	// OriginalResponseSHA256 the sha256 of all of it, the body is not
+	// stored (OriginalBodySHA256 and BodySize describe it), and the
+	// answer is invalid (too_large), so the line is scored without it.
+	ResponseSize           int            `json:"response_size,omitempty"`
+	OriginalResponseSHA256 string         `json:"original_response_sha256,omitempty"`
+	BodySize               int            `json:"body_size,omitempty"`
+	Body                   []byte         `json:"body,omitempty"`        // exact bytes (unless Redacted), base64 in JSON
+	BodySHA256             string         `json:"body_sha256,omitempty"` // sha256 of Body as stored
+	LatencyMS              float64        `json:"latency_ms"`
+	PromptTokens           int            `json:"prompt_tokens,omitempty"`
+	OutputTokens           int            `json:"output_tokens,omitempty"`
+	Meta                   map[string]any `json:"meta,omitempty"`
+	Error                  string         `json:"error,omitempty"` // transport or backend failure
 	// Events are the transport faults met during the call (retried, or
 	// fatal when Error is set); never counted as answers.
 	Events []models.TransportEvent `json:"transport_events,omitempty"`
@@ -287,6 +297,17 @@ func CallsOf(d *simulator.Decision, s *study.Scenario) []Call {
 			c.Body, c.BodySHA256 = t.Reply.Body, SHA256(t.Reply.Body)
 		}
 		c.Redacted, c.OriginalBodySHA256 = t.Reply.Redacted, t.Reply.OriginalBodySHA256
+		if len(c.Response) > simulator.MaxAnswerBytes {
+			// Note: stored once, clipped: a hostile model's 10 MB answer
+			// would otherwise be stored twice, as text and as its body.
+			c.ResponseSize, c.OriginalResponseSHA256 = len(c.Response), c.ResponseSHA256
+			c.Response = clipUTF8(c.Response, simulator.MaxAnswerBytes)
+			c.ResponseSHA256 = SHA256([]byte(c.Response))
+			if c.Body != nil {
+				c.BodySize, c.OriginalBodySHA256 = len(c.Body), c.BodySHA256
+				c.Body, c.BodySHA256 = nil, ""
+			}
+		}
 		c.Thinking, c.ToolCalls = t.Reply.Thinking, t.Reply.ToolCalls
 		c.Events = t.Reply.Events
 		if d.Live {
@@ -308,6 +329,18 @@ func CallsOf(d *simulator.Decision, s *study.Scenario) []Call {
 		out[i] = c
 	}
 	return out
+}
+
+// clipUTF8 returns the longest prefix of s of at most n bytes that ends
+// on a character boundary.
+func clipUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // SHA256 returns the lower-case hex sha256 of b.

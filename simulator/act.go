@@ -86,6 +86,9 @@ const (
 	// ReasonSchemaViolation: the client's check found the arguments
 	// violate the tool's input schema.
 	ReasonSchemaViolation = "schema_violation"
+	// ReasonInvalidDelay: a retry_later whose delay_ms is not an integer
+	// from 0 to MaxDelayMS (24 h).
+	ReasonInvalidDelay = "invalid_delay"
 	// ReasonNotReadOnly: the server is one the harness did not start, and
 	// the tool is not read-only by its annotations and the capture rules
 	// (Restricter).
@@ -413,6 +416,10 @@ func (ac *acting) action(a Answer) *Action {
 	case study.RetryNow:
 		return &Action{ToolCall: ac.last, Channel: ChannelReplay}
 	case study.RetryLater:
+		if a.DelayInvalid {
+			return &Action{ToolCall: ac.last, Channel: ChannelReplay, Invalid: ReasonInvalidDelay,
+				Detail: fmt.Sprintf("delay_ms must be an integer from 0 to %d (24 h)", MaxDelayMS)}
+		}
 		wait := int64(DefaultWait)
 		if a.DelayMS > 0 {
 			wait = a.DelayMS

@@ -182,6 +182,12 @@ func TestActTrajectories(t *testing.T) {
 			[]string{`write{"n":3}`, `write{"n":3}`, `write{"n":3}`}, []string{"text", "replay", "replay"}, "", true, 4, 4 * c, false},
 		{"native call", 1, []models.Reply{{Text: `{"operation_status":"failed","recovery_policy":"revise_arguments"}`, ToolCalls: json.RawMessage(`[{"function":{"name":"write","arguments":{"n":4}}}]`)}}, true,
 			[]string{`write{"n":4}`}, []string{"native"}, "", true, 2, 2 * c, false},
+		{"a delay of a thousand years is refused, not sent", 1, text(`{"operation_status":"failed","recovery_policy":"retry_later","delay_ms":31557600000000}`), false,
+			nil, []string{"replay"}, simulator.ReasonInvalidDelay, false, 1, c, true},
+		{"a negative delay is refused", 1, text(`{"operation_status":"failed","recovery_policy":"retry_later","delay_ms":-5}`), false,
+			nil, []string{"replay"}, simulator.ReasonInvalidDelay, false, 1, c, true},
+		{"a delay of a day is sent", 1, text(`{"operation_status":"failed","recovery_policy":"retry_later","delay_ms":86400000}`), false,
+			[]string{`write{"n":1}`}, []string{"replay"}, "", true, 2, 2*c + 86400000, false},
 		{"stop sends nothing", 1, text(`{"operation_status":"failed","recovery_policy":"stop_or_escalate"}`), false,
 			nil, []string{""}, "", false, 1, c, false},
 	} {

@@ -21,10 +21,15 @@ type Answer struct {
 	// Reason says why an answer is invalid: one of the Reason constants.
 	Reason string `json:"reason,omitempty"`
 	// DelayMS is the delay before a retry_later that the answer gives in
-	// an optional delay_ms member, in milliseconds (an integer from 1 to
-	// MaxDelayMS); 0 when the member is absent or not such a number. It
-	// never makes an answer invalid, and only live replay reads it.
+	// an optional delay_ms member, in milliseconds (an integer from 0 to
+	// MaxDelayMS; 0, like an absent or null member, asks for the
+	// environment's own wait). Only live replay reads it.
 	DelayMS int64 `json:"delay_ms,omitempty"`
+	// DelayInvalid says the answer has a delay_ms that is not such an
+	// integer (negative, fractional, over a day, not a number). It never
+	// makes the label invalid; under task act, a retry_later with it is
+	// an invalid action (ReasonInvalidDelay), not sent.
+	DelayInvalid bool `json:"delay_invalid,omitempty"`
 	// Action is, under task: act (ParseAct), the call the answer asks
 	// the harness to make; nil when the policy needs none or the call is
 	// invalid (ActionReason).
@@ -40,6 +45,12 @@ type Answer struct {
 // MaxDelayMS is the largest delay_ms an answer may give: one day.
 const MaxDelayMS = 86_400_000
 
+// MaxAnswerBytes is the longest answer text the parsers read (1 MiB): a
+// longer one is invalid (ReasonTooLarge), whatever it holds, and its call
+// line keeps only its first MaxAnswerBytes bytes, with its size and
+// sha256 (results.Call).
+const MaxAnswerBytes = 1 << 20
+
 // Reasons an answer is invalid.
 const (
 	ReasonEmpty         = "empty"                    // nothing but whitespace
@@ -51,6 +62,7 @@ const (
 	ReasonMissingPolicy = "missing_recovery_policy"  // no recovery_policy field
 	ReasonInvalidStatus = "invalid_operation_status" // operation_status not "failed" or "succeeded"
 	ReasonInvalidPolicy = "invalid_recovery_policy"  // recovery_policy outside the six labels
+	ReasonTooLarge      = "too_large"                // longer than MaxAnswerBytes
 )
 
 // ParseAnswer reads a model's raw answer text. It accepts one JSON object
@@ -66,6 +78,9 @@ func ParseAnswer(text string) Answer {
 // parse is ParseAnswer, also returning the answer's JSON object (nil when
 // there is none).
 func parse(text string) (Answer, map[string]any) {
+	if len(text) > MaxAnswerBytes {
+		return Answer{Reason: ReasonTooLarge}, nil
+	}
 	body := strings.TrimSpace(text)
 	if body == "" {
 		return Answer{Reason: ReasonEmpty}, nil
@@ -98,8 +113,14 @@ func parse(text string) (Answer, map[string]any) {
 	if p, ok := rawPolicy.(string); ok && study.Policy(p).Valid() {
 		a.Policy = study.Policy(p)
 	}
-	if d, ok := obj["delay_ms"].(float64); ok && d >= 1 && d <= MaxDelayMS && d == float64(int64(d)) {
-		a.DelayMS = int64(d)
+	if d, present := obj["delay_ms"]; present && d != nil {
+		n, ok := d.(float64)
+		switch {
+		case ok && n >= 0 && n <= MaxDelayMS && n == float64(int64(n)):
+			a.DelayMS = int64(n)
+		default:
+			a.DelayInvalid = true
+		}
 	}
 	a.judge(hasStatus, hasPolicy)
 	return a, obj

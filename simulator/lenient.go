@@ -29,7 +29,7 @@ const maxLenientObjects = 64
 // outside the vocabulary is still invalid.
 func ParseLenient(text string) Answer {
 	strict := ParseAnswer(text)
-	if strict.Valid {
+	if strict.Valid || strict.Reason == ReasonTooLarge {
 		return strict
 	}
 	var withFields, first *Answer

@@ -20,6 +20,7 @@ func TestParseAnswer(t *testing.T) {
 	ok := func(s study.Status, p study.Policy) simulator.Answer {
 		return simulator.Answer{Status: s, Policy: p, Valid: true}
 	}
+	badDelay := simulator.Answer{Status: study.Failed, Policy: study.RetryLater, Valid: true, DelayInvalid: true}
 	for _, tc := range []struct {
 		text string
 		want simulator.Answer
@@ -30,10 +31,20 @@ func TestParseAnswer(t *testing.T) {
 		{"```\n{\"operation_status\": \"failed\", \"recovery_policy\": \"stop_or_escalate\"}\n```\n", ok(study.Failed, study.StopOrEscalate)},
 		{`{"operation_status": "failed", "recovery_policy": "retry_later", "reason": "busy"}`, ok(study.Failed, study.RetryLater)},
 		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 2500}`, simulator.Answer{Status: study.Failed, Policy: study.RetryLater, Valid: true, DelayMS: 2500}},
-		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 2.5}`, ok(study.Failed, study.RetryLater)},
-		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": "2500"}`, ok(study.Failed, study.RetryLater)},
-		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": -1}`, ok(study.Failed, study.RetryLater)},
-		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 1e12}`, ok(study.Failed, study.RetryLater)},
+		// A delay_ms that is not an integer from 0 to 24 h never makes the
+		// label invalid; it is marked (task act refuses the retry).
+		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 2.5}`, badDelay},
+		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": "2500"}`, badDelay},
+		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": -1}`, badDelay},
+		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": -5}`, badDelay},
+		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 1e12}`, badDelay},
+		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 9.9e307}`, badDelay},
+		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 31557600000000}`, badDelay},
+		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 86400001}`, badDelay},
+		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 86400000}`, simulator.Answer{Status: study.Failed, Policy: study.RetryLater, Valid: true, DelayMS: 86400000}},
+		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 0}`, ok(study.Failed, study.RetryLater)},
+		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": null}`, ok(study.Failed, study.RetryLater)},
+		{strings.Repeat(" ", simulator.MaxAnswerBytes) + `{"operation_status": "failed", "recovery_policy": "retry_now"}`, simulator.Answer{Reason: simulator.ReasonTooLarge}},
 		{"", simulator.Answer{Reason: simulator.ReasonEmpty}},
 		{"   \n ", simulator.Answer{Reason: simulator.ReasonEmpty}},
 		{"I would retry.", simulator.Answer{Reason: simulator.ReasonNotJSON}},
