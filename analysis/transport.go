@@ -22,6 +22,9 @@ type TransportSummary struct {
 	Failed []FailedDecision `json:"failed"`
 	// FailedTotal is the number of error decisions.
 	FailedTotal int `json:"failed_total"`
+	// EnvFailedTotal is how many of them failed in their live environment
+	// (it did not start, died, or its state could not be read).
+	EnvFailedTotal int `json:"env_failed_total,omitempty"`
 }
 
 // EventCount counts the transport events of one kind for one model.
@@ -35,10 +38,11 @@ type EventCount struct {
 // FailedDecision is one error decision: its key, the turn whose call
 // failed, the final error and the kinds of the events of that call.
 type FailedDecision struct {
-	Key    simulator.Key `json:"key"`
-	Turn   int           `json:"turn"`
-	Error  string        `json:"error"`
-	Events []string      `json:"events,omitempty"`
+	Key         simulator.Key `json:"key"`
+	Turn        int           `json:"turn"`
+	Error       string        `json:"error"`
+	Events      []string      `json:"events,omitempty"`
+	Environment bool          `json:"environment,omitempty"` // the live environment failed, not the model call
 }
 
 // MaxFailed is the most error decisions a TransportSummary lists.
@@ -82,8 +86,11 @@ func (t *transportTally) add(g *results.Group) {
 		}
 		if h.Error != "" {
 			t.ts.FailedTotal++
+			if h.EnvError {
+				t.ts.EnvFailedTotal++
+			}
 			if len(t.ts.Failed) < MaxFailed {
-				t.ts.Failed = append(t.ts.Failed, FailedDecision{Key: h.Key, Turn: h.Turn, Error: h.Error, Events: kinds})
+				t.ts.Failed = append(t.ts.Failed, FailedDecision{Key: h.Key, Turn: h.Turn, Error: h.Error, Events: kinds, Environment: h.EnvError})
 			}
 		}
 	}
@@ -117,29 +124,48 @@ func WriteTransport(w io.Writer, ts *TransportSummary) error {
 	if ts.Empty() {
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "\nTransport events (faults met by %d calls, retried unless the call failed; never counted as answers):\n", ts.Calls)
-	if len(ts.Events) == 0 {
-		fmt.Fprintln(tw, "none")
-	} else {
-		fmt.Fprintln(tw, "model\tkind\tevents\tcalls")
-		for _, e := range ts.Events {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", e.Model, e.Kind, e.Events, e.Calls)
+	calls := ts.FailedTotal - ts.EnvFailedTotal
+	if len(ts.Events) > 0 || calls > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "\nTransport events (faults met by %d calls, retried unless the call failed; never counted as answers):\n", ts.Calls)
+		if len(ts.Events) == 0 {
+			fmt.Fprintln(tw, "none")
+		} else {
+			fmt.Fprintln(tw, "model\tkind\tevents\tcalls")
+			for _, e := range ts.Events {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", e.Model, e.Kind, e.Events, e.Calls)
+			}
 		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "\nError decisions (a call failed for good; excluded from the counts): %d\n", calls)
+		writeFailed(w, ts.Failed, false, calls)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	if ts.EnvFailedTotal > 0 {
+		fmt.Fprintf(w, "\nEnvironment failures (the live environment did not start, died or could not be read; excluded from the counts; stress run -resume DIR -retry-errors runs them again): %d\n", ts.EnvFailedTotal)
+		writeFailed(w, ts.Failed, true, ts.EnvFailedTotal)
 	}
-	fmt.Fprintf(w, "\nError decisions (a call failed for good; excluded from the counts): %d\n", ts.FailedTotal)
-	for _, f := range ts.Failed {
+	return nil
+}
+
+// writeFailed lists the error decisions of failed whose environment
+// failed (env) or whose call did, and how many of their total it leaves
+// out.
+func writeFailed(w io.Writer, failed []FailedDecision, env bool, total int) {
+	listed := 0
+	for _, f := range failed {
+		if f.Environment != env {
+			continue
+		}
+		listed++
 		ev := ""
 		if len(f.Events) > 0 {
 			ev = " [" + strings.Join(f.Events, ",") + "]"
 		}
 		fmt.Fprintf(w, "  %s turn %d: %s%s\n", f.Key, f.Turn, f.Error, ev)
 	}
-	if more := ts.FailedTotal - len(ts.Failed); more > 0 {
+	if more := total - listed; more > 0 {
 		fmt.Fprintf(w, "  … and %d more\n", more)
 	}
-	return nil
 }

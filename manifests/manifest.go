@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/goccy/go-yaml"
 
@@ -81,6 +82,12 @@ type Manifest struct {
 	// instead of starting the scenario's server, and only read-only tools
 	// (annotations and capture's rules) may be called on it.
 	ExternalServer string `yaml:"external_server,omitempty" json:"external_server,omitempty"`
+	// EnvTimeout bounds, under live replay on MCP servers, a server's
+	// start (process, initialize, tools/list, the scenario's setup and
+	// first call) and each call made on it, as a Go duration from 1s to
+	// 10m (default DefaultEnvTimeout). A server that misses it, or dies,
+	// makes that decision an error decision; the run goes on.
+	EnvTimeout string `yaml:"env_timeout,omitempty" json:"env_timeout,omitempty"`
 	// Models are the systems under test.
 	Models []Model `yaml:"models" json:"models"`
 	// Comparisons declare paired comparisons before the run, beyond the
@@ -182,6 +189,19 @@ type Resolved struct {
 // PromptFile is a prompt template's text and hash.
 type PromptFile struct {
 	Name, Path, SHA256, Text string
+}
+
+// DefaultEnvTimeout is a live MCP server's deadline when the manifest
+// sets no env_timeout: for its start, and for each call.
+const DefaultEnvTimeout = 20 * time.Second
+
+// EnvDeadline returns the manifest's env_timeout, or DefaultEnvTimeout
+// (the value was checked at load time).
+func (m *Manifest) EnvDeadline() time.Duration {
+	if d, err := time.ParseDuration(m.EnvTimeout); err == nil && d > 0 {
+		return d
+	}
+	return DefaultEnvTimeout
 }
 
 // Replay modes, the values of a manifest's replay field.
@@ -445,6 +465,15 @@ func Parse(source string, data []byte) (*Manifest, error) {
 			bad("external_server", "want an http or https URL of a streamable-HTTP MCP endpoint, got %s", input.Quote(m.ExternalServer))
 		case u.User != nil:
 			bad("external_server", "the URL carries credentials; they would be stored in every bundle (put the server behind a local proxy instead)")
+		}
+	}
+	if m.EnvTimeout != "" {
+		d, err := time.ParseDuration(m.EnvTimeout)
+		switch {
+		case !m.Live():
+			bad("env_timeout", "needs replay: %q (only a live environment has a deadline)", ReplayLive)
+		case err != nil || d < time.Second || d > 10*time.Minute:
+			bad("env_timeout", "want a duration from 1s to 10m (such as 20s or 2m), got %s", input.Quote(m.EnvTimeout))
 		}
 	}
 	if len(m.Models) == 0 {

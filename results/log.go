@@ -263,6 +263,8 @@ type Head struct {
 	// refers to messages.jsonl.
 	Request RequestHead `json:"request"`
 	Error   string      `json:"error,omitempty"`
+	// EnvError says Error is the live environment's failure (Call).
+	EnvError bool `json:"env_error,omitempty"`
 	// Events are the call's transport events (their kinds only).
 	Events []EventHead `json:"transport_events,omitempty"`
 	// Replay is "live" for a decision run with live replay, "" for stored.

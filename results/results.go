@@ -67,7 +67,12 @@ type Call struct {
 	PromptTokens           int            `json:"prompt_tokens,omitempty"`
 	OutputTokens           int            `json:"output_tokens,omitempty"`
 	Meta                   map[string]any `json:"meta,omitempty"`
-	Error                  string         `json:"error,omitempty"` // transport or backend failure
+	Error                  string         `json:"error,omitempty"` // transport or backend failure, or the environment's (EnvError)
+	// EnvError says Error is a failure of the decision's live environment
+	// (simulator.EnvError: it did not start, died, or its state could not
+	// be read), not of the model call; on a turn 0 the model never saw,
+	// Response is empty.
+	EnvError bool `json:"env_error,omitempty"`
 	// Events are the transport faults met during the call (retried, or
 	// fatal when Error is set); never counted as answers.
 	Events []models.TransportEvent `json:"transport_events,omitempty"`
@@ -325,6 +330,7 @@ func CallsOf(d *simulator.Decision, s *study.Scenario) []Call {
 			if errors.As(t.Err, &ce) {
 				c.Events = ce.Events
 			}
+			_, c.EnvError = errors.AsType[*simulator.EnvError](t.Err)
 		}
 		out[i] = c
 	}

@@ -251,15 +251,54 @@ func TestLiveRefusals(t *testing.T) {
 		t.Errorf("prompt without live: %v", err)
 	}
 
+	// Environments that fail (one breaks after a call, one never starts)
+	// make error decisions, recorded as the environment's and reported
+	// apart; the run goes on, and a resume with -retry-errors runs them
+	// again once the environment is mended.
 	broken := filepath.Join(root, "broken")
 	faults := maps.Clone(liveFaults)
 	faults["S09"] = fakeenv.Spec{Kind: fakeenv.Transient, Fails: 2, Broken: true}
+	faults["S10"] = fakeenv.Spec{Kind: fakeenv.Transient, Fails: 2, FailStart: true}
 	bad := fakeenv.New(m.Corpus.Scenarios, faults, fakeenv.Spec{Kind: fakeenv.Transient, Fails: 2})
-	_, _, err = prepare(t, m).Run(context.Background(), runner.Options{Out: broken, Env: bad})
-	if err == nil || !strings.Contains(err.Error(), "environment of scenario S09") || !strings.Contains(err.Error(), "fakeenv: broken") || !strings.Contains(err.Error(), "resume") {
-		t.Fatalf("broken environment: %v", err)
+	_, sum, err := prepare(t, m).Run(context.Background(), runner.Options{Out: broken, Env: bad})
+	if err != nil {
+		t.Fatalf("a run with failing environments stopped: %v", err)
 	}
-	if _, err := prepare(t, m).Resume(context.Background(), broken, runner.Options{Env: liveEnv(m)}); err != nil {
+	perScenario := sum.Decisions / len(m.Corpus.Scenarios)
+	calls, err := results.ReadCalls(filepath.Join(broken, results.CallsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	envErrs := map[string]int{}
+	for _, c := range calls {
+		if c.Error != "" {
+			if !c.EnvError || !strings.Contains(c.Error, "environment of scenario "+c.Key.Scenario) {
+				t.Errorf("%s turn %d: error %q, env_error %v", c.Key, c.Turn, c.Error, c.EnvError)
+			}
+			envErrs[c.Key.Scenario]++
+			if c.Key.Scenario == "S10" && (c.Turn != 0 || c.Response != "" || len(c.Request.Messages) == 0) {
+				t.Errorf("%s: a start failure on turn %d, response %q", c.Key, c.Turn, c.Response)
+			}
+		}
+	}
+	// S09's environment breaks when a policy is executed, S10's at start.
+	if envErrs["S09"] == 0 || envErrs["S10"] != perScenario || sum.Errors != envErrs["S09"]+envErrs["S10"] {
+		t.Errorf("environment failures per scenario %v, %d error decisions", envErrs, sum.Errors)
+	}
+	failed := sum.Errors
+	f, err := os.Open(filepath.Join(broken, results.CallsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _, err := analysis.Transport(f, results.CallsFile)
+	f.Close()
+	var tb strings.Builder
+	if err != nil || ts.EnvFailedTotal != failed || analysis.WriteTransport(&tb, ts) != nil ||
+		!strings.Contains(tb.String(), fmt.Sprintf("Environment failures (the live environment did not start, died or could not be read; excluded from the counts; stress run -resume DIR -retry-errors runs them again): %d", failed)) ||
+		strings.Contains(tb.String(), "Transport events") {
+		t.Errorf("the transport summary: %v\n%s", err, tb.String())
+	}
+	if _, err := prepare(t, m).Resume(context.Background(), broken, runner.Options{Env: liveEnv(m), RetryErrors: true}); err != nil {
 		t.Fatal(err)
 	}
 	want := filepath.Join(root, "want")

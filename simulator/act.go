@@ -376,12 +376,12 @@ func startAct(ctx context.Context, env Environment, p promptActor, s *study.Scen
 		return nil, nil, fmt.Errorf("environment of scenario %s: task act needs an environment that sends the model's calls (%T does not)", s.ID, env)
 	}
 	raw, err := actor.Tools(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("environment of scenario %s: tools: %w", s.ID, err)
+	var tb *Toolbox
+	if err == nil {
+		tb, err = NewToolbox(raw)
 	}
-	tb, err := NewToolbox(raw)
 	if err != nil {
-		return nil, nil, fmt.Errorf("environment of scenario %s: tools: %w", s.ID, err)
+		return nil, nil, &EnvError{Err: fmt.Errorf("environment of scenario %s: tools: %w", s.ID, err)}
 	}
 	if r, ok := env.(Restricter); ok {
 		tb.Restrict(r)

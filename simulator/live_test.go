@@ -2,6 +2,7 @@ package simulator_test
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -174,8 +175,18 @@ func TestLiveFailures(t *testing.T) {
 	key := simulator.Key{Scenario: s.ID, Replicate: 1, Condition: study.Normalized}
 	broken := fakeenv.New(m.Corpus.Scenarios, nil, fakeenv.Spec{Kind: fakeenv.Transient, Fails: 1, Broken: true})
 	d := simulator.Run(context.Background(), &script{answers: []string{retryNow}, failAt: -1}, p, s, key, simulator.Config{ReplayCap: 3, Env: broken})
-	if d.Err == nil || !strings.Contains(d.Err.Error(), "environment of scenario S01: execute retry_now after turn 0: fakeenv: broken") || d.Turns[0].Err != nil {
-		t.Errorf("broken environment: %v", d.Err)
+	if _, isEnv := errors.AsType[*simulator.EnvError](d.Err); !isEnv || !strings.Contains(d.Err.Error(), "turn 0: environment of scenario S01: execute retry_now after turn 0: fakeenv: broken") ||
+		len(d.Turns) != 1 || d.Turns[0].Err == nil || d.Turns[0].Reply.Text != retryNow {
+		t.Errorf("broken environment: %v, turns %+v (want the environment's failure on turn 0, its answer kept)", d.Err, d.Turns)
+	}
+	// An environment that does not start: a turn 0 the model never saw
+	// carries the failure, with the request it would have been sent.
+	dead := fakeenv.New(m.Corpus.Scenarios, nil, fakeenv.Spec{Kind: fakeenv.Transient, Fails: 1, FailStart: true})
+	sc := &script{answers: []string{retryNow}, failAt: -1}
+	d = simulator.Run(context.Background(), sc, p, s, key, simulator.Config{StudySeed: 3, ReplayCap: 3, Env: dead})
+	if _, isEnv := errors.AsType[*simulator.EnvError](d.Err); !isEnv || len(d.Turns) != 1 || d.Turns[0].Err == nil || d.Turns[0].Reply.Text != "" ||
+		d.Turns[0].Request.Seed != simulator.Seed(3, s.ID, 1, 0) || len(d.Turns[0].Request.Messages) == 0 || len(sc.calls) != 0 {
+		t.Errorf("an environment that does not start: %v, turns %+v, %d model calls", d.Err, d.Turns, len(sc.calls))
 	}
 	ok := fakeenv.New(m.Corpus.Scenarios, nil, fakeenv.Spec{Kind: fakeenv.Transient, Fails: 3})
 	d = simulator.Run(context.Background(), &script{answers: []string{retryNow}, failAt: 1}, p, s, key, simulator.Config{ReplayCap: 3, Env: ok})

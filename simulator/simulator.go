@@ -12,6 +12,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -138,7 +139,7 @@ func Run(ctx context.Context, m models.Model, p *conditions.Prompt, s *study.Sce
 	var shown json.RawMessage // the environment's observation the next turn shows
 	if d.Live {
 		if env, shown, err = startEnv(ctx, cfg.Env, s.ID, EnvSeed(cfg.StudySeed, s.ID, key.Replicate)); err != nil {
-			d.Err = err
+			d.envFailed(err, Seed(cfg.StudySeed, s.ID, key.Replicate, 0), msgs)
 			return d
 		}
 		if c, ok := env.(io.Closer); ok {
@@ -148,7 +149,11 @@ func Run(ctx context.Context, m models.Model, p *conditions.Prompt, s *study.Sce
 	var ac *acting
 	if cfg.Act {
 		if ac, msgs, err = startAct(ctx, env, p, s, key.Condition, cfg.NativeTools); err != nil {
-			d.Err = err
+			if _, failed := errors.AsType[*EnvError](err); failed {
+				d.envFailed(err, Seed(cfg.StudySeed, s.ID, key.Replicate, 0), nil)
+			} else {
+				d.Err = err
+			}
 			return d
 		}
 	}
@@ -216,7 +221,7 @@ func Run(ctx context.Context, m models.Model, p *conditions.Prompt, s *study.Sce
 			err = fmt.Errorf("the observation is not valid JSON: %.200q", obs)
 		}
 		if err != nil {
-			d.Err = fmt.Errorf("environment of scenario %s: execute %s after turn %d: %w", s.ID, turn.Answer.Policy, t, err)
+			d.envFailed(fmt.Errorf("environment of scenario %s: execute %s after turn %d: %w", s.ID, turn.Answer.Policy, t, err), 0, nil)
 			return d
 		}
 		executed++
@@ -242,18 +247,44 @@ func Run(ctx context.Context, m models.Model, p *conditions.Prompt, s *study.Sce
 		return d
 	}
 	eo, err := env.Final(ctx)
-	if err != nil {
-		d.Err = fmt.Errorf("environment of scenario %s: final state: %w", s.ID, err)
-		return d
+	if err == nil && eo.State != nil && !json.Valid(eo.State) {
+		err = fmt.Errorf("the final state is not valid JSON: %.200q", eo.State)
 	}
-	if eo.State != nil && !json.Valid(eo.State) {
-		d.Err = fmt.Errorf("environment of scenario %s: the final state is not valid JSON: %.200q", s.ID, eo.State)
+	if err != nil {
+		d.envFailed(fmt.Errorf("environment of scenario %s: final state: %w", s.ID, err), 0, nil)
 		return d
 	}
 	d.Env = &eo
 	d.Outcome = ScoreLive(answers, executed, s.Preferred, s.NonHarm, eo)
 	d.Outcome.InvalidAction = invalidAction
 	return d
+}
+
+// EnvError is a failure of a decision's environment, not of a model
+// call: the environment did not start within its deadline, died, or its
+// final state could not be read. The decision is an error decision (the
+// last turn, or a turn 0 that never reached the model, carries it), kept
+// out of the counts, reported apart and run again by a resume with
+// -retry-errors; the run goes on.
+type EnvError struct{ Err error }
+
+// Error returns the failure's message.
+func (e *EnvError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the failure.
+func (e *EnvError) Unwrap() error { return e.Err }
+
+// envFailed records the failure err of d's environment on its last turn,
+// or, when the model was not called yet, on a turn 0 of its own (the
+// request it would have sent: seed and, for the label task, msgs).
+func (d *Decision) envFailed(err error, seed int64, msgs []models.Message) {
+	e := &EnvError{Err: err}
+	if len(d.Turns) == 0 {
+		d.Turns = append(d.Turns, Turn{Request: models.Request{Messages: msgs, Seed: seed}})
+	}
+	t := &d.Turns[len(d.Turns)-1]
+	t.Err = e
+	d.Err = fmt.Errorf("turn %d: %w", t.Index, e)
 }
 
 // startEnv makes the environment of a decision and its first call.

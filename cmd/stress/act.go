@@ -30,12 +30,9 @@ func referenceEnv(m *manifests.Resolved) (simulator.EnvFactory, bool, error) {
 			return nil, false, nil
 		}
 	}
-	if !m.Act() {
-		return nil, true, fmt.Errorf("manifest %s: field task: its corpus runs on the reference MCP servers, whose scenarios define only the calls the model writes: set task: %q", m.Source, manifests.TaskAct)
-	}
 	if m.ExternalServer != "" {
 		// Note: no server is started, so none needs to be installed.
-		return mcpenv.Factory(set, mcpenv.Options{ExternalURL: m.ExternalServer}), true, nil
+		return mcpenv.Factory(set, mcpenv.Options{ExternalURL: m.ExternalServer, CallTimeout: m.EnvDeadline()}), true, nil
 	}
 	dir := os.Getenv(MCPServersVar)
 	if dir == "" {
@@ -47,5 +44,5 @@ func referenceEnv(m *manifests.Resolved) (simulator.EnvFactory, bool, error) {
 				m.Source, s.Package, dir, MCPServersVar)
 		}
 	}
-	return mcpenv.Factory(set, mcpenv.Options{Modules: dir, Reuse: true}), true, nil
+	return mcpenv.Factory(set, mcpenv.Options{Modules: dir, Reuse: true, CallTimeout: m.EnvDeadline()}), true, nil
 }

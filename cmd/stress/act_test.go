@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/mcpstress/stress/mcpenv"
 	"net"
 	"os"
 	"os/exec"
@@ -172,21 +173,46 @@ models:
     backend: baseline
     model: schema_repair
 `), 0o644)
+	// The label task runs on the reference servers too: each policy is
+	// the scenario's canonical recovery (explicit_policy follows the
+	// disclosed one, and recovers all three).
 	label := strings.Replace(string(mustRead(t, file)), "task: act\n", "", 1)
+	label = strings.Replace(label, prompt, strings.Replace(prompt, "act.tmpl", "default.tmpl", 1), 1)
+	label = strings.Replace(strings.Replace(label, "[normalized]", "[structured]", 1), "model: schema_repair", "model: explicit_policy", 1)
 	labelFile := filepath.Join(dir, "label.yaml")
-	os.WriteFile(labelFile, []byte(strings.Replace(label, prompt, strings.Replace(prompt, "act.tmpl", "default.tmpl", 1), 1)), 0o644)
-	_, _, err = runCmd(t, "run", "-quiet", "-out", filepath.Join(dir, "bl"), labelFile)
-	if err == nil || !strings.Contains(err.Error(), "field task: its corpus runs on the reference MCP servers") {
-		t.Fatalf("a label study on the reference servers: %v", err)
+	os.WriteFile(labelFile, []byte(label), 0o644)
+	mods, _ := filepath.Abs("../../scripts/mcp-servers/node_modules/@modelcontextprotocol")
+	t.Setenv(MCPServersVar, mods)
+	out, log, err := runCmd(t, "run", "-quiet", "-out", filepath.Join(dir, "bl"), labelFile)
+	if f := strings.Fields(lastLine(out)); err != nil || len(f) < 14 || strings.Join(f[3:5], " ") != "3 3" || f[10] != "3" || f[11] != "0" {
+		t.Fatalf("a label study on the reference servers: %v\n%s%s", err, out, log)
+	}
+	// Servers that never answer within env_timeout make error decisions
+	// of their environment, reported apart; the run goes on.
+	hang := t.TempDir()
+	for _, s := range mcpenv.Servers {
+		os.MkdirAll(filepath.Join(hang, s.Package, "dist"), 0o755)
+		os.WriteFile(filepath.Join(hang, s.Package, "dist", "index.js"), []byte("setInterval(() => {}, 1000);\n"), 0o644)
+	}
+	t.Setenv(MCPServersVar, hang)
+	slow := filepath.Join(dir, "slow.yaml")
+	os.WriteFile(slow, []byte(string(mustRead(t, file))+"env_timeout: 1s\n"), 0o644)
+	out, log, err = runCmd(t, "run", "-quiet", "-out", filepath.Join(dir, "slow"), slow)
+	if f := strings.Fields(lastLine(out)); err != nil || f[len(f)-1] != "3" {
+		t.Fatalf("servers that do not start: %v\n%s%s", err, out, log)
+	}
+	an, _, err := runCmd(t, "analyze", filepath.Join(dir, "slow"))
+	if err != nil || !strings.Contains(an, "Environment failures (the live environment did not start, died or could not be read; excluded from the counts; stress run -resume DIR -retry-errors runs them again): 3") ||
+		!strings.Contains(an, "R01/1 turn 0: environment of scenario R01: start: scenario R01: starting node") {
+		t.Errorf("analyze of the failed environments: %v\n%s", err, an)
 	}
 	t.Setenv(MCPServersVar, t.TempDir())
 	_, _, err = runCmd(t, "run", "-quiet", "-out", filepath.Join(dir, "b0"), file)
 	if err == nil || !strings.Contains(err.Error(), "its corpus runs on the reference MCP servers") || !strings.Contains(err.Error(), "run scripts/test") {
 		t.Fatalf("run without the servers: %v", err)
 	}
-	mods, _ := filepath.Abs("../../scripts/mcp-servers/node_modules/@modelcontextprotocol")
 	t.Setenv(MCPServersVar, mods)
-	out, log, err := runCmd(t, "run", "-quiet", "-out", filepath.Join(dir, "b"), file)
+	out, log, err = runCmd(t, "run", "-quiet", "-out", filepath.Join(dir, "b"), file)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
@@ -314,4 +340,10 @@ models:
 			t.Errorf("external_server %s: %v", c.url, err)
 		}
 	}
+}
+
+// lastLine returns the last line of out, without its newline.
+func lastLine(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	return lines[len(lines)-1]
 }

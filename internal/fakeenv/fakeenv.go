@@ -43,6 +43,8 @@ type Spec struct {
 	Continue bool
 	// Broken makes Execute fail (an environment failure, not a failed call).
 	Broken bool
+	// FailStart makes Start fail, as a server that does not start does.
+	FailStart bool
 }
 
 // CallMS is the clock cost of one call, in milliseconds.
@@ -110,6 +112,9 @@ func (e *Env) Start(ctx context.Context) (json.RawMessage, error) {
 		return nil, errors.New("fakeenv: Start called twice")
 	}
 	e.started = true
+	if e.spec.FailStart {
+		return nil, errors.New("fakeenv: the server did not start")
+	}
 	return e.call(), nil
 }
 

@@ -128,7 +128,7 @@ func TestLabStudy(t *testing.T) {
 	}
 	type tally struct {
 		n, strict, cover, retry, recovered, harm, calls, ms int64
-		kinds                                            [5]int64 // duplicate, wrong_value, collateral, data_loss, incomplete
+		kinds                                               [5]int64 // duplicate, wrong_value, collateral, data_loss, incomplete
 	}
 	tallies := map[key]*tally{}
 	for _, r := range rows {
