@@ -2,8 +2,8 @@ package simulator_test
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
