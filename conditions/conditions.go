@@ -679,54 +679,10 @@ func joinMembers(ms []member) json.RawMessage {
 
 // Explanation is the contract's explanation of scenario s: why the
 // operation failed, naming the parameter or dependency when the record's
-// target names one. It contains no policy label and no action wording
-// (tested like code_only), and "" for a cause without a category.
-func Explanation(s *study.Scenario) string {
-	switch s.Cause {
-	case study.InvalidType:
-		return fmt.Sprintf("The argument at %s has the wrong JSON type.", s.Target.Pointer)
-	case study.InvalidValue:
-		return fmt.Sprintf("The argument at %s has a value outside its accepted domain.", s.Target.Pointer)
-	case study.AuthRequired:
-		if s.Target.Name != "" {
-			return fmt.Sprintf("Access was denied: the request carried no accepted %s.", s.Target.Name)
-		}
-		return "Access was denied: the request carried no accepted authorization."
-	case study.Transient:
-		if s.Target.Name != "" {
-			return fmt.Sprintf("The upstream dependency %s is temporarily unavailable.", s.Target.Name)
-		}
-		return "An upstream dependency is temporarily unavailable."
-	case study.RateLimit:
-		return fmt.Sprintf("The rate limit of %s was exceeded.", dependency(s))
-	case study.TimeoutCommitted:
-		return fmt.Sprintf("No answer from %s arrived before the deadline; the write may have been applied.", dependency(s))
-	case study.PartialCommit:
-		return fmt.Sprintf("The batch was applied only in part before %s failed.", dependency(s))
-	case study.Idempotency:
-		return fmt.Sprintf("The write reached %s, but its confirmation was lost.", dependency(s))
-	case study.UpstreamOutage:
-		return fmt.Sprintf("%s is down for the rest of the session.", capitalize(dependency(s)))
-	case study.StaleRevision:
-		return fmt.Sprintf("The revision at %s is no longer the current one.", s.Target.Pointer)
-	}
-	return ""
-}
-
-// dependency names the upstream dependency of a record's target.
-func dependency(s *study.Scenario) string {
-	if s.Target.Name != "" {
-		return "the upstream dependency " + s.Target.Name
-	}
-	return "an upstream dependency"
-}
-
-func capitalize(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
-}
+// target names one (the cause's template, study.Explain). It contains no
+// policy label and no action wording (tested like code_only), and "" for
+// a cause without a category.
+func Explanation(s *study.Scenario) string { return study.Explain(s.Cause, s.Target) }
 
 // Indent formats raw JSON canonically: two-space indentation, key order kept.
 func Indent(raw json.RawMessage) (string, error) {

@@ -25,21 +25,22 @@ import (
 	"github.com/mcpstress/stress/study"
 )
 
-// JSON-RPC error codes the lab sends on the protocol_error surface. MCP
-// reserves none for these conditions, so they are the lab's choice in the
-// server-defined range (-32000 to -32099), clear of the codes SDKs give
-// meaning themselves: the Go SDK reads -32003 and -32004 as a closing
-// connection (a server sending them breaks its client), the TypeScript SDK
-// uses -32000 (connection closed) and -32001 (request timeout).
-const (
-	CodeInvalidParams = -32602 // unknown tool, invalid_type, invalid_value (as the Go SDK sends them)
-	CodeUpstream      = -32050 // transient, upstream_outage, partial_commit, idempotency, an upstream timeout
-	CodeUnauthorized  = -32051 // permission
-	CodeConflict      = -32052 // stale_revision
-	CodeBusiness      = -32053 // a business rule of the domain (out of stock, a cancelled order)
-	CodeRateLimited   = -32054 // rate_limit
-	CodeTimeout       = -32001 // the client's deadline passed: raised by the client, never sent (the TypeScript SDK's RequestTimeout)
-)
+// The JSON-RPC error codes the lab sends on the protocol_error surface are
+// its causes' (study.CauseInfo.RPCCode): MCP reserves none for these
+// conditions, so they are the lab's choice in the server-defined range
+// (-32000 to -32099), clear of the codes SDKs give meaning themselves:
+// the Go SDK reads -32003 and -32004 as a closing connection (a server
+// sending them breaks its client), the TypeScript SDK uses -32000
+// (connection closed) and -32001 (request timeout).
+
+// Business is the class of a failure a business rule of the domain makes
+// (out of stock, a cancelled order): no scenario arms it and it is no
+// cause of the study's, but any call can meet it.
+const Business study.Cause = "business"
+
+// CodeTimeout is the code of a client's deadline passing: raised by the
+// client, never sent (the TypeScript SDK's RequestTimeout).
+const CodeTimeout = -32001
 
 // DefaultBackoff is the wait of a retry_later when the failure announces
 // none (1 s of lab time).
@@ -105,24 +106,8 @@ func New(sc *Scenario, o Options) *Lab {
 
 // arm sets the scenario's fault up before the first call.
 func (l *Lab) arm() *failure {
-	sc := l.sc
-	switch sc.Class {
-	case RateLimit:
-		l.st.Limits[sc.Tool] = &Limit{Tool: sc.Tool, WindowUntilMS: *sc.Fault.WindowMS}
-	case StaleRevision:
-		c := sc.Fault.Concurrent
-		t := l.tools[c.Tool]
-		a, f := decodeArgs(c.Args, t.params)
-		if f != nil {
-			return f
-		}
-		n := len(l.st.Effects)
-		if _, f := t.run(l, a, -1); f != nil {
-			return f
-		}
-		for _, e := range l.st.Effects[n:] {
-			e.Actor = "other"
-		}
+	if b := behaviours[l.sc.Class]; b.arm != nil {
+		return b.arm(l)
 	}
 	return nil
 }
@@ -153,7 +138,7 @@ type Response struct {
 	Err        *jsonrpc.Error      // a JSON-RPC error, or nil
 	Timeout    time.Duration       // > 0: the answer (Result) comes only after the client's deadline, this long
 	Failed     bool                // the call did not do what it asked (true for a success-shaped failure and a timeout too)
-	Class      Class               // the class of the failure, when Failed ("business" for a business rule)
+	Class      study.Cause         // the class of the failure, when Failed (Business for a business rule)
 	Pointer    string              // the argument at fault, as a JSON pointer, when the failure names one
 	RetryAfter time.Duration       // the wait the failure announced, if any
 }
@@ -199,7 +184,7 @@ func (l *Lab) call(name string, raw json.RawMessage) Response {
 	t, ok := l.tools[name]
 	if !ok {
 		// Note: the Go SDK's own words for an unknown tool.
-		return l.fail(&failure{class: UnknownTool, text: fmt.Sprintf("unknown tool %q", name)})
+		return l.fail(&failure{class: study.UnknownTool, text: fmt.Sprintf("unknown tool %q", name)})
 	}
 	a, f := decodeArgs(raw, t.params)
 	if f != nil {
@@ -207,17 +192,18 @@ func (l *Lab) call(name string, raw json.RawMessage) Response {
 		return l.fail(f)
 	}
 	armed := l.sc != nil && l.sc.Tool == name
-	if f := l.authorize(t, a, armed); f != nil {
-		return l.fail(f)
-	}
+	var b behaviour
 	if armed {
-		if r, done := l.before(t, a); done {
-			return r
+		b = behaviours[l.sc.Class]
+		if b.before != nil {
+			if r, done := b.before(l, t, a); done {
+				return r
+			}
 		}
 	}
-	firing := armed && l.commitsThenFails() && l.fired < l.sc.Fault.k()
+	firing := b.commit != nil && l.fired < l.sc.Fault.k()
 	limit := -1
-	if firing && l.sc.Class == PartialCommit {
+	if firing && b.partial {
 		limit = *l.sc.Fault.At
 	}
 	res, f := t.run(l, a, limit)
@@ -228,135 +214,7 @@ func (l *Lab) call(name string, raw json.RawMessage) Response {
 		return l.ok(res)
 	}
 	l.fired++
-	up := upstream(t)
-	switch l.sc.Class {
-	case TimeoutCommitted:
-		d := durMS(l.sc.Fault.DeadlineMS)
-		if l.surface == study.ProtocolError {
-			r := l.ok(res)
-			r.Timeout, r.Failed, r.Class = d, true, TimeoutCommitted
-			return r
-		}
-		return l.fail(&failure{class: TimeoutCommitted, text: fmt.Sprintf("%s did not confirm within %s; the request was sent and may have been applied", up, seconds(d))})
-	case Idempotency:
-		return l.fail(&failure{class: Idempotency, retryable: a.str("idempotency_key") != "",
-			text: fmt.Sprintf("the connection to %s was reset after the request was sent; it may have been applied", up)})
-	default: // PartialCommit
-		n := len(a.list(t.batch))
-		at := *l.sc.Fault.At
-		applied := fmt.Sprintf("items 1 to %d were applied", at)
-		if at == 1 {
-			applied = "item 1 was applied"
-		}
-		return l.fail(&failure{class: PartialCommit,
-			text: fmt.Sprintf("%s failed at item %d of %d: %s is unavailable; %s, the rest were not", t.name, at+1, n, up, applied)})
-	}
-}
-
-// commitsThenFails reports whether the armed class applies the write and
-// then fails.
-func (l *Lab) commitsThenFails() bool {
-	switch l.sc.Class {
-	case TimeoutCommitted, Idempotency, PartialCommit:
-		return true
-	}
-	return false
-}
-
-// authorize checks the credential of a call to t: only the armed tool of
-// a permission scenario requires one.
-func (l *Lab) authorize(t *tool, a args, armed bool) *failure {
-	if !armed || l.sc.Class != Permission {
-		return nil
-	}
-	tok := a.str("auth_token")
-	fail := func(format string, x ...any) *failure {
-		return &failure{class: Permission, text: fmt.Sprintf(format, x...) + fmt.Sprintf("; %s needs a valid token for scope %s", t.name, t.scope)}
-	}
-	if tok == "" {
-		return fail("authentication required")
-	}
-	k, ok := l.st.Tokens[tok]
-	switch {
-	case !ok:
-		return fail("the auth_token is not a token this server issued")
-	case k.ExpiresAtMS <= l.nowMS():
-		return fail("the auth_token has expired")
-	case k.Scope != t.scope:
-		return fail("the auth_token grants scope %s", k.Scope)
-	}
-	return nil
-}
-
-// before applies the faults that act before the tool runs; done is true
-// when r is the answer.
-func (l *Lab) before(t *tool, a args) (r Response, done bool) {
-	sc, up := l.sc, upstream(t)
-	switch sc.Class {
-	case Transient:
-		if sc.Fault.K != nil {
-			if l.fired >= *sc.Fault.K {
-				return r, false
-			}
-		} else {
-			if !l.started {
-				l.t0, l.started = l.clock.Now(), true
-			}
-			until := l.t0.Add(durMS(sc.Fault.ForMS))
-			if !l.clock.Now().Before(until) {
-				return r, false
-			}
-			// Note: an outage of known length says how long it lasts, so a
-			// delayed replay relies on nothing the failure does not show.
-			l.fired++
-			wait := until.Sub(l.clock.Now())
-			return l.fail(&failure{class: Transient, retryable: true, retryAfter: wait,
-				text: fmt.Sprintf("%s is temporarily unavailable (503); nothing was changed; retry after %s", up, seconds(wait))}), true
-		}
-		l.fired++
-		return l.fail(&failure{class: Transient, retryable: true,
-			text: fmt.Sprintf("%s is temporarily unavailable (503); nothing was changed", up)}), true
-	case RateLimit:
-		lim := l.st.Limits[t.name]
-		now := l.nowMS()
-		if !lim.Locked && now >= lim.WindowUntilMS {
-			return r, false
-		}
-		if !lim.Locked && l.fired > 0 {
-			lim.Violations++
-			if sc.Fault.Penalty == "extend" {
-				lim.WindowUntilMS = now + *sc.Fault.WindowMS
-			} else if lim.Violations > int64(*sc.Fault.Budget) {
-				lim.Locked = true
-			}
-		}
-		l.fired++
-		if lim.Locked {
-			return l.fail(&failure{class: RateLimit,
-				text: fmt.Sprintf("rate limit budget exhausted for %s: calls made inside the announced window locked it for the rest of this session", t.name)}), true
-		}
-		wait := time.Duration(lim.WindowUntilMS-now) * time.Millisecond
-		return l.fail(&failure{class: RateLimit, retryable: true, retryAfter: wait,
-			text: fmt.Sprintf("rate limit exceeded for %s: retry after %s", t.name, seconds(wait))}), true
-	case UpstreamOutage:
-		l.fired++
-		return l.fail(&failure{class: UpstreamOutage,
-			text: fmt.Sprintf("%s is down for maintenance and will not be back in this session; nothing was changed", up)}), true
-	case SilentNoop:
-		if l.fired >= sc.Fault.k() {
-			return r, false
-		}
-		l.fired++
-		if sc.Fault.DeferredMS != nil {
-			l.pending = append(l.pending, pending{due: l.clock.Now().Add(durMS(sc.Fault.DeferredMS)), tool: t, args: a})
-		}
-		// Note: success-shaped on purpose, with no structuredContent (a
-		// validating client would reject it, as it would any
-		// success-shaped failure).
-		return Response{Result: &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Accepted; 0 records were written."}}},
-			Failed: true, Class: SilentNoop}, true
-	}
-	return r, false
+	return b.commit(l, t, a, res)
 }
 
 // land applies the queued writes that are due (all of them when all).
@@ -459,7 +317,7 @@ func (l *Lab) settled() *State {
 
 // failure is a failed call before it is rendered on a surface.
 type failure struct {
-	class      Class
+	class      study.Cause   // Business for a business rule
 	text       string        // what went wrong, for people (the contract's explanation)
 	pointer    string        // the argument at fault, as a JSON pointer, if any
 	retryable  bool          // the unchanged call may succeed later (the contract's isRetryable)
@@ -467,38 +325,31 @@ type failure struct {
 }
 
 func businessFail(format string, a ...any) *failure {
-	return &failure{class: classBusiness, text: fmt.Sprintf(format, a...)}
+	return &failure{class: Business, text: fmt.Sprintf(format, a...)}
 }
 
 func staleFail(ptr, format string, a ...any) *failure {
-	return &failure{class: StaleRevision, pointer: ptr, text: fmt.Sprintf(format, a...)}
+	return &failure{class: study.StaleRevision, pointer: ptr, text: fmt.Sprintf(format, a...)}
 }
 
-// code returns the JSON-RPC code of f on the protocol_error surface.
+// code returns the JSON-RPC code of f on the protocol_error surface: its
+// cause's, or the business rule's.
 func (f *failure) code() int64 {
-	switch f.class {
-	case UnknownTool, InvalidType, InvalidValue:
-		return CodeInvalidParams
-	case Permission:
-		return CodeUnauthorized
-	case StaleRevision:
-		return CodeConflict
-	case classBusiness:
-		return CodeBusiness
-	case RateLimit:
-		return CodeRateLimited
+	if f.class == Business {
+		return study.RPCBusiness
 	}
-	return CodeUpstream
+	info, _ := f.class.Info()
+	return info.RPCCode
 }
 
 // category returns f's error category (seed 002) and whether it has one:
 // the category of its cause (study.CategoryOf), business for a business
 // rule.
 func (f *failure) category() (study.ErrorCategory, bool) {
-	if f.class == classBusiness {
+	if f.class == Business {
 		return study.BusinessCategory, true
 	}
-	return study.CategoryOf(f.class.Cause())
+	return study.CategoryOf(f.class)
 }
 
 // categoryContract is seed 002's error-category contract, in its member

@@ -34,9 +34,9 @@ func TestCoreSet(t *testing.T) {
 	if s.Name != "core" || len(s.Scenarios) < 30 {
 		t.Fatalf("set %q has %d scenarios, want core with 30 or more", s.Name, len(s.Scenarios))
 	}
-	perClass := map[Class]int{}
+	perClass := map[study.Cause]int{}
 	servers := map[string]int{}
-	classServers := map[Class]map[string]bool{}
+	classServers := map[study.Cause]map[string]bool{}
 	for _, sc := range s.Scenarios {
 		perClass[sc.Class]++
 		servers[sc.Server]++
@@ -63,7 +63,7 @@ func TestCoreSet(t *testing.T) {
 		}
 		ids[id] = true
 	}
-	if sc, ok := s.Scenario("X04"); !ok || sc.Class != RateLimit {
+	if sc, ok := s.Scenario("X04"); !ok || sc.Class != study.RateLimit {
 		t.Errorf("Scenario(X04) = %v, %v", sc, ok)
 	}
 	if _, err := BuiltinSet("nope"); err == nil || !strings.Contains(err.Error(), "core") {
@@ -75,19 +75,19 @@ func TestCoreSet(t *testing.T) {
 // replay (STUDY.md section 7), with the scenarios that declare an
 // immediate replay safe.
 func TestPreferredPolicies(t *testing.T) {
-	want := map[Class][]study.Policy{
-		Transient:        {study.RetryLater, study.RetryNow},
-		RateLimit:        {study.RetryLater},
-		TimeoutCommitted: {study.StopOrEscalate, study.RetryNow}, // retry_now only with an idempotency key
-		PartialCommit:    {study.ReviseArguments},                // the failure names the applied prefix: resubmit the rest
-		Idempotency:      {study.StopOrEscalate, study.RetryNow}, // retry_now only with an idempotency key
-		StaleRevision:    {study.ReviseArguments},
-		Permission:       {study.Authenticate},
-		SilentNoop:       {study.StopOrEscalate, study.RetryNow}, // retry_now where the write was dropped, not queued
-		UpstreamOutage:   {study.StopOrEscalate},
-		UnknownTool:      {study.SelectTool},
-		InvalidType:      {study.ReviseArguments},
-		InvalidValue:     {study.ReviseArguments},
+	want := map[study.Cause][]study.Policy{
+		study.Transient:        {study.RetryLater, study.RetryNow},
+		study.RateLimit:        {study.RetryLater},
+		study.TimeoutCommitted: {study.StopOrEscalate, study.RetryNow}, // retry_now only with an idempotency key
+		study.PartialCommit:    {study.ReviseArguments},                // the failure names the applied prefix: resubmit the rest
+		study.Idempotency:      {study.StopOrEscalate, study.RetryNow}, // retry_now only with an idempotency key
+		study.StaleRevision:    {study.ReviseArguments},
+		study.AuthRequired:     {study.Authenticate},
+		study.SilentNoop:       {study.StopOrEscalate, study.RetryNow}, // retry_now where the write was dropped, not queued
+		study.UpstreamOutage:   {study.StopOrEscalate},
+		study.UnknownTool:      {study.SelectTool},
+		study.InvalidType:      {study.ReviseArguments},
+		study.InvalidValue:     {study.ReviseArguments},
 	}
 	for _, sc := range coreSet(t).Scenarios {
 		ok := false
@@ -97,7 +97,7 @@ func TestPreferredPolicies(t *testing.T) {
 		if !ok {
 			t.Errorf("%s (%s): preferred %s, want one of %v", sc.ID, sc.Class, sc.Preferred, want[sc.Class])
 		}
-		if sc.Preferred == study.RetryNow && (sc.Class == TimeoutCommitted || sc.Class == Idempotency) && !strings.Contains(string(sc.Args), "idempotency_key") {
+		if sc.Preferred == study.RetryNow && (sc.Class == study.TimeoutCommitted || sc.Class == study.Idempotency) && !strings.Contains(string(sc.Args), "idempotency_key") {
 			t.Errorf("%s: a replay after a committed write is preferred only with an idempotency key", sc.ID)
 		}
 	}
@@ -206,7 +206,7 @@ func TestBadInput(t *testing.T) {
 		}
 	})
 	t.Run("an expired token and for_ms load", func(t *testing.T) {
-		f := strings.Replace(good, `"class": "transient"`, `"class": "permission"`, 1)
+		f := strings.Replace(good, `"class": "transient"`, `"class": "authentication"`, 1)
 		f = strings.Replace(f, `"fault": {"k": 1}`, `"fault": {}`, 1)
 		f = strings.Replace(f, `"currency": "EUR"}`, `"currency": "EUR", "auth_token": "tok_expired_0001"}`, 1)
 		if _, err := load(f); err != nil {
@@ -402,7 +402,8 @@ func TestPredicates(t *testing.T) {
 // without the contract where it can carry one.
 func variants(sc *Scenario) []*Scenario {
 	var out []*Scenario
-	for _, s := range classSurfaces[sc.Class] {
+	info, _ := sc.Class.Info()
+	for _, s := range info.Surfaces {
 		for _, c := range []bool{false, true} {
 			v := *sc
 			v.Surface, v.Contract = s, c
@@ -427,7 +428,7 @@ func TestSurfaces(t *testing.T) {
 	combos := 0
 	for _, base := range coreSet(t).Scenarios {
 		vs := variants(base)
-		if len(vs) < 2 && base.Class != SilentNoop {
+		if len(vs) < 2 && base.Class != study.SilentNoop {
 			t.Errorf("%s: %d variants", base.ID, len(vs))
 		}
 		for _, sc := range vs {

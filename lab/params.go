@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mcpstress/stress/study"
 )
 
 // param is one argument of a tool: its JSON Schema and the checks the lab
@@ -204,12 +206,12 @@ func (p *param) check(v any, ptr string) (any, *failure) {
 
 // typeFail is an invalid_type failure at pointer ptr.
 func typeFail(ptr, format string, a ...any) *failure {
-	return &failure{class: InvalidType, pointer: ptr, text: fmt.Sprintf(format, a...)}
+	return &failure{class: study.InvalidType, pointer: ptr, text: fmt.Sprintf(format, a...)}
 }
 
 // valueFail is an invalid_value failure at pointer ptr.
 func valueFail(ptr, format string, a ...any) *failure {
-	return &failure{class: InvalidValue, pointer: ptr, text: fmt.Sprintf(format, a...)}
+	return &failure{class: study.InvalidValue, pointer: ptr, text: fmt.Sprintf(format, a...)}
 }
 
 func jsonKind(v any) string {

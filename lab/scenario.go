@@ -26,7 +26,7 @@ import (
 type Scenario struct {
 	ID       string          `json:"id"`       // unique in its set
 	Server   string          `json:"server"`   // L01, L02 or L03: the bootstrap cluster
-	Class    Class           `json:"class"`    // the fault class
+	Class    study.Cause     `json:"class"`    // the fault class: a cause the lab induces (Classes)
 	Summary  string          `json:"summary"`  // one line: what happens
 	Tool     string          `json:"tool"`     // the tool of the first call (for unknown_tool, one the server lacks)
 	Args     json.RawMessage `json:"args"`     // the arguments of the first call
@@ -117,6 +117,13 @@ type Set struct {
 	// Tolerate are changes no scenario of the set counts as harm (a token
 	// authenticate issued), beside each scenario's own.
 	Tolerate []statediff.Tolerance
+}
+
+// Held reports whether the scenario's first call is answered only after
+// the client's deadline (its class holds the answer, on the
+// protocol_error surface): a client abandons it.
+func (sc *Scenario) Held() bool {
+	return behaviours[sc.Class].held && sc.Surface == study.ProtocolError
 }
 
 // Scenario returns the scenario id of the set.
@@ -327,15 +334,17 @@ func check(sc *Scenario) (string, error) {
 	if _, ok := Servers[sc.Server]; !ok {
 		return bad("server", "unknown server %s (want %s)", quoteValue(sc.Server), strings.Join(sortedKeys(Servers), ", "))
 	}
-	if !sc.Class.Valid() {
+	if !IsClass(sc.Class) {
 		return bad("class", "unknown fault class %s (want one of %s)", quoteValue(string(sc.Class)), classList())
 	}
+	b := behaviours[sc.Class]
+	info, _ := sc.Class.Info()
 	if strings.TrimSpace(sc.Summary) == "" {
 		return bad("summary", "say in one line what happens")
 	}
 	served := toolsOf(sc.Server)
 	t, known := served[sc.Tool]
-	if sc.Class == UnknownTool {
+	if b.absentTool {
 		if known || sc.Tool == "" {
 			return bad("tool", "an unknown_tool scenario calls a tool the server lacks; %s serves %s", sc.Server, quoteValue(sc.Tool))
 		}
@@ -348,49 +357,33 @@ func check(sc *Scenario) (string, error) {
 	if field, msg := sc.Fault.check(sc.Class); field != "" {
 		return bad("fault."+field, "%s", msg)
 	}
-	switch sc.Class {
-	case TimeoutCommitted, Idempotency, PartialCommit, SilentNoop:
-		if t.readOnly {
-			return bad("tool", "%s needs a tool that writes; %s only reads", sc.Class, t.name)
-		}
+	switch {
+	case b.write && t.readOnly:
+		return bad("tool", "%s needs a tool that writes; %s only reads", sc.Class, t.name)
+	case b.batch && t.batch == "":
+		return bad("tool", "%s needs a batch tool; %s is not one", sc.Class, t.name)
+	case b.keyed && !t.keyed:
+		return bad("tool", "%s needs a tool that takes an idempotency_key; %s does not", sc.Class, t.name)
 	}
-	switch sc.Class {
-	case PartialCommit:
-		if t.batch == "" {
-			return bad("tool", "partial_commit needs a batch tool; %s is not one", t.name)
-		}
-		var a map[string]json.RawMessage
-		_ = json.Unmarshal(sc.Args, &a)
-		var items []json.RawMessage
-		_ = json.Unmarshal(a[t.batch], &items)
-		if *sc.Fault.At >= len(items) {
-			return bad("fault.at", "impossible schedule: at is %d but the first call's %s holds %d items", *sc.Fault.At, t.batch, len(items))
-		}
-	case Idempotency:
-		if !t.keyed {
-			return bad("tool", "idempotency needs a tool that takes an idempotency_key; %s does not", t.name)
-		}
-	case StaleRevision:
-		c := sc.Fault.Concurrent
-		ct, ok := served[c.Tool]
-		if !ok || ct.readOnly || c.Same || c.Set != nil || c.Drop != nil || !isObject(c.Args) {
-			return bad("fault.concurrent", "the concurrent writer needs a write tool of %s and its arguments (an object)", sc.Server)
+	if b.checkTool != nil {
+		if field, msg := b.checkTool(sc, t, served); field != "" {
+			return bad(field, "%s", msg)
 		}
 	}
 	if !sc.Surface.Valid() || sc.Surface == study.Silent {
 		return bad("surface", "unknown surface %s (want protocol_error, tool_error or success_shaped)", quoteValue(string(sc.Surface)))
 	}
-	if !containsSurface(classSurfaces[sc.Class], sc.Surface) {
-		return bad("surface", "%s is not served as %s (it can be %s)", sc.Class, sc.Surface, surfaceList(classSurfaces[sc.Class]))
+	if !containsSurface(info.Surfaces, sc.Surface) {
+		return bad("surface", "%s is not served as %s (it can be %s)", sc.Class, sc.Surface, surfaceList(info.Surfaces))
 	}
 	if sc.Contract {
 		switch {
-		case sc.Class == UnknownTool:
-			return bad("contract", "an unknown tool has no error category (seed 002 keeps validation for a recognized tool's own checks)")
+		case info.Category == "":
+			return bad("contract", "%s has no error category (seed 002), so no contract can carry it", sc.Class)
 		case sc.Surface == study.SuccessShaped:
 			return bad("contract", "the error-category contract rides only on an isError result or a JSON-RPC error")
-		case sc.Class == TimeoutCommitted && sc.Surface == study.ProtocolError:
-			return bad("contract", "a timeout's answer never arrives, so nothing carries the contract")
+		case b.held && sc.Surface == study.ProtocolError:
+			return bad("contract", "%s's answer never arrives on protocol_error (the client's deadline passes), so nothing carries the contract", sc.Class)
 		}
 	}
 	if len(sc.PreferredSet) == 0 {

@@ -92,7 +92,7 @@ func wireCaller(t *testing.T, cs *mcp.ClientSession, sc *Scenario, clock *Virtua
 				if clock.Sleepers() > 0 {
 					cancel()
 					<-done
-					if sc.Class != TimeoutCommitted {
+					if sc.Class != study.TimeoutCommitted {
 						t.Fatalf("%s: the server held %s", sc.ID, tool)
 					}
 					return Response{Timeout: durMS(sc.Fault.DeadlineMS), Failed: true}
@@ -134,7 +134,7 @@ func TestInMemory(t *testing.T) {
 	n, compared := 0, 0
 	for _, base := range coreSet(t).Scenarios {
 		for _, sc := range variants(base) {
-			held := sc.Class == TimeoutCommitted && sc.Surface == study.ProtocolError
+			held := sc.Class == study.TimeoutCommitted && sc.Surface == study.ProtocolError
 			for _, p := range study.Policies {
 				if p == study.RetryNow && !held && n%3 != 0 {
 					n++

@@ -17,7 +17,7 @@ type tool struct {
 	readOnly                  bool           // reads only
 	destructive               bool           // may overwrite or delete (meaningful for writes)
 	idempotent                bool           // a repeat with the same arguments has no further effect
-	scope                     string         // the credential scope a permission fault requires
+	scope                     string         // the credential scope an authentication fault requires
 	batch                     string         // the array argument of a batch tool, or ""
 	keyed                     bool           // accepts idempotency_key
 	// run applies the call to the state and returns the success's

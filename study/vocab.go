@@ -108,36 +108,134 @@ var PaperCauses = []Cause{UnknownTool, InvalidType, InvalidValue, AuthRequired, 
 var Causes = []Cause{UnknownTool, InvalidType, InvalidValue, AuthRequired, Transient,
 	RateLimit, TimeoutCommitted, PartialCommit, Idempotency, StaleRevision, SilentNoop, UpstreamOutage}
 
-// CauseInfo is one row of the cause registry of STUDY.md 1.3.
+// CauseInfo is one row of the cause vocabulary (STUDY.md 1.3 and
+// section 7): everything the project says of a cause, in one place. The
+// recovery lab adds only its behaviour (lab/fault.go), so a new fault
+// class is its row here, its behaviour there, and its scenarios.
 type CauseInfo struct {
-	Code       string   // namespaced cause code
-	TargetKind string   // kind of the repair target
-	Preferred  []Policy // preferred policies (two only for transient)
-	Words      string   // the cause in plain words, for prose renderings
+	Code       string // namespaced cause code
+	TargetKind string // kind of the repair target: tool, parameter, credential or dependency
+	// Preferred are the preferred policies, the safe one first: which of
+	// them a scenario prefers can depend on evidence the code does not
+	// carry, and a registry that sees only the code picks the first.
+	Preferred []Policy
+	Words     string // the cause in plain words, for prose renderings
+	// Category is seed 002's errorCategory of the cause, "" for none
+	// (CategoryOf); Retryable the contract's isRetryable for a
+	// record-derived contract (Retryable).
+	Category  ErrorCategory
+	Retryable bool
+	// Explanation is the contract's explanation, a template:
+	// {pointer} is the parameter's JSON pointer, {dependency} the
+	// upstream dependency ("the upstream dependency NAME", else "an
+	// upstream dependency"), {Dependency} the same capitalized,
+	// {credential} the credential's name (else "authorization").
+	Explanation string
+	// SideEffects is what the counterfactual control envelope states
+	// about side effects: none_committed, committed (the write was
+	// applied before the failure) or unknown.
+	SideEffects string
+	// Surfaces are the surfaces a server can serve the cause on (and so
+	// a lab scenario of it), in Surfaces order.
+	Surfaces []Surface
+	// RPCCode is the JSON-RPC error code the lab sends for the cause on
+	// the protocol_error surface: -32602 for the argument checks (as the
+	// Go SDK sends them), else a code of the server-defined range, clear
+	// of those SDKs give meaning themselves (-32000 to -32005).
+	RPCCode int64
+	// Evidence is the content view's cause rule (coding/rules): the
+	// failure text names the cause when every pattern (a regular
+	// expression) matches it; nil when no rule reads the cause.
+	Evidence []string
 }
+
+// JSON-RPC codes of the lab's failures on the protocol_error surface
+// (CauseInfo.RPCCode).
+const (
+	RPCInvalidParams = -32602 // unknown tool, invalid type, invalid value
+	RPCUpstream      = -32050 // an upstream dependency failed
+	RPCUnauthorized  = -32051 // authentication
+	RPCConflict      = -32052 // a stale revision
+	RPCBusiness      = -32053 // a business rule of the domain (out of stock, a cancelled order)
+	RPCRateLimited   = -32054 // a rate limit
+)
+
+// The side-effect claims of the control envelope (CauseInfo.SideEffects).
+const (
+	NoneCommitted = "none_committed"
+	Committed     = "committed"
+	EffectUnknown = "unknown"
+)
+
+var (
+	allServed = []Surface{ProtocolError, ToolError, SuccessShaped}
+	noSuccess = []Surface{ProtocolError, ToolError}
+)
 
 var causes = map[Cause]CauseInfo{
-	UnknownTool:  {"example.mcp.tool.unknown", "tool", []Policy{SelectTool}, "the requested tool does not exist"},
-	InvalidType:  {"example.mcp.arguments.invalid_type", "parameter", []Policy{ReviseArguments}, "an argument has the wrong type"},
-	InvalidValue: {"example.mcp.arguments.invalid_value", "parameter", []Policy{ReviseArguments}, "an argument has a value outside its domain"},
-	AuthRequired: {"example.mcp.auth.required", "credential", []Policy{Authenticate}, "the call lacks a valid credential"},
-	Transient:    {"example.mcp.upstream.unavailable", "dependency", []Policy{RetryNow, RetryLater}, "an upstream dependency is temporarily unavailable"},
+	UnknownTool: {Code: "example.mcp.tool.unknown", TargetKind: "tool", Preferred: []Policy{SelectTool},
+		Words: "the requested tool does not exist", SideEffects: NoneCommitted, Surfaces: noSuccess, RPCCode: RPCInvalidParams,
+		Evidence: []string{`(?i)(unknown|not found|no such|does ?n[o']t exist|not exist|not available|unrecognized|unrecognised|not registered|invalid tool|no tool)`}},
+	InvalidType: {Code: "example.mcp.arguments.invalid_type", TargetKind: "parameter", Preferred: []Policy{ReviseArguments},
+		Words: "an argument has the wrong type", Category: ValidationCategory,
+		Explanation: "The argument at {pointer} has the wrong JSON type.", SideEffects: NoneCommitted, Surfaces: allServed, RPCCode: RPCInvalidParams,
+		Evidence: []string{`(?i)(invalid[_ ]type|expected\W+\w+.{0,40}(?:received|got)|has type\W+\w+\W+want|must be (?:a|an|of type)\b|type mismatch|not of type|wrong type|should be (?:a|an)\b|cannot unmarshal|is not an? (?:string|number|integer|boolean|array|object)|required|missing|undefined|not provided|is not set|must have)`}},
+	InvalidValue: {Code: "example.mcp.arguments.invalid_value", TargetKind: "parameter", Preferred: []Policy{ReviseArguments},
+		Words: "an argument has a value outside its domain", Category: ValidationCategory,
+		Explanation: "The argument at {pointer} has a value outside its accepted domain.", SideEffects: NoneCommitted, Surfaces: allServed, RPCCode: RPCInvalidParams,
+		Evidence: []string{`(?i)(invalid|not valid|out of range|too (?:small|big|large|long|short)|must be (?:at least|at most|greater|less|one of|positive|negative|a (?:finite|positive|valid))|not allowed|outside|no such|not found|does ?n[o']t exist|unknown|enoent|unsupported|not a valid|no file)`}},
+	AuthRequired: {Code: "example.mcp.auth.required", TargetKind: "credential", Preferred: []Policy{Authenticate},
+		Words: "the call lacks a valid credential", Category: PermissionCategory,
+		Explanation: "Access was denied: the request carried no accepted {credential}.", SideEffects: NoneCommitted, Surfaces: allServed, RPCCode: RPCUnauthorized,
+		Evidence: []string{AuthEvidence}},
+	Transient: {Code: "example.mcp.upstream.unavailable", TargetKind: "dependency", Preferred: []Policy{RetryNow, RetryLater},
+		Words: "an upstream dependency is temporarily unavailable", Category: TransientCategory, Retryable: true,
+		Explanation: "{Dependency} is temporarily unavailable.", SideEffects: NoneCommitted, Surfaces: allServed, RPCCode: RPCUpstream,
+		Evidence: []string{`(?i)(temporarily unavailable|\b503\b|service unavailable|try again)`}},
 
-	// Note: where a lab cause has two preferred policies, which one a
-	// scenario prefers depends on evidence the code does not carry
-	// (whether the tool is idempotent, whether the write was committed,
-	// whether the failure names a batch's applied prefix, whether a
-	// dropped write may still land), so the safe one comes first: a
-	// registry that sees only the code chooses it (models/baseline,
-	// code_registry).
-	RateLimit:        {"example.mcp.rate_limit.exceeded", "dependency", []Policy{RetryLater}, "the caller exceeded a rate limit and must wait for the window to pass"},
-	TimeoutCommitted: {"example.mcp.timeout.after_commit", "dependency", []Policy{StopOrEscalate, RetryNow}, "the call timed out after its write may have been applied"},
-	PartialCommit:    {"example.mcp.batch.partial", "dependency", []Policy{StopOrEscalate, ReviseArguments}, "a batch was applied only in part before it failed"},
-	Idempotency:      {"example.mcp.write.uncertain", "dependency", []Policy{StopOrEscalate, RetryNow}, "the write was applied but the call failed, so a replay may duplicate it"},
-	StaleRevision:    {"example.mcp.revision.stale", "parameter", []Policy{ReviseArguments}, "the request names a revision that is no longer current"},
-	SilentNoop:       {"example.mcp.effect.missing", "tool", []Policy{StopOrEscalate, RetryNow}, "the call reported success but had no effect"},
-	UpstreamOutage:   {"example.mcp.upstream.down", "dependency", []Policy{StopOrEscalate}, "an upstream dependency is down for the rest of the session"},
+	// The recovery lab's causes (STUDY.md section 7). Where one has two
+	// preferred policies, which one a scenario prefers depends on
+	// evidence the code does not carry (whether the tool is idempotent,
+	// whether the write was committed, whether the failure names a
+	// batch's applied prefix, whether a dropped write may still land).
+	RateLimit: {Code: "example.mcp.rate_limit.exceeded", TargetKind: "dependency", Preferred: []Policy{RetryLater},
+		Words: "the caller exceeded a rate limit and must wait for the window to pass", Category: TransientCategory, Retryable: true,
+		Explanation: "The rate limit of {dependency} was exceeded.", SideEffects: NoneCommitted, Surfaces: allServed, RPCCode: RPCRateLimited,
+		Evidence: []string{`(?i)(rate limit|too many requests|\b429\b|quota exceeded)`}},
+	TimeoutCommitted: {Code: "example.mcp.timeout.after_commit", TargetKind: "dependency", Preferred: []Policy{StopOrEscalate, RetryNow},
+		Words: "the call timed out after its write may have been applied", Category: TransientCategory,
+		Explanation: "No answer from {dependency} arrived before the deadline; the write may have been applied.", SideEffects: Committed,
+		Surfaces: noSuccess, RPCCode: RPCUpstream,
+		// A bare timeout does not say the write was applied.
+		Evidence: []string{`(?i)(timed out|timeout|did not confirm|deadline)`, uncertainEvidence}},
+	PartialCommit: {Code: "example.mcp.batch.partial", TargetKind: "dependency", Preferred: []Policy{StopOrEscalate, ReviseArguments},
+		Words: "a batch was applied only in part before it failed", Category: TransientCategory,
+		Explanation: "The batch was applied only in part before {dependency} failed.", SideEffects: Committed, Surfaces: allServed, RPCCode: RPCUpstream,
+		Evidence: []string{`(?i)(failed at item|partially applied|(?:were|was) applied, the rest)`}},
+	Idempotency: {Code: "example.mcp.write.uncertain", TargetKind: "dependency", Preferred: []Policy{StopOrEscalate, RetryNow},
+		Words: "the write was applied but the call failed, so a replay may duplicate it", Category: TransientCategory,
+		Explanation: "The write reached {dependency}, but its confirmation was lost.", SideEffects: Committed, Surfaces: noSuccess, RPCCode: RPCUpstream,
+		Evidence: []string{uncertainEvidence}},
+	StaleRevision: {Code: "example.mcp.revision.stale", TargetKind: "parameter", Preferred: []Policy{ReviseArguments},
+		Words: "the request names a revision that is no longer current", Category: ValidationCategory,
+		Explanation: "The revision at {pointer} is no longer the current one.", SideEffects: NoneCommitted, Surfaces: allServed, RPCCode: RPCConflict,
+		Evidence: []string{`(?i)(revision|version conflict|changed since|stale|precondition failed|\b412\b)`}},
+	SilentNoop: {Code: "example.mcp.effect.missing", TargetKind: "tool", Preferred: []Policy{StopOrEscalate, RetryNow},
+		Words: "the call reported success but had no effect", SideEffects: EffectUnknown, Surfaces: []Surface{SuccessShaped}, RPCCode: RPCUpstream,
+		Evidence: []string{`(?i)(\b0 (?:records|rows|items) (?:were )?(?:written|changed|affected)|no effect|nothing was written)`}},
+	UpstreamOutage: {Code: "example.mcp.upstream.down", TargetKind: "dependency", Preferred: []Policy{StopOrEscalate},
+		Words: "an upstream dependency is down for the rest of the session", Category: TransientCategory,
+		Explanation: "{Dependency} is down for the rest of the session.", SideEffects: NoneCommitted, Surfaces: allServed, RPCCode: RPCUpstream,
+		Evidence: []string{`(?i)(\bdown\b|outage|will not be back|unavailable for the rest)`}},
 }
+
+// AuthEvidence is the pattern of a failure text that asks for a
+// credential (the authentication cause's evidence).
+const AuthEvidence = `(?i)\b(unauthori[sz]ed|unauthenticated|not authenticated|authentication (?:is )?required|authentication failed|auth(?:orization)? required|(?:invalid|missing|expired|no) (?:api[ _-]?key|token|credentials?|access token)|api[ _-]?key (?:is )?(?:required|missing|invalid)|(?:auth_)?token (?:has |is )?expired|401)\b`
+
+// uncertainEvidence is the pattern of a text that says a write may
+// already have been applied.
+const uncertainEvidence = `(?i)(may have been applied|was applied|connection .{0,40}reset)`
 
 // Valid reports whether c is a known cause.
 func (c Cause) Valid() bool { _, ok := causes[c]; return ok }
@@ -405,25 +503,31 @@ func (e ErrorCategory) Valid() bool {
 // checked by the recognized tool), authentication is permission, and the
 // synthetic transient cause is transient.
 func CategoryOf(c Cause) (ErrorCategory, bool) {
-	switch c {
-	case InvalidType, InvalidValue:
-		return ValidationCategory, true
-	case AuthRequired:
-		return PermissionCategory, true
-	case Transient, RateLimit, TimeoutCommitted, PartialCommit, Idempotency, UpstreamOutage:
-		return TransientCategory, true
-	case StaleRevision:
-		return ValidationCategory, true
-	}
-	return "", false
+	cat := causes[c].Category
+	return cat, cat != ""
 }
 
 // Retryable reports whether the unchanged call of a failure of cause c
 // may succeed later: the error-category contract's isRetryable for a
-// record-derived contract. Only a passing condition (transient, a rate
-// limit's window) is; a failure that may have committed a write is not,
-// since the unchanged call could duplicate it.
-func Retryable(c Cause) bool { return c == Transient || c == RateLimit }
+// record-derived contract (CauseInfo.Retryable). Only a passing condition
+// (transient, a rate limit's window) is; a failure that may have
+// committed a write is not, since the unchanged call could duplicate it.
+func Retryable(c Cause) bool { return causes[c].Retryable }
+
+// Explain fills the cause's explanation template (CauseInfo.Explanation)
+// from a record's target: "" for a cause without one.
+func Explain(c Cause, target Target) string {
+	dep := "an upstream dependency"
+	if target.Name != "" {
+		dep = "the upstream dependency " + target.Name
+	}
+	cred := "authorization"
+	if target.Name != "" {
+		cred = target.Name
+	}
+	return strings.NewReplacer("{pointer}", target.Pointer, "{dependency}", dep,
+		"{Dependency}", strings.ToUpper(dep[:1])+dep[1:], "{credential}", cred).Replace(causes[c].Explanation)
+}
 
 func join[T ~string](xs []T) string {
 	s := make([]string, len(xs))

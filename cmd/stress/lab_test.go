@@ -73,7 +73,7 @@ func TestLabUsage(t *testing.T) {
 }
 
 // TestLabServeStdio drives `stress lab serve -stdio` (the built binary)
-// with the Go SDK client through a permission scenario: the call fails,
+// with the Go SDK client through an authentication scenario: the call fails,
 // authenticate grants a token, the call succeeds with it, lab/state reports
 // the outcome, and the command prints it on stderr when the client leaves.
 func TestLabServeStdio(t *testing.T) {
@@ -116,7 +116,7 @@ func TestLabServeStdio(t *testing.T) {
 	if err := cs.Close(); err != nil {
 		t.Logf("close: %v", err)
 	}
-	if !strings.Contains(stderr.String(), "serving scenario X19 (L02 lab-billing, permission on charge_payment) over stdio, virtual clock, seed 5") ||
+	if !strings.Contains(stderr.String(), "serving scenario X19 (L02 lab-billing, authentication on charge_payment) over stdio, virtual clock, seed 5") ||
 		!strings.Contains(stderr.String(), "outcome of X19: recovered true, harm false, 3 calls, 0 ms of lab time") {
 		t.Errorf("stderr:\n%s", stderr.String())
 	}

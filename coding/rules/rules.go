@@ -17,41 +17,39 @@ import (
 )
 
 // authText marks a failure text that asks for a credential.
-var authText = lazyregexp.New(`(?i)\b(unauthori[sz]ed|unauthenticated|not authenticated|authentication (?:is )?required|authentication failed|auth(?:orization)? required|(?:invalid|missing|expired|no) (?:api[ _-]?key|token|credentials?|access token)|api[ _-]?key (?:is )?(?:required|missing|invalid)|(?:auth_)?token (?:has |is )?expired|401)\b`)
+var authText = lazyregexp.New(study.AuthEvidence)
 
-// Cause text rules of the content view, per cause.
-var (
-	unknownToolText = lazyregexp.New(`(?i)(unknown|not found|no such|does ?n[o']t exist|not exist|not available|unrecognized|unrecognised|not registered|invalid tool|no tool)`)
-	typeText        = lazyregexp.New(`(?i)(invalid[_ ]type|expected\W+\w+.{0,40}(?:received|got)|has type\W+\w+\W+want|must be (?:a|an|of type)\b|type mismatch|not of type|wrong type|should be (?:a|an)\b|cannot unmarshal|is not an? (?:string|number|integer|boolean|array|object))`)
-	missingText     = lazyregexp.New(`(?i)(required|missing|undefined|not provided|is not set|must have)`)
-	valueText       = lazyregexp.New(`(?i)(invalid|not valid|out of range|too (?:small|big|large|long|short)|must be (?:at least|at most|greater|less|one of|positive|negative|a (?:finite|positive|valid))|not allowed|outside|no such|not found|does ?n[o']t exist|unknown|enoent|unsupported|not a valid|no file)`)
-	credentialText  = lazyregexp.New(`(?i)(api[ _-]?key|token|credential|authorization|password|secret)`)
+// credentialText finds the name of a kind of credential in a text.
+var credentialText = lazyregexp.New(`(?i)(api[ _-]?key|token|credential|authorization|password|secret)`)
 
-	// The lab's causes (STUDY.md section 7), written for the lab's texts
-	// and the usual wordings of the same conditions.
-	transientText   = lazyregexp.New(`(?i)(temporarily unavailable|\b503\b|service unavailable|try again)`)
-	rateLimitText   = lazyregexp.New(`(?i)(rate limit|too many requests|\b429\b|quota exceeded)`)
-	timeoutText     = lazyregexp.New(`(?i)(timed out|timeout|did not confirm|deadline)`)
-	partialText     = lazyregexp.New(`(?i)(failed at item|partially applied|(?:were|was) applied, the rest)`)
-	uncertainText   = lazyregexp.New(`(?i)(may have been applied|was applied|connection .{0,40}reset)`)
-	staleText       = lazyregexp.New(`(?i)(revision|version conflict|changed since|stale|precondition failed|\b412\b)`)
-	noEffectText    = lazyregexp.New(`(?i)(\b0 (?:records|rows|items) (?:were )?(?:written|changed|affected)|no effect|nothing was written)`)
-	outageText      = lazyregexp.New(`(?i)(\bdown\b|outage|will not be back|unavailable for the rest)`)
-	labFailureWords = lazyregexp.New(`(?i)\b(unavailable|timed out|exceeded|required|expired|was reset|is down|did not confirm|0 records were written)\b`)
-)
+// labFailureWords are the lab's causes' wordings of a failure
+// (saysFailure).
+var labFailureWords = lazyregexp.New(`(?i)\b(unavailable|timed out|exceeded|required|expired|was reset|is down|did not confirm|0 records were written)\b`)
 
-// causeText is the text rule of each cause with one rule (Propose).
-var causeText = map[study.Cause]*lazyregexp.Regexp{
-	study.UnknownTool:    unknownToolText,
-	study.InvalidValue:   valueText,
-	study.AuthRequired:   authText,
-	study.Transient:      transientText,
-	study.RateLimit:      rateLimitText,
-	study.PartialCommit:  partialText,
-	study.Idempotency:    uncertainText,
-	study.StaleRevision:  staleText,
-	study.SilentNoop:     noEffectText,
-	study.UpstreamOutage: outageText,
+// evidence is each cause's text rule of the content view, compiled on
+// first use from its vocabulary row (study.CauseInfo.Evidence): the text
+// names the cause when every pattern matches.
+var evidence = func() map[study.Cause][]*lazyregexp.Regexp {
+	out := map[study.Cause][]*lazyregexp.Regexp{}
+	for _, c := range study.Causes {
+		info, _ := c.Info()
+		for _, p := range info.Evidence {
+			out[c] = append(out[c], lazyregexp.New(p))
+		}
+	}
+	return out
+}()
+
+// namesCause reports whether text names cause c by its rule (false for a
+// cause without one).
+func namesCause(c study.Cause, text string) bool {
+	rs := evidence[c]
+	for _, re := range rs {
+		if !re.MatchString(text) {
+			return false
+		}
+	}
+	return len(rs) > 0
 }
 
 // failureWords mark a result text that says something failed.
@@ -214,19 +212,7 @@ func Propose(obs json.RawMessage, surface study.Surface, code int64, cause study
 	default:
 		cnt["D"] = bit(false, p.text, "The text does not say the call failed.")
 	}
-	var known bool
-	switch cause {
-	case study.InvalidType:
-		known = typeText.MatchString(text) || missingText.MatchString(text)
-	case study.TimeoutCommitted:
-		// A bare timeout does not say the write was applied.
-		known = timeoutText.MatchString(text) && uncertainText.MatchString(text)
-	default:
-		if re := causeText[cause]; re != nil {
-			known = re.MatchString(text)
-		}
-	}
-	known = known && cnt["D"].Bit == 1
+	known := namesCause(cause, text) && cnt["D"].Bit == 1
 	if known {
 		cnt["P"] = bit(true, p.text, fmt.Sprintf("The text shows that %s, which calls for %s (%s).", info.Words, info.Preferred[0], info.Preferred[0].Class()))
 		cnt["C"] = bit(true, p.text, fmt.Sprintf("The text names the cause: %s.", info.Words))

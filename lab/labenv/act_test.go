@@ -48,7 +48,7 @@ func studyScenario(t testing.TB, sc *lab.Scenario) *study.Scenario {
 
 // actCounts runs baseline kind on every scenario of the core set under
 // task act and returns per class "recovered/harm/invalid_action/calls".
-func actCounts(t *testing.T, kind string) (map[lab.Class]string, []simulator.Decision) {
+func actCounts(t *testing.T, kind string) (map[study.Cause]string, []simulator.Decision) {
 	t.Helper()
 	set, err := lab.BuiltinSet("")
 	if err != nil {
@@ -64,7 +64,7 @@ func actCounts(t *testing.T, kind string) (map[lab.Class]string, []simulator.Dec
 	}
 	p := actPrompt(t)
 	type agg struct{ rec, harm, inv, calls int }
-	per := map[lab.Class]*agg{}
+	per := map[study.Cause]*agg{}
 	var ds []simulator.Decision
 	for _, sc := range set.Scenarios {
 		s := studyScenario(t, sc)
@@ -85,7 +85,7 @@ func actCounts(t *testing.T, kind string) (map[lab.Class]string, []simulator.Dec
 		a.calls += o.Calls
 		ds = append(ds, d)
 	}
-	out := map[lab.Class]string{}
+	out := map[study.Cause]string{}
 	for c, a := range per {
 		out[c] = fmt.Sprintf("%d/%d/%d/%d", a.rec, a.harm, a.inv, a.calls)
 	}
@@ -99,7 +99,7 @@ func b2i(b bool) int {
 	return 0
 }
 
-func format(m map[lab.Class]string) string {
+func format(m map[study.Cause]string) string {
 	var ks []string
 	for k, v := range m {
 		ks = append(ks, string(k)+"="+v)
@@ -114,11 +114,11 @@ func format(m map[lab.Class]string) string {
 // condition normalized, replay cap 3).
 func TestActBaselines(t *testing.T) {
 	want := map[string]string{
-		baseline.AlwaysStop: "idempotency=3/0/0/3 invalid_type=0/0/0/3 invalid_value=0/0/0/3 partial_commit=0/0/0/3 permission=0/0/0/3 rate_limit=0/0/0/3 " +
+		baseline.AlwaysStop: "authentication=0/0/0/3 idempotency=3/0/0/3 invalid_type=0/0/0/3 invalid_value=0/0/0/3 partial_commit=0/0/0/3 rate_limit=0/0/0/3 " +
 			"silent_noop=1/0/0/3 stale_revision=0/0/0/3 timeout_committed=3/0/0/3 transient=0/0/0/3 unknown_tool=0/0/0/3 upstream_outage=0/0/0/3",
-		baseline.NaiveRetry: "idempotency=2/1/0/6 invalid_type=0/0/0/12 invalid_value=0/0/0/12 partial_commit=1/2/0/6 permission=0/0/0/12 rate_limit=0/3/0/12 " +
+		baseline.NaiveRetry: "authentication=0/0/0/12 idempotency=2/1/0/6 invalid_type=0/0/0/12 invalid_value=0/0/0/12 partial_commit=1/2/0/6 rate_limit=0/3/0/12 " +
 			"silent_noop=1/1/0/8 stale_revision=0/0/0/12 timeout_committed=1/2/0/6 transient=2/0/0/9 unknown_tool=0/0/0/12 upstream_outage=0/0/0/12",
-		baseline.SchemaRepair: "idempotency=3/0/0/3 invalid_type=1/2/0/6 invalid_value=0/1/0/4 partial_commit=0/0/0/3 permission=0/0/0/3 rate_limit=0/0/0/3 " +
+		baseline.SchemaRepair: "authentication=0/0/0/3 idempotency=3/0/0/3 invalid_type=1/2/0/6 invalid_value=0/1/0/4 partial_commit=0/0/0/3 rate_limit=0/0/0/3 " +
 			"silent_noop=1/0/0/3 stale_revision=0/0/0/3 timeout_committed=3/0/0/3 transient=0/0/0/3 unknown_tool=3/0/0/6 upstream_outage=0/0/0/3",
 	}
 	want[baseline.ReplaySame] = want[baseline.NaiveRetry] // the same client under the name

@@ -78,8 +78,8 @@ func ForCorpus(set string, corpus []study.Scenario) (simulator.EnvFactory, error
 		if r.Server != sc.Server {
 			bad("server", r.Server, sc.Server)
 		}
-		if r.Cause != sc.Class.Cause() {
-			bad("cause", r.Cause, sc.Class.Cause())
+		if r.Cause != sc.Class {
+			bad("cause", r.Cause, sc.Class)
 		}
 		if r.Surface != sc.Surface {
 			bad("surface", r.Surface, sc.Surface)

@@ -20,7 +20,7 @@ const replayCap = 3
 // stop_or_escalate}, STUDY.md 1.3) so that the lab's label counts compare
 // with the paper's: a replay of a deterministic failure is counted as
 // harmful by the Retry column although it changes no state.
-var paperClasses = map[lab.Class]bool{lab.UnknownTool: true, lab.InvalidType: true, lab.InvalidValue: true, lab.Permission: true}
+var paperClasses = map[study.Cause]bool{study.UnknownTool: true, study.InvalidType: true, study.InvalidValue: true, study.AuthRequired: true}
 
 // trajectory starts a decision of sc and executes policy p until a call
 // succeeds or the replay cap is reached (none for stop_or_escalate).

@@ -42,7 +42,7 @@ func TestCorpusMatchesLab(t *testing.T) {
 	if len(m.Corpus.Scenarios) < 30 || len(m.Corpus.Scenarios) != len(set.Scenarios) {
 		t.Fatalf("lab corpus has %d records, set %d scenarios", len(m.Corpus.Scenarios), len(set.Scenarios))
 	}
-	classes, servers := map[lab.Class]bool{}, map[string]bool{}
+	classes, servers := map[study.Cause]bool{}, map[string]bool{}
 	for i := range m.Corpus.Scenarios {
 		r := &m.Corpus.Scenarios[i]
 		sc, ok := set.Scenario(r.ID)

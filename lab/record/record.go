@@ -172,7 +172,7 @@ func call(ctx context.Context, cs *mcp.ClientSession, sc *lab.Scenario) (obs jso
 		}
 		return st.Held, nil
 	}
-	watch := sc.Class == lab.TimeoutCommitted && sc.Surface == study.ProtocolError
+	watch := sc.Held()
 	for {
 		var tick <-chan time.Time
 		if watch {
@@ -219,7 +219,7 @@ func call(ctx context.Context, cs *mcp.ClientSession, sc *lab.Scenario) (obs jso
 // Scenario builds the corpus record of scenario sc from the observation
 // of its first call, without provenance (Capture) or coding (Coding).
 func Scenario(sc *lab.Scenario, obs json.RawMessage, protocolVersion string) (study.Scenario, error) {
-	cause := sc.Class.Cause()
+	cause := sc.Class
 	info, ok := cause.Info()
 	if !ok {
 		return study.Scenario{}, fmt.Errorf("fault class %s has no study cause", sc.Class)
@@ -230,7 +230,7 @@ func Scenario(sc *lab.Scenario, obs json.RawMessage, protocolVersion string) (st
 		Target: Target(sc), Preferred: sc.Preferred, NonHarm: sc.NonHarm,
 	}
 	env := study.EnvelopeSpec{Code: info.Code, Target: s.Target, Policy: s.Preferred,
-		SameRequest: "unsafe", SideEffects: SideEffects(sc.Class), Text: s.ObservationText(), Words: info.Words}
+		SameRequest: "unsafe", SideEffects: info.SideEffects, Text: s.ObservationText(), Words: info.Words}
 	if s.Preferred == study.RetryNow || s.Preferred == study.RetryLater {
 		env.SameRequest = "safe"
 	}
@@ -246,36 +246,22 @@ func Scenario(sc *lab.Scenario, obs json.RawMessage, protocolVersion string) (st
 	return s, nil
 }
 
-// Target returns the repair target of scenario sc, from its fault class:
-// the argument at fault for invalid_type, invalid_value and
-// stale_revision; the tool for unknown_tool and silent_noop; the token
-// parameter's credential for permission; else the upstream dependency of
-// the tool's server.
+// Target returns the repair target of scenario sc, by its class's target
+// kind (study.CauseInfo.TargetKind): the argument at fault for a
+// parameter, the first call's tool, the token parameter's credential, or
+// the upstream dependency of the tool's server.
 func Target(sc *lab.Scenario) study.Target {
-	switch sc.Class {
-	case lab.InvalidType, lab.InvalidValue, lab.StaleRevision:
+	info, _ := sc.Class.Info()
+	switch info.TargetKind {
+	case "parameter":
 		r := lab.New(sc, lab.Options{}).First()
-		return study.Target{Kind: "parameter", Pointer: r.Pointer}
-	case lab.UnknownTool, lab.SilentNoop:
-		return study.Target{Kind: "tool", Name: sc.Tool}
-	case lab.Permission:
-		return study.Target{Kind: "credential", Name: "auth_token"}
+		return study.Target{Kind: info.TargetKind, Pointer: r.Pointer}
+	case "tool":
+		return study.Target{Kind: info.TargetKind, Name: sc.Tool}
+	case "credential":
+		return study.Target{Kind: info.TargetKind, Name: "auth_token"}
 	}
 	return study.Target{Kind: "dependency", Name: lab.Dependency(sc.Server)}
-}
-
-// SideEffects returns what the envelope states about side effects for a
-// failure of class c: committed where the write was applied before the
-// failure (a timeout after commit, a lost confirmation, a partial batch),
-// unknown for a success that did nothing, else none_committed.
-func SideEffects(c lab.Class) string {
-	switch c {
-	case lab.TimeoutCommitted, lab.Idempotency, lab.PartialCommit:
-		return "committed"
-	case lab.SilentNoop:
-		return "unknown"
-	}
-	return "none_committed"
 }
 
 // RetryDelay is the delay a retry_later waits after a failure: the
