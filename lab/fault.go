@@ -118,6 +118,7 @@ var behaviours = map[study.Cause]behaviour{
 		return "", ""
 	}, before: (*Lab).silentNoop},
 	study.UpstreamOutage: {before: (*Lab).outage},
+	study.Locked:         {takes: []string{"window_ms"}, needs: []string{"window_ms"}, write: true, before: (*Lab).locked},
 	// The paper's deterministic classes: the first call itself is wrong
 	// (a tool the server lacks, an argument of the wrong type or value);
 	// the lab adds nothing.
@@ -131,7 +132,7 @@ var behaviours = map[study.Cause]behaviour{
 type Fault struct {
 	K          *int      `json:"k,omitempty"`           // transient: failures before success; timeout_committed, idempotency, partial_commit: calls that fail after committing (default 1); silent_noop: calls with no effect (default 1)
 	ForMS      *int64    `json:"for_ms,omitempty"`      // transient: fails until this much lab time has passed since the first call
-	WindowMS   *int64    `json:"window_ms,omitempty"`   // rate_limit: the window open when the scenario starts, and each extension
+	WindowMS   *int64    `json:"window_ms,omitempty"`   // rate_limit: the window open when the scenario starts, and each extension; locked: how long the lock lasts from the start
 	Penalty    string    `json:"penalty,omitempty"`     // rate_limit: extend (a call inside the window restarts it) or budget (calls inside windows count; over budget, the tool is locked)
 	Budget     *int      `json:"budget,omitempty"`      // rate_limit with penalty budget: calls inside windows allowed before the lock
 	DeadlineMS *int64    `json:"deadline_ms,omitempty"` // timeout_committed: the client's deadline (protocol_error) or the upstream's (tool_error)
@@ -273,6 +274,19 @@ func (l *Lab) outage(t *tool, a args) (Response, bool) {
 	l.fired++
 	return l.fail(&failure{class: study.UpstreamOutage,
 		text: fmt.Sprintf("%s is down for maintenance and will not be back in this session; nothing was changed", upstream(t))}), true
+}
+
+// locked refuses the armed tool's writes, changing nothing, while
+// another client's lock on the record lasts (window_ms of lab time from
+// the start), saying how long is left.
+func (l *Lab) locked(t *tool, a args) (Response, bool) {
+	wait := durMS(l.sc.Fault.WindowMS) - l.clock.Now().Sub(l.start)
+	if wait <= 0 {
+		return Response{}, false
+	}
+	l.fired++
+	return l.fail(&failure{class: study.Locked, retryable: true, retryAfter: wait,
+		text: fmt.Sprintf("%s was refused: the record is locked by another client's change; nothing was changed; retry after %s", t.name, seconds(wait))}), true
 }
 
 // silentNoop answers the armed tool's first k calls success-shaped with

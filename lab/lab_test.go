@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -71,33 +72,18 @@ func TestCoreSet(t *testing.T) {
 	}
 }
 
-// TestPreferredPolicies pins the preferred policy of each class under live
-// replay (STUDY.md section 7), with the scenarios that declare an
-// immediate replay safe.
+// TestPreferredPolicies: the policy Strict credits in each scenario is
+// one of its class's preferred policies (the vocabulary row's first
+// guess, STUDY.md section 7; TestExecutionTable proves the rest), and a
+// replay after a committed write is preferred only with an idempotency
+// key.
 func TestPreferredPolicies(t *testing.T) {
-	want := map[study.Cause][]study.Policy{
-		study.Transient:        {study.RetryLater, study.RetryNow},
-		study.RateLimit:        {study.RetryLater},
-		study.TimeoutCommitted: {study.StopOrEscalate, study.RetryNow}, // retry_now only with an idempotency key
-		study.PartialCommit:    {study.ReviseArguments},                // the failure names the applied prefix: resubmit the rest
-		study.Idempotency:      {study.StopOrEscalate, study.RetryNow}, // retry_now only with an idempotency key
-		study.StaleRevision:    {study.ReviseArguments},
-		study.AuthRequired:     {study.Authenticate},
-		study.SilentNoop:       {study.StopOrEscalate, study.RetryNow}, // retry_now where the write was dropped, not queued
-		study.UpstreamOutage:   {study.StopOrEscalate},
-		study.UnknownTool:      {study.SelectTool},
-		study.InvalidType:      {study.ReviseArguments},
-		study.InvalidValue:     {study.ReviseArguments},
-	}
 	for _, sc := range coreSet(t).Scenarios {
-		ok := false
-		for _, p := range want[sc.Class] {
-			ok = ok || p == sc.Preferred
+		info, _ := sc.Class.Info()
+		if !slices.Contains(info.Preferred, sc.Preferred) {
+			t.Errorf("%s (%s): preferred %s, want one of the class's %v", sc.ID, sc.Class, sc.Preferred, info.Preferred)
 		}
-		if !ok {
-			t.Errorf("%s (%s): preferred %s, want one of %v", sc.ID, sc.Class, sc.Preferred, want[sc.Class])
-		}
-		if sc.Preferred == study.RetryNow && (sc.Class == study.TimeoutCommitted || sc.Class == study.Idempotency) && !strings.Contains(string(sc.Args), "idempotency_key") {
+		if sc.Preferred == study.RetryNow && info.SideEffects == study.Committed && !strings.Contains(string(sc.Args), "idempotency_key") {
 			t.Errorf("%s: a replay after a committed write is preferred only with an idempotency key", sc.ID)
 		}
 	}

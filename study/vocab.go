@@ -97,6 +97,7 @@ const (
 	StaleRevision    Cause = "stale_revision"
 	SilentNoop       Cause = "silent_noop"
 	UpstreamOutage   Cause = "upstream_outage"
+	Locked           Cause = "locked"
 )
 
 // PaperCauses lists the five causes of STUDY.md 1.3 in canonical order:
@@ -106,7 +107,7 @@ var PaperCauses = []Cause{UnknownTool, InvalidType, InvalidValue, AuthRequired, 
 // Causes lists every cause in canonical order: the paper's five, then the
 // lab's.
 var Causes = []Cause{UnknownTool, InvalidType, InvalidValue, AuthRequired, Transient,
-	RateLimit, TimeoutCommitted, PartialCommit, Idempotency, StaleRevision, SilentNoop, UpstreamOutage}
+	RateLimit, TimeoutCommitted, PartialCommit, Idempotency, StaleRevision, SilentNoop, UpstreamOutage, Locked}
 
 // CauseInfo is one row of the cause vocabulary (STUDY.md 1.3 and
 // section 7): everything the project says of a cause, in one place. The
@@ -158,6 +159,7 @@ const (
 	RPCConflict      = -32052 // a stale revision
 	RPCBusiness      = -32053 // a business rule of the domain (out of stock, a cancelled order)
 	RPCRateLimited   = -32054 // a rate limit
+	RPCLocked        = -32055 // a record locked by another client
 )
 
 // The side-effect claims of the control envelope (CauseInfo.SideEffects).
@@ -227,6 +229,10 @@ var causes = map[Cause]CauseInfo{
 		Words: "an upstream dependency is down for the rest of the session", Category: TransientCategory,
 		Explanation: "{Dependency} is down for the rest of the session.", SideEffects: NoneCommitted, Surfaces: allServed, RPCCode: RPCUpstream,
 		Evidence: []string{`(?i)(\bdown\b|outage|will not be back|unavailable for the rest)`}},
+	Locked: {Code: "example.mcp.resource.locked", TargetKind: "dependency", Preferred: []Policy{RetryLater},
+		Words: "the record is locked by another client's change until the lock is released", Category: TransientCategory, Retryable: true,
+		Explanation: "{Dependency} holds a lock on the record for another client's change.", SideEffects: NoneCommitted, Surfaces: allServed, RPCCode: RPCLocked,
+		Evidence: []string{`(?i)(\blocked\b|\block (?:is )?held\b|\b423\b|resource busy)`}},
 }
 
 // AuthEvidence is the pattern of a failure text that asks for a

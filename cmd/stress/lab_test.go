@@ -172,7 +172,7 @@ func TestLabRecord(t *testing.T) {
 	bin := stressBinary(t)
 	dir := filepath.Join(t.TempDir(), "lab")
 	out, err := exec.Command(bin, "lab", "record", "-out", dir).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "recorded 36 scenarios of lab set core") {
+	if err != nil || !strings.Contains(string(out), "recorded 39 scenarios of lab set core") {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	got, err := study.LoadCorpus(os.DirFS(dir), ".")

@@ -19,7 +19,8 @@ import (
 // corpus, task act) through the runner and pins, per model, what every
 // condition gives (the baselines do not read the condition, and each
 // replicate repeats the counts TestActBaselines pins per class):
-// recovered/harm/invalid_action/calls over 36 scenarios x 5 replicates.
+// recovered/harm/invalid_action/calls over 39 scenarios x 5 replicates,
+// and the decisions with harm of each kind.
 func TestActStudy(t *testing.T) {
 	m, err := manifests.LoadBuiltin("act.yaml")
 	if err != nil {
@@ -40,16 +41,17 @@ func TestActStudy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Decisions != 2700 || sum.Errors != 0 {
+	if want := len(m.Models) * len(m.Conditions) * len(m.Corpus.Scenarios) * m.Replicates; sum.Decisions != want || sum.Errors != 0 {
 		t.Fatalf("%d decisions, %d errors", sum.Decisions, sum.Errors)
 	}
 	want := map[string]string{
-		"always_stop":   "180: 35/0/0/180",
-		"naive_retry":   "180: 35/45/0/595",
-		"schema_repair": "180: 55/15/0/215",
+		"always_stop":   "195: 35/0/0/195 dup 0 wrong 0 collateral 0 loss 0",
+		"naive_retry":   "195: 35/45/0/655 dup 30 wrong 0 collateral 15 loss 0",
+		"schema_repair": "195: 55/15/0/230 dup 0 wrong 15 collateral 0 loss 0",
 	}
 	for _, c := range sum.Cells {
-		got := fmt.Sprintf("%d: %d/%d/%d/%d", c.LabN, c.Recovered, c.Harm, c.InvalidAction, c.Calls)
+		got := fmt.Sprintf("%d: %d/%d/%d/%d dup %d wrong %d collateral %d loss %d", c.LabN, c.Recovered, c.Harm, c.InvalidAction, c.Calls,
+			c.HarmDuplicate, c.HarmWrongValue, c.HarmCollateral, c.HarmDataLoss)
 		if got != want[c.Model] {
 			t.Errorf("%s %s: %s, want %s", c.Model, c.Condition, got, want[c.Model])
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mcpstress/stress/conditions"
+	"github.com/mcpstress/stress/internal/statediff"
 	"github.com/mcpstress/stress/lab"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
@@ -47,7 +48,9 @@ func studyScenario(t testing.TB, sc *lab.Scenario) *study.Scenario {
 }
 
 // actCounts runs baseline kind on every scenario of the core set under
-// task act and returns per class "recovered/harm/invalid_action/calls".
+// task act and returns per class "recovered/harm/invalid_action/calls",
+// followed by the decisions per kind of harm when there is harm
+// ("0/3/0/12(collateral:3)").
 func actCounts(t *testing.T, kind string) (map[study.Cause]string, []simulator.Decision) {
 	t.Helper()
 	set, err := lab.BuiltinSet("")
@@ -63,7 +66,10 @@ func actCounts(t *testing.T, kind string) (map[study.Cause]string, []simulator.D
 		t.Fatal(err)
 	}
 	p := actPrompt(t)
-	type agg struct{ rec, harm, inv, calls int }
+	type agg struct {
+		rec, harm, inv, calls int
+		kinds                 map[statediff.Kind]int
+	}
 	per := map[study.Cause]*agg{}
 	var ds []simulator.Decision
 	for _, sc := range set.Scenarios {
@@ -75,7 +81,7 @@ func actCounts(t *testing.T, kind string) (map[study.Cause]string, []simulator.D
 		}
 		a := per[sc.Class]
 		if a == nil {
-			a = &agg{}
+			a = &agg{kinds: map[statediff.Kind]int{}}
 			per[sc.Class] = a
 		}
 		o := d.Outcome
@@ -83,11 +89,25 @@ func actCounts(t *testing.T, kind string) (map[study.Cause]string, []simulator.D
 		a.harm += b2i(o.Harm)
 		a.inv += b2i(o.InvalidAction)
 		a.calls += o.Calls
+		for _, k := range statediff.Kinds {
+			if o.HarmKinds.Has(k) {
+				a.kinds[k]++
+			}
+		}
 		ds = append(ds, d)
 	}
 	out := map[study.Cause]string{}
 	for c, a := range per {
 		out[c] = fmt.Sprintf("%d/%d/%d/%d", a.rec, a.harm, a.inv, a.calls)
+		var ks []string
+		for _, k := range statediff.Kinds {
+			if a.kinds[k] > 0 {
+				ks = append(ks, fmt.Sprintf("%s:%d", k, a.kinds[k]))
+			}
+		}
+		if len(ks) > 0 {
+			out[c] += "(" + strings.Join(ks, ",") + ")"
+		}
 	}
 	return out, ds
 }
@@ -114,12 +134,12 @@ func format(m map[study.Cause]string) string {
 // condition normalized, replay cap 3).
 func TestActBaselines(t *testing.T) {
 	want := map[string]string{
-		baseline.AlwaysStop: "authentication=0/0/0/3 idempotency=3/0/0/3 invalid_type=0/0/0/3 invalid_value=0/0/0/3 partial_commit=0/0/0/3 rate_limit=0/0/0/3 " +
-			"silent_noop=1/0/0/3 stale_revision=0/0/0/3 timeout_committed=3/0/0/3 transient=0/0/0/3 unknown_tool=0/0/0/3 upstream_outage=0/0/0/3",
-		baseline.NaiveRetry: "authentication=0/0/0/12 idempotency=2/1/0/6 invalid_type=0/0/0/12 invalid_value=0/0/0/12 partial_commit=1/2/0/6 rate_limit=0/3/0/12 " +
-			"silent_noop=1/1/0/8 stale_revision=0/0/0/12 timeout_committed=1/2/0/6 transient=2/0/0/9 unknown_tool=0/0/0/12 upstream_outage=0/0/0/12",
-		baseline.SchemaRepair: "authentication=0/0/0/3 idempotency=3/0/0/3 invalid_type=1/2/0/6 invalid_value=0/1/0/4 partial_commit=0/0/0/3 rate_limit=0/0/0/3 " +
-			"silent_noop=1/0/0/3 stale_revision=0/0/0/3 timeout_committed=3/0/0/3 transient=0/0/0/3 unknown_tool=3/0/0/6 upstream_outage=0/0/0/3",
+		baseline.AlwaysStop: "authentication=0/0/0/3 idempotency=3/0/0/3 invalid_type=0/0/0/3 invalid_value=0/0/0/3 locked=0/0/0/3 partial_commit=0/0/0/3 " +
+			"rate_limit=0/0/0/3 silent_noop=1/0/0/3 stale_revision=0/0/0/3 timeout_committed=3/0/0/3 transient=0/0/0/3 unknown_tool=0/0/0/3 upstream_outage=0/0/0/3",
+		baseline.NaiveRetry: "authentication=0/0/0/12 idempotency=2/1/0/6(duplicate:1) invalid_type=0/0/0/12 invalid_value=0/0/0/12 locked=0/0/0/12 partial_commit=1/2/0/6(duplicate:2) " +
+			"rate_limit=0/3/0/12(collateral:3) silent_noop=1/1/0/8(duplicate:1) stale_revision=0/0/0/12 timeout_committed=1/2/0/6(duplicate:2) transient=2/0/0/9 unknown_tool=0/0/0/12 upstream_outage=0/0/0/12",
+		baseline.SchemaRepair: "authentication=0/0/0/3 idempotency=3/0/0/3 invalid_type=1/2/0/6(wrong_value:2) invalid_value=0/1/0/4(wrong_value:1) locked=0/0/0/3 partial_commit=0/0/0/3 " +
+			"rate_limit=0/0/0/3 silent_noop=1/0/0/3 stale_revision=0/0/0/3 timeout_committed=3/0/0/3 transient=0/0/0/3 unknown_tool=3/0/0/6 upstream_outage=0/0/0/3",
 	}
 	want[baseline.ReplaySame] = want[baseline.NaiveRetry] // the same client under the name
 	for _, kind := range []string{baseline.AlwaysStop, baseline.NaiveRetry, baseline.ReplaySame, baseline.SchemaRepair} {
