@@ -100,7 +100,7 @@ func New(sc *Scenario, o Options) *Lab {
 	if f := l.arm(); f != nil {
 		panic(fmt.Sprintf("lab: scenario %s does not arm: %s", sc.ID, f.text)) // Load checked it
 	}
-	l.initial = l.st.doc()
+	l.initial = l.st.doc(false)
 	return l
 }
 
@@ -282,7 +282,7 @@ func (l *Lab) Outcome() Outcome {
 	if l.sc == nil {
 		return o
 	}
-	doc := st.doc()
+	doc := st.doc(len(l.sc.Harm) > 0) // the extra checks may read the logs
 	var tol []statediff.Tolerance
 	if l.sc.set != nil {
 		tol = l.sc.set.Tolerate

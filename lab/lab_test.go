@@ -15,6 +15,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/mcpstress/stress/failclosed"
+	"github.com/mcpstress/stress/internal/statediff"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -705,7 +706,7 @@ func TestStateDoc(t *testing.T) {
 			t.Fatal(err)
 		}
 		l.mu.Lock()
-		got := l.st.doc()
+		got := l.st.doc(true)
 		l.mu.Unlock()
 		if !reflect.DeepEqual(any(got), want) {
 			t.Errorf("%s: the predicates' state differs from the JSON state", sc.ID)
@@ -730,4 +731,32 @@ func TestStateDump(t *testing.T) {
 	if !strings.Contains(string(m["effects"]), `"actor":"other"`) {
 		t.Errorf("the concurrent write is not recorded as another client's: %s", m["effects"])
 	}
+}
+
+// BenchmarkDiff measures what reading an outcome from the state diff
+// costs a decision: the final state as the diff reads it (State.doc) and
+// statediff.Evaluate against the initial state, over every core scenario
+// after a replay trajectory (the target is under 50 µs a decision).
+func BenchmarkDiff(b *testing.B) {
+	var labs []*Lab
+	for _, sc := range coreSet(b).Scenarios {
+		l := New(sc, Options{Seed: 3})
+		r := l.First()
+		for i := 0; i < 3; i++ {
+			st, _ := l.Execute(study.RetryNow, r.RetryAfter)
+			if last, ok := st.Last(); ok {
+				r = last
+			}
+		}
+		l.Settle()
+		labs = append(labs, l)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		for _, l := range labs {
+			o := statediff.Evaluate(&StateSchema, &l.sc.Spec, l.initial, l.st.doc(false), l.sc.set.Tolerate, nil)
+			_ = o
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(labs))/1000, "µs/decision")
 }

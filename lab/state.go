@@ -224,9 +224,10 @@ func ms(d time.Duration) int64 { return d.Milliseconds() }
 
 // doc returns the state as json.Unmarshal would decode State.JSON into an
 // any (objects as map[string]any, numbers as float64), built directly:
-// predicates read it once per outcome, and decoding the JSON again cost
-// more than the rest of the outcome.
-func (s *State) doc() map[string]any {
+// outcomes read it once per decision, and decoding the JSON again cost
+// more than the rest of the outcome. Without logs it leaves out the
+// calls and effects, which the diff does not read (StateSchema.Logs).
+func (s *State) doc(logs bool) map[string]any {
 	m := map[string]any{"clock_ms": float64(s.ClockMS)}
 	orders := make(map[string]any, len(s.Orders))
 	for k, o := range s.Orders {
@@ -266,6 +267,9 @@ func (s *State) doc() map[string]any {
 		limits[k] = map[string]any{"tool": x.Tool, "window_until_ms": float64(x.WindowUntilMS), "violations": float64(x.Violations), "locked": x.Locked}
 	}
 	m["limits"] = limits
+	if !logs {
+		return m
+	}
 	m["calls"] = list(s.Calls, func(x *CallRecord) any {
 		return map[string]any{"seq": float64(x.Seq), "at_ms": float64(x.AtMS), "tool": x.Tool, "outcome": x.Outcome}
 	})

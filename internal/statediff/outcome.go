@@ -151,7 +151,7 @@ func Evaluate(s *Schema, spec *Spec, before, after any, extra []Tolerance, calls
 				}
 			}
 		case Create:
-			want := decodeValues(g.Values)
+			want := g.wanted()
 			n := 0
 			for i, c := range changes {
 				if claimed[i] || c.Op != Create || c.Collection != coll || !matches(c.After, want) {
@@ -176,13 +176,13 @@ func Evaluate(s *Schema, spec *Spec, before, after any, extra []Tolerance, calls
 				}
 				ok = true
 				for _, f := range c.Fields {
-					if v, set := g.Values[f]; set {
-						if !reflect.DeepEqual(c.After[f], decode(v)) {
+					if v, set := g.wanted()[f]; set {
+						if !equal(c.After[f], v) {
 							ok = false
 							if lost(c.Before[f], c.After[f]) {
 								harm(c, DataLoss, f, "%s lost what it held: %s", f, describeValue(c.Before[f]))
 							} else {
-								harm(c, WrongValue, f, "%s is %s, the task asks for %s", f, describeValue(c.After[f]), describeValue(decode(v)))
+								harm(c, WrongValue, f, "%s is %s, the task asks for %s", f, describeValue(c.After[f]), describeValue(v))
 							}
 						}
 						continue
@@ -306,7 +306,7 @@ func targetOf(goal []Effect, c *Change) *Effect {
 		}
 		all := true
 		for _, f := range g.Target {
-			if !reflect.DeepEqual(c.After[f], decode(g.Values[f])) {
+			if !equal(c.After[f], g.wanted()[f]) {
 				all = false
 			}
 		}
@@ -320,7 +320,7 @@ func targetOf(goal []Effect, c *Change) *Effect {
 // matches reports whether rec holds every value of want.
 func matches(rec, want map[string]any) bool {
 	for k, v := range want {
-		if !reflect.DeepEqual(rec[k], v) {
+		if !equal(rec[k], v) {
 			return false
 		}
 	}

@@ -36,6 +36,16 @@ type Effect struct {
 	N      int                        `json:"n,omitempty"`      // create: how many records (default 1)
 	Args   json.RawMessage            `json:"args,omitempty"`   // call: the arguments (a JSON object), if they matter
 	Why    string                     `json:"why"`              // what it means, for people
+
+	want map[string]any // Values decoded (by Check, or on first use)
+}
+
+// wanted returns the effect's values decoded.
+func (e *Effect) wanted() map[string]any {
+	if e.want == nil {
+		return decodeValues(e.Values)
+	}
+	return e.want
 }
 
 // op returns the effect's change and collection (Call: "call" and the
@@ -123,6 +133,7 @@ func Check(s *Schema, spec *Spec, doc any, extra []Tolerance, calls bool) *Probl
 			p.Field = at + p.Field
 			return p
 		}
+		e.want = decodeValues(e.Values)
 	}
 	all := append(append([]Tolerance(nil), extra...), spec.Tolerate...)
 	for i := range spec.Tolerate {
@@ -219,10 +230,11 @@ func checkEffect(s *Schema, e *Effect, doc any, calls bool) *Problem {
 		if e.Target != nil || e.N != 0 {
 			return bad(".update", "an update names its record by key, with no target or n")
 		}
-		rec, ok := recs[e.Key]
+		raw, ok := recs[e.Key]
 		if !ok {
 			return bad(".key", "the initial state has no record %s in %s", quote(e.Key), coll)
 		}
+		rec := asRecord(raw)
 		if len(e.Values) == 0 && len(e.Append) == 0 {
 			return bad(".values", "say what changes: values, append or both")
 		}
@@ -334,8 +346,8 @@ func coversAll(s *Schema, ts []Tolerance) bool {
 // before) holds the effect's values, and each appended text exactly once
 // beyond what before held.
 func (e *Effect) holds(before, rec map[string]any) bool {
-	for k, raw := range e.Values {
-		if !reflect.DeepEqual(rec[k], decode(raw)) {
+	for k, v := range e.wanted() {
+		if !equal(rec[k], v) {
 			return false
 		}
 	}

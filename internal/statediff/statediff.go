@@ -137,14 +137,14 @@ func Diff(s *Schema, before, after any) []Change {
 	for i := range s.Collections {
 		c := &s.Collections[i]
 		b, a := records(c, before), records(c, after)
-		keys := make([]string, 0, len(b)+len(a))
+		keys := make([]string, 0, len(a)+1)
 		for k := range b {
-			keys = append(keys, k)
-		}
-		for k := range a {
-			if _, ok := b[k]; !ok {
+			if _, ok := a[k]; !ok {
 				keys = append(keys, k)
 			}
+		}
+		for k := range a {
+			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
@@ -152,12 +152,13 @@ func Diff(s *Schema, before, after any) []Change {
 			ra, inA := a[k]
 			switch {
 			case !inB:
-				out = append(out, Change{Op: Create, Collection: c.Path, Key: k, After: ra})
+				out = append(out, Change{Op: Create, Collection: c.Path, Key: k, After: asRecord(ra)})
 			case !inA:
-				out = append(out, Change{Op: Remove, Collection: c.Path, Key: k, Before: rb})
-			default:
-				if f := changedFields(c, rb, ra); len(f) > 0 {
-					out = append(out, Change{Op: Update, Collection: c.Path, Key: k, Before: rb, After: ra, Fields: f})
+				out = append(out, Change{Op: Remove, Collection: c.Path, Key: k, Before: asRecord(rb)})
+			case !sameRecord(c, rb, ra):
+				rbm, ram := asRecord(rb), asRecord(ra)
+				if f := changedFields(c, rbm, ram); len(f) > 0 {
+					out = append(out, Change{Op: Update, Collection: c.Path, Key: k, Before: rbm, After: ram, Fields: f})
 				}
 			}
 		}
@@ -165,26 +166,27 @@ func Diff(s *Schema, before, after any) []Change {
 	return out
 }
 
-// records returns the records of collection c in doc, by key. A record
-// that is not an object is {"value": v}; an array item that is not an
-// object, or lacks a key field, is keyed by its position ("#3").
-func records(c *Collection, doc any) map[string]map[string]any {
+// records returns the records of collection c in doc, by key: an
+// object's own map (its member names are the keys), an array's items by
+// Key. An array item that is not an object, or lacks a key field, is
+// keyed by its position ("#3").
+func records(c *Collection, doc any) map[string]any {
 	v, _ := Resolve(doc, c.Path)
-	out := map[string]map[string]any{}
 	switch x := v.(type) {
 	case map[string]any:
-		for k, r := range x {
-			out[k] = asRecord(r)
-		}
+		return x
 	case []any:
+		out := make(map[string]any, len(x))
 		for i, r := range x {
-			rec := asRecord(r)
-			out[keyOf(c, rec, i)] = rec
+			out[keyOf(c, asRecord(r), i)] = r
 		}
+		return out
 	}
-	return out
+	return nil
 }
 
+// asRecord returns a record's fields: the object itself, or {"value": v}
+// for a record that is a plain value.
 func asRecord(v any) map[string]any {
 	if m, ok := v.(map[string]any); ok {
 		return m
@@ -193,6 +195,12 @@ func asRecord(v any) map[string]any {
 }
 
 func keyOf(c *Collection, rec map[string]any, i int) string {
+	if len(c.Key) == 1 {
+		if v, ok := rec[c.Key[0]]; ok {
+			return scalar(v)
+		}
+		return fmt.Sprintf("#%d", i)
+	}
 	parts := make([]string, 0, len(c.Key))
 	for _, f := range c.Key {
 		v, ok := rec[f]
@@ -217,24 +225,66 @@ func scalar(v any) string {
 	return string(b)
 }
 
+// changedFields returns the fields of c's record whose values differ
+// between b and a (ignored fields left out), sorted; nil when none do.
 func changedFields(c *Collection, b, a map[string]any) []string {
 	var out []string
-	seen := map[string]bool{}
-	for _, m := range []map[string]any{b, a} {
-		for k := range m {
-			if seen[k] || contains(c.Ignore, k) {
-				continue
-			}
-			seen[k] = true
-			bv, inB := b[k]
-			av, inA := a[k]
-			if inB != inA || !reflect.DeepEqual(bv, av) {
-				out = append(out, k)
-			}
+	for k, bv := range b {
+		if av, ok := a[k]; (!ok || !equal(bv, av)) && !contains(c.Ignore, k) {
+			out = append(out, k)
+		}
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok && !contains(c.Ignore, k) {
+			out = append(out, k)
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// sameRecord reports, without allocating, whether records b and a of c
+// hold the same values but for c's ignored fields.
+func sameRecord(c *Collection, b, a any) bool {
+	bm, ok1 := b.(map[string]any)
+	am, ok2 := a.(map[string]any)
+	if !ok1 || !ok2 {
+		return !ok1 && !ok2 && equal(b, a)
+	}
+	n := 0
+	for k, bv := range bm {
+		av, ok := am[k]
+		if !ok {
+			if contains(c.Ignore, k) {
+				continue
+			}
+			return false
+		}
+		n++
+		if !equal(bv, av) && !contains(c.Ignore, k) {
+			return false
+		}
+	}
+	return n == len(am) || len(changedFields(c, bm, am)) == 0
+}
+
+// equal reports whether two decoded JSON values are equal: scalars at
+// once, anything else by reflect.DeepEqual.
+func equal(x, y any) bool {
+	switch a := x.(type) {
+	case string:
+		b, ok := y.(string)
+		return ok && a == b
+	case float64:
+		b, ok := y.(float64)
+		return ok && a == b
+	case bool:
+		b, ok := y.(bool)
+		return ok && a == b
+	case nil:
+		return y == nil
+	}
+	return reflect.DeepEqual(x, y)
 }
 
 // Resolve follows a JSON pointer in doc; ok is false where it leads
