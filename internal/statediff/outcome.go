@@ -160,7 +160,7 @@ func Evaluate(s *Schema, spec *Spec, before, after any, extra []Tolerance, calls
 				claimed[i] = true
 				n++
 				if n > g.n() {
-					harm(c, Duplicate, "", "%s again: %s", g.Why, describe(c.After))
+					harm(c, Duplicate, "", "one copy too many (%s): %s", g.Why, describe(c.After))
 				}
 			}
 			ok = n == g.n()
@@ -238,7 +238,7 @@ func Evaluate(s *Schema, spec *Spec, before, after any, extra []Tolerance, calls
 			harm(c, DataLoss, "", "removed: %s", describe(c.Before))
 		case Create:
 			if g := targetOf(spec.Goal, c); g != nil {
-				harm(c, WrongValue, "", "%s, but with other values: %s", g.Why, describe(c.After))
+				harm(c, WrongValue, "", "the task's record with other values than the goal's (%s): %s", g.Why, describe(c.After))
 			} else {
 				harm(c, Collateral, "", "created: %s", describe(c.After))
 			}
