@@ -760,3 +760,35 @@ func BenchmarkDiff(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(labs))/1000, "µs/decision")
 }
+
+// TestStateSchema: every member of the lab's state, after every policy of
+// every core scenario and on a healthy lab, is a collection the diff
+// reads or a log (StateSchema.Covers), so no change can escape it; and a
+// member that is neither is found.
+func TestStateSchema(t *testing.T) {
+	check := func(name string, l *Lab) {
+		var doc any
+		if err := json.Unmarshal(l.State(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if err := StateSchema.Covers(doc); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	check("healthy", New(nil, Options{}))
+	for _, sc := range coreSet(t).Scenarios {
+		for _, p := range study.Policies[:5] {
+			l := New(sc, Options{Seed: 4})
+			r := l.First()
+			_, _ = l.Execute(p, r.RetryAfter)
+			l.Settle()
+			check(sc.ID+" "+string(p), l)
+		}
+	}
+	var doc map[string]any
+	_ = json.Unmarshal(New(nil, Options{}).State(), &doc)
+	doc["audit"] = map[string]any{"a1": map[string]any{"line": "x"}}
+	if err := StateSchema.Covers(doc); err == nil || !strings.Contains(err.Error(), "/audit") {
+		t.Errorf("a state member the diff does not read: %v", err)
+	}
+}
