@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
-	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/mcpstress/stress/internal/statediff"
@@ -101,7 +102,7 @@ func (p *Predicate) check(doc any) (string, string) {
 		if p.N != nil || p.Where != nil || p.Line != nil {
 			return "value", "a value predicate takes only is and op"
 		}
-		if _, ok := resolve(doc, p.Value); !ok {
+		if _, ok := statediff.Resolve(doc, p.Value); !ok {
 			return "value", fmt.Sprintf("path %s does not exist in the state", p.Value)
 		}
 	case p.Count != "":
@@ -111,7 +112,7 @@ func (p *Predicate) check(doc any) (string, string) {
 		if p.Line != nil || p.Is != nil {
 			return "count", "a count predicate takes only where, op and n"
 		}
-		v, ok := resolve(doc, p.Count)
+		v, ok := statediff.Resolve(doc, p.Count)
 		if !ok {
 			return "count", fmt.Sprintf("path %s does not exist in the state", p.Count)
 		}
@@ -124,7 +125,7 @@ func (p *Predicate) check(doc any) (string, string) {
 		if !known {
 			return "count", fmt.Sprintf("path %s is not a collection of records (want one of %s)", p.Count, strings.Join(countable(), ", "))
 		}
-		for _, k := range sortedKeys(p.Where) {
+		for _, k := range slices.Sorted(maps.Keys(p.Where)) {
 			if !contains(fields, k) {
 				return "where." + k, fmt.Sprintf("the records of %s have no field %s", p.Count, k)
 			}
@@ -142,7 +143,7 @@ func (p *Predicate) check(doc any) (string, string) {
 		if p.Where != nil || p.Is != nil {
 			return "lines", "a lines predicate takes only line, op and n"
 		}
-		v, ok := resolve(doc, p.Lines)
+		v, ok := statediff.Resolve(doc, p.Lines)
 		if !ok {
 			return "lines", fmt.Sprintf("path %s does not exist in the state", p.Lines)
 		}
@@ -189,17 +190,17 @@ func (p *Predicate) Eval(doc any) bool {
 		if json.Unmarshal(p.Is, &want) != nil {
 			return false
 		}
-		v, ok := resolve(doc, p.Value)
+		v, ok := statediff.Resolve(doc, p.Value)
 		eq := ok && reflect.DeepEqual(v, want)
 		return eq == (p.op() == "eq")
 	case p.Count != "":
-		v, _ := resolve(doc, p.Count)
+		v, _ := statediff.Resolve(doc, p.Count)
 		var recs []any
 		switch c := v.(type) {
 		case []any:
 			recs = c
 		case map[string]any:
-			for _, k := range sortedKeys(c) {
+			for _, k := range slices.Sorted(maps.Keys(c)) {
 				recs = append(recs, c[k])
 			}
 		}
@@ -211,7 +212,7 @@ func (p *Predicate) Eval(doc any) bool {
 		}
 		return ops[p.op()](n, *p.N)
 	default:
-		v, _ := resolve(doc, p.Lines)
+		v, _ := statediff.Resolve(doc, p.Lines)
 		s, _ := v.(string)
 		n := 0
 		for _, line := range strings.Split(s, "\n") {
@@ -243,37 +244,6 @@ func (p *Predicate) matches(rec any) bool {
 // describe names p for an outcome: its why.
 func (p *Predicate) describe() string { return p.Why }
 
-// resolve follows a JSON pointer in doc.
-func resolve(doc any, ptr string) (any, bool) {
-	if ptr == "" {
-		return doc, true
-	}
-	if !strings.HasPrefix(ptr, "/") {
-		return nil, false
-	}
-	cur := doc
-	for _, tok := range strings.Split(ptr[1:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch c := cur.(type) {
-		case map[string]any:
-			v, ok := c[tok]
-			if !ok {
-				return nil, false
-			}
-			cur = v
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(c) || (len(tok) > 1 && tok[0] == '0') {
-				return nil, false
-			}
-			cur = c[i]
-		default:
-			return nil, false
-		}
-	}
-	return cur, true
-}
-
 // resolveJSON follows a JSON pointer in a JSON document.
 func resolveJSON(raw []byte, ptr string) (json.RawMessage, bool) {
 	d := json.NewDecoder(bytes.NewReader(raw))
@@ -282,7 +252,7 @@ func resolveJSON(raw []byte, ptr string) (json.RawMessage, bool) {
 	if d.Decode(&doc) != nil {
 		return nil, false
 	}
-	v, ok := resolve(doc, ptr)
+	v, ok := statediff.Resolve(doc, ptr)
 	if !ok {
 		return nil, false
 	}

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -176,7 +178,7 @@ func BuiltinSet(name string) (*Set, error) {
 	}
 	s, ok := sets[name]
 	if !ok {
-		names := sortedKeys(sets)
+		names := slices.Sorted(maps.Keys(sets))
 		return nil, fmt.Errorf("no scenario set %q (have %s)", name, strings.Join(names, ", "))
 	}
 	return s, nil
@@ -332,7 +334,7 @@ func check(sc *Scenario) (string, error) {
 		return bad("id", "missing or malformed id %s (want 1 to 40 of A-Z a-z 0-9 _ . -)", quoteValue(sc.ID))
 	}
 	if _, ok := Servers[sc.Server]; !ok {
-		return bad("server", "unknown server %s (want %s)", quoteValue(sc.Server), strings.Join(sortedKeys(Servers), ", "))
+		return bad("server", "unknown server %s (want %s)", quoteValue(sc.Server), strings.Join(slices.Sorted(maps.Keys(Servers)), ", "))
 	}
 	if !IsClass(sc.Class) {
 		return bad("class", "unknown fault class %s (want one of %s)", quoteValue(string(sc.Class)), classList())
@@ -490,7 +492,7 @@ func checkAction(sc *Scenario, served map[string]*tool, a *Action) (string, erro
 				return at + ".args", errors.New("the arguments must be a JSON object")
 			}
 		}
-		for _, k := range sortedKeys(c.Set) {
+		for _, k := range slices.Sorted(maps.Keys(c.Set)) {
 			v := c.Set[k]
 			if r, isRef := asRef(v); isRef {
 				if r.From == nil || *r.From < 0 || *r.From >= i || !strings.HasPrefix(r.Pointer, "/") {

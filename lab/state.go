@@ -2,6 +2,7 @@ package lab
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -157,7 +158,7 @@ func countable() []string {
 			out = append(out, c.Path)
 		}
 	}
-	for _, p := range sortedKeys(logFields) {
+	for _, p := range slices.Sorted(maps.Keys(logFields)) {
 		out = append(out, p)
 	}
 	sort.Strings(out)
@@ -207,16 +208,6 @@ func (s *State) JSON() json.RawMessage {
 		panic("lab: marshaling the state: " + err.Error()) // every member is plain data
 	}
 	return b
-}
-
-// sortedKeys returns the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
 
 // ms converts a duration to whole milliseconds.

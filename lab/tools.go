@@ -2,6 +2,8 @@ package lab
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -257,7 +259,7 @@ func (l *Lab) getOrder(a args, _ int) (any, *failure) {
 
 func (l *Lab) listOrders(a args, _ int) (any, *failure) {
 	out := []Order{}
-	for _, id := range sortedKeys(l.st.Orders) {
+	for _, id := range slices.Sorted(maps.Keys(l.st.Orders)) {
 		if o := l.st.Orders[id]; !a.has("customer") || o.Customer == a.str("customer") {
 			out = append(out, *o)
 		}
@@ -275,7 +277,7 @@ func (l *Lab) getStock(a args, _ int) (any, *failure) {
 
 func (l *Lab) createOrder(a args, _ int) (any, *failure) {
 	if key := a.str("idempotency_key"); key != "" {
-		for _, id := range sortedKeys(l.st.Orders) {
+		for _, id := range slices.Sorted(maps.Keys(l.st.Orders)) {
 			if o := l.st.Orders[id]; o.IdempotencyKey == key {
 				c := *o
 				return &c, nil
@@ -524,7 +526,7 @@ func fileInfo(f *File) map[string]any {
 
 func (l *Lab) listFiles(a args, _ int) (any, *failure) {
 	out := []map[string]any{}
-	for _, p := range sortedKeys(l.st.Files) {
+	for _, p := range slices.Sorted(maps.Keys(l.st.Files)) {
 		if strings.HasPrefix(p, a.str("prefix")) {
 			out = append(out, fileInfo(l.st.Files[p]))
 		}

@@ -23,11 +23,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -287,7 +288,7 @@ func (sc *Scenario) InNonHarm(p study.Policy) bool {
 func (sc *Scenario) expectedInitial() any {
 	files, dirs := []any{}, []any{}
 	seenDir := map[string]bool{}
-	for _, p := range sortedKeys(sc.Files) {
+	for _, p := range slices.Sorted(maps.Keys(sc.Files)) {
 		files = append(files, map[string]any{"path": "/" + p, "content": sc.Files[p], "size": float64(len(sc.Files[p]))})
 		for d := path.Dir("/" + p); d != "/" && !seenDir[d]; d = path.Dir(d) {
 			seenDir[d] = true
@@ -565,7 +566,7 @@ func (e *Env) seed() error {
 	if err := os.MkdirAll(e.files, 0o755); err != nil {
 		return err
 	}
-	for _, p := range sortedKeys(e.sc.Files) {
+	for _, p := range slices.Sorted(maps.Keys(e.sc.Files)) {
 		f := filepath.Join(e.files, filepath.FromSlash(p))
 		if !strings.HasPrefix(f, e.files+string(filepath.Separator)) {
 			return fmt.Errorf("scenario %s: field files: %q leaves the sandbox", e.sc.ID, p)
@@ -1084,12 +1085,3 @@ func (b *boundedBuffer) String() string {
 }
 
 var _ io.Writer = (*boundedBuffer)(nil)
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -190,7 +192,7 @@ func checkEffect(s *Schema, e *Effect, doc any, calls bool) *Problem {
 	if e.Args != nil {
 		return bad(".args", "only a call effect takes args")
 	}
-	for _, k := range sortedKeys(e.Values) {
+	for _, k := range slices.Sorted(maps.Keys(e.Values)) {
 		if c.Fields != nil && !contains(c.Fields, k) {
 			return bad(".values."+k, "the records of %s have no field %s (they have %s)", coll, k, strings.Join(c.Fields, ", "))
 		}
@@ -238,7 +240,7 @@ func checkEffect(s *Schema, e *Effect, doc any, calls bool) *Problem {
 		if len(e.Values) == 0 && len(e.Append) == 0 {
 			return bad(".values", "say what changes: values, append or both")
 		}
-		for _, k := range sortedKeys(e.Append) {
+		for _, k := range slices.Sorted(maps.Keys(e.Append)) {
 			if _, ok := rec[k].(string); !ok {
 				return bad(".append."+k, "record %s has no text field %s", e.Key, k)
 			}
@@ -287,12 +289,12 @@ func checkTolerance(s *Schema, t *Tolerance, goal []Effect) *Problem {
 	if t.Fields != nil && op != Update {
 		return bad(".fields", "only an update tolerance names fields")
 	}
-	for _, f := range append(append([]string(nil), t.Fields...), sortedKeys(t.Where)...) {
+	for _, f := range append(append([]string(nil), t.Fields...), slices.Sorted(maps.Keys(t.Where))...) {
 		if c.Fields != nil && !contains(c.Fields, f) {
 			return bad("", "the records of %s have no field %s", coll, f)
 		}
 	}
-	for _, k := range sortedKeys(t.Where) {
+	for _, k := range slices.Sorted(maps.Keys(t.Where)) {
 		if !json.Valid(t.Where[k]) {
 			return bad(".where."+k, "not a JSON value")
 		}

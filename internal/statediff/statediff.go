@@ -16,7 +16,9 @@ package statediff
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -89,7 +91,7 @@ func (s *Schema) Covers(doc any) error {
 		if !ok || ptr != "" && len(m) == 0 {
 			return fmt.Errorf("state member %s is neither a collection the diff reads nor a log", ptrOrRoot(ptr))
 		}
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if err := walk(ptr+"/"+escape(k), m[k]); err != nil {
 				return err
 			}
@@ -340,13 +342,4 @@ func contains(xs []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
