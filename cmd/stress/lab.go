@@ -183,7 +183,7 @@ type labRow struct {
 	Tool      string   `json:"tool"`
 	Surface   string   `json:"surface"`
 	Contract  bool     `json:"contract"`
-	Preferred string   `json:"preferred_policy"`
+	Preferred []string `json:"preferred_policies"` // Strict credits the first
 	NonHarm   []string `json:"non_harm"`
 	Summary   string   `json:"summary"`
 }
@@ -197,7 +197,10 @@ func labList(name string, asJSON bool, stdout io.Writer) error {
 	rows := make([]labRow, 0, len(set.Scenarios))
 	for _, sc := range set.Scenarios {
 		r := labRow{ID: sc.ID, Server: sc.Server, Class: string(sc.Class), Tool: sc.Tool, Surface: string(sc.Surface),
-			Contract: sc.Contract, Preferred: string(sc.Preferred), Summary: sc.Summary}
+			Contract: sc.Contract, Summary: sc.Summary}
+		for _, p := range sc.PreferredSet {
+			r.Preferred = append(r.Preferred, string(p))
+		}
 		for _, p := range sc.NonHarm {
 			r.NonHarm = append(r.NonHarm, string(p))
 		}
@@ -215,7 +218,7 @@ func labList(name string, asJSON bool, stdout io.Writer) error {
 		if r.Contract {
 			c = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Server, r.Class, r.Tool, r.Surface, c, r.Preferred, strings.Join(r.NonHarm, ","))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Server, r.Class, r.Tool, r.Surface, c, strings.Join(r.Preferred, ","), strings.Join(r.NonHarm, ","))
 	}
 	return tw.Flush()
 }
