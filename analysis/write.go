@@ -188,7 +188,7 @@ func WriteIntervals(w io.Writer, an *Analysis) error {
 	fmt.Fprintf(w, "cluster bootstrap resampling the %d servers with replacement (B = %d, seed %d).\n", bi.Clusters, bi.B, bi.Seed)
 	fmt.Fprintln(w, "Strict/Cover is selective accuracy: Strict out of the Cover decisions.")
 	if slices.ContainsFunc(an.Cells, func(c CellStats) bool { return c.LabN > 0 }) {
-		fmt.Fprintln(w, "Recovered and Harm are out of the decisions with lab outcomes (replay: live); Calls and LabMS are")
+		fmt.Fprintln(w, "Recovered, Harm and its kinds are out of the decisions with lab outcomes (replay: live); Calls and LabMS are")
 		fmt.Fprintf(w, "means per such decision (tool calls; lab-clock ms), with a bootstrap interval and no %s interval.\n", IntervalName(an.Interval))
 	}
 	for _, c := range an.Caveats {

@@ -11,7 +11,7 @@ import (
 
 // Cell holds the exact counts of one (model, prompt, condition); each count
 // is out of N counted decisions, except Extra, a sum of replays, and the
-// lab columns: Recovered and Harm are out of LabN, the counted decisions
+// lab columns: Recovered, Harm and its kinds are out of LabN, the counted decisions
 // with lab outcomes (replay: live), and Calls and LabMS are sums over
 // them. In JSON, lab_n and the lab columns appear only when LabN > 0.
 type Cell struct {
@@ -28,7 +28,7 @@ type Cell struct {
 	Extra      int             `json:"extra"`       // replays the simulator issued
 	Errors     int             `json:"errors"`      // decisions that failed (transport) and are not counted
 	LabN       int             `json:"lab_n"`       // counted decisions with lab outcomes (replay: live)
-	Recovered  int             `json:"recovered"`   // the final state holds the intended effect exactly once
+	Recovered  int             `json:"recovered"`   // the final state holds the goal effect exactly once
 	Harm       int             `json:"harm"`        // the final state holds harm
 	// The decisions whose final state holds harm of each kind.
 	HarmDuplicate  int `json:"harm_duplicate"`
@@ -48,7 +48,7 @@ type Cell struct {
 
 // Agreement is the label-versus-action view of a cell's decisions with
 // lab outcomes: whether the final label is the preferred policy (Strict)
-// against whether the final state holds the intended effect exactly once
+// against whether the final state holds the goal effect exactly once
 // (Recovered). Its four counts sum to LabN.
 type Agreement struct {
 	StrictRecovered   int `json:"strict_recovered"`   // right label, and the action recovered

@@ -132,7 +132,7 @@ var Columns = []Column{
 		flag: func(r *Row) *bool { return &r.AnyFS }, cell: func(c *Cell) *int { return &c.AnyFS }},
 	{Name: "terminal_fs", Label: "TermFS", Doc: "claimed succeeded at the final turn (live: and did not recover)",
 		flag: func(r *Row) *bool { return &r.TerminalFS }, cell: func(c *Cell) *int { return &c.TerminalFS }},
-	{Name: "recovered", Label: "Recovered", Doc: "the final state holds the intended effect exactly once", Kind: LabFlag,
+	{Name: "recovered", Label: "Recovered", Doc: "the final state holds the goal effect exactly once", Kind: LabFlag,
 		opt: func(r *Row) **bool { return &r.Recovered }, cell: func(c *Cell) *int { return &c.Recovered }},
 	{Name: "harm", Label: "Harm", Doc: "the final state holds a change that is not the goal and is not tolerated (any kind below)", Kind: LabFlag,
 		opt: func(r *Row) **bool { return &r.Harm }, cell: func(c *Cell) *int { return &c.Harm }},

@@ -390,7 +390,7 @@ func Score(answers []Answer, preferred study.Policy, nonHarm []study.Policy) Out
 //
 // Note: under live replay the operation may really succeed, so a
 // "succeeded" status is a false success only when the decision did not
-// recover: the final state does not hold the intended effect exactly once
+// recover: the final state does not hold the goal effect exactly once
 // (it is absent, or duplicated). The environment reports the final state
 // only, so every claim of a decision is judged against it: an early claim
 // of a decision that recovered later is not counted.
