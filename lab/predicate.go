@@ -241,9 +241,6 @@ func (p *Predicate) matches(rec any) bool {
 	return true
 }
 
-// describe names p for an outcome: its why.
-func (p *Predicate) describe() string { return p.Why }
-
 // resolveJSON follows a JSON pointer in a JSON document.
 func resolveJSON(raw []byte, ptr string) (json.RawMessage, bool) {
 	d := json.NewDecoder(bytes.NewReader(raw))

@@ -158,9 +158,7 @@ func countable() []string {
 			out = append(out, c.Path)
 		}
 	}
-	for _, p := range slices.Sorted(maps.Keys(logFields)) {
-		out = append(out, p)
-	}
+	out = append(out, slices.Collect(maps.Keys(logFields))...)
 	sort.Strings(out)
 	return out
 }
