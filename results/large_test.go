@@ -8,12 +8,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/mcpstress/stress/conditions"
-	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/simulator"
-	"github.com/mcpstress/stress/study"
 )
 
 // huge answers every turn with a 10 MB answer that would parse as a valid
@@ -31,17 +28,7 @@ func (huge) Generate(ctx context.Context, req models.Request) (models.Reply, err
 // clipped on a character boundary, with its size and sha256 and the
 // body's, never the body; the line re-scores to the decision's row.
 func TestLargeAnswer(t *testing.T) {
-	m, err := manifests.LoadBuiltin(manifests.DefaultName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := conditions.ParsePrompt("default", m.Prompts[0].Path, m.Prompts[0].Text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &m.Corpus.Scenarios[0]
-	key := simulator.Key{Model: "m", Prompt: "default", Condition: study.Normalized, Scenario: s.ID, Replicate: 1}
-	d := simulator.Run(context.Background(), huge{}, p, s, key, simulator.Config{StudySeed: 1, ReplayCap: 3})
+	d, s := runS01(t, huge{}, nil)
 	if d.Err != nil {
 		t.Fatal(d.Err)
 	}

@@ -31,9 +31,10 @@ const (
 	succStop = `{"operation_status": "succeeded", "recovery_policy": "stop_or_escalate"}`
 )
 
-// liveLines runs one live decision on S01 and returns it with its call
-// lines as calls.jsonl holds them.
-func liveLines(t *testing.T, spec fakeenv.Spec, a answers) (simulator.Decision, []byte) {
+// runS01 runs model a on one decision of S01 of the default study
+// (normalized, replicate 1; live in the fake environment when env is
+// set) and returns it with its scenario.
+func runS01(t *testing.T, a models.Model, env *fakeenv.Spec) (simulator.Decision, *study.Scenario) {
 	t.Helper()
 	m, err := manifests.LoadBuiltin(manifests.DefaultName)
 	if err != nil {
@@ -45,7 +46,18 @@ func liveLines(t *testing.T, spec fakeenv.Spec, a answers) (simulator.Decision, 
 	}
 	s := &m.Corpus.Scenarios[0]
 	key := simulator.Key{Model: "m", Prompt: "default", Condition: study.Normalized, Scenario: s.ID, Replicate: 1}
-	d := simulator.Run(context.Background(), a, p, s, key, simulator.Config{StudySeed: 1, ReplayCap: 3, Env: fakeenv.New(m.Corpus.Scenarios, nil, spec)})
+	cfg := simulator.Config{StudySeed: 1, ReplayCap: 3}
+	if env != nil {
+		cfg.Env = fakeenv.New(m.Corpus.Scenarios, nil, *env)
+	}
+	return simulator.Run(context.Background(), a, p, s, key, cfg), s
+}
+
+// liveLines runs one live decision on S01 and returns it with its call
+// lines as calls.jsonl holds them.
+func liveLines(t *testing.T, spec fakeenv.Spec, a answers) (simulator.Decision, []byte) {
+	t.Helper()
+	d, s := runS01(t, a, &spec)
 	if d.Err != nil {
 		t.Fatal(d.Err)
 	}
