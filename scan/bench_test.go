@@ -81,3 +81,30 @@ func BenchmarkLexMatch(b *testing.B) {
 		findMatches(src, toks, JavaScript)
 	}
 }
+
+// BenchmarkOneLine scans a minified bundle: one 4 MB line of code with
+// a match every 300 bytes or so (the target is 20 MB/s or more per core,
+// whatever the line lengths; before, a line cost its matches times its
+// length).
+func BenchmarkOneLine(b *testing.B) {
+	var sb strings.Builder
+	for i := 0; sb.Len() < 4<<20; i++ {
+		fmt.Fprintf(&sb, `function f%d(a,b){if(!a)return{content:[{type:"text",text:"bad "+b}],isError:true};const c=b.map(d=>d.id).filter(Boolean),e={ok:!0,n:c.length};for(let g=0;g<c.length;g++)e[c[g]]=g;return e}`, i)
+	}
+	benchOneLine(b, sb.String())
+}
+
+// BenchmarkOneLineDense is the worst case: one 4 MB line that is nothing
+// but matches (a={isError:true}; 240,000 times), each of which becomes a
+// candidate with its excerpt and hashes; the time is the candidates'.
+func BenchmarkOneLineDense(b *testing.B) {
+	benchOneLine(b, strings.Repeat("a={isError:true};", 4<<20/17))
+}
+
+func benchOneLine(b *testing.B, src string) {
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "bundle.js"), []byte(src), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	benchScan(b, []Repo{{Name: "min", Dir: dir}}, Options{IncludeBuild: true, MaxFileSize: 8 << 20})
+}

@@ -15,16 +15,40 @@ const (
 // token is one token of a source file. Comments are not tokens, and the
 // contents of literals are not code: that is what keeps "isError: true"
 // in a comment or a string from matching.
+//
+// Note: 16 bytes, as a minified bundle holds a token every two bytes and
+// memory the scan touches costs it time; a token's line start is found
+// when needed (lineStart), not stored.
 type token struct {
+	// s and e bound the token's bytes.
+	s, e int32
+	// line is the token's line (1-based).
+	line int32
 	kind kind
 	// nl says the token is the first on its line.
 	nl bool
-	// s and e bound the token's bytes; cs and ce a string's contents
-	// (empty for character, template and regexp literals, whose
-	// contents are never a key).
-	s, e, cs, ce int32
-	// line is the token's line (1-based), ls the offset of its start.
-	line, ls int32
+	// pre and suf are what a string's delimiters take at its start and
+	// end, so its contents are src[s+pre:e-suf]; pre is noContents for a
+	// literal whose contents are never a key (a character, template or
+	// regexp literal, or delimiters longer than 254 bytes).
+	pre, suf uint8
+}
+
+// noContents marks a token whose contents are empty (token.pre).
+const noContents = 0xff
+
+// contents returns the bounds of a string token's contents.
+func (t token) contents() (int32, int32) {
+	if t.pre == noContents {
+		return t.s, t.s
+	}
+	return t.s + int32(t.pre), t.e - int32(t.suf)
+}
+
+// lineStart returns the offset of the start of the line holding offset
+// pos of src.
+func lineStart(src []byte, pos int32) int32 {
+	return int32(bytes.LastIndexByte(src[:pos], '\n') + 1)
 }
 
 // lexer splits a source file into tokens. It never fails: what it cannot
@@ -35,7 +59,6 @@ type lexer struct {
 	syn  syntax
 	pos  int
 	line int32
-	ls   int32
 	nl   bool
 	toks []token
 	// tmpl holds, for each open ${ of a template literal, the depth of
@@ -45,13 +68,24 @@ type lexer struct {
 
 // lex returns the tokens of src, appended to toks[:0].
 func lex(src []byte, syn syntax, toks []token) []token {
+	if n := len(src)/2 + 256; cap(toks) < n {
+		// Note: room for a token every two bytes at once; pages of it the
+		// lexer does not fill are never touched.
+		toks = make([]token, 0, n)
+	}
 	l := &lexer{src: src, syn: syn, line: 1, nl: true, toks: toks[:0]}
 	l.run()
 	return l.toks
 }
 
+// emit adds a token of kind k over src[s:e], whose contents (a string's)
+// are src[cs:ce].
 func (l *lexer) emit(k kind, s, e, cs, ce int) {
-	l.toks = append(l.toks, token{kind: k, nl: l.nl, s: int32(s), e: int32(e), cs: int32(cs), ce: int32(ce), line: l.line, ls: l.ls})
+	t := token{kind: k, nl: l.nl, s: int32(s), e: int32(e), line: l.line, pre: noContents}
+	if ce > cs && cs-s < noContents && e-ce < noContents {
+		t.pre, t.suf = uint8(cs-s), uint8(e-ce)
+	}
+	l.toks = append(l.toks, t)
 	l.nl = false
 }
 
@@ -64,7 +98,6 @@ func (l *lexer) advance(end int) {
 		}
 		l.pos += i + 1
 		l.line++
-		l.ls = int32(l.pos)
 	}
 	l.pos = end
 }
@@ -92,7 +125,6 @@ func (l *lexer) run() {
 		case c == '\n':
 			l.pos++
 			l.line++
-			l.ls = int32(l.pos)
 			l.nl = true
 		case c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v':
 			l.pos++

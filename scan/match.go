@@ -135,7 +135,8 @@ func (m *matcher) key(i int, strings bool) string {
 	case t.kind == kIdent:
 		b = m.src[t.s:t.e]
 	case t.kind == kString && strings:
-		b = m.src[t.cs:t.ce]
+		cs, ce := t.contents()
+		b = m.src[cs:ce]
 	default:
 		return ""
 	}
@@ -251,7 +252,7 @@ func (m *matcher) track(i int) {
 	t := m.toks[i]
 	if m.lang == Python && t.nl && len(m.open) == 0 {
 		// A logical line: defs indented as much or more have ended.
-		indent := t.s - t.ls
+		indent := t.s - lineStart(m.src, t.s)
 		for len(m.defs) > 0 && m.defs[len(m.defs)-1].indent >= indent {
 			m.defs = m.defs[:len(m.defs)-1]
 		}
@@ -260,9 +261,9 @@ func (m *matcher) track(i int) {
 		m.trackTypes(i)
 	}
 	if t.kind == kIdent && m.lang == Python && m.is(i, "def") && i+1 < len(m.toks) && m.toks[i+1].kind == kIdent {
-		indent := t.s - t.ls
+		indent := t.s - lineStart(m.src, t.s)
 		if !t.nl && i > 0 && m.is(i-1, "async") {
-			indent = m.toks[i-1].s - m.toks[i-1].ls
+			indent = m.toks[i-1].s - lineStart(m.src, m.toks[i-1].s)
 		}
 		m.defs = append(m.defs, pyDef{indent: indent, name: m.text(i + 1)})
 	}

@@ -404,8 +404,9 @@ func (w *worker) file(fsys fs.FS, j job, repo, commit string) fileResult {
 	w.toks = lex(data, syntaxes[j.lang], w.toks)
 	hits := findMatches(data, w.toks, j.lang)
 	fr.cands = make([]Candidate, 0, len(hits))
+	var cur lineOf
 	for _, h := range hits {
-		fr.cands = append(fr.cands, candidate(data, w.toks[h.tok], h, repo, commit, j, fr.class))
+		fr.cands = append(fr.cands, candidate(data, w.toks[h.tok], h, repo, commit, j, fr.class, &cur))
 	}
 	return fr
 }
@@ -435,20 +436,40 @@ func readAll(r io.Reader, buf []byte, limit int64) ([]byte, error) {
 // hash covers.
 const contextLines = 3
 
-// candidate describes hit h at token t of file data.
-func candidate(data []byte, t token, h hit, repo, commit string, j job, class Class) Candidate {
-	ls := int(t.ls)
-	le := ls + bytes.IndexByte(data[ls:], '\n')
-	if le < ls {
-		le = len(data)
+// lineOf is what the candidates of one line share: the line, its hashes
+// and its context's, and the column of the last match, so that a file
+// whose matches crowd one long line (a minified bundle) costs time linear
+// in its size, not in matches × line length.
+type lineOf struct {
+	num        int32  // the line's number
+	ls, le     int    // its start and end offsets
+	line       []byte // without its newline and carriage return
+	lineSHA    string
+	contextSHA string
+	at, col    int // an offset on the line and its column (1-based, in characters)
+	valid      bool
+}
+
+// of returns the shared facts of the line of token t in data, computing
+// them once per line.
+func (c *lineOf) of(data []byte, t token) *lineOf {
+	if c.valid && c.num == t.line {
+		return c
 	}
-	line := bytes.TrimSuffix(data[ls:le], []byte("\r"))
+	ls := int(lineStart(data, t.s))
+	*c = lineOf{num: t.line, ls: ls, at: ls, col: 1, valid: true}
+	c.le = ls + bytes.IndexByte(data[ls:], '\n')
+	if c.le < ls {
+		c.le = len(data)
+	}
+	c.line = bytes.TrimSuffix(data[ls:c.le], []byte("\r"))
+	c.lineSHA = sha(c.line)
 	// The context: contextLines lines before and after.
 	cs := ls
 	for k := 0; k < contextLines && cs > 0; k++ {
 		cs = bytes.LastIndexByte(data[:cs-1], '\n') + 1
 	}
-	ce := le
+	ce := c.le
 	for k := 0; k < contextLines && ce < len(data); k++ {
 		n := bytes.IndexByte(data[ce+1:], '\n')
 		if n < 0 {
@@ -464,12 +485,31 @@ func candidate(data []byte, t token, h hit, repo, commit string, j job, class Cl
 			ctx = bytes.TrimSuffix(ctx, []byte("\r"))
 		}
 	}
-	col := utf8.RuneCount(data[ls:t.s]) + 1
+	c.contextSHA = sha(ctx)
+	return c
+}
+
+// column returns the 1-based column, in characters, of offset s on the
+// line, counting on from the last offset asked when s is past it.
+func (c *lineOf) column(data []byte, s int) int {
+	if s < c.at {
+		c.at, c.col = c.ls, 1
+	}
+	c.col += utf8.RuneCount(data[c.at:s])
+	c.at = s
+	return c.col
+}
+
+// candidate describes hit h at token t of file data; cur carries what
+// the candidates of one line share.
+func candidate(data []byte, t token, h hit, repo, commit string, j job, class Class, cur *lineOf) Candidate {
+	l := cur.of(data, t)
+	col := l.column(data, int(t.s))
 	c := Candidate{
 		Repository: repo, Commit: commit, File: j.rel, Line: int(t.line), Column: col,
 		Language: j.lang, Class: class, Construct: h.construct, Key: h.key, Match: h.match,
-		Function: h.function, Text: excerpt(line, int(t.s)-ls),
-		LineSHA256: sha(line), ContextSHA256: sha(ctx),
+		Function: h.function, Text: excerpt(l.line, int(t.s)-l.ls),
+		LineSHA256: l.lineSHA, ContextSHA256: l.contextSHA,
 	}
 	c.ID = "c" + sha([]byte(repo + "\x00" + j.rel + "\x00" + strconv.Itoa(c.Line) + "\x00" + strconv.Itoa(col) + "\x00" + h.key))[:12]
 	return c
