@@ -13,8 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"unicode/utf8"
 	"testing/fstest"
+	"unicode/utf8"
 )
 
 // list renders candidates one a line: file:line:column class construct
