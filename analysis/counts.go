@@ -89,8 +89,10 @@ func Read(r io.Reader, name string, row func(*results.Row) error) (ts *Transport
 	gr.Lenient()
 	tt := newTransportTally()
 	var scoreProblems []error
+	var refs results.RefSet
 	err = readBatches(gr, func(g *results.Group) error {
 		tt.add(g)
+		refs.Add(g)
 		rw, err := g.Row()
 		if err != nil {
 			scoreProblems = append(scoreProblems, fmt.Errorf("%s:%d: %w", name, g.Line, err))
@@ -104,6 +106,9 @@ func Read(r io.Reader, name string, row func(*results.Row) error) (ts *Transport
 	problems = append(gr.Problems(), scoreProblems...)
 	if err == nil {
 		err = gr.Err()
+	}
+	if err == nil {
+		err = refs.Check(name)
 	}
 	return tt.summary(), problems, err
 }

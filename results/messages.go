@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"unsafe"
 
 	"github.com/mcpstress/stress/models"
@@ -404,9 +405,64 @@ func (t *Messages) add(b []byte, eof bool) error {
 	if (len(ml.Ref) != shortRef && len(ml.Ref) != len(full)) || full[:len(ml.Ref)] != ml.Ref {
 		return fmt.Errorf("ref %q does not match the message's sha256 %s", ml.Ref, full)
 	}
-	if _, dup := t.raw[ml.Ref]; !dup {
-		t.raw[ml.Ref] = body
-		t.sums[ml.Ref] = s
+	if _, dup := t.raw[ml.Ref]; dup {
+		// Note: the writer stores a message once (it knows the table it
+		// appends to, a resume's too), so a second line is not its doing.
+		return fmt.Errorf("ref %s is stored twice", ml.Ref)
+	}
+	t.raw[ml.Ref] = body
+	t.sums[ml.Ref] = s
+	return nil
+}
+
+// RefSet collects the message refs that call lines name, with the first
+// line naming each, to check them against messages.jsonl (Check).
+type RefSet struct {
+	first map[string]int
+}
+
+// Add adds the refs of the lines of group g.
+func (s *RefSet) Add(g *Group) {
+	for i := range g.Heads {
+		for _, r := range g.Heads[i].Request.Refs {
+			if _, ok := s.first[r]; !ok {
+				if s.first == nil {
+					s.first = map[string]int{}
+				}
+				s.first[r] = g.Line + i
+			}
+		}
+	}
+}
+
+// Check checks every ref collected against the messages.jsonl beside
+// the calls.jsonl named name: the file reads without damage (a torn last
+// line, which a crash can leave, only when no line names its message),
+// every message matches its ref's sha256, no ref is stored twice, and
+// every ref (and each message of a run) is there. It returns the first
+// problem, naming the file and the call line. Lines that name no
+// message (format 1) need no messages.jsonl.
+func (s *RefSet) Check(name string) error {
+	if len(s.first) == 0 {
+		return nil
+	}
+	file := filepath.Join(filepath.Dir(name), MessagesFile)
+	if _, err := os.Stat(file); err != nil {
+		return fmt.Errorf("%s: the call lines refer to messages by ref, but %s cannot be read: %w", name, file, err)
+	}
+	t, err := LoadMessages(file, -1)
+	if err != nil {
+		return err
+	}
+	refs := make([]string, 0, len(s.first))
+	for r := range s.first {
+		refs = append(refs, r)
+	}
+	slices.SortFunc(refs, func(a, b string) int { return s.first[a] - s.first[b] })
+	for _, r := range refs {
+		if _, err := t.Expand([]string{r}); err != nil {
+			return fmt.Errorf("%s:%d: %w (%s is damaged or incomplete)", name, s.first[r], err, file)
+		}
 	}
 	return nil
 }

@@ -56,7 +56,7 @@ func transportOf(t *testing.T, dir string) *analysis.TransportSummary {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	ts, problems, err := analysis.Transport(f, "calls.jsonl")
+	ts, problems, err := analysis.Transport(f, filepath.Join(dir, results.CallsFile))
 	if err != nil || len(problems) > 0 {
 		t.Fatal(err, problems)
 	}

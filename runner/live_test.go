@@ -290,7 +290,7 @@ func TestLiveRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts, _, err := analysis.Transport(f, results.CallsFile)
+	ts, _, err := analysis.Transport(f, filepath.Join(broken, results.CallsFile))
 	f.Close()
 	var tb strings.Builder
 	if err != nil || ts.EnvFailedTotal != failed || analysis.WriteTransport(&tb, ts) != nil ||
