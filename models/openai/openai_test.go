@@ -3,6 +3,7 @@ package openai_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -340,10 +341,11 @@ func (e *echoServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// of the key are inside the clip, the rest outside.
 		pre := `{"error":{"message":"`
 		pad := strings.Repeat("x", 300-10-len(pre)-len("Bearer "))
-		http.Error(w, pre+pad+auth+`","type":"overloaded"}}`, http.StatusServiceUnavailable)
+		http.Error(w, pre+pad+auth+` bad key b64=`+base64.StdEncoding.EncodeToString([]byte(echoKey))+`","type":"overloaded"}}`, http.StatusServiceUnavailable)
 	case 1:
 		// The key in the answer text (the model repeats it), raw and escaped.
-		send(completion("c1", "fp_test", answer+` key `+echoKey+` or `+escaped, ""), true)
+		send(completion("c1", "fp_test", answer+` key `+echoKey+` or `+escaped+` b64=`+base64.StdEncoding.EncodeToString([]byte("k:"+echoKey))+
+			` url=`+base64.RawURLEncoding.EncodeToString([]byte("ab"+echoKey)), ""), true)
 	case 4:
 		// A valid answer; the key in the id, the fingerprint and an echoed
 		// header, JSON-escaped.
@@ -388,10 +390,12 @@ func TestAPIKeyEchoRedacted(t *testing.T) {
 	}
 	leaks := func(what string, b []byte) {
 		t.Helper()
-		for i := 0; i+8 <= len(echoKey); i++ {
-			if frag := echoKey[i : i+8]; bytes.Contains(b, []byte(frag)) {
-				t.Errorf("%s holds %q, 8 bytes of the API key", what, frag)
-				return
+		for _, form := range append([]string{echoKey}, transport.Base64Forms(echoKey)...) {
+			for i := 0; i+8 <= len(form); i++ {
+				if frag := form[i : i+8]; bytes.Contains(b, []byte(frag)) {
+					t.Errorf("%s holds %q, 8 bytes of the API key or of its base64 forms", what, frag)
+					return
+				}
 			}
 		}
 	}
@@ -461,6 +465,10 @@ func TestAPIKeyEchoRedacted(t *testing.T) {
 			// the stored answer text is the stored body's content.
 			want := strings.ReplaceAll(string(echo.bodies[orig]), echoKey, "[redacted]")
 			want = strings.ReplaceAll(want, strings.NewReplacer("/", `\/`, "+", `\u002b`).Replace(echoKey), "[redacted]")
+			// The base64 forms keep the characters that do not depend on
+			// the key alone: "k:" shifts it by two bytes, "ab" likewise.
+			want = strings.ReplaceAll(want, base64.StdEncoding.EncodeToString([]byte("k:"+echoKey)), "azp[redacted]w==")
+			want = strings.ReplaceAll(want, base64.RawURLEncoding.EncodeToString([]byte("ab"+echoKey)), "YWJ[redacted]w")
 			if string(c.Body) != want {
 				t.Errorf("%s: stored body\n%s\nwant\n%s", what, c.Body, want)
 			}

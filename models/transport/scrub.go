@@ -37,10 +37,20 @@ type Scrubber struct {
 }
 
 // NewScrubber returns a Scrubber of secrets; those shorter than MinSecret
-// bytes are ignored.
+// bytes are ignored. Each secret is also looked for in its base64 forms
+// (Base64Forms): a server that echoes a key as base64, or base64url,
+// at any alignment, gives it away as surely as in clear.
 func NewScrubber(secrets ...string) *Scrubber {
 	s := &Scrubber{}
+	var all []string
 	for _, x := range secrets {
+		if len(x) < MinSecret {
+			continue
+		}
+		all = append(all, x)
+		all = append(all, Base64Forms(x)...)
+	}
+	for _, x := range all {
 		if len(x) < MinSecret {
 			continue
 		}
@@ -72,6 +82,31 @@ func URLSecrets(u *url.URL) []string {
 		return nil
 	}
 	return []string{pw, base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + pw))}
+}
+
+// Base64Forms returns the text that any base64 or base64url encoding of
+// data holding secret holds, whatever the data around it: for each of
+// the three alignments of the secret in the encoded bytes, the characters
+// that depend on the secret's bytes alone (the first ones mix in the
+// bytes before it, the last one those after), in both alphabets.
+func Base64Forms(secret string) []string {
+	var out []string
+	for k := 0; k < 3; k++ {
+		data := append(make([]byte, k), secret...)
+		enc := base64.RawStdEncoding.EncodeToString(data)
+		if len(data)%3 != 0 {
+			enc = enc[:len(enc)-1] // its last character holds bits of the next byte
+		}
+		enc = enc[(8*k+5)/6:] // the characters that hold bits of the k bytes before
+		if len(enc) == 0 {
+			continue
+		}
+		out = append(out, enc)
+		if url := strings.NewReplacer("+", "-", "/", "_").Replace(enc); url != enc {
+			out = append(out, url)
+		}
+	}
+	return out
 }
 
 func bloomHash(g uint64) uint64 { return (g * 0x9E3779B97F4A7C15) >> 48 }

@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -253,5 +254,32 @@ func BenchmarkScrub(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
 		s.Bytes(body)
+	}
+}
+
+// TestScrubBase64: a key echoed as base64 or base64url, at any alignment
+// in the encoded bytes and inside longer encoded text, is removed; text
+// that merely shares its first bytes is not.
+func TestScrubBase64(t *testing.T) {
+	key := "sk-live-0123456789abcdef?>~"
+	s := NewScrubber(key)
+	for _, pre := range []string{"", "x", "xy", "Bearer ", "{\"k\":\""} {
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+			b64 := enc.EncodeToString([]byte(pre + key + " and more"))
+			text := "bad key b64=" + b64 + " (rejected)"
+			got, changed := s.String(text)
+			if !changed || strings.Contains(got, b64) {
+				t.Errorf("prefix %q, %v: %s not scrubbed: %s", pre, enc == base64.URLEncoding || enc == base64.RawURLEncoding, b64, got)
+			}
+			// Whatever stays must not decode to the key.
+			for _, part := range strings.Fields(strings.NewReplacer("=", " ", "(", " ", ")", " ", "[redacted]", " ").Replace(got)) {
+				if dec, err := enc.DecodeString(part); err == nil && strings.Contains(string(dec), key[:MinSecret]) {
+					t.Errorf("prefix %q: %q still decodes to the key", pre, part)
+				}
+			}
+		}
+	}
+	if got, changed := s.String("SGVsbG8sIHdvcmxkIQ== is hello world"); changed {
+		t.Errorf("unrelated base64 scrubbed: %s", got)
 	}
 }
