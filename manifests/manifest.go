@@ -458,13 +458,13 @@ func Parse(source string, data []byte) (*Manifest, error) {
 	}
 	if m.ExternalServer != "" {
 		u, err := url.Parse(m.ExternalServer)
-		switch {
+		switch why := CredentialIn(m.ExternalServer); {
+		case why != "":
+			bad("external_server", "%s; it would be stored in every bundle (put the server behind a local proxy that adds the credential instead)", why)
 		case !m.Act():
 			bad("external_server", "needs task: %q (only the action task calls a server)", TaskAct)
 		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 			bad("external_server", "want an http or https URL of a streamable-HTTP MCP endpoint, got %s", input.Quote(m.ExternalServer))
-		case u.User != nil:
-			bad("external_server", "the URL carries credentials; they would be stored in every bundle (put the server behind a local proxy instead)")
 		}
 	}
 	if m.EnvTimeout != "" {
@@ -506,9 +506,14 @@ func Parse(source string, data []byte) (*Manifest, error) {
 		if len(md.Endpoints) > 0 && md.Host != "" {
 			bad(f+".endpoints", "set either host or endpoints, not both")
 		}
+		if why := CredentialIn(md.Host); md.Host != "" && why != "" {
+			bad(f+".host", "%s; it would be stored in every bundle (give the key with api_key_env)", why)
+		}
 		seenE := map[string]bool{}
 		for j, e := range md.Endpoints {
-			switch {
+			switch why := CredentialIn(e); {
+			case why != "":
+				bad(fmt.Sprintf("%s.endpoints[%d]", f, j), "%s; it would be stored in every bundle (give the key with api_key_env)", why)
 			case strings.TrimSpace(e) == "":
 				bad(fmt.Sprintf("%s.endpoints[%d]", f, j), "empty endpoint")
 			case seenE[e]:

@@ -330,3 +330,58 @@ func TestEncodings(t *testing.T) {
 		}
 	}
 }
+
+// TestCredentialURLs pins which URLs a manifest refuses: a manifest is
+// stored whole in every bundle, so a token in a URL would be too. The
+// error names the field and never repeats the secret.
+func TestCredentialURLs(t *testing.T) {
+	for _, tc := range []struct{ url, why string }{
+		{"http://127.0.0.1:8080/mcp", ""},
+		{"https://mcp.example.org/v1/mcp?region=eu&limit=50", ""},
+		{"localhost:11434", ""},
+		{"http://[::1]:11434", ""},
+		{"https://x.example/mcp?version=2025-06-18", ""},
+		{"http://user:pw@127.0.0.1/mcp", "password"},
+		{"http://user:@127.0.0.1/mcp", "password"},
+		{"http://alice@127.0.0.1:11434", ""},
+		{"http://127.0.0.1/mcp?token=Zx81", `query parameter "token" looks like a credential`},
+		{"http://127.0.0.1/mcp?Access_Token=Zx81", `"Access_Token" looks like a credential`},
+		{"https://x.example/mcp?api_key=1", `"api_key" looks like a credential`},
+		{"https://x.example/mcp?X-Amz-Signature=ab12", `"X-Amz-Signature" looks like a credential`},
+		{"https://x.example/mcp?client_secret=q", `"client_secret" looks like a credential`},
+		{"https://x.example/mcp?password=q", `"password" looks like a credential`},
+		{"https://x.example/mcp?q=sk-proj-9f8e7d6c5b4a3f2e1d0c", `"q" has a value shaped like a token`},
+		{"https://x.example/mcp?u=ghp_16C7e42F292c6912E7710c838347Ae178B4a", `"u" has a value shaped like a token`},
+		{"https://x.example/mcp#access_token=abc", "fragment"},
+		{"https://x.example/mcp#", "fragment"},
+		{"localhost:11434/?key=1", `"key" looks like a credential`},
+		{"http://127.0.0.1/mcp?a=%zz", "does not parse"},
+	} {
+		got := CredentialIn(tc.url)
+		if tc.why == "" && got != "" || tc.why != "" && !strings.Contains(got, tc.why) {
+			t.Errorf("CredentialIn(%q) = %q, want %q", tc.url, got, tc.why)
+		}
+		if strings.Contains(got, "Zx81") || strings.Contains(got, "sk-proj") || strings.Contains(got, "ghp_") {
+			t.Errorf("CredentialIn(%q) repeats the secret: %q", tc.url, got)
+		}
+	}
+	good := readFile(t, "baselines.yaml")
+	act := strings.Replace(good, "replay_cap: 3", "replay_cap: 3\nreplay: live\ntask: act", 1)
+	for _, tc := range []struct{ name, old, new, want string }{
+		{"external_server", "task: act", "task: act\nexternal_server: https://x.example/mcp?token=Zx81", `field external_server: query parameter "token" looks like a credential`},
+		{"external_server not act", "replay_cap: 3", "replay_cap: 3\nexternal_server: http://u:Zx81@x/mcp", "field external_server: the URL carries a password"},
+		{"host", "    model: always_stop", "    model: always_stop\n    host: http://127.0.0.1:11434/?api_key=Zx81", `field models[0].host: query parameter "api_key" looks like a credential`},
+		{"endpoints", "    model: always_stop", "    model: always_stop\n    endpoints: [http://127.0.0.1:1, 'http://127.0.0.1:2/v1#Zx81']", "field models[0].endpoints[1]: the URL has a fragment"},
+	} {
+		bad := strings.Replace(act, tc.old, tc.new, 1)
+		if bad == act {
+			t.Fatalf("%s: edit did not apply", tc.name)
+		}
+		_, err := Parse("m.yaml", []byte(bad))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v\n want it to contain %q", tc.name, err, tc.want)
+		} else if strings.Contains(err.Error(), "Zx81") {
+			t.Errorf("%s: the error repeats the secret: %v", tc.name, err)
+		}
+	}
+}

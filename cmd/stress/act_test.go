@@ -332,7 +332,7 @@ models:
 		t.Errorf("manifest.json: external_server %q, %v", rec.Manifest.ExternalServer, err)
 	}
 	for _, c := range []struct{ url, say string }{
-		{"http://user:secret@127.0.0.1:1/mcp", "field external_server: the URL carries credentials"},
+		{"http://user:secret@127.0.0.1:1/mcp", "field external_server: the URL carries a password"},
 		{"ftp://127.0.0.1/mcp", "field external_server: want an http or https URL"},
 	} {
 		_, _, err := runCmd(t, "run", "-quiet", "-out", filepath.Join(dir, "bad"), manifest(c.url))

@@ -20,6 +20,11 @@ import (
 // error, gets it scrubbed like an API key, and messages show the host with
 // the password masked. No real server is needed.
 func TestHostPasswordScrubbed(t *testing.T) {
+	t.Run("url", func(t *testing.T) { testHostPassword(t, false) })
+	t.Run("api_key_env", func(t *testing.T) { testHostPassword(t, true) })
+}
+
+func testHostPassword(t *testing.T, env bool) {
 	const user, pw = "alice", "s3cret-pass-word"
 	chats := 0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -47,6 +52,23 @@ func TestHostPasswordScrubbed(t *testing.T) {
 	m, err := ollama.New(models.Spec{Name: "m", Model: "tiny", Host: host}, transport.Options{MaxAttempts: 2, BaseDelay: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if env {
+		// The way a manifest gives it: the user name in the host, the
+		// password in the environment.
+		t.Setenv("OLLAMA_TEST_PASSWORD", pw)
+		spec := models.Spec{Name: "m", Model: "tiny", Host: strings.Replace(srv.URL, "http://", "http://"+user+"@", 1), APIKeyEnv: "OLLAMA_TEST_PASSWORD"}
+		if m, err = ollama.New(spec, transport.Options{MaxAttempts: 2, BaseDelay: time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		spec.Host = host
+		if _, err := ollama.New(spec, transport.Options{}); err == nil || !strings.Contains(err.Error(), "api_key_env: the host URL has a password too") {
+			t.Errorf("a password given twice: %v", err)
+		}
+		spec.APIKeyEnv = "OLLAMA_TEST_UNSET"
+		if _, err := ollama.New(spec, transport.Options{}); err == nil || !strings.Contains(err.Error(), "OLLAMA_TEST_UNSET is empty or unset") {
+			t.Errorf("an unset variable: %v", err)
+		}
 	}
 	u, _ := url.Parse(host)
 	secrets := transport.URLSecrets(u)

@@ -7,8 +7,10 @@
 // answer. It uses the request and response types of
 // github.com/ollama/ollama/api and sends them through models/transport, so
 // faults are retried and recorded as transport events. Ollama has no API
-// key; a host URL's password (user info, sent as Basic authorization) is
-// its only credential, masked in messages and facts and scrubbed by the
+// key; a password for a server behind an authenticating proxy, sent as
+// Basic authorization with the host URL's user name, comes from the
+// variable api_key_env names (or the host URL's user info, outside
+// manifests), masked in messages and facts and scrubbed by the
 // transport's Scrubber from everything the server sends back.
 package ollama
 
@@ -63,6 +65,22 @@ func New(spec models.Spec, opt transport.Options) (*Model, error) {
 	host, err := ResolveHost(spec.Host)
 	if err != nil {
 		return nil, fmt.Errorf("model %q: host: %w", spec.Name, err)
+	}
+	if spec.APIKeyEnv != "" {
+		// The password comes from the environment, so that no manifest
+		// (stored whole in every bundle) holds it.
+		pw := os.Getenv(spec.APIKeyEnv)
+		if pw == "" {
+			return nil, fmt.Errorf("model %q: api_key_env: environment variable %s is empty or unset", spec.Name, spec.APIKeyEnv)
+		}
+		name := ""
+		if host.User != nil {
+			if _, set := host.User.Password(); set {
+				return nil, fmt.Errorf("model %q: api_key_env: the host URL has a password too; give it one way", spec.Name)
+			}
+			name = host.User.Username()
+		}
+		host.User = url.UserPassword(name, pw)
 	}
 	format, err := Format(spec.Format)
 	if err != nil {
