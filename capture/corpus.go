@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mcpstress/stress/internal/outdir"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/study"
 )
@@ -151,12 +152,33 @@ func vet(rec study.Scenario, sc *scrubber) string {
 // quarantined record: the caller decides). The corpus is written only if
 // it has at least one record; the private log is written in any case. The
 // corpus is checked with study.LoadCorpus before Write returns.
+//
+// The directory is written under a temporary name and renamed into place
+// (internal/outdir) once complete, the cases above included: a capture
+// stopped midway leaves nothing at dir.
 func Write(dir string, servers []*Server, o Options) (*Written, error) {
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return nil, fmt.Errorf("output directory %s is not empty", dir)
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	out, err := outdir.Create(dir, nil)
+	if err != nil {
 		return nil, err
 	}
+	defer out.Abort()
+	w, err := write(out.Path(), servers, o)
+	if w == nil {
+		return nil, err
+	}
+	w.Dir = dir
+	if cerr := out.Commit(); cerr != nil {
+		return w, cerr
+	}
+	if err != nil {
+		// The messages name the directory as it is now.
+		err = errors.New(strings.ReplaceAll(err.Error(), out.Path(), dir))
+	}
+	return w, err
+}
+
+// write is Write into dir, a new empty directory.
+func write(dir string, servers []*Server, o Options) (*Written, error) {
 	for _, d := range []string{CorpusDir, framesDir, stderrDir, QuarantineDir, "prompts"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return nil, err

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/mcpstress/stress/internal/input"
+	"github.com/mcpstress/stress/internal/outdir"
 )
 
 // The files of a sample's output directory.
@@ -135,17 +136,18 @@ func (r *Result) RejectedCounts() map[string]int {
 
 // Write writes r into dir, which must not exist or be empty: the frame,
 // the draw order, the exclusions, the replacements, the sample, the
-// rejected records (derived frames only), manifest.json and SHA256SUMS.
+// rejected records (derived frames only), manifest.json and SHA256SUMS,
+// into a temporary directory renamed into place (internal/outdir).
 // pages are snapshot pages to keep under SnapshotDir (for -fetch), named
 // page-00001.json and on. The same Result writes the same bytes. It
 // returns the manifest written.
-func (r *Result) Write(dir string, pages [][]byte) (*Manifest, error) {
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return nil, fmt.Errorf("output directory %s is not empty", dir)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+func (r *Result) Write(final string, pages [][]byte) (*Manifest, error) {
+	out, err := outdir.Create(final, nil)
+	if err != nil {
 		return nil, err
 	}
+	defer out.Abort()
+	dir := out.Path()
 	sums := map[string]string{}
 	write := func(name string, data []byte) error {
 		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(name)), data, 0o644); err != nil {
@@ -235,7 +237,10 @@ func (r *Result) Write(dir string, pages [][]byte) (*Manifest, error) {
 	for _, n := range names {
 		fmt.Fprintf(&b, "%s  %s\n", sums[n], n)
 	}
-	return &m, os.WriteFile(filepath.Join(dir, SumsFile), []byte(b.String()), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, SumsFile), []byte(b.String()), 0o644); err != nil {
+		return nil, err
+	}
+	return &m, out.Commit()
 }
 
 // baseName is the last element of a slash- or OS-separated path: outputs

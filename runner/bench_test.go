@@ -81,7 +81,7 @@ func BenchmarkSynth(b *testing.B) {
 		n := 3 * 4 * scen * reps
 		b.Run(fmt.Sprintf("decisions=%d", n), func(b *testing.B) {
 			root := b.TempDir()
-			if err := synth.Write(filepath.Join(root, "study"), synth.Options{Scenarios: scen, Servers: 100, Replicates: reps, Seed: 1}); err != nil {
+			if err := synth.Write(context.Background(), filepath.Join(root, "study"), synth.Options{Scenarios: scen, Servers: 100, Replicates: reps, Seed: 1}); err != nil {
 				b.Fatal(err)
 			}
 			m, err := manifests.Load(filepath.Join(root, "study", synth.ManifestFile))

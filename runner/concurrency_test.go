@@ -475,7 +475,7 @@ func TestShardMerge(t *testing.T) {
 	}
 	merged := filepath.Join(root, "merged")
 	// Shards may be given in any order.
-	rec, sum, err := runner.Merge(merged, []string{shards[2], shards[0], shards[1]}, runner.MergeOptions{})
+	rec, sum, err := runner.Merge(context.Background(), merged, []string{shards[2], shards[0], shards[1]}, runner.MergeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -504,7 +504,7 @@ func TestShardMerge(t *testing.T) {
 		{[]string{shards[0], shards[1], otherDir}, "are not shards of one study: manifest sha256"},
 		{[]string{whole, shards[0]}, "shard counts differ"},
 	} {
-		_, _, err := runner.Merge(filepath.Join(root, "bad"), tc.dirs, runner.MergeOptions{})
+		_, _, err := runner.Merge(context.Background(), filepath.Join(root, "bad"), tc.dirs, runner.MergeOptions{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("merge %v: error %v, want %q", tc.dirs, err, tc.want)
 		}
@@ -516,7 +516,7 @@ func TestShardMerge(t *testing.T) {
 	b1, _ := os.ReadFile(filepath.Join(shards[0], results.CallsFile))
 	b2, _ := os.ReadFile(filepath.Join(shards[1], results.CallsFile))
 	os.WriteFile(filepath.Join(shards[1], results.CallsFile), append(b2, b1[:bytes.IndexByte(b1, '\n')+1]...), 0o644)
-	if _, _, err := runner.Merge(filepath.Join(root, "bad2"), shards, runner.MergeOptions{}); err == nil || !strings.Contains(err.Error(), "belongs to shard 1/3, not 2/3") {
+	if _, _, err := runner.Merge(context.Background(), filepath.Join(root, "bad2"), shards, runner.MergeOptions{}); err == nil || !strings.Contains(err.Error(), "belongs to shard 1/3, not 2/3") {
 		t.Errorf("merge with a foreign decision: %v", err)
 	}
 }

@@ -141,7 +141,7 @@ func TestFormat1Bundle(t *testing.T) {
 	}
 	toFormat1(t, shards[0])
 	merged := filepath.Join(root, "merged")
-	if _, _, err := runner.Merge(merged, shards, runner.MergeOptions{}); err != nil {
+	if _, _, err := runner.Merge(context.Background(), merged, shards, runner.MergeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	sameCalls(t, full, merged)

@@ -104,7 +104,7 @@ func TestFormat2Bundle(t *testing.T) {
 	shard2 := filepath.Join(root, "shard2")
 	runTo(t, prepare(t, m), shard2, runner.Options{Shard: results.Shard{I: 2, N: 2}})
 	merged := filepath.Join(root, "merged")
-	if _, _, err := runner.Merge(merged, []string{filepath.Join(root, "baselines-shard1"), shard2}, runner.MergeOptions{}); err != nil {
+	if _, _, err := runner.Merge(context.Background(), merged, []string{filepath.Join(root, "baselines-shard1"), shard2}, runner.MergeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	sameCalls(t, full, merged)

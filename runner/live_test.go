@@ -166,7 +166,7 @@ func TestLiveDeterminismAndResume(t *testing.T) {
 		shards = append(shards, dir)
 	}
 	merged := filepath.Join(root, "merged")
-	if _, _, err := runner.Merge(merged, shards, runner.MergeOptions{}); err != nil {
+	if _, _, err := runner.Merge(context.Background(), merged, shards, runner.MergeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	sameBundle(t, full, merged)

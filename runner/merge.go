@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcpstress/stress/internal/outdir"
 	"github.com/mcpstress/stress/results"
 )
 
@@ -25,8 +27,14 @@ type MergeOptions struct {
 // decisions.parquet and summary.json rebuilt from it, and manifest.json
 // listing the shards. It refuses shards of different manifests, corpora or
 // prompts, unfinished shards, a shard given twice or missing, decisions in
-// the wrong shard or in two shards, and missing decisions.
-func Merge(out string, dirs []string, opt MergeOptions) (*results.Record, *results.Summary, error) {
+// the wrong shard or in two shards, and missing decisions. The bundle is
+// written under a temporary name and renamed into place once complete
+// (internal/outdir): a merge stopped by ctx, or failing, leaves nothing
+// at out.
+func Merge(ctx context.Context, out string, dirs []string, opt MergeOptions) (*results.Record, *results.Summary, error) {
+	if err := outdir.Check(out, mergeOwned); err != nil {
+		return nil, nil, err
+	}
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
@@ -120,6 +128,9 @@ func Merge(out string, dirs []string, opt MergeOptions) (*results.Record, *resul
 			return nil, nil, err
 		}
 		tables[k] = t
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
 		if err := indexShard(files[k], int32(k), recs[k], sp, idx, base.ReplayCap, dirs, t, defaults); err != nil {
 			return nil, nil, err
 		}
@@ -141,8 +152,17 @@ func Merge(out string, dirs []string, opt MergeOptions) (*results.Record, *resul
 		return nil, nil, fmt.Errorf("merge: %d decisions are in no shard, e.g. %v", count, missing)
 	}
 
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
 	now := opt.Now().UTC()
-	out, runID, lock, err := createBundle(out, "", "", now, base.Manifest.Name+"-merged", "stress merge")
+	od, err := outdir.Create(out, mergeOwned)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer od.Abort()
+	final := out
+	out, runID, lock, err := createBundle(od.Path(), "", "", now, base.Manifest.Name+"-merged", "stress merge")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -203,9 +223,20 @@ func Merge(out string, dirs []string, opt MergeOptions) (*results.Record, *resul
 	if err := results.WriteJSON(filepath.Join(out, results.ManifestFile), &rec); err != nil {
 		return nil, nil, err
 	}
-	fmt.Fprintf(opt.Log, "merged %d shards into %s: %d decisions, %d calls, %d errors\n", len(dirs), out, sum.Decisions, sum.Calls, sum.Errors)
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	lock.Unlock()
+	if err := od.Commit(); err != nil {
+		return nil, nil, err
+	}
+	fmt.Fprintf(opt.Log, "merged %d shards into %s: %d decisions, %d calls, %d errors\n", len(dirs), final, sum.Decisions, sum.Calls, sum.Errors)
 	return &rec, sum, nil
 }
+
+// mergeOwned: a merge's output directory may exist empty, or holding
+// only the lock file a failed start left.
+var mergeOwned = outdir.Names(results.LockFile)
 
 // mergeDefaults is the defaults table of the shards in dirs (nil when
 // none has one: their lines carry every field); the shards that have one

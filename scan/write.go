@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/mcpstress/stress/internal/outdir"
 )
 
 // The files of a scan's output directory.
@@ -97,14 +99,15 @@ func (r *Result) Production() []Candidate {
 // empty: candidates.jsonl (every match, with its source line: private),
 // projection.jsonl (every match, hashes instead of text: publishable),
 // ledger.csv (the production matches, to adjudicate by hand) and
-// scan.json. The same scan writes the same bytes.
-func (r *Result) Write(dir string, opt Options) error {
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return fmt.Errorf("output directory %s is not empty", dir)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// scan.json. The same scan writes the same bytes, into a temporary
+// directory renamed into place (internal/outdir).
+func (r *Result) Write(final string, opt Options) error {
+	out, err := outdir.Create(final, nil)
+	if err != nil {
 		return err
 	}
+	defer out.Abort()
+	dir := out.Path()
 	var cand, proj bytes.Buffer
 	ce, pe := json.NewEncoder(&cand), json.NewEncoder(&proj)
 	ce.SetEscapeHTML(false)
@@ -143,7 +146,10 @@ func (r *Result) Write(dir string, opt Options) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, ManifestFile), append(data, '\n'), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, ManifestFile), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	return out.Commit()
 }
 
 // WriteSummary prints what the scan read and found: files and bytes, the

@@ -54,6 +54,7 @@ type Input struct {
 const (
 	MarkdownFile = "report.md"
 	HTMLFile     = "report.html"
+	PowerFile    = "power.md" // what WritePower writes beside its figure
 	FigureDir    = "figures"
 )
 
@@ -772,6 +773,6 @@ func WritePower(dir string, pw *analysis.Power) ([]string, error) {
 			return out.written, err
 		}
 	}
-	err = out.put("power.md", []byte(strings.ReplaceAll(md.String(), FigureDir+"/", "")))
+	err = out.put(PowerFile, []byte(strings.ReplaceAll(md.String(), FigureDir+"/", "")))
 	return out.written, err
 }

@@ -3,13 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/mcpstress/stress/coding"
+	"github.com/mcpstress/stress/internal/outdir"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -43,7 +43,7 @@ func cmdAdjudicate(fs *flag.FlagSet) action {
 			if err := coding.WriteLedger(&buf, r); err != nil {
 				return err
 			}
-			if err := writeNew(*out, buf.Bytes()); err != nil {
+			if err := outdir.WriteFile(*out, buf.Bytes()); err != nil {
 				return fmt.Errorf("adjudicate: flag -out: %w", err)
 			}
 			fmt.Fprintf(stdout, "wrote %s: %d disagreements on %d records of %s and %s; fill in decision (a value, or a or b for a coder's), decided_by and note, then run stress adjudicate -apply %s -out CORPUS %s %s\n",
@@ -73,15 +73,4 @@ func cmdAdjudicate(fs *flag.FlagSet) action {
 		fmt.Fprintln(stdout)
 		return nil
 	}
-}
-
-// writeNew writes data to a file that must not exist, atomically: a
-// temporary sibling renamed into place.
-func writeNew(path string, data []byte) error {
-	if _, err := os.Lstat(path); err == nil {
-		return fmt.Errorf("%s exists; choose another", path)
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return study.WriteFileAtomic(path, data)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcpstress/stress/capture"
 	"github.com/mcpstress/stress/internal/input"
+	"github.com/mcpstress/stress/internal/outdir"
 )
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
@@ -206,8 +207,8 @@ func cmdCapture(fs *flag.FlagSet) action {
 			}
 			specs = append(specs, sp)
 		}
-		if entries, err := os.ReadDir(*out); err == nil && len(entries) > 0 {
-			return usageError("capture: flag -out: %s is not empty", *out)
+		if err := outdir.Check(*out, nil); err != nil {
+			return usageError("capture: flag -out: %v", err)
 		}
 		var salt []byte
 		if *saltFile != "" {

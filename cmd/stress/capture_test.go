@@ -154,7 +154,7 @@ func TestCaptureUsage(t *testing.T) {
 		{[]string{"-out", out, "-stdio", "a=true", "-max-calls", "0"}, "flag -max-calls: want 1 to 100"},
 		{[]string{"-out", out, "-stdio", "a=true", "-interval", "0s"}, "flag -interval: want a positive duration"},
 		{[]string{"-out", out, "-stdio", "a=true", "-protocol", "latest"}, `protocol version "latest"`},
-		{[]string{"-out", full, "-stdio", "a=true"}, "flag -out: " + full + " is not empty"},
+		{[]string{"-out", full, "-stdio", "a=true"}, "flag -out: output directory " + full + " is not empty"},
 		{[]string{"-out", out, "-stdio", "a=true", "-stdio", "a=false"}, "duplicate label"},
 		{[]string{"-out", out, "-stdio", "a=true", "extra"}, "unexpected arguments"},
 	}

@@ -19,9 +19,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpstress/stress/internal/outdir"
 	"github.com/mcpstress/stress/lab"
 	"github.com/mcpstress/stress/lab/record"
-	"github.com/mcpstress/stress/study"
 )
 
 // labLong is what stress help lab prints after the forms.
@@ -229,8 +229,8 @@ func labRecord(ctx context.Context, name string, seed int64, out string, stdout,
 	if out == "" {
 		return usageError("lab record: flag -out is required")
 	}
-	if _, err := os.Lstat(out); err == nil {
-		return usageError("lab record: flag -out: %s already exists", out)
+	if err := outdir.Check(out, nil); err != nil {
+		return usageError("lab record: flag -out: %v", err)
 	}
 	set, err := lab.BuiltinSet(name)
 	if err != nil {
@@ -248,9 +248,6 @@ func labRecord(ctx context.Context, name string, seed int64, out string, stdout,
 	}
 	if err := record.Write(out, recs); err != nil {
 		return fmt.Errorf("lab record: writing %s: %w", out, err)
-	}
-	if _, err := study.LoadCorpus(os.DirFS(out), "."); err != nil {
-		return fmt.Errorf("lab record: the corpus written to %s does not load: %w", out, err)
 	}
 	fmt.Fprintf(stdout, "recorded %d scenarios of lab set %s into %s (profile coding proposed by rules: check each record, then stress confirm)\n", len(recs), set.Name, out)
 	return nil

@@ -227,7 +227,7 @@ func TestLabRecord(t *testing.T) {
 			t.Errorf("%s: frames differ:\n%q\nwant\n%q", g.ID, gl, wl)
 		}
 	}
-	if out, err := exec.Command(bin, "lab", "record", "-out", dir).CombinedOutput(); err == nil || !strings.Contains(string(out), "already exists") {
+	if out, err := exec.Command(bin, "lab", "record", "-out", dir).CombinedOutput(); err == nil || !strings.Contains(string(out), "is not empty") {
 		t.Errorf("recording over an existing directory: %v %s", err, out)
 	}
 }

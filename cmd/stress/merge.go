@@ -26,7 +26,7 @@ func cmdMerge(fs *flag.FlagSet) action {
 		if *quiet {
 			opt.Log = io.Discard
 		}
-		rec, sum, err := runner.Merge(*out, args, opt)
+		rec, sum, err := runner.Merge(ctx, *out, args, opt)
 		if err != nil {
 			return err
 		}

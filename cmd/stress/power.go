@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/analysis/report"
+	"github.com/mcpstress/stress/internal/outdir"
 )
 
 // powerLong is what stress help power prints after the forms.
@@ -53,6 +54,11 @@ func cmdPower(fs *flag.FlagSet) action {
 		opt := analysis.PowerOptions{Diff: *diff, Studies: *studies, Level: *level, Seed: *seed, ServerShare: *share}
 		if !set["diff"] {
 			return usageError("power: flag -diff is required (the difference to detect, e.g. 0.1)")
+		}
+		if *out != "" {
+			if err := outdir.Check(*out, powerOwned); err != nil {
+				return usageError("power: flag -out: %v", err)
+			}
 		}
 		var err error
 		for _, g := range []struct {
@@ -149,13 +155,28 @@ func cmdPower(fs *flag.FlagSet) action {
 		if err != nil || *out == "" {
 			return err
 		}
-		written, err := report.WritePower(*out, pw)
-		for _, f := range written {
+		od, err := outdir.Create(*out, powerOwned)
+		if err != nil {
+			return fmt.Errorf("power: flag -out: %w", err)
+		}
+		defer od.Abort()
+		written, err := report.WritePower(od.Path(), pw)
+		if err == nil {
+			err = od.Commit()
+		}
+		if err != nil {
+			return err
+		}
+		for _, f := range od.FinalPaths(written) {
 			fmt.Fprintln(stderr, "wrote", f)
 		}
-		return err
+		return nil
 	}
 }
+
+// powerOwned are the entries power -out writes: an earlier output may be
+// replaced, nothing else.
+var powerOwned = outdir.Names(report.PowerFile, report.PowerFigureName+".png", report.PowerFigureName+".svg")
 
 // parseInts parses "21,42,84".
 func parseInts(s string) ([]int, error) {

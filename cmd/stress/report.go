@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/analysis/report"
+	"github.com/mcpstress/stress/internal/outdir"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/study"
 )
@@ -36,6 +37,12 @@ func cmdReport(fs *flag.FlagSet) action {
 		}
 		if *out == "" {
 			*out = filepath.Join(dir, "report")
+		}
+		// The output is checked before the work, written into a temporary
+		// directory and renamed into place: an earlier report is replaced
+		// whole, a directory holding anything else is refused.
+		if err := outdir.Check(*out, reportOwned); err != nil {
+			return usageError("report: flag -out: %v", err)
 		}
 		info, err := readBundleInfo("report", dir, *partial)
 		if err != nil {
@@ -92,16 +99,31 @@ func cmdReport(fs *flag.FlagSet) action {
 		if warning != "" {
 			fmt.Fprintln(stdout, warningLine(warning, "the report and its figures"))
 		}
-		written, err := report.Write(*out, in)
-		for _, f := range written {
+		od, err := outdir.Create(*out, reportOwned)
+		if err != nil {
+			return fmt.Errorf("report: flag -out: %w", err)
+		}
+		defer od.Abort()
+		written, err := report.Write(od.Path(), in)
+		if err == nil {
+			err = od.Commit()
+		}
+		if err != nil {
+			return err
+		}
+		for _, f := range od.FinalPaths(written) {
 			fmt.Fprintln(stdout, "wrote", f)
 		}
-		if err == nil && problems > 0 {
+		if problems > 0 {
 			err = fmt.Errorf("%s: %d problems in calls.jsonl", dir, problems)
 		}
 		return err
 	}
 }
+
+// reportOwned are the entries a report directory holds: an earlier
+// report may be replaced, nothing else.
+var reportOwned = outdir.Names(report.MarkdownFile, report.HTMLFile, report.FigureDir)
 
 // bundleCorpus finds the scenarios of the bundle's corpus for the profile
 // table: from the -manifest flag (an error if its corpus differs from the

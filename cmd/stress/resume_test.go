@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,7 +40,7 @@ func stressBinary(t *testing.T) string {
 func slowStudy(t *testing.T, scenarios, delayMS, parallel int) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "study")
-	if err := synth.Write(dir, synth.Options{Scenarios: scenarios, Servers: 5, Seed: 3}); err != nil {
+	if err := synth.Write(context.Background(), dir, synth.Options{Scenarios: scenarios, Servers: 5, Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
 	var b strings.Builder
@@ -411,7 +412,7 @@ func TestAnalyzeTransport(t *testing.T) {
 		faultserver.Fault{Kind: faultserver.KindStatus, Status: 500})
 	defer srv.Close()
 	study := filepath.Join(t.TempDir(), "study")
-	if err := synth.Write(study, synth.Options{Scenarios: 3, Servers: 1, Seed: 1}); err != nil {
+	if err := synth.Write(context.Background(), study, synth.Options{Scenarios: 3, Servers: 1, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	man := filepath.Join(study, "down.yaml")

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/mcpstress/stress/internal/input"
+	"github.com/mcpstress/stress/internal/outdir"
 	"github.com/mcpstress/stress/internal/parallel"
 	"github.com/mcpstress/stress/registry"
 )
@@ -44,6 +45,9 @@ func cmdSample(fs *flag.FlagSet) action {
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if *out == "" {
 			return usageError("sample: flag -out is required")
+		}
+		if err := outdir.Check(*out, nil); err != nil {
+			return usageError("sample: flag -out: %v", err)
 		}
 		sources := 0
 		for _, set := range []bool{len(args) > 0, *fetch != "", *frameFile != ""} {

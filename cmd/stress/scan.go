@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/mcpstress/stress/internal/outdir"
 	"github.com/mcpstress/stress/scan"
 )
 
@@ -48,6 +49,11 @@ func cmdScan(fs *flag.FlagSet) action {
 		}
 		if *maxSize < 1 {
 			return usageError("scan: flag -max-file-size: want at least 1 byte, got %d", *maxSize)
+		}
+		if *out != "" {
+			if err := outdir.Check(*out, nil); err != nil {
+				return usageError("scan: flag -out: %v", err)
+			}
 		}
 		repos, err := scanRepos(args)
 		if err != nil {

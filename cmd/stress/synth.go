@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/mcpstress/stress/internal/outdir"
 	"github.com/mcpstress/stress/internal/synth"
 )
 
@@ -27,13 +28,16 @@ func cmdSynth(fs *flag.FlagSet) action {
 		if *out == "" {
 			return usageError("synth: flag -out is required")
 		}
+		if err := outdir.Check(*out, nil); err != nil {
+			return usageError("synth: flag -out: %v", err)
+		}
 		if opt.Replicates < 1 {
 			return usageError("synth: flag -replicates: want 1 to 100000, got %d", opt.Replicates)
 		}
 		if err := opt.Check(); err != nil {
 			return usageError("synth: flag %v", err)
 		}
-		if err := synth.Write(*out, opt); err != nil {
+		if err := synth.Write(ctx, *out, opt); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "wrote %s: %d scenarios from %d servers; run it with: stress run %s\n", *out, opt.Scenarios, opt.Servers, filepath.Join(*out, synth.ManifestFile))

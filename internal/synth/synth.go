@@ -7,6 +7,7 @@ package synth
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mcpstress/stress/internal/outdir"
 	"github.com/mcpstress/stress/manifests"
 )
 
@@ -50,25 +52,31 @@ const ManifestFile = "manifest.yaml"
 
 var versions = []string{"2025-03-26", "2025-06-18", "2025-11-25"}
 
-// Write generates a study into dir (which must not exist or be empty):
-// dir/corpus/<server>.json, dir/prompts/default.tmpl and dir/manifest.yaml,
-// whose 3 baselines x 4 conditions x Scenarios x Replicates decisions run
-// offline. Scenario i (ids X0000001…) goes to server i mod Servers (ids
-// Q00001…) and clones a paper record chosen by the seeded generator.
-func Write(dir string, opt Options) error {
+// Write generates a study into the directory final (which must not exist
+// or be empty): corpus/<server>.json, prompts/default.tmpl and
+// manifest.yaml, whose 3 baselines x 4 conditions x Scenarios x Replicates
+// decisions run offline. Scenario i (ids X0000001…) goes to server i mod
+// Servers (ids Q00001…) and clones a paper record chosen by the seeded
+// generator. The study is written under a temporary name and renamed into
+// place (internal/outdir); a cancelled ctx stops it between servers and
+// leaves nothing.
+func Write(ctx context.Context, final string, opt Options) error {
 	if opt.Replicates == 0 {
 		opt.Replicates = 1
 	}
 	if err := opt.Check(); err != nil {
 		return err
 	}
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return fmt.Errorf("output directory %s is not empty", dir)
-	}
 	templates, err := paperRecords()
 	if err != nil {
 		return err
 	}
+	out, err := outdir.Create(final, nil)
+	if err != nil {
+		return err
+	}
+	defer out.Abort()
+	dir := out.Path()
 	if err := os.MkdirAll(filepath.Join(dir, "corpus"), 0o755); err != nil {
 		return err
 	}
@@ -80,6 +88,9 @@ func Write(dir string, opt Options) error {
 		pick[i] = uint8(rng.IntN(len(templates)))
 	}
 	for s := 0; s < opt.Servers; s++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		server := fmt.Sprintf("Q%05d", s+1)
 		if err := writeServer(filepath.Join(dir, "corpus", server+".json"), server, s, opt, templates, pick); err != nil {
 			return err
@@ -87,7 +98,10 @@ func Write(dir string, opt Options) error {
 	}
 	header := fmt.Sprintf("Synthetic study written by stress synth: %d scenarios from %d servers,\n3 baselines x 4 conditions x %d replicates = %d decisions, offline.",
 		opt.Scenarios, opt.Servers, opt.Replicates, 12*opt.Scenarios*opt.Replicates)
-	return manifests.WriteBaselines(filepath.Join(dir, ManifestFile), "synth", header, "corpus", opt.Replicates, opt.Seed)
+	if err := manifests.WriteBaselines(filepath.Join(dir, ManifestFile), "synth", header, "corpus", opt.Replicates, opt.Seed); err != nil {
+		return err
+	}
+	return out.Commit()
 }
 
 func writeServer(file, server string, s int, opt Options, templates []map[string]json.RawMessage, pick []uint8) error {

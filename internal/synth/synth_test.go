@@ -2,6 +2,7 @@ package synth
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +18,7 @@ func TestWrite(t *testing.T) {
 	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
 	opt := Options{Scenarios: 250, Servers: 7, Replicates: 2, Seed: 9}
 	for _, d := range []string{a, b} {
-		if err := Write(d, opt); err != nil {
+		if err := Write(context.Background(), d, opt); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -44,7 +45,7 @@ func TestWrite(t *testing.T) {
 			t.Errorf("%s differs between two runs with one seed", f)
 		}
 	}
-	if err := Write(a, opt); err == nil || !strings.Contains(err.Error(), "not empty") {
+	if err := Write(context.Background(), a, opt); err == nil || !strings.Contains(err.Error(), "not empty") {
 		t.Errorf("writing into a full directory: %v", err)
 	}
 	for _, bad := range []Options{{Scenarios: 0, Servers: 1}, {Scenarios: 5, Servers: 6}, {Scenarios: 5, Servers: 0}, {Scenarios: 5, Servers: 1, Replicates: -1}} {

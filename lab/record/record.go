@@ -30,6 +30,7 @@ import (
 
 	"github.com/mcpstress/stress/capture"
 	"github.com/mcpstress/stress/coding/rules"
+	"github.com/mcpstress/stress/internal/outdir"
 	"github.com/mcpstress/stress/lab"
 	"github.com/mcpstress/stress/study"
 )
@@ -274,10 +275,18 @@ func RetryDelay(obs json.RawMessage) time.Duration {
 	return lab.DefaultBackoff
 }
 
-// Write writes recordings as a lab corpus in dir: one file per server
-// (L01.json …, records in scenario order) and FramesDir/ID.jsonl per
-// scenario. Each file is written atomically.
-func Write(dir string, recs []*Recording) error {
+// Write writes recordings as a lab corpus in the directory final, which
+// must not exist or be empty: one file per server (L01.json …, records
+// in scenario order) and FramesDir/ID.jsonl per scenario. The corpus is
+// written under a temporary name, loaded as study.LoadCorpus loads it,
+// and only then renamed into place (internal/outdir).
+func Write(final string, recs []*Recording) error {
+	out, err := outdir.Create(final, nil)
+	if err != nil {
+		return err
+	}
+	defer out.Abort()
+	dir := out.Path()
 	if err := os.MkdirAll(filepath.Join(dir, FramesDir), 0o755); err != nil {
 		return err
 	}
@@ -288,7 +297,7 @@ func Write(dir string, recs []*Recording) error {
 		if err := capture.WriteFrames(&b, r.Frames); err != nil {
 			return err
 		}
-		if err := study.WriteFileAtomic(filepath.Join(dir, FramesDir, r.Scenario.ID+".jsonl"), b.Bytes()); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, FramesDir, r.Scenario.ID+".jsonl"), b.Bytes(), 0o644); err != nil {
 			return err
 		}
 	}
@@ -302,11 +311,14 @@ func Write(dir string, recs []*Recording) error {
 		if err != nil {
 			return err
 		}
-		if err := study.WriteFileAtomic(filepath.Join(dir, srv+".json"), append(b, '\n')); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, srv+".json"), append(b, '\n'), 0o644); err != nil {
 			return err
 		}
 	}
-	return nil
+	if _, err := study.LoadCorpus(os.DirFS(dir), "."); err != nil {
+		return fmt.Errorf("the corpus written does not load: %w", err)
+	}
+	return out.Commit()
 }
 
 func stop(cmd *exec.Cmd) {
