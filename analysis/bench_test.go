@@ -1,6 +1,7 @@
 package analysis_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -110,7 +111,7 @@ func TestScanRowsStreaming(t *testing.T) {
 	if got := acc.Servers(); len(got) != 7 || got[6] != "P007" {
 		t.Errorf("servers %v", got)
 	}
-	an, err := acc.Analyze(analysis.Options{B: 500})
+	an, err := acc.Analyze(context.Background(), analysis.Options{B: 500})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func BenchmarkAnalyze840(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		acc := accumulate(rows)
-		if _, err := acc.Analyze(analysis.Options{B: 10000}); err != nil {
+		if _, err := acc.Analyze(context.Background(), analysis.Options{B: 10000}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -172,7 +173,7 @@ func BenchmarkAnalyze1M(b *testing.B) {
 		runtime.ReadMemStats(&ms)
 		heap = max(heap, ms.HeapAlloc)
 		t2 := time.Now()
-		an, err := acc.Analyze(analysis.Options{B: 10000})
+		an, err := acc.Analyze(context.Background(), analysis.Options{B: 10000})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -166,8 +167,8 @@ func align(a, b *Accumulator, selA, selB string, pair *PairSpec) ([][2]int32, er
 // first differences) aligned arms whose decision keys differ: a decision
 // (condition, scenario, replicate) present in one bundle and not the
 // other, or a scenario on a different server. Check the corpus hashes
-// with SameCorpus first.
-func Compare(a, b *Accumulator, opt CompareOptions) (*Comparison, error) {
+// with SameCorpus first. A cancelled ctx stops it between rows.
+func Compare(ctx context.Context, a, b *Accumulator, opt CompareOptions) (*Comparison, error) {
 	o := opt.Options.withDefaults()
 	if err := o.check(); err != nil {
 		return nil, err
@@ -232,6 +233,9 @@ func Compare(a, b *Accumulator, opt CompareOptions) (*Comparison, error) {
 				continue
 			}
 			for _, col := range cols {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
 				bit, need := col.bit(), col.need()
 				pg := a.newPairing()
 				for ua, ub := range match {

@@ -1,6 +1,7 @@
 package analysis_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -29,7 +30,7 @@ func TestCompare(t *testing.T) {
 			flips++
 		}
 	}
-	cmp, err := analysis.Compare(accumulate(a), accumulate(b), analysis.CompareOptions{Options: analysis.Options{B: 2000}, Columns: []analysis.Column{analysis.Strict}})
+	cmp, err := analysis.Compare(context.Background(), accumulate(a), accumulate(b), analysis.CompareOptions{Options: analysis.Options{B: 2000}, Columns: []analysis.Column{analysis.Strict}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestCompareRefuses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := tc.edit(pairedRows("m", 30, 12, 4))
-			_, err := analysis.Compare(accumulate(base), accumulate(b), analysis.CompareOptions{})
+			_, err := analysis.Compare(context.Background(), accumulate(base), accumulate(b), analysis.CompareOptions{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "do not match") {
 				t.Errorf("error %v, want %q", err, tc.want)
 			}
@@ -95,24 +96,24 @@ func TestCompareArms(t *testing.T) {
 	two := append(pairedRows("x", 10, 1, 1), pairedRows("y", 10, 1, 1)...)
 	other := append(pairedRows("p", 10, 2, 1), pairedRows("q", 10, 1, 1)...)
 	// One arm each: aligned whatever the names.
-	cmp, err := analysis.Compare(accumulate(pairedRows("x", 10, 1, 1)), accumulate(pairedRows("z", 10, 3, 0)), analysis.CompareOptions{})
+	cmp, err := analysis.Compare(context.Background(), accumulate(pairedRows("x", 10, 1, 1)), accumulate(pairedRows("z", 10, 3, 0)), analysis.CompareOptions{})
 	if err != nil || len(cmp.Arms) != 1 || cmp.Arms[0].A.Model != "x" || cmp.Arms[0].B.Model != "z" || len(cmp.Rows) != 2*6 {
 		t.Errorf("single arms: %+v, %v", cmp, err)
 	}
 	// Same arms: arm by arm.
-	cmp, err = analysis.Compare(accumulate(two), accumulate(two), analysis.CompareOptions{})
+	cmp, err = analysis.Compare(context.Background(), accumulate(two), accumulate(two), analysis.CompareOptions{})
 	if err != nil || len(cmp.Arms) != 2 || cmp.Arms[1].A.Model != "y" || cmp.Arms[1].B.Model != "y" {
 		t.Errorf("same arms: %+v, %v", cmp, err)
 	}
 	// Different arms: refused unless selected.
-	if _, err := analysis.Compare(accumulate(two), accumulate(other), analysis.CompareOptions{}); err == nil || !strings.Contains(err.Error(), "-arm-a and -arm-b") {
+	if _, err := analysis.Compare(context.Background(), accumulate(two), accumulate(other), analysis.CompareOptions{}); err == nil || !strings.Contains(err.Error(), "-arm-a and -arm-b") {
 		t.Errorf("different arms: %v", err)
 	}
-	cmp, err = analysis.Compare(accumulate(two), accumulate(other), analysis.CompareOptions{ArmA: "y", ArmB: "p/default"})
+	cmp, err = analysis.Compare(context.Background(), accumulate(two), accumulate(other), analysis.CompareOptions{ArmA: "y", ArmB: "p/default"})
 	if err != nil || len(cmp.Arms) != 1 || cmp.Arms[0].A.Model != "y" || cmp.Arms[0].B.Model != "p" {
 		t.Errorf("selected arms: %+v, %v", cmp, err)
 	}
-	_, err = analysis.Compare(accumulate(two), accumulate(other), analysis.CompareOptions{ArmA: "nope", ArmB: "p"})
+	_, err = analysis.Compare(context.Background(), accumulate(two), accumulate(other), analysis.CompareOptions{ArmA: "nope", ArmB: "p"})
 	if !errors.Is(err, analysis.ErrArmSelection) || !strings.Contains(err.Error(), `no arm "nope" (arms: x/default, y/default)`) {
 		t.Errorf("unknown arm: %v", err)
 	}

@@ -1,6 +1,7 @@
 package analysis_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/mcpstress/stress/analysis"
@@ -88,7 +89,7 @@ func TestFactorialPairEndToEnd(t *testing.T) {
 		b := i < 30 || (i >= 42 && i < 46)
 		rows = append(rows, row("m", study.Structured, u, a, true), row("m", study.SentenceLabel, u, b, true))
 	}
-	an, err := accumulate(rows).Analyze(analysis.Options{B: 500, Seed: 3})
+	an, err := accumulate(rows).Analyze(context.Background(), analysis.Options{B: 500, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

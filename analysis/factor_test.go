@@ -1,6 +1,7 @@
 package analysis_test
 
 import (
+	"context"
 	"errors"
 	"math"
 	"strings"
@@ -48,7 +49,7 @@ func TestPromptPair(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		an, err := acc.Analyze(analysis.Options{B: 500, Pairs: []analysis.PairSpec{spec}, NoPredeclared: true})
+		an, err := acc.Analyze(context.Background(), analysis.Options{B: 500, Pairs: []analysis.PairSpec{spec}, NoPredeclared: true})
 		if err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
@@ -96,7 +97,7 @@ func TestModelPair(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	an, err := accumulate(rows).Analyze(analysis.Options{B: 300, Pairs: []analysis.PairSpec{spec}, NoPredeclared: true})
+	an, err := accumulate(rows).Analyze(context.Background(), analysis.Options{B: 300, Pairs: []analysis.PairSpec{spec}, NoPredeclared: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func TestPairSpecErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = acc.Analyze(analysis.Options{Pairs: []analysis.PairSpec{spec}})
+		_, err = acc.Analyze(context.Background(), analysis.Options{Pairs: []analysis.PairSpec{spec}})
 		if !errors.Is(err, analysis.ErrPair) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want ErrPair with %q", in, err, want)
 		}
@@ -155,7 +156,7 @@ func TestFamily(t *testing.T) {
 	acc := accumulate(promptRows())
 	spec, _ := analysis.ParsePairSpec("prompt:reason,default", "")
 	for _, fam := range []string{analysis.FamilyAll, analysis.FamilyPredeclared, analysis.FamilyRequested} {
-		an, err := acc.Analyze(analysis.Options{B: 200, Pairs: []analysis.PairSpec{spec}, Family: fam})
+		an, err := acc.Analyze(context.Background(), analysis.Options{B: 200, Pairs: []analysis.PairSpec{spec}, Family: fam})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +186,7 @@ func TestFamily(t *testing.T) {
 			}
 		}
 	}
-	if _, err := acc.Analyze(analysis.Options{Family: "most"}); err == nil {
+	if _, err := acc.Analyze(context.Background(), analysis.Options{Family: "most"}); err == nil {
 		t.Error("unknown family accepted")
 	}
 }
@@ -194,7 +195,7 @@ func TestFamily(t *testing.T) {
 // the cells' Wilson intervals with stats.ClopperPearson's, in JSON under
 // "clopper_pearson".
 func TestClopperPearsonCells(t *testing.T) {
-	an, err := accumulate(pairedRows("m", 10, 20, 5)).Analyze(analysis.Options{B: 100, Interval: analysis.IntervalClopperPearson})
+	an, err := accumulate(pairedRows("m", 10, 20, 5)).Analyze(context.Background(), analysis.Options{B: 100, Interval: analysis.IntervalClopperPearson})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +208,7 @@ func TestClopperPearsonCells(t *testing.T) {
 	if err != nil || !strings.Contains(string(js), `"clopper_pearson":{`) || strings.Contains(string(js), `"wilson"`) {
 		t.Errorf("JSON %s, %v", js, err)
 	}
-	if _, err := accumulate(nil).Analyze(analysis.Options{Interval: "wald"}); err == nil {
+	if _, err := accumulate(nil).Analyze(context.Background(), analysis.Options{Interval: "wald"}); err == nil {
 		t.Error("unknown interval accepted")
 	}
 }
@@ -237,11 +238,11 @@ func TestComparePairCondition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmp, err := analysis.Compare(acc, acc, analysis.CompareOptions{Options: analysis.Options{B: 300}, Columns: []analysis.Column{analysis.Strict}, Pair: &spec})
+	cmp, err := analysis.Compare(context.Background(), acc, acc, analysis.CompareOptions{Options: analysis.Options{B: 300}, Columns: []analysis.Column{analysis.Strict}, Pair: &spec})
 	if err != nil {
 		t.Fatal(err)
 	}
-	an, err := acc.Analyze(analysis.Options{B: 300})
+	an, err := acc.Analyze(context.Background(), analysis.Options{B: 300})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,11 +254,11 @@ func TestComparePairCondition(t *testing.T) {
 		r.DiscordantAB != p.DiscordantAB || r.FlipScenario.P != p.FlipScenario.P || r.Unpaired != 0 || cmp.Family.Size != 1 {
 		t.Errorf("compare row %+v, analyze pair %+v", r, p.PairStats)
 	}
-	if _, err := analysis.Compare(acc, acc, analysis.CompareOptions{Pair: &spec, ArmA: "m"}); !errors.Is(err, analysis.ErrArmSelection) {
+	if _, err := analysis.Compare(context.Background(), acc, acc, analysis.CompareOptions{Pair: &spec, ArmA: "m"}); !errors.Is(err, analysis.ErrArmSelection) {
 		t.Errorf("-pair with -arm-a: %v", err)
 	}
 	bad := analysis.PairSpec{Factor: analysis.FactorCondition, A: "structured", B: "prose", Column: analysis.Strict}
-	if _, err := analysis.Compare(acc, acc, analysis.CompareOptions{Pair: &bad}); !errors.Is(err, analysis.ErrArmSelection) {
+	if _, err := analysis.Compare(context.Background(), acc, acc, analysis.CompareOptions{Pair: &bad}); !errors.Is(err, analysis.ErrArmSelection) {
 		t.Errorf("a condition pair no arm has: %v", err)
 	}
 }

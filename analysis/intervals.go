@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -289,7 +290,7 @@ func (a *Accumulator) Clusters(cell int, key string) []stats.Cluster {
 // with their p-values adjusted over the declared family. It fails only on
 // bad options or a pair that names levels the bundle lacks; statistical
 // caveats are warnings on the values.
-func (a *Accumulator) Analyze(opt Options) (*Analysis, error) {
+func (a *Accumulator) Analyze(ctx context.Context, opt Options) (*Analysis, error) {
 	opt = opt.withDefaults()
 	if err := opt.check(); err != nil {
 		return nil, err
@@ -303,11 +304,16 @@ func (a *Accumulator) Analyze(opt Options) (*Analysis, error) {
 	var err error
 	parallel.For(len(cells)+1, func(i int) {
 		if i == len(cells) {
-			pairs, err = a.pairs(opt)
+			pairs, err = a.pairs(ctx, opt)
 			return
 		}
-		an.Cells[i] = a.cellStats(i, cells[i], opt)
+		if ctx.Err() == nil {
+			an.Cells[i] = a.cellStats(i, cells[i], opt)
+		}
 	})
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		return nil, err
 	}

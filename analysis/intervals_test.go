@@ -1,6 +1,7 @@
 package analysis_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -132,7 +133,7 @@ func TestAccumulatorCounts(t *testing.T) {
 // Tolerance 1e-12 relative.
 func TestPairedEndToEnd(t *testing.T) {
 	acc := accumulate(pairedRows("m", 30, 12, 4))
-	an, err := acc.Analyze(analysis.Options{B: 4000, Seed: 3})
+	an, err := acc.Analyze(context.Background(), analysis.Options{B: 4000, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +211,7 @@ func TestSelectiveWilsonReference(t *testing.T) {
 		for i, u := range paperUnits() {
 			rows = append(rows, row("m", study.Prose, u, i < tc.strict, i < tc.cover))
 		}
-		an, err := accumulate(rows).Analyze(analysis.Options{B: 1000, Seed: 1})
+		an, err := accumulate(rows).Analyze(context.Background(), analysis.Options{B: 1000, Seed: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -286,7 +287,7 @@ func TestPairBootstrapExact(t *testing.T) {
 	wantLo := support[slices.IndexFunc(cdf, func(F float64) bool { return F >= 0.025 })]
 	wantHi := support[slices.IndexFunc(cdf, func(F float64) bool { return F >= 0.975 })]
 
-	an, err := accumulate(rows).Analyze(analysis.Options{B: B, Seed: 11})
+	an, err := accumulate(rows).Analyze(context.Background(), analysis.Options{B: B, Seed: 11})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,12 +307,12 @@ func TestPairBootstrapExact(t *testing.T) {
 // the rows come in (servers are sorted before resampling).
 func TestBootstrapOrderIndependent(t *testing.T) {
 	rows := pairedRows("m", 20, 15, 6)
-	a, err := accumulate(rows).Analyze(analysis.Options{B: 3000})
+	a, err := accumulate(rows).Analyze(context.Background(), analysis.Options{B: 3000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	slices.Reverse(rows)
-	b, err := accumulate(rows).Analyze(analysis.Options{B: 3000})
+	b, err := accumulate(rows).Analyze(context.Background(), analysis.Options{B: 3000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +339,7 @@ func TestWarningsNotErrors(t *testing.T) {
 	for _, u := range paperUnits() {
 		rows = append(rows, row("stop", study.Normalized, u, false, false), row("stop", study.CodeOnly, u, false, false))
 	}
-	an, err := accumulate(rows).Analyze(analysis.Options{})
+	an, err := accumulate(rows).Analyze(context.Background(), analysis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +379,7 @@ func TestOptionsErrors(t *testing.T) {
 		{analysis.Options{Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.Prose), B: string(study.Structured), Column: analysis.Cover}}}, "no model/prompt arm"},
 		{analysis.Options{Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: "extra"}}}, "unknown column"},
 	} {
-		if _, err := acc.Analyze(tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := acc.Analyze(context.Background(), tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Analyze(%+v): %v, want %q", tc.opt, err, tc.want)
 		}
 	}

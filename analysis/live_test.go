@@ -2,6 +2,7 @@ package analysis_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"strings"
@@ -83,7 +84,7 @@ func TestLabColumns(t *testing.T) {
 	if c := cells[2]; c.Model != "s" || c.LabN != 0 || c.Recovered != 0 {
 		t.Errorf("stored cell %+v", c)
 	}
-	an, err := acc.Analyze(analysis.Options{B: 2000, Seed: 5, Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: analysis.Recovered}, {Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: analysis.Harm},
+	an, err := acc.Analyze(context.Background(), analysis.Options{B: 2000, Seed: 5, Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: analysis.Recovered}, {Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: analysis.Harm},
 		{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: "harm_duplicate"},
 		{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: "harm_collateral"},
 		{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: "harm_data_loss"}}})
@@ -187,7 +188,7 @@ func TestLabColumns(t *testing.T) {
 	for i := range results.Columns {
 		results.Columns[i].Clear(&rows[1])
 	}
-	an, err = accumulate(rows).Analyze(analysis.Options{B: 200, Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: analysis.Recovered}}})
+	an, err = accumulate(rows).Analyze(context.Background(), analysis.Options{B: 200, Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: analysis.Recovered}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +209,7 @@ func TestLabColumns(t *testing.T) {
 // too by default; a stored one is not.
 func TestCompareLabColumns(t *testing.T) {
 	a, b := accumulate(liveRows()), accumulate(liveRows())
-	cmp, err := analysis.Compare(a, b, analysis.CompareOptions{Options: analysis.Options{B: 200}})
+	cmp, err := analysis.Compare(context.Background(), a, b, analysis.CompareOptions{Options: analysis.Options{B: 200}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +224,7 @@ func TestCompareLabColumns(t *testing.T) {
 		t.Errorf("compared columns %v", cols)
 	}
 	s := accumulate(pairedRows("m", 30, 12, 4))
-	cmp, err = analysis.Compare(s, s, analysis.CompareOptions{Options: analysis.Options{B: 200}})
+	cmp, err = analysis.Compare(context.Background(), s, s, analysis.CompareOptions{Options: analysis.Options{B: 200}})
 	if err != nil {
 		t.Fatal(err)
 	}

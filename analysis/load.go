@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,8 +26,9 @@ type Loaded struct {
 // calls.jsonl re-scores every decision and summarizes transport events,
 // one over decisions.parquet fingerprints its rows; only when the two
 // disagree are both read whole, to name the decisions that differ (an
-// error). Problems and disagreements are written to log, one a line.
-func LoadBundle(dir string, log io.Writer) (*Loaded, error) {
+// error). Problems and disagreements are written to log, one a line. A
+// cancelled ctx stops both passes.
+func LoadBundle(ctx context.Context, dir string, log io.Writer) (*Loaded, error) {
 	callsPath := filepath.Join(dir, results.CallsFile)
 	pqPath := filepath.Join(dir, results.DecisionsFile)
 	f, err := os.Open(callsPath)
@@ -40,10 +42,14 @@ func LoadBundle(dir string, log io.Writer) (*Loaded, error) {
 	pqDone := make(chan error, 1)
 	go func() {
 		var err error
-		fromParquet, err = parquetFingerprint(dir)
+		fromParquet, err = parquetFingerprint(ctx, dir)
 		pqDone <- err
 	}()
+	n := 0
 	ts, problems, err := Read(f, callsPath, func(r *results.Row) error {
+		if n++; n%4096 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		ld.Acc.Add(r)
 		fromCalls.Add(r)
 		return nil
@@ -79,7 +85,7 @@ func LoadBundle(dir string, log io.Writer) (*Loaded, error) {
 // decisions.parquet: the one summary.json recorded when the file was
 // written, while the file is byte for byte that one (its sha256), else
 // read from the file's rows.
-func parquetFingerprint(dir string) (results.Fingerprint, error) {
+func parquetFingerprint(ctx context.Context, dir string) (results.Fingerprint, error) {
 	pqPath := filepath.Join(dir, results.DecisionsFile)
 	var sum results.Summary
 	b, err := os.ReadFile(filepath.Join(dir, results.SummaryFile))
@@ -91,7 +97,14 @@ func parquetFingerprint(dir string) (results.Fingerprint, error) {
 		}
 	}
 	var fp results.Fingerprint
-	err = results.ScanRows(pqPath, func(r *results.Row) error { fp.Add(r); return nil })
+	n := 0
+	err = results.ScanRows(pqPath, func(r *results.Row) error {
+		if n++; n%4096 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		fp.Add(r)
+		return nil
+	})
 	return fp, err
 }
 

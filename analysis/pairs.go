@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -406,7 +407,7 @@ func (a *Accumulator) resolve(s PairSpec) (PairSpec, error) {
 
 // pairs computes the predeclared and requested comparisons in every
 // combination of the other factors that has both levels (no pooling).
-func (a *Accumulator) pairs(opt Options) ([]Pair, error) {
+func (a *Accumulator) pairs(ctx context.Context, opt Options) ([]Pair, error) {
 	var specs []PairSpec
 	var pre []bool
 	if !opt.NoPredeclared {
@@ -435,7 +436,14 @@ func (a *Accumulator) pairs(opt Options) ([]Pair, error) {
 	order := a.serverOrder()
 	out := []Pair{}
 	bySpec := make([][]Pair, len(specs))
-	parallel.For(len(specs), func(i int) { bySpec[i] = a.pairSpec(specs[i], order, opt) })
+	parallel.For(len(specs), func(i int) {
+		if ctx.Err() == nil {
+			bySpec[i] = a.pairSpec(specs[i], order, opt)
+		}
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	for i, s := range specs {
 		rows := bySpec[i]
 		for j := range rows {

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -186,7 +187,7 @@ func (o PowerOptions) check(contrasts []PowerContrast) error {
 // by its resolution (with m scenarios that differ no p is below
 // 2^(1−m)), which is why more replicates cannot stand in for more
 // scenarios.
-func EstimatePower(contrasts []PowerContrast, opt PowerOptions) (*Power, error) {
+func EstimatePower(ctx context.Context, contrasts []PowerContrast, opt PowerOptions) (*Power, error) {
 	opt = opt.withDefaults()
 	if len(contrasts) == 0 {
 		return nil, fmt.Errorf("no contrast to estimate the power of")
@@ -206,7 +207,11 @@ func EstimatePower(contrasts []PowerContrast, opt PowerOptions) (*Power, error) 
 				for _, v := range opt.Servers {
 					seed := opt.Seed ^ uint64(ci+1)*0x9e3779b97f4a7c15
 					rng := rand.New(rand.NewPCG(seed, uint64(s)<<40|uint64(r)<<20|uint64(v)))
-					curve.Points = append(curve.Points, powerPoint(c, opt, qA, qB, s, r, v, rng))
+					pt, err := powerPoint(ctx, c, opt, qA, qB, s, r, v, rng)
+					if err != nil {
+						return nil, err
+					}
+					curve.Points = append(curve.Points, pt)
 				}
 			}
 		}
@@ -217,13 +222,16 @@ func EstimatePower(contrasts []PowerContrast, opt PowerOptions) (*Power, error) 
 
 // powerPoint simulates opt.Studies studies of one design, arm A's and
 // B's scenario probabilities given by qA and qB.
-func powerPoint(c PowerContrast, opt PowerOptions, qA, qB latentQuantile, s, r, v int, rng *rand.Rand) PowerPoint {
+func powerPoint(ctx context.Context, c PowerContrast, opt PowerOptions, qA, qB latentQuantile, s, r, v int, rng *rand.Rand) (PowerPoint, error) {
 	pt := PowerPoint{Scenarios: s, Replicates: r, Servers: v, Decisions: s * r}
 	dScen := make([]int, s)
 	dServ := make([]int, v)
 	serverZ := make([]float64, v)
 	fo := stats.FlipOptions{Level: opt.Level, Seed: opt.Seed}
-	for range opt.Studies {
+	for k := range opt.Studies {
+		if k%64 == 0 && ctx.Err() != nil {
+			return pt, ctx.Err()
+		}
 		for i := range serverZ {
 			serverZ[i] = rng.NormFloat64()
 			dServ[i] = 0
@@ -261,7 +269,7 @@ func powerPoint(c PowerContrast, opt PowerOptions, qA, qB latentQuantile, s, r, 
 	n := float64(opt.Studies)
 	pt.Power, pt.PowerServer, pt.PowerMcNemar = pt.Power/n, pt.PowerServer/n, pt.PowerMcNemar/n
 	pt.SE = math.Sqrt(pt.Power * (1 - pt.Power) / n)
-	return pt
+	return pt, nil
 }
 
 // latentQuantile tabulates z ↦ F⁻¹(Φ(z)) of a Beta law F on a grid of

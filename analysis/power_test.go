@@ -1,6 +1,7 @@
 package analysis_test
 
 import (
+	"context"
 	"math"
 	"strings"
 	"testing"
@@ -37,7 +38,7 @@ func mcnemarPower(n int, pa, pb, level float64) float64 {
 // standard errors.
 func TestPowerKnownAnswer(t *testing.T) {
 	c := analysis.PowerContrast{Name: "x", Base: 0.3, ICC: 1e-4, ArmCorr: 1, Source: "assumed"}
-	pw, err := analysis.EstimatePower([]analysis.PowerContrast{c}, analysis.PowerOptions{Diff: 0.2, Scenarios: []int{21, 42}, Replicates: []int{1}, Servers: []int{10}, Studies: 3000, Seed: 3})
+	pw, err := analysis.EstimatePower(context.Background(), []analysis.PowerContrast{c}, analysis.PowerOptions{Diff: 0.2, Scenarios: []int{21, 42}, Replicates: []int{1}, Servers: []int{10}, Studies: 3000, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestPowerKnownAnswer(t *testing.T) {
 // names the smallest design reaching 80%.
 func TestPowerDesign(t *testing.T) {
 	c := analysis.PowerContrast{Name: "c", Base: 0.3, ICC: 0.4, ArmCorr: 0.5, Source: "assumed"}
-	pw, err := analysis.EstimatePower([]analysis.PowerContrast{c}, analysis.PowerOptions{Diff: 0.2, Scenarios: []int{21, 84}, Replicates: []int{1, 8}, Servers: []int{10}, Studies: 400})
+	pw, err := analysis.EstimatePower(context.Background(), []analysis.PowerContrast{c}, analysis.PowerOptions{Diff: 0.2, Scenarios: []int{21, 84}, Replicates: []int{1, 8}, Servers: []int{10}, Studies: 400})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,11 +107,11 @@ func TestPowerErrors(t *testing.T) {
 		{analysis.PowerContrast{Name: "c", Base: 0.3, ICC: 0, ArmCorr: 1}, analysis.PowerOptions{Diff: 0.1}, "intra-scenario"},
 		{analysis.PowerContrast{Name: "c", Base: 0.3, ICC: 0.1, ArmCorr: 2}, analysis.PowerOptions{Diff: 0.1}, "arm correlation"},
 	} {
-		if _, err := analysis.EstimatePower([]analysis.PowerContrast{tc.c}, tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := analysis.EstimatePower(context.Background(), []analysis.PowerContrast{tc.c}, tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v %+v: %v, want %q", tc.c, tc.opt, err, tc.want)
 		}
 	}
-	if _, err := analysis.EstimatePower(nil, analysis.PowerOptions{Diff: 0.1}); err == nil {
+	if _, err := analysis.EstimatePower(context.Background(), nil, analysis.PowerOptions{Diff: 0.1}); err == nil {
 		t.Error("no contrast accepted")
 	}
 }
@@ -122,7 +123,7 @@ func TestPowerErrors(t *testing.T) {
 // correlate 36/sqrt(5832) = 0.4714.
 func TestPilotContrasts(t *testing.T) {
 	spec, _ := analysis.ParsePairSpec("prompt:reason,default", "")
-	an, err := accumulate(promptRows()).Analyze(analysis.Options{B: 100, Pairs: []analysis.PairSpec{spec}, NoPredeclared: true})
+	an, err := accumulate(promptRows()).Analyze(context.Background(), analysis.Options{B: 100, Pairs: []analysis.PairSpec{spec}, NoPredeclared: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func BenchmarkPower(b *testing.B) {
 	c := analysis.PowerContrast{Name: "c", Base: 0.3, ICC: 0.3, ArmCorr: 0.7}
 	opt := analysis.PowerOptions{Diff: 0.1, Scenarios: []int{84}, Replicates: []int{10}, Servers: []int{20}, Studies: 100}
 	for b.Loop() {
-		if _, err := analysis.EstimatePower([]analysis.PowerContrast{c}, opt); err != nil {
+		if _, err := analysis.EstimatePower(context.Background(), []analysis.PowerContrast{c}, opt); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -94,11 +94,11 @@ func TestFormat1Bundle(t *testing.T) {
 	os.CopyFS(v1, os.DirFS(full))
 	old := toFormat1(t, v1)
 	sameCalls(t, full, v1)
-	a, err := analysis.LoadBundle(full, io.Discard)
+	a, err := analysis.LoadBundle(context.Background(), full, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := analysis.LoadBundle(v1, io.Discard)
+	b, err := analysis.LoadBundle(context.Background(), v1, io.Discard)
 	if err != nil || b.Problems != 0 {
 		t.Fatalf("analyze a format-1 bundle: %v, %d problems", err, b.Problems)
 	}

@@ -36,7 +36,7 @@ func TestFormat2Bundle(t *testing.T) {
 			t.Fatalf("%s: format %d, want 2", name, rec.Format)
 		}
 		var log bytes.Buffer
-		ld, err := analysis.LoadBundle(dir, &log)
+		ld, err := analysis.LoadBundle(context.Background(), dir, &log)
 		if err != nil || ld.Problems != 0 {
 			t.Fatalf("analyze %s: %v, %d problems\n%s", name, err, ld.Problems, log.String())
 		}
@@ -61,7 +61,7 @@ func TestFormat2Bundle(t *testing.T) {
 	if rec.Format != results.Format || results.Format != 3 {
 		t.Fatalf("a new bundle has format %d", rec.Format)
 	}
-	fresh, err := analysis.LoadBundle(full, io.Discard)
+	fresh, err := analysis.LoadBundle(context.Background(), full, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,7 +132,7 @@ func TestLivePipeline(t *testing.T) {
 		}
 	}
 	// The analysis re-scores the lab columns from calls.jsonl alone.
-	ld, err := analysis.LoadBundle(dir, &bytes.Buffer{})
+	ld, err := analysis.LoadBundle(context.Background(), dir, &bytes.Buffer{})
 	if err != nil || ld.Problems != 0 {
 		t.Fatalf("load: %v, %d problems", err, ld.Problems)
 	}

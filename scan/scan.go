@@ -208,6 +208,9 @@ func Scan(ctx context.Context, repos []Repo, opt Options) (*Result, error) {
 		wg.Go(func() {
 			w := worker{opt: opt}
 			for j := range jobs {
+				if ctx.Err() != nil {
+					continue // drain the queue: the walk stops too
+				}
 				results <- w.file(repos[j.repo].FS, j, repos[j.repo].Name, commits[j.repo])
 			}
 		})
@@ -247,6 +250,9 @@ func Scan(ctx context.Context, repos []Repo, opt Options) (*Result, error) {
 	}
 	if walkErr != nil {
 		return nil, walkErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	for _, c := range Classes {
 		for _, l := range Languages {

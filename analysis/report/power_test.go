@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 
@@ -16,7 +17,7 @@ import (
 // the figure.
 func TestPowerFigure(t *testing.T) {
 	cs := []analysis.PowerContrast{{Name: "first contrast", Base: 0.3, ICC: 0.2, ArmCorr: 1}, {Name: "second contrast", Base: 0.5, ICC: 0.4, ArmCorr: 0.5}}
-	pw, err := analysis.EstimatePower(cs, analysis.PowerOptions{Diff: 0.2, Scenarios: []int{10, 20}, Replicates: []int{1, 3}, Servers: []int{5}, Studies: 50})
+	pw, err := analysis.EstimatePower(context.Background(), cs, analysis.PowerOptions{Diff: 0.2, Scenarios: []int{10, 20}, Replicates: []int{1, 3}, Servers: []int{5}, Studies: 50})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"image/png"
 	"os"
@@ -34,7 +35,7 @@ func TestFiguresGrid(t *testing.T) {
 			}
 		}
 	}
-	an, err := acc.Analyze(analysis.Options{B: 200})
+	an, err := acc.Analyze(context.Background(), analysis.Options{B: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestEmptyFigures(t *testing.T) {
 			Server: fmt.Sprint(s % 6), Status: results.StatusOK, Strict: s%3 == 0, Cover: s%2 == 0}
 		acc.Add(&r)
 	}
-	an, err := acc.Analyze(analysis.Options{B: 200})
+	an, err := acc.Analyze(context.Background(), analysis.Options{B: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestEmptyFigures(t *testing.T) {
 	failed := analysis.NewAccumulator()
 	failed.Add(&results.Row{Model: "m", Prompt: "p", Condition: "prose", Scenario: "S1", Server: "A", Status: results.StatusError})
 	for _, a := range []*analysis.Accumulator{analysis.NewAccumulator(), failed} {
-		an, err := a.Analyze(analysis.Options{B: 200})
+		an, err := a.Analyze(context.Background(), analysis.Options{B: 200})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +159,7 @@ func TestFiguresOddInput(t *testing.T) {
 			acc.Add(&r)
 		}
 	}
-	an, err := acc.Analyze(analysis.Options{B: 100})
+	an, err := acc.Analyze(context.Background(), analysis.Options{B: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func TestLabelActionFigure(t *testing.T) {
 			acc.Add(&r)
 		}
 	}
-	an, err := acc.Analyze(analysis.Options{B: 200})
+	an, err := acc.Analyze(context.Background(), analysis.Options{B: 200})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 		if err := declared("analyze", info, &opt); err != nil {
 			return err
 		}
-		ld, err := analysis.LoadBundle(dir, stderr)
+		ld, err := analysis.LoadBundle(ctx, dir, stderr)
 		if err != nil {
 			return err
 		}
@@ -49,7 +49,7 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 			return err
 		}
 		cells := acc.Cells()
-		an, err := acc.Analyze(opt)
+		an, err := acc.Analyze(ctx, opt)
 		if err != nil {
 			return analyzeError("analyze", err)
 		}

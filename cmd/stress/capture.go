@@ -236,6 +236,11 @@ func cmdCapture(fs *flag.FlagSet) action {
 			return usageError("capture: %v", err)
 		}
 		servers, runErr := capture.Run(ctx, targets, o)
+		if ctx.Err() != nil {
+			// Stopped: the servers not reached would be missing without a
+			// trace; nothing is written.
+			return ctx.Err()
+		}
 		w, werr := capture.Write(*out, servers, o)
 		if werr == nil || w != nil {
 			if *saltFile == "" {

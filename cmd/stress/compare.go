@@ -67,11 +67,11 @@ func cmdCompare(fs *flag.FlagSet) action {
 		if err := analysis.SameCorpus(infoA, infoB); err != nil {
 			return fmt.Errorf("compare refuses %s and %s: %w", dirA, dirB, err)
 		}
-		ldA, err := analysis.LoadBundle(dirA, stderr)
+		ldA, err := analysis.LoadBundle(ctx, dirA, stderr)
 		if err != nil {
 			return err
 		}
-		ldB, err := analysis.LoadBundle(dirB, stderr)
+		ldB, err := analysis.LoadBundle(ctx, dirB, stderr)
 		if err != nil {
 			return err
 		}
@@ -92,8 +92,11 @@ func cmdCompare(fs *flag.FlagSet) action {
 				proposed = append(proposed, x.info.Dir+": "+w)
 			}
 		}
-		cmp, err := analysis.Compare(accA, accB, copt)
+		cmp, err := analysis.Compare(ctx, accA, accB, copt)
 		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
 			if errors.Is(err, analysis.ErrArmSelection) {
 				if *pair != "" {
 					return usageError("compare: flag -pair: %v", err)

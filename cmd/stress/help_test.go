@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -252,7 +253,7 @@ func TestAnalyzeErrorCause(t *testing.T) {
 		t.Fatal(err)
 	}
 	opt := analysis.Options{Pairs: []analysis.PairSpec{spec}}
-	_, aerr := acc.Analyze(opt)
+	_, aerr := acc.Analyze(context.Background(), opt)
 	if aerr == nil {
 		t.Fatal("Analyze of an empty bundle with a pair: no error")
 	}
@@ -260,7 +261,7 @@ func TestAnalyzeErrorCause(t *testing.T) {
 		t.Errorf("pair error: %v, want a usage error naming -pair", err)
 	}
 	opt = analysis.Options{B: -1, Pairs: []analysis.PairSpec{spec}}
-	_, aerr = acc.Analyze(opt)
+	_, aerr = acc.Analyze(context.Background(), opt)
 	if aerr == nil {
 		t.Fatal("Analyze with B = -1: no error")
 	}

@@ -10,10 +10,8 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/signal"
 	"runtime"
 	"runtime/debug"
-	"syscall"
 
 	_ "github.com/mcpstress/stress/models/baseline"   // registers the baselines
 	_ "github.com/mcpstress/stress/models/exec"       // registers the exec backend (any program, a line protocol)
@@ -24,11 +22,16 @@ import (
 
 func main() {
 	deferGC()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, stop := onSignals(signalPatience(os.Args[1:]), os.Stderr)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	sig, stopped := stoppedBy(ctx)
+	stop()
 	switch {
 	case err == nil:
+	case stopped && errors.Is(err, context.Canceled):
+		// The command stopped its work; there is nothing else to say.
+		fmt.Fprintf(os.Stderr, "stress: %s: %s\n", commandName(os.Args[1:]), errSignal{sig})
+		os.Exit(1)
 	case errors.Is(err, errUsage):
 		fmt.Fprintln(os.Stderr, "stress:", err)
 		os.Exit(2)
@@ -59,6 +62,14 @@ func deferGC() {
 		debug.SetGCPercent(100)
 		debug.SetMemoryLimit(math.MaxInt64)
 	})
+}
+
+// commandName is the command args name, for a message.
+func commandName(args []string) string {
+	if len(args) == 0 {
+		return "stress"
+	}
+	return args[0]
 }
 
 // errUsage marks command-line mistakes (exit status 2).

@@ -111,7 +111,7 @@ func cmdPower(fs *flag.FlagSet) action {
 			if err := declared("power", info, &aopt); err != nil {
 				return err
 			}
-			ld, err := analysis.LoadBundle(*pilot, stderr)
+			ld, err := analysis.LoadBundle(ctx, *pilot, stderr)
 			if err != nil {
 				return err
 			}
@@ -120,7 +120,7 @@ func cmdPower(fs *flag.FlagSet) action {
 			}
 			// Note: B = 1: the pilot's intervals are not shown; only the
 			// pairs' counts are used.
-			an, err := ld.Acc.Analyze(aopt)
+			an, err := ld.Acc.Analyze(ctx, aopt)
 			if err != nil {
 				return analyzeError("power", err)
 			}
@@ -141,8 +141,11 @@ func cmdPower(fs *flag.FlagSet) action {
 				}
 			}
 		}
-		pw, err := analysis.EstimatePower(contrasts, opt)
+		pw, err := analysis.EstimatePower(ctx, contrasts, opt)
 		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
 			return usageError("power: %v", err)
 		}
 		if *asJSON {

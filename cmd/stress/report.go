@@ -51,7 +51,7 @@ func cmdReport(fs *flag.FlagSet) action {
 		if err := declared("report", info, &opt); err != nil {
 			return err
 		}
-		ld, err := analysis.LoadBundle(dir, stderr)
+		ld, err := analysis.LoadBundle(ctx, dir, stderr)
 		if err != nil {
 			return err
 		}
@@ -60,7 +60,7 @@ func cmdReport(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
-		an, err := acc.Analyze(opt)
+		an, err := acc.Analyze(ctx, opt)
 		if err != nil {
 			return analyzeError("report", err)
 		}
@@ -73,7 +73,10 @@ func cmdReport(fs *flag.FlagSet) action {
 			if len(cs) == 0 {
 				return usageError("report: flag -power-diff: no paired comparison with matched pairs whose rate can move by %v", *powerDiff)
 			}
-			if in.Power, err = analysis.EstimatePower(cs, analysis.PowerOptions{Diff: *powerDiff, Seed: opt.Seed}); err != nil {
+			if in.Power, err = analysis.EstimatePower(ctx, cs, analysis.PowerOptions{Diff: *powerDiff, Seed: opt.Seed}); err != nil {
+				if ctx.Err() != nil {
+					return err
+				}
 				return usageError("report: flag -power-diff: %v", err)
 			}
 		}
