@@ -474,6 +474,15 @@ func TestShardMerge(t *testing.T) {
 		t.Fatalf("shards hold %d decisions, want 336", total)
 	}
 	merged := filepath.Join(root, "merged")
+	// A stopped merge (a cancelled context) leaves nothing at its output.
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := runner.Merge(stopped, merged, shards, runner.MergeOptions{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled merge: %v", err)
+	}
+	if es, _ := os.ReadDir(root); len(es) != 4 {
+		t.Errorf("a cancelled merge left %d entries in its directory, want the 4 bundles", len(es))
+	}
 	// Shards may be given in any order.
 	rec, sum, err := runner.Merge(context.Background(), merged, []string{shards[2], shards[0], shards[1]}, runner.MergeOptions{})
 	if err != nil {

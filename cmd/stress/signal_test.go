@@ -127,6 +127,7 @@ func TestSignalStopsEveryCommand(t *testing.T) {
 	http1, got1 := stalled(t)
 	http2, got2 := stalled(t)
 	http3, got3 := stalled(t)
+	http4, got4 := stalled(t)
 	// verify a manifest whose Ollama server never answers, beside a small
 	// synthetic corpus.
 	study := filepath.Join(root, "study")
@@ -144,6 +145,19 @@ temperature: 0
 models:
   - {name: m, backend: ollama, model: tiny, host: %q, digest: %s}
 `, http2, strings.Repeat("a", 64))), 0o644)
+	// code a corpus with a model whose server never answers.
+	repo, _ := filepath.Abs("../..")
+	codeManifest := filepath.Join(root, "code.yaml")
+	os.WriteFile(codeManifest, []byte(fmt.Sprintf(`name: c
+corpus: %s
+prompts: [{name: coding, path: %s}]
+conditions: [normalized]
+replicates: 1
+seed: 1
+temperature: 0
+models:
+  - {name: m, backend: ollama, model: tiny, host: %q, format: schema}
+`, filepath.Join(repo, "manifests/corpus/paper"), filepath.Join(repo, "manifests/prompts/coding.tmpl"), http4)), 0o644)
 	hang := filepath.Join(root, "hang.sh")
 	os.WriteFile(hang, []byte("read line\nsleep 600\n"), 0o755)
 
@@ -164,6 +178,8 @@ models:
 		{"verify", []string{"verify", verifyManifest}, got2},
 		{"models", []string{"models", "-host", http3}, got3},
 		{"capture", []string{"capture", "-out", out("capture"), "-stdio", "hang=sh " + hang}, nil},
+		// A coding is a bundle written as it goes (resumable): it stays.
+		{"code", []string{"code", "-allow-unpinned", "-quiet", "-out", filepath.Join(root, "coding"), codeManifest}, got4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd, stderr := startStress(t, bin, tc.args...)
@@ -264,5 +280,28 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 				t.Errorf("stderr:\n%s", stderr.String())
 			}
 		})
+	}
+}
+
+// TestStoppedLabRecord: lab record stopped by SIGTERM between its 39
+// sessions (each a lab serve -stdio child) writes nothing.
+func TestStoppedLabRecord(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := stressBinary(t)
+	dir := filepath.Join(t.TempDir(), "lab")
+	cmd, stderr := startStress(t, bin, "lab", "record", "-out", dir)
+	time.Sleep(300 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGTERM)
+	st := waitExit(t, cmd, 20*time.Second, "lab record")
+	if st == 0 {
+		t.Skip("the recording finished before the signal: nothing to stop")
+	}
+	if st != 1 || !strings.Contains(stderr.String(), "stress: SIGTERM: stopping") {
+		t.Errorf("exit status %d, want 1\n%s", st, stderr)
+	}
+	if es := mustReadDir(t, filepath.Dir(dir)); len(es) != 0 {
+		t.Errorf("a stopped recording left %v", es)
 	}
 }
