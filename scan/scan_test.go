@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -558,5 +560,59 @@ func TestLongLine(t *testing.T) {
 	}
 	if last := cands[2000]; last.Line != 2 || last.Column != 4 || last.LineSHA256 == cands[0].LineSHA256 {
 		t.Errorf("the second line's candidate: line %d column %d", last.Line, last.Column)
+	}
+}
+
+// TestLedgerCellsInert: a file name and a repository name (NAME=) that a
+// spreadsheet would take for a formula are written to ledger.csv with an
+// apostrophe in front, a name starting with an apostrophe too, and
+// Summarize reads them back unchanged: the escaped and the hand-written
+// forms of one repository are one repository.
+func TestLedgerCellsInert(t *testing.T) {
+	cands := []Candidate{
+		{ID: "c1", Repository: "@evil", File: "-cmd|' /C calc'!A0.py", Line: 1, Column: 6, Language: Python, Construct: Property, Key: "isError"},
+		{ID: "c2", Repository: "'quoted", File: "=HYPERLINK(\"http://x\").ts", Line: 2, Column: 3, Language: TypeScript, Construct: Property, Key: "isError"},
+		{ID: "c3", Repository: "+r", File: "\tsrc/a.go", Line: 3, Column: 1, Language: Go, Construct: Property, Key: "IsError"},
+	}
+	var b bytes.Buffer
+	if err := WriteLedger(&b, cands); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(bytes.NewReader(b.Bytes())).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range [][2]string{{"'@evil", "'-cmd|' /C calc'!A0.py"}, {"''quoted", "'=HYPERLINK(\"http://x\").ts"}, {"'+r", "'\tsrc/a.go"}} {
+		if got := [2]string{recs[i+1][1], recs[i+1][3]}; got != want {
+			t.Errorf("row %d: repository and file cells %q, want %q", i+1, got, want)
+		}
+	}
+	// Decide every row; add one for the same repository written by hand,
+	// unescaped.
+	var led strings.Builder
+	cw := csv.NewWriter(&led)
+	for i, r := range recs {
+		if i > 0 {
+			r[9], r[10] = Construction, "p"+strconv.Itoa(i)
+		}
+		cw.Write(r)
+	}
+	cw.Write([]string{"c4", "@evil", "", "b.py", "1", "1", "python", "property", "isError", Construction, "p9", ""})
+	cw.Flush()
+	f, errs := Summarize("ledger.csv", strings.NewReader(led.String()))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if f.Constructions != 4 || f.Repositories != 3 || f.SemanticPaths != 4 {
+		t.Errorf("funnel %+v, want 4 constructions in 3 repositories (@evil, 'quoted, +r) on 4 paths", *f)
+	}
+	rows, errs := ReadLedger("ledger.csv", strings.NewReader(b.String()))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	for i, r := range rows {
+		if r.Repository != cands[i].Repository || r.File != cands[i].File || r.ID != cands[i].ID {
+			t.Errorf("row %d read back as %q %q %q, want %q %q %q", i+1, r.ID, r.Repository, r.File, cands[i].ID, cands[i].Repository, cands[i].File)
+		}
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/mcpstress/stress/internal/csvcell"
 )
 
 // The files of a scan's output directory.
@@ -251,13 +253,16 @@ func (r *Result) WriteList(w io.Writer) error {
 var LedgerColumns = []string{"id", "repository", "commit", "file", "line", "column", "language", "construct", "key", "decision", "semantic_path", "note"}
 
 // WriteLedger writes the ledger template: LedgerColumns, a row per
-// candidate with decision, semantic_path and note empty.
+// candidate with decision, semantic_path and note empty. Every cell is
+// escaped (csvcell.Escape): a file or repository name a spreadsheet would
+// take for a formula is written with an apostrophe in front, and
+// ReadLedger takes it off.
 func WriteLedger(w io.Writer, cands []Candidate) error {
 	cw := csv.NewWriter(w)
 	cw.Write(LedgerColumns)
 	for _, c := range cands {
-		cw.Write([]string{c.ID, c.Repository, c.Commit, c.File, strconv.Itoa(c.Line), strconv.Itoa(c.Column),
-			string(c.Language), c.Construct, c.Key, "", "", ""})
+		cw.Write(csvcell.EscapeRow([]string{c.ID, c.Repository, c.Commit, c.File, strconv.Itoa(c.Line), strconv.Itoa(c.Column),
+			string(c.Language), c.Construct, c.Key, "", "", ""}))
 	}
 	cw.Flush()
 	return cw.Error()

@@ -108,3 +108,36 @@ func TestScanBadInput(t *testing.T) {
 		t.Errorf("a full -out: %v", err)
 	}
 }
+
+// TestScanLedgerInert: a NAME= value and a file name a spreadsheet would
+// take for a formula are written to ledger.csv with an apostrophe in
+// front, and -summarize reads them back as the names they are.
+func TestScanLedgerInert(t *testing.T) {
+	repo := t.TempDir()
+	for _, f := range []string{"=HYPERLINK(1).py", "-cmd.py", "'q.py"} {
+		os.WriteFile(filepath.Join(repo, f), []byte("r = {'isError': True}\n"), 0o644)
+	}
+	dir := filepath.Join(t.TempDir(), "audit")
+	if _, errOut, err := runCmd(t, "scan", "-out", dir, "@SUM(A1)="+repo); err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, scan.LedgerFile))
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("ledger.csv:\n%s", data)
+	}
+	for i, file := range []string{"''q.py", "'-cmd.py", "'=HYPERLINK(1).py"} {
+		cells := strings.Split(lines[i+1], ",")
+		if cells[1] != "'@SUM(A1)" || cells[3] != file {
+			t.Errorf("ledger row %d: repository %s, file %s; want '@SUM(A1), %s", i+1, cells[1], cells[3], file)
+		}
+	}
+	decided := strings.Replace(string(data), ",,,\n", ",construction,p1,\n", 1)
+	decided = strings.Replace(decided, ",,,\n", ",construction,p2,\n", 1)
+	led := filepath.Join(t.TempDir(), "ledger.csv")
+	os.WriteFile(led, []byte(decided+"c9,@SUM(A1),,x.py,1,1,python,property,isError,construction,p3,\n"), 0o644)
+	out, errOut, err := runCmd(t, "scan", "-summarize", led)
+	if err != nil || errOut != "" || !strings.Contains(strings.Join(strings.Fields(out), " "), "adjudicated constructions 3 semantic construction paths 3 repositories 1") {
+		t.Errorf("-summarize: %v\n%s%s", err, out, errOut)
+	}
+}
