@@ -89,7 +89,7 @@ func TestFetch(t *testing.T) {
 	if s := strings.Join(*requests, " "); s != want {
 		t.Errorf("requests\n%s\nwant\n%s", s, want)
 	}
-	if frameLines(BuildFrame(got)) != frameLines(BuildFrame(readPages(t))) {
+	if frameLines(BuildFrame(got, FrameOptions{})) != frameLines(BuildFrame(readPages(t), FrameOptions{})) {
 		t.Errorf("the fetched frame differs from the files'")
 	}
 }

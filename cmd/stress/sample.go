@@ -22,7 +22,8 @@ import (
 const sampleLong = `A registry snapshot is server.json records as the registry's API serves
 them: GET /v0/servers pages, a JSON array of entries, or JSON lines (a
 directory stands for its *.json and *.jsonl files). The frame is the unique
-GitHub repositories of the servers' latest records; each repository has one
+GitHub repositories of the servers' latest records (a server the registry
+marks deleted is left out unless -include-deleted); each repository has one
 stratum: the first of npm, pypi, mcpb, oci its records list as a package
 type, else remote when they list only remotes, else other. Each stratum is
 ordered by sha256("stress-sample/v1" 0x00 SEED 0x00 REPOSITORY), the first N
@@ -41,6 +42,7 @@ func cmdSample(fs *flag.FlagSet) action {
 	exclude := fs.String("exclude", "", "`FILE` of repositories found inaccessible, one a line (optionally followed by a reason); each is replaced by the next in its stratum")
 	fetch := fs.String("fetch", "", "page the registry API at `URL` (a base URL or its /v0/servers endpoint) instead of reading snapshot files")
 	frameFile := fs.String("frame", "", "draw from the frame `FILE` a previous sample wrote (frame.jsonl) instead of a snapshot")
+	includeDeleted := fs.Bool("include-deleted", false, "keep servers the registry marks deleted in the frame (by default they are left out: their publishers no longer list them)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if *out == "" {
 			return usageError("sample: flag -out is required")
@@ -54,6 +56,10 @@ func cmdSample(fs *flag.FlagSet) action {
 		if sources != 1 {
 			return usageError("sample: give snapshot files, -fetch URL or -frame FILE (exactly one)")
 		}
+		if *includeDeleted && *frameFile != "" {
+			return usageError("sample: flag -include-deleted goes with a snapshot or -fetch: a frame file is drawn from as it is")
+		}
+		frameOpt := registry.FrameOptions{IncludeDeleted: *includeDeleted}
 		alloc, err := registry.ParseStrata(*strata)
 		if err != nil {
 			return usageError("sample: flag -strata: %v", err)
@@ -99,7 +105,7 @@ func cmdSample(fs *flag.FlagSet) action {
 			if err != nil {
 				return fmt.Errorf("sample: %w", err)
 			}
-			r.Frame = registry.BuildFrame(recs)
+			r.Frame = registry.BuildFrame(recs, frameOpt)
 		default:
 			files, err := snapshotFiles(args)
 			if err != nil {
@@ -113,7 +119,7 @@ func cmdSample(fs *flag.FlagSet) action {
 					r.Inputs = append(r.Inputs, d.input)
 				}
 			}
-			r.Frame = registry.BuildFrame(recs)
+			r.Frame = registry.BuildFrame(recs, frameOpt)
 		}
 		r.Sample = registry.DrawSample(r.Frame.Entries, *seed, alloc, excl)
 		for _, p := range r.Problems {
@@ -229,7 +235,10 @@ func writeSampleSummary(w io.Writer, r *registry.Result, m *registry.Manifest, d
 		fmt.Fprintf(w, "snapshot: %d records, %d servers (one latest record each), %d unique GitHub repositories\n",
 			f.Records, f.Servers, len(f.Entries))
 		if len(f.Rejected) > 0 {
-			fmt.Fprintf(w, "latest records without a GitHub repository: %d (%s)\n", len(f.Rejected), strings.Join(parts, ", "))
+			fmt.Fprintf(w, "latest records left out of the frame: %d (%s)\n", len(f.Rejected), strings.Join(parts, ", "))
+		}
+		if f.IncludeDeleted {
+			fmt.Fprintf(w, "servers the registry marks deleted, kept (-include-deleted): %d\n", f.KeptDeleted)
 		}
 	}
 	fmt.Fprintf(w, "seed %d, strata %s\n\n", r.Sample.Seed, r.Sample.Strata)
