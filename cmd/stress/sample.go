@@ -42,6 +42,8 @@ func cmdSample(fs *flag.FlagSet) action {
 	exclude := fs.String("exclude", "", "`FILE` of repositories found inaccessible, one a line (optionally followed by a reason); each is replaced by the next in its stratum")
 	fetch := fs.String("fetch", "", "page the registry API at `URL` (a base URL or its /v0/servers endpoint) instead of reading snapshot files")
 	frameFile := fs.String("frame", "", "draw from the frame `FILE` a previous sample wrote (frame.jsonl) instead of a snapshot")
+	var allowRedirect repeatedFlag
+	fs.Var(&allowRedirect, "allow-redirect-host", "with -fetch: follow a redirect to `HOST` (or HOST:PORT) too; a redirect to a host other than URL's is refused (repeatable)")
 	includeDeleted := fs.Bool("include-deleted", false, "keep servers the registry marks deleted in the frame (by default they are left out: their publishers no longer list them)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if *out == "" {
@@ -55,6 +57,14 @@ func cmdSample(fs *flag.FlagSet) action {
 		}
 		if sources != 1 {
 			return usageError("sample: give snapshot files, -fetch URL or -frame FILE (exactly one)")
+		}
+		if len(allowRedirect) > 0 && *fetch == "" {
+			return usageError("sample: flag -allow-redirect-host goes with -fetch")
+		}
+		for _, h := range allowRedirect {
+			if err := registry.CheckAllowHost(h); err != nil {
+				return usageError("sample: flag -allow-redirect-host: %v", err)
+			}
 		}
 		if *includeDeleted && *frameFile != "" {
 			return usageError("sample: flag -include-deleted goes with a snapshot or -fetch: a frame file is drawn from as it is")
@@ -93,7 +103,7 @@ func cmdSample(fs *flag.FlagSet) action {
 				return usageError("sample: flag -fetch: %v", err)
 			}
 			var recs []registry.Record
-			err := registry.Fetch(ctx, *fetch, registry.FetchOptions{}, func(body []byte) error {
+			err := registry.Fetch(ctx, *fetch, registry.FetchOptions{AllowRedirectHosts: allowRedirect}, func(body []byte) error {
 				pages = append(pages, body)
 				name := fmt.Sprintf("page-%05d.json", len(pages))
 				rs, errs := registry.Decode(registry.SnapshotDir+"/"+name, body)
@@ -102,6 +112,10 @@ func cmdSample(fs *flag.FlagSet) action {
 				r.Inputs = append(r.Inputs, inputOf(name, body, len(rs)))
 				return nil
 			})
+			var re *registry.RedirectError
+			if errors.As(err, &re) {
+				return fmt.Errorf("sample: flag -fetch: %w (give -allow-redirect-host %s to follow it)", err, re.Host)
+			}
 			if err != nil {
 				return fmt.Errorf("sample: %w", err)
 			}

@@ -343,3 +343,50 @@ func BenchmarkSample(b *testing.B) {
 		}
 	}
 }
+
+// TestSampleFetchRedirect: -fetch refuses a redirect to another host,
+// naming both URLs and the flag that allows it, and writes nothing;
+// -allow-redirect-host HOST:PORT follows it. The flag goes with -fetch
+// only, and takes a host, not a URL.
+func TestSampleFetchRedirect(t *testing.T) {
+	pages := map[string][]byte{"": must(os.ReadFile(snapshotPages[0])), "com.example/tickets:2025.11.3": must(os.ReadFile(snapshotPages[1]))}
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := pages[r.URL.Query().Get("cursor")]
+		if r.URL.Path != "/v0/servers" || !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(p)
+	}))
+	defer target.Close()
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+r.URL.RequestURI(), http.StatusFound)
+	}))
+	defer origin.Close()
+	host := strings.TrimPrefix(target.URL, "http://")
+	a := filepath.Join(t.TempDir(), "a")
+	_, _, err := runCmd(t, "sample", "-out", a, "-strata", "npm=1", "-fetch", origin.URL)
+	if err == nil || !strings.Contains(err.Error(), "sample: flag -fetch: registry page 1 ("+origin.URL+"/v0/servers?limit=100): redirect from "+origin.URL+"/v0/servers?limit=100 to another host, "+target.URL+"/v0/servers?limit=100") ||
+		!strings.HasSuffix(err.Error(), "(give -allow-redirect-host "+host+" to follow it)") {
+		t.Errorf("a redirect to another host: %v", err)
+	}
+	if _, serr := os.Stat(a); serr == nil {
+		t.Errorf("a refused fetch wrote %s", a)
+	}
+	out, errOut, err := runCmd(t, "sample", "-out", a, "-strata", "npm=1", "-fetch", origin.URL, "-allow-redirect-host", host)
+	if err != nil || !strings.Contains(out, "snapshot: 10 records") {
+		t.Errorf("-allow-redirect-host %s: %v\n%s%s", host, err, out, errOut)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-allow-redirect-host", host, snapshotPages[0]}, "flag -allow-redirect-host goes with -fetch"},
+		{[]string{"-allow-redirect-host", target.URL, "-fetch", origin.URL}, `flag -allow-redirect-host: "` + target.URL + `": want a HOST or HOST:PORT`},
+	} {
+		_, _, err := runCmd(t, append([]string{"sample", "-out", filepath.Join(t.TempDir(), "x")}, tc.args...)...)
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want a usage error containing %q", tc.args, err, tc.want)
+		}
+	}
+}
