@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -27,22 +28,33 @@ func TestScan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(out, "scanned 1 repositories: 18 source files") || !strings.HasSuffix(out, "wrote "+dir+": candidates.jsonl, projection.jsonl, ledger.csv (to adjudicate), scan.json\n") {
+	if !strings.HasPrefix(out, "scanned 1 repositories: 22 source files") || !strings.HasSuffix(out, "wrote "+dir+": candidates.jsonl, projection.jsonl, ledger.csv (to adjudicate), wrapper_calls.jsonl, scan.json\n") {
 		t.Errorf("stdout:\n%s", out)
 	}
-	for _, f := range []string{scan.CandidatesFile, scan.ProjectionFile, scan.LedgerFile, scan.ManifestFile} {
+	for _, f := range []string{scan.CandidatesFile, scan.ProjectionFile, scan.LedgerFile, scan.WrapperCallsFile, scan.ManifestFile} {
 		data, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil || len(data) == 0 {
 			t.Errorf("%s: %v, %d bytes", f, err, len(data))
 		}
 	}
 	cands, _ := os.ReadFile(filepath.Join(dir, scan.CandidatesFile))
-	if n := strings.Count(string(cands), "\n"); n != 29 {
-		t.Errorf("candidates.jsonl has %d rows, want 29 (28 and the build match)", n)
+	if n := strings.Count(string(cands), "\n"); n != 30 || strings.Contains(string(cands), scan.WrapperCall) {
+		t.Errorf("candidates.jsonl has %d rows, want 30 (29 and the build match), no wrapper call", n)
 	}
 	ledger, _ := os.ReadFile(filepath.Join(dir, scan.LedgerFile))
-	if n := strings.Count(string(ledger), "\n"); n != 21 {
-		t.Errorf("ledger.csv has %d lines, want a header and 20 production matches", n)
+	if n := strings.Count(string(ledger), "\n"); n != 22 || strings.Contains(string(ledger), "pkg/tools") {
+		t.Errorf("ledger.csv has %d lines, want a header and 21 production matches, no wrapper call", n)
+	}
+	wrappers, _ := os.ReadFile(filepath.Join(dir, scan.WrapperCallsFile))
+	if n := strings.Count(string(wrappers), `"construct":"wrapper_call"`); n != 5 || strings.Contains(string(wrappers), `"text"`) {
+		t.Errorf("wrapper_calls.jsonl: %d wrapper calls, want 5 projections:\n%s", n, wrappers)
+	}
+	var m scan.Manifest
+	if err := json.Unmarshal(must(os.ReadFile(filepath.Join(dir, scan.ManifestFile))), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Production != 21 || m.ProductionWrapperCalls != 5 || len(m.WrapperCalls) != 2 || m.Outputs[scan.WrapperCallsFile] == "" {
+		t.Errorf("scan.json: production %d, wrapper calls %v (%d in production), outputs %v", m.Production, m.WrapperCalls, m.ProductionWrapperCalls, m.Outputs)
 	}
 }
 
