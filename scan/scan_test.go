@@ -298,7 +298,7 @@ func TestWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, f := range []string{CandidatesFile, ProjectionFile, LedgerFile, ManifestFile} {
+	for _, f := range []string{CandidatesFile, ProjectionFile, LedgerFile, WrapperCallsFile, ManifestFile} {
 		a, _ := os.ReadFile(filepath.Join(dirs[0], f))
 		b, _ := os.ReadFile(filepath.Join(dirs[1], f))
 		if len(a) == 0 || !bytes.Equal(a, b) {
