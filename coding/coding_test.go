@@ -107,3 +107,42 @@ func TestTargets(t *testing.T) {
 		}
 	}
 }
+
+// TestLedgerCellsInert: cells a spreadsheet would take for a formula
+// (starting with =, +, -, @, a tab or a carriage return) are written with
+// an apostrophe in front, as is a cell starting with an apostrophe, and
+// read back unchanged; decided_by and note filled in by hand the same
+// way read as their values.
+func TestLedgerCellsInert(t *testing.T) {
+	ds := []coding.Disagreement{
+		{Record: "=cmd|' /C calc'!A0", Field: "content.P", A: "0", AEvidence: "-1+1", B: "1", BEvidence: "@SUM(A1)"},
+		{Record: "'S02", Field: "cause", A: "+x", AEvidence: "\tfield", B: "\rb", BEvidence: "/ok"},
+	}
+	var b strings.Builder
+	if err := coding.WriteLedger(&b, &coding.Result{Disagreements: ds}); err != nil {
+		t.Fatal(err)
+	}
+	want := "record,field,a,a_evidence,b,b_evidence,decision,decided_by,note\n" +
+		"'=cmd|' /C calc'!A0,content.P,0,'-1+1,1,'@SUM(A1),,,\n" +
+		"''S02,cause,'+x,'\tfield,\"'\rb\",/ok,,,\n"
+	if b.String() != want {
+		t.Errorf("ledger:\n%q\nwant\n%q", b.String(), want)
+	}
+	filled := strings.Replace(b.String(), ",,,\n", ",1,'=Ada,'+1: the text says so\n", 1)
+	filled = strings.Replace(filled, ",,,\n", ",b,-Bob,''quoted\n", 1)
+	l, err := coding.ReadLedger("ledger.csv", []byte(filled))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range l.Rows {
+		if r.Disagreement != ds[i] {
+			t.Errorf("row %d read back as %+v, want %+v", i+2, r.Disagreement, ds[i])
+		}
+	}
+	if r := l.Rows[0]; r.By != "=Ada" || r.Note != "+1: the text says so" {
+		t.Errorf("row 2: decided_by %q, note %q", r.By, r.Note)
+	}
+	if r := l.Rows[1]; r.By != "-Bob" || r.Note != "'quoted" {
+		t.Errorf("row 3: decided_by %q, note %q", r.By, r.Note)
+	}
+}

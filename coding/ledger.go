@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcpstress/stress/internal/csvcell"
 	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/study"
 )
@@ -23,14 +24,16 @@ import (
 var LedgerColumns = []string{"record", "field", "a", "a_evidence", "b", "b_evidence", "decision", "decided_by", "note"}
 
 // WriteLedger writes the disagreements of r as a ledger with empty
-// decisions.
+// decisions. Every cell is escaped (csvcell.Escape): a value a
+// spreadsheet would take for a formula is written with an apostrophe in
+// front, and ReadLedger takes it off.
 func WriteLedger(w io.Writer, r *Result) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(LedgerColumns); err != nil {
 		return err
 	}
 	for _, d := range r.Disagreements {
-		if err := cw.Write([]string{d.Record, d.Field, d.A, d.AEvidence, d.B, d.BEvidence, "", "", ""}); err != nil {
+		if err := cw.Write(csvcell.EscapeRow([]string{d.Record, d.Field, d.A, d.AEvidence, d.B, d.BEvidence, "", "", ""})); err != nil {
 			return err
 		}
 	}
@@ -82,7 +85,9 @@ type Ledger struct {
 
 // ReadLedger reads a ledger (name labels errors): the header must be
 // LedgerColumns exactly, every row have as many cells, and no (record,
-// field) appear twice. Every problem is reported, joined.
+// field) appear twice. Every problem is reported, joined. Cells are
+// unescaped (csvcell.Unescape): a decided_by or note written as '=x,
+// by WriteLedger or by hand, reads as =x.
 func ReadLedger(name string, data []byte) (*Ledger, error) {
 	sum := sha256.Sum256(data)
 	l := &Ledger{File: name, SHA256: hex.EncodeToString(sum[:])}
@@ -118,6 +123,7 @@ func ReadLedger(name string, data []byte) (*Ledger, error) {
 			errs = append(errs, &LedgerError{File: name, Line: line, Err: fmt.Errorf("%d cells, want %d (%s)", len(rec), len(LedgerColumns), strings.Join(LedgerColumns, ","))})
 			continue
 		}
+		csvcell.UnescapeRow(rec)
 		r := Row{Line: line, Disagreement: Disagreement{Record: rec[0], Field: rec[1], A: rec[2], AEvidence: rec[3], B: rec[4], BEvidence: rec[5]},
 			Decision: strings.TrimSpace(rec[6]), By: strings.TrimSpace(rec[7]), Note: rec[8]}
 		key := [2]string{r.Record, r.Field}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -36,8 +37,111 @@ type FetchOptions struct {
 	MaxBackoff time.Duration
 	// Timeout bounds one request (default 60s).
 	Timeout time.Duration
-	// Client makes the requests (default http.DefaultClient).
+	// Client makes the requests (default http.DefaultClient). Fetch uses
+	// a copy whose redirect check refuses other hosts (AllowRedirectHosts).
 	Client *http.Client
+	// AllowRedirectHosts are the hosts a redirect may lead to besides the
+	// list URL's own: "HOST" (any port) or "HOST:PORT". A redirect to any
+	// other host is refused with a *RedirectError, not retried. A host is
+	// its own when the name is the same (case-insensitively) and so is the
+	// port, if either URL gives one: http://h to https://h is the same
+	// host, http://h:8080 to http://h:8081 is not.
+	AllowRedirectHosts []string
+}
+
+// maxRedirects is how many redirects one request follows, as net/http's
+// default.
+const maxRedirects = 10
+
+// RedirectError is a redirect Fetch refused: to a host that is neither
+// the list URL's nor one of FetchOptions.AllowRedirectHosts.
+type RedirectError struct {
+	From, To string // the URLs redirected from and to
+	Host     string // the host redirected to, as AllowRedirectHosts would name it
+}
+
+// Error names both URLs.
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("redirect from %s to another host, %s (%s): refused", e.From, e.To, e.Host)
+}
+
+// sameHost reports whether b is on a's host: the same name and, when
+// either gives a port, the same port (a default port counted as given
+// only where written).
+func sameHost(a, b *url.URL) bool {
+	if !strings.EqualFold(strings.TrimSuffix(a.Hostname(), "."), strings.TrimSuffix(b.Hostname(), ".")) {
+		return false
+	}
+	if a.Port() == "" && b.Port() == "" {
+		return true
+	}
+	return effectivePort(a) == effectivePort(b)
+}
+
+// effectivePort is u's port, or its scheme's default.
+func effectivePort(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if strings.EqualFold(u.Scheme, "https") {
+		return "443"
+	}
+	return "80"
+}
+
+// hostAllowed reports whether u's host is one of allow ("HOST" for any
+// port, "HOST:PORT").
+func hostAllowed(u *url.URL, allow []string) bool {
+	name := strings.TrimSuffix(u.Hostname(), ".")
+	for _, a := range allow {
+		h, p, err := net.SplitHostPort(a)
+		if err != nil {
+			h, p = strings.TrimSuffix(strings.TrimPrefix(a, "["), "]"), ""
+		}
+		if strings.EqualFold(strings.TrimSuffix(h, "."), name) && (p == "" || p == effectivePort(u)) {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckAllowHost checks an AllowRedirectHosts entry: a host name or
+// address, with an optional port, and nothing else.
+func CheckAllowHost(h string) error {
+	host, port, err := net.SplitHostPort(h)
+	if err != nil {
+		host, port = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]"), ""
+	}
+	if host == "" || strings.ContainsAny(host, "/?#@ \t") || strings.Contains(h, "://") {
+		return fmt.Errorf("%s: want a HOST or HOST:PORT", input.Quote(h))
+	}
+	if port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("%s: port %s: want 1 to 65535", input.Quote(h), input.Quote(port))
+		}
+	}
+	return nil
+}
+
+// redirectClient returns a copy of c that follows a redirect only to
+// origin's host or an allowed one, at most maxRedirects in a row, and
+// then as c's own check says.
+func redirectClient(c *http.Client, origin *url.URL, allow []string) *http.Client {
+	cc := *c
+	prev := c.CheckRedirect
+	cc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if len(via) >= maxRedirects {
+			return fmt.Errorf("stopped after %d redirects", maxRedirects)
+		}
+		if !sameHost(origin, req.URL) && !hostAllowed(req.URL, allow) {
+			return &RedirectError{From: via[len(via)-1].URL.String(), To: req.URL.String(), Host: req.URL.Host}
+		}
+		if prev != nil {
+			return prev(req, via)
+		}
+		return nil
+	}
+	return &cc
 }
 
 func (o FetchOptions) withDefaults() FetchOptions {
@@ -90,12 +194,15 @@ func ListURL(base string) (*url.URL, error) {
 // body to page in order. It stops at the first error (a page that fails
 // for good, a cursor served twice, more than MaxPages pages, or page's
 // own), naming the page and its URL: a partial snapshot is not a frame.
+// A redirect to a host other than base's is refused (a *RedirectError)
+// unless opt.AllowRedirectHosts names it.
 func Fetch(ctx context.Context, base string, opt FetchOptions, page func(body []byte) error) error {
 	opt = opt.withDefaults()
 	u, err := ListURL(base)
 	if err != nil {
 		return err
 	}
+	opt.Client = redirectClient(opt.Client, u, opt.AllowRedirectHosts)
 	seen := map[string]bool{}
 	cursor := ""
 	for n := 1; ; n++ {
@@ -181,6 +288,10 @@ func getPage(ctx context.Context, u string, opt FetchOptions) ([]byte, string, e
 	req.Header.Set("Accept", "application/json")
 	resp, err := opt.Client.Do(req)
 	if err != nil {
+		var re *RedirectError
+		if errors.As(err, &re) {
+			return nil, "", re // a refused redirect is refused again
+		}
 		return nil, "", &errRetry{err: err}
 	}
 	defer resp.Body.Close()

@@ -2,8 +2,10 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,7 +91,7 @@ func TestFetch(t *testing.T) {
 	if s := strings.Join(*requests, " "); s != want {
 		t.Errorf("requests\n%s\nwant\n%s", s, want)
 	}
-	if frameLines(BuildFrame(got)) != frameLines(BuildFrame(readPages(t))) {
+	if frameLines(BuildFrame(got, FrameOptions{})) != frameLines(BuildFrame(readPages(t), FrameOptions{})) {
 		t.Errorf("the fetched frame differs from the files'")
 	}
 }
@@ -138,5 +140,83 @@ func TestFetchErrors(t *testing.T) {
 	}
 	if err := Fetch(context.Background(), "ftp://example.com", quick, nil); err == nil || !strings.Contains(err.Error(), "want an http or https URL") {
 		t.Errorf("ftp URL: %v", err)
+	}
+}
+
+// TestFetchRedirect: a redirect to another host (here another port of
+// the loopback, as two test servers are) is refused at once, naming both
+// URLs, and not retried; AllowRedirectHosts admits it (HOST:PORT, or HOST
+// for any port); a redirect on the list URL's own host is followed.
+func TestFetchRedirect(t *testing.T) {
+	target, _ := registryServer(t, nil)
+	var hits atomic.Int64
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.Redirect(w, r, target.URL+r.URL.RequestURI(), http.StatusFound)
+	}))
+	defer origin.Close()
+	tu, _ := url.Parse(target.URL)
+	pages := func(opt FetchOptions, base string) (int, error) {
+		n := 0
+		err := Fetch(context.Background(), base, opt, func([]byte) error { n++; return nil })
+		return n, err
+	}
+	n, err := pages(quick, origin.URL)
+	var re *RedirectError
+	if !errors.As(err, &re) || re.Host != tu.Host || re.To != target.URL+"/v0/servers?limit=100" || n != 0 || hits.Load() != 1 {
+		t.Errorf("a redirect to another host: %d pages, %d requests, %v; want refused at once", n, hits.Load(), err)
+	}
+	if err != nil && !strings.Contains(err.Error(), "registry page 1 ("+origin.URL+"/v0/servers?limit=100): redirect from "+origin.URL+"/v0/servers?limit=100 to another host, "+target.URL+"/v0/servers?limit=100") {
+		t.Errorf("error %q", err)
+	}
+	for _, allow := range []string{tu.Host, tu.Hostname()} {
+		opt := quick
+		opt.AllowRedirectHosts = []string{"registry.example", allow}
+		if n, err := pages(opt, origin.URL); err != nil || n != 2 {
+			t.Errorf("allowing %s: %d pages, %v", allow, n, err)
+		}
+	}
+	opt := quick
+	opt.AllowRedirectHosts = []string{tu.Hostname() + ":1"}
+	if _, err := pages(opt, origin.URL); !errors.As(err, &re) {
+		t.Errorf("allowing another port: %v, want refused", err)
+	}
+	same := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/old/servers" {
+			http.Redirect(w, r, "/v0/servers?"+r.URL.RawQuery, http.StatusMovedPermanently)
+			return
+		}
+		page, _ := os.ReadFile(filepath.Join("testdata", "page-2.json"))
+		w.Write(page)
+	}))
+	defer same.Close()
+	if n, err := pages(quick, same.URL+"/old/servers"); err != nil || n != 1 {
+		t.Errorf("a redirect on the same host: %d pages, %v", n, err)
+	}
+	for _, tc := range []struct {
+		a, b string
+		same bool
+	}{
+		{"http://Registry.example/x", "https://registry.example./y", true},
+		{"http://h:8080/", "http://h:8080/z", true},
+		{"http://h:8080/", "http://h:8081/", false},
+		{"https://h/", "https://h:443/", true},
+		{"https://h/", "https://evil.example/", false},
+	} {
+		a, _ := url.Parse(tc.a)
+		b, _ := url.Parse(tc.b)
+		if got := sameHost(a, b); got != tc.same {
+			t.Errorf("sameHost(%s, %s) = %v", tc.a, tc.b, got)
+		}
+	}
+	for _, h := range []string{"", "http://h", "h/x", "h:0", "h:x", "a b"} {
+		if CheckAllowHost(h) == nil {
+			t.Errorf("CheckAllowHost(%q) accepts it", h)
+		}
+	}
+	for _, h := range []string{"h", "h:8080", "127.0.0.1", "[::1]:80", "::1"} {
+		if err := CheckAllowHost(h); err != nil {
+			t.Errorf("CheckAllowHost(%q): %v", h, err)
+		}
 	}
 }

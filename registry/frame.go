@@ -69,11 +69,26 @@ type Rejection struct {
 	// Name and Version identify the record.
 	Name    string `json:"name"`
 	Version string `json:"version"`
-	// Reason is why: "no repository", "not a GitHub repository" or what is
-	// wrong with the GitHub URL.
+	// Reason is why: ReasonDeleted, "no repository", "not a GitHub
+	// repository" or what is wrong with the GitHub URL.
 	Reason string `json:"reason"`
 	// URL is the record's repository URL, "" when it has none.
 	URL string `json:"url,omitempty"`
+}
+
+// ReasonDeleted is the Rejection reason of a server whose latest record
+// the registry marks deleted: its publisher no longer lists it.
+const ReasonDeleted = "status deleted"
+
+// StatusDeleted is the registry status of a deleted server.
+const StatusDeleted = "deleted"
+
+// FrameOptions are BuildFrame's tunables; the zero value is the default.
+type FrameOptions struct {
+	// IncludeDeleted keeps servers whose latest record's registry status
+	// is deleted; by default they are left out of the frame (rejected
+	// with ReasonDeleted), for their publishers no longer list them.
+	IncludeDeleted bool
 }
 
 // Frame is the sampling frame derived from a snapshot: the unique GitHub
@@ -81,9 +96,14 @@ type Rejection struct {
 type Frame struct {
 	// Entries are the repositories, sorted by name.
 	Entries []FrameEntry
-	// Rejected are the latest records without a usable GitHub
+	// Rejected are the latest records left out: deleted ones (unless
+	// FrameOptions.IncludeDeleted) and those without a usable GitHub
 	// repository, sorted by server name.
 	Rejected []Rejection
+	// IncludeDeleted says deleted servers were kept (FrameOptions);
+	// KeptDeleted counts them.
+	IncludeDeleted bool
+	KeptDeleted    int
 	// Records counts the records read; Servers the unique server names
 	// (one latest record each); Statuses the latest records by official
 	// status ("" when absent).
@@ -138,11 +158,12 @@ func published(r *Record) time.Time {
 }
 
 // BuildFrame derives the frame from a snapshot's records: the latest
-// record of each server (Latest), its repository normalized
+// record of each server (Latest), left out when the registry marks it
+// deleted (unless opt.IncludeDeleted), its repository normalized
 // (NormalizeGitHub; records without one, or with another host, are
 // rejected), and per repository the servers, package types and stratum.
-func BuildFrame(records []Record) *Frame {
-	f := &Frame{Records: len(records), Statuses: map[string]int{}}
+func BuildFrame(records []Record, opt FrameOptions) *Frame {
+	f := &Frame{Records: len(records), Statuses: map[string]int{}, IncludeDeleted: opt.IncludeDeleted}
 	latest := Latest(records)
 	f.Servers = len(latest)
 	byRepo := map[string]*FrameEntry{}
@@ -154,12 +175,22 @@ func BuildFrame(records []Record) *Frame {
 		}
 		f.Statuses[status]++
 		rej := Rejection{At: r.At, Name: r.Server.Name, Version: r.Server.Version}
+		if r.Server.Repository != nil && strings.TrimSpace(r.Server.Repository.URL) != "" {
+			rej.URL = r.Server.Repository.URL
+		}
+		if strings.EqualFold(strings.TrimSpace(status), StatusDeleted) {
+			if !opt.IncludeDeleted {
+				rej.Reason = ReasonDeleted
+				f.Rejected = append(f.Rejected, rej)
+				continue
+			}
+			f.KeptDeleted++
+		}
 		if r.Server.Repository == nil || strings.TrimSpace(r.Server.Repository.URL) == "" {
 			rej.Reason = "no repository"
 			f.Rejected = append(f.Rejected, rej)
 			continue
 		}
-		rej.URL = r.Server.Repository.URL
 		repo, err := NormalizeGitHub(r.Server.Repository.URL)
 		if err != nil {
 			rej.Reason = err.Error()

@@ -48,26 +48,35 @@ func frameLines(f *Frame) string {
 // GitHub repository whatever the URL's form (the https, ssh and
 // upper-case forms of acme/weather-mcp are one repository, holding both
 // acme servers: npm wins over oci), records without a repository or on
-// another host rejected.
+// another host rejected, and the server the registry marks deleted left
+// out (its publisher no longer lists it) unless IncludeDeleted keeps it.
 func TestBuildFrame(t *testing.T) {
-	f := BuildFrame(readPages(t))
-	want := `github.com/acme/weather-mcp npm [io.github.acme/weather io.github.acme/weather-alerts] [npm oci] true
+	f := BuildFrame(readPages(t), FrameOptions{})
+	frame := `github.com/acme/weather-mcp npm [io.github.acme/weather io.github.acme/weather-alerts] [npm oci] true
 github.com/bundler/desktop-notes mcpb [io.github.bundler/desktop-notes] [mcpb] false
 github.com/dotnetter/calendar-mcp other [io.github.dotnetter/calendar] [nuget] false
 github.com/example-corp/tickets-mcp remote [com.example/tickets] [] true
 github.com/pyfolk/sqlite-explorer pypi [io.github.pyfolk/sqlite-explorer] [oci pypi] false
-github.com/spammer/free-credits remote [io.github.spammer/free-credits] [] true
-rejected ai.hosted/search 1.0.0: no repository
-rejected io.gitlab.someone/wiki 1.0.0: not a GitHub repository
 `
+	deleted := "github.com/spammer/free-credits remote [io.github.spammer/free-credits] [] true\n"
+	rejected := "rejected ai.hosted/search 1.0.0: no repository\n"
+	gitlab := "rejected io.gitlab.someone/wiki 1.0.0: not a GitHub repository\n"
+	want := frame + rejected + "rejected io.github.spammer/free-credits 1.0.0: status deleted\n" + gitlab
 	if got := frameLines(f); got != want {
 		t.Errorf("frame:\n%s\nwant:\n%s", got, want)
 	}
-	if f.Records != 10 || f.Servers != 9 {
-		t.Errorf("records %d, servers %d; want 10 and 9", f.Records, f.Servers)
+	if f.Records != 10 || f.Servers != 9 || f.KeptDeleted != 0 {
+		t.Errorf("records %d, servers %d, kept deleted %d; want 10, 9 and 0", f.Records, f.Servers, f.KeptDeleted)
 	}
 	if f.Statuses["active"] != 8 || f.Statuses["deleted"] != 1 {
 		t.Errorf("statuses %v", f.Statuses)
+	}
+	if r := f.Rejected[1]; r.URL != "https://github.com/spammer/free-credits" || r.At.Line == 0 {
+		t.Errorf("the deleted server's rejection: %+v", r)
+	}
+	f = BuildFrame(readPages(t), FrameOptions{IncludeDeleted: true})
+	if got, want := frameLines(f), frame+deleted+rejected+gitlab; got != want || f.KeptDeleted != 1 {
+		t.Errorf("IncludeDeleted: kept %d, frame:\n%s\nwant:\n%s", f.KeptDeleted, got, want)
 	}
 }
 
@@ -90,7 +99,7 @@ func entries(t *testing.T) []json.RawMessage {
 // array, as JSON lines, as bare server.json records carrying their own
 // _meta, and as two pages one a line: the frame is the same.
 func TestDecodeFormats(t *testing.T) {
-	want := frameLines(BuildFrame(readPages(t)))
+	want := frameLines(BuildFrame(readPages(t), FrameOptions{}))
 	es := entries(t)
 	array, _ := json.Marshal(es)
 	var lines, bare bytes.Buffer
@@ -120,7 +129,7 @@ func TestDecodeFormats(t *testing.T) {
 		if len(errs) > 0 {
 			t.Errorf("%s: %v", name, errs)
 		}
-		if got := frameLines(BuildFrame(recs)); got != want {
+		if got := frameLines(BuildFrame(recs, FrameOptions{})); got != want {
 			t.Errorf("%s: frame\n%s\nwant\n%s", name, got, want)
 		}
 	}
@@ -331,7 +340,7 @@ func TestWriteReproducible(t *testing.T) {
 	// free-credits is drawn first (key 28bd… < 686c…); tickets-mcp replaces it.
 	excl := []Exclusion{{Repository: "github.com/spammer/free-credits", Reason: "archived"}}
 	write := func(dir string) {
-		f := BuildFrame(readPages(t))
+		f := BuildFrame(readPages(t), FrameOptions{IncludeDeleted: true})
 		r := &Result{Frame: f, Sample: DrawSample(f.Entries, DefaultSeed, alloc, excl), Inputs: []Input{{File: "page-1.json"}}}
 		if _, err := r.Write(dir, nil); err != nil {
 			t.Fatal(err)
@@ -461,6 +470,6 @@ func FuzzDecode(f *testing.F) {
 				t.Errorf("error %v is not located in the file", err)
 			}
 		}
-		BuildFrame(recs)
+		BuildFrame(recs, FrameOptions{})
 	})
 }

@@ -74,25 +74,30 @@ type StratumCounts struct {
 // Manifest is manifest.json: how the sample was drawn, its counts and the
 // sha256 of every other file.
 type Manifest struct {
-	Tool         string            `json:"tool"`
-	Seed         uint64            `json:"seed"`
-	Strata       string            `json:"strata"`
-	Ordering     string            `json:"ordering"`
-	StratumRule  string            `json:"stratum_rule"`
-	LatestRule   string            `json:"latest_rule,omitempty"`
-	Fetched      string            `json:"fetched,omitempty"`
-	FromFrame    bool              `json:"from_frame,omitempty"`
-	Inputs       []Input           `json:"inputs"`
-	Records      int               `json:"records,omitempty"`
-	Servers      int               `json:"servers,omitempty"`
-	Statuses     map[string]int    `json:"statuses,omitempty"`
-	Rejected     map[string]int    `json:"rejected,omitempty"`
-	Repositories int               `json:"repositories"`
-	FrameSHA256  string            `json:"frame_sha256"`
-	Counts       []StratumCounts   `json:"counts"`
-	Shortfalls   []Shortfall       `json:"shortfalls,omitempty"`
-	Problems     []string          `json:"problems,omitempty"`
-	Files        map[string]string `json:"files"`
+	Tool        string         `json:"tool"`
+	Seed        uint64         `json:"seed"`
+	Strata      string         `json:"strata"`
+	Ordering    string         `json:"ordering"`
+	StratumRule string         `json:"stratum_rule"`
+	LatestRule  string         `json:"latest_rule,omitempty"`
+	Fetched     string         `json:"fetched,omitempty"`
+	FromFrame   bool           `json:"from_frame,omitempty"`
+	Inputs      []Input        `json:"inputs"`
+	Records     int            `json:"records,omitempty"`
+	Servers     int            `json:"servers,omitempty"`
+	Statuses    map[string]int `json:"statuses,omitempty"`
+	// IncludeDeleted records -include-deleted: deleted servers were kept
+	// in the frame (KeptDeleted of them); without it they are counted
+	// in Rejected as ReasonDeleted.
+	IncludeDeleted bool              `json:"include_deleted,omitempty"`
+	KeptDeleted    int               `json:"kept_deleted,omitempty"`
+	Rejected       map[string]int    `json:"rejected,omitempty"`
+	Repositories   int               `json:"repositories"`
+	FrameSHA256    string            `json:"frame_sha256"`
+	Counts         []StratumCounts   `json:"counts"`
+	Shortfalls     []Shortfall       `json:"shortfalls,omitempty"`
+	Problems       []string          `json:"problems,omitempty"`
+	Files          map[string]string `json:"files"`
 }
 
 // Counts returns the per-stratum numbers of r, in Strata order.
@@ -211,6 +216,7 @@ func (r *Result) Write(final string, pages [][]byte) (*Manifest, error) {
 		m.LatestRule = LatestRule
 		m.Records, m.Servers, m.Statuses = r.Frame.Records, r.Frame.Servers, r.Frame.Statuses
 		m.Rejected = r.RejectedCounts()
+		m.IncludeDeleted, m.KeptDeleted = r.Frame.IncludeDeleted, r.Frame.KeptDeleted
 	}
 	for _, p := range r.Problems {
 		var re *RecordError

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcpstress/stress/internal/csvcell"
 	"github.com/mcpstress/stress/internal/input"
 )
 
@@ -45,12 +46,24 @@ type Funnel struct {
 	Repositories int `json:"repositories"`
 }
 
-// Summarize reads an adjudicated ledger (LedgerColumns; only id,
-// repository, decision and semantic_path are required) and returns its
-// funnel. Every bad row is an error naming the file and line (an unknown
-// decision, a construction without a semantic path, an id given twice);
-// the funnel counts the good rows.
-func Summarize(file string, r io.Reader) (*Funnel, []error) {
+// LedgerRow is one row of a ledger.csv as read: its cells by column
+// (LedgerColumns), unescaped (csvcell), decision and semantic_path without
+// surrounding blanks; a column the file lacks reads as "".
+type LedgerRow struct {
+	// Row is the row's line in the file (the header is line 1).
+	Row                                                                  int
+	ID, Repository, Commit, File, Line, Column, Language, Construct, Key string
+	Decision, SemanticPath, Note                                         string
+}
+
+// ReadLedger reads a ledger (LedgerColumns; only id, repository, decision
+// and semantic_path are required, in any order) and checks every row: an
+// unknown decision, a construction without a semantic path or a
+// repository, an id given twice or missing are errors naming the file and
+// line. It returns the good rows and every error; nil rows when the header
+// is wrong. Cells are unescaped (csvcell.Unescape): a cell written as
+// '=x reads as =x.
+func ReadLedger(file string, r io.Reader) ([]LedgerRow, []error) {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = -1
 	header, err := cr.Read()
@@ -70,11 +83,9 @@ func Summarize(file string, r io.Reader) (*Funnel, []error) {
 	if len(missing) > 0 {
 		return nil, []error{fmt.Errorf("%s: the header lacks the column(s) %s (want %s)", file, strings.Join(missing, ", "), strings.Join(LedgerColumns, ","))}
 	}
-	f := &Funnel{}
+	rows := []LedgerRow{} // not nil: the header was read
 	var errs []error
 	seen := map[string]int{}
-	paths := map[[2]string]bool{}
-	repos := map[string]bool{}
 	for {
 		rec, err := cr.Read()
 		if err == io.EOF {
@@ -90,34 +101,55 @@ func Summarize(file string, r io.Reader) (*Funnel, []error) {
 			errs = append(errs, fmt.Errorf("%s: %v", file, err))
 			break
 		}
+		csvcell.UnescapeRow(rec)
 		get := func(c string) string {
-			if i := col[c]; i < len(rec) {
-				return strings.TrimSpace(rec[i])
+			if i, ok := col[c]; ok && i < len(rec) {
+				return rec[i]
 			}
 			return ""
 		}
-		id, repo, decision, path := get("id"), get("repository"), get("decision"), get("semantic_path")
-		at := fmt.Sprintf("%s:%d: row %s", file, line, input.Quote(id))
+		row := LedgerRow{Row: line, ID: strings.TrimSpace(get("id")), Repository: strings.TrimSpace(get("repository")),
+			Commit: get("commit"), File: get("file"), Line: get("line"), Column: get("column"), Language: get("language"),
+			Construct: get("construct"), Key: get("key"), Decision: strings.TrimSpace(get("decision")),
+			SemanticPath: strings.TrimSpace(get("semantic_path")), Note: get("note")}
+		at := fmt.Sprintf("%s:%d: row %s", file, line, input.Quote(row.ID))
 		switch {
-		case id == "":
+		case row.ID == "":
 			errs = append(errs, fmt.Errorf("%s: no id", at))
 			continue
-		case seen[id] > 0:
-			errs = append(errs, fmt.Errorf("%s: id already on line %d", at, seen[id]))
+		case seen[row.ID] > 0:
+			errs = append(errs, fmt.Errorf("%s: id already on line %d", at, seen[row.ID]))
 			continue
-		case decision != "" && !slices.Contains(Decisions, decision):
-			errs = append(errs, fmt.Errorf("%s: decision %s: want %s, or empty for undecided", at, input.Quote(decision), strings.Join(Decisions, ", ")))
+		case row.Decision != "" && !slices.Contains(Decisions, row.Decision):
+			errs = append(errs, fmt.Errorf("%s: decision %s: want %s, or empty for undecided", at, input.Quote(row.Decision), strings.Join(Decisions, ", ")))
 			continue
-		case decision == Construction && path == "":
+		case row.Decision == Construction && row.SemanticPath == "":
 			errs = append(errs, fmt.Errorf("%s: a construction needs its semantic_path", at))
 			continue
-		case decision == Construction && repo == "":
+		case row.Decision == Construction && row.Repository == "":
 			errs = append(errs, fmt.Errorf("%s: a construction needs its repository", at))
 			continue
 		}
-		seen[id] = line
+		seen[row.ID] = line
+		rows = append(rows, row)
+	}
+	return rows, errs
+}
+
+// Summarize reads an adjudicated ledger (ReadLedger) and returns its
+// funnel. Every bad row is an error naming the file and line; the funnel
+// counts the good rows. The funnel is nil when the header is wrong.
+func Summarize(file string, r io.Reader) (*Funnel, []error) {
+	rows, errs := ReadLedger(file, r)
+	if rows == nil {
+		return nil, errs
+	}
+	f := &Funnel{}
+	paths := map[[2]string]bool{}
+	repos := map[string]bool{}
+	for _, row := range rows {
 		f.Matches++
-		switch decision {
+		switch row.Decision {
 		case "":
 			f.Undecided++
 		case TestString:
@@ -126,8 +158,8 @@ func Summarize(file string, r io.Reader) (*Funnel, []error) {
 			f.NotErrorResults++
 		case Construction:
 			f.Constructions++
-			paths[[2]string{repo, path}] = true
-			repos[repo] = true
+			paths[[2]string{row.Repository, row.SemanticPath}] = true
+			repos[row.Repository] = true
 		}
 	}
 	f.SemanticPaths, f.Repositories = len(paths), len(repos)

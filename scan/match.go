@@ -2,6 +2,8 @@ package scan
 
 import (
 	"bytes"
+	"slices"
+	"strings"
 )
 
 // The constructs a match is one of.
@@ -21,18 +23,29 @@ const (
 	Assignment = "assignment"
 	// IndexAssignment sets it by key: result["isError"] = True.
 	IndexAssignment = "index_assignment"
-	// Helper is a call of an SDK helper that builds an error result:
-	// (*CallToolResult).SetError (Go SDK; counted only in files that name
-	// CallToolResult, for SetError is a common method name),
-	// mcp.NewToolResultError, …Errorf, …ErrorFromErr (mcp-go),
-	// CallToolResult::error (Rust SDK).
+	// Helper is a call of an SDK helper that builds an error result, in a
+	// file that imports that SDK: (*CallToolResult).SetError (Go SDK,
+	// github.com/modelcontextprotocol/go-sdk/mcp; counted only in files
+	// that also name CallToolResult, for SetError is a common method
+	// name), NewToolResultError, …Errorf, …ErrorFromErr qualified by the
+	// name mcp-go (github.com/mark3labs/mcp-go/mcp) is imported as, or
+	// unqualified after a dot import, and CallToolResult::error (Rust
+	// SDK, in a file that names the rmcp crate).
 	Helper = "helper"
 	// Builder is a builder call: CallToolResult.builder().isError(true)
 	// (Java SDK).
 	Builder = "builder"
+	// WrapperCall is not a match: a call of a function named like an SDK
+	// helper in a file that does not import that SDK, or qualified by
+	// another package (utils.NewToolResultError): a repository's own
+	// wrapper, whose definition is the construction (its IsError: true,
+	// or its call of the SDK's helper, matches). Its call sites are
+	// listed apart (Result.WrapperCalls), never in the ledger.
+	WrapperCall = "wrapper_call"
 )
 
-// Constructs lists the constructs in the order of every table.
+// Constructs lists the constructs of matches in the order of every
+// table (WrapperCall is not one).
 var Constructs = []string{Property, NamedArgument, Initializer, Assignment, IndexAssignment, Helper, Builder}
 
 // keys are the names of the error flag.
@@ -99,7 +112,25 @@ type matcher struct {
 	typeNext bool
 	// mcpFile says the file names CallToolResult.
 	mcpFile bool
-	hits    []hit
+	// sdk is what the file imports of the SDKs whose helpers match.
+	sdk imports
+	// patternEnd is the index of the : that ends a Python case clause's
+	// header; tokens before it are a pattern (and guard), not values.
+	patternEnd int
+	hits       []hit
+}
+
+// imports is what a file imports of the SDKs with error helpers.
+type imports struct {
+	// mcpGo are the names mcp-go's mcp package is imported as; mcpGoDot
+	// says it is dot-imported.
+	mcpGo    []string
+	mcpGoDot bool
+	// goSDK says the Go SDK's mcp package is imported.
+	goSDK bool
+	// rmcp says a Rust file names the rmcp crate (use rmcp::…,
+	// rmcp::model::CallToolResult, extern crate rmcp).
+	rmcp bool
 }
 
 type pyDef struct {
@@ -202,13 +233,139 @@ func findMatches(src []byte, toks []token, lang Language) []hit {
 	m := &matcher{src: src, toks: toks, lang: lang, r: languageRules[lang], alias: -1,
 		mcpFile: bytes.Contains(src, []byte("CallToolResult"))}
 	m.pairs()
+	switch lang {
+	case Go:
+		m.sdk = m.goImports()
+	case Rust:
+		m.sdk = m.rustImports()
+	}
 	for i := range toks {
 		m.track(i)
-		if !m.inType() {
+		if !m.inType() && i >= m.patternEnd {
 			m.check(i)
 		}
 	}
 	return m.hits
+}
+
+// caseHeader returns the index of the : that ends the Python case clause
+// whose case keyword is token i, first on its logical line, or 0 when it
+// is not one: case followed by a pattern (not =, ., :, ( or an operator
+// that makes case a name) and a : outside brackets before the line ends.
+func (m *matcher) caseHeader(i int) int {
+	if i+1 >= len(m.toks) || m.toks[i+1].nl {
+		return 0
+	}
+	for _, s := range []string{"=", ".", ":", "(", ",", ")", "]", "}", ";", "+=", "-=", "*=", "/=", "|=", "&="} {
+		if m.is(i+1, s) {
+			return 0
+		}
+	}
+	for k := i + 1; k < len(m.toks); k++ {
+		t := m.toks[k]
+		if t.nl {
+			return 0
+		}
+		if m.is(k, ":") {
+			return k
+		}
+		if t.kind == kPunct && t.e-t.s == 1 {
+			switch m.src[t.s] {
+			case '(', '[', '{':
+				p := int(m.pair[k])
+				if p < k {
+					return 0
+				}
+				k = p
+			}
+		}
+	}
+	return 0
+}
+
+// mcpGoPath and goSDKPath are the import paths of the Go packages whose
+// helpers match (a major-version suffix allowed).
+const (
+	mcpGoPath = "github.com/mark3labs/mcp-go"
+	goSDKPath = "github.com/modelcontextprotocol/go-sdk"
+)
+
+// isPackage reports whether path is module's package pkg: module, an
+// optional /vN, then /pkg.
+func isPackage(path, module, pkg string) bool {
+	rest, ok := strings.CutPrefix(path, module)
+	if !ok {
+		return false
+	}
+	if v, after, found := strings.Cut(strings.TrimPrefix(rest, "/"), "/"); found && len(v) > 1 && v[0] == 'v' && strings.Trim(v[1:], "0123456789") == "" {
+		rest = "/" + after
+	}
+	return rest == "/"+pkg
+}
+
+// goImports reads a Go file's import declarations (before its first
+// func, type, var or const) for the SDKs with error helpers.
+func (m *matcher) goImports() imports {
+	var im imports
+	for i := 0; i < len(m.toks); i++ {
+		t := m.toks[i]
+		if t.kind != kIdent || !t.nl {
+			continue
+		}
+		switch m.text(i) {
+		case "func", "type", "var", "const":
+			return im
+		case "import":
+		default:
+			continue
+		}
+		end := i + 2
+		if m.is(i+1, "(") {
+			end = int(m.pair[i+1])
+			if end < 0 {
+				end = len(m.toks)
+			}
+		} else if i+2 < len(m.toks) && m.toks[i+1].kind != kString {
+			end = i + 3
+		}
+		for k := i + 1; k < end && k < len(m.toks); k++ {
+			if m.toks[k].kind != kString {
+				continue
+			}
+			path := strings.Trim(m.text(k), "\"`")
+			name := ""
+			if p := k - 1; p > i && (m.toks[p].kind == kIdent || m.is(p, ".")) && m.toks[p].line == m.toks[k].line {
+				name = m.text(p)
+			}
+			switch {
+			case isPackage(path, mcpGoPath, "mcp"):
+				switch name {
+				case "":
+					im.mcpGo = append(im.mcpGo, "mcp")
+				case ".":
+					im.mcpGoDot = true
+				case "_":
+				default:
+					im.mcpGo = append(im.mcpGo, name)
+				}
+			case isPackage(path, goSDKPath, "mcp") && name != "_":
+				im.goSDK = true
+			}
+		}
+		i = end
+	}
+	return im
+}
+
+// rustImports reports whether a Rust file names the rmcp crate: rmcp
+// followed by ::, or extern crate rmcp.
+func (m *matcher) rustImports() imports {
+	for i := range m.toks {
+		if m.is(i, "rmcp") && !m.is(i-1, ".") && (m.is(i+1, "::") || m.is(i-1, "crate") && m.is(i-2, "extern")) {
+			return imports{rmcp: true}
+		}
+	}
+	return imports{}
 }
 
 // pairs matches the brackets of the file, recovering from unbalanced
@@ -259,6 +416,11 @@ func (m *matcher) track(i int) {
 	}
 	if m.r.typeScript {
 		m.trackTypes(i)
+	}
+	if m.lang == Python && t.nl && len(m.open) == 0 && m.is(i, "case") {
+		if end := m.caseHeader(i); end > 0 {
+			m.patternEnd = end
+		}
 	}
 	if t.kind == kIdent && m.lang == Python && m.is(i, "def") && i+1 < len(m.toks) && m.toks[i+1].kind == kIdent {
 		indent := t.s - lineStart(m.src, t.s)
@@ -611,12 +773,48 @@ func (m *matcher) check(i int) {
 	}
 	switch {
 	case r.goHelpers && m.is(i, "SetError") && m.is(i-1, ".") && m.is(i+1, "(") && m.mcpFile:
-		m.add(i, Helper, "SetError", ".SetError(…)")
-	case r.goHelpers && m.is(i+1, "(") && !m.is(i-1, "func") && m.in(i, toolResultErrors):
-		m.add(i, Helper, m.text(i), m.text(i)+"(…)")
+		if m.sdk.goSDK {
+			m.add(i, Helper, "SetError", ".SetError(…)")
+		} else {
+			m.add(i, WrapperCall, "SetError", ".SetError(…)")
+		}
+	case r.goHelpers && m.is(i+1, "(") && m.in(i, toolResultErrors) && !m.goDefinition(i):
+		name := m.text(i)
+		qual := ""
+		if m.is(i-1, ".") && i >= 2 && m.toks[i-2].kind == kIdent && !m.is(i-3, ".") {
+			qual = m.text(i - 2)
+		} else if m.is(i-1, ".") {
+			qual = "…"
+		}
+		switch {
+		case qual == "" && m.sdk.mcpGoDot, qual != "" && slices.Contains(m.sdk.mcpGo, qual):
+			m.add(i, Helper, name, name+"(…)")
+		case qual == "":
+			m.add(i, WrapperCall, name, name+"(…)")
+		default:
+			m.add(i, WrapperCall, name, qual+"."+name+"(…)")
+		}
 	case r.rustError && m.is(i, "CallToolResult") && m.is(i+1, "::") && m.is(i+2, "error") && m.is(i+3, "("):
-		m.add(i, Helper, "CallToolResult::error", "CallToolResult::error(…)")
+		if m.sdk.rmcp {
+			m.add(i, Helper, "CallToolResult::error", "CallToolResult::error(…)")
+		} else {
+			m.add(i, WrapperCall, "CallToolResult::error", "CallToolResult::error(…)")
+		}
 	}
+}
+
+// goDefinition reports whether the name at token i is being declared:
+// func Name( or func (recv) Name(.
+func (m *matcher) goDefinition(i int) bool {
+	if m.is(i-1, "func") {
+		return true
+	}
+	if m.is(i-1, ")") {
+		if p := int(m.pair[i-1]); p >= 1 && m.is(p-1, "func") {
+			return true
+		}
+	}
+	return false
 }
 
 // toolResultErrors are mcp-go's helpers that build an error result.

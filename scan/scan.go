@@ -4,13 +4,17 @@
 // C#. A match is a construct of Constructs that sets isError, is_error
 // or IsError to the literal true (in an object, dict, struct or composite
 // literal, a named argument, an initializer, an assignment or an index
-// assignment), or a call of an SDK helper that builds an error result. It
-// reads tokens, not text: a key in a comment, a string, a regexp or a
-// TypeScript type does not match, nor does isError: false or isError:
-// cond. Dependencies and build output are not entered (SkipDir); every
-// other path is classed (ClassOf) and only production matches are
-// adjudicated. It depends on nothing else of stress but registry (for
-// GitHub names); `stress scan` wires it.
+// assignment), or a call of an SDK helper that builds an error result in
+// a file that imports that SDK; a call of a same-named function that does
+// not resolve to the SDK is a repository's own wrapper, whose definition
+// is the match, and its call sites are listed apart (Result.WrapperCalls).
+// It reads tokens, not text: a key in a comment, a string, a regexp or a
+// TypeScript type does not match, nor does isError: false, isError: cond
+// or a Python case clause's pattern. Dependencies and build output are not
+// entered (SkipDir); every other path is classed (ClassOf) and only
+// production matches are adjudicated. It depends on nothing else of
+// stress but registry (for GitHub names) and internal helpers; `stress
+// scan` wires it.
 package scan
 
 import (
@@ -128,9 +132,14 @@ type Count struct {
 // Result is a scan's findings, in a deterministic order.
 type Result struct {
 	Repos []RepoResult
-	// Candidates are sorted by repository (in the order given), file,
-	// line and column.
+	// Candidates are the matches, sorted by repository (in the order
+	// given), file, line and column.
 	Candidates []Candidate
+	// WrapperCalls are the calls of functions named like SDK helpers that
+	// do not resolve to the SDK (construct WrapperCall: a repository's
+	// own wrapper, whose definition is the match), in the same order.
+	// They are listed apart: not matches, never in the ledger.
+	WrapperCalls []Candidate
 	// Skipped are sorted by repository and path.
 	Skipped []Skip
 	// ExcludedDirs counts the directories not entered (SkipDir).
@@ -168,7 +177,9 @@ type fileResult struct {
 	lang  Language
 	bytes int64
 	cands []Candidate
-	skip  *Skip
+	// wrappers are the file's wrapper calls (WrapperCall).
+	wrappers []Candidate
+	skip     *Skip
 }
 
 // Scan scans the repositories and returns its findings. Unreadable files
@@ -244,7 +255,7 @@ func Scan(ctx context.Context, repos []Repo, opt Options) (*Result, error) {
 		res.Bytes += fr.bytes
 		res.Repos[fr.repo].Files++
 		res.Repos[fr.repo].Bytes += fr.bytes
-		if len(fr.cands) > 0 {
+		if len(fr.cands) > 0 || len(fr.wrappers) > 0 {
 			found = append(found, fr)
 		}
 	}
@@ -275,6 +286,7 @@ func Scan(ctx context.Context, repos []Repo, opt Options) (*Result, error) {
 	res.Candidates = make([]Candidate, 0, n)
 	for _, fr := range found {
 		res.Candidates = append(res.Candidates, fr.cands...)
+		res.WrapperCalls = append(res.WrapperCalls, fr.wrappers...)
 	}
 	order := map[string]int{}
 	for i, r := range repos {
@@ -412,7 +424,12 @@ func (w *worker) file(fsys fs.FS, j job, repo, commit string) fileResult {
 	fr.cands = make([]Candidate, 0, len(hits))
 	var cur lineOf
 	for _, h := range hits {
-		fr.cands = append(fr.cands, candidate(data, w.toks[h.tok], h, repo, commit, j, fr.class, &cur))
+		c := candidate(data, w.toks[h.tok], h, repo, commit, j, fr.class, &cur)
+		if h.construct == WrapperCall {
+			fr.wrappers = append(fr.wrappers, c)
+		} else {
+			fr.cands = append(fr.cands, c)
+		}
 	}
 	return fr
 }

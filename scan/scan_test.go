@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -37,8 +39,15 @@ func list(cands []Candidate) string {
 // struct tag or raw string, a Rust raw string, a Kotlin raw string, a C#
 // verbatim string; a TypeScript interface, type alias and .d.ts
 // declaration; isError: false, isError: !1, isError: cond, a ternary
-// (ok ? isError : true), a Python default parameter (def f(is_error=True))
-// and a Java .isError(false); node_modules/ is never entered.
+// (ok ? isError : true), a Python default parameter (def f(is_error=True)),
+// a Python case clause's pattern (case CallToolResult(is_error=True) |
+// {"isError": True}:) and a Java .isError(false); node_modules/ is never
+// entered. A helper counts only where its SDK is imported: mcpgo/server.go
+// imports mcp-go as m; handler.go's mcp.NewToolResultError names the Go
+// SDK's package, which has none, and pkg/tools calls the repository's own
+// utils.NewToolResultError, whose definition (pkg/utils) is the match:
+// those calls are treeWrapperCalls, as is rust/src/own.rs's
+// CallToolResult::error in a file that does not name rmcp.
 const treeMatches = `csharp/Server.cs:7:90 production initializer IsError = true in Fail
 csharp/Server.cs:10:58 production named_argument isError: true
 examples/demo.go:4:25 example property IsError: true in main
@@ -47,14 +56,15 @@ handler.go:13:30 production property IsError: true in Call
 handler.go:20:7 production helper .SetError(…) in Call
 handler.go:23:6 production assignment .IsError = true in Call
 handler.go:26:21 production property "isError": true in Call
-handler.go:31:13 production helper NewToolResultError(…) in toolError
 handler_test.go:6:30 test property IsError: true in TestCall
 internal/codegen.go:5:21 generated property IsError: true
 java/Server.java:8:14 production builder .isError(true) in fail
 kotlin/Server.kt:4:67 production named_argument isError=true in fail
+mcpgo/server.go:14:11 production helper NewToolResultErrorFromErr(…) in fail
+pkg/utils/result.go:11:3 production property IsError: true in NewToolResultError
 public/app.js:1:57 generated property isError: !0 in a
-rust/src/lib.rs:14:19 production helper CallToolResult::error(…) in fail
-rust/src/lib.rs:19:9 production property is_error: Some(true) in fail
+rust/src/lib.rs:15:19 production helper CallToolResult::error(…) in fail
+rust/src/lib.rs:20:9 production property is_error: Some(true) in fail
 server/app.py:17:17 production named_argument isError=True in call_tool
 server/app.py:20:36 production property "isError": True in call_tool
 server/app.py:22:16 production index_assignment ["isError"] = True in call_tool
@@ -69,6 +79,15 @@ tests/fixtures/response.py:1:60 fixture property "isError": True
 tests/test_app.py:5:59 test property "isError": True in test_unknown
 `
 
+// treeWrapperCalls are the calls of testdata/tree that are named like an
+// SDK's helper but do not resolve to the SDK: listed apart, not matches.
+const treeWrapperCalls = `handler.go:31:13 production wrapper_call mcp.NewToolResultError(…) in toolError
+mcpgo/server.go:12:16 production wrapper_call utils.NewToolResultError(…) in fail
+pkg/tools/issues.go:10:16 production wrapper_call utils.NewToolResultError(…) in GetIssue
+pkg/tools/issues.go:12:15 production wrapper_call utils.NewToolResultError(…) in GetIssue
+rust/src/own.rs:5:5 production wrapper_call CallToolResult::error(…) in fail
+`
+
 // TestTree pins the matches of testdata/tree, without and with
 // -include-build (dist/ is then entered and its match classed build).
 func TestTree(t *testing.T) {
@@ -79,8 +98,11 @@ func TestTree(t *testing.T) {
 	if got := list(r.Candidates); got != treeMatches {
 		t.Errorf("matches:\n%s\nwant:\n%s", got, treeMatches)
 	}
-	if r.ExcludedDirs != 2 || len(r.Skipped) != 0 || r.Repos[0].Files != 17 {
-		t.Errorf("excluded %d directories, skipped %v, read %d files; want 2 (dist, node_modules), none, 17", r.ExcludedDirs, r.Skipped, r.Repos[0].Files)
+	if got := list(r.WrapperCalls); got != treeWrapperCalls {
+		t.Errorf("wrapper calls:\n%s\nwant:\n%s", got, treeWrapperCalls)
+	}
+	if r.ExcludedDirs != 2 || len(r.Skipped) != 0 || r.Repos[0].Files != 21 {
+		t.Errorf("excluded %d directories, skipped %v, read %d files; want 2 (dist, node_modules), none, 21", r.ExcludedDirs, r.Skipped, r.Repos[0].Files)
 	}
 	r, _ = Scan(context.Background(), []Repo{{Name: "tree", Dir: "testdata/tree"}}, Options{IncludeBuild: true})
 	want := strings.Replace(treeMatches, "examples/demo.go", "dist/index.js:2:47 build property isError: true in fail\nexamples/demo.go", 1)
@@ -276,7 +298,7 @@ func TestWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, f := range []string{CandidatesFile, ProjectionFile, LedgerFile, ManifestFile} {
+	for _, f := range []string{CandidatesFile, ProjectionFile, LedgerFile, WrapperCallsFile, ManifestFile} {
 		a, _ := os.ReadFile(filepath.Join(dirs[0], f))
 		b, _ := os.ReadFile(filepath.Join(dirs[1], f))
 		if len(a) == 0 || !bytes.Equal(a, b) {
@@ -314,8 +336,8 @@ func TestWrite(t *testing.T) {
 	}
 	ledger, _ := os.ReadFile(filepath.Join(dirs[0], LedgerFile))
 	rows := strings.Split(strings.TrimSpace(string(ledger)), "\n")
-	if rows[0] != strings.Join(LedgerColumns, ",") || len(rows) != 1+20 {
-		t.Errorf("ledger.csv: header %q, %d rows, want 20 production matches", rows[0], len(rows)-1)
+	if rows[0] != strings.Join(LedgerColumns, ",") || len(rows) != 1+21 {
+		t.Errorf("ledger.csv: header %q, %d rows, want 21 production matches", rows[0], len(rows)-1)
 	}
 	if want := r.Candidates[4].ID + ",tree,,handler.go,13,30,go,property,IsError,,,"; rows[1+2] != want {
 		t.Errorf("ledger row 3: %s, want %s", rows[3], want)
@@ -461,11 +483,28 @@ func TestMatchLine(t *testing.T) {
 		{Python, "r[\"is_error\"] = True", "index_assignment [\"is_error\"] = True"},
 		{Python, "r[key] = True", ""},
 		{Python, "if x.isError == True: pass", ""},
+		// A case clause's pattern tests a result, it does not build one.
+		{Python, "match result:\n    case CallToolResult(is_error=True) | {\"isError\": True}:\n        pass", ""},
+		{Python, "match r:\n    case {\"isError\": True} if ok(isError=True):\n        return {\"isError\": True}", "property \"isError\": True"},
+		{Python, "match r:\n    case [\n        {\"isError\": True},\n    ]:\n        r[\"isError\"] = True", "index_assignment [\"isError\"] = True"},
+		{Python, "case = dict(isError=True)", "named_argument isError=True"},
+		{Python, "case(isError=True)", "named_argument isError=True"},
 		{Go, "return mcp.CallToolResult{IsError: true}", "property IsError: true"},
 		{Go, "pdf.SetError(err)", ""}, // SetError in a file that names no CallToolResult
-		{Go, "var r CallToolResult\nr.SetError(err)", "helper .SetError(…)"},
+		{Go, "import \"github.com/modelcontextprotocol/go-sdk/mcp\"\nvar r mcp.CallToolResult\nr.SetError(err)", "helper .SetError(…)"},
+		{Go, "var r CallToolResult\nr.SetError(err)", "wrapper_call .SetError(…)"}, // the Go SDK is not imported
 		{Go, "func NewToolResultError(text string) *CallToolResult {", ""},
-		{Go, "return mcp.NewToolResultErrorf(\"bad %s\", x)", "helper NewToolResultErrorf(…)"},
+		{Go, "func (h *H) NewToolResultError(text string) *CallToolResult {", ""},
+		{Go, "import \"github.com/mark3labs/mcp-go/mcp\"\nreturn mcp.NewToolResultErrorf(\"bad %s\", x)", "helper NewToolResultErrorf(…)"},
+		{Go, "import m \"github.com/mark3labs/mcp-go/mcp\"\nreturn m.NewToolResultError(\"x\")", "helper NewToolResultError(…)"},
+		{Go, "import (\n\t\"fmt\"\n\t. \"github.com/mark3labs/mcp-go/mcp\"\n)\nreturn NewToolResultErrorFromErr(\"x\", err)", "helper NewToolResultErrorFromErr(…)"},
+		{Go, "return mcp.NewToolResultErrorf(\"bad %s\", x)", "wrapper_call mcp.NewToolResultErrorf(…)"}, // mcp-go is not imported
+		{Go, "import (\n\t\"github.com/mark3labs/mcp-go/mcp\"\n\t\"example.com/x/pkg/utils\"\n)\nreturn utils.NewToolResultError(\"x\")", "wrapper_call utils.NewToolResultError(…)"},
+		{Go, "import \"github.com/mark3labs/mcp-go/mcp\"\nreturn NewToolResultError(\"x\")", "wrapper_call NewToolResultError(…)"}, // the package's own
+		{Go, "import _ \"github.com/mark3labs/mcp-go/mcp\"\nreturn mcp.NewToolResultError(\"x\")", "wrapper_call mcp.NewToolResultError(…)"},
+		{Rust, "use rmcp::model::*;\nfn f() -> CallToolResult { CallToolResult::error(vec![]) }", "helper CallToolResult::error(…)"},
+		{Rust, "fn f() -> rmcp::model::CallToolResult { rmcp::model::CallToolResult::error(vec![]) }", "helper CallToolResult::error(…)"},
+		{Rust, "fn f() -> CallToolResult { CallToolResult::error(vec![]) }", "wrapper_call CallToolResult::error(…)"},
 		{Rust, "CallToolResult { is_error: Some(true), ..Default::default() }", "property is_error: Some(true)"},
 		{Rust, "CallToolResult { is_error: Some(false) }", ""},
 		{Java, "CallToolResult.builder().isError(true).build()", "builder .isError(true)"},
@@ -491,6 +530,8 @@ func FuzzMatchLine(f *testing.F) {
 		"return { content, isError: true };", "r[\"isError\"] = True", "x = `${ {isError: true} }`",
 		"CallToolResult { is_error: Some(true) }", "a={isError:!0}", "/* isError: true */", "'\\''", "r#\"\"#",
 		"@\"\"\"\"", "\"\"\"a\"\"\"", "type A = { isError: true }", "(((]]]}}}", "def f(isError=True):",
+		"import m \"github.com/mark3labs/mcp-go/mcp\"\nr := m.NewToolResultError(x)", "import (\n. \"github.com/mark3labs/mcp-go/mcp\"",
+		"match r:\n    case {\"isError\": True} | X(is_error=True):\n        pass", "case (", "use rmcp::model::*; CallToolResult::error(x)",
 	} {
 		for i := range Languages {
 			f.Add(uint8(i), []byte(s))
@@ -506,7 +547,7 @@ func FuzzMatchLine(f *testing.F) {
 		l := Languages[int(lang)%len(Languages)]
 		lines := bytes.Count(src, []byte("\n")) + 1
 		for _, c := range matchLine(l, src) {
-			if c.Line < 1 || c.Line > lines || c.Column < 1 || c.Key == "" || !strings.Contains(strings.Join(Constructs, " "), c.Construct) {
+			if c.Line < 1 || c.Line > lines || c.Column < 1 || c.Key == "" || !strings.Contains(strings.Join(append(Constructs, WrapperCall), " "), c.Construct) {
 				t.Errorf("match %+v", c)
 			}
 		}
@@ -558,5 +599,109 @@ func TestLongLine(t *testing.T) {
 	}
 	if last := cands[2000]; last.Line != 2 || last.Column != 4 || last.LineSHA256 == cands[0].LineSHA256 {
 		t.Errorf("the second line's candidate: line %d column %d", last.Line, last.Column)
+	}
+}
+
+// TestLedgerCellsInert: a file name and a repository name (NAME=) that a
+// spreadsheet would take for a formula are written to ledger.csv with an
+// apostrophe in front, a name starting with an apostrophe too, and
+// Summarize reads them back unchanged: the escaped and the hand-written
+// forms of one repository are one repository.
+func TestLedgerCellsInert(t *testing.T) {
+	cands := []Candidate{
+		{ID: "c1", Repository: "@evil", File: "-cmd|' /C calc'!A0.py", Line: 1, Column: 6, Language: Python, Construct: Property, Key: "isError"},
+		{ID: "c2", Repository: "'quoted", File: "=HYPERLINK(\"http://x\").ts", Line: 2, Column: 3, Language: TypeScript, Construct: Property, Key: "isError"},
+		{ID: "c3", Repository: "+r", File: "\tsrc/a.go", Line: 3, Column: 1, Language: Go, Construct: Property, Key: "IsError"},
+	}
+	var b bytes.Buffer
+	if err := WriteLedger(&b, cands); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(bytes.NewReader(b.Bytes())).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range [][2]string{{"'@evil", "'-cmd|' /C calc'!A0.py"}, {"''quoted", "'=HYPERLINK(\"http://x\").ts"}, {"'+r", "'\tsrc/a.go"}} {
+		if got := [2]string{recs[i+1][1], recs[i+1][3]}; got != want {
+			t.Errorf("row %d: repository and file cells %q, want %q", i+1, got, want)
+		}
+	}
+	// Decide every row; add one for the same repository written by hand,
+	// unescaped.
+	var led strings.Builder
+	cw := csv.NewWriter(&led)
+	for i, r := range recs {
+		if i > 0 {
+			r[9], r[10] = Construction, "p"+strconv.Itoa(i)
+		}
+		cw.Write(r)
+	}
+	cw.Write([]string{"c4", "@evil", "", "b.py", "1", "1", "python", "property", "isError", Construction, "p9", ""})
+	cw.Flush()
+	f, errs := Summarize("ledger.csv", strings.NewReader(led.String()))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if f.Constructions != 4 || f.Repositories != 3 || f.SemanticPaths != 4 {
+		t.Errorf("funnel %+v, want 4 constructions in 3 repositories (@evil, 'quoted, +r) on 4 paths", *f)
+	}
+	rows, errs := ReadLedger("ledger.csv", strings.NewReader(b.String()))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	for i, r := range rows {
+		if r.Repository != cands[i].Repository || r.File != cands[i].File || r.ID != cands[i].ID {
+			t.Errorf("row %d read back as %q %q %q, want %q %q %q", i+1, r.ID, r.Repository, r.File, cands[i].ID, cands[i].Repository, cands[i].File)
+		}
+	}
+}
+
+// TestOwnWrapper scans a repository shaped as github/github-mcp-server
+// was: a package utils of its own whose NewToolResultError builds the
+// error result (on the Go SDK, which has no such helper) and tool files
+// that call utils.NewToolResultError hundreds of times (1,027 production
+// matches before). The definition is the one production match and the
+// ledger's one row; the calls are wrapper calls, listed apart. A file that
+// imports mcp-go and calls its helper is a match.
+func TestOwnWrapper(t *testing.T) {
+	var calls strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&calls, "\tif id == %q {\n\t\treturn utils.NewToolResultError(\"failed\")\n\t}\n", fmt.Sprint(i))
+	}
+	fsys := fstest.MapFS{
+		"pkg/utils/result.go": {Data: []byte("package utils\n\nimport \"github.com/modelcontextprotocol/go-sdk/mcp\"\n\n" +
+			"func NewToolResultError(message string) *mcp.CallToolResult {\n" +
+			"\treturn &mcp.CallToolResult{\n\t\tContent: []mcp.Content{&mcp.TextContent{Text: message}},\n\t\tIsError: true,\n\t}\n}\n")},
+		"pkg/github/issues.go": {Data: []byte("package github\n\nimport (\n\t\"github.com/github/github-mcp-server/pkg/utils\"\n" +
+			"\t\"github.com/modelcontextprotocol/go-sdk/mcp\"\n)\n\nfunc Get(id string) *mcp.CallToolResult {\n" + calls.String() + "\treturn nil\n}\n")},
+		"pkg/github/issues_test.go": {Data: []byte("package github\n\nimport \"github.com/github/github-mcp-server/pkg/utils\"\n\n" +
+			"var want = utils.NewToolResultError(\"x\")\n")},
+		"cmd/legacy/main.go": {Data: []byte("package main\n\nimport \"github.com/mark3labs/mcp-go/mcp\"\n\n" +
+			"func fail() *mcp.CallToolResult { return mcp.NewToolResultError(\"x\") }\n")},
+	}
+	r, err := Scan(context.Background(), []Repo{{Name: "github.com/github/github-mcp-server", FS: fsys}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "cmd/legacy/main.go:5:46 production helper NewToolResultError(…) in fail\n" +
+		"pkg/utils/result.go:8:3 production property IsError: true in NewToolResultError\n"
+	if got := list(r.Candidates); got != want {
+		t.Errorf("matches:\n%swant:\n%s", got, want)
+	}
+	if got, want := counts(r.WrapperCounts()), "production/go 300\ntest/go 1\n"; got != want {
+		t.Errorf("wrapper calls:\n%swant:\n%s", got, want)
+	}
+	if w := r.WrapperCalls[0]; w.File != "pkg/github/issues.go" || w.Line != 10 || w.Match != "utils.NewToolResultError(…)" || w.Function != "Get" {
+		t.Errorf("first wrapper call %+v", w)
+	}
+	if n := len(r.Production()); n != 2 {
+		t.Errorf("%d production matches, want 2 (the definition and mcp-go's helper)", n)
+	}
+	var b bytes.Buffer
+	if err := r.WriteSummary(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "production matches to adjudicate: 2\nwrapper calls, listed apart (a repository's own helper named like an SDK's; not matches): 301, 300 in production\n") {
+		t.Errorf("summary:\n%s", b.String())
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcpstress/stress/internal/csvcell"
 	"github.com/mcpstress/stress/internal/outdir"
 )
 
@@ -23,6 +24,9 @@ const (
 	ProjectionFile = "projection.jsonl"
 	LedgerFile     = "ledger.csv"
 	ManifestFile   = "scan.json"
+	// WrapperCallsFile lists the wrapper calls (WrapperCall) apart from
+	// the matches, as projections: no source text.
+	WrapperCallsFile = "wrapper_calls.jsonl"
 )
 
 // Projection is a candidate without source text: the privacy-safe row
@@ -54,23 +58,38 @@ func (c *Candidate) Project() Projection {
 // Manifest is scan.json: what was scanned, how, what was found and the
 // sha256 of the other files.
 type Manifest struct {
-	Tool         string            `json:"tool"`
-	IncludeBuild bool              `json:"include_build"`
-	MaxFileSize  int64             `json:"max_file_size"`
-	Repos        []RepoResult      `json:"repositories"`
-	Files        []Count           `json:"files"`
-	Bytes        int64             `json:"bytes"`
-	ExcludedDirs int               `json:"excluded_directories"`
-	Matches      []Count           `json:"matches"`
-	Production   int               `json:"production_matches"`
-	Skipped      []Skip            `json:"skipped"`
-	Outputs      map[string]string `json:"outputs"`
+	Tool         string       `json:"tool"`
+	IncludeBuild bool         `json:"include_build"`
+	MaxFileSize  int64        `json:"max_file_size"`
+	Repos        []RepoResult `json:"repositories"`
+	Files        []Count      `json:"files"`
+	Bytes        int64        `json:"bytes"`
+	ExcludedDirs int          `json:"excluded_directories"`
+	Matches      []Count      `json:"matches"`
+	Production   int          `json:"production_matches"`
+	// WrapperCalls counts the wrapper calls by class and language;
+	// ProductionWrapperCalls those in production files. They are not
+	// matches.
+	WrapperCalls           []Count           `json:"wrapper_calls"`
+	ProductionWrapperCalls int               `json:"production_wrapper_calls"`
+	Skipped                []Skip            `json:"skipped"`
+	Outputs                map[string]string `json:"outputs"`
 }
 
-// Matches counts the candidates by class and language.
+// Matches counts the candidates (the matches) by class and language.
 func (r *Result) Matches() []Count {
+	return countOf(r.Candidates)
+}
+
+// WrapperCounts counts the wrapper calls by class and language.
+func (r *Result) WrapperCounts() []Count {
+	return countOf(r.WrapperCalls)
+}
+
+// countOf counts cands by class and language, in table order.
+func countOf(cands []Candidate) []Count {
 	n := map[[2]string]int{}
-	for _, c := range r.Candidates {
+	for _, c := range cands {
 		n[[2]string{string(c.Class), string(c.Language)}]++
 	}
 	var out []Count
@@ -86,8 +105,13 @@ func (r *Result) Matches() []Count {
 
 // Production returns the production candidates, the ledger's rows.
 func (r *Result) Production() []Candidate {
+	return production(r.Candidates)
+}
+
+// production returns the candidates of production files.
+func production(cands []Candidate) []Candidate {
 	var out []Candidate
-	for _, c := range r.Candidates {
+	for _, c := range cands {
 		if c.Class == Production {
 			out = append(out, c)
 		}
@@ -98,8 +122,9 @@ func (r *Result) Production() []Candidate {
 // Write writes the scan's files into dir, which must not exist or be
 // empty: candidates.jsonl (every match, with its source line: private),
 // projection.jsonl (every match, hashes instead of text: publishable),
-// ledger.csv (the production matches, to adjudicate by hand) and
-// scan.json. The same scan writes the same bytes, into a temporary
+// ledger.csv (the production matches, to adjudicate by hand),
+// wrapper_calls.jsonl (the wrapper calls, as projections: listed apart)
+// and scan.json. The same scan writes the same bytes, into a temporary
 // directory renamed into place (internal/outdir).
 func (r *Result) Write(final string, opt Options) error {
 	out, err := outdir.Create(final, nil)
@@ -118,6 +143,13 @@ func (r *Result) Write(final string, opt Options) error {
 		p := c.Project()
 		pe.Encode(&p)
 	}
+	var wrappers bytes.Buffer
+	we := json.NewEncoder(&wrappers)
+	we.SetEscapeHTML(false)
+	for i := range r.WrapperCalls {
+		p := r.WrapperCalls[i].Project()
+		we.Encode(&p)
+	}
 	var ledger bytes.Buffer
 	if err := WriteLedger(&ledger, r.Production()); err != nil {
 		return err
@@ -126,7 +158,7 @@ func (r *Result) Write(final string, opt Options) error {
 	for _, f := range []struct {
 		name string
 		data []byte
-	}{{CandidatesFile, cand.Bytes()}, {ProjectionFile, proj.Bytes()}, {LedgerFile, ledger.Bytes()}} {
+	}{{CandidatesFile, cand.Bytes()}, {ProjectionFile, proj.Bytes()}, {LedgerFile, ledger.Bytes()}, {WrapperCallsFile, wrappers.Bytes()}} {
 		if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
 			return err
 		}
@@ -138,9 +170,13 @@ func (r *Result) Write(final string, opt Options) error {
 	}
 	m := Manifest{Tool: "stress scan", IncludeBuild: opt.IncludeBuild, MaxFileSize: opt.MaxFileSize, Repos: r.Repos,
 		Files: r.Files, Bytes: r.Bytes, ExcludedDirs: r.ExcludedDirs, Matches: r.Matches(), Production: len(r.Production()),
+		WrapperCalls: r.WrapperCounts(), ProductionWrapperCalls: len(production(r.WrapperCalls)),
 		Skipped: r.Skipped, Outputs: outputs}
 	if m.Skipped == nil {
 		m.Skipped = []Skip{}
+	}
+	if m.WrapperCalls == nil {
+		m.WrapperCalls = []Count{}
 	}
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
@@ -153,7 +189,7 @@ func (r *Result) Write(final string, opt Options) error {
 }
 
 // WriteSummary prints what the scan read and found: files and bytes, the
-// skips, and the matches by class and language.
+// skips, the matches by class and language, and the wrapper calls, apart.
 func (r *Result) WriteSummary(w io.Writer) error {
 	var b strings.Builder
 	files := 0
@@ -184,7 +220,15 @@ func (r *Result) WriteSummary(w io.Writer) error {
 	writeCounts(&b, "files", r.Files)
 	b.WriteString("\n")
 	writeCounts(&b, "matches", r.Matches())
+	if len(r.WrapperCalls) > 0 {
+		b.WriteString("\n")
+		writeCounts(&b, "wrappers", r.WrapperCounts())
+	}
 	fmt.Fprintf(&b, "\nproduction matches to adjudicate: %d\n", len(r.Production()))
+	if len(r.WrapperCalls) > 0 {
+		fmt.Fprintf(&b, "wrapper calls, listed apart (a repository's own helper named like an SDK's; not matches): %d, %d in production\n",
+			len(r.WrapperCalls), len(production(r.WrapperCalls)))
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -238,15 +282,28 @@ func writeCounts(b *strings.Builder, what string, counts []Count) {
 }
 
 // WriteList prints one line per candidate: repository, file:line:column,
-// class, construct and the match.
+// class, construct and the match; then, apart under a heading, one line
+// per wrapper call.
 func (r *Result) WriteList(w io.Writer) error {
 	var b strings.Builder
-	for _, c := range r.Candidates {
+	line := func(c *Candidate) {
 		fmt.Fprintf(&b, "%s %s:%d:%d %s %s %s", c.Repository, c.File, c.Line, c.Column, c.Class, c.Construct, c.Match)
 		if c.Function != "" {
 			fmt.Fprintf(&b, " in %s", c.Function)
 		}
 		b.WriteString("\n")
+	}
+	for i := range r.Candidates {
+		line(&r.Candidates[i])
+	}
+	if len(r.WrapperCalls) > 0 {
+		if len(r.Candidates) > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString("wrapper calls (not matches: a repository's own helper named like an SDK's, whose definition is the match):\n")
+		for i := range r.WrapperCalls {
+			line(&r.WrapperCalls[i])
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -257,13 +314,16 @@ func (r *Result) WriteList(w io.Writer) error {
 var LedgerColumns = []string{"id", "repository", "commit", "file", "line", "column", "language", "construct", "key", "decision", "semantic_path", "note"}
 
 // WriteLedger writes the ledger template: LedgerColumns, a row per
-// candidate with decision, semantic_path and note empty.
+// candidate with decision, semantic_path and note empty. Every cell is
+// escaped (csvcell.Escape): a file or repository name a spreadsheet would
+// take for a formula is written with an apostrophe in front, and
+// ReadLedger takes it off.
 func WriteLedger(w io.Writer, cands []Candidate) error {
 	cw := csv.NewWriter(w)
 	cw.Write(LedgerColumns)
 	for _, c := range cands {
-		cw.Write([]string{c.ID, c.Repository, c.Commit, c.File, strconv.Itoa(c.Line), strconv.Itoa(c.Column),
-			string(c.Language), c.Construct, c.Key, "", "", ""})
+		cw.Write(csvcell.EscapeRow([]string{c.ID, c.Repository, c.Commit, c.File, strconv.Itoa(c.Line), strconv.Itoa(c.Column),
+			string(c.Language), c.Construct, c.Key, "", "", ""}))
 	}
 	cw.Flush()
 	return cw.Error()

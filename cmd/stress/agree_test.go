@@ -352,3 +352,35 @@ func TestProposedRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestAdjudicateCellsInert: a decided_by and a note written into the
+// ledger with the apostrophe that keeps a spreadsheet from reading them
+// as formulas are applied as their values; one starting with an
+// apostrophe keeps it when escaped (two apostrophes).
+func TestAdjudicateCellsInert(t *testing.T) {
+	tmp := t.TempDir()
+	ledger := filepath.Join(tmp, "ledger.csv")
+	os.WriteFile(ledger, []byte("record,field,a,a_evidence,b,b_evidence,decision,decided_by,note\n"+
+		"S18,content.P,0,/result/content/0/text,1,/result/content/0/text,b,'=Ada,'+1: no results\n"+
+		"S21,content.C,1,/result/content/0/text,0,/result/content/0/text,a,'@Bob,''quoted\n"), 0o644)
+	out := filepath.Join(tmp, "adj")
+	if _, _, err := runCmd(t, "adjudicate", "-apply", ledger, "-out", out, paperCorpus, coder2Corpus); err != nil {
+		t.Fatal(err)
+	}
+	side, err := study.LoadCorpus(os.DirFS(tmp), "adj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]study.Decision{}
+	for _, s := range side.Scenarios {
+		if s.Coding != nil && len(s.Coding.Decisions) == 1 {
+			got[s.ID] = s.Coding.Decisions[0]
+		}
+	}
+	if d := got["S18"]; d.By != "=Ada" || d.Note != "+1: no results" {
+		t.Errorf("S18: by %q, note %q", d.By, d.Note)
+	}
+	if d := got["S21"]; d.By != "@Bob" || d.Note != "'quoted" {
+		t.Errorf("S21: by %q, note %q", d.By, d.Note)
+	}
+}

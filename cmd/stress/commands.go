@@ -121,9 +121,9 @@ var commands = []*command{
 			"print how Go and TypeScript clients treat results against an outputSchema"},
 	}},
 	{name: "sample", flags: cmdSample, long: sampleLong, forms: []form{
-		{"-out DIR [-seed S] [-strata LIST] [-exclude FILE] SNAPSHOT…",
+		{"-out DIR [-seed S] [-strata LIST] [-exclude FILE] [-include-deleted] SNAPSHOT…",
 			"draw a seeded, stratified sample of the repositories of a registry snapshot"},
-		{"-out DIR -fetch URL [-seed S] [-strata LIST] [-exclude FILE]",
+		{"-out DIR -fetch URL [-allow-redirect-host HOST]… [-seed S] [-strata LIST] [-exclude FILE] [-include-deleted]",
 			"page a registry's API for the snapshot (the pages are kept), then draw"},
 		{"-out DIR -frame FILE [-seed S] [-strata LIST] [-exclude FILE]",
 			"draw again from the frame a previous sample wrote"},

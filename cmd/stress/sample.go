@@ -23,7 +23,8 @@ import (
 const sampleLong = `A registry snapshot is server.json records as the registry's API serves
 them: GET /v0/servers pages, a JSON array of entries, or JSON lines (a
 directory stands for its *.json and *.jsonl files). The frame is the unique
-GitHub repositories of the servers' latest records; each repository has one
+GitHub repositories of the servers' latest records (a server the registry
+marks deleted is left out unless -include-deleted); each repository has one
 stratum: the first of npm, pypi, mcpb, oci its records list as a package
 type, else remote when they list only remotes, else other. Each stratum is
 ordered by sha256("stress-sample/v1" 0x00 SEED 0x00 REPOSITORY), the first N
@@ -42,6 +43,9 @@ func cmdSample(fs *flag.FlagSet) action {
 	exclude := fs.String("exclude", "", "`FILE` of repositories found inaccessible, one a line (optionally followed by a reason); each is replaced by the next in its stratum")
 	fetch := fs.String("fetch", "", "page the registry API at `URL` (a base URL or its /v0/servers endpoint) instead of reading snapshot files")
 	frameFile := fs.String("frame", "", "draw from the frame `FILE` a previous sample wrote (frame.jsonl) instead of a snapshot")
+	var allowRedirect repeatedFlag
+	fs.Var(&allowRedirect, "allow-redirect-host", "with -fetch: follow a redirect to `HOST` (or HOST:PORT) too; a redirect to a host other than URL's is refused (repeatable)")
+	includeDeleted := fs.Bool("include-deleted", false, "keep servers the registry marks deleted in the frame (by default they are left out: their publishers no longer list them)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if *out == "" {
 			return usageError("sample: flag -out is required")
@@ -58,6 +62,18 @@ func cmdSample(fs *flag.FlagSet) action {
 		if sources != 1 {
 			return usageError("sample: give snapshot files, -fetch URL or -frame FILE (exactly one)")
 		}
+		if len(allowRedirect) > 0 && *fetch == "" {
+			return usageError("sample: flag -allow-redirect-host goes with -fetch")
+		}
+		for _, h := range allowRedirect {
+			if err := registry.CheckAllowHost(h); err != nil {
+				return usageError("sample: flag -allow-redirect-host: %v", err)
+			}
+		}
+		if *includeDeleted && *frameFile != "" {
+			return usageError("sample: flag -include-deleted goes with a snapshot or -fetch: a frame file is drawn from as it is")
+		}
+		frameOpt := registry.FrameOptions{IncludeDeleted: *includeDeleted}
 		alloc, err := registry.ParseStrata(*strata)
 		if err != nil {
 			return usageError("sample: flag -strata: %v", err)
@@ -91,7 +107,7 @@ func cmdSample(fs *flag.FlagSet) action {
 				return usageError("sample: flag -fetch: %v", err)
 			}
 			var recs []registry.Record
-			err := registry.Fetch(ctx, *fetch, registry.FetchOptions{}, func(body []byte) error {
+			err := registry.Fetch(ctx, *fetch, registry.FetchOptions{AllowRedirectHosts: allowRedirect}, func(body []byte) error {
 				pages = append(pages, body)
 				name := fmt.Sprintf("page-%05d.json", len(pages))
 				rs, errs := registry.Decode(registry.SnapshotDir+"/"+name, body)
@@ -100,10 +116,14 @@ func cmdSample(fs *flag.FlagSet) action {
 				r.Inputs = append(r.Inputs, inputOf(name, body, len(rs)))
 				return nil
 			})
+			var re *registry.RedirectError
+			if errors.As(err, &re) {
+				return fmt.Errorf("sample: flag -fetch: %w (give -allow-redirect-host %s to follow it)", err, re.Host)
+			}
 			if err != nil {
 				return fmt.Errorf("sample: %w", err)
 			}
-			r.Frame = registry.BuildFrame(recs)
+			r.Frame = registry.BuildFrame(recs, frameOpt)
 		default:
 			files, err := snapshotFiles(args)
 			if err != nil {
@@ -117,7 +137,7 @@ func cmdSample(fs *flag.FlagSet) action {
 					r.Inputs = append(r.Inputs, d.input)
 				}
 			}
-			r.Frame = registry.BuildFrame(recs)
+			r.Frame = registry.BuildFrame(recs, frameOpt)
 		}
 		r.Sample = registry.DrawSample(r.Frame.Entries, *seed, alloc, excl)
 		for _, p := range r.Problems {
@@ -233,7 +253,10 @@ func writeSampleSummary(w io.Writer, r *registry.Result, m *registry.Manifest, d
 		fmt.Fprintf(w, "snapshot: %d records, %d servers (one latest record each), %d unique GitHub repositories\n",
 			f.Records, f.Servers, len(f.Entries))
 		if len(f.Rejected) > 0 {
-			fmt.Fprintf(w, "latest records without a GitHub repository: %d (%s)\n", len(f.Rejected), strings.Join(parts, ", "))
+			fmt.Fprintf(w, "latest records left out of the frame: %d (%s)\n", len(f.Rejected), strings.Join(parts, ", "))
+		}
+		if f.IncludeDeleted {
+			fmt.Fprintf(w, "servers the registry marks deleted, kept (-include-deleted): %d\n", f.KeptDeleted)
 		}
 	}
 	fmt.Fprintf(w, "seed %d, strata %s\n\n", r.Sample.Seed, r.Sample.Strata)

@@ -43,15 +43,16 @@ func readDir(t *testing.T, dir string) map[string]string {
 	return out
 }
 
-// TestSample draws from the fixture pages with one exclusion: the summary
-// is pinned (testdata/sample.golden), the directory holds every file,
-// a second run writes the same bytes, and a draw from the frame it wrote
-// (-frame) gives the same draw order and sample.
+// TestSample draws from the fixture pages with one exclusion (the deleted
+// server kept with -include-deleted, so that its exclusion is replaced):
+// the summary is pinned (testdata/sample.golden), the directory holds
+// every file, a second run writes the same bytes, and a draw from the
+// frame it wrote (-frame) gives the same draw order and sample.
 func TestSample(t *testing.T) {
 	excl := filepath.Join(t.TempDir(), "inaccessible.txt")
 	os.WriteFile(excl, []byte("# found inaccessible on 2026-08-19\nhttps://github.com/spammer/free-credits  archived\ngithub.com/not/in-frame\n"), 0o644)
 	args := func(dir string) []string {
-		return append([]string{"sample", "-out", dir, "-strata", "npm=1,pypi=1,remote=1,mcpb=1,other=1", "-exclude", excl}, snapshotPages...)
+		return append([]string{"sample", "-out", dir, "-strata", "npm=1,pypi=1,remote=1,mcpb=1,other=1", "-exclude", excl, "-include-deleted"}, snapshotPages...)
 	}
 	a := filepath.Join(t.TempDir(), "a")
 	out, errOut, err := runCmd(t, args(a)...)
@@ -107,6 +108,64 @@ func TestSample(t *testing.T) {
 	}
 }
 
+// TestSampleDeleted: a server the registry marks deleted (the fixture's
+// io.github.spammer/free-credits) is left out of the frame by default,
+// listed in rejected.jsonl and counted among the records left out, in
+// the summary and the manifest; -include-deleted keeps it, and says so.
+func TestSampleDeleted(t *testing.T) {
+	a := filepath.Join(t.TempDir(), "a")
+	out, errOut, err := runCmd(t, append([]string{"sample", "-out", a, "-strata", "remote=1"}, snapshotPages...)...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	for _, want := range []string{
+		"snapshot: 10 records, 9 servers (one latest record each), 5 unique GitHub repositories\n",
+		"latest records left out of the frame: 3 (no repository 1, not a GitHub repository 1, status deleted 1)\n",
+		"remote          1      1      1         0         0\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	got := readDir(t, a)
+	if strings.Contains(got[registry.FrameFile], "spammer") || strings.Contains(got[registry.DrawsFile], "spammer") {
+		t.Errorf("the deleted server's repository is in the frame:\n%s", got[registry.FrameFile])
+	}
+	if !strings.Contains(got[registry.RejectedFile], `"name":"io.github.spammer/free-credits","version":"1.0.0","reason":"status deleted","url":"https://github.com/spammer/free-credits"`) {
+		t.Errorf("rejected.jsonl:\n%s", got[registry.RejectedFile])
+	}
+	var m registry.Manifest
+	if err := json.Unmarshal([]byte(got[registry.ManifestFile]), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Rejected[registry.ReasonDeleted] != 1 || m.IncludeDeleted || m.Repositories != 5 || m.Statuses["deleted"] != 1 {
+		t.Errorf("manifest: rejected %v, include_deleted %v, %d repositories, statuses %v", m.Rejected, m.IncludeDeleted, m.Repositories, m.Statuses)
+	}
+	b := filepath.Join(t.TempDir(), "b")
+	out, _, err = runCmd(t, append([]string{"sample", "-out", b, "-strata", "remote=1", "-include-deleted"}, snapshotPages...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"6 unique GitHub repositories\n",
+		"latest records left out of the frame: 2 (no repository 1, not a GitHub repository 1)\n",
+		"servers the registry marks deleted, kept (-include-deleted): 1\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("-include-deleted: summary lacks %q:\n%s", want, out)
+		}
+	}
+	got = readDir(t, b)
+	m = registry.Manifest{}
+	json.Unmarshal([]byte(got[registry.ManifestFile]), &m)
+	if !strings.Contains(got[registry.FrameFile], `"repository":"github.com/spammer/free-credits"`) || !m.IncludeDeleted || m.KeptDeleted != 1 || m.Rejected[registry.ReasonDeleted] != 0 {
+		t.Errorf("-include-deleted: frame\n%s\nmanifest %+v", got[registry.FrameFile], m)
+	}
+	if _, _, err := runCmd(t, "sample", "-out", filepath.Join(t.TempDir(), "c"), "-include-deleted", "-frame", filepath.Join(a, registry.FrameFile)); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "flag -include-deleted goes with a snapshot or -fetch") {
+		t.Errorf("-include-deleted -frame: %v", err)
+	}
+}
+
 // TestSampleFetch pages a local registry (the fixture pages behind a
 // cursor), keeps the pages under snapshot/, and a draw from those pages
 // gives the same frame and sample.
@@ -126,7 +185,7 @@ func TestSampleFetch(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "stratum npm: asked for 12 repositories, the frame holds 1 (0 of them excluded): drew 1") {
 		t.Fatalf("the paper's strata from 6 repositories: %v, want shortfalls\n%s", err, errOut)
 	}
-	if !strings.Contains(out, "snapshot: 10 records, 9 servers (one latest record each), 6 unique GitHub repositories") {
+	if !strings.Contains(out, "snapshot: 10 records, 9 servers (one latest record each), 5 unique GitHub repositories") {
 		t.Errorf("summary:\n%s", out)
 	}
 	got := readDir(t, a)
@@ -186,7 +245,7 @@ func TestSampleBadInput(t *testing.T) {
 	if want := "stress sample: " + broken + ":5: column 49: malformed JSON: invalid character '}' looking for beginning of value\n"; errOut != want {
 		t.Errorf("stderr %q, want %q", errOut, want)
 	}
-	if !strings.Contains(stdout, "latest records without a GitHub repository: 2 (no repository 1, not a GitHub repository 1)") {
+	if !strings.Contains(stdout, "latest records left out of the frame: 2 (no repository 1, not a GitHub repository 1)") {
 		t.Errorf("stdout:\n%s", stdout)
 	}
 	got := readDir(t, out)
@@ -281,6 +340,53 @@ func BenchmarkSample(b *testing.B) {
 		var errOut bytes.Buffer
 		if err := run(context.Background(), []string{"sample", "-out", out, snap}, io.Discard, &errOut); err != nil {
 			b.Fatalf("%v\n%s", err, errOut.String())
+		}
+	}
+}
+
+// TestSampleFetchRedirect: -fetch refuses a redirect to another host,
+// naming both URLs and the flag that allows it, and writes nothing;
+// -allow-redirect-host HOST:PORT follows it. The flag goes with -fetch
+// only, and takes a host, not a URL.
+func TestSampleFetchRedirect(t *testing.T) {
+	pages := map[string][]byte{"": must(os.ReadFile(snapshotPages[0])), "com.example/tickets:2025.11.3": must(os.ReadFile(snapshotPages[1]))}
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := pages[r.URL.Query().Get("cursor")]
+		if r.URL.Path != "/v0/servers" || !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(p)
+	}))
+	defer target.Close()
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+r.URL.RequestURI(), http.StatusFound)
+	}))
+	defer origin.Close()
+	host := strings.TrimPrefix(target.URL, "http://")
+	a := filepath.Join(t.TempDir(), "a")
+	_, _, err := runCmd(t, "sample", "-out", a, "-strata", "npm=1", "-fetch", origin.URL)
+	if err == nil || !strings.Contains(err.Error(), "sample: flag -fetch: registry page 1 ("+origin.URL+"/v0/servers?limit=100): redirect from "+origin.URL+"/v0/servers?limit=100 to another host, "+target.URL+"/v0/servers?limit=100") ||
+		!strings.HasSuffix(err.Error(), "(give -allow-redirect-host "+host+" to follow it)") {
+		t.Errorf("a redirect to another host: %v", err)
+	}
+	if _, serr := os.Stat(a); serr == nil {
+		t.Errorf("a refused fetch wrote %s", a)
+	}
+	out, errOut, err := runCmd(t, "sample", "-out", a, "-strata", "npm=1", "-fetch", origin.URL, "-allow-redirect-host", host)
+	if err != nil || !strings.Contains(out, "snapshot: 10 records") {
+		t.Errorf("-allow-redirect-host %s: %v\n%s%s", host, err, out, errOut)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-allow-redirect-host", host, snapshotPages[0]}, "flag -allow-redirect-host goes with -fetch"},
+		{[]string{"-allow-redirect-host", target.URL, "-fetch", origin.URL}, `flag -allow-redirect-host: "` + target.URL + `": want a HOST or HOST:PORT`},
+	} {
+		_, _, err := runCmd(t, append([]string{"sample", "-out", filepath.Join(t.TempDir(), "x")}, tc.args...)...)
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want a usage error containing %q", tc.args, err, tc.want)
 		}
 	}
 }

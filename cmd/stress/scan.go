@@ -19,9 +19,12 @@ const scanLong = `A match sets isError, is_error or IsError to the literal true 
 dict, struct or composite literal member, a named argument, a C# initializer,
 an assignment or an index assignment) or calls an SDK helper that builds an
 error result (Go SDK SetError, mcp-go NewToolResultError…, Rust
-CallToolResult::error, Java .isError(true)), in TypeScript, JavaScript,
-Python, Go, Rust, Java, Kotlin or C#. Comments, strings, regexps and
-TypeScript types never match. Dependencies (node_modules, vendor, .venv,
+CallToolResult::error, Java .isError(true)) in a file that imports that SDK,
+in TypeScript, JavaScript, Python, Go, Rust, Java, Kotlin or C#. A call of a
+same-named function that does not resolve to the SDK (utils.NewToolResultError)
+is a repository's own wrapper: its definition is the match, its calls are
+listed apart (wrapper_calls.jsonl), not matches. Comments, strings, regexps,
+TypeScript types and Python case patterns never match. Dependencies (node_modules, vendor, .venv,
 site-packages, …) are never entered, build output (dist, build, out, target,
 …) only with -include-build; every other file is classed production,
 generated, test, fixture or example (README.md has the rules), and only
@@ -33,7 +36,7 @@ by its git origin on GitHub (github.com/owner/name), else by its base name
 // cmdScan defines scan's flags on fs and returns the action that runs
 // the lexical source audit, or summarizes an adjudicated ledger.
 func cmdScan(fs *flag.FlagSet) action {
-	out := fs.String("out", "", "write candidates.jsonl, projection.jsonl, ledger.csv and scan.json to `DIR` (must not exist or be empty); without it, list the matches")
+	out := fs.String("out", "", "write candidates.jsonl, projection.jsonl, ledger.csv, wrapper_calls.jsonl and scan.json to `DIR` (must not exist or be empty); without it, list the matches")
 	includeBuild := fs.Bool("include-build", false, "also scan build output (dist, build, out, target, …), classed build, never production: published packages ship only their build output")
 	maxSize := fs.Int64("max-file-size", scan.DefaultMaxFileSize, "skip source files larger than `N` bytes")
 	summarize := fs.String("summarize", "", "print the audit funnel of the adjudicated ledger `LEDGER` (a ledger.csv with decisions filled in) instead of scanning")
@@ -73,14 +76,14 @@ func cmdScan(fs *flag.FlagSet) action {
 			}
 		} else if err := res.WriteList(stdout); err != nil {
 			return err
-		} else if len(res.Candidates) > 0 {
+		} else if len(res.Candidates) > 0 || len(res.WrapperCalls) > 0 {
 			fmt.Fprintln(stdout)
 		}
 		if err := res.WriteSummary(stdout); err != nil {
 			return err
 		}
 		if *out != "" {
-			fmt.Fprintf(stdout, "wrote %s: %s, %s, %s (to adjudicate), %s\n", *out, scan.CandidatesFile, scan.ProjectionFile, scan.LedgerFile, scan.ManifestFile)
+			fmt.Fprintf(stdout, "wrote %s: %s, %s, %s (to adjudicate), %s, %s\n", *out, scan.CandidatesFile, scan.ProjectionFile, scan.LedgerFile, scan.WrapperCallsFile, scan.ManifestFile)
 		}
 		if n := res.Failed(); n > 0 {
 			return fmt.Errorf("scan: %d files or directories could not be read (above): the audit is incomplete", n)

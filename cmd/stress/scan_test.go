@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -27,22 +28,33 @@ func TestScan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(out, "scanned 1 repositories: 18 source files") || !strings.HasSuffix(out, "wrote "+dir+": candidates.jsonl, projection.jsonl, ledger.csv (to adjudicate), scan.json\n") {
+	if !strings.HasPrefix(out, "scanned 1 repositories: 22 source files") || !strings.HasSuffix(out, "wrote "+dir+": candidates.jsonl, projection.jsonl, ledger.csv (to adjudicate), wrapper_calls.jsonl, scan.json\n") {
 		t.Errorf("stdout:\n%s", out)
 	}
-	for _, f := range []string{scan.CandidatesFile, scan.ProjectionFile, scan.LedgerFile, scan.ManifestFile} {
+	for _, f := range []string{scan.CandidatesFile, scan.ProjectionFile, scan.LedgerFile, scan.WrapperCallsFile, scan.ManifestFile} {
 		data, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil || len(data) == 0 {
 			t.Errorf("%s: %v, %d bytes", f, err, len(data))
 		}
 	}
 	cands, _ := os.ReadFile(filepath.Join(dir, scan.CandidatesFile))
-	if n := strings.Count(string(cands), "\n"); n != 29 {
-		t.Errorf("candidates.jsonl has %d rows, want 29 (28 and the build match)", n)
+	if n := strings.Count(string(cands), "\n"); n != 30 || strings.Contains(string(cands), scan.WrapperCall) {
+		t.Errorf("candidates.jsonl has %d rows, want 30 (29 and the build match), no wrapper call", n)
 	}
 	ledger, _ := os.ReadFile(filepath.Join(dir, scan.LedgerFile))
-	if n := strings.Count(string(ledger), "\n"); n != 21 {
-		t.Errorf("ledger.csv has %d lines, want a header and 20 production matches", n)
+	if n := strings.Count(string(ledger), "\n"); n != 22 || strings.Contains(string(ledger), "pkg/tools") {
+		t.Errorf("ledger.csv has %d lines, want a header and 21 production matches, no wrapper call", n)
+	}
+	wrappers, _ := os.ReadFile(filepath.Join(dir, scan.WrapperCallsFile))
+	if n := strings.Count(string(wrappers), `"construct":"wrapper_call"`); n != 5 || strings.Contains(string(wrappers), `"text"`) {
+		t.Errorf("wrapper_calls.jsonl: %d wrapper calls, want 5 projections:\n%s", n, wrappers)
+	}
+	var m scan.Manifest
+	if err := json.Unmarshal(must(os.ReadFile(filepath.Join(dir, scan.ManifestFile))), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Production != 21 || m.ProductionWrapperCalls != 5 || len(m.WrapperCalls) != 2 || m.Outputs[scan.WrapperCallsFile] == "" {
+		t.Errorf("scan.json: production %d, wrapper calls %v (%d in production), outputs %v", m.Production, m.WrapperCalls, m.ProductionWrapperCalls, m.Outputs)
 	}
 }
 
@@ -106,5 +118,38 @@ func TestScanBadInput(t *testing.T) {
 	}
 	if _, _, err := runCmd(t, "scan", "-out", dir, scanTree); err == nil || !strings.Contains(err.Error(), "is not empty") {
 		t.Errorf("a full -out: %v", err)
+	}
+}
+
+// TestScanLedgerInert: a NAME= value and a file name a spreadsheet would
+// take for a formula are written to ledger.csv with an apostrophe in
+// front, and -summarize reads them back as the names they are.
+func TestScanLedgerInert(t *testing.T) {
+	repo := t.TempDir()
+	for _, f := range []string{"=HYPERLINK(1).py", "-cmd.py", "'q.py"} {
+		os.WriteFile(filepath.Join(repo, f), []byte("r = {'isError': True}\n"), 0o644)
+	}
+	dir := filepath.Join(t.TempDir(), "audit")
+	if _, errOut, err := runCmd(t, "scan", "-out", dir, "@SUM(A1)="+repo); err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, scan.LedgerFile))
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("ledger.csv:\n%s", data)
+	}
+	for i, file := range []string{"''q.py", "'-cmd.py", "'=HYPERLINK(1).py"} {
+		cells := strings.Split(lines[i+1], ",")
+		if cells[1] != "'@SUM(A1)" || cells[3] != file {
+			t.Errorf("ledger row %d: repository %s, file %s; want '@SUM(A1), %s", i+1, cells[1], cells[3], file)
+		}
+	}
+	decided := strings.Replace(string(data), ",,,\n", ",construction,p1,\n", 1)
+	decided = strings.Replace(decided, ",,,\n", ",construction,p2,\n", 1)
+	led := filepath.Join(t.TempDir(), "ledger.csv")
+	os.WriteFile(led, []byte(decided+"c9,@SUM(A1),,x.py,1,1,python,property,isError,construction,p3,\n"), 0o644)
+	out, errOut, err := runCmd(t, "scan", "-summarize", led)
+	if err != nil || errOut != "" || !strings.Contains(strings.Join(strings.Fields(out), " "), "adjudicated constructions 3 semantic construction paths 3 repositories 1") {
+		t.Errorf("-summarize: %v\n%s%s", err, out, errOut)
 	}
 }

@@ -29,3 +29,10 @@ def anthropic_block(tool_use_id):
 
 
 status = types.CallToolResult(content=[], isError=False)
+
+
+def is_failure(result):
+    match result:
+        case types.CallToolResult(is_error=True) | {"isError": True}:
+            return True
+    return False

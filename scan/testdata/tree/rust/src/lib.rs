@@ -1,4 +1,5 @@
 // A Rust server on rmcp. Traps: is_error: Some(true) in this comment.
+use rmcp::model::{CallToolResult, Content};
 struct Wrapper<'a> {
     text: &'a str,
     is_error: Option<bool>,
