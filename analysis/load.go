@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/results"
 )
 
@@ -88,7 +89,7 @@ func LoadBundle(ctx context.Context, dir string, log io.Writer) (*Loaded, error)
 func parquetFingerprint(ctx context.Context, dir string) (results.Fingerprint, error) {
 	pqPath := filepath.Join(dir, results.DecisionsFile)
 	var sum results.Summary
-	b, err := os.ReadFile(filepath.Join(dir, results.SummaryFile))
+	b, err := input.ReadFile(filepath.Join(dir, results.SummaryFile), input.BundleJSON)
 	if err == nil && json.Unmarshal(b, &sum) == nil && sum.Parquet.SHA256 != "" {
 		if fp, err := sum.Parquet.Fingerprint(); err == nil {
 			if h, err := results.FileSHA256(pqPath); err == nil && h == sum.Parquet.SHA256 {

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/mcpstress/stress/coding/rules"
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/results"
@@ -483,7 +484,7 @@ func (p *Plan) code(ctx context.Context, c coderInst, pt *templateSet, prompt st
 // ReadRecord reads a coding bundle's manifest.json.
 func ReadRecord(dir string) (*Record, error) {
 	file := filepath.Join(dir, RecordFile)
-	b, err := os.ReadFile(file)
+	b, err := input.ReadFile(file, input.BundleJSON)
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a coding bundle: %w", dir, err)
 	}
@@ -502,7 +503,7 @@ func ReadRecord(dir string) (*Record, error) {
 // log; damage before it, or a response that does not match its sha256, is
 // an error naming the line.
 func readLines(file string, repair bool, log io.Writer) ([]Line, error) {
-	data, err := os.ReadFile(file)
+	data, err := input.ReadFile(file, input.CodingCalls)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

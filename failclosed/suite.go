@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -133,7 +134,7 @@ func LoadSuite(fsys fs.FS, dir string) ([]Case, error) {
 			continue
 		}
 		name := path.Join(dir, e.Name())
-		b, err := fs.ReadFile(fsys, name)
+		b, err := input.ReadFS(fsys, name, name, input.ScenarioSet)
 		if err != nil {
 			return nil, fmt.Errorf("suite: %w", err)
 		}

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/internal/lazyregexp"
 	"github.com/mcpstress/stress/internal/statediff"
 	"github.com/mcpstress/stress/study"
@@ -237,7 +238,7 @@ func Load(fsys fs.FS, dir string) (map[string]*Set, error) {
 	sets := map[string]*Set{}
 	var errs []error
 	for _, name := range names {
-		data, err := fs.ReadFile(fsys, name)
+		data, err := input.ReadFS(fsys, name, name, input.ScenarioSet)
 		if err != nil {
 			errs = append(errs, &LoadError{File: name, Err: err})
 			continue

@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -37,9 +36,9 @@ var Builtin embed.FS
 // DefaultName is the built-in manifest a bare `stress run` uses.
 const DefaultName = "baselines.yaml"
 
-// MaxBytes is the largest manifest file, 1 MiB (a study's manifest is a
-// few kilobytes; the cap bounds the decoder's time and memory on a wrong
-// file).
+// MaxBytes is the largest manifest file, 1 MiB, input.Manifest's cap (a
+// study's manifest is a few kilobytes; the cap bounds the decoder's time
+// and memory on a wrong file).
 const MaxBytes = 1 << 20
 
 // DefaultReplayCap is the replay cap when a manifest sets none (STUDY.md 4).
@@ -261,7 +260,7 @@ func LoadBuiltin(name string) (*Resolved, error) {
 // load reads manifest name from fsys; rooted says fsys is the file system
 // root, so absolute paths in the manifest are allowed.
 func load(fsys fs.FS, name, source string, rooted bool) (*Resolved, error) {
-	data, err := readLimited(fsys, name, MaxBytes)
+	data, err := input.ReadFS(fsys, name, source, input.Manifest)
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", source, input.WithPath(err, source))
 	}
@@ -299,9 +298,9 @@ func load(fsys fs.FS, name, source string, rooted bool) (*Resolved, error) {
 		if err != nil {
 			return nil, err
 		}
-		raw, err := fs.ReadFile(fsys, file)
+		raw, err := input.ReadFS(fsys, file, p.Path, input.Prompt)
 		if err != nil {
-			return nil, fmt.Errorf("manifest %s: field %s: %w", source, field, input.WithPath(err, p.Path))
+			return nil, fmt.Errorf("manifest %s: field %s: %w", source, field, err)
 		}
 		text, err := input.Decode(raw)
 		if err != nil {
@@ -311,17 +310,6 @@ func load(fsys fs.FS, name, source string, rooted bool) (*Resolved, error) {
 		r.Prompts = append(r.Prompts, PromptFile{Name: p.Name, Path: p.Path, SHA256: hex.EncodeToString(sum[:]), Text: string(text)})
 	}
 	return r, nil
-}
-
-// readLimited reads file name from fsys, but at most limit+1 bytes, so
-// that a huge file is refused without reading it whole.
-func readLimited(fsys fs.FS, name string, limit int64) ([]byte, error) {
-	f, err := fsys.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, limit+1))
 }
 
 func relTo(dir, p string) string {

@@ -3,13 +3,14 @@ package manifests
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"github.com/mcpstress/stress/internal/input"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf16"
+
+	"github.com/mcpstress/stress/internal/input"
 )
 
 func TestBuiltinManifests(t *testing.T) {
@@ -383,5 +384,12 @@ func TestCredentialURLs(t *testing.T) {
 		} else if strings.Contains(err.Error(), "Zx81") {
 			t.Errorf("%s: the error repeats the secret: %v", tc.name, err)
 		}
+	}
+}
+
+// TestManifestCap: Parse's cap and the reader's are one.
+func TestManifestCap(t *testing.T) {
+	if MaxBytes != input.Manifest.Bytes {
+		t.Errorf("MaxBytes %d, input.Manifest %d", MaxBytes, input.Manifest.Bytes)
 	}
 }

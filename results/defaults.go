@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
@@ -55,7 +56,7 @@ func NewDefaults(seed uint64, scenarios []study.Scenario) *Defaults {
 // LoadDefaults reads a defaults.json file; a missing file is no table
 // (nil, nil: a bundle of format 1 or 2).
 func LoadDefaults(file string) (*Defaults, error) {
-	b, err := os.ReadFile(file)
+	b, err := input.ReadFile(file, input.BundleJSON)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

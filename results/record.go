@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/study"
@@ -235,7 +236,7 @@ type ModelCheck struct {
 // decisions, corpus_files) are errors that name the file (and the field).
 func ReadRecord(dir string) (*Record, error) {
 	file := filepath.Join(dir, ManifestFile)
-	b, err := os.ReadFile(file)
+	b, err := input.ReadFile(file, input.BundleJSON)
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a results bundle: %w", dir, err)
 	}

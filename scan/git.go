@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/registry"
 )
 
@@ -22,7 +23,7 @@ func gitDirs(root string) (gitDir, common string) {
 	}
 	gitDir = p
 	if !fi.IsDir() {
-		b, err := os.ReadFile(p)
+		b, err := input.ReadFile(p, input.GitMeta)
 		if err != nil {
 			return "", ""
 		}
@@ -36,7 +37,7 @@ func gitDirs(root string) (gitDir, common string) {
 		}
 	}
 	common = gitDir
-	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+	if b, err := input.ReadFile(filepath.Join(gitDir, "commondir"), input.GitMeta); err == nil {
 		c := strings.TrimSpace(string(b))
 		if !filepath.IsAbs(c) {
 			c = filepath.Join(gitDir, c)
@@ -54,7 +55,7 @@ func Commit(root string) (string, error) {
 	if gitDir == "" {
 		return "", nil
 	}
-	head, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	head, err := input.ReadFile(filepath.Join(gitDir, "HEAD"), input.GitMeta)
 	if err != nil {
 		return "", err
 	}
@@ -65,11 +66,11 @@ func Commit(root string) (string, error) {
 	}
 	ref = strings.TrimSpace(ref)
 	for _, dir := range []string{gitDir, common} {
-		if b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(ref))); err == nil {
+		if b, err := input.ReadFile(filepath.Join(dir, filepath.FromSlash(ref)), input.GitMeta); err == nil {
 			return checkHash(strings.TrimSpace(string(b)))
 		}
 	}
-	packed, err := os.ReadFile(filepath.Join(common, "packed-refs"))
+	packed, err := input.ReadFile(filepath.Join(common, "packed-refs"), input.GitMeta)
 	if err == nil {
 		sc := bufio.NewScanner(bytes.NewReader(packed))
 		for sc.Scan() {
@@ -102,7 +103,7 @@ func Origin(root string) string {
 	if common == "" {
 		return ""
 	}
-	f, err := os.Open(filepath.Join(common, "config"))
+	f, err := input.Open(filepath.Join(common, "config"), input.GitMeta)
 	if err != nil {
 		return ""
 	}

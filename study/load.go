@@ -102,9 +102,9 @@ func LoadCorpusAs(fsys fs.FS, name, shown string) (*Corpus, error) {
 	var errs []error
 	seen := map[string]string{}
 	for _, f := range files {
-		data, err := fs.ReadFile(fsys, f)
+		data, err := input.ReadFS(fsys, f, show(f), input.Corpus)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("corpus %s: %w", show(f), input.WithPath(err, show(f))))
+			errs = append(errs, fmt.Errorf("corpus %s: %w", show(f), err))
 			continue
 		}
 		sum := sha256.Sum256(data)

@@ -6,9 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/mcpstress/stress/coding"
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/internal/outdir"
 	"github.com/mcpstress/stress/study"
 )
@@ -50,7 +50,7 @@ func cmdAdjudicate(fs *flag.FlagSet) action {
 				*out, len(r.Disagreements), r.Records, a.Path, b.Path, *out, a.Path, b.Path)
 			return nil
 		}
-		data, err := os.ReadFile(*apply)
+		data, err := input.ReadFile(*apply, input.Ledger)
 		if err != nil {
 			return fmt.Errorf("adjudicate: flag -apply: %w", err)
 		}

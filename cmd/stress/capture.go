@@ -99,7 +99,7 @@ func parseTargets(stdio, web []string) ([]capture.Target, error) {
 // loadSalt reads the salt file, creating it with a random salt when it does
 // not exist.
 func loadSalt(file string) ([]byte, error) {
-	data, err := os.ReadFile(file)
+	data, err := input.ReadFile(file, input.Salt)
 	if errors.Is(err, fs.ErrNotExist) {
 		salt := make([]byte, 32)
 		if _, err := rand.Read(salt); err != nil {

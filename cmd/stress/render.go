@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/mcpstress/stress/conditions"
@@ -88,7 +87,7 @@ func cmdRender(fs *flag.FlagSet) action {
 		}
 		var obs json.RawMessage
 		if *observation != "" {
-			b, err := os.ReadFile(*observation)
+			b, err := input.ReadFile(*observation, input.Observation)
 			if err == nil {
 				b, err = input.Decode(b)
 			}
@@ -143,7 +142,7 @@ func cmdRender(fs *flag.FlagSet) action {
 			name, file, text = "act", "prompts/act.tmpl", string(raw)
 		}
 		if *promptFile != "" {
-			b, err := os.ReadFile(*promptFile)
+			b, err := input.ReadFile(*promptFile, input.Prompt)
 			if err == nil {
 				if b, err = input.Decode(b); err != nil {
 					err = fmt.Errorf("%s: %w", *promptFile, err)

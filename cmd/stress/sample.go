@@ -80,7 +80,7 @@ func cmdSample(fs *flag.FlagSet) action {
 		}
 		var excl []registry.Exclusion
 		if *exclude != "" {
-			data, err := os.ReadFile(*exclude)
+			data, err := input.ReadFile(*exclude, input.Exclusions)
 			if err != nil {
 				return fmt.Errorf("sample: flag -exclude: %w", err)
 			}
@@ -92,7 +92,7 @@ func cmdSample(fs *flag.FlagSet) action {
 		var pages [][]byte
 		switch {
 		case *frameFile != "":
-			data, err := os.ReadFile(*frameFile)
+			data, err := input.ReadFile(*frameFile, input.Frame)
 			if err != nil {
 				return fmt.Errorf("sample: flag -frame: %w", err)
 			}
@@ -181,7 +181,7 @@ func decodeFiles(files []string) []decoded {
 	out := make([]decoded, len(files))
 	parallel.For(len(files), func(i int) {
 		f := files[i]
-		data, err := os.ReadFile(f)
+		data, err := input.ReadFile(f, input.Snapshot)
 		if err != nil {
 			var pe *os.PathError
 			if errors.As(err, &pe) {

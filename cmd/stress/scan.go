@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/internal/outdir"
 	"github.com/mcpstress/stress/scan"
 )
@@ -129,7 +130,7 @@ func scanRepos(args []string) ([]scan.Repo, error) {
 // summarizeLedger prints the funnel of an adjudicated ledger; every bad
 // row is reported and fails the command.
 func summarizeLedger(file string, stdout, stderr io.Writer) error {
-	f, err := os.Open(file)
+	f, err := input.Open(file, input.Ledger)
 	if err != nil {
 		return fmt.Errorf("scan: flag -summarize: %w", err)
 	}
