@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -351,4 +352,57 @@ func TestProposedRefused(t *testing.T) {
 			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
 		}
 	}
+}
+
+// TestAgreeOneCoderOneCategory: where one coder puts every record in one
+// category and the other does not (here control.C, all 0 in the hand
+// coding, set to 1 on one record of the second), kappa is 0 with an
+// interval of no width, tagged d, its SE exactly 0 in -json with the
+// degenerate warning naming the coder; it was round-off (about 1e-7) and
+// no warning.
+func TestAgreeOneCoderOneCategory(t *testing.T) {
+	c, err := study.LoadCorpus(os.DirFS("../../manifests"), "corpus/paper-coder2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &c.Scenarios[0]
+	s.Profile.Control["C"] = study.Bit{Bit: 1, Evidence: "/exception/error/code", Rationale: "a second coder reads the code as typed"}
+	file := filepath.Join(t.TempDir(), "b.json")
+	if err := study.WriteCorpus(file, c.Scenarios); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runCmd(t, "agree", paperCorpus, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^control\.C +21 +0 +0 +1 +20 +95\.2% +0\.000 \[0\.000, 0\.000\] d `).MatchString(out) ||
+		!strings.Contains(out, "one coder put every record in one category") {
+		t.Errorf("control.C is not kappa 0 with a degenerate interval:\n%s", out)
+	}
+	js, _, err := runCmd(t, "agree", "-json", paperCorpus, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Fields []struct {
+			Field    string
+			Kappa    *float64
+			KappaSE  *float64 `json:"kappa_se"`
+			Warnings []string
+		}
+	}
+	if err := json.Unmarshal([]byte(js), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range doc.Fields {
+		if f.Field != "control.C" {
+			continue
+		}
+		if f.Kappa == nil || *f.Kappa != 0 || f.KappaSE == nil || *f.KappaSE != 0 ||
+			!slices.Contains(f.Warnings, "kappa is 0 with asymptotic variance 0: coder A put all 21 items in one category, so its interval has no width") {
+			t.Errorf("control.C: kappa %v SE %v, warnings %q", f.Kappa, f.KappaSE, f.Warnings)
+		}
+		return
+	}
+	t.Error("no control.C field in -json")
 }
