@@ -101,3 +101,22 @@ func TestAgainstConsistency(t *testing.T) {
 		}
 	}
 }
+
+// TestPValueFloor: a p-value below the smallest float64 is printed as the
+// floor it is returned at, never as 0.
+func TestPValueFloor(t *testing.T) {
+	for _, c := range []struct {
+		p    float64
+		want string
+	}{
+		{stats.FisherExact(1000, 0, 0, 1000), "≤ 1e-300"},
+		{stats.PFloor, "≤ 1e-300"},
+		{1e-299, "1.00e-299"},
+		{0.0123, "0.0123"},
+		{1, "1"},
+	} {
+		if got := analysis.PValue(c.p); got != c.want {
+			t.Errorf("PValue(%v) = %q, want %q", c.p, got, c.want)
+		}
+	}
+}

@@ -104,10 +104,14 @@ func rateInterval(key string, b Bounds) string {
 }
 
 // PValue formats a p-value: three significant digits, or scientific
-// notation below 0.001 ("—" when undefined).
+// notation below 0.001 ("—" when undefined, "≤ 1e-300" at the floor
+// stats.PFloor of a p-value too small for a float64).
 func PValue(p float64) string {
 	if math.IsNaN(p) {
 		return "—"
+	}
+	if p > 0 && p <= stats.PFloor {
+		return fmt.Sprintf("≤ %g", stats.PFloor)
 	}
 	if p >= 0.001 || p == 0 {
 		return fmt.Sprintf("%.3g", p)
