@@ -261,3 +261,40 @@ func TestComparePairCondition(t *testing.T) {
 		t.Errorf("a condition pair no arm has: %v", err)
 	}
 }
+
+// TestCoarseLevel: the coarse-test warning prints the level as 0.05, not
+// as float64's 1 − 0.95 = 0.050000000000000044.
+func TestCoarseLevel(t *testing.T) {
+	spec, err := analysis.ParsePairSpec("prompt:reason,default", analysis.Strict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	an, err := accumulate(promptRows()).Analyze(analysis.Options{B: 200, Conf: 0.95, Pairs: []analysis.PairSpec{spec}, NoPredeclared: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range an.Pairs {
+		for _, w := range p.Warnings {
+			if w.Kind != stats.Coarse {
+				continue
+			}
+			n++
+			if want := "2 of 10 clusters differ: the sign-flip test cannot reach p < 0.05 (smallest attainable p = 0.5)"; w.Message != want {
+				t.Errorf("coarse warning %q, want %q", w.Message, want)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no coarse warning")
+	}
+	// Any caller's level reads as the decimal it stands for.
+	for _, c := range []struct {
+		conf float64
+		want string
+	}{{0.95, "0.05"}, {0.99, "0.01"}, {0.9875, "0.0125"}, {0.999, "0.001"}} {
+		if got := stats.FormatLevel(1 - c.conf); got != c.want {
+			t.Errorf("FormatLevel(1 − %v) = %q, want %q", c.conf, got, c.want)
+		}
+	}
+}

@@ -87,6 +87,10 @@ func (o Options) check() error {
 
 func (o Options) boot() stats.Options { return stats.Options{B: o.B, Conf: o.Conf, Seed: o.Seed} }
 
+// level is the significance level of the tests, 1 − Conf rounded to 12
+// decimals: 0.05, not float64's 0.050000000000000044, for Conf 0.95.
+func (o Options) level() float64 { return math.Round((1-o.Conf)*1e12) / 1e12 }
+
 // BootstrapInfo records how the bootstrap intervals were drawn.
 type BootstrapInfo struct {
 	B        int     `json:"b"`        // resamples per interval

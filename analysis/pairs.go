@@ -349,7 +349,7 @@ func pairStatsOf(pg *pairing, order []int32, opt Options) PairStats {
 	bt.Method = stats.Studentized
 	ivt := stats.ClusterBootstrap(clusters, bt)
 	ps.BootstrapT = Bounds{clip1(ivt.Lo), clip1(ivt.Hi)}
-	fo := stats.FlipOptions{Seed: opt.Seed, Level: 1 - opt.Conf}
+	fo := stats.FlipOptions{Seed: opt.Seed, Level: opt.level()}
 	flip := func(d []int) Flip {
 		if len(d) == 0 {
 			return noFlip
