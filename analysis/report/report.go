@@ -231,8 +231,24 @@ func Build(in *Input, figs []Figure) *Doc {
 	if slices.ContainsFunc(an.Pairs, func(p analysis.Pair) bool { return p.Isolates != "" }) {
 		d.p("The conditions of the format × wording × failure-statement factorial and the category contract's delivery channels add predeclared comparisons on Strict, each named with what it isolates: format (JSON − one sentence) at a fixed wording and statement, wording (the exact label − a fixed paraphrase) at a fixed format and statement, the failure statement (with − without) at a fixed format and wording, and a dropped channel (structuredContent only or the text copy only − both).")
 	}
-	d.p("Family for the adjusted p-values: %s; %d comparisons with a p-value, adjusted together.", familyText(an.Family.Declared), an.Family.Size)
+	family := fmt.Sprintf("Family for the adjusted p-values: %s; %d comparisons with a p-value, adjusted together.", familyText(an.Family.Declared), an.Family.Size)
+	switch n := an.Family.Untestable; {
+	case n == 1:
+		family += " 1 untestable comparison is left out of it, named below the tables."
+	case n > 1:
+		family += fmt.Sprintf(" %d untestable comparisons are left out of it, named below the tables.", n)
+	}
+	d.p("%s", family)
 	d.pairs(an)
+	var untestable []string
+	for _, p := range an.Pairs {
+		if p.Untestable {
+			untestable = append(untestable, p.Name())
+		}
+	}
+	if note := analysis.UntestableNote(untestable); note != "" {
+		d.p("%s", note)
+	}
 
 	d.h2("Selective accuracy and stopping")
 	d.selective(an)
