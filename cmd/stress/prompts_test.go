@@ -77,8 +77,8 @@ func TestPromptComparison(t *testing.T) {
 		Holm                                   *float64 `json:"holm_p"`
 		Flip                                   struct {
 			Informative int     `json:"informative"`
-			P     float64 `json:"p"`
-			Exact bool    `json:"exact"`
+			P           float64 `json:"p"`
+			Exact       bool    `json:"exact"`
 		} `json:"sign_flip_scenario"`
 	}
 	var doc struct {
