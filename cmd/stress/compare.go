@@ -67,11 +67,11 @@ func cmdCompare(fs *flag.FlagSet) action {
 		if err := analysis.SameCorpus(infoA, infoB); err != nil {
 			return fmt.Errorf("compare refuses %s and %s: %w", dirA, dirB, err)
 		}
-		ldA, err := analysis.LoadBundle(dirA, stderr)
+		ldA, err := loadBundle("compare", dirA, infoA, stderr)
 		if err != nil {
 			return err
 		}
-		ldB, err := analysis.LoadBundle(dirB, stderr)
+		ldB, err := loadBundle("compare", dirB, infoB, stderr)
 		if err != nil {
 			return err
 		}

@@ -105,7 +105,7 @@ func cmdPower(fs *flag.FlagSet) action {
 			if err := declared("power", info, &aopt); err != nil {
 				return err
 			}
-			ld, err := analysis.LoadBundle(*pilot, stderr)
+			ld, err := loadBundle("power", *pilot, info, stderr)
 			if err != nil {
 				return err
 			}

@@ -44,7 +44,7 @@ func cmdReport(fs *flag.FlagSet) action {
 		if err := declared("report", info, &opt); err != nil {
 			return err
 		}
-		ld, err := analysis.LoadBundle(dir, stderr)
+		ld, err := loadBundle("report", dir, info, stderr)
 		if err != nil {
 			return err
 		}
