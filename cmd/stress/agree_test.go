@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -145,6 +146,39 @@ func TestAgreeErrors(t *testing.T) {
 	out, _, err := runCmd(t, "agree", "-common", paperCorpus, short)
 	if err != nil || !strings.Contains(out, "Agreement of two codings of 20 records") || !strings.Contains(out, "only in A: S01; only in B: none") {
 		t.Errorf("-common: %v\n%s", err, out)
+	}
+}
+
+// TestAgreeNoCommonRecord: two corpora that share no record are a
+// failure (exit status 1, not usage), with or without -common: there is
+// nothing to compare. agree -common printed a table of n = 0 and exited 0;
+// without -common the refusal suggested -common. adjudicate refuses too.
+func TestAgreeNoCommonRecord(t *testing.T) {
+	c, err := study.LoadCorpus(os.DirFS("../../manifests"), "corpus/paper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range c.Scenarios {
+		c.Scenarios[i].ID = "Z" + c.Scenarios[i].ID
+	}
+	other := filepath.Join(t.TempDir(), "other.json")
+	if err := study.WriteCorpus(other, c.Scenarios); err != nil {
+		t.Fatal(err)
+	}
+	want := paperCorpus + " (21 records) and " + other + " (21 records) share no record: nothing to compare"
+	for _, args := range [][]string{
+		{"agree", "-common", paperCorpus, other},
+		{"agree", "-common", "-json", paperCorpus, other},
+		{"agree", paperCorpus, other},
+		{"adjudicate", "-out", filepath.Join(t.TempDir(), "ledger.csv"), paperCorpus, other},
+	} {
+		out, _, err := runCmd(t, args...)
+		if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "pass -common") {
+			t.Errorf("%v: error %v, want a failure with %q", args, err, want)
+		}
+		if out != "" {
+			t.Errorf("%v printed:\n%s", args, out)
+		}
 	}
 }
 
