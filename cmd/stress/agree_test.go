@@ -440,3 +440,35 @@ func TestAgreeOneCoderOneCategory(t *testing.T) {
 	}
 	t.Error("no control.C field in -json")
 }
+
+// TestCodeRulesWithModel: stress code refuses a rules coder (backend:
+// rules) that names a model (a model id other than capture-rules, or a
+// field that addresses one): the rules call no model, and the coding
+// would pass for the model's. It ran the rules and ignored them.
+func TestCodeRulesWithModel(t *testing.T) {
+	src, _ := filepath.Abs("../../manifests")
+	tmp := t.TempDir()
+	for _, c := range []struct {
+		model string
+		want  string
+	}{
+		{"model: llama3.2:3b-instruct-q4_K_M", `field models[0].model: backend rules is the capture rules (coding/rules), which call no model: want capture-rules, got "llama3.2:3b-instruct-q4_K_M"`},
+		{"model: capture-rules\n    host: http://127.0.0.1:11434\n    digest: " + strings.Repeat("a", 64) + "\n    format: schema",
+			"field models[0]: backend rules calls no model, so it takes no digest, host, format"},
+	} {
+		file := filepath.Join(tmp, "m.yaml")
+		yaml := "name: t\ncorpus: " + src + "/corpus/paper\nprompts:\n  - name: coding\n    path: " + src + "/prompts/coding.tmpl\n" +
+			"conditions: [normalized]\nreplicates: 1\nseed: 7\ntemperature: 0\nmodels:\n  - name: rules\n    backend: rules\n    " + c.model + "\n"
+		if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(tmp, "cod")
+		_, _, err := runCmd(t, "code", "-quiet", "-out", out, file)
+		if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), "manifest "+file+": "+c.want) {
+			t.Errorf("%s: error %v, want a failure with %q", c.model, err, c.want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%s: the refused coding wrote %s", c.model, out)
+		}
+	}
+}
