@@ -387,8 +387,8 @@ func WriteCompare(w io.Writer, cmp *Comparison) error {
 	bi := cmp.Bootstrap
 	fmt.Fprintln(w, wrap(fmt.Sprintf("Paired differences A − B between two runs (decisions matched on condition, scenario and replicate; "+
 		"no pooling). %s The bootstrap intervals resample the %d servers (%g%%, B = %d, seed %d). "+
-		"Family for the adjusted p-values: every row of the table (%d with a p-value).",
-		PairsLegend, bi.Clusters, 100*bi.Conf, bi.B, bi.Seed, cmp.Family.Size), 100))
+		"Family for the adjusted p-values: every row of the table (%d with a p-value%s).",
+		PairsLegend, bi.Clusters, 100*bi.Conf, bi.B, bi.Seed, cmp.Family.Size, untestableCount(cmp.Family)), 100))
 	for _, c := range cmp.Caveats {
 		fmt.Fprintln(w, wrap("Caveat: "+c, 100))
 	}
@@ -396,10 +396,14 @@ func WriteCompare(w io.Writer, cmp *Comparison) error {
 	seen := map[string]bool{}
 	tw := newTable(w)
 	fmt.Fprintln(tw, "A arm\tB arm\tcondition\tcolumn\tpairs\tA\tB\tdiff\tA+B−\tA−B+\tMcNemar p\tflip p (scenario)\tflip p (server)\tHolm p\tBH p\tbootstrap\tboot-t\tnotes")
+	var untestable []string
 	for _, r := range cmp.Rows {
 		cond := string(r.Condition)
 		if r.ConditionB != "" {
 			cond += " − " + string(r.ConditionB)
+		}
+		if r.Untestable {
+			untestable = append(untestable, fmt.Sprintf("%s − %s %s on %s", r.A, r.B, cond, r.Column.Label()))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.A, r.B, cond, r.Column.Label(),
 			r.N, r.CountA, r.CountB, SignedPct(float64(r.Diff)), r.DiscordantAB, r.DiscordantBA,
@@ -408,6 +412,10 @@ func WriteCompare(w io.Writer, cmp *Comparison) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if note := UntestableNote(untestable); note != "" {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, wrap(note, 100))
 	}
 	if len(seen) > 0 {
 		fmt.Fprintln(w, "\nNotes on bootstrap intervals and tests:")

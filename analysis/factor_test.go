@@ -150,8 +150,10 @@ func TestPairSpecErrors(t *testing.T) {
 	}
 }
 
-// TestFamily checks which pairs the family holds and that the adjusted
-// p-values are Holm's and BH's of the in-family scenario flip p-values.
+// TestFamily checks which pairs the family holds (an untestable pair of
+// the declared family is left out: TestUntestableLeftOut) and that the
+// adjusted p-values are Holm's and BH's of the in-family scenario flip
+// p-values.
 func TestFamily(t *testing.T) {
 	acc := accumulate(promptRows())
 	spec, _ := analysis.ParsePairSpec("prompt:reason,default", "")
@@ -162,7 +164,7 @@ func TestFamily(t *testing.T) {
 		}
 		var ps []float64
 		for _, p := range an.Pairs {
-			want := fam == analysis.FamilyAll || (fam == analysis.FamilyPredeclared) == p.Predeclared
+			want := (fam == analysis.FamilyAll || (fam == analysis.FamilyPredeclared) == p.Predeclared) && p.FlipScenario.Informative > 0
 			if p.InFamily != want {
 				t.Errorf("%s: %s in family %v, want %v", fam, p.Spec, p.InFamily, want)
 			}
@@ -260,5 +262,97 @@ func TestComparePairCondition(t *testing.T) {
 	bad := analysis.PairSpec{Factor: analysis.FactorCondition, A: "structured", B: "prose", Column: analysis.Strict}
 	if _, err := analysis.Compare(context.Background(), acc, acc, analysis.CompareOptions{Pair: &bad}); !errors.Is(err, analysis.ErrArmSelection) {
 		t.Errorf("a condition pair no arm has: %v", err)
+	}
+}
+
+// TestCoarseLevel: the coarse-test warning prints the level as 0.05, not
+// as float64's 1 − 0.95 = 0.050000000000000044.
+func TestCoarseLevel(t *testing.T) {
+	spec, err := analysis.ParsePairSpec("prompt:reason,default", analysis.Strict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	an, err := accumulate(promptRows()).Analyze(context.Background(), analysis.Options{B: 200, Conf: 0.95, Pairs: []analysis.PairSpec{spec}, NoPredeclared: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range an.Pairs {
+		for _, w := range p.Warnings {
+			if w.Kind != stats.Coarse {
+				continue
+			}
+			n++
+			if want := "2 of 10 clusters differ: the sign-flip test cannot reach p < 0.05 (smallest attainable p = 0.5)"; w.Message != want {
+				t.Errorf("coarse warning %q, want %q", w.Message, want)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no coarse warning")
+	}
+	// Any caller's level reads as the decimal it stands for.
+	for _, c := range []struct {
+		conf float64
+		want string
+	}{{0.95, "0.05"}, {0.99, "0.01"}, {0.9875, "0.0125"}, {0.999, "0.001"}} {
+		if got := stats.FormatLevel(1 - c.conf); got != c.want {
+			t.Errorf("FormatLevel(1 − %v) = %q, want %q", c.conf, got, c.want)
+		}
+	}
+}
+
+// TestUntestableLeftOut: a pair of the family whose scenarios never
+// differ (here code_only − normalized within each prompt: the two
+// conditions decide alike) has sign-flip p = 1 by construction and no
+// test; it is left out of the Holm/BH family (not in it, adjusted p null,
+// marked untestable, counted in FamilyInfo.Untestable) and named under
+// the table, so the two prompt pairs (p = 1/32 each) form a family of 2:
+// Holm 2/32 and BH 1/32, not the 4/32 and 2/32 of a family of 4.
+func TestUntestableLeftOut(t *testing.T) {
+	var specs []analysis.PairSpec
+	for _, s := range []string{"prompt:reason,default", "condition:code_only,normalized"} {
+		spec, err := analysis.ParsePairSpec(s, analysis.Strict)
+		if err != nil {
+			t.Fatal(err)
+		}
+		specs = append(specs, spec)
+	}
+	an, err := accumulate(promptRows()).Analyze(context.Background(), analysis.Options{B: 200, Pairs: specs, NoPredeclared: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(an.Pairs) != 4 {
+		t.Fatalf("%d pairs, want 4", len(an.Pairs))
+	}
+	for _, p := range an.Pairs {
+		switch p.Factor {
+		case analysis.FactorPrompt:
+			if !p.InFamily || p.Untestable || float64(p.Holm) != 2.0/32 || float64(p.BH) != 1.0/32 {
+				t.Errorf("%s: in family %v, untestable %v, Holm %v, BH %v; want in, 2/32, 1/32", p.Name(), p.InFamily, p.Untestable, p.Holm, p.BH)
+			}
+		case analysis.FactorCondition:
+			if p.FlipScenario.Informative != 0 || float64(p.FlipScenario.P) != 1 || p.InFamily || !p.Untestable ||
+				!math.IsNaN(float64(p.Holm)) || !math.IsNaN(float64(p.BH)) {
+				t.Errorf("%s: flip %+v, in family %v, untestable %v, Holm %v, BH %v; want out, untestable, null", p.Name(), p.FlipScenario, p.InFamily, p.Untestable, p.Holm, p.BH)
+			}
+		}
+	}
+	if an.Family.Size != 2 || an.Family.Untestable != 2 {
+		t.Errorf("family %+v, want size 2 with 2 untestable", an.Family)
+	}
+	var b strings.Builder
+	if err := analysis.WritePairs(&b, an.Pairs, an.Family, map[string]bool{}); err != nil {
+		t.Fatal(err)
+	}
+	out := strings.Join(strings.Fields(b.String()), " ")
+	for _, want := range []string{
+		"(2 comparisons with a p-value; 2 untestable left out, listed below the table)",
+		"Left out of the family as untestable (no scenario differs, so the scenario-level sign-flip test has nothing to test: p = 1 by construction; Holm and BH show —): " +
+			"condition m/reason code_only − normalized on Strict; condition m/default code_only − normalized on Strict.",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("WritePairs lacks %q:\n%s", want, b.String())
+		}
 	}
 }

@@ -88,6 +88,10 @@ func (o Options) check() error {
 
 func (o Options) boot() stats.Options { return stats.Options{B: o.B, Conf: o.Conf, Seed: o.Seed} }
 
+// level is the significance level of the tests, 1 − Conf rounded to 12
+// decimals: 0.05, not float64's 0.050000000000000044, for Conf 0.95.
+func (o Options) level() float64 { return math.Round((1-o.Conf)*1e12) / 1e12 }
+
 // BootstrapInfo records how the bootstrap intervals were drawn.
 type BootstrapInfo struct {
 	B        int     `json:"b"`        // resamples per interval
@@ -115,10 +119,13 @@ type Analysis struct {
 // FamilyInfo declares the family of pairs whose p-values are adjusted
 // together for multiplicity.
 type FamilyInfo struct {
-	Declared string   `json:"declared"` // FamilyAll, FamilyPredeclared or FamilyRequested
-	Size     int      `json:"size"`     // pairs in the family with a p-value (m)
-	Test     string   `json:"test"`     // the p-value adjusted
-	Methods  []string `json:"methods"`  // holm, bh
+	Declared string `json:"declared"` // FamilyAll, FamilyPredeclared or FamilyRequested
+	Size     int    `json:"size"`     // pairs in the family with a p-value (m)
+	// Untestable counts the pairs of the declared family left out of it
+	// because no scenario differs (Adjusted.Untestable).
+	Untestable int      `json:"untestable"`
+	Test       string   `json:"test"`    // the p-value adjusted
+	Methods    []string `json:"methods"` // holm, bh
 }
 
 // FamilyTest names the p-value the family adjusts.
@@ -130,6 +137,12 @@ const FamilyTest = "sign_flip_scenario"
 // family's tests, Benjamini–Hochberg assumes positive dependence (PRDS),
 // plausible for contrasts on the same decisions.
 
+// Note: a pair of the declared family whose scenarios never differ (no
+// informative scenario) is left out of it: its sign-flip p-value is 1 by
+// construction, no test at all, and as a member it would only raise m and
+// every other pair's adjusted p-value (Holm's m·p₍₁₎). It is marked
+// Untestable and listed under the table.
+
 // adjust sets the Holm and BH p-values of the pairs in the family.
 func adjust(pairs []Pair, family string) FamilyInfo {
 	fi := FamilyInfo{Declared: family, Test: FamilyTest, Methods: []string{"holm", "bh"}}
@@ -139,8 +152,13 @@ func adjust(pairs []Pair, family string) FamilyInfo {
 		pr := &pairs[i]
 		pr.Holm, pr.BH = Num(math.NaN()), Num(math.NaN())
 		in := family == FamilyAll || family == FamilyPredeclared && pr.Predeclared || family == FamilyRequested && !pr.Predeclared
-		pr.InFamily = in
-		if in && !math.IsNaN(float64(pr.FlipScenario.P)) {
+		defined := !math.IsNaN(float64(pr.FlipScenario.P))
+		pr.Untestable = in && defined && pr.FlipScenario.Informative == 0
+		pr.InFamily = in && !pr.Untestable
+		switch {
+		case pr.Untestable:
+			fi.Untestable++
+		case in && defined:
 			idx, p = append(idx, i), append(p, float64(pr.FlipScenario.P))
 		}
 	}

@@ -214,9 +214,13 @@ func (p Pair) Within() string {
 // sign-flip p-value; null for a pair outside the family or without a
 // p-value.
 type Adjusted struct {
-	InFamily bool `json:"in_family"`
-	Holm     Num  `json:"holm_p"`
-	BH       Num  `json:"bh_p"`
+	InFamily bool `json:"in_family"` // adjusted with the family
+	// Untestable marks a pair of the declared family left out of it: no
+	// scenario differs, so its scenario-level sign-flip test has nothing
+	// to test (p = 1 by construction).
+	Untestable bool `json:"untestable"`
+	Holm       Num  `json:"holm_p"`
+	BH         Num  `json:"bh_p"`
 }
 
 // PairStats are the paired statistics of A − B over decisions matched one
@@ -350,7 +354,7 @@ func pairStatsOf(pg *pairing, order []int32, opt Options) PairStats {
 	bt.Method = stats.Studentized
 	ivt := stats.ClusterBootstrap(clusters, bt)
 	ps.BootstrapT = Bounds{clip1(ivt.Lo), clip1(ivt.Hi)}
-	fo := stats.FlipOptions{Seed: opt.Seed, Level: 1 - opt.Conf}
+	fo := stats.FlipOptions{Seed: opt.Seed, Level: opt.level()}
 	flip := func(d []int) Flip {
 		if len(d) == 0 {
 			return noFlip

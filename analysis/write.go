@@ -104,10 +104,14 @@ func rateInterval(key string, b Bounds) string {
 }
 
 // PValue formats a p-value: three significant digits, or scientific
-// notation below 0.001 ("—" when undefined).
+// notation below 0.001 ("—" when undefined, "≤ 1e-300" at the floor
+// stats.PFloor of a p-value too small for a float64).
 func PValue(p float64) string {
 	if math.IsNaN(p) {
 		return "—"
+	}
+	if p > 0 && p <= stats.PFloor {
+		return fmt.Sprintf("≤ %g", stats.PFloor)
 	}
 	if p >= 0.001 || p == 0 {
 		return fmt.Sprintf("%.3g", p)
@@ -244,12 +248,13 @@ const PairsLegend = "A+B− and A−B+ are the discordant pairs. McNemar p is th
 func WritePairs(w io.Writer, pairs []Pair, fam FamilyInfo, seen map[string]bool) error {
 	fmt.Fprintln(w, wrap("Paired differences A − B (pairs matched on scenario and replicate within the fixed factors; "+
 		"no pooling across them). "+PairsLegend+" * marks the predeclared comparisons.", 100))
-	fmt.Fprintln(w, wrap(fmt.Sprintf("Family for the adjusted p-values: %s (%d comparisons with a p-value).", familyName(fam.Declared), fam.Size), 100))
+	fmt.Fprintln(w, wrap(fmt.Sprintf("Family for the adjusted p-values: %s (%d comparisons with a p-value%s).", familyName(fam.Declared), fam.Size, untestableCount(fam)), 100))
 	fmt.Fprintln(w)
 	if len(pairs) == 0 {
 		fmt.Fprintln(w, "(no arm has both levels of any comparison)")
 		return nil
 	}
+	var untestable []string
 	tw := newTable(w)
 	fmt.Fprintln(tw, "factor\twithin\tA − B\tcolumn\tpairs\tA\tB\tdiff\tA+B−\tA−B+\tMcNemar p\tflip p (scenario)\tflip p (server)\tHolm p\tBH p\tbootstrap\tboot-t\tnotes")
 	for _, p := range pairs {
@@ -264,8 +269,44 @@ func WritePairs(w io.Writer, pairs []Pair, fam FamilyInfo, seen map[string]bool)
 			p.Column.Label(), p.N, p.CountA, p.CountB, SignedPct(float64(p.Diff)), p.DiscordantAB, p.DiscordantBA,
 			PValue(float64(p.McNemarP)), PValue(float64(p.FlipScenario.P)), PValue(float64(p.FlipServer.P)),
 			PValue(float64(p.Holm)), PValue(float64(p.BH)), signedInterval(p.Bootstrap), signedInterval(p.BootstrapT), pairNotes(p.PairStats, seen))
+		if p.Untestable {
+			untestable = append(untestable, p.Name())
+		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if note := UntestableNote(untestable); note != "" {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, wrap(note, 100))
+	}
+	return nil
+}
+
+// Name names a pair in lists: its factor, fixed factors, A − B and column,
+// e.g. "condition m/default code_only − normalized on Strict".
+func (p Pair) Name() string {
+	return fmt.Sprintf("%s %s %s − %s on %s", p.Factor, p.Within(), p.A, p.B, p.Column.Label())
+}
+
+// UntestableNote is the sentence under a table of pairs that lists, by
+// name, those left out of the family as untestable
+// (Adjusted.Untestable); "" when there are none.
+func UntestableNote(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Left out of the family as untestable (no scenario differs, so the scenario-level sign-flip test "+
+		"has nothing to test: p = 1 by construction; Holm and BH show —): %s.", strings.Join(names, "; "))
+}
+
+// untestableCount is the family line's mention of the untestable pairs
+// left out of it ("" when none).
+func untestableCount(fam FamilyInfo) string {
+	if fam.Untestable == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d untestable left out, listed below the table", fam.Untestable)
 }
 
 // familyName says which pairs a declared family holds.

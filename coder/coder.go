@@ -42,6 +42,11 @@ import (
 // (coding/rules) instead of a model. It takes no prompt.
 const RulesBackend = "rules"
 
+// RulesModel is the model id a rules coder gives (a manifest's model
+// field is required): the rules call no model, so Prepare refuses any
+// other id, and the fields that only address a model.
+const RulesModel = "capture-rules"
+
 // Files of a coding bundle.
 const (
 	RecordFile = "manifest.json" // the Record
@@ -134,6 +139,10 @@ func Prepare(m *manifests.Resolved, allowUnpinned bool) (*Plan, error) {
 	}
 	for i, md := range m.Models {
 		if md.Backend == RulesBackend {
+			if err := rulesFields(m.Source, i, md); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 			p.coders = append(p.coders, coderInst{md: md})
 			continue
 		}
@@ -169,6 +178,36 @@ func Prepare(m *manifests.Resolved, allowUnpinned bool) (*Plan, error) {
 		return nil, errors.Join(errs...)
 	}
 	return p, nil
+}
+
+// rulesFields refuses a rules coder (models[i] of the manifest at source)
+// that names a model: a model id other than RulesModel, or a field that
+// only addresses a model (digest, host, endpoints, format, options,
+// api_key_env, pin). The rules would ignore them, and the coding would
+// pass for the model's.
+func rulesFields(source string, i int, md manifests.Model) error {
+	var errs []error
+	if md.Model != RulesModel {
+		errs = append(errs, fmt.Errorf("manifest %s: field models[%d].model: backend %s is the capture rules (coding/rules), which call no model: want %s, got %s",
+			source, i, RulesBackend, RulesModel, input.Quote(md.Model)))
+	}
+	var set []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"digest", md.Digest != ""}, {"host", md.Host != ""}, {"endpoints", len(md.Endpoints) > 0}, {"format", md.Format != nil && md.Format != ""},
+		{"options", len(md.Options) > 0}, {"api_key_env", md.APIKeyEnv != ""}, {"pin", md.Pin != (manifests.Pin{})},
+	} {
+		if f.set {
+			set = append(set, f.name)
+		}
+	}
+	if len(set) > 0 {
+		errs = append(errs, fmt.Errorf("manifest %s: field models[%d]: backend %s calls no model, so it takes no %s",
+			source, i, RulesBackend, strings.Join(set, ", ")))
+	}
+	return errors.Join(errs...)
 }
 
 // Summary says what a coding run produced, per coder and prompt.

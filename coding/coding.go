@@ -254,7 +254,9 @@ func list(ids []string) string {
 
 // Pair matches the records of two corpora by id. Records whose
 // observations differ are an error (the coders did not code the same
-// failure); differing record sets are a *SetError unless common is set.
+// failure), and so is no record in common, with or without common (there
+// is nothing to compare); differing record sets are a *SetError unless
+// common is set.
 func Pair(a, b *Side, common bool) (pairs []recordPair, onlyA, onlyB []string, err error) {
 	bs := map[string]*study.Scenario{}
 	for i := range b.Corpus.Scenarios {
@@ -283,6 +285,10 @@ func Pair(a, b *Side, common bool) (pairs []recordPair, onlyA, onlyB []string, e
 	}
 	if len(errs) > 0 {
 		return nil, nil, nil, fmt.Errorf("%s", strings.Join(errs, "\n"))
+	}
+	if len(pairs) == 0 {
+		return nil, onlyA, onlyB, fmt.Errorf("%s (%d records) and %s (%d records) share no record: nothing to compare",
+			a.Path, len(a.Corpus.Scenarios), b.Path, len(b.Corpus.Scenarios))
 	}
 	if (len(onlyA) > 0 || len(onlyB) > 0) && !common {
 		return nil, onlyA, onlyB, &SetError{A: a.Path, B: b.Path, OnlyA: onlyA, OnlyB: onlyB}

@@ -136,8 +136,9 @@ func (r *Result) WriteText(w io.Writer) error {
 			"   chance-corrected kappa is 0/0; AC1 and PABAK stay defined.\n")
 	}
 	if degenerate {
-		b.WriteString("d: the asymptotic variance is 0 (every record in one cell, or perfect agreement): the interval\n" +
-			"   has no width and says nothing about sampling error.\n")
+		b.WriteString("d: the asymptotic variance is 0 (every record in one cell, perfect agreement, or, for kappa,\n" +
+			"   one coder put every record in one category: kappa is then 0 whatever the other did): the\n" +
+			"   interval has no width and says nothing about sampling error.\n")
 	}
 	for _, f := range r.Fields {
 		if f.Kind == Nominal && f.Field != "target" {

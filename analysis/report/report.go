@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/analysis/stats"
@@ -232,8 +233,24 @@ func Build(in *Input, figs []Figure) *Doc {
 	if slices.ContainsFunc(an.Pairs, func(p analysis.Pair) bool { return p.Isolates != "" }) {
 		d.p("The conditions of the format × wording × failure-statement factorial and the category contract's delivery channels add predeclared comparisons on Strict, each named with what it isolates: format (JSON − one sentence) at a fixed wording and statement, wording (the exact label − a fixed paraphrase) at a fixed format and statement, the failure statement (with − without) at a fixed format and wording, and a dropped channel (structuredContent only or the text copy only − both).")
 	}
-	d.p("Family for the adjusted p-values: %s; %d comparisons with a p-value, adjusted together.", familyText(an.Family.Declared), an.Family.Size)
+	family := fmt.Sprintf("Family for the adjusted p-values: %s; %d comparisons with a p-value, adjusted together.", familyText(an.Family.Declared), an.Family.Size)
+	switch n := an.Family.Untestable; {
+	case n == 1:
+		family += " 1 untestable comparison is left out of it, named below the tables."
+	case n > 1:
+		family += fmt.Sprintf(" %d untestable comparisons are left out of it, named below the tables.", n)
+	}
+	d.p("%s", family)
 	d.pairs(an)
+	var untestable []string
+	for _, p := range an.Pairs {
+		if p.Untestable {
+			untestable = append(untestable, p.Name())
+		}
+	}
+	if note := analysis.UntestableNote(untestable); note != "" {
+		d.p("%s", note)
+	}
 
 	d.h2("Selective accuracy and stopping")
 	d.selective(an)
@@ -589,19 +606,21 @@ func (d *Doc) profile(pr *Profile) {
 }
 
 // Markdown writes the document as GitHub-flavoured Markdown; figures are
-// linked as figures/NAME.png (with the SVG next to it).
+// linked as figures/NAME.png (with the SVG next to it). Text is written as
+// HTML shows it (mdInline): a bundle path or name with Markdown or HTML
+// in it reads as itself.
 func (d *Doc) Markdown(w io.Writer) error {
 	var b strings.Builder
-	b.WriteString("# " + d.Title + "\n")
+	b.WriteString("# " + mdInline(d.Title, false) + "\n")
 	for _, bl := range d.Blocks {
 		b.WriteString("\n")
 		switch x := bl.(type) {
 		case *Heading:
-			b.WriteString(strings.Repeat("#", x.Level) + " " + x.Text + "\n")
+			b.WriteString(strings.Repeat("#", x.Level) + " " + mdInline(x.Text, false) + "\n")
 		case *Para:
-			b.WriteString(x.Text + "\n")
+			b.WriteString(mdInline(x.Text, true) + "\n")
 		case *Table:
-			cell := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+			cell := func(s string) string { return strings.ReplaceAll(mdInline(s, false), "|", `\|`) }
 			b.WriteString("|")
 			for _, h := range x.Header {
 				b.WriteString(" " + cell(h) + " |")
@@ -624,11 +643,98 @@ func (d *Doc) Markdown(w io.Writer) error {
 			}
 		case *FigureRef:
 			f := x.Fig
-			fmt.Fprintf(&b, "![%s](%s/%s.png)\n\n*%s* %s ([SVG](%s/%s.svg))\n", f.Title, FigureDir, f.Name, f.Title, f.Caption, FigureDir, f.Name)
+			fmt.Fprintf(&b, "![%s](%s/%s.png)\n\n*%s* %s ([SVG](%s/%s.svg))\n", mdInline(f.Title, false), FigureDir, f.Name, mdInline(f.Title, false), mdInline(f.Caption, false), FigureDir, f.Name)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// mdInline writes a block's text as Markdown that means what inline
+// makes of it in HTML: backticks pair into `code` spans in order (an
+// unmatched one is literal), and everything else is literal text. Outside
+// code spans every character that could start Markdown or HTML is
+// backslash-escaped (\ * [ ] < > # ~, & before a name or #, _ but
+// inside a word, and, when para says the text is a paragraph, a leading -
+// or list number); line breaks become
+// spaces, so no text starts a block of its own; code spans take their
+// text as it is, an empty one is dropped and adjacent ones are joined (as
+// they look in HTML), so that no run of backticks pairs otherwise than in
+// inline. A table cell escapes | besides.
+//
+// Note: report.html escapes every text through inline; report.md used to
+// take the text raw, so a bundle path holding <img src=x onerror=…>,
+// [link](javascript:…) or a line "# heading" was markup in report.md.
+func mdInline(s string, para bool) string {
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	s = strings.TrimLeft(s, " \t")
+	parts := strings.Split(s, "`")
+	var b strings.Builder
+	open := false // a code span is written up to its content, not closed
+	for i, p := range parts {
+		switch {
+		case i%2 == 1 && i < len(parts)-1: // a code span
+			if p == "" {
+				continue
+			}
+			if !open {
+				b.WriteString("`")
+				open = true
+			}
+			b.WriteString(p)
+		default:
+			if open && p == "" && i < len(parts)-1 {
+				continue // between two code spans: join them
+			}
+			if open {
+				b.WriteString("`")
+				open = false
+			}
+			if i%2 == 1 { // an unmatched backtick
+				b.WriteString("\\`")
+			}
+			mdEscape(&b, p, para && b.Len() == 0)
+		}
+	}
+	if open {
+		b.WriteString("`")
+	}
+	return b.String()
+}
+
+// mdEscape writes plain text s to b with Markdown's special characters
+// backslash-escaped (mdInline); first says s starts a paragraph.
+func mdEscape(b *strings.Builder, s string, first bool) {
+	alnum := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+	rs := []rune(s)
+	if first {
+		n := 0
+		for n < len(rs) && rs[n] >= '0' && rs[n] <= '9' {
+			n++
+		}
+		switch {
+		case len(rs) > 0 && (rs[0] == '-' || rs[0] == '+'):
+			b.WriteByte('\\')
+		case n > 0 && n < len(rs) && (rs[n] == '.' || rs[n] == ')') && (n+1 == len(rs) || rs[n+1] == ' '):
+			b.WriteString(string(rs[:n]) + "\\")
+			rs = rs[n:]
+		}
+	}
+	for i, r := range rs {
+		esc := false
+		switch r {
+		case '\\', '*', '[', ']', '<', '>', '#', '~':
+			esc = true
+		case '&':
+			esc = i+1 < len(rs) && (alnum(rs[i+1]) || rs[i+1] == '#')
+		case '_':
+			esc = i == 0 || i+1 == len(rs) || !alnum(rs[i-1]) || !alnum(rs[i+1])
+		}
+		if esc {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
 }
 
 // inline escapes text for HTML and turns `code` spans into elements.

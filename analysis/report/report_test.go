@@ -133,7 +133,7 @@ func TestRendering(t *testing.T) {
 	if err := d.Markdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	want := "# T <1>\n\n## Sec\n\np | q\n\n| a | b\\|c |\n|---|---:|\n| 1 | x\\|y |\n"
+	want := "# T \\<1\\>\n\n## Sec\n\np | q\n\n| a | b\\|c |\n|---|---:|\n| 1 | x\\|y |\n"
 	if md.String() != want {
 		t.Errorf("Markdown:\n%s\nwant\n%s", md.String(), want)
 	}
@@ -143,6 +143,37 @@ func TestRendering(t *testing.T) {
 	for _, s := range []string{"<title>T &lt;1&gt;</title>", `<h2 id="sec">Sec</h2>`, "<p>p | q</p>", `<td class="r">x|y</td>`} {
 		if !strings.Contains(ht.String(), s) {
 			t.Errorf("HTML lacks %q:\n%s", s, ht.String())
+		}
+	}
+}
+
+// TestMarkdownEscapes: report.md says what report.html says. Text outside
+// code spans is literal (HTML and Markdown markup backslash-escaped, line
+// breaks flattened so no text opens a block), and backticks pair into code
+// spans as inline pairs them, whatever runs of them the text holds.
+func TestMarkdownEscapes(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		para bool
+		want string
+	}{
+		{"partial bundle /tmp/<img src=x onerror=alert(1)>: done", true, `partial bundle /tmp/\<img src=x onerror=alert(1)\>: done`},
+		{"[x](javascript:alert(2)) and ![i](u)", true, `\[x\](javascript:alert(2)) and !\[i\](u)`},
+		{"a\n\n# Injected\r\n| t |", true, `a  \# Injected | t |`},
+		{"*em* _em_ snake_case __b__ ~~s~~ a\\b", true, `\*em\* \_em\_ snake_case \_\_b\_\_ \~\~s\~\~ a\\b`},
+		{"&lt; &#60; Efron & Tibshirani", true, `\&lt; \&\#60; Efron & Tibshirani`},
+		{"- item", true, `\- item`},
+		{"- item", false, `- item`},
+		{"1. item, 2.5 and 3) x", true, `1\. item, 2.5 and 3) x`},
+		{"  indented", true, `indented`},
+		{"run `a<b>` x", true, "run `a<b>` x"},
+		{"open ` <i>", true, "open \\` \\<i\\>"},
+		{"empty `` code", true, "empty  code"},
+		{"`a``b` c", true, "`ab` c"},
+		{"``<img>`", true, "\\<img\\>\\`"},
+	} {
+		if got := mdInline(c.in, c.para); got != c.want {
+			t.Errorf("mdInline(%q, %v) = %q, want %q", c.in, c.para, got, c.want)
 		}
 	}
 }

@@ -70,10 +70,14 @@ type Agreement struct {
 // Brennan–Prediger coefficient: (q·po − 1)/(q − 1); 2po − 1 for q = 2.
 //
 // Both variances are exactly 0 under perfect agreement (po = 1; computed
-// as such, not left to round-off). A variance of zero gives an interval of
-// no width, flagged with a Degenerate warning:
-// the asymptotic interval says nothing there. Negative round-off in a
-// variance is set to 0.
+// as such, not left to round-off). So are κ and its variance when one
+// coder puts every item in one category k and the other does not: then
+// pₖ₊ = 1 (or p₊ₖ = 1), po = pe = p₊ₖ, and the bracket of Var(κ) is
+// pe³(1−pe)² + pe²(1−pe)³ − pe²(1−pe)² = 0 exactly, which the sum in
+// floating point leaves as round-off of up to a few 1e-7 in SE(κ). A variance of zero
+// gives an interval of no width, flagged with a Degenerate warning: the
+// asymptotic interval says nothing there. Negative round-off in a variance
+// is set to 0.
 //
 // References:
 //   - J. Cohen (1960). A coefficient of agreement for nominal scales.
@@ -178,12 +182,33 @@ func Agree(table [][]int, conf float64) Agreement {
 		c := po*pe - 2*pe + po
 		s -= c * c
 		v := max(s, 0) / (fn * math.Pow(1-pe, 4))
-		if diag == n {
-			v = 0 // perfect agreement: exactly 0, not round-off
+		var singleA, singleB bool
+		for k := range q {
+			singleA = singleA || rowN[k] == n
+			singleB = singleB || colN[k] == n
+		}
+		single := ""
+		switch {
+		case singleA && singleB:
+			single = "each coder"
+		case singleA:
+			single = "coder A"
+		case singleB:
+			single = "coder B"
+		}
+		if diag == n || single != "" {
+			v = 0 // perfect agreement or one coder's single category: exactly 0, not round-off
+		}
+		if single != "" {
+			a.Kappa = 0 // po = pe: exactly 0, whatever the other coder did
 		}
 		a.KappaSE = math.Sqrt(v)
 		a.KappaLo, a.KappaHi = clip(a.Kappa-z*a.KappaSE), clip(a.Kappa+z*a.KappaSE)
-		if v == 0 {
+		switch {
+		case single != "":
+			a.Warnings = append(a.Warnings, Warning{Degenerate, fmt.Sprintf(
+				"kappa is 0 with asymptotic variance 0: %s put all %d items in one category, so its interval has no width", single, n)})
+		case v == 0:
 			a.Warnings = append(a.Warnings, Warning{Degenerate, "kappa's asymptotic variance is 0: its interval has no width"})
 		}
 	}

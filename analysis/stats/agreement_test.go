@@ -2,6 +2,7 @@ package stats_test
 
 import (
 	"math"
+	"math/big"
 	"strings"
 	"testing"
 
@@ -168,6 +169,106 @@ func TestAgreeUnusedCategory(t *testing.T) {
 	if want := (3*0.7 - 1) / 2; !closeRel(a3.PABAK, want, 1e-14) {
 		t.Errorf("PABAK with q = 3 = %.17g, want %.17g", a3.PABAK, want)
 	}
+}
+
+// TestAgreeOneCoderOneCategory: when one coder puts every item in one
+// category and the other does not, κ = 0 and the Fleiss–Cohen–Everitt
+// variance is 0 exactly (its bracket, computed here in exact rational
+// arithmetic, is pe³(1−pe)² + pe²(1−pe)³ − pe²(1−pe)² = 0), so SE(κ) is
+// exactly 0 with a Degenerate warning naming the coder. Summed in
+// floating point it came out as round-off: SE 4.0e-7 for [[37, 1], [0, 0]]
+// and no warning.
+func TestAgreeOneCoderOneCategory(t *testing.T) {
+	for _, c := range []struct {
+		table [][]int
+		coder string
+	}{
+		{[][]int{{37, 1}, {0, 0}}, "coder A"},
+		{[][]int{{12, 1}, {0, 0}}, "coder A"},
+		{[][]int{{0, 0}, {5, 16}}, "coder A"},
+		{[][]int{{3, 0}, {29, 0}}, "coder B"},
+		{[][]int{{7, 2, 11}, {0, 0, 0}, {0, 0, 0}}, "coder A"},
+		{[][]int{{0, 0, 0}, {4, 9, 1}, {0, 0, 0}}, "coder A"},
+		{[][]int{{0, 13, 0}, {0, 0, 0}, {0, 0, 0}}, "each coder"},
+	} {
+		if num := fceBracket(c.table); num.Sign() != 0 {
+			t.Fatalf("%v: exact variance bracket %v, want 0", c.table, num)
+		}
+		a := stats.Agree(c.table, 0.95)
+		if a.Kappa != 0 || a.KappaSE != 0 || a.KappaLo != 0 || a.KappaHi != 0 {
+			t.Errorf("%v: kappa %v SE %v [%v, %v], want exactly 0 [0, 0]", c.table, a.Kappa, a.KappaSE, a.KappaLo, a.KappaHi)
+		}
+		ok := false
+		for _, w := range a.Warnings {
+			ok = ok || w.Kind == stats.Degenerate && strings.HasPrefix(w.Message, "kappa is 0 with asymptotic variance 0: "+c.coder+" put all")
+		}
+		if !ok {
+			t.Errorf("%v: warnings %v, want a degenerate one naming %s", c.table, a.Warnings, c.coder)
+		}
+	}
+	// The other coefficients are untouched: AC1 on [[37, 1], [0, 0]] is
+	// defined with a positive variance.
+	if a := stats.Agree([][]int{{37, 1}, {0, 0}}, 0.95); !(a.AC1SE > 0) || a.Observed != 37.0/38 {
+		t.Errorf("AC1 SE %v, po %v", a.AC1SE, a.Observed)
+	}
+}
+
+// fceBracket is the bracket of the Fleiss–Cohen–Everitt variance of
+// kappa (Agree's doc comment) in exact rational arithmetic.
+func fceBracket(table [][]int) *big.Rat {
+	q := len(table)
+	n := 0
+	for _, r := range table {
+		for _, x := range r {
+			n += x
+		}
+	}
+	rat := func(k int) *big.Rat { return big.NewRat(int64(k), int64(n)) }
+	add := func(xs ...*big.Rat) *big.Rat {
+		s := new(big.Rat)
+		for _, x := range xs {
+			s.Add(s, x)
+		}
+		return s
+	}
+	mul := func(xs ...*big.Rat) *big.Rat {
+		s := big.NewRat(1, 1)
+		for _, x := range xs {
+			s.Mul(s, x)
+		}
+		return s
+	}
+	neg := func(x *big.Rat) *big.Rat { return new(big.Rat).Neg(x) }
+	one := big.NewRat(1, 1)
+	row, col := make([]*big.Rat, q), make([]*big.Rat, q)
+	po, pe := new(big.Rat), new(big.Rat)
+	for i := range q {
+		r, c := 0, 0
+		for j := range q {
+			r += table[i][j]
+			c += table[j][i]
+		}
+		row[i], col[i] = rat(r), rat(c)
+		po.Add(po, rat(table[i][i]))
+	}
+	for i := range q {
+		pe.Add(pe, mul(row[i], col[i]))
+	}
+	s := new(big.Rat)
+	for k := range q {
+		d := add(one, neg(pe), neg(mul(add(row[k], col[k]), add(one, neg(po)))))
+		s.Add(s, mul(rat(table[k][k]), d, d))
+	}
+	for i := range q {
+		for j := range q {
+			if i != j {
+				m := add(col[i], row[j])
+				s.Add(s, mul(add(one, neg(po)), add(one, neg(po)), rat(table[i][j]), m, m))
+			}
+		}
+	}
+	c := add(mul(po, pe), mul(big.NewRat(-2, 1), pe), po)
+	return s.Sub(s, mul(c, c))
 }
 
 func TestAgreeInvalid(t *testing.T) {

@@ -43,17 +43,22 @@ func ClopperPearson(k, n int, conf float64) (lo, hi float64) {
 	return lo, hi
 }
 
-// FisherExact returns the two-sided p-value ∈ (0, 1] of Fisher's exact
-// test of the 2×2 table [[a, b], [c, d]] (rows: the two samples; columns:
-// with and without the outcome), conditional on the margins: the sum of
-// the hypergeometric probabilities of the tables no more likely than the
-// observed one, as R's fisher.test(matrix(c(a, c, b, d), 2))$p.value,
-// including R's relative tolerance 1 + 10⁻⁷ for ties.
+// PFloor is the smallest p-value FisherExact returns, 1e-300: a smaller
+// one is returned as PFloor, to be read as p ≤ 1e-300 (FisherExactLog
+// gives its logarithm).
+const PFloor = 1e-300
+
+// FisherExact returns the two-sided p-value ∈ [PFloor, 1] of Fisher's
+// exact test of the 2×2 table [[a, b], [c, d]] (rows: the two samples;
+// columns: with and without the outcome), conditional on the margins: the
+// sum of the hypergeometric probabilities of the tables no more likely
+// than the observed one, as R's fisher.test(matrix(c(a, c, b, d),
+// 2))$p.value, including R's relative tolerance 1 + 10⁻⁷ for ties.
 //
-// The probabilities are exp of log-binomials (math.Lgamma), normalized by
-// their sum over the support, so the p-value's relative error is about
-// 1e-13 for tables of a few thousand (TestFisherExactRational checks it
-// against exact rational arithmetic).
+// It is exp(FisherExactLog(a, b, c, d)), floored at PFloor: a table far
+// from independence has a p-value below the smallest float64
+// (FisherExact(1000, 0, 0, 1000) is 2/C(2000, 1000) ≈ 1e-600), which
+// would otherwise be 0, outside every p-value's range (0, 1].
 //
 // References:
 //   - R. A. Fisher (1935). The logic of inductive inference. J. R. Stat.
@@ -62,30 +67,54 @@ func ClopperPearson(k, n int, conf float64) (lo, hi float64) {
 //
 // Negative counts return NaN; FisherExact never panics.
 func FisherExact(a, b, c, d int) float64 {
+	lp := FisherExactLog(a, b, c, d)
+	if math.IsNaN(lp) {
+		return lp
+	}
+	return max(math.Exp(lp), PFloor)
+}
+
+// FisherExactLog returns the natural logarithm of FisherExact's two-sided
+// p-value, ≤ 0 and finite for every table with non-negative counts, even
+// where the p-value itself is below the smallest float64.
+//
+// The hypergeometric probabilities are log-binomials (math.Lgamma); the
+// p-value's two sums (the tail, over the support) are each taken
+// relative to their largest term (log-sum-exp), so neither underflows.
+// The p-value's relative error is about 1e-13 for tables of a few
+// thousand (TestFisherExact checks it against exact rational arithmetic,
+// its logarithm down to p ≈ 1e-600).
+//
+// Negative counts return NaN; FisherExactLog never panics.
+func FisherExactLog(a, b, c, d int) float64 {
 	if a < 0 || b < 0 || c < 0 || d < 0 {
 		return math.NaN()
 	}
 	r1, c1, n := a+b, a+c, a+b+c+d
 	lo, hi := max(0, c1-(n-r1)), min(r1, c1)
 	if lo == hi {
-		return 1
+		return 0
 	}
 	logp := func(x int) float64 { return lchoose(r1, x) + lchoose(n-r1, c1-x) }
-	lmax := math.Inf(-1)
-	for x := lo; x <= hi; x++ {
-		lmax = max(lmax, logp(x))
-	}
 	obs := logp(a)
+	cut := obs + math.Log1p(1e-7)
+	lmax, tmax := math.Inf(-1), math.Inf(-1)
+	for x := lo; x <= hi; x++ {
+		lp := logp(x)
+		lmax = max(lmax, lp)
+		if lp <= cut {
+			tmax = max(tmax, lp)
+		}
+	}
 	var all, tail float64
 	for x := lo; x <= hi; x++ {
 		lp := logp(x)
-		w := math.Exp(lp - lmax)
-		all += w
-		if lp <= obs+math.Log1p(1e-7) {
-			tail += w
+		all += math.Exp(lp - lmax)
+		if lp <= cut {
+			tail += math.Exp(lp - tmax)
 		}
 	}
-	return min(1, tail/all)
+	return min(0, (tmax-lmax)+(math.Log(tail)-math.Log(all)))
 }
 
 // lchoose returns log C(n, k) for 0 ≤ k ≤ n.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 )
 
 // MaxExactWork bounds the exact sign-flip distribution: SignFlip computes
@@ -111,8 +112,8 @@ func SignFlip(d []int, opt FlipOptions) Flip {
 		f.MinP = 1
 	}
 	if f.MinP > opt.Level {
-		warn(Coarse, "%d of %d clusters differ: the sign-flip test cannot reach p < %g (smallest attainable p = %.3g)",
-			len(nz), len(d), opt.Level, f.MinP)
+		warn(Coarse, "%d of %d clusters differ: the sign-flip test cannot reach p < %s (smallest attainable p = %.3g)",
+			len(nz), len(d), FormatLevel(opt.Level), f.MinP)
 	}
 	if obs < 0 {
 		obs = -obs
@@ -188,4 +189,11 @@ func flipExact(a []int64, total, obs int64) float64 {
 		}
 	}
 	return min(sum, 1)
+}
+
+// FormatLevel formats a significance level for people: the shortest
+// decimal of its value rounded to 12 significant digits, so that a level
+// computed as 1 − 0.95 (0.050000000000000044 in float64) reads 0.05.
+func FormatLevel(level float64) string {
+	return strconv.FormatFloat(level, 'g', 12, 64)
 }

@@ -304,6 +304,65 @@ func TestFisherExact(t *testing.T) {
 	if p := stats.FisherExact(-1, 0, 0, 0); !math.IsNaN(p) {
 		t.Errorf("negative count: p = %v, want NaN", p)
 	}
+	if lp := stats.FisherExactLog(0, -1, 0, 0); !math.IsNaN(lp) {
+		t.Errorf("negative count: log p = %v, want NaN", lp)
+	}
+}
+
+// TestFisherExactTiny checks p-values below the smallest float64: their
+// logarithm against exact rational arithmetic (relative tolerance 1e-12),
+// and FisherExact at its floor PFloor, never 0. (1000, 0, 0, 1000) has
+// two tables as likely as the observed one, so p = 2/C(2000, 1000),
+// ln p = −1381.58…; FisherExact returned 0 before it summed in log space.
+func TestFisherExactTiny(t *testing.T) {
+	for _, c := range [][4]int{{1000, 0, 0, 1000}, {400, 0, 0, 400}, {700, 3, 1, 650}, {0, 900, 1000, 0}, {300, 0, 0, 3000}, {105, 0, 0, 105}} {
+		p, lp := stats.FisherExact(c[0], c[1], c[2], c[3]), stats.FisherExactLog(c[0], c[1], c[2], c[3])
+		want := fisherRationalLog(c[0], c[1], c[2], c[3])
+		if !closeRel(lp, want, 1e-12) {
+			t.Errorf("FisherExactLog%v = %.17g, rational %.17g", c, lp, want)
+		}
+		switch {
+		case want < math.Log(stats.PFloor) && p != stats.PFloor:
+			t.Errorf("FisherExact%v = %v, want the floor %v (ln p = %.6g)", c, p, stats.PFloor, want)
+		case want >= math.Log(stats.PFloor) && !closeRel(p, math.Exp(want), 1e-10):
+			t.Errorf("FisherExact%v = %v, want %v", c, p, math.Exp(want))
+		}
+	}
+	c2000 := new(big.Int).Binomial(2000, 1000)
+	want := math.Log(2) - bigLog(c2000)
+	if lp := stats.FisherExactLog(1000, 0, 0, 1000); !closeRel(lp, want, 1e-12) {
+		t.Errorf("FisherExactLog(1000, 0, 0, 1000) = %.17g, want ln(2/C(2000, 1000)) = %.17g", lp, want)
+	}
+	if lp := stats.FisherExactLog(3, 1, 1, 3); !closeRel(lp, math.Log(34.0/70), 1e-13) {
+		t.Errorf("tea tasting: log p = %.17g, want ln(34/70)", lp)
+	}
+}
+
+// fisherRationalLog is the natural logarithm of fisherRational's p-value,
+// from the exact rational (no float64 underflow).
+func fisherRationalLog(a, b, c, d int) float64 {
+	r1, c1, n := a+b, a+c, a+b+c+d
+	lo, hi := max(0, c1-(n-r1)), min(r1, c1)
+	count := func(x int) *big.Int {
+		return new(big.Int).Mul(new(big.Int).Binomial(int64(r1), int64(x)), new(big.Int).Binomial(int64(n-r1), int64(c1-x)))
+	}
+	obs := new(big.Rat).SetInt(count(a))
+	tol := new(big.Rat).Mul(obs, big.NewRat(10000001, 10000000))
+	sum := new(big.Int)
+	for x := lo; x <= hi; x++ {
+		if q := count(x); new(big.Rat).SetInt(q).Cmp(tol) <= 0 {
+			sum.Add(sum, q)
+		}
+	}
+	return min(0, bigLog(sum)-bigLog(new(big.Int).Binomial(int64(n), int64(c1))))
+}
+
+// bigLog returns ln x for x > 0: x = m·2^e with m ∈ [0.5, 1).
+func bigLog(x *big.Int) float64 {
+	m := new(big.Float).SetInt(x)
+	e := m.MantExp(m)
+	f, _ := m.Float64()
+	return math.Log(f) + float64(e)*math.Ln2
 }
 
 // fisherRational is Fisher's two-sided p-value in exact arithmetic.

@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -144,6 +146,39 @@ func TestAgreeErrors(t *testing.T) {
 	out, _, err := runCmd(t, "agree", "-common", paperCorpus, short)
 	if err != nil || !strings.Contains(out, "Agreement of two codings of 20 records") || !strings.Contains(out, "only in A: S01; only in B: none") {
 		t.Errorf("-common: %v\n%s", err, out)
+	}
+}
+
+// TestAgreeNoCommonRecord: two corpora that share no record are a
+// failure (exit status 1, not usage), with or without -common: there is
+// nothing to compare. agree -common printed a table of n = 0 and exited 0;
+// without -common the refusal suggested -common. adjudicate refuses too.
+func TestAgreeNoCommonRecord(t *testing.T) {
+	c, err := study.LoadCorpus(os.DirFS("../../manifests"), "corpus/paper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range c.Scenarios {
+		c.Scenarios[i].ID = "Z" + c.Scenarios[i].ID
+	}
+	other := filepath.Join(t.TempDir(), "other.json")
+	if err := study.WriteCorpus(other, c.Scenarios); err != nil {
+		t.Fatal(err)
+	}
+	want := paperCorpus + " (21 records) and " + other + " (21 records) share no record: nothing to compare"
+	for _, args := range [][]string{
+		{"agree", "-common", paperCorpus, other},
+		{"agree", "-common", "-json", paperCorpus, other},
+		{"agree", paperCorpus, other},
+		{"adjudicate", "-out", filepath.Join(t.TempDir(), "ledger.csv"), paperCorpus, other},
+	} {
+		out, _, err := runCmd(t, args...)
+		if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "pass -common") {
+			t.Errorf("%v: error %v, want a failure with %q", args, err, want)
+		}
+		if out != "" {
+			t.Errorf("%v printed:\n%s", args, out)
+		}
 	}
 }
 
@@ -382,5 +417,90 @@ func TestAdjudicateCellsInert(t *testing.T) {
 	}
 	if d := got["S21"]; d.By != "@Bob" || d.Note != "'quoted" {
 		t.Errorf("S21: by %q, note %q", d.By, d.Note)
+	}
+}
+
+// TestAgreeOneCoderOneCategory: where one coder puts every record in one
+// category and the other does not (here control.C, all 0 in the hand
+// coding, set to 1 on one record of the second), kappa is 0 with an
+// interval of no width, tagged d, its SE exactly 0 in -json with the
+// degenerate warning naming the coder; it was round-off (about 1e-7) and
+// no warning.
+func TestAgreeOneCoderOneCategory(t *testing.T) {
+	c, err := study.LoadCorpus(os.DirFS("../../manifests"), "corpus/paper-coder2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &c.Scenarios[0]
+	s.Profile.Control["C"] = study.Bit{Bit: 1, Evidence: "/exception/error/code", Rationale: "a second coder reads the code as typed"}
+	file := filepath.Join(t.TempDir(), "b.json")
+	if err := study.WriteCorpus(file, c.Scenarios); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runCmd(t, "agree", paperCorpus, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^control\.C +21 +0 +0 +1 +20 +95\.2% +0\.000 \[0\.000, 0\.000\] d `).MatchString(out) ||
+		!strings.Contains(out, "one coder put every record in one category") {
+		t.Errorf("control.C is not kappa 0 with a degenerate interval:\n%s", out)
+	}
+	js, _, err := runCmd(t, "agree", "-json", paperCorpus, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Fields []struct {
+			Field    string
+			Kappa    *float64
+			KappaSE  *float64 `json:"kappa_se"`
+			Warnings []string
+		}
+	}
+	if err := json.Unmarshal([]byte(js), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range doc.Fields {
+		if f.Field != "control.C" {
+			continue
+		}
+		if f.Kappa == nil || *f.Kappa != 0 || f.KappaSE == nil || *f.KappaSE != 0 ||
+			!slices.Contains(f.Warnings, "kappa is 0 with asymptotic variance 0: coder A put all 21 items in one category, so its interval has no width") {
+			t.Errorf("control.C: kappa %v SE %v, warnings %q", f.Kappa, f.KappaSE, f.Warnings)
+		}
+		return
+	}
+	t.Error("no control.C field in -json")
+}
+
+// TestCodeRulesWithModel: stress code refuses a rules coder (backend:
+// rules) that names a model (a model id other than capture-rules, or a
+// field that addresses one): the rules call no model, and the coding
+// would pass for the model's. It ran the rules and ignored them.
+func TestCodeRulesWithModel(t *testing.T) {
+	src, _ := filepath.Abs("../../manifests")
+	tmp := t.TempDir()
+	for _, c := range []struct {
+		model string
+		want  string
+	}{
+		{"model: llama3.2:3b-instruct-q4_K_M", `field models[0].model: backend rules is the capture rules (coding/rules), which call no model: want capture-rules, got "llama3.2:3b-instruct-q4_K_M"`},
+		{"model: capture-rules\n    host: http://127.0.0.1:11434\n    digest: " + strings.Repeat("a", 64) + "\n    format: schema",
+			"field models[0]: backend rules calls no model, so it takes no digest, host, format"},
+	} {
+		file := filepath.Join(tmp, "m.yaml")
+		yaml := "name: t\ncorpus: " + src + "/corpus/paper\nprompts:\n  - name: coding\n    path: " + src + "/prompts/coding.tmpl\n" +
+			"conditions: [normalized]\nreplicates: 1\nseed: 7\ntemperature: 0\nmodels:\n  - name: rules\n    backend: rules\n    " + c.model + "\n"
+		if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(tmp, "cod")
+		_, _, err := runCmd(t, "code", "-quiet", "-out", out, file)
+		if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), "manifest "+file+": "+c.want) {
+			t.Errorf("%s: error %v, want a failure with %q", c.model, err, c.want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%s: the refused coding wrote %s", c.model, out)
+		}
 	}
 }

@@ -39,7 +39,7 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 		if err := declared("analyze", info, &opt); err != nil {
 			return err
 		}
-		ld, err := analysis.LoadBundle(ctx, dir, stderr)
+		ld, err := loadBundle(ctx, "analyze", dir, info, stderr)
 		if err != nil {
 			return err
 		}

@@ -67,11 +67,11 @@ func cmdCompare(fs *flag.FlagSet) action {
 		if err := analysis.SameCorpus(infoA, infoB); err != nil {
 			return fmt.Errorf("compare refuses %s and %s: %w", dirA, dirB, err)
 		}
-		ldA, err := analysis.LoadBundle(ctx, dirA, stderr)
+		ldA, err := loadBundle(ctx, "compare", dirA, infoA, stderr)
 		if err != nil {
 			return err
 		}
-		ldB, err := analysis.LoadBundle(ctx, dirB, stderr)
+		ldB, err := loadBundle(ctx, "compare", dirB, infoB, stderr)
 		if err != nil {
 			return err
 		}

@@ -1,10 +1,17 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/mcpstress/stress/analysis"
+	"github.com/mcpstress/stress/results"
 )
 
 // addPartialFlag defines -partial for analyze, compare and report.
@@ -56,4 +63,20 @@ func refusePartial(cmd string, info *analysis.BundleInfo, warning string) error 
 // what is the output ("the numbers below", "the report").
 func warningLine(warning, what string) string {
 	return "warning: " + warning + "; " + what + " cover only the decisions it holds"
+}
+
+// loadBundle reads bundle dir for analysis (analysis.LoadBundle). A bundle
+// that manifest.json records as unfinished and that has no
+// decisions.parquet is one a run was killed in, or one still running: a
+// session removes the file when it starts and writes it when it ends or
+// is interrupted. That is an error naming the file and saying that stress
+// run -resume finishes the bundle. It is reached only with -partial: an
+// unfinished bundle is refused before without it.
+func loadBundle(ctx context.Context, cmd, dir string, info *analysis.BundleInfo, log io.Writer) (*analysis.Loaded, error) {
+	pq := filepath.Join(dir, results.DecisionsFile)
+	if _, err := os.Stat(pq); errors.Is(err, fs.ErrNotExist) && info.Unfinished() {
+		return nil, fmt.Errorf("%s -partial: %s is missing: the run was killed before it wrote it (or is still running); "+
+			"finish it with stress run -resume %s, which writes it", cmd, pq, info.Dir)
+	}
+	return analysis.LoadBundle(ctx, dir, log)
 }

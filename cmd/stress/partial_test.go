@@ -218,3 +218,28 @@ func TestCorruptManifest(t *testing.T) {
 		}
 	}
 }
+
+// TestPartialKilled: a run killed mid-session leaves no decisions.parquet
+// (a session removes it when it starts and writes it when it ends or is
+// interrupted); analyze, report and compare -partial then fail naming the
+// missing file and saying that stress run -resume finishes the bundle,
+// instead of a bare "no such file".
+func TestPartialKilled(t *testing.T) {
+	dir, _ := interruptedBundle(t)
+	for _, f := range []string{results.DecisionsFile, results.SummaryFile} {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pq := filepath.Join(dir, results.DecisionsFile)
+	for _, args := range [][]string{{"analyze", "-partial", dir}, {"analyze", "-partial", "-json", dir}, {"report", "-partial", "-b", "1000", dir}, {"compare", "-partial", dir, dir}} {
+		out, _, err := runCmd(t, args...)
+		want := args[0] + " -partial: " + pq + " is missing: the run was killed before it wrote it (or is still running); finish it with stress run -resume " + dir
+		if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: error %v, want a failure with %q", args, err, want)
+		}
+		if out != "" {
+			t.Errorf("%v printed:\n%s", args, out)
+		}
+	}
+}

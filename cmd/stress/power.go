@@ -111,7 +111,7 @@ func cmdPower(fs *flag.FlagSet) action {
 			if err := declared("power", info, &aopt); err != nil {
 				return err
 			}
-			ld, err := analysis.LoadBundle(ctx, *pilot, stderr)
+			ld, err := loadBundle(ctx, "power", *pilot, info, stderr)
 			if err != nil {
 				return err
 			}

@@ -48,7 +48,8 @@ func TestPromptComparison(t *testing.T) {
 	}
 	golden(t, "analyze-prompts.golden", out)
 	for _, s := range []string{"McNemar p", "flip p (scenario)", "flip p (server)", "Holm p", "BH p", "bootstrap", "boot-t",
-		"Family for the adjusted p-values: the requested (-pair) comparisons (4 comparisons"} {
+		"Family for the adjusted p-values: the requested (-pair) comparisons (3 comparisons with a p-value; 1",
+		"Left out of the family as untestable"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("analyze output lacks %q", s)
 		}
@@ -72,15 +73,18 @@ func TestPromptComparison(t *testing.T) {
 		Diff                                   float64  `json:"diff"`
 		N                                      int      `json:"n"`
 		InFamily                               bool     `json:"in_family"`
+		Untestable                             bool     `json:"untestable"`
 		Holm                                   *float64 `json:"holm_p"`
 		Flip                                   struct {
-			P     float64 `json:"p"`
-			Exact bool    `json:"exact"`
+			Informative int     `json:"informative"`
+			P           float64 `json:"p"`
+			Exact       bool    `json:"exact"`
 		} `json:"sign_flip_scenario"`
 	}
 	var doc struct {
 		Family struct {
-			Size int `json:"size"`
+			Size       int `json:"size"`
+			Untestable int `json:"untestable"`
 		} `json:"family"`
 		Pairs []pairJSON `json:"pairs"`
 	}
@@ -91,14 +95,19 @@ func TestPromptComparison(t *testing.T) {
 	for _, p := range doc.Pairs {
 		if p.Factor == "prompt" {
 			byCond[p.Condition] = p
-			if p.A != "reason" || p.B != "default" || p.Model != "llama3.2-3b" || p.N != 63 || !p.InFamily || p.Holm == nil || !p.Flip.Exact {
+			// A pair whose scenarios never differ (prose) is untestable:
+			// left out of the family, without adjusted p-values.
+			untestable := p.Flip.Informative == 0
+			if p.A != "reason" || p.B != "default" || p.Model != "llama3.2-3b" || p.N != 63 || !p.Flip.Exact ||
+				p.InFamily == untestable || p.Untestable != untestable || (p.Holm == nil) != untestable {
 				t.Errorf("prompt pair %+v", p)
 			}
 		}
 	}
-	// 2 prompts × 2 predeclared + 4 conditions of the prompt pair.
-	if len(byCond) != 4 || doc.Family.Size != 8 {
-		t.Errorf("%d prompt pairs, family %d; want 4 and 8", len(byCond), doc.Family.Size)
+	// 2 prompts × 2 predeclared + 4 conditions of the prompt pair, the
+	// untestable ones left out.
+	if len(byCond) != 4 || doc.Family.Size+doc.Family.Untestable != 8 || doc.Family.Untestable == 0 {
+		t.Errorf("%d prompt pairs, family %d + %d untestable; want 4 and 8 in all", len(byCond), doc.Family.Size, doc.Family.Untestable)
 	}
 	cjs, log, err := runCmd(t, "compare", "-json", "-b", "500", "-column", "strict", "-pair", "prompt:reason,default", dir, dir)
 	if err != nil {
@@ -224,12 +233,14 @@ func TestDeclaredComparisons(t *testing.T) {
 	}
 	var doc struct {
 		Family struct {
-			Size int `json:"size"`
+			Size       int `json:"size"`
+			Untestable int `json:"untestable"`
 		} `json:"family"`
 		Pairs []struct {
 			Factor      string `json:"factor"`
 			Predeclared bool   `json:"predeclared"`
 			InFamily    bool   `json:"in_family"`
+			Untestable  bool   `json:"untestable"`
 		} `json:"pairs"`
 	}
 	if err := json.Unmarshal([]byte(js), &doc); err != nil {
@@ -239,14 +250,15 @@ func TestDeclaredComparisons(t *testing.T) {
 	for _, p := range doc.Pairs {
 		if p.Factor == "prompt" {
 			prompts++
-			if !p.Predeclared || !p.InFamily {
-				t.Errorf("declared prompt pair %+v, want predeclared and in the family", p)
+			if !p.Predeclared || p.InFamily == p.Untestable {
+				t.Errorf("declared prompt pair %+v, want predeclared and in the family unless untestable", p)
 			}
 		}
 	}
-	// 4 conditions, once; the family: 2 prompts × 2 STUDY.md pairs + 4.
-	if prompts != 4 || doc.Family.Size != 8 {
-		t.Errorf("%d prompt pairs, family %d; want 4 and 8", prompts, doc.Family.Size)
+	// 4 conditions, once; the family: 2 prompts × 2 STUDY.md pairs + 4,
+	// less the untestable ones (no scenario differs), left out.
+	if prompts != 4 || doc.Family.Size+doc.Family.Untestable != 8 || doc.Family.Untestable == 0 {
+		t.Errorf("%d prompt pairs, family %d + %d untestable; want 4 and 8 in all, some untestable", prompts, doc.Family.Size, doc.Family.Untestable)
 	}
 	out, _, err := runCmd(t, "analyze", "-b", "200", dir)
 	if err != nil || !strings.Contains(out, "reason − default *") {

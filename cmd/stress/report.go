@@ -51,7 +51,7 @@ func cmdReport(fs *flag.FlagSet) action {
 		if err := declared("report", info, &opt); err != nil {
 			return err
 		}
-		ld, err := analysis.LoadBundle(ctx, dir, stderr)
+		ld, err := loadBundle(ctx, "report", dir, info, stderr)
 		if err != nil {
 			return err
 		}

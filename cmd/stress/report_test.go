@@ -242,3 +242,31 @@ func TestReportNoReplays(t *testing.T) {
 		t.Errorf("report.html: %d images, note present: %v", strings.Count(string(page), "<img"), strings.Contains(string(page), note))
 	}
 }
+
+// TestReportHostilePath: a bundle path holding HTML, Markdown and a line
+// break, which the partial warning quotes, is text in report.md as it is
+// in report.html (escaped there): no tag, link, emphasis or heading of its
+// own. report.md took it raw.
+func TestReportHostilePath(t *testing.T) {
+	dir, _ := interruptedBundle(t)
+	hostile := filepath.Join(filepath.Dir(dir), "run <img src=x onerror=alert(1)> [x](javascript:alert(2)) *em* `tick` &amp;\n# Injected")
+	if err := os.Rename(dir, hostile); err != nil {
+		t.Fatal(err)
+	}
+	if _, log, err := runCmd(t, "report", "-partial", "-b", "1000", hostile); err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	md := string(mustRead(t, filepath.Join(hostile, "report", "report.md")))
+	page := string(mustRead(t, filepath.Join(hostile, "report", "report.html")))
+	if !strings.Contains(page, "run &lt;img src=x onerror=alert(1)&gt; [x](javascript:alert(2)) *em* <code>tick</code> &amp;amp;\n# Injected") {
+		t.Errorf("report.html does not escape the path:\n%.1500s", page)
+	}
+	if want := "run \\<img src=x onerror=alert(1)\\> \\[x\\](javascript:alert(2)) \\*em\\* `tick` \\&amp; \\# Injected"; !strings.Contains(md, want) {
+		t.Errorf("report.md lacks the escaped path %q:\n%.1500s", want, md)
+	}
+	for _, bad := range []string{`(^|[^\\])<img`, `\[x\]\(`, `\*em\*`, `\n# Injected`, ` &amp;`} {
+		if regexp.MustCompile(bad).MatchString(md) {
+			t.Errorf("report.md holds %s of the path as markup", bad)
+		}
+	}
+}
