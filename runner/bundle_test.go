@@ -257,3 +257,53 @@ func TestFinishNeedsSpace(t *testing.T) {
 	}
 	sameBundle(t, full, dir)
 }
+
+// TestResumeKilledWhileLoading: a resume killed after it loaded the
+// bundle (cut the torn tail, removed the stale derived files) but before
+// it recorded its session leaves no session behind, and the next resume
+// finishes the bundle exactly as one from the crash itself does: the
+// same calls, one more session, the sessions' counts adding up to the
+// decisions.
+func TestResumeKilledWhileLoading(t *testing.T) {
+	root := t.TempDir()
+	full, m, gs := shuffledRun(t, root, 7)
+	head := bytes.Join(gs[:100], nil)
+	torn := append(append([]byte(nil), head...), gs[100][:len(gs[100])/2]...)
+
+	crashed := filepath.Join(root, "crashed")
+	crashBundle(t, full, crashed, int64(len(head)), torn)
+	// What the killed load left: the tail cut, the derived files gone,
+	// manifest.json as the crash left it.
+	loaded := filepath.Join(root, "loaded")
+	crashBundle(t, full, loaded, int64(len(head)), head)
+	for _, f := range []string{results.DecisionsFile, results.SummaryFile} {
+		os.Remove(filepath.Join(loaded, f))
+	}
+	// The killed run made its first 100 decisions durable.
+	for _, dir := range []string{crashed, loaded} {
+		var rec map[string]any
+		readJSON(t, filepath.Join(dir, results.ManifestFile), &rec)
+		sess := rec["sessions"].([]any)[0].(map[string]any)
+		sess["ran"] = 100
+		delete(sess, "ended")
+		b, _ := json.Marshal(rec)
+		os.WriteFile(filepath.Join(dir, results.ManifestFile), b, 0o644)
+	}
+	var before results.Record
+	readJSON(t, filepath.Join(crashed, results.ManifestFile), &before)
+	for _, dir := range []string{crashed, loaded} {
+		if _, err := prepare(t, m).Resume(context.Background(), dir, runner.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		sameBundle(t, full, dir)
+		var rec results.Record
+		readJSON(t, filepath.Join(dir, results.ManifestFile), &rec)
+		ran := 0
+		for _, s := range rec.Sessions {
+			ran += s.Ran
+		}
+		if len(rec.Sessions) != len(before.Sessions)+1 || ran != rec.Decisions || rec.Finished == nil {
+			t.Errorf("%s: %d sessions (want %d), ran %d of %d decisions, finished %v", dir, len(rec.Sessions), len(before.Sessions)+1, ran, rec.Decisions, rec.Finished)
+		}
+	}
+}
