@@ -158,19 +158,11 @@ func cmdPower(fs *flag.FlagSet) action {
 		if err != nil || *out == "" {
 			return err
 		}
-		od, err := outdir.Create(*out, powerOwned)
+		written, err := outdir.Write(*out, powerOwned, func(dir string) ([]string, error) { return report.WritePower(dir, pw) })
 		if err != nil {
-			return fmt.Errorf("power: flag -out: %w", err)
+			return fmt.Errorf("power: writing %s: %w", *out, err)
 		}
-		defer od.Abort()
-		written, err := report.WritePower(od.Path(), pw)
-		if err == nil {
-			err = od.Commit()
-		}
-		if err != nil {
-			return err
-		}
-		for _, f := range od.FinalPaths(written) {
+		for _, f := range written {
 			fmt.Fprintln(stderr, "wrote", f)
 		}
 		return nil

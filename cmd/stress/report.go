@@ -102,19 +102,11 @@ func cmdReport(fs *flag.FlagSet) action {
 		if warning != "" {
 			fmt.Fprintln(stdout, warningLine(warning, "the report and its figures"))
 		}
-		od, err := outdir.Create(*out, reportOwned)
+		written, err := outdir.Write(*out, reportOwned, func(dir string) ([]string, error) { return report.Write(dir, in) })
 		if err != nil {
-			return fmt.Errorf("report: flag -out: %w", err)
+			return fmt.Errorf("report: writing %s: %w", *out, err)
 		}
-		defer od.Abort()
-		written, err := report.Write(od.Path(), in)
-		if err == nil {
-			err = od.Commit()
-		}
-		if err != nil {
-			return err
-		}
-		for _, f := range od.FinalPaths(written) {
+		for _, f := range written {
 			fmt.Fprintln(stdout, "wrote", f)
 		}
 		if problems > 0 {

@@ -210,3 +210,23 @@ func (d *Dir) FinalPaths(paths []string) []string {
 	}
 	return out
 }
+
+// Write makes the output directory final in one go: Create, write into
+// the temporary directory, Commit. write returns the paths it wrote;
+// Write returns them as named once committed. On any error nothing is
+// left at final (an earlier output of the command stays as it was).
+func Write(final string, owned func(name string) bool, write func(dir string) ([]string, error)) ([]string, error) {
+	d, err := Create(final, owned)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Abort()
+	written, err := write(d.Path())
+	if err == nil {
+		err = d.Commit()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return d.FinalPaths(written), nil
+}

@@ -206,3 +206,25 @@ func TestWriteFile(t *testing.T) {
 		t.Error("a file in a missing directory was written")
 	}
 }
+
+func TestWrite(t *testing.T) {
+	root := t.TempDir()
+	final := filepath.Join(root, "out")
+	got, err := Write(final, nil, func(dir string) ([]string, error) {
+		p := filepath.Join(dir, "a.md")
+		return []string{p}, os.WriteFile(p, []byte("a"), 0o644)
+	})
+	if err != nil || len(got) != 1 || got[0] != filepath.Join(final, "a.md") || read(t, got[0]) != "a" {
+		t.Errorf("Write: %v %v", got, err)
+	}
+	_, err = Write(filepath.Join(root, "failed"), nil, func(dir string) ([]string, error) {
+		os.WriteFile(filepath.Join(dir, "half"), nil, 0o644)
+		return nil, os.ErrInvalid
+	})
+	if err != os.ErrInvalid {
+		t.Errorf("a failed write: %v", err)
+	}
+	if es := entries(t, root); len(es) != 1 {
+		t.Errorf("after a failed write: %v", es)
+	}
+}
