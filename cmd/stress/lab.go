@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpstress/stress/internal/mcpstdio"
 	"github.com/mcpstress/stress/lab"
 	"github.com/mcpstress/stress/lab/record"
 	"github.com/mcpstress/stress/study"
@@ -126,7 +127,13 @@ func labServe(ctx context.Context, f labServeFlags, stdout, stderr io.Writer) er
 	}
 	if *stdio {
 		fmt.Fprintf(stderr, "stress lab: serving %s over stdio, %s, seed %d\n", what, clock, *seed)
-		t := &mcp.IOTransport{Reader: os.Stdin, Writer: nopWriteCloser{stdout}}
+		t := &mcpstdio.Transport{Reader: os.Stdin, Writer: stdout}
+		if vc, ok := l.Clock().(*lab.VirtualClock); ok {
+			// Note: once stdin ends no client can move the virtual clock:
+			// it runs by itself, so that a held answer is sent, not held
+			// forever.
+			t.OnInputEnd = vc.Release
+		}
 		err = srv.Run(ctx, t)
 		if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 			err = nil
@@ -170,10 +177,6 @@ func printOutcome(w io.Writer, l *lab.Lab) {
 	}
 	fmt.Fprintf(w, "stress lab: outcome of %s: recovered %v, harm %v, %d calls, %d ms of lab time\n", l.Scenario().ID, o.Recovered, o.Harm, o.Calls, o.ClockMS)
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // labRow is one scenario as lab list prints it.
 type labRow struct {
