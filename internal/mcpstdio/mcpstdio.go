@@ -392,7 +392,7 @@ func (c *conn) request(f map[string]json.RawMessage) jsonrpc.Message {
 		return invalid(`no "method"`)
 	}
 	var method string
-	if json.Unmarshal(rawMethod, &method) != nil {
+	if kind(rawMethod) != "a string" || json.Unmarshal(rawMethod, &method) != nil {
 		return invalid(`"method" must be a string, not %s`, kind(rawMethod))
 	}
 	params := f["params"]
