@@ -30,11 +30,15 @@ const labLong = `serve runs the recovery lab, a stateful MCP server (shop, billi
 files), with scenario ID of the set armed (none: every tool, no fault), over
 stdio or streamable HTTP at http://ADDR/mcp. Its clock is virtual unless
 -realtime: the methods lab/advance and lab/state move it and read the
-outcome. list prints the scenarios of a set. record writes the lab corpus
-(manifests/corpus/lab): for each scenario it starts stress lab serve -stdio,
-makes the scenario's first call through the Go SDK client, keeps the raw
-frames (DIR/frames/ID.jsonl) and writes one record per scenario, its profile
-coding proposed by rules, for a person to check and stress confirm.`
+outcome. Over stdio it answers every request read before stdin closes (the
+clock then runs by itself, releasing held answers), a malformed line with
+a JSON-RPC error (-32700 or -32600), a call before initialize with -32600,
+and a cancelled request not at all. list prints the scenarios of a set.
+record writes the lab corpus (manifests/corpus/lab): for each scenario it
+starts stress lab serve -stdio, makes the scenario's first call through
+the Go SDK client, keeps the raw frames (DIR/frames/ID.jsonl) and writes
+one record per scenario, its profile coding proposed by rules, for a
+person to check and stress confirm.`
 
 // cmdLab runs the lab's subcommands, serve and list, named by the first
 // argument; the flags of both are defined here and checked per subcommand.
