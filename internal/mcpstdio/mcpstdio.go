@@ -52,7 +52,7 @@ type Transport struct {
 	Writer io.Writer // the server's frames, one a line
 
 	// MaxLineBytes is the longest frame read, in bytes without the line
-	// end; a longer one is skipped and answered -32600. 0 means
+	// end; a longer one is skipped and answered -32600. 0 or less means
 	// DefaultMaxLineBytes.
 	MaxLineBytes int
 
