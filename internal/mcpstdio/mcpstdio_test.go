@@ -245,7 +245,8 @@ func TestFrames(t *testing.T) {
 
 // TestCancelled checks that a call cancelled by notifications/cancelled
 // gets no answer, that a call reusing the id of one still in flight is
-// refused with id null, and that a cancelled call does not hold the end.
+// refused with id null, and that a call cancelled just before the input
+// ends is not answered either.
 func TestCancelled(t *testing.T) {
 	s := start(t, testServer(make(chan struct{})), &Transport{})
 	s.send(initialize, initialized)
@@ -258,8 +259,7 @@ func TestCancelled(t *testing.T) {
 	if r := s.next(); string(r.ID) != "3" {
 		t.Errorf("after the cancelled call: %s, want the answer to 3 and none to 2", r)
 	}
-	// The id is free again once its call is done.
-	s.send(callWait(2), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`)
+	s.send(callWait(4), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}}`)
 	if rs, err := s.end(); len(rs) > 0 || err != nil {
 		t.Errorf("after the input ended: %v, %v", rs, err)
 	}
@@ -292,19 +292,14 @@ type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
 
-// TestWriteFails checks that a server whose output is broken still ends at
-// the end of its input, with requests it could not answer.
+// TestWriteFails checks that a server whose output is broken ends, with
+// requests it could not answer.
 func TestWriteFails(t *testing.T) {
-	r, w := io.Pipe()
+	in := strings.Join([]string{initialize, initialized, callWait(2), "garbage", toolsList(3)}, "\n")
 	done := make(chan error, 1)
 	go func() {
-		done <- testServer(make(chan struct{})).Run(context.Background(), &Transport{Reader: r, Writer: failWriter{}})
+		done <- testServer(make(chan struct{})).Run(context.Background(), &Transport{Reader: strings.NewReader(in), Writer: failWriter{}})
 	}()
-	fmt.Fprintln(w, initialize)
-	fmt.Fprintln(w, initialized)
-	fmt.Fprintln(w, callWait(2))
-	fmt.Fprintln(w, `garbage`)
-	w.Close()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
