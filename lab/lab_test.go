@@ -229,8 +229,9 @@ func load(file string) (map[string]*Set, error) {
 	return Load(fstest.MapFS{"dir/bad.json": {Data: []byte(file)}}, "dir")
 }
 
-// TestClock checks the virtual clock (Advance, Sleep woken by Advance and
-// by cancellation) and the wall clock's Sleep.
+// TestClock checks the virtual clock (Advance, Sleep woken by Advance, by
+// cancellation and by Release, after which it runs by itself) and the wall
+// clock's Sleep.
 func TestClock(t *testing.T) {
 	c := NewVirtualClock()
 	if !c.Now().Equal(Epoch) || !c.Virtual() {
@@ -263,6 +264,16 @@ func TestClock(t *testing.T) {
 	}
 	if err := c.Sleep(context.Background(), 0); err != nil {
 		t.Errorf("Sleep(0): %v", err)
+	}
+	before := c.Now()
+	go func() { done <- c.Sleep(context.Background(), time.Hour) }()
+	waitSleepers(t, c, 1)
+	c.Release()
+	if err := <-done; err != nil || c.Now().Sub(before) != time.Hour {
+		t.Errorf("a Sleep waiting at Release: %v, the clock moved %v (want 1h)", err, c.Now().Sub(before))
+	}
+	if err := c.Sleep(context.Background(), time.Minute); err != nil || c.Now().Sub(before) != time.Hour+time.Minute {
+		t.Errorf("a Sleep after Release: %v, the clock moved %v (want 1h1m)", err, c.Now().Sub(before))
 	}
 	var w WallClock
 	start := time.Now()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpstress/stress/internal/mcpstdio"
 	"github.com/mcpstress/stress/internal/outdir"
 	"github.com/mcpstress/stress/lab"
 	"github.com/mcpstress/stress/lab/record"
@@ -29,11 +30,15 @@ const labLong = `serve runs the recovery lab, a stateful MCP server (shop, billi
 files), with scenario ID of the set armed (none: every tool, no fault), over
 stdio or streamable HTTP at http://ADDR/mcp. Its clock is virtual unless
 -realtime: the methods lab/advance and lab/state move it and read the
-outcome. list prints the scenarios of a set. record writes the lab corpus
-(manifests/corpus/lab): for each scenario it starts stress lab serve -stdio,
-makes the scenario's first call through the Go SDK client, keeps the raw
-frames (DIR/frames/ID.jsonl) and writes one record per scenario, its profile
-coding proposed by rules, for a person to check and stress confirm.`
+outcome. Over stdio it answers every request read before stdin closes (the
+clock then runs by itself, releasing held answers), a malformed line with
+a JSON-RPC error (-32700 or -32600), a call before initialize with -32600,
+and a cancelled request not at all. list prints the scenarios of a set.
+record writes the lab corpus (manifests/corpus/lab): for each scenario it
+starts stress lab serve -stdio, makes the scenario's first call through
+the Go SDK client, keeps the raw frames (DIR/frames/ID.jsonl) and writes
+one record per scenario, its profile coding proposed by rules, for a
+person to check and stress confirm.`
 
 // cmdLab runs the lab's subcommands, serve and list, named by the first
 // argument; the flags of both are defined here and checked per subcommand.
@@ -126,7 +131,13 @@ func labServe(ctx context.Context, f labServeFlags, stdout, stderr io.Writer) er
 	}
 	if *stdio {
 		fmt.Fprintf(stderr, "stress lab: serving %s over stdio, %s, seed %d\n", what, clock, *seed)
-		t := &mcp.IOTransport{Reader: os.Stdin, Writer: nopWriteCloser{stdout}}
+		t := &mcpstdio.Transport{Reader: os.Stdin, Writer: stdout}
+		if vc, ok := l.Clock().(*lab.VirtualClock); ok {
+			// Note: once stdin ends no client can move the virtual clock:
+			// it runs by itself, so that a held answer is sent, not held
+			// forever.
+			t.OnInputEnd = vc.Release
+		}
 		err = srv.Run(ctx, t)
 		if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 			err = nil
@@ -170,10 +181,6 @@ func printOutcome(w io.Writer, l *lab.Lab) {
 	}
 	fmt.Fprintf(w, "stress lab: outcome of %s: recovered %v, harm %v, %d calls, %d ms of lab time\n", l.Scenario().ID, o.Recovered, o.Harm, o.Calls, o.ClockMS)
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // labRow is one scenario as lab list prints it.
 type labRow struct {
