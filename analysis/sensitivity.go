@@ -133,7 +133,7 @@ func b2i(b bool) int {
 func WriteSensitivity(w io.Writer, ps *ParserSensitivity) error {
 	fmt.Fprintln(w, "Parser sensitivity: every counted decision re-scored with its stored responses re-parsed by the")
 	fmt.Fprintln(w, "lenient parser (text around the JSON object, any code fence, labels in any letter case; see")
-	fmt.Fprintln(w, "README.md). The counts above are the strict parser's and do not change. diff = lenient − strict")
+	fmt.Fprintln(w, "docs/statistics.md). The counts above are the strict parser's and do not change. diff = lenient − strict")
 	fmt.Fprintln(w, "in percentage points, paired by decision; fixed and gained are the discordant decisions (the")
 	fmt.Fprintln(w, "lenient parser cannot lose a strict answer), p the exact two-sided McNemar test; cut counts")
 	fmt.Fprintln(w, "decisions whose final answer reads as a valid retry_now only leniently (not replayed).")

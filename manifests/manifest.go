@@ -254,7 +254,16 @@ func Load(file string) (*Resolved, error) {
 
 // LoadBuiltin reads one of the embedded manifests, e.g. "baselines.yaml".
 func LoadBuiltin(name string) (*Resolved, error) {
+	if _, err := fs.Stat(Builtin, name); err != nil || path.Dir(name) != "." {
+		return nil, fmt.Errorf("manifest builtin:%s: no such built-in manifest (built in: %s)", name, strings.Join(BuiltinNames(), ", "))
+	}
 	return load(Builtin, name, "builtin:"+name, false)
+}
+
+// BuiltinNames lists the built-in manifests (manifests/*.yaml), sorted.
+func BuiltinNames() []string {
+	names, _ := fs.Glob(Builtin, "*.yaml")
+	return names
 }
 
 // load reads manifest name from fsys; rooted says fsys is the file system

@@ -215,7 +215,7 @@ func (retryForever) Generate(ctx context.Context, req models.Request) (models.Re
 // (retry_now until the cap) under stored and live replay (the fake
 // environment, whose fault outlasts the cap): the live overhead per
 // executed call is (live − stored) / 3, reported by the live case as
-// ns/executed over the whole decision and compared in README.
+// ns/executed over the whole decision and compared in docs/action-task.md.
 func BenchmarkReplay(b *testing.B) {
 	m, err := manifests.LoadBuiltin(manifests.DefaultName)
 	if err != nil {

@@ -153,7 +153,7 @@ var coverageDesigns = []design{
 // difference over the paper's 10 servers, and the size (rejection rate at
 // 5% under no effect) of McNemar's test and of the scenario-level
 // sign-flip test. With -stats.coverage it runs 1,000 studies per design
-// with B = 2,000 and prints the table (README.md quotes it).
+// with B = 2,000 and prints the table (docs/statistics.md quotes it).
 //
 // What it asserts, with a Monte Carlo allowance of about 3 standard
 // errors: the studentized interval of the difference covers at least

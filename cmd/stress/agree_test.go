@@ -63,10 +63,10 @@ func TestAgreeShipped(t *testing.T) {
 	golden(t, "agree-rules.golden", out)
 }
 
-// TestREADMEAgreement checks that README.md's agreement table is what
+// TestREADMEAgreement checks that docs/coding.md's agreement table is what
 // stress agree prints for the shipped codings; -update rewrites it.
 func TestREADMEAgreement(t *testing.T) {
-	const file = "../../README.md"
+	const file = "../../docs/coding.md"
 	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)

@@ -129,10 +129,10 @@ models: [{name: s, backend: baseline, model: always_stop}]
 	}
 }
 
-// TestInputCapsDocumented: README.md's table of input caps is
+// TestInputCapsDocumented: docs/commands.md's table of input caps is
 // internal/input's list, row for row.
 func TestInputCapsDocumented(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../docs/commands.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,6 +141,6 @@ func TestInputCapsDocumented(t *testing.T) {
 		rows = append(rows, fmt.Sprintf("| %s | %s |", c.What, input.Size(c.Bytes)))
 	}
 	if want := "| input | cap |\n|---|---|\n" + strings.Join(rows, "\n") + "\n"; !strings.Contains(string(b), want) {
-		t.Errorf("README.md lacks the caps table:\n%s", want)
+		t.Errorf("docs/commands.md lacks the caps table:\n%s", want)
 	}
 }

@@ -1,5 +1,5 @@
 // Command stress runs and analyzes studies of recovery-policy selection
-// after MCP tool failures. README.md is its manual; "stress help" lists the
+// after MCP tool failures. README.md and docs/ are its manual; "stress help" lists the
 // commands (commands.go) and "stress help COMMAND" prints one's flags.
 package main
 

@@ -9,11 +9,15 @@ import (
 	"github.com/mcpstress/stress/results"
 )
 
-// loadManifest reads the manifest at path, or the built-in default when
+// loadManifest reads the manifest at path, the built-in one path names as
+// builtin:NAME (a copy of manifests/NAME), or the built-in default when
 // path is "".
 func loadManifest(path string) (*manifests.Resolved, error) {
 	if path == "" {
 		return manifests.LoadBuiltin(manifests.DefaultName)
+	}
+	if name, ok := strings.CutPrefix(path, "builtin:"); ok {
+		return manifests.LoadBuiltin(name)
 	}
 	return manifests.Load(path)
 }
@@ -37,8 +41,5 @@ func loadRecorded(rec *results.Record) (*manifests.Resolved, error) {
 // loadSource loads a manifest named as a bundle records it: a path, or
 // builtin:NAME; "" is the built-in default.
 func loadSource(source string) (*manifests.Resolved, error) {
-	if name, ok := strings.CutPrefix(source, "builtin:"); ok {
-		return manifests.LoadBuiltin(name)
-	}
 	return loadManifest(source)
 }

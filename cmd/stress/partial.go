@@ -16,8 +16,8 @@ import (
 
 // addPartialFlag defines -partial for analyze, compare and report.
 //
-// Note: unfinished or damaged bundles are never read silently (README,
-// "Commands"): a missing or corrupt manifest.json is an error naming the
+// Note: unfinished or damaged bundles are never read silently (docs/commands.md,
+// "Partial and damaged bundles"): a missing or corrupt manifest.json is an error naming the
 // file; a partial bundle (unfinished, or holding another number of
 // decisions than its manifest.json records) is refused unless -partial is
 // given, and then every output says so first.

@@ -28,7 +28,7 @@ listed apart (wrapper_calls.jsonl), not matches. Comments, strings, regexps,
 TypeScript types and Python case patterns never match. Dependencies (node_modules, vendor, .venv,
 site-packages, …) are never entered, build output (dist, build, out, target,
 …) only with -include-build; every other file is classed production,
-generated, test, fixture or example (README.md has the rules), and only
+generated, test, fixture or example (docs/audit.md has the rules), and only
 production matches go to the ledger. A REPO_DIR is named NAME=REPO_DIR, else
 by its git origin on GitHub (github.com/owner/name), else by its base name
 (an existing directory whose name holds "=" is taken whole).

@@ -17,7 +17,7 @@ type Cap struct {
 	Bytes int64
 }
 
-// The caps of every file a command reads from a path (README.md,
+// The caps of every file a command reads from a path (docs/commands.md,
 // "Input limits", lists them). A file over its cap is refused before it
 // is read whole, naming the file and the cap.
 var (
@@ -36,7 +36,7 @@ var (
 	ScenarioSet = Cap{"a lab scenario set or conformance case", 16 << 20}
 )
 
-// Caps lists every cap above, in the order of the README's table.
+// Caps lists every cap above, in the order of the table in docs/commands.md.
 var Caps = []Cap{Manifest, Prompt, Observation, Corpus, Ledger, Snapshot, Frame, Exclusions, Salt, BundleJSON, CodingCalls, GitMeta, ScenarioSet}
 
 // ErrTooLarge marks a file over its cap.

@@ -104,7 +104,7 @@ func TestForCorpusRefuses(t *testing.T) {
 // TestLabStudy runs manifests/lab.yaml (the deterministic baselines on the
 // lab corpus, live) and pins every count of every fault class per model
 // and condition in testdata/lab-classes.golden, then checks the claims
-// the README makes of it.
+// docs/lab.md makes of it.
 func TestLabStudy(t *testing.T) {
 	m, plan, env := labStudy(t)
 	dir, sum, err := plan.Run(context.Background(), runner.Options{Out: filepath.Join(t.TempDir(), "lab"), Env: env, Log: &bytes.Buffer{}})
@@ -205,7 +205,7 @@ func TestLabStudy(t *testing.T) {
 	if !bytes.Equal(out.Bytes(), want) {
 		t.Errorf("per-class counts differ from %s (go test ./lab/labenv -run TestLabStudy -update rewrites it):\n%s", golden, out.String())
 	}
-	// The README's claims, independent of the golden file.
+	// docs/lab.md's claims, independent of the golden file.
 	for k, x := range tallies {
 		switch {
 		case k.model == "always_stop" && (x.harm != 0 || x.calls != x.n):

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mcpstress/stress/manifests"
+)
+
+// readDoc reads a Markdown file of the repository, named from its root.
+func readDoc(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("../..", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// fencedAfter returns the fenced block that follows marker in doc, its
+// lines' common indentation removed.
+func fencedAfter(t *testing.T, doc, marker string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(doc, marker)
+	if !ok {
+		t.Fatalf("no %q", marker)
+	}
+	lines := strings.Split(rest, "\n")
+	var out []string
+	indent := ""
+	in := false
+	for _, l := range lines[1:] {
+		trimmed := strings.TrimLeft(l, " ")
+		if strings.HasPrefix(trimmed, "```") {
+			if in {
+				return strings.Join(out, "\n") + "\n"
+			}
+			in, indent = true, l[:len(l)-len(trimmed)]
+			continue
+		}
+		if in {
+			out = append(out, strings.TrimPrefix(l, indent))
+		}
+	}
+	t.Fatalf("no fenced block after %q", marker)
+	return ""
+}
+
+// TestREADMERunOutput: the counts table the README's first study shows
+// is what stress run prints.
+func TestREADMERunOutput(t *testing.T) {
+	want := fencedAfter(t, readDoc(t, "README.md"), "<!-- output of: stress run -->")
+	got, log, err := runCmd(t, "run", "-quiet", "-out", filepath.Join(t.TempDir(), "first"))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	if got != want {
+		t.Errorf("README.md's first-study table differs from what stress run prints:\n%s\nwant (as printed)\n%s", want, got)
+	}
+}
+
+// TestREADMEManifests: the README's table of shipped manifests names each
+// manifests/*.yaml once, with its number of decisions (models × prompts ×
+// conditions × scenarios × replicates).
+func TestREADMEManifests(t *testing.T) {
+	doc := readDoc(t, "README.md")
+	_, table, ok := strings.Cut(doc, "<!-- manifests -->\n")
+	if !ok {
+		t.Fatal("README.md has no <!-- manifests --> table")
+	}
+	row := regexp.MustCompile("^\\| `([^`]+)` \\| ([0-9,]+) \\|")
+	var listed []string
+	for _, l := range strings.Split(table, "\n")[2:] {
+		if !strings.HasPrefix(l, "|") {
+			break
+		}
+		m := row.FindStringSubmatch(l)
+		if m == nil {
+			t.Errorf("manifest row %q: want | `NAME` | DECISIONS | …", l)
+			continue
+		}
+		listed = append(listed, m[1])
+		r, err := manifests.LoadBuiltin(m[1])
+		if err != nil {
+			t.Errorf("%s: %v", m[1], err)
+			continue
+		}
+		mf := r.Manifest
+		want := len(mf.Models) * len(mf.Prompts) * len(mf.Conditions) * len(r.Corpus.Scenarios) * mf.Replicates
+		if got, _ := strconv.Atoi(strings.ReplaceAll(m[2], ",", "")); got != want {
+			t.Errorf("%s: the README says %s decisions, the manifest makes %d", m[1], m[2], want)
+		}
+	}
+	shipped := manifests.BuiltinNames()
+	slices.Sort(listed)
+	if !slices.Equal(listed, shipped) {
+		t.Errorf("README.md lists %v, manifests/ holds %v", listed, shipped)
+	}
+}
+
+// TestDocLinks: every relative link of README.md, docs/*.md and the
+// packages' READMEs names a file that exists and, after #, a heading it
+// has (GitHub's anchors: lower case, punctuation but - and _ dropped,
+// spaces as -).
+func TestDocLinks(t *testing.T) {
+	files := []string{"README.md", "results/README.md", "models/README.md"}
+	docs, _ := filepath.Glob("../../docs/*.md")
+	if len(docs) < 10 {
+		t.Fatalf("docs/ holds %d Markdown files", len(docs))
+	}
+	for _, d := range docs {
+		files = append(files, "docs/"+filepath.Base(d))
+	}
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	anchors := map[string]map[string]bool{}
+	anchorsOf := func(name string) map[string]bool {
+		if a, ok := anchors[name]; ok {
+			return a
+		}
+		a := map[string]bool{}
+		in := false
+		for _, l := range strings.Split(readDoc(t, name), "\n") {
+			if strings.HasPrefix(strings.TrimLeft(l, " "), "```") {
+				in = !in
+			}
+			if h, ok := strings.CutPrefix(l, "#"); ok && !in {
+				a[slug(strings.TrimLeft(h, "# "))] = true
+			}
+		}
+		anchors[name] = a
+		return a
+	}
+	checked := 0
+	for _, f := range files {
+		doc := readDoc(t, f)
+		for _, m := range link.FindAllStringSubmatch(doc, -1) {
+			target := m[1]
+			if regexp.MustCompile(`^[a-z]+:`).MatchString(target) {
+				continue // a URL (https:, mailto:, a hostile javascript: in an example)
+			}
+			file, anchor, _ := strings.Cut(target, "#")
+			name := f
+			if file != "" {
+				name = path.Clean(path.Join(path.Dir(f), file))
+				if _, err := os.Stat(filepath.Join("../..", name)); err != nil {
+					t.Errorf("%s: link %s: no file %s", f, target, name)
+					continue
+				}
+			}
+			if anchor != "" && strings.HasSuffix(name, ".md") && !anchorsOf(name)[anchor] {
+				t.Errorf("%s: link %s: %s has no heading #%s", f, target, name, anchor)
+			}
+			checked++
+		}
+	}
+	if checked < 20 {
+		t.Errorf("only %d links checked", checked)
+	}
+}
+
+// slug is GitHub's anchor for a heading.
+func slug(h string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(h)) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
