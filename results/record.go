@@ -87,10 +87,15 @@ type Session struct {
 	Started     time.Time  `json:"started"`
 	Ended       *time.Time `json:"ended,omitempty"` // nil: the session was killed
 	Binary      Binary     `json:"binary"`
-	Ran         int        `json:"ran"`                       // decisions completed in the session (while it runs or if killed: those known durable)
+	Ran         int        `json:"ran"`                       // decisions completed in the session (while it runs, if killed or stopped by an error: those known durable)
 	Redone      int        `json:"redone,omitempty"`          // interrupted decisions found at its start, run again
 	Discarded   int64      `json:"discarded_bytes,omitempty"` // torn tail of calls.jsonl cut off at its start
 	Interrupted bool       `json:"interrupted,omitempty"`     // it stopped before the end
+	// Error is why the session stopped early on an error (a write that
+	// failed, a prompt that did not render, an environment that failed
+	// outside a decision); a resume credits the session the decisions
+	// kept after its durable point, as for a killed one.
+	Error string `json:"error,omitempty"`
 }
 
 // MergedShard identifies one shard bundle of a merge.

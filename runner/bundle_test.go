@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -306,4 +307,47 @@ func TestResumeKilledWhileLoading(t *testing.T) {
 			t.Errorf("%s: %d sessions (want %d), ran %d of %d decisions, finished %v", dir, len(rec.Sessions), len(before.Sessions)+1, ran, rec.Decisions, rec.Finished)
 		}
 	}
+}
+
+// TestSessionStoppedByError: a session an error stops (here a prompt
+// that does not render for one scenario) is recorded as ended, with its
+// error and the decisions it made durable; the resume with the prompt
+// mended credits it the rest, and the sessions' counts add up.
+func TestSessionStoppedByError(t *testing.T) {
+	root := t.TempDir()
+	m := hashStudy(t, "hash-test", 1, 1, nil, 1)
+	broken := *m
+	broken.Prompts = slices.Clone(m.Prompts)
+	// S17's user message indexes past the end of a string.
+	broken.Prompts[0].Text = strings.Replace(m.Prompts[0].Text, "{{define \"user\" -}}\n", "{{define \"user\" -}}\n{{if eq .Condition \"prose\"}}{{index \"ab\" 5}}{{end}}", 1)
+	if broken.Prompts[0].Text == m.Prompts[0].Text {
+		t.Fatal("prompt not edited")
+	}
+	dir := filepath.Join(root, "stopped")
+	_, _, err := prepare(t, &broken).Run(context.Background(), runner.Options{Out: dir})
+	if err == nil || !strings.Contains(err.Error(), "fix the cause and resume") {
+		t.Fatalf("run with a prompt that does not render: %v", err)
+	}
+	var rec results.Record
+	readJSON(t, filepath.Join(dir, results.ManifestFile), &rec)
+	s := rec.Sessions[0]
+	if s.Ended == nil || !s.Interrupted || !strings.Contains(s.Error, "index") || rec.Finished != nil {
+		t.Fatalf("the stopped session: %+v", s)
+	}
+	// The prompt mended. (The broken copy kept the recorded hash of the
+	// original text, so the resume takes the original.)
+	if _, err := prepare(t, m).Resume(context.Background(), dir, runner.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	readJSON(t, filepath.Join(dir, results.ManifestFile), &rec)
+	ran := 0
+	for _, s := range rec.Sessions {
+		ran += s.Ran
+	}
+	if len(rec.Sessions) != 2 || ran != rec.Decisions || rec.Finished == nil {
+		t.Errorf("after the resume: %d sessions, ran %d of %d, finished %v", len(rec.Sessions), ran, rec.Decisions, rec.Finished)
+	}
+	full := filepath.Join(root, "full")
+	runTo(t, prepare(t, m), full, runner.Options{})
+	sameBundle(t, full, dir)
 }

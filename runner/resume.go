@@ -121,9 +121,10 @@ func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*results.Su
 	if err := s.recover(); err != nil {
 		return nil, fmt.Errorf("cannot resume %s: %w", dir, err)
 	}
-	if last := &rec.Sessions[len(rec.Sessions)-1]; len(rec.Sessions) > 0 && last.Ended == nil {
-		// The killed session recorded what it ran up to its last sync;
-		// the decisions kept after that point were run by it too.
+	if last := &rec.Sessions[len(rec.Sessions)-1]; len(rec.Sessions) > 0 && (last.Ended == nil || last.Error != "") {
+		// The killed session (or the one an error stopped) recorded what
+		// it ran up to its last sync; the decisions kept after that point
+		// were run by it too.
 		last.Ran += s.afterDurable
 	}
 	// Cut calls.jsonl to the decisions kept and make them durable before

@@ -49,8 +49,10 @@ type session struct {
 	// afterDurable counts the decisions kept on resume that lie past the
 	// recorded durable point (run by a killed session after its last sync).
 	afterDurable int
-	// durableAt is the byte count of the last checkpoint.
-	durableAt int64
+	// durableAt is the byte count of the last checkpoint, ranDurable the
+	// session's decisions it held.
+	durableAt  int64
+	ranDurable int
 	// msgs is the message table found on resume (nil for a new run);
 	// msgKeep the bytes of messages.jsonl to keep, and msgAt the bytes of
 	// it known durable.
@@ -64,6 +66,7 @@ type session struct {
 // calls.jsonl are durable, with the current session's progress.
 func (s *session) checkpoint(n int64) error {
 	s.rec.CallsDurable, s.durableAt = &n, n
+	s.ranDurable = s.rec.Sessions[len(s.rec.Sessions)-1].Ran
 	m := s.msgAt
 	s.rec.MessagesDurable = &m
 	return results.WriteJSON(filepath.Join(s.dir, results.ManifestFile), s.rec)
@@ -136,7 +139,15 @@ func (s *session) run(ctx context.Context) (*results.Summary, error) {
 		s.msgAt = msgs.Size()
 	}
 	if c.err != nil {
-		return nil, fmt.Errorf("%w (the bundle keeps every decision written before; fix the cause and resume)", c.err)
+		// The session ends here: recorded with its error and the
+		// decisions it made durable (a resume credits it the rest).
+		end := s.opt.Now().UTC()
+		sess.Ended, sess.Interrupted, sess.Error, sess.Ran = &end, true, c.err.Error(), s.ranDurable
+		err := fmt.Errorf("%w (the bundle keeps every decision written before; fix the cause and resume)", c.err)
+		if werr := results.WriteJSON(filepath.Join(s.dir, results.ManifestFile), s.rec); werr != nil {
+			err = errors.Join(err, werr)
+		}
+		return nil, err
 	}
 	return s.finish(ctx, sess)
 }

@@ -177,3 +177,28 @@ func slug(h string) string {
 	}
 	return b.String()
 }
+
+// TestDocLabRows: every row docs/lab.md shows of the lab study's table
+// (and its header) is a line of what stress run manifests/lab.yaml
+// prints.
+func TestDocLabRows(t *testing.T) {
+	block := fencedAfter(t, readDoc(t, "docs/lab.md"), "<!-- rows of: stress run manifests/lab.yaml -->")
+	got, log, err := runCmd(t, "run", "-quiet", "-out", filepath.Join(t.TempDir(), "lab"), "../../manifests/lab.yaml")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	lines := strings.Split(got, "\n")
+	rows := 0
+	for _, l := range strings.Split(strings.TrimSpace(block), "\n") {
+		if strings.HasPrefix(l, "$") || l == "…" {
+			continue
+		}
+		rows++
+		if !slices.Contains(lines, l) {
+			t.Errorf("docs/lab.md shows a row stress run does not print:\n%s", l)
+		}
+	}
+	if rows < 6 {
+		t.Errorf("only %d rows checked", rows)
+	}
+}
