@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -200,5 +201,49 @@ func TestDocLabRows(t *testing.T) {
 	}
 	if rows < 6 {
 		t.Errorf("only %d rows checked", rows)
+	}
+}
+
+// TestREADMEFirstStudy runs the README's first study as written, line by
+// line, with the built binary as ./stress in a directory that has the
+// clone's manifests/ (the line that opens a browser aside): every
+// command succeeds and writes what the README says.
+func TestREADMEFirstStudy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	_, rest, ok := strings.Cut(readDoc(t, "README.md"), "## Your first study")
+	if !ok {
+		t.Fatal("README.md has no first study")
+	}
+	block := fencedAfter(t, rest, "\n")
+	dir := t.TempDir()
+	bin := stressBinary(t)
+	if err := os.Rename(bin, filepath.Join(dir, "stress")); err != nil {
+		t.Fatal(err)
+	}
+	repo, _ := filepath.Abs("../..")
+	os.Symlink(filepath.Join(repo, "manifests"), filepath.Join(dir, "manifests"))
+	ran := 0
+	for _, l := range strings.Split(strings.TrimSpace(block), "\n") {
+		cmd, _, _ := strings.Cut(l, "#")
+		cmd = strings.TrimSpace(cmd)
+		if cmd == "" || strings.HasPrefix(cmd, "xdg-open") {
+			continue
+		}
+		c := exec.Command("sh", "-c", cmd)
+		c.Dir = dir
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", cmd, err, out)
+		}
+		ran++
+	}
+	if ran != 4 {
+		t.Errorf("%d commands ran, want 4", ran)
+	}
+	for _, f := range []string{"first/calls.jsonl", "first/report/report.html", "first/report/report.md", "prompts/decisions.parquet"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("the first study did not write %s", f)
+		}
 	}
 }
