@@ -1,6 +1,6 @@
 // Package conditions renders a scenario under one of the paired conditions
-// of STUDY.md section 3, through a prompt template file, into the chat
-// messages a model receives.
+// of docs/specification.md section 3, through a prompt template file, into
+// the chat messages a model receives.
 package conditions
 
 import (
