@@ -480,9 +480,9 @@ type textBlock struct {
 // category (study.CategoryOf): then there is no such result.
 //
 // The contract is derived from the record alone: the category from the
-// cause, isRetryable from study.Retryable (true only for transient and
-// rate_limit), and an explanation stating
-// the failed condition and its target (Explanation).
+// cause, isRetryable from study.Retryable (true only for transient,
+// rate_limit and locked), and an explanation stating the failed condition
+// and its target (Explanation).
 func CategoryResult(s *study.Scenario) (raw json.RawMessage, ok bool, err error) {
 	return ContractResult(s, study.Category)
 }
