@@ -141,8 +141,8 @@ func TestPaperTable(t *testing.T) {
 	if tb.Table != "paper" || !strings.Contains(tb.Citation, "Table II") || len(tb.Rows) != 8 || len(tb.Models) != 2 {
 		t.Fatalf("table %+v", tb)
 	}
-	// Published figures (STUDY.md section 4): Strict, Cover, Retry,
-	// Invalid, AnyFS, Extra per row, then terminal FS.
+	// Published figures (docs/specification.md section 4): Strict, Cover,
+	// Retry, Invalid, AnyFS, Extra per row, then terminal FS.
 	want := [][7]int{
 		{42, 105, 1, 0, 0, 1, 0}, {39, 105, 1, 0, 0, 1, 0}, {95, 105, 0, 0, 0, 0, 0}, {105, 105, 0, 0, 0, 0, 0},
 		{6, 73, 24, 5, 5, 48, 4}, {5, 76, 24, 6, 2, 48, 1}, {39, 84, 26, 8, 2, 55, 1}, {30, 77, 23, 11, 2, 42, 0},

@@ -1,10 +1,10 @@
-// Package analysis turns a results bundle into the counts of STUDY.md
-// section 4 and their statistics: it re-scores every decision from
-// calls.jsonl alone (through results' reader and scoring path, in one
-// pass that also summarizes transport events), checks the result against
-// decisions.parquet, formats the counts table, and computes intervals,
-// paired comparisons and comparisons with the paper. It reads bundles
-// only through results and never writes one.
+// Package analysis turns a results bundle into the counts of
+// docs/specification.md section 4 and their statistics: it re-scores every
+// decision from calls.jsonl alone (through results' reader and scoring
+// path, in one pass that also summarizes transport events), checks the
+// result against decisions.parquet, formats the counts table, and computes
+// intervals, paired comparisons and comparisons with the paper. It reads
+// bundles only through results and never writes one.
 package analysis
 
 import (
@@ -53,8 +53,9 @@ func CountsRow(c *results.Cell, lab bool) []string {
 	return append(r, strconv.Itoa(c.Extra), strconv.Itoa(c.Errors))
 }
 
-// WriteTable prints the counts table of STUDY.md section 4, with the lab
-// columns of section 7 when some cell has decisions with lab outcomes.
+// WriteTable prints the counts table of docs/specification.md section 4,
+// with the lab columns of section 7 when some cell has decisions with lab
+// outcomes.
 func WriteTable(w io.Writer, cells []results.Cell) error {
 	lab := results.HasLab(cells)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

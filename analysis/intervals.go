@@ -22,9 +22,11 @@ type Options struct {
 	Seed uint64  // bootstrap seed; 0 means DefaultSeed
 	Conf float64 // two-sided confidence level in (0, 1); 0 means 0.95
 	// Pairs are the paired comparisons asked for, after the predeclared
-	// ones (STUDY.md section 4), in every arm that has both conditions.
+	// ones (docs/specification.md section 4), in every arm that has both
+	// conditions.
 	Pairs []PairSpec
-	// NoPredeclared drops the predeclared comparisons of STUDY.md.
+	// NoPredeclared drops the predeclared comparisons
+	// (docs/specification.md section 4.6).
 	NoPredeclared bool
 	// Declared are comparisons the study's manifest declared before the
 	// run (its comparisons field): computed after Predeclared and marked

@@ -60,9 +60,9 @@ func (p PairSpec) String() string {
 }
 
 // Predeclared lists the comparisons fixed in advance, all on Strict:
-// STUDY.md section 4's code_only − normalized (the only answer-free
-// comparison) and structured − prose (two ways of disclosing the answer);
-// then the twelve simple effects of the format × wording ×
+// docs/specification.md section 4's code_only − normalized (the only
+// answer-free comparison) and structured − prose (two ways of disclosing
+// the answer); then the twelve simple effects of the format × wording ×
 // failure-statement factorial (FactorialContrasts); then the two delivery
 // channels of the category contract against both (ChannelContrasts). A
 // comparison is computed in every arm that has both of its conditions.
@@ -307,12 +307,12 @@ func (p *pairing) pair(a *Accumulator, u int, fa, fb, bit, need uint16) {
 }
 
 // Note: the studentized interval and the sign-flip tests stand beside the
-// contract's percentile bootstrap and McNemar test (STUDY.md section 4)
-// rather than replace them: TestCoverage measures the percentile interval
-// at 89–92% and the studentized one at 93.5–96% for a nominal 95% over the
-// paper's 10 servers, and McNemar's size at up to 20% for a nominal 5%
-// when the effect varies by scenario, against 2.5–4% for the sign-flip
-// test.
+// contract's percentile bootstrap and McNemar test
+// (docs/specification.md section 4) rather than replace them: TestCoverage
+// measures the percentile interval at 89–92% and the studentized one at
+// 93.5–96% for a nominal 95% over the paper's 10 servers, and McNemar's
+// size at up to 20% for a nominal 5% when the effect varies by scenario,
+// against 2.5–4% for the sign-flip test.
 
 // pairStatsOf turns a pairing into paired statistics: McNemar, both
 // cluster bootstraps (servers visited in order) and the sign-flip tests
@@ -419,7 +419,9 @@ func (a *Accumulator) pairs(ctx context.Context, opt Options) ([]Pair, error) {
 			specs, pre = append(specs, s), append(pre, true)
 		}
 	}
-	npre := len(specs) // STUDY.md's: silently absent from a bundle without their conditions
+	// The predeclared pairs (docs/specification.md section 4.6) are
+	// silently absent from a bundle without their conditions.
+	npre := len(specs)
 	for i, s := range append(slices.Clone(opt.Declared), opt.Pairs...) {
 		declared := i < len(opt.Declared)
 		if s.Column.bit() == 0 {

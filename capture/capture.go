@@ -1,9 +1,9 @@
 // Package capture connects to live MCP servers with the official Go SDK,
-// induces failures with low-risk probes (STUDY.md section 2; paper IV-B),
-// records both the raw JSON-RPC frames and the SDK's normalized view, and
-// turns the failures into a pseudonymous, minimized scenario corpus that
-// study.LoadCorpus accepts, with a proposed profile coding for a person to
-// confirm.
+// induces failures with low-risk probes (docs/specification.md section 2;
+// paper IV-B), records both the raw JSON-RPC frames and the SDK's
+// normalized view, and turns the failures into a pseudonymous, minimized
+// scenario corpus that study.LoadCorpus accepts, with a proposed profile
+// coding for a person to confirm.
 //
 // Probes: a guaranteed-nonexistent tool name; one wrong JSON type and one
 // missing required field on a read-only tool; and a type-correct

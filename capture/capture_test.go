@@ -485,7 +485,8 @@ func TestGoServerOverHTTP(t *testing.T) {
 		}
 	}
 	// Every counterfactual control envelope passes the fail-closed client
-	// (STUDY.md section 6) with the preferred policy, in both modes.
+	// (docs/specification.md section 6) with the preferred policy, in both
+	// modes.
 	for _, sc := range c.Scenarios {
 		for _, mode := range []failclosed.Mode{failclosed.Registry, failclosed.ExplicitAction} {
 			if d := failclosed.Decide(sc.ControlEnvelope, mode); d.Policy != sc.Preferred {

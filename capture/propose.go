@@ -44,10 +44,10 @@ func targetOf(c study.Cause, p Plan, text string) study.Target {
 	return study.Target{Kind: "parameter", Pointer: "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(p.Field)}
 }
 
-// Envelope is the counterfactual control envelope of STUDY.md section 6
-// for a failure with cause code, repair target, preferred policy and
-// failure text (words, the cause in words, when the text is empty or too
-// long to repeat).
+// Envelope is the counterfactual control envelope of
+// docs/specification.md section 6 for a failure with cause code, repair
+// target, preferred policy and failure text (words, the cause in words,
+// when the text is empty or too long to repeat).
 func Envelope(code string, target study.Target, policy study.Policy, text, words string) (json.RawMessage, error) {
 	return study.MarshalEnvelope(study.EnvelopeSpec{Code: code, Target: target, Policy: policy,
 		SameRequest: "unsafe", SideEffects: "none_committed", Text: text, Words: words})

@@ -1,6 +1,6 @@
 // Package conditions renders a scenario under one of the paired conditions
-// of STUDY.md section 3, through a prompt template file, into the chat
-// messages a model receives.
+// of docs/specification.md section 3, through a prompt template file, into
+// the chat messages a model receives.
 package conditions
 
 import (
@@ -480,9 +480,9 @@ type textBlock struct {
 // category (study.CategoryOf): then there is no such result.
 //
 // The contract is derived from the record alone: the category from the
-// cause, isRetryable from study.Retryable (true only for transient and
-// rate_limit), and an explanation stating
-// the failed condition and its target (Explanation).
+// cause, isRetryable from study.Retryable (true only for transient,
+// rate_limit and locked), and an explanation stating the failed condition
+// and its target (Explanation).
 func CategoryResult(s *study.Scenario) (raw json.RawMessage, ok bool, err error) {
 	return ContractResult(s, study.Category)
 }

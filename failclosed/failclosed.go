@@ -1,8 +1,9 @@
-// Package failclosed is the deterministic fail-closed client of STUDY.md
-// section 6: it reads the raw bytes of a completed tool result carrying the
-// experimental control envelope (schema urn:example:mcp-error:1), checks it in
-// a fixed order, and either selects a recovery policy or stops
-// (stop_or_escalate) with an exact, machine-readable Reason.
+// Package failclosed is the deterministic fail-closed client of
+// docs/specification.md section 6: it reads the raw bytes of a completed
+// tool result carrying the experimental control envelope (schema
+// urn:example:mcp-error:1), checks it in a fixed order, and either selects
+// a recovery policy or stops (stop_or_escalate) with an exact,
+// machine-readable Reason.
 //
 // The envelope it accepts:
 //

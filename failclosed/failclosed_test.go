@@ -13,7 +13,8 @@ import (
 	"github.com/mcpstress/stress/study"
 )
 
-// envelope returns the STUDY.md section 6 listing as a mutable map.
+// envelope returns the docs/specification.md section 6 listing as a mutable
+// map.
 func envelope() map[string]any {
 	return map[string]any{
 		"resultType": "complete",
@@ -339,8 +340,9 @@ func TestCorpusControls(t *testing.T) {
 	}
 }
 
-// TestControls checks the 21 counterfactual control envelopes (STUDY.md 2
-// and 6): the preferred policy in both modes.
+// TestControls checks the 21 counterfactual control envelopes
+// (docs/specification.md sections 2 and 6): the preferred policy in both
+// modes.
 func TestControls(t *testing.T) {
 	type row struct {
 		cause  study.Cause

@@ -14,10 +14,10 @@ import (
 	"github.com/mcpstress/stress/study"
 )
 
-// Suite holds the conformance suite's data files, one case per
-// suite/*.json file: the 2 transient and 17 malformed cases of STUDY.md
-// section 6 and the category-contract cases. The 21 control cases are not
-// files: Controls builds them from a corpus.
+// Suite holds the conformance suite's data files, one case per suite/*.json
+// file: the 2 transient and 17 malformed cases of
+// docs/specification.md section 6 and the category-contract cases. The 21
+// control cases are not files: Controls builds them from a corpus.
 //
 //go:embed suite/*.json
 var Suite embed.FS
@@ -31,8 +31,9 @@ func BuiltinSuite() ([]Case, error) { return LoadSuite(Suite, SuiteDir) }
 // Kind is the family a conformance case belongs to.
 type Kind string
 
-// The case families: the three of STUDY.md section 6, decided by Decide,
-// and the error-category contract of seed 002, decided by DecideCategory.
+// The case families: the three of docs/specification.md section 6, decided
+// by Decide, and the error-category contract of seed 002, decided by
+// DecideCategory.
 const (
 	KindControl   Kind = "control"   // a counterfactual control envelope of a corpus scenario
 	KindTransient Kind = "transient" // a synthetic transient failure with a safe replay
@@ -53,8 +54,8 @@ func (k Kind) Valid() bool {
 	return false
 }
 
-// Paper reports whether k is a family of the paper's suite (STUDY.md
-// section 6: control, transient, malformed).
+// Paper reports whether k is a family of the paper's suite
+// (docs/specification.md section 6: control, transient, malformed).
 func (k Kind) Paper() bool { return k == KindControl || k == KindTransient || k == KindMalformed }
 
 // Case is one conformance case: an input and the decision expected in each
@@ -195,10 +196,11 @@ func Run(cases []Case) []CaseResult {
 	return out
 }
 
-// Controls returns the control cases of a corpus (STUDY.md section 6): one
-// per scenario, id the scenario id, input its control envelope, expecting
-// the preferred policy in both modes (with the envelope's retry.afterMs as
-// the delay when that policy is retry_later).
+// Controls returns the control cases of a corpus
+// (docs/specification.md section 6): one per scenario, id the scenario id,
+// input its control envelope, expecting the preferred policy in both modes
+// (with the envelope's retry.afterMs as the delay when that policy is
+// retry_later).
 func Controls(scenarios []study.Scenario) []Case {
 	out := make([]Case, 0, len(scenarios))
 	for _, s := range scenarios {

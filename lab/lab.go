@@ -1,7 +1,7 @@
 // Package lab is the recovery lab: a small stateful domain (orders,
 // payments, files) served as MCP tools, with one deterministic, seeded
 // fault armed per scenario, a clock the harness owns, and ground truth read
-// from the state rather than from labels (STUDY.md section 7).
+// from the state rather than from labels (docs/specification.md section 7).
 //
 // A Lab is one instance: Call executes a tools/call exactly as the MCP
 // server does (NewServer serves the same Lab over the Go SDK), the Clock

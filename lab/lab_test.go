@@ -73,10 +73,10 @@ func TestCoreSet(t *testing.T) {
 	}
 }
 
-// TestPreferredPolicies: the policy Strict credits in each scenario is
-// one of its class's preferred policies (the vocabulary row's first
-// guess, STUDY.md section 7; TestExecutionTable proves the rest), and a
-// replay after a committed write is preferred only with an idempotency
+// TestPreferredPolicies: the policy Strict credits in each scenario is one
+// of its class's preferred policies (the vocabulary row's first guess,
+// docs/specification.md section 7; TestExecutionTable proves the rest), and
+// a replay after a committed write is preferred only with an idempotency
 // key.
 func TestPreferredPolicies(t *testing.T) {
 	for _, sc := range coreSet(t).Scenarios {

@@ -41,7 +41,8 @@ const DefaultName = "baselines.yaml"
 // and memory on a wrong file).
 const MaxBytes = 1 << 20
 
-// DefaultReplayCap is the replay cap when a manifest sets none (STUDY.md 4).
+// DefaultReplayCap is the replay cap when a manifest sets none
+// (docs/specification.md section 4).
 const DefaultReplayCap = 3
 
 // Manifest is a study manifest as written by its author.
@@ -90,11 +91,11 @@ type Manifest struct {
 	// Models are the systems under test.
 	Models []Model `yaml:"models" json:"models"`
 	// Comparisons declare paired comparisons before the run, beyond the
-	// predeclared ones of STUDY.md section 4, as "FACTOR:A,B[,COLUMN]"
-	// with FACTOR condition, prompt or model and A, B conditions, prompts
-	// or models of this manifest (see stress analyze -pair). analyze and
-	// report compute them as predeclared: they join the family whose
-	// p-values are adjusted together.
+	// predeclared ones of docs/specification.md section 4, as
+	// "FACTOR:A,B[,COLUMN]" with FACTOR condition, prompt or model and A, B
+	// conditions, prompts or models of this manifest (see stress analyze
+	// -pair). analyze and report compute them as predeclared: they join the
+	// family whose p-values are adjusted together.
 	Comparisons []string `yaml:"comparisons,omitempty" json:"comparisons,omitempty"`
 	// MaxInFlight caps the model calls in flight across all models and
 	// endpoints, 1 to 4096. Absent from the manifest (0 here), it is the
@@ -210,7 +211,7 @@ const (
 	ReplayStored = "stored"
 	// ReplayLive executes every policy the model chooses (but
 	// stop_or_escalate) in a fresh, seeded environment and shows the model
-	// the real result (STUDY.md section 7).
+	// the real result (docs/specification.md section 7).
 	ReplayLive = "live"
 )
 

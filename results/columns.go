@@ -117,8 +117,8 @@ func b2i(b bool) int64 {
 	return 0
 }
 
-// Columns are the outcome columns in table order: STUDY.md section 4's,
-// then section 7's lab columns.
+// Columns are the outcome columns in table order:
+// docs/specification.md section 4's, then section 7's lab columns.
 var Columns = []Column{
 	{Name: "strict", Label: "Strict", Doc: "final label is the preferred policy",
 		flag: func(r *Row) *bool { return &r.Strict }, cell: func(c *Cell) *int { return &c.Strict }},

@@ -48,9 +48,10 @@ func runManifest(t testing.TB, name string) (string, *results.Summary, *manifest
 	return dir, sum, m
 }
 
-// TestDefaultStudy pins the baseline counts of STUDY.md section 4 and
-// issue 2: always-stop never covers, code-registry is 105/105 wherever the
-// code is shown, explicit-policy wherever the policy label is shown.
+// TestDefaultStudy pins the baseline counts of
+// docs/specification.md section 4 and issue 2: always-stop never covers,
+// code-registry is 105/105 wherever the code is shown, explicit-policy
+// wherever the policy label is shown.
 func TestDefaultStudy(t *testing.T) {
 	dir, sum := runBuiltin(t)
 	if sum.Decisions != 1260 || sum.Calls != 1260 || sum.Errors != 0 || len(sum.Cells) != 12 {

@@ -1,10 +1,10 @@
 // Package simulator runs one decision: it shows a model a rendered failure,
 // replays the unchanged request when the model asks for an immediate replay
-// (at most the replay cap, 3 by default), and scores the trajectory into the
-// counts of STUDY.md section 4. Under live replay (Config.Env) it executes
-// every policy the model chooses in a fresh environment instead, shows the
-// model what came back, and adds the environment's outcome (STUDY.md
-// section 7).
+// (at most the replay cap, 3 by default), and scores the trajectory into
+// the counts of docs/specification.md section 4. Under live replay
+// (Config.Env) it executes every policy the model chooses in a fresh
+// environment instead, shows the model what came back, and adds the
+// environment's outcome (docs/specification.md section 7).
 package simulator
 
 import (
@@ -60,7 +60,7 @@ func Seed(studySeed uint64, scenario string, replicate, turn int) int64 {
 type Config struct {
 	StudySeed   uint64         // from the manifest
 	Temperature float64        // sampling temperature
-	ReplayCap   int            // most replays per decision (STUDY.md: 3)
+	ReplayCap   int            // most replays per decision (docs/specification.md section 4.2)
 	Options     map[string]any // the model's backend options
 	// Env, when set, makes replays live (manifest replay: live): each
 	// decision gets a fresh environment seeded by EnvSeed, and every
@@ -321,7 +321,8 @@ func ContinuesLive(a Answer, t, replayCap int) bool {
 	return a.Valid && a.Policy != study.StopOrEscalate && t < replayCap
 }
 
-// Outcome is the scored trajectory of a decision (STUDY.md section 4).
+// Outcome is the scored trajectory of a decision
+// (docs/specification.md section 4).
 type Outcome struct {
 	Final       study.Policy // final label, "" when the final answer is invalid
 	FinalStatus study.Status // final operation status, "" when absent or invalid

@@ -21,11 +21,12 @@ const Silent Surface = "silent"
 // MissingRequired is the probe that omits one required argument of a
 // read-only tool (captured corpora only).
 //
-// Note: it yields invalid_type. The vocabulary (STUDY.md 1.3) has no
-// separate cause for an absent argument; the value's JSON type is
-// "undefined" where the schema requires one, the repair target is the
-// parameter and the preferred policy (revise_arguments) is the same, so a
-// new cause would only split a cell without changing any decision.
+// Note: it yields invalid_type. The vocabulary
+// (docs/specification.md section 1.3) has no separate cause for an absent
+// argument; the value's JSON type is "undefined" where the schema requires
+// one, the repair target is the parameter and the preferred policy
+// (revise_arguments) is the same, so a new cause would only split a cell
+// without changing any decision.
 const MissingRequired Probe = "missing_required"
 
 // LabCall is the call the recovery lab's recorder (stress lab record)

@@ -169,8 +169,8 @@ func TestEmptyText(t *testing.T) {
 	}
 }
 
-// TestCountPaperCorpus pins the paper's counts (STUDY.md section 2) as
-// CountCorpus prints them.
+// TestCountPaperCorpus pins the paper's counts
+// (docs/specification.md section 2) as CountCorpus prints them.
 func TestCountPaperCorpus(t *testing.T) {
 	c := CountCorpus(loadPaper(t).Scenarios)
 	var b strings.Builder

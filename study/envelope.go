@@ -6,11 +6,12 @@ import (
 )
 
 // EnvelopeSchema is the schema the counterfactual control envelope names
-// (STUDY.md section 6).
+// (docs/specification.md section 6).
 const EnvelopeSchema = "urn:example:mcp-error:1"
 
-// EnvelopeSpec describes a counterfactual control envelope (STUDY.md section
-// 6) for MarshalEnvelope: what a well-behaved server would have sent.
+// EnvelopeSpec describes a counterfactual control envelope
+// (docs/specification.md section 6) for MarshalEnvelope: what a
+// well-behaved server would have sent.
 type EnvelopeSpec struct {
 	Code        string // the cause code
 	Target      Target // the repair target
@@ -32,7 +33,7 @@ type EnvelopeSpec struct {
 const EnvelopeTextMax = 4 << 10
 
 // MarshalEnvelope encodes e as the envelope's JSON, in the member order of
-// STUDY.md section 6.
+// docs/specification.md section 6.
 func MarshalEnvelope(e EnvelopeSpec) (json.RawMessage, error) {
 	type tgt struct {
 		Kind    string `json:"kind"`

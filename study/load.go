@@ -179,7 +179,8 @@ var (
 	versionPattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
 )
 
-// validate checks one record against the vocabulary and STUDY.md 1.3.
+// validate checks one record against the vocabulary and
+// docs/specification.md section 1.3.
 func (s *Scenario) validate() []fieldErr {
 	var errs []fieldErr
 	bad := func(field, format string, a ...any) { errs = append(errs, fieldErr{field, fmt.Errorf(format, a...)}) }

@@ -7,7 +7,7 @@ import (
 
 // Coordinates are the six actionability capabilities in profile order:
 // failure detection, coarse policy, cause, repair target, executable
-// repair, replay constraints (STUDY.md section 5).
+// repair, replay constraints (docs/specification.md section 5).
 var Coordinates = []string{"D", "P", "C", "T", "E", "R"}
 
 // Bit is one coded capability with its evidence.

@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 )
 
-// Scenario is one verified failure of the corpus (STUDY.md section 2).
+// Scenario is one verified failure of the corpus
+// (docs/specification.md section 2).
 type Scenario struct {
 	ID              string          `json:"id"`               // S01…S21 in the paper corpus
 	Server          string          `json:"server"`           // server pseudonym, the bootstrap cluster

@@ -42,7 +42,8 @@ func eq[K comparable](t *testing.T, what string, got, want map[K]int) {
 	}
 }
 
-// TestPaperCorpusCounts pins every count of STUDY.md section 2.
+// TestPaperCorpusCounts pins every count of
+// docs/specification.md section 2.
 func TestPaperCorpusCounts(t *testing.T) {
 	c := loadPaper(t)
 	if len(c.Scenarios) != 21 {
@@ -133,7 +134,7 @@ func TestPaperCorpusCounts(t *testing.T) {
 	}
 }
 
-// TestPaperProfiles pins STUDY.md section 5 (paper Table I).
+// TestPaperProfiles pins docs/specification.md section 5 (paper Table I).
 func TestPaperProfiles(t *testing.T) {
 	c := loadPaper(t)
 	ctrl := Summarize(c.Scenarios, ControlView)

@@ -8,10 +8,11 @@ import (
 	"strings"
 )
 
-// CorpusCounts are the counts of a corpus in the form STUDY.md section 2
-// gives the paper's: servers, protocol versions, probes, cluster sizes,
-// causes and surfaces; and, for captured records, views, wire surfaces,
-// failure texts quoting a JSON-RPC code and unconfirmed codings.
+// CorpusCounts are the counts of a corpus in the form
+// docs/specification.md section 2 gives the paper's: servers, protocol
+// versions, probes, cluster sizes, causes and surfaces; and, for captured
+// records, views, wire surfaces, failure texts quoting a JSON-RPC code and
+// unconfirmed codings.
 type CorpusCounts struct {
 	Scenarios      int                       `json:"scenarios"`
 	Servers        int                       `json:"servers"`

@@ -1,14 +1,17 @@
-// Package study holds the vocabulary of the recovery-policy study (policies,
-// statuses, causes, surfaces, conditions) and its scenario records, as fixed
-// by STUDY.md sections 1 and 2. It imports nothing else of the project.
+// Package study holds the vocabulary of the recovery-policy study
+// (policies, statuses, causes, surfaces, conditions) and its scenario
+// records, as fixed by docs/specification.md sections 1 and 2. It imports
+// nothing else of the project.
 package study
 
 import "strings"
 
-// Policy is a recovery-policy label: the model's answer (STUDY.md 1.1).
+// Policy is a recovery-policy label: the model's answer
+// (docs/specification.md section 1.1).
 type Policy string
 
-// The six recovery policies, in the order STUDY.md lists them.
+// The six recovery policies, in the order of
+// docs/specification.md section 1.1.
 const (
 	ReviseArguments Policy = "revise_arguments"
 	SelectTool      Policy = "select_tool"
@@ -58,10 +61,12 @@ func (p Policy) Valid() bool { _, ok := policyClass[p]; return ok }
 // Class returns the coarse class of p, or "" for an invalid label.
 func (p Policy) Class() Class { return policyClass[p] }
 
-// Words returns the meaning of p in plain words (STUDY.md 1.1).
+// Words returns the meaning of p in plain words
+// (docs/specification.md section 1.1).
 func (p Policy) Words() string { return policyWords[p] }
 
-// Status is the operation status a model reports (STUDY.md 1.2).
+// Status is the operation status a model reports
+// (docs/specification.md section 1.2).
 type Status string
 
 // The two operation statuses.
@@ -73,11 +78,12 @@ const (
 // Valid reports whether s is failed or succeeded.
 func (s Status) Valid() bool { return s == Failed || s == Succeeded }
 
-// Cause is the verified cause of a failure (STUDY.md 1.3).
+// Cause is the verified cause of a failure
+// (docs/specification.md section 1.3).
 type Cause string
 
-// The five causes of STUDY.md 1.3; Transient occurs only in synthetic
-// cases and in the recovery lab.
+// The five causes of docs/specification.md section 1.3; Transient occurs
+// only in synthetic cases and in the recovery lab.
 const (
 	UnknownTool  Cause = "unknown_tool"
 	InvalidType  Cause = "invalid_type"
@@ -87,7 +93,7 @@ const (
 )
 
 // The causes only the recovery lab induces (its fault classes of the same
-// names, STUDY.md section 7); the lab's permission class is
+// names, docs/specification.md section 7); the lab's permission class is
 // AuthRequired.
 const (
 	RateLimit        Cause = "rate_limit"
@@ -100,8 +106,8 @@ const (
 	Locked           Cause = "locked"
 )
 
-// PaperCauses lists the five causes of STUDY.md 1.3 in canonical order:
-// the scale of the paper's cause coding.
+// PaperCauses lists the five causes of docs/specification.md section 1.3 in
+// canonical order: the scale of the paper's cause coding.
 var PaperCauses = []Cause{UnknownTool, InvalidType, InvalidValue, AuthRequired, Transient}
 
 // Causes lists every cause in canonical order: the paper's five, then the
@@ -109,10 +115,11 @@ var PaperCauses = []Cause{UnknownTool, InvalidType, InvalidValue, AuthRequired, 
 var Causes = []Cause{UnknownTool, InvalidType, InvalidValue, AuthRequired, Transient,
 	RateLimit, TimeoutCommitted, PartialCommit, Idempotency, StaleRevision, SilentNoop, UpstreamOutage, Locked}
 
-// CauseInfo is one row of the cause vocabulary (STUDY.md 1.3 and
-// section 7): everything the project says of a cause, in one place. The
-// recovery lab adds only its behaviour (lab/fault.go), so a new fault
-// class is its row here, its behaviour there, and its scenarios.
+// CauseInfo is one row of the cause vocabulary
+// (docs/specification.md section 1.3 and section 7): everything the project
+// says of a cause, in one place. The recovery lab adds only its behaviour
+// (lab/fault.go), so a new fault class is its row here, its behaviour
+// there, and its scenarios.
 type CauseInfo struct {
 	Code       string // namespaced cause code
 	TargetKind string // kind of the repair target: tool, parameter, credential or dependency
@@ -195,11 +202,11 @@ var causes = map[Cause]CauseInfo{
 		Explanation: "{Dependency} is temporarily unavailable.", SideEffects: NoneCommitted, Surfaces: allServed, RPCCode: RPCUpstream,
 		Evidence: []string{`(?i)(temporarily unavailable|\b503\b|service unavailable|try again)`}},
 
-	// The recovery lab's causes (STUDY.md section 7). Where one has two
-	// preferred policies, which one a scenario prefers depends on
-	// evidence the code does not carry (whether the tool is idempotent,
-	// whether the write was committed, whether the failure names a
-	// batch's applied prefix, whether a dropped write may still land).
+	// The recovery lab's causes (docs/specification.md section 7). Where
+	// one has two preferred policies, which one a scenario prefers depends
+	// on evidence the code does not carry (whether the tool is idempotent,
+	// whether the write was committed, whether the failure names a batch's
+	// applied prefix, whether a dropped write may still land).
 	RateLimit: {Code: "example.mcp.rate_limit.exceeded", TargetKind: "dependency", Preferred: []Policy{RetryLater},
 		Words: "the caller exceeded a rate limit and must wait for the window to pass", Category: TransientCategory, Retryable: true,
 		Explanation: "The rate limit of {dependency} was exceeded.", SideEffects: NoneCommitted, Surfaces: allServed, RPCCode: RPCRateLimited,
@@ -259,7 +266,8 @@ func CauseOfCode(code string) (Cause, bool) {
 	return "", false
 }
 
-// Surface is how the client normalized a failure (STUDY.md 2).
+// Surface is how the client normalized a failure
+// (docs/specification.md section 2).
 type Surface string
 
 // The failure surfaces.
@@ -314,15 +322,16 @@ func (p Probe) Yields(c Cause) bool {
 	return false
 }
 
-// Condition is how a failure is shown to a model (STUDY.md 3).
+// Condition is how a failure is shown to a model
+// (docs/specification.md section 3).
 type Condition string
 
 // The four paired conditions of the paper, then more a manifest may name:
-// Envelope shows the scenario's counterfactual control envelope (STUDY.md
-// section 6) and Category its error-category contract (seed 002:
-// errorCategory, isRetryable, explanation); then the factorial cells
-// (FactorialConditions), the delivery channels of the category contract
-// (ChannelConditions) and the misplaced-trust conditions
+// Envelope shows the scenario's counterfactual control envelope
+// (docs/specification.md section 6) and Category its error-category
+// contract (seed 002: errorCategory, isRetryable, explanation); then the
+// factorial cells (FactorialConditions), the delivery channels of the
+// category contract (ChannelConditions) and the misplaced-trust conditions
 // (TrustConditions).
 const (
 	Normalized Condition = "normalized"
@@ -543,10 +552,10 @@ func join[T ~string](xs []T) string {
 	return strings.Join(s, ", ")
 }
 
-// AnswerSchema returns the JSON schema of a model's answer (STUDY.md
-// section 3): an object with operation_status and recovery_policy, both
-// required, each from its vocabulary. Backends use it as a decoding
-// constraint when a manifest sets `format: schema`.
+// AnswerSchema returns the JSON schema of a model's answer
+// (docs/specification.md section 3): an object with operation_status and
+// recovery_policy, both required, each from its vocabulary. Backends use it
+// as a decoding constraint when a manifest sets `format: schema`.
 func AnswerSchema() map[string]any {
 	labels := make([]any, len(Policies))
 	for i, p := range Policies {

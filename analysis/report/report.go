@@ -201,7 +201,7 @@ func Build(in *Input, figs []Figure) *Doc {
 	if in.Partial != "" {
 		d.p("Warning: %s. Every count, rate, interval, comparison and figure below covers only the decisions the bundle holds.", in.Partial)
 	}
-	d.p("Written by `stress report`. Exact counts lead; every interval below is a sensitivity analysis of those counts (STUDY.md section 4). Nothing is pooled across models, prompts or conditions.")
+	d.p("Written by `stress report`. Exact counts lead; every interval below is a sensitivity analysis of those counts (docs/specification.md section 4). Nothing is pooled across models, prompts or conditions.")
 	d.h2("Study")
 	d.study(in)
 

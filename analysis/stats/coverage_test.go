@@ -19,7 +19,8 @@ import (
 var longCoverage = flag.Bool("stats.coverage", false, "run the coverage simulation over 1,000 studies per design")
 
 // paperServers are the scenarios per server of the paper's corpus
-// (STUDY.md §2): three servers with 3 failures, five with 2, two with 1.
+// (docs/specification.md section 2): three servers with 3 failures, five
+// with 2, two with 1.
 var paperServers = []int{3, 3, 3, 2, 2, 2, 2, 2, 1, 1}
 
 // design is a simulated study with a known answer: scenarios grouped in

@@ -255,8 +255,9 @@ func TestDeclaredComparisons(t *testing.T) {
 			}
 		}
 	}
-	// 4 conditions, once; the family: 2 prompts × 2 STUDY.md pairs + 4,
-	// less the untestable ones (no scenario differs), left out.
+	// 4 conditions, once; the family: 2 prompts × 2 pairs
+	// (docs/specification.md section 4.6) + 4, less the untestable ones (no
+	// scenario differs), left out.
 	if prompts != 4 || doc.Family.Size+doc.Family.Untestable != 8 || doc.Family.Untestable == 0 {
 		t.Errorf("%d prompt pairs, family %d + %d untestable; want 4 and 8 in all, some untestable", prompts, doc.Family.Size, doc.Family.Untestable)
 	}

@@ -1,8 +1,8 @@
-// Package rules is the paper's codebook (STUDY.md section 5) as rules: it
-// codes the actionability profile of an observation in both views, each
-// bit with an evidence pointer and a rationale, and marks every bit
-// proposed. stress capture proposes its records' codings with it, and the
-// rules coder of stress code codes any corpus with it. It imports only
+// Package rules is the paper's codebook (docs/specification.md section 5)
+// as rules: it codes the actionability profile of an observation in both
+// views, each bit with an evidence pointer and a rationale, and marks every
+// bit proposed. stress capture proposes its records' codings with it, and
+// the rules coder of stress code codes any corpus with it. It imports only
 // study.
 package rules
 
@@ -145,12 +145,12 @@ func pointersOf(obs json.RawMessage) pointers {
 // change.
 var requestCodes = map[int64]bool{-32600: true, -32601: true, -32602: true}
 
-// Propose codes both views of an observation by rule (the paper's
-// codebook, STUDY.md section 5); every bit is marked proposed. code is the
-// JSON-RPC code of a raised error (0 for a completed result), text the
+// Propose codes both views of an observation by rule (the paper's codebook,
+// docs/specification.md section 5); every bit is marked proposed. code is
+// the JSON-RPC code of a raised error (0 for a completed result), text the
 // failure text (Scenario.ObservationText), typed whether the observation
-// carries structured members (HasTyped); cause and target are the
-// verified ones.
+// carries structured members (HasTyped); cause and target are the verified
+// ones.
 func Propose(obs json.RawMessage, surface study.Surface, code int64, cause study.Cause, target study.Target, text string, typed bool) study.ProfileCoding {
 	p := pointersOf(obs)
 	ctl := study.View{}

@@ -10,8 +10,8 @@ import (
 
 // TestRulesReproducePaperCoding applies the profile rules to the paper
 // corpus' observations and compares them with the paper's coding by hand
-// (STUDY.md section 5): every bit must agree, every evidence pointer
-// resolve and every bit be marked proposed.
+// (docs/specification.md section 5): every bit must agree, every evidence
+// pointer resolve and every bit be marked proposed.
 func TestRulesReproducePaperCoding(t *testing.T) {
 	c, err := study.LoadCorpus(os.DirFS("../../manifests"), "corpus/paper")
 	if err != nil {

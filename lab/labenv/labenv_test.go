@@ -13,13 +13,15 @@ import (
 	"github.com/mcpstress/stress/study"
 )
 
-// replayCap is the simulator's default cap on extra calls (STUDY.md 4).
+// replayCap is the simulator's default cap on extra calls
+// (docs/specification.md section 4).
 const replayCap = 3
 
 // paperClasses keep the paper's non-harm set ({preferred,
-// stop_or_escalate}, STUDY.md 1.3) so that the lab's label counts compare
-// with the paper's: a replay of a deterministic failure is counted as
-// harmful by the Retry column although it changes no state.
+// stop_or_escalate}, docs/specification.md section 1.3) so that the lab's
+// label counts compare with the paper's: a replay of a deterministic
+// failure is counted as harmful by the Retry column although it changes no
+// state.
 var paperClasses = map[study.Cause]bool{study.UnknownTool: true, study.InvalidType: true, study.InvalidValue: true, study.AuthRequired: true}
 
 // trajectory starts a decision of sc and executes policy p until a call

@@ -1,7 +1,8 @@
-// Package baseline implements the deterministic baselines of STUDY.md
-// section 4 as model backends. Each reads only the messages it is sent (what
-// the rendered condition shows), never the corpus' ground truth, and answers
-// with JSON text that goes through the same parser as a real model's.
+// Package baseline implements the deterministic baselines of
+// docs/specification.md section 4 as model backends. Each reads only the
+// messages it is sent (what the rendered condition shows), never the
+// corpus' ground truth, and answers with JSON text that goes through the
+// same parser as a real model's.
 package baseline
 
 import (
