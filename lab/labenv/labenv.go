@@ -157,7 +157,7 @@ func (e *Env) Start(ctx context.Context) (json.RawMessage, error) {
 
 // Execute carries out the policy of answer a as the scenario defines it
 // (lab.Lab.Execute): retry_now repeats the first call at once; retry_later
-// repeats it after the scenario's delay, else the retry-after the last
+// repeats it after the answer's delay_ms, else the retry-after the last
 // observation announced (lab.RetryAfter, read from its text as a client
 // would), else lab.DefaultBackoff, on the lab clock;
 // revise_arguments, select_tool and authenticate make the scenario's
@@ -175,7 +175,11 @@ func (e *Env) Execute(ctx context.Context, t int, a simulator.Answer) (json.RawM
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
-	st, err := e.lab.Execute(a.Policy, e.announced)
+	wait := e.announced
+	if a.Policy == study.RetryLater && a.DelayMS > 0 {
+		wait = time.Duration(a.DelayMS) * time.Millisecond // the answer's own delay
+	}
+	st, err := e.lab.Execute(a.Policy, wait)
 	if err != nil {
 		return nil, false, fmt.Errorf("scenario %s turn %d: %w", sc.ID, t, err)
 	}

@@ -270,3 +270,34 @@ func BenchmarkDecision(b *testing.B) {
 	}
 	report(b, cpuTime()-cpu, 2*b.N)
 }
+
+// TestAnswerDelay: a retry_later whose answer gives delay_ms waits that
+// long on the lab clock, not the announced retry-after: X02's outage
+// lasts 5 s, so a 2 s wait fails again and a 6 s one recovers.
+func TestAnswerDelay(t *testing.T) {
+	sc, ok := set(t).Scenario("X02")
+	if !ok {
+		t.Fatal("no X02")
+	}
+	for _, c := range []struct {
+		delay     int64
+		recovered bool
+		clockMS   int64
+	}{{2000, false, 2000}, {6000, true, 6000}, {0, true, 5000}} {
+		ctx := context.Background()
+		e := New(sc, 5)
+		if _, err := e.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := e.Execute(ctx, 0, simulator.Answer{Status: study.Failed, Policy: study.RetryLater, Valid: true, DelayMS: c.delay}); err != nil {
+			t.Fatal(err)
+		}
+		out, err := e.Final(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Recovered != c.recovered || out.ClockMS != c.clockMS {
+			t.Errorf("delay_ms %d: recovered %v after %d ms; want %v after %d", c.delay, out.Recovered, out.ClockMS, c.recovered, c.clockMS)
+		}
+	}
+}
