@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpstress/stress/internal/ollamatest"
+	"github.com/mcpstress/stress/models/ollama"
+)
+
+// closedPort returns host:port of a loopback port nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// TestNoServerSaysWhatToDo: with no Ollama server, models, verify and run
+// say once which URL they tried, where it came from, and how to start
+// Ollama or name another server; run and verify name both models of the
+// paper's manifest in that one error.
+func TestNoServerSaysWhatToDo(t *testing.T) {
+	addr := closedPort(t)
+	host := "http://" + addr
+	_, _, err := runCmd(t, "models", "-host", addr)
+	if err == nil || err.Error() != "cannot reach Ollama at "+host+": connection refused: "+ollama.UnreachableHint {
+		t.Errorf("models -host: %v", err)
+	}
+	t.Setenv("OLLAMA_HOST", addr)
+	for _, args := range [][]string{
+		{"run", "-allow-unpinned", "-out", t.TempDir() + "/run", "../../manifests/paper.yaml"},
+		{"verify", "../../manifests/paper.yaml"},
+	} {
+		_, _, err := runCmd(t, args...)
+		want := "cannot reach Ollama at " + host + ` (from OLLAMA_HOST; models "llama3.2-3b", "qwen3.5-0.8b"): connection refused: ` + ollama.UnreachableHint
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Count(err.Error(), "cannot reach") != 1 || strings.Count(err.Error(), addr) != 1 {
+			t.Errorf("%s: %v\nwant the server named once:\n%s", args[0], err, want)
+		}
+	}
+}
+
+// TestUnpinnedRunSaysHowToPin: run refuses the paper's unpinned models,
+// naming the command that lists the digests and the field each goes into.
+func TestUnpinnedRunSaysHowToPin(t *testing.T) {
+	_, _, err := runCmd(t, "run", "-out", t.TempDir()+"/run", "../../manifests/paper.yaml")
+	for _, w := range []string{
+		`field models[0].digest: model "llama3.2-3b" (llama3.2:3b-instruct-q4_K_M) has no digest: run "stress models", copy the digest it lists for llama3.2:3b-instruct-q4_K_M into models[0].digest and check it with "stress verify ../../manifests/paper.yaml"; or pass -allow-unpinned`,
+		`copy the digest it lists for qwen3.5:0.8b-q8_0 into models[1].digest`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v\nwant %s", err, w)
+		}
+	}
+}
+
+// TestModelsEmptyServer: stress models on a real server without models
+// says so on stderr and how to pull one; the table is empty and -json
+// prints an empty array.
+func TestModelsEmptyServer(t *testing.T) {
+	srv := ollamatest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if v, err := srv.Version(ctx); err != nil {
+		t.Fatal(v, err)
+	}
+	want := "models: no models on " + srv.Host + "; pull one with: OLLAMA_HOST=" + srv.Host + " ollama pull NAME (NAME as a manifest's models[i].model gives it)\n"
+	out, log, err := runCmd(t, "models", "-host", srv.Host)
+	if err != nil || out != "" || log != want {
+		t.Errorf("models: %v\nstdout %q\nstderr %q\nwant stderr %q", err, out, log, want)
+	}
+	out, log, err = runCmd(t, "models", "-json", "-host", srv.Addr)
+	if err != nil || out != "[]\n" || log != want {
+		t.Errorf("models -json: %v\nstdout %q\nstderr %q", err, out, log)
+	}
+}
