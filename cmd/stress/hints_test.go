@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/internal/ollamatest"
 	"github.com/mcpstress/stress/models/ollama"
 )
@@ -79,5 +82,38 @@ func TestModelsEmptyServer(t *testing.T) {
 	out, log, err = runCmd(t, "models", "-json", "-host", srv.Addr)
 	if err != nil || out != "[]\n" || log != want {
 		t.Errorf("models -json: %v\nstdout %q\nstderr %q", err, out, log)
+	}
+}
+
+// TestPowerNamesDegeneratePilot: the built-in study's baselines never
+// choose right under code_only or structured's pairs (0/105), so power
+// -pilot clamps their rate to 1% and their undefined correlations, and
+// says so for each contrast, in the text and in -json.
+func TestPowerNamesDegeneratePilot(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pilot")
+	if _, log, err := runCmd(t, "run", "-quiet", "-out", dir); err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	grid := []string{"power", "-pilot", dir, "-diff", "0.1", "-studies", "20", "-scenarios", "21", "-replicates", "1", "-servers", "10"}
+	out, log, err := runCmd(t, grid...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	want := "pilot contrast always_stop/default code_only − normalized (Strict): rate of B 0/105 clamped to 1.0%, intra-scenario correlation undefined (no variance) set to 0.01, arm correlation undefined (no variance) set to 1 (a degenerate pilot)\n"
+	if !strings.Contains(out, want) || strings.Count(out, "(a degenerate pilot)") != 6 {
+		t.Errorf("power output lacks\n%s\nfor each of the 6 contrasts:\n%s", want, out)
+	}
+	out, log, err = runCmd(t, append(grid, "-json", "-icc", "0.2")...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	var pw analysis.Power
+	if err := json.Unmarshal([]byte(out), &pw); err != nil {
+		t.Fatal(err)
+	}
+	got := pw.Curves[0].Clamped
+	if len(pw.Curves) != 6 || len(got) != 2 || got[0] != (analysis.PowerClamp{Field: "base", Estimate: "0/105", Value: 0.01}) ||
+		got[1] != (analysis.PowerClamp{Field: "arm_corr", Estimate: "undefined (no variance)", Value: 1}) {
+		t.Errorf("-json -icc 0.2: clamped %+v, want the rate's and the arm correlation's (the icc is given)", got)
 	}
 }
