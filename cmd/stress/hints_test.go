@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -115,5 +116,90 @@ func TestPowerNamesDegeneratePilot(t *testing.T) {
 	if len(pw.Curves) != 6 || len(got) != 2 || got[0] != (analysis.PowerClamp{Field: "base", Estimate: "0/105", Value: 0.01}) ||
 		got[1] != (analysis.PowerClamp{Field: "arm_corr", Estimate: "undefined (no variance)", Value: 1}) {
 		t.Errorf("-json -icc 0.2: clamped %+v, want the rate's and the arm correlation's (the icc is given)", got)
+	}
+}
+
+// TestActReferenceFromAnotherDirectory: a study on the reference servers
+// given by its absolute path finds them from the manifest's directory
+// (scripts/mcp-servers above manifests/), whatever the working directory;
+// one shard of 3 decisions runs.
+func TestActReferenceFromAnotherDirectory(t *testing.T) {
+	referenceServers(t)
+	manifest := abs(t, "../../manifests/act-reference.yaml")
+	t.Setenv(MCPServersVar, "")
+	t.Chdir(t.TempDir())
+	out, log, err := runCmd(t, "run", "-quiet", "-shard", "1/40", "-out", "b", manifest)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	if !strings.Contains(out, "schema_repair") {
+		t.Errorf("table:\n%s", out)
+	}
+}
+
+// TestReferenceServersNotFound: a manifest outside the repository, run
+// from another directory, is refused with every place looked at and why
+// it would not do; $STRESS_MCP_SERVERS without the servers is named.
+func TestReferenceServersNotFound(t *testing.T) {
+	b, err := os.ReadFile("../../manifests/act-reference.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(b), "corpus: corpus/act-reference", "corpus: "+abs(t, "../../manifests/corpus/act-reference"), 1)
+	text = strings.Replace(text, "path: prompts/act.tmpl", "path: "+abs(t, "../../manifests/prompts/act.tmpl"), 1)
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "study", "m.yaml")
+	os.MkdirAll(filepath.Dir(manifest), 0o755)
+	os.WriteFile(manifest, []byte(text), 0o644)
+	t.Setenv(MCPServersVar, "")
+	work := filepath.Join(dir, "work")
+	os.MkdirAll(filepath.Join(work, "scripts", "mcp-servers", "node_modules", "@modelcontextprotocol"), 0o755)
+	t.Chdir(work)
+	_, _, err = runCmd(t, "run", "-quiet", "-out", "b", manifest)
+	if err == nil {
+		t.Fatal("run without the servers")
+	}
+	for _, w := range []string{
+		"manifest " + manifest + ": its corpus runs on the reference MCP servers, and they are not installed: no scripts/mcp-servers/node_modules/@modelcontextprotocol in the manifest's directory, the working directory and their parents:\n",
+		"\n  " + filepath.Join(dir, "study", defaultMCPServers) + ": does not exist\n",
+		"\n  " + filepath.Join(dir, defaultMCPServers) + ": does not exist\n",
+		"\n  " + filepath.Join(work, defaultMCPServers) + ": has no server-everything/dist/index.js\n",
+		"\n  " + filepath.Join("/", defaultMCPServers) + ": does not exist\n",
+		"\ninstall them with scripts/test, or (cd scripts/mcp-servers && npm ci --ignore-scripts) in the repository, or set STRESS_MCP_SERVERS to the directory that holds their packages",
+	} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error lacks %q:\n%v", w, err)
+		}
+	}
+	t.Setenv(MCPServersVar, work)
+	_, _, err = runCmd(t, "run", "-quiet", "-out", "b", manifest)
+	if err == nil || !strings.Contains(err.Error(), "they are not installed in STRESS_MCP_SERVERS="+work+", which has no server-everything/dist/index.js") {
+		t.Errorf("run with STRESS_MCP_SERVERS without the servers: %v", err)
+	}
+}
+
+// TestManifestFileNotFound: a relative corpus or prompt path that is not
+// there is reported with the path looked for, from the manifest's
+// directory.
+func TestManifestFileNotFound(t *testing.T) {
+	b, err := os.ReadFile("../../manifests/paper.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "m.yaml")
+	os.WriteFile(manifest, b, 0o644)
+	t.Chdir(abs(t, "../../manifests")) // where corpus/paper is, but not the manifest
+	_, _, err = runCmd(t, "run", "-allow-unpinned", "-out", filepath.Join(dir, "b"), manifest)
+	want := "(looked for " + filepath.Join(dir, "corpus", "paper") + ": a relative path is taken from the manifest's directory)"
+	if err == nil || !strings.Contains(err.Error(), "field corpus: ") || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want %s", err, want)
+	}
+	text := strings.Replace(string(b), "corpus: corpus/paper", "corpus: "+abs(t, "corpus/paper"), 1)
+	os.WriteFile(manifest, []byte(text), 0o644)
+	_, _, err = runCmd(t, "run", "-allow-unpinned", "-out", filepath.Join(dir, "b"), manifest)
+	want = "field prompts[0].path: open prompts/default.tmpl: no such file or directory (looked for " + filepath.Join(dir, "prompts", "default.tmpl") + ": a relative path is taken from the manifest's directory)"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want %s", err, want)
 	}
 }
