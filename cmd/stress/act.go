@@ -60,7 +60,7 @@ func findMCPServers(source string) (string, error) {
 	}
 	slices.Sort(need) // a map's order: the first missing is named
 	check := findup.HasFiles(need...)
-	const install = "install them with scripts/test, or (cd scripts/mcp-servers && npm ci --ignore-scripts) in the repository"
+	const install = "run scripts/test, or (cd scripts/mcp-servers && npm ci --ignore-scripts) in the repository"
 	if dir := os.Getenv(MCPServersVar); dir != "" {
 		if why := check(dir); why != "" {
 			return "", fmt.Errorf("they are not installed in %s=%s, which %s (%s, or unset %s to look for %s from the manifest's directory up)", MCPServersVar, dir, why, install, MCPServersVar, defaultMCPServers)

@@ -165,7 +165,7 @@ func TestReferenceServersNotFound(t *testing.T) {
 		"\n  " + filepath.Join(dir, defaultMCPServers) + ": does not exist\n",
 		"\n  " + filepath.Join(work, defaultMCPServers) + ": has no server-everything/dist/index.js\n",
 		"\n  " + filepath.Join("/", defaultMCPServers) + ": does not exist\n",
-		"\ninstall them with scripts/test, or (cd scripts/mcp-servers && npm ci --ignore-scripts) in the repository, or set STRESS_MCP_SERVERS to the directory that holds their packages",
+		"\nrun scripts/test, or (cd scripts/mcp-servers && npm ci --ignore-scripts) in the repository, or set STRESS_MCP_SERVERS to the directory that holds their packages",
 	} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error lacks %q:\n%v", w, err)
