@@ -365,8 +365,10 @@ func firstVersion(all []Info) string {
 }
 
 // Verify checks the model's full digest against the manifest's. A missing
-// model or a different digest is an error naming the model, the expected
-// and the actual digest.
+// model is an error naming the command that pulls it (PullCommand), a
+// different digest one naming the model, the expected and the actual
+// digest, and an unreachable server a *models.UnreachableError naming the
+// model.
 func (m *Model) Verify(ctx context.Context) (models.Facts, error) {
 	in, err := m.Resolve(ctx)
 	for _, f := range []*string{&in.Name, &in.Digest, &in.Family, &in.ParameterSize, &in.Quantization, &in.Format, &in.ServerVersion} {
