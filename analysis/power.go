@@ -57,6 +57,48 @@ type PowerContrast struct {
 	// Source says where the parameters come from: "assumed", or the
 	// pilot bundle's pair they were estimated from.
 	Source string `json:"source"`
+	// Clamped lists the pilot's estimates that fell outside the model's
+	// range, or were undefined, and the values used instead.
+	Clamped []PowerClamp `json:"clamped,omitempty"`
+}
+
+// PowerClamp is one pilot estimate replaced by a value in the model's
+// range (PilotContrasts).
+type PowerClamp struct {
+	Field    string  `json:"field"`    // "base", "icc" or "arm_corr", as in PowerContrast's JSON
+	Estimate string  `json:"estimate"` // what the pilot gave: "0/105", "-0.0312", "undefined (no variance)"
+	Value    float64 `json:"value"`    // what the model uses instead
+}
+
+// ClampNote says which of c's pilot estimates were clamped, and to what,
+// or returns "" when none was; a pilot whose rate of B is 0 or 1 is
+// called degenerate.
+func (c PowerContrast) ClampNote() string {
+	if len(c.Clamped) == 0 {
+		return ""
+	}
+	var parts []string
+	degenerate := false
+	for _, k := range c.Clamped {
+		verb := "clamped to"
+		if strings.HasPrefix(k.Estimate, "undefined") {
+			verb = "set to"
+		}
+		switch k.Field {
+		case "base":
+			degenerate = true
+			parts = append(parts, fmt.Sprintf("rate of B %s %s %s%%", k.Estimate, verb, Pct(k.Value)))
+		case "icc":
+			parts = append(parts, fmt.Sprintf("intra-scenario correlation %s %s %.3g", k.Estimate, verb, k.Value))
+		case "arm_corr":
+			parts = append(parts, fmt.Sprintf("arm correlation %s %s %.3g", k.Estimate, verb, k.Value))
+		}
+	}
+	note := "pilot contrast " + c.Name + ": " + strings.Join(parts, ", ")
+	if degenerate {
+		note += " (a degenerate pilot)"
+	}
+	return note
 }
 
 // PowerPoint is the estimated power of one design.
@@ -329,7 +371,8 @@ func Feasible(contrasts []PowerContrast, diff float64) (ok []PowerContrast, skip
 // averaged; ArmCorr, the correlation of the two arms' per-scenario rates
 // across scenarios. Each is clamped to the model's range (Base and ICC to
 // [0.01, 0.99], ArmCorr to [0, 1]; ICC 0.01 and ArmCorr 1 when
-// undefined). Pairs without decisions are skipped.
+// undefined), and each clamp is recorded in Clamped. Pairs without
+// decisions are skipped.
 //
 // Note: a pilot's ICC and arm correlation are noisy with 21 scenarios;
 // the power they give is a rough guide, and -icc/-arm-corr override them.
@@ -341,6 +384,9 @@ func PilotContrasts(an *Analysis) []PowerContrast {
 		}
 		c := PowerContrast{Name: fmt.Sprintf("%s %s − %s (%s)", p.Within(), p.A, p.B, p.Column.Label()),
 			Base: clampRate(float64(p.CountB) / float64(p.N)), Source: "pilot " + p.Spec + " in " + p.Within()}
+		if c.Base != float64(p.CountB)/float64(p.N) {
+			c.Clamped = append(c.Clamped, PowerClamp{Field: "base", Estimate: fmt.Sprintf("%d/%d", p.CountB, p.N), Value: c.Base})
+		}
 		var na, nb, ka, kb []float64
 		for _, s := range p.scen {
 			if s.n == 0 {
@@ -353,6 +399,7 @@ func PilotContrasts(an *Analysis) []PowerContrast {
 		switch {
 		case math.IsNaN(ia) && math.IsNaN(ib):
 			c.ICC = 0.01
+			c.Clamped = append(c.Clamped, PowerClamp{Field: "icc", Estimate: "undefined (no variance)", Value: c.ICC})
 		case math.IsNaN(ia):
 			c.ICC = ib
 		case math.IsNaN(ib):
@@ -360,10 +407,19 @@ func PilotContrasts(an *Analysis) []PowerContrast {
 		default:
 			c.ICC = (ia + ib) / 2
 		}
-		c.ICC = min(max(c.ICC, 0.01), 0.99)
+		if icc := min(max(c.ICC, 0.01), 0.99); icc != c.ICC {
+			c.Clamped = append(c.Clamped, PowerClamp{Field: "icc", Estimate: fmt.Sprintf("%.3g", c.ICC), Value: icc})
+			c.ICC = icc
+		}
 		c.ArmCorr = 1
-		if r := corrRates(ka, kb, na); !math.IsNaN(r) {
+		switch r := corrRates(ka, kb, na); {
+		case math.IsNaN(r):
+			c.Clamped = append(c.Clamped, PowerClamp{Field: "arm_corr", Estimate: "undefined (no variance)", Value: 1})
+		case r < 0 || r > 1:
 			c.ArmCorr = min(max(r, 0), 1)
+			c.Clamped = append(c.Clamped, PowerClamp{Field: "arm_corr", Estimate: fmt.Sprintf("%.3g", r), Value: c.ArmCorr})
+		default:
+			c.ArmCorr = r
 		}
 		out = append(out, c)
 	}
@@ -455,6 +511,11 @@ func WritePower(w io.Writer, pw *Power) error {
 	fmt.Fprintln(w)
 	for _, c := range pw.Curves {
 		fmt.Fprintf(w, "%s: rate of B %s%%, intra-scenario correlation %.3g, arm correlation %.3g (%s)\n", c.Name, Pct(c.Base), c.ICC, c.ArmCorr, c.Source)
+	}
+	for _, c := range pw.Curves {
+		if n := c.ClampNote(); n != "" {
+			fmt.Fprintln(w, n)
+		}
 	}
 	fmt.Fprintln(w)
 	tw := newTable(w)

@@ -3,6 +3,7 @@ package analysis_test
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -134,6 +135,49 @@ func TestPilotContrasts(t *testing.T) {
 	c := cs[0]
 	if !closeRel(c.Base, 15.0/105, 1e-12) || c.ICC != 0.99 || !closeRel(c.ArmCorr, 36/math.Sqrt(5832), 1e-12) || !strings.Contains(c.Source, "pilot prompt:reason,default") {
 		t.Errorf("pilot %+v", c)
+	}
+	if len(c.Clamped) != 1 || c.Clamped[0] != (analysis.PowerClamp{Field: "icc", Estimate: "1", Value: 0.99}) {
+		t.Errorf("clamped %+v, want the ICC's 1 clamped to 0.99", c.Clamped)
+	}
+	if n := c.ClampNote(); n != "pilot contrast "+c.Name+": intra-scenario correlation 1 clamped to 0.99" {
+		t.Errorf("note %q", n)
+	}
+}
+
+// TestPilotContrastsDegenerate: a pilot in which neither arm ever
+// succeeds (0/105) or B always does (105/105) has its rate clamped and its
+// correlations undefined; each replacement is recorded and named.
+func TestPilotContrastsDegenerate(t *testing.T) {
+	for _, tc := range []struct {
+		ba   int
+		want []analysis.PowerClamp
+		note string
+	}{
+		{0, []analysis.PowerClamp{{Field: "base", Estimate: "0/105", Value: 0.01}, {Field: "icc", Estimate: "undefined (no variance)", Value: 0.01}, {Field: "arm_corr", Estimate: "undefined (no variance)", Value: 1}},
+			"rate of B 0/105 clamped to 1.0%, intra-scenario correlation undefined (no variance) set to 0.01, arm correlation undefined (no variance) set to 1 (a degenerate pilot)"},
+		{105, []analysis.PowerClamp{{Field: "base", Estimate: "105/105", Value: 0.99}, {Field: "icc", Estimate: "undefined (no variance)", Value: 0.01}, {Field: "arm_corr", Estimate: "undefined (no variance)", Value: 1}},
+			"rate of B 105/105 clamped to 99.0%"},
+	} {
+		an, err := accumulate(pairedRows("m", 0, 0, tc.ba)).Analyze(context.Background(), analysis.Options{B: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs := analysis.PilotContrasts(an)
+		if len(cs) == 0 {
+			t.Fatal("no contrast")
+		}
+		c := cs[0]
+		if !slices.Equal(c.Clamped, tc.want) || c.Base != tc.want[0].Value || c.ICC != 0.01 || c.ArmCorr != 1 {
+			t.Errorf("B %d/105: %+v, want clamped %+v", tc.ba, c, tc.want)
+		}
+		if n := c.ClampNote(); !strings.HasPrefix(n, "pilot contrast "+c.Name+": "+tc.note) {
+			t.Errorf("B %d/105: note %q, want %q", tc.ba, n, tc.note)
+		}
+		var w strings.Builder
+		pw := &analysis.Power{Diff: 0.1, Curves: []analysis.PowerCurve{{PowerContrast: c}}}
+		if err := analysis.WritePower(&w, pw); err != nil || !strings.Contains(w.String(), "\n"+c.ClampNote()+"\n") {
+			t.Errorf("WritePower does not name the clamps:\n%s", w.String())
+		}
 	}
 }
 

@@ -317,7 +317,7 @@ func (p *Plan) verify(ctx context.Context) (map[string]*results.ModelCheck, erro
 		}
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("preflight, before any call:\n%w", errors.Join(errs...))
+		return nil, fmt.Errorf("preflight, before any call:\n%w", models.JoinErrors(errs...))
 	}
 	return checks, nil
 }

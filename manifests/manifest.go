@@ -291,13 +291,20 @@ func load(fsys fs.FS, name, source string, rooted bool) (*Resolved, error) {
 		}
 		return strings.TrimPrefix(path.Clean(p), "/"), nil
 	}
+	// looked says where a relative path that is not there was looked for.
+	looked := func(p, file string, err error) string {
+		if !rooted || path.IsAbs(filepath.ToSlash(p)) || !errors.Is(err, fs.ErrNotExist) {
+			return ""
+		}
+		return fmt.Sprintf(" (looked for %s: a relative path is taken from the manifest's directory)", filepath.FromSlash("/"+file))
+	}
 	corpusPath, err := resolve("corpus", m.Corpus)
 	if err != nil {
 		return nil, err
 	}
 	r.Corpus, err = study.LoadCorpusAs(fsys, corpusPath, m.Corpus)
 	if err != nil {
-		return nil, fmt.Errorf("manifest %s: field corpus: %w", source, err)
+		return nil, fmt.Errorf("manifest %s: field corpus: %w%s", source, err, looked(m.Corpus, corpusPath, err))
 	}
 	for i := range r.Corpus.Files {
 		r.Corpus.Files[i].Path = relTo(dir, r.Corpus.Files[i].Path)
@@ -310,7 +317,7 @@ func load(fsys fs.FS, name, source string, rooted bool) (*Resolved, error) {
 		}
 		raw, err := input.ReadFS(fsys, file, p.Path, input.Prompt)
 		if err != nil {
-			return nil, fmt.Errorf("manifest %s: field %s: %w", source, field, err)
+			return nil, fmt.Errorf("manifest %s: field %s: %w%s", source, field, err, looked(p.Path, file, err))
 		}
 		text, err := input.Decode(raw)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"sort"
 	"sync"
 	"time"
@@ -212,11 +213,25 @@ func LookupModel(source string, i int, md manifests.Model, allowUnpinned bool) (
 	}
 	if b.Pinned && md.Digest == "" {
 		if !allowUnpinned {
-			return b, false, fmt.Errorf("manifest %s: field models[%d].digest: model %q (%s) has no digest; pin it (see `stress models`) or pass -allow-unpinned", source, i, md.Name, md.Model)
+			list := "stress models"
+			if h := md.Hosts()[0]; h != "" {
+				list += " -host " + redactedHost(h)
+			}
+			return b, false, fmt.Errorf("manifest %s: field models[%d].digest: model %q (%s) has no digest: run %q, copy the digest it lists for %s into models[%d].digest and check it with \"stress verify %s\"; or pass -allow-unpinned to run it unpinned (recorded in the bundle)",
+				source, i, md.Name, md.Model, list, md.Model, i, source)
 		}
 		return b, true, nil
 	}
 	return b, false, nil
+}
+
+// redactedHost is host with any password masked.
+func redactedHost(host string) string {
+	u, err := url.Parse(host)
+	if err != nil || u.User == nil {
+		return host
+	}
+	return u.Redacted()
 }
 
 // New builds the model spec describes, through its registered backend.

@@ -14,7 +14,8 @@ import (
 // Verify resolves every model that can be verified on its server, at
 // every endpoint, and checks its pinned identity, before any inference. It
 // returns what each model's first endpoint reported and one joined error
-// listing each failed model and endpoint.
+// listing each failed model and endpoint, and each server that could not
+// be reached once (models.JoinErrors).
 func (p *Plan) Verify(ctx context.Context) (map[string]*results.ModelCheck, error) {
 	checks := map[string]*results.ModelCheck{}
 	var errs []error
@@ -28,7 +29,8 @@ func (p *Plan) Verify(ctx context.Context) (map[string]*results.ModelCheck, erro
 			if e == 0 {
 				checks[md.Name] = &results.ModelCheck{Facts: facts}
 			}
-			if err != nil && len(md.Endpoints) > 1 {
+			var down *models.UnreachableError
+			if err != nil && len(md.Endpoints) > 1 && !errors.As(err, &down) { // that one names its host
 				err = fmt.Errorf("model %q endpoint %s: %w", md.Name, md.Endpoints[e], err)
 			}
 			if err != nil {
@@ -36,7 +38,7 @@ func (p *Plan) Verify(ctx context.Context) (map[string]*results.ModelCheck, erro
 			}
 		}
 	}
-	return checks, errors.Join(errs...)
+	return checks, models.JoinErrors(errs...)
 }
 
 // Preflight runs Verify, then the seed probe of every model that has one

@@ -510,6 +510,11 @@ func PowerSection(d *Doc, pw *analysis.Power, f *Figure) {
 	for _, c := range pw.Curves {
 		d.p("%s: rate of B %s%%, intra-scenario correlation %.3g, arm correlation %.3g (%s).", c.Name, analysis.Pct(c.Base), c.ICC, c.ArmCorr, c.Source)
 	}
+	for _, c := range pw.Curves {
+		if n := c.ClampNote(); n != "" {
+			d.p("%s.", n)
+		}
+	}
 	t := &Table{Header: analysis.PowerHeader, Right: []bool{false, true, true, true, true, true, true, true, true}}
 	t.Rows = analysis.PowerRows(pw)
 	d.table(t)

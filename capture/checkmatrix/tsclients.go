@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpstress/stress/internal/findup"
 )
 
 // The TypeScript clients, pinned in scripts/ts-clients/package-lock.json.
@@ -51,21 +53,8 @@ type tsOutput struct {
 // (scripts/ts-clients, the one with check.mjs) in dir or the nearest of its
 // parents that has one, or "" when none has.
 func FindTSClients(dir string) string {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return ""
-	}
-	for {
-		d := filepath.Join(dir, "scripts", "ts-clients")
-		if _, err := os.Stat(filepath.Join(d, TSScript)); err == nil {
-			return d
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
+	found, _ := findup.Find("scripts/ts-clients", findup.HasFiles(TSScript), dir)
+	return found
 }
 
 // tsUnavailable says why the TypeScript clients cannot run, or "" when they

@@ -25,6 +25,18 @@ func cmdModels(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
+		if len(list) == 0 {
+			// Note: on stderr, so that -json prints an empty array and
+			// the table nothing.
+			where := *host
+			if u, err := ollama.ResolveHost(*host); err == nil {
+				where = u.Redacted()
+			}
+			fmt.Fprintf(stderr, "models: no models on %s; pull one with: %s (NAME as a manifest's models[i].model gives it)\n", where, ollama.PullCommand(*host, "NAME"))
+			if !*asJSON {
+				return nil
+			}
+		}
 		if *asJSON {
 			enc := json.NewEncoder(stdout)
 			enc.SetIndent("", "  ")

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -133,12 +134,17 @@ func cmdPower(fs *flag.FlagSet) action {
 				return usageError("power: flag -pilot: %s has no contrast with matched pairs whose rate can move by %v (give -pair)", *pilot, *diff)
 			}
 			for i := range contrasts {
+				c := &contrasts[i]
 				if set["icc"] {
-					contrasts[i].ICC = *icc
+					c.ICC = *icc
 				}
 				if set["arm-corr"] {
-					contrasts[i].ArmCorr = *armCorr
+					c.ArmCorr = *armCorr
 				}
+				// An overridden estimate was not used, clamped or not.
+				c.Clamped = slices.DeleteFunc(c.Clamped, func(k analysis.PowerClamp) bool {
+					return k.Field == "icc" && set["icc"] || k.Field == "arm_corr" && set["arm-corr"]
+				})
 			}
 		}
 		pw, err := analysis.EstimatePower(ctx, contrasts, opt)

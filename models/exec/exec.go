@@ -97,7 +97,7 @@ func New(spec models.Spec, opt transport.Options) (*Model, error) {
 	}
 	var err error
 	if m.path, err = resolve(command); err != nil {
-		return nil, errf("options.command: %w", err)
+		return nil, errf("options.command: %w%s", err, fromWorkDir(command, err))
 	}
 	m.name = command
 	m.argv = []string{command}
@@ -110,7 +110,7 @@ func New(spec models.Spec, opt transport.Options) (*Model, error) {
 			return nil, errf("options.script: %w", err)
 		}
 		if _, err := os.Stat(m.script); err != nil {
-			return nil, errf("options.script: %w", err)
+			return nil, errf("options.script: %w%s", err, fromWorkDir(script, err))
 		}
 		m.name += " " + script
 		m.argv = append(m.argv, m.script)
@@ -189,6 +189,15 @@ func isDigest(s string) bool {
 	}
 	_, err := hex.DecodeString(s)
 	return err == nil && strings.ToLower(s) == s
+}
+
+// fromWorkDir says why a relative path that is not there was looked for
+// where it was: "" for another error or an absolute path.
+func fromWorkDir(p string, err error) string {
+	if filepath.IsAbs(p) || !errors.Is(err, os.ErrNotExist) {
+		return ""
+	}
+	return " (a relative path is taken from the working directory of stress, not from the manifest's directory)"
 }
 
 // resolve finds the executable: a name without a slash on PATH, a path as

@@ -229,7 +229,8 @@ func TestAbandonedCallLeavesProgram(t *testing.T) {
 }
 
 // TestStartErrors: a missing or non-executable program is an error of New
-// naming the option; a changed executable is refused before any call.
+// naming the option (and, for a relative path, where it was looked for
+// and why); a changed executable is refused before any call.
 func TestStartErrors(t *testing.T) {
 	dir := t.TempDir()
 	notExec := filepath.Join(dir, "backend.py")
@@ -243,6 +244,8 @@ func TestStartErrors(t *testing.T) {
 		{map[string]any{"command": filepath.Join(dir, "missing")}, "no such file"},
 		{map[string]any{"command": notExec}, "not an executable file"},
 		{map[string]any{"command": "sh", "script": filepath.Join(dir, "nope.sh")}, "options.script"},
+		{map[string]any{"command": "sh", "script": "examples/nope.sh"}, "options.script: stat " + abs(t, "examples/nope.sh") + ": no such file or directory (a relative path is taken from the working directory of stress, not from the manifest's directory)"},
+		{map[string]any{"command": "./examples/nope"}, "options.command: ./examples/nope: lstat " + abs(t, "examples/nope") + ": no such file or directory (a relative path is taken from the working directory"},
 		{map[string]any{"command": "sh", "args": "x"}, "options.args: want a list of strings"},
 		{map[string]any{"command": "sh", "think": "maybe"}, `options.think: want false, true, "low", "medium" or "high"`},
 	} {
@@ -481,4 +484,13 @@ func TestVerifyExitsAtOnce(t *testing.T) {
 	if took := time.Since(start); took > fast.Timeout {
 		t.Errorf("took %v", took)
 	}
+}
+
+func abs(t *testing.T, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

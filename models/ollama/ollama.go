@@ -51,6 +51,7 @@ type Model struct {
 	tr     *transport.Client
 	api    *api.Client
 	scrub  *transport.Scrubber // the host's credentials, for what the api client reads
+	from   string              // where the host came from (hostNote)
 }
 
 var (
@@ -97,7 +98,33 @@ func New(spec models.Spec, opt transport.Options) (*Model, error) {
 	hc := &http.Client{Timeout: time.Minute}
 	opt.Secrets = slices.Concat(opt.Secrets, transport.URLSecrets(host))
 	tr := transport.New(opt)
-	return &Model{spec: spec, host: host, format: format, tr: tr, api: api.NewClient(host, hc), scrub: tr.Scrubber()}, nil
+	return &Model{spec: spec, host: host, format: format, tr: tr, api: api.NewClient(host, hc), scrub: tr.Scrubber(), from: hostNote(spec.Host)}, nil
+}
+
+// hostNote says where ResolveHost(host) takes the server from when host
+// does not name it: "" when it does.
+func hostNote(host string) string {
+	switch {
+	case host != "":
+		return ""
+	case os.Getenv("OLLAMA_HOST") != "":
+		return "from OLLAMA_HOST"
+	}
+	return "the default host"
+}
+
+// UnreachableHint is what an error about an Ollama server that cannot be
+// reached tells the user to do.
+const UnreachableHint = `is Ollama running? start it with "ollama serve", or set OLLAMA_HOST, the manifest's host or stress models -host to the server's URL`
+
+// unreachable returns err as a *models.UnreachableError when it says the
+// server at u could not be reached, else nil.
+func unreachable(u *url.URL, from string, err error) error {
+	why := transport.Unreachable(err)
+	if why == "" {
+		return nil
+	}
+	return &models.UnreachableError{Server: "Ollama", Host: u.Redacted(), Note: from, Reason: why, Hint: UnreachableHint, Err: err}
 }
 
 // ResolveHost returns the server's base URL: host if set, else
@@ -251,16 +278,26 @@ type Info struct {
 	Capabilities []string `json:"capabilities,omitempty"`
 }
 
-// List returns every model on the server at host with its full digest.
+// List returns every model on the server at host (ResolveHost) with its
+// full digest. A server that cannot be reached is a
+// *models.UnreachableError saying how to start it or name another.
 func List(ctx context.Context, host string) ([]Info, error) {
 	u, err := ResolveHost(host)
 	if err != nil {
 		return nil, err
 	}
+	return list(ctx, u, hostNote(host))
+}
+
+// list is List of the server at u, whose host came from where from says.
+func list(ctx context.Context, u *url.URL, from string) ([]Info, error) {
 	c := api.NewClient(u, &http.Client{Timeout: time.Minute})
 	sc := transport.NewScrubber(transport.URLSecrets(u)...)
 	version, err := c.Version(ctx)
 	if err != nil {
+		if ue := unreachable(u, from, sc.Error(err)); ue != nil {
+			return nil, ue
+		}
 		return nil, fmt.Errorf("ollama at %s: %w", u.Redacted(), sc.Error(err))
 	}
 	list, err := c.List(ctx)
@@ -278,7 +315,7 @@ func List(ctx context.Context, host string) ([]Info, error) {
 // Resolve finds the model on its server: the full digest from /api/tags,
 // the details from /api/show.
 func (m *Model) Resolve(ctx context.Context) (Info, error) {
-	all, err := List(ctx, m.host.String())
+	all, err := list(ctx, m.host, m.from)
 	if err != nil {
 		return Info{}, err
 	}
@@ -296,7 +333,28 @@ func (m *Model) Resolve(ctx context.Context) (Info, error) {
 			return in, nil
 		}
 	}
-	return Info{ServerVersion: firstVersion(all), Host: m.host.Redacted()}, fmt.Errorf("model %q (%s) is not on the server at %s", m.spec.Name, m.spec.Model, m.host.Redacted())
+	return Info{ServerVersion: firstVersion(all), Host: m.host.Redacted()}, fmt.Errorf("model %q (%s) is not on the server at %s: pull it with %q", m.spec.Name, m.spec.Model, m.host.Redacted(), pullCommand(m.host, m.spec.Model))
+}
+
+// PullCommand is the shell command that pulls model onto the server at
+// host (as ResolveHost reads it): "ollama pull MODEL", with OLLAMA_HOST
+// set when the ollama client would use another server (but not to a URL
+// with credentials, which the command would show).
+func PullCommand(host, model string) string {
+	u, err := ResolveHost(host)
+	if err != nil {
+		return "ollama pull " + model
+	}
+	return pullCommand(u, model)
+}
+
+func pullCommand(u *url.URL, model string) string {
+	cmd := "ollama pull " + model
+	def, err := ResolveHost("")
+	if err == nil && u.User == nil && strings.TrimSuffix(def.String(), "/") != strings.TrimSuffix(u.String(), "/") {
+		cmd = "OLLAMA_HOST=" + u.String() + " " + cmd
+	}
+	return cmd
 }
 
 func firstVersion(all []Info) string {
@@ -307,8 +365,10 @@ func firstVersion(all []Info) string {
 }
 
 // Verify checks the model's full digest against the manifest's. A missing
-// model or a different digest is an error naming the model, the expected
-// and the actual digest.
+// model is an error naming the command that pulls it (PullCommand), a
+// different digest one naming the model, the expected and the actual
+// digest, and an unreachable server a *models.UnreachableError naming the
+// model.
 func (m *Model) Verify(ctx context.Context) (models.Facts, error) {
 	in, err := m.Resolve(ctx)
 	for _, f := range []*string{&in.Name, &in.Digest, &in.Family, &in.ParameterSize, &in.Quantization, &in.Format, &in.ServerVersion} {
@@ -329,6 +389,9 @@ func (m *Model) Verify(ctx context.Context) (models.Facts, error) {
 		facts["think"] = think
 	} else {
 		facts["think"] = "unset (the server's default)"
+	}
+	if ue := (*models.UnreachableError)(nil); errors.As(err, &ue) {
+		ue.Models = append(ue.Models, m.spec.Name)
 	}
 	if err != nil {
 		return facts, err

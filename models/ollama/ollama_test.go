@@ -140,11 +140,13 @@ func TestVerifyDigest(t *testing.T) {
 	if n := strings.Count(srv.Log(), "/api/chat"); n != chatsBefore {
 		t.Errorf("the refused run made %d chat calls", n-chatsBefore)
 	}
-	// A missing model is refused too.
+	// A missing model is refused too, with the command that pulls it onto
+	// that server.
 	m.Models[0].Model, m.Models[0].Digest = "no-such-model", digest
 	plan, _ = runner.Prepare(m, false)
-	if _, err := plan.Verify(context.Background()); err == nil || !strings.Contains(err.Error(), "not on the server") {
-		t.Errorf("missing model: %v", err)
+	want := `model "tiny" (no-such-model) is not on the server at ` + srv.Host + `: pull it with "OLLAMA_HOST=` + srv.Host + ` ollama pull no-such-model"`
+	if _, err := plan.Verify(context.Background()); err == nil || err.Error() != want {
+		t.Errorf("missing model: %v, want %s", err, want)
 	}
 }
 

@@ -263,21 +263,36 @@ func (m *Model) post(path string, body []byte) func(context.Context) (*http.Requ
 	}
 }
 
+// UnreachableHint is what an error about a server that cannot be reached
+// tells the user to do.
+const UnreachableHint = "is the server running? start it, or check the model's host in the manifest (the API base URL, e.g. http://127.0.0.1:8000/v1)"
+
 // Verify checks what the server reports against the manifest's pin: the
 // model id (from /models when the server lists it, and from a probe
 // completion) and the system_fingerprint (from the probe). Without a pin it
 // only records what the server reported.
 func (m *Model) Verify(ctx context.Context) (models.Facts, error) {
 	facts := models.Facts{"backend": Backend, "model": m.spec.Model, "host": m.where}
+	down := func(err error) error {
+		if why := transport.Unreachable(err); why != "" {
+			return &models.UnreachableError{Server: "the OpenAI-compatible server", Host: m.where, Models: []string{m.spec.Name}, Reason: why, Hint: UnreachableHint, Err: err}
+		}
+		return nil
+	}
 	listed, err := m.listModels(ctx)
 	if err == nil {
 		facts["listed"] = contains(listed, m.spec.Model)
+	} else if ue := down(err); ue != nil {
+		return facts, ue // the probe would be refused too, after its retries
 	}
 	reply, err := m.Generate(ctx, models.Request{
 		Messages:    []models.Message{{Role: "user", Content: "Reply with the word ok."}},
 		Temperature: 0,
 		Options:     m.spec.Options,
 	})
+	if ue := down(err); ue != nil {
+		return facts, ue
+	}
 	if err != nil {
 		return facts, fmt.Errorf("model %q at %s: probe completion: %w", m.spec.Name, m.where, err)
 	}

@@ -231,7 +231,7 @@ func (c *Client) Do(ctx context.Context, build func(ctx context.Context) (*http.
 				return fail(err)
 			}
 		}
-		resp, ev, retryAfter := c.attempt(ctx, attempt, build, check)
+		resp, ev, retryAfter, cause := c.attempt(ctx, attempt, build, check)
 		if ev == nil {
 			c.record(true)
 			return resp, events, nil
@@ -244,10 +244,13 @@ func (c *Client) Do(ctx context.Context, build func(ctx context.Context) (*http.
 		retryable := ev.Kind != KindTooLarge && !(ev.Kind == KindStatus && !retryStatus(ev.Status))
 		if !retryable || attempt >= c.opt.MaxAttempts {
 			events = append(events, *ev)
+			msg := ev.Error
 			if retryable {
-				return fail(fmt.Errorf("giving up after %d attempts: %s", attempt, ev.Error))
+				msg = fmt.Sprintf("giving up after %d attempts: %s", attempt, ev.Error)
 			}
-			return fail(errors.New(ev.Error))
+			// Note: the text is the event's, scrubbed; the cause stays in
+			// the chain for errors.Is and As (Unreachable).
+			return fail(&scrubbedError{msg: msg, err: cause})
 		}
 		wait := c.backoff(attempt)
 		if retryAfter > 0 {
@@ -261,9 +264,9 @@ func (c *Client) Do(ctx context.Context, build func(ctx context.Context) (*http.
 	}
 }
 
-// attempt makes one try. It returns the response, or the fault and any
-// Retry-After the server asked for.
-func (c *Client) attempt(ctx context.Context, n int, build func(context.Context) (*http.Request, error), check func([]byte) error) (*Response, *models.TransportEvent, time.Duration) {
+// attempt makes one try. It returns the response, or the fault, any
+// Retry-After the server asked for and the error that caused the fault.
+func (c *Client) attempt(ctx context.Context, n int, build func(context.Context) (*http.Request, error), check func([]byte) error) (*Response, *models.TransportEvent, time.Duration, error) {
 	actx, cancel := context.WithTimeout(ctx, c.opt.Timeout)
 	defer cancel()
 	ev := func(kind string, status int, err error) *models.TransportEvent {
@@ -277,19 +280,21 @@ func (c *Client) attempt(ctx context.Context, n int, build func(context.Context)
 	if err != nil {
 		// A request that cannot be built will not build next time either.
 		msg, _ := c.scrub.String(err.Error())
-		return nil, &models.TransportEvent{Attempt: n, Kind: KindStatus, Error: "building request: " + msg, At: c.opt.Now()}, 0
+		return nil, &models.TransportEvent{Attempt: n, Kind: KindStatus, Error: "building request: " + msg, At: c.opt.Now()}, 0, err
 	}
 	resp, err := c.opt.HTTP.Do(req)
 	if err != nil {
-		return nil, ev(KindConnect, 0, err), 0
+		return nil, ev(KindConnect, 0, err), 0, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, c.opt.MaxBody+1))
 	if err != nil {
-		return nil, ev(KindTruncated, resp.StatusCode, fmt.Errorf("reading body: %w", err)), 0
+		err = fmt.Errorf("reading body: %w", err)
+		return nil, ev(KindTruncated, resp.StatusCode, err), 0, err
 	}
 	if int64(len(body)) > c.opt.MaxBody {
-		return nil, ev(KindTooLarge, resp.StatusCode, fmt.Errorf("response body exceeds %d bytes", c.opt.MaxBody)), 0
+		err := fmt.Errorf("response body exceeds %d bytes", c.opt.MaxBody)
+		return nil, ev(KindTooLarge, resp.StatusCode, err), 0, err
 	}
 	// Note: the secrets go before anything reads or clips the body, so a
 	// secret is removed whole; a clip first would cut it short, and its
@@ -301,7 +306,8 @@ func (c *Client) attempt(ctx context.Context, n int, build func(context.Context)
 	body, scrubbed := c.scrub.Bytes(body)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		msg := clip(bytes.TrimSpace(body), 300)
-		return nil, ev(KindStatus, resp.StatusCode, fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg)), retryAfter(resp.Header.Get("Retry-After"), c.opt.Now())
+		err := fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg)
+		return nil, ev(KindStatus, resp.StatusCode, err), retryAfter(resp.Header.Get("Retry-After"), c.opt.Now()), err
 	}
 	if check != nil {
 		if err := check(body); err != nil {
@@ -309,7 +315,7 @@ func (c *Client) attempt(ctx context.Context, n int, build func(context.Context)
 			if errors.Is(err, io.ErrUnexpectedEOF) {
 				kind = KindTruncated
 			}
-			return nil, ev(kind, resp.StatusCode, err), 0
+			return nil, ev(kind, resp.StatusCode, err), 0, err
 		}
 	}
 	r := &Response{Status: resp.StatusCode, Header: resp.Header, Body: body}
@@ -317,7 +323,7 @@ func (c *Client) attempt(ctx context.Context, n int, build func(context.Context)
 		sum := sha256.Sum256(sent)
 		r.OriginalSHA256 = hex.EncodeToString(sum[:])
 	}
-	return r, nil, 0
+	return r, nil, 0, nil
 }
 
 // clip cuts b to at most n bytes, at a UTF-8 character boundary, marking a

@@ -1,0 +1,80 @@
+package ollama_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/mcpstress/stress/models"
+	"github.com/mcpstress/stress/models/ollama"
+	"github.com/mcpstress/stress/models/transport"
+)
+
+// closedPort returns host:port of a loopback port nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// TestUnreachableSaysWhatToDo: a server nobody listens at is a
+// *models.UnreachableError naming the URL tried (password masked), where
+// it came from, and how to start Ollama or name another server; Verify
+// adds the model's name.
+func TestUnreachableSaysWhatToDo(t *testing.T) {
+	addr := closedPort(t)
+	ctx := context.Background()
+	_, err := ollama.List(ctx, addr)
+	var ue *models.UnreachableError
+	if !errors.As(err, &ue) || ue.Host != "http://"+addr || ue.Reason != "connection refused" {
+		t.Fatalf("List: %#v, want an UnreachableError at http://%s", err, addr)
+	}
+	want := "cannot reach Ollama at http://" + addr + `: connection refused: is Ollama running? start it with "ollama serve", or set OLLAMA_HOST, the manifest's host or stress models -host to the server's URL`
+	if err.Error() != want {
+		t.Errorf("List:\n%v\nwant\n%s", err, want)
+	}
+
+	t.Setenv("OLLAMA_HOST", addr)
+	if _, err := ollama.List(ctx, ""); err == nil || !strings.Contains(err.Error(), "at http://"+addr+" (from OLLAMA_HOST):") {
+		t.Errorf("List from OLLAMA_HOST: %v", err)
+	}
+
+	m, err := ollama.New(models.Spec{Name: "tiny", Backend: ollama.Backend, Model: "tiny:latest", Host: "http://u:secret@" + addr}, transport.Options{MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Verify(ctx)
+	if !errors.As(err, &ue) || len(ue.Models) != 1 || ue.Models[0] != "tiny" {
+		t.Fatalf("Verify: %v, want an UnreachableError naming the model", err)
+	}
+	if s := err.Error(); !strings.Contains(s, "at http://u:xxxxx@"+addr+` (model "tiny"): connection refused`) || strings.Contains(s, "secret") {
+		t.Errorf("Verify: %v, want the host with its password masked", err)
+	}
+}
+
+// TestPullCommand: the pull command sets OLLAMA_HOST only when the ollama
+// client would use another server, and never to a URL with a password.
+func TestPullCommand(t *testing.T) {
+	t.Setenv("OLLAMA_HOST", "")
+	for _, tc := range []struct{ env, host, want string }{
+		{"", "", "ollama pull m"},
+		{"", "127.0.0.1:11434", "ollama pull m"},
+		{"", "http://gpu:11434", "OLLAMA_HOST=http://gpu:11434 ollama pull m"},
+		{"", "http://u:pw@gpu:11434", "ollama pull m"},
+		{"gpu:11434", "", "ollama pull m"},
+		{"gpu:11434", "http://gpu:11434", "ollama pull m"},
+		{"gpu:11434", "127.0.0.1:11434", "OLLAMA_HOST=http://127.0.0.1:11434 ollama pull m"},
+	} {
+		t.Setenv("OLLAMA_HOST", tc.env)
+		if got := ollama.PullCommand(tc.host, "m"); got != tc.want {
+			t.Errorf("OLLAMA_HOST=%q host %q: %q, want %q", tc.env, tc.host, got, tc.want)
+		}
+	}
+}
