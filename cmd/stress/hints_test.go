@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,28 +10,17 @@ import (
 	"time"
 
 	"github.com/mcpstress/stress/analysis"
+	"github.com/mcpstress/stress/internal/faultserver"
 	"github.com/mcpstress/stress/internal/ollamatest"
 	"github.com/mcpstress/stress/models/ollama"
 )
-
-// closedPort returns host:port of a loopback port nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
 
 // TestNoServerSaysWhatToDo: with no Ollama server, models, verify and run
 // say once which URL they tried, where it came from, and how to start
 // Ollama or name another server; run and verify name both models of the
 // paper's manifest in that one error.
 func TestNoServerSaysWhatToDo(t *testing.T) {
-	addr := closedPort(t)
+	addr := faultserver.ClosedPort(t)
 	host := "http://" + addr
 	_, _, err := runCmd(t, "models", "-host", addr)
 	if err == nil || err.Error() != "cannot reach Ollama at "+host+": connection refused: "+ollama.UnreachableHint {

@@ -4,11 +4,13 @@
 package faultserver
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 )
 
 // Fault is what the server does with one request.
@@ -99,4 +101,17 @@ func (s *Server) Close() {
 	close(s.stop)
 	s.Server.CloseClientConnections()
 	s.Server.Close()
+}
+
+// ClosedPort returns host:port of a loopback port nothing listens on: a
+// server that is not running (connections are refused).
+func ClosedPort(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
 }

@@ -3,33 +3,21 @@ package ollama_test
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"testing"
 
+	"github.com/mcpstress/stress/internal/faultserver"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/models/ollama"
 	"github.com/mcpstress/stress/models/transport"
 )
-
-// closedPort returns host:port of a loopback port nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
 
 // TestUnreachableSaysWhatToDo: a server nobody listens at is a
 // *models.UnreachableError naming the URL tried (password masked), where
 // it came from, and how to start Ollama or name another server; Verify
 // adds the model's name.
 func TestUnreachableSaysWhatToDo(t *testing.T) {
-	addr := closedPort(t)
+	addr := faultserver.ClosedPort(t)
 	ctx := context.Background()
 	_, err := ollama.List(ctx, addr)
 	var ue *models.UnreachableError

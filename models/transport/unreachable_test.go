@@ -11,20 +11,9 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/mcpstress/stress/internal/faultserver"
 	"github.com/mcpstress/stress/models/transport"
 )
-
-// closedPort returns host:port of a loopback port nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
 
 type timeoutErr struct{}
 
@@ -44,7 +33,7 @@ func TestUnreachable(t *testing.T) {
 		}
 	}
 	c := transport.New(transport.Options{MaxAttempts: 2, BaseDelay: 1, MaxDelay: 1})
-	_, _, refused := c.Do(context.Background(), get("http://"+closedPort(t)+"/api/version"), nil)
+	_, _, refused := c.Do(context.Background(), get("http://"+faultserver.ClosedPort(t)+"/api/version"), nil)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "dial tcp: connect: connection refused", http.StatusBadGateway) // a proxy's words
 	}))
