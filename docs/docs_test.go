@@ -28,8 +28,7 @@ var outside = []string{"STUDY" + ".md", ".." + "/shared", "/work" + "/shared"}
 // pendingRewrite are files that another change is rewriting and that
 // still cite the outside specification until it lands; each entry says
 // which change. Delete an entry as soon as that change is merged.
-var pendingRewrite = map[string]string{
-}
+var pendingRewrite = map[string]string{}
 
 // root returns the repository root: the nearest directory at or above
 // the test's working directory whose go.mod declares module.
