@@ -25,11 +25,6 @@ const specFile = "docs/specification.md"
 // them itself.
 var outside = []string{"STUDY" + ".md", ".." + "/shared", "/work" + "/shared"}
 
-// pendingRewrite are files that another change is rewriting and that
-// still cite the outside specification until it lands; each entry says
-// which change. Delete an entry as soon as that change is merged.
-var pendingRewrite = map[string]string{}
-
 // root returns the repository root: the nearest directory at or above
 // the test's working directory whose go.mod declares module.
 func root(t *testing.T) string {
@@ -136,11 +131,7 @@ func TestNoOutsideReferences(t *testing.T) {
 					break
 				}
 				i += off
-				if why, ok := pendingRewrite[rel]; ok {
-					t.Logf("%s:%d names %s (pending: %s)", rel, line(b, i), ref, why)
-				} else {
-					t.Errorf("%s:%d names %s, outside the repository; cite %s instead", rel, line(b, i), ref, specFile)
-				}
+				t.Errorf("%s:%d names %s, outside the repository; cite %s instead", rel, line(b, i), ref, specFile)
 				off = i + len(ref)
 			}
 		}
