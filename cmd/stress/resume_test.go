@@ -237,7 +237,9 @@ func TestKillResume(t *testing.T) {
 // resume and exits 1; the resume completes it.
 func TestInterruptSignal(t *testing.T) {
 	bin := stressBinary(t)
-	manifest := slowStudy(t, 60, 4, 3)
+	// 720 decisions, 9 calls of 50 ms in flight: at least 4 s, which the
+	// signal, sent once calls are written, does not miss.
+	manifest := slowStudy(t, 60, 50, 3)
 	dir := filepath.Join(t.TempDir(), "run")
 	cmd := exec.Command(bin, "run", "-out", dir, manifest)
 	var stderr bytes.Buffer
@@ -247,7 +249,7 @@ func TestInterruptSignal(t *testing.T) {
 	}
 	// Interrupt once some decisions are written (a loaded machine may take
 	// a while to start the binary).
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if st, err := os.Stat(filepath.Join(dir, results.CallsFile)); err == nil && st.Size() > 0 {
 			break
 		}
