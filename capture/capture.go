@@ -443,8 +443,9 @@ func coerced(o *Outcome) bool {
 }
 
 // frameWait bounds the wait for a response frame the SDK has already
-// decoded (see Recorder.AwaitExchange).
-const frameWait = 2 * time.Second
+// decoded (see Recorder.AwaitExchange). A variable so that a test can make
+// a wait that should not happen unmistakable.
+var frameWait = 2 * time.Second
 
 func describe(o *Outcome) string {
 	switch o.Status {

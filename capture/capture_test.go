@@ -691,7 +691,7 @@ func TestStdioFramesExact(t *testing.T) {
 	if err := json.Unmarshal(s.Frames[0].Bytes(), &first); err != nil || first.Method != "initialize" || first.Params.ProtocolVersion != "2025-06-18" || len(first.Params.Capabilities) != 0 {
 		t.Errorf("first frame %s", s.Frames[0].Raw)
 	}
-	if !waitGone(t, helperPID(t, dir), 5*time.Second) {
+	if !waitGone(t, helperPID(t, dir), 30*time.Second) {
 		t.Error("the server is still running")
 	}
 }
@@ -710,7 +710,7 @@ func TestStubbornServerKilled(t *testing.T) {
 	if servers[0].Exit != ExitKilled {
 		t.Errorf("exit %q, want %q", servers[0].Exit, ExitKilled)
 	}
-	if !waitGone(t, helperPID(t, dir), 5*time.Second) {
+	if !waitGone(t, helperPID(t, dir), 30*time.Second) {
 		t.Error("the server is still running")
 	}
 	if !bytes.Contains(servers[0].Stderr, []byte("helper: session ended")) {

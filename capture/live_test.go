@@ -254,13 +254,13 @@ func TestReferenceServerOverHTTP(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	for i := 0; ; i++ {
+	for deadline := time.Now().Add(60 * time.Second); ; {
 		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 		if err == nil {
 			c.Close()
 			break
 		}
-		if i == 100 {
+		if time.Now().After(deadline) {
 			t.Fatalf("server-everything did not listen on %s: %v", addr, err)
 		}
 		time.Sleep(100 * time.Millisecond)

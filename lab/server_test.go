@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,7 +72,7 @@ func wireCaller(t *testing.T, cs *mcp.ClientSession, sc *Scenario, clock *Virtua
 		// clock's sleepers yet (a loaded machine schedules it late): wait
 		// for it, so that only this call can hold the clock below.
 		for settle := time.Now(); clock.Sleepers() > 0; time.Sleep(time.Millisecond) {
-			if time.Since(settle) > 10*time.Second {
+			if time.Since(settle) > 30*time.Second {
 				t.Fatalf("%s: a released answer still sleeps on the lab clock", sc.ID)
 			}
 		}
@@ -319,9 +320,17 @@ func TestHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	cctx, ccancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	// The call's deadline passes once the server holds the answer: a
+	// deadline set in wall time could pass before the request reached it
+	// on a loaded machine.
+	vc := l.Clock().(*VirtualClock)
+	cctx := newDeadline()
+	go func() {
+		for deadline := time.Now().Add(30 * time.Second); vc.Sleepers() == 0 && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		}
+		cctx.pass()
+	}()
 	_, err = cs.CallTool(cctx, &mcp.CallToolParams{Name: "charge_payment", Arguments: sc.Args})
-	ccancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("the held call: %v", err)
 	}
@@ -332,12 +341,11 @@ func TestHTTP(t *testing.T) {
 	if l.Outcome().Recovered != true {
 		t.Error("the charge was not committed before the deadline")
 	}
-	vc := l.Clock().(*VirtualClock)
 	st, err := mcp.CallCustomMethod[*AdvanceParams, *StateResult](ctx, cs, MethodAdvance, &AdvanceParams{MS: 30000})
 	if err != nil || st.Outcome.ClockMS != 30000 {
 		t.Fatalf("lab/advance: %v %+v", err, st)
 	}
-	for deadline := time.Now().Add(10 * time.Second); vc.Sleepers() > 0; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); vc.Sleepers() > 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the held answer was not released")
 		}
@@ -365,6 +373,32 @@ func TestHTTP(t *testing.T) {
 	res, err = cs2.CallTool(ctx, &mcp.CallToolParams{Name: "nope", Arguments: map[string]any{}})
 	if err != nil || !res.IsError || text(res) != `unknown tool "nope"` {
 		t.Errorf("healthy unknown tool: %v %s", err, text(res))
+	}
+}
+
+// deadline is a context whose deadline passes when the test says so (and
+// only then).
+type deadline struct {
+	context.Context
+	done chan struct{}
+	once sync.Once
+}
+
+func newDeadline() *deadline {
+	return &deadline{Context: context.Background(), done: make(chan struct{})}
+}
+
+// pass lets the deadline pass: Done closes, Err is DeadlineExceeded.
+func (d *deadline) pass() { d.once.Do(func() { close(d.done) }) }
+
+func (d *deadline) Done() <-chan struct{} { return d.done }
+
+func (d *deadline) Err() error {
+	select {
+	case <-d.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
 	}
 }
 

@@ -160,7 +160,10 @@ func TestDeadServer(t *testing.T) {
 	mods := modules(t)
 	set, _ := BuiltinSet("")
 	sc, _ := set.Scenario("R15")
-	e := New(sc, Options{Modules: mods, CallTimeout: 5 * time.Second})
+	// The deadline bounds the start too, which a loaded machine may take
+	// seconds for.
+	const deadline = 30 * time.Second
+	e := New(sc, Options{Modules: mods, CallTimeout: deadline})
 	defer e.Close()
 	ctx := context.Background()
 	if _, err := e.Start(ctx); err != nil {
@@ -171,7 +174,7 @@ func TestDeadServer(t *testing.T) {
 	}
 	start := time.Now()
 	_, _, err := e.Send(ctx, 0, simulator.ToolCall{Tool: "get-sum", Arguments: json.RawMessage(`{"a":2,"b":3}`)}, 0)
-	if err == nil || time.Since(start) > 6*time.Second {
+	if err == nil || time.Since(start) > deadline+5*time.Second {
 		t.Errorf("send to a dead server: %v after %v", err, time.Since(start))
 	}
 }
@@ -249,7 +252,7 @@ func TestSafeState(t *testing.T) {
 	go func() { o, err = e.Final(ctx); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("Final hangs (a FIFO opened?)")
 	}
 	if err != nil {

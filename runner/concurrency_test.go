@@ -401,7 +401,7 @@ func TestInterrupt(t *testing.T) {
 		name  string
 		grace time.Duration
 		open  bool // open the gate during the grace period
-	}{{"finish", 10 * time.Second, true}, {"cancel", 50 * time.Millisecond, false}} {
+	}{{"finish", 30 * time.Second, true}, {"cancel", 50 * time.Millisecond, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			setGate(false)
 			defer setGate(true)

@@ -45,9 +45,10 @@ func httpStudy(t *testing.T, tr manifests.TransportSpec, parallel int, urls ...s
 	return m
 }
 
-// fast keeps retries quick: short backoffs, a short attempt timeout, a
-// 4 KiB body cap.
-var fast = manifests.TransportSpec{TimeoutS: 0.3, Attempts: 10, BackoffMS: 1, MaxBackoffMS: 5, MaxBodyBytes: 4096, BreakerAfter: 50, BreakerPauseS: 0.01}
+// fast keeps retries quick: short backoffs, a 4 KiB body cap. Its
+// attempt timeout (5 s) passes on a hang, and not on a good answer of the
+// test's own server, which on a loaded machine may take a second or two.
+var fast = manifests.TransportSpec{TimeoutS: 5, Attempts: 10, BackoffMS: 1, MaxBackoffMS: 5, MaxBodyBytes: 4096, BreakerAfter: 50, BreakerPauseS: 0.01}
 
 func transportOf(t *testing.T, dir string) *analysis.TransportSummary {
 	t.Helper()
@@ -160,7 +161,7 @@ func TestFaultsFatal(t *testing.T) {
 	// attempts in a row the endpoint is paused.
 	down := faultserver.New(echohttp.Handler(registryAnswer), faultserver.Fault{Kind: faultserver.KindStatus, Status: 500})
 	defer down.Close()
-	tr := manifests.TransportSpec{TimeoutS: 1, Attempts: 2, BackoffMS: 1, MaxBackoffMS: 2, BreakerAfter: 3, BreakerPauseS: 0.005}
+	tr := manifests.TransportSpec{TimeoutS: 30, Attempts: 2, BackoffMS: 1, MaxBackoffMS: 2, BreakerAfter: 3, BreakerPauseS: 0.005}
 	m := httpStudy(t, tr, 1, down.URL)
 	m.Conditions = []study.Condition{study.Normalized}
 	dir = filepath.Join(root, "down")

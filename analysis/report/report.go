@@ -778,11 +778,22 @@ func slug(s string) string {
 	return b.String()
 }
 
+// wideColumns is the number of columns from which a table is set small
+// (class wide): the paired comparisons have 15, the next widest 12.
+const wideColumns = 13
+
+// css is the page's style. Note: tables fit the body (1200 px at most)
+// without a scrollbar: headers wrap, cells do not (a number or a label
+// broken at its hyphen reads badly), and a wide table is set small. In a
+// window narrower than the body at full width, cells wrap too; only a
+// phone-sized one still scrolls a table sideways.
 const css = `body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Liberation Sans",sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}
 h1{font-size:1.6em}h2{margin-top:1.8em;border-bottom:1px solid #ddd;padding-bottom:.2em}
 table{border-collapse:collapse;margin:1em 0;font-size:.88em;display:block;overflow-x:auto}
-th,td{border:1px solid #ccc;padding:.25em .55em;white-space:nowrap}th{background:#f3f3f3}
+th,td{border:1px solid #ccc;padding:.25em .55em}td{white-space:nowrap}th{background:#f3f3f3;vertical-align:bottom}
 td.r{text-align:right;font-variant-numeric:tabular-nums}
+table.wide{font-size:.8em}table.wide th,table.wide td{padding:.25em .4em}
+@media (max-width:1150px){td{white-space:normal}}
 code{background:#f3f3f3;padding:0 .2em;border-radius:3px}
 figure{margin:1.5em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}figcaption{font-size:.9em;color:#444}`
 
@@ -802,7 +813,11 @@ func (d *Doc) HTML(w io.Writer) error {
 		case *Para:
 			b.WriteString("<p>" + inline(x.Text) + "</p>\n")
 		case *Table:
-			b.WriteString("<table>\n<thead><tr>")
+			if len(x.Header) >= wideColumns {
+				b.WriteString("<table class=\"wide\">\n<thead><tr>")
+			} else {
+				b.WriteString("<table>\n<thead><tr>")
+			}
 			for _, h := range x.Header {
 				b.WriteString("<th>" + inline(h) + "</th>")
 			}

@@ -268,7 +268,7 @@ func TestRunExternalServer(t *testing.T) {
 	}
 	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
 	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
 			c.Close()
 			break

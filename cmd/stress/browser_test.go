@@ -13,22 +13,26 @@ import (
 // TestReportInBrowser opens report.html in headless Chromium (Debian's
 // package, driven by scripts/browser/check.mjs through puppeteer-core):
 // every figure decodes and has a size, the page makes no network request,
-// a full-page screenshot is taken, and the report's sections are there,
-// the per-contrast, paper-consistency and power sections included.
-// Without Chromium or the script's packages it skips, except under
-// CI=true, where it fails (scripts/test installs both).
+// no table is wider than the page body (in a 1280 px window), a full-page
+// screenshot is taken, and the report's sections are there, the
+// per-contrast, paper-consistency and power sections included. Without
+// Chromium or the script's packages it skips, except under CI=true, where
+// it fails (.ci/run installs Chromium, scripts/test the packages).
 func TestReportInBrowser(t *testing.T) {
 	script, _ := filepath.Abs("../../scripts/browser/check.mjs")
 	chromium := os.Getenv("CHROMIUM")
 	if chromium == "" {
 		chromium = "/usr/bin/chromium"
 	}
-	for _, need := range []string{filepath.Join(filepath.Dir(script), "node_modules", "puppeteer-core"), chromium} {
-		if _, err := os.Stat(need); err != nil {
+	for _, need := range []struct{ path, by string }{
+		{filepath.Join(filepath.Dir(script), "node_modules", "puppeteer-core"), "scripts/test"},
+		{chromium, ".ci/run"},
+	} {
+		if _, err := os.Stat(need.path); err != nil {
 			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is missing (scripts/test installs it): %v", need, err)
+				t.Fatalf("%s is missing (%s installs it): %v", need.path, need.by, err)
 			}
-			t.Skipf("%s is missing (scripts/test installs it)", need)
+			t.Skipf("%s is missing (%s installs it)", need.path, need.by)
 		}
 	}
 	dir := mockBundle(t, paperKinds, 5, nil)
@@ -51,6 +55,7 @@ func TestReportInBrowser(t *testing.T) {
 		EmptySVGs       int      `json:"empty_svgs"`
 		Requests        []string `json:"requests"`
 		Headings        []string `json:"headings"`
+		WideTables      []string `json:"wide_tables"`
 		ScreenshotBytes int      `json:"screenshot_bytes"`
 	}
 	if err := json.Unmarshal(out, &got); err != nil {
@@ -68,6 +73,9 @@ func TestReportInBrowser(t *testing.T) {
 	}
 	if len(got.Requests) > 0 {
 		t.Errorf("the page made network requests: %q", got.Requests)
+	}
+	if len(got.WideTables) > 0 {
+		t.Errorf("tables wider than the page body (their last columns behind a scrollbar):\n%s", strings.Join(got.WideTables, "\n"))
 	}
 	if got.ScreenshotBytes < 50_000 {
 		t.Errorf("screenshot of %d bytes: too small for a rendered report", got.ScreenshotBytes)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -165,9 +166,7 @@ func serveLab(t *testing.T, bin string, args ...string) (string, func() string) 
 // TestLabRecord records the lab corpus again through stress lab serve
 // -stdio and checks it against manifests/corpus/lab: the same records
 // (every field but the confirmation, which a person adds) and the same
-// frames (as a set of lines, without the lab/state polls of a held call:
-// their number, and the order of frames crossing in opposite directions at
-// once, depend on timing).
+// frames, compared as frameLines reads them.
 func TestLabRecord(t *testing.T) {
 	bin := stressBinary(t)
 	dir := filepath.Join(t.TempDir(), "lab")
@@ -203,31 +202,71 @@ func TestLabRecord(t *testing.T) {
 		if !bytes.Equal(gb, wb) {
 			t.Errorf("%s: recorded\n%s\nwant\n%s", g.ID, gb, wb)
 		}
-		lines := func(path string) []string {
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var out []string
-			for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-				var f struct {
-					Dir string `json:"dir"`
-					Raw string `json:"raw"`
-				}
-				json.Unmarshal([]byte(l), &f)
-				if strings.Contains(f.Raw, `"method":"lab/state"`) || strings.Contains(f.Raw, `"virtual":true,"held":`) {
-					continue
-				}
-				out = append(out, f.Dir+" "+f.Raw)
-			}
-			slices.Sort(out)
-			return out
-		}
-		if gl, wl := lines(filepath.Join(dir, g.Capture.Frames)), lines(filepath.Join("../../manifests/corpus/lab", w.Capture.Frames)); !slices.Equal(gl, wl) {
+		if gl, wl := frameLines(t, filepath.Join(dir, g.Capture.Frames)), frameLines(t, filepath.Join("../../manifests/corpus/lab", w.Capture.Frames)); !slices.Equal(gl, wl) {
 			t.Errorf("%s: frames differ:\n%q\nwant\n%q", g.ID, gl, wl)
 		}
 	}
 	if out, err := exec.Command(bin, "lab", "record", "-out", dir).CombinedOutput(); err == nil || !strings.Contains(string(out), "is not empty") {
 		t.Errorf("recording over an existing directory: %v %s", err, out)
 	}
+}
+
+// frameLines reads a frames file of lab record as a sorted set of "dir
+// message" lines, each message re-encoded (keys sorted), leaving out what
+// depends on timing: the lab/state polls of a held call and the lab state
+// results (of lab/state and lab/advance), whose number varies; the order
+// of frames crossing in opposite directions at once; and request ids,
+// since each poll takes one. The ids are renumbered in the order each side
+// sent the requests kept, in the requests, their responses and the
+// requestId of cancellations.
+func frameLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := map[string]string{"send": "recv", "recv": "send"}
+	ids := map[string]int{}  // by the sending side and the id as sent
+	sent := map[string]int{} // requests kept, by the sending side
+	var out []string
+	for l := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
+		var f struct {
+			Dir string `json:"dir"`
+			Raw string `json:"raw"`
+		}
+		if err := json.Unmarshal([]byte(l), &f); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if strings.Contains(f.Raw, `"method":"lab/state"`) || strings.Contains(f.Raw, `"virtual":true,"held":`) {
+			continue
+		}
+		var m map[string]any
+		d := json.NewDecoder(strings.NewReader(f.Raw))
+		d.UseNumber()
+		if err := d.Decode(&m); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		key := func(dir string, id any) string { return fmt.Sprintf("%s %T %v", dir, id, id) }
+		if id, ok := m["id"]; ok {
+			if _, req := m["method"]; req {
+				sent[f.Dir]++
+				ids[key(f.Dir, id)] = sent[f.Dir]
+				m["id"] = sent[f.Dir]
+			} else if n, ok := ids[key(other[f.Dir], id)]; ok {
+				m["id"] = n
+			}
+		}
+		if p, ok := m["params"].(map[string]any); ok && m["method"] == "notifications/cancelled" {
+			if n, ok := ids[key(f.Dir, p["requestId"])]; ok {
+				p["requestId"] = n
+			}
+		}
+		nb, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, f.Dir+" "+string(nb))
+	}
+	slices.Sort(out)
+	return out
 }

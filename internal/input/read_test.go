@@ -47,7 +47,7 @@ func TestReadFile(t *testing.T) {
 			if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("ReadFile(%s): %v, want %q", tc.path, err, tc.want)
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Fatalf("ReadFile(%s) blocked", tc.path)
 		}
 		if f, err := Open(tc.path, c); err == nil || !errors.Is(err, tc.is) {

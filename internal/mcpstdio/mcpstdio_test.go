@@ -129,8 +129,8 @@ func (s *session) next() reply {
 			s.t.Fatal("the server ended")
 		}
 		return r
-	case <-time.After(10 * time.Second):
-		s.t.Fatal("no answer in 10 s")
+	case <-time.After(30 * time.Second):
+		s.t.Fatal("no answer in 30 s")
 	}
 	return reply{}
 }
@@ -148,8 +148,8 @@ func (s *session) end() ([]reply, error) {
 				return out, <-s.done
 			}
 			out = append(out, r)
-		case <-time.After(10 * time.Second):
-			s.t.Fatalf("Run has not returned 10 s after the input ended; answers so far: %v", out)
+		case <-time.After(30 * time.Second):
+			s.t.Fatalf("Run has not returned 30 s after the input ended; answers so far: %v", out)
 		}
 	}
 }
@@ -302,8 +302,8 @@ func TestWriteFails(t *testing.T) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run has not returned 10 s after the input ended")
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run has not returned 30 s after the input ended")
 	}
 	if _, err := (&Transport{}).Connect(context.Background()); err == nil {
 		t.Error("a Transport without Reader and Writer connected")

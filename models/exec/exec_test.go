@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -32,9 +33,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// fast are transport settings for fault tests: a short deadline, quick
-// retries.
-var fast = transport.Options{Timeout: 2 * time.Second, MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond}
+// fast are transport settings for fault tests: quick retries, and a
+// per-call deadline that a loaded machine does not miss (it bounds starting
+// the program and its hello too). A test whose fault is a deadline passing
+// sets a short one of its own.
+var fast = transport.Options{Timeout: 30 * time.Second, MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond}
 
 // helperModel is the test binary run as a program in mode.
 func helperModel(t *testing.T, mode string, opt transport.Options) *exec.Model {
@@ -120,9 +123,12 @@ type faultCase struct {
 // TestFaults runs each misbehaving program: the call fails with a
 // transport fault naming the program, within the per-call deadlines of its
 // attempts, and is never an answer.
+// Note: only the program that hangs gets a short deadline (0.5 s): the
+// others fail on what they write or do, which a deadline passed first on
+// a loaded machine would hide. The hang's fault reads the same whether the
+// deadline passes on the call or on the hello before it.
 func TestFaults(t *testing.T) {
 	opt := fast
-	opt.Timeout = 500 * time.Millisecond
 	opt.MaxBody = 1 << 20
 	for _, c := range []faultCase{
 		{"exit", exec.KindExit, "exited with status 3; stderr: helper: no API key in $VENDOR_KEY"},
@@ -137,6 +143,10 @@ func TestFaults(t *testing.T) {
 		{"protocol", exec.KindProtocol, `reply speaks protocol "stress-exec/9"`},
 	} {
 		t.Run(c.mode, func(t *testing.T) {
+			opt := opt
+			if c.mode == "hang" {
+				opt.Timeout = 500 * time.Millisecond
+			}
 			m := helperModel(t, c.mode, opt)
 			start := time.Now()
 			r, err := m.Generate(context.Background(), call(1))
@@ -160,8 +170,11 @@ func TestFaults(t *testing.T) {
 			if c.kind == exec.KindProtocol && attempts != 1 {
 				t.Errorf("a protocol mismatch was retried (%d attempts)", attempts)
 			}
-			// Each attempt is bounded by the deadline (hello and call share it).
-			if bound := time.Duration(attempts)*(opt.Timeout+2500*time.Millisecond) + time.Second; took > bound {
+			// Each attempt is bounded by the deadline (hello and call share
+			// it), plus starting and stopping the program, which a loaded
+			// machine may take seconds for; the program that hangs would
+			// take an hour.
+			if bound := time.Duration(attempts) * (opt.Timeout + 30*time.Second); took > bound {
 				t.Errorf("took %v, over %v", took, bound)
 			}
 			t.Logf("%d attempts in %v: %v", attempts, took.Round(time.Millisecond), err)
@@ -171,24 +184,40 @@ func TestFaults(t *testing.T) {
 
 // TestNotReadingStdin: a program that stops reading its stdin cannot block
 // a call past its deadline.
+// Note: the deadline also bounds starting the program (its hello) and
+// encoding the 4 MiB request before the write, which a loaded machine may
+// spend all of a short deadline on: the call is then not sent, and the
+// stdin never tried. Such a try is made again with the deadline doubled,
+// so the test does not depend on the machine's speed; the program, which
+// reads nothing for an hour, would block a write without a deadline far
+// longer.
 func TestNotReadingStdin(t *testing.T) {
-	opt := fast
-	opt.Timeout, opt.MaxAttempts = 500*time.Millisecond, 1
-	m := helperModel(t, "noread", opt)
-	// Start the program first: on a loaded machine its start could take
-	// the whole per-call deadline, and the call would then not be sent.
-	if _, err := m.Verify(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	req := call(1)
 	req.Messages[0].Content = strings.Repeat("x", 4<<20) // more than any pipe buffer
-	start := time.Now()
-	_, err := m.Generate(context.Background(), req)
-	if err == nil || !strings.Contains(err.Error(), "did not read its stdin within the per-call deadline") {
-		t.Fatalf("error %v", err)
-	}
-	if took := time.Since(start); took > 3*time.Second {
-		t.Errorf("took %v", took)
+	for timeout := 500 * time.Millisecond; ; timeout *= 2 {
+		opt := fast
+		opt.Timeout, opt.MaxAttempts = timeout, 1
+		m := helperModel(t, "noread", opt)
+		start := time.Now()
+		_, err := m.Verify(context.Background())
+		if err == nil {
+			_, err = m.Generate(context.Background(), req)
+		}
+		took := time.Since(start)
+		m.Close()
+		missed := err != nil && (strings.Contains(err.Error(), " not sent: ") ||
+			strings.Contains(err.Error(), "hello: ") && strings.Contains(err.Error(), "sent no reply"))
+		if missed && timeout < 30*time.Second {
+			t.Logf("deadline %v passed before the write: %v", timeout, err)
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "did not read its stdin within the per-call deadline") {
+			t.Fatalf("deadline %v: error %v", timeout, err)
+		}
+		if bound := 2*timeout + 30*time.Second; took > bound {
+			t.Errorf("deadline %v: took %v, over %v", timeout, took, bound)
+		}
+		return
 	}
 }
 
@@ -212,17 +241,39 @@ func TestCrashRetried(t *testing.T) {
 
 // TestAbandonedCallLeavesProgram: a caller that gives up (not a deadline)
 // leaves the program running, and its late reply is dropped.
+// Note: the program holds each answer until the test lets it go, so that
+// the caller gives up while the call is in flight, and the late reply
+// comes before the next call's, whatever the machine's speed.
 func TestAbandonedCallLeavesProgram(t *testing.T) {
-	m := helperModel(t, "slow", fast)
+	marker := filepath.Join(t.TempDir(), "call")
+	t.Setenv("HELPER_MARKER", marker)
+	release := func(seed int) {
+		if err := os.WriteFile(fmt.Sprintf("%s.%d", marker, seed), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := helperModel(t, "held", fast)
+	release(1)
 	if _, err := m.Generate(context.Background(), call(1)); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(50*time.Millisecond, cancel)
-	if _, err := m.Generate(ctx, call(2)); !errors.Is(err, context.Canceled) {
+	go func() { // give up once the program has the call
+		for ctx.Err() == nil {
+			if _, err := os.Stat(marker + ".2.seen"); err == nil {
+				cancel()
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	_, err := m.Generate(ctx, call(2))
+	cancel()
+	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v, want context.Canceled", err)
 	}
-	r, err := m.Generate(context.Background(), call(3)) // the late reply to 2 arrives meanwhile
+	release(2) // the program answers 2, late, before it reads 3
+	release(3)
+	r, err := m.Generate(context.Background(), call(3))
 	if err != nil || !strings.Contains(r.Text, `"seed":3`) || len(r.Events) != 0 {
 		t.Fatalf("after an abandoned call: %+v, %v", r, err)
 	}

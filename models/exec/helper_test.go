@@ -100,8 +100,12 @@ func helper(mode string) {
 			}
 		case "hang":
 			// never answers
-		case "slow": // answers after 300 ms
-			time.Sleep(300 * time.Millisecond)
+		case "held": // writes $HELPER_MARKER.SEED.seen, answers once $HELPER_MARKER.SEED exists
+			marker := fmt.Sprintf("%s.%d", os.Getenv("HELPER_MARKER"), r.Seed)
+			os.WriteFile(marker+".seen", nil, 0o644)
+			for _, err := os.Stat(marker); err != nil; _, err = os.Stat(marker) {
+				time.Sleep(time.Millisecond)
+			}
 			send(answer(r))
 		case "error":
 			send(map[string]any{"id": r.ID, "error": "vendor API: HTTP 503 overloaded"})

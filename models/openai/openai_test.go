@@ -101,7 +101,9 @@ func TestFaults(t *testing.T) {
 		faultserver.Fault{Kind: faultserver.KindMalformed},
 		faultserver.Fault{Kind: faultserver.KindOK})
 	defer srv.Close()
-	m, _ := openai.New(spec(srv.URL+"/v1"), transport.Options{Timeout: 200 * time.Millisecond, MaxAttempts: 5, BaseDelay: time.Millisecond})
+	// The timeout must pass on the hang and not on the other answers,
+	// which on a loaded machine may take a second or two.
+	m, _ := openai.New(spec(srv.URL+"/v1"), transport.Options{Timeout: 5 * time.Second, MaxAttempts: 5, BaseDelay: time.Millisecond})
 	r, err := m.Generate(context.Background(), models.Request{Messages: []models.Message{{Role: "user", Content: "hi"}}})
 	if err != nil {
 		t.Fatal(err)

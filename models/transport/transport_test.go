@@ -23,6 +23,11 @@ func checkJSON(b []byte) error {
 	return json.Unmarshal(b, &v)
 }
 
+// hangTimeout is the attempt timeout of a test whose server hangs: it must
+// pass on the hanging attempts and not on the good answer after them, which
+// on a loaded machine may take a second or two.
+const hangTimeout = 5 * time.Second
+
 // fakeClock records sleeps instead of waiting.
 type fakeClock struct{ slept []time.Duration }
 
@@ -31,8 +36,11 @@ func (f *fakeClock) sleep(ctx context.Context, d time.Duration) error {
 	return ctx.Err()
 }
 
+// client makes a client with quick retries on clock. Its attempt timeout,
+// which a good answer from the test's own server must beat on a loaded
+// machine, is 30 s; a test of a hanging server sets hangTimeout.
 func client(t *testing.T, clock *fakeClock, mod func(*Options)) *Client {
-	opt := Options{Timeout: 300 * time.Millisecond, MaxAttempts: 4, BaseDelay: 100 * time.Millisecond, MaxDelay: 2 * time.Second,
+	opt := Options{Timeout: 30 * time.Second, MaxAttempts: 4, BaseDelay: 100 * time.Millisecond, MaxDelay: 2 * time.Second,
 		MaxBody: 1 << 16, BreakerThreshold: 100, Jitter: func() float64 { return 0.5 }, Sleep: clock.sleep}
 	if mod != nil {
 		mod(&opt)
@@ -73,7 +81,11 @@ func TestFaultsThenSuccess(t *testing.T) {
 			srv := faultserver.New(okHandler, tc.fault, tc.fault, faultserver.Fault{Kind: faultserver.KindOK})
 			defer srv.Close()
 			clock := &fakeClock{}
-			resp, ev, err := client(t, clock, nil).Do(context.Background(), get(srv.URL), checkJSON)
+			var mod func(*Options)
+			if tc.fault.Kind == faultserver.KindHang {
+				mod = func(o *Options) { o.Timeout = hangTimeout }
+			}
+			resp, ev, err := client(t, clock, mod).Do(context.Background(), get(srv.URL), checkJSON)
 			if err != nil {
 				t.Fatalf("%v (events %v)", err, ev)
 			}
