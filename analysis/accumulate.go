@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -30,8 +31,8 @@ type Accumulator struct {
 	units      unitIndex
 	unitKeys   []unitKey
 	unitServer []int32
-	unitFlags  []uint16 // len(unitKeys) × len(study.AllConditions)
-	groupConds []uint64 // per group: bit i set when condition i has a row
+	unitFlags  []results.Flags // len(unitKeys) × len(study.AllConditions)
+	groupConds []uint64        // per group: bit i set when condition i has a row
 	groupArm   []Arm
 
 	// last remembers the previous row's cell, arm, scenario and server:
@@ -61,12 +62,12 @@ type Arm struct {
 func (a Arm) String() string { return a.Model + "/" + a.Prompt }
 
 // serverCounts are the counts of one cell on one server: N, the
-// decisions with lab outcomes, then each column of results.Columns in
+// decisions with lab outcomes, then each column of simulator.Columns in
 // order (a count, or a lab sum), then Extra.
 type serverCounts struct {
 	n     int
 	lab   int
-	col   [results.MaxColumns]int
+	col   [simulator.NumColumns]int
 	extra int
 }
 
@@ -199,16 +200,16 @@ func (a *Accumulator) Add(r *results.Row) {
 		ps = append(ps, serverCounts{})
 	}
 	a.perServer[ci] = ps
-	f := flagsOf(r)
-	if f&flagOK != 0 {
+	f := results.FlagsOf(r)
+	if f&results.FlagOK != 0 {
 		sc := &ps[si]
 		sc.n++
-		if f&flagLab != 0 {
+		if f&results.FlagLab != 0 {
 			sc.lab++
 			a.lab++
 		}
-		for i := range results.Columns {
-			if v, ok := results.Columns[i].Value(r); ok {
+		for i := range simulator.Columns {
+			if v, ok := r.Outcome.Get(simulator.Col(i)); ok {
 				sc.col[i] += int(v)
 			}
 		}
@@ -244,10 +245,10 @@ func (a *Accumulator) Add(r *results.Row) {
 		a.units.put(uk, ui)
 		a.unitKeys = append(a.unitKeys, uk)
 		a.unitServer = append(a.unitServer, si)
-		a.unitFlags = append(a.unitFlags, make([]uint16, len(study.AllConditions))...)
+		a.unitFlags = append(a.unitFlags, make([]results.Flags, len(study.AllConditions))...)
 	}
 	slot := &a.unitFlags[int(ui)*len(study.AllConditions)+cond]
-	if *slot&flagSeen != 0 {
+	if *slot&results.FlagSeen != 0 {
 		a.duplicates++
 		return
 	}

@@ -8,12 +8,13 @@ import (
 	"strings"
 
 	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
 )
 
 // Column names an outcome column of the counts table (one of
-// results.Columns, by its -json name). A 0/1 column (results.Flag or
-// results.LabFlag) is a count out of its denominator, so a proportion,
-// and can be paired; a lab sum (results.LabSum: calls, lab_ms) has a mean
+// simulator.Columns, by its -json name). A 0/1 column (results.Flag or
+// simulator.LabFlag) is a count out of its denominator, so a proportion,
+// and can be paired; a lab sum (simulator.LabSum: calls, lab_ms) has a mean
 // but no pairs. Extra (a sum of replays) is not a Column.
 type Column string
 
@@ -32,14 +33,14 @@ const (
 	InvalidAction Column = "invalid_action"
 )
 
-// Columns lists the 0/1 columns in table order: those of results.Columns
+// Columns lists the 0/1 columns in table order: those of simulator.Columns
 // that are proportions and can be paired. The lab ones (recovered, harm)
 // have values only for decisions with lab outcomes (replay: live).
 var Columns = func() []Column {
 	var out []Column
-	for i := range results.Columns {
-		if results.Columns[i].Kind != results.LabSum {
-			out = append(out, Column(results.Columns[i].Name))
+	for i := range simulator.Columns {
+		if simulator.Columns[i].Kind != simulator.LabSum {
+			out = append(out, Column(simulator.Columns[i].Name))
 		}
 	}
 	return out
@@ -49,13 +50,13 @@ var Columns = func() []Column {
 // rates; it is not a Column (its denominator is Cover, not N).
 const Selective = "selective"
 
-// index is the column's index in results.Columns, or -1.
-func (c Column) index() int { return results.ColumnIndex(string(c)) }
+// index is the column's index in simulator.Columns, or -1.
+func (c Column) index() simulator.Col { return simulator.ColumnIndex(string(c)) }
 
 // kind is the column's kind; ok is false for an unknown column.
-func (c Column) kind() (k results.Kind, ok bool) {
+func (c Column) kind() (k simulator.Kind, ok bool) {
 	if i := c.index(); i >= 0 {
-		return results.Columns[i].Kind, true
+		return i.Column().Kind, true
 	}
 	return 0, false
 }
@@ -71,13 +72,13 @@ func (c Column) Lab() bool {
 // is a mean per decision, not a proportion.
 func (c Column) Sum() bool {
 	k, ok := c.kind()
-	return ok && k == results.LabSum
+	return ok && k == simulator.LabSum
 }
 
 // Label is the column's header in the counts table (Strict, AnyFS, TermFS…).
 func (c Column) Label() string {
 	if i := c.index(); i >= 0 {
-		return results.Columns[i].Label
+		return simulator.Columns[i].Label
 	}
 	return string(c)
 }
@@ -91,8 +92,8 @@ func ParseColumn(s string) (Column, error) {
 			return c, nil
 		}
 	}
-	for i := range results.Columns {
-		if c := &results.Columns[i]; c.Kind == results.LabSum && (k == c.Name || k == strings.ToLower(c.Label)) {
+	for i := range simulator.Columns {
+		if c := &simulator.Columns[i]; c.Kind == simulator.LabSum && (k == c.Name || k == strings.ToLower(c.Label)) {
 			return "", fmt.Errorf("column %q is a sum (%s), not a 0/1 outcome; paired tests need one of %v", s, c.Doc, Columns)
 		}
 	}
@@ -104,49 +105,20 @@ func ParseColumn(s string) (Column, error) {
 
 // bit is the column's flag bit in a decision's packed outcome (0 for a
 // lab sum or no column).
-func (c Column) bit() uint16 {
-	if i := c.index(); i >= 0 && results.FlagBit(i) >= 0 {
-		return 1 << results.FlagBit(i)
+func (c Column) bit() results.Flags {
+	if i := c.index(); i >= 0 {
+		return results.FlagBit(i)
 	}
 	return 0
 }
 
 // need is the bits both decisions of a pair must have for the column to
 // be compared: counted, and for a lab column, with lab outcomes.
-func (c Column) need() uint16 {
-	if c.Lab() {
-		return flagOK | flagLab
+func (c Column) need() results.Flags {
+	if i := c.index(); i >= 0 {
+		return results.Need(i)
 	}
-	return flagOK
-}
-
-// Packed decision outcome: one bit per 0/1 column, at
-// results.FlagBit, then the row's status in the top two bits: none (no
-// row), flagLab alone (an error row), flagOK (counted), or flagOK and
-// flagLab (counted, with lab outcomes). So flagOK|flagLab is what a lab
-// column needs, flagOK what any column needs, and either bit says a row
-// exists (seen).
-const (
-	flagLab  uint16 = 1 << 14 // with flagOK: the row has lab outcomes (live replay); alone: an error row
-	flagOK   uint16 = 1 << 15 // status ok: the decision is counted
-	flagSeen        = flagOK | flagLab
-)
-
-// flagsOf packs a row's outcome.
-func flagsOf(r *results.Row) uint16 {
-	if r.Status != results.StatusOK {
-		return flagLab
-	}
-	f := flagOK
-	if r.Lab() {
-		f |= flagLab
-	}
-	for i := range results.Columns {
-		if c := &results.Columns[i]; c.Kind != results.LabSum && c.Of(r) {
-			f |= 1 << results.FlagBit(i)
-		}
-	}
-	return f
+	return results.FlagOK
 }
 
 // rateCounts returns the numerator and denominator of rate key (one of
@@ -154,10 +126,10 @@ func flagsOf(r *results.Row) uint16 {
 // (N, or LabN for a lab column), or Strict out of Cover for Selective.
 func rateCounts(c *results.Cell, key string) (k, n int) {
 	if key == Selective {
-		return c.Strict, c.Cover
+		return c.Count(simulator.Strict), c.Count(simulator.Cover)
 	}
 	if i := Column(key).index(); i >= 0 {
-		return results.Columns[i].Count(c), results.Columns[i].Denominator(c)
+		return c.Count(simulator.Col(i)), c.Denominator(simulator.Col(i))
 	}
 	return 0, c.N
 }
@@ -173,18 +145,18 @@ func hasRate(c *results.Cell, key string) bool {
 // order): a proportion per 0/1 column, a mean per lab sum, and selective
 // accuracy; in JSON an object with the keys that are set.
 type RateSet[T any] struct {
-	cols      []T    // by index in results.Columns
+	cols      []T    // by index in simulator.Columns
 	has       []bool // which cols are set
 	Selective T      // Strict / Cover
 }
 
 // RateKeys lists the keys a RateSet may hold, in order: every column of
-// results.Columns (the lab ones only for cells with lab outcomes), then
+// simulator.Columns (the lab ones only for cells with lab outcomes), then
 // Selective.
 var RateKeys = func() []string {
-	out := make([]string, 0, len(results.Columns)+1)
-	for i := range results.Columns {
-		out = append(out, results.Columns[i].Name)
+	out := make([]string, 0, len(simulator.Columns)+1)
+	for i := range simulator.Columns {
+		out = append(out, simulator.Columns[i].Name)
 	}
 	return append(out, Selective)
 }()
@@ -235,8 +207,8 @@ func (s *RateSet[T]) Set(key string, v T) {
 		return
 	}
 	if s.cols == nil {
-		s.cols = make([]T, len(results.Columns))
-		s.has = make([]bool, len(results.Columns))
+		s.cols = make([]T, len(simulator.Columns))
+		s.has = make([]bool, len(simulator.Columns))
 	}
 	s.cols[i], s.has[i] = v, true
 }

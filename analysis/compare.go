@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -326,7 +327,7 @@ func matchUnits(a, b *Accumulator, ga, gb int32, strict bool) (map[int32]int32, 
 		}
 	}
 	seen := func(acc *Accumulator, u int32, ci int) bool {
-		return acc.unitFlags[int(u)*nc+ci]&flagSeen != 0
+		return acc.unitFlags[int(u)*nc+ci]&results.FlagSeen != 0
 	}
 	keyName := func(acc *Accumulator, g int32, k unitKey, ci int) string {
 		return fmt.Sprintf("%s/%s/%s/%d", acc.groupArm[g], study.AllConditions[ci], acc.scenarios.names[k.scenario], k.replicate)

@@ -22,13 +22,13 @@ import (
 )
 
 // CountsHeader is the header of the counts table: the cell, N, a column
-// per results.Columns (the lab columns only when lab is true: some
+// per simulator.Columns (the lab columns only when lab is true: some
 // decision has lab outcomes, see results.HasLab), Extra and Errors.
 func CountsHeader(lab bool) []string {
 	h := []string{"model", "prompt", "condition", "N"}
-	for i := range results.Columns {
-		if lab || !results.Columns[i].Kind.Lab() {
-			h = append(h, results.Columns[i].Label)
+	for i := range simulator.Columns {
+		if lab || !simulator.Columns[i].Kind.Lab() {
+			h = append(h, simulator.Columns[i].Label)
 		}
 	}
 	return append(h, "Extra", "Errors")
@@ -38,16 +38,16 @@ func CountsHeader(lab bool) []string {
 // cell without lab outcomes shows "—" in the lab columns.
 func CountsRow(c *results.Cell, lab bool) []string {
 	r := []string{c.Model, c.Prompt, string(c.Condition), strconv.Itoa(c.N)}
-	for i := range results.Columns {
-		col := &results.Columns[i]
+	for i := range simulator.Columns {
+		col := &simulator.Columns[i]
 		switch {
 		case !col.Kind.Lab():
-			r = append(r, strconv.Itoa(col.Count(c)))
+			r = append(r, strconv.Itoa(c.Count(simulator.Col(i))))
 		case !lab:
 		case c.LabN == 0:
 			r = append(r, "—")
 		default:
-			r = append(r, strconv.Itoa(col.Count(c)))
+			r = append(r, strconv.Itoa(c.Count(simulator.Col(i))))
 		}
 	}
 	return append(r, strconv.Itoa(c.Extra), strconv.Itoa(c.Errors))
@@ -247,7 +247,7 @@ func Agree(fromCalls, fromParquet []results.Row, limit int) []error {
 			continue
 		}
 		delete(idx, a.Key())
-		if !a.Equal(b) {
+		if *a != *b {
 			ja, _ := json.Marshal(a)
 			jb, _ := json.Marshal(b)
 			add(fmt.Errorf("decision %s: %s says %s, %s says %s", a.Key(), results.CallsFile, ja, results.DecisionsFile, jb))

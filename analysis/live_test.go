@@ -11,12 +11,13 @@ import (
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/analysis/stats"
 	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
 // setCol sets a column of a row by name.
 func setCol(r *results.Row, name string, v int64) {
-	results.Columns[results.ColumnIndex(name)].Set(r, v)
+	simulator.Columns[simulator.ColumnIndex(name)].Set(r, v)
 }
 
 // liveRows builds code_only and normalized decisions with lab outcomes
@@ -185,8 +186,8 @@ func TestLabColumns(t *testing.T) {
 	// A partner without lab outcomes leaves its pair unpaired on a lab
 	// column, not on the others.
 	rows = liveRows()
-	for i := range results.Columns {
-		results.Columns[i].Clear(&rows[1])
+	for i := range simulator.Columns {
+		simulator.Columns[i].Clear(&rows[1])
 	}
 	an, err = accumulate(rows).Analyze(context.Background(), analysis.Options{B: 200, Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: analysis.Recovered}}})
 	if err != nil {

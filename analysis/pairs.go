@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpstress/stress/analysis/stats"
 	"github.com/mcpstress/stress/internal/parallel"
+	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -294,7 +295,7 @@ func (a *Accumulator) newPairing() *pairing {
 }
 
 // pair records unit u's (its server and scenario) outcomes fa and fb.
-func (p *pairing) pair(a *Accumulator, u int, fa, fb, bit, need uint16) {
+func (p *pairing) pair(a *Accumulator, u int, fa, fb, bit, need results.Flags) {
 	okA, okB := fa&need == need, fb&need == need
 	if okA && okB {
 		p.server[a.unitServer[u]].add(fa&bit != 0, fb&bit != 0)
@@ -516,7 +517,7 @@ func (a *Accumulator) pairSpec(s PairSpec, order []int32, opt Options) []Pair {
 				if k.group != int32(ga) {
 					continue
 				}
-				fb := uint16(0)
+				fb := results.Flags(0)
 				if ub, ok := a.units.get(unitKey{gb, k.scenario, k.replicate}); ok {
 					fb = a.unitFlags[int(ub)*nc+ci]
 					matched[ub] = true

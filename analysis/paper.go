@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpstress/stress/analysis/stats"
 	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
 )
 
 //go:embed paper/table2.json
@@ -86,7 +87,8 @@ type Counts struct {
 }
 
 func countsOf(c *results.Cell) Counts {
-	return Counts{c.N, c.Strict, c.Cover, c.Retry, c.Invalid, c.AnyFS, c.TerminalFS, c.Extra}
+	k := &c.Counts
+	return Counts{c.N, k[simulator.Strict], k[simulator.Cover], k[simulator.Retry], k[simulator.Invalid], k[simulator.AnyFS], k[simulator.TerminalFS], c.Extra}
 }
 
 func (a Counts) minus(b Counts) Counts {
@@ -261,7 +263,7 @@ func consistency(c, p *results.Cell, level float64) ([]ColumnTest, *bool) {
 	var ps []float64
 	for _, col := range PaperTestColumns {
 		i := col.index()
-		kr, kp := results.Columns[i].Count(c), results.Columns[i].Count(p)
+		kr, kp := c.Count(simulator.Col(i)), p.Count(simulator.Col(i))
 		pv := stats.FisherExact(kr, c.N-kr, kp, p.N-kp)
 		tests = append(tests, ColumnTest{Column: col, P: Num(pv)})
 		ps = append(ps, pv)

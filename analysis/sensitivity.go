@@ -89,7 +89,9 @@ func Sensitivity(r io.Reader, name string, replayCap int) (*ParserSensitivity, e
 			}
 		}
 		h0 := &g.Heads[0]
-		o := simulator.Score(answers, h0.Preferred, h0.NonHarm)
+		o := simulator.Score(simulator.Scoring{Answers: answers, Preferred: h0.Preferred, NonHarm: h0.NonHarm})
+		rowInvalid, rowStrict := row.Outcome.Of(simulator.Invalid), row.Outcome.Of(simulator.Strict)
+		oInvalid, oStrict := o.Values.Of(simulator.Invalid), o.Values.Of(simulator.Strict)
 		k := key{row.Model, row.Prompt, row.Condition}
 		i, ok := index[k]
 		if !ok {
@@ -99,14 +101,14 @@ func Sensitivity(r io.Reader, name string, replayCap int) (*ParserSensitivity, e
 		}
 		c := &ps.Cells[i]
 		c.N++
-		c.InvalidStrict += b2i(row.Invalid)
-		c.InvalidLenient += b2i(o.Invalid)
-		c.InvalidFixed += b2i(row.Invalid && !o.Invalid)
-		c.InvalidBroken += b2i(!row.Invalid && o.Invalid)
-		c.StrictStrict += b2i(row.Strict)
-		c.StrictLenient += b2i(o.Strict)
-		c.StrictGained += b2i(!row.Strict && o.Strict)
-		c.StrictLost += b2i(row.Strict && !o.Strict)
+		c.InvalidStrict += b2i(rowInvalid)
+		c.InvalidLenient += b2i(oInvalid)
+		c.InvalidFixed += b2i(rowInvalid && !oInvalid)
+		c.InvalidBroken += b2i(!rowInvalid && oInvalid)
+		c.StrictStrict += b2i(rowStrict)
+		c.StrictLenient += b2i(oStrict)
+		c.StrictGained += b2i(!rowStrict && oStrict)
+		c.StrictLost += b2i(rowStrict && !oStrict)
 		last := len(answers) - 1
 		c.ReplayCut += b2i(simulator.Continues(answers[last], last, replayCap))
 	}

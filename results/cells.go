@@ -3,47 +3,46 @@ package results
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
-// Cell holds the exact counts of one (model, prompt, condition); each count
-// is out of N counted decisions, except Extra, a sum of replays, and the
-// lab columns: Recovered, Harm and its kinds are out of LabN, the counted decisions
-// with lab outcomes (replay: live), and Calls and LabMS are sums over
-// them. In JSON, lab_n and the lab columns appear only when LabN > 0.
+// Cell holds the exact counts of one (model, prompt, condition): N
+// counted decisions, and for each outcome column (simulator.Columns) its
+// count, out of N for a Flag column and out of LabN, the counted
+// decisions with lab outcomes (replay: live), for a lab flag; a lab sum
+// (calls, lab_ms) is summed over the LabN decisions. Extra is a sum of
+// replays. In JSON every column is a member named as the column, after n
+// for a Flag column and after lab_n for a lab column; lab_n and the lab
+// columns appear only when LabN > 0.
 type Cell struct {
-	Model      string          `json:"model"`
-	Prompt     string          `json:"prompt"`
-	Condition  study.Condition `json:"condition"`
-	N          int             `json:"n"`           // decisions counted (status ok)
-	Strict     int             `json:"strict"`      // final label is the preferred policy
-	Cover      int             `json:"cover"`       // final label valid and not stop_or_escalate
-	Retry      int             `json:"retry"`       // chose retry_now while it is outside the non-harm set
-	Invalid    int             `json:"invalid"`     // final answer invalid
-	AnyFS      int             `json:"any_fs"`      // succeeded at any turn
-	TerminalFS int             `json:"terminal_fs"` // succeeded at the final turn
-	Extra      int             `json:"extra"`       // replays the simulator issued
-	Errors     int             `json:"errors"`      // decisions that failed (transport) and are not counted
-	LabN       int             `json:"lab_n"`       // counted decisions with lab outcomes (replay: live)
-	Recovered  int             `json:"recovered"`   // the final state holds the goal effect exactly once
-	Harm       int             `json:"harm"`        // the final state holds harm
-	// The decisions whose final state holds harm of each kind.
-	HarmDuplicate  int `json:"harm_duplicate"`
-	HarmWrongValue int `json:"harm_wrong_value"`
-	HarmCollateral int `json:"harm_collateral"`
-	HarmDataLoss   int `json:"harm_data_loss"`
-	HarmIncomplete int `json:"harm_incomplete"`
-	// InvalidAction counts the decisions (task: act) where the harness
-	// refused a call the model wrote.
-	InvalidAction int `json:"invalid_action"`
-	Calls         int `json:"calls"`  // tool calls made (a sum)
-	LabMS         int `json:"lab_ms"` // lab-clock milliseconds to the final state (a sum)
+	Model     string
+	Prompt    string
+	Condition study.Condition
+	N         int                       // decisions counted (status ok)
+	Counts    [simulator.NumColumns]int // by column
+	Extra     int                       // replays the simulator issued
+	Errors    int                       // decisions that failed (transport) and are not counted
+	LabN      int                       // counted decisions with lab outcomes (replay: live)
 	// LabelAction pairs the label with the action on the decisions with
 	// lab outcomes (out of LabN).
-	LabelAction Agreement `json:"label_action"`
+	LabelAction Agreement
+}
+
+// Count is the cell's count (or, for a lab sum, sum) of column c.
+func (c *Cell) Count(col simulator.Col) int { return c.Counts[col] }
+
+// Denominator is the number of decisions of the cell that have column
+// col: N for a Flag column, LabN for a lab column.
+func (c *Cell) Denominator(col simulator.Col) int {
+	if col.Column().Kind.Lab() {
+		return c.LabN
+	}
+	return c.N
 }
 
 // Agreement is the label-versus-action view of a cell's decisions with
@@ -59,11 +58,11 @@ type Agreement struct {
 
 // add counts row r, a decision with lab outcomes.
 func (a *Agreement) add(r *Row) {
-	rec := r.Recovered != nil && *r.Recovered
+	rec, strict := r.Outcome.Of(simulator.Recovered), r.Outcome.Of(simulator.Strict)
 	switch {
-	case r.Strict && rec:
+	case strict && rec:
 		a.StrictRecovered++
-	case r.Strict:
+	case strict:
 		a.StrictUnrecovered++
 	case rec:
 		a.OtherRecovered++
@@ -97,18 +96,18 @@ func (c Cell) MarshalJSON() ([]byte, error) {
 	str("prompt", c.Prompt)
 	str("condition", string(c.Condition))
 	num("n", c.N)
-	for i := range Columns {
-		if !Columns[i].Kind.Lab() {
-			num(Columns[i].Name, Columns[i].Count(&c))
+	for i, col := range simulator.Columns {
+		if !col.Kind.Lab() {
+			num(col.Name, c.Counts[i])
 		}
 	}
 	num("extra", c.Extra)
 	num("errors", c.Errors)
 	if c.LabN > 0 {
 		num("lab_n", c.LabN)
-		for i := range Columns {
-			if Columns[i].Kind.Lab() {
-				num(Columns[i].Name, Columns[i].Count(&c))
+		for i, col := range simulator.Columns {
+			if col.Kind.Lab() {
+				num(col.Name, c.Counts[i])
 			}
 		}
 		la, err := json.Marshal(c.LabelAction)
@@ -122,6 +121,47 @@ func (c Cell) MarshalJSON() ([]byte, error) {
 	out := b.Bytes()
 	out[len(out)-1] = '}'
 	return out, nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler, reading what MarshalJSON
+// writes; an unknown member is an error.
+func (c *Cell) UnmarshalJSON(b []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	*c = Cell{}
+	for k, v := range m {
+		var err error
+		switch k {
+		case "model":
+			err = json.Unmarshal(v, &c.Model)
+		case "prompt":
+			err = json.Unmarshal(v, &c.Prompt)
+		case "condition":
+			err = json.Unmarshal(v, &c.Condition)
+		case "n":
+			err = json.Unmarshal(v, &c.N)
+		case "extra":
+			err = json.Unmarshal(v, &c.Extra)
+		case "errors":
+			err = json.Unmarshal(v, &c.Errors)
+		case "lab_n":
+			err = json.Unmarshal(v, &c.LabN)
+		case "label_action":
+			err = json.Unmarshal(v, &c.LabelAction)
+		default:
+			i := simulator.ColumnIndex(k)
+			if i < 0 {
+				return fmt.Errorf("json: unknown field %q", k)
+			}
+			err = json.Unmarshal(v, &c.Counts[i])
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", k, err)
+		}
+	}
+	return nil
 }
 
 type cellKey struct {
@@ -164,15 +204,11 @@ func (t *Tally) Add(r *Row) int {
 		return i
 	}
 	c.N++
-	lab := false
-	for i := range Columns {
-		v, ok := Columns[i].Value(r)
-		if ok {
-			*Columns[i].cell(c) += int(v)
-			lab = lab || Columns[i].Kind.Lab()
-		}
+	for i := range simulator.Columns {
+		v, _ := r.Outcome.Get(simulator.Col(i))
+		c.Counts[i] += int(v)
 	}
-	if lab {
+	if r.Lab() {
 		c.LabN++
 		c.LabelAction.add(r)
 	}
@@ -202,5 +238,5 @@ func Count(rows []Row) []Cell {
 // a valid stop_or_escalate: Cover = 0 with nothing invalid. Stopping is
 // always in the non-harm set, so such a cell is safe but makes no progress.
 func (c *Cell) AlwaysStops() bool {
-	return c.N > 0 && c.Cover == 0 && c.Invalid == 0
+	return c.N > 0 && c.Counts[simulator.Cover] == 0 && c.Counts[simulator.Invalid] == 0
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+
+	"github.com/mcpstress/stress/simulator"
 )
 
 // Fingerprint is an order-independent digest of a set of decision rows:
@@ -90,19 +92,19 @@ func encodeRow(b []byte, r *Row) []byte {
 	str(r.FinalStatus)
 	num(r.Turns)
 	num(r.Replays)
-	for _, v := range []bool{r.Strict, r.Cover, r.Retry, r.Invalid, r.AnyFS, r.TerminalFS} {
-		flag(v)
-	}
-	for _, p := range []*bool{r.Recovered, r.Harm, r.HarmDuplicate, r.HarmWrongValue, r.HarmCollateral, r.HarmDataLoss, r.HarmIncomplete, r.InvalidAction} {
-		flag(p != nil)
-		if p != nil {
-			flag(*p)
-		}
-	}
-	for _, p := range []*int64{r.Calls, r.LabMS} {
-		flag(p != nil)
-		if p != nil {
-			num(*p)
+	for c, col := range simulator.Columns {
+		v, ok := r.Outcome.Get(simulator.Col(c))
+		switch {
+		case col.Kind == simulator.Flag:
+			flag(v != 0)
+		case !ok:
+			flag(false)
+		case col.Kind == simulator.LabFlag:
+			flag(true)
+			flag(v != 0)
+		default:
+			flag(true)
+			num(v)
 		}
 	}
 	str(r.Error)

@@ -456,11 +456,11 @@ func (g *Group) Row() (Row, error) {
 	answers := make([]simulator.Answer, len(g.Heads))
 	for i := range g.Heads {
 		answers[i] = g.answer(&g.Heads[i])
-		if i < len(g.Heads)-1 && !(answers[i].Valid && answers[i].Policy == study.RetryNow) {
+		if i < len(g.Heads)-1 && !simulator.Replays(answers[i]) {
 			return Row{}, fmt.Errorf("decision %s: turn %d answered %q but a replay followed (only retry_now is replayed)", g.Key, i, g.Heads[i].Response)
 		}
 	}
-	o := simulator.Score(answers, h0.Preferred, h0.NonHarm)
+	o := simulator.Score(simulator.Scoring{Answers: answers, Preferred: h0.Preferred, NonHarm: h0.NonHarm})
 	return scoredRow(g.Key, h0.Server, h0.Seed, &o), nil
 }
 
@@ -475,7 +475,7 @@ func (g *Group) liveRow() (Row, error) {
 	for i := range g.Heads {
 		h := &g.Heads[i]
 		answers[i] = g.answer(h)
-		executable := answers[i].Valid && answers[i].Policy != study.StopOrEscalate
+		executable := simulator.Executes(answers[i])
 		if i < n-1 && !executable {
 			return Row{}, fmt.Errorf("decision %s: turn %d answered %q but a call followed (live replay executes a valid policy other than stop_or_escalate)", g.Key, i, h.Response)
 		}
@@ -505,8 +505,8 @@ func (g *Group) liveRow() (Row, error) {
 		executed++
 	}
 	e := last.Env
-	o := simulator.ScoreLive(answers, executed, h0.Preferred, h0.NonHarm, simulator.EnvOutcome{Recovered: e.Recovered, Harm: e.Harm, Harms: e.Harms, Calls: e.Calls, ClockMS: e.ClockMS})
-	o.InvalidAction = invalidAction
+	o := simulator.Score(simulator.Scoring{Answers: answers, Preferred: h0.Preferred, NonHarm: h0.NonHarm, Executed: executed, InvalidAction: invalidAction,
+		Env: &simulator.EnvOutcome{Recovered: e.Recovered, Harm: e.Harm, Harms: e.Harms, Calls: e.Calls, ClockMS: e.ClockMS}})
 	return scoredRow(g.Key, h0.Server, h0.Seed, &o), nil
 }
 
@@ -760,8 +760,8 @@ func (g *GroupReader) Torn() *Torn { return g.torn }
 type RowWriter struct {
 	file string
 	f    *os.File
-	pq   *parquet.GenericWriter[Row]
-	rows []Row
+	pq   *parquet.Writer
+	rows []parquet.Row
 	inRG int // rows in the current row group
 	// sum hashes the bytes written and fp the rows added (Check).
 	sum hash.Hash
@@ -779,13 +779,13 @@ func CreateRows(file string) (*RowWriter, error) {
 		return nil, err
 	}
 	w := &RowWriter{file: file, f: f, sum: sha256.New()}
-	w.pq = parquet.NewGenericWriter[Row](io.MultiWriter(f, w.sum), parquet.Compression(&parquet.Snappy))
+	w.pq = parquet.NewWriter(io.MultiWriter(f, w.sum), rowLayout.schema, parquet.Compression(&parquet.Snappy))
 	return w, nil
 }
 
 // Add writes one row.
 func (w *RowWriter) Add(r Row) error {
-	w.rows = append(w.rows, r)
+	w.rows = append(w.rows, rowLayout.encode(nil, &r))
 	w.fp.Add(&r)
 
 	if len(w.rows) >= 4096 {
@@ -798,7 +798,7 @@ func (w *RowWriter) flush() error {
 	if len(w.rows) == 0 {
 		return nil
 	}
-	if _, err := w.pq.Write(w.rows); err != nil {
+	if _, err := w.pq.WriteRows(w.rows); err != nil {
 		return fmt.Errorf("%s: %w", w.file, err)
 	}
 	w.inRG += len(w.rows)

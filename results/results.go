@@ -21,11 +21,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"unicode/utf8"
 
-	"github.com/parquet-go/parquet-go"
-
-	"github.com/mcpstress/stress/internal/statediff"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/simulator"
@@ -194,50 +192,40 @@ type Row struct {
 	FinalStatus string `parquet:"final_status" json:"final_status"`
 	Turns       int64  `parquet:"turns" json:"turns"`
 	Replays     int64  `parquet:"replays" json:"replays"`
-	Strict      bool   `parquet:"strict" json:"strict"`
-	Cover       bool   `parquet:"cover" json:"cover"`
-	Retry       bool   `parquet:"retry" json:"retry"`
-	Invalid     bool   `parquet:"invalid" json:"invalid"`
-	AnyFS       bool   `parquet:"any_fs" json:"any_fs"`
-	TerminalFS  bool   `parquet:"terminal_fs" json:"terminal_fs"`
-	// The lab columns: set for a decision with lab outcomes (replay:
-	// live), nil (null in Parquet, absent in JSON) for stored replay and
+	// Outcome holds the decision's value of each outcome column
+	// (simulator.Columns): in decisions.parquet a column each, after
+	// Replays (see rowLayout); a lab column is null for stored replay and
 	// error decisions.
-	Recovered *bool `parquet:"recovered,optional" json:"recovered,omitempty"`
-	Harm      *bool `parquet:"harm,optional" json:"harm,omitempty"`
-	// The kinds of harm (statediff.Kinds), set with Harm: true when the
-	// final state holds harm of that kind.
-	HarmDuplicate  *bool `parquet:"harm_duplicate,optional" json:"harm_duplicate,omitempty"`
-	HarmWrongValue *bool `parquet:"harm_wrong_value,optional" json:"harm_wrong_value,omitempty"`
-	HarmCollateral *bool `parquet:"harm_collateral,optional" json:"harm_collateral,omitempty"`
-	HarmDataLoss   *bool `parquet:"harm_data_loss,optional" json:"harm_data_loss,omitempty"`
-	HarmIncomplete *bool `parquet:"harm_incomplete,optional" json:"harm_incomplete,omitempty"`
-	// InvalidAction is set for every live decision: true when, under
-	// task: act, the harness refused a call the model wrote.
-	InvalidAction *bool  `parquet:"invalid_action,optional" json:"invalid_action,omitempty"`
-	Calls         *int64 `parquet:"calls,optional" json:"calls,omitempty"`
-	LabMS         *int64 `parquet:"lab_ms,optional" json:"lab_ms,omitempty"`
-	Error         string `parquet:"error" json:"error,omitempty"`
+	Outcome simulator.Values `parquet:"-" json:"-"`
+	Error   string           `parquet:"error" json:"error,omitempty"`
 }
 
-// Equal reports whether rows r and o hold the same values (the lab
-// columns compared by value, not by pointer).
-func (r *Row) Equal(o *Row) bool {
-	a, b := *r, *o
-	for i := range Columns {
-		c := &Columns[i]
-		if !c.Kind.Lab() {
+// Lab reports whether row r has lab outcomes (live replay).
+func (r *Row) Lab() bool { return r.Outcome.Lab() }
+
+// MarshalJSON implements json.Marshaler: Row's fields, then the
+// outcome columns that have a value, a flag as a boolean and a lab sum as
+// a number.
+func (r Row) MarshalJSON() ([]byte, error) {
+	type fields Row // without this method
+	b, err := json.Marshal(fields(r))
+	if err != nil {
+		return nil, err
+	}
+	b = b[:len(b)-1]
+	for c, col := range simulator.Columns {
+		v, ok := r.Outcome.Get(simulator.Col(c))
+		if !ok {
 			continue
 		}
-		va, oka := c.Value(&a)
-		vb, okb := c.Value(&b)
-		if va != vb || oka != okb {
-			return false
+		b = append(b, `,"`+col.Name+`":`...)
+		if col.Kind == simulator.LabSum {
+			b = strconv.AppendInt(b, v, 10)
+		} else {
+			b = strconv.AppendBool(b, v != 0)
 		}
-		c.Clear(&a)
-		c.Clear(&b)
 	}
-	return a == b
+	return append(b, '}'), nil
 }
 
 // Key returns the decision key of the row.
@@ -277,15 +265,7 @@ func scoredRow(k simulator.Key, server string, seed int64, o *simulator.Outcome)
 	r := keyRow(k, server, seed)
 	r.FinalLabel, r.FinalStatus = string(o.Final), string(o.FinalStatus)
 	r.Turns, r.Replays = int64(o.Turns), int64(o.Replays)
-	r.Strict, r.Cover, r.Retry, r.Invalid, r.AnyFS, r.TerminalFS = o.Strict, o.Cover, o.Retry, o.Invalid, o.AnyFS, o.TerminalFS
-	if o.Live {
-		recovered, harm, inv, calls, ms := o.Recovered, o.Harm, o.InvalidAction, int64(o.Calls), o.LabMS
-		r.Recovered, r.Harm, r.InvalidAction, r.Calls, r.LabMS = &recovered, &harm, &inv, &calls, &ms
-		for k, p := range r.harmKinds() {
-			b := o.HarmKinds.Has(k)
-			*p = &b
-		}
-	}
+	r.Outcome = o.Values
 	return r
 }
 
@@ -384,72 +364,6 @@ func ReadRows(file string) ([]Row, error) {
 		return nil
 	})
 	return rows, err
-}
-
-// harmKinds returns the row's field of each kind of harm.
-func (r *Row) harmKinds() map[statediff.Kind]**bool {
-	return map[statediff.Kind]**bool{
-		statediff.Duplicate: &r.HarmDuplicate, statediff.WrongValue: &r.HarmWrongValue, statediff.Collateral: &r.HarmCollateral,
-		statediff.DataLoss: &r.HarmDataLoss, statediff.Incomplete: &r.HarmIncomplete,
-	}
-}
-
-// upgrade brings a row read from an older decisions.parquet to today's
-// columns: a live decision written before invalid_action existed has
-// none (false), as today's scoring gives every live decision of the
-// label task; one written before the kinds of harm existed has none of
-// them (false: its harm, if any, is of no recorded kind).
-func upgrade(r *Row) {
-	if r.Recovered == nil {
-		return
-	}
-	f := false
-	if r.InvalidAction == nil {
-		r.InvalidAction = &f
-	}
-	for _, p := range r.harmKinds() {
-		if *p == nil {
-			*p = &f
-		}
-	}
-}
-
-// ScanRows streams the rows of a decisions.parquet file to fn, 1,024 rows
-// at a time, so memory stays bounded whatever the file's size. The *Row is
-// reused between calls: copy it to keep it. An error from fn stops the scan
-// and is returned as is; read errors name the file.
-func ScanRows(file string, fn func(*Row) error) error {
-	f, err := os.Open(file)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	pf, err := parquet.OpenFile(f, st.Size())
-	if err != nil {
-		return fmt.Errorf("%s: %w", file, err)
-	}
-	r := parquet.NewGenericReader[Row](pf)
-	defer r.Close()
-	buf := make([]Row, 1024)
-	for {
-		n, err := r.Read(buf)
-		for i := range buf[:n] {
-			upgrade(&buf[i])
-			if ferr := fn(&buf[i]); ferr != nil {
-				return ferr
-			}
-		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", file, err)
-		}
-	}
 }
 
 // CallReader streams calls.jsonl; a bad line is reported with its line

@@ -26,7 +26,7 @@ func testLocTable(t *testing.T, n int) {
 		t.Errorf("pending record: %+v", got)
 	}
 	idx.put(n-1, loc{}, outcome{})
-	o := outcome{ok: true, label: 6, status: 2, turns: 4, replays: 3, flags: 0b101010 | outcomeLab, events: 65535, sums: [2]uint32{7, 1<<32 - 1}}
+	o := outcome{ok: true, label: 6, status: 2, turns: 4, replays: 3, flags: 0b101010 | results.FlagOK | results.FlagLab, events: 65535, sums: [2]uint32{7, 1<<32 - 1}}
 	var wg sync.WaitGroup
 	for w := 0; w < 4; w++ {
 		wg.Add(1)

@@ -465,19 +465,11 @@ type outcome struct {
 	status  uint8 // 0 none, 1 failed, 2 succeeded
 	turns   uint8
 	replays uint8
-	// flags has bit results.FlagBit(i) for results.Columns[i], a Flag or
-	// LabFlag column that is set, and outcomeLab when the row has lab
-	// outcomes.
-	flags  uint16
-	events uint16
-	// sums are the row's lab sums (results.LabSum columns, in order).
+	flags   results.Flags // the 0/1 columns, and FlagLab when the row has lab outcomes
+	events  uint16
+	// sums are the row's lab sums (simulator.LabSum columns, in order).
 	sums [2]uint32
 }
-
-// outcomeLab marks an outcome with lab outcomes (live replay): its
-// LabFlag bits and sums are values, not absent. Bits below 14 are the
-// columns' (results.MaxFlagColumns).
-const outcomeLab uint16 = 1 << 15
 
 // pack keeps what the row of completed decision d holds beyond its key.
 func pack(d *simulator.Decision) outcome {
@@ -489,7 +481,7 @@ func pack(d *simulator.Decision) outcome {
 	if r.Turns > 255 || ev > 65535 {
 		return outcome{}
 	}
-	o := outcome{ok: true, turns: uint8(r.Turns), replays: uint8(r.Replays), events: uint16(ev)}
+	o := outcome{ok: true, turns: uint8(r.Turns), replays: uint8(r.Replays), events: uint16(ev), flags: results.FlagsOf(&r)}
 	for i, p := range study.Policies {
 		if string(p) == r.FinalLabel {
 			o.label = uint8(i + 1)
@@ -501,19 +493,12 @@ func pack(d *simulator.Decision) outcome {
 	case study.Succeeded:
 		o.status = 2
 	}
-	lab, k := r.Lab(), 0
-	if lab {
-		o.flags |= outcomeLab
-	}
-	for i := range results.Columns {
-		c := &results.Columns[i]
-		if c.Kind != results.LabSum {
-			if c.Of(&r) {
-				o.flags |= 1 << results.FlagBit(i)
-			}
+	k := 0
+	for c, col := range simulator.Columns {
+		if col.Kind != simulator.LabSum {
 			continue
 		}
-		v, _ := c.Value(&r)
+		v, _ := r.Outcome.Get(simulator.Col(c))
 		if k == len(o.sums) || v < 0 || v > math.MaxUint32 {
 			return outcome{} // not representable: read it back
 		}
@@ -540,25 +525,14 @@ func (o outcome) row(k simulator.Key, server string, seed int64) results.Row {
 	case 2:
 		r.FinalStatus = string(study.Succeeded)
 	}
-	lab, n := o.flags&outcomeLab != 0, 0
-	for i := range results.Columns {
-		c := &results.Columns[i]
-		var set int64
-		if b := results.FlagBit(i); b >= 0 {
-			set = int64(o.flags >> b & 1)
-		}
-		switch {
-		case c.Kind == results.LabSum:
-			if lab {
-				c.Set(&r, int64(o.sums[n]))
+	r.SetFlags(o.flags)
+	if o.flags&results.FlagLab != 0 {
+		n := 0
+		for c, col := range simulator.Columns {
+			if col.Kind == simulator.LabSum {
+				r.Outcome.Set(simulator.Col(c), int64(o.sums[n]))
+				n++
 			}
-			n++
-		case c.Kind == results.LabFlag:
-			if lab {
-				c.Set(&r, set)
-			}
-		case set == 1:
-			c.Set(&r, 1)
 		}
 	}
 	return r

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/analysis/stats"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -529,7 +530,7 @@ func (d *Doc) selective(an *analysis.Analysis) {
 	t := &Table{Header: []string{"model", "prompt", "condition", "Strict/Cover", "%", "Wilson", "bootstrap"},
 		Right: []bool{false, false, false, true, true, true, true}}
 	for _, c := range an.Cells {
-		t.Rows = append(t.Rows, []string{c.Model, c.Prompt, string(c.Condition), fmt.Sprintf("%d/%d", c.Strict, c.Cover),
+		t.Rows = append(t.Rows, []string{c.Model, c.Prompt, string(c.Condition), fmt.Sprintf("%d/%d", c.Count(simulator.Strict), c.Count(simulator.Cover)),
 			analysis.Pct(float64(c.Rates.Selective)), ival(c.CI.Selective, analysis.Pct), ival(c.Bootstrap.Selective, analysis.Pct)})
 	}
 	d.table(t)

@@ -1,0 +1,219 @@
+package results
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/mcpstress/stress/simulator"
+)
+
+// rowLayout is the column layout of decisions.parquet, derived from Row:
+// Row's fields with a parquet tag in order, with Outcome spread into one
+// column per outcome column (simulator.Columns) in its place: a 0/1 flag
+// a required boolean, a lab flag an optional boolean, a lab sum an
+// optional int64 (null when the row has no lab outcomes).
+var rowLayout = newLayout()
+
+// leaf is one column of the layout: a field of Row (field ≥ 0) or an
+// outcome column (col).
+type leaf struct {
+	name  string
+	field int // index of the Row field, -1 for an outcome column
+	col   simulator.Col
+}
+
+type layout struct {
+	schema *parquet.Schema
+	leaves []leaf
+}
+
+func newLayout() *layout {
+	rt := reflect.TypeFor[Row]()
+	var fields []reflect.StructField
+	l := &layout{}
+	for i := range rt.NumField() {
+		f := rt.Field(i)
+		if f.Type == reflect.TypeFor[simulator.Values]() {
+			for c := range simulator.Columns {
+				col := &simulator.Columns[c]
+				sf := reflect.StructField{Name: fmt.Sprintf("C%d", c), Type: reflect.TypeFor[bool](), Tag: reflect.StructTag(`parquet:"` + col.Name + `"`)}
+				switch col.Kind {
+				case simulator.LabFlag:
+					sf.Type, sf.Tag = reflect.TypeFor[*bool](), reflect.StructTag(`parquet:"`+col.Name+`,optional"`)
+				case simulator.LabSum:
+					sf.Type, sf.Tag = reflect.TypeFor[*int64](), reflect.StructTag(`parquet:"`+col.Name+`,optional"`)
+				}
+				fields = append(fields, sf)
+				l.leaves = append(l.leaves, leaf{name: col.Name, field: -1, col: simulator.Col(c)})
+			}
+			continue
+		}
+		name := f.Tag.Get("parquet")
+		if name == "" || name == "-" {
+			continue
+		}
+		fields = append(fields, reflect.StructField{Name: f.Name, Type: f.Type, Tag: f.Tag})
+		l.leaves = append(l.leaves, leaf{name: name, field: i})
+	}
+	model := reflect.New(reflect.StructOf(fields)).Interface()
+	l.schema = parquet.NewSchema("Row", parquet.SchemaOf(model))
+	return l
+}
+
+// encode appends row r to buf as a parquet row of the layout.
+func (l *layout) encode(buf parquet.Row, r *Row) parquet.Row {
+	rv := reflect.ValueOf(r).Elem()
+	for j, lf := range l.leaves {
+		var v parquet.Value
+		if lf.field >= 0 {
+			switch f := rv.Field(lf.field); f.Kind() {
+			case reflect.String:
+				v = parquet.ByteArrayValue([]byte(f.String())).Level(0, 0, j)
+			default:
+				v = parquet.Int64Value(f.Int()).Level(0, 0, j)
+			}
+			buf = append(buf, v)
+			continue
+		}
+		x, ok := r.Outcome.Get(lf.col)
+		switch {
+		case lf.col.Column().Kind == simulator.Flag:
+			v = parquet.BooleanValue(x != 0).Level(0, 0, j)
+		case !ok:
+			v = parquet.NullValue().Level(0, 0, j)
+		case lf.col.Column().Kind == simulator.LabFlag:
+			v = parquet.BooleanValue(x != 0).Level(0, 1, j)
+		default:
+			v = parquet.Int64Value(x).Level(0, 1, j)
+		}
+		buf = append(buf, v)
+	}
+	return buf
+}
+
+// reader decodes the rows of a decisions.parquet file, whose columns it
+// finds by name: a file written before a lab flag column existed reads as
+// false in it for every row with lab outcomes (as today's scoring gives
+// such a decision), null otherwise.
+type reader struct {
+	leaves []leaf // by the file's column index; name "" for a column Row does not know
+	absent []simulator.Col
+}
+
+func newReader(s *parquet.Schema) (*reader, error) {
+	byName := map[string]leaf{}
+	for _, lf := range rowLayout.leaves {
+		byName[lf.name] = lf
+	}
+	rd := &reader{}
+	seen := map[string]bool{}
+	for _, path := range s.Columns() {
+		lf := byName[path[0]]
+		if len(path) != 1 {
+			lf = leaf{}
+		}
+		rd.leaves = append(rd.leaves, lf)
+		seen[lf.name] = true
+	}
+	for _, lf := range rowLayout.leaves {
+		if seen[lf.name] {
+			continue
+		}
+		if lf.field >= 0 || lf.col.Column().Kind == simulator.Flag {
+			return nil, fmt.Errorf("no column %s", lf.name)
+		}
+		rd.absent = append(rd.absent, lf.col)
+	}
+	return rd, nil
+}
+
+// decode fills r from parquet row pr.
+func (rd *reader) decode(pr parquet.Row, r *Row) {
+	*r = Row{}
+	rv := reflect.ValueOf(r).Elem()
+	for _, v := range pr {
+		j := v.Column()
+		if j < 0 || j >= len(rd.leaves) || rd.leaves[j].name == "" {
+			continue
+		}
+		lf := rd.leaves[j]
+		if lf.field >= 0 {
+			switch f := rv.Field(lf.field); f.Kind() {
+			case reflect.String:
+				f.SetString(string(v.ByteArray()))
+			default:
+				f.SetInt(v.Int64())
+			}
+			continue
+		}
+		if v.IsNull() {
+			continue
+		}
+		if lf.col.Column().Kind == simulator.LabSum {
+			r.Outcome.Set(lf.col, v.Int64())
+		} else {
+			r.Outcome.Set(lf.col, b2i(v.Boolean()))
+		}
+	}
+	if len(rd.absent) > 0 && r.Lab() {
+		for _, c := range rd.absent {
+			if c.Column().Kind == simulator.LabFlag {
+				r.Outcome.Set(c, 0)
+			}
+		}
+	}
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// ScanRows streams the rows of a decisions.parquet file to fn, 1,024 rows
+// at a time, so memory stays bounded whatever the file's size. The *Row is
+// reused between calls: copy it to keep it. An error from fn stops the scan
+// and is returned as is; read errors name the file.
+func ScanRows(file string, fn func(*Row) error) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	rd, err := newReader(pf.Schema())
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	pr := parquet.NewReader(pf)
+	defer pr.Close()
+	buf := make([]parquet.Row, 1024)
+	var row Row
+	for {
+		n, err := pr.ReadRows(buf)
+		for i := range buf[:n] {
+			rd.decode(buf[i], &row)
+			if ferr := fn(&row); ferr != nil {
+				return ferr
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+	}
+}
