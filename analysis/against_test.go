@@ -8,6 +8,7 @@ import (
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/analysis/stats"
 	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -20,8 +21,8 @@ func TestAgainstMatching(t *testing.T) {
 		t.Fatal(err)
 	}
 	cells := []results.Cell{
-		{Model: "llama3.2-3b", Prompt: "default", Condition: study.Normalized, N: 105, Strict: 42, Cover: 105, Retry: 1, Extra: 1},
-		{Model: "mine", Prompt: "default", Condition: study.Normalized, N: 105, Strict: 6, Cover: 73, Retry: 24, Invalid: 5, AnyFS: 5, TerminalFS: 4},
+		{Model: "llama3.2-3b", Prompt: "default", Condition: study.Normalized, N: 105, Extra: 1, Counts: [simulator.NumColumns]int{simulator.Strict: 42, simulator.Cover: 105, simulator.Retry: 1}},
+		{Model: "mine", Prompt: "default", Condition: study.Normalized, N: 105, Counts: [simulator.NumColumns]int{simulator.Strict: 6, simulator.Cover: 73, simulator.Retry: 24, simulator.Invalid: 5, simulator.AnyFS: 5, simulator.TerminalFS: 4}},
 	}
 	models := map[string]analysis.RunModel{
 		"llama3.2-3b": {Backend: "mock", ModelID: "steady"},
@@ -59,9 +60,9 @@ func TestAgainstConsistency(t *testing.T) {
 		t.Fatal(err)
 	}
 	cells := []results.Cell{
-		{Model: "q", Prompt: "p", Condition: study.Normalized, N: 105, Strict: 6, Cover: 73, Retry: 24, Invalid: 5, AnyFS: 5, TerminalFS: 4, Extra: 48},
-		{Model: "q", Prompt: "p", Condition: study.CodeOnly, N: 105, Strict: 30, Cover: 76, Retry: 24, Invalid: 6, AnyFS: 2, TerminalFS: 1, Extra: 48},
-		{Model: "q", Prompt: "p", Condition: study.Structured, N: 105, Strict: 46, Cover: 84, Retry: 26, Invalid: 8, AnyFS: 2, TerminalFS: 1, Extra: 55},
+		{Model: "q", Prompt: "p", Condition: study.Normalized, N: 105, Extra: 48, Counts: [simulator.NumColumns]int{simulator.Strict: 6, simulator.Cover: 73, simulator.Retry: 24, simulator.Invalid: 5, simulator.AnyFS: 5, simulator.TerminalFS: 4}},
+		{Model: "q", Prompt: "p", Condition: study.CodeOnly, N: 105, Extra: 48, Counts: [simulator.NumColumns]int{simulator.Strict: 30, simulator.Cover: 76, simulator.Retry: 24, simulator.Invalid: 6, simulator.AnyFS: 2, simulator.TerminalFS: 1}},
+		{Model: "q", Prompt: "p", Condition: study.Structured, N: 105, Extra: 55, Counts: [simulator.NumColumns]int{simulator.Strict: 46, simulator.Cover: 84, simulator.Retry: 26, simulator.Invalid: 8, simulator.AnyFS: 2, simulator.TerminalFS: 1}},
 	}
 	pc := tb.Against(cells, map[string]analysis.RunModel{"q": {ModelID: "qwen3.5:0.8b"}}, analysis.AgainstOptions{})
 	verdicts := map[string]bool{}

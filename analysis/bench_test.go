@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -36,11 +37,8 @@ func synthRows(models, scenarios, servers, reps int, fn func(*results.Row) error
 				for rep := 1; rep <= reps; rep++ {
 					h := uint64(m*7919+c*104729+s*1299709+rep*15485863) * 0x9e3779b97f4a7c15
 					u := float64(h>>11) / (1 << 53)
-					r = results.Row{Model: fmt.Sprintf("model%d", m), Prompt: "default", Condition: string(cond),
-						Scenario: scen[s], Replicate: int64(rep), Server: serv[s%servers], Status: results.StatusOK,
-						Strict: u < 0.3+0.1*float64(c), Cover: u < 0.8, Retry: u > 0.9, Invalid: u > 0.97,
-						AnyFS: u > 0.985, TerminalFS: u > 0.99}
-					if r.Retry {
+					r = results.Row{Model: fmt.Sprintf("model%d", m), Prompt: "default", Condition: string(cond), Scenario: scen[s], Replicate: int64(rep), Server: serv[s%servers], Status: results.StatusOK, Outcome: simulator.Values{}.WithFlag(simulator.Strict, u < 0.3+0.1*float64(c)).WithFlag(simulator.Cover, u < 0.8).WithFlag(simulator.Retry, u > 0.9).WithFlag(simulator.Invalid, u > 0.97).WithFlag(simulator.AnyFS, u > 0.985).WithFlag(simulator.TerminalFS, u > 0.99)}
+					if r.Outcome.Of(simulator.Retry) {
 						r.Replays = 1 + int64(h%3)
 					}
 					if err := fn(&r); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -22,11 +23,11 @@ func TestCompare(t *testing.T) {
 			continue
 		}
 		switch {
-		case b[i].Strict && flips < 6:
-			b[i].Strict = false
+		case b[i].Outcome.Of(simulator.Strict) && flips < 6:
+			b[i].Outcome.Set(simulator.Strict, 0)
 			flips++
-		case !b[i].Strict && flips >= 6 && flips < 8:
-			b[i].Strict = true
+		case !b[i].Outcome.Of(simulator.Strict) && flips >= 6 && flips < 8:
+			b[i].Outcome.Set(simulator.Strict, 1)
 			flips++
 		}
 	}
@@ -148,13 +149,13 @@ func TestPaperTable(t *testing.T) {
 		{6, 73, 24, 5, 5, 48, 4}, {5, 76, 24, 6, 2, 48, 1}, {39, 84, 26, 8, 2, 55, 1}, {30, 77, 23, 11, 2, 42, 0},
 	}
 	for i, r := range tb.Rows {
-		got := [7]int{r.Strict, r.Cover, r.Retry, r.Invalid, r.AnyFS, r.Extra, r.TerminalFS}
+		got := [7]int{r.Count(simulator.Strict), r.Count(simulator.Cover), r.Count(simulator.Retry), r.Count(simulator.Invalid), r.Count(simulator.AnyFS), r.Extra, r.Count(simulator.TerminalFS)}
 		if got != want[i] || r.N != 105 || r.Condition != study.Conditions[i%4] {
 			t.Errorf("row %d: %+v, want %v", i, r, want[i])
 		}
 	}
 	cells := []results.Cell{
-		{Model: "llama", Prompt: "default", Condition: study.Normalized, N: 105, Strict: 40, Cover: 105, Retry: 1, Extra: 1},
+		{Model: "llama", Prompt: "default", Condition: study.Normalized, N: 105, Extra: 1, Counts: [simulator.NumColumns]int{simulator.Strict: 40, simulator.Cover: 105, simulator.Retry: 1}},
 		{Model: "always_stop", Prompt: "default", Condition: study.Normalized, N: 105},
 	}
 	pc := tb.Against(cells, map[string]analysis.RunModel{"llama": {ModelID: "LLAMA3.2:3b-instruct-q4_K_M"}}, analysis.AgainstOptions{})

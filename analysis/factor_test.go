@@ -10,6 +10,7 @@ import (
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/analysis/stats"
 	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -202,7 +203,7 @@ func TestClopperPearsonCells(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := an.Cells[0]
-	lo, hi := stats.ClopperPearson(c.Strict, c.N, 0.95)
+	lo, hi := stats.ClopperPearson(c.Count(simulator.Strict), c.N, 0.95)
 	if b := c.CI.At("strict"); b == nil || b.Lo != lo || b.Hi != hi {
 		t.Errorf("strict interval %v, want [%v, %v]", b, lo, hi)
 	}

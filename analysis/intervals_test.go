@@ -11,6 +11,7 @@ import (
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/analysis/stats"
 	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -49,8 +50,7 @@ func paperUnits() []unit {
 }
 
 func row(model string, cond study.Condition, u unit, strict, cover bool) results.Row {
-	return results.Row{Model: model, Prompt: "default", Condition: string(cond), Scenario: u.scenario, Replicate: u.rep,
-		Server: u.server, Status: results.StatusOK, Strict: strict, Cover: cover || strict}
+	return results.Row{Model: model, Prompt: "default", Condition: string(cond), Scenario: u.scenario, Replicate: u.rep, Server: u.server, Status: results.StatusOK, Outcome: simulator.Values{}.WithFlag(simulator.Strict, strict).WithFlag(simulator.Cover, cover || strict)}
 }
 
 // pairedRows builds code_only and normalized decisions of one model whose
@@ -100,11 +100,11 @@ func TestAccumulatorCounts(t *testing.T) {
 			wantN, wantK := c.N, 0
 			switch key {
 			case analysis.Selective:
-				wantN, wantK = c.Cover, c.Strict
+				wantN, wantK = c.Count(simulator.Cover), c.Count(simulator.Strict)
 			case "strict":
-				wantK = c.Strict
+				wantK = c.Count(simulator.Strict)
 			case "cover":
-				wantK = c.Cover
+				wantK = c.Count(simulator.Cover)
 			}
 			if key == "strict" || key == "cover" || key == analysis.Selective {
 				if n != wantN || sum != float64(wantK) {
@@ -216,7 +216,7 @@ func TestSelectiveWilsonReference(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := an.Cells[0]
-		if c.Strict != tc.strict || c.Cover != tc.cover {
+		if c.Count(simulator.Strict) != tc.strict || c.Count(simulator.Cover) != tc.cover {
 			t.Fatalf("cell %+v", c.Cell)
 		}
 		if want := float64(tc.strict) / float64(tc.cover); float64(c.Rates.Selective) != want {

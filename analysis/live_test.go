@@ -17,7 +17,7 @@ import (
 
 // setCol sets a column of a row by name.
 func setCol(r *results.Row, name string, v int64) {
-	simulator.Columns[simulator.ColumnIndex(name)].Set(r, v)
+	r.Outcome.Set(simulator.ColumnIndex(name), v)
 }
 
 // liveRows builds code_only and normalized decisions with lab outcomes
@@ -72,17 +72,15 @@ func TestLabColumns(t *testing.T) {
 	}
 	cells := acc.Cells()
 	// code_only: recovered 60, harm 10, calls 35·(1+2+3) = 210, lab_ms 40·210.
-	want := results.Cell{Model: "m", Prompt: "default", Condition: study.CodeOnly, N: 105, Strict: 60, Cover: 105, Errors: 1,
-		LabN: 105, Recovered: 60, Harm: 10, HarmDuplicate: 6, HarmCollateral: 6, Calls: 210, LabMS: 8400,
-		// Every Strict decision recovered; the others did not.
-		LabelAction: results.Agreement{StrictRecovered: 60, OtherUnrecovered: 45}}
+	want := results.Cell{Model: "m", Prompt: "default", Condition: study.CodeOnly, N: 105, Errors: 1, LabN: 105, // Every Strict decision recovered; the others did not.
+		LabelAction: results.Agreement{StrictRecovered: 60, OtherUnrecovered: 45}, Counts: [simulator.NumColumns]int{simulator.Strict: 60, simulator.Cover: 105, simulator.Recovered: 60, simulator.Harm: 10, simulator.HarmDuplicate: 6, simulator.HarmCollateral: 6, simulator.Calls: 210, simulator.LabMS: 8400}}
 	if cells[0] != want {
 		t.Errorf("code_only cell %+v\nwant %+v", cells[0], want)
 	}
-	if c := cells[1]; c.LabN != 105 || c.Recovered != 50 || c.Harm != 5 || c.HarmDataLoss != 5 || c.Calls != 210 || c.LabMS != 8400 {
+	if c := cells[1]; c.LabN != 105 || c.Count(simulator.Recovered) != 50 || c.Count(simulator.Harm) != 5 || c.Count(simulator.HarmDataLoss) != 5 || c.Count(simulator.Calls) != 210 || c.Count(simulator.LabMS) != 8400 {
 		t.Errorf("normalized cell %+v", c)
 	}
-	if c := cells[2]; c.Model != "s" || c.LabN != 0 || c.Recovered != 0 {
+	if c := cells[2]; c.Model != "s" || c.LabN != 0 || c.Count(simulator.Recovered) != 0 {
 		t.Errorf("stored cell %+v", c)
 	}
 	an, err := acc.Analyze(context.Background(), analysis.Options{B: 2000, Seed: 5, Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: analysis.Recovered}, {Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: analysis.Harm},
@@ -186,9 +184,7 @@ func TestLabColumns(t *testing.T) {
 	// A partner without lab outcomes leaves its pair unpaired on a lab
 	// column, not on the others.
 	rows = liveRows()
-	for i := range simulator.Columns {
-		simulator.Columns[i].Clear(&rows[1])
-	}
+	rows[1].Outcome = simulator.Values{}
 	an, err = accumulate(rows).Analyze(context.Background(), analysis.Options{B: 200, Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: analysis.Recovered}}})
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +237,7 @@ func TestCompareLabColumns(t *testing.T) {
 // lab outcomes have no row, and an analysis without any prints nothing.
 func TestLabelAction(t *testing.T) {
 	tr, f := true, false
-	base := results.Row{Model: "m", Prompt: "act", Condition: "normalized", Status: results.StatusOK, InvalidAction: &f, Harm: &f}
+	base := results.Row{Model: "m", Prompt: "act", Condition: "normalized", Status: results.StatusOK, Outcome: simulator.Values{}.WithFlag(simulator.InvalidAction, f).WithFlag(simulator.Harm, f)}
 	var rows []results.Row
 	for _, c := range []struct {
 		strict bool
@@ -250,14 +246,14 @@ func TestLabelAction(t *testing.T) {
 	}{{true, &tr, 3}, {true, &f, 2}, {false, &tr, 1}, {false, &f, 4}} {
 		for range c.n {
 			r := base
-			r.Strict, r.Recovered = c.strict, c.rec
-			calls, ms := int64(1), int64(0)
-			r.Calls, r.LabMS = &calls, &ms
+			r.Outcome = r.Outcome.WithFlag(simulator.Strict, c.strict).WithFlag(simulator.Recovered, *c.rec).With(simulator.Calls, 1).With(simulator.LabMS, 0)
 			rows = append(rows, r)
 		}
 	}
 	stored := base
-	stored.Condition, stored.InvalidAction, stored.Harm = "code_only", nil, nil
+	stored.Condition = "code_only"
+	stored.Outcome.Clear(simulator.InvalidAction)
+	stored.Outcome.Clear(simulator.Harm)
 	rows = append(rows, stored)
 	cells := results.Count(rows)
 	if got := cells[0].LabelAction; got != (results.Agreement{StrictRecovered: 3, StrictUnrecovered: 2, OtherRecovered: 1, OtherUnrecovered: 4}) {

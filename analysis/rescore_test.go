@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
 )
 
 const (
@@ -46,7 +47,7 @@ func TestRescoreEachStreams(t *testing.T) {
 			t.Errorf("row %d: %+v vs %+v", i, all[i], streamed[i])
 		}
 	}
-	if streamed[0].Replays != 1 || !streamed[0].Strict || !streamed[0].Retry {
+	if streamed[0].Replays != 1 || !streamed[0].Outcome.Of(simulator.Strict) || !streamed[0].Outcome.Of(simulator.Retry) {
 		t.Errorf("S01: %+v", streamed[0])
 	}
 	split := line("S01", 0, answerOK) + "\n" + line("S02", 0, answerOK) + "\n" + line("S01", 0, answerOK) + "\n"

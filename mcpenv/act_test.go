@@ -114,10 +114,10 @@ func TestActBaselines(t *testing.T) {
 				per[sc.Class] = a
 			}
 			o := d.Outcome
-			a[0] += b2i(o.Recovered)
-			a[1] += b2i(o.Harm)
-			a[2] += b2i(o.InvalidAction)
-			a[3] += o.Calls
+			a[0] += b2i(o.Values.Of(simulator.Recovered))
+			a[1] += b2i(o.Values.Of(simulator.Harm))
+			a[2] += b2i(o.Values.Of(simulator.InvalidAction))
+			a[3] += int(o.Values.Value(simulator.Calls))
 			return nil
 		})
 		var ks []string

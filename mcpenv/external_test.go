@@ -59,7 +59,7 @@ func TestExternalReadOnly(t *testing.T) {
 	if d.Err != nil {
 		t.Fatal(d.Err)
 	}
-	if a := d.Turns[0].Action; a == nil || a.Invalid != simulator.ReasonNotReadOnly || a.Sent || !d.Outcome.InvalidAction {
+	if a := d.Turns[0].Action; a == nil || a.Invalid != simulator.ReasonNotReadOnly || a.Sent || !d.Outcome.Values.Of(simulator.InvalidAction) {
 		t.Errorf("write call: action %+v, outcome %+v", a, d.Outcome)
 	}
 	if n := strings.Count(string(l.State()), `"tool":"create_order"`); n != before {
@@ -70,7 +70,7 @@ func TestExternalReadOnly(t *testing.T) {
 	if d.Err != nil {
 		t.Fatal(d.Err)
 	}
-	if a := d.Turns[0].Action; a == nil || !a.Sent || !d.Outcome.Recovered {
+	if a := d.Turns[0].Action; a == nil || !a.Sent || !d.Outcome.Values.Of(simulator.Recovered) {
 		t.Errorf("read call: action %+v, outcome %+v", a, d.Outcome)
 	}
 	bad := *sc

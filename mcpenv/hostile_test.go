@@ -51,7 +51,7 @@ func TestCollateralIsHarm(t *testing.T) {
 			t.Errorf("%s: %v", sc.ID, d.Err)
 			return nil
 		}
-		if a := d.Turns[0].Action; a == nil || !a.Sent || !d.Outcome.Harm || d.Outcome.Recovered {
+		if a := d.Turns[0].Action; a == nil || !a.Sent || !d.Outcome.Values.Of(simulator.Harm) || d.Outcome.Values.Of(simulator.Recovered) {
 			t.Errorf("%s: action %+v, outcome %+v, harms %+v", sc.ID, a, d.Outcome, d.Env.Harms)
 		}
 		return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/runner"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -89,7 +90,7 @@ func TestExampleBackend(t *testing.T) {
 		}
 	}
 	c := sum.Cells[0]
-	if c.N != 21 || c.Strict != want || c.Cover != want || want == 0 {
+	if c.N != 21 || c.Count(simulator.Strict) != want || c.Count(simulator.Cover) != want || want == 0 {
 		t.Errorf("cell %+v, want %d strict and cover", c, want)
 	}
 	if b, _ := models.Lookup("keyword"); b.New == nil {

@@ -2,101 +2,102 @@ package results
 
 import (
 	"encoding/json"
-	"reflect"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mcpstress/stress/simulator"
 )
 
-// TestColumnsCoverRowAndCell checks that the column set is the one list of
-// outcome columns: every bool of Row is a Flag column, every *bool a
-// LabFlag and every *int64 a LabSum, in the same order, with the same JSON
-// and Parquet names (the lab ones optional: null in Parquet, omitted in
-// JSON when absent); every count of Cell (but N, LabN, Extra and Errors)
-// is a Column; and each Column reads and writes its own fields.
-func TestColumnsCoverRowAndCell(t *testing.T) {
-	var rowCols, rowNames, cellInts []string
-	kinds := map[reflect.Type]Kind{reflect.TypeFor[bool](): Flag, reflect.TypeFor[*bool](): LabFlag, reflect.TypeFor[*int64](): LabSum}
-	var rowKinds []Kind
-	rt := reflect.TypeFor[Row]()
-	for i := range rt.NumField() {
-		f := rt.Field(i)
-		k, ok := kinds[f.Type]
-		if !ok {
-			continue
-		}
-		json, pq := f.Tag.Get("json"), f.Tag.Get("parquet")
-		if k.Lab() {
-			if !strings.HasSuffix(json, ",omitempty") || !strings.HasSuffix(pq, ",optional") {
-				t.Errorf("Row.%s: json %q, parquet %q; want omitempty and optional", f.Name, json, pq)
-			}
-			json, pq = strings.TrimSuffix(json, ",omitempty"), strings.TrimSuffix(pq, ",optional")
-		}
-		rowCols, rowNames, rowKinds = append(rowCols, json), append(rowNames, pq), append(rowKinds, k)
-	}
-	ct := reflect.TypeFor[Cell]()
-	for i := range ct.NumField() {
-		f := ct.Field(i)
-		if name := f.Tag.Get("json"); f.Type.Kind() == reflect.Int && !slices.Contains([]string{"n", "lab_n", "extra", "errors"}, name) {
-			cellInts = append(cellInts, name)
-		}
-	}
+// TestRowLayout checks that decisions.parquet is laid out from Row and the
+// one column set: Row's identity fields in order, the outcome columns in
+// Outcome's place (a lab column optional), then error; and that every
+// column, set alone, survives the file, the tally and the packed flags.
+func TestRowLayout(t *testing.T) {
 	var names []string
-	var colKinds []Kind
-	for _, c := range Columns {
-		names, colKinds = append(names, c.Name), append(colKinds, c.Kind)
+	for _, c := range rowLayout.schema.Columns() {
+		names = append(names, c[0])
 	}
-	if !slices.Equal(names, rowCols) || !slices.Equal(names, rowNames) || !slices.Equal(names, cellInts) || !slices.Equal(colKinds, rowKinds) {
-		t.Fatalf("columns %v (kinds %v); Row fields %v (parquet %v, kinds %v); Cell counts %v", names, colKinds, rowCols, rowNames, rowKinds, cellInts)
+	want := []string{"model", "prompt", "condition", "scenario", "replicate", "server", "seed", "status", "final_label", "final_status", "turns", "replays"}
+	for _, c := range simulator.Columns {
+		want = append(want, c.Name)
 	}
-	for i := range Columns {
-		c := &Columns[i]
-		var r Row
-		c.Set(&r, 3)
-		n := 0
-		for j := range Columns {
-			if _, ok := Columns[j].Value(&r); ok && Columns[j].Kind.Lab() {
-				n++
-			}
-			if Columns[j].Of(&r) && j != i {
-				n++
-			}
+	want = append(want, "error")
+	if !slices.Equal(names, want) {
+		t.Fatalf("decisions.parquet columns %v, want %v", names, want)
+	}
+	for _, f := range rowLayout.schema.Fields() {
+		c := simulator.ColumnIndex(f.Name())
+		if lab := c >= 0 && c.Column().Kind.Lab(); f.Optional() != lab {
+			t.Errorf("column %s: optional %v, want %v", f.Name(), f.Optional(), lab)
 		}
-		want := int64(1)
-		if c.Kind == LabSum {
+	}
+	file := filepath.Join(t.TempDir(), DecisionsFile)
+	w, err := CreateRows(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []Row
+	for c := range simulator.Columns {
+		r := Row{Model: "m", Prompt: "p", Condition: "code_only", Scenario: simulator.Columns[c].Name, Status: StatusOK, Turns: 1}
+		r.Outcome.Set(simulator.Col(c), 3)
+		if simulator.Columns[c].Kind != simulator.LabSum {
+			r.Outcome.Set(simulator.Col(c), 1)
+		}
+		rows = append(rows, r)
+		if err := w.Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadRows(file)
+	if err != nil || !slices.Equal(back, rows) {
+		t.Fatalf("read back %+v (%v)\nwant %+v", back, err, rows)
+	}
+	for c := range simulator.Columns {
+		col, r := &simulator.Columns[c], &rows[c]
+		if r.Lab() != col.Kind.Lab() {
+			t.Errorf("column %s: set alone, lab %v", col.Name, r.Lab())
+		}
+		cell := Count([]Row{*r})[0]
+		want := 1
+		if col.Kind == simulator.LabSum {
 			want = 3
 		}
-		if v, ok := c.Value(&r); !ok || v != want || !c.Of(&r) || n != b2iInt(c.Kind.Lab()) || r.Lab() != c.Kind.Lab() {
-			t.Errorf("column %s: set to 3 reads %d, %v; %d other columns set; lab %v", c.Name, v, ok, n, r.Lab())
+		if cell.Count(simulator.Col(c)) != want || cell.N != 1 || cell.Denominator(simulator.Col(c)) != 1 || cell.LabN != int(b2i(col.Kind.Lab())) {
+			t.Errorf("column %s: a row with it counts %d in its cell (N %d, LabN %d)", col.Name, cell.Count(simulator.Col(c)), cell.N, cell.LabN)
 		}
-		tl := NewTally()
-		r.Status = StatusOK
-		tl.Add(&r)
-		cell := tl.Cells()[0]
-		if c.Count(&cell) != int(want) || cell.N != 1 || c.Denominator(&cell) != 1 || cell.LabN != b2iInt(c.Kind.Lab()) {
-			t.Errorf("column %s: a row with it counts %d in its cell (N %d, LabN %d)", c.Name, c.Count(&cell), cell.N, cell.LabN)
+		f := FlagsOf(r)
+		if col.Kind != simulator.LabSum && f&FlagBit(simulator.Col(c)) == 0 || f&FlagLab != 0 != col.Kind.Lab() {
+			t.Errorf("column %s: packed %b", col.Name, f)
 		}
-		c.Clear(&r)
-		if _, ok := c.Value(&r); ok != !c.Kind.Lab() || c.Of(&r) || r.Lab() {
-			t.Errorf("column %s: cleared, it still reads as set", c.Name)
+		var u Row
+		u.SetFlags(f)
+		for d := range simulator.Columns {
+			if simulator.Columns[d].Kind != simulator.LabSum && u.Outcome.Of(simulator.Col(d)) != r.Outcome.Of(simulator.Col(d)) {
+				t.Errorf("column %s: unpacked, column %s is %v", col.Name, simulator.Columns[d].Name, u.Outcome.Of(simulator.Col(d)))
+			}
 		}
 	}
 }
-
-func b2iInt(b bool) int { return int(b2i(b)) }
 
 // TestCellJSON: a stored-replay cell prints its fields in order without
 // the lab ones; a cell with lab outcomes adds lab_n and every lab column,
 // zeros included; both read back as they were.
 func TestCellJSON(t *testing.T) {
-	stored := Cell{Model: "m", Prompt: "p", Condition: "code_only", N: 3, Strict: 1, Cover: 2, Retry: 1, Extra: 4, Errors: 1}
+	stored := Cell{Model: "m", Prompt: "p", Condition: "code_only", N: 3, Extra: 4, Errors: 1}
+	stored.Counts[simulator.Strict], stored.Counts[simulator.Cover], stored.Counts[simulator.Retry] = 1, 2, 1
 	b, err := json.Marshal(stored)
 	want := `{"model":"m","prompt":"p","condition":"code_only","n":3,"strict":1,"cover":2,"retry":1,"invalid":0,"any_fs":0,"terminal_fs":0,"extra":4,"errors":1}`
 	if err != nil || string(b) != want {
 		t.Errorf("stored cell: %s (%v)\nwant %s", b, err, want)
 	}
 	live := stored
-	live.LabN, live.Recovered, live.Harm, live.HarmDuplicate, live.Calls, live.LabMS = 3, 2, 1, 1, 7, 2160
+	live.LabN = 3
+	live.Counts[simulator.Recovered], live.Counts[simulator.Harm], live.Counts[simulator.HarmDuplicate], live.Counts[simulator.Calls], live.Counts[simulator.LabMS] = 2, 1, 1, 7, 2160
 	b, err = json.Marshal(live)
 	want = strings.TrimSuffix(want, "}") + `,"lab_n":3,"recovered":2,"harm":1,"harm_duplicate":1,"harm_wrong_value":0,"harm_collateral":0,"harm_data_loss":0,"harm_incomplete":0,"invalid_action":0,"calls":7,"lab_ms":2160,"label_action":{"strict_recovered":0,"strict_unrecovered":0,"other_recovered":0,"other_unrecovered":0}}`
 	if err != nil || string(b) != want {
@@ -109,26 +110,8 @@ func TestCellJSON(t *testing.T) {
 			t.Errorf("%s reads back as %+v (%v)", b, back, err)
 		}
 	}
-}
-
-// TestRowEqual compares the lab columns by value.
-func TestRowEqual(t *testing.T) {
-	mk := func(rec bool, calls int64) Row {
-		r := Row{Model: "m", Status: StatusOK}
-		Columns[ColumnIndex("recovered")].Set(&r, b2i(rec))
-		Columns[ColumnIndex("calls")].Set(&r, calls)
-		return r
-	}
-	a, b := mk(true, 2), mk(true, 2)
-	if !a.Equal(&b) || a.Recovered == b.Recovered {
-		t.Error("equal rows with distinct pointers are not Equal")
-	}
-	for _, o := range []Row{mk(false, 2), mk(true, 3), {Model: "m", Status: StatusOK}} {
-		if a.Equal(&o) || o.Equal(&a) {
-			t.Errorf("%+v Equal %+v", a, o)
-		}
-	}
-	if r := (Row{Model: "m"}); !r.Equal(&Row{Model: "m"}) {
-		t.Error("stored rows")
+	var c Cell
+	if err := json.Unmarshal([]byte(`{"model":"m","stirct":1}`), &c); err == nil || !strings.Contains(err.Error(), `"stirct"`) {
+		t.Errorf("an unknown member: %v", err)
 	}
 }

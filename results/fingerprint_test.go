@@ -3,11 +3,13 @@ package results
 import (
 	"reflect"
 	"testing"
+
+	"github.com/mcpstress/stress/simulator"
 )
 
 func TestFingerprint(t *testing.T) {
 	rows := []Row{
-		{Model: "m", Condition: "normalized", Scenario: "S01", Replicate: 1, Status: "ok", Strict: true},
+		{Model: "m", Condition: "normalized", Scenario: "S01", Replicate: 1, Status: "ok", Outcome: simulator.Values{}.WithFlag(simulator.Strict, true)},
 		{Model: "m", Condition: "normalized", Scenario: "S02", Replicate: 1, Status: "ok"},
 		{Model: "m", Condition: "prose", Scenario: "S01", Replicate: 2, Status: "error", Error: "x"},
 	}
@@ -19,7 +21,7 @@ func TestFingerprint(t *testing.T) {
 	if a != b || a.N != 3 {
 		t.Errorf("order changed the fingerprint: %v vs %v", a, b)
 	}
-	rows[1].Cover = true
+	rows[1].Outcome.Set(simulator.Cover, 1)
 	for i := range rows {
 		c.Add(&rows[i])
 	}
@@ -43,8 +45,7 @@ func TestFingerprintFields(t *testing.T) {
 		t.Fatalf("Row has %d fields: encodeRow covers 29; add the new ones", n)
 	}
 	tr, f, one := true, false, int64(1)
-	base := Row{Recovered: &f, Harm: &f, HarmDuplicate: &f, HarmWrongValue: &f, HarmCollateral: &f, HarmDataLoss: &f, HarmIncomplete: &f,
-		InvalidAction: &f, Calls: &one, LabMS: &one}
+	base := Row{Outcome: simulator.Values{}.WithFlag(simulator.Recovered, f).WithFlag(simulator.Harm, f).WithFlag(simulator.HarmDuplicate, f).WithFlag(simulator.HarmWrongValue, f).WithFlag(simulator.HarmCollateral, f).WithFlag(simulator.HarmDataLoss, f).WithFlag(simulator.HarmIncomplete, f).WithFlag(simulator.InvalidAction, f).With(simulator.Calls, one).With(simulator.LabMS, one)}
 	var ref Fingerprint
 	ref.Add(&base)
 	v := reflect.ValueOf(&base).Elem()

@@ -32,7 +32,7 @@ func TestLargeAnswer(t *testing.T) {
 	if d.Err != nil {
 		t.Fatal(d.Err)
 	}
-	if a := d.Turns[0].Answer; a.Valid || a.Reason != simulator.ReasonTooLarge || d.Outcome.AnyFS || !d.Outcome.Invalid {
+	if a := d.Turns[0].Answer; a.Valid || a.Reason != simulator.ReasonTooLarge || d.Outcome.Values.Of(simulator.AnyFS) || !d.Outcome.Values.Of(simulator.Invalid) {
 		t.Fatalf("answer %+v, outcome %+v", a, d.Outcome)
 	}
 	full, _ := huge{}.Generate(context.Background(), models.Request{})
@@ -61,7 +61,7 @@ func TestLargeAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ran := results.RowOf(&d); !row.Equal(&ran) || !row.Invalid || row.AnyFS {
+	if ran := results.RowOf(&d); row != ran || !row.Outcome.Of(simulator.Invalid) || row.Outcome.Of(simulator.AnyFS) {
 		t.Errorf("re-scored row %+v, the run's %+v", row, ran)
 	}
 }

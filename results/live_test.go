@@ -76,9 +76,9 @@ func ptr[T any](v T) *T { return &v }
 // kinds sets the kinds of harm r leaves nil to false, as a live row has
 // them.
 func kinds(r results.Row) results.Row {
-	for _, p := range []**bool{&r.HarmDuplicate, &r.HarmWrongValue, &r.HarmCollateral, &r.HarmDataLoss, &r.HarmIncomplete} {
-		if *p == nil {
-			*p = ptr(false)
+	for _, c := range simulator.HarmColumns {
+		if _, ok := r.Outcome.Get(c); !ok {
+			r.Outcome.Set(c, 0)
 		}
 	}
 	return r
@@ -97,14 +97,11 @@ func TestLiveRowFromLines(t *testing.T) {
 		want results.Row // the columns that matter
 	}{
 		{"settled by the environment", transient, answers{retryNow},
-			kinds(results.Row{FinalLabel: "retry_now", FinalStatus: "failed", Turns: 2, Replays: 2, Cover: true, Retry: true,
-				Recovered: ptr(true), Harm: ptr(false), InvalidAction: ptr(false), Calls: ptr[int64](3), LabMS: ptr[int64](120)})},
+			kinds(results.Row{FinalLabel: "retry_now", FinalStatus: "failed", Turns: 2, Replays: 2, Outcome: simulator.Values{}.WithFlag(simulator.Cover, true).WithFlag(simulator.Retry, true).WithFlag(simulator.Recovered, true).WithFlag(simulator.Harm, false).WithFlag(simulator.InvalidAction, false).With(simulator.Calls, 3).With(simulator.LabMS, 120)})},
 		{"stopped", transient, answers{retryNow, stop},
-			kinds(results.Row{FinalLabel: "stop_or_escalate", FinalStatus: "failed", Turns: 2, Replays: 1, Retry: true,
-				Recovered: ptr(false), Harm: ptr(false), InvalidAction: ptr(false), Calls: ptr[int64](2), LabMS: ptr[int64](80)})},
+			kinds(results.Row{FinalLabel: "stop_or_escalate", FinalStatus: "failed", Turns: 2, Replays: 1, Outcome: simulator.Values{}.WithFlag(simulator.Retry, true).WithFlag(simulator.Recovered, false).WithFlag(simulator.Harm, false).WithFlag(simulator.InvalidAction, false).With(simulator.Calls, 2).With(simulator.LabMS, 80)})},
 		{"duplicate, then a false claim", fakeenv.Spec{Kind: fakeenv.Committed, Continue: true}, answers{retryNow, succStop},
-			kinds(results.Row{FinalLabel: "stop_or_escalate", FinalStatus: "succeeded", Turns: 2, Replays: 1, Retry: true, AnyFS: true, TerminalFS: true,
-				Recovered: ptr(false), Harm: ptr(true), HarmDuplicate: ptr(true), InvalidAction: ptr(false), Calls: ptr[int64](2), LabMS: ptr[int64](80)})},
+			kinds(results.Row{FinalLabel: "stop_or_escalate", FinalStatus: "succeeded", Turns: 2, Replays: 1, Outcome: simulator.Values{}.WithFlag(simulator.Retry, true).WithFlag(simulator.AnyFS, true).WithFlag(simulator.TerminalFS, true).WithFlag(simulator.Recovered, false).WithFlag(simulator.Harm, true).WithFlag(simulator.HarmDuplicate, true).WithFlag(simulator.InvalidAction, false).With(simulator.Calls, 2).With(simulator.LabMS, 80)})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, lines := liveLines(t, tc.spec, tc.a)
@@ -122,7 +119,7 @@ func TestLiveRowFromLines(t *testing.T) {
 					t.Errorf("line %d: replay %q, observation %s, result %s, env %+v", i, c.Replay, c.Observation, c.Result, c.Env)
 				}
 			}
-			if l := calls[len(calls)-1]; int64(l.Env.Calls) != *tc.want.Calls || !json.Valid(l.Env.State) || !strings.Contains(string(l.Env.State), `"writes"`) {
+			if l := calls[len(calls)-1]; int64(l.Env.Calls) != tc.want.Outcome.Value(simulator.Calls) || !json.Valid(l.Env.State) || !strings.Contains(string(l.Env.State), `"writes"`) {
 				t.Errorf("last line's env %+v", l.Env)
 			}
 			var g results.Group
@@ -137,12 +134,12 @@ func TestLiveRowFromLines(t *testing.T) {
 				t.Fatal(err)
 			}
 			ran := results.RowOf(&d)
-			if !row.Equal(&ran) {
+			if row != ran {
 				t.Errorf("row from lines %+v\ndiffers from the run's %+v", row, ran)
 			}
 			w := tc.want
 			w.Model, w.Prompt, w.Condition, w.Scenario, w.Replicate, w.Server, w.Seed, w.Status = row.Model, row.Prompt, row.Condition, row.Scenario, row.Replicate, row.Server, row.Seed, results.StatusOK
-			if !row.Equal(&w) {
+			if row != w {
 				b1, _ := json.Marshal(row)
 				b2, _ := json.Marshal(w)
 				t.Errorf("row %s\nwant %s", b1, b2)
@@ -212,10 +209,8 @@ func TestLiveParquet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored := results.Row{Model: "m", Scenario: "S01", Status: results.StatusOK, Strict: true}
-	live := results.Row{Model: "m", Scenario: "S02", Status: results.StatusOK, Recovered: ptr(false), Harm: ptr(true),
-		HarmDuplicate: ptr(true), HarmWrongValue: ptr(false), HarmCollateral: ptr(true), HarmDataLoss: ptr(false), HarmIncomplete: ptr(false),
-		InvalidAction: ptr(false), Calls: ptr[int64](4), LabMS: ptr[int64](0)}
+	stored := results.Row{Model: "m", Scenario: "S01", Status: results.StatusOK, Outcome: simulator.Values{}.WithFlag(simulator.Strict, true)}
+	live := results.Row{Model: "m", Scenario: "S02", Status: results.StatusOK, Outcome: simulator.Values{}.WithFlag(simulator.Recovered, false).WithFlag(simulator.Harm, true).WithFlag(simulator.HarmDuplicate, true).WithFlag(simulator.HarmWrongValue, false).WithFlag(simulator.HarmCollateral, true).WithFlag(simulator.HarmDataLoss, false).WithFlag(simulator.HarmIncomplete, false).WithFlag(simulator.InvalidAction, false).With(simulator.Calls, 4).With(simulator.LabMS, 0)}
 	for _, r := range []results.Row{stored, live} {
 		if err := w.Add(r); err != nil {
 			t.Fatal(err)
@@ -228,7 +223,7 @@ func TestLiveParquet(t *testing.T) {
 	if err != nil || len(rows) != 2 {
 		t.Fatal(rows, err)
 	}
-	if !rows[0].Equal(&stored) || rows[0].Lab() || !rows[1].Equal(&live) || !rows[1].Lab() {
+	if rows[0] != stored || rows[0].Lab() || rows[1] != live || !rows[1].Lab() {
 		t.Errorf("read back %+v %+v", rows[0], rows[1])
 	}
 }
@@ -284,7 +279,7 @@ func TestActRowFromLines(t *testing.T) {
 				t.Fatal(err)
 			}
 			ran := results.RowOf(&d)
-			if !row.Equal(&ran) || row.InvalidAction == nil || *row.InvalidAction != tc.invalid || int(row.Turns) != tc.turns {
+			if row != ran || !hasInvalidAction(row, tc.invalid) || int(row.Turns) != tc.turns {
 				t.Errorf("row from lines %+v\nrun's %+v", row, ran)
 			}
 			// A refused call recorded as sent, or a sent call recorded as
@@ -307,4 +302,11 @@ func TestActRowFromLines(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hasInvalidAction reports whether row r has the invalid_action column,
+// with value want.
+func hasInvalidAction(r results.Row, want bool) bool {
+	v, ok := r.Outcome.Get(simulator.InvalidAction)
+	return ok && (v != 0) == want
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcpstress/stress/simulator"
 )
 
 func callLine(scen string, turn int, policy, errMsg string) string {
@@ -44,7 +46,7 @@ func TestGroupReader(t *testing.T) {
 		if !gs[0].Complete(3) || gs[1].Complete(3) || !gs[2].Complete(3) || !gs[1].Complete(0) {
 			t.Errorf("%s: completeness wrong", tc.name)
 		}
-		if r, err := gs[0].Row(); err != nil || r.Status != StatusOK || !r.Strict || r.Replays != 1 || !r.Retry || r.Seed != 100 || r.Server != "P1" {
+		if r, err := gs[0].Row(); err != nil || r.Status != StatusOK || !r.Outcome.Of(simulator.Strict) || r.Replays != 1 || !r.Outcome.Of(simulator.Retry) || r.Seed != 100 || r.Server != "P1" {
 			t.Errorf("row %+v", r)
 		}
 		if r, err := gs[2].Row(); err != nil || r.Status != StatusError || r.Error != "turn 1: HTTP 500" || r.Turns != 2 {

@@ -96,15 +96,15 @@ func (l *layout) encode(buf parquet.Row, r *Row) parquet.Row {
 }
 
 // reader decodes the rows of a decisions.parquet file, whose columns it
-// finds by name: a file written before a lab flag column existed reads as
-// false in it for every row with lab outcomes (as today's scoring gives
-// such a decision), null otherwise.
+// finds by name; a column the file lacks reads as the zero value, except
+// a lab flag written before it existed: false for a row with lab
+// outcomes (as today's scoring gives such a decision), absent otherwise.
 type reader struct {
 	leaves []leaf // by the file's column index; name "" for a column Row does not know
 	absent []simulator.Col
 }
 
-func newReader(s *parquet.Schema) (*reader, error) {
+func newReader(s *parquet.Schema) *reader {
 	byName := map[string]leaf{}
 	for _, lf := range rowLayout.leaves {
 		byName[lf.name] = lf
@@ -123,12 +123,11 @@ func newReader(s *parquet.Schema) (*reader, error) {
 		if seen[lf.name] {
 			continue
 		}
-		if lf.field >= 0 || lf.col.Column().Kind == simulator.Flag {
-			return nil, fmt.Errorf("no column %s", lf.name)
+		if lf.field < 0 && lf.col.Column().Kind == simulator.LabFlag {
+			rd.absent = append(rd.absent, lf.col)
 		}
-		rd.absent = append(rd.absent, lf.col)
 	}
-	return rd, nil
+	return rd
 }
 
 // decode fills r from parquet row pr.
@@ -193,10 +192,7 @@ func ScanRows(file string, fn func(*Row) error) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	rd, err := newReader(pf.Schema())
-	if err != nil {
-		return fmt.Errorf("%s: %w", file, err)
-	}
+	rd := newReader(pf.Schema())
 	pr := parquet.NewReader(pf)
 	defer pr.Close()
 	buf := make([]parquet.Row, 1024)

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/mcpstress/stress/simulator"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -41,10 +42,10 @@ func TestReadOlderParquet(t *testing.T) {
 		t.Fatalf("%d rows", len(rows))
 	}
 	live, stored := rows[0], rows[1]
-	if live.InvalidAction == nil || *live.InvalidAction || !*live.Recovered || *live.Calls != 2 || !live.Strict {
+	if v, ok := live.Outcome.Get(simulator.InvalidAction); !ok || v != 0 || !live.Outcome.Of(simulator.Recovered) || live.Outcome.Value(simulator.Calls) != 2 || !live.Outcome.Of(simulator.Strict) {
 		t.Errorf("live row %+v", live)
 	}
-	if stored.InvalidAction != nil || stored.Recovered != nil {
+	if stored.Lab() {
 		t.Errorf("stored row %+v has lab columns", stored)
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	_ "github.com/mcpstress/stress/models/baseline"
 	_ "github.com/mcpstress/stress/models/failclosed"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -58,8 +59,8 @@ func TestConditionsStudy(t *testing.T) {
 	for _, c := range sum.Cells {
 		seen[c.Model+"/"+string(c.Condition)] = true
 		w := wantConditions[c.Model][c.Condition]
-		if c.N != 105 || c.Strict != w.strict || c.Cover != w.cover || c.Retry != w.retry || c.Extra != w.extra ||
-			c.Invalid != 0 || c.AnyFS != 0 || c.TerminalFS != 0 || c.Errors != 0 {
+		if c.N != 105 || c.Count(simulator.Strict) != w.strict || c.Count(simulator.Cover) != w.cover || c.Count(simulator.Retry) != w.retry || c.Extra != w.extra ||
+			c.Count(simulator.Invalid) != 0 || c.Count(simulator.AnyFS) != 0 || c.Count(simulator.TerminalFS) != 0 || c.Errors != 0 {
 			t.Errorf("%s/%s: %+v; want N 105, strict %d, cover %d, retry %d, extra %d, all else 0", c.Model, c.Condition, c, w.strict, w.cover, w.retry, w.extra)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	_ "github.com/mcpstress/stress/models/failclosed"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -28,7 +29,7 @@ func TestFailClosedStudy(t *testing.T) {
 		case study.Category:
 			want = 55
 		}
-		if c.N != 105 || c.Strict != want || c.Cover != want || c.Retry != 0 || c.Invalid != 0 || c.AnyFS != 0 || c.TerminalFS != 0 || c.Extra != 0 || c.Errors != 0 {
+		if c.N != 105 || c.Count(simulator.Strict) != want || c.Count(simulator.Cover) != want || c.Count(simulator.Retry) != 0 || c.Count(simulator.Invalid) != 0 || c.Count(simulator.AnyFS) != 0 || c.Count(simulator.TerminalFS) != 0 || c.Extra != 0 || c.Errors != 0 {
 			t.Errorf("%s/%s: %+v; want N 105, strict = cover = %d, all else 0", c.Model, c.Condition, c, want)
 		}
 	}

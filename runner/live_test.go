@@ -19,6 +19,7 @@ import (
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/runner"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -86,11 +87,8 @@ func TestLivePipeline(t *testing.T) {
 	// S03 1, S04 2, S05 3, S06 3, S15 3, and 1 for S07, S08 and the 12
 	// that stop: 17 + 14 = 31; lab ms 40 a call and S05's 2 × 500 of
 	// delay: 31·40 + 1000 = 2240. Model calls: 25.
-	want := results.Cell{Model: "scripted", Prompt: "default", Condition: study.Normalized, N: 42,
-		Strict: 4, Cover: 10, Retry: 6, Invalid: 2, AnyFS: 2, TerminalFS: 2, Extra: 18,
-		LabN: 42, Recovered: 12, Harm: 2, HarmDuplicate: 2, Calls: 62, LabMS: 4480,
-		// Both Strict decisions (S06, S15) recovered; 4 others did.
-		LabelAction: results.Agreement{StrictRecovered: 4, OtherRecovered: 8, OtherUnrecovered: 30}}
+	want := results.Cell{Model: "scripted", Prompt: "default", Condition: study.Normalized, N: 42, Extra: 18, LabN: 42, // Both Strict decisions (S06, S15) recovered; 4 others did.
+		LabelAction: results.Agreement{StrictRecovered: 4, OtherRecovered: 8, OtherUnrecovered: 30}, Counts: [simulator.NumColumns]int{simulator.Strict: 4, simulator.Cover: 10, simulator.Retry: 6, simulator.Invalid: 2, simulator.AnyFS: 2, simulator.TerminalFS: 2, simulator.Recovered: 12, simulator.Harm: 2, simulator.HarmDuplicate: 2, simulator.Calls: 62, simulator.LabMS: 4480}}
 	if len(sum.Cells) != 1 || sum.Cells[0] != want {
 		t.Fatalf("cells %+v\nwant %+v", sum.Cells, want)
 	}
@@ -104,11 +102,11 @@ func TestLivePipeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range rows {
-		if !r.Lab() || r.Recovered == nil || r.Harm == nil || r.Calls == nil || r.LabMS == nil {
+		if !r.Lab() || !hasAll(r.Outcome, simulator.Recovered, simulator.Harm, simulator.Calls, simulator.LabMS) {
 			t.Fatalf("row %+v lacks lab columns", r)
 		}
-		if r.Scenario == "S05" && (*r.Calls != 3 || *r.LabMS != 1120 || !*r.Recovered || r.Replays != 2) {
-			t.Errorf("S05 row: calls %d, lab ms %d, recovered %v, replays %d", *r.Calls, *r.LabMS, *r.Recovered, r.Replays)
+		if r.Scenario == "S05" && (r.Outcome.Value(simulator.Calls) != 3 || r.Outcome.Value(simulator.LabMS) != 1120 || !r.Outcome.Of(simulator.Recovered) || r.Replays != 2) {
+			t.Errorf("S05 row: calls %d, lab ms %d, recovered %v, replays %d", r.Outcome.Value(simulator.Calls), r.Outcome.Value(simulator.LabMS), r.Outcome.Of(simulator.Recovered), r.Replays)
 		}
 	}
 	// manifest.json records the replay mode; every call line records it
@@ -150,7 +148,7 @@ func TestLiveDeterminismAndResume(t *testing.T) {
 	full := filepath.Join(root, "full")
 	m := liveStudy(t, "hash-test", 1, 1)
 	sum := runTo(t, prepare(t, m), full, runner.Options{Env: liveEnv(m)})
-	if c := sum.Cells[0]; c.LabN != c.N || c.Extra == 0 || c.Recovered == 0 || c.Harm == 0 || c.Calls <= c.N {
+	if c := sum.Cells[0]; c.LabN != c.N || c.Extra == 0 || c.Count(simulator.Recovered) == 0 || c.Count(simulator.Harm) == 0 || c.Count(simulator.Calls) <= c.N {
 		t.Fatalf("cell %+v: want lab outcomes with replays, recoveries and harm", c)
 	}
 	checkBundle(t, full, sum)
@@ -388,4 +386,14 @@ func BenchmarkLiveStudy(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(840*3*b.N), "ns/executed")
 		})
 	}
+}
+
+// hasAll reports whether o has a value in every column of cols.
+func hasAll(o simulator.Values, cols ...simulator.Col) bool {
+	for _, c := range cols {
+		if _, ok := o.Get(c); !ok {
+			return false
+		}
+	}
+	return true
 }

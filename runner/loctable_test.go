@@ -4,6 +4,8 @@ import (
 	"os"
 	"sync"
 	"testing"
+
+	"github.com/mcpstress/stress/results"
 )
 
 // TestLocTable runs on a table small enough for memory and on one in a

@@ -47,14 +47,14 @@ func TestPackRoundTrip(t *testing.T) {
 		o := pack(&d)
 		want := results.RowOf(&d)
 		got := o.row(key, s.Server, d.Turns[0].Request.Seed)
-		if !o.ok || !got.Equal(&want) || got.Lab() != (tc.env != nil) {
+		if !o.ok || got != want || got.Lab() != (tc.env != nil) {
 			t.Errorf("%s: packed %+v rebuilds %+v, want %+v", tc.name, o, got, want)
 		}
 	}
 	// A lab time beyond 32 bits is read back.
 	d := simulator.Run(context.Background(), answerAll(`{"operation_status": "failed", "recovery_policy": "stop_or_escalate"}`), p, s, key,
 		simulator.Config{ReplayCap: 3, Env: fakeenv.New(m.Corpus.Scenarios, nil, fakeenv.Spec{Kind: fakeenv.Committed})})
-	d.Outcome.LabMS = 1 << 32
+	d.Outcome.Values.Set(simulator.LabMS, 1<<32)
 	if o := pack(&d); o.ok {
 		t.Errorf("a lab time of 2^32 ms packed as %+v", o)
 	}

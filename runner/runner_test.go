@@ -65,7 +65,7 @@ func TestDefaultStudy(t *testing.T) {
 		case c.Model == "explicit_policy" && c.Condition == study.Structured:
 			want = 105
 		}
-		if c.N != 105 || c.Strict != want || c.Cover != want || c.Retry != 0 || c.Invalid != 0 || c.AnyFS != 0 || c.TerminalFS != 0 || c.Extra != 0 || c.Errors != 0 {
+		if c.N != 105 || c.Count(simulator.Strict) != want || c.Count(simulator.Cover) != want || c.Count(simulator.Retry) != 0 || c.Count(simulator.Invalid) != 0 || c.Count(simulator.AnyFS) != 0 || c.Count(simulator.TerminalFS) != 0 || c.Extra != 0 || c.Errors != 0 {
 			t.Errorf("%s/%s: %+v; want N 105, strict = cover = %d, all else 0", c.Model, c.Condition, c, want)
 		}
 	}
@@ -261,8 +261,7 @@ func TestScriptedPipeline(t *testing.T) {
 	// retry: S02, S03, S05, S11 = 4; invalid S07, S11, S13 = 3;
 	// any FS: S04, S05, S13 = 3; terminal FS: S04, S13 = 2;
 	// extra: 3 + 3 + 1 + 1 = 8. Every other scenario stops.
-	want := results.Cell{Model: "scripted", Prompt: "default", Condition: study.Normalized, N: 42,
-		Strict: 6, Cover: 8, Retry: 8, Invalid: 6, AnyFS: 6, TerminalFS: 4, Extra: 16}
+	want := results.Cell{Model: "scripted", Prompt: "default", Condition: study.Normalized, N: 42, Extra: 16, Counts: [simulator.NumColumns]int{simulator.Strict: 6, simulator.Cover: 8, simulator.Retry: 8, simulator.Invalid: 6, simulator.AnyFS: 6, simulator.TerminalFS: 4}}
 	if len(sum.Cells) != 1 || sum.Cells[0] != want {
 		t.Fatalf("cells %+v\nwant %+v", sum.Cells, want)
 	}

@@ -68,7 +68,7 @@ func TestActNativeOnTheWire(t *testing.T) {
 			if got := f.Last().Sent(); len(got) != 1 || string(got[0].Arguments) != `{"n":5}` {
 				t.Errorf("the environment received %+v", got)
 			}
-			if !d.Outcome.Recovered || d.Outcome.InvalidAction || len(sent) != 1 {
+			if !d.Outcome.Values.Of(simulator.Recovered) || d.Outcome.Values.Of(simulator.InvalidAction) || len(sent) != 1 {
 				t.Errorf("outcome %+v after %d requests", d.Outcome, len(sent))
 			}
 			tools := string(sent[0]["tools"])

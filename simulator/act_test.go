@@ -235,7 +235,7 @@ func TestActTrajectories(t *testing.T) {
 				t.Errorf("no action, want one refused for %q", tc.invalid)
 			}
 			o := d.Outcome
-			if o.Recovered != tc.recovered || o.Calls != tc.calls || o.LabMS != tc.ms || o.InvalidAction != tc.invalidAction || !o.Live {
+			if o.Values.Of(simulator.Recovered) != tc.recovered || o.Values.Value(simulator.Calls) != int64(tc.calls) || o.Values.Value(simulator.LabMS) != tc.ms || o.Values.Of(simulator.InvalidAction) != tc.invalidAction || !o.Values.Lab() {
 				t.Errorf("outcome %+v", o)
 			}
 			// Turn 0 shows the tools and the failing call; each later

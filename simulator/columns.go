@@ -138,6 +138,10 @@ var Columns = [NumColumns]Column{
 		rule: func(t *trajectory) int64 { return t.env.ClockMS }},
 }
 
+// HarmColumns are the columns of the kinds of harm.
+var HarmColumns = map[statediff.Kind]Col{statediff.Duplicate: HarmDuplicate, statediff.WrongValue: HarmWrongValue,
+	statediff.Collateral: HarmCollateral, statediff.DataLoss: HarmDataLoss, statediff.Incomplete: HarmIncomplete}
+
 // Column returns the column c names.
 func (c Col) Column() *Column { return &Columns[c] }
 
@@ -162,6 +166,9 @@ type Values struct {
 // Get returns the value of column c and whether it has one.
 func (o *Values) Get(c Col) (v int64, ok bool) { return o.v[c], o.has>>c&1 == 1 }
 
+// Value returns the value of column c, 0 when it has none.
+func (o *Values) Value(c Col) int64 { return o.v[c] }
+
 // Of reports whether column c has a value and it is not 0 (a flag set).
 func (o *Values) Of(c Col) bool { return o.has>>c&1 == 1 && o.v[c] != 0 }
 
@@ -170,6 +177,15 @@ func (o *Values) Set(c Col, v int64) { o.v[c], o.has = v, o.has|1<<c }
 
 // Clear makes column c absent.
 func (o *Values) Clear(c Col) { o.v[c], o.has = 0, o.has&^(1<<c) }
+
+// With returns o with column c set to v.
+func (o Values) With(c Col, v int64) Values {
+	o.Set(c, v)
+	return o
+}
+
+// WithFlag returns o with column c set to 1 when b holds, else 0.
+func (o Values) WithFlag(c Col, b bool) Values { return o.With(c, b2i(b)) }
 
 // Lab reports whether the outcome has lab outcomes (live replay): any lab
 // column with a value. Score sets all of them or none.

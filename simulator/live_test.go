@@ -10,7 +10,6 @@ import (
 
 	"github.com/mcpstress/stress/conditions"
 	"github.com/mcpstress/stress/internal/fakeenv"
-	"github.com/mcpstress/stress/internal/statediff"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/simulator"
@@ -42,10 +41,14 @@ func TestLiveTrajectories(t *testing.T) {
 	committed := fakeenv.Spec{Kind: fakeenv.Committed}
 	const c = fakeenv.CallMS
 	live := func(o simulator.Outcome, recovered, harm bool, calls int, ms int64) simulator.Outcome {
-		o.Live, o.Recovered, o.Harm, o.Calls, o.LabMS = true, recovered, harm, calls, ms
-		if harm { // the fake environment's only harm is a second write
-			o.HarmKinds = statediff.KindsOf([]statediff.Harm{{Kind: statediff.Duplicate}})
+		for c := range simulator.Columns {
+			if simulator.Columns[c].Kind.Lab() {
+				o.Values.Set(simulator.Col(c), 0)
+			}
 		}
+		// The fake environment's only harm is a second write.
+		o.Values = o.Values.WithFlag(simulator.Recovered, recovered).WithFlag(simulator.Harm, harm).WithFlag(simulator.HarmDuplicate, harm).
+			With(simulator.Calls, int64(calls)).With(simulator.LabMS, ms)
 		return o
 	}
 	for _, tc := range []struct {
@@ -57,35 +60,35 @@ func TestLiveTrajectories(t *testing.T) {
 	}{
 		// Start fails, replay 1 fails, replay 2 succeeds and settles it.
 		{"transient retried until it succeeds", transient(2), []string{retryNow, retryNow},
-			live(simulator.Outcome{Final: study.RetryNow, FinalStatus: study.Failed, Turns: 2, Replays: 2, Cover: true, Retry: true}, true, false, 3, 3*c), true},
+			live(simulator.Outcome{Final: study.RetryNow, FinalStatus: study.Failed, Turns: 2, Replays: 2, Values: flagValues(simulator.Cover, simulator.Retry)}, true, false, 3, 3*c), true},
 		{"transient, preferred at once", transient(1), []string{selectOK},
-			live(simulator.Outcome{Final: study.SelectTool, FinalStatus: study.Failed, Turns: 1, Replays: 1, Strict: true, Cover: true}, true, false, 2, 2*c), true},
+			live(simulator.Outcome{Final: study.SelectTool, FinalStatus: study.Failed, Turns: 1, Replays: 1, Values: flagValues(simulator.Strict, simulator.Cover)}, true, false, 2, 2*c), true},
 		{"retry_later with the answer's delay", transient(1), []string{retryLaterDelay},
-			live(simulator.Outcome{Final: study.RetryLater, FinalStatus: study.Failed, Turns: 1, Replays: 1, Cover: true}, true, false, 2, 2*c+2500), true},
+			live(simulator.Outcome{Final: study.RetryLater, FinalStatus: study.Failed, Turns: 1, Replays: 1, Values: flagValues(simulator.Cover)}, true, false, 2, 2*c+2500), true},
 		{"retry_later with the default delay", transient(1), []string{retryLater},
-			live(simulator.Outcome{Final: study.RetryLater, FinalStatus: study.Failed, Turns: 1, Replays: 1, Cover: true}, true, false, 2, 2*c+simulator.DefaultRetryDelayMS), true},
+			live(simulator.Outcome{Final: study.RetryLater, FinalStatus: study.Failed, Turns: 1, Replays: 1, Values: flagValues(simulator.Cover)}, true, false, 2, 2*c+simulator.DefaultRetryDelayMS), true},
 		{"authenticate makes a credential call", transient(1), []string{authenticate},
-			live(simulator.Outcome{Final: study.Authenticate, FinalStatus: study.Failed, Turns: 1, Replays: 1, Cover: true}, true, false, 3, 3*c), true},
+			live(simulator.Outcome{Final: study.Authenticate, FinalStatus: study.Failed, Turns: 1, Replays: 1, Values: flagValues(simulator.Cover)}, true, false, 3, 3*c), true},
 		{"stop at once", transient(1), []string{stopOK},
-			live(simulator.Outcome{Final: study.StopOrEscalate, FinalStatus: study.Failed, Turns: 1}, false, false, 1, c), false},
+			live(simulator.Outcome{Final: study.StopOrEscalate, FinalStatus: study.Failed, Turns: 1, Values: flagValues()}, false, false, 1, c), false},
 		{"invalid ends it", transient(1), []string{garbage},
-			live(simulator.Outcome{Turns: 1, Invalid: true}, false, false, 1, c), false},
+			live(simulator.Outcome{Turns: 1, Values: flagValues(simulator.Invalid)}, false, false, 1, c), false},
 		{"false success without recovery", transient(1), []string{succStop},
-			live(simulator.Outcome{Final: study.StopOrEscalate, FinalStatus: study.Succeeded, Turns: 1, AnyFS: true, TerminalFS: true}, false, false, 1, c), false},
+			live(simulator.Outcome{Final: study.StopOrEscalate, FinalStatus: study.Succeeded, Turns: 1, Values: flagValues(simulator.AnyFS, simulator.TerminalFS)}, false, false, 1, c), false},
 		{"cap reached, the last answer is not executed", transient(10), []string{retryNow, retryNow, retryNow, retryNow},
-			live(simulator.Outcome{Final: study.RetryNow, FinalStatus: study.Failed, Turns: 4, Replays: 3, Cover: true, Retry: true}, false, false, 4, 4*c), false},
+			live(simulator.Outcome{Final: study.RetryNow, FinalStatus: study.Failed, Turns: 4, Replays: 3, Values: flagValues(simulator.Cover, simulator.Retry)}, false, false, 4, 4*c), false},
 		{"committed, stopping keeps one write", committed, []string{stopOK},
-			live(simulator.Outcome{Final: study.StopOrEscalate, FinalStatus: study.Failed, Turns: 1}, true, false, 1, c), false},
+			live(simulator.Outcome{Final: study.StopOrEscalate, FinalStatus: study.Failed, Turns: 1, Values: flagValues()}, true, false, 1, c), false},
 		{"committed, a retry duplicates", committed, []string{retryNow},
-			live(simulator.Outcome{Final: study.RetryNow, FinalStatus: study.Failed, Turns: 1, Replays: 1, Cover: true, Retry: true}, false, true, 2, 2*c), true},
+			live(simulator.Outcome{Final: study.RetryNow, FinalStatus: study.Failed, Turns: 1, Replays: 1, Values: flagValues(simulator.Cover, simulator.Retry)}, false, true, 2, 2*c), true},
 		// The claim is true: the write committed and is there once.
 		{"committed, claiming success is not false", committed, []string{succStop},
-			live(simulator.Outcome{Final: study.StopOrEscalate, FinalStatus: study.Succeeded, Turns: 1}, true, false, 1, c), false},
+			live(simulator.Outcome{Final: study.StopOrEscalate, FinalStatus: study.Succeeded, Turns: 1, Values: flagValues()}, true, false, 1, c), false},
 		// The model sees the success and claims it; then retries once more.
 		{"seen success, then a duplicate", fakeenv.Spec{Kind: fakeenv.Transient, Fails: 1, Continue: true}, []string{retryNow, succRetry, stopOK},
-			live(simulator.Outcome{Final: study.StopOrEscalate, FinalStatus: study.Failed, Turns: 3, Replays: 2, Retry: true, AnyFS: true}, false, true, 3, 3*c), false},
+			live(simulator.Outcome{Final: study.StopOrEscalate, FinalStatus: study.Failed, Turns: 3, Replays: 2, Values: flagValues(simulator.Retry, simulator.AnyFS)}, false, true, 3, 3*c), false},
 		{"seen success, then stop", fakeenv.Spec{Kind: fakeenv.Transient, Fails: 1, Continue: true}, []string{retryNow, succStop},
-			live(simulator.Outcome{Final: study.StopOrEscalate, FinalStatus: study.Succeeded, Turns: 2, Replays: 1, Retry: true}, true, false, 2, 2*c), false},
+			live(simulator.Outcome{Final: study.StopOrEscalate, FinalStatus: study.Succeeded, Turns: 2, Replays: 1, Values: flagValues(simulator.Retry)}, true, false, 2, 2*c), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := fakeenv.New(m.Corpus.Scenarios, nil, tc.spec)
@@ -98,7 +101,7 @@ func TestLiveTrajectories(t *testing.T) {
 			if d.Outcome != tc.want {
 				t.Errorf("outcome\n got %+v\nwant %+v", d.Outcome, tc.want)
 			}
-			if !d.Live || d.Env == nil || d.Env.Recovered != tc.want.Recovered || d.Env.Calls != tc.want.Calls {
+			if !d.Live || d.Env == nil || d.Env.Recovered != tc.want.Values.Of(simulator.Recovered) || !wantCalls(tc.want, d.Env.Calls) {
 				t.Fatalf("decision: live %v, env %+v", d.Live, d.Env)
 			}
 			var state struct{ Seed string }
@@ -243,4 +246,10 @@ func BenchmarkReplay(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(3*b.N), "ns/executed")
 		})
 	}
+}
+
+// wantCalls reports whether outcome o counts calls tool calls.
+func wantCalls(o simulator.Outcome, calls int) bool {
+	v, ok := o.Values.Get(simulator.Calls)
+	return ok && v == int64(calls)
 }

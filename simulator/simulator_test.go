@@ -174,16 +174,16 @@ func TestTrajectories(t *testing.T) {
 		answers []string
 		want    simulator.Outcome
 	}{
-		{"preferred at once", []string{selectOK}, simulator.Outcome{Final: study.SelectTool, FinalStatus: study.Failed, Turns: 1, Strict: true, Cover: true}},
-		{"stop", []string{stopOK}, simulator.Outcome{Final: study.StopOrEscalate, FinalStatus: study.Failed, Turns: 1}},
-		{"retry once then select", []string{retryNow, selectOK}, simulator.Outcome{Final: study.SelectTool, FinalStatus: study.Failed, Turns: 2, Replays: 1, Strict: true, Cover: true, Retry: true}},
-		{"retry three times then stop", []string{retryNow, retryNow, retryNow, stopOK}, simulator.Outcome{Final: study.StopOrEscalate, FinalStatus: study.Failed, Turns: 4, Replays: 3, Retry: true}},
-		{"retry four times", []string{retryNow, retryNow, retryNow, retryNow, selectOK}, simulator.Outcome{Final: study.RetryNow, FinalStatus: study.Failed, Turns: 4, Replays: 3, Cover: true, Retry: true}},
-		{"succeeded then stop", []string{succeeded, succStop}, simulator.Outcome{Final: study.StopOrEscalate, FinalStatus: study.Succeeded, Turns: 2, Replays: 1, Retry: true, AnyFS: true, TerminalFS: true}},
-		{"succeeded early only", []string{succeeded, selectOK}, simulator.Outcome{Final: study.SelectTool, FinalStatus: study.Failed, Turns: 2, Replays: 1, Strict: true, Cover: true, Retry: true, AnyFS: true}},
-		{"garbage", []string{garbage}, simulator.Outcome{Turns: 1, Invalid: true}},
-		{"retry then garbage", []string{retryNow, garbage}, simulator.Outcome{Turns: 2, Replays: 1, Invalid: true, Retry: true}},
-		{"fenced JSON", []string{fenced}, simulator.Outcome{Final: study.SelectTool, FinalStatus: study.Failed, Turns: 1, Strict: true, Cover: true}},
+		{"preferred at once", []string{selectOK}, simulator.Outcome{Final: study.SelectTool, FinalStatus: study.Failed, Turns: 1, Values: flagValues(simulator.Strict, simulator.Cover)}},
+		{"stop", []string{stopOK}, simulator.Outcome{Final: study.StopOrEscalate, FinalStatus: study.Failed, Turns: 1, Values: flagValues()}},
+		{"retry once then select", []string{retryNow, selectOK}, simulator.Outcome{Final: study.SelectTool, FinalStatus: study.Failed, Turns: 2, Replays: 1, Values: flagValues(simulator.Strict, simulator.Cover, simulator.Retry)}},
+		{"retry three times then stop", []string{retryNow, retryNow, retryNow, stopOK}, simulator.Outcome{Final: study.StopOrEscalate, FinalStatus: study.Failed, Turns: 4, Replays: 3, Values: flagValues(simulator.Retry)}},
+		{"retry four times", []string{retryNow, retryNow, retryNow, retryNow, selectOK}, simulator.Outcome{Final: study.RetryNow, FinalStatus: study.Failed, Turns: 4, Replays: 3, Values: flagValues(simulator.Cover, simulator.Retry)}},
+		{"succeeded then stop", []string{succeeded, succStop}, simulator.Outcome{Final: study.StopOrEscalate, FinalStatus: study.Succeeded, Turns: 2, Replays: 1, Values: flagValues(simulator.Retry, simulator.AnyFS, simulator.TerminalFS)}},
+		{"succeeded early only", []string{succeeded, selectOK}, simulator.Outcome{Final: study.SelectTool, FinalStatus: study.Failed, Turns: 2, Replays: 1, Values: flagValues(simulator.Strict, simulator.Cover, simulator.Retry, simulator.AnyFS)}},
+		{"garbage", []string{garbage}, simulator.Outcome{Turns: 1, Values: flagValues(simulator.Invalid)}},
+		{"retry then garbage", []string{retryNow, garbage}, simulator.Outcome{Turns: 2, Replays: 1, Values: flagValues(simulator.Invalid, simulator.Retry)}},
+		{"fenced JSON", []string{fenced}, simulator.Outcome{Final: study.SelectTool, FinalStatus: study.Failed, Turns: 1, Values: flagValues(simulator.Strict, simulator.Cover)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := &script{answers: tc.answers, failAt: -1}
@@ -250,8 +250,23 @@ func TestReplayCap(t *testing.T) {
 
 func TestScoreRetryInNonHarm(t *testing.T) {
 	a := []simulator.Answer{{Valid: true, Status: study.Failed, Policy: study.RetryNow}, {Valid: true, Status: study.Failed, Policy: study.RetryNow}}
-	o := simulator.Score(a, study.RetryNow, []study.Policy{study.RetryNow, study.StopOrEscalate})
-	if o.Retry || !o.Strict || o.Replays != 1 {
+	o := simulator.Score(simulator.Scoring{Answers: a, Preferred: study.RetryNow, NonHarm: []study.Policy{study.RetryNow, study.StopOrEscalate}})
+	if o.Values.Of(simulator.Retry) || !o.Values.Of(simulator.Strict) || o.Replays != 1 {
 		t.Errorf("retry_now in the non-harm set: got %+v, want no Retry flag, strict, 1 replay", o)
 	}
+}
+
+// flagValues is the outcome of a stored-replay decision with the Flag
+// columns cols set and the others 0.
+func flagValues(cols ...simulator.Col) simulator.Values {
+	var v simulator.Values
+	for c := range simulator.Columns {
+		if simulator.Columns[c].Kind == simulator.Flag {
+			v.Set(simulator.Col(c), 0)
+		}
+	}
+	for _, c := range cols {
+		v.Set(c, 1)
+	}
+	return v
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -29,8 +30,7 @@ func TestFiguresGrid(t *testing.T) {
 	for m := range 4 {
 		for _, c := range study.Conditions[:2] {
 			for s := range 12 {
-				r := results.Row{Model: fmt.Sprintf("m%d", m), Prompt: "p", Condition: string(c), Scenario: fmt.Sprint(s),
-					Replicate: 1, Server: fmt.Sprint(s % 6), Status: results.StatusOK, Strict: s%3 == 0, Cover: s%2 == 0 || s%3 == 0, Replays: int64(s % 2)}
+				r := results.Row{Model: fmt.Sprintf("m%d", m), Prompt: "p", Condition: string(c), Scenario: fmt.Sprint(s), Replicate: 1, Server: fmt.Sprint(s % 6), Status: results.StatusOK, Replays: int64(s % 2), Outcome: simulator.Values{}.WithFlag(simulator.Strict, s%3 == 0).WithFlag(simulator.Cover, s%2 == 0 || s%3 == 0)}
 				acc.Add(&r)
 			}
 		}
@@ -61,8 +61,7 @@ func TestFiguresGrid(t *testing.T) {
 func TestEmptyFigures(t *testing.T) {
 	acc := analysis.NewAccumulator()
 	for s := range 12 {
-		r := results.Row{Model: "m", Prompt: "p", Condition: string(study.Normalized), Scenario: fmt.Sprint(s), Replicate: 1,
-			Server: fmt.Sprint(s % 6), Status: results.StatusOK, Strict: s%3 == 0, Cover: s%2 == 0}
+		r := results.Row{Model: "m", Prompt: "p", Condition: string(study.Normalized), Scenario: fmt.Sprint(s), Replicate: 1, Server: fmt.Sprint(s % 6), Status: results.StatusOK, Outcome: simulator.Values{}.WithFlag(simulator.Strict, s%3 == 0).WithFlag(simulator.Cover, s%2 == 0)}
 		acc.Add(&r)
 	}
 	an, err := acc.Analyze(context.Background(), analysis.Options{B: 200})
@@ -184,7 +183,7 @@ func TestFiguresOddInput(t *testing.T) {
 	acc := analysis.NewAccumulator()
 	for s := range 6 {
 		for _, r := range []results.Row{
-			{Model: "m", Prompt: "p", Condition: "weird", Scenario: fmt.Sprint(s), Server: fmt.Sprint(s), Status: results.StatusOK, Cover: true},
+			{Model: "m", Prompt: "p", Condition: "weird", Scenario: fmt.Sprint(s), Server: fmt.Sprint(s), Status: results.StatusOK, Outcome: simulator.Values{}.WithFlag(simulator.Cover, true)},
 			{Model: "m", Prompt: "p", Condition: "prose", Scenario: fmt.Sprint(s), Server: fmt.Sprint(s), Status: results.StatusError},
 		} {
 			acc.Add(&r)
@@ -217,8 +216,7 @@ func TestLabelActionFigure(t *testing.T) {
 			if s%2 == 0 {
 				rec = &tr
 			}
-			r := results.Row{Model: "m", Prompt: "act", Condition: string(c), Scenario: fmt.Sprint(s), Replicate: 1, Server: fmt.Sprint(s % 6),
-				Status: results.StatusOK, Strict: s%3 == 0, Cover: true, Recovered: rec, Harm: &f, InvalidAction: &f, Calls: &calls, LabMS: &ms}
+			r := results.Row{Model: "m", Prompt: "act", Condition: string(c), Scenario: fmt.Sprint(s), Replicate: 1, Server: fmt.Sprint(s % 6), Status: results.StatusOK, Outcome: simulator.Values{}.WithFlag(simulator.Strict, s%3 == 0).WithFlag(simulator.Cover, true).WithFlag(simulator.Recovered, *rec).WithFlag(simulator.Harm, f).WithFlag(simulator.InvalidAction, f).With(simulator.Calls, calls).With(simulator.LabMS, ms)}
 			acc.Add(&r)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/runner"
+	"github.com/mcpstress/stress/simulator"
 )
 
 // TestActStudy runs manifests/act.yaml (the acting baselines on the lab
@@ -50,8 +51,8 @@ func TestActStudy(t *testing.T) {
 		"schema_repair": "195: 55/15/0/230 dup 0 wrong 15 collateral 0 loss 0",
 	}
 	for _, c := range sum.Cells {
-		got := fmt.Sprintf("%d: %d/%d/%d/%d dup %d wrong %d collateral %d loss %d", c.LabN, c.Recovered, c.Harm, c.InvalidAction, c.Calls,
-			c.HarmDuplicate, c.HarmWrongValue, c.HarmCollateral, c.HarmDataLoss)
+		got := fmt.Sprintf("%d: %d/%d/%d/%d dup %d wrong %d collateral %d loss %d", c.LabN, c.Count(simulator.Recovered), c.Count(simulator.Harm), c.Count(simulator.InvalidAction), c.Count(simulator.Calls),
+			c.Count(simulator.HarmDuplicate), c.Count(simulator.HarmWrongValue), c.Count(simulator.HarmCollateral), c.Count(simulator.HarmDataLoss))
 		if got != want[c.Model] {
 			t.Errorf("%s %s: %s, want %s", c.Model, c.Condition, got, want[c.Model])
 		}

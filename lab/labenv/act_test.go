@@ -85,12 +85,12 @@ func actCounts(t *testing.T, kind string) (map[study.Cause]string, []simulator.D
 			per[sc.Class] = a
 		}
 		o := d.Outcome
-		a.rec += b2i(o.Recovered)
-		a.harm += b2i(o.Harm)
-		a.inv += b2i(o.InvalidAction)
-		a.calls += o.Calls
+		a.rec += b2i(o.Values.Of(simulator.Recovered))
+		a.harm += b2i(o.Values.Of(simulator.Harm))
+		a.inv += b2i(o.Values.Of(simulator.InvalidAction))
+		a.calls += int(o.Values.Value(simulator.Calls))
 		for _, k := range statediff.Kinds {
-			if o.HarmKinds.Has(k) {
+			if o.Values.Of(simulator.HarmColumns[k]) {
 				a.kinds[k]++
 			}
 		}

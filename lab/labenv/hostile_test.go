@@ -62,8 +62,8 @@ func TestCollateralIsHarm(t *testing.T) {
 		for _, h := range dec.Env.Harms {
 			named = named || strings.HasPrefix(h.Record, d.record) && (h.Kind == statediff.Collateral || h.Kind == statediff.DataLoss)
 		}
-		if !dec.Outcome.Harm || !named {
-			t.Errorf("%s (%s): harm %v, harms %+v; want collateral damage or lost data on %s", sc.ID, sc.Class, dec.Outcome.Harm, dec.Env.Harms, d.record)
+		if !dec.Outcome.Values.Of(simulator.Harm) || !named {
+			t.Errorf("%s (%s): harm %v, harms %+v; want collateral damage or lost data on %s", sc.ID, sc.Class, dec.Outcome.Values.Of(simulator.Harm), dec.Env.Harms, d.record)
 		}
 	}
 }

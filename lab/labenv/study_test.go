@@ -132,7 +132,7 @@ func TestLabStudy(t *testing.T) {
 	}
 	tallies := map[key]*tally{}
 	for _, r := range rows {
-		if r.Recovered == nil || r.Harm == nil || r.HarmDuplicate == nil || r.Calls == nil || r.LabMS == nil {
+		if !r.Lab() || !hasAll(r.Outcome, simulator.Recovered, simulator.Harm, simulator.HarmDuplicate, simulator.Calls, simulator.LabMS) {
 			t.Fatalf("row %s/%s/%s lacks the lab columns", r.Model, r.Condition, r.Scenario)
 		}
 		k := key{r.Model, r.Condition, cause[r.Scenario]}
@@ -142,16 +142,16 @@ func TestLabStudy(t *testing.T) {
 			tallies[k] = x
 		}
 		x.n++
-		x.strict += b2i(r.Strict)
-		x.cover += b2i(r.Cover)
-		x.retry += b2i(r.Retry)
-		x.recovered += b2i(*r.Recovered)
-		x.harm += b2i(*r.Harm)
-		for i, p := range []*bool{r.HarmDuplicate, r.HarmWrongValue, r.HarmCollateral, r.HarmDataLoss, r.HarmIncomplete} {
-			x.kinds[i] += b2i(*p)
+		x.strict += b2i(r.Outcome.Of(simulator.Strict))
+		x.cover += b2i(r.Outcome.Of(simulator.Cover))
+		x.retry += b2i(r.Outcome.Of(simulator.Retry))
+		x.recovered += b2i(r.Outcome.Of(simulator.Recovered))
+		x.harm += b2i(r.Outcome.Of(simulator.Harm))
+		for i, c := range []simulator.Col{simulator.HarmDuplicate, simulator.HarmWrongValue, simulator.HarmCollateral, simulator.HarmDataLoss, simulator.HarmIncomplete} {
+			x.kinds[i] += b2i(r.Outcome.Of(c))
 		}
-		x.calls += *r.Calls
-		x.ms += *r.LabMS
+		x.calls += r.Outcome.Value(simulator.Calls)
+		x.ms += r.Outcome.Value(simulator.LabMS)
 	}
 	keys := make([]key, 0, len(tallies))
 	for k := range tallies {
@@ -258,4 +258,14 @@ func labStudy(tb testing.TB) (*manifests.Resolved, *runner.Plan, simulator.EnvFa
 		tb.Fatal(err)
 	}
 	return m, plan, env
+}
+
+// hasAll reports whether o has a value in every column of cols.
+func hasAll(o simulator.Values, cols ...simulator.Col) bool {
+	for _, c := range cols {
+		if _, ok := o.Get(c); !ok {
+			return false
+		}
+	}
+	return true
 }

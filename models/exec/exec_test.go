@@ -22,6 +22,7 @@ import (
 	"github.com/mcpstress/stress/models/transport"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/runner"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -467,7 +468,7 @@ func TestExampleBackendsRunAStudy(t *testing.T) {
 	cells := map[string][]results.Cell{}
 	for _, c := range sum.Cells {
 		cells[c.Model] = append(cells[c.Model], c)
-		if c.Invalid != 0 {
+		if c.Count(simulator.Invalid) != 0 {
 			t.Errorf("cell %+v has invalid answers", c)
 		}
 	}
@@ -486,11 +487,11 @@ func TestExampleBackendsRunAStudy(t *testing.T) {
 		}
 	}
 	for _, c := range cells["sh-stop"] {
-		if c.Strict != 2*stopPreferred || c.Cover != 0 {
+		if c.Count(simulator.Strict) != 2*stopPreferred || c.Count(simulator.Cover) != 0 {
 			t.Errorf("always_stop.sh cell %+v, want strict %d, cover 0", c, 2*stopPreferred)
 		}
 	}
-	if c := cells["kw-off"][0]; c.Strict == 0 || c.Cover == 0 {
+	if c := cells["kw-off"][0]; c.Count(simulator.Strict) == 0 || c.Count(simulator.Cover) == 0 {
 		t.Errorf("keyword cell %+v: the keywords match nothing", c)
 	}
 	calls, err := results.ReadCalls(filepath.Join(dir, results.CallsFile))

@@ -19,6 +19,7 @@ import (
 	"github.com/mcpstress/stress/models/ollama"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/runner"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -166,7 +167,7 @@ func TestStudy(t *testing.T) {
 	}
 	labels := map[string]int{}
 	for _, c := range sum.Cells {
-		if c.Invalid != 0 {
+		if c.Count(simulator.Invalid) != 0 {
 			t.Errorf("cell %+v: every schema-constrained answer must parse", c)
 		}
 	}
@@ -276,12 +277,12 @@ func TestServerKilled(t *testing.T) {
 		}
 	}
 	for _, r := range rows {
-		if r.Status == results.StatusError && (r.Invalid || r.FinalLabel != "") {
+		if r.Status == results.StatusError && (r.Outcome.Of(simulator.Invalid) || r.FinalLabel != "") {
 			t.Errorf("error decision %s counted as an answer: %+v", r.Key(), r)
 		}
 	}
 	cells := results.Count(rows)
-	if cells[0].Invalid != 0 || cells[0].Errors != sum.Errors || cells[0].N+cells[0].Errors != 42 {
+	if cells[0].Count(simulator.Invalid) != 0 || cells[0].Errors != sum.Errors || cells[0].N+cells[0].Errors != 42 {
 		t.Errorf("cell %+v: errors must be excluded from N and never invalid", cells[0])
 	}
 	t.Logf("%d error decisions, %d transport events", sum.Errors, events)
