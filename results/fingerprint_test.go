@@ -39,16 +39,26 @@ func TestFingerprint(t *testing.T) {
 }
 
 // TestFingerprintFields: the fingerprint's encoding covers every field
-// of a row: changing any one changes it.
+// of a row and every outcome column: changing any one changes it, and so
+// does a lab column's absence.
 func TestFingerprintFields(t *testing.T) {
-	if n := reflect.TypeFor[Row]().NumField(); n != 29 {
-		t.Fatalf("Row has %d fields: encodeRow covers 29; add the new ones", n)
+	if n := reflect.TypeFor[Row]().NumField(); n != 14 {
+		t.Fatalf("Row has %d fields: encodeRow covers 14; add the new ones", n)
 	}
-	tr, f, one := true, false, int64(1)
-	base := Row{Outcome: simulator.Values{}.WithFlag(simulator.Recovered, f).WithFlag(simulator.Harm, f).WithFlag(simulator.HarmDuplicate, f).WithFlag(simulator.HarmWrongValue, f).WithFlag(simulator.HarmCollateral, f).WithFlag(simulator.HarmDataLoss, f).WithFlag(simulator.HarmIncomplete, f).WithFlag(simulator.InvalidAction, f).With(simulator.Calls, one).With(simulator.LabMS, one)}
+	var base Row
+	for c := range simulator.Columns {
+		base.Outcome.Set(simulator.Col(c), 1)
+	}
 	var ref Fingerprint
 	ref.Add(&base)
 	v := reflect.ValueOf(&base).Elem()
+	changed := func(what string, r *Row) {
+		var got Fingerprint
+		got.Add(r)
+		if got == ref {
+			t.Errorf("%s does not change the fingerprint", what)
+		}
+	}
 	for i := range v.NumField() {
 		r := base
 		fv := reflect.ValueOf(&r).Elem().Field(i)
@@ -57,19 +67,18 @@ func TestFingerprintFields(t *testing.T) {
 			fv.SetString("x")
 		case reflect.Int64:
 			fv.SetInt(5)
-		case reflect.Bool:
-			fv.SetBool(true)
-		case reflect.Pointer:
-			if fv.Type().Elem().Kind() == reflect.Bool {
-				fv.Set(reflect.ValueOf(&tr))
-			} else {
-				fv.Set(reflect.ValueOf(new(int64)))
-			}
+		default:
+			continue // Outcome, below
 		}
-		var got Fingerprint
-		got.Add(&r)
-		if got == ref {
-			t.Errorf("field %s does not change the fingerprint", v.Type().Field(i).Name)
+		changed("field "+v.Type().Field(i).Name, &r)
+	}
+	for c := range simulator.Columns {
+		r := base
+		r.Outcome.Set(simulator.Col(c), 0)
+		changed("column "+simulator.Columns[c].Name, &r)
+		if simulator.Columns[c].Kind.Lab() {
+			r.Outcome.Clear(simulator.Col(c))
+			changed("absent column "+simulator.Columns[c].Name, &r)
 		}
 	}
 }

@@ -156,26 +156,37 @@ func ColumnIndex(name string) Col {
 }
 
 // Values are a decision's outcome: its value of each column, by Col. A
-// Flag column always has a value (0 or 1) in the outcome of a scored
-// decision; a lab column has one only under live replay.
+// Flag column always has a value (0 or 1, 0 until set); a lab column has
+// one only under live replay. Values are comparable with ==.
 type Values struct {
 	v   [NumColumns]int64
-	has uint64
+	has uint64 // the lab columns with a value
 }
 
-// Get returns the value of column c and whether it has one.
-func (o *Values) Get(c Col) (v int64, ok bool) { return o.v[c], o.has>>c&1 == 1 }
+// labMask has the bits of the lab columns.
+var labMask = func() (m uint64) {
+	for c := range Columns {
+		if Columns[c].Kind.Lab() {
+			m |= 1 << c
+		}
+	}
+	return m
+}()
+
+// Get returns the value of column c and whether it has one: a Flag
+// column always has one.
+func (o *Values) Get(c Col) (v int64, ok bool) { return o.v[c], (o.has|^labMask)>>c&1 == 1 }
 
 // Value returns the value of column c, 0 when it has none.
 func (o *Values) Value(c Col) int64 { return o.v[c] }
 
 // Of reports whether column c has a value and it is not 0 (a flag set).
-func (o *Values) Of(c Col) bool { return o.has>>c&1 == 1 && o.v[c] != 0 }
+func (o *Values) Of(c Col) bool { return o.v[c] != 0 }
 
 // Set gives column c the value v.
-func (o *Values) Set(c Col, v int64) { o.v[c], o.has = v, o.has|1<<c }
+func (o *Values) Set(c Col, v int64) { o.v[c], o.has = v, o.has|1<<c&labMask }
 
-// Clear makes column c absent.
+// Clear makes column c absent (0 for a Flag column).
 func (o *Values) Clear(c Col) { o.v[c], o.has = 0, o.has&^(1<<c) }
 
 // With returns o with column c set to v.
@@ -190,12 +201,7 @@ func (o Values) WithFlag(c Col, b bool) Values { return o.With(c, b2i(b)) }
 // Lab reports whether the outcome has lab outcomes (live replay): any lab
 // column with a value. Score sets all of them or none.
 func (o *Values) Lab() bool {
-	for i := range Columns {
-		if Columns[i].Kind.Lab() && o.has>>i&1 == 1 {
-			return true
-		}
-	}
-	return false
+	return o.has != 0
 }
 
 func b2i(b bool) int64 {
