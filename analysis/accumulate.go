@@ -173,6 +173,13 @@ func NewAccumulator() *Accumulator {
 	return &Accumulator{tally: results.NewTally(), groups: map[Arm]int32{}}
 }
 
+func init() {
+	if len(study.AllConditions) > 64 {
+		panic("analysis: more than 64 conditions do not fit the bits of Accumulator.groupConds")
+	}
+}
+
+// condIndex is c's index in study.AllConditions, -1 for an unknown one.
 func condIndex(c study.Condition) int {
 	return slices.Index(study.AllConditions, c)
 }

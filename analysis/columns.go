@@ -46,6 +46,15 @@ var Columns = func() []Column {
 	return out
 }()
 
+// ColumnList is the names of Columns, comma-separated, for help texts.
+func ColumnList() string {
+	names := make([]string, len(Columns))
+	for i, c := range Columns {
+		names[i] = string(c)
+	}
+	return strings.Join(names, ", ")
+}
+
 // Selective is the key of selective accuracy, Strict / Cover, among the
 // rates; it is not a Column (its denominator is Cover, not N).
 const Selective = "selective"

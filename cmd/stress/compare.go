@@ -17,7 +17,7 @@ import (
 func cmdCompare(fs *flag.FlagSet) action {
 	asJSON := fs.Bool("json", false, `print {"a":…,"b":…,"bootstrap":…,"arms":[…],"pairs":[…]} as JSON`)
 	sf := addStatFlags(fs, false)
-	column := fs.String("column", "", "compare only the columns `C,…`, comma-separated: strict, cover, retry, invalid, any_fs, terminal_fs (default all)")
+	column := fs.String("column", "", "compare only the columns `C,…`, comma-separated: "+analysis.ColumnList()+" (default all)")
 	armA := fs.String("arm-a", "", "arm of RUN_A to compare, `MODEL[/PROMPT]` (default: aligned automatically)")
 	armB := fs.String("arm-b", "", "arm of RUN_B to compare, `MODEL[/PROMPT]` (default: aligned automatically)")
 	pair := fs.String("pair", "", "set level A of a factor in RUN_A against level B in RUN_B, `FACTOR:A,B`: condition: (A's condition A against B's condition B in every aligned arm), prompt: or model: (arms with A in RUN_A against arms with B in RUN_B, the other factor the same); without FACTOR:, two conditions, else prompts, else models; excludes -arm-a and -arm-b")

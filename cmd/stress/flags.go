@@ -90,7 +90,7 @@ func addStatFlags(fs *flag.FlagSet, pairs bool) *statFlags {
 	if pairs {
 		sf.pairs = &repeatedFlag{}
 		fs.Var(sf.pairs, "pair", "also compare two levels `FACTOR:A,B[,COL]` (A − B) of a factor, condition:, prompt: or model:, within every combination of the other two, in column COL (default: -column's); without FACTOR, two conditions, else two prompts, else two models of the bundle; repeatable")
-		sf.column = fs.String("column", "", "column `COL` of the -pair comparisons: strict, cover, retry, invalid, any_fs, terminal_fs (default strict)")
+		sf.column = fs.String("column", "", "column `COL` of the -pair comparisons: "+analysis.ColumnList()+" (default strict)")
 		sf.interval = fs.String("interval", analysis.IntervalWilson, "per-cell interval `METHOD`: wilson (score) or clopper-pearson (exact)")
 		sf.family = fs.String("family", analysis.FamilyAll, "family `F` over which Holm and Benjamini-Hochberg adjust the p-values: all (predeclared and -pair comparisons), predeclared, or requested (-pair alone)")
 	}
