@@ -7,19 +7,19 @@ import (
 )
 
 // Flags packs a counted row's 0/1 outcome columns (simulator.Flag and
-// LabFlag) and its status into 16 bits: bit FlagBit(c) for each such
+// LabFlag) and its status into 32 bits: bit FlagBit(c) for each such
 // column c set, then the status in the top two bits: none (no row),
 // FlagLab alone (an error row), FlagOK (counted), or FlagOK and FlagLab
 // (counted, with lab outcomes). So FlagOK|FlagLab is what a lab column
 // needs, FlagOK what any column needs, and either bit says a row exists.
 // The runner keeps a decision's outcome this way until finalize, and the
 // analysis its pairs.
-type Flags uint16
+type Flags uint32
 
 // Status bits of Flags.
 const (
-	FlagLab  Flags = 1 << 14 // with FlagOK: the row has lab outcomes (live replay); alone: an error row
-	FlagOK   Flags = 1 << 15 // status ok: the decision is counted
+	FlagLab  Flags = 1 << 30 // with FlagOK: the row has lab outcomes (live replay); alone: an error row
+	FlagOK   Flags = 1 << 31 // status ok: the decision is counted
 	FlagSeen       = FlagOK | FlagLab
 )
 
@@ -33,8 +33,8 @@ var flagBits = func() (out [simulator.NumColumns]Flags) {
 		if simulator.Columns[c].Kind == simulator.LabSum {
 			continue
 		}
-		if n == 14 {
-			panic(fmt.Sprintf("results: more than 14 0/1 outcome columns do not fit in Flags (column %s)", simulator.Columns[c].Name))
+		if n == 30 {
+			panic(fmt.Sprintf("results: more than 30 0/1 outcome columns do not fit in Flags (column %s)", simulator.Columns[c].Name))
 		}
 		out[c] = 1 << n
 		n++

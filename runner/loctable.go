@@ -13,9 +13,9 @@ import (
 )
 
 // recSize is the bytes of one locTable record: loc (off 8, size 4, file 4)
-// and outcome (16: status and ok, label, turns, replays, flags, events,
-// then the two lab sums).
-const recSize = 32
+// and outcome (20: status and ok, label, turns, replays, flags 4, events
+// 2, 2 unused, then the two lab sums).
+const recSize = 36
 
 // locTable maps shard-local decision indexes to where their lines are and,
 // for decisions run in this session, their packed outcome. It lives in an
@@ -138,10 +138,10 @@ func (t *locTable) put(j int, l loc, o outcome) {
 	binary.LittleEndian.PutUint32(b[12:], uint32(l.file))
 	b[16] = o.status | boolByte(o.ok)<<7
 	b[17], b[18], b[19] = o.label, o.turns, o.replays
-	binary.LittleEndian.PutUint16(b[20:], uint16(o.flags))
-	binary.LittleEndian.PutUint16(b[22:], o.events)
-	binary.LittleEndian.PutUint32(b[24:], o.sums[0])
-	binary.LittleEndian.PutUint32(b[28:], o.sums[1])
+	binary.LittleEndian.PutUint32(b[20:], uint32(o.flags))
+	binary.LittleEndian.PutUint16(b[24:], o.events)
+	binary.LittleEndian.PutUint32(b[28:], o.sums[0])
+	binary.LittleEndian.PutUint32(b[32:], o.sums[1])
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.pending[j] = b
@@ -182,8 +182,8 @@ func (t *locTable) flushLocked() {
 func decodeRec(b []byte) (loc, outcome) {
 	l := loc{off: int64(binary.LittleEndian.Uint64(b[0:])), size: binary.LittleEndian.Uint32(b[8:]), file: int32(binary.LittleEndian.Uint32(b[12:]))}
 	o := outcome{ok: b[16]>>7 == 1, status: b[16] & 0x7f, label: b[17], turns: b[18], replays: b[19],
-		flags: results.Flags(binary.LittleEndian.Uint16(b[20:])), events: binary.LittleEndian.Uint16(b[22:]),
-		sums: [2]uint32{binary.LittleEndian.Uint32(b[24:]), binary.LittleEndian.Uint32(b[28:])}}
+		flags: results.Flags(binary.LittleEndian.Uint32(b[20:])), events: binary.LittleEndian.Uint16(b[24:]),
+		sums: [2]uint32{binary.LittleEndian.Uint32(b[28:]), binary.LittleEndian.Uint32(b[32:])}}
 	return l, o
 }
 

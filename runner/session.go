@@ -455,7 +455,7 @@ func (s *session) finalize() (*results.Summary, error) {
 	return sum, nil
 }
 
-// outcome is the row of a decision that ran in this session, in 16
+// outcome is the row of a decision that ran in this session, in 20
 // bytes, so that finalize need not read its lines back (only decisions
 // that completed; error decisions, and the rare decision whose numbers do
 // not fit, are read back).
