@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcpstress/stress/env/mcpenv"
 	"github.com/mcpstress/stress/internal/findup"
 	"github.com/mcpstress/stress/manifests"
-	"github.com/mcpstress/stress/mcpenv"
 	"github.com/mcpstress/stress/simulator"
 )
 

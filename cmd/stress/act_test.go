@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstress/stress/mcpenv"
+	"github.com/mcpstress/stress/env/mcpenv"
 
 	"github.com/mcpstress/stress/results"
 )

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstress/stress/internal/fakeenv"
+	"github.com/mcpstress/stress/env/fakeenv"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/runner"
 	"github.com/mcpstress/stress/simulator"

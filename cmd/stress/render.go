@@ -9,11 +9,11 @@ import (
 	"path/filepath"
 
 	"github.com/mcpstress/stress/conditions"
+	"github.com/mcpstress/stress/env/labenv"
+	"github.com/mcpstress/stress/env/mcpenv"
 	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/lab"
-	"github.com/mcpstress/stress/lab/labenv"
 	"github.com/mcpstress/stress/manifests"
-	"github.com/mcpstress/stress/mcpenv"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )

@@ -14,8 +14,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/mcpstress/stress/analysis"
+	"github.com/mcpstress/stress/env/labenv"
 	"github.com/mcpstress/stress/lab"
-	"github.com/mcpstress/stress/lab/labenv"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/runner"

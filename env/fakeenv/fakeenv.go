@@ -1,7 +1,7 @@
 // Package fakeenv is a tiny deterministic environment for the tests and
 // benchmarks of live replay (simulator.Environment): one write operation
 // per decision whose fault is a small state machine, on a clock that only
-// calls and delays advance. It stands in for the lab (lab/labenv) where
+// calls and delays advance. It stands in for the lab (env/labenv) where
 // the tests need exact, hand-checkable outcomes.
 package fakeenv
 
