@@ -4,7 +4,6 @@ import (
 	"context"
 	"go/parser"
 	"go/token"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -111,35 +110,6 @@ func TestOpen(t *testing.T) {
 	f, err = env.Open(manifest(t, "lab", "replay: live\nenvironment: lab\n"), env.Options{})
 	if err != nil || f == nil {
 		t.Errorf("environment: lab on the lab corpus: %v, %v", f, err)
-	}
-}
-
-// TestShippedManifests: every shipped manifest names an environment the
-// command registers, whose corpus fits it: the live ones the lab (lab,
-// act) or the reference servers (act-reference), the others none.
-func TestShippedManifests(t *testing.T) {
-	want := map[string]string{"lab.yaml": labenv.Name, "act.yaml": labenv.Name, "act-reference.yaml": mcpenv.Name}
-	for _, name := range manifests.BuiltinNames() {
-		m, err := manifests.LoadBuiltin(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := want[name]
-		if w == "" {
-			w = manifests.DefaultEnvironment
-		}
-		if m.Env() != w {
-			t.Errorf("%s: environment %q, want %q", name, m.Env(), w)
-		}
-		// Note: Servers names a directory, so the reference servers are
-		// not looked for; none is started.
-		f, err := env.Open(m, env.Options{Servers: t.TempDir()})
-		if err != nil || (f != nil) != m.Live() {
-			t.Errorf("%s: Open gives %T, %v", name, f, err)
-		}
-		if c, ok := f.(io.Closer); ok {
-			c.Close()
-		}
 	}
 }
 

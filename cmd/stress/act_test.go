@@ -138,7 +138,7 @@ func TestRenderAct(t *testing.T) {
 		t.Errorf("render -act of an unknown scenario: %v", err)
 	}
 	_, _, err = runCmd(t, "render", "-act", "-env", "stored", "-scenario", "X31", "-condition", "normalized")
-	if err == nil || !strings.Contains(err.Error(), `render: flag -act: environment "stored" has no scenarios to act on (environments that do: [lab mcp])`) {
+	if err == nil || !strings.Contains(err.Error(), `render: flag -act: environment "stored" has no scenarios to act on (environments that do: [lab mcp`) {
 		t.Errorf("render -act in the stored environment: %v", err)
 	}
 }

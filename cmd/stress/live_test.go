@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,7 +75,7 @@ func TestRunLive(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "bundle")
 	unknown := liveManifest(t, "labb")
 	_, _, err := runCmd(t, "run", "-quiet", "-out", dir, unknown)
-	if err == nil || !strings.Contains(err.Error(), "manifest "+unknown+`: field environment: unknown environment "labb" (registered: [fake lab mcp stored])`) {
+	if err == nil || !strings.Contains(err.Error(), "manifest "+unknown+`: field environment: unknown environment "labb" (registered: `+fmt.Sprint(env.Names())+")") {
 		t.Errorf("run in an unknown environment: %v", err)
 	}
 	_, _, err = runCmd(t, "run", "-quiet", "-out", dir, liveManifest(t, labenv.Name))
@@ -220,5 +222,27 @@ func TestRenderLive(t *testing.T) {
 	os.WriteFile(bad, []byte("{"), 0o644)
 	if _, _, err := runCmd(t, "render", "-scenario", "S07", "-condition", "code_only", "-replays", "1", "-observation", bad); err == nil || !strings.Contains(err.Error(), "flag -observation") {
 		t.Errorf("render with invalid JSON: %v", err)
+	}
+}
+
+// TestShippedEnvironments: every shipped manifest's environment is one
+// the command registers, and it opens on the manifest's corpus: a factory
+// for the live ones, none for the others (the README's table pins which
+// each names).
+func TestShippedEnvironments(t *testing.T) {
+	for _, name := range manifests.BuiltinNames() {
+		m, err := manifests.LoadBuiltin(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Note: Servers names a directory, so the reference servers are
+		// not looked for; none is started.
+		f, err := env.Open(m, env.Options{Servers: t.TempDir()})
+		if err != nil || (f != nil) != m.Live() {
+			t.Errorf("%s: environment %s opens %T, %v", name, m.Env(), f, err)
+		}
+		if c, ok := f.(io.Closer); ok {
+			c.Close()
+		}
 	}
 }
