@@ -141,12 +141,16 @@ func TestRenderAct(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `render: flag -act: environment "stored" has no scenarios to act on (environments that do: [lab mcp`) {
 		t.Errorf("render -act in the stored environment: %v", err)
 	}
+	_, _, err = runCmd(t, "render", "-env", "lab", "-scenario", "X31", "-condition", "normalized")
+	if err == nil || !strings.Contains(err.Error(), "render: flags -env and -mcp-servers go with -act") {
+		t.Errorf("render -env without -act: %v", err)
+	}
 }
 
 // TestRunActReference: a manifest of reference scenarios with
 // environment: mcp runs on the reference servers (mcpenv), one per
-// decision; without the servers installed it is refused, naming what to
-// run.
+// decision, and render -act starts its scenarios there; without the
+// servers installed it is refused, naming what to run.
 func TestRunActReference(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Node servers")
@@ -192,6 +196,11 @@ models:
 	os.WriteFile(labelFile, []byte(label), 0o644)
 	mods, _ := filepath.Abs("../../scripts/mcp-servers/node_modules/@modelcontextprotocol")
 	t.Setenv(mcpenv.ServersVar, mods)
+	// render -act starts the scenario in the manifest's environment, mcp.
+	out, _, err := runCmd(t, "render", "-act", "-manifest", abs(t, "../../manifests/act-reference.yaml"), "-scenario", "R01", "-condition", "normalized")
+	if err != nil || !strings.Contains(out, "The agent called:") {
+		t.Errorf("render -act of R01 in the manifest's environment: %v\n%.2000s", err, out)
+	}
 	out, log, err := runCmd(t, "run", "-quiet", "-out", filepath.Join(dir, "bl"), labelFile)
 	if f := strings.Fields(lastLine(out)); err != nil || len(f) < 14 || strings.Join(f[3:5], " ") != "3 3" || f[10] != "3" || f[11] != "0" {
 		t.Fatalf("a label study on the reference servers: %v\n%s%s", err, out, log)

@@ -38,6 +38,9 @@ func cmdRender(fs *flag.FlagSet) action {
 		if *id == "" {
 			return usageError("render: flag -scenario is required")
 		}
+		if (*envName != "" || *mcpServers != "") && !*act {
+			return usageError("render: flags -env and -mcp-servers go with -act")
+		}
 		c := study.Condition(*cond)
 		if !c.Valid() {
 			return usageError("render: flag -condition: unknown condition %q (want one of %v)", *cond, study.AllConditions)
