@@ -7,7 +7,7 @@
 // server does (NewServer serves the same Lab over the Go SDK), the Clock
 // runs its windows and deadlines, and Outcome evaluates the scenario's
 // intended-effect and harm predicates on the state. The lab knows nothing
-// of models or runs; lab/labenv adapts it to the simulator.
+// of models or runs; env/labenv adapts it to the simulator.
 package lab
 
 import (

@@ -148,7 +148,7 @@ func (s *Set) IDs() []string {
 	return out
 }
 
-// DefaultSet is the set `stress lab serve` and labenv use when none is
+// DefaultSet is the set `stress lab serve` and env/labenv use when none is
 // named.
 const DefaultSet = "core"
 

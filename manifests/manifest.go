@@ -67,6 +67,12 @@ type Manifest struct {
 	// Replay is how a replay is made: ReplayStored (the default when
 	// absent) or ReplayLive.
 	Replay string `yaml:"replay,omitempty" json:"replay,omitempty"`
+	// Environment names the registered environment (package env) that
+	// answers the calls of live replay: "lab" (the recovery lab, in
+	// process), "mcp" (the reference MCP servers), or DefaultEnvironment
+	// when absent (stored replay, no environment; replay: live then needs
+	// one named).
+	Environment string `yaml:"environment,omitempty" json:"environment,omitempty"`
 	// Task is what the model is asked: TaskLabel (the default when
 	// absent: name a policy) or TaskAct (name a policy and write the call
 	// it needs, which runs on the live environment; needs replay: live).
@@ -214,6 +220,19 @@ const (
 	// the real result (docs/specification.md section 7).
 	ReplayLive = "live"
 )
+
+// DefaultEnvironment is the environment of a manifest that names none:
+// stored replay's, which is no environment at all.
+const DefaultEnvironment = "stored"
+
+// Env returns the name of the manifest's environment, DefaultEnvironment
+// when it names none.
+func (m *Manifest) Env() string {
+	if m.Environment == "" {
+		return DefaultEnvironment
+	}
+	return m.Environment
+}
 
 // Tasks and tool-call channels, the values of a manifest's task and
 // tool_calls fields.
@@ -442,6 +461,15 @@ func Parse(source string, data []byte) (*Manifest, error) {
 	}
 	if m.Replay != "" && m.Replay != ReplayStored && m.Replay != ReplayLive {
 		bad("replay", "want %q (the default) or %q, got %s", ReplayStored, ReplayLive, input.Quote(m.Replay))
+	}
+	// Note: whether the name is registered is checked where the registry
+	// is (env.Open), which lists the registered names.
+	switch {
+	case m.Environment == "":
+	case !namePattern.MatchString(m.Environment):
+		bad("environment", "want the name of a registered environment (letters, digits, _ . : -), got %s", input.Quote(m.Environment))
+	case m.Environment != DefaultEnvironment && !m.Live():
+		bad("environment", "%s needs replay: %q (stored replay runs no environment)", input.Quote(m.Environment), ReplayLive)
 	}
 	switch m.Task {
 	case "", TaskLabel:

@@ -105,6 +105,8 @@ func TestParseRejects(t *testing.T) {
 		{"no backend", "    backend: baseline\n    model: always_stop", "    model: always_stop", "field models[0].backend: missing"},
 		{"digest", "    model: always_stop", "    model: always_stop\n    digest: abc", `field models[0].digest: want 64 lower-case hex digits`},
 		{"format", "    model: always_stop", "    model: always_stop\n    format: xml", `field models[0].format: want "", "json", "schema" (the answer's JSON schema) or a JSON schema object, got "xml"`},
+		{"environment without live", "replay_cap: 3", "replay_cap: 3\nenvironment: lab", `field environment: "lab" needs replay: "live" (stored replay runs no environment)`},
+		{"environment name", "replay_cap: 3", "replay_cap: 3\nreplay: live\nenvironment: \"in process\"", `field environment: want the name of a registered environment (letters, digits, _ . : -), got "in process"`},
 		{"task", "replay_cap: 3", "replay_cap: 3\ntask: fix", `field task: want "label" (the default) or "act", got "fix"`},
 		{"act without live", "replay_cap: 3", "replay_cap: 3\ntask: act", `field task: "act" needs replay: "live" (the calls run on a live environment), got replay ""`},
 		{"tool_calls", "replay_cap: 3", "replay_cap: 3\nreplay: live\ntask: act\ntool_calls: json", `field tool_calls: want "text" (the default) or "native", got "json"`},
@@ -145,6 +147,15 @@ func TestParseRejects(t *testing.T) {
 	}
 	if m.Act() || m.NativeTools() {
 		t.Errorf("a manifest without task acts: %+v", m)
+	}
+	if m.Environment != "" || m.Env() != DefaultEnvironment {
+		t.Errorf("a manifest without environment has environment %q (Env %q), want %q", m.Environment, m.Env(), DefaultEnvironment)
+	}
+	for _, text := range []string{"replay: live\nenvironment: lab", "environment: stored"} {
+		m, err := Parse("m.yaml", []byte(strings.Replace(good, "replay_cap: 3", "replay_cap: 3\n"+text, 1)))
+		if want := strings.TrimPrefix(text[strings.Index(text, "environment: "):], "environment: "); err != nil || m.Env() != want {
+			t.Errorf("%q parses as environment %q (%v), want %q", text, m.Env(), err, want)
+		}
 	}
 	act, err := Parse("m.yaml", []byte(strings.Replace(good, "replay_cap: 3", "replay_cap: 3\nreplay: live\ntask: act\ntool_calls: native", 1)))
 	if err != nil || !act.Act() || !act.NativeTools() {

@@ -72,7 +72,8 @@ type Options struct {
 	// at most that much work is lost to a power failure.
 	SyncEvery time.Duration
 	// Env makes the environments of a study with live replay (manifest
-	// replay: live), one per decision (for the lab: labenv.Factory(set)).
+	// replay: live), one per decision: env.Open(manifest) gives the one
+	// its environment field names.
 	// A live study without it is refused before any call; a stored one
 	// ignores it.
 	Env simulator.EnvFactory
@@ -81,7 +82,7 @@ type Options struct {
 // checkEnv refuses a live study without an environment factory.
 func (p *Plan) checkEnv(opt Options) error {
 	if p.m.Live() && opt.Env == nil {
-		return fmt.Errorf("manifest %s: field replay: %q needs an environment for each decision (runner.Options.Env, e.g. the lab's labenv.Factory), and none was given", p.m.Source, manifests.ReplayLive)
+		return fmt.Errorf("manifest %s: field replay: %q needs an environment for each decision (runner.Options.Env, e.g. env.Open's), and none was given", p.m.Source, manifests.ReplayLive)
 	}
 	return nil
 }

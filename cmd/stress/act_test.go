@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstress/stress/mcpenv"
+	"github.com/mcpstress/stress/env/mcpenv"
 
 	"github.com/mcpstress/stress/results"
 )
 
 // actManifest writes a manifest of the action task on the paper corpus:
-// replay: live, task: act, the act prompt, and the acting baselines.
+// replay: live in the fake environment, task: act, the act prompt, and
+// the acting baselines.
 func actManifest(t *testing.T) string {
 	t.Helper()
 	corpus, _ := filepath.Abs("../../manifests/corpus/paper")
@@ -33,6 +34,7 @@ replicates: 2
 seed: 11
 temperature: 0
 replay: live
+environment: ` + fakeEnv + `
 task: act
 models:
   - name: stop
@@ -55,7 +57,6 @@ models:
 // action, analyze recomputes the table and prints label against action,
 // and a label prompt is refused for task act.
 func TestRunAct(t *testing.T) {
-	withFakeEnv(t)
 	file := actManifest(t)
 	dir := filepath.Join(t.TempDir(), "bundle")
 	out, log, err := runCmd(t, "run", "-quiet", "-out", dir, file)
@@ -111,7 +112,8 @@ func TestRunAct(t *testing.T) {
 }
 
 // TestRenderAct: render -act shows the lab scenario's tools and failing
-// call with the act prompt.
+// call with the act prompt; an environment without scenarios to act on
+// is refused.
 func TestRenderAct(t *testing.T) {
 	out, _, err := runCmd(t, "render", "-act", "-scenario", "X31", "-condition", "normalized")
 	if err != nil {
@@ -132,13 +134,22 @@ func TestRenderAct(t *testing.T) {
 		t.Errorf("render -act with a label prompt: %v", err)
 	}
 	_, _, err = runCmd(t, "render", "-act", "-scenario", "Q99", "-condition", "normalized")
-	if err == nil || !strings.Contains(err.Error(), `no lab or reference-server scenario "Q99"`) {
+	if err == nil || !strings.Contains(err.Error(), `environment lab: lab set core has no scenario "Q99"`) {
 		t.Errorf("render -act of an unknown scenario: %v", err)
+	}
+	_, _, err = runCmd(t, "render", "-act", "-env", "stored", "-scenario", "X31", "-condition", "normalized")
+	if err == nil || !strings.Contains(err.Error(), `render: flag -act: environment "stored" has no scenarios to act on (environments that do: [lab mcp`) {
+		t.Errorf("render -act in the stored environment: %v", err)
+	}
+	_, _, err = runCmd(t, "render", "-env", "lab", "-scenario", "X31", "-condition", "normalized")
+	if err == nil || !strings.Contains(err.Error(), "render: flags -env and -mcp-servers go with -act") {
+		t.Errorf("render -env without -act: %v", err)
 	}
 }
 
-// TestRunActReference: a manifest whose corpus is reference scenarios
-// runs on the reference servers (mcpenv), one per decision; without the
+// TestRunActReference: a manifest of reference scenarios with
+// environment: mcp runs on the reference servers (mcpenv), one per
+// decision, and render -act starts its scenarios there; without the
 // servers installed it is refused, naming what to run.
 func TestRunActReference(t *testing.T) {
 	if testing.Short() {
@@ -168,6 +179,7 @@ replicates: 1
 seed: 1
 temperature: 0
 replay: live
+environment: mcp
 task: act
 models:
   - name: repair
@@ -183,7 +195,12 @@ models:
 	labelFile := filepath.Join(dir, "label.yaml")
 	os.WriteFile(labelFile, []byte(label), 0o644)
 	mods, _ := filepath.Abs("../../scripts/mcp-servers/node_modules/@modelcontextprotocol")
-	t.Setenv(MCPServersVar, mods)
+	t.Setenv(mcpenv.ServersVar, mods)
+	// render -act starts the scenario in the manifest's environment, mcp.
+	out, _, err := runCmd(t, "render", "-act", "-manifest", abs(t, "../../manifests/act-reference.yaml"), "-scenario", "R01", "-condition", "normalized")
+	if err != nil || !strings.Contains(out, "The agent called:") {
+		t.Errorf("render -act of R01 in the manifest's environment: %v\n%.2000s", err, out)
+	}
 	out, log, err := runCmd(t, "run", "-quiet", "-out", filepath.Join(dir, "bl"), labelFile)
 	if f := strings.Fields(lastLine(out)); err != nil || len(f) < 14 || strings.Join(f[3:5], " ") != "3 3" || f[10] != "3" || f[11] != "0" {
 		t.Fatalf("a label study on the reference servers: %v\n%s%s", err, out, log)
@@ -195,7 +212,7 @@ models:
 		os.MkdirAll(filepath.Join(hang, s.Package, "dist"), 0o755)
 		os.WriteFile(filepath.Join(hang, s.Package, "dist", "index.js"), []byte("setInterval(() => {}, 1000);\n"), 0o644)
 	}
-	t.Setenv(MCPServersVar, hang)
+	t.Setenv(mcpenv.ServersVar, hang)
 	slow := filepath.Join(dir, "slow.yaml")
 	os.WriteFile(slow, []byte(string(mustRead(t, file))+"env_timeout: 1s\n"), 0o644)
 	out, log, err = runCmd(t, "run", "-quiet", "-out", filepath.Join(dir, "slow"), slow)
@@ -207,12 +224,12 @@ models:
 		!strings.Contains(an, "R01/1 turn 0: environment of scenario R01: start: scenario R01: starting node") {
 		t.Errorf("analyze of the failed environments: %v\n%s", err, an)
 	}
-	t.Setenv(MCPServersVar, t.TempDir())
+	t.Setenv(mcpenv.ServersVar, t.TempDir())
 	_, _, err = runCmd(t, "run", "-quiet", "-out", filepath.Join(dir, "b0"), file)
 	if err == nil || !strings.Contains(err.Error(), "its corpus runs on the reference MCP servers") || !strings.Contains(err.Error(), "run scripts/test") {
 		t.Fatalf("run without the servers: %v", err)
 	}
-	t.Setenv(MCPServersVar, mods)
+	t.Setenv(mcpenv.ServersVar, mods)
 	out, log, err = runCmd(t, "run", "-quiet", "-out", filepath.Join(dir, "b"), file)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
@@ -306,6 +323,7 @@ replicates: 1
 seed: 1
 temperature: 0
 replay: live
+environment: mcp
 task: act
 external_server: %s
 models:
@@ -315,7 +333,7 @@ models:
 `, prompt, external)), 0o644)
 		return file
 	}
-	t.Setenv(MCPServersVar, t.TempDir()) // no installed servers needed: none is started
+	t.Setenv(mcpenv.ServersVar, t.TempDir()) // no installed servers needed: none is started
 	out, log, err := runCmd(t, "run", "-quiet", "-out", filepath.Join(dir, "b"), manifest(url))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)

@@ -83,7 +83,7 @@ var commands = []*command{
 			"print the actionability profile table (paper Table I)"},
 	}},
 	{name: "render", flags: cmdRender, forms: []form{
-		{"-scenario ID -condition C [-prompt FILE] [-replays N [-observation FILE [-policy P]]] [-act [-mcp-servers DIR]] [-json] [-manifest M]",
+		{"-scenario ID -condition C [-prompt FILE] [-replays N [-observation FILE [-policy P]]] [-act [-env NAME] [-mcp-servers DIR]] [-json] [-manifest M]",
 			"print the messages a model receives"},
 	}},
 	{name: "capture", flags: cmdCapture, long: captureLong, forms: []form{

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpstress/stress/analysis"
+	"github.com/mcpstress/stress/env/mcpenv"
 	"github.com/mcpstress/stress/internal/faultserver"
 	"github.com/mcpstress/stress/internal/ollamatest"
 	"github.com/mcpstress/stress/models/ollama"
@@ -114,7 +115,7 @@ func TestPowerNamesDegeneratePilot(t *testing.T) {
 func TestActReferenceFromAnotherDirectory(t *testing.T) {
 	referenceServers(t)
 	manifest := abs(t, "../../manifests/act-reference.yaml")
-	t.Setenv(MCPServersVar, "")
+	t.Setenv(mcpenv.ServersVar, "")
 	t.Chdir(t.TempDir())
 	out, log, err := runCmd(t, "run", "-quiet", "-shard", "1/40", "-out", "b", manifest)
 	if err != nil {
@@ -139,7 +140,7 @@ func TestReferenceServersNotFound(t *testing.T) {
 	manifest := filepath.Join(dir, "study", "m.yaml")
 	os.MkdirAll(filepath.Dir(manifest), 0o755)
 	os.WriteFile(manifest, []byte(text), 0o644)
-	t.Setenv(MCPServersVar, "")
+	t.Setenv(mcpenv.ServersVar, "")
 	work := filepath.Join(dir, "work")
 	os.MkdirAll(filepath.Join(work, "scripts", "mcp-servers", "node_modules", "@modelcontextprotocol"), 0o755)
 	t.Chdir(work)
@@ -149,17 +150,17 @@ func TestReferenceServersNotFound(t *testing.T) {
 	}
 	for _, w := range []string{
 		"manifest " + manifest + ": its corpus runs on the reference MCP servers, and they are not installed: no scripts/mcp-servers/node_modules/@modelcontextprotocol in the manifest's directory, the working directory and their parents:\n",
-		"\n  " + filepath.Join(dir, "study", defaultMCPServers) + ": does not exist\n",
-		"\n  " + filepath.Join(dir, defaultMCPServers) + ": does not exist\n",
-		"\n  " + filepath.Join(work, defaultMCPServers) + ": has no server-everything/dist/index.js\n",
-		"\n  " + filepath.Join("/", defaultMCPServers) + ": does not exist\n",
+		"\n  " + filepath.Join(dir, "study", mcpenv.DefaultServers) + ": does not exist\n",
+		"\n  " + filepath.Join(dir, mcpenv.DefaultServers) + ": does not exist\n",
+		"\n  " + filepath.Join(work, mcpenv.DefaultServers) + ": has no server-everything/dist/index.js\n",
+		"\n  " + filepath.Join("/", mcpenv.DefaultServers) + ": does not exist\n",
 		"\nrun scripts/test, or (cd scripts/mcp-servers && npm ci --ignore-scripts) in the repository, or set STRESS_MCP_SERVERS to the directory that holds their packages",
 	} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error lacks %q:\n%v", w, err)
 		}
 	}
-	t.Setenv(MCPServersVar, work)
+	t.Setenv(mcpenv.ServersVar, work)
 	_, _, err = runCmd(t, "run", "-quiet", "-out", "b", manifest)
 	if err == nil || !strings.Contains(err.Error(), "they are not installed in STRESS_MCP_SERVERS="+work+", which has no server-everything/dist/index.js") {
 		t.Errorf("run with STRESS_MCP_SERVERS without the servers: %v", err)

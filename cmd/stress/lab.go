@@ -19,10 +19,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpstress/stress/env/labenv/record"
 	"github.com/mcpstress/stress/internal/mcpstdio"
 	"github.com/mcpstress/stress/internal/outdir"
 	"github.com/mcpstress/stress/lab"
-	"github.com/mcpstress/stress/lab/record"
 )
 
 // labLong is what stress help lab prints after the forms.

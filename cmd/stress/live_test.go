@@ -3,13 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mcpstress/stress/internal/fakeenv"
+	"github.com/mcpstress/stress/env"
+	"github.com/mcpstress/stress/env/fakeenv"
+	"github.com/mcpstress/stress/env/labenv"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/runner"
 	"github.com/mcpstress/stress/simulator"
@@ -28,20 +32,25 @@ var liveFaults = map[string]fakeenv.Spec{
 	"S15": {Kind: fakeenv.Transient, Fails: 1, Continue: true},
 }
 
-func fakeEnvFor(m *manifests.Resolved) (simulator.EnvFactory, error) {
-	return fakeenv.New(m.Corpus.Scenarios, liveFaults, fakeenv.Spec{Kind: fakeenv.Transient, Fails: 2}), nil
+// liveDefault is the fake environment's fault on the other scenarios.
+var liveDefault = fakeenv.Spec{Kind: fakeenv.Transient, Fails: 2}
+
+// fakeEnv is the name the fake environment is registered under in these
+// tests.
+const fakeEnv = "fake"
+
+func init() {
+	env.Register(fakeEnv, fakeenv.Backend(liveFaults, liveDefault))
 }
 
-// withFakeEnv links the fake environment into the command for a test.
-func withFakeEnv(t *testing.T) {
-	old := envFor
-	envFor = fakeEnvFor
-	t.Cleanup(func() { envFor = old })
+func fakeEnvFor(m *manifests.Resolved) simulator.EnvFactory {
+	return fakeenv.New(m.Corpus.Scenarios, liveFaults, liveDefault)
 }
 
 // liveManifest writes the built-in baselines manifest with replay: live
-// (and absolute paths to the built-in corpus and prompt).
-func liveManifest(t *testing.T) string {
+// and environment envName (and absolute paths to the built-in corpus and
+// prompt).
+func liveManifest(t *testing.T, envName string) string {
 	t.Helper()
 	b, err := os.ReadFile("../../manifests/baselines.yaml")
 	if err != nil {
@@ -49,29 +58,34 @@ func liveManifest(t *testing.T) string {
 	}
 	corpus, _ := filepath.Abs("../../manifests/corpus/paper")
 	prompt, _ := filepath.Abs("../../manifests/prompts/default.tmpl")
-	text := strings.NewReplacer("corpus: corpus/paper", "corpus: "+corpus, "path: prompts/default.tmpl", "path: "+prompt, "replay_cap: 3", "replay_cap: 3\nreplay: live").Replace(string(b))
+	text := strings.NewReplacer("corpus: corpus/paper", "corpus: "+corpus, "path: prompts/default.tmpl", "path: "+prompt, "replay_cap: 3", "replay_cap: 3\nreplay: live\nenvironment: "+envName).Replace(string(b))
 	if !strings.Contains(text, "replay: live") {
 		t.Fatal("edit did not apply")
 	}
-	file := filepath.Join(t.TempDir(), "live.yaml")
+	file := filepath.Join(t.TempDir(), envName+".yaml")
 	os.WriteFile(file, []byte(text), 0o644)
 	return file
 }
 
-// TestRunLive: the lab refuses a live study of the paper corpus before
-// anything is written; with a fake environment, stress run prints the counts
+// TestRunLive: an unknown environment is refused, naming the manifest,
+// the field and the registered environments; the lab refuses a live study
+// of the paper corpus before anything is written; with a fake environment, stress run prints the counts
 // table with the lab columns, and analyze recomputes it.
 func TestRunLive(t *testing.T) {
-	file := liveManifest(t)
 	dir := filepath.Join(t.TempDir(), "bundle")
-	_, _, err := runCmd(t, "run", "-quiet", "-out", dir, file)
-	if err == nil || !strings.Contains(err.Error(), `field replay: "live" runs the recovery lab, and its corpus`) || !strings.Contains(err.Error(), "record S01, S02, S03, S04, S05 and 16 more: not a scenario of lab set core") {
+	unknown := liveManifest(t, "labb")
+	_, _, err := runCmd(t, "run", "-quiet", "-out", dir, unknown)
+	if err == nil || !strings.Contains(err.Error(), "manifest "+unknown+`: field environment: unknown environment "labb" (registered: `+fmt.Sprint(env.Names())+")") {
+		t.Errorf("run in an unknown environment: %v", err)
+	}
+	_, _, err = runCmd(t, "run", "-quiet", "-out", dir, liveManifest(t, labenv.Name))
+	if err == nil || !strings.Contains(err.Error(), `field environment: "lab" runs the recovery lab, and its corpus`) || !strings.Contains(err.Error(), "record S01, S02, S03, S04, S05 and 16 more: not a scenario of lab set core") {
 		t.Fatalf("run of the paper corpus in the lab: %v", err)
 	}
 	if _, err := os.Stat(dir); err == nil {
 		t.Error("a refused run wrote its bundle")
 	}
-	withFakeEnv(t)
+	file := liveManifest(t, fakeEnv)
 	out, log, err := runCmd(t, "run", "-quiet", "-out", dir, file)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
@@ -110,10 +124,9 @@ func mockLiveBundle(t *testing.T, replicates int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, _ := fakeEnvFor(m)
 	dir := filepath.Join(t.TempDir(), "bundle")
 	fixed := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	if _, _, err := plan.Run(context.Background(), runner.Options{Out: dir, RunID: "20260101T000000Z-mock-live", Now: func() time.Time { return fixed }, Env: env}); err != nil {
+	if _, _, err := plan.Run(context.Background(), runner.Options{Out: dir, RunID: "20260101T000000Z-mock-live", Now: func() time.Time { return fixed }, Env: fakeEnvFor(m)}); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -209,5 +222,27 @@ func TestRenderLive(t *testing.T) {
 	os.WriteFile(bad, []byte("{"), 0o644)
 	if _, _, err := runCmd(t, "render", "-scenario", "S07", "-condition", "code_only", "-replays", "1", "-observation", bad); err == nil || !strings.Contains(err.Error(), "flag -observation") {
 		t.Errorf("render with invalid JSON: %v", err)
+	}
+}
+
+// TestShippedEnvironments: every shipped manifest's environment is one
+// the command registers, and it opens on the manifest's corpus: a factory
+// for the live ones, none for the others (the README's table pins which
+// each names).
+func TestShippedEnvironments(t *testing.T) {
+	for _, name := range manifests.BuiltinNames() {
+		m, err := manifests.LoadBuiltin(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Note: Servers names a directory, so the reference servers are
+		// not looked for; none is started.
+		f, err := env.Open(m, env.Options{Servers: t.TempDir()})
+		if err != nil || (f != nil) != m.Live() {
+			t.Errorf("%s: environment %s opens %T, %v", name, m.Env(), f, err)
+		}
+		if c, ok := f.(io.Closer); ok {
+			c.Close()
+		}
 	}
 }

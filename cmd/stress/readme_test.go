@@ -68,14 +68,14 @@ func TestREADMERunOutput(t *testing.T) {
 
 // TestREADMEManifests: the README's table of shipped manifests names each
 // manifests/*.yaml once, with its number of decisions (models × prompts ×
-// conditions × scenarios × replicates).
+// conditions × scenarios × replicates) and its environment.
 func TestREADMEManifests(t *testing.T) {
 	doc := readDoc(t, "README.md")
 	_, table, ok := strings.Cut(doc, "<!-- manifests -->\n")
 	if !ok {
 		t.Fatal("README.md has no <!-- manifests --> table")
 	}
-	row := regexp.MustCompile("^\\| `([^`]+)` \\| ([0-9,]+) \\|")
+	row := regexp.MustCompile("^\\| `([^`]+)` \\| ([0-9,]+) \\| ([a-z]+) \\|")
 	var listed []string
 	for _, l := range strings.Split(table, "\n")[2:] {
 		if !strings.HasPrefix(l, "|") {
@@ -83,7 +83,7 @@ func TestREADMEManifests(t *testing.T) {
 		}
 		m := row.FindStringSubmatch(l)
 		if m == nil {
-			t.Errorf("manifest row %q: want | `NAME` | DECISIONS | …", l)
+			t.Errorf("manifest row %q: want | `NAME` | DECISIONS | ENVIRONMENT | …", l)
 			continue
 		}
 		listed = append(listed, m[1])
@@ -96,6 +96,9 @@ func TestREADMEManifests(t *testing.T) {
 		want := len(mf.Models) * len(mf.Prompts) * len(mf.Conditions) * len(r.Corpus.Scenarios) * mf.Replicates
 		if got, _ := strconv.Atoi(strings.ReplaceAll(m[2], ",", "")); got != want {
 			t.Errorf("%s: the README says %s decisions, the manifest makes %d", m[1], m[2], want)
+		}
+		if m[3] != r.Env() {
+			t.Errorf("%s: the README says environment %s, the manifest names %s", m[1], m[3], r.Env())
 		}
 	}
 	shipped := manifests.BuiltinNames()

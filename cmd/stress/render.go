@@ -9,50 +9,13 @@ import (
 	"path/filepath"
 
 	"github.com/mcpstress/stress/conditions"
+	"github.com/mcpstress/stress/env"
+	"github.com/mcpstress/stress/env/mcpenv"
 	"github.com/mcpstress/stress/internal/input"
-	"github.com/mcpstress/stress/lab"
-	"github.com/mcpstress/stress/lab/labenv"
 	"github.com/mcpstress/stress/manifests"
-	"github.com/mcpstress/stress/mcpenv"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
-
-// defaultMCPServers is where scripts/test installs the reference MCP
-// servers, relative to the repository root.
-const defaultMCPServers = "scripts/mcp-servers/node_modules/@modelcontextprotocol"
-
-// actEnvironment starts the live environment of scenario id for task act:
-// a lab scenario of the default set, else a reference-server scenario
-// (its server started from the packages in servers). It returns the
-// environment and the observation of its first, failing call.
-func actEnvironment(ctx context.Context, id, servers string) (simulator.Actor, json.RawMessage, error) {
-	var env simulator.Actor
-	if set, err := lab.BuiltinSet(""); err == nil {
-		if sc, ok := set.Scenario(id); ok {
-			env = labenv.New(sc, 0)
-		}
-	}
-	if env == nil {
-		set, err := mcpenv.BuiltinSet("")
-		if err != nil {
-			return nil, nil, err
-		}
-		sc, ok := set.Scenario(id)
-		if !ok {
-			return nil, nil, fmt.Errorf("no lab or reference-server scenario %q", id)
-		}
-		env = mcpenv.New(sc, mcpenv.Options{Modules: servers})
-	}
-	obs, err := env.Start(ctx)
-	if err != nil {
-		if c, ok := env.(io.Closer); ok {
-			c.Close()
-		}
-		return nil, nil, err
-	}
-	return env, obs, nil
-}
 
 // cmdRender defines render's flags on fs and returns the action that
 // prints the messages a model receives for one scenario and condition.
@@ -65,14 +28,18 @@ func cmdRender(fs *flag.FlagSet) action {
 	observation := fs.String("observation", "", "render the replay messages as live replays returning the observation in JSON `FILE` (the prompt's live template)")
 	policy := fs.String("policy", string(study.RetryNow), "with -observation: the policy `P` the live replays executed")
 	asJSON := fs.Bool("json", false, "print the messages as a JSON array")
-	act := fs.Bool("act", false, "render the action task (task: act): the tools and the failing call of the scenario's live environment (a lab scenario, or a reference-server one started from -mcp-servers); default prompt manifests/prompts/act.tmpl")
-	mcpServers := fs.String("mcp-servers", defaultMCPServers, "with -act: `DIR` of the reference MCP servers' packages")
+	act := fs.Bool("act", false, "render the action task (task: act): the tools and the failing call of the scenario in its live environment (-env); default prompt manifests/prompts/act.tmpl")
+	envName := fs.String("env", "", "with -act: the environment `NAME` whose scenario to start (default: the manifest's environment, else "+env.DefaultAct+")")
+	mcpServers := fs.String("mcp-servers", "", "with -act and the mcp environment: `DIR` of the reference MCP servers' packages (default: $"+mcpenv.ServersVar+", else "+mcpenv.DefaultServers+" found from the working directory up)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(args) != 0 {
 			return usageError("render takes no arguments")
 		}
 		if *id == "" {
 			return usageError("render: flag -scenario is required")
+		}
+		if (*envName != "" || *mcpServers != "") && !*act {
+			return usageError("render: flags -env and -mcp-servers go with -act")
 		}
 		c := study.Condition(*cond)
 		if !c.Valid() {
@@ -111,14 +78,14 @@ func cmdRender(fs *flag.FlagSet) action {
 		}
 		var actEnv simulator.Actor
 		if *act {
-			env, first, err := actEnvironment(ctx, *id, *mcpServers)
+			e, first, err := env.Act(ctx, m, *envName, *id, env.Options{Servers: *mcpServers})
 			if err != nil {
 				return fmt.Errorf("render: flag -act: %w", err)
 			}
-			if c, ok := env.(io.Closer); ok {
+			if c, ok := e.(io.Closer); ok {
 				defer c.Close()
 			}
-			actEnv = env
+			actEnv = e
 			if s == nil {
 				// Note: a scenario without a corpus record is rendered
 				// from its environment's first observation, under the

@@ -14,12 +14,10 @@ import (
 	"golang.org/x/term"
 
 	"github.com/mcpstress/stress/analysis"
-	"github.com/mcpstress/stress/lab"
-	"github.com/mcpstress/stress/lab/labenv"
+	"github.com/mcpstress/stress/env"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/runner"
-	"github.com/mcpstress/stress/simulator"
 )
 
 // cmdRun defines run's flags on fs and returns the action that runs a
@@ -86,13 +84,11 @@ func cmdRun(fs *flag.FlagSet) action {
 			return err
 		}
 		opt := runner.Options{Out: *out, AllowUnpinned: *allow, Log: stderr, Shard: shard, Grace: *grace, ProgressEvery: *every, Progress: stderr, RetryErrors: *retryErrors}
-		if m.Live() {
-			if opt.Env, err = envFor(m); err != nil {
-				return err
-			}
-			if c, ok := opt.Env.(io.Closer); ok {
-				defer c.Close() // servers kept for reuse (mcpenv)
-			}
+		if opt.Env, err = env.Open(m, env.Options{}); err != nil {
+			return err
+		}
+		if c, ok := opt.Env.(io.Closer); ok {
+			defer c.Close() // servers kept for reuse (mcpenv)
 		}
 		if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 			opt.Terminal = true
@@ -150,20 +146,4 @@ func cmdRun(fs *flag.FlagSet) action {
 		}
 		return analysis.WriteTable(stdout, sum.Cells)
 	}
-}
-
-// envFor makes the environments of a study with replay: live: the
-// reference MCP servers when every record of the corpus is one of their
-// scenarios (referenceEnv), else the recovery lab's core set, checked
-// against the corpus (every record must be a lab scenario). Tests replace
-// it with a fake.
-var envFor = func(m *manifests.Resolved) (simulator.EnvFactory, error) {
-	if f, ok, err := referenceEnv(m); ok || err != nil {
-		return f, err
-	}
-	f, err := labenv.ForCorpus(lab.DefaultSet, m.Corpus.Scenarios)
-	if err != nil {
-		return nil, fmt.Errorf("manifest %s: field replay: %q runs the recovery lab, and its corpus %s does not fit it:\n%w", m.Source, manifests.ReplayLive, m.Manifest.Corpus, err)
-	}
-	return f, nil
 }

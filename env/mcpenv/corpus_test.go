@@ -17,7 +17,7 @@ var update = flag.Bool("update", false, "rewrite manifests/corpus/act-reference 
 
 // corpusDir is the corpus of the reference scenarios, shipped with the
 // act manifest.
-const corpusDir = "../manifests/corpus/act-reference"
+const corpusDir = "../../manifests/corpus/act-reference"
 
 // TestCorpus: the shipped corpus of the reference scenarios is exactly
 // the records their servers give today (first observations from real
@@ -57,7 +57,7 @@ func TestCorpus(t *testing.T) {
 	}
 	c, err := study.LoadCorpus(os.DirFS(filepath.Dir(corpusDir)), filepath.Base(corpusDir))
 	if err != nil {
-		t.Fatalf("%v (go test ./mcpenv -run TestCorpus -update writes it)", err)
+		t.Fatalf("%v (go test ./env/mcpenv -run TestCorpus -update writes it)", err)
 	}
 	if len(c.Scenarios) != len(set.Scenarios) {
 		t.Fatalf("the corpus has %d records, the set %d scenarios", len(c.Scenarios), len(set.Scenarios))
@@ -83,7 +83,7 @@ func TestCorpus(t *testing.T) {
 		got, _ := json.Marshal(shipped)
 		want, _ := json.Marshal(r)
 		if string(got) != string(want) {
-			t.Errorf("%s: the shipped record differs from the server's today (go test ./mcpenv -run TestCorpus -update):\n%s\nwant\n%s", r.ID, got, want)
+			t.Errorf("%s: the shipped record differs from the server's today (go test ./env/mcpenv -run TestCorpus -update):\n%s\nwant\n%s", r.ID, got, want)
 		}
 	}
 }

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstress/stress/env/labenv"
 	"github.com/mcpstress/stress/internal/ollamatest"
 	"github.com/mcpstress/stress/lab"
-	"github.com/mcpstress/stress/lab/labenv"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/models/ollama"

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/mcpstress/stress/analysis"
-	"github.com/mcpstress/stress/lab/labenv"
+	"github.com/mcpstress/stress/env/labenv"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/runner"

@@ -1,8 +1,17 @@
 // Package fakeenv is a tiny deterministic environment for the tests and
 // benchmarks of live replay (simulator.Environment): one write operation
 // per decision whose fault is a small state machine, on a clock that only
-// calls and delays advance. It stands in for the lab (lab/labenv) where
+// calls and delays advance. It stands in for the lab (env/labenv) where
 // the tests need exact, hand-checkable outcomes.
+//
+// It is for tests only: it registers nothing, and the stress command does
+// not link it. A test that runs manifests registers it under a name of
+// its own (Backend), which its manifests then give as environment.
+//
+// Note: it is not under internal/ although only tests import it: it lives
+// beside the adapters it stands in for (env/labenv, env/mcpenv), and an
+// env/internal package could not be imported by the tests of simulator,
+// runner, results and cmd/stress, which use it.
 package fakeenv
 
 import (
@@ -13,7 +22,9 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/mcpstress/stress/env"
 	"github.com/mcpstress/stress/internal/statediff"
+	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
@@ -74,6 +85,15 @@ func New(scenarios []study.Scenario, faults map[string]Spec, def Spec) *Factory 
 		f.failure[scenarios[i].ID] = scenarios[i].Observation
 	}
 	return f
+}
+
+// Backend returns an environment (package env) whose factory for a
+// manifest is New(its corpus's scenarios, faults, def), for a test to
+// register: env.Register("fake", fakeenv.Backend(faults, def)).
+func Backend(faults map[string]Spec, def Spec) env.Backend {
+	return env.Backend{Factory: func(m *manifests.Resolved, _ env.Options) (simulator.EnvFactory, error) {
+		return New(m.Corpus.Scenarios, faults, def), nil
+	}}
 }
 
 // NewEnv implements simulator.EnvFactory.

@@ -1,14 +1,15 @@
 // Package labenv adapts the recovery lab (package lab) to the simulator:
-// it implements simulator.EnvFactory and simulator.Environment over an
+// it implements simulator.EnvFactory and simulator.Actor over an
 // in-process lab, made fresh and seeded for every decision, so that live
 // replay executes each policy against real state and reads the outcome
-// from it.
+// from it. It registers the lab as environment "lab" (package env): a
+// manifest with replay: live and environment: lab runs the default set,
+// once its corpus is checked against it (ForCorpus).
 //
-// The runner finds it without importing lab through Factory (the lead
-// wires a manifest's lab set to it):
+// Without the registry, Factory makes the environments of a set:
 //
 //	f, err := labenv.Factory("core") // "" for lab.DefaultSet
-//	env, err := f.NewEnv(ctx, "X04", seed)
+//	e, err := f.NewEnv(ctx, "X04", seed)
 //
 // Each executed call goes straight to lab.Lab.Call, the handler the MCP
 // server runs, without a transport; the observation is the one a Go SDK
@@ -26,10 +27,47 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpstress/stress/env"
 	"github.com/mcpstress/stress/lab"
+	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
+
+// Name is the lab's name in the environment registry, the value of a
+// manifest's environment field.
+const Name = "lab"
+
+func init() {
+	env.Register(Name, env.Backend{Factory: open, Actor: actor})
+}
+
+// open makes the environments of a study of m: the default set's, after
+// checking m's corpus against it (ForCorpus).
+func open(m *manifests.Resolved, _ env.Options) (simulator.EnvFactory, error) {
+	if m.ExternalServer != "" {
+		return nil, fmt.Errorf("manifest %s: field external_server: environment %q runs the lab in process and connects to no server", m.Source, Name)
+	}
+	f, err := ForCorpus(lab.DefaultSet, m.Corpus.Scenarios)
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: field environment: %q runs the recovery lab, and its corpus %s does not fit it:\n%w", m.Source, Name, m.Manifest.Corpus, err)
+	}
+	return f, nil
+}
+
+// actor returns the environment of scenario id of the default set, seed
+// 0, for the action task outside a study.
+func actor(id string, _ env.Options) (simulator.Actor, error) {
+	set, err := lab.BuiltinSet("")
+	if err != nil {
+		return nil, err
+	}
+	sc, ok := set.Scenario(id)
+	if !ok {
+		return nil, fmt.Errorf("lab set %s has no scenario %q", set.Name, id)
+	}
+	return New(sc, 0), nil
+}
 
 // Factory returns the environment factory of the embedded scenario set
 // named set ("" for lab.DefaultSet): NewEnv(ctx, id, seed) arms scenario

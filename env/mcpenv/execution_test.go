@@ -11,7 +11,7 @@ import (
 	"github.com/mcpstress/stress/simulator"
 )
 
-var updateTable = flag.Bool("update-table", false, "rewrite mcpenv/scenarios/reference.execution.txt")
+var updateTable = flag.Bool("update-table", false, "rewrite env/mcpenv/scenarios/reference.execution.txt")
 
 // executionFile is the reference set's execution table, beside the set.
 const executionFile = "scenarios/reference.execution.txt"
@@ -55,9 +55,9 @@ func TestExecutionTable(t *testing.T) {
 	}
 	want, err := os.ReadFile(executionFile)
 	if err != nil {
-		t.Fatalf("%v (go test ./mcpenv -run TestExecutionTable -update-table writes it)", err)
+		t.Fatalf("%v (go test ./env/mcpenv -run TestExecutionTable -update-table writes it)", err)
 	}
 	if !bytes.Equal(b.Bytes(), want) {
-		t.Errorf("the execution table differs from %s (go test ./mcpenv -run TestExecutionTable -update-table rewrites it):\n%s", executionFile, b.String())
+		t.Errorf("the execution table differs from %s (go test ./env/mcpenv -run TestExecutionTable -update-table rewrites it):\n%s", executionFile, b.String())
 	}
 }

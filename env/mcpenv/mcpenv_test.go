@@ -23,7 +23,7 @@ func modules(t testing.TB) string {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Fatal("node is not installed: install Node.js, then run scripts/test")
 	}
-	dir, err := filepath.Abs("../scripts/mcp-servers/node_modules/@modelcontextprotocol")
+	dir, err := filepath.Abs("../../scripts/mcp-servers/node_modules/@modelcontextprotocol")
 	if err != nil {
 		t.Fatal(err)
 	}

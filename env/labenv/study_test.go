@@ -13,8 +13,8 @@ import (
 	"testing"
 	"text/tabwriter"
 
+	"github.com/mcpstress/stress/env/labenv"
 	"github.com/mcpstress/stress/lab"
-	"github.com/mcpstress/stress/lab/labenv"
 	"github.com/mcpstress/stress/manifests"
 	_ "github.com/mcpstress/stress/models/baseline"
 	_ "github.com/mcpstress/stress/models/failclosed"
@@ -203,7 +203,7 @@ func TestLabStudy(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(out.Bytes(), want) {
-		t.Errorf("per-class counts differ from %s (go test ./lab/labenv -run TestLabStudy -update rewrites it):\n%s", golden, out.String())
+		t.Errorf("per-class counts differ from %s (go test ./env/labenv -run TestLabStudy -update rewrites it):\n%s", golden, out.String())
 	}
 	// docs/lab.md's claims, independent of the golden file.
 	for k, x := range tallies {

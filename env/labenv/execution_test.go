@@ -13,7 +13,7 @@ import (
 var updateTable = flag.Bool("update-table", false, "rewrite lab/scenarios/core.execution.txt")
 
 // executionFile is the core set's execution table, beside the set.
-const executionFile = "../scenarios/core.execution.txt"
+const executionFile = "../../lab/scenarios/core.execution.txt"
 
 // TestExecutionTable executes every policy's canonical recovery of every
 // core scenario on a fresh lab (again while its call fails, up to the
@@ -50,9 +50,9 @@ func TestExecutionTable(t *testing.T) {
 	}
 	want, err := os.ReadFile(executionFile)
 	if err != nil {
-		t.Fatalf("%v (go test ./lab/labenv -run TestExecutionTable -update-table writes it)", err)
+		t.Fatalf("%v (go test ./env/labenv -run TestExecutionTable -update-table writes it)", err)
 	}
 	if !bytes.Equal(b.Bytes(), want) {
-		t.Errorf("the execution table differs from %s (go test ./lab/labenv -run TestExecutionTable -update-table rewrites it):\n%s", executionFile, b.String())
+		t.Errorf("the execution table differs from %s (go test ./env/labenv -run TestExecutionTable -update-table rewrites it):\n%s", executionFile, b.String())
 	}
 }

@@ -125,7 +125,7 @@ func (sc *Scenario) Repair(p study.Policy) []simulator.ToolCall {
 	return nil
 }
 
-// Set is the scenarios of one file of mcpenv/scenarios.
+// Set is the scenarios of one file of env/mcpenv/scenarios.
 type Set struct {
 	Name      string
 	Scenarios []*Scenario
@@ -157,7 +157,7 @@ func BuiltinSet(name string) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcpenv: no scenario set %q", name)
 	}
-	return Parse("mcpenv/"+file, name, data)
+	return Parse("env/mcpenv/"+file, name, data)
 }
 
 // StateSchema is what the outcome's diff reads of a sandbox's state
