@@ -185,9 +185,13 @@ func TestPrepareRefuses(t *testing.T) {
 	m := manifest(t)
 	m.Conditions = []study.Condition{study.Normalized, study.Prose}
 	m.Replicates = 2
+	three := 3
+	m.ReplayCap, m.Replay = &three, manifests.ReplayLive
 	_, err := coder.Prepare(m, false)
-	if err == nil || !strings.Contains(err.Error(), "field conditions") || !strings.Contains(err.Error(), "field replicates") {
-		t.Errorf("Prepare: %v", err)
+	for _, want := range []string{"field conditions", "field replicates", "field replay_cap: a coding is one call per record: want 0 or none, got 3", `field replay: a coding manifest codes the stored observation: want "stored"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Prepare: %v, want %q", err, want)
+		}
 	}
 }
 

@@ -64,3 +64,27 @@ func TestBundleV1(t *testing.T) {
 		}
 	}
 }
+
+// TestBundleV1Unfinished: an unfinished coding bundle of the earlier
+// version is not continued (this version writes another format), and
+// says what to do.
+func TestBundleV1Unfinished(t *testing.T) {
+	m, err := manifests.Load("testdata/scripted.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "v1")
+	if err := os.CopyFS(dir, os.DirFS("testdata/v1-scripted")); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(strings.Replace(string(rec), `"finished"`, `"was_finished"`, 1)), 0o644)
+	backend.Store(nil)
+	plan, err := coder.Prepare(m, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plan.Resume(context.Background(), dir, coder.Options{}); err == nil || !strings.Contains(err.Error(), "an unfinished coding of an earlier version, which this version does not continue: code again into a new bundle") {
+		t.Errorf("Resume: %v", err)
+	}
+}
