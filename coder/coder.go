@@ -78,13 +78,16 @@ func Prepare(m *manifests.Resolved, allowUnpinned bool) (*Plan, error) {
 	if m.Replicates != 1 {
 		errs = append(errs, fmt.Errorf("manifest %s: field replicates: a coding manifest codes each record once: want 1, got %d", m.Source, m.Replicates))
 	}
-	if m.Cap() != 0 && m.ReplayCap != nil {
-		errs = append(errs, fmt.Errorf("manifest %s: field replay_cap: a coding is one call per record: want 0 or none, got %d", m.Source, m.Cap()))
+	if m.ReplayCap != nil && *m.ReplayCap != 0 {
+		errs = append(errs, fmt.Errorf("manifest %s: field replay_cap: a coding is one call per record: want 0 or none, got %d", m.Source, *m.ReplayCap))
 	}
 	if m.Live() {
 		errs = append(errs, fmt.Errorf("manifest %s: field replay: a coding manifest codes the stored observation: want %q (the default)", m.Source, manifests.ReplayStored))
 	}
 	t := &task{rules: map[string]bool{}, prompts: map[string]*templateSet{}}
+	// Note: the runner runs a copy of the manifest (recorded in
+	// manifest.json) with replay_cap 0 and the coding schema for format
+	// schema; its sha256 stays the file's, which a resume checks.
 	cm := *m
 	cm.Models = slices.Clone(m.Models)
 	zero := 0
@@ -126,6 +129,9 @@ type task struct {
 	prompts map[string]*templateSet // by prompt name
 }
 
+var _ simulator.Task = (*task)(nil)
+
+// Messages renders the request of coding k of record s.
 func (t *task) Messages(k simulator.Key, s *study.Scenario) ([]models.Message, error) {
 	if t.rules[k.Model] {
 		return rules.Request(s), nil
