@@ -1,7 +1,6 @@
 package coder
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -96,27 +95,4 @@ func ParseAnswer(text string, obs json.RawMessage) (study.ProfileCoding, error) 
 		return study.ProfileCoding{}, errors.Join(errs...)
 	}
 	return out, nil
-}
-
-// encodeCoding writes a coding as the answer JSON (the rules coder's
-// "response").
-func encodeCoding(p study.ProfileCoding) string {
-	var b bytes.Buffer
-	b.WriteString(`{"control":`)
-	cb, _ := json.Marshal(stripProposed(p.Control))
-	b.Write(cb)
-	b.WriteString(`,"content":`)
-	cb, _ = json.Marshal(stripProposed(p.Content))
-	b.Write(cb)
-	b.WriteString("}")
-	return b.String()
-}
-
-func stripProposed(v study.View) study.View {
-	out := study.View{}
-	for k, b := range v {
-		b.Proposed = false
-		out[k] = b
-	}
-	return out
 }

@@ -16,13 +16,15 @@ import (
 	"github.com/mcpstress/stress/coding/rules"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
+	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/study"
 )
 
 // scripted is a test backend that codes a record by the rules, except:
 // S03 gets an answer with a set bit and no evidence (invalid), S05 a
-// transport failure for good (with its events), and every call after the
-// limit-th is cut short (ctx cancelled), to test resume.
+// transport failure for good (with its events), and the call after the
+// limit-th interrupts the coding and is cut short (its ctx cancelled), to
+// test resume.
 type scripted struct {
 	corpus *study.Corpus
 	calls  *atomic.Int32
@@ -36,7 +38,8 @@ func (s scripted) Generate(ctx context.Context, req models.Request) (models.Repl
 	n := s.calls.Add(1)
 	if s.limit > 0 && n > s.limit {
 		s.cancel()
-		return models.Reply{}, &models.CallError{Err: context.Canceled}
+		<-ctx.Done()
+		return models.Reply{}, &models.CallError{Err: ctx.Err()}
 	}
 	id := recordID.FindStringSubmatch(req.Messages[1].Content)[1]
 	switch id {
@@ -98,7 +101,7 @@ func TestCodeAndResume(t *testing.T) {
 		t.Fatalf("interrupted run: %v", err)
 	}
 	// A torn last line is cut off on resume.
-	f, _ := os.OpenFile(filepath.Join(dir, coder.CallsFile), os.O_APPEND|os.O_WRONLY, 0)
+	f, _ := os.OpenFile(filepath.Join(dir, results.CallsFile), os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(`{"model":"fake","prom`)
 	f.Close()
 	calls.Store(0)
@@ -107,8 +110,9 @@ func TestCodeAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 21 rules codings + 10 model calls before the cut; the resume makes
-	// the 11 model codings left (the cut call was not recorded).
+	// 10 model calls before the cut; the resume makes the 11 model
+	// codings left (the cut call was not recorded), and the rules codings
+	// the cut left.
 	if got := calls.Load(); got != 11 {
 		t.Errorf("resume made %d calls, want 11", got)
 	}
@@ -146,28 +150,29 @@ func TestCodeAndResume(t *testing.T) {
 	}
 	// Every call is in calls.jsonl with its raw request and response; the
 	// transport failure keeps its events.
-	data, _ := os.ReadFile(filepath.Join(dir, coder.CallsFile))
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(lines) != 42 {
-		t.Errorf("%d lines, want 42", len(lines))
+	lines, err := results.ReadCalls(filepath.Join(dir, results.CallsFile))
+	if len(lines) != 42 || err != nil {
+		t.Errorf("%d lines, want 42 (%v)", len(lines), err)
 	}
-	var s05 coder.Line
-	for _, l := range lines {
-		var x coder.Line
-		json.Unmarshal([]byte(l), &x)
-		if x.Model == "fake" && x.Record == "S05" {
+	var s05 results.Call
+	for _, x := range lines {
+		if x.Key.Model == "fake" && x.Key.Scenario == "S05" {
 			s05 = x
 		}
-		if x.Model == "fake" && x.Record == "S01" && (x.Request == nil || !strings.Contains(x.Request.Messages[1].Content, "probe_missing_tool_7c2e") || x.Seed == 0) {
+		if x.Key.Model == "fake" && x.Key.Scenario == "S01" && (len(x.Request.Messages) < 2 || !strings.Contains(x.Request.Messages[1].Content, "probe_missing_tool_7c2e") || x.Seed == 0) {
 			t.Errorf("S01 request not recorded: %+v", x.Request)
 		}
 	}
 	if s05.Error == "" || len(s05.Events) != 1 {
 		t.Errorf("S05: %+v", s05)
 	}
-	rec, err := coder.ReadRecord(dir)
-	if err != nil || rec.Finished == nil || rec.Completed != 42 || rec.Errors != 1 || len(rec.Sessions) != 2 || !rec.Sessions[0].Interrupted {
+	rec, err := results.ReadRecord(dir)
+	if err != nil || rec.Finished == nil || rec.Completed != 42 || len(rec.Sessions) != 2 || !rec.Sessions[0].Interrupted {
 		t.Errorf("record %+v, %v", rec, err)
+	}
+	var counts results.Summary
+	if b, err := os.ReadFile(filepath.Join(dir, results.SummaryFile)); err != nil || json.Unmarshal(b, &counts) != nil || counts.Errors != 1 {
+		t.Errorf("summary.json: %d errors, want 1 (%v)", counts.Errors, err)
 	}
 	// -retry-errors codes S05 again.
 	calls.Store(0)
@@ -180,9 +185,13 @@ func TestPrepareRefuses(t *testing.T) {
 	m := manifest(t)
 	m.Conditions = []study.Condition{study.Normalized, study.Prose}
 	m.Replicates = 2
+	three := 3
+	m.ReplayCap, m.Replay = &three, manifests.ReplayLive
 	_, err := coder.Prepare(m, false)
-	if err == nil || !strings.Contains(err.Error(), "field conditions") || !strings.Contains(err.Error(), "field replicates") {
-		t.Errorf("Prepare: %v", err)
+	for _, want := range []string{"field conditions", "field replicates", "field replay_cap: a coding is one call per record: want 0 or none, got 3", `field replay: a coding manifest codes the stored observation: want "stored"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Prepare: %v, want %q", err, want)
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/mcpstress/stress/internal/ollamatest"
 	"github.com/mcpstress/stress/manifests"
 	_ "github.com/mcpstress/stress/models/ollama" // registers the Ollama backend
+	"github.com/mcpstress/stress/results"
 )
 
 // TestModelCoderOnOllama codes the paper corpus with a real Ollama server
@@ -51,7 +52,7 @@ func TestModelCoderOnOllama(t *testing.T) {
 	if c.Errors != 0 || c.Coded+len(c.Invalid) != 21 {
 		t.Errorf("tiny: %d coded, %d invalid, %d errors; want 21 answers and no error", c.Coded, len(c.Invalid), c.Errors)
 	}
-	calls, err := os.ReadFile(filepath.Join(dir, "bundle", coder.CallsFile))
+	calls, err := os.ReadFile(filepath.Join(dir, "bundle", results.CallsFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,6 +127,7 @@ type Plan struct {
 	unconf    []string                       // ids of the corpus' unconfirmed records
 	checks    map[string]*results.ModelCheck // from Preflight
 	checked   bool
+	task      simulator.Task // renders every request (PrepareTask); nil: the prompts do
 }
 
 // Prepare checks the manifest against the backend registry and pinning
@@ -146,13 +147,25 @@ type Allow struct {
 
 // PrepareWith is Prepare with the refusals allow lifts.
 func PrepareWith(m *manifests.Resolved, allow Allow) (*Plan, error) {
-	p := &Plan{m: m, allow: allow.Unpinned, proposed: allow.Proposed}
+	return prepare(m, allow, nil)
+}
+
+// PrepareTask is Prepare for a study of task t (simulator.Task: the model
+// coder's codings): t renders every request, so the manifest's prompts
+// are its templates, not conditions', and its answers are no policies, so
+// a corpus with proposed coding is not refused.
+func PrepareTask(m *manifests.Resolved, allowUnpinned bool, t simulator.Task) (*Plan, error) {
+	return prepare(m, Allow{Unpinned: allowUnpinned}, t)
+}
+
+func prepare(m *manifests.Resolved, allow Allow, t simulator.Task) (*Plan, error) {
+	p := &Plan{m: m, allow: allow.Unpinned, proposed: allow.Proposed, task: t}
 	var errs []error
 	if un := m.Corpus.Unconfirmed(); len(un) > 0 {
 		for _, u := range un {
 			p.unconf = append(p.unconf, u.ID)
 		}
-		if !allow.Proposed {
+		if !allow.Proposed && t == nil {
 			errs = append(errs, fmt.Errorf("manifest %s: field corpus: %s; confirm them (stress confirm, stress adjudicate) or pass -allow-proposed", m.Source, study.UnconfirmedError(un)))
 		}
 	}
@@ -185,6 +198,10 @@ func PrepareWith(m *manifests.Resolved, allow Allow) (*Plan, error) {
 		p.endpoints = append(p.endpoints, insts)
 	}
 	for i, pf := range m.Prompts {
+		if t != nil {
+			p.prompts = append(p.prompts, nil)
+			continue
+		}
 		pr, err := conditions.ParsePrompt(pf.Name, pf.Path, pf.Text)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("manifest %s: %w", m.Source, err))

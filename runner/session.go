@@ -165,7 +165,7 @@ func (s *session) start(runCtx, callCtx context.Context) <-chan finished {
 	var workers sync.WaitGroup
 	for mi := range m.Models {
 		md := &m.Models[mi]
-		cfg := simulator.Config{StudySeed: m.Seed, Temperature: m.Temperature, ReplayCap: m.Cap(), Options: md.Options}
+		cfg := simulator.Config{StudySeed: m.Seed, Temperature: m.Temperature, ReplayCap: m.Cap(), Options: md.Options, Task: p.task}
 		if m.Live() {
 			cfg.Env = s.opt.Env
 			cfg.Act, cfg.NativeTools = m.Act(), m.NativeTools()

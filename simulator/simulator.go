@@ -76,6 +76,20 @@ type Config struct {
 	// (manifest tool_calls: native) under Act; the model may then give its
 	// call as a native tool call.
 	NativeTools bool
+	// Task, when set, renders the request in place of the prompt: a task
+	// of one turn with a prompt and an answer of its own (the model
+	// coder's, package coder). It needs ReplayCap 0 and stored replay.
+	Task Task
+}
+
+// Task is a task of one turn that is no policy choice: the model coder's
+// coding of a record. The decision is its one call. Its answer is still
+// scored as a label answer, as Group.Row in package results scores the
+// call lines; a coding is none, so the row's label columns do not apply:
+// the task reads its answers from the call lines itself.
+type Task interface {
+	// Messages renders the request of decision key on scenario s.
+	Messages(key Key, s *study.Scenario) ([]models.Message, error)
 }
 
 // Turn is one model call of a decision.
@@ -129,11 +143,18 @@ func Run(ctx context.Context, m models.Model, p *conditions.Prompt, s *study.Sce
 	}
 	var msgs []models.Message
 	var err error
-	if !cfg.Act {
-		if msgs, err = p.InitialOnce(s, key.Condition); err != nil {
-			d.Err = err
-			return d
+	switch {
+	case cfg.Task != nil:
+		if cfg.ReplayCap != 0 || d.Live {
+			panic("simulator: a Task needs replay cap 0 and stored replay")
 		}
+		msgs, err = cfg.Task.Messages(key, s)
+	case !cfg.Act:
+		msgs, err = p.InitialOnce(s, key.Condition)
+	}
+	if err != nil {
+		d.Err = err
+		return d
 	}
 	var env Environment
 	var shown json.RawMessage // the environment's observation the next turn shows

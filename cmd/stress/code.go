@@ -41,11 +41,11 @@ func cmdCode(fs *flag.FlagSet) action {
 			return err
 		}
 		if *resume != "" {
-			rec, err := coder.ReadRecord(*resume)
+			allowed, err := coder.AllowedUnpinned(*resume)
 			if err != nil {
 				return fmt.Errorf("code: flag -resume: %w", err)
 			}
-			*allow = *allow || rec.AllowUnpinned
+			*allow = *allow || allowed
 		}
 		plan, err := coder.Prepare(m, *allow)
 		if err != nil {

@@ -31,7 +31,7 @@ var (
 	Exclusions  = Cap{"an exclusion list", 16 << 20}
 	Salt        = Cap{"a salt file", 4 << 10}
 	BundleJSON  = Cap{"a bundle's JSON file (manifest.json, summary.json, defaults)", 64 << 20}
-	CodingCalls = Cap{"a coding's calls.jsonl", 1 << 30}
+	CodingCalls = Cap{"an earlier version's coding calls.jsonl", 1 << 30}
 	GitMeta     = Cap{"a repository's git metadata file", 16 << 20}
 	ScenarioSet = Cap{"a lab scenario set or conformance case", 16 << 20}
 )
