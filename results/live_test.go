@@ -71,8 +71,6 @@ func liveLines(t *testing.T, spec fakeenv.Spec, a answers) (simulator.Decision, 
 	return d, b.Bytes()
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // kinds sets the kinds of harm r leaves nil to false, as a live row has
 // them.
 func kinds(r results.Row) results.Row {

@@ -760,7 +760,7 @@ func (g *GroupReader) Torn() *Torn { return g.torn }
 type RowWriter struct {
 	file string
 	f    *os.File
-	pq   *parquet.Writer
+	pq   *parquet.GenericWriter[any]
 	rows []parquet.Row
 	inRG int // rows in the current row group
 	// sum hashes the bytes written and fp the rows added (Check).
@@ -779,7 +779,7 @@ func CreateRows(file string) (*RowWriter, error) {
 		return nil, err
 	}
 	w := &RowWriter{file: file, f: f, sum: sha256.New()}
-	w.pq = parquet.NewWriter(io.MultiWriter(f, w.sum), rowLayout.schema, parquet.Compression(&parquet.Snappy))
+	w.pq = parquet.NewGenericWriter[any](io.MultiWriter(f, w.sum), rowLayout.schema, parquet.Compression(&parquet.Snappy))
 	return w, nil
 }
 

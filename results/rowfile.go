@@ -193,7 +193,7 @@ func ScanRows(file string, fn func(*Row) error) error {
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	rd := newReader(pf.Schema())
-	pr := parquet.NewReader(pf)
+	pr := parquet.NewGenericReader[any](pf)
 	defer pr.Close()
 	buf := make([]parquet.Row, 1024)
 	var row Row
