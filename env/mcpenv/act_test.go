@@ -21,7 +21,7 @@ func records(t *testing.T, set *Set, mods string) map[string]*study.Scenario {
 	out := map[string]*study.Scenario{}
 	var mu sync.Mutex
 	each(t, set, func(sc *Scenario) error {
-		e := New(sc, Options{Modules: mods})
+		e := New(sc, Options{Modules: mods, CallTimeout: loadedTimeout})
 		defer e.Close()
 		obs, err := e.Start(context.Background())
 		if err != nil {
@@ -84,7 +84,7 @@ func TestActBaselines(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := &recording{EnvFactory: Factory(set, Options{Modules: mods})}
+		f := &recording{EnvFactory: Factory(set, Options{Modules: mods, CallTimeout: loadedTimeout})}
 		var mu sync.Mutex
 		per := map[string]*[4]int{}
 		each(t, set, func(sc *Scenario) error {

@@ -33,7 +33,7 @@ func TestCorpus(t *testing.T) {
 	var mu sync.Mutex
 	var recs []study.Scenario
 	each(t, set, func(sc *Scenario) error {
-		e := New(sc, Options{Modules: mods})
+		e := New(sc, Options{Modules: mods, CallTimeout: loadedTimeout})
 		defer e.Close()
 		obs, err := e.Start(context.Background())
 		if err != nil {

@@ -31,7 +31,7 @@ func TestExecutionTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := Factory(set, Options{Modules: mods, Reuse: true})
+	f := Factory(set, Options{Modules: mods, Reuse: true, CallTimeout: loadedTimeout})
 	defer f.(io.Closer).Close()
 	var rows []simulator.ExecutionRow
 	for _, sc := range set.Scenarios {

@@ -39,7 +39,7 @@ func TestCollateralIsHarm(t *testing.T) {
 	}
 	recs := records(t, set, mods)
 	p := actPrompt(t)
-	f := Factory(set, Options{Modules: mods, Reuse: true})
+	f := Factory(set, Options{Modules: mods, Reuse: true, CallTimeout: loadedTimeout})
 	defer f.(io.Closer).Close()
 	var mu sync.Mutex
 	each(t, set, func(sc *Scenario) error {

@@ -76,7 +76,7 @@ func TestScenarios(t *testing.T) {
 	for _, sc := range set.Scenarios {
 		t.Run(sc.ID, func(t *testing.T) {
 			t.Parallel()
-			e := New(sc, Options{Modules: mods})
+			e := New(sc, Options{Modules: mods, CallTimeout: loadedTimeout})
 			defer e.Close()
 			obs, err := e.Start(ctx)
 			if err != nil {
@@ -189,7 +189,7 @@ func BenchmarkStart(b *testing.B) {
 		sc, _ := set.Scenario(id)
 		b.Run(sc.Server, func(b *testing.B) {
 			for b.Loop() {
-				e := New(sc, Options{Modules: mods})
+				e := New(sc, Options{Modules: mods, CallTimeout: loadedTimeout})
 				if _, err := e.Start(context.Background()); err != nil {
 					b.Fatal(err)
 				}
@@ -205,7 +205,7 @@ func BenchmarkSend(b *testing.B) {
 	mods := modules(b)
 	set, _ := BuiltinSet("")
 	sc, _ := set.Scenario("R07")
-	e := New(sc, Options{Modules: mods})
+	e := New(sc, Options{Modules: mods, CallTimeout: loadedTimeout})
 	defer e.Close()
 	if _, err := e.Start(context.Background()); err != nil {
 		b.Fatal(err)
@@ -226,7 +226,7 @@ func TestSafeState(t *testing.T) {
 	mods := modules(t)
 	set, _ := BuiltinSet("")
 	sc, _ := set.Scenario("R08")
-	e := New(sc, Options{Modules: mods})
+	e := New(sc, Options{Modules: mods, CallTimeout: loadedTimeout})
 	defer e.Close()
 	ctx := context.Background()
 	if _, err := e.Start(ctx); err != nil {
@@ -300,3 +300,8 @@ func TestSafeState(t *testing.T) {
 		t.Errorf("a memory file that is a link: %v", err)
 	}
 }
+
+// loadedTimeout bounds the start and each call of a reference server in
+// the tests that expect them to work: a node server's start took over the
+// default 20 s on a 2-core machine at load 19.
+const loadedTimeout = 2 * time.Minute

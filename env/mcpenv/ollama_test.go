@@ -53,7 +53,7 @@ func TestTinyModelActsOnServerMemory(t *testing.T) {
 	sc, _ := set.Scenario("R07")
 	rec := records(t, &Set{Name: "r07", Scenarios: []*Scenario{sc}}, mods)["R07"]
 	p := actPrompt(t)
-	f := &recording{EnvFactory: Factory(set, Options{Modules: mods})}
+	f := &recording{EnvFactory: Factory(set, Options{Modules: mods, CallTimeout: loadedTimeout})}
 	sent, refused, written := 0, map[string]int{}, 0
 	tally := results.NewTally()
 	for rep := 1; rep <= 6; rep++ {

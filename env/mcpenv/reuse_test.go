@@ -31,8 +31,8 @@ func TestReuseEquivalent(t *testing.T) {
 	}
 	recs := records(t, set, mods)
 	p := actPrompt(t)
-	fresh := Factory(set, Options{Modules: mods})
-	reuse := Factory(set, Options{Modules: mods, Reuse: true})
+	fresh := Factory(set, Options{Modules: mods, CallTimeout: loadedTimeout})
+	reuse := Factory(set, Options{Modules: mods, Reuse: true, CallTimeout: loadedTimeout})
 	defer reuse.(io.Closer).Close()
 	var tFresh, tReuse time.Duration
 	n := 0
