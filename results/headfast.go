@@ -350,7 +350,7 @@ func (s *headScan) request(h *Head) {
 			if h.Request.Refs == nil {
 				h.Request.Refs = []string{}
 			}
-		case "messages", "seed", "temperature", "options", "tools":
+		case "seed", "temperature", "options", "tools":
 			s.skip(0)
 		default:
 			s.ok = false

@@ -64,13 +64,12 @@ type Record struct {
 	Completed int `json:"completed"`
 	Remaining int `json:"remaining"`
 	// CallsDurable is how many bytes of calls.jsonl are known to be on
-	// stable storage, updated after each fsync while a session runs (nil:
-	// not recorded, a bundle of an older version). A resume treats damage
-	// past it as a torn tail and damage within it as tampering.
+	// stable storage, updated after each fsync while a session runs
+	// (recorded before the first line). A resume treats damage past it as
+	// a torn tail and damage within it as tampering.
 	CallsDurable *int64 `json:"calls_durable_bytes,omitempty"`
 	// MessagesDurable is how many bytes of messages.jsonl are known to be
-	// on stable storage, recorded with CallsDurable (nil: no message
-	// table, format 1).
+	// on stable storage, recorded with CallsDurable.
 	MessagesDurable *int64 `json:"messages_durable_bytes,omitempty"`
 	// Format is the bundle format: Format, the one this version reads
 	// and writes (absent in a bundle of format 1; Upgrade converts
