@@ -26,9 +26,9 @@ var credentialText = regexp.MustCompile(`(?i)(api[ _-]?key|token|credential|auth
 // (saysFailure).
 var labFailureWords = regexp.MustCompile(`(?i)\b(unavailable|timed out|exceeded|required|expired|was reset|is down|did not confirm|0 records were written)\b`)
 
-// evidence is each cause's text rule of the content view, compiled on
-// first use from its vocabulary row (study.CauseInfo.Evidence): the text
-// names the cause when every pattern matches.
+// evidence is each cause's text rule of the content view, compiled from
+// its vocabulary row (study.CauseInfo.Evidence): the text names the cause
+// when every pattern matches.
 var evidence = func() map[study.Cause][]*regexp.Regexp {
 	out := map[study.Cause][]*regexp.Regexp{}
 	for _, c := range study.Causes {
