@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/mcpstress/stress/internal/outdir"
@@ -71,15 +70,10 @@ func Upgrade(ctx context.Context, dir, out string, log io.Writer) (*Record, erro
 	if err := outdir.Check(out, nil); err != nil {
 		return nil, err
 	}
-	unlock, err := readLock(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
 	callsPath := filepath.Join(dir, CallsFile)
 	var table *Messages
 	if from == 2 {
-		if table, err = LoadMessages(filepath.Join(dir, MessagesFile), durableOr(rec.MessagesDurable)); err != nil {
+		if table, err = LoadMessages(filepath.Join(dir, MessagesFile), -1); err != nil {
 			return nil, err
 		}
 	}
@@ -96,7 +90,7 @@ func Upgrade(ctx context.Context, dir, out string, log io.Writer) (*Record, erro
 	if err := WriteJSON(filepath.Join(tmp, DefaultsFile), defaults); err != nil {
 		return nil, err
 	}
-	lines, torn, err := upgradeCalls(ctx, callsPath, tmp, table, defaults)
+	cl, lines, torn, err := upgradeCalls(ctx, callsPath, tmp, table, defaults)
 	if err != nil {
 		return nil, err
 	}
@@ -105,11 +99,7 @@ func Upgrade(ctx context.Context, dir, out string, log io.Writer) (*Record, erro
 			return nil, err
 		}
 	}
-	callsSize, err1 := fileSize(filepath.Join(tmp, CallsFile))
-	msgSize, err2 := fileSize(filepath.Join(tmp, MessagesFile))
-	if err := errors.Join(err1, err2); err != nil {
-		return nil, err
-	}
+	callsSize, msgSize := cl.Size(), cl.Messages().Size()
 	rec.Format, rec.CallsDurable, rec.MessagesDurable = Format, &callsSize, &msgSize
 	rec.Upgraded = &Upgraded{From: dir, Format: from, At: time.Now().UTC(), Binary: BinaryInfo()}
 	if err := WriteJSON(filepath.Join(tmp, ManifestFile), rec); err != nil {
@@ -133,32 +123,10 @@ func outside(out, dir string) error {
 	if err := errors.Join(err1, err2); err != nil {
 		return err
 	}
-	if rel, err := filepath.Rel(a, b); err == nil && !strings.HasPrefix(rel, "..") {
+	if rel, err := filepath.Rel(a, b); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return fmt.Errorf("output directory %s is inside the bundle %s, which upgrade leaves as it is; choose another", out, dir)
 	}
 	return nil
-}
-
-// readLock takes a shared lock on dir's lock file, when it has one, so
-// that no writer (a stress of an earlier version) can take it meanwhile;
-// the file is neither created nor written.
-func readLock(dir string) (unlock func(), err error) {
-	f, err := os.Open(filepath.Join(dir, LockFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return func() {}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
-		defer f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			b, _ := io.ReadAll(io.LimitReader(f, 512))
-			return nil, &LockedError{Dir: dir, Holder: strings.TrimSpace(string(b))}
-		}
-		return nil, fmt.Errorf("%s: lock: %w", f.Name(), err)
-	}
-	return func() { f.Close() }, nil
 }
 
 // oldDefaults is the defaults table of the old bundle whose calls.jsonl
@@ -189,17 +157,17 @@ func oldDefaults(file string, rec *Record) (*Defaults, error) {
 
 // upgradeCalls writes the lines of the old calls.jsonl file as this
 // version writes them into dir's calls.jsonl and messages.jsonl; table
-// is the old bundle's messages (nil for format 1). It returns the number
-// of lines written and the size of a torn last line left out.
-func upgradeCalls(ctx context.Context, file, dir string, table *Messages, d *Defaults) (lines int, torn int64, err error) {
+// is the old bundle's messages (nil for format 1). It returns the closed
+// log, the number of lines written and the size of a torn last line left
+// out.
+func upgradeCalls(ctx context.Context, file, dir string, table *Messages, d *Defaults) (cl *CallLog, lines int, torn int64, err error) {
 	ml, err := OpenMessageLog(filepath.Join(dir, MessagesFile), 0, nil)
 	if err != nil {
-		return 0, 0, err
+		return nil, 0, 0, err
 	}
-	cl, err := OpenCallLog(filepath.Join(dir, CallsFile), 0)
-	if err != nil {
+	if cl, err = OpenCallLog(filepath.Join(dir, CallsFile), 0); err != nil {
 		ml.Close()
-		return 0, 0, err
+		return nil, 0, 0, err
 	}
 	cl.SetMessages(ml)
 	cl.SetDefaults(d)
@@ -229,7 +197,7 @@ func upgradeCalls(ctx context.Context, file, dir string, table *Messages, d *Def
 		}
 		return nil
 	})
-	return lines, torn, errors.Join(err, cl.Close())
+	return cl, lines, torn, errors.Join(err, cl.Close())
 }
 
 // decodeOld decodes b, a call line of format 1 or 2, into c; table holds
@@ -302,20 +270,4 @@ func copyFile(from, to string) error {
 	}
 	_, err = io.Copy(dst, src)
 	return errors.Join(err, dst.Sync(), dst.Close())
-}
-
-func fileSize(file string) (int64, error) {
-	st, err := os.Stat(file)
-	if err != nil {
-		return 0, err
-	}
-	return st.Size(), nil
-}
-
-// durableOr returns *n, or -1 (unknown) when n is nil.
-func durableOr(n *int64) int64 {
-	if n == nil {
-		return -1
-	}
-	return *n
 }
