@@ -15,13 +15,13 @@ import (
 )
 
 // This file holds the defaults table of a bundle. A call line leaves out
-// what every line of its scenario repeats (the
-// scenario's server, preferred policy and non-harm set, left out
-// together), its seed when it is the one derived from the study seed
-// (simulator.Seed), and its turn when it is 0: together about a fifth of a
-// line. defaults.json holds the scenario fields and the study seed; it is
-// written once, before the first call line, and never changes. A line
-// whose fields are not the table's carries them.
+// what every line of its scenario repeats (the scenario's server,
+// preferred policy and non-harm set, left out together), its seed when it
+// is the one derived from the study seed (simulator.Seed), and its turn
+// when it is 0: together about a fifth of a line. defaults.json holds the
+// scenario fields and the study seed; it is written once, before the
+// first call line, and never changes. A line whose fields are not the
+// table's carries them.
 
 // DefaultsFile is the name of the defaults table inside a bundle.
 const DefaultsFile = "defaults.json"
