@@ -12,10 +12,12 @@ import (
 // manifestJSON is a finished bundle's manifest.json with fields that the
 // cases below replace.
 const manifestJSON = `{"run_id": "R", "manifest": {"name": "s", "seed": 1}, "decisions": 1260, "completed": 1260, "remaining": 0,
- "started": "2026-01-01T00:00:00Z", "finished": "2026-01-01T00:01:00Z", "corpus_files": [{"path": "c/P01.json", "sha256": "aa"}]}`
+ "started": "2026-01-01T00:00:00Z", "finished": "2026-01-01T00:01:00Z", "corpus_files": [{"path": "c/P01.json", "sha256": "aa"}], "format": 3}`
 
 // TestReadBundleInfo: a corrupt manifest.json (invalid JSON, a missing or
-// invalid required field) is an error naming the file and the field.
+// invalid required field) is an error naming the file and the field; a
+// bundle of another format than 3 is an error naming the bundle, its
+// format and, for an older one, stress upgrade.
 func TestReadBundleInfo(t *testing.T) {
 	for _, tc := range []struct {
 		name, text, want string
@@ -30,6 +32,9 @@ func TestReadBundleInfo(t *testing.T) {
 		{"decisions a string", strings.Replace(manifestJSON, `"decisions": 1260,`, `"decisions": "1260",`, 1), "decisions"},
 		{"negative", strings.Replace(manifestJSON, `"remaining": 0,`, `"remaining": -3,`, 1), "negative counts"},
 		{"no corpus", strings.Replace(manifestJSON, `[{"path": "c/P01.json", "sha256": "aa"}]`, `[]`, 1), "field corpus_files is empty"},
+		{"format 2", strings.Replace(manifestJSON, `"format": 3`, `"format": 2`, 1), "is a bundle of format 2; this version reads format 3: run `stress upgrade "},
+		{"no format", strings.Replace(manifestJSON, `, "format": 3`, ``, 1), "is a bundle of format 1; this version reads format 3: run `stress upgrade "},
+		{"format 4", strings.Replace(manifestJSON, `"format": 3`, `"format": 4`, 1), "is a bundle of format 4, newer than this version of stress reads (format 3)"},
 	} {
 		dir := t.TempDir()
 		file := filepath.Join(dir, "manifest.json")
@@ -37,6 +42,10 @@ func TestReadBundleInfo(t *testing.T) {
 			t.Fatal(err)
 		}
 		bi, err := analysis.ReadBundleInfo(dir)
+		named := file // a format is the bundle's, a field the file's
+		if strings.Contains(tc.name, "format") {
+			named = dir + " is a bundle"
+		}
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
@@ -44,8 +53,8 @@ func TestReadBundleInfo(t *testing.T) {
 			if bi.Decisions != 1260 || bi.Completed != 1260 || bi.Finished == nil || bi.Unfinished() || bi.Partial(1260) != "" {
 				t.Errorf("%s: read %+v, Partial(1260) %q", tc.name, bi, bi.Partial(1260))
 			}
-		case err == nil || !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), tc.want):
-			t.Errorf("%s: error %v, want one naming %s and containing %q", tc.name, err, file, tc.want)
+		case err == nil || !strings.Contains(err.Error(), named) || !strings.Contains(err.Error(), tc.want):
+			t.Errorf("%s: error %v, want one naming %s and containing %q", tc.name, err, named, tc.want)
 		}
 	}
 	if _, err := analysis.ReadBundleInfo(t.TempDir()); err == nil || !strings.Contains(err.Error(), "manifest.json") {

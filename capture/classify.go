@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -12,13 +13,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpstress/stress/coding/rules"
-	"github.com/mcpstress/stress/internal/lazyregexp"
 	"github.com/mcpstress/stress/study"
 )
 
 // textCode matches a JSON-RPC code quoted at the start of a failure text,
 // as TypeScript SDK servers write argument-validation failures.
-var textCode = lazyregexp.New(`^\s*MCP error (-?\d+):`)
+var textCode = regexp.MustCompile(`^\s*MCP error (-?\d+):`)
 
 // SaysFailure reports whether a result text says something failed (the
 // rule of coding/rules).

@@ -15,7 +15,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/mcpstress/stress/internal/lazyregexp"
 	"github.com/mcpstress/stress/models/transport"
 )
 
@@ -48,7 +47,7 @@ const (
 // unless -redact-text is given.
 type pattern struct {
 	kind    string
-	re      *lazyregexp.Regexp
+	re      *regexp.Regexp
 	group   int
 	check   func(string) bool // extra test, nil for none
 	private bool
@@ -59,7 +58,7 @@ type pattern struct {
 // credential (api_key, AWS_SECRET_ACCESS_KEY, accessToken, x-api-key).
 const credentialWords = `password|passwd|passphrase|passcode|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|auth|authorization|credentials?|cookie|session[_-]?id`
 
-var credentialName = lazyregexp.New(`(?i)(?:` + credentialWords + `)$`)
+var credentialName = regexp.MustCompile(`(?i)(?:` + credentialWords + `)$`)
 
 // isCredentialName reports whether a key, environment variable or query
 // parameter name holds a credential: its letters and digits end with a
@@ -78,41 +77,41 @@ func isCredentialName(k string) bool {
 // patterns that would only flag them.
 var patterns = []pattern{
 	// Credentials.
-	{kind: KindToken, re: lazyregexp.New(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$)`), private: true},
-	{kind: KindToken, re: lazyregexp.New(`(?i)\b[a-z][a-z0-9+.-]*://([^/\s:@"'<>]+:[^/\s@"'<>]+)@`), group: 1, private: true},
-	{kind: KindToken, re: lazyregexp.New(`(?i)\b(?:bearer|basic)\s+([A-Za-z0-9._~+/=-]{8,})`), group: 1, check: secretLike, private: true},
-	{kind: KindToken, re: lazyregexp.New(`(?i)(?:` + credentialWords + `)["']?\s*=\s*["']?([^\s"'<>,;&)\]}]+)`), group: 1, private: true},
-	{kind: KindToken, re: lazyregexp.New(`(?i)(?:` + credentialWords + `)["']?\s*:\s*["']?([^\s"'<>,;&)\]}]+)`), group: 1, check: valueLike, private: true},
-	{kind: KindToken, re: lazyregexp.New(`\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`), private: true},
-	{kind: KindToken, re: lazyregexp.New(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})`), private: true},
-	{kind: KindToken, re: lazyregexp.New(`\b(?:sk|pk|rk)[-_][A-Za-z0-9_-]{8,}`), check: hasDigit, private: true},
-	{kind: KindToken, re: lazyregexp.New(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b`), private: true},
-	{kind: KindEmail, re: lazyregexp.New(`\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b`), private: true},
+	{kind: KindToken, re: regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$)`), private: true},
+	{kind: KindToken, re: regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://([^/\s:@"'<>]+:[^/\s@"'<>]+)@`), group: 1, private: true},
+	{kind: KindToken, re: regexp.MustCompile(`(?i)\b(?:bearer|basic)\s+([A-Za-z0-9._~+/=-]{8,})`), group: 1, check: secretLike, private: true},
+	{kind: KindToken, re: regexp.MustCompile(`(?i)(?:` + credentialWords + `)["']?\s*=\s*["']?([^\s"'<>,;&)\]}]+)`), group: 1, private: true},
+	{kind: KindToken, re: regexp.MustCompile(`(?i)(?:` + credentialWords + `)["']?\s*:\s*["']?([^\s"'<>,;&)\]}]+)`), group: 1, check: valueLike, private: true},
+	{kind: KindToken, re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`), private: true},
+	{kind: KindToken, re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})`), private: true},
+	{kind: KindToken, re: regexp.MustCompile(`\b(?:sk|pk|rk)[-_][A-Za-z0-9_-]{8,}`), check: hasDigit, private: true},
+	{kind: KindToken, re: regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b`), private: true},
+	{kind: KindEmail, re: regexp.MustCompile(`\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b`), private: true},
 	// A long base64 run with / or + (an AWS secret key), then any long
 	// run of letters, digits, _ and - with both letters and digits.
-	{kind: KindToken, re: lazyregexp.New(`(?:^|[^A-Za-z0-9/+=_-])([A-Za-z0-9/+]{30,}={0,2})`), group: 1, check: base64Like, private: true},
-	{kind: KindToken, re: lazyregexp.New(`\b[A-Za-z0-9_-]{32,}\b`), check: func(s string) bool {
+	{kind: KindToken, re: regexp.MustCompile(`(?:^|[^A-Za-z0-9/+=_-])([A-Za-z0-9/+]{30,}={0,2})`), group: 1, check: base64Like, private: true},
+	{kind: KindToken, re: regexp.MustCompile(`\b[A-Za-z0-9_-]{32,}\b`), check: func(s string) bool {
 		return hasDigit(s) && strings.IndexFunc(s, func(r rune) bool { return r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' }) >= 0
 	}, private: true},
 	// Home directories and credential files.
-	{kind: KindPath, re: lazyregexp.New(`(?:^|[^\w.~-])((?:/home|/Users|/var/home)/[^/\s"'<>|,;()]+(?:/[^\s"'<>|,;()]*)?|/root(?:/[^\s"'<>|,;()]*|\b))`), group: 1, private: true, trim: true},
-	{kind: KindPath, re: lazyregexp.New(`(?i)\b[A-Z]:[\\/](?:Users|Documents and Settings)[\\/][^\s"'<>|,;]+`), private: true, trim: true},
-	{kind: KindPath, re: lazyregexp.New(`(?:^|[^\w.~/-])(~(?:[A-Za-z_][A-Za-z0-9_.-]*)?/[^\s"'<>|,;()]*)`), group: 1, private: true, trim: true},
-	{kind: KindPath, re: lazyregexp.New(`(?:^|[^\w.-])((?:[\w.~-]+/)*(?:\.ssh|\.aws|\.gnupg|\.kube|\.docker|\.azure|\.config/gcloud)(?:/[\w.@-]+)*|` +
+	{kind: KindPath, re: regexp.MustCompile(`(?:^|[^\w.~-])((?:/home|/Users|/var/home)/[^/\s"'<>|,;()]+(?:/[^\s"'<>|,;()]*)?|/root(?:/[^\s"'<>|,;()]*|\b))`), group: 1, private: true, trim: true},
+	{kind: KindPath, re: regexp.MustCompile(`(?i)\b[A-Z]:[\\/](?:Users|Documents and Settings)[\\/][^\s"'<>|,;]+`), private: true, trim: true},
+	{kind: KindPath, re: regexp.MustCompile(`(?:^|[^\w.~/-])(~(?:[A-Za-z_][A-Za-z0-9_.-]*)?/[^\s"'<>|,;()]*)`), group: 1, private: true, trim: true},
+	{kind: KindPath, re: regexp.MustCompile(`(?:^|[^\w.-])((?:[\w.~-]+/)*(?:\.ssh|\.aws|\.gnupg|\.kube|\.docker|\.azure|\.config/gcloud)(?:/[\w.@-]+)*|` +
 		`(?:[\w.~-]+/)*(?:\.env(?:\.[\w-]+)?|\.netrc|\.npmrc|\.pypirc|\.pgpass|\.git-credentials|id_(?:rsa|dsa|ecdsa|ed25519)(?:\.pub)?|credentials\.json|[\w-]+\.(?:pem|p12|pfx|jks|keystore)))\b`), group: 1, private: true, trim: true},
 	// Private addresses and internal host names.
-	{kind: KindIP, re: lazyregexp.New(`\b(?:\d{1,3}\.){3}\d{1,3}\b`), check: privateIP, private: true},
-	{kind: KindIP, re: lazyregexp.New(`(?i)(?:^|[^0-9a-z:.])((?:[0-9a-f]{0,4}:){2,7}[0-9a-f]{0,4}(?:%[0-9a-z._-]+)?)`), group: 1, check: privateIP, private: true},
-	{kind: KindHost, re: lazyregexp.New(`(?i)\b(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:internal|local|localdomain|corp|lan|intranet|intra|home\.arpa)\b`), private: true},
-	{kind: KindHost, re: lazyregexp.New(`(?i)\b[a-z][a-z0-9+.-]*://(?:[^/\s@"'<>]*@)?([a-z0-9_-]+)(?:[:/?#\s"'<>)]|$)`), group: 1, private: true},
+	{kind: KindIP, re: regexp.MustCompile(`\b(?:\d{1,3}\.){3}\d{1,3}\b`), check: privateIP, private: true},
+	{kind: KindIP, re: regexp.MustCompile(`(?i)(?:^|[^0-9a-z:.])((?:[0-9a-f]{0,4}:){2,7}[0-9a-f]{0,4}(?:%[0-9a-z._-]+)?)`), group: 1, check: privateIP, private: true},
+	{kind: KindHost, re: regexp.MustCompile(`(?i)\b(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:internal|local|localdomain|corp|lan|intranet|intra|home\.arpa)\b`), private: true},
+	{kind: KindHost, re: regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://(?:[^/\s@"'<>]*@)?([a-z0-9_-]+)(?:[:/?#\s"'<>)]|$)`), group: 1, private: true},
 	// Everything else that locates something: flagged in the failure text.
-	{kind: KindURL, re: lazyregexp.New(`\b[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>\x60]+`), trim: true},
-	{kind: KindIP, re: lazyregexp.New(`\b(?:\d{1,3}\.){3}\d{1,3}\b`), check: func(s string) bool { return net.ParseIP(s) != nil }},
+	{kind: KindURL, re: regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>\x60]+`), trim: true},
+	{kind: KindIP, re: regexp.MustCompile(`\b(?:\d{1,3}\.){3}\d{1,3}\b`), check: func(s string) bool { return net.ParseIP(s) != nil }},
 	// Note: an absolute path needs two segments, so a JSON pointer such as
 	// /query (a parameter target) is not a path.
-	{kind: KindPath, re: lazyregexp.New(`(?:^|[^\w.~/-])((?:\.{1,2})?(?:/[\w.@~+-]+){2,}/?)`), group: 1, trim: true},
-	{kind: KindPath, re: lazyregexp.New(`(?:^|[^\w.~/-])(\.{1,2}/[\w.@~+-]+(?:/[\w.@~+-]+)*/?)`), group: 1, trim: true},
-	{kind: KindPath, re: lazyregexp.New(`\b[A-Za-z]:\\[^\s"'<>|]+`), trim: true},
+	{kind: KindPath, re: regexp.MustCompile(`(?:^|[^\w.~/-])((?:\.{1,2})?(?:/[\w.@~+-]+){2,}/?)`), group: 1, trim: true},
+	{kind: KindPath, re: regexp.MustCompile(`(?:^|[^\w.~/-])(\.{1,2}/[\w.@~+-]+(?:/[\w.@~+-]+)*/?)`), group: 1, trim: true},
+	{kind: KindPath, re: regexp.MustCompile(`\b[A-Za-z]:\\[^\s"'<>|]+`), trim: true},
 }
 
 func hasDigit(s string) bool { return strings.ContainsAny(s, "0123456789") }
@@ -294,8 +293,8 @@ func atBoundary(t string, lo, hi int) bool {
 	return left && right
 }
 
-var namingWord = lazyregexp.New(`(?i)\b(?:tools?|functions?|methods?|commands?|servers?)\s*[:=]?\s*$`)
-var namingAfter = lazyregexp.New(`(?i)^\s+(?:tools?|functions?|methods?|commands?|servers?)\b`)
+var namingWord = regexp.MustCompile(`(?i)\b(?:tools?|functions?|methods?|commands?|servers?)\s*[:=]?\s*$`)
+var namingAfter = regexp.MustCompile(`(?i)^\s+(?:tools?|functions?|methods?|commands?|servers?)\b`)
 
 // asIdentifier reports whether t[lo:hi] stands as an identifier: it is the
 // whole text; it is quoted or bracketed alone ('time', (time)); it is joined to another word by _ . / or :
@@ -318,7 +317,7 @@ func asIdentifier(t string, lo, hi int) bool {
 }
 
 // Note: a redaction marker is never rewritten either.
-var markers = lazyregexp.New(`<redacted:[a-z]+>|` + regexp.QuoteMeta(transport.Redacted))
+var markers = regexp.MustCompile(`<redacted:[a-z]+>|` + regexp.QuoteMeta(transport.Redacted))
 
 type span struct {
 	lo, hi int

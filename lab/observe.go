@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/mcpstress/stress/internal/lazyregexp"
 	"github.com/mcpstress/stress/study"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -122,7 +122,7 @@ func canonical(raw []byte) (json.RawMessage, error) {
 // retryAfterText is how a lab failure states its wait ("retry after 30 s",
 // "retry after 250 ms"), in a message, a text block or a contract's
 // explanation.
-var retryAfterText = lazyregexp.New(`(?i)\bretry after (\d{1,9}) (ms|s)\b`)
+var retryAfterText = regexp.MustCompile(`(?i)\bretry after (\d{1,9}) (ms|s)\b`)
 
 // RetryAfter returns the wait an observation announces in its text ("retry
 // after 30 s"), as a client or harness reading it would, and whether it

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/mcpstress/stress/internal/input"
-	"github.com/mcpstress/stress/internal/lazyregexp"
 	"github.com/mcpstress/stress/internal/statediff"
 	"github.com/mcpstress/stress/study"
 )
@@ -215,7 +214,7 @@ func (e *LoadError) Error() string {
 // Unwrap returns the problem.
 func (e *LoadError) Unwrap() error { return e.Err }
 
-var idPattern = lazyregexp.New(`^[A-Za-z0-9_.-]{1,40}$`)
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,40}$`)
 
 // setFile is the shape of a scenario file.
 type setFile struct {

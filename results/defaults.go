@@ -14,20 +14,19 @@ import (
 	"github.com/mcpstress/stress/study"
 )
 
-// This file holds the defaults table of a format-3 bundle. A call line of
-// format 3 leaves out what every line of its scenario repeats (the
-// scenario's server, preferred policy and non-harm set, left out
-// together), its seed when it is the one derived from the study seed
-// (simulator.Seed), and its turn when it is 0: together about a fifth of a
-// line. defaults.json holds the scenario fields and the study seed; it is
-// written once, before the first call line, and never changes. A line that
-// carries a field keeps it, so lines of every format mix freely in one
-// file (a resumed or merged bundle has both kinds).
+// This file holds the defaults table of a bundle. A call line leaves out
+// what every line of its scenario repeats (the scenario's server,
+// preferred policy and non-harm set, left out together), its seed when it
+// is the one derived from the study seed (simulator.Seed), and its turn
+// when it is 0: together about a fifth of a line. defaults.json holds the
+// scenario fields and the study seed; it is written once, before the
+// first call line, and never changes. A line whose fields are not the
+// table's carries them.
 
 // DefaultsFile is the name of the defaults table inside a bundle.
 const DefaultsFile = "defaults.json"
 
-// Defaults is what the call lines of a format-3 bundle leave out.
+// Defaults is what the call lines of a bundle leave out.
 type Defaults struct {
 	// Seed is the study seed a line's seed is derived from.
 	Seed uint64 `json:"seed"`
@@ -53,13 +52,9 @@ func NewDefaults(seed uint64, scenarios []study.Scenario) *Defaults {
 	return d
 }
 
-// LoadDefaults reads a defaults.json file; a missing file is no table
-// (nil, nil: a bundle of format 1 or 2).
+// LoadDefaults reads a defaults.json file.
 func LoadDefaults(file string) (*Defaults, error) {
 	b, err := input.ReadFile(file, input.BundleJSON)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -80,11 +75,11 @@ func LoadDefaults(file string) (*Defaults, error) {
 // bundle's table never changes).
 func KeepDefaults(file string, d *Defaults) error {
 	old, err := LoadDefaults(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return WriteJSON(file, d)
+	}
 	if err != nil {
 		return err
-	}
-	if old == nil {
-		return WriteJSON(file, d)
 	}
 	return old.Same(d, file)
 }
@@ -113,8 +108,8 @@ func (d *Defaults) Same(e *Defaults, file string) error {
 	return nil
 }
 
-// carried says which of the fields a format-3 line may leave out a call
-// line carries.
+// carried says which of the fields a call line may leave out it
+// carries.
 type carried struct {
 	scenario bool // server, preferred and non_harm
 	seed     bool
@@ -123,8 +118,9 @@ type carried struct {
 // all reports whether the line carries every field (it needs no table).
 func (c carried) all() bool { return c.scenario && c.seed }
 
-// errNoDefaults is a format-3 line read without a defaults table.
-var errNoDefaults = errors.New("the line leaves out its scenario's fields or its seed, and there is no " + DefaultsFile + " beside the file (a bundle of format 3 needs it)")
+// errNoDefaults is a line that leaves out fields, read without a
+// defaults table.
+var errNoDefaults = errors.New("the line leaves out its scenario's fields or its seed, and there is no " + DefaultsFile + " beside the file (a bundle needs it)")
 
 // fill sets the fields line h left out (c says which it carried) from d;
 // it fails when d is nil (errNoDefaults) or does not know the line's
@@ -149,13 +145,10 @@ func (d *Defaults) fill(h *Head, c carried) error {
 	return nil
 }
 
-// carries reports which fields of call c a format-3 line carries under d:
-// the scenario fields unless they are the scenario's, the seed unless it
-// is the derived one. A nil d omits nothing.
+// carries reports which fields of call c a line carries under d: the
+// scenario fields unless they are the scenario's, the seed unless it is
+// the derived one.
 func (d *Defaults) carries(c *Call) carried {
-	if d == nil {
-		return carried{true, true}
-	}
 	f, ok := d.Scenarios[c.Key.Scenario]
 	return carried{
 		scenario: !ok || f.Server == "" || f.Server != c.Server || f.Preferred != c.Preferred || !slices.Equal(f.NonHarm, c.NonHarm),
@@ -163,9 +156,14 @@ func (d *Defaults) carries(c *Call) carried {
 	}
 }
 
-// defaultsBeside loads the defaults table beside the file name.
+// defaultsBeside loads the defaults table beside the file name (nil when
+// there is none).
 func defaultsBeside(name string) (*Defaults, error) {
-	return LoadDefaults(filepath.Join(filepath.Dir(name), DefaultsFile))
+	d, err := LoadDefaults(filepath.Join(filepath.Dir(name), DefaultsFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return d, err
 }
 
 // beside is a table a reader of a bundle's file needs (its messages, its

@@ -14,7 +14,9 @@ import (
 // of any large bundle), which is several times faster than
 // encoding/json; any line it does not fully understand (another field,
 // a null, an escape it does not take, damage) is decoded by
-// encoding/json instead, which is then the judge of errors.
+// encoding/json instead, which is then the judge of errors. Without it,
+// BenchmarkAnalyze (cmd/stress, 100,020 decisions) took 1.5 times as
+// long, 1.7 times the CPU and 4.1 times the allocations (2026-12-01).
 func decodeHead(b []byte, h *Head, in *strTable) (carried, error) {
 	if c, ok := fastHead(b, h, in); ok {
 		return c, nil
@@ -56,7 +58,9 @@ type headScan struct {
 // and refs repeat from line to line, and a string looked up in the table
 // costs no allocation. It holds at most maxStrings strings of at most
 // maxInterned bytes each (a few megabytes at worst: the answers of a real
-// model are mostly distinct, and a longer string is not kept).
+// model are mostly distinct, and a longer string is not kept). Note:
+// without it BenchmarkAnalyze made 2.6 times the allocations and took
+// about 6% more CPU (2026-12-01).
 type strTable struct {
 	m   map[string]string
 	esc map[string]string // by the string's bytes in the line, escapes and all
@@ -350,7 +354,7 @@ func (s *headScan) request(h *Head) {
 			if h.Request.Refs == nil {
 				h.Request.Refs = []string{}
 			}
-		case "messages", "seed", "temperature", "options", "tools":
+		case "seed", "temperature", "options", "tools":
 			s.skip(0)
 		default:
 			s.ok = false

@@ -94,7 +94,10 @@ func TestFastHead(t *testing.T) {
 	if _, ok := fastHead(lines[6], &h, nil); ok {
 		t.Error("a live line must go to encoding/json")
 	}
-	for _, i := range []int{12, 13} { // thinking, tool calls and tools
+	if _, ok := fastHead(lines[0], &h, nil); ok {
+		t.Error("a line with its messages inline (format 1) must go to encoding/json")
+	}
+	for _, i := range []int{13, 14} { // thinking, tool calls and tools
 		if _, ok := fastHead(lines[i], &h, nil); !ok || h.Response != base.Response {
 			t.Errorf("line %d with thinking, tool calls and tools is not decoded by the fast path: %s", i, lines[i])
 		}

@@ -41,8 +41,8 @@ import (
 type CallLog struct {
 	appendFile
 	enc      *json.Encoder
-	msgs     *MessageLog // where requests' messages go (nil: inline)
-	defaults *Defaults   // what lines leave out (nil: nothing; needs msgs)
+	msgs     *MessageLog // where requests' messages go
+	defaults *Defaults   // what lines leave out
 }
 
 // appendFile is a file written by appending buffered lines: the call log
@@ -103,14 +103,13 @@ func OpenCallLog(file string, size int64) (*CallLog, error) {
 }
 
 // SetMessages makes Append write each request's messages to m, the
-// bundle's messages.jsonl, and refer to them (format 2); without it they
-// are written inline (format 1). The log then flushes, syncs and closes m,
-// always before its own file.
+// bundle's messages.jsonl, and refer to them. The log then flushes, syncs
+// and closes m, always before its own file. Append needs it.
 func (l *CallLog) SetMessages(m *MessageLog) { l.msgs = m }
 
-// SetDefaults makes Append leave out of each line what d holds for it
-// (format 3, with SetMessages); d must be in the bundle's defaults.json
-// before the first line is written (KeepDefaults).
+// SetDefaults makes Append leave out of each line what d holds for it; d
+// must be in the bundle's defaults.json before the first line is written
+// (KeepDefaults). Append needs it.
 func (l *CallLog) SetDefaults(d *Defaults) { l.defaults = d }
 
 // Messages returns the message log set by SetMessages, or nil.
@@ -125,16 +124,7 @@ func (l *CallLog) Append(d *simulator.Decision, s *study.Scenario, endpoint stri
 	endpoint = redact(endpoint)
 	for _, c := range CallsOf(d, s) {
 		c.Endpoint = endpoint
-		var v any = &c
-		if l.msgs != nil {
-			ln, err := l.compact(&c)
-			if err != nil {
-				l.buf.Truncate(before)
-				return 0, 0, fmt.Errorf("%s: decision %s: %w", l.name, d.Key, err)
-			}
-			v = ln
-		}
-		if err := l.enc.Encode(v); err != nil {
+		if err := l.encode(&c); err != nil {
 			l.buf.Truncate(before)
 			return 0, 0, fmt.Errorf("%s: decision %s: %w", l.name, d.Key, err)
 		}
@@ -145,6 +135,18 @@ func (l *CallLog) Append(d *simulator.Decision, s *study.Scenario, endpoint stri
 		return off, n, l.Flush()
 	}
 	return off, n, nil
+}
+
+// encode buffers the line of call c.
+func (l *CallLog) encode(c *Call) error {
+	if l.msgs == nil || l.defaults == nil {
+		return errors.New("the call log has no message log or defaults table (SetMessages, SetDefaults)")
+	}
+	ln, err := l.compact(c)
+	if err != nil {
+		return err
+	}
+	return l.enc.Encode(ln)
 }
 
 // AppendRaw appends lines already encoded (whole decisions).
@@ -544,7 +546,7 @@ type GroupReader struct {
 	strs    strTable // interns the lines' strings
 	// verified maps responses whose response_sha256 was checked to it.
 	verified map[string]string
-	// defaults fills what format-3 lines leave out.
+	// defaults fills what lines leave out.
 	defaults beside[Defaults]
 }
 
@@ -559,7 +561,7 @@ type lineRec struct {
 const MaxLine = 256 << 20
 
 // NewGroupReader reads from r; name labels errors. When r is an *os.File,
-// what format-3 lines leave out is read from the defaults.json beside it;
+// what lines leave out is read from the defaults.json beside it;
 // otherwise give it with SetDefaults.
 func NewGroupReader(r io.Reader, name string) *GroupReader {
 	g := &GroupReader{r: bufio.NewReaderSize(r, 1<<20), name: name, durable: -1}
@@ -570,8 +572,7 @@ func NewGroupReader(r io.Reader, name string) *GroupReader {
 	return g
 }
 
-// SetDefaults gives the defaults table that fills what format-3 lines
-// leave out.
+// SetDefaults gives the defaults table that fills what lines leave out.
 func (g *GroupReader) SetDefaults(d *Defaults) { g.defaults.set(d) }
 
 // fill sets the fields line h (line number line) left out (c says which
@@ -837,8 +838,8 @@ func (w *RowWriter) Abort() {
 }
 
 // ParseGroup decodes b, the lines of one decision as a GroupReader located
-// them, into g (whose Heads are reused); d fills what format-3 lines
-// leave out (nil for a bundle without defaults.json).
+// them, into g (whose Heads are reused); d, the bundle's defaults table,
+// fills what lines leave out.
 func ParseGroup(b []byte, g *Group, d *Defaults) error {
 	g.Heads = g.Heads[:0]
 	for len(b) > 0 {

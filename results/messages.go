@@ -18,7 +18,7 @@ import (
 	"github.com/mcpstress/stress/models"
 )
 
-// This file holds the message table of a format-2 bundle. Every distinct
+// This file holds the message table of a bundle. Every distinct
 // chat message of the requests (a system prompt, a rendered user prompt,
 // an assistant answer replayed, a replay notice) is stored once in
 // messages.jsonl, one line {"ref","message"}, and so is every distinct run
@@ -45,12 +45,12 @@ import (
 // MessagesFile is the name of the message table inside a bundle.
 const MessagesFile = "messages.jsonl"
 
-// Format is the bundle format this version writes: 3, call lines refer
-// to messages.jsonl and leave out what defaults.json holds (see
-// Defaults). In format 2 call lines refer to messages.jsonl but carry
-// every field; a bundle whose manifest.json has no format is format 1:
-// every call line holds its request's messages inline. Readers accept
-// every kind of line in any format.
+// Format is the bundle format this version writes and reads: 3, call
+// lines refer to messages.jsonl and leave out what defaults.json holds
+// (see Defaults). Bundles of the two earlier formats (2: call lines refer
+// to messages.jsonl but carry every field; 1, no format in manifest.json:
+// every call line holds its request's messages inline) are refused by
+// ReadRecord and converted by Upgrade.
 const Format = 3
 
 // shortRef is the length of a ref in hex digits when it is unique.
@@ -324,19 +324,15 @@ func (t *Messages) one(out []models.Message, ref string) ([]models.Message, erro
 	return append(out, m), nil
 }
 
-// LoadMessages reads a messages.jsonl file; a missing file is an empty
-// table. durable is how many of its bytes were known to be on stable
-// storage (-1: unknown): a damaged line past it ends the table (it and
-// what follows are a torn tail, t.Torn), one within it is an error, as
-// for calls.jsonl. Without a durable point only the last line may be
-// damaged. A line whose ref does not match its message's sha256 is
-// damaged.
+// LoadMessages reads a messages.jsonl file. durable is how many of its
+// bytes were known to be on stable storage (-1: unknown): a damaged line
+// past it ends the table (it and what follows are a torn tail, t.Torn),
+// one within it is an error, as for calls.jsonl. Without a durable point
+// only the last line may be damaged. A line whose ref does not match its
+// message's sha256 is damaged.
 func LoadMessages(file string, durable int64) (*Messages, error) {
 	t := &Messages{raw: map[string]json.RawMessage{}, sums: map[string][32]byte{}}
 	f, err := os.Open(file)
-	if errors.Is(err, os.ErrNotExist) {
-		return t, nil
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -440,8 +436,7 @@ func (s *RefSet) Add(g *Group) {
 // line, which a crash can leave, only when no line names its message),
 // every message matches its ref's sha256, no ref is stored twice, and
 // every ref (and each message of a run) is there. It returns the first
-// problem, naming the file and the call line. Lines that name no
-// message (format 1) need no messages.jsonl.
+// problem, naming the file and the call line.
 func (s *RefSet) Check(name string) error {
 	if len(s.first) == 0 {
 		return nil

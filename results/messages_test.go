@@ -16,10 +16,10 @@ import (
 	"github.com/mcpstress/stress/study"
 )
 
-// TestCompactRoundTrip writes decisions as a format-2 bundle (messages
-// by ref) and as format-1 lines (messages inline): ReadCalls returns the
-// same calls from both, requests byte for byte, and the compact lines
-// are a fraction of the inline ones.
+// TestCompactRoundTrip writes decisions as a bundle does (messages by
+// ref, the scenario's fields in defaults.json): ReadCalls returns the
+// calls written, requests byte for byte, and the lines are a fraction of
+// the calls' JSON with their messages inline.
 func TestCompactRoundTrip(t *testing.T) {
 	m, err := manifests.LoadBuiltin(manifests.DefaultName)
 	if err != nil {
@@ -39,6 +39,11 @@ func TestCompactRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl.SetMessages(ml)
+	d := results.NewDefaults(1, m.Corpus.Scenarios)
+	if err := results.KeepDefaults(filepath.Join(dir, results.DefaultsFile), d); err != nil {
+		t.Fatal(err)
+	}
+	cl.SetDefaults(d)
 	var want []results.Call
 	var inline bytes.Buffer
 	enc := json.NewEncoder(&inline)
@@ -69,18 +74,11 @@ func TestCompactRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	same(t, "format 2", got, want)
-	old := filepath.Join(t.TempDir(), results.CallsFile)
-	os.WriteFile(old, inline.Bytes(), 0o644)
-	got1, err := results.ReadCalls(old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	same(t, "format 1", got1, want)
+	same(t, "ReadCalls", got, want)
 
 	compact, _ := os.ReadFile(filepath.Join(dir, results.CallsFile))
 	table, _ := os.ReadFile(filepath.Join(dir, results.MessagesFile))
-	if len(compact)*3 > inline.Len() || bytes.Contains(compact, []byte(`"messages":`)) || !bytes.Contains(compact, []byte(`"messages_ref":["`)) {
+	if len(compact)*4 > inline.Len() || bytes.Contains(compact, []byte(`"messages":`)) || !bytes.Contains(compact, []byte(`"messages_ref":["`)) {
 		t.Errorf("compact lines: %d bytes against %d inline", len(compact), inline.Len())
 	}
 	// Each distinct message once.
@@ -98,6 +96,7 @@ func TestCompactRoundTrip(t *testing.T) {
 
 	// A reader of bytes needs the table; without it the line says so.
 	cr := results.NewCallReader(bytes.NewReader(compact), "calls.jsonl")
+	cr.SetDefaults(d)
 	if !cr.Scan() || cr.LineErr() == nil || !strings.Contains(cr.LineErr().Error(), "calls.jsonl:1: the request refers to messages.jsonl") {
 		t.Errorf("no table: %v", cr.LineErr())
 	}
@@ -107,6 +106,7 @@ func TestCompactRoundTrip(t *testing.T) {
 	}
 	cr = results.NewCallReader(bytes.NewReader(compact), "calls.jsonl")
 	cr.SetMessages(tab)
+	cr.SetDefaults(d)
 	var viaTable []results.Call
 	for cr.Scan() {
 		if cr.LineErr() != nil {

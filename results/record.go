@@ -64,17 +64,20 @@ type Record struct {
 	Completed int `json:"completed"`
 	Remaining int `json:"remaining"`
 	// CallsDurable is how many bytes of calls.jsonl are known to be on
-	// stable storage, updated after each fsync while a session runs (nil:
-	// not recorded, a bundle of an older version). A resume treats damage
-	// past it as a torn tail and damage within it as tampering.
+	// stable storage, updated after each fsync while a session runs
+	// (recorded before the first line). A resume treats damage past it as
+	// a torn tail and damage within it as tampering.
 	CallsDurable *int64 `json:"calls_durable_bytes,omitempty"`
 	// MessagesDurable is how many bytes of messages.jsonl are known to be
-	// on stable storage, recorded with CallsDurable (nil: no message
-	// table, format 1).
+	// on stable storage, recorded with CallsDurable.
 	MessagesDurable *int64 `json:"messages_durable_bytes,omitempty"`
-	// Format is the bundle format (Format; 0, absent: format 1, every
-	// call line holds its messages inline).
+	// Format is the bundle format: Format, the one this version reads
+	// and writes (absent in a bundle of format 1; Upgrade converts
+	// bundles of formats 1 and 2).
 	Format int `json:"format,omitempty"`
+	// Upgraded says the bundle was converted from an older format by
+	// Upgrade (nil: written in this format).
+	Upgraded *Upgraded `json:"upgraded,omitempty"`
 	// Sessions are the runs that wrote the bundle: the first, then each
 	// resume.
 	Sessions []Session `json:"sessions,omitempty"`
@@ -238,8 +241,28 @@ type ModelCheck struct {
 
 // ReadRecord reads a bundle's manifest.json. An unreadable file, invalid
 // JSON and a missing or invalid required field (run_id, manifest,
-// decisions, corpus_files) are errors that name the file (and the field).
+// decisions, corpus_files) are errors that name the file (and the field);
+// a bundle of another format than Format is an error that names the
+// directory, its format and the command that upgrades it.
 func ReadRecord(dir string) (*Record, error) {
+	rec, err := readRecord(dir)
+	if err != nil {
+		return nil, err
+	}
+	switch f := rec.format(); {
+	case f > Format:
+		return nil, fmt.Errorf("%s is a bundle of format %d, newer than this version of stress reads (format %d): use a newer stress", dir, f, Format)
+	case f < Format:
+		return nil, fmt.Errorf("%s is a bundle of format %d; this version reads format %d: run `stress upgrade %s -out NEW_DIR` to convert it (the bundle itself is left as it is)", dir, f, Format, dir)
+	}
+	return rec, nil
+}
+
+// format is the bundle's format, 1 when manifest.json records none.
+func (r *Record) format() int { return max(r.Format, 1) }
+
+// readRecord is ReadRecord for a bundle of any format.
+func readRecord(dir string) (*Record, error) {
 	file := filepath.Join(dir, ManifestFile)
 	b, err := input.ReadFile(file, input.BundleJSON)
 	if err != nil {

@@ -117,19 +117,18 @@ type Call struct {
 	Task string `json:"task,omitempty"`
 }
 
-// wireRequest is a call line's request as stored: its messages inline
-// (format 1) or as refs into messages.jsonl (format 2).
+// wireRequest is a call line's request as stored: its messages as refs
+// into messages.jsonl.
 type wireRequest struct {
-	Messages    []models.Message `json:"messages,omitempty"`
-	Refs        []string         `json:"messages_ref,omitempty"`
-	Seed        *int64           `json:"seed,omitempty"` // absent (format 2): the call's seed
-	Temperature float64          `json:"temperature"`
-	Options     map[string]any   `json:"options,omitempty"`
-	Tools       []models.Tool    `json:"tools,omitempty"`
+	Refs        []string       `json:"messages_ref,omitempty"`
+	Seed        *int64         `json:"seed,omitempty"` // absent: the call's seed
+	Temperature float64        `json:"temperature"`
+	Options     map[string]any `json:"options,omitempty"`
+	Tools       []models.Tool  `json:"tools,omitempty"`
 }
 
 // storedCall is a call line as stored: the call with its request as
-// stored and the fields a format-3 line may leave out (see Defaults);
+// stored and the fields a line may leave out (see Defaults);
 // the outer fields shadow Call's in JSON.
 type storedCall struct {
 	*Call
@@ -368,8 +367,8 @@ func ReadRows(file string) ([]Row, error) {
 
 // CallReader streams calls.jsonl; a bad line is reported with its line
 // number and does not stop the others (Scan/Call/Err, like bufio.Scanner).
-// A line whose request refers to messages.jsonl (format 2) comes back with
-// its messages expanded from the table, as if they were inline.
+// A line comes back with its request's messages expanded from the table
+// its refs point into (messages.jsonl).
 type CallReader struct {
 	sc   *bufio.Scanner
 	line int
@@ -377,13 +376,13 @@ type CallReader struct {
 	err  error
 	name string
 	msgs beside[Messages]
-	// defaults fills what format-3 lines leave out.
+	// defaults fills what lines leave out.
 	defaults beside[Defaults]
 }
 
 // NewCallReader reads call lines from r; name labels errors. When r is an
 // *os.File, the messages lines refer to are read from the messages.jsonl
-// beside it, and what format-3 lines leave out from the defaults.json
+// beside it, and what lines leave out from the defaults.json
 // beside it; otherwise give them with SetMessages and SetDefaults.
 func NewCallReader(r io.Reader, name string) *CallReader {
 	sc := bufio.NewScanner(r)
@@ -399,8 +398,7 @@ func NewCallReader(r io.Reader, name string) *CallReader {
 // SetMessages gives the message table the lines refer to.
 func (r *CallReader) SetMessages(m *Messages) { r.msgs.set(m) }
 
-// SetDefaults gives the defaults table that fills what format-3 lines
-// leave out.
+// SetDefaults gives the defaults table that fills what lines leave out.
 func (r *CallReader) SetDefaults(d *Defaults) { r.defaults.set(d) }
 
 // Scan advances to the next line. It returns false at the end of input or
@@ -422,7 +420,7 @@ func (r *CallReader) Scan() bool {
 		return true
 	}
 	w := &ln.Request
-	r.call.Request = models.Request{Messages: w.Messages, Seed: r.call.Seed, Temperature: w.Temperature, Options: w.Options, Tools: w.Tools}
+	r.call.Request = models.Request{Seed: r.call.Seed, Temperature: w.Temperature, Options: w.Options, Tools: w.Tools}
 	if w.Seed != nil {
 		r.call.Request.Seed = *w.Seed
 	}

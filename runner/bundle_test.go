@@ -351,3 +351,50 @@ func TestSessionStoppedByError(t *testing.T) {
 	runTo(t, prepare(t, m), full, runner.Options{})
 	sameBundle(t, full, dir)
 }
+
+// TestResumeLostMessages: when a crash loses the tail of messages.jsonl,
+// the call lines past the durable point that refer to a lost message are
+// a torn tail (cut off and redone); within the durable point, such a line
+// is refused.
+func TestResumeLostMessages(t *testing.T) {
+	root := t.TempDir()
+	full, m, gs := shuffledRun(t, root, 7)
+	calls := bytes.Join(gs, nil)
+	msgs, _ := os.ReadFile(filepath.Join(full, results.MessagesFile))
+	lines := bytes.SplitAfter(msgs, []byte("\n"))
+	kept := bytes.Join(lines[:len(lines)/2], nil)
+	torn := append(append([]byte(nil), kept...), lines[len(lines)/2][:20]...)
+	for _, tc := range []struct {
+		name    string
+		durable int64
+		want    string
+	}{
+		{"past", 0, ""},
+		{"within", int64(len(calls)), "which is not in messages.jsonl"},
+	} {
+		dir := filepath.Join(root, tc.name)
+		crashBundle(t, full, dir, tc.durable, calls)
+		var r map[string]any
+		readJSON(t, filepath.Join(dir, results.ManifestFile), &r)
+		r["messages_durable_bytes"] = 0
+		rb, _ := json.Marshal(r)
+		os.WriteFile(filepath.Join(dir, results.ManifestFile), rb, 0o644)
+		os.WriteFile(filepath.Join(dir, results.MessagesFile), torn, 0o644)
+		var log bytes.Buffer
+		_, err := prepare(t, m).Resume(context.Background(), dir, runner.Options{Log: &log})
+		if tc.want != "" {
+			if err == nil || !bytes.Contains([]byte(err.Error()), []byte(tc.want)) {
+				t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", tc.name, err, log.String())
+		}
+		if !bytes.Contains(log.Bytes(), []byte("torn tail of")) {
+			t.Errorf("%s: log %q reports no torn tail", tc.name, log.String())
+		}
+		sameCalls(t, full, dir)
+		sameBundle(t, full, dir)
+	}
+}

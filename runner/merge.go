@@ -44,12 +44,17 @@ func Merge(ctx context.Context, out string, dirs []string, opt MergeOptions) (*r
 	if len(dirs) == 0 {
 		return nil, nil, errors.New("merge: no shard bundles given")
 	}
-	// The shards are locked too, so that no resume writes one meanwhile.
+	// The shards are locked too, so that no resume writes one meanwhile;
+	// one that is not a bundle of this format is refused first (and not
+	// given a lock file).
 	locked := map[string]bool{}
 	for _, d := range dirs {
+		if _, err := results.ReadRecord(d); err != nil {
+			return nil, nil, err
+		}
 		abs, err := filepath.Abs(d)
-		if _, serr := os.Stat(filepath.Join(d, results.ManifestFile)); err != nil || serr != nil || locked[abs] {
-			continue // not a bundle (results.ReadRecord says so below), or given twice
+		if err != nil || locked[abs] {
+			continue // given twice (said below)
 		}
 		locked[abs] = true
 		lock, err := results.LockBundle(d, "stress merge")
@@ -201,11 +206,9 @@ func Merge(ctx context.Context, out string, dirs []string, opt MergeOptions) (*r
 		return nil, nil, err
 	}
 	msgSize := ml.Size()
-	rec.MessagesDurable, rec.Format = &msgSize, results.Format
-	if defaults != nil {
-		if err := results.KeepDefaults(filepath.Join(out, results.DefaultsFile), defaults); err != nil {
-			return nil, nil, err
-		}
+	rec.MessagesDurable = &msgSize
+	if err := results.KeepDefaults(filepath.Join(out, results.DefaultsFile), defaults); err != nil {
+		return nil, nil, err
 	}
 	src, err := openSources(files)
 	if err != nil {
@@ -238,9 +241,8 @@ func Merge(ctx context.Context, out string, dirs []string, opt MergeOptions) (*r
 // only the lock file a failed start left.
 var mergeOwned = outdir.Names(results.LockFile)
 
-// mergeDefaults is the defaults table of the shards in dirs (nil when
-// none has one: their lines carry every field); the shards that have one
-// must have the same.
+// mergeDefaults is the defaults table of the shards in dirs, which must
+// all have the same.
 func mergeDefaults(dirs []string) (*results.Defaults, error) {
 	var d *results.Defaults
 	for _, dir := range dirs {
@@ -249,7 +251,6 @@ func mergeDefaults(dirs []string) (*results.Defaults, error) {
 		switch {
 		case err != nil:
 			return nil, err
-		case e == nil:
 		case d == nil:
 			d = e
 		default:

@@ -144,7 +144,7 @@ func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*results.Su
 	if err != nil {
 		return nil, err
 	}
-	rec.CallsDurable, rec.MessagesDurable, rec.Format = &s.keep, &s.msgKeep, results.Format
+	rec.CallsDurable, rec.MessagesDurable = &s.keep, &s.msgKeep
 	s.msgAt = s.msgKeep
 	// The derived files are stale until the session ends; remove them so
 	// that nobody reads them meanwhile.
@@ -207,11 +207,7 @@ func (s *session) recover() error {
 	if err != nil {
 		return err
 	}
-	mdurable := int64(-1)
-	if d := s.rec.MessagesDurable; d != nil {
-		mdurable = *d
-	}
-	msgs, err := results.LoadMessages(filepath.Join(s.dir, results.MessagesFile), mdurable)
+	msgs, err := results.LoadMessages(filepath.Join(s.dir, results.MessagesFile), durableOr(s.rec.MessagesDurable))
 	if err != nil {
 		return err
 	}

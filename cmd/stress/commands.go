@@ -50,6 +50,10 @@ var commands = []*command{
 		{"-out DIR [-quiet] SHARD_DIR…",
 			"combine the shard bundles of one study into one bundle"},
 	}},
+	{name: "upgrade", flags: cmdUpgrade, forms: []form{
+		{"-out NEW_DIR DIR",
+			"convert a bundle of an earlier format (1 or 2) into a new bundle"},
+	}},
 	{name: "synth", flags: cmdSynth, forms: []form{
 		{"-scenarios N -servers M [-replicates R] [-seed S] -out DIR",
 			"write a synthetic study of any size (scale tests)"},

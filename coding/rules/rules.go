@@ -9,32 +9,32 @@ package rules
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
-	"github.com/mcpstress/stress/internal/lazyregexp"
 	"github.com/mcpstress/stress/study"
 )
 
 // authText marks a failure text that asks for a credential.
-var authText = lazyregexp.New(study.AuthEvidence)
+var authText = regexp.MustCompile(study.AuthEvidence)
 
 // credentialText finds the name of a kind of credential in a text.
-var credentialText = lazyregexp.New(`(?i)(api[ _-]?key|token|credential|authorization|password|secret)`)
+var credentialText = regexp.MustCompile(`(?i)(api[ _-]?key|token|credential|authorization|password|secret)`)
 
 // labFailureWords are the lab's causes' wordings of a failure
 // (saysFailure).
-var labFailureWords = lazyregexp.New(`(?i)\b(unavailable|timed out|exceeded|required|expired|was reset|is down|did not confirm|0 records were written)\b`)
+var labFailureWords = regexp.MustCompile(`(?i)\b(unavailable|timed out|exceeded|required|expired|was reset|is down|did not confirm|0 records were written)\b`)
 
-// evidence is each cause's text rule of the content view, compiled on
-// first use from its vocabulary row (study.CauseInfo.Evidence): the text
-// names the cause when every pattern matches.
-var evidence = func() map[study.Cause][]*lazyregexp.Regexp {
-	out := map[study.Cause][]*lazyregexp.Regexp{}
+// evidence is each cause's text rule of the content view, compiled from
+// its vocabulary row (study.CauseInfo.Evidence): the text names the cause
+// when every pattern matches.
+var evidence = func() map[study.Cause][]*regexp.Regexp {
+	out := map[study.Cause][]*regexp.Regexp{}
 	for _, c := range study.Causes {
 		info, _ := c.Info()
 		for _, p := range info.Evidence {
-			out[c] = append(out[c], lazyregexp.New(p))
+			out[c] = append(out[c], regexp.MustCompile(p))
 		}
 	}
 	return out
@@ -53,7 +53,7 @@ func namesCause(c study.Cause, text string) bool {
 }
 
 // failureWords mark a result text that says something failed.
-var failureWords = lazyregexp.New(`(?i)\b(errors?|fail(?:ed|s|ure)?|invalid|not found|unknown|denied|unauthori[sz]ed|unauthenticated|forbidden|cannot|can't|could not|couldn't|unable|no such|does not exist|doesn't exist|not exist|missing|must be|must not|expected|not allowed|not permitted|exception|enoent|eacces|rejected|refused)\b`)
+var failureWords = regexp.MustCompile(`(?i)\b(errors?|fail(?:ed|s|ure)?|invalid|not found|unknown|denied|unauthori[sz]ed|unauthenticated|forbidden|cannot|can't|could not|couldn't|unable|no such|does not exist|doesn't exist|not exist|missing|must be|must not|expected|not allowed|not permitted|exception|enoent|eacces|rejected|refused)\b`)
 
 // SaysFailure reports whether a result text says something failed.
 func SaysFailure(text string) bool { return failureWords.MatchString(text) }
