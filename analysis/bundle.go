@@ -22,6 +22,9 @@ func ReadBundleInfo(dir string) (*BundleInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	if rec.Coding() {
+		return nil, results.CodingError(dir)
+	}
 	return &BundleInfo{Dir: dir, Record: rec}, nil
 }
 

@@ -92,6 +92,7 @@ func Prepare(m *manifests.Resolved, allowUnpinned bool) (*Plan, error) {
 	cm.Models = slices.Clone(m.Models)
 	zero := 0
 	cm.ReplayCap = &zero
+	cm.Task = manifests.TaskCode
 	for i, md := range m.Models {
 		if md.Backend == rules.Backend {
 			if err := rulesFields(m.Source, i, md); err != nil {

@@ -239,6 +239,10 @@ func (m *Manifest) Env() string {
 const (
 	TaskLabel       = "label"  // the model names a policy (the default)
 	TaskAct         = "act"    // the model names a policy and writes its call, which is executed
+	// TaskCode marks the manifest a coding runs (stress code): the model
+	// codes each record's actionability profile. Only the coder sets it,
+	// on its copy of a coding manifest; a manifest file cannot.
+	TaskCode = "code"
 	ToolCallsText   = "text"   // the call is in the answer's JSON (the default)
 	ToolCallsNative = "native" // the tools are offered natively too; a native tool call counts
 )

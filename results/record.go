@@ -239,6 +239,16 @@ type ModelCheck struct {
 	SeedDetail   string       `json:"seed_detail,omitempty"`
 }
 
+// Coding reports whether the bundle is a coding (stress code): its calls
+// are codings of records, not decisions to count.
+func (r *Record) Coding() bool { return r.Manifest.Task == manifests.TaskCode }
+
+// CodingError is the error of a command that counts, resumes or merges
+// decisions given dir, a coding bundle.
+func CodingError(dir string) error {
+	return fmt.Errorf("%s is a coding bundle (written by stress code): it has no decisions to count, resume or merge; stress code -resume %s MANIFEST reports and continues it", dir, dir)
+}
+
 // ReadRecord reads a bundle's manifest.json. An unreadable file, invalid
 // JSON and a missing or invalid required field (run_id, manifest,
 // decisions, corpus_files) are errors that name the file (and the field);

@@ -69,6 +69,9 @@ func Merge(ctx context.Context, out string, dirs []string, opt MergeOptions) (*r
 		if err != nil {
 			return nil, nil, err
 		}
+		if r.Coding() {
+			return nil, nil, results.CodingError(d)
+		}
 		recs[k] = r
 	}
 	base := recs[0]

@@ -54,3 +54,30 @@ func TestCodeBundleV1(t *testing.T) {
 	}
 	golden(t, "code-v1.golden", strings.ReplaceAll(out, fresh, "BUNDLE"))
 }
+
+// TestCodingBundleNotCounted: a coding bundle is marked as one in its
+// manifest.json, and the commands that count, resume or merge decisions
+// refuse it naming stress code -resume, which still reports it.
+func TestCodingBundleNotCounted(t *testing.T) {
+	const manifest = "../../coder/testdata/coding.yaml"
+	dir := filepath.Join(t.TempDir(), "coding")
+	if _, log, err := runCmd(t, "code", "-quiet", "-out", dir, manifest); err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	want := dir + " is a coding bundle (written by stress code)"
+	for _, args := range [][]string{
+		{"analyze", dir},
+		{"report", "-out", filepath.Join(t.TempDir(), "r"), dir},
+		{"compare", dir, dir},
+		{"run", "-quiet", "-resume", dir},
+		{"merge", "-out", filepath.Join(t.TempDir(), "m"), dir, dir},
+	} {
+		_, log, err := runCmd(t, args...)
+		if err == nil || !strings.Contains(err.Error()+log, want) || !strings.Contains(err.Error()+log, "stress code -resume "+dir) {
+			t.Errorf("%v: %v\n%s", args, err, log)
+		}
+	}
+	if _, log, err := runCmd(t, "code", "-quiet", "-resume", dir, manifest); err != nil {
+		t.Errorf("code -resume: %v\n%s", err, log)
+	}
+}

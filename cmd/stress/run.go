@@ -63,6 +63,9 @@ func cmdRun(fs *flag.FlagSet) action {
 			if rec, err = results.ReadRecord(*resume); err != nil {
 				return fmt.Errorf("run: flag -resume: %w", err)
 			}
+			if rec.Coding() {
+				return fmt.Errorf("run: flag -resume: %w", results.CodingError(*resume))
+			}
 			if source == "" {
 				source = rec.Source
 			}
