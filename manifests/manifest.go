@@ -237,12 +237,12 @@ func (m *Manifest) Env() string {
 // Tasks and tool-call channels, the values of a manifest's task and
 // tool_calls fields.
 const (
-	TaskLabel       = "label"  // the model names a policy (the default)
-	TaskAct         = "act"    // the model names a policy and writes its call, which is executed
+	TaskLabel = "label" // the model names a policy (the default)
+	TaskAct   = "act"   // the model names a policy and writes its call, which is executed
 	// TaskCode marks the manifest a coding runs (stress code): the model
 	// codes each record's actionability profile. Only the coder sets it,
 	// on its copy of a coding manifest; a manifest file cannot.
-	TaskCode = "code"
+	TaskCode        = "code"
 	ToolCallsText   = "text"   // the call is in the answer's JSON (the default)
 	ToolCallsNative = "native" // the tools are offered natively too; a native tool call counts
 )
