@@ -176,7 +176,7 @@ func sameRows(t testing.TB, want, got string) {
 		t.Fatalf("%d rows vs %d", len(ra), len(rb))
 	}
 	for i := range ra {
-		if !ra[i].Equal(&rb[i]) {
+		if ra[i] != rb[i] {
 			t.Fatalf("row %d differs:\n%+v\n%+v", i, ra[i], rb[i])
 		}
 	}
