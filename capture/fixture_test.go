@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpstress/stress/internal/hostilemcp"
+	"github.com/mcpstress/stress/internal/testserver/hostilemcp"
 )
 
 // The test binary doubles as a stdio MCP server (the Go SDK's), chosen by
@@ -24,7 +24,7 @@ import (
 //
 //	serve     serve over stdio and exit on EOF
 //	stubborn  serve, then ignore stdin EOF and SIGTERM (capture must kill it)
-//	hostile   serve internal/hostilemcp's server over stdio (it quotes the
+//	hostile   serve internal/testserver/hostilemcp's server over stdio (it quotes the
 //	          value of $HOSTILE_API_KEY in its failure texts)
 //
 // CAPTURE_HELPER_PID names a file the helper writes its pid to,

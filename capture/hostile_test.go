@@ -14,7 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpstress/stress/internal/hostilemcp"
+	"github.com/mcpstress/stress/internal/testserver/hostilemcp"
 	"github.com/mcpstress/stress/study"
 )
 

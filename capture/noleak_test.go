@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpstress/stress/internal/hostilemcp"
+	"github.com/mcpstress/stress/internal/testserver/hostilemcp"
 	"github.com/mcpstress/stress/study"
 )
 

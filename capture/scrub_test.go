@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpstress/stress/internal/hostilemcp"
+	"github.com/mcpstress/stress/internal/testserver/hostilemcp"
 )
 
 // TestScrubPatterns runs every canary kind through the scrubber, inside the

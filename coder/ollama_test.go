@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/mcpstress/stress/coder"
-	"github.com/mcpstress/stress/internal/ollamatest"
+	"github.com/mcpstress/stress/internal/testserver/ollamatest"
 	"github.com/mcpstress/stress/manifests"
 	_ "github.com/mcpstress/stress/models/ollama" // registers the Ollama backend
 	"github.com/mcpstress/stress/results"

@@ -18,7 +18,7 @@ import (
 
 	"github.com/mcpstress/stress/capture"
 	"github.com/mcpstress/stress/capture/checkmatrix"
-	"github.com/mcpstress/stress/internal/hostilemcp"
+	"github.com/mcpstress/stress/internal/testserver/hostilemcp"
 )
 
 // referenceServers returns the pinned reference MCP servers' directory, or

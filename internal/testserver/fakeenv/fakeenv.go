@@ -7,11 +7,6 @@
 // It is for tests only: it registers nothing, and the stress command does
 // not link it. A test that runs manifests registers it under a name of
 // its own (Backend), which its manifests then give as environment.
-//
-// Note: it is not under internal/ although only tests import it: it lives
-// beside the adapters it stands in for (env/labenv, env/mcpenv), and an
-// env/internal package could not be imported by the tests of simulator,
-// runner, results and cmd/stress, which use it.
 package fakeenv
 
 import (
