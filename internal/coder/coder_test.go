@@ -11,9 +11,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/mcpstress/stress/coder"
-	"github.com/mcpstress/stress/coding"
-	"github.com/mcpstress/stress/coding/rules"
+	"github.com/mcpstress/stress/internal/coder"
+	"github.com/mcpstress/stress/internal/coding"
+	"github.com/mcpstress/stress/internal/coding/rules"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/results"
@@ -74,7 +74,7 @@ func (current) Generate(ctx context.Context, req models.Request) (models.Reply, 
 func manifest(t *testing.T) *manifests.Resolved {
 	t.Helper()
 	dir := t.TempDir()
-	src, _ := filepath.Abs("../manifests")
+	src, _ := filepath.Abs("../../manifests")
 	yaml := "name: t\ncorpus: " + src + "/corpus/paper\nprompts:\n  - name: coding\n    path: " + src + "/prompts/coding.tmpl\n" +
 		"conditions: [normalized]\nreplicates: 1\nseed: 7\ntemperature: 0\nmodels:\n  - name: rules\n    backend: rules\n    model: capture-rules\n" +
 		"  - name: fake\n    backend: coder_test\n    model: m\n"
@@ -128,7 +128,7 @@ func TestCodeAndResume(t *testing.T) {
 	}
 	// The coded corpora load, say who coded them, and agree with the hand
 	// coding on every bit (the rules reproduce it).
-	hand, _ := coding.Load("../manifests/corpus/paper")
+	hand, _ := coding.Load("../../manifests/corpus/paper")
 	for _, c := range sum.Coders {
 		side, err := coding.Load(c.Corpus)
 		if err != nil {

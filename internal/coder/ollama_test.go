@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpstress/stress/coder"
+	"github.com/mcpstress/stress/internal/coder"
 	"github.com/mcpstress/stress/internal/testserver/ollamatest"
 	"github.com/mcpstress/stress/manifests"
 	_ "github.com/mcpstress/stress/models/ollama" // registers the Ollama backend
@@ -25,7 +25,7 @@ func TestModelCoderOnOllama(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	src, _ := filepath.Abs("../manifests")
+	src, _ := filepath.Abs("../../manifests")
 	yaml := "name: t\ncorpus: " + src + "/corpus/paper\nprompts:\n  - name: coding\n    path: " + src + "/prompts/coding.tmpl\n" +
 		"conditions: [normalized]\nreplicates: 1\nseed: 7\ntemperature: 0\nmodels:\n" +
 		"  - name: tiny\n    backend: ollama\n    model: " + info.Name + "\n    digest: " + info.Digest + "\n    host: " + srv.Host + "\n    format: json\n    options: {num_predict: 48}\n"

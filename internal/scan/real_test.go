@@ -81,7 +81,7 @@ func nodePackages(t testing.TB) []Repo {
 	for _, p := range []string{"mcp-servers/sdk", "mcp-servers/server-everything", "mcp-servers/server-filesystem", "mcp-servers/server-memory",
 		"ts-clients/client", "ts-clients/core"} {
 		set, name, _ := strings.Cut(p, "/")
-		dir := filepath.Join("..", "scripts", set, "node_modules", "@modelcontextprotocol", name)
+		dir := filepath.Join("..", "..", "scripts", set, "node_modules", "@modelcontextprotocol", name)
 		if _, err := os.Stat(filepath.Join(dir, "package.json")); err != nil {
 			t.Fatalf("@modelcontextprotocol/%s is not installed: run scripts/test, or (cd scripts/%s && npm ci --ignore-scripts)", name, set)
 		}

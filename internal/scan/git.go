@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/mcpstress/stress/internal/input"
-	"github.com/mcpstress/stress/registry"
+	"github.com/mcpstress/stress/internal/registry"
 )
 
 // gitDirs returns the git directory of the checkout at root (.git, or

@@ -63,7 +63,7 @@ func BenchmarkScanDense(b *testing.B) {
 // scanner's speed on a file that passes the prefilter.
 func BenchmarkLexMatch(b *testing.B) {
 	nodePackages(b)
-	dir := "../scripts/ts-clients/node_modules/@modelcontextprotocol/client/dist"
+	dir := "../../scripts/ts-clients/node_modules/@modelcontextprotocol/client/dist"
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		b.Fatal(err)

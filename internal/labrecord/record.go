@@ -10,7 +10,7 @@
 // Unlike capture's probes, which only send invalid arguments to servers
 // they do not own, the recorder sends the scenario's valid call: the lab is
 // a sandbox the harness started, and the fault is armed by the lab itself.
-package record
+package labrecord
 
 import (
 	"bytes"
@@ -28,8 +28,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpstress/stress/capture"
-	"github.com/mcpstress/stress/coding/rules"
+	"github.com/mcpstress/stress/internal/capture"
+	"github.com/mcpstress/stress/internal/coding/rules"
 	"github.com/mcpstress/stress/internal/outdir"
 	"github.com/mcpstress/stress/lab"
 	"github.com/mcpstress/stress/study"
