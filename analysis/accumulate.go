@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -276,6 +277,15 @@ func (a *Accumulator) Lab() bool { return a.lab > 0 }
 // Duplicates is the number of rows whose decision key was already seen;
 // they are counted in the cells but not paired.
 func (a *Accumulator) Duplicates() int { return a.duplicates }
+
+// DuplicatesWarning is the data-quality warning for the rows that repeat
+// a decision (Duplicates), or "" when none does.
+func (a *Accumulator) DuplicatesWarning() string {
+	if a.duplicates == 0 {
+		return ""
+	}
+	return fmt.Sprintf("data quality: %d decision rows repeat a decision already read (in both %s and %s); each is counted in the cells, only the first is paired", a.duplicates, results.CallsFile, results.DecisionsFile)
+}
 
 // Arms returns the (model, prompt) arms in first-seen order.
 func (a *Accumulator) Arms() []Arm { return slices.Clone(a.groupArm) }

@@ -157,6 +157,35 @@ func align(a, b *Accumulator, selA, selB string, pair *PairSpec) ([][2]int32, er
 		a.armList(), b.armList())
 }
 
+// CompareNotes returns what differs between bundles a and b beyond their
+// corpus, which a reader of cmp, their comparison, should weigh: the
+// prompt templates (by sha256) or the models (by pinned id) of an aligned
+// arm pair, and the study seeds.
+func CompareNotes(a, b *BundleInfo, cmp *Comparison) []string {
+	var notes []string
+	promptSHA := func(bi *BundleInfo, name string) string {
+		for _, p := range bi.Prompts {
+			if p.Name == name {
+				return p.SHA256
+			}
+		}
+		return ""
+	}
+	idsA, idsB := a.ModelIDs(), b.ModelIDs()
+	for _, ap := range cmp.Arms {
+		if sa, sb := promptSHA(a, ap.A.Prompt), promptSHA(b, ap.B.Prompt); sa != sb {
+			notes = append(notes, fmt.Sprintf("the prompt templates differ: A %s has sha256 %.12s…, B %s has sha256 %.12s…", ap.A, sa, ap.B, sb))
+		}
+		if ia, ib := idsA[ap.A.Model], idsB[ap.B.Model]; ia != ib {
+			notes = append(notes, fmt.Sprintf("the models differ: A %s is %q, B %s is %q", ap.A.Model, ia, ap.B.Model, ib))
+		}
+	}
+	if a.Manifest.Seed != b.Manifest.Seed {
+		notes = append(notes, fmt.Sprintf("the study seeds differ (%d and %d): replicates are matched by number, but their sampling seeds are not paired", a.Manifest.Seed, b.Manifest.Seed))
+	}
+	return notes
+}
+
 // Compare pairs the decisions of arm pairs of bundles a and b by
 // (condition, scenario, replicate) and computes, per condition and column,
 // the paired difference A − B with its discordant counts, exact McNemar

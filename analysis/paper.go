@@ -63,6 +63,17 @@ type PaperMatch struct {
 	Value      string `json:"value"`       // the digest, model id or label that matched
 }
 
+// AgainstPaper sets cells next to the paper's Table II, matching the
+// models of the run info describes by the pinned digest or backend model
+// id its manifest.json records, and by label when matchLabel is set.
+func AgainstPaper(cells []results.Cell, info *BundleInfo, matchLabel bool) (*PaperTable, *PaperComparison, error) {
+	t, err := Paper()
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, t.Against(cells, info.RunModels(), AgainstOptions{MatchLabel: matchLabel}), nil
+}
+
 // Paper returns the paper's Table II (embedded).
 func Paper() (*PaperTable, error) {
 	dec := json.NewDecoder(bytes.NewReader(paperTable2))

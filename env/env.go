@@ -7,7 +7,7 @@
 // "lab" (the recovery lab, in process), env/mcpenv as "mcp" (the
 // reference MCP servers). "stored", the default of a manifest that names
 // none, is registered here: stored replay, which runs no environment.
-// Tests register fakes (env/fakeenv) under names of their own.
+// Tests register fakes (internal/testserver/fakeenv) under names of their own.
 //
 //	f, err := env.Open(m, env.Options{}) // nil, nil under stored replay
 //

@@ -2,9 +2,6 @@ package env_test
 
 import (
 	"context"
-	"go/parser"
-	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/mcpstress/stress/env"
-	"github.com/mcpstress/stress/env/fakeenv"
 	"github.com/mcpstress/stress/env/labenv"
 	"github.com/mcpstress/stress/env/mcpenv"
+	"github.com/mcpstress/stress/internal/testserver/fakeenv"
 	"github.com/mcpstress/stress/manifests"
 )
 
@@ -137,34 +134,5 @@ func TestAct(t *testing.T) {
 	_, _, err = env.Act(ctx, nil, "labb", "X31", env.Options{})
 	if err == nil || err.Error() != `unknown environment "labb" (registered: [fake lab mcp stored])` {
 		t.Errorf("an unknown environment: %v", err)
-	}
-}
-
-// TestFakeOnlyInTests: no Go file of the module but a test imports the
-// fake environment, so the command never links it.
-func TestFakeOnlyInTests(t *testing.T) {
-	const fake = `"github.com/mcpstress/stress/env/fakeenv"`
-	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
-		switch {
-		case err != nil:
-			return err
-		case d.IsDir() && (d.Name() == "testdata" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".") && path != ".."):
-			return filepath.SkipDir
-		case d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go"):
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
-		if err != nil {
-			return err
-		}
-		for _, im := range f.Imports {
-			if im.Path.Value == fake {
-				t.Errorf("%s imports env/fakeenv, which only tests may", path)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }

@@ -11,10 +11,11 @@ import (
 )
 
 // harness are the packages of the harness (the study's data flow from
-// manifests on, the environment adapters, capture and the command): the
+// manifests on, the environment adapters, capture, the coder, the lab
+// recorder and the command; those under internal/ by their name there): the
 // lab is the server alone and imports none of them, tests included; env/
 // adapts it to the harness.
-var harness = []string{"manifests", "conditions", "models", "simulator", "runner", "results", "analysis", "env", "capture", "coder", "cmd"}
+var harness = []string{"manifests", "conditions", "models", "simulator", "runner", "results", "analysis", "env", "capture", "coder", "labrecord", "cmd"}
 
 // TestImportsNoHarness reads the import lines of every Go file under lab/
 // (go/parser, imports only) and refuses any package of the harness.
@@ -36,7 +37,7 @@ func TestImportsNoHarness(t *testing.T) {
 			if !ok {
 				continue
 			}
-			top, _, _ := strings.Cut(rel, "/")
+			top, _, _ := strings.Cut(strings.TrimPrefix(rel, "internal/"), "/")
 			for _, h := range harness {
 				if top == h {
 					t.Errorf("lab/%s imports %s, a package of the harness (env/ adapts the lab to the harness)", filepath.ToSlash(path), p)

@@ -355,16 +355,6 @@ func WriteJSON(file string, v any) error {
 	return os.Rename(tmp, file)
 }
 
-// ReadRows reads every row of a decisions.parquet file.
-func ReadRows(file string) ([]Row, error) {
-	var rows []Row
-	err := ScanRows(file, func(r *Row) error {
-		rows = append(rows, *r)
-		return nil
-	})
-	return rows, err
-}
-
 // CallReader streams calls.jsonl; a bad line is reported with its line
 // number and does not stop the others (Scan/Call/Err, like bufio.Scanner).
 // A line comes back with its request's messages expanded from the table

@@ -1,7 +1,11 @@
 package results
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"reflect"
@@ -10,6 +14,9 @@ import (
 
 	"github.com/mcpstress/stress/simulator"
 )
+
+// This file holds decisions.parquet: its layout, derived from Row, its
+// readers (ReadRows, ScanRows) and its writer (RowWriter).
 
 // rowLayout is the column layout of decisions.parquet, derived from Row:
 // Row's fields with a parquet tag in order, with Outcome spread into one
@@ -174,6 +181,16 @@ func b2i(b bool) int64 {
 	return 0
 }
 
+// ReadRows reads every row of a decisions.parquet file.
+func ReadRows(file string) ([]Row, error) {
+	var rows []Row
+	err := ScanRows(file, func(r *Row) error {
+		rows = append(rows, *r)
+		return nil
+	})
+	return rows, err
+}
+
 // ScanRows streams the rows of a decisions.parquet file to fn, 1,024 rows
 // at a time, so memory stays bounded whatever the file's size. The *Row is
 // reused between calls: copy it to keep it. An error from fn stops the scan
@@ -212,4 +229,86 @@ func ScanRows(file string, fn func(*Row) error) error {
 			return fmt.Errorf("%s: %w", file, err)
 		}
 	}
+}
+
+// RowWriter streams decision rows into a decisions.parquet file: rows are
+// written in row groups as they come, to a temporary file renamed into
+// place by Close, so a reader never sees half a file.
+type RowWriter struct {
+	file string
+	f    *os.File
+	pq   *parquet.GenericWriter[any]
+	rows []parquet.Row
+	inRG int // rows in the current row group
+	// sum hashes the bytes written and fp the rows added (Check).
+	sum hash.Hash
+	fp  Fingerprint
+}
+
+// rowGroupRows is the number of rows per row group. Note: parquet-go keeps
+// a whole row group in memory until it is flushed, so it must be bounded.
+const rowGroupRows = 1 << 16
+
+// CreateRows starts writing file.
+func CreateRows(file string) (*RowWriter, error) {
+	f, err := os.Create(file + ".tmp")
+	if err != nil {
+		return nil, err
+	}
+	w := &RowWriter{file: file, f: f, sum: sha256.New()}
+	w.pq = parquet.NewGenericWriter[any](io.MultiWriter(f, w.sum), rowLayout.schema, parquet.Compression(&parquet.Snappy))
+	return w, nil
+}
+
+// Add writes one row.
+func (w *RowWriter) Add(r Row) error {
+	w.rows = append(w.rows, rowLayout.encode(nil, &r))
+	w.fp.Add(&r)
+
+	if len(w.rows) >= 4096 {
+		return w.flush()
+	}
+	return nil
+}
+
+func (w *RowWriter) flush() error {
+	if len(w.rows) == 0 {
+		return nil
+	}
+	if _, err := w.pq.WriteRows(w.rows); err != nil {
+		return fmt.Errorf("%s: %w", w.file, err)
+	}
+	w.inRG += len(w.rows)
+	w.rows = w.rows[:0]
+	if w.inRG >= rowGroupRows {
+		w.inRG = 0
+		if err := w.pq.Flush(); err != nil {
+			return fmt.Errorf("%s: %w", w.file, err)
+		}
+	}
+	return nil
+}
+
+// Close finishes the file and renames it into place.
+func (w *RowWriter) Close() error {
+	err := w.flush()
+	err = errors.Join(err, w.pq.Close())
+	err = errors.Join(err, w.f.Sync(), w.f.Close())
+	if err != nil {
+		os.Remove(w.f.Name())
+		return err
+	}
+	return os.Rename(w.f.Name(), w.file)
+}
+
+// Check is what to record of the file once closed: its sha256 and the
+// fingerprint of its rows.
+func (w *RowWriter) Check() ParquetCheck {
+	return ParquetCheck{SHA256: hex.EncodeToString(w.sum.Sum(nil)), Rows: w.fp.N, RowsSum: w.fp.Hex()}
+}
+
+// Abort discards the file.
+func (w *RowWriter) Abort() {
+	w.f.Close()
+	os.Remove(w.f.Name())
 }

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/mcpstress/stress/conditions"
-	"github.com/mcpstress/stress/internal/echohttp"
 	"github.com/mcpstress/stress/internal/synth"
+	"github.com/mcpstress/stress/internal/testserver/echohttp"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/runner"

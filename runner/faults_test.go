@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/mcpstress/stress/analysis"
-	"github.com/mcpstress/stress/internal/echohttp"
-	"github.com/mcpstress/stress/internal/faultserver"
+	"github.com/mcpstress/stress/internal/testserver/echohttp"
+	"github.com/mcpstress/stress/internal/testserver/faultserver"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/models/baseline"

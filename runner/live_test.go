@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/mcpstress/stress/analysis"
-	"github.com/mcpstress/stress/env/fakeenv"
+	"github.com/mcpstress/stress/internal/testserver/fakeenv"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/results"

@@ -14,7 +14,7 @@
 #
 # The tests find the binary via $OLLAMA_BIN, then
 # $(go env GOPATH)/bin/ollama-VERSION, then PATH, then
-# $(go env GOPATH)/bin/ollama (see internal/ollamatest).
+# $(go env GOPATH)/bin/ollama (see internal/testserver/ollamatest).
 #
 # The module's zip leaves out llama.cpp's vendor directory: its headers come
 # from Debian (nlohmann-json3-dev, libstb-dev) and, since v0.7, miniaudio's

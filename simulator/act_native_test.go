@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpstress/stress/env/fakeenv"
+	"github.com/mcpstress/stress/internal/testserver/fakeenv"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/models/ollama"
 	"github.com/mcpstress/stress/models/openai"

@@ -151,7 +151,7 @@ type CauseInfo struct {
 	// Go SDK sends them), else a code of the server-defined range, clear
 	// of those SDKs give meaning themselves (-32000 to -32005).
 	RPCCode int64
-	// Evidence is the content view's cause rule (coding/rules): the
+	// Evidence is the content view's cause rule (internal/coding/rules): the
 	// failure text names the cause when every pattern (a regular
 	// expression) matches it; nil when no rule reads the cause.
 	Evidence []string

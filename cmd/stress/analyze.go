@@ -56,7 +56,7 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 		var table *analysis.PaperTable
 		var pc *analysis.PaperComparison
 		if *against != "" {
-			if table, pc, err = againstPaper(info, cells, *matchLabel); err != nil {
+			if table, pc, err = analysis.AgainstPaper(cells, info, *matchLabel); err != nil {
 				return err
 			}
 		}
@@ -69,10 +69,7 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 		// Transport events and error decisions are reported apart from the
 		// counts.
 		ts := ld.Transport
-		quality := ""
-		if n := acc.Duplicates(); n > 0 {
-			quality = fmt.Sprintf("data quality: %d decision rows repeat a decision already read (in both %s and %s); each is counted in the cells, only the first is paired", n, results.CallsFile, results.DecisionsFile)
-		}
+		quality := acc.DuplicatesWarning()
 		if *asJSON {
 			if ts.Empty() {
 				ts = nil
@@ -124,15 +121,4 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 		}
 		return err
 	}
-}
-
-// againstPaper sets the cells next to the paper's Table II, matching run
-// models by the pinned digest or backend model id recorded in
-// manifest.json, and by label when matchLabel is set.
-func againstPaper(info *analysis.BundleInfo, cells []results.Cell, matchLabel bool) (*analysis.PaperTable, *analysis.PaperComparison, error) {
-	table, err := analysis.Paper()
-	if err != nil {
-		return nil, nil, err
-	}
-	return table, table.Against(cells, info.RunModels(), analysis.AgainstOptions{MatchLabel: matchLabel}), nil
 }

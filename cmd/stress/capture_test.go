@@ -16,9 +16,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpstress/stress/capture"
-	"github.com/mcpstress/stress/capture/checkmatrix"
-	"github.com/mcpstress/stress/internal/hostilemcp"
+	"github.com/mcpstress/stress/internal/capture"
+	"github.com/mcpstress/stress/internal/capture/checkmatrix"
+	"github.com/mcpstress/stress/internal/testserver/hostilemcp"
 )
 
 // referenceServers returns the pinned reference MCP servers' directory, or

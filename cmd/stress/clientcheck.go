@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/mcpstress/stress/capture/checkmatrix"
+	"github.com/mcpstress/stress/internal/capture/checkmatrix"
 )
 
 // cmdClientCheck defines clientcheck's flags on fs and returns the action

@@ -105,27 +105,7 @@ func cmdCompare(fs *flag.FlagSet) action {
 			}
 			return fmt.Errorf("compare refuses %s and %s: %w", dirA, dirB, err)
 		}
-		var notes []string
-		promptSHA := func(bi *analysis.BundleInfo, name string) string {
-			for _, p := range bi.Prompts {
-				if p.Name == name {
-					return p.SHA256
-				}
-			}
-			return ""
-		}
-		idsA, idsB := infoA.ModelIDs(), infoB.ModelIDs()
-		for _, ap := range cmp.Arms {
-			if a, b := promptSHA(infoA, ap.A.Prompt), promptSHA(infoB, ap.B.Prompt); a != b {
-				notes = append(notes, fmt.Sprintf("the prompt templates differ: A %s has sha256 %.12s…, B %s has sha256 %.12s…", ap.A, a, ap.B, b))
-			}
-			if a, b := idsA[ap.A.Model], idsB[ap.B.Model]; a != b {
-				notes = append(notes, fmt.Sprintf("the models differ: A %s is %q, B %s is %q", ap.A.Model, a, ap.B.Model, b))
-			}
-		}
-		if infoA.Manifest.Seed != infoB.Manifest.Seed {
-			notes = append(notes, fmt.Sprintf("the study seeds differ (%d and %d): replicates are matched by number, but their sampling seeds are not paired", infoA.Manifest.Seed, infoB.Manifest.Seed))
-		}
+		notes := analysis.CompareNotes(infoA, infoB, cmp)
 		if *asJSON {
 			type side struct {
 				Dir   string `json:"dir"`

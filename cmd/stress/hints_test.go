@@ -11,8 +11,8 @@ import (
 
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/env/mcpenv"
-	"github.com/mcpstress/stress/internal/faultserver"
-	"github.com/mcpstress/stress/internal/ollamatest"
+	"github.com/mcpstress/stress/internal/testserver/faultserver"
+	"github.com/mcpstress/stress/internal/testserver/ollamatest"
 	"github.com/mcpstress/stress/models/ollama"
 )
 

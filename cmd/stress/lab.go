@@ -19,7 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpstress/stress/env/labenv/record"
+	"github.com/mcpstress/stress/internal/labrecord"
 	"github.com/mcpstress/stress/internal/mcpstdio"
 	"github.com/mcpstress/stress/internal/outdir"
 	"github.com/mcpstress/stress/lab"
@@ -247,13 +247,13 @@ func labRecord(ctx context.Context, name string, seed int64, out string, stdout,
 	if err != nil {
 		return fmt.Errorf("lab record: finding this executable: %w", err)
 	}
-	recs, err := record.Record(ctx, set, record.Options{Command: func(id string) *exec.Cmd {
+	recs, err := labrecord.Record(ctx, set, labrecord.Options{Command: func(id string) *exec.Cmd {
 		return exec.CommandContext(ctx, exe, "lab", "serve", "-stdio", "-set", set.Name, "-scenario", id, "-seed", strconv.FormatInt(seed, 10))
 	}})
 	if err != nil {
 		return fmt.Errorf("lab record: %w", err)
 	}
-	if err := record.Write(out, recs); err != nil {
+	if err := labrecord.Write(out, recs); err != nil {
 		return fmt.Errorf("lab record: writing %s: %w", out, err)
 	}
 	fmt.Fprintf(stdout, "recorded %d scenarios of lab set %s into %s (profile coding proposed by rules: check each record, then stress confirm)\n", len(recs), set.Name, out)

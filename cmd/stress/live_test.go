@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/mcpstress/stress/env"
-	"github.com/mcpstress/stress/env/fakeenv"
 	"github.com/mcpstress/stress/env/labenv"
+	"github.com/mcpstress/stress/internal/testserver/fakeenv"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/runner"
 	"github.com/mcpstress/stress/simulator"

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstress/stress/internal/ollamatest"
+	"github.com/mcpstress/stress/internal/testserver/ollamatest"
 )
 
 // TestVerifyAndModelsAgainstRealServer runs `stress models` and

@@ -95,7 +95,7 @@ func cmdReport(fs *flag.FlagSet) action {
 			in.ProfileNote = "No profile table: " + note
 		}
 		if *against != "" {
-			if in.Paper, in.Against, err = againstPaper(info, acc.Cells(), *matchLabel); err != nil {
+			if in.Paper, in.Against, err = analysis.AgainstPaper(acc.Cells(), info, *matchLabel); err != nil {
 				return err
 			}
 		}

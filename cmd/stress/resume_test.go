@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstress/stress/internal/echohttp"
-	"github.com/mcpstress/stress/internal/faultserver"
 	"github.com/mcpstress/stress/internal/synth"
+	"github.com/mcpstress/stress/internal/testserver/echohttp"
+	"github.com/mcpstress/stress/internal/testserver/faultserver"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/results"
 )

@@ -16,7 +16,7 @@ import (
 	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/internal/outdir"
 	"github.com/mcpstress/stress/internal/parallel"
-	"github.com/mcpstress/stress/registry"
+	"github.com/mcpstress/stress/internal/registry"
 )
 
 // sampleLong follows sample's forms in its help.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/internal/outdir"
-	"github.com/mcpstress/stress/scan"
+	"github.com/mcpstress/stress/internal/scan"
 )
 
 // scanLong follows scan's forms in its help.

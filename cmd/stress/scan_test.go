@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpstress/stress/scan"
+	"github.com/mcpstress/stress/internal/scan"
 )
 
 // scanTree is the scan package's fixture repository: a file of each
 // language and path class, with the traps a lexical scanner falls into.
-const scanTree = "../../scan/testdata/tree"
+const scanTree = "../../internal/scan/testdata/tree"
 
 // TestScan pins stress scan's listing and summary of the fixture tree
 // (testdata/scan.golden), and with -out its files.

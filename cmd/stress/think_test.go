@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstress/stress/internal/ollamatest"
+	"github.com/mcpstress/stress/internal/testserver/ollamatest"
 )
 
 // armsManifest writes a manifest of one condition and one replicate on the

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpstress/stress/env/labenv"
-	"github.com/mcpstress/stress/internal/ollamatest"
+	"github.com/mcpstress/stress/internal/testserver/ollamatest"
 	"github.com/mcpstress/stress/lab"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"

@@ -15,7 +15,7 @@ import (
 	"strings"
 
 	"github.com/mcpstress/stress/conditions"
-	client "github.com/mcpstress/stress/failclosed"
+	client "github.com/mcpstress/stress/internal/failclosed"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/study"
 )

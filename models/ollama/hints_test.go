@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpstress/stress/internal/faultserver"
+	"github.com/mcpstress/stress/internal/testserver/faultserver"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/models/ollama"
 	"github.com/mcpstress/stress/models/transport"

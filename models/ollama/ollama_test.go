@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpstress/stress/analysis"
-	"github.com/mcpstress/stress/internal/ollamatest"
+	"github.com/mcpstress/stress/internal/testserver/ollamatest"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/models/ollama"

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstress/stress/internal/ollamatest"
+	"github.com/mcpstress/stress/internal/testserver/ollamatest"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/models/ollama"
 	"github.com/mcpstress/stress/models/transport"

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/mcpstress/stress/analysis"
-	"github.com/mcpstress/stress/internal/faultserver"
-	"github.com/mcpstress/stress/internal/ollamatest"
+	"github.com/mcpstress/stress/internal/testserver/faultserver"
+	"github.com/mcpstress/stress/internal/testserver/ollamatest"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/models/ollama"

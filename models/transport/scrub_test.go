@@ -15,7 +15,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/mcpstress/stress/internal/faultserver"
+	"github.com/mcpstress/stress/internal/testserver/faultserver"
 	"github.com/mcpstress/stress/models"
 )
 

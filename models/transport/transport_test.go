@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstress/stress/internal/faultserver"
+	"github.com/mcpstress/stress/internal/testserver/faultserver"
 	"github.com/mcpstress/stress/models"
 )
 

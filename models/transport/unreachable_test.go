@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/mcpstress/stress/internal/faultserver"
+	"github.com/mcpstress/stress/internal/testserver/faultserver"
 	"github.com/mcpstress/stress/models/transport"
 )
 
