@@ -59,7 +59,7 @@ func TestCodeBundleV1(t *testing.T) {
 // manifest.json, and the commands that count, resume or merge decisions
 // refuse it naming stress code -resume, which still reports it.
 func TestCodingBundleNotCounted(t *testing.T) {
-	const manifest = "../../coder/testdata/coding.yaml"
+	const manifest = "../../internal/coder/testdata/coding.yaml"
 	dir := filepath.Join(t.TempDir(), "coding")
 	if _, log, err := runCmd(t, "code", "-quiet", "-out", dir, manifest); err != nil {
 		t.Fatalf("%v\n%s", err, log)
