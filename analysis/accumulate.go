@@ -274,10 +274,6 @@ func (a *Accumulator) Decisions() int { return a.rows }
 // live), so that the lab columns apply.
 func (a *Accumulator) Lab() bool { return a.lab > 0 }
 
-// Duplicates is the number of rows whose decision key was already seen;
-// they are counted in the cells but not paired.
-func (a *Accumulator) Duplicates() int { return a.duplicates }
-
 // DuplicatesWarning is the data-quality warning for the rows that repeat
 // a decision (Duplicates), or "" when none does.
 func (a *Accumulator) DuplicatesWarning() string {

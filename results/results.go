@@ -457,9 +457,6 @@ func (r *CallReader) fill(c carried) error {
 // Call returns the call of the current line.
 func (r *CallReader) Call() *Call { return &r.call }
 
-// Line returns the current line number, 1-based.
-func (r *CallReader) Line() int { return r.line }
-
 // LineErr returns the error of the current line, or nil.
 func (r *CallReader) LineErr() error { return r.err }
 

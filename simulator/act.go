@@ -254,12 +254,6 @@ func resolveSchema(raw json.RawMessage) (rs *jsonschema.Resolved) {
 	return r
 }
 
-// Names returns the tools' names, in the server's order.
-func (tb *Toolbox) Names() []string { return tb.names }
-
-// Raw returns the tools as the server listed them.
-func (tb *Toolbox) Raw() []json.RawMessage { return tb.raw }
-
 // Native returns the tools as native tool definitions (name,
 // description, input schema as parameters), for tool_calls: native.
 func (tb *Toolbox) Native() []models.Tool {

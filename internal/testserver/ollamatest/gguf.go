@@ -114,17 +114,6 @@ const DefaultSeed = 0x5eed_0001
 // WithSeed sets the PRNG seed of the weights (default DefaultSeed).
 func WithSeed(seed uint64) TinyOption { return func(c *tinyConfig) { c.seed = seed } }
 
-// WithContextLength sets llama.context_length (default 2048).
-func WithContextLength(n uint32) TinyOption { return func(c *tinyConfig) { c.ctxLen = n } }
-
-// WithLogitScale overrides the favoured-token bias and the amplitude of the
-// random part of the output layer (defaults 10 and 0.06). Larger noise makes the answer depend more on
-// the prompt and less evenly spread over the labels (0.3 gives mostly
-// "failed" and 4 of 6 policies over 60 seeds; 0.05 all labels evenly).
-func WithLogitScale(bias, noise float64) TinyOption {
-	return func(c *tinyConfig) { c.bias, c.noise = bias, noise }
-}
-
 // WithWords adds whole-word tokens to the vocabulary, favoured like the
 // schema's (default none, which leaves the file as it was): "</think>"
 // lets a thinking template's model end its thinking.

@@ -296,10 +296,6 @@ func (s *Server) LogTail(n int) string {
 	return l
 }
 
-// Env returns the environment the server runs with (HOME, OLLAMA_HOST,
-// OLLAMA_MODELS, ...), suitable for running ollama client commands.
-func (s *Server) Env() []string { return append([]string(nil), s.env...) }
-
 // Version returns the version /api/version reports.
 func (s *Server) Version(ctx context.Context) (string, error) {
 	var v struct {
@@ -355,12 +351,9 @@ func (s *Server) getJSON(ctx context.Context, path string, v any) error {
 // DefaultModelName is the name CreateTinyModel uses for an empty name.
 const DefaultModelName = "ollamatest-tiny"
 
-// Modelfile returns the Modelfile used to import the tiny model from
-// ggufPath (relative paths are resolved against the Modelfile's directory)
-// with ChatTemplate.
-func Modelfile(ggufPath string) string { return ModelfileWith(ggufPath, ChatTemplate) }
-
-// ModelfileWith is Modelfile with another chat template.
+// ModelfileWith returns the Modelfile that imports the tiny model from
+// ggufPath (relative paths are resolved against the Modelfile's
+// directory) with chat template template.
 func ModelfileWith(ggufPath, template string) string {
 	return "FROM " + ggufPath + "\n" +
 		"TEMPLATE \"\"\"" + template + "\"\"\"\n" +
@@ -415,17 +408,4 @@ func (s *Server) CreateModel(ctx context.Context, name, tmpl string, opts ...Tin
 		}
 	}
 	return ModelInfo{}, fmt.Errorf("ollama create %s succeeded but /api/tags lists %v", name, models)
-}
-
-// TinyModel imports the tiny model (default weights) under
-// DefaultModelName, failing the test on error, and returns its name.
-func (s *Server) TinyModel(t testing.TB) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	m, err := s.CreateTinyModel(ctx, DefaultModelName)
-	if err != nil {
-		t.Fatalf("ollamatest: %v", err)
-	}
-	return m.Name
 }
