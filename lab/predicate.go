@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mcpstress/stress/internal/statediff"
+	"github.com/mcpstress/stress/statediff"
 )
 
 // Predicate is a statement about the lab's state (State.JSON), addressed

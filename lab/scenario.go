@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/mcpstress/stress/internal/input"
-	"github.com/mcpstress/stress/internal/statediff"
+	"github.com/mcpstress/stress/statediff"
 	"github.com/mcpstress/stress/study"
 )
 

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/mcpstress/stress/internal/statediff"
+	"github.com/mcpstress/stress/statediff"
 )
 
 // State is the lab's world: what the tools read and write, and what the

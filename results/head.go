@@ -1,8 +1,8 @@
 package results
 
 import (
-	"github.com/mcpstress/stress/internal/statediff"
 	"github.com/mcpstress/stress/simulator"
+	"github.com/mcpstress/stress/statediff"
 	"github.com/mcpstress/stress/study"
 )
 

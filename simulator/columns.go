@@ -3,7 +3,7 @@ package simulator
 import (
 	"slices"
 
-	"github.com/mcpstress/stress/internal/statediff"
+	"github.com/mcpstress/stress/statediff"
 	"github.com/mcpstress/stress/study"
 )
 

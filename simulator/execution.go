@@ -8,7 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/mcpstress/stress/internal/statediff"
+	"github.com/mcpstress/stress/statediff"
 	"github.com/mcpstress/stress/study"
 )
 

@@ -9,12 +9,12 @@ import (
 	"testing"
 
 	"github.com/mcpstress/stress/conditions"
-	"github.com/mcpstress/stress/internal/statediff"
 	"github.com/mcpstress/stress/lab"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/models/baseline"
 	"github.com/mcpstress/stress/simulator"
+	"github.com/mcpstress/stress/statediff"
 	"github.com/mcpstress/stress/study"
 )
 

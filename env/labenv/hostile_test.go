@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpstress/stress/internal/statediff"
 	"github.com/mcpstress/stress/lab"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/simulator"
+	"github.com/mcpstress/stress/statediff"
 	"github.com/mcpstress/stress/study"
 )
 

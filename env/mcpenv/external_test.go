@@ -10,10 +10,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpstress/stress/internal/statediff"
 	"github.com/mcpstress/stress/lab"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/simulator"
+	"github.com/mcpstress/stress/statediff"
 	"github.com/mcpstress/stress/study"
 )
 

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstress/stress/internal/statediff"
 	"github.com/mcpstress/stress/simulator"
+	"github.com/mcpstress/stress/statediff"
 )
 
 // modules returns the reference servers' directory, failing the test

@@ -18,9 +18,9 @@ import (
 	"sync/atomic"
 
 	"github.com/mcpstress/stress/env"
-	"github.com/mcpstress/stress/internal/statediff"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/simulator"
+	"github.com/mcpstress/stress/statediff"
 	"github.com/mcpstress/stress/study"
 )
 
