@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
 )
 
 // Loaded is a bundle read for analysis: its decisions re-scored from
@@ -38,12 +39,16 @@ func LoadBundle(ctx context.Context, dir string, log io.Writer) (*Loaded, error)
 	}
 	defer f.Close()
 	ld := &Loaded{Acc: NewAccumulator()}
+	// A file written before some outcome columns existed is compared
+	// without them; the counts are the calls' (they have every column).
+	// An unreadable file is reported by the Parquet pass.
+	missing, _ := results.MissingColumns(pqPath)
 	var fromCalls, fromParquet results.Fingerprint
 	// The two passes are independent: the Parquet one runs beside.
 	pqDone := make(chan error, 1)
 	go func() {
 		var err error
-		fromParquet, err = parquetFingerprint(ctx, dir)
+		fromParquet, err = parquetFingerprint(ctx, dir, missing)
 		pqDone <- err
 	}()
 	n := 0
@@ -52,6 +57,10 @@ func LoadBundle(ctx context.Context, dir string, log io.Writer) (*Loaded, error)
 			return ctx.Err()
 		}
 		ld.Acc.Add(r)
+		if len(missing) > 0 {
+			m := r.Without(missing)
+			r = &m
+		}
 		fromCalls.Add(r)
 		return nil
 	})
@@ -69,7 +78,7 @@ func LoadBundle(ctx context.Context, dir string, log io.Writer) (*Loaded, error)
 	if fromCalls == fromParquet {
 		return ld, nil
 	}
-	rows, err := agreeInMemory(dir, callsPath, pqPath, log)
+	rows, err := agreeInMemory(dir, callsPath, pqPath, missing, log)
 	if err != nil {
 		return nil, err
 	}
@@ -85,12 +94,12 @@ func LoadBundle(ctx context.Context, dir string, log io.Writer) (*Loaded, error)
 // parquetFingerprint is the fingerprint of the rows of dir's
 // decisions.parquet: the one summary.json recorded when the file was
 // written, while the file is byte for byte that one (its sha256), else
-// read from the file's rows.
-func parquetFingerprint(ctx context.Context, dir string) (results.Fingerprint, error) {
+// read from the file's rows, without the columns missing from it.
+func parquetFingerprint(ctx context.Context, dir string, missing []simulator.Col) (results.Fingerprint, error) {
 	pqPath := filepath.Join(dir, results.DecisionsFile)
 	var sum results.Summary
 	b, err := input.ReadFile(filepath.Join(dir, results.SummaryFile), input.BundleJSON)
-	if err == nil && json.Unmarshal(b, &sum) == nil && sum.Parquet.SHA256 != "" {
+	if err == nil && len(missing) == 0 && json.Unmarshal(b, &sum) == nil && sum.Parquet.SHA256 != "" {
 		if fp, err := sum.Parquet.Fingerprint(); err == nil {
 			if h, err := results.FileSHA256(pqPath); err == nil && h == sum.Parquet.SHA256 {
 				return fp, nil
@@ -103,7 +112,8 @@ func parquetFingerprint(ctx context.Context, dir string) (results.Fingerprint, e
 		if n++; n%4096 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		fp.Add(r)
+		m := r.Without(missing)
+		fp.Add(&m)
 		return nil
 	})
 	return fp, err
@@ -111,8 +121,9 @@ func parquetFingerprint(ctx context.Context, dir string) (results.Fingerprint, e
 
 // agreeInMemory reads both files whole, grouping call lines by decision
 // key wherever they stand, and reports the decisions on which calls.jsonl
-// and decisions.parquet disagree.
-func agreeInMemory(dir, callsPath, pqPath string, log io.Writer) ([]results.Row, error) {
+// and decisions.parquet disagree (without the columns missing from the
+// latter).
+func agreeInMemory(dir, callsPath, pqPath string, missing []simulator.Col, log io.Writer) ([]results.Row, error) {
 	f, err := os.Open(callsPath)
 	if err != nil {
 		return nil, err
@@ -126,7 +137,17 @@ func agreeInMemory(dir, callsPath, pqPath string, log io.Writer) ([]results.Row,
 	if err != nil {
 		return nil, err
 	}
-	errs := Agree(rows, pq, 20)
+	cmp := rows
+	if len(missing) > 0 {
+		cmp = make([]results.Row, len(rows))
+		for i := range rows {
+			cmp[i] = rows[i].Without(missing)
+		}
+		for i := range pq {
+			pq[i] = pq[i].Without(missing)
+		}
+	}
+	errs := Agree(cmp, pq, 20)
 	for _, e := range errs {
 		fmt.Fprintln(log, "disagreement:", e)
 	}

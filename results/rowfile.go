@@ -312,3 +312,43 @@ func (w *RowWriter) Abort() {
 	w.f.Close()
 	os.Remove(w.f.Name())
 }
+
+// MissingColumns returns the outcome columns (simulator.Columns) that
+// file, a decisions.parquet, lacks: it was written before they existed.
+// Its rows read without them (see ScanRows), so compare them with rows
+// scored today only Without those columns.
+func MissingColumns(file string) ([]simulator.Col, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	has := map[string]bool{}
+	for _, path := range pf.Schema().Columns() {
+		has[path[0]] = true
+	}
+	var out []simulator.Col
+	for c := range simulator.Columns {
+		if !has[simulator.Columns[c].Name] {
+			out = append(out, simulator.Col(c))
+		}
+	}
+	return out, nil
+}
+
+// Without returns r with the columns cols cleared: 0 for a Flag column,
+// absent for a lab column.
+func (r Row) Without(cols []simulator.Col) Row {
+	for _, c := range cols {
+		r.Outcome.Clear(c)
+	}
+	return r
+}

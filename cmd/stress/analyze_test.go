@@ -20,6 +20,7 @@ import (
 	"github.com/mcpstress/stress/runner"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
+	"github.com/parquet-go/parquet-go"
 )
 
 // mockProfile is a mock model's behaviour under one condition: the chance
@@ -434,5 +435,81 @@ func TestAnalyzeDuplicates(t *testing.T) {
 	js, _, err := runCmd(t, "analyze", "-partial", "-json", dir)
 	if err != nil || !strings.Contains(js, want) {
 		t.Fatalf("analyze -json: %v\n%s", err, js)
+	}
+}
+
+// olderRow is a decisions.parquet row as a version without the cover and
+// terminal_fs columns (and the lab ones) would have written it.
+type olderRow struct {
+	Model       string `parquet:"model"`
+	Prompt      string `parquet:"prompt"`
+	Condition   string `parquet:"condition"`
+	Scenario    string `parquet:"scenario"`
+	Replicate   int64  `parquet:"replicate"`
+	Server      string `parquet:"server"`
+	Seed        int64  `parquet:"seed"`
+	Status      string `parquet:"status"`
+	FinalLabel  string `parquet:"final_label"`
+	FinalStatus string `parquet:"final_status"`
+	Turns       int64  `parquet:"turns"`
+	Replays     int64  `parquet:"replays"`
+	Strict      bool   `parquet:"strict"`
+	Retry       bool   `parquet:"retry"`
+	Invalid     bool   `parquet:"invalid"`
+	AnyFS       bool   `parquet:"any_fs"`
+	Error       string `parquet:"error"`
+}
+
+// TestAnalyzeOlderColumns: a bundle whose decisions.parquet was written
+// before some outcome columns existed still analyzes: the files are
+// compared without those columns, and the counts, the new columns
+// included, come from the calls, as for the bundle as written today. A
+// real disagreement in a column the file has is still reported.
+func TestAnalyzeOlderColumns(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "b")
+	if _, log, err := runCmd(t, "run", "-quiet", "-out", dir); err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	want, _, err := runCmd(t, "analyze", "-json", "-b", "200", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, results.DecisionsFile)
+	rows, err := results.ReadRows(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(flip int) {
+		var old []olderRow
+		for i, r := range rows {
+			o := olderRow{Model: r.Model, Prompt: r.Prompt, Condition: r.Condition, Scenario: r.Scenario, Replicate: r.Replicate,
+				Server: r.Server, Seed: r.Seed, Status: r.Status, FinalLabel: r.FinalLabel, FinalStatus: r.FinalStatus,
+				Turns: r.Turns, Replays: r.Replays, Strict: r.Outcome.Of(simulator.Strict), Retry: r.Outcome.Of(simulator.Retry),
+				Invalid: r.Outcome.Of(simulator.Invalid), AnyFS: r.Outcome.Of(simulator.AnyFS), Error: r.Error}
+			if i == flip {
+				o.Strict = !o.Strict
+			}
+			old = append(old, o)
+		}
+		if err := parquet.WriteFile(file, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(-1)
+	if missing, err := results.MissingColumns(file); err != nil || len(missing) != 2+len(simulator.Columns)-6 {
+		t.Fatalf("missing columns %v (%v)", missing, err)
+	}
+	got, log, err := runCmd(t, "analyze", "-json", "-b", "200", dir)
+	if err != nil || got != want {
+		t.Errorf("analyze of the older file: %v\n%s\ngot  %.300s\nwant %.300s", err, log, got, want)
+	}
+	// The default bundle's cover column is not all 0: the older file
+	// lacks values the calls give.
+	if !strings.Contains(want, `"cover": 105`) {
+		t.Fatalf("the default bundle has no cover to leave out:\n%.300s", want)
+	}
+	write(3)
+	if _, log, err := runCmd(t, "analyze", dir); err == nil || !strings.Contains(err.Error(), "disagree") {
+		t.Errorf("a flipped strict in the older file: %v\n%s", err, log)
 	}
 }
