@@ -256,6 +256,26 @@ func (p *Prompt) Replayed(s *study.Scenario, c study.Condition, n int) (Message,
 	return Message{Role: User, Content: text}, err
 }
 
+// Replays appends to msgs, the messages of a decision's first turn, n
+// replays as a model that chose policy each time would see them: its
+// answer, then under stored replay (obs nil; policy is retry_now) the
+// unchanged failure again, else the live result obs of each execution.
+// It is the trajectory stress render prints.
+func (p *Prompt) Replays(msgs []Message, s *study.Scenario, c study.Condition, n int, policy study.Policy, obs json.RawMessage) ([]Message, error) {
+	answer := Message{Role: Assistant, Content: `{"operation_status": "failed", "recovery_policy": "` + string(policy) + `"}`}
+	for r := 1; r <= n; r++ {
+		next, err := p.Replayed(s, c, r)
+		if obs != nil {
+			next, err = p.Live(s, c, r, policy, obs)
+		}
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, answer, next)
+	}
+	return msgs, nil
+}
+
 // HasLive reports whether the prompt defines the "live" template, which
 // live replay (manifest replay: live) renders its replay messages with.
 func (p *Prompt) HasLive() bool { return p.live }

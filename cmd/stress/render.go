@@ -141,17 +141,11 @@ func cmdRender(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
-		for r := 1; r <= *replays; r++ {
-			answer := `{"operation_status": "failed", "recovery_policy": "retry_now"}`
-			next, err := p.Replayed(s, c, r)
-			if obs != nil {
-				answer = `{"operation_status": "failed", "recovery_policy": "` + string(pol) + `"}`
-				next, err = p.Live(s, c, r, pol, obs)
-			}
-			if err != nil {
-				return err
-			}
-			msgs = append(msgs, conditions.Message{Role: conditions.Assistant, Content: answer}, next)
+		if obs == nil {
+			pol = study.RetryNow // stored replay replays only retry_now
+		}
+		if msgs, err = p.Replays(msgs, s, c, *replays, pol, obs); err != nil {
+			return err
 		}
 		if *asJSON {
 			enc := json.NewEncoder(stdout)
