@@ -107,8 +107,8 @@ func (l *layout) encode(buf parquet.Row, r *Row) parquet.Row {
 // a lab flag written before it existed: false for a row with lab
 // outcomes (as today's scoring gives such a decision), absent otherwise.
 type reader struct {
-	leaves []leaf // by the file's column index; name "" for a column Row does not know
-	absent []simulator.Col
+	leaves  []leaf          // by the file's column index; name "" for a column Row does not know
+	missing []simulator.Col // the outcome columns the file lacks
 }
 
 func newReader(s *parquet.Schema) *reader {
@@ -127,11 +127,8 @@ func newReader(s *parquet.Schema) *reader {
 		seen[lf.name] = true
 	}
 	for _, lf := range rowLayout.leaves {
-		if seen[lf.name] {
-			continue
-		}
-		if lf.field < 0 && lf.col.Column().Kind == simulator.LabFlag {
-			rd.absent = append(rd.absent, lf.col)
+		if !seen[lf.name] && lf.field < 0 {
+			rd.missing = append(rd.missing, lf.col)
 		}
 	}
 	return rd
@@ -165,13 +162,34 @@ func (rd *reader) decode(pr parquet.Row, r *Row) {
 			r.Outcome.Set(lf.col, b2i(v.Boolean()))
 		}
 	}
-	if len(rd.absent) > 0 && r.Lab() {
-		for _, c := range rd.absent {
+	if r.Lab() {
+		for _, c := range rd.missing {
 			if c.Column().Kind == simulator.LabFlag {
 				r.Outcome.Set(c, 0)
 			}
 		}
 	}
+}
+
+// openRows opens file, a decisions.parquet, and the reader of its
+// columns; close closes the file.
+func openRows(file string) (pf *parquet.File, rd *reader, close func() error, err error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	st, err := f.Stat()
+	if err == nil {
+		pf, err = parquet.OpenFile(f, st.Size())
+		if err != nil {
+			err = fmt.Errorf("%s: %w", file, err)
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, nil, err
+	}
+	return pf, newReader(pf.Schema()), f.Close, nil
 }
 
 func b2i(b bool) int64 {
@@ -196,20 +214,11 @@ func ReadRows(file string) ([]Row, error) {
 // reused between calls: copy it to keep it. An error from fn stops the scan
 // and is returned as is; read errors name the file.
 func ScanRows(file string, fn func(*Row) error) error {
-	f, err := os.Open(file)
+	pf, rd, closeFile, err := openRows(file)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	pf, err := parquet.OpenFile(f, st.Size())
-	if err != nil {
-		return fmt.Errorf("%s: %w", file, err)
-	}
-	rd := newReader(pf.Schema())
+	defer closeFile()
 	pr := parquet.NewGenericReader[any](pf)
 	defer pr.Close()
 	buf := make([]parquet.Row, 1024)
@@ -318,30 +327,12 @@ func (w *RowWriter) Abort() {
 // Its rows read without them (see ScanRows), so compare them with rows
 // scored today only Without those columns.
 func MissingColumns(file string) ([]simulator.Col, error) {
-	f, err := os.Open(file)
+	_, rd, closeFile, err := openRows(file)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	pf, err := parquet.OpenFile(f, st.Size())
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
-	}
-	has := map[string]bool{}
-	for _, path := range pf.Schema().Columns() {
-		has[path[0]] = true
-	}
-	var out []simulator.Col
-	for c := range simulator.Columns {
-		if !has[simulator.Columns[c].Name] {
-			out = append(out, simulator.Col(c))
-		}
-	}
-	return out, nil
+	closeFile()
+	return rd.missing, nil
 }
 
 // Without returns r with the columns cols cleared: 0 for a Flag column,
