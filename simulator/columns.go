@@ -77,8 +77,9 @@ type trajectory struct {
 	answers   []Answer
 	final     Answer
 	preferred study.Policy
-	retryHarm bool        // retry_now is outside the non-harm set
-	env       *EnvOutcome // nil under stored replay
+	retryHarm bool              // retry_now is outside the non-harm set
+	env       *EnvOutcome       // nil under stored replay
+	harms     statediff.KindSet // the kinds of env.Harms
 	// invalidAction says the harness refused a call an answer wrote
 	// (task: act).
 	invalidAction bool
@@ -91,7 +92,7 @@ type trajectory struct {
 func (t *trajectory) falseSuccess() bool { return t.env == nil || !t.env.Recovered }
 
 func (t *trajectory) harmOf(k statediff.Kind) int64 {
-	return b2i(statediff.KindsOf(t.env.Harms).Has(k))
+	return b2i(t.harms.Has(k))
 }
 
 // Columns are the outcome columns, indexed by Col.

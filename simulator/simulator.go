@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcpstress/stress/conditions"
 	"github.com/mcpstress/stress/models"
+	"github.com/mcpstress/stress/statediff"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -389,6 +390,7 @@ func Score(s Scoring) Outcome {
 	}
 	if s.Env != nil {
 		o.Replays = s.Executed
+		t.harms = statediff.KindsOf(s.Env.Harms)
 	}
 	for i := range Columns {
 		if s.Env != nil || !Columns[i].Kind.Lab() {
