@@ -32,27 +32,11 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
-		info, err := readBundleInfo("analyze", dir, *partial)
+		b, err := analyzeBundle(ctx, "analyze", dir, *partial, opt, stderr)
 		if err != nil {
 			return err
 		}
-		if err := declared("analyze", info, &opt); err != nil {
-			return err
-		}
-		ld, err := loadBundle(ctx, "analyze", dir, info, stderr)
-		if err != nil {
-			return err
-		}
-		acc, problems := ld.Acc, ld.Problems
-		warning, err := checkPartial("analyze", info, acc.Decisions(), *partial)
-		if err != nil {
-			return err
-		}
-		cells := acc.Cells()
-		an, err := acc.Analyze(ctx, opt)
-		if err != nil {
-			return analyzeError("analyze", err)
-		}
+		info, cells, an, warning := b.info, b.Acc.Cells(), b.an, b.warning
 		var table *analysis.PaperTable
 		var pc *analysis.PaperComparison
 		if *against != "" {
@@ -68,8 +52,8 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 		}
 		// Transport events and error decisions are reported apart from the
 		// counts.
-		ts := ld.Transport
-		quality := acc.DuplicatesWarning()
+		ts := b.Transport
+		quality := b.Acc.DuplicatesWarning()
 		if *asJSON {
 			if ts.Empty() {
 				ts = nil
@@ -116,8 +100,8 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 				err = analysis.WriteSensitivity(stdout, sens)
 			}
 		}
-		if err == nil && problems > 0 {
-			err = fmt.Errorf("%s: %d problems in %s", dir, problems, results.CallsFile)
+		if err == nil && b.Problems > 0 {
+			err = fmt.Errorf("%s: %d problems in %s", dir, b.Problems, results.CallsFile)
 		}
 		return err
 	}

@@ -22,6 +22,8 @@ type command struct {
 	// flags defines the command's flags on fs and returns the action that
 	// runs the command once fs is parsed.
 	flags func(fs *flag.FlagSet) action
+	// noArgs refuses positional arguments: "NAME takes no arguments".
+	noArgs bool
 }
 
 // A form is one command line of a command.
@@ -54,7 +56,7 @@ var commands = []*command{
 		{"-out NEW_DIR DIR",
 			"convert a bundle of an earlier format (1 or 2) into a new bundle"},
 	}},
-	{name: "synth", flags: cmdSynth, forms: []form{
+	{name: "synth", flags: cmdSynth, noArgs: true, forms: []form{
 		{"-scenarios N -servers M [-replicates R] [-seed S] -out DIR",
 			"write a synthetic study of any size (scale tests)"},
 	}},
@@ -78,15 +80,15 @@ var commands = []*command{
 		{"[-json] MANIFEST",
 			"check every pinned model against its server (no inference)"},
 	}},
-	{name: "models", flags: cmdModels, forms: []form{
+	{name: "models", flags: cmdModels, noArgs: true, forms: []form{
 		{"[-host H] [-json]",
 			"list an Ollama server's models with full digests"},
 	}},
-	{name: "profile", flags: cmdProfile, forms: []form{
+	{name: "profile", flags: cmdProfile, noArgs: true, forms: []form{
 		{"[-json] [-manifest M]",
 			"print the actionability profile table (paper Table I)"},
 	}},
-	{name: "render", flags: cmdRender, forms: []form{
+	{name: "render", flags: cmdRender, noArgs: true, forms: []form{
 		{"-scenario ID -condition C [-prompt FILE] [-replays N [-observation FILE [-policy P]]] [-act [-env NAME] [-mcp-servers DIR]] [-json] [-manifest M]",
 			"print the messages a model receives"},
 	}},
@@ -116,11 +118,11 @@ var commands = []*command{
 		{"-by NAME [-record ID]… [-all] -out PATH CORPUS",
 			"confirm whole records by a named person (clears their proposed marks)"},
 	}},
-	{name: "summary", flags: cmdSummary, forms: []form{
+	{name: "summary", flags: cmdSummary, noArgs: true, forms: []form{
 		{"[-json] [-manifest M | -corpus PATH]",
 			"print a corpus' counts (servers, probes, causes, surfaces, versions)"},
 	}},
-	{name: "clientcheck", flags: cmdClientCheck, forms: []form{
+	{name: "clientcheck", flags: cmdClientCheck, noArgs: true, forms: []form{
 		{"[-json] [-protocol VERSION] [-ts-clients DIR]",
 			"print how Go and TypeScript clients treat results against an outputSchema"},
 	}},
@@ -149,7 +151,7 @@ var commands = []*command{
 		{"record -out DIR [-set NAME] [-seed S]",
 			"record the lab corpus through the MCP protocol, raw frames kept"},
 	}},
-	{name: "version", flags: cmdVersion, forms: []form{
+	{name: "version", flags: cmdVersion, noArgs: true, forms: []form{
 		{"[-json]",
 			"print the module, version, VCS revision, executable sha256 and Go version"},
 	}},
@@ -187,6 +189,9 @@ func runCommand(ctx context.Context, c *command, args []string, stdout, stderr i
 		}
 		c.writeHelp(stderr)
 		return err
+	}
+	if c.noArgs && fs.NArg() != 0 {
+		return usageError("%s takes no arguments", c.name)
 	}
 	return act(ctx, fs.Args(), stdout, stderr)
 }

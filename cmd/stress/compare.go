@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -112,9 +111,7 @@ func cmdCompare(fs *flag.FlagSet) action {
 				RunID string `json:"run_id"`
 				Study string `json:"study"`
 			}
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			err = enc.Encode(struct {
+			err = writeJSON(stdout, struct {
 				Warnings []string `json:"warnings,omitempty"`
 				A        side     `json:"a"`
 				B        side     `json:"b"`

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -93,9 +92,7 @@ func cmdConform(fs *flag.FlagSet) action {
 		}
 
 		if *asJSON {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(struct {
+			if err := writeJSON(stdout, struct {
 				Cases  []conformRow `json:"cases"`
 				Passed int          `json:"passed"`
 				Failed int          `json:"failed"`

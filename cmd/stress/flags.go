@@ -145,19 +145,6 @@ func (sf *statFlags) options(cmd string) (analysis.Options, error) {
 	return opt, nil
 }
 
-// declared adds the comparisons the bundle's manifest declared (its
-// comparisons field, recorded in manifest.json) to opt, as predeclared.
-func declared(cmd string, info *analysis.BundleInfo, opt *analysis.Options) error {
-	for i, c := range info.Manifest.Comparisons {
-		spec, err := analysis.ParsePairSpec(c, analysis.Strict)
-		if err != nil {
-			return fmt.Errorf("%s: %s/manifest.json: field manifest.comparisons[%d]: %w", cmd, info.Dir, i, err)
-		}
-		opt.Declared = append(opt.Declared, spec)
-	}
-	return nil
-}
-
 // analyzeError reports an error of Accumulator.Analyze for cmd: a usage
 // error naming -pair when it is about one of the -pair comparisons
 // (analysis.ErrPair: no arm of the bundle has both conditions), else a

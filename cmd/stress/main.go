@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -99,4 +100,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError("unknown command %q", name)
 	}
 	return runCommand(ctx, c, args, stdout, stderr)
+}
+
+// writeJSON writes v to w as JSON indented by two spaces.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

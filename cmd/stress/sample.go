@@ -8,8 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -241,13 +243,8 @@ func writeSampleSummary(w io.Writer, r *registry.Result, m *registry.Manifest, d
 		fmt.Fprintf(w, "frame %s: %d GitHub repositories\n", input.Quote(r.Inputs[0].File), len(f.Entries))
 	} else {
 		rej := r.RejectedCounts()
-		reasons := make([]string, 0, len(rej))
-		for reason := range rej {
-			reasons = append(reasons, reason)
-		}
-		sort.Strings(reasons)
 		var parts []string
-		for _, reason := range reasons {
+		for _, reason := range slices.Sorted(maps.Keys(rej)) {
 			parts = append(parts, fmt.Sprintf("%s %d", reason, rej[reason]))
 		}
 		fmt.Fprintf(w, "snapshot: %d records, %d servers (one latest record each), %d unique GitHub repositories\n",

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -32,9 +31,7 @@ func cmdVerify(fs *flag.FlagSet) action {
 		}
 		checks, verr := plan.Verify(ctx)
 		if *asJSON {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(checks); err != nil {
+			if err := writeJSON(stdout, checks); err != nil {
 				return err
 			}
 		} else {
