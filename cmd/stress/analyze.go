@@ -28,9 +28,8 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 		if *matchLabel && *against == "" {
 			return usageError("analyze: flag -match-label applies to -against paper")
 		}
-		lenient, err := parserFlag("analyze", *parser)
-		if err != nil {
-			return err
+		if *parser != "strict" && *parser != analysis.ParserLenient {
+			return usageError("analyze: flag -parser: want strict or lenient, got %q", *parser)
 		}
 		b, err := analyzeBundle(ctx, "analyze", dir, *partial, opt, stderr)
 		if err != nil {
@@ -45,7 +44,7 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 			}
 		}
 		var sens *analysis.ParserSensitivity
-		if lenient {
+		if *parser == analysis.ParserLenient {
 			if sens, err = parserSensitivity(dir, info.ReplayCap); err != nil {
 				return err
 			}
@@ -53,30 +52,22 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 		// Transport events and error decisions are reported apart from the
 		// counts.
 		ts := b.Transport
-		quality := b.Acc.DuplicatesWarning()
+		var warnings []string // the partial bundle's first, then data quality, then proposed coding
+		for _, w := range []string{warning, b.Acc.DuplicatesWarning(), info.ProposedWarning()} {
+			if w != "" {
+				warnings = append(warnings, w)
+			}
+		}
 		if *asJSON {
 			if ts.Empty() {
 				ts = nil
 			}
-			var warnings []string
-			if warning != "" {
-				warnings = []string{warning}
-			}
-			if quality != "" {
-				warnings = append(warnings, quality)
-			}
-			if w := info.ProposedWarning(); w != "" {
-				warnings = append(warnings, w)
-			}
 			err = writeJSONWith(stdout, sens, func(w io.Writer) error { return analysis.WriteAnalysisJSON(w, an, pc, ts, warnings) })
 		} else {
 			if warning != "" {
-				fmt.Fprintln(stdout, warningLine(warning, "the numbers below"))
+				warnings[0] = warningLine(warning, "the numbers below")
 			}
-			if quality != "" {
-				fmt.Fprintln(stdout, quality)
-			}
-			if w := info.ProposedWarning(); w != "" {
+			for _, w := range warnings {
 				fmt.Fprintln(stdout, w)
 			}
 			err = analysis.WriteTable(stdout, cells)

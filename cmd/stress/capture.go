@@ -101,15 +101,14 @@ func parseTargets(stdio, web []string) ([]capture.Target, error) {
 func loadSalt(file string) ([]byte, error) {
 	data, err := input.ReadFile(file, input.Salt)
 	if errors.Is(err, fs.ErrNotExist) {
-		salt := make([]byte, 32)
-		if _, err := rand.Read(salt); err != nil {
+		salt, err := newSalt()
+		if err != nil {
 			return nil, err
 		}
-		text := hex.EncodeToString(salt) + "\n"
-		if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+		if err := os.WriteFile(file, append(salt, '\n'), 0o600); err != nil {
 			return nil, fmt.Errorf("flag -salt-file: %w", err)
 		}
-		return []byte(strings.TrimSpace(text)), nil
+		return salt, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("flag -salt-file: %w", err)
@@ -119,6 +118,15 @@ func loadSalt(file string) ([]byte, error) {
 		return nil, fmt.Errorf("flag -salt-file: %s holds %d bytes; want at least 16", file, len(salt))
 	}
 	return salt, nil
+}
+
+// newSalt is a random pseudonym salt: 32 bytes in hexadecimal.
+func newSalt() ([]byte, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return nil, err
+	}
+	return []byte(hex.EncodeToString(b)), nil
 }
 
 // captureLong is what stress help capture says after the forms.
@@ -212,15 +220,12 @@ func cmdCapture(fs *flag.FlagSet) action {
 		}
 		var salt []byte
 		if *saltFile != "" {
-			if salt, err = loadSalt(*saltFile); err != nil {
-				return err
-			}
+			salt, err = loadSalt(*saltFile)
 		} else {
-			salt = make([]byte, 32)
-			if _, err := rand.Read(salt); err != nil {
-				return err
-			}
-			salt = []byte(hex.EncodeToString(salt))
+			salt, err = newSalt()
+		}
+		if err != nil {
+			return err
 		}
 		log := stderr
 		if *quiet {
@@ -266,28 +271,17 @@ func cmdCapture(fs *flag.FlagSet) action {
 		case werr != nil:
 			return werr
 		}
-		records, from := "records", "servers"
-		if w.Scenarios == 1 {
-			records = "record"
-		}
-		if w.Servers == 1 {
-			from = "server"
-		}
 		fmt.Fprintf(log, "wrote %s: %d %s from %d %s (corpus %s, manifest %s; private: %s)\n",
-			*out, w.Scenarios, records, w.Servers, from, filepath.Join(*out, capture.CorpusDir), filepath.Join(*out, capture.ManifestFile),
+			*out, w.Scenarios, plural(w.Scenarios, "record"), w.Servers, plural(w.Servers, "server"), filepath.Join(*out, capture.CorpusDir), filepath.Join(*out, capture.ManifestFile),
 			filepath.Join(*out, capture.PrivateDir))
 		var problems []string
 		if n := len(w.Quarantined); n > 0 {
-			records := "records"
-			if n == 1 {
-				records = "record"
-			}
 			list := make([]string, n)
 			for i, q := range w.Quarantined {
 				list[i] = fmt.Sprintf("%s (%s)", q.ID, q.Reason)
 			}
 			problems = append(problems, fmt.Sprintf("%d %s quarantined, not in the corpus (see %s): %s",
-				n, records, filepath.Join(*out, capture.QuarantineDir), strings.Join(list, "; ")))
+				n, plural(n, "record"), filepath.Join(*out, capture.QuarantineDir), strings.Join(list, "; ")))
 		}
 		if failed > 0 {
 			problems = append(problems, fmt.Sprintf("%d of %d servers failed; the corpus holds the others", failed, len(servers)))
@@ -333,6 +327,14 @@ func writeCaptureTable(w io.Writer, servers []*capture.Server) error {
 		}
 	}
 	return nil
+}
+
+// plural is word, with an s unless n is 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
 
 func dash(s string) string {

@@ -24,6 +24,9 @@ type command struct {
 	flags func(fs *flag.FlagSet) action
 	// noArgs refuses positional arguments: "NAME takes no arguments".
 	noArgs bool
+	// required names the flag that must have a value, "" for none:
+	// "NAME: flag -FLAG is required".
+	required string
 }
 
 // A form is one command line of a command.
@@ -48,15 +51,15 @@ var commands = []*command{
 		{"-resume DIR [-retry-errors] [-allow-unpinned] [-allow-proposed] [-grace D] [-progress D] [-quiet] [MANIFEST]",
 			"continue an interrupted or killed run"},
 	}},
-	{name: "merge", flags: cmdMerge, forms: []form{
+	{name: "merge", flags: cmdMerge, required: "out", forms: []form{
 		{"-out DIR [-quiet] SHARD_DIR…",
 			"combine the shard bundles of one study into one bundle"},
 	}},
-	{name: "upgrade", flags: cmdUpgrade, forms: []form{
+	{name: "upgrade", flags: cmdUpgrade, required: "out", forms: []form{
 		{"-out NEW_DIR DIR",
 			"convert a bundle of an earlier format (1 or 2) into a new bundle"},
 	}},
-	{name: "synth", flags: cmdSynth, noArgs: true, forms: []form{
+	{name: "synth", flags: cmdSynth, required: "out", noArgs: true, forms: []form{
 		{"-scenarios N -servers M [-replicates R] [-seed S] -out DIR",
 			"write a synthetic study of any size (scale tests)"},
 	}},
@@ -88,7 +91,7 @@ var commands = []*command{
 		{"[-json] [-manifest M]",
 			"print the actionability profile table (paper Table I)"},
 	}},
-	{name: "render", flags: cmdRender, noArgs: true, forms: []form{
+	{name: "render", flags: cmdRender, required: "scenario", noArgs: true, forms: []form{
 		{"-scenario ID -condition C [-prompt FILE] [-replays N [-observation FILE [-policy P]]] [-act [-env NAME] [-mcp-servers DIR]] [-json] [-manifest M]",
 			"print the messages a model receives"},
 	}},
@@ -126,7 +129,7 @@ var commands = []*command{
 		{"[-json] [-protocol VERSION] [-ts-clients DIR]",
 			"print how Go and TypeScript clients treat results against an outputSchema"},
 	}},
-	{name: "sample", flags: cmdSample, long: sampleLong, forms: []form{
+	{name: "sample", flags: cmdSample, required: "out", long: sampleLong, forms: []form{
 		{"-out DIR [-seed S] [-strata LIST] [-exclude FILE] [-include-deleted] SNAPSHOT…",
 			"draw a seeded, stratified sample of the repositories of a registry snapshot"},
 		{"-out DIR -fetch URL [-allow-redirect-host HOST]… [-seed S] [-strata LIST] [-exclude FILE] [-include-deleted]",
@@ -192,6 +195,9 @@ func runCommand(ctx context.Context, c *command, args []string, stdout, stderr i
 	}
 	if c.noArgs && fs.NArg() != 0 {
 		return usageError("%s takes no arguments", c.name)
+	}
+	if c.required != "" && fs.Lookup(c.required).Value.String() == "" {
+		return usageError("%s: flag -%s is required", c.name, c.required)
 	}
 	return act(ctx, fs.Args(), stdout, stderr)
 }

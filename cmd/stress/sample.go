@@ -49,9 +49,6 @@ func cmdSample(fs *flag.FlagSet) action {
 	fs.Var(&allowRedirect, "allow-redirect-host", "with -fetch: follow a redirect to `HOST` (or HOST:PORT) too; a redirect to a host other than URL's is refused (repeatable)")
 	includeDeleted := fs.Bool("include-deleted", false, "keep servers the registry marks deleted in the frame (by default they are left out: their publishers no longer list them)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		if *out == "" {
-			return usageError("sample: flag -out is required")
-		}
 		if err := outdir.Check(*out, nil); err != nil {
 			return usageError("sample: flag -out: %v", err)
 		}
