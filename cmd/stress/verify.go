@@ -66,12 +66,8 @@ func cmdVerify(fs *flag.FlagSet) action {
 // fact formats what a server reported under key, or "-" when it reported
 // nothing (the backend has no such fact, or verification stopped early).
 func fact(f models.Facts, key string) string {
-	v, ok := f[key]
-	if !ok || v == nil {
-		return "-"
-	}
-	if s := fmt.Sprint(v); s != "" {
-		return s
+	if v := f[key]; v != nil {
+		return dash(fmt.Sprint(v))
 	}
 	return "-"
 }
