@@ -21,12 +21,9 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 	partial := addPartialFlag(fs)
 	parser := fs.String("parser", "strict", "`lenient`: also re-parse every stored response with the lenient parser and print Invalid and Strict under both parsers, paired (the counts stay strict; strict prints them alone)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		dir, opt, err := bundleArgs("analyze", args, sf, *against)
+		dir, opt, err := bundleArgs("analyze", args, sf, *against, *matchLabel)
 		if err != nil {
 			return err
-		}
-		if *matchLabel && *against == "" {
-			return usageError("analyze: flag -match-label applies to -against paper")
 		}
 		if *parser != "strict" && *parser != analysis.ParserLenient {
 			return usageError("analyze: flag -parser: want strict or lenient, got %q", *parser)

@@ -157,8 +157,8 @@ func analyzeError(cmd string, err error) error {
 }
 
 // bundleArgs checks what analyze and report share: one bundle directory,
-// the statistics flags and -against.
-func bundleArgs(cmd string, args []string, sf *statFlags, against string) (dir string, opt analysis.Options, err error) {
+// the statistics flags, -against and -match-label.
+func bundleArgs(cmd string, args []string, sf *statFlags, against string, matchLabel bool) (dir string, opt analysis.Options, err error) {
 	if len(args) != 1 {
 		return "", opt, usageError("%s takes one bundle directory", cmd)
 	}
@@ -167,6 +167,9 @@ func bundleArgs(cmd string, args []string, sf *statFlags, against string) (dir s
 	}
 	if against != "" && against != "paper" {
 		return "", opt, usageError("%s: flag -against: unknown table %q (want paper)", cmd, against)
+	}
+	if matchLabel && against == "" {
+		return "", opt, usageError("%s: flag -match-label applies to -against paper", cmd)
 	}
 	return args[0], opt, nil
 }

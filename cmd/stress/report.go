@@ -28,12 +28,9 @@ func cmdReport(fs *flag.FlagSet) action {
 	manifest := fs.String("manifest", "", "manifest `M` whose corpus the profile table shows (default: the one recorded in the bundle, if it can be found)")
 	partial := addPartialFlag(fs)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		dir, opt, err := bundleArgs("report", args, sf, *against)
+		dir, opt, err := bundleArgs("report", args, sf, *against, *matchLabel)
 		if err != nil {
 			return err
-		}
-		if *matchLabel && *against == "" {
-			return usageError("report: flag -match-label applies to -against paper")
 		}
 		if *out == "" {
 			*out = filepath.Join(dir, "report")
