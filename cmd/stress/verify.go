@@ -85,8 +85,5 @@ func identity(f models.Facts) string {
 	if v := fact(f, "system_fingerprint"); v != "-" {
 		parts = append(parts, "fingerprint "+v)
 	}
-	if len(parts) == 0 {
-		return "-"
-	}
-	return strings.Join(parts, ", ")
+	return dash(strings.Join(parts, ", "))
 }
