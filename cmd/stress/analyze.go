@@ -21,38 +21,18 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 	partial := addPartialFlag(fs)
 	parser := fs.String("parser", "strict", "`lenient`: also re-parse every stored response with the lenient parser and print Invalid and Strict under both parsers, paired (the counts stay strict; strict prints them alone)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		dir, opt, err := bundleArgs("analyze", args, sf, *against)
+		dir, opt, err := bundleArgs("analyze", args, sf, *against, *matchLabel)
 		if err != nil {
 			return err
 		}
-		if *matchLabel && *against == "" {
-			return usageError("analyze: flag -match-label applies to -against paper")
+		if *parser != "strict" && *parser != analysis.ParserLenient {
+			return usageError("analyze: flag -parser: want strict or lenient, got %q", *parser)
 		}
-		lenient, err := parserFlag("analyze", *parser)
+		b, err := analyzeBundle(ctx, "analyze", dir, *partial, opt, stderr)
 		if err != nil {
 			return err
 		}
-		info, err := readBundleInfo("analyze", dir, *partial)
-		if err != nil {
-			return err
-		}
-		if err := declared("analyze", info, &opt); err != nil {
-			return err
-		}
-		ld, err := loadBundle(ctx, "analyze", dir, info, stderr)
-		if err != nil {
-			return err
-		}
-		acc, problems := ld.Acc, ld.Problems
-		warning, err := checkPartial("analyze", info, acc.Decisions(), *partial)
-		if err != nil {
-			return err
-		}
-		cells := acc.Cells()
-		an, err := acc.Analyze(ctx, opt)
-		if err != nil {
-			return analyzeError("analyze", err)
-		}
+		info, cells, an, warning := b.info, b.Acc.Cells(), b.an, b.warning
 		var table *analysis.PaperTable
 		var pc *analysis.PaperComparison
 		if *against != "" {
@@ -61,38 +41,30 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 			}
 		}
 		var sens *analysis.ParserSensitivity
-		if lenient {
+		if *parser == analysis.ParserLenient {
 			if sens, err = parserSensitivity(dir, info.ReplayCap); err != nil {
 				return err
 			}
 		}
 		// Transport events and error decisions are reported apart from the
 		// counts.
-		ts := ld.Transport
-		quality := acc.DuplicatesWarning()
+		ts := b.Transport
+		var warnings []string // the partial bundle's first, then data quality, then proposed coding
+		for _, w := range []string{warning, b.Acc.DuplicatesWarning(), info.ProposedWarning()} {
+			if w != "" {
+				warnings = append(warnings, w)
+			}
+		}
 		if *asJSON {
 			if ts.Empty() {
 				ts = nil
 			}
-			var warnings []string
-			if warning != "" {
-				warnings = []string{warning}
-			}
-			if quality != "" {
-				warnings = append(warnings, quality)
-			}
-			if w := info.ProposedWarning(); w != "" {
-				warnings = append(warnings, w)
-			}
 			err = writeJSONWith(stdout, sens, func(w io.Writer) error { return analysis.WriteAnalysisJSON(w, an, pc, ts, warnings) })
 		} else {
 			if warning != "" {
-				fmt.Fprintln(stdout, warningLine(warning, "the numbers below"))
+				warnings[0] = warningLine(warning, "the numbers below")
 			}
-			if quality != "" {
-				fmt.Fprintln(stdout, quality)
-			}
-			if w := info.ProposedWarning(); w != "" {
+			for _, w := range warnings {
 				fmt.Fprintln(stdout, w)
 			}
 			err = analysis.WriteTable(stdout, cells)
@@ -116,8 +88,8 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 				err = analysis.WriteSensitivity(stdout, sens)
 			}
 		}
-		if err == nil && problems > 0 {
-			err = fmt.Errorf("%s: %d problems in %s", dir, problems, results.CallsFile)
+		if err == nil && b.Problems > 0 {
+			err = fmt.Errorf("%s: %d problems in %s", dir, b.Problems, results.CallsFile)
 		}
 		return err
 	}

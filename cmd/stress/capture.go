@@ -101,15 +101,14 @@ func parseTargets(stdio, web []string) ([]capture.Target, error) {
 func loadSalt(file string) ([]byte, error) {
 	data, err := input.ReadFile(file, input.Salt)
 	if errors.Is(err, fs.ErrNotExist) {
-		salt := make([]byte, 32)
-		if _, err := rand.Read(salt); err != nil {
+		salt, err := newSalt()
+		if err != nil {
 			return nil, err
 		}
-		text := hex.EncodeToString(salt) + "\n"
-		if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+		if err := os.WriteFile(file, append(salt, '\n'), 0o600); err != nil {
 			return nil, fmt.Errorf("flag -salt-file: %w", err)
 		}
-		return []byte(strings.TrimSpace(text)), nil
+		return salt, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("flag -salt-file: %w", err)
@@ -119,6 +118,15 @@ func loadSalt(file string) ([]byte, error) {
 		return nil, fmt.Errorf("flag -salt-file: %s holds %d bytes; want at least 16", file, len(salt))
 	}
 	return salt, nil
+}
+
+// newSalt is a random pseudonym salt: 32 bytes in hexadecimal.
+func newSalt() ([]byte, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return nil, err
+	}
+	return []byte(hex.EncodeToString(b)), nil
 }
 
 // captureLong is what stress help capture says after the forms.
@@ -140,25 +148,26 @@ everything else is written.
 // probes live MCP servers and writes a pseudonymous corpus.
 func cmdCapture(fs *flag.FlagSet) action {
 	out := fs.String("out", "", "output directory `DIR`, new or empty (required)")
-	var stdio, web, roots, readOnly, sentinels, hosts repeatedFlag
+	var o capture.Options
+	var stdio, web, sentinels repeatedFlag
 	fs.Var(&stdio, "stdio", "a server run over stdio, `LABEL=COMMAND` (repeatable)")
 	fs.Var(&web, "http", "a streamable-HTTP server, `LABEL=URL`, on the loopback unless -allow-host names it (repeatable)")
-	fs.Var(&roots, "root", "advertise the roots capability with this root `URI` (repeatable; default: no roots capability)")
-	fs.Var(&readOnly, "read-only", "declare `TOOL` safe to call, overriding its annotation and the name rule (repeatable)")
+	fs.Var((*repeatedFlag)(&o.Roots), "root", "advertise the roots capability with this root `URI` (repeatable; default: no roots capability)")
+	fs.Var((*repeatedFlag)(&o.ReadOnly), "read-only", "declare `TOOL` safe to call, overriding its annotation and the name rule (repeatable)")
 	fs.Var(&sentinels, "sentinel", "allow an out-of-domain sentinel on `TOOL[:FIELD[=JSON]]` (repeatable)")
-	fs.Var(&hosts, "allow-host", "allow a non-loopback HTTP `HOST` (repeatable)")
-	protocol := fs.String("protocol", "", "pin the protocol `VERSION` the client offers, e.g. 2025-06-18 (default: the SDK's latest)")
-	probeTool := fs.String("probe-tool", "", "`TOOL` for the wrong-type and missing-field probes (default: the first read-only tool with a required field)")
-	interval := fs.Duration("interval", time.Second, "wait `D` between two requests to a server")
-	maxCalls := fs.Int("max-calls", capture.DefaultMaxCalls, "at most `N` requests per server after initialization (1 to 100)")
-	timeout := fs.Duration("timeout", 30*time.Second, "bound `D` on initialization and each request")
-	grace := fs.Duration("grace", 2*time.Second, "the time `D` a stdio server may take to exit after stdin closes before SIGTERM")
-	maxFrame := fs.Int("max-frame-bytes", capture.DefaultMaxFrameBytes, "at most `N` bytes recorded of one frame; a longer one is recorded truncated, with the count of bytes cut")
-	maxServer := fs.Int64("max-server-bytes", capture.DefaultMaxServerBytes, "at most `N` frame bytes recorded per server; later frames are counted and dropped, with a marker in the frames file")
-	maxNotes := fs.Int("max-notifications", capture.DefaultMaxNotifications, "at most `N` messages a server sends on its own (notifications, requests, answers to no pending request) recorded per request of the client; later ones are counted and dropped, with a marker")
-	maxText := fs.Int("max-text-bytes", capture.DefaultMaxTextBytes, "at most `N` bytes of server text an observation keeps; the rest is cut and marked")
-	validate := fs.Bool("validate-output", false, "check results against the tool's outputSchema as a validating client would, and use that view")
-	redactText := fs.Bool("redact-text", false, "also redact URLs, file paths and public IP addresses inside the failure text (credentials and private locators are redacted everywhere)")
+	fs.Var((*repeatedFlag)(&o.AllowHosts), "allow-host", "allow a non-loopback HTTP `HOST` (repeatable)")
+	fs.StringVar(&o.ProtocolVersion, "protocol", "", "pin the protocol `VERSION` the client offers, e.g. 2025-06-18 (default: the SDK's latest)")
+	fs.StringVar(&o.ProbeTool, "probe-tool", "", "`TOOL` for the wrong-type and missing-field probes (default: the first read-only tool with a required field)")
+	fs.DurationVar(&o.Interval, "interval", time.Second, "wait `D` between two requests to a server")
+	fs.IntVar(&o.MaxCalls, "max-calls", capture.DefaultMaxCalls, "at most `N` requests per server after initialization (1 to 100)")
+	fs.DurationVar(&o.Timeout, "timeout", 30*time.Second, "bound `D` on initialization and each request")
+	fs.DurationVar(&o.Grace, "grace", 2*time.Second, "the time `D` a stdio server may take to exit after stdin closes before SIGTERM")
+	fs.IntVar(&o.MaxFrameBytes, "max-frame-bytes", capture.DefaultMaxFrameBytes, "at most `N` bytes recorded of one frame; a longer one is recorded truncated, with the count of bytes cut")
+	fs.Int64Var(&o.MaxServerBytes, "max-server-bytes", capture.DefaultMaxServerBytes, "at most `N` frame bytes recorded per server; later frames are counted and dropped, with a marker in the frames file")
+	fs.IntVar(&o.MaxNotifications, "max-notifications", capture.DefaultMaxNotifications, "at most `N` messages a server sends on its own (notifications, requests, answers to no pending request) recorded per request of the client; later ones are counted and dropped, with a marker")
+	fs.IntVar(&o.MaxTextBytes, "max-text-bytes", capture.DefaultMaxTextBytes, "at most `N` bytes of server text an observation keeps; the rest is cut and marked")
+	fs.BoolVar(&o.ValidateOutput, "validate-output", false, "check results against the tool's outputSchema as a validating client would, and use that view")
+	fs.BoolVar(&o.RedactFailureText, "redact-text", false, "also redact URLs, file paths and public IP addresses inside the failure text (credentials and private locators are redacted everywhere)")
 	saltFile := fs.String("salt-file", "", "`FILE` holding the pseudonym salt, created if missing (default: a new salt in DIR/private/salt)")
 	quiet := fs.Bool("quiet", false, "print only the table")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -171,17 +180,15 @@ func cmdCapture(fs *flag.FlagSet) action {
 		if len(stdio)+len(web) == 0 {
 			return usageError("capture: name at least one server with -stdio or -http")
 		}
-		if *maxCalls < 1 || *maxCalls > 100 {
-			return usageError("capture: flag -max-calls: want 1 to 100, got %d", *maxCalls)
-		}
 		for _, n := range []struct {
 			name      string
 			v, lo, hi int64
 		}{
-			{"max-frame-bytes", int64(*maxFrame), 1 << 10, capture.MaxFrameBytesLimit},
-			{"max-server-bytes", *maxServer, 1 << 10, 1 << 40},
-			{"max-notifications", int64(*maxNotes), 1, 1 << 30},
-			{"max-text-bytes", int64(*maxText), 1 << 10, capture.MaxFrameBytesLimit},
+			{"max-calls", int64(o.MaxCalls), 1, 100},
+			{"max-frame-bytes", int64(o.MaxFrameBytes), 1 << 10, capture.MaxFrameBytesLimit},
+			{"max-server-bytes", o.MaxServerBytes, 1 << 10, 1 << 40},
+			{"max-notifications", int64(o.MaxNotifications), 1, 1 << 30},
+			{"max-text-bytes", int64(o.MaxTextBytes), 1 << 10, capture.MaxFrameBytesLimit},
 		} {
 			if n.v < n.lo || n.v > n.hi {
 				return usageError("capture: flag -%s: want %d to %d, got %d", n.name, n.lo, n.hi, n.v)
@@ -190,7 +197,7 @@ func cmdCapture(fs *flag.FlagSet) action {
 		for _, d := range []struct {
 			name string
 			v    time.Duration
-		}{{"interval", *interval}, {"timeout", *timeout}, {"grace", *grace}} {
+		}{{"interval", o.Interval}, {"timeout", o.Timeout}, {"grace", o.Grace}} {
 			if d.v <= 0 {
 				return usageError("capture: flag -%s: want a positive duration, got %v", d.name, d.v)
 			}
@@ -212,26 +219,18 @@ func cmdCapture(fs *flag.FlagSet) action {
 		}
 		var salt []byte
 		if *saltFile != "" {
-			if salt, err = loadSalt(*saltFile); err != nil {
-				return err
-			}
+			salt, err = loadSalt(*saltFile)
 		} else {
-			salt = make([]byte, 32)
-			if _, err := rand.Read(salt); err != nil {
-				return err
-			}
-			salt = []byte(hex.EncodeToString(salt))
+			salt, err = newSalt()
+		}
+		if err != nil {
+			return err
 		}
 		log := stderr
 		if *quiet {
 			log = io.Discard
 		}
-		o := capture.Options{
-			ProtocolVersion: *protocol, Roots: roots, ReadOnly: readOnly, ProbeTool: *probeTool, Sentinels: specs,
-			Interval: *interval, MaxCalls: *maxCalls, Timeout: *timeout, Grace: *grace, AllowHosts: hosts,
-			MaxFrameBytes: *maxFrame, MaxServerBytes: *maxServer, MaxNotifications: *maxNotes, MaxTextBytes: *maxText,
-			ValidateOutput: *validate, RedactFailureText: *redactText, Salt: salt, Log: log,
-		}
+		o.Sentinels, o.Salt, o.Log = specs, salt, log
 		if err := o.Check(targets); err != nil {
 			return usageError("capture: %v", err)
 		}
@@ -266,28 +265,17 @@ func cmdCapture(fs *flag.FlagSet) action {
 		case werr != nil:
 			return werr
 		}
-		records, from := "records", "servers"
-		if w.Scenarios == 1 {
-			records = "record"
-		}
-		if w.Servers == 1 {
-			from = "server"
-		}
 		fmt.Fprintf(log, "wrote %s: %d %s from %d %s (corpus %s, manifest %s; private: %s)\n",
-			*out, w.Scenarios, records, w.Servers, from, filepath.Join(*out, capture.CorpusDir), filepath.Join(*out, capture.ManifestFile),
+			*out, w.Scenarios, plural(w.Scenarios, "record"), w.Servers, plural(w.Servers, "server"), filepath.Join(*out, capture.CorpusDir), filepath.Join(*out, capture.ManifestFile),
 			filepath.Join(*out, capture.PrivateDir))
 		var problems []string
 		if n := len(w.Quarantined); n > 0 {
-			records := "records"
-			if n == 1 {
-				records = "record"
-			}
 			list := make([]string, n)
 			for i, q := range w.Quarantined {
 				list[i] = fmt.Sprintf("%s (%s)", q.ID, q.Reason)
 			}
 			problems = append(problems, fmt.Sprintf("%d %s quarantined, not in the corpus (see %s): %s",
-				n, records, filepath.Join(*out, capture.QuarantineDir), strings.Join(list, "; ")))
+				n, plural(n, "record"), filepath.Join(*out, capture.QuarantineDir), strings.Join(list, "; ")))
 		}
 		if failed > 0 {
 			problems = append(problems, fmt.Sprintf("%d of %d servers failed; the corpus holds the others", failed, len(servers)))
@@ -335,6 +323,15 @@ func writeCaptureTable(w io.Writer, servers []*capture.Server) error {
 	return nil
 }
 
+// plural is word, with an s unless n is 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// dash is s, or "-" for nothing.
 func dash(s string) string {
 	if s == "" {
 		return "-"

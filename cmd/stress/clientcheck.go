@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -18,9 +17,6 @@ func cmdClientCheck(fs *flag.FlagSet) action {
 	protocol := fs.String("protocol", "", "pin the protocol `VERSION` the Go SDK client offers (default: the SDK's latest)")
 	tsDir := fs.String("ts-clients", "", "the TypeScript clients' `DIR` (default: scripts/ts-clients in the current directory or its nearest parent that has one)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		if len(args) != 0 {
-			return usageError("clientcheck takes no arguments")
-		}
 		o := checkmatrix.Options{ProtocolVersion: *protocol, TSClients: *tsDir}
 		if o.TSClients == "" {
 			o.TSClients = checkmatrix.FindTSClients(".")
@@ -36,9 +32,7 @@ func cmdClientCheck(fs *flag.FlagSet) action {
 			fmt.Fprintf(stderr, "clientcheck: TypeScript clients not run: %s\n", m.TSSkipped)
 		}
 		if *asJSON {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(m)
+			return writeJSON(stdout, m)
 		}
 		return checkmatrix.WriteTable(stdout, m)
 	}

@@ -74,11 +74,7 @@ func cmdCode(fs *flag.FlagSet) action {
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "coder\tprompt\trecords\tcoded\tinvalid\terrors\tcorpus")
 		for _, c := range sum.Coders {
-			corpus := c.Corpus
-			if corpus == "" {
-				corpus = "-"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", c.Model, c.Prompt, c.Records, c.Coded, len(c.Invalid), c.Errors, corpus)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", c.Model, c.Prompt, c.Records, c.Coded, len(c.Invalid), c.Errors, dash(c.Corpus))
 		}
 		tw.Flush()
 		for _, c := range sum.Coders {

@@ -22,6 +22,11 @@ type command struct {
 	// flags defines the command's flags on fs and returns the action that
 	// runs the command once fs is parsed.
 	flags func(fs *flag.FlagSet) action
+	// noArgs refuses positional arguments: "NAME takes no arguments".
+	noArgs bool
+	// required names the flag that must have a value, "" for none:
+	// "NAME: flag -FLAG is required".
+	required string
 }
 
 // A form is one command line of a command.
@@ -46,15 +51,15 @@ var commands = []*command{
 		{"-resume DIR [-retry-errors] [-allow-unpinned] [-allow-proposed] [-grace D] [-progress D] [-quiet] [MANIFEST]",
 			"continue an interrupted or killed run"},
 	}},
-	{name: "merge", flags: cmdMerge, forms: []form{
+	{name: "merge", flags: cmdMerge, required: "out", forms: []form{
 		{"-out DIR [-quiet] SHARD_DIR…",
 			"combine the shard bundles of one study into one bundle"},
 	}},
-	{name: "upgrade", flags: cmdUpgrade, forms: []form{
+	{name: "upgrade", flags: cmdUpgrade, required: "out", forms: []form{
 		{"-out NEW_DIR DIR",
 			"convert a bundle of an earlier format (1 or 2) into a new bundle"},
 	}},
-	{name: "synth", flags: cmdSynth, forms: []form{
+	{name: "synth", flags: cmdSynth, required: "out", noArgs: true, forms: []form{
 		{"-scenarios N -servers M [-replicates R] [-seed S] -out DIR",
 			"write a synthetic study of any size (scale tests)"},
 	}},
@@ -78,15 +83,15 @@ var commands = []*command{
 		{"[-json] MANIFEST",
 			"check every pinned model against its server (no inference)"},
 	}},
-	{name: "models", flags: cmdModels, forms: []form{
+	{name: "models", flags: cmdModels, noArgs: true, forms: []form{
 		{"[-host H] [-json]",
 			"list an Ollama server's models with full digests"},
 	}},
-	{name: "profile", flags: cmdProfile, forms: []form{
+	{name: "profile", flags: cmdProfile, noArgs: true, forms: []form{
 		{"[-json] [-manifest M]",
 			"print the actionability profile table (paper Table I)"},
 	}},
-	{name: "render", flags: cmdRender, forms: []form{
+	{name: "render", flags: cmdRender, required: "scenario", noArgs: true, forms: []form{
 		{"-scenario ID -condition C [-prompt FILE] [-replays N [-observation FILE [-policy P]]] [-act [-env NAME] [-mcp-servers DIR]] [-json] [-manifest M]",
 			"print the messages a model receives"},
 	}},
@@ -116,15 +121,15 @@ var commands = []*command{
 		{"-by NAME [-record ID]… [-all] -out PATH CORPUS",
 			"confirm whole records by a named person (clears their proposed marks)"},
 	}},
-	{name: "summary", flags: cmdSummary, forms: []form{
+	{name: "summary", flags: cmdSummary, noArgs: true, forms: []form{
 		{"[-json] [-manifest M | -corpus PATH]",
 			"print a corpus' counts (servers, probes, causes, surfaces, versions)"},
 	}},
-	{name: "clientcheck", flags: cmdClientCheck, forms: []form{
+	{name: "clientcheck", flags: cmdClientCheck, noArgs: true, forms: []form{
 		{"[-json] [-protocol VERSION] [-ts-clients DIR]",
 			"print how Go and TypeScript clients treat results against an outputSchema"},
 	}},
-	{name: "sample", flags: cmdSample, long: sampleLong, forms: []form{
+	{name: "sample", flags: cmdSample, required: "out", long: sampleLong, forms: []form{
 		{"-out DIR [-seed S] [-strata LIST] [-exclude FILE] [-include-deleted] SNAPSHOT…",
 			"draw a seeded, stratified sample of the repositories of a registry snapshot"},
 		{"-out DIR -fetch URL [-allow-redirect-host HOST]… [-seed S] [-strata LIST] [-exclude FILE] [-include-deleted]",
@@ -149,7 +154,7 @@ var commands = []*command{
 		{"record -out DIR [-set NAME] [-seed S]",
 			"record the lab corpus through the MCP protocol, raw frames kept"},
 	}},
-	{name: "version", flags: cmdVersion, forms: []form{
+	{name: "version", flags: cmdVersion, noArgs: true, forms: []form{
 		{"[-json]",
 			"print the module, version, VCS revision, executable sha256 and Go version"},
 	}},
@@ -187,6 +192,12 @@ func runCommand(ctx context.Context, c *command, args []string, stdout, stderr i
 		}
 		c.writeHelp(stderr)
 		return err
+	}
+	if c.noArgs && fs.NArg() != 0 {
+		return usageError("%s takes no arguments", c.name)
+	}
+	if c.required != "" && fs.Lookup(c.required).Value.String() == "" {
+		return usageError("%s: flag -%s is required", c.name, c.required)
 	}
 	return act(ctx, fs.Args(), stdout, stderr)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -51,48 +50,41 @@ func cmdCompare(fs *flag.FlagSet) action {
 			}
 		}
 		dirA, dirB := args[0], args[1]
-		infoA, err := analysis.ReadBundleInfo(dirA)
-		if err != nil {
-			return fmt.Errorf("compare: RUN_A: %w", err)
+		var infos [2]*analysis.BundleInfo
+		for i, run := range []string{"RUN_A", "RUN_B"} {
+			if infos[i], err = analysis.ReadBundleInfo(args[i]); err != nil {
+				return fmt.Errorf("compare: %s: %w", run, err)
+			}
 		}
-		infoB, err := analysis.ReadBundleInfo(dirB)
-		if err != nil {
-			return fmt.Errorf("compare: RUN_B: %w", err)
-		}
-		for _, info := range []*analysis.BundleInfo{infoA, infoB} {
+		for _, info := range infos {
 			if !*partial && info.Unfinished() {
 				return refusePartial("compare", info, info.Partial(-1))
 			}
 		}
+		infoA, infoB := infos[0], infos[1]
 		if err := analysis.SameCorpus(infoA, infoB); err != nil {
 			return fmt.Errorf("compare refuses %s and %s: %w", dirA, dirB, err)
 		}
-		ldA, err := loadBundle(ctx, "compare", dirA, infoA, stderr)
-		if err != nil {
-			return err
+		var lds [2]*analysis.Loaded
+		for i, info := range infos {
+			if lds[i], err = loadBundle(ctx, "compare", args[i], info, stderr); err != nil {
+				return err
+			}
 		}
-		ldB, err := loadBundle(ctx, "compare", dirB, infoB, stderr)
-		if err != nil {
-			return err
-		}
-		accA, probA, accB, probB := ldA.Acc, ldA.Problems, ldB.Acc, ldB.Problems
 		var warnings, proposed []string // partial bundles; runs on unconfirmed coding
-		for _, x := range []struct {
-			info *analysis.BundleInfo
-			acc  *analysis.Accumulator
-		}{{infoA, accA}, {infoB, accB}} {
-			w, err := checkPartial("compare", x.info, x.acc.Decisions(), *partial)
+		for i, info := range infos {
+			w, err := checkPartial("compare", info, lds[i].Acc.Decisions(), *partial)
 			if err != nil {
 				return err
 			}
 			if w != "" {
 				warnings = append(warnings, w)
 			}
-			if w := x.info.ProposedWarning(); w != "" {
-				proposed = append(proposed, x.info.Dir+": "+w)
+			if w := info.ProposedWarning(); w != "" {
+				proposed = append(proposed, info.Dir+": "+w)
 			}
 		}
-		cmp, err := analysis.Compare(ctx, accA, accB, copt)
+		cmp, err := analysis.Compare(ctx, lds[0].Acc, lds[1].Acc, copt)
 		if err != nil {
 			if ctx.Err() != nil {
 				return err
@@ -112,9 +104,7 @@ func cmdCompare(fs *flag.FlagSet) action {
 				RunID string `json:"run_id"`
 				Study string `json:"study"`
 			}
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			err = enc.Encode(struct {
+			err = writeJSON(stdout, struct {
 				Warnings []string `json:"warnings,omitempty"`
 				A        side     `json:"a"`
 				B        side     `json:"b"`
@@ -140,8 +130,8 @@ func cmdCompare(fs *flag.FlagSet) action {
 			fmt.Fprintln(stdout)
 			err = analysis.WriteCompare(stdout, cmp)
 		}
-		if err == nil && probA+probB > 0 {
-			err = fmt.Errorf("compare: %d problems in the calls.jsonl files", probA+probB)
+		if n := lds[0].Problems + lds[1].Problems; err == nil && n > 0 {
+			err = fmt.Errorf("compare: %d problems in the calls.jsonl files", n)
 		}
 		return err
 	}

@@ -1,12 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -59,11 +59,9 @@ func cmdConform(fs *flag.FlagSet) action {
 			return err
 		}
 		cases := append(failclosed.Controls(m.Corpus.Scenarios), suite...)
-		order := map[failclosed.Kind]int{}
-		for i, k := range failclosed.Kinds {
-			order[k] = i
-		}
-		sort.SliceStable(cases, func(i, j int) bool { return order[cases[i].Kind] < order[cases[j].Kind] })
+		slices.SortStableFunc(cases, func(a, b failclosed.Case) int {
+			return cmp.Compare(slices.Index(failclosed.Kinds, a.Kind), slices.Index(failclosed.Kinds, b.Kind))
+		})
 		want := map[string]string{}
 		inputs := map[failclosed.Kind]int{}
 		paper := 0
@@ -77,25 +75,21 @@ func cmdConform(fs *flag.FlagSet) action {
 
 		var rows []conformRow
 		var failures []string
-		passed, failed := 0, 0
 		for _, r := range failclosed.Run(cases) {
 			rows = append(rows, conformRow{
 				ID: r.ID, Kind: string(r.Kind), Mode: string(r.Mode), Want: want[r.ID],
 				Got:    decisionText(r.Got.Policy, r.Got.Reason, r.Got.Delay.Milliseconds()),
 				Reason: string(r.Got.Reason), Pass: r.Pass,
 			})
-			if r.Pass {
-				passed++
-				continue
+			if !r.Pass {
+				failures = append(failures, fmt.Sprintf("FAIL %s/%s: %s (%s)", r.ID, r.Mode, r.Diff, r.Got.Message))
 			}
-			failed++
-			failures = append(failures, fmt.Sprintf("FAIL %s/%s: %s (%s)", r.ID, r.Mode, r.Diff, r.Got.Message))
 		}
+		failed := len(failures)
+		passed := len(rows) - failed
 
 		if *asJSON {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(struct {
+			if err := writeJSON(stdout, struct {
 				Cases  []conformRow `json:"cases"`
 				Passed int          `json:"passed"`
 				Failed int          `json:"failed"`

@@ -145,19 +145,6 @@ func (sf *statFlags) options(cmd string) (analysis.Options, error) {
 	return opt, nil
 }
 
-// declared adds the comparisons the bundle's manifest declared (its
-// comparisons field, recorded in manifest.json) to opt, as predeclared.
-func declared(cmd string, info *analysis.BundleInfo, opt *analysis.Options) error {
-	for i, c := range info.Manifest.Comparisons {
-		spec, err := analysis.ParsePairSpec(c, analysis.Strict)
-		if err != nil {
-			return fmt.Errorf("%s: %s/manifest.json: field manifest.comparisons[%d]: %w", cmd, info.Dir, i, err)
-		}
-		opt.Declared = append(opt.Declared, spec)
-	}
-	return nil
-}
-
 // analyzeError reports an error of Accumulator.Analyze for cmd: a usage
 // error naming -pair when it is about one of the -pair comparisons
 // (analysis.ErrPair: no arm of the bundle has both conditions), else a
@@ -170,8 +157,8 @@ func analyzeError(cmd string, err error) error {
 }
 
 // bundleArgs checks what analyze and report share: one bundle directory,
-// the statistics flags and -against.
-func bundleArgs(cmd string, args []string, sf *statFlags, against string) (dir string, opt analysis.Options, err error) {
+// the statistics flags, -against and -match-label.
+func bundleArgs(cmd string, args []string, sf *statFlags, against string, matchLabel bool) (dir string, opt analysis.Options, err error) {
 	if len(args) != 1 {
 		return "", opt, usageError("%s takes one bundle directory", cmd)
 	}
@@ -180,6 +167,9 @@ func bundleArgs(cmd string, args []string, sf *statFlags, against string) (dir s
 	}
 	if against != "" && against != "paper" {
 		return "", opt, usageError("%s: flag -against: unknown table %q (want paper)", cmd, against)
+	}
+	if matchLabel && against == "" {
+		return "", opt, usageError("%s: flag -match-label applies to -against paper", cmd)
 	}
 	return args[0], opt, nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -74,7 +73,7 @@ func cmdLab(fs *flag.FlagSet) action {
 			if err := only("stdio", "http", "seed", "set", "scenario", "realtime"); err != nil {
 				return err
 			}
-			return labServe(ctx, labServeFlags{*stdio, *addr, *seed, *setName, *id, *realtime}, stdout, stderr)
+			return labServe(ctx, *stdio, *addr, *seed, *setName, *id, *realtime, stdout, stderr)
 		case "list":
 			if err := only("json", "set"); err != nil {
 				return err
@@ -90,37 +89,26 @@ func cmdLab(fs *flag.FlagSet) action {
 	}
 }
 
-// labServeFlags are the flags of lab serve.
-type labServeFlags struct {
-	stdio    bool
-	addr     string
-	seed     int64
-	set      string
-	scenario string
-	realtime bool
-}
-
 // labServe serves one lab until the client leaves (stdio), or until the
 // context ends (SIGINT, SIGTERM), then prints its outcome on stderr.
-func labServe(ctx context.Context, f labServeFlags, stdout, stderr io.Writer) error {
-	stdio, addr, seed, realtime := &f.stdio, &f.addr, &f.seed, &f.realtime
-	if *stdio == (*addr != "") {
+func labServe(ctx context.Context, stdio bool, addr string, seed int64, setName, id string, realtime bool, stdout, stderr io.Writer) error {
+	if stdio == (addr != "") {
 		return usageError("lab serve: give exactly one of -stdio and -http")
 	}
-	set, err := lab.BuiltinSet(f.set)
+	set, err := lab.BuiltinSet(setName)
 	if err != nil {
 		return usageError("lab serve: flag -set: %v", err)
 	}
 	var sc *lab.Scenario
-	if f.scenario != "" {
+	if id != "" {
 		var ok bool
-		if sc, ok = set.Scenario(f.scenario); !ok {
-			return usageError("lab serve: flag -scenario: set %s has no scenario %q", set.Name, f.scenario)
+		if sc, ok = set.Scenario(id); !ok {
+			return usageError("lab serve: flag -scenario: set %s has no scenario %q", set.Name, id)
 		}
 	}
-	o := lab.Options{Seed: *seed}
+	o := lab.Options{Seed: seed}
 	clock := "virtual clock"
-	if *realtime {
+	if realtime {
 		o.Clock, clock = lab.WallClock{}, "wall clock"
 	}
 	l := lab.New(sc, o)
@@ -129,8 +117,8 @@ func labServe(ctx context.Context, f labServeFlags, stdout, stderr io.Writer) er
 	if sc != nil {
 		what = fmt.Sprintf("scenario %s (%s %s, %s on %s)", sc.ID, sc.Server, lab.Servers[sc.Server], sc.Class, sc.Tool)
 	}
-	if *stdio {
-		fmt.Fprintf(stderr, "stress lab: serving %s over stdio, %s, seed %d\n", what, clock, *seed)
+	if stdio {
+		fmt.Fprintf(stderr, "stress lab: serving %s over stdio, %s, seed %d\n", what, clock, seed)
 		t := &mcpstdio.Transport{Reader: os.Stdin, Writer: stdout}
 		if vc, ok := l.Clock().(*lab.VirtualClock); ok {
 			// Note: once stdin ends no client can move the virtual clock:
@@ -143,7 +131,7 @@ func labServe(ctx context.Context, f labServeFlags, stdout, stderr io.Writer) er
 			err = nil
 		}
 	} else {
-		err = serveHTTP(ctx, srv, *addr, what, clock, *seed, stderr)
+		err = serveHTTP(ctx, srv, addr, what, clock, seed, stderr)
 	}
 	printOutcome(stderr, l)
 	return err
@@ -214,9 +202,7 @@ func labList(name string, asJSON bool, stdout io.Writer) error {
 		rows = append(rows, r)
 	}
 	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
+		return writeJSON(stdout, rows)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tServer\tClass\tTool\tSurface\tContract\tPreferred\tNon-harm")

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,13 +27,13 @@ func main() {
 	deferGC()
 	ctx, stop := onSignals(signalPatience(os.Args[1:]), os.Stderr)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	sig, stopped := stoppedBy(ctx)
+	sig, stopped := context.Cause(ctx).(errSignal) // the signal that cancelled ctx, if any
 	stop()
 	switch {
 	case err == nil:
 	case stopped && errors.Is(err, context.Canceled):
 		// The command stopped its work; there is nothing else to say.
-		fmt.Fprintf(os.Stderr, "stress: %s: %s\n", commandName(os.Args[1:]), errSignal{sig})
+		fmt.Fprintf(os.Stderr, "stress: %s: %s\n", commandName(os.Args[1:]), sig)
 		os.Exit(1)
 	case errors.Is(err, errUsage):
 		fmt.Fprintln(os.Stderr, "stress:", err)
@@ -99,4 +100,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError("unknown command %q", name)
 	}
 	return runCommand(ctx, c, args, stdout, stderr)
+}
+
+// writeJSON writes v to w as JSON indented by two spaces.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -28,18 +28,12 @@ func loadManifest(path string) (*manifests.Resolved, error) {
 func loadRecorded(rec *results.Record) (*manifests.Resolved, error) {
 	if rec.SourceAbs != "" {
 		if _, err := os.Stat(rec.SourceAbs); err == nil {
-			return loadSource(rec.SourceAbs)
+			return loadManifest(rec.SourceAbs)
 		}
 	}
-	m, err := loadSource(rec.Source)
+	m, err := loadManifest(rec.Source)
 	if err != nil && rec.SourceAbs != "" {
 		return nil, fmt.Errorf("%w (nor is it at %s)", err, rec.SourceAbs)
 	}
 	return m, err
-}
-
-// loadSource loads a manifest named as a bundle records it: a path, or
-// builtin:NAME; "" is the built-in default.
-func loadSource(source string) (*manifests.Resolved, error) {
-	return loadManifest(source)
 }

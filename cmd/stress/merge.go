@@ -16,9 +16,6 @@ func cmdMerge(fs *flag.FlagSet) action {
 	out := fs.String("out", "", "bundle directory `DIR` to create (required)")
 	quiet := fs.Bool("quiet", false, "print only the counts table")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		if *out == "" {
-			return usageError("merge: flag -out is required")
-		}
 		if len(args) == 0 {
 			return usageError("merge takes the shard bundle directories (stress run -shard i/n, one per shard)")
 		}

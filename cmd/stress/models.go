@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -18,9 +17,6 @@ func cmdModels(fs *flag.FlagSet) action {
 	host := fs.String("host", "", "Ollama server `H` (default $OLLAMA_HOST, else "+ollama.DefaultHost+")")
 	asJSON := fs.Bool("json", false, "print as JSON")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		if len(args) != 0 {
-			return usageError("models takes no arguments")
-		}
 		list, err := ollama.List(ctx, *host)
 		if err != nil {
 			return err
@@ -38,9 +34,7 @@ func cmdModels(fs *flag.FlagSet) action {
 			}
 		}
 		if *asJSON {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(list)
+			return writeJSON(stdout, list)
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "name\tdigest\tfamily\tparameters\tquantization\tserver")

@@ -12,18 +12,6 @@ import (
 	"github.com/mcpstress/stress/results"
 )
 
-// parserFlag is analyze's -parser: "strict" (the primary counts only) or
-// "lenient" (the counts, then the parser sensitivity table).
-func parserFlag(cmd, p string) (lenient bool, err error) {
-	switch p {
-	case "strict":
-		return false, nil
-	case analysis.ParserLenient:
-		return true, nil
-	}
-	return false, usageError("%s: flag -parser: want strict or lenient, got %q", cmd, p)
-}
-
 // parserSensitivity re-scores the bundle in dir with the lenient parser
 // (a second pass over calls.jsonl; the primary counts are untouched).
 func parserSensitivity(dir string, replayCap int) (*analysis.ParserSensitivity, error) {

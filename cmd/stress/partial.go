@@ -25,10 +25,22 @@ func addPartialFlag(fs *flag.FlagSet) *bool {
 	return fs.Bool("partial", false, "use a partial bundle too: unfinished, or holding another number of decisions than its manifest.json records (the output says so first)")
 }
 
-// readBundleInfo reads dir's manifest.json: a missing or corrupt file is
-// an error naming it. Unless partial, a bundle that manifest.json records
-// as unfinished is refused before any decision is read.
-func readBundleInfo(cmd, dir string, partial bool) (*analysis.BundleInfo, error) {
+// analyzed is a bundle that analyze, report or power read and analyzed.
+type analyzed struct {
+	info *analysis.BundleInfo
+	*analysis.Loaded
+	warning string // for a partial bundle, "" for a complete one
+	an      *analysis.Analysis
+}
+
+// analyzeBundle reads bundle dir for cmd and analyzes it with opt. It
+// reads dir's manifest.json: a missing or corrupt file is an error naming
+// it; unless partial, a bundle that manifest.json records as unfinished is
+// refused before any decision is read, and one holding another number of
+// decisions after they are read (checkPartial). The comparisons the
+// manifest declared (its comparisons field) are added to opt, as
+// predeclared.
+func analyzeBundle(ctx context.Context, cmd, dir string, partial bool, opt analysis.Options, log io.Writer) (*analyzed, error) {
 	info, err := analysis.ReadBundleInfo(dir)
 	if err != nil {
 		return nil, err
@@ -36,7 +48,24 @@ func readBundleInfo(cmd, dir string, partial bool) (*analysis.BundleInfo, error)
 	if !partial && info.Unfinished() {
 		return nil, refusePartial(cmd, info, info.Partial(-1))
 	}
-	return info, nil
+	for i, c := range info.Manifest.Comparisons {
+		spec, err := analysis.ParsePairSpec(c, analysis.Strict)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s/manifest.json: field manifest.comparisons[%d]: %w", cmd, info.Dir, i, err)
+		}
+		opt.Declared = append(opt.Declared, spec)
+	}
+	b := &analyzed{info: info}
+	if b.Loaded, err = loadBundle(ctx, cmd, dir, info, log); err != nil {
+		return nil, err
+	}
+	if b.warning, err = checkPartial(cmd, info, b.Acc.Decisions(), partial); err != nil {
+		return nil, err
+	}
+	if b.an, err = b.Acc.Analyze(ctx, opt); err != nil {
+		return nil, analyzeError(cmd, err)
+	}
+	return b, nil
 }
 
 // checkPartial compares the decisions read from the bundle with what its

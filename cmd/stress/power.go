@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -105,28 +104,14 @@ func cmdPower(fs *flag.FlagSet) action {
 				}
 				aopt.Pairs = append(aopt.Pairs, spec)
 			}
-			info, err := readBundleInfo("power", *pilot, *partial)
-			if err != nil {
-				return err
-			}
-			if err := declared("power", info, &aopt); err != nil {
-				return err
-			}
-			ld, err := loadBundle(ctx, "power", *pilot, info, stderr)
-			if err != nil {
-				return err
-			}
-			if _, err := checkPartial("power", info, ld.Acc.Decisions(), *partial); err != nil {
-				return err
-			}
 			// Note: B = 1: the pilot's intervals are not shown; only the
 			// pairs' counts are used.
-			an, err := ld.Acc.Analyze(ctx, aopt)
+			b, err := analyzeBundle(ctx, "power", *pilot, *partial, aopt, stderr)
 			if err != nil {
-				return analyzeError("power", err)
+				return err
 			}
 			var skipped []string
-			contrasts, skipped = analysis.Feasible(analysis.PilotContrasts(an), *diff)
+			contrasts, skipped = analysis.Feasible(analysis.PilotContrasts(b.an), *diff)
 			for _, s := range skipped {
 				fmt.Fprintf(stderr, "power: skipped %s: the difference %v leaves the rates\n", s, *diff)
 			}
@@ -155,9 +140,7 @@ func cmdPower(fs *flag.FlagSet) action {
 			return usageError("power: %v", err)
 		}
 		if *asJSON {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			err = enc.Encode(pw)
+			err = writeJSON(stdout, pw)
 		} else {
 			err = analysis.WritePower(stdout, pw)
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -23,9 +22,6 @@ func cmdProfile(fs *flag.FlagSet) action {
 	asJSON := fs.Bool("json", false, "print the table as JSON")
 	manifest := fs.String("manifest", "", "manifest `M` whose corpus to read (default: the built-in one)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		if len(args) != 0 {
-			return usageError("profile takes no arguments")
-		}
 		m, err := loadManifest(*manifest)
 		if err != nil {
 			return err
@@ -33,9 +29,7 @@ func cmdProfile(fs *flag.FlagSet) action {
 		ctrl := study.Summarize(m.Corpus.Scenarios, study.ControlView)
 		cont := study.Summarize(m.Corpus.Scenarios, study.ContentView)
 		if *asJSON {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(map[string]any{
+			return writeJSON(stdout, map[string]any{
 				"control":      ctrl.Counts,
 				"content":      cont.Counts,
 				"profiles":     map[string]any{"control": ctrl.Profiles, "content": cont.Profiles},

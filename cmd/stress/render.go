@@ -32,12 +32,6 @@ func cmdRender(fs *flag.FlagSet) action {
 	envName := fs.String("env", "", "with -act: the environment `NAME` whose scenario to start (default: the manifest's environment, else "+env.DefaultAct+")")
 	mcpServers := fs.String("mcp-servers", "", "with -act and the mcp environment: `DIR` of the reference MCP servers' packages (default: $"+mcpenv.ServersVar+", else "+mcpenv.DefaultServers+" found from the working directory up)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		if len(args) != 0 {
-			return usageError("render takes no arguments")
-		}
-		if *id == "" {
-			return usageError("render: flag -scenario is required")
-		}
 		if (*envName != "" || *mcpServers != "") && !*act {
 			return usageError("render: flags -env and -mcp-servers go with -act")
 		}

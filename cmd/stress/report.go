@@ -28,12 +28,9 @@ func cmdReport(fs *flag.FlagSet) action {
 	manifest := fs.String("manifest", "", "manifest `M` whose corpus the profile table shows (default: the one recorded in the bundle, if it can be found)")
 	partial := addPartialFlag(fs)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		dir, opt, err := bundleArgs("report", args, sf, *against)
+		dir, opt, err := bundleArgs("report", args, sf, *against, *matchLabel)
 		if err != nil {
 			return err
-		}
-		if *matchLabel && *against == "" {
-			return usageError("report: flag -match-label applies to -against paper")
 		}
 		if *out == "" {
 			*out = filepath.Join(dir, "report")
@@ -44,29 +41,14 @@ func cmdReport(fs *flag.FlagSet) action {
 		if err := outdir.Check(*out, reportOwned); err != nil {
 			return usageError("report: flag -out: %v", err)
 		}
-		info, err := readBundleInfo("report", dir, *partial)
+		b, err := analyzeBundle(ctx, "report", dir, *partial, opt, stderr)
 		if err != nil {
 			return err
 		}
-		if err := declared("report", info, &opt); err != nil {
-			return err
-		}
-		ld, err := loadBundle(ctx, "report", dir, info, stderr)
-		if err != nil {
-			return err
-		}
-		acc, problems := ld.Acc, ld.Problems
-		warning, err := checkPartial("report", info, acc.Decisions(), *partial)
-		if err != nil {
-			return err
-		}
-		an, err := acc.Analyze(ctx, opt)
-		if err != nil {
-			return analyzeError("report", err)
-		}
-		in := &report.Input{Analysis: an, Info: info, Partial: warning}
+		info, warning := b.info, b.warning
+		in := &report.Input{Analysis: b.an, Info: info, Partial: warning}
 		if *powerDiff != 0 {
-			cs, skipped := analysis.Feasible(analysis.PilotContrasts(an), *powerDiff)
+			cs, skipped := analysis.Feasible(analysis.PilotContrasts(b.an), *powerDiff)
 			for _, s := range skipped {
 				fmt.Fprintf(stderr, "report: flag -power-diff: skipped %s: the difference leaves the rates\n", s)
 			}
@@ -95,7 +77,7 @@ func cmdReport(fs *flag.FlagSet) action {
 			in.ProfileNote = "No profile table: " + note
 		}
 		if *against != "" {
-			if in.Paper, in.Against, err = analysis.AgainstPaper(acc.Cells(), info, *matchLabel); err != nil {
+			if in.Paper, in.Against, err = analysis.AgainstPaper(b.Acc.Cells(), info, *matchLabel); err != nil {
 				return err
 			}
 		}
@@ -109,8 +91,8 @@ func cmdReport(fs *flag.FlagSet) action {
 		for _, f := range written {
 			fmt.Fprintln(stdout, "wrote", f)
 		}
-		if problems > 0 {
-			err = fmt.Errorf("%s: %d problems in calls.jsonl", dir, problems)
+		if b.Problems > 0 {
+			err = fmt.Errorf("%s: %d problems in calls.jsonl", dir, b.Problems)
 		}
 		return err
 	}

@@ -79,7 +79,7 @@ func cmdRun(fs *flag.FlagSet) action {
 			if err != nil {
 				return fmt.Errorf("resume %s: %w (give the manifest's path as an argument)", *resume, err)
 			}
-		} else if m, err = loadSource(source); err != nil {
+		} else if m, err = loadManifest(source); err != nil {
 			return err
 		}
 		plan, err := runner.PrepareWith(m, runner.Allow{Unpinned: *allow, Proposed: *allowProposed})
@@ -112,17 +112,14 @@ func cmdRun(fs *flag.FlagSet) action {
 		finished := make(chan struct{})
 		defer close(finished)
 		go func() {
-			for n := 0; ; {
+			for range 2 {
 				select {
 				case <-sigs:
-					if n++; n == 2 {
-						close(abort)
-						return
-					}
 				case <-finished:
 					return
 				}
 			}
+			close(abort)
 		}()
 		var dir string
 		var sum *results.Summary

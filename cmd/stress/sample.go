@@ -8,8 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -47,9 +49,6 @@ func cmdSample(fs *flag.FlagSet) action {
 	fs.Var(&allowRedirect, "allow-redirect-host", "with -fetch: follow a redirect to `HOST` (or HOST:PORT) too; a redirect to a host other than URL's is refused (repeatable)")
 	includeDeleted := fs.Bool("include-deleted", false, "keep servers the registry marks deleted in the frame (by default they are left out: their publishers no longer list them)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		if *out == "" {
-			return usageError("sample: flag -out is required")
-		}
 		if err := outdir.Check(*out, nil); err != nil {
 			return usageError("sample: flag -out: %v", err)
 		}
@@ -241,13 +240,8 @@ func writeSampleSummary(w io.Writer, r *registry.Result, m *registry.Manifest, d
 		fmt.Fprintf(w, "frame %s: %d GitHub repositories\n", input.Quote(r.Inputs[0].File), len(f.Entries))
 	} else {
 		rej := r.RejectedCounts()
-		reasons := make([]string, 0, len(rej))
-		for reason := range rej {
-			reasons = append(reasons, reason)
-		}
-		sort.Strings(reasons)
 		var parts []string
-		for _, reason := range reasons {
+		for _, reason := range slices.Sorted(maps.Keys(rej)) {
 			parts = append(parts, fmt.Sprintf("%s %d", reason, rej[reason]))
 		}
 		fmt.Fprintf(w, "snapshot: %d records, %d servers (one latest record each), %d unique GitHub repositories\n",

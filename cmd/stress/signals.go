@@ -76,11 +76,3 @@ func signalPatience(args []string) int {
 	}
 	return 0
 }
-
-// stoppedBy reports the signal that cancelled ctx, if any.
-func stoppedBy(ctx context.Context) (os.Signal, bool) {
-	if e, ok := context.Cause(ctx).(errSignal); ok {
-		return e.sig, true
-	}
-	return nil, false
-}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"io"
 	"os"
@@ -18,9 +17,6 @@ func cmdSummary(fs *flag.FlagSet) action {
 	manifest := fs.String("manifest", "", "manifest `M` whose corpus to count (default: the built-in one)")
 	corpus := fs.String("corpus", "", "corpus file or directory `PATH` to count instead, e.g. a capture's DIR/corpus")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		if len(args) != 0 {
-			return usageError("summary takes no arguments")
-		}
 		if *manifest != "" && *corpus != "" {
 			return usageError("summary: give -manifest or -corpus, not both")
 		}
@@ -44,9 +40,7 @@ func cmdSummary(fs *flag.FlagSet) action {
 		}
 		counts := study.CountCorpus(scenarios)
 		if *asJSON {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(counts)
+			return writeJSON(stdout, counts)
 		}
 		return counts.WriteText(stdout)
 	}

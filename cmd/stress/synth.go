@@ -22,12 +22,6 @@ func cmdSynth(fs *flag.FlagSet) action {
 	out := fs.String("out", "", "directory `DIR` to create (required)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		opt.Seed = *seed
-		if len(args) != 0 {
-			return usageError("synth takes no arguments")
-		}
-		if *out == "" {
-			return usageError("synth: flag -out is required")
-		}
 		if err := outdir.Check(*out, nil); err != nil {
 			return usageError("synth: flag -out: %v", err)
 		}

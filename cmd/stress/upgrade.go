@@ -14,9 +14,6 @@ import (
 func cmdUpgrade(fs *flag.FlagSet) action {
 	out := fs.String("out", "", "bundle directory `NEW_DIR` to create (required)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		if *out == "" {
-			return usageError("upgrade: flag -out is required")
-		}
 		if len(args) != 1 {
 			return usageError("upgrade takes one bundle directory, got %d arguments", len(args))
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -32,9 +31,7 @@ func cmdVerify(fs *flag.FlagSet) action {
 		}
 		checks, verr := plan.Verify(ctx)
 		if *asJSON {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(checks); err != nil {
+			if err := writeJSON(stdout, checks); err != nil {
 				return err
 			}
 		} else {
@@ -69,12 +66,8 @@ func cmdVerify(fs *flag.FlagSet) action {
 // fact formats what a server reported under key, or "-" when it reported
 // nothing (the backend has no such fact, or verification stopped early).
 func fact(f models.Facts, key string) string {
-	v, ok := f[key]
-	if !ok || v == nil {
-		return "-"
-	}
-	if s := fmt.Sprint(v); s != "" {
-		return s
+	if v := f[key]; v != nil {
+		return dash(fmt.Sprint(v))
 	}
 	return "-"
 }
@@ -92,8 +85,5 @@ func identity(f models.Facts) string {
 	if v := fact(f, "system_fingerprint"); v != "-" {
 		parts = append(parts, "fingerprint "+v)
 	}
-	if len(parts) == 0 {
-		return "-"
-	}
-	return strings.Join(parts, ", ")
+	return dash(strings.Join(parts, ", "))
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -17,9 +16,6 @@ import (
 func cmdVersion(fs *flag.FlagSet) action {
 	asJSON := fs.Bool("json", false, `print {"module","version","go_version","vcs_revision","vcs_modified","sha256"} as JSON`)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		if len(args) != 0 {
-			return usageError("version takes no arguments")
-		}
 		return writeVersion(stdout, results.BinaryInfo(), *asJSON)
 	}
 }
@@ -30,9 +26,7 @@ func cmdVersion(fs *flag.FlagSet) action {
 // be read.
 func writeVersion(w io.Writer, b results.Binary, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(b)
+		return writeJSON(w, b)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "module\t%s\n", b.Module)
