@@ -132,7 +132,7 @@ func Agree(table [][]int, conf float64) Agreement {
 	p := make([][]float64, q)
 	row, col := make([]float64, q), make([]float64, q)
 	rowN, colN := make([]int, q), make([]int, q)
-	po, diag := 0.0, 0
+	diag := 0
 	for i := range q {
 		diag += table[i][i]
 		p[i] = make([]float64, q)
@@ -141,20 +141,19 @@ func Agree(table [][]int, conf float64) Agreement {
 			rowN[i] += table[i][j]
 			colN[j] += table[i][j]
 		}
-		po += p[i][i]
 	}
-	for i := range q {
-		row[i], col[i] = float64(rowN[i])/fn, float64(colN[i])/fn
+	var oneCategory, singleA, singleB bool
+	for k := range q {
+		row[k], col[k] = float64(rowN[k])/fn, float64(colN[k])/fn
+		oneCategory = oneCategory || rowN[k] == n && colN[k] == n
+		singleA = singleA || rowN[k] == n
+		singleB = singleB || colN[k] == n
 	}
-	po = float64(diag) / fn // exact: 1 under perfect agreement, not Σ's round-off
+	po := float64(diag) / fn // exact: 1 under perfect agreement, not Σ's round-off
 	a.Observed = po
 	a.PABAK = (fq*po - 1) / (fq - 1)
 
 	// Cohen's kappa.
-	oneCategory := false
-	for k := range q {
-		oneCategory = oneCategory || rowN[k] == n && colN[k] == n
-	}
 	if oneCategory {
 		a.Warnings = append(a.Warnings, Warning{Undefined, fmt.Sprintf(
 			"kappa undefined: both coders put all %d items in one category (expected agreement 1); AC1 and PABAK stay defined", n)})
@@ -182,11 +181,6 @@ func Agree(table [][]int, conf float64) Agreement {
 		c := po*pe - 2*pe + po
 		s -= c * c
 		v := max(s, 0) / (fn * math.Pow(1-pe, 4))
-		var singleA, singleB bool
-		for k := range q {
-			singleA = singleA || rowN[k] == n
-			singleB = singleB || colN[k] == n
-		}
 		single := ""
 		switch {
 		case singleA && singleB:

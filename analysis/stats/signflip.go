@@ -98,10 +98,7 @@ func SignFlip(d []int, opt FlipOptions) Flip {
 	for _, x := range d {
 		obs += int64(x)
 		if x != 0 {
-			a := int64(x)
-			if a < 0 {
-				a = -a
-			}
+			a := int64(max(x, -x))
 			nz = append(nz, a)
 			total += a
 		}
@@ -115,9 +112,7 @@ func SignFlip(d []int, opt FlipOptions) Flip {
 		warn(Coarse, "%d of %d clusters differ: the sign-flip test cannot reach p < %s (smallest attainable p = %.3g)",
 			len(nz), len(d), FormatLevel(opt.Level), f.MinP)
 	}
-	if obs < 0 {
-		obs = -obs
-	}
+	obs = max(obs, -obs)
 	if len(nz) == 0 {
 		f.P, f.Exact = 1, true
 		return f
@@ -144,10 +139,7 @@ func SignFlip(d []int, opt FlipOptions) Flip {
 			word >>= 1
 			bitsLeft--
 		}
-		if t < 0 {
-			t = -t
-		}
-		if t >= obs {
+		if max(t, -t) >= obs {
 			hits++
 		}
 	}
