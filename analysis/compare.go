@@ -171,12 +171,12 @@ func CompareNotes(a, b *BundleInfo, cmp *Comparison) []string {
 		}
 		return ""
 	}
-	idsA, idsB := a.ModelIDs(), b.ModelIDs()
+	modelsA, modelsB := a.RunModels(), b.RunModels()
 	for _, ap := range cmp.Arms {
 		if sa, sb := promptSHA(a, ap.A.Prompt), promptSHA(b, ap.B.Prompt); sa != sb {
 			notes = append(notes, fmt.Sprintf("the prompt templates differ: A %s has sha256 %.12s…, B %s has sha256 %.12s…", ap.A, sa, ap.B, sb))
 		}
-		if ia, ib := idsA[ap.A.Model], idsB[ap.B.Model]; ia != ib {
+		if ia, ib := modelsA[ap.A.Model].ModelID, modelsB[ap.B.Model].ModelID; ia != ib {
 			notes = append(notes, fmt.Sprintf("the models differ: A %s is %q, B %s is %q", ap.A.Model, ia, ap.B.Model, ib))
 		}
 	}
@@ -435,10 +435,7 @@ func WriteCompare(w io.Writer, cmp *Comparison) error {
 		if r.Untestable {
 			untestable = append(untestable, fmt.Sprintf("%s − %s %s on %s", r.A, r.B, cond, r.Column.Label()))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.A, r.B, cond, r.Column.Label(),
-			r.N, r.CountA, r.CountB, SignedPct(float64(r.Diff)), r.DiscordantAB, r.DiscordantBA,
-			PValue(float64(r.McNemarP)), PValue(float64(r.FlipScenario.P)), PValue(float64(r.FlipServer.P)),
-			PValue(float64(r.Holm)), PValue(float64(r.BH)), signedInterval(r.Bootstrap), signedInterval(r.BootstrapT), pairNotes(r.PairStats, seen))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.A, r.B, cond, r.Column.Label(), pairCells(r.PairStats, r.Adjusted, seen))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -219,26 +219,21 @@ func (cs CellStats) ciKey() string {
 // MarshalJSON implements json.Marshaler: the cell's fields (as
 // results.Cell prints them), then "rates", "wilson" and "bootstrap".
 func (cs CellStats) MarshalJSON() ([]byte, error) {
-	cell, err := json.Marshal(cs.Cell)
+	out, err := json.Marshal(cs.Cell)
 	if err != nil {
 		return nil, err
 	}
-	rates, err := json.Marshal(cs.Rates)
-	if err != nil {
-		return nil, err
+	out = out[:len(out)-1]
+	for _, f := range []struct {
+		key string
+		v   any
+	}{{"rates", cs.Rates}, {cs.ciKey(), cs.CI}, {"bootstrap", cs.Bootstrap}} {
+		b, err := json.Marshal(f.v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(out, `,"`+f.key+`":`...), b...)
 	}
-	ci, err := json.Marshal(cs.CI)
-	if err != nil {
-		return nil, err
-	}
-	boot, err := json.Marshal(cs.Bootstrap)
-	if err != nil {
-		return nil, err
-	}
-	out := append(cell[:len(cell)-1], `,"rates":`...)
-	out = append(out, rates...)
-	out = append(append(out, `,"`+cs.ciKey()+`":`...), ci...)
-	out = append(append(out, `,"bootstrap":`...), boot...)
 	return append(out, '}'), nil
 }
 

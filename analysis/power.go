@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -543,21 +544,13 @@ func SmallestDesign(pw *Power, target float64) []string {
 	for _, c := range pw.Curves {
 		pts := slices.Clone(c.Points)
 		slices.SortStableFunc(pts, func(a, b PowerPoint) int {
-			if a.Decisions != b.Decisions {
-				return a.Decisions - b.Decisions
-			}
-			return a.Scenarios - b.Scenarios
+			return cmp.Or(a.Decisions-b.Decisions, a.Scenarios-b.Scenarios)
 		})
-		found := false
-		for _, p := range pts {
-			if p.Power >= target {
-				out = append(out, fmt.Sprintf("%s: %g%% power first reached with %d scenarios × %d replicates over %d servers (%d decisions per arm, power %s%%).",
-					c.Name, 100*target, p.Scenarios, p.Replicates, p.Servers, p.Decisions, Pct(p.Power)))
-				found = true
-				break
-			}
-		}
-		if !found {
+		if i := slices.IndexFunc(pts, func(p PowerPoint) bool { return p.Power >= target }); i >= 0 {
+			p := pts[i]
+			out = append(out, fmt.Sprintf("%s: %g%% power first reached with %d scenarios × %d replicates over %d servers (%d decisions per arm, power %s%%).",
+				c.Name, 100*target, p.Scenarios, p.Replicates, p.Servers, p.Decisions, Pct(p.Power)))
+		} else {
 			out = append(out, fmt.Sprintf("%s: no design of the grid reaches %g%% power.", c.Name, 100*target))
 		}
 	}

@@ -77,23 +77,40 @@ func StrictCoverSize(n int) (w, h int) {
 	return max(cols, 1) * PanelWidth, max(rows, 1) * PanelHeight
 }
 
-// render draws fn on a PNG and an SVG canvas of w × h pixels.
-func render(w, h int, fn func(draw.Canvas)) (pngData, svgData []byte, err error) {
-	wl := vg.Length(w) * vg.Inch / DPI
-	hl := vg.Length(h) * vg.Inch / DPI
+// render draws fn on a PNG and an SVG canvas of f's size, into f.PNG
+// and f.SVG.
+func (f *Figure) render(fn func(draw.Canvas)) error {
+	wl := vg.Length(f.Width) * vg.Inch / DPI
+	hl := vg.Length(f.Height) * vg.Inch / DPI
 	img := vgimg.NewWith(vgimg.UseWH(wl, hl), vgimg.UseDPI(DPI))
 	fn(draw.New(img))
 	var pb bytes.Buffer
 	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&pb); err != nil {
-		return nil, nil, err
+		return err
 	}
 	sc := vgsvg.New(wl, hl)
 	fn(draw.New(sc))
 	var sb bytes.Buffer
 	if _, err := sc.WriteTo(&sb); err != nil {
-		return nil, nil, err
+		return err
 	}
-	return pb.Bytes(), sb.Bytes(), nil
+	f.PNG, f.SVG = pb.Bytes(), sb.Bytes()
+	return nil
+}
+
+// addBars adds to p a bar chart of vals, bars width wide in colour c,
+// offset by offset widths from their ticks, named in the legend.
+func addBars(p *plot.Plot, vals plotter.Values, width vg.Length, offset float64, c color.Color, name string) error {
+	bc, err := plotter.NewBarChart(vals, width)
+	if err != nil {
+		return err
+	}
+	bc.Color = c
+	bc.LineStyle.Width = 0
+	bc.Offset = vg.Length(offset) * width
+	p.Add(bc)
+	p.Legend.Add(name, bc)
+	return nil
 }
 
 // margin leaves a few points of white around a single plot.
@@ -211,8 +228,7 @@ func strictCover(an *analysis.Analysis) (Figure, error) {
 		p.Legend.Top = true
 		grid[i/PanelCols][i%PanelCols] = p
 	}
-	var err error
-	f.PNG, f.SVG, err = render(f.Width, f.Height, func(c draw.Canvas) {
+	err := f.render(func(c draw.Canvas) {
 		if len(arms) == 0 {
 			return
 		}
@@ -285,15 +301,9 @@ func extraBars(an *analysis.Analysis) (Figure, error) {
 				}
 			}
 		}
-		bc, err := plotter.NewBarChart(vals, width)
-		if err != nil {
+		if err := addBars(p, vals, width, float64(i)-float64(n-1)/2, plotutil.Color(i), armTitle(a, arms)); err != nil {
 			return f, err
 		}
-		bc.Color = plotutil.Color(i)
-		bc.LineStyle.Width = 0
-		bc.Offset = vg.Length(float64(i)-float64(n-1)/2) * width
-		p.Add(bc)
-		p.Legend.Add(armTitle(a, arms), bc)
 	}
 	p.Legend.Top = true
 	p.Y.Min = 0
@@ -301,8 +311,7 @@ func extraBars(an *analysis.Analysis) (Figure, error) {
 		p.Y.Max = 1
 	}
 	p.Y.Max *= 1.25 // room for the legend
-	var err error
-	f.PNG, f.SVG, err = render(f.Width, f.Height, func(c draw.Canvas) { p.Draw(margin(c)) })
+	err := f.render(func(c draw.Canvas) { p.Draw(margin(c)) })
 	return f, err
 }
 
@@ -333,15 +342,9 @@ func profileBars(pr *Profile) (Figure, error) {
 		for k, c := range study.Coordinates {
 			vals[k] = float64(v.s.Counts[c])
 		}
-		bc, err := plotter.NewBarChart(vals, width)
-		if err != nil {
+		if err := addBars(p, vals, width, float64(i)-0.5, []color.Color{color.RGBA{0x4c, 0x72, 0xb0, 0xff}, color.RGBA{0xdd, 0x84, 0x52, 0xff}}[i], v.name); err != nil {
 			return f, err
 		}
-		bc.Color = []color.Color{color.RGBA{0x4c, 0x72, 0xb0, 0xff}, color.RGBA{0xdd, 0x84, 0x52, 0xff}}[i]
-		bc.LineStyle.Width = 0
-		bc.Offset = vg.Length(float64(i)-0.5) * width
-		p.Add(bc)
-		p.Legend.Add(v.name, bc)
 	}
 	p.Legend.Top = true
 	p.Y.Min, p.Y.Max = 0, float64(pr.N)*1.3
@@ -351,8 +354,7 @@ func profileBars(pr *Profile) (Figure, error) {
 		ticks = append(ticks, plot.Tick{Value: float64(t), Label: strconv.Itoa(t)})
 	}
 	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
-	var err error
-	f.PNG, f.SVG, err = render(f.Width, f.Height, func(c draw.Canvas) { p.Draw(margin(c)) })
+	err := f.render(func(c draw.Canvas) { p.Draw(margin(c)) })
 	return f, err
 }
 
@@ -428,21 +430,14 @@ func labelAction(an *analysis.Analysis) (Figure, error) {
 			c    color.Color
 			name string
 		}{{label, base, "Strict"}, {rec, light, "Recovered"}} {
-			bc, err := plotter.NewBarChart(v.vals, width)
-			if err != nil {
+			if err := addBars(p, v.vals, width, float64(2*i+j)-float64(n-1)/2, v.c, armTitle(a, arms)+" "+v.name); err != nil {
 				return f, err
 			}
-			bc.Color = v.c
-			bc.LineStyle.Width = 0
-			bc.Offset = vg.Length(float64(2*i+j)-float64(n-1)/2) * width
-			p.Add(bc)
-			p.Legend.Add(armTitle(a, arms)+" "+v.name, bc)
 		}
 	}
 	p.Legend.Top = true
 	p.Y.Min, p.Y.Max = 0, 130 // room for the legend
 	p.Y.Tick.Marker = plot.ConstantTicks([]plot.Tick{{Value: 0, Label: "0"}, {Value: 25, Label: "25"}, {Value: 50, Label: "50"}, {Value: 75, Label: "75"}, {Value: 100, Label: "100"}})
-	var err error
-	f.PNG, f.SVG, err = render(f.Width, f.Height, func(c draw.Canvas) { p.Draw(margin(c)) })
+	err := f.render(func(c draw.Canvas) { p.Draw(margin(c)) })
 	return f, err
 }
