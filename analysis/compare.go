@@ -112,18 +112,17 @@ func align(a, b *Accumulator, selA, selB string, pair *PairSpec) ([][2]int32, er
 		return out, nil
 	}
 	if selA != "" || selB != "" {
-		if selA == "" {
-			selA = selB
-			if len(a.groupArm) == 1 {
-				selA = a.groupArm[0].String()
+		// An unselected side takes its single arm, or the other's selection.
+		orSingle := func(acc *Accumulator, sel, other string) string {
+			switch {
+			case sel != "":
+				return sel
+			case len(acc.groupArm) == 1:
+				return acc.groupArm[0].String()
 			}
+			return other
 		}
-		if selB == "" {
-			selB = selA
-			if len(b.groupArm) == 1 {
-				selB = b.groupArm[0].String()
-			}
-		}
+		selA, selB = orSingle(a, selA, selB), orSingle(b, selB, selA)
 		ga, err := a.findArm(selA)
 		if err != nil {
 			return nil, fmt.Errorf("%w: bundle A: %v", ErrArmSelection, err)
@@ -366,7 +365,7 @@ func matchUnits(a, b *Accumulator, ga, gb int32, strict bool) (map[int32]int32, 
 			continue
 		}
 		ub, ok := int32(-1), false
-		if s, found := b.scenarios.lookup(a.scenarios.names[k.scenario]); found {
+		if s, found := b.scenarios.idx[a.scenarios.names[k.scenario]]; found {
 			ub, ok = b.units.get(unitKey{gb, s, k.replicate})
 		}
 		for ci := range study.AllConditions {

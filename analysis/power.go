@@ -506,17 +506,27 @@ func PowerText(pw *Power) string {
 		SignedPct(pw.Diff), 100*pw.Level, pw.Studies, pw.Seed, pw.ServerShare)
 }
 
+// PowerNotes are the lines under PowerText, without final periods: each
+// contrast's model, then the pilot estimates clamped (ClampNote).
+func PowerNotes(pw *Power) []string {
+	var out []string
+	for _, c := range pw.Curves {
+		out = append(out, fmt.Sprintf("%s: rate of B %s%%, intra-scenario correlation %.3g, arm correlation %.3g (%s)", c.Name, Pct(c.Base), c.ICC, c.ArmCorr, c.Source))
+	}
+	for _, c := range pw.Curves {
+		if n := c.ClampNote(); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // WritePower prints the contrasts' models and the power table.
 func WritePower(w io.Writer, pw *Power) error {
 	fmt.Fprintln(w, wrap(PowerText(pw), 100))
 	fmt.Fprintln(w)
-	for _, c := range pw.Curves {
-		fmt.Fprintf(w, "%s: rate of B %s%%, intra-scenario correlation %.3g, arm correlation %.3g (%s)\n", c.Name, Pct(c.Base), c.ICC, c.ArmCorr, c.Source)
-	}
-	for _, c := range pw.Curves {
-		if n := c.ClampNote(); n != "" {
-			fmt.Fprintln(w, n)
-		}
+	for _, n := range PowerNotes(pw) {
+		fmt.Fprintln(w, n)
 	}
 	fmt.Fprintln(w)
 	tw := newTable(w)

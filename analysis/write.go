@@ -332,17 +332,26 @@ const Reading = "Reading: every scenario's non-harm set contains stop_or_escalat
 // WriteReading prints Reading, wrapped, and names the cells that always stop.
 func WriteReading(w io.Writer, cells []CellStats) error {
 	fmt.Fprintln(w, wrap(Reading, 100))
+	if note := StopsNote(cells); note != "" {
+		_, err := fmt.Fprintln(w, wrap(note, 100))
+		return err
+	}
+	return nil
+}
+
+// StopsNote is the sentence that names the cells that always stop, or ""
+// when none does.
+func StopsNote(cells []CellStats) string {
 	var stops []string
 	for _, c := range cells {
 		if c.AlwaysStops() {
 			stops = append(stops, fmt.Sprintf("%s/%s/%s", c.Model, c.Prompt, c.Condition))
 		}
 	}
-	if len(stops) > 0 {
-		_, err := fmt.Fprintln(w, wrap(fmt.Sprintf("Cells that always stop (Cover = 0, Invalid = 0): %s.", strings.Join(stops, ", ")), 100))
-		return err
+	if len(stops) == 0 {
+		return ""
 	}
-	return nil
+	return fmt.Sprintf("Cells that always stop (Cover = 0, Invalid = 0): %s.", strings.Join(stops, ", "))
 }
 
 // wrap breaks text into lines of at most width bytes at spaces.

@@ -147,10 +147,8 @@ func armCells(cells []analysis.CellStats) ([]analysis.Arm, map[analysis.Arm][]an
 // armTitle names an arm by its model, and its prompt when the bundle has
 // several.
 func armTitle(a analysis.Arm, arms []analysis.Arm) string {
-	for _, b := range arms {
-		if b.Model == a.Model && b.Prompt != a.Prompt {
-			return a.String()
-		}
+	if slices.ContainsFunc(arms, func(b analysis.Arm) bool { return b.Model == a.Model && b.Prompt != a.Prompt }) {
+		return a.String()
 	}
 	return a.Model
 }
@@ -161,11 +159,7 @@ func strictCover(an *analysis.Analysis) (Figure, error) {
 	arms, by := armCells(an.Cells)
 	f := Figure{Name: "strict-cover", Title: "Strict and Cover per model and condition",
 		Caption: fmt.Sprintf("Strict (circles) and Cover (squares) in %% of N decisions per condition, with %s %g%% intervals; one panel per model.", analysis.IntervalName(an.Interval), 100*an.Bootstrap.Conf)}
-	counted := false
-	for _, c := range an.Cells {
-		counted = counted || c.N > 0
-	}
-	if !counted {
+	if !slices.ContainsFunc(an.Cells, func(c analysis.CellStats) bool { return c.N > 0 }) {
 		f.Empty = "No decision was counted (the bundle holds none, or every call failed); no figure."
 		return f, nil
 	}
@@ -251,11 +245,8 @@ func strictCover(an *analysis.Analysis) (Figure, error) {
 func conditionsOf(cells []analysis.CellStats) []string {
 	var out []string
 	for _, c := range study.AllConditions {
-		for _, x := range cells {
-			if x.Condition == c {
-				out = append(out, string(c))
-				break
-			}
+		if slices.ContainsFunc(cells, func(x analysis.CellStats) bool { return x.Condition == c }) {
+			out = append(out, string(c))
 		}
 	}
 	for _, x := range cells {
@@ -295,10 +286,8 @@ func extraBars(an *analysis.Analysis) (Figure, error) {
 	for i, a := range arms {
 		vals := make(plotter.Values, len(conds))
 		for _, c := range by[a] {
-			for k, name := range conds {
-				if string(c.Condition) == name {
-					vals[k] = float64(c.Extra)
-				}
+			if k := slices.Index(conds, string(c.Condition)); k >= 0 {
+				vals[k] = float64(c.Extra)
 			}
 		}
 		if err := addBars(p, vals, width, float64(i)-float64(n-1)/2, plotutil.Color(i), armTitle(a, arms)); err != nil {
@@ -414,12 +403,10 @@ func labelAction(an *analysis.Analysis) (Figure, error) {
 			if c.LabN == 0 {
 				continue
 			}
-			for k, name := range conds {
-				if string(c.Condition) == name {
-					la := c.LabelAction
-					label[k] = 100 * float64(la.StrictRecovered+la.StrictUnrecovered) / float64(c.LabN)
-					rec[k] = 100 * float64(la.StrictRecovered+la.OtherRecovered) / float64(c.LabN)
-				}
+			if k := slices.Index(conds, string(c.Condition)); k >= 0 {
+				la := c.LabelAction
+				label[k] = 100 * float64(la.StrictRecovered+la.StrictUnrecovered) / float64(c.LabN)
+				rec[k] = 100 * float64(la.StrictRecovered+la.OtherRecovered) / float64(c.LabN)
 			}
 		}
 		base := plotutil.Color(i)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -180,16 +181,12 @@ func ival(b analysis.Bounds, f func(float64) string) string {
 	return f(b.Lo) + " to " + f(b.Hi)
 }
 
-func itoa(n int) string { return fmt.Sprint(n) }
-
 // Build assembles the report from its input and rendered figures.
 func Build(in *Input, figs []Figure) *Doc {
 	an := in.Analysis
 	fig := func(name string) *Figure {
-		for i := range figs {
-			if figs[i].Name == name {
-				return &figs[i]
-			}
+		if i := slices.IndexFunc(figs, func(f Figure) bool { return f.Name == name }); i >= 0 {
+			return &figs[i]
 		}
 		return nil
 	}
@@ -464,10 +461,10 @@ func (d *Doc) pairs(an *analysis.Analysis) {
 		t := rightFrom(1, "within", "pairs", "A", "B", "diff (pp)", "A+B−", "A−B+", "McNemar p", "flip p (scenario)", "flip p (server)", "Holm p", "BH p", "bootstrap (pp)", "boot-t (pp)", "unpaired")
 		for _, p := range rows {
 			b := tagged(ival(p.Bootstrap, analysis.SignedPct), p.Warnings, notes)
-			t.Rows = append(t.Rows, []string{p.Within(), itoa(p.N), itoa(p.CountA), itoa(p.CountB),
-				analysis.SignedPct(float64(p.Diff)), itoa(p.DiscordantAB), itoa(p.DiscordantBA), analysis.PValue(float64(p.McNemarP)),
+			t.Rows = append(t.Rows, []string{p.Within(), strconv.Itoa(p.N), strconv.Itoa(p.CountA), strconv.Itoa(p.CountB),
+				analysis.SignedPct(float64(p.Diff)), strconv.Itoa(p.DiscordantAB), strconv.Itoa(p.DiscordantBA), analysis.PValue(float64(p.McNemarP)),
 				analysis.PValue(float64(p.FlipScenario.P)), analysis.PValue(float64(p.FlipServer.P)),
-				analysis.PValue(float64(p.Holm)), analysis.PValue(float64(p.BH)), b, ival(p.BootstrapT, analysis.SignedPct), itoa(p.Unpaired)})
+				analysis.PValue(float64(p.Holm)), analysis.PValue(float64(p.BH)), b, ival(p.BootstrapT, analysis.SignedPct), strconv.Itoa(p.Unpaired)})
 		}
 		d.table(t)
 	}
@@ -489,13 +486,8 @@ func familyText(f string) string {
 // figure f (may be nil) to d.
 func PowerSection(d *Doc, pw *analysis.Power, f *Figure) {
 	d.p("%s", analysis.PowerText(pw))
-	for _, c := range pw.Curves {
-		d.p("%s: rate of B %s%%, intra-scenario correlation %.3g, arm correlation %.3g (%s).", c.Name, analysis.Pct(c.Base), c.ICC, c.ArmCorr, c.Source)
-	}
-	for _, c := range pw.Curves {
-		if n := c.ClampNote(); n != "" {
-			d.p("%s.", n)
-		}
+	for _, n := range analysis.PowerNotes(pw) {
+		d.p("%s.", n)
 	}
 	t := rightFrom(1, analysis.PowerHeader...)
 	t.Rows = analysis.PowerRows(pw)
@@ -515,14 +507,8 @@ func (d *Doc) selective(an *analysis.Analysis) {
 	}
 	d.table(t)
 	d.p("%s", analysis.Reading)
-	var stops []string
-	for _, c := range an.Cells {
-		if c.AlwaysStops() {
-			stops = append(stops, fmt.Sprintf("%s/%s/%s", c.Model, c.Prompt, c.Condition))
-		}
-	}
-	if len(stops) > 0 {
-		d.p("Cells that always stop (Cover = 0, Invalid = 0): %s.", strings.Join(stops, ", "))
+	if note := analysis.StopsNote(an.Cells); note != "" {
+		d.p("%s", note)
 	}
 }
 
@@ -541,7 +527,7 @@ func (d *Doc) against(t *analysis.PaperTable, pc *analysis.PaperComparison) {
 			if signed && x != 0 {
 				r = append(r, fmt.Sprintf("%+d", x))
 			} else {
-				r = append(r, itoa(x))
+				r = append(r, strconv.Itoa(x))
 			}
 		}
 		return append(r, "")
@@ -577,7 +563,7 @@ func (d *Doc) profile(pr *Profile) {
 	d.p("Separately coded capabilities for %d observations of the bundle's corpus (coordinates are not cumulative).", pr.N)
 	t := rightFrom(1, "Capability", "Control", "Content-assisted")
 	for _, c := range study.Coordinates {
-		t.Rows = append(t.Rows, []string{c + " " + coordinateNames[c], itoa(pr.Control.Counts[c]), itoa(pr.Content.Counts[c])})
+		t.Rows = append(t.Rows, []string{c + " " + coordinateNames[c], strconv.Itoa(pr.Control.Counts[c]), strconv.Itoa(pr.Content.Counts[c])})
 	}
 	d.table(t)
 	prof := func(s study.ViewSummary) string {
