@@ -439,13 +439,7 @@ func WriteCompare(w io.Writer, cmp *Comparison) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if note := UntestableNote(untestable); note != "" {
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, wrap(note, 100))
-	}
-	if len(seen) > 0 {
-		fmt.Fprintln(w, "\nNotes on bootstrap intervals and tests:")
-		writeLegend(w, seen)
-	}
+	writeUntestable(w, untestable)
+	writeLegend(w, seen)
 	return nil
 }

@@ -269,18 +269,10 @@ type pairAgg struct {
 // add records one matched pair's outcomes.
 func (p *pairAgg) add(x, y bool) {
 	p.n++
-	if x {
-		p.a++
-	}
-	if y {
-		p.b++
-	}
-	switch {
-	case x && !y:
-		p.ab++
-	case y && !x:
-		p.ba++
-	}
+	p.a += b2i(x)
+	p.b += b2i(y)
+	p.ab += b2i(x && !y)
+	p.ba += b2i(y && !x)
 }
 
 // pairing collects the matched pairs of one comparison per server and

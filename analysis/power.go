@@ -388,15 +388,13 @@ func PilotContrasts(an *Analysis) []PowerContrast {
 		if c.Base != float64(p.CountB)/float64(p.N) {
 			c.Clamped = append(c.Clamped, PowerClamp{Field: "base", Estimate: fmt.Sprintf("%d/%d", p.CountB, p.N), Value: c.Base})
 		}
-		var na, nb, ka, kb []float64
+		var n, ka, kb []float64 // per scenario: pairs, and outcomes under A and B
 		for _, s := range p.scen {
-			if s.n == 0 {
-				continue
+			if s.n > 0 {
+				n, ka, kb = append(n, float64(s.n)), append(ka, float64(s.a)), append(kb, float64(s.b))
 			}
-			na, nb = append(na, float64(s.n)), append(nb, float64(s.n))
-			ka, kb = append(ka, float64(s.a)), append(kb, float64(s.b))
 		}
-		ia, ib := iccANOVA(ka, na), iccANOVA(kb, nb)
+		ia, ib := iccANOVA(ka, n), iccANOVA(kb, n)
 		switch {
 		case math.IsNaN(ia) && math.IsNaN(ib):
 			c.ICC = 0.01
@@ -413,7 +411,7 @@ func PilotContrasts(an *Analysis) []PowerContrast {
 			c.ICC = icc
 		}
 		c.ArmCorr = 1
-		switch r := corrRates(ka, kb, na); {
+		switch r := corrRates(ka, kb, n); {
 		case math.IsNaN(r):
 			c.Clamped = append(c.Clamped, PowerClamp{Field: "arm_corr", Estimate: "undefined (no variance)", Value: 1})
 		case r < 0 || r > 1:

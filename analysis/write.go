@@ -143,8 +143,12 @@ func tags(warnings []stats.Warning, seen map[string]bool) string {
 	return strings.Join(out, ",")
 }
 
-// writeLegend prints the meaning of the tags used.
+// writeLegend prints, under its heading, the meaning of the tags used
+// (nothing when none is).
 func writeLegend(w io.Writer, seen map[string]bool) {
+	if len(seen) > 0 {
+		fmt.Fprintln(w, "\nNotes on bootstrap intervals and tests:")
+	}
 	for _, t := range warningTags {
 		if seen[string(t.kind)] {
 			fmt.Fprintf(w, "  %s: %s\n", t.kind, t.meaning)
@@ -209,10 +213,7 @@ func WriteIntervals(w io.Writer, an *Analysis) error {
 	}
 	fmt.Fprintln(w)
 	WritePairs(w, an.Pairs, an.Family, seen)
-	if len(seen) > 0 {
-		fmt.Fprintln(w, "\nNotes on bootstrap intervals and tests:")
-		writeLegend(w, seen)
-	}
+	writeLegend(w, seen)
 	fmt.Fprintln(w)
 	return WriteReading(w, an.Cells)
 }
@@ -256,11 +257,17 @@ func WritePairs(w io.Writer, pairs []Pair, fam FamilyInfo, seen map[string]bool)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if note := UntestableNote(untestable); note != "" {
+	writeUntestable(w, untestable)
+	return nil
+}
+
+// writeUntestable prints, after a blank line, the UntestableNote of
+// names, when there is one.
+func writeUntestable(w io.Writer, names []string) {
+	if note := UntestableNote(names); note != "" {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, wrap(note, 100))
 	}
-	return nil
 }
 
 // Name names a pair in lists: its factor, fixed factors, A − B and column,
