@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -54,21 +55,11 @@ const (
 )
 
 func (o Options) withDefaults() Options {
-	if o.B == 0 {
-		o.B = stats.DefaultB
-	}
-	if o.Seed == 0 {
-		o.Seed = DefaultSeed
-	}
-	if o.Conf == 0 {
-		o.Conf = stats.DefaultConf
-	}
-	if o.Interval == "" {
-		o.Interval = IntervalWilson
-	}
-	if o.Family == "" {
-		o.Family = FamilyAll
-	}
+	o.B = cmp.Or(o.B, stats.DefaultB)
+	o.Seed = cmp.Or(o.Seed, DefaultSeed)
+	o.Conf = cmp.Or(o.Conf, stats.DefaultConf)
+	o.Interval = cmp.Or(o.Interval, IntervalWilson)
+	o.Family = cmp.Or(o.Family, FamilyAll)
 	return o
 }
 

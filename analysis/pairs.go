@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -164,9 +165,7 @@ func ParsePairSpec(s string, column Column) (PairSpec, error) {
 		}
 		p.Column = c
 	}
-	if p.Column == "" {
-		p.Column = Strict
-	}
+	p.Column = cmp.Or(p.Column, Strict)
 	if p.Column.bit() == 0 {
 		return PairSpec{}, fmt.Errorf("pair %q: unknown column %q (want one of %v)", s, p.Column, Columns)
 	}

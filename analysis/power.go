@@ -144,15 +144,9 @@ func (o PowerOptions) withDefaults() PowerOptions {
 	if o.Servers == nil {
 		o.Servers = DefaultPowerServers
 	}
-	if o.Studies == 0 {
-		o.Studies = DefaultPowerStudies
-	}
-	if o.Level == 0 {
-		o.Level = 0.05
-	}
-	if o.Seed == 0 {
-		o.Seed = DefaultSeed
-	}
+	o.Studies = cmp.Or(o.Studies, DefaultPowerStudies)
+	o.Level = cmp.Or(o.Level, 0.05)
+	o.Seed = cmp.Or(o.Seed, DefaultSeed)
 	return o
 }
 

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/bits"
@@ -237,12 +238,8 @@ func sumOf(clusters []Cluster) (n int, s float64) {
 
 // withDefaults returns o with zero fields replaced by their defaults.
 func (o Options) withDefaults() Options {
-	if o.B == 0 {
-		o.B = DefaultB
-	}
-	if o.Conf == 0 {
-		o.Conf = DefaultConf
-	}
+	o.B = cmp.Or(o.B, DefaultB)
+	o.Conf = cmp.Or(o.Conf, DefaultConf)
 	return o
 }
 

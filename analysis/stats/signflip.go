@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -79,12 +80,8 @@ func SignFlip(d []int, opt FlipOptions) Flip {
 	warn := func(kind WarningKind, format string, args ...any) {
 		f.Warnings = append(f.Warnings, Warning{kind, fmt.Sprintf(format, args...)})
 	}
-	if opt.Draws == 0 {
-		opt.Draws = DefaultDraws
-	}
-	if opt.Level == 0 {
-		opt.Level = 0.05
-	}
+	opt.Draws = cmp.Or(opt.Draws, DefaultDraws)
+	opt.Level = cmp.Or(opt.Level, 0.05)
 	if len(d) == 0 {
 		warn(Undefined, "no clusters: no sign-flip test")
 		return f
