@@ -233,16 +233,11 @@ func Compare(ctx context.Context, a, b *Accumulator, opt CompareOptions) (*Compa
 	condPair := pair != nil && pair.Factor == FactorCondition
 	cmp := &Comparison{Bootstrap: BootstrapInfo{B: o.B, Seed: o.Seed, Conf: o.Conf, Cluster: "server", Clusters: len(a.servers.names)}}
 	order := a.serverOrder()
-	nc := len(study.AllConditions)
 	for _, ab := range arms {
 		ga, gb := ab[0], ab[1]
 		match, err := matchUnits(a, b, ga, gb, !condPair)
 		if err != nil {
 			return nil, err
-		}
-		matchedB := make(map[int32]bool, len(match))
-		for _, ub := range match {
-			matchedB[ub] = true
 		}
 		arms := ArmPair{a.groupArm[ga], b.groupArm[gb]}
 		cmp.Arms = append(cmp.Arms, arms)
@@ -265,22 +260,7 @@ func Compare(ctx context.Context, a, b *Accumulator, opt CompareOptions) (*Compa
 				if err := ctx.Err(); err != nil {
 					return nil, err
 				}
-				bit, need := col.bit(), col.need()
-				pg := a.newPairing()
-				for ua, ub := range match {
-					pg.pair(a, int(ua), a.unitFlags[int(ua)*nc+ci], b.unitFlags[int(ub)*nc+cj], bit, need)
-				}
-				// Units on one side only: unpaired.
-				for ua, k := range a.unitKeys {
-					if _, ok := match[int32(ua)]; !ok && k.group == ga && a.unitFlags[ua*nc+ci]&need == need {
-						pg.unpaired++
-					}
-				}
-				for ub, k := range b.unitKeys {
-					if !matchedB[int32(ub)] && k.group == gb && b.unitFlags[ub*nc+cj]&need == need {
-						pg.unpaired++
-					}
-				}
+				pg := pairMatched(a, b, ga, gb, match, ci, cj, col.bit(), col.need())
 				cmp.Rows = append(cmp.Rows, CompareRow{ArmPair: arms, Condition: cond, ConditionB: condB, Column: col,
 					PairStats: pairStatsOf(pg, order, o)})
 			}
@@ -294,6 +274,31 @@ func Compare(ctx context.Context, a, b *Accumulator, opt CompareOptions) (*Compa
 		cmp.Caveats = append(cmp.Caveats, c)
 	}
 	return cmp, nil
+}
+
+// pairMatched pairs the units of arm ga of a at condition index ci with
+// their matches in arm gb of b at condition index cj (match: a's unit to
+// b's) on a column's bit and need; a unit of either arm without a match
+// is unpaired when it has the column.
+func pairMatched(a, b *Accumulator, ga, gb int32, match map[int32]int32, ci, cj int, bit, need results.Flags) *pairing {
+	nc := len(study.AllConditions)
+	pg := a.newPairing()
+	matchedB := make(map[int32]bool, len(match))
+	for ua, ub := range match {
+		matchedB[ub] = true
+		pg.pair(a, int(ua), a.unitFlags[int(ua)*nc+ci], b.unitFlags[int(ub)*nc+cj], bit, need)
+	}
+	for ua, k := range a.unitKeys {
+		if _, ok := match[int32(ua)]; !ok && k.group == ga && a.unitFlags[ua*nc+ci]&need == need {
+			pg.unpaired++
+		}
+	}
+	for ub, k := range b.unitKeys {
+		if !matchedB[int32(ub)] && k.group == gb && b.unitFlags[ub*nc+cj]&need == need {
+			pg.unpaired++
+		}
+	}
+	return pg
 }
 
 // resolveCompare fixes the factor of an unprefixed pair for Compare:

@@ -498,28 +498,20 @@ func (a *Accumulator) pairSpec(s PairSpec, order []int32, opt Options) []Pair {
 		if !ok {
 			continue
 		}
+		match := map[int32]int32{} // the same scenario and replicate
+		for u, k := range a.unitKeys {
+			if k.group != int32(ga) {
+				continue
+			}
+			if ub, ok := a.units.get(unitKey{gb, k.scenario, k.replicate}); ok {
+				match[int32(u)] = ub
+			}
+		}
 		for ci, cond := range study.AllConditions {
 			if !a.hasCond(int32(ga), cond) || !a.hasCond(gb, cond) {
 				continue
 			}
-			pg := a.newPairing()
-			matched := map[int32]bool{}
-			for u, k := range a.unitKeys {
-				if k.group != int32(ga) {
-					continue
-				}
-				fb := results.Flags(0)
-				if ub, ok := a.units.get(unitKey{gb, k.scenario, k.replicate}); ok {
-					fb = a.unitFlags[int(ub)*nc+ci]
-					matched[ub] = true
-				}
-				pg.pair(a, u, a.unitFlags[u*nc+ci], fb, bit, need)
-			}
-			for u, k := range a.unitKeys {
-				if k.group == gb && !matched[int32(u)] && a.unitFlags[u*nc+ci]&need == need {
-					pg.unpaired++
-				}
-			}
+			pg := pairMatched(a, a, int32(ga), gb, match, ci, ci, bit, need)
 			p := Pair{Factor: s.Factor, Condition: string(cond), A: s.A, B: s.B, Column: s.Column, Spec: s.String(),
 				PairStats: pairStatsOf(pg, order, opt), scen: pg.scenario}
 			if s.Factor == FactorPrompt {
