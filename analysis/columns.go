@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/mcpstress/stress/results"
@@ -166,11 +167,8 @@ var RateKeys = func() []string {
 func RateKeysOf(cells []CellStats) []string {
 	var out []string
 	for _, key := range RateKeys {
-		for i := range cells {
-			if cells[i].Rates.At(key) != nil {
-				out = append(out, key)
-				break
-			}
+		if slices.ContainsFunc(cells, func(c CellStats) bool { return c.Rates.At(key) != nil }) {
+			out = append(out, key)
 		}
 	}
 	return out
@@ -233,15 +231,13 @@ func (s *RateSet[T]) At(key string) *T {
 func (s RateSet[T]) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
-	first := true
 	for _, key := range RateKeys {
 		if s.At(key) == nil {
 			continue
 		}
-		if !first {
+		if b.Len() > 1 {
 			b.WriteByte(',')
 		}
-		first = false
 		kb, _ := json.Marshal(key)
 		b.Write(kb)
 		b.WriteByte(':')

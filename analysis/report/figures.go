@@ -166,11 +166,8 @@ func strictCover(an *analysis.Analysis) (Figure, error) {
 	f.Width, f.Height = StrictCoverSize(len(arms))
 	cols := min(max(len(arms), 1), PanelCols)
 	rows := (max(len(arms), 1) + PanelCols - 1) / PanelCols
-	for _, a := range arms {
-		if len(by[a]) > Crowded {
-			f.Height += rows * VerticalLabels
-			break
-		}
+	if slices.ContainsFunc(arms, func(a analysis.Arm) bool { return len(by[a]) > Crowded }) {
+		f.Height += rows * VerticalLabels
 	}
 	grid := make([][]*plot.Plot, rows)
 	for r := range grid {
