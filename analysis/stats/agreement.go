@@ -129,15 +129,13 @@ func Agree(table [][]int, conf float64) Agreement {
 	}
 	z := distuv.UnitNormal.Quantile((1 + conf) / 2)
 	fn, fq := float64(n), float64(q)
-	p := make([][]float64, q)
+	p := func(i, j int) float64 { return float64(table[i][j]) / fn } // pᵢⱼ
 	row, col := make([]float64, q), make([]float64, q)
 	rowN, colN := make([]int, q), make([]int, q)
 	diag := 0
 	for i := range q {
 		diag += table[i][i]
-		p[i] = make([]float64, q)
 		for j := range q {
-			p[i][j] = float64(table[i][j]) / fn
 			rowN[i] += table[i][j]
 			colN[j] += table[i][j]
 		}
@@ -166,14 +164,14 @@ func Agree(table [][]int, conf float64) Agreement {
 		s := 0.0
 		for k := range q {
 			d := (1 - pe) - (row[k]+col[k])*(1-po)
-			s += p[k][k] * d * d
+			s += p(k, k) * d * d
 		}
 		off := 0.0
 		for i := range q {
 			for j := range q {
 				if i != j {
 					m := col[i] + row[j]
-					off += p[i][j] * m * m
+					off += p(i, j) * m * m
 				}
 			}
 		}
@@ -219,7 +217,7 @@ func Agree(table [][]int, conf float64) Agreement {
 	s := 0.0
 	for i := range q {
 		for j := range q {
-			if p[i][j] == 0 {
+			if p(i, j) == 0 {
 				continue
 			}
 			d := 0.0
@@ -227,7 +225,7 @@ func Agree(table [][]int, conf float64) Agreement {
 				d = 1
 			}
 			d -= 2 * (1 - a.AC1) * (1 - (pi[i]+pi[j])/2) / (fq - 1)
-			s += p[i][j] * d * d
+			s += p(i, j) * d * d
 		}
 	}
 	c := po - 2*(1-a.AC1)*pe
