@@ -164,11 +164,6 @@ func (in *interner) id(s string) int32 {
 	return i
 }
 
-func (in *interner) lookup(s string) (int32, bool) {
-	i, ok := in.idx[s]
-	return i, ok
-}
-
 // NewAccumulator returns an empty Accumulator.
 func NewAccumulator() *Accumulator {
 	return &Accumulator{tally: results.NewTally(), groups: map[Arm]int32{}}

@@ -58,15 +58,6 @@ func (bi *BundleInfo) Partial(read int) string {
 	return fmt.Sprintf("partial bundle %s: %s", bi.Dir, strings.Join(why, "; "))
 }
 
-// ModelIDs maps each model label to its backend model id.
-func (bi *BundleInfo) ModelIDs() map[string]string {
-	m := map[string]string{}
-	for _, md := range bi.Manifest.Models {
-		m[md.Name] = md.Model
-	}
-	return m
-}
-
 // RunModels maps each model label to what manifest.json records of it.
 func (bi *BundleInfo) RunModels() map[string]RunModel {
 	m := map[string]RunModel{}

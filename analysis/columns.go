@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/mcpstress/stress/results"
@@ -62,26 +63,18 @@ const Selective = "selective"
 // index is the column's index in simulator.Columns, or -1.
 func (c Column) index() simulator.Col { return simulator.ColumnIndex(string(c)) }
 
-// kind is the column's kind; ok is false for an unknown column.
-func (c Column) kind() (k simulator.Kind, ok bool) {
-	if i := c.index(); i >= 0 {
-		return i.Column().Kind, true
-	}
-	return 0, false
-}
-
 // Lab reports whether the column is one of the lab columns, which only
 // decisions with lab outcomes (replay: live) have.
 func (c Column) Lab() bool {
-	k, ok := c.kind()
-	return ok && k.Lab()
+	i := c.index()
+	return i >= 0 && i.Column().Kind.Lab()
 }
 
 // Sum reports whether the column is a lab sum (calls, lab_ms): its rate
 // is a mean per decision, not a proportion.
 func (c Column) Sum() bool {
-	k, ok := c.kind()
-	return ok && k == simulator.LabSum
+	i := c.index()
+	return i >= 0 && i.Column().Kind == simulator.LabSum
 }
 
 // Label is the column's header in the counts table (Strict, AnyFS, TermFS…).
@@ -174,11 +167,8 @@ var RateKeys = func() []string {
 func RateKeysOf(cells []CellStats) []string {
 	var out []string
 	for _, key := range RateKeys {
-		for i := range cells {
-			if cells[i].Rates.At(key) != nil {
-				out = append(out, key)
-				break
-			}
+		if slices.ContainsFunc(cells, func(c CellStats) bool { return c.Rates.At(key) != nil }) {
+			out = append(out, key)
 		}
 	}
 	return out
@@ -241,15 +231,13 @@ func (s *RateSet[T]) At(key string) *T {
 func (s RateSet[T]) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
-	first := true
 	for _, key := range RateKeys {
 		if s.At(key) == nil {
 			continue
 		}
-		if !first {
+		if b.Len() > 1 {
 			b.WriteByte(',')
 		}
-		first = false
 		kb, _ := json.Marshal(key)
 		b.Write(kb)
 		b.WriteByte(':')

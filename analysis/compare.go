@@ -112,18 +112,17 @@ func align(a, b *Accumulator, selA, selB string, pair *PairSpec) ([][2]int32, er
 		return out, nil
 	}
 	if selA != "" || selB != "" {
-		if selA == "" {
-			selA = selB
-			if len(a.groupArm) == 1 {
-				selA = a.groupArm[0].String()
+		// An unselected side takes its single arm, or the other's selection.
+		orSingle := func(acc *Accumulator, sel, other string) string {
+			switch {
+			case sel != "":
+				return sel
+			case len(acc.groupArm) == 1:
+				return acc.groupArm[0].String()
 			}
+			return other
 		}
-		if selB == "" {
-			selB = selA
-			if len(b.groupArm) == 1 {
-				selB = b.groupArm[0].String()
-			}
-		}
+		selA, selB = orSingle(a, selA, selB), orSingle(b, selB, selA)
 		ga, err := a.findArm(selA)
 		if err != nil {
 			return nil, fmt.Errorf("%w: bundle A: %v", ErrArmSelection, err)
@@ -171,12 +170,12 @@ func CompareNotes(a, b *BundleInfo, cmp *Comparison) []string {
 		}
 		return ""
 	}
-	idsA, idsB := a.ModelIDs(), b.ModelIDs()
+	modelsA, modelsB := a.RunModels(), b.RunModels()
 	for _, ap := range cmp.Arms {
 		if sa, sb := promptSHA(a, ap.A.Prompt), promptSHA(b, ap.B.Prompt); sa != sb {
 			notes = append(notes, fmt.Sprintf("the prompt templates differ: A %s has sha256 %.12s…, B %s has sha256 %.12s…", ap.A, sa, ap.B, sb))
 		}
-		if ia, ib := idsA[ap.A.Model], idsB[ap.B.Model]; ia != ib {
+		if ia, ib := modelsA[ap.A.Model].ModelID, modelsB[ap.B.Model].ModelID; ia != ib {
 			notes = append(notes, fmt.Sprintf("the models differ: A %s is %q, B %s is %q", ap.A.Model, ia, ap.B.Model, ib))
 		}
 	}
@@ -234,16 +233,11 @@ func Compare(ctx context.Context, a, b *Accumulator, opt CompareOptions) (*Compa
 	condPair := pair != nil && pair.Factor == FactorCondition
 	cmp := &Comparison{Bootstrap: BootstrapInfo{B: o.B, Seed: o.Seed, Conf: o.Conf, Cluster: "server", Clusters: len(a.servers.names)}}
 	order := a.serverOrder()
-	nc := len(study.AllConditions)
 	for _, ab := range arms {
 		ga, gb := ab[0], ab[1]
 		match, err := matchUnits(a, b, ga, gb, !condPair)
 		if err != nil {
 			return nil, err
-		}
-		matchedB := make(map[int32]bool, len(match))
-		for _, ub := range match {
-			matchedB[ub] = true
 		}
 		arms := ArmPair{a.groupArm[ga], b.groupArm[gb]}
 		cmp.Arms = append(cmp.Arms, arms)
@@ -266,22 +260,7 @@ func Compare(ctx context.Context, a, b *Accumulator, opt CompareOptions) (*Compa
 				if err := ctx.Err(); err != nil {
 					return nil, err
 				}
-				bit, need := col.bit(), col.need()
-				pg := a.newPairing()
-				for ua, ub := range match {
-					pg.pair(a, int(ua), a.unitFlags[int(ua)*nc+ci], b.unitFlags[int(ub)*nc+cj], bit, need)
-				}
-				// Units on one side only: unpaired.
-				for ua, k := range a.unitKeys {
-					if _, ok := match[int32(ua)]; !ok && k.group == ga && a.unitFlags[ua*nc+ci]&need == need {
-						pg.unpaired++
-					}
-				}
-				for ub, k := range b.unitKeys {
-					if !matchedB[int32(ub)] && k.group == gb && b.unitFlags[ub*nc+cj]&need == need {
-						pg.unpaired++
-					}
-				}
+				pg := pairMatched(a, b, ga, gb, match, ci, cj, col.bit(), col.need())
 				cmp.Rows = append(cmp.Rows, CompareRow{ArmPair: arms, Condition: cond, ConditionB: condB, Column: col,
 					PairStats: pairStatsOf(pg, order, o)})
 			}
@@ -295,6 +274,31 @@ func Compare(ctx context.Context, a, b *Accumulator, opt CompareOptions) (*Compa
 		cmp.Caveats = append(cmp.Caveats, c)
 	}
 	return cmp, nil
+}
+
+// pairMatched pairs the units of arm ga of a at condition index ci with
+// their matches in arm gb of b at condition index cj (match: a's unit to
+// b's) on a column's bit and need; a unit of either arm without a match
+// is unpaired when it has the column.
+func pairMatched(a, b *Accumulator, ga, gb int32, match map[int32]int32, ci, cj int, bit, need results.Flags) *pairing {
+	nc := len(study.AllConditions)
+	pg := a.newPairing()
+	matchedB := make(map[int32]bool, len(match))
+	for ua, ub := range match {
+		matchedB[ub] = true
+		pg.pair(a, int(ua), a.unitFlags[int(ua)*nc+ci], b.unitFlags[int(ub)*nc+cj], bit, need)
+	}
+	for ua, k := range a.unitKeys {
+		if _, ok := match[int32(ua)]; !ok && k.group == ga && a.unitFlags[ua*nc+ci]&need == need {
+			pg.unpaired++
+		}
+	}
+	for ub, k := range b.unitKeys {
+		if !matchedB[int32(ub)] && k.group == gb && b.unitFlags[ub*nc+cj]&need == need {
+			pg.unpaired++
+		}
+	}
+	return pg
 }
 
 // resolveCompare fixes the factor of an unprefixed pair for Compare:
@@ -366,7 +370,7 @@ func matchUnits(a, b *Accumulator, ga, gb int32, strict bool) (map[int32]int32, 
 			continue
 		}
 		ub, ok := int32(-1), false
-		if s, found := b.scenarios.lookup(a.scenarios.names[k.scenario]); found {
+		if s, found := b.scenarios.idx[a.scenarios.names[k.scenario]]; found {
 			ub, ok = b.units.get(unitKey{gb, s, k.replicate})
 		}
 		for ci := range study.AllConditions {
@@ -435,21 +439,12 @@ func WriteCompare(w io.Writer, cmp *Comparison) error {
 		if r.Untestable {
 			untestable = append(untestable, fmt.Sprintf("%s − %s %s on %s", r.A, r.B, cond, r.Column.Label()))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.A, r.B, cond, r.Column.Label(),
-			r.N, r.CountA, r.CountB, SignedPct(float64(r.Diff)), r.DiscordantAB, r.DiscordantBA,
-			PValue(float64(r.McNemarP)), PValue(float64(r.FlipScenario.P)), PValue(float64(r.FlipServer.P)),
-			PValue(float64(r.Holm)), PValue(float64(r.BH)), signedInterval(r.Bootstrap), signedInterval(r.BootstrapT), pairNotes(r.PairStats, seen))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.A, r.B, cond, r.Column.Label(), pairCells(r.PairStats, r.Adjusted, seen))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if note := UntestableNote(untestable); note != "" {
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, wrap(note, 100))
-	}
-	if len(seen) > 0 {
-		fmt.Fprintln(w, "\nNotes on bootstrap intervals and tests:")
-		writeLegend(w, seen)
-	}
+	writeUntestable(w, untestable)
+	writeLegend(w, seen)
 	return nil
 }

@@ -39,12 +39,9 @@ func CountsHeader(lab bool) []string {
 func CountsRow(c *results.Cell, lab bool) []string {
 	r := []string{c.Model, c.Prompt, string(c.Condition), strconv.Itoa(c.N)}
 	for i := range simulator.Columns {
-		col := &simulator.Columns[i]
-		switch {
-		case !col.Kind.Lab():
-			r = append(r, strconv.Itoa(c.Count(simulator.Col(i))))
-		case !lab:
-		case c.LabN == 0:
+		switch isLab := simulator.Columns[i].Kind.Lab(); {
+		case isLab && !lab:
+		case isLab && c.LabN == 0:
 			r = append(r, "—")
 		default:
 			r = append(r, strconv.Itoa(c.Count(simulator.Col(i))))

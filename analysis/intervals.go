@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -54,21 +55,11 @@ const (
 )
 
 func (o Options) withDefaults() Options {
-	if o.B == 0 {
-		o.B = stats.DefaultB
-	}
-	if o.Seed == 0 {
-		o.Seed = DefaultSeed
-	}
-	if o.Conf == 0 {
-		o.Conf = stats.DefaultConf
-	}
-	if o.Interval == "" {
-		o.Interval = IntervalWilson
-	}
-	if o.Family == "" {
-		o.Family = FamilyAll
-	}
+	o.B = cmp.Or(o.B, stats.DefaultB)
+	o.Seed = cmp.Or(o.Seed, DefaultSeed)
+	o.Conf = cmp.Or(o.Conf, stats.DefaultConf)
+	o.Interval = cmp.Or(o.Interval, IntervalWilson)
+	o.Family = cmp.Or(o.Family, FamilyAll)
 	return o
 }
 
@@ -219,26 +210,21 @@ func (cs CellStats) ciKey() string {
 // MarshalJSON implements json.Marshaler: the cell's fields (as
 // results.Cell prints them), then "rates", "wilson" and "bootstrap".
 func (cs CellStats) MarshalJSON() ([]byte, error) {
-	cell, err := json.Marshal(cs.Cell)
+	out, err := json.Marshal(cs.Cell)
 	if err != nil {
 		return nil, err
 	}
-	rates, err := json.Marshal(cs.Rates)
-	if err != nil {
-		return nil, err
+	out = out[:len(out)-1]
+	for _, f := range []struct {
+		key string
+		v   any
+	}{{"rates", cs.Rates}, {cs.ciKey(), cs.CI}, {"bootstrap", cs.Bootstrap}} {
+		b, err := json.Marshal(f.v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(out, `,"`+f.key+`":`...), b...)
 	}
-	ci, err := json.Marshal(cs.CI)
-	if err != nil {
-		return nil, err
-	}
-	boot, err := json.Marshal(cs.Bootstrap)
-	if err != nil {
-		return nil, err
-	}
-	out := append(cell[:len(cell)-1], `,"rates":`...)
-	out = append(out, rates...)
-	out = append(append(out, `,"`+cs.ciKey()+`":`...), ci...)
-	out = append(append(out, `,"bootstrap":`...), boot...)
 	return append(out, '}'), nil
 }
 

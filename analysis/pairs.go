@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -164,9 +165,7 @@ func ParsePairSpec(s string, column Column) (PairSpec, error) {
 		}
 		p.Column = c
 	}
-	if p.Column == "" {
-		p.Column = Strict
-	}
+	p.Column = cmp.Or(p.Column, Strict)
 	if p.Column.bit() == 0 {
 		return PairSpec{}, fmt.Errorf("pair %q: unknown column %q (want one of %v)", s, p.Column, Columns)
 	}
@@ -269,18 +268,10 @@ type pairAgg struct {
 // add records one matched pair's outcomes.
 func (p *pairAgg) add(x, y bool) {
 	p.n++
-	if x {
-		p.a++
-	}
-	if y {
-		p.b++
-	}
-	switch {
-	case x && !y:
-		p.ab++
-	case y && !x:
-		p.ba++
-	}
+	p.a += b2i(x)
+	p.b += b2i(y)
+	p.ab += b2i(x && !y)
+	p.ba += b2i(y && !x)
 }
 
 // pairing collects the matched pairs of one comparison per server and
@@ -507,28 +498,20 @@ func (a *Accumulator) pairSpec(s PairSpec, order []int32, opt Options) []Pair {
 		if !ok {
 			continue
 		}
+		match := map[int32]int32{} // the same scenario and replicate
+		for u, k := range a.unitKeys {
+			if k.group != int32(ga) {
+				continue
+			}
+			if ub, ok := a.units.get(unitKey{gb, k.scenario, k.replicate}); ok {
+				match[int32(u)] = ub
+			}
+		}
 		for ci, cond := range study.AllConditions {
 			if !a.hasCond(int32(ga), cond) || !a.hasCond(gb, cond) {
 				continue
 			}
-			pg := a.newPairing()
-			matched := map[int32]bool{}
-			for u, k := range a.unitKeys {
-				if k.group != int32(ga) {
-					continue
-				}
-				fb := results.Flags(0)
-				if ub, ok := a.units.get(unitKey{gb, k.scenario, k.replicate}); ok {
-					fb = a.unitFlags[int(ub)*nc+ci]
-					matched[ub] = true
-				}
-				pg.pair(a, u, a.unitFlags[u*nc+ci], fb, bit, need)
-			}
-			for u, k := range a.unitKeys {
-				if k.group == gb && !matched[int32(u)] && a.unitFlags[u*nc+ci]&need == need {
-					pg.unpaired++
-				}
-			}
+			pg := pairMatched(a, a, int32(ga), gb, match, ci, ci, bit, need)
 			p := Pair{Factor: s.Factor, Condition: string(cond), A: s.A, B: s.B, Column: s.Column, Spec: s.String(),
 				PairStats: pairStatsOf(pg, order, opt), scen: pg.scenario}
 			if s.Factor == FactorPrompt {

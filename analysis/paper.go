@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"bytes"
+	"cmp"
 	_ "embed"
 	"encoding/json"
 	"fmt"
@@ -204,9 +205,7 @@ func (t *PaperTable) match(m RunModel, matchLabel bool) (PaperMatch, bool) {
 // label). Every paper row is listed, once per matching (model, prompt)
 // arm.
 func (t *PaperTable) Against(cells []results.Cell, models map[string]RunModel, opt AgainstOptions) *PaperComparison {
-	if opt.Level == 0 {
-		opt.Level = 0.05
-	}
+	opt.Level = cmp.Or(opt.Level, 0.05)
 	pc := &PaperComparison{Table: t.Table, Citation: t.Citation, Rows: []PaperLine{}, Level: opt.Level, Caveat: PaperCaveat}
 	paperOf := map[string]string{}
 	for _, c := range cells {

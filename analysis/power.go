@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -143,15 +144,9 @@ func (o PowerOptions) withDefaults() PowerOptions {
 	if o.Servers == nil {
 		o.Servers = DefaultPowerServers
 	}
-	if o.Studies == 0 {
-		o.Studies = DefaultPowerStudies
-	}
-	if o.Level == 0 {
-		o.Level = 0.05
-	}
-	if o.Seed == 0 {
-		o.Seed = DefaultSeed
-	}
+	o.Studies = cmp.Or(o.Studies, DefaultPowerStudies)
+	o.Level = cmp.Or(o.Level, 0.05)
+	o.Seed = cmp.Or(o.Seed, DefaultSeed)
 	return o
 }
 
@@ -387,15 +382,13 @@ func PilotContrasts(an *Analysis) []PowerContrast {
 		if c.Base != float64(p.CountB)/float64(p.N) {
 			c.Clamped = append(c.Clamped, PowerClamp{Field: "base", Estimate: fmt.Sprintf("%d/%d", p.CountB, p.N), Value: c.Base})
 		}
-		var na, nb, ka, kb []float64
+		var n, ka, kb []float64 // per scenario: pairs, and outcomes under A and B
 		for _, s := range p.scen {
-			if s.n == 0 {
-				continue
+			if s.n > 0 {
+				n, ka, kb = append(n, float64(s.n)), append(ka, float64(s.a)), append(kb, float64(s.b))
 			}
-			na, nb = append(na, float64(s.n)), append(nb, float64(s.n))
-			ka, kb = append(ka, float64(s.a)), append(kb, float64(s.b))
 		}
-		ia, ib := iccANOVA(ka, na), iccANOVA(kb, nb)
+		ia, ib := iccANOVA(ka, n), iccANOVA(kb, n)
 		switch {
 		case math.IsNaN(ia) && math.IsNaN(ib):
 			c.ICC = 0.01
@@ -412,7 +405,7 @@ func PilotContrasts(an *Analysis) []PowerContrast {
 			c.ICC = icc
 		}
 		c.ArmCorr = 1
-		switch r := corrRates(ka, kb, na); {
+		switch r := corrRates(ka, kb, n); {
 		case math.IsNaN(r):
 			c.Clamped = append(c.Clamped, PowerClamp{Field: "arm_corr", Estimate: "undefined (no variance)", Value: 1})
 		case r < 0 || r > 1:
@@ -505,17 +498,27 @@ func PowerText(pw *Power) string {
 		SignedPct(pw.Diff), 100*pw.Level, pw.Studies, pw.Seed, pw.ServerShare)
 }
 
+// PowerNotes are the lines under PowerText, without final periods: each
+// contrast's model, then the pilot estimates clamped (ClampNote).
+func PowerNotes(pw *Power) []string {
+	var out []string
+	for _, c := range pw.Curves {
+		out = append(out, fmt.Sprintf("%s: rate of B %s%%, intra-scenario correlation %.3g, arm correlation %.3g (%s)", c.Name, Pct(c.Base), c.ICC, c.ArmCorr, c.Source))
+	}
+	for _, c := range pw.Curves {
+		if n := c.ClampNote(); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // WritePower prints the contrasts' models and the power table.
 func WritePower(w io.Writer, pw *Power) error {
 	fmt.Fprintln(w, wrap(PowerText(pw), 100))
 	fmt.Fprintln(w)
-	for _, c := range pw.Curves {
-		fmt.Fprintf(w, "%s: rate of B %s%%, intra-scenario correlation %.3g, arm correlation %.3g (%s)\n", c.Name, Pct(c.Base), c.ICC, c.ArmCorr, c.Source)
-	}
-	for _, c := range pw.Curves {
-		if n := c.ClampNote(); n != "" {
-			fmt.Fprintln(w, n)
-		}
+	for _, n := range PowerNotes(pw) {
+		fmt.Fprintln(w, n)
 	}
 	fmt.Fprintln(w)
 	tw := newTable(w)
@@ -543,21 +546,13 @@ func SmallestDesign(pw *Power, target float64) []string {
 	for _, c := range pw.Curves {
 		pts := slices.Clone(c.Points)
 		slices.SortStableFunc(pts, func(a, b PowerPoint) int {
-			if a.Decisions != b.Decisions {
-				return a.Decisions - b.Decisions
-			}
-			return a.Scenarios - b.Scenarios
+			return cmp.Or(a.Decisions-b.Decisions, a.Scenarios-b.Scenarios)
 		})
-		found := false
-		for _, p := range pts {
-			if p.Power >= target {
-				out = append(out, fmt.Sprintf("%s: %g%% power first reached with %d scenarios × %d replicates over %d servers (%d decisions per arm, power %s%%).",
-					c.Name, 100*target, p.Scenarios, p.Replicates, p.Servers, p.Decisions, Pct(p.Power)))
-				found = true
-				break
-			}
-		}
-		if !found {
+		if i := slices.IndexFunc(pts, func(p PowerPoint) bool { return p.Power >= target }); i >= 0 {
+			p := pts[i]
+			out = append(out, fmt.Sprintf("%s: %g%% power first reached with %d scenarios × %d replicates over %d servers (%d decisions per arm, power %s%%).",
+				c.Name, 100*target, p.Scenarios, p.Replicates, p.Servers, p.Decisions, Pct(p.Power)))
+		} else {
 			out = append(out, fmt.Sprintf("%s: no design of the grid reaches %g%% power.", c.Name, 100*target))
 		}
 	}

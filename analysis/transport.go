@@ -1,9 +1,10 @@
 package analysis
 
 import (
+	"cmp"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -103,12 +104,8 @@ func (t *transportTally) summary() *TransportSummary {
 	for _, ec := range t.counts {
 		ts.Events = append(ts.Events, *ec)
 	}
-	sort.Slice(ts.Events, func(i, j int) bool {
-		a, b := ts.Events[i], ts.Events[j]
-		if a.Model != b.Model {
-			return a.Model < b.Model
-		}
-		return a.Kind < b.Kind
+	slices.SortFunc(ts.Events, func(a, b EventCount) int {
+		return cmp.Or(strings.Compare(a.Model, b.Model), strings.Compare(a.Kind, b.Kind))
 	})
 	return &ts
 }

@@ -87,20 +87,12 @@ func SignedPct(x float64) string {
 	return s
 }
 
-// interval formats [lo, hi] in percent.
-func interval(b Bounds) string {
+// bracket formats [lo, hi], each end by format ("—" when undefined).
+func bracket(b Bounds, format func(float64) string) string {
 	if !b.Defined() {
 		return "—"
 	}
-	return "[" + Pct(b.Lo) + ", " + Pct(b.Hi) + "]"
-}
-
-// rateInterval formats [lo, hi] of rate key as FormatRate does.
-func rateInterval(key string, b Bounds) string {
-	if !b.Defined() {
-		return "—"
-	}
-	return "[" + FormatRate(key, b.Lo) + ", " + FormatRate(key, b.Hi) + "]"
+	return "[" + format(b.Lo) + ", " + format(b.Hi) + "]"
 }
 
 // PValue formats a p-value: three significant digits, or scientific
@@ -143,7 +135,7 @@ func tags(warnings []stats.Warning, seen map[string]bool) string {
 	var out []string
 	for _, w := range warnings {
 		t := Tag(w)
-		if !containsStr(out, t) {
+		if !slices.Contains(out, t) {
 			out = append(out, t)
 		}
 		seen[t] = true
@@ -151,17 +143,12 @@ func tags(warnings []stats.Warning, seen map[string]bool) string {
 	return strings.Join(out, ",")
 }
 
-func containsStr(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// writeLegend prints the meaning of the tags used.
+// writeLegend prints, under its heading, the meaning of the tags used
+// (nothing when none is).
 func writeLegend(w io.Writer, seen map[string]bool) {
+	if len(seen) > 0 {
+		fmt.Fprintln(w, "\nNotes on bootstrap intervals and tests:")
+	}
 	for _, t := range warningTags {
 		if seen[string(t.kind)] {
 			fmt.Fprintf(w, "  %s: %s\n", t.kind, t.meaning)
@@ -211,11 +198,11 @@ func WriteIntervals(w io.Writer, an *Analysis) error {
 			k, n := rateCounts(&c.Cell, key)
 			ci := "—"
 			if b := c.CI.At(key); b != nil {
-				ci = interval(*b)
+				ci = bracket(*b, Pct)
 			}
 			boot := "—"
 			if b := c.Bootstrap.At(key); b != nil {
-				boot = rateInterval(key, *b)
+				boot = bracket(*b, func(x float64) string { return FormatRate(key, x) })
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", c.Model, c.Prompt, c.Condition, RateLabel(key), k, n,
 				FormatRate(key, float64(*est)), ci, boot, tags(c.Bootstrap.Warnings[key], seen))
@@ -226,10 +213,7 @@ func WriteIntervals(w io.Writer, an *Analysis) error {
 	}
 	fmt.Fprintln(w)
 	WritePairs(w, an.Pairs, an.Family, seen)
-	if len(seen) > 0 {
-		fmt.Fprintln(w, "\nNotes on bootstrap intervals and tests:")
-		writeLegend(w, seen)
-	}
+	writeLegend(w, seen)
 	fmt.Fprintln(w)
 	return WriteReading(w, an.Cells)
 }
@@ -265,10 +249,7 @@ func WritePairs(w io.Writer, pairs []Pair, fam FamilyInfo, seen map[string]bool)
 		if p.Isolates != "" {
 			star += " " + p.Isolates
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s − %s%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Factor, p.Within(), p.A, p.B, star,
-			p.Column.Label(), p.N, p.CountA, p.CountB, SignedPct(float64(p.Diff)), p.DiscordantAB, p.DiscordantBA,
-			PValue(float64(p.McNemarP)), PValue(float64(p.FlipScenario.P)), PValue(float64(p.FlipServer.P)),
-			PValue(float64(p.Holm)), PValue(float64(p.BH)), signedInterval(p.Bootstrap), signedInterval(p.BootstrapT), pairNotes(p.PairStats, seen))
+		fmt.Fprintf(tw, "%s\t%s\t%s − %s%s\t%s\t%s\n", p.Factor, p.Within(), p.A, p.B, star, p.Column.Label(), pairCells(p.PairStats, p.Adjusted, seen))
 		if p.Untestable {
 			untestable = append(untestable, p.Name())
 		}
@@ -276,11 +257,17 @@ func WritePairs(w io.Writer, pairs []Pair, fam FamilyInfo, seen map[string]bool)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if note := UntestableNote(untestable); note != "" {
+	writeUntestable(w, untestable)
+	return nil
+}
+
+// writeUntestable prints, after a blank line, the UntestableNote of
+// names, when there is one.
+func writeUntestable(w io.Writer, names []string) {
+	if note := UntestableNote(names); note != "" {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, wrap(note, 100))
 	}
-	return nil
 }
 
 // Name names a pair in lists: its factor, fixed factors, A − B and column,
@@ -331,12 +318,13 @@ func pairNotes(p PairStats, seen map[string]bool) string {
 	return s
 }
 
-// signedInterval formats a difference interval in percentage points.
-func signedInterval(b Bounds) string {
-	if !b.Defined() {
-		return "—"
-	}
-	return "[" + SignedPct(b.Lo) + ", " + SignedPct(b.Hi) + "]"
+// pairCells are the tab-separated cells of a table of pairs from
+// "pairs" to "notes" (intervals in percentage points).
+func pairCells(p PairStats, adj Adjusted, seen map[string]bool) string {
+	return fmt.Sprintf("%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s",
+		p.N, p.CountA, p.CountB, SignedPct(float64(p.Diff)), p.DiscordantAB, p.DiscordantBA,
+		PValue(float64(p.McNemarP)), PValue(float64(p.FlipScenario.P)), PValue(float64(p.FlipServer.P)),
+		PValue(float64(adj.Holm)), PValue(float64(adj.BH)), bracket(p.Bootstrap, SignedPct), bracket(p.BootstrapT, SignedPct), pairNotes(p, seen))
 }
 
 // Reading is the interpretation of selective accuracy and of always-stop
@@ -351,17 +339,26 @@ const Reading = "Reading: every scenario's non-harm set contains stop_or_escalat
 // WriteReading prints Reading, wrapped, and names the cells that always stop.
 func WriteReading(w io.Writer, cells []CellStats) error {
 	fmt.Fprintln(w, wrap(Reading, 100))
+	if note := StopsNote(cells); note != "" {
+		_, err := fmt.Fprintln(w, wrap(note, 100))
+		return err
+	}
+	return nil
+}
+
+// StopsNote is the sentence that names the cells that always stop, or ""
+// when none does.
+func StopsNote(cells []CellStats) string {
 	var stops []string
 	for _, c := range cells {
 		if c.AlwaysStops() {
 			stops = append(stops, fmt.Sprintf("%s/%s/%s", c.Model, c.Prompt, c.Condition))
 		}
 	}
-	if len(stops) > 0 {
-		_, err := fmt.Fprintln(w, wrap(fmt.Sprintf("Cells that always stop (Cover = 0, Invalid = 0): %s.", strings.Join(stops, ", ")), 100))
-		return err
+	if len(stops) == 0 {
+		return ""
 	}
-	return nil
+	return fmt.Sprintf("Cells that always stop (Cover = 0, Invalid = 0): %s.", strings.Join(stops, ", "))
 }
 
 // wrap breaks text into lines of at most width bytes at spaces.

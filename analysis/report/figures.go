@@ -77,23 +77,40 @@ func StrictCoverSize(n int) (w, h int) {
 	return max(cols, 1) * PanelWidth, max(rows, 1) * PanelHeight
 }
 
-// render draws fn on a PNG and an SVG canvas of w × h pixels.
-func render(w, h int, fn func(draw.Canvas)) (pngData, svgData []byte, err error) {
-	wl := vg.Length(w) * vg.Inch / DPI
-	hl := vg.Length(h) * vg.Inch / DPI
+// render draws fn on a PNG and an SVG canvas of f's size, into f.PNG
+// and f.SVG.
+func (f *Figure) render(fn func(draw.Canvas)) error {
+	wl := vg.Length(f.Width) * vg.Inch / DPI
+	hl := vg.Length(f.Height) * vg.Inch / DPI
 	img := vgimg.NewWith(vgimg.UseWH(wl, hl), vgimg.UseDPI(DPI))
 	fn(draw.New(img))
 	var pb bytes.Buffer
 	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&pb); err != nil {
-		return nil, nil, err
+		return err
 	}
 	sc := vgsvg.New(wl, hl)
 	fn(draw.New(sc))
 	var sb bytes.Buffer
 	if _, err := sc.WriteTo(&sb); err != nil {
-		return nil, nil, err
+		return err
 	}
-	return pb.Bytes(), sb.Bytes(), nil
+	f.PNG, f.SVG = pb.Bytes(), sb.Bytes()
+	return nil
+}
+
+// addBars adds to p a bar chart of vals, bars width wide in colour c,
+// offset by offset widths from their ticks, named in the legend.
+func addBars(p *plot.Plot, vals plotter.Values, width vg.Length, offset float64, c color.Color, name string) error {
+	bc, err := plotter.NewBarChart(vals, width)
+	if err != nil {
+		return err
+	}
+	bc.Color = c
+	bc.LineStyle.Width = 0
+	bc.Offset = vg.Length(offset) * width
+	p.Add(bc)
+	p.Legend.Add(name, bc)
+	return nil
 }
 
 // margin leaves a few points of white around a single plot.
@@ -130,10 +147,8 @@ func armCells(cells []analysis.CellStats) ([]analysis.Arm, map[analysis.Arm][]an
 // armTitle names an arm by its model, and its prompt when the bundle has
 // several.
 func armTitle(a analysis.Arm, arms []analysis.Arm) string {
-	for _, b := range arms {
-		if b.Model == a.Model && b.Prompt != a.Prompt {
-			return a.String()
-		}
+	if slices.ContainsFunc(arms, func(b analysis.Arm) bool { return b.Model == a.Model && b.Prompt != a.Prompt }) {
+		return a.String()
 	}
 	return a.Model
 }
@@ -144,22 +159,15 @@ func strictCover(an *analysis.Analysis) (Figure, error) {
 	arms, by := armCells(an.Cells)
 	f := Figure{Name: "strict-cover", Title: "Strict and Cover per model and condition",
 		Caption: fmt.Sprintf("Strict (circles) and Cover (squares) in %% of N decisions per condition, with %s %g%% intervals; one panel per model.", analysis.IntervalName(an.Interval), 100*an.Bootstrap.Conf)}
-	counted := false
-	for _, c := range an.Cells {
-		counted = counted || c.N > 0
-	}
-	if !counted {
+	if !slices.ContainsFunc(an.Cells, func(c analysis.CellStats) bool { return c.N > 0 }) {
 		f.Empty = "No decision was counted (the bundle holds none, or every call failed); no figure."
 		return f, nil
 	}
 	f.Width, f.Height = StrictCoverSize(len(arms))
 	cols := min(max(len(arms), 1), PanelCols)
 	rows := (max(len(arms), 1) + PanelCols - 1) / PanelCols
-	for _, a := range arms {
-		if len(by[a]) > Crowded {
-			f.Height += rows * VerticalLabels
-			break
-		}
+	if slices.ContainsFunc(arms, func(a analysis.Arm) bool { return len(by[a]) > Crowded }) {
+		f.Height += rows * VerticalLabels
 	}
 	grid := make([][]*plot.Plot, rows)
 	for r := range grid {
@@ -211,8 +219,7 @@ func strictCover(an *analysis.Analysis) (Figure, error) {
 		p.Legend.Top = true
 		grid[i/PanelCols][i%PanelCols] = p
 	}
-	var err error
-	f.PNG, f.SVG, err = render(f.Width, f.Height, func(c draw.Canvas) {
+	err := f.render(func(c draw.Canvas) {
 		if len(arms) == 0 {
 			return
 		}
@@ -235,11 +242,8 @@ func strictCover(an *analysis.Analysis) (Figure, error) {
 func conditionsOf(cells []analysis.CellStats) []string {
 	var out []string
 	for _, c := range study.AllConditions {
-		for _, x := range cells {
-			if x.Condition == c {
-				out = append(out, string(c))
-				break
-			}
+		if slices.ContainsFunc(cells, func(x analysis.CellStats) bool { return x.Condition == c }) {
+			out = append(out, string(c))
 		}
 	}
 	for _, x := range cells {
@@ -279,21 +283,13 @@ func extraBars(an *analysis.Analysis) (Figure, error) {
 	for i, a := range arms {
 		vals := make(plotter.Values, len(conds))
 		for _, c := range by[a] {
-			for k, name := range conds {
-				if string(c.Condition) == name {
-					vals[k] = float64(c.Extra)
-				}
+			if k := slices.Index(conds, string(c.Condition)); k >= 0 {
+				vals[k] = float64(c.Extra)
 			}
 		}
-		bc, err := plotter.NewBarChart(vals, width)
-		if err != nil {
+		if err := addBars(p, vals, width, float64(i)-float64(n-1)/2, plotutil.Color(i), armTitle(a, arms)); err != nil {
 			return f, err
 		}
-		bc.Color = plotutil.Color(i)
-		bc.LineStyle.Width = 0
-		bc.Offset = vg.Length(float64(i)-float64(n-1)/2) * width
-		p.Add(bc)
-		p.Legend.Add(armTitle(a, arms), bc)
 	}
 	p.Legend.Top = true
 	p.Y.Min = 0
@@ -301,8 +297,7 @@ func extraBars(an *analysis.Analysis) (Figure, error) {
 		p.Y.Max = 1
 	}
 	p.Y.Max *= 1.25 // room for the legend
-	var err error
-	f.PNG, f.SVG, err = render(f.Width, f.Height, func(c draw.Canvas) { p.Draw(margin(c)) })
+	err := f.render(func(c draw.Canvas) { p.Draw(margin(c)) })
 	return f, err
 }
 
@@ -333,15 +328,9 @@ func profileBars(pr *Profile) (Figure, error) {
 		for k, c := range study.Coordinates {
 			vals[k] = float64(v.s.Counts[c])
 		}
-		bc, err := plotter.NewBarChart(vals, width)
-		if err != nil {
+		if err := addBars(p, vals, width, float64(i)-0.5, []color.Color{color.RGBA{0x4c, 0x72, 0xb0, 0xff}, color.RGBA{0xdd, 0x84, 0x52, 0xff}}[i], v.name); err != nil {
 			return f, err
 		}
-		bc.Color = []color.Color{color.RGBA{0x4c, 0x72, 0xb0, 0xff}, color.RGBA{0xdd, 0x84, 0x52, 0xff}}[i]
-		bc.LineStyle.Width = 0
-		bc.Offset = vg.Length(float64(i)-0.5) * width
-		p.Add(bc)
-		p.Legend.Add(v.name, bc)
 	}
 	p.Legend.Top = true
 	p.Y.Min, p.Y.Max = 0, float64(pr.N)*1.3
@@ -351,8 +340,7 @@ func profileBars(pr *Profile) (Figure, error) {
 		ticks = append(ticks, plot.Tick{Value: float64(t), Label: strconv.Itoa(t)})
 	}
 	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
-	var err error
-	f.PNG, f.SVG, err = render(f.Width, f.Height, func(c draw.Canvas) { p.Draw(margin(c)) })
+	err := f.render(func(c draw.Canvas) { p.Draw(margin(c)) })
 	return f, err
 }
 
@@ -412,12 +400,10 @@ func labelAction(an *analysis.Analysis) (Figure, error) {
 			if c.LabN == 0 {
 				continue
 			}
-			for k, name := range conds {
-				if string(c.Condition) == name {
-					la := c.LabelAction
-					label[k] = 100 * float64(la.StrictRecovered+la.StrictUnrecovered) / float64(c.LabN)
-					rec[k] = 100 * float64(la.StrictRecovered+la.OtherRecovered) / float64(c.LabN)
-				}
+			if k := slices.Index(conds, string(c.Condition)); k >= 0 {
+				la := c.LabelAction
+				label[k] = 100 * float64(la.StrictRecovered+la.StrictUnrecovered) / float64(c.LabN)
+				rec[k] = 100 * float64(la.StrictRecovered+la.OtherRecovered) / float64(c.LabN)
 			}
 		}
 		base := plotutil.Color(i)
@@ -428,21 +414,14 @@ func labelAction(an *analysis.Analysis) (Figure, error) {
 			c    color.Color
 			name string
 		}{{label, base, "Strict"}, {rec, light, "Recovered"}} {
-			bc, err := plotter.NewBarChart(v.vals, width)
-			if err != nil {
+			if err := addBars(p, v.vals, width, float64(2*i+j)-float64(n-1)/2, v.c, armTitle(a, arms)+" "+v.name); err != nil {
 				return f, err
 			}
-			bc.Color = v.c
-			bc.LineStyle.Width = 0
-			bc.Offset = vg.Length(float64(2*i+j)-float64(n-1)/2) * width
-			p.Add(bc)
-			p.Legend.Add(armTitle(a, arms)+" "+v.name, bc)
 		}
 	}
 	p.Legend.Top = true
 	p.Y.Min, p.Y.Max = 0, 130 // room for the legend
 	p.Y.Tick.Marker = plot.ConstantTicks([]plot.Tick{{Value: 0, Label: "0"}, {Value: 25, Label: "25"}, {Value: 50, Label: "50"}, {Value: 75, Label: "75"}, {Value: 100, Label: "100"}})
-	var err error
-	f.PNG, f.SVG, err = render(f.Width, f.Height, func(c draw.Canvas) { p.Draw(margin(c)) })
+	err := f.render(func(c draw.Canvas) { p.Draw(margin(c)) })
 	return f, err
 }

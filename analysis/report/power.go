@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -55,15 +56,7 @@ func PowerFigure(pw *analysis.Power) (Figure, error) {
 					xys = append(xys, plotter.XY{X: float64(pt.Replicates), Y: 100 * pt.Power})
 				}
 			}
-			slices.SortFunc(xys, func(a, b plotter.XY) int {
-				switch {
-				case a.X < b.X:
-					return -1
-				case a.X > b.X:
-					return 1
-				}
-				return 0
-			})
+			slices.SortFunc(xys, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
 			l, pts, err := plotter.NewLinePoints(xys)
 			if err != nil {
 				return f, err
@@ -83,8 +76,7 @@ func PowerFigure(pw *analysis.Power) (Figure, error) {
 		p.Legend.Top, p.Legend.Left = false, false // bottom right: power is high on the right
 		plots = append(plots, p)
 	}
-	var err error
-	f.PNG, f.SVG, err = render(f.Width, f.Height, func(c draw.Canvas) {
+	err := f.render(func(c draw.Canvas) {
 		cols := min(n, PanelCols)
 		rows := (n + PanelCols - 1) / PanelCols
 		tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(6), PadY: vg.Points(6)}

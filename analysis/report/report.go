@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -82,14 +83,8 @@ func Write(dir string, in *Input) ([]string, error) {
 	out := &outDir{dir: dir}
 	drawn := map[string]bool{}
 	for _, f := range figs {
-		if f.Empty != "" {
-			continue
-		}
-		drawn[f.Name] = true
-		if err := out.put(filepath.Join(FigureDir, f.Name+".png"), f.PNG); err != nil {
-			return out.written, err
-		}
-		if err := out.put(filepath.Join(FigureDir, f.Name+".svg"), f.SVG); err != nil {
+		drawn[f.Name] = f.Empty == ""
+		if err := out.figure(FigureDir, &f); err != nil {
 			return out.written, err
 		}
 	}
@@ -146,6 +141,16 @@ type Table struct {
 // FigureRef places a figure.
 type FigureRef struct{ Fig *Figure }
 
+// rightFrom is an empty table with header whose columns from the k-th
+// (from 0) on are right-aligned.
+func rightFrom(k int, header ...string) *Table {
+	t := &Table{Header: header}
+	for i := range header {
+		t.Right = append(t.Right, i >= k)
+	}
+	return t
+}
+
 func (*Heading) block()   {}
 func (*Para) block()      {}
 func (*Table) block()     {}
@@ -176,16 +181,12 @@ func ival(b analysis.Bounds, f func(float64) string) string {
 	return f(b.Lo) + " to " + f(b.Hi)
 }
 
-func itoa(n int) string { return fmt.Sprint(n) }
-
 // Build assembles the report from its input and rendered figures.
 func Build(in *Input, figs []Figure) *Doc {
 	an := in.Analysis
 	fig := func(name string) *Figure {
-		for i := range figs {
-			if figs[i].Name == name {
-				return &figs[i]
-			}
+		if i := slices.IndexFunc(figs, func(f Figure) bool { return f.Name == name }); i >= 0 {
+			return &figs[i]
 		}
 		return nil
 	}
@@ -342,20 +343,12 @@ func (d *Doc) study(in *Input) {
 // lab reports whether some cell has decisions with lab outcomes (live
 // replay): the lab columns are shown only then.
 func lab(an *analysis.Analysis) bool {
-	for _, c := range an.Cells {
-		if c.LabN > 0 {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(an.Cells, func(c analysis.CellStats) bool { return c.LabN > 0 })
 }
 
 func (d *Doc) counts(an *analysis.Analysis) {
 	lab := lab(an)
-	t := &Table{Header: analysis.CountsHeader(lab)}
-	for i := range t.Header {
-		t.Right = append(t.Right, i >= 3) // the counts
-	}
+	t := rightFrom(3, analysis.CountsHeader(lab)...) // the counts
 	for _, c := range an.Cells {
 		t.Rows = append(t.Rows, analysis.CountsRow(&c.Cell, lab))
 	}
@@ -388,19 +381,7 @@ func (d *Doc) rates(an *analysis.Analysis) {
 				w = ival(*b, format)
 			}
 			wil = append(wil, w)
-			b := ival(*c.Bootstrap.At(k), format)
-			var tags []string
-			for _, w := range c.Bootstrap.Warnings[k] {
-				tg := analysis.Tag(w)
-				notes[tg] = true
-				if !contains(tags, tg) && tg != string(stats.Degenerate) { // visible: zero width
-					tags = append(tags, tg)
-				}
-			}
-			if len(tags) > 0 && b != "—" {
-				b += " (" + strings.Join(tags, ", ") + ")"
-			}
-			boot = append(boot, b)
+			boot = append(boot, tagged(ival(*c.Bootstrap.At(k), format), c.Bootstrap.Warnings[k], notes))
 		}
 		t.Rows = append(t.Rows, est, wil, boot)
 	}
@@ -431,13 +412,22 @@ func (d *Doc) notes(seen map[string]bool) {
 	}
 }
 
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
+// tagged appends to interval b (unless "—") the distinct tags of
+// warnings, but degenerate (visible: zero width), and marks every tag in
+// notes.
+func tagged(b string, warnings []stats.Warning, notes map[string]bool) string {
+	var tags []string
+	for _, w := range warnings {
+		tg := analysis.Tag(w)
+		notes[tg] = true
+		if !slices.Contains(tags, tg) && tg != string(stats.Degenerate) {
+			tags = append(tags, tg)
 		}
 	}
-	return false
+	if len(tags) > 0 && b != "—" {
+		b += " (" + strings.Join(tags, ", ") + ")"
+	}
+	return b
 }
 
 func (d *Doc) pairs(an *analysis.Analysis) {
@@ -447,7 +437,7 @@ func (d *Doc) pairs(an *analysis.Analysis) {
 	}
 	var specs []string
 	for _, p := range an.Pairs {
-		if !contains(specs, p.Spec) {
+		if !slices.Contains(specs, p.Spec) {
 			specs = append(specs, p.Spec)
 		}
 	}
@@ -468,25 +458,13 @@ func (d *Doc) pairs(an *analysis.Analysis) {
 			title += " (predeclared)"
 		}
 		d.h3(title)
-		t := &Table{Header: []string{"within", "pairs", "A", "B", "diff (pp)", "A+B−", "A−B+", "McNemar p", "flip p (scenario)", "flip p (server)", "Holm p", "BH p", "bootstrap (pp)", "boot-t (pp)", "unpaired"},
-			Right: []bool{false, true, true, true, true, true, true, true, true, true, true, true, true, true, true}}
+		t := rightFrom(1, "within", "pairs", "A", "B", "diff (pp)", "A+B−", "A−B+", "McNemar p", "flip p (scenario)", "flip p (server)", "Holm p", "BH p", "bootstrap (pp)", "boot-t (pp)", "unpaired")
 		for _, p := range rows {
-			b := ival(p.Bootstrap, analysis.SignedPct)
-			var tags []string
-			for _, w := range p.Warnings {
-				tg := analysis.Tag(w)
-				notes[tg] = true
-				if !contains(tags, tg) && tg != string(stats.Degenerate) {
-					tags = append(tags, tg)
-				}
-			}
-			if len(tags) > 0 && b != "—" {
-				b += " (" + strings.Join(tags, ", ") + ")"
-			}
-			t.Rows = append(t.Rows, []string{p.Within(), itoa(p.N), itoa(p.CountA), itoa(p.CountB),
-				analysis.SignedPct(float64(p.Diff)), itoa(p.DiscordantAB), itoa(p.DiscordantBA), analysis.PValue(float64(p.McNemarP)),
+			b := tagged(ival(p.Bootstrap, analysis.SignedPct), p.Warnings, notes)
+			t.Rows = append(t.Rows, []string{p.Within(), strconv.Itoa(p.N), strconv.Itoa(p.CountA), strconv.Itoa(p.CountB),
+				analysis.SignedPct(float64(p.Diff)), strconv.Itoa(p.DiscordantAB), strconv.Itoa(p.DiscordantBA), analysis.PValue(float64(p.McNemarP)),
 				analysis.PValue(float64(p.FlipScenario.P)), analysis.PValue(float64(p.FlipServer.P)),
-				analysis.PValue(float64(p.Holm)), analysis.PValue(float64(p.BH)), b, ival(p.BootstrapT, analysis.SignedPct), itoa(p.Unpaired)})
+				analysis.PValue(float64(p.Holm)), analysis.PValue(float64(p.BH)), b, ival(p.BootstrapT, analysis.SignedPct), strconv.Itoa(p.Unpaired)})
 		}
 		d.table(t)
 	}
@@ -508,15 +486,10 @@ func familyText(f string) string {
 // figure f (may be nil) to d.
 func PowerSection(d *Doc, pw *analysis.Power, f *Figure) {
 	d.p("%s", analysis.PowerText(pw))
-	for _, c := range pw.Curves {
-		d.p("%s: rate of B %s%%, intra-scenario correlation %.3g, arm correlation %.3g (%s).", c.Name, analysis.Pct(c.Base), c.ICC, c.ArmCorr, c.Source)
+	for _, n := range analysis.PowerNotes(pw) {
+		d.p("%s.", n)
 	}
-	for _, c := range pw.Curves {
-		if n := c.ClampNote(); n != "" {
-			d.p("%s.", n)
-		}
-	}
-	t := &Table{Header: analysis.PowerHeader, Right: []bool{false, true, true, true, true, true, true, true, true}}
+	t := rightFrom(1, analysis.PowerHeader...)
 	t.Rows = analysis.PowerRows(pw)
 	d.table(t)
 	for _, s := range analysis.SmallestDesign(pw, 0.8) {
@@ -527,22 +500,15 @@ func PowerSection(d *Doc, pw *analysis.Power, f *Figure) {
 
 func (d *Doc) selective(an *analysis.Analysis) {
 	d.p("Selective accuracy is Strict / Cover: how often a committed (non-stop, valid) answer is the preferred policy. Its Wilson interval takes k = Strict and n = Cover; its bootstrap resamples servers with per-server N = Cover and Sum = Strict.")
-	t := &Table{Header: []string{"model", "prompt", "condition", "Strict/Cover", "%", "Wilson", "bootstrap"},
-		Right: []bool{false, false, false, true, true, true, true}}
+	t := rightFrom(3, "model", "prompt", "condition", "Strict/Cover", "%", "Wilson", "bootstrap")
 	for _, c := range an.Cells {
 		t.Rows = append(t.Rows, []string{c.Model, c.Prompt, string(c.Condition), fmt.Sprintf("%d/%d", c.Count(simulator.Strict), c.Count(simulator.Cover)),
 			analysis.Pct(float64(c.Rates.Selective)), ival(c.CI.Selective, analysis.Pct), ival(c.Bootstrap.Selective, analysis.Pct)})
 	}
 	d.table(t)
 	d.p("%s", analysis.Reading)
-	var stops []string
-	for _, c := range an.Cells {
-		if c.AlwaysStops() {
-			stops = append(stops, fmt.Sprintf("%s/%s/%s", c.Model, c.Prompt, c.Condition))
-		}
-	}
-	if len(stops) > 0 {
-		d.p("Cells that always stop (Cover = 0, Invalid = 0): %s.", strings.Join(stops, ", "))
+	if note := analysis.StopsNote(an.Cells); note != "" {
+		d.p("%s", note)
 	}
 }
 
@@ -561,7 +527,7 @@ func (d *Doc) against(t *analysis.PaperTable, pc *analysis.PaperComparison) {
 			if signed && x != 0 {
 				r = append(r, fmt.Sprintf("%+d", x))
 			} else {
-				r = append(r, itoa(x))
+				r = append(r, strconv.Itoa(x))
 			}
 		}
 		return append(r, "")
@@ -595,9 +561,9 @@ var coordinateNames = map[string]string{
 
 func (d *Doc) profile(pr *Profile) {
 	d.p("Separately coded capabilities for %d observations of the bundle's corpus (coordinates are not cumulative).", pr.N)
-	t := &Table{Header: []string{"Capability", "Control", "Content-assisted"}, Right: []bool{false, true, true}}
+	t := rightFrom(1, "Capability", "Control", "Content-assisted")
 	for _, c := range study.Coordinates {
-		t.Rows = append(t.Rows, []string{c + " " + coordinateNames[c], itoa(pr.Control.Counts[c]), itoa(pr.Content.Counts[c])})
+		t.Rows = append(t.Rows, []string{c + " " + coordinateNames[c], strconv.Itoa(pr.Control.Counts[c]), strconv.Itoa(pr.Content.Counts[c])})
 	}
 	d.table(t)
 	prof := func(s study.ViewSummary) string {
@@ -849,10 +815,7 @@ func (d *Doc) HTML(w io.Writer) error {
 // labelAction is the label-versus-action table of the cells with lab
 // outcomes.
 func (d *Doc) labelAction(an *analysis.Analysis) {
-	t := &Table{Header: analysis.LabelActionHeader}
-	for i := range t.Header {
-		t.Right = append(t.Right, i >= 3)
-	}
+	t := rightFrom(3, analysis.LabelActionHeader...)
 	for i := range an.Cells {
 		if row := analysis.LabelActionRow(&an.Cells[i].Cell); row != nil {
 			t.Rows = append(t.Rows, row)
@@ -874,6 +837,17 @@ func (o *outDir) put(name string, data []byte) error {
 	return os.WriteFile(p, data, 0o644)
 }
 
+// figure writes sub/NAME.png and sub/NAME.svg of f, unless it is empty.
+func (o *outDir) figure(sub string, f *Figure) error {
+	if f.Empty != "" {
+		return nil
+	}
+	if err := o.put(filepath.Join(sub, f.Name+".png"), f.PNG); err != nil {
+		return err
+	}
+	return o.put(filepath.Join(sub, f.Name+".svg"), f.SVG)
+}
+
 // WritePower writes dir/power.md (the power section alone) and, unless
 // it is empty, the power figure beside it (power.png, power.svg); it
 // returns the paths written.
@@ -892,13 +866,8 @@ func WritePower(dir string, pw *analysis.Power) ([]string, error) {
 	if err := d.Markdown(&md); err != nil {
 		return nil, err
 	}
-	if f.Empty == "" {
-		if err := out.put(f.Name+".png", f.PNG); err != nil {
-			return out.written, err
-		}
-		if err := out.put(f.Name+".svg", f.SVG); err != nil {
-			return out.written, err
-		}
+	if err := out.figure("", &f); err != nil {
+		return out.written, err
 	}
 	err = out.put(PowerFile, []byte(strings.ReplaceAll(md.String(), FigureDir+"/", "")))
 	return out.written, err

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"cmp"
 	"math"
 	"slices"
 )
@@ -59,14 +60,6 @@ func adjustSetup(p []float64) ([]float64, []int) {
 			idx = append(idx, i)
 		}
 	}
-	slices.SortStableFunc(idx, func(a, b int) int {
-		switch {
-		case p[a] < p[b]:
-			return -1
-		case p[a] > p[b]:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(p[a], p[b]) })
 	return out, idx
 }

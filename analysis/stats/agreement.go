@@ -129,32 +129,29 @@ func Agree(table [][]int, conf float64) Agreement {
 	}
 	z := distuv.UnitNormal.Quantile((1 + conf) / 2)
 	fn, fq := float64(n), float64(q)
-	p := make([][]float64, q)
+	p := func(i, j int) float64 { return float64(table[i][j]) / fn } // pᵢⱼ
 	row, col := make([]float64, q), make([]float64, q)
 	rowN, colN := make([]int, q), make([]int, q)
-	po, diag := 0.0, 0
+	diag := 0
 	for i := range q {
 		diag += table[i][i]
-		p[i] = make([]float64, q)
 		for j := range q {
-			p[i][j] = float64(table[i][j]) / fn
 			rowN[i] += table[i][j]
 			colN[j] += table[i][j]
 		}
-		po += p[i][i]
 	}
-	for i := range q {
-		row[i], col[i] = float64(rowN[i])/fn, float64(colN[i])/fn
+	var oneCategory, singleA, singleB bool
+	for k := range q {
+		row[k], col[k] = float64(rowN[k])/fn, float64(colN[k])/fn
+		oneCategory = oneCategory || rowN[k] == n && colN[k] == n
+		singleA = singleA || rowN[k] == n
+		singleB = singleB || colN[k] == n
 	}
-	po = float64(diag) / fn // exact: 1 under perfect agreement, not Σ's round-off
+	po := float64(diag) / fn // exact: 1 under perfect agreement, not Σ's round-off
 	a.Observed = po
 	a.PABAK = (fq*po - 1) / (fq - 1)
 
 	// Cohen's kappa.
-	oneCategory := false
-	for k := range q {
-		oneCategory = oneCategory || rowN[k] == n && colN[k] == n
-	}
 	if oneCategory {
 		a.Warnings = append(a.Warnings, Warning{Undefined, fmt.Sprintf(
 			"kappa undefined: both coders put all %d items in one category (expected agreement 1); AC1 and PABAK stay defined", n)})
@@ -167,14 +164,14 @@ func Agree(table [][]int, conf float64) Agreement {
 		s := 0.0
 		for k := range q {
 			d := (1 - pe) - (row[k]+col[k])*(1-po)
-			s += p[k][k] * d * d
+			s += p(k, k) * d * d
 		}
 		off := 0.0
 		for i := range q {
 			for j := range q {
 				if i != j {
 					m := col[i] + row[j]
-					off += p[i][j] * m * m
+					off += p(i, j) * m * m
 				}
 			}
 		}
@@ -182,11 +179,6 @@ func Agree(table [][]int, conf float64) Agreement {
 		c := po*pe - 2*pe + po
 		s -= c * c
 		v := max(s, 0) / (fn * math.Pow(1-pe, 4))
-		var singleA, singleB bool
-		for k := range q {
-			singleA = singleA || rowN[k] == n
-			singleB = singleB || colN[k] == n
-		}
 		single := ""
 		switch {
 		case singleA && singleB:
@@ -225,7 +217,7 @@ func Agree(table [][]int, conf float64) Agreement {
 	s := 0.0
 	for i := range q {
 		for j := range q {
-			if p[i][j] == 0 {
+			if p(i, j) == 0 {
 				continue
 			}
 			d := 0.0
@@ -233,7 +225,7 @@ func Agree(table [][]int, conf float64) Agreement {
 				d = 1
 			}
 			d -= 2 * (1 - a.AC1) * (1 - (pi[i]+pi[j])/2) / (fq - 1)
-			s += p[i][j] * d * d
+			s += p(i, j) * d * d
 		}
 	}
 	c := po - 2*(1-a.AC1)*pe

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/bits"
@@ -179,22 +180,17 @@ func ClusterBootstrap(clusters []Cluster, opt Options) Interval {
 // stream, which math/rand/v2 specifies, and not on the standard library's
 // choice of bounded-integer algorithm.
 func ClusterResamples(dst []float64, clusters []Cluster, b int, seed uint64) (theta []float64, skipped int) {
-	k := uint64(len(clusters))
+	k := len(clusters)
 	if k == 0 || b <= 0 {
 		return dst, 0
 	}
 	dst = slices.Grow(dst, b)
-	src := rand.NewPCG(seed, pcgStream)
-	thresh := -k % k // 2⁶⁴ mod k: low products below it are rejected
+	d := newDrawer(seed, k)
 	for range b {
 		var n int
 		var s float64
 		for range k {
-			hi, lo := bits.Mul64(src.Uint64(), k)
-			for lo < thresh {
-				hi, lo = bits.Mul64(src.Uint64(), k)
-			}
-			c := clusters[hi]
+			c := clusters[d.next()]
 			n += c.N
 			s += c.Sum
 		}
@@ -210,14 +206,40 @@ func ClusterResamples(dst []float64, clusters []Cluster, b int, seed uint64) (th
 // pcgStream is the fixed second PCG seed word; Options.Seed is the first.
 const pcgStream = 0x6d63707374726573 // "mcpstres"
 
+// drawer draws cluster indices uniformly from [0, k), k > 0, from
+// rand.NewPCG(seed, pcgStream) with Lemire's multiply-shift reduction.
+type drawer struct {
+	src       *rand.PCG
+	k, thresh uint64
+}
+
+func newDrawer(seed uint64, k int) drawer {
+	u := uint64(k)
+	return drawer{src: rand.NewPCG(seed, pcgStream), k: u, thresh: -u % u} // 2⁶⁴ mod k: low products below it are rejected
+}
+
+// next returns the next index.
+func (d drawer) next() uint64 {
+	hi, lo := bits.Mul64(d.src.Uint64(), d.k)
+	for lo < d.thresh {
+		hi, lo = bits.Mul64(d.src.Uint64(), d.k)
+	}
+	return hi
+}
+
+// sumOf returns the clusters' total N and Sum.
+func sumOf(clusters []Cluster) (n int, s float64) {
+	for _, c := range clusters {
+		n += c.N
+		s += c.Sum
+	}
+	return n, s
+}
+
 // withDefaults returns o with zero fields replaced by their defaults.
 func (o Options) withDefaults() Options {
-	if o.B == 0 {
-		o.B = DefaultB
-	}
-	if o.Conf == 0 {
-		o.Conf = DefaultConf
-	}
+	o.B = cmp.Or(o.B, DefaultB)
+	o.Conf = cmp.Or(o.Conf, DefaultConf)
 	return o
 }
 
@@ -264,12 +286,7 @@ func quantile7(x []float64, p float64) float64 {
 //     cluster-robust inference. J. Human Resources 50(2), 317–372.
 func ClusterSE(clusters []Cluster) float64 {
 	k := len(clusters)
-	var n int
-	var s float64
-	for _, c := range clusters {
-		n += c.N
-		s += c.Sum
-	}
+	n, s := sumOf(clusters)
 	if k < 2 || n == 0 {
 		return math.NaN()
 	}
@@ -309,26 +326,15 @@ func studentized(iv *Interval, clusters []Cluster, total Cluster, opt Options, w
 		iv.Lo, iv.Hi = theta, theta
 		return
 	}
-	k := uint64(len(clusters))
-	src := rand.NewPCG(opt.Seed, pcgStream)
-	thresh := -k % k
-	drawn := make([]Cluster, k)
+	d := newDrawer(opt.Seed, len(clusters))
+	drawn := make([]Cluster, len(clusters))
 	ts := make([]float64, 0, opt.B)
 	skipped := 0
 	for range opt.B {
 		for i := range drawn {
-			hi, lo := bits.Mul64(src.Uint64(), k)
-			for lo < thresh {
-				hi, lo = bits.Mul64(src.Uint64(), k)
-			}
-			drawn[i] = clusters[hi]
+			drawn[i] = clusters[d.next()]
 		}
-		var n int
-		var s float64
-		for _, c := range drawn {
-			n += c.N
-			s += c.Sum
-		}
+		n, s := sumOf(drawn)
 		if n == 0 {
 			skipped++
 			continue

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -79,12 +80,8 @@ func SignFlip(d []int, opt FlipOptions) Flip {
 	warn := func(kind WarningKind, format string, args ...any) {
 		f.Warnings = append(f.Warnings, Warning{kind, fmt.Sprintf(format, args...)})
 	}
-	if opt.Draws == 0 {
-		opt.Draws = DefaultDraws
-	}
-	if opt.Level == 0 {
-		opt.Level = 0.05
-	}
+	opt.Draws = cmp.Or(opt.Draws, DefaultDraws)
+	opt.Level = cmp.Or(opt.Level, 0.05)
 	if len(d) == 0 {
 		warn(Undefined, "no clusters: no sign-flip test")
 		return f
@@ -98,10 +95,7 @@ func SignFlip(d []int, opt FlipOptions) Flip {
 	for _, x := range d {
 		obs += int64(x)
 		if x != 0 {
-			a := int64(x)
-			if a < 0 {
-				a = -a
-			}
+			a := int64(max(x, -x))
 			nz = append(nz, a)
 			total += a
 		}
@@ -115,9 +109,7 @@ func SignFlip(d []int, opt FlipOptions) Flip {
 		warn(Coarse, "%d of %d clusters differ: the sign-flip test cannot reach p < %s (smallest attainable p = %.3g)",
 			len(nz), len(d), FormatLevel(opt.Level), f.MinP)
 	}
-	if obs < 0 {
-		obs = -obs
-	}
+	obs = max(obs, -obs)
 	if len(nz) == 0 {
 		f.P, f.Exact = 1, true
 		return f
@@ -144,10 +136,7 @@ func SignFlip(d []int, opt FlipOptions) Flip {
 			word >>= 1
 			bitsLeft--
 		}
-		if t < 0 {
-			t = -t
-		}
-		if t >= obs {
+		if max(t, -t) >= obs {
 			hits++
 		}
 	}
