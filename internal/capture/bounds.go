@@ -14,12 +14,7 @@ import (
 // keeps (Options.MaxTextBytes, flag -max-text-bytes), 64 KiB.
 const DefaultMaxTextBytes = 64 << 10
 
-func (o *Options) maxText() int {
-	if o.MaxTextBytes <= 0 {
-		return DefaultMaxTextBytes
-	}
-	return o.MaxTextBytes
-}
+func (o *Options) maxText() int { return orDefault(o.MaxTextBytes, DefaultMaxTextBytes) }
 
 // cutSeparator reports whether b may end the kept part of a cut text:
 // white space, a quote or an angle bracket. Sensitive strings (tokens,

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -104,33 +105,18 @@ const DefaultMaxCalls = 10
 // MaxFrameBytesLimit is the largest frame cap Check accepts, 64 MiB.
 const MaxFrameBytesLimit = 64 << 20
 
-func (o *Options) interval() time.Duration {
-	if o.Interval <= 0 {
-		return time.Second
+// orDefault returns v, or def when v is 0 or less.
+func orDefault[T int | int64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
 	}
-	return o.Interval
+	return v
 }
 
-func (o *Options) timeout() time.Duration {
-	if o.Timeout <= 0 {
-		return 30 * time.Second
-	}
-	return o.Timeout
-}
-
-func (o *Options) grace() time.Duration {
-	if o.Grace <= 0 {
-		return 2 * time.Second
-	}
-	return o.Grace
-}
-
-func (o *Options) maxCalls() int {
-	if o.MaxCalls <= 0 {
-		return DefaultMaxCalls
-	}
-	return o.MaxCalls
-}
+func (o *Options) interval() time.Duration { return orDefault(o.Interval, time.Second) }
+func (o *Options) timeout() time.Duration  { return orDefault(o.Timeout, 30*time.Second) }
+func (o *Options) grace() time.Duration    { return orDefault(o.Grace, 2*time.Second) }
+func (o *Options) maxCalls() int           { return orDefault(o.MaxCalls, DefaultMaxCalls) }
 
 func (o *Options) view() string {
 	if o.ValidateOutput {
@@ -310,17 +296,9 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 		if s.Calls >= o.maxCalls() {
 			return errCap
 		}
-		if !last.IsZero() {
-			d := o.interval() - time.Since(last)
-			if d > 0 {
-				tm := time.NewTimer(d)
-				select {
-				case <-ctx.Done():
-					tm.Stop()
-					return ctx.Err()
-				case <-tm.C:
-				}
-			}
+		// Note: before the first call, last is zero: no wait.
+		if d := o.interval() - time.Since(last); d > 0 && within(ctx.Done(), d) {
+			return ctx.Err()
 		}
 		last = time.Now()
 		s.Calls++
@@ -361,11 +339,7 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 		}
 		cursor = res.NextCursor
 	}
-	allow := map[string]bool{}
-	for _, n := range o.ReadOnly {
-		allow[n] = true
-	}
-	s.Tools, err = parseTools(pages, allow)
+	s.Tools, err = parseTools(pages, set(o.ReadOnly...))
 	if err != nil {
 		s.Err = err
 		return s
@@ -522,9 +496,9 @@ func framesName(pseudo string) string { return "private/frames/" + pseudo + ".js
 // values are protected; the target's configured credentials are known
 // secrets.
 func (s *Server) scrubber(o *Options) *scrubber {
-	names := map[string]string{}
-	for real, p := range s.ToolPseudonyms {
-		names[real] = p
+	names := maps.Clone(s.ToolPseudonyms)
+	if names == nil {
+		names = map[string]string{}
 	}
 	for _, n := range []string{s.Name, s.Title, s.Target.Label} {
 		if n != "" {
@@ -680,14 +654,7 @@ func wireTextCode(f *Frame) (int, bool) {
 	if f.code.known {
 		return f.code.n, f.code.ok
 	}
-	var m struct {
-		Result *struct {
-			Content []struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			} `json:"content"`
-		} `json:"result"`
-	}
+	var m wireResponse
 	if json.Unmarshal(f.Bytes(), &m) != nil || m.Result == nil {
 		return 0, false
 	}

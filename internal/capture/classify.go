@@ -88,21 +88,24 @@ func shapeOfResult(res *mcp.CallToolResult) (resultShape, error) {
 // corpus keeps them (DefaultMaxTextBytes; see textBudget).
 func WireSurface(f *Frame) (study.Surface, error) { return wireSurface(f, DefaultMaxTextBytes) }
 
+// wireResponse is what the surface rules read of a raw response frame.
+type wireResponse struct {
+	Error  json.RawMessage `json:"error"`
+	Result *struct {
+		IsError bool `json:"isError"`
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
+	} `json:"result"`
+}
+
 func wireSurface(f *Frame, maxText int) (study.Surface, error) {
 	if f == nil {
 		return "", errors.New("no response frame")
 	}
-	var m struct {
-		Error  json.RawMessage `json:"error"`
-		Result *struct {
-			IsError bool `json:"isError"`
-			Content []struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			} `json:"content"`
-			StructuredContent json.RawMessage `json:"structuredContent"`
-		} `json:"result"`
-	}
+	var m wireResponse
 	if err := json.Unmarshal(f.Bytes(), &m); err != nil {
 		if f.Truncated || f.Unfinished {
 			return "", fmt.Errorf("response frame %d was recorded cut short (%d bytes cut; see -max-frame-bytes), so its surface is unknown", f.Seq, f.Cut)
@@ -181,39 +184,34 @@ func observeResult(res *mcp.CallToolResult, sc *scrubber) (json.RawMessage, erro
 	o.Result.IsError = res.IsError
 	o.Result.Content = []any{}
 	for i, c := range res.Content {
+		var typ, mime, dropped string // an other block's type and media type, and what of it is dropped
 		switch x := c.(type) {
 		case *mcp.TextContent:
 			o.Result.Content = append(o.Result.Content, study.TextBlock{Type: "text", Text: sc.text(x.Text)})
 			if x.Meta != nil || x.Annotations != nil {
 				sc.dropped = append(sc.dropped, fmt.Sprintf("/result/content/%d (meta, annotations)", i))
 			}
+			continue
 		case *mcp.ImageContent:
-			o.Result.Content = append(o.Result.Content, study.OtherBlock{Type: "image", MIMEType: sc.other(x.MIMEType)})
-			sc.dropped = append(sc.dropped, fmt.Sprintf("/result/content/%d/data", i))
+			typ, mime, dropped = "image", x.MIMEType, "/data"
 		case *mcp.AudioContent:
-			o.Result.Content = append(o.Result.Content, study.OtherBlock{Type: "audio", MIMEType: sc.other(x.MIMEType)})
-			sc.dropped = append(sc.dropped, fmt.Sprintf("/result/content/%d/data", i))
+			typ, mime, dropped = "audio", x.MIMEType, "/data"
 		case *mcp.ResourceLink:
-			o.Result.Content = append(o.Result.Content, study.OtherBlock{Type: "resource_link", MIMEType: sc.other(x.MIMEType)})
-			sc.dropped = append(sc.dropped, fmt.Sprintf("/result/content/%d (uri, name)", i))
+			typ, mime, dropped = "resource_link", x.MIMEType, " (uri, name)"
 		case *mcp.EmbeddedResource:
-			o.Result.Content = append(o.Result.Content, study.OtherBlock{Type: "resource"})
-			sc.dropped = append(sc.dropped, fmt.Sprintf("/result/content/%d/resource", i))
+			typ, dropped = "resource", "/resource"
 		default:
-			o.Result.Content = append(o.Result.Content, study.OtherBlock{Type: fmt.Sprintf("%T", c)})
-			sc.dropped = append(sc.dropped, fmt.Sprintf("/result/content/%d", i))
+			typ = fmt.Sprintf("%T", c)
 		}
+		o.Result.Content = append(o.Result.Content, study.OtherBlock{Type: typ, MIMEType: sc.other(mime)})
+		sc.dropped = append(sc.dropped, fmt.Sprintf("/result/content/%d%s", i, dropped))
 	}
 	if res.Meta != nil {
 		sc.dropped = append(sc.dropped, "/result/_meta")
 	}
 	if res.StructuredContent != nil {
-		b, err := json.Marshal(res.StructuredContent)
+		v, err := recode[any](res.StructuredContent)
 		if err != nil {
-			return nil, err
-		}
-		var v any
-		if err := json.Unmarshal(b, &v); err != nil {
 			return nil, err
 		}
 		if o.Result.StructuredContent, err = json.Marshal(sc.value(v)); err != nil {
@@ -246,11 +244,7 @@ func CheckOutput(tool *Tool, res *mcp.CallToolResult) study.OutputCheck {
 		return study.OutputCheck{Verdict: study.OutputRejected, Code: jsonrpc.CodeInvalidParams,
 			Reason: fmt.Sprintf("Tool %s has an output schema this client cannot use: %v", tool.Name, err)}
 	}
-	var inst any
-	b, err := json.Marshal(res.StructuredContent)
-	if err == nil {
-		err = json.Unmarshal(b, &inst)
-	}
+	inst, err := recode[any](res.StructuredContent)
 	if err == nil {
 		err = rs.Validate(inst)
 	}
@@ -287,13 +281,19 @@ func truthy(v any) bool {
 // resolveSchema compiles a JSON Schema given as decoded JSON. Remote
 // references are refused (no loader).
 func resolveSchema(schema any) (*jsonschema.Resolved, error) {
-	b, err := json.Marshal(schema)
+	s, err := recode[jsonschema.Schema](schema)
 	if err != nil {
 		return nil, err
 	}
-	var s jsonschema.Schema
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, err
-	}
 	return s.Resolve(nil)
+}
+
+// recode converts v to a T through its JSON encoding.
+func recode[T any](v any) (T, error) {
+	var out T
+	b, err := json.Marshal(v)
+	if err == nil {
+		err = json.Unmarshal(b, &out)
+	}
+	return out, err
 }

@@ -262,23 +262,16 @@ func (c *conn) close() (string, error) {
 	return how, err
 }
 
-// stderr returns what a stdio server wrote to stderr (bounded).
-func (c *conn) stderr() []byte {
-	if c.proc == nil {
-		return nil
-	}
-	return c.proc.stderr.Bytes()
-}
-
 // collect takes the frames, their counts and the stderr of a server's
 // connection, which has been closed, and notes what its caps left out and
 // how a stdio server ended on its own.
 func (s *Server) collect(c *conn, o *Options) {
-	s.Frames, s.Stderr, s.FrameStats = c.rec.Frames(), c.stderr(), c.rec.Stats()
+	s.Frames, s.FrameStats = c.rec.Frames(), c.rec.Stats()
 	st := s.FrameStats
 	var notes []string
-	if c.proc != nil && c.proc.stdout.endedFirst() {
-		if how, ok := c.proc.ended(0); ok {
+	if c.proc != nil {
+		s.Stderr = c.proc.stderr.Bytes() // bounded
+		if how, ok := c.proc.ended(0); ok && c.proc.stdout.endedFirst() {
 			notes = append(notes, fmt.Sprintf("the server %s on its own, before capture closed its stdin", how))
 		}
 	}
@@ -348,7 +341,11 @@ func startProcess(t *Target, rec *Recorder, grace time.Duration) (*process, erro
 	inR.Close()
 	outW.Close()
 	p.stdout = newStdoutPump(outR, rec)
-	p.stdin = &teeWriter{w: inW, s: lineSplitter{rec: rec, dir: Send}, onClose: p.stdout.stdinClosed, onBroken: p.stdout.stdinBroken}
+	// Note: the client closing the server's stdin, and a write to it
+	// failing (the server no longer reads it), tell the pump who ended
+	// the connection first.
+	p.stdin = &teeWriter{w: inW, s: lineSplitter{rec: rec, dir: Send},
+		onClose: func() { p.stdout.mark(firstClient) }, onBroken: func() { p.stdout.mark(firstServer) }}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
@@ -372,18 +369,18 @@ func (p *process) stop() (string, error) {
 		p.stdin.Close()
 		p.how = ExitClean
 		defer func() { p.stdout.finish(time.Second) }()
-		if p.wait(p.grace) {
+		if within(p.done, p.grace) {
 			return
 		}
 		pgid := p.cmd.Process.Pid
 		p.how = ExitTerminated
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		if p.wait(time.Second) {
+		if within(p.done, time.Second) {
 			return
 		}
 		p.how = ExitKilled
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		if !p.wait(5 * time.Second) {
+		if !within(p.done, 5*time.Second) {
 			p.stopErr = fmt.Errorf("server %s did not exit after SIGKILL", p.cmd.Path)
 		}
 	})
@@ -393,7 +390,7 @@ func (p *process) stop() (string, error) {
 // ended waits up to d for the process to end and says how it did: "exited
 // with status 3", "was killed by signal 9 (killed)".
 func (p *process) ended(d time.Duration) (string, bool) {
-	if !p.wait(d) {
+	if !within(p.done, d) {
 		return "", false
 	}
 	st := p.cmd.ProcessState
@@ -403,10 +400,12 @@ func (p *process) ended(d time.Duration) (string, bool) {
 	return fmt.Sprintf("exited with status %d", st.ExitCode()), true
 }
 
-func (p *process) wait(d time.Duration) bool {
+// within waits up to d for done to be closed and reports whether it was
+// (at once, without waiting, when d is 0 or less).
+func within(done <-chan struct{}, d time.Duration) bool {
 	if d <= 0 {
 		select {
-		case <-p.done:
+		case <-done:
 			return true
 		default:
 			return false
@@ -415,7 +414,7 @@ func (p *process) wait(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-p.done:
+	case <-done:
 		return true
 	case <-t.C:
 		return false
@@ -440,13 +439,9 @@ func (b *capBuffer) Write(p []byte) (int, error) {
 		b.buf.Write(p[:min(room, len(p))])
 	}
 	if b.tailMax > 0 {
-		if len(p) >= b.tailMax {
-			b.tail = append(b.tail[:0], p[len(p)-b.tailMax:]...)
-		} else {
-			if over := len(b.tail) + len(p) - b.tailMax; over > 0 {
-				b.tail = append(b.tail[:0], b.tail[over:]...)
-			}
-			b.tail = append(b.tail, p...)
+		b.tail = append(b.tail, p[max(len(p)-b.tailMax, 0):]...)
+		if over := len(b.tail) - b.tailMax; over > 0 {
+			b.tail = append(b.tail[:0], b.tail[over:]...)
 		}
 	}
 	return len(p), nil
@@ -458,18 +453,17 @@ func (b *capBuffer) Write(p []byte) (int, error) {
 func (b *capBuffer) Bytes() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.n <= int64(b.buf.Len()) {
-		return bytes.Clone(b.buf.Bytes())
+	out := bytes.Clone(b.buf.Bytes())
+	if b.n <= int64(len(out)) {
+		return out
 	}
 	tail := b.tail
-	if skipped := b.n - int64(b.buf.Len()) - int64(len(tail)); skipped < 0 {
+	if skipped := b.n - int64(len(out)) - int64(len(tail)); skipped < 0 {
 		tail = tail[-skipped:] // the head holds its start
 	} else if skipped > 0 {
-		out := bytes.Clone(b.buf.Bytes())
 		out = fmt.Appendf(out, "\n[stress capture left out %d bytes here]\n", skipped)
-		return append(out, tail...)
 	}
-	return append(bytes.Clone(b.buf.Bytes()), tail...)
+	return append(out, tail...)
 }
 
 // lastLines returns up to n of the last non-blank lines written, each

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -236,23 +238,15 @@ func write(dir string, servers []*Server, o Options) (*Written, error) {
 		if len(s.Scenarios) == 0 {
 			continue
 		}
-		data, err := json.MarshalIndent(s.Scenarios, "", "  ")
-		if err != nil {
-			return nil, err
-		}
 		name := CorpusDir + "/" + s.Pseudonym + ".json"
-		if err := os.WriteFile(filepath.Join(dir, name), append(data, '\n'), 0o644); err != nil {
+		if err := writeJSON(dir, name, s.Scenarios, 0o644); err != nil {
 			return nil, err
 		}
 		w.Files = append(w.Files, name)
 		w.Servers++
 		w.Scenarios += len(s.Scenarios)
 	}
-	data, err := json.MarshalIndent(map[string]any{"servers": log}, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, LogFile), append(data, '\n'), 0o600); err != nil {
+	if err := writeJSON(dir, LogFile, map[string]any{"servers": log}, 0o600); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, readmeFile), []byte(privateReadme), 0o600); err != nil {
@@ -288,11 +282,7 @@ func writeQuarantine(dir string, qs []Quarantined) ([]Quarantined, error) {
 			name = fmt.Sprintf("%s/%s-%d.json", QuarantineDir, q.ID, n)
 		}
 		q.File = name
-		data, err := json.MarshalIndent(q, "", "  ")
-		if err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), append(data, '\n'), 0o600); err != nil {
+		if err := writeJSON(dir, name, q, 0o600); err != nil {
 			return nil, err
 		}
 		out = append(out, q)
@@ -300,16 +290,21 @@ func writeQuarantine(dir string, qs []Quarantined) ([]Quarantined, error) {
 	return out, nil
 }
 
+// writeJSON writes v, indented and ending in a newline, to the file name
+// inside dir.
+func writeJSON(dir, name string, v any, perm os.FileMode) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, name), append(data, '\n'), perm)
+}
+
 // SortedKinds lists a count map as "kind n, kind n" in key order.
 func SortedKinds(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -121,16 +121,20 @@ type frameEnv struct {
 	method string
 }
 
-// parseFrameEnv reads a frame's envelope. Note: it decodes only id and
-// method, so a large result is scanned, not copied.
-func parseFrameEnv(raw []byte) frameEnv {
+// parseFrameEnv reads a frame's envelope; short says the frame was cut
+// short (see prefixEnv). Note: it decodes only id and method, so a large
+// result is scanned, not copied.
+func parseFrameEnv(raw []byte, short bool) frameEnv {
 	var m struct {
 		ID     json.RawMessage `json:"id"`
 		Method *string         `json:"method"`
 	}
 	if err := json.Unmarshal(raw, &m); err != nil {
-		if json.Valid(raw) {
+		switch {
+		case json.Valid(raw):
 			return frameEnv{kind: kindOther}
+		case short:
+			return prefixEnv(raw)
 		}
 		return frameEnv{kind: kindInvalid}
 	}
@@ -177,7 +181,8 @@ func prefixEnv(raw []byte) frameEnv {
 		case "method":
 			hasMethod, err = true, dec.Decode(&method)
 		default:
-			err = skipValue(dec)
+			var skip json.RawMessage
+			err = dec.Decode(&skip)
 		}
 		if err != nil {
 			break
@@ -192,37 +197,13 @@ func prefixEnv(raw []byte) frameEnv {
 	return frameEnv{kind: kindResponse, id: string(compact(id))}
 }
 
-// skipValue reads past one JSON value, token by token.
-func skipValue(dec *json.Decoder) error {
-	depth := 0
-	for {
-		t, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch t {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-		if depth == 0 {
-			return nil
-		}
-	}
-}
-
 // header returns the frame's envelope, parsing it if it was not.
 func (f *Frame) header() frameEnv {
 	if f.env.kind == kindNone {
 		if f.Dropped != nil {
 			return frameEnv{kind: kindOther}
 		}
-		e := parseFrameEnv(f.Bytes())
-		if e.kind == kindInvalid && (f.Truncated || f.Unfinished) {
-			e = prefixEnv(f.Bytes())
-		}
-		return e
+		return parseFrameEnv(f.Bytes(), f.Truncated || f.Unfinished)
 	}
 	return f.env
 }
@@ -288,24 +269,15 @@ func newRecorder(maxFrame int, maxServer int64, maxNotifications int) *Recorder 
 }
 
 func (r *Recorder) frameCap() int {
-	if r == nil || r.maxFrame <= 0 {
+	if r == nil {
 		return DefaultMaxFrameBytes
 	}
-	return r.maxFrame
+	return orDefault(r.maxFrame, DefaultMaxFrameBytes)
 }
 
-func (r *Recorder) serverCap() int64 {
-	if r.maxServer <= 0 {
-		return DefaultMaxServerBytes
-	}
-	return r.maxServer
-}
-
+func (r *Recorder) serverCap() int64 { return orDefault(r.maxServer, DefaultMaxServerBytes) }
 func (r *Recorder) notificationCap() int {
-	if r.maxNotifications <= 0 {
-		return DefaultMaxNotifications
-	}
-	return r.maxNotifications
+	return orDefault(r.maxNotifications, DefaultMaxNotifications)
 }
 
 // add records one frame, or counts it under a marker when a cap is
@@ -317,10 +289,7 @@ func (r *Recorder) notificationCap() int {
 // unknown or already answered id, batches and non-JSON lines. The client's
 // replies to the server's requests are dropped with them.
 func (r *Recorder) add(dir string, raw []byte, cut int64, unfinished bool, h *HTTPInfo) {
-	env := parseFrameEnv(raw)
-	if env.kind == kindInvalid && (cut > 0 || unfinished) {
-		env = prefixEnv(raw)
-	}
+	env := parseFrameEnv(raw, cut > 0 || unfinished)
 	size := int64(len(raw)) + cut
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -567,6 +536,17 @@ func ReadFrames(name string, r io.Reader) ([]Frame, error) {
 	return out, nil
 }
 
+// appendCapped appends p to buf, keeping buf within limit bytes, and adds
+// the bytes left out to *cut.
+func appendCapped(buf, p []byte, limit int, cut *int64) []byte {
+	room := max(limit-len(buf), 0)
+	if len(p) > room {
+		*cut += int64(len(p) - room)
+		p = p[:room]
+	}
+	return append(buf, p...)
+}
+
 // lineSplitter turns a byte stream into newline-delimited frames, keeping
 // at most the recorder's frame cap of each.
 type lineSplitter struct {
@@ -584,12 +564,7 @@ func (s *lineSplitter) feed(p []byte) {
 		if i >= 0 {
 			chunk = p[:i]
 		}
-		if room := max(limit-len(s.buf), 0); len(chunk) > room {
-			s.buf = append(s.buf, chunk[:room]...)
-			s.cut += int64(len(chunk) - room)
-		} else {
-			s.buf = append(s.buf, chunk...)
-		}
+		s.buf = appendCapped(s.buf, chunk, limit, &s.cut)
 		if i < 0 {
 			return
 		}
@@ -651,13 +626,6 @@ func newStdoutPump(src io.ReadCloser, rec *Recorder) *stdoutPump {
 	return p
 }
 
-// stdinClosed records that the client closed the server's stdin.
-func (p *stdoutPump) stdinClosed() { p.mark(firstClient) }
-
-// stdinBroken records that a write to the server's stdin failed: the
-// server no longer reads it.
-func (p *stdoutPump) stdinBroken() { p.mark(firstServer) }
-
 // endedFirst reports whether the server gave up its side of the
 // connection (closed its stdout, or stopped reading its stdin) before the
 // client closed its stdin: it exited on its own.
@@ -709,15 +677,10 @@ func (p *stdoutPump) Close() error { return p.pr.Close() }
 // frame is recorded.
 func (p *stdoutPump) finish(d time.Duration) {
 	p.pr.Close()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-p.done:
-		return
-	case <-t.C:
+	if !within(p.done, d) {
+		p.src.Close()
+		<-p.done
 	}
-	p.src.Close()
-	<-p.done
 }
 
 // TeeWriter returns w recording, before writing them, the lines written
@@ -849,12 +812,7 @@ type bodyTee struct {
 func (b *bodyTee) Read(p []byte) (int, error) {
 	n, err := b.body.Read(p)
 	b.mu.Lock()
-	if room := max(b.rec.frameCap()-len(b.buf), 0); n > room {
-		b.buf = append(b.buf, p[:room]...)
-		b.cut += int64(n - room)
-	} else {
-		b.buf = append(b.buf, p[:n]...)
-	}
+	b.buf = appendCapped(b.buf, p[:n], b.rec.frameCap(), &b.cut)
 	if err != nil {
 		b.finish(err != io.EOF)
 	}
@@ -936,11 +894,7 @@ func (s *sseTee) feed(p []byte) {
 		default:
 			// Note: a data line longer than the cap cannot fit in the
 			// frame either; a field name is short.
-			if len(s.line) < limit+len("data: ") {
-				s.line = append(s.line, c)
-			} else {
-				s.cut++
-			}
+			s.line = appendCapped(s.line, []byte{c}, limit+len("data: "), &s.cut)
 		}
 	}
 }
@@ -961,12 +915,7 @@ func (s *sseTee) endLine() {
 		}
 		s.lines++
 		s.size += len(bytes.TrimPrefix(value, []byte{'\n'}))
-		if room := max(s.rec.frameCap()-len(s.data), 0); len(value) > room {
-			s.data = append(s.data, value[:room]...)
-			s.cut += int64(len(value) - room)
-		} else {
-			s.data = append(s.data, value...)
-		}
+		s.data = appendCapped(s.data, value, s.rec.frameCap(), &s.cut)
 	case "event":
 		s.event = string(value)
 	}

@@ -3,6 +3,7 @@ package capture
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"unicode"
@@ -394,11 +395,11 @@ func plan(tools []Tool, nonexistent string, probeTool string, sentinels []Sentin
 		if missing != "" {
 			notes = append(notes, fmt.Sprintf("wrong_type, missing_required: tool %q: no placeholder for required field %q", chosen.Name, missing))
 		} else {
-			wt := clone(others)
+			wt := maps.Clone(others)
 			wt[target.Name] = wrongType(target.Type)
 			plans = append(plans,
 				Plan{Kind: study.WrongType, Tool: chosen.Name, Field: target.Name, Arguments: wt},
-				Plan{Kind: study.MissingRequired, Tool: chosen.Name, Field: target.Name, Arguments: clone(others)})
+				Plan{Kind: study.MissingRequired, Tool: chosen.Name, Field: target.Name, Arguments: maps.Clone(others)})
 		}
 	}
 
@@ -469,12 +470,4 @@ func otherRequired(schema map[string]any, skip string) (args map[string]any, mis
 		args[f.Name] = v
 	}
 	return args, ""
-}
-
-func clone(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

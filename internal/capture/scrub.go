@@ -7,9 +7,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -252,7 +254,7 @@ func newScrubber(names map[string]string, redactText bool, protect ...string) *s
 		}
 		r := nameRule{real: real, pseudo: pseudo, plain: len(toks) <= 1,
 			re: regexp.MustCompile(`(?i)(?:` + strings.Join(alts, "|") + `)`)}
-		if isASCII(real) && strings.Trim(real, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") == "" {
+		if strings.Trim(real, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") == "" {
 			r.key = strings.Join(toks, "")
 		}
 		s.subs = append(s.subs, r)
@@ -407,12 +409,7 @@ func (s *scrubber) nameMatches(t string, plainToo bool) []span {
 }
 
 func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
+	return strings.IndexFunc(s, func(r rune) bool { return r >= utf8.RuneSelf }) < 0
 }
 
 // names replaces the real names in t by their pseudonyms (nameMatches).
@@ -481,13 +478,8 @@ func (s *scrubber) valueIn(v any, secret bool) any {
 		}
 		return out
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
 		out := make(map[string]any, len(x))
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			k2 := s.other(k)
 			for n := 2; ; n++ {
 				if _, dup := out[k2]; !dup {
@@ -556,16 +548,8 @@ func (s *scrubber) recordResidue(record []byte) (where, what string) {
 				}
 			}
 		case map[string]any:
-			keys := make([]string, 0, len(x))
-			for k := range x {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			server := false
-			for _, p := range serverKeys {
-				server = server || strings.HasPrefix(ptr, p)
-			}
-			for _, k := range keys {
+			server := slices.ContainsFunc(serverKeys, func(p string) bool { return strings.HasPrefix(ptr, p) })
+			for _, k := range slices.Sorted(maps.Keys(x)) {
 				if server {
 					if what = s.residue(k); what != "" {
 						where, what = ptr, what+" (in a key)"

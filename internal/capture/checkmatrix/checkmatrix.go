@@ -12,6 +12,7 @@
 package checkmatrix
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -169,12 +170,7 @@ type Options struct {
 	Timeout time.Duration
 }
 
-func (o Options) node() string {
-	if o.Node == "" {
-		return "node"
-	}
-	return o.Node
-}
+func (o Options) node() string { return cmp.Or(o.Node, "node") }
 
 func (o Options) timeout() time.Duration {
 	if o.Timeout <= 0 {
