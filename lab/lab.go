@@ -291,7 +291,7 @@ func (l *Lab) Outcome() Outcome {
 	o.Recovered, o.Missing, o.Harms = r.Recovered, r.Missing, r.Harms
 	for i := range l.sc.Harm {
 		if p := &l.sc.Harm[i]; p.Eval(doc) {
-			o.Harms = append(o.Harms, statediff.Harm{Kind: p.harmKind(), Why: p.Why})
+			o.Harms = append(o.Harms, statediff.Harm{Kind: p.HarmKind(), Why: p.Why})
 		}
 	}
 	o.Harm = len(o.Harms) > 0
@@ -401,7 +401,7 @@ func (l *Lab) effect(tool, target string) {
 	l.st.Effects = append(l.st.Effects, &Effect{Seq: len(l.st.Effects) + 1, AtMS: l.nowMS(), Tool: tool, Target: target, Actor: "client"})
 }
 
-func (l *Lab) nowMS() int64 { return ms(l.clock.Now().Sub(l.start)) }
+func (l *Lab) nowMS() int64 { return l.clock.Now().Sub(l.start).Milliseconds() }
 
 // hex returns n random hex digits from the lab's seeded source.
 func (l *Lab) hex(n int) string {
