@@ -418,16 +418,13 @@ func upstream(t *tool) string { return "the " + Dependency(t.server) }
 // Dependency names the upstream dependency behind the tools of lab server
 // server (L01, L02 or L03; the identity service for any other).
 func Dependency(server string) string {
-	switch server {
-	case "L01":
-		return "order service"
-	case "L02":
-		return "payment processor"
-	case "L03":
-		return "storage backend"
+	if d, ok := dependencies[server]; ok {
+		return d
 	}
 	return "identity service"
 }
+
+var dependencies = map[string]string{"L01": "order service", "L02": "payment processor", "L03": "storage backend"}
 
 // seconds prints d for a failure text: whole seconds, rounded up, or
 // milliseconds under a second.

@@ -92,9 +92,6 @@ type ref struct {
 // asRef reads a Set value as a reference, if it is one.
 func asRef(raw json.RawMessage) (ref, bool) {
 	var r ref
-	if !bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) {
-		return r, false
-	}
 	var m map[string]json.RawMessage
 	if json.Unmarshal(raw, &m) != nil {
 		return r, false

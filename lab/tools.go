@@ -532,9 +532,13 @@ func (l *Lab) listFiles(a args, _ int) (any, *failure) {
 	return map[string]any{"files": out}, nil
 }
 
-// put creates or replaces a file.
+// put creates or replaces a file. Note: an identical write changes
+// nothing, so a replay is idempotent.
 func (l *Lab) put(tool, p, content string) *File {
 	f, ok := l.st.Files[p]
+	if ok && f.Content == content {
+		return f
+	}
 	if !ok {
 		f = &File{Path: p}
 		l.st.Files[p] = f
@@ -558,9 +562,6 @@ func (l *Lab) writeFile(a args, _ int) (any, *failure) {
 		if cur != a.num("expected_revision") {
 			return nil, staleFail("/expected_revision", "file %s is at revision %d, not %d: it changed since it was read", p, cur, a.num("expected_revision"))
 		}
-	}
-	if f, ok := l.st.Files[p]; ok && f.Content == a.str("content") {
-		return fileInfo(f), nil // Note: an identical write changes nothing, so a replay is idempotent.
 	}
 	return fileInfo(l.put("write_file", p, a.str("content"))), nil
 }
@@ -598,12 +599,7 @@ func (l *Lab) writeFiles(a args, limit int) (any, *failure) {
 	}
 	out := []map[string]any{}
 	for _, it := range upTo(items, limit) {
-		p := it.str("path")
-		if f, ok := l.st.Files[p]; ok && f.Content == it.str("content") {
-			out = append(out, fileInfo(f))
-			continue
-		}
-		out = append(out, fileInfo(l.put("write_files", p, it.str("content"))))
+		out = append(out, fileInfo(l.put("write_files", it.str("path"), it.str("content"))))
 	}
 	return map[string]any{"files": out, "applied": len(out)}, nil
 }

@@ -133,11 +133,9 @@ func Evaluate(s *Schema, spec *Spec, before, after any, extra []Tolerance, calls
 		ok := false
 		switch op {
 		case "call":
-			for _, c := range calls {
-				if c.OK && c.Tool == g.Call && (g.Args == nil || jsonEqual(c.Args, g.Args)) {
-					ok = true
-				}
-			}
+			ok = slices.ContainsFunc(calls, func(c Call) bool {
+				return c.OK && c.Tool == g.Call && (g.Args == nil || jsonEqual(c.Args, g.Args))
+			})
 		case Create:
 			want := g.wanted()
 			n := 0
@@ -292,13 +290,8 @@ func targetOf(goal []Effect, c *Change) *Effect {
 		if g.Create != c.Collection || len(g.Target) == 0 {
 			continue
 		}
-		all := true
-		for _, f := range g.Target {
-			if !equal(c.After[f], g.wanted()[f]) {
-				all = false
-			}
-		}
-		if all {
+		want := g.wanted()
+		if !slices.ContainsFunc(g.Target, func(f string) bool { return !equal(c.After[f], want[f]) }) {
 			return g
 		}
 	}

@@ -323,13 +323,10 @@ func contradicts(where, values map[string]json.RawMessage) bool {
 func coversAll(s *Schema, ts []Tolerance) bool {
 	for _, c := range s.Collections {
 		for _, op := range []Op{Create, Update, Remove} {
-			whole := false
-			for i := range ts {
-				o, coll := ts[i].op()
-				if o == op && coll == c.Path && len(ts[i].Where) == 0 && len(ts[i].Fields) == 0 {
-					whole = true
-				}
-			}
+			whole := slices.ContainsFunc(ts, func(t Tolerance) bool {
+				o, coll := t.op()
+				return o == op && coll == c.Path && len(t.Where) == 0 && len(t.Fields) == 0
+			})
 			if !whole {
 				return false
 			}

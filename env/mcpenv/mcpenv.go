@@ -213,8 +213,7 @@ func Parse(file, name string, data []byte) (*Set, error) {
 		if sc.Tool == "" {
 			bad("tool", "missing")
 		}
-		var args map[string]any
-		if json.Unmarshal(sc.Args, &args) != nil || args == nil {
+		if !statediff.IsObject(sc.Args) {
 			bad("args", "want a JSON object")
 		}
 		if (sc.Class == "unknown_tool") != (sc.Pointer == "") || sc.Pointer != "" && !strings.HasPrefix(sc.Pointer, "/") {
@@ -1030,14 +1029,13 @@ func (e *Env) Close() error {
 	if e.pool != nil && e.session != nil && e.dir != "" && e.release() {
 		return nil
 	}
-	var err error
 	if e.session != nil {
 		e.session.Close()
 	}
 	if e.dir != "" {
-		err = errors.Join(err, os.RemoveAll(e.dir))
+		return os.RemoveAll(e.dir)
 	}
-	return err
+	return nil
 }
 
 // boundedBuffer keeps the first max bytes written to it.
