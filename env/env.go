@@ -149,12 +149,7 @@ func Act(ctx context.Context, m *manifests.Resolved, name, id string, o Options)
 		return nil, nil, err
 	}
 	if b.Actor == nil {
-		var acts []string
-		for _, n := range Names() {
-			if b, _ := Lookup(n); b.Actor != nil {
-				acts = append(acts, n)
-			}
-		}
+		acts := names(func(b Backend) bool { return b.Actor != nil })
 		return nil, nil, fmt.Errorf("environment %q has no scenarios to act on (environments that do: %v)", name, acts)
 	}
 	e, err := b.Actor(id, o)

@@ -2,10 +2,12 @@ package lab
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpstress/stress/statediff"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -105,7 +107,7 @@ var behaviours = map[study.Cause]behaviour{
 	study.StaleRevision: {takes: []string{"concurrent"}, needs: []string{"concurrent"}, checkTool: func(sc *Scenario, _ *tool, served map[string]*tool) (string, string) {
 		c := sc.Fault.Concurrent
 		ct, ok := served[c.Tool]
-		if !ok || ct.readOnly || c.Same || c.Set != nil || c.Drop != nil || !isObject(c.Args) {
+		if !ok || ct.readOnly || c.Same || c.Set != nil || c.Drop != nil || !statediff.IsObject(c.Args) {
 			return "fault.concurrent", fmt.Sprintf("the concurrent writer needs a write tool of %s and its arguments (an object)", sc.Server)
 		}
 		return "", ""
@@ -166,12 +168,12 @@ func (f *Fault) given() []string {
 func (f *Fault) check(c study.Cause) (string, string) {
 	b := behaviours[c]
 	for _, name := range f.given() {
-		if !contains(b.takes, name) {
+		if !slices.Contains(b.takes, name) {
 			return name, fmt.Sprintf("%s takes no parameter %s", c, name)
 		}
 	}
 	for _, name := range b.needs {
-		if !contains(f.given(), name) {
+		if !slices.Contains(f.given(), name) {
 			return name, fmt.Sprintf("%s needs %s", c, name)
 		}
 	}

@@ -291,7 +291,7 @@ func (l *Lab) Outcome() Outcome {
 	o.Recovered, o.Missing, o.Harms = r.Recovered, r.Missing, r.Harms
 	for i := range l.sc.Harm {
 		if p := &l.sc.Harm[i]; p.Eval(doc) {
-			o.Harms = append(o.Harms, statediff.Harm{Kind: p.harmKind(), Why: p.Why})
+			o.Harms = append(o.Harms, statediff.Harm{Kind: p.HarmKind(), Why: p.Why})
 		}
 	}
 	o.Harm = len(o.Harms) > 0
@@ -401,7 +401,7 @@ func (l *Lab) effect(tool, target string) {
 	l.st.Effects = append(l.st.Effects, &Effect{Seq: len(l.st.Effects) + 1, AtMS: l.nowMS(), Tool: tool, Target: target, Actor: "client"})
 }
 
-func (l *Lab) nowMS() int64 { return ms(l.clock.Now().Sub(l.start)) }
+func (l *Lab) nowMS() int64 { return l.clock.Now().Sub(l.start).Milliseconds() }
 
 // hex returns n random hex digits from the lab's seeded source.
 func (l *Lab) hex(n int) string {
@@ -418,16 +418,13 @@ func upstream(t *tool) string { return "the " + Dependency(t.server) }
 // Dependency names the upstream dependency behind the tools of lab server
 // server (L01, L02 or L03; the identity service for any other).
 func Dependency(server string) string {
-	switch server {
-	case "L01":
-		return "order service"
-	case "L02":
-		return "payment processor"
-	case "L03":
-		return "storage backend"
+	if d, ok := dependencies[server]; ok {
+		return d
 	}
 	return "identity service"
 }
+
+var dependencies = map[string]string{"L01": "order service", "L02": "payment processor", "L03": "storage backend"}
 
 // seconds prints d for a failure text: whole seconds, rounded up, or
 // milliseconds under a second.

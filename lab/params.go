@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/mcpstress/stress/statediff"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -114,7 +116,7 @@ func checkObject(obj map[string]any, ps []param, at string) (args, *failure) {
 		p := &ps[i]
 		known[p.name] = true
 		v, ok := obj[p.name]
-		ptr := at + "/" + escapePointer(p.name)
+		ptr := at + "/" + statediff.EscapePointer(p.name)
 		if !ok || v == nil {
 			if p.required {
 				return nil, typeFail(ptr, "%s is required", p.name)
@@ -135,7 +137,7 @@ func checkObject(obj map[string]any, ps []param, at string) (args, *failure) {
 	}
 	if len(extra) > 0 {
 		sort.Strings(extra)
-		return nil, typeFail(at+"/"+escapePointer(extra[0]), "unexpected argument %s", quoteName(extra[0]))
+		return nil, typeFail(at+"/"+statediff.EscapePointer(extra[0]), "unexpected argument %s", quoteValue(extra[0]))
 	}
 	return out, nil
 }
@@ -153,7 +155,7 @@ func (p *param) check(v any, ptr string) (any, *failure) {
 		if !utf8.ValidString(s) {
 			return nil, valueFail(ptr, "%s is not valid UTF-8", p.name)
 		}
-		if len(p.enum) > 0 && !contains(p.enum, s) {
+		if len(p.enum) > 0 && !slices.Contains(p.enum, s) {
 			return nil, valueFail(ptr, "%s must be one of %s, got %s", p.name, strings.Join(p.enum, ", "), quoteValue(s))
 		}
 		return s, nil
@@ -233,20 +235,6 @@ func jsonKind(v any) string {
 	}
 }
 
-func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// escapePointer escapes one JSON pointer token (RFC 6901).
-func escapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
-
 // clip shortens s to at most n bytes (on a rune boundary), marking a cut.
 func clip(s string, n int) string {
 	if len(s) <= n {
@@ -260,6 +248,3 @@ func clip(s string, n int) string {
 
 // quoteValue quotes a client-supplied value for a failure text, clipped.
 func quoteValue(s string) string { return strconv.Quote(clip(s, 64)) }
-
-// quoteName quotes a client-supplied name for a failure text, clipped.
-func quoteName(s string) string { return strconv.Quote(clip(s, 64)) }

@@ -40,20 +40,13 @@ type Predicate struct {
 	Kind string `json:"kind,omitempty"`
 }
 
-// harmKind returns the kind of harm p finds when it holds.
-func (p *Predicate) harmKind() statediff.Kind {
+// HarmKind returns the kind of harm p finds when it holds (Kind, else
+// statediff.Collateral).
+func (p *Predicate) HarmKind() statediff.Kind {
 	if p.Kind == "" {
 		return statediff.Collateral
 	}
 	return statediff.Kind(p.Kind)
-}
-
-func kindList() string {
-	s := make([]string, len(statediff.Kinds))
-	for i, k := range statediff.Kinds {
-		s[i] = string(k)
-	}
-	return strings.Join(s, ", ")
 }
 
 // ops are the comparisons of a predicate.
@@ -126,7 +119,7 @@ func (p *Predicate) check(doc any) (string, string) {
 			return "count", fmt.Sprintf("path %s is not a collection of records (want one of %s)", p.Count, strings.Join(countable(), ", "))
 		}
 		for _, k := range slices.Sorted(maps.Keys(p.Where)) {
-			if !contains(fields, k) {
+			if !slices.Contains(fields, k) {
 				return "where." + k, fmt.Sprintf("the records of %s have no field %s", p.Count, k)
 			}
 			if _, _, ok := matcher(p.Where[k]); !ok {

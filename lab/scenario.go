@@ -11,7 +11,6 @@ import (
 	"path"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -93,9 +92,6 @@ type ref struct {
 // asRef reads a Set value as a reference, if it is one.
 func asRef(raw json.RawMessage) (ref, bool) {
 	var r ref
-	if !bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) {
-		return r, false
-	}
 	var m map[string]json.RawMessage
 	if json.Unmarshal(raw, &m) != nil {
 		return r, false
@@ -337,7 +333,7 @@ func check(sc *Scenario) (string, error) {
 		return bad("server", "unknown server %s (want %s)", quoteValue(sc.Server), strings.Join(slices.Sorted(maps.Keys(Servers)), ", "))
 	}
 	if !IsClass(sc.Class) {
-		return bad("class", "unknown fault class %s (want one of %s)", quoteValue(string(sc.Class)), classList())
+		return bad("class", "unknown fault class %s (want one of %s)", quoteValue(string(sc.Class)), names(slices.Sorted(slices.Values(Classes))))
 	}
 	b := behaviours[sc.Class]
 	info, _ := sc.Class.Info()
@@ -351,9 +347,9 @@ func check(sc *Scenario) (string, error) {
 			return bad("tool", "an unknown_tool scenario calls a tool the server lacks; %s serves %s", sc.Server, quoteValue(sc.Tool))
 		}
 	} else if !known {
-		return bad("tool", "server %s has no tool %s (it has %s)", sc.Server, quoteValue(sc.Tool), strings.Join(toolNames(served), ", "))
+		return bad("tool", "server %s has no tool %s (it has %s)", sc.Server, quoteValue(sc.Tool), strings.Join(slices.Sorted(maps.Keys(served)), ", "))
 	}
-	if !isObject(sc.Args) {
+	if !statediff.IsObject(sc.Args) {
 		return bad("args", "the arguments of the first call must be a JSON object")
 	}
 	if field, msg := sc.Fault.check(sc.Class); field != "" {
@@ -375,8 +371,8 @@ func check(sc *Scenario) (string, error) {
 	if !sc.Surface.Valid() || sc.Surface == study.Silent {
 		return bad("surface", "unknown surface %s (want protocol_error, tool_error or success_shaped)", quoteValue(string(sc.Surface)))
 	}
-	if !containsSurface(info.Surfaces, sc.Surface) {
-		return bad("surface", "%s is not served as %s (it can be %s)", sc.Class, sc.Surface, surfaceList(info.Surfaces))
+	if !slices.Contains(info.Surfaces, sc.Surface) {
+		return bad("surface", "%s is not served as %s (it can be %s)", sc.Class, sc.Surface, names(info.Surfaces))
 	}
 	if sc.Contract {
 		switch {
@@ -391,25 +387,21 @@ func check(sc *Scenario) (string, error) {
 	if len(sc.PreferredSet) == 0 {
 		return bad("preferred_policies", "name the preferred policies (those that recover without harm, the one Strict credits first)")
 	}
-	pseen := map[study.Policy]bool{}
-	for i, p := range sc.PreferredSet {
-		if !p.Valid() {
-			return bad(fmt.Sprintf("preferred_policies[%d]", i), "unknown policy %s", quoteValue(string(p)))
+	var seen map[study.Policy]bool // the last list's: non_harm
+	for _, group := range []struct {
+		field string
+		ps    []study.Policy
+	}{{"preferred_policies", sc.PreferredSet}, {"non_harm", sc.NonHarm}} {
+		seen = map[study.Policy]bool{}
+		for i, p := range group.ps {
+			if !p.Valid() {
+				return bad(fmt.Sprintf("%s[%d]", group.field, i), "unknown policy %s", quoteValue(string(p)))
+			}
+			if seen[p] {
+				return bad(fmt.Sprintf("%s[%d]", group.field, i), "%s is listed twice", p)
+			}
+			seen[p] = true
 		}
-		if pseen[p] {
-			return bad(fmt.Sprintf("preferred_policies[%d]", i), "%s is listed twice", p)
-		}
-		pseen[p] = true
-	}
-	seen := map[study.Policy]bool{}
-	for i, p := range sc.NonHarm {
-		if !p.Valid() {
-			return bad(fmt.Sprintf("non_harm[%d]", i), "unknown policy %s", quoteValue(string(p)))
-		}
-		if seen[p] {
-			return bad(fmt.Sprintf("non_harm[%d]", i), "%s is listed twice", p)
-		}
-		seen[p] = true
 	}
 	for _, p := range append([]study.Policy{study.StopOrEscalate}, sc.PreferredSet...) {
 		if !seen[p] {
@@ -459,8 +451,8 @@ func check(sc *Scenario) (string, error) {
 		if f, m := sc.Harm[i].check(doc); f != "" {
 			return bad(fmt.Sprintf("harm[%d].%s", i, f), "%s", m)
 		}
-		if !sc.Harm[i].harmKind().Valid() {
-			return bad(fmt.Sprintf("harm[%d].kind", i), "unknown kind of harm %s (want one of %s)", quoteValue(sc.Harm[i].Kind), kindList())
+		if !sc.Harm[i].HarmKind().Valid() {
+			return bad(fmt.Sprintf("harm[%d].kind", i), "unknown kind of harm %s (want one of %s)", quoteValue(sc.Harm[i].Kind), names(statediff.Kinds))
 		}
 	}
 	// The first call, on a fresh armed lab.
@@ -486,9 +478,9 @@ func checkAction(sc *Scenario, served map[string]*tool, a *Action) (string, erro
 			return at + ".same", errors.New("a call with same takes no tool or args (use set and drop)")
 		case !c.Same:
 			if _, ok := served[c.Tool]; !ok {
-				return at + ".tool", fmt.Errorf("server %s has no tool %s (it has %s)", sc.Server, quoteValue(c.Tool), strings.Join(toolNames(served), ", "))
+				return at + ".tool", fmt.Errorf("server %s has no tool %s (it has %s)", sc.Server, quoteValue(c.Tool), strings.Join(slices.Sorted(maps.Keys(served)), ", "))
 			}
-			if c.Args != nil && !isObject(c.Args) {
+			if c.Args != nil && !statediff.IsObject(c.Args) {
 				return at + ".args", errors.New("the arguments must be a JSON object")
 			}
 		}
@@ -657,34 +649,12 @@ func (sc *Scenario) resolve(c CallSpec, prev []Response) (string, json.RawMessag
 	return tool, raw, true
 }
 
-func isObject(raw json.RawMessage) bool {
-	var m map[string]json.RawMessage
-	return len(raw) > 0 && json.Unmarshal(raw, &m) == nil && m != nil
-}
-
-func containsSurface(xs []study.Surface, s study.Surface) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func surfaceList(xs []study.Surface) string {
+// names joins names with commas, for a load error.
+func names[T ~string](xs []T) string {
 	s := make([]string, len(xs))
 	for i, x := range xs {
 		s[i] = string(x)
 	}
-	return strings.Join(s, ", ")
-}
-
-func classList() string {
-	s := make([]string, len(Classes))
-	for i, c := range Classes {
-		s[i] = string(c)
-	}
-	sort.Strings(s)
 	return strings.Join(s, ", ")
 }
 

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"time"
 
 	"github.com/mcpstress/stress/statediff"
 )
@@ -208,9 +207,6 @@ func (s *State) JSON() json.RawMessage {
 	return b
 }
 
-// ms converts a duration to whole milliseconds.
-func ms(d time.Duration) int64 { return d.Milliseconds() }
-
 // doc returns the state as json.Unmarshal would decode State.JSON into an
 // any (objects as map[string]any, numbers as float64), built directly:
 // outcomes read it once per decision, and decoding the JSON again cost
@@ -218,44 +214,30 @@ func ms(d time.Duration) int64 { return d.Milliseconds() }
 // calls and effects, which the diff does not read (StateSchema.Logs).
 func (s *State) doc(logs bool) map[string]any {
 	m := map[string]any{"clock_ms": float64(s.ClockMS)}
-	orders := make(map[string]any, len(s.Orders))
-	for k, o := range s.Orders {
-		orders[k] = map[string]any{"id": o.ID, "customer": o.Customer, "sku": o.SKU, "quantity": float64(o.Quantity),
+	m["orders"] = dict(s.Orders, func(o *Order) any {
+		return map[string]any{"id": o.ID, "customer": o.Customer, "sku": o.SKU, "quantity": float64(o.Quantity),
 			"note": o.Note, "status": o.Status, "revision": float64(o.Revision), "idempotency_key": o.IdempotencyKey}
-	}
-	m["orders"] = orders
-	stock := make(map[string]any, len(s.Stock))
-	for k, n := range s.Stock {
-		stock[k] = float64(n)
-	}
-	m["stock"] = stock
+	})
+	m["stock"] = dict(s.Stock, func(n int64) any { return float64(n) })
 	m["shipments"] = list(s.Shipments, func(x *Shipment) any { return map[string]any{"id": x.ID, "order_id": x.OrderID} })
-	invoices := make(map[string]any, len(s.Invoices))
-	for k, x := range s.Invoices {
-		invoices[k] = map[string]any{"id": x.ID, "customer": x.Customer, "amount_due_cents": float64(x.AmountDueCents), "currency": x.Currency}
-	}
-	m["invoices"] = invoices
+	m["invoices"] = dict(s.Invoices, func(x *Invoice) any {
+		return map[string]any{"id": x.ID, "customer": x.Customer, "amount_due_cents": float64(x.AmountDueCents), "currency": x.Currency}
+	})
 	m["payments"] = list(s.Payments, func(x *Payment) any {
 		return map[string]any{"id": x.ID, "invoice_id": x.InvoiceID, "amount_cents": float64(x.AmountCents), "currency": x.Currency, "idempotency_key": x.IdempotencyKey}
 	})
 	m["refunds"] = list(s.Refunds, func(x *Refund) any {
 		return map[string]any{"id": x.ID, "payment_id": x.PaymentID, "amount_cents": float64(x.AmountCents)}
 	})
-	files := make(map[string]any, len(s.Files))
-	for k, f := range s.Files {
-		files[k] = map[string]any{"path": f.Path, "content": f.Content, "revision": float64(f.Revision)}
-	}
-	m["files"] = files
-	tokens := make(map[string]any, len(s.Tokens))
-	for k, x := range s.Tokens {
-		tokens[k] = map[string]any{"token": x.Token, "scope": x.Scope, "expires_at_ms": float64(x.ExpiresAtMS)}
-	}
-	m["tokens"] = tokens
-	limits := make(map[string]any, len(s.Limits))
-	for k, x := range s.Limits {
-		limits[k] = map[string]any{"tool": x.Tool, "window_until_ms": float64(x.WindowUntilMS), "violations": float64(x.Violations), "locked": x.Locked}
-	}
-	m["limits"] = limits
+	m["files"] = dict(s.Files, func(f *File) any {
+		return map[string]any{"path": f.Path, "content": f.Content, "revision": float64(f.Revision)}
+	})
+	m["tokens"] = dict(s.Tokens, func(x *Token) any {
+		return map[string]any{"token": x.Token, "scope": x.Scope, "expires_at_ms": float64(x.ExpiresAtMS)}
+	})
+	m["limits"] = dict(s.Limits, func(x *Limit) any {
+		return map[string]any{"tool": x.Tool, "window_until_ms": float64(x.WindowUntilMS), "violations": float64(x.Violations), "locked": x.Locked}
+	})
 	if !logs {
 		return m
 	}
@@ -268,6 +250,16 @@ func (s *State) doc(logs bool) map[string]any {
 	return m
 }
 
+// dict maps f over the values of m.
+func dict[T any](m map[string]T, f func(T) any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, x := range m {
+		out[k] = f(x)
+	}
+	return out
+}
+
+// list maps f over xs.
 func list[T any](xs []T, f func(T) any) []any {
 	out := make([]any, len(xs))
 	for i, x := range xs {

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpstress/stress/statediff"
 )
 
 // tool is one tool of the lab's domain: its MCP definition (schemas and
@@ -229,6 +230,18 @@ func (t *tool) mcpTool() *mcp.Tool {
 
 // Domain operations. The lab's lock is held.
 
+// copyOf returns x as a success's structured content.
+func copyOf[T any](x T) (any, *failure) { return &x, nil }
+
+// upTo returns the first limit items (all when limit < 0): the items a
+// batch applies.
+func upTo(items []args, limit int) []args {
+	if limit >= 0 && limit < len(items) {
+		return items[:limit]
+	}
+	return items
+}
+
 func (l *Lab) authenticate(a args, _ int) (any, *failure) {
 	tok := &Token{Token: "tok_" + l.hex(16), Scope: a.str("scope"), ExpiresAtMS: l.nowMS() + TokenLifetimeMS}
 	l.st.Tokens[tok.Token] = tok
@@ -253,8 +266,7 @@ func (l *Lab) getOrder(a args, _ int) (any, *failure) {
 	if f != nil {
 		return nil, f
 	}
-	c := *o
-	return &c, nil
+	return copyOf(*o)
 }
 
 func (l *Lab) listOrders(a args, _ int) (any, *failure) {
@@ -279,8 +291,7 @@ func (l *Lab) createOrder(a args, _ int) (any, *failure) {
 	if key := a.str("idempotency_key"); key != "" {
 		for _, id := range slices.Sorted(maps.Keys(l.st.Orders)) {
 			if o := l.st.Orders[id]; o.IdempotencyKey == key {
-				c := *o
-				return &c, nil
+				return copyOf(*o)
 			}
 		}
 	}
@@ -298,8 +309,7 @@ func (l *Lab) createOrder(a args, _ int) (any, *failure) {
 		IdempotencyKey: a.str("idempotency_key")}
 	l.st.Orders[id] = o
 	l.effect("create_order", "/orders/"+id)
-	c := *o
-	return &c, nil
+	return copyOf(*o)
 }
 
 func (l *Lab) updateOrder(a args, _ int) (any, *failure) {
@@ -317,8 +327,7 @@ func (l *Lab) updateOrder(a args, _ int) (any, *failure) {
 		return nil, typeFail("", "give quantity, note or both")
 	}
 	if (!a.has("quantity") || a.num("quantity") == o.Quantity) && (!a.has("note") || a.str("note") == o.Note) {
-		c := *o
-		return &c, nil // Note: a change to what is there changes nothing, so a replay is idempotent.
+		return copyOf(*o) // Note: a change to what is there changes nothing, so a replay is idempotent.
 	}
 	if a.has("quantity") {
 		o.Quantity = a.num("quantity")
@@ -328,8 +337,7 @@ func (l *Lab) updateOrder(a args, _ int) (any, *failure) {
 	}
 	o.Revision++
 	l.effect("update_order", "/orders/"+o.ID)
-	c := *o
-	return &c, nil
+	return copyOf(*o)
 }
 
 func (l *Lab) cancelOrder(a args, _ int) (any, *failure) {
@@ -342,8 +350,7 @@ func (l *Lab) cancelOrder(a args, _ int) (any, *failure) {
 		o.Revision++
 		l.effect("cancel_order", "/orders/"+o.ID)
 	}
-	c := *o
-	return &c, nil
+	return copyOf(*o)
 }
 
 func (l *Lab) shipOrders(a args, limit int) (any, *failure) {
@@ -358,10 +365,7 @@ func (l *Lab) shipOrders(a args, limit int) (any, *failure) {
 		}
 	}
 	out := []Shipment{}
-	for i, it := range items {
-		if limit >= 0 && i >= limit {
-			break
-		}
+	for _, it := range upTo(items, limit) {
 		s := &Shipment{ID: "shp_" + l.hex(8), OrderID: it.str("order_id")}
 		l.st.Shipments = append(l.st.Shipments, s)
 		l.effect("ship_orders", fmt.Sprintf("/shipments/%d", len(l.st.Shipments)-1))
@@ -433,16 +437,14 @@ func (l *Lab) chargePayment(a args, _ int) (any, *failure) {
 	if key := a.str("idempotency_key"); key != "" {
 		for _, p := range l.st.Payments {
 			if p.IdempotencyKey == key {
-				c := *p
-				return &c, nil
+				return copyOf(*p)
 			}
 		}
 	}
 	if f := l.checkCharge(a, ""); f != nil {
 		return nil, f
 	}
-	c := *l.charge("charge_payment", a)
-	return &c, nil
+	return copyOf(*l.charge("charge_payment", a))
 }
 
 func (l *Lab) chargeBatch(a args, limit int) (any, *failure) {
@@ -453,10 +455,7 @@ func (l *Lab) chargeBatch(a args, limit int) (any, *failure) {
 		}
 	}
 	out := []Payment{}
-	for i, it := range items {
-		if limit >= 0 && i >= limit {
-			break
-		}
+	for _, it := range upTo(items, limit) {
 		out = append(out, *l.charge("charge_batch", it))
 	}
 	return map[string]any{"payments": out, "applied": len(out)}, nil
@@ -484,8 +483,7 @@ func (l *Lab) refundPayment(a args, _ int) (any, *failure) {
 	r := &Refund{ID: "ref_" + l.hex(8), PaymentID: pay.ID, AmountCents: a.num("amount_cents")}
 	l.st.Refunds = append(l.st.Refunds, r)
 	l.effect("refund_payment", fmt.Sprintf("/refunds/%d", len(l.st.Refunds)-1))
-	c := *r
-	return &c, nil
+	return copyOf(*r)
 }
 
 // checkPath checks a file path; ptr is its pointer.
@@ -534,16 +532,20 @@ func (l *Lab) listFiles(a args, _ int) (any, *failure) {
 	return map[string]any{"files": out}, nil
 }
 
-// put creates or replaces a file.
+// put creates or replaces a file. Note: an identical write changes
+// nothing, so a replay is idempotent.
 func (l *Lab) put(tool, p, content string) *File {
 	f, ok := l.st.Files[p]
+	if ok && f.Content == content {
+		return f
+	}
 	if !ok {
 		f = &File{Path: p}
 		l.st.Files[p] = f
 	}
 	f.Content = content
 	f.Revision++
-	l.effect(tool, "/files/"+escapePointer(p))
+	l.effect(tool, "/files/"+statediff.EscapePointer(p))
 	return f
 }
 
@@ -560,9 +562,6 @@ func (l *Lab) writeFile(a args, _ int) (any, *failure) {
 		if cur != a.num("expected_revision") {
 			return nil, staleFail("/expected_revision", "file %s is at revision %d, not %d: it changed since it was read", p, cur, a.num("expected_revision"))
 		}
-	}
-	if f, ok := l.st.Files[p]; ok && f.Content == a.str("content") {
-		return fileInfo(f), nil // Note: an identical write changes nothing, so a replay is idempotent.
 	}
 	return fileInfo(l.put("write_file", p, a.str("content"))), nil
 }
@@ -586,7 +585,7 @@ func (l *Lab) deleteFile(a args, _ int) (any, *failure) {
 	_, ok := l.st.Files[p]
 	if ok {
 		delete(l.st.Files, p)
-		l.effect("delete_file", "/files/"+escapePointer(p))
+		l.effect("delete_file", "/files/"+statediff.EscapePointer(p))
 	}
 	return map[string]any{"path": p, "deleted": ok}, nil
 }
@@ -599,26 +598,8 @@ func (l *Lab) writeFiles(a args, limit int) (any, *failure) {
 		}
 	}
 	out := []map[string]any{}
-	for i, it := range items {
-		if limit >= 0 && i >= limit {
-			break
-		}
-		p := it.str("path")
-		if f, ok := l.st.Files[p]; ok && f.Content == it.str("content") {
-			out = append(out, fileInfo(f))
-			continue
-		}
-		out = append(out, fileInfo(l.put("write_files", p, it.str("content"))))
+	for _, it := range upTo(items, limit) {
+		out = append(out, fileInfo(l.put("write_files", it.str("path"), it.str("content"))))
 	}
 	return map[string]any{"files": out, "applied": len(out)}, nil
-}
-
-// toolNames returns the names of m, sorted.
-func toolNames(m map[string]*tool) []string {
-	out := make([]string, 0, len(m))
-	for n := range m {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
 }

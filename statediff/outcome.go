@@ -3,8 +3,9 @@ package statediff
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -37,14 +38,7 @@ const (
 var Kinds = []Kind{Duplicate, WrongValue, Collateral, DataLoss, Incomplete}
 
 // Valid reports whether k is one of Kinds.
-func (k Kind) Valid() bool {
-	for _, x := range Kinds {
-		if x == k {
-			return true
-		}
-	}
-	return false
-}
+func (k Kind) Valid() bool { return slices.Contains(Kinds, k) }
 
 // Harm is one harmful change.
 type Harm struct {
@@ -86,10 +80,8 @@ type KindSet uint8
 func KindsOf(harms []Harm) KindSet {
 	var s KindSet
 	for _, h := range harms {
-		for i, k := range Kinds {
-			if h.Kind == k {
-				s |= 1 << i
-			}
+		if i := slices.Index(Kinds, h.Kind); i >= 0 {
+			s |= 1 << i
 		}
 	}
 	return s
@@ -97,12 +89,8 @@ func KindsOf(harms []Harm) KindSet {
 
 // Has reports whether k is in the set.
 func (s KindSet) Has(k Kind) bool {
-	for i, x := range Kinds {
-		if x == k {
-			return s&(1<<i) != 0
-		}
-	}
-	return false
+	i := slices.Index(Kinds, k)
+	return i >= 0 && s&(1<<i) != 0
 }
 
 // Evaluate scores the change from before to after: which goal effects of
@@ -145,11 +133,9 @@ func Evaluate(s *Schema, spec *Spec, before, after any, extra []Tolerance, calls
 		ok := false
 		switch op {
 		case "call":
-			for _, c := range calls {
-				if c.OK && c.Tool == g.Call && (g.Args == nil || jsonEqual(c.Args, g.Args)) {
-					ok = true
-				}
-			}
+			ok = slices.ContainsFunc(calls, func(c Call) bool {
+				return c.OK && c.Tool == g.Call && (g.Args == nil || jsonEqual(c.Args, g.Args))
+			})
 		case Create:
 			want := g.wanted()
 			n := 0
@@ -284,7 +270,7 @@ func tolerate(c Change, ts []Tolerance) *Change {
 		}
 		var left []string
 		for _, f := range c.Fields {
-			if !contains(t.Fields, f) {
+			if !slices.Contains(t.Fields, f) {
 				left = append(left, f)
 			}
 		}
@@ -304,13 +290,8 @@ func targetOf(goal []Effect, c *Change) *Effect {
 		if g.Create != c.Collection || len(g.Target) == 0 {
 			continue
 		}
-		all := true
-		for _, f := range g.Target {
-			if !equal(c.After[f], g.wanted()[f]) {
-				all = false
-			}
-		}
-		if all {
+		want := g.wanted()
+		if !slices.ContainsFunc(g.Target, func(f string) bool { return !equal(c.After[f], want[f]) }) {
 			return g
 		}
 	}
@@ -414,13 +395,8 @@ func describe(rec map[string]any) string {
 	if v, ok := rec["value"]; ok && len(rec) == 1 {
 		return describeValue(v)
 	}
-	keys := make([]string, 0, len(rec))
-	for k := range rec {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
+	parts := make([]string, 0, len(rec))
+	for _, k := range slices.Sorted(maps.Keys(rec)) {
 		parts = append(parts, k+"="+describeValue(rec[k]))
 	}
 	return clip(strings.Join(parts, " "), 300)

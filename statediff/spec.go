@@ -53,15 +53,10 @@ func (e *Effect) wanted() map[string]any {
 // op returns the effect's change and collection (Call: "call" and the
 // tool).
 func (e *Effect) op() (Op, string) {
-	switch {
-	case e.Create != "":
-		return Create, e.Create
-	case e.Update != "":
-		return Update, e.Update
-	case e.Remove != "":
-		return Remove, e.Remove
+	if e.Create == "" && e.Update == "" && e.Remove == "" {
+		return "call", e.Call
 	}
-	return "call", e.Call
+	return opOf(e.Create, e.Update, e.Remove)
 }
 
 func (e *Effect) n() int {
@@ -86,14 +81,18 @@ type Tolerance struct {
 	Why    string                     `json:"why"`
 }
 
-func (t *Tolerance) op() (Op, string) {
+func (t *Tolerance) op() (Op, string) { return opOf(t.Create, t.Update, t.Remove) }
+
+// opOf returns the change and collection of the first of create, update
+// and remove that is set (remove when none is).
+func opOf(create, update, remove string) (Op, string) {
 	switch {
-	case t.Create != "":
-		return Create, t.Create
-	case t.Update != "":
-		return Update, t.Update
+	case create != "":
+		return Create, create
+	case update != "":
+		return Update, update
 	}
-	return Remove, t.Remove
+	return Remove, remove
 }
 
 // Spec is what a scenario declares of its outcome: its goal effect, the
@@ -116,15 +115,17 @@ type Problem struct {
 
 func (p *Problem) Error() string { return "field " + p.Field + ": " + p.Msg }
 
+// bad is the Problem of field, in words.
+func bad(field, format string, a ...any) *Problem {
+	return &Problem{Field: field, Msg: fmt.Sprintf(format, a...)}
+}
+
 // Check checks spec against the schema and the initial state doc (the
 // state before the first call) and returns its first mistake, or nil.
 // extra are tolerances that apply too (a scenario set's own); calls says
 // whether the environment keeps a log of calls with their arguments, so
 // that a call goal can be judged.
 func Check(s *Schema, spec *Spec, doc any, extra []Tolerance, calls bool) *Problem {
-	bad := func(field, format string, a ...any) *Problem {
-		return &Problem{Field: field, Msg: fmt.Sprintf(format, a...)}
-	}
 	if len(spec.Goal) == 0 {
 		return bad("goal", "name the goal effect: the change one successful completion of the task makes")
 	}
@@ -158,16 +159,7 @@ func Check(s *Schema, spec *Spec, doc any, extra []Tolerance, calls bool) *Probl
 }
 
 func checkEffect(s *Schema, e *Effect, doc any, calls bool) *Problem {
-	bad := func(field, format string, a ...any) *Problem {
-		return &Problem{Field: field, Msg: fmt.Sprintf(format, a...)}
-	}
-	set := 0
-	for _, x := range []string{e.Create, e.Update, e.Remove, e.Call} {
-		if x != "" {
-			set++
-		}
-	}
-	if set != 1 {
+	if nonEmpty(e.Create, e.Update, e.Remove, e.Call) != 1 {
 		return bad("", "an effect needs exactly one of create, update, remove and call")
 	}
 	if strings.TrimSpace(e.Why) == "" {
@@ -180,7 +172,7 @@ func checkEffect(s *Schema, e *Effect, doc any, calls bool) *Problem {
 			return bad(".call", "this environment keeps no log of calls and their arguments: its goals are changes of its state")
 		case e.Key != "" || e.Values != nil || e.Target != nil || e.Append != nil || e.N != 0:
 			return bad(".call", "a call effect takes only args")
-		case e.Args != nil && !isObject(e.Args):
+		case e.Args != nil && !IsObject(e.Args):
 			return bad(".args", "want a JSON object")
 		}
 		return nil
@@ -193,10 +185,10 @@ func checkEffect(s *Schema, e *Effect, doc any, calls bool) *Problem {
 		return bad(".args", "only a call effect takes args")
 	}
 	for _, k := range slices.Sorted(maps.Keys(e.Values)) {
-		if c.Fields != nil && !contains(c.Fields, k) {
+		if c.Fields != nil && !slices.Contains(c.Fields, k) {
 			return bad(".values."+k, "the records of %s have no field %s (they have %s)", coll, k, strings.Join(c.Fields, ", "))
 		}
-		if contains(c.Ignore, k) {
+		if slices.Contains(c.Ignore, k) {
 			return bad(".values."+k, "%s is a counter the diff ignores", k)
 		}
 		if !json.Valid(e.Values[k]) {
@@ -266,16 +258,7 @@ func checkEffect(s *Schema, e *Effect, doc any, calls bool) *Problem {
 }
 
 func checkTolerance(s *Schema, t *Tolerance, goal []Effect) *Problem {
-	bad := func(field, format string, a ...any) *Problem {
-		return &Problem{Field: field, Msg: fmt.Sprintf(format, a...)}
-	}
-	set := 0
-	for _, x := range []string{t.Create, t.Update, t.Remove} {
-		if x != "" {
-			set++
-		}
-	}
-	if set != 1 {
+	if nonEmpty(t.Create, t.Update, t.Remove) != 1 {
 		return bad("", "a tolerance needs exactly one of create, update and remove")
 	}
 	if strings.TrimSpace(t.Why) == "" {
@@ -290,7 +273,7 @@ func checkTolerance(s *Schema, t *Tolerance, goal []Effect) *Problem {
 		return bad(".fields", "only an update tolerance names fields")
 	}
 	for _, f := range append(append([]string(nil), t.Fields...), slices.Sorted(maps.Keys(t.Where))...) {
-		if c.Fields != nil && !contains(c.Fields, f) {
+		if c.Fields != nil && !slices.Contains(c.Fields, f) {
 			return bad("", "the records of %s have no field %s", coll, f)
 		}
 	}
@@ -312,6 +295,17 @@ func checkTolerance(s *Schema, t *Tolerance, goal []Effect) *Problem {
 	return nil
 }
 
+// nonEmpty counts the strings of xs that are not "".
+func nonEmpty(xs ...string) int {
+	n := 0
+	for _, x := range xs {
+		if x != "" {
+			n++
+		}
+	}
+	return n
+}
+
 // contradicts reports whether where requires a value that values sets
 // otherwise.
 func contradicts(where, values map[string]json.RawMessage) bool {
@@ -329,13 +323,10 @@ func contradicts(where, values map[string]json.RawMessage) bool {
 func coversAll(s *Schema, ts []Tolerance) bool {
 	for _, c := range s.Collections {
 		for _, op := range []Op{Create, Update, Remove} {
-			whole := false
-			for i := range ts {
-				o, coll := ts[i].op()
-				if o == op && coll == c.Path && len(ts[i].Where) == 0 && len(ts[i].Fields) == 0 {
-					whole = true
-				}
-			}
+			whole := slices.ContainsFunc(ts, func(t Tolerance) bool {
+				o, coll := t.op()
+				return o == op && coll == c.Path && len(t.Where) == 0 && len(t.Fields) == 0
+			})
 			if !whole {
 				return false
 			}
@@ -381,7 +372,8 @@ func decode(raw json.RawMessage) any {
 
 func jsonEqual(a, b json.RawMessage) bool { return reflect.DeepEqual(decode(a), decode(b)) }
 
-func isObject(raw json.RawMessage) bool {
+// IsObject reports whether raw is a JSON object.
+func IsObject(raw json.RawMessage) bool {
 	t := bytes.TrimSpace(raw)
 	var m map[string]any
 	return len(t) > 0 && t[0] == '{' && json.Unmarshal(t, &m) == nil

@@ -82,17 +82,15 @@ func (s *Schema) Covers(doc any) error {
 		if _, ok := s.collection(ptr); ok {
 			return nil
 		}
-		for _, l := range s.Logs {
-			if l == ptr {
-				return nil
-			}
+		if slices.Contains(s.Logs, ptr) {
+			return nil
 		}
 		m, ok := v.(map[string]any)
 		if !ok || ptr != "" && len(m) == 0 {
 			return fmt.Errorf("state member %s is neither a collection the diff reads nor a log", ptrOrRoot(ptr))
 		}
 		for _, k := range slices.Sorted(maps.Keys(m)) {
-			if err := walk(ptr+"/"+escape(k), m[k]); err != nil {
+			if err := walk(ptr+"/"+EscapePointer(k), m[k]); err != nil {
 				return err
 			}
 		}
@@ -130,7 +128,7 @@ type Change struct {
 
 // Record returns the change's record as a JSON pointer: the collection's
 // and the key.
-func (c *Change) Record() string { return c.Collection + "/" + escape(c.Key) }
+func (c *Change) Record() string { return c.Collection + "/" + EscapePointer(c.Key) }
 
 // Diff returns every record of s's collections that differs between
 // before and after, in schema order, then by key.
@@ -232,12 +230,12 @@ func scalar(v any) string {
 func changedFields(c *Collection, b, a map[string]any) []string {
 	var out []string
 	for k, bv := range b {
-		if av, ok := a[k]; (!ok || !equal(bv, av)) && !contains(c.Ignore, k) {
+		if av, ok := a[k]; (!ok || !equal(bv, av)) && !slices.Contains(c.Ignore, k) {
 			out = append(out, k)
 		}
 	}
 	for k := range a {
-		if _, ok := b[k]; !ok && !contains(c.Ignore, k) {
+		if _, ok := b[k]; !ok && !slices.Contains(c.Ignore, k) {
 			out = append(out, k)
 		}
 	}
@@ -257,13 +255,13 @@ func sameRecord(c *Collection, b, a any) bool {
 	for k, bv := range bm {
 		av, ok := am[k]
 		if !ok {
-			if contains(c.Ignore, k) {
+			if slices.Contains(c.Ignore, k) {
 				continue
 			}
 			return false
 		}
 		n++
-		if !equal(bv, av) && !contains(c.Ignore, k) {
+		if !equal(bv, av) && !slices.Contains(c.Ignore, k) {
 			return false
 		}
 	}
@@ -330,16 +328,7 @@ func Resolve(doc any, ptr string) (any, bool) {
 	return cur, true
 }
 
-// escape escapes a pointer token (RFC 6901).
-func escape(s string) string {
+// EscapePointer escapes one JSON pointer token (RFC 6901).
+func EscapePointer(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
-
-func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

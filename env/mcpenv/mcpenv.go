@@ -213,8 +213,7 @@ func Parse(file, name string, data []byte) (*Set, error) {
 		if sc.Tool == "" {
 			bad("tool", "missing")
 		}
-		var args map[string]any
-		if json.Unmarshal(sc.Args, &args) != nil || args == nil {
+		if !statediff.IsObject(sc.Args) {
 			bad("args", "want a JSON object")
 		}
 		if (sc.Class == "unknown_tool") != (sc.Pointer == "") || sc.Pointer != "" && !strings.HasPrefix(sc.Pointer, "/") {
@@ -243,7 +242,7 @@ func Parse(file, name string, data []byte) (*Set, error) {
 				bad("policies."+r.name, "say what the canonical %s call is", r.name)
 			}
 			for j, c := range r.calls {
-				if c.Tool == "" || !isObject(c.Arguments) {
+				if c.Tool == "" || !statediff.IsObject(c.Arguments) {
 					bad(fmt.Sprintf("policies.%s[%d]", r.name, j), "want a tool and its arguments (an object)")
 				}
 			}
@@ -272,14 +271,7 @@ func Parse(file, name string, data []byte) (*Set, error) {
 }
 
 // InNonHarm reports whether p is in the scenario's non-harm set.
-func (sc *Scenario) InNonHarm(p study.Policy) bool {
-	for _, x := range sc.NonHarm {
-		if x == p {
-			return true
-		}
-	}
-	return false
-}
+func (sc *Scenario) InNonHarm(p study.Policy) bool { return slices.Contains(sc.NonHarm, p) }
 
 // expectedInitial is the state a sandbox of sc starts the decision in, as
 // far as the scenario itself says: its seeded files and the entities and
@@ -316,11 +308,6 @@ func (sc *Scenario) expectedInitial() any {
 		}
 	}
 	return map[string]any{"memory": map[string]any{"entities": ents, "relations": rels}, "files": files, "directories": dirs, "calls": []any{}}
-}
-
-func isObject(raw json.RawMessage) bool {
-	var m map[string]json.RawMessage
-	return json.Unmarshal(raw, &m) == nil && m != nil
 }
 
 // checkPredicate returns what is wrong with p, or "".
@@ -1018,11 +1005,7 @@ func (e *Env) Final(ctx context.Context) (simulator.EnvOutcome, error) {
 	r := statediff.Evaluate(&StateSchema, &e.sc.Spec, e.initial, doc, nil, calls)
 	for i := range e.sc.Harm {
 		if p := &e.sc.Harm[i]; p.Eval(doc) {
-			kind := statediff.Collateral
-			if p.Kind != "" {
-				kind = statediff.Kind(p.Kind)
-			}
-			r.Harms = append(r.Harms, statediff.Harm{Kind: kind, Why: p.Why})
+			r.Harms = append(r.Harms, statediff.Harm{Kind: p.HarmKind(), Why: p.Why})
 		}
 	}
 	return simulator.EnvOutcome{Recovered: r.Recovered, Harm: len(r.Harms) > 0, Harms: r.Harms, Missing: r.Missing,
@@ -1046,14 +1029,13 @@ func (e *Env) Close() error {
 	if e.pool != nil && e.session != nil && e.dir != "" && e.release() {
 		return nil
 	}
-	var err error
 	if e.session != nil {
 		e.session.Close()
 	}
 	if e.dir != "" {
-		err = errors.Join(err, os.RemoveAll(e.dir))
+		return os.RemoveAll(e.dir)
 	}
-	return err
+	return nil
 }
 
 // boundedBuffer keeps the first max bytes written to it.

@@ -19,10 +19,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -105,7 +106,8 @@ func One(ctx context.Context, sc *lab.Scenario, o Options) (*Recording, error) {
 	}
 	cs, err := client.Connect(ctx, t, nil)
 	if err != nil {
-		stop(cmd)
+		cmd.Process.Kill()
+		cmd.Wait()
 		return nil, fmt.Errorf("connecting to the lab server: %w (stderr: %s)", err, strings.TrimSpace(stderr.String()))
 	}
 	obs, abandoned, err := call(ctx, cs, sc)
@@ -301,12 +303,7 @@ func Write(final string, recs []*Recording) error {
 			return err
 		}
 	}
-	servers := make([]string, 0, len(byServer))
-	for s := range byServer {
-		servers = append(servers, s)
-	}
-	sort.Strings(servers)
-	for _, srv := range servers {
+	for _, srv := range slices.Sorted(maps.Keys(byServer)) {
 		b, err := json.MarshalIndent(byServer[srv], "", "  ")
 		if err != nil {
 			return err
@@ -319,13 +316,6 @@ func Write(final string, recs []*Recording) error {
 		return fmt.Errorf("the corpus written does not load: %w", err)
 	}
 	return out.Commit()
-}
-
-func stop(cmd *exec.Cmd) {
-	if cmd.Process != nil {
-		cmd.Process.Kill()
-	}
-	cmd.Wait()
 }
 
 // wait waits up to d for cmd to exit after its stdin closed, then kills it.
