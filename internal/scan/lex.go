@@ -1,6 +1,9 @@
 package scan
 
-import "bytes"
+import (
+	"bytes"
+	"strings"
+)
 
 // kind is a token's kind.
 type kind uint8
@@ -480,56 +483,21 @@ func (l *lexer) regexp() {
 	l.emit(kPunct, s, s+1, s, s)
 }
 
-// opLen returns the length of the punctuation token at s: a match needs
-// = told from == and =>, : from ::. The operators longer than a byte are
-// >>>= ... === !== **= <<= >>= >>> &&= ||= ??= == != <= >= => -> :: := +=
-// -= *= /= %= &= |= ^= && || ?? ?. ++ -- << >> **.
+// operators are the punctuation tokens longer than a byte, by their
+// first byte, longest first: a match needs = told from == and =>, : from
+// ::.
+var operators = func() (t [256][]string) {
+	for _, op := range strings.Fields(">>>= ... === !== **= <<= >>= >>> &&= ||= ??= == != <= >= => -> :: := += -= *= /= %= &= |= ^= && || ?? ?. ++ -- << >> **") {
+		t[op[0]] = append(t[op[0]], op)
+	}
+	return t
+}()
+
+// opLen returns the length of the punctuation token at s.
 func (l *lexer) opLen(s int) int {
-	c1, c2, c3 := l.at(s+1), l.at(s+2), l.at(s+3)
-	switch l.src[s] {
-	case '>':
-		switch {
-		case c1 == '>' && c2 == '>' && c3 == '=':
-			return 4
-		case c1 == '>' && (c2 == '>' || c2 == '='):
-			return 3
-		case c1 == '>' || c1 == '=':
-			return 2
-		}
-	case '.':
-		if c1 == '.' && c2 == '.' {
-			return 3
-		}
-	case '=', '!':
-		switch {
-		case c1 == '=' && c2 == '=':
-			return 3
-		case c1 == '=' || c1 == '>' && l.src[s] == '=':
-			return 2
-		}
-	case '*', '<', '&', '|', '?':
-		c := l.src[s]
-		switch {
-		case c1 == c && c2 == '=':
-			return 3
-		case c1 == c, c1 == '=' && c != '?', c == '?' && c1 == '.':
-			return 2
-		}
-	case '-':
-		if c1 == '>' || c1 == '=' || c1 == '-' {
-			return 2
-		}
-	case '+':
-		if c1 == '=' || c1 == '+' {
-			return 2
-		}
-	case ':':
-		if c1 == ':' || c1 == '=' {
-			return 2
-		}
-	case '/', '%', '^':
-		if c1 == '=' {
-			return 2
+	for _, op := range operators[l.src[s]] {
+		if len(l.src)-s >= len(op) && string(l.src[s:s+len(op)]) == op {
+			return len(op)
 		}
 	}
 	return 1

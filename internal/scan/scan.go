@@ -19,6 +19,7 @@ package scan
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -29,7 +30,6 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -195,13 +195,11 @@ func Scan(ctx context.Context, repos []Repo, opt Options) (*Result, error) {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
 	res := &Result{Repos: make([]RepoResult, len(repos))}
-	commits := make([]string, len(repos))
 	for i := range repos {
-		if repos[i].FS == nil {
-			repos[i].FS = os.DirFS(repos[i].Dir)
+		r := &repos[i]
+		if r.FS == nil {
+			r.FS = os.DirFS(r.Dir)
 		}
-	}
-	for i, r := range repos {
 		res.Repos[i].Name = r.Name
 		if r.Dir == "" {
 			continue
@@ -210,7 +208,7 @@ func Scan(ctx context.Context, repos []Repo, opt Options) (*Result, error) {
 		if err != nil {
 			res.Skipped = append(res.Skipped, Skip{Repository: r.Name, Path: ".git", Reason: "no commit: " + err.Error()})
 		}
-		commits[i], res.Repos[i].Commit = c, c
+		res.Repos[i].Commit = c
 	}
 	jobs := make(chan job, 256)
 	results := make(chan fileResult, 256)
@@ -222,7 +220,7 @@ func Scan(ctx context.Context, repos []Repo, opt Options) (*Result, error) {
 				if ctx.Err() != nil {
 					continue // drain the queue: the walk stops too
 				}
-				results <- w.file(repos[j.repo].FS, j, repos[j.repo].Name, commits[j.repo])
+				results <- w.file(repos[j.repo].FS, j, repos[j.repo].Name, res.Repos[j.repo].Commit)
 			}
 		})
 	}
@@ -240,7 +238,7 @@ func Scan(ctx context.Context, repos []Repo, opt Options) (*Result, error) {
 		wg.Wait()
 		close(results)
 	}()
-	files := map[[2]string]int{}
+	files := map[Count]int{}
 	var found []fileResult // the files with matches
 	for fr := range results {
 		if fr.skip != nil {
@@ -251,7 +249,7 @@ func Scan(ctx context.Context, repos []Repo, opt Options) (*Result, error) {
 			res.Skipped = append(res.Skipped, *fr.skip)
 			continue
 		}
-		files[[2]string{string(fr.class), string(fr.lang)}]++
+		files[Count{Class: fr.class, Language: fr.lang}]++
 		res.Bytes += fr.bytes
 		res.Repos[fr.repo].Files++
 		res.Repos[fr.repo].Bytes += fr.bytes
@@ -265,20 +263,9 @@ func Scan(ctx context.Context, repos []Repo, opt Options) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	for _, c := range Classes {
-		for _, l := range Languages {
-			if n := files[[2]string{string(c), string(l)}]; n > 0 {
-				res.Files = append(res.Files, Count{Class: c, Language: l, N: n})
-			}
-		}
-	}
+	res.Files = tabulate(files)
 	// A file's matches are in the order of its tokens: order the files.
-	sort.Slice(found, func(i, j int) bool {
-		if found[i].repo != found[j].repo {
-			return found[i].repo < found[j].repo
-		}
-		return found[i].rel < found[j].rel
-	})
+	slices.SortFunc(found, func(a, b fileResult) int { return cmp.Or(a.repo-b.repo, strings.Compare(a.rel, b.rel)) })
 	n := 0
 	for _, fr := range found {
 		n += len(fr.cands)
@@ -292,12 +279,8 @@ func Scan(ctx context.Context, repos []Repo, opt Options) (*Result, error) {
 	for i, r := range repos {
 		order[r.Name] = i
 	}
-	sort.Slice(res.Skipped, func(i, j int) bool {
-		a, b := &res.Skipped[i], &res.Skipped[j]
-		if a.Repository != b.Repository {
-			return order[a.Repository] < order[b.Repository]
-		}
-		return a.Path < b.Path
+	slices.SortStableFunc(res.Skipped, func(a, b Skip) int {
+		return cmp.Or(order[a.Repository]-order[b.Repository], strings.Compare(a.Path, b.Path))
 	})
 	return res, nil
 }
