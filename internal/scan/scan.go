@@ -383,13 +383,16 @@ func (w *worker) file(fsys fs.FS, j job, repo, commit string) fileResult {
 	if fi.Size() > w.opt.MaxFileSize {
 		return skip(fmt.Sprintf("too large (%d bytes; the limit is %d)", fi.Size(), w.opt.MaxFileSize), false)
 	}
-	if int64(cap(w.buf)) < fi.Size()+1 {
-		w.buf = make([]byte, 0, fi.Size()+512)
+	if int64(cap(w.buf)) < fi.Size()+bytes.MinRead {
+		w.buf = make([]byte, 0, fi.Size()+bytes.MinRead)
 	}
-	data, err := readAll(f, w.buf[:0], w.opt.MaxFileSize)
-	if err != nil {
+	// Note: the buffer has room for the file and the read that finds its
+	// end, so that reading it does not grow the buffer.
+	b := bytes.NewBuffer(w.buf[:0])
+	if _, err := b.ReadFrom(io.LimitReader(f, w.opt.MaxFileSize+1)); err != nil {
 		return skip("unreadable: "+unwrapPath(err).Error(), true)
 	}
+	data := b.Bytes()
 	w.buf = data
 	if int64(len(data)) > w.opt.MaxFileSize {
 		return skip(fmt.Sprintf("too large (over %d bytes)", w.opt.MaxFileSize), false)
@@ -415,27 +418,6 @@ func (w *worker) file(fsys fs.FS, j job, repo, commit string) fileResult {
 		}
 	}
 	return fr
-}
-
-// readAll reads r into buf, growing it, until the end or past limit
-// bytes.
-func readAll(r io.Reader, buf []byte, limit int64) ([]byte, error) {
-	for {
-		if len(buf) == cap(buf) {
-			if int64(len(buf)) > limit {
-				return buf, nil
-			}
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
 }
 
 // contextLines is how many lines either side of the match the context
