@@ -92,6 +92,13 @@ func (l *lexer) emit(k kind, s, e, cs, ce int) {
 	l.nl = false
 }
 
+// str adds a string token over src[s:e], whose contents are src[cs:ce],
+// and moves to e.
+func (l *lexer) str(s, e, cs, ce int) {
+	l.advance(e)
+	l.emit(kString, s, e, cs, ce)
+}
+
 // advance moves to end, counting the lines it passes.
 func (l *lexer) advance(end int) {
 	for {
@@ -224,25 +231,18 @@ func (l *lexer) quote(s, q int) {
 		return
 	}
 	i := q + 1
-	for i < len(l.src) {
-		switch l.src[i] {
-		case '\\':
-			i += 2
-			continue
-		case c:
-			l.advance(i + 1)
-			l.emit(kString, s, i+1, q+1, i)
-			return
-		case '\n':
-			l.advance(i)
-			l.emit(kString, s, i, q+1, i)
-			return
+	for i < len(l.src) && l.src[i] != c && l.src[i] != '\n' {
+		if l.src[i] == '\\' {
+			i++ // an escaped character
 		}
 		i++
 	}
 	i = min(i, len(l.src))
-	l.advance(i)
-	l.emit(kString, s, i, q+1, i)
+	if i < len(l.src) && l.src[i] == c {
+		l.str(s, i+1, q+1, i)
+	} else {
+		l.str(s, i, q+1, i)
+	}
 }
 
 // triple reads a string opened by n quotes at q, which ends at n quotes;
@@ -263,8 +263,7 @@ func (l *lexer) triple(s, q, n int) {
 				j++
 			}
 			if j-i >= n {
-				l.advance(j)
-				l.emit(kString, s, j, q+n, j-n)
+				l.str(s, j, q+n, j-n)
 				return
 			}
 			i = j
@@ -272,8 +271,7 @@ func (l *lexer) triple(s, q, n int) {
 		}
 		i++
 	}
-	l.advance(len(l.src))
-	l.emit(kString, s, len(l.src), q+n, len(l.src))
+	l.str(s, len(l.src), q+n, len(l.src))
 }
 
 // raw reads a raw string from s whose body starts at b and ends at
@@ -285,8 +283,7 @@ func (l *lexer) raw(s, b int, close string) {
 		body = b + i
 		end = body + len(close)
 	}
-	l.advance(end)
-	l.emit(kString, s, end, b, body)
+	l.str(s, end, b, body)
 }
 
 // char reads a character literal at q, or a lone quote (a Rust lifetime
@@ -359,13 +356,7 @@ func (l *lexer) prefixed() bool {
 	return false
 }
 
-func isPyPrefix(c byte) bool {
-	switch c {
-	case 'r', 'R', 'b', 'B', 'u', 'U', 'f', 'F':
-		return true
-	}
-	return false
-}
+func isPyPrefix(c byte) bool { return strings.IndexByte("rRbBuUfF", c) >= 0 }
 
 // csString reads a C# verbatim (@"") or interpolated ($"", $@"", @$"")
 // string if one starts here.
@@ -391,14 +382,12 @@ func (l *lexer) csString() bool {
 				j += 2
 				continue
 			}
-			l.advance(j + 1)
-			l.emit(kString, s, j+1, i+1, j)
+			l.str(s, j+1, i+1, j)
 			return true
 		}
 		j++
 	}
-	l.advance(len(l.src))
-	l.emit(kString, s, len(l.src), i+1, len(l.src))
+	l.str(s, len(l.src), i+1, len(l.src))
 	return true
 }
 
@@ -413,8 +402,7 @@ func (l *lexer) template(s int) {
 			i += 2
 			continue
 		case '`':
-			l.advance(i + 1)
-			l.emit(kString, s, i+1, s, s)
+			l.str(s, i+1, s, s)
 			return
 		case '$':
 			if l.at(i+1) == '{' {
@@ -426,8 +414,7 @@ func (l *lexer) template(s int) {
 		}
 		i++
 	}
-	l.advance(len(l.src))
-	l.emit(kString, s, len(l.src), s, s)
+	l.str(s, len(l.src), s, s)
 }
 
 // regexpAllowed says whether a / here starts a regexp literal rather than

@@ -799,15 +799,7 @@ func helperOr(sdk bool) string {
 // goDefinition reports whether the name at token i is being declared:
 // func Name( or func (recv) Name(.
 func (m *matcher) goDefinition(i int) bool {
-	if m.is(i-1, "func") {
-		return true
-	}
-	if m.is(i-1, ")") {
-		if p := int(m.pair[i-1]); p >= 1 && m.is(p-1, "func") {
-			return true
-		}
-	}
-	return false
+	return m.is(i-1, "func") || m.is(i-1, ")") && m.is(int(m.pair[i-1])-1, "func")
 }
 
 // toolResultErrors are mcp-go's helpers that build an error result.
