@@ -377,18 +377,17 @@ func Compare(a, b *Side, opt Options) (*Result, error) {
 			}
 		}
 		fa.Agreement = stats.Agree(fa.Table, opt.Conf)
-		if fa.Warnings == nil {
-			fa.Warnings = []stats.Warning{}
-		}
+		fa.Warnings = nonNil(fa.Warnings)
 		r.Fields = append(r.Fields, fa)
 	}
 	sort.SliceStable(r.Disagreements, func(i, j int) bool { return r.Disagreements[i].Record < r.Disagreements[j].Record })
 	return r, nil
 }
 
-func nonNil(s []string) []string {
+// nonNil returns s, or an empty slice for nil (which JSON writes as null).
+func nonNil[T any](s []T) []T {
 	if s == nil {
-		return []string{}
+		return []T{}
 	}
 	return s
 }

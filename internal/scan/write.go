@@ -140,24 +140,21 @@ func (r *Result) Write(final string, opt Options) error {
 	}
 	defer out.Abort()
 	dir := out.Path()
-	var cand, proj bytes.Buffer
-	ce, pe := json.NewEncoder(&cand), json.NewEncoder(&proj)
-	ce.SetEscapeHTML(false)
-	pe.SetEscapeHTML(false)
+	var cand, proj, wrappers, ledger bytes.Buffer
+	ce, pe, we := json.NewEncoder(&cand), json.NewEncoder(&proj), json.NewEncoder(&wrappers)
+	for _, e := range []*json.Encoder{ce, pe, we} {
+		e.SetEscapeHTML(false)
+	}
 	for i := range r.Candidates {
 		c := &r.Candidates[i]
 		ce.Encode(c)
 		p := c.Project()
 		pe.Encode(&p)
 	}
-	var wrappers bytes.Buffer
-	we := json.NewEncoder(&wrappers)
-	we.SetEscapeHTML(false)
 	for i := range r.WrapperCalls {
 		p := r.WrapperCalls[i].Project()
 		we.Encode(&p)
 	}
-	var ledger bytes.Buffer
 	if err := WriteLedger(&ledger, r.Production()); err != nil {
 		return err
 	}
