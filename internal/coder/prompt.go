@@ -3,7 +3,8 @@ package coder
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -82,12 +83,7 @@ func pointers(v any, at string) []string {
 	}
 	switch x := v.(type) {
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			out = append(out, pointers(x[k], at+"/"+strings.NewReplacer("~", "~0", "/", "~1").Replace(k))...)
 		}
 	case []any:

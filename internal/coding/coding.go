@@ -318,18 +318,11 @@ func Compare(a, b *Side, opt Options) (*Result, error) {
 		NotCompared: []string{}, Fields: []Field{}, Disagreements: []Disagreement{}, pairs: pairs}
 	for _, g := range study.CodedFields {
 		var who []string
-		for _, side := range []struct {
-			name string
-			s    *Side
-			pick func(recordPair) *study.Scenario
-		}{{"A", a, func(p recordPair) *study.Scenario { return p.a }}, {"B", b, func(p recordPair) *study.Scenario { return p.b }}} {
-			coded := false
-			for _, p := range pairs {
-				coded = coded || side.pick(p).CodesField(g)
-			}
-			if !coded && len(pairs) > 0 {
-				who = append(who, side.name)
-			}
+		if !slices.ContainsFunc(pairs, func(p recordPair) bool { return p.a.CodesField(g) }) {
+			who = append(who, "A")
+		}
+		if !slices.ContainsFunc(pairs, func(p recordPair) bool { return p.b.CodesField(g) }) {
+			who = append(who, "B")
 		}
 		if len(who) > 0 {
 			r.NotCompared = append(r.NotCompared, fmt.Sprintf("%s (%s did not code it)", g, strings.Join(who, " and ")))
@@ -337,11 +330,7 @@ func Compare(a, b *Side, opt Options) (*Result, error) {
 	}
 	for _, f := range Fields() {
 		g := group(f)
-		skip := false
-		for _, nc := range r.NotCompared {
-			skip = skip || strings.HasPrefix(nc, g+" ")
-		}
-		if skip {
+		if slices.ContainsFunc(r.NotCompared, func(nc string) bool { return strings.HasPrefix(nc, g+" ") }) {
 			continue
 		}
 		fa := Field{Field: f, Kind: KindOf(f), Categories: Categories(f)}
@@ -355,13 +344,10 @@ func Compare(a, b *Side, opt Options) (*Result, error) {
 			vb, eb := Value(p.b, f)
 			vals = append(vals, val{va, vb, ea, eb, p.a.ID})
 		}
-		if f == study.FieldCause {
-			for _, v := range vals {
-				if !slices.Contains(fa.Categories, v.a) || !slices.Contains(fa.Categories, v.b) {
-					fa.Categories = strs(study.Causes)
-					break
-				}
-			}
+		if f == study.FieldCause && slices.ContainsFunc(vals, func(v val) bool {
+			return !slices.Contains(fa.Categories, v.a) || !slices.Contains(fa.Categories, v.b)
+		}) {
+			fa.Categories = strs(study.Causes)
 		}
 		if fa.Categories == nil { // the target: the values either coder wrote
 			for _, v := range vals {
@@ -391,18 +377,17 @@ func Compare(a, b *Side, opt Options) (*Result, error) {
 			}
 		}
 		fa.Agreement = stats.Agree(fa.Table, opt.Conf)
-		if fa.Warnings == nil {
-			fa.Warnings = []stats.Warning{}
-		}
+		fa.Warnings = nonNil(fa.Warnings)
 		r.Fields = append(r.Fields, fa)
 	}
 	sort.SliceStable(r.Disagreements, func(i, j int) bool { return r.Disagreements[i].Record < r.Disagreements[j].Record })
 	return r, nil
 }
 
-func nonNil(s []string) []string {
+// nonNil returns s, or an empty slice for nil (which JSON writes as null).
+func nonNil[T any](s []T) []T {
 	if s == nil {
-		return []string{}
+		return []T{}
 	}
 	return s
 }

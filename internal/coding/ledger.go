@@ -234,15 +234,13 @@ func Apply(l *Ledger, a, b *Side, opt ApplyOptions) ([]study.Scenario, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	bs := map[string]*study.Scenario{}
-	for i := range b.Corpus.Scenarios {
-		bs[b.Corpus.Scenarios[i].ID] = &b.Corpus.Scenarios[i]
-	}
-	out := make([]study.Scenario, 0, len(a.Corpus.Scenarios))
-	for _, s := range a.Corpus.Scenarios {
-		s = clone(s)
+	// Note: without Options.Common, the pairs hold every record of A, in
+	// order.
+	out := make([]study.Scenario, 0, len(r.pairs))
+	for _, p := range r.pairs {
+		s := clone(*p.a)
 		for _, dc := range byRecord[s.ID] {
-			if err := set(&s, bs[s.ID], dc.row.Field, dc.value); err != nil {
+			if err := set(&s, p.b, dc.row.Field, dc.value); err != nil {
 				bad(dc.row, "decision", "%v", err)
 				continue
 			}

@@ -97,22 +97,19 @@ func (r *Result) WriteText(w io.Writer) error {
 	b.WriteString("\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "field\tn\t1/1\t1/0\t0/1\t0/0\tagree\tkappa [%.0f%% CI]\tAC1 [%.0f%% CI]\tPABAK\n", 100*r.Conf, 100*r.Conf)
-	var undefined, degenerate bool
+	var undefined, degenerate, nominal bool
 	for _, f := range r.Fields {
+		undefined = undefined || math.IsNaN(f.Kappa)
+		degenerate = degenerate || f.KappaLo == f.KappaHi || f.AC1Lo == f.AC1Hi
+		nominal = nominal || f.Kind == Nominal
 		if f.Kind != Binary {
 			continue
 		}
 		t := f.Table // categories "0", "1"
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s%%\t%s\t%s\t%s\n", f.Field, f.N, t[1][1], t[1][0], t[0][1], t[0][0],
 			pct(f.Observed), withCI(f.Kappa, f.KappaLo, f.KappaHi, "u"), withCI(f.AC1, f.AC1Lo, f.AC1Hi, "u"), coef(f.PABAK))
-		undefined = undefined || math.IsNaN(f.Kappa)
-		degenerate = degenerate || f.KappaLo == f.KappaHi || f.AC1Lo == f.AC1Hi
 	}
 	tw.Flush()
-	nominal := false
-	for _, f := range r.Fields {
-		nominal = nominal || f.Kind == Nominal
-	}
 	if nominal {
 		b.WriteString("\n")
 		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -123,8 +120,6 @@ func (r *Result) WriteText(w io.Writer) error {
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%s%%\t%s\t%s\t%s\n", f.Field, f.N, len(f.Categories), pct(f.Observed),
 				withCI(f.Kappa, f.KappaLo, f.KappaHi, "u"), withCI(f.AC1, f.AC1Lo, f.AC1Hi, "u"), coef(f.PABAK))
-			undefined = undefined || math.IsNaN(f.Kappa)
-			degenerate = degenerate || f.KappaLo == f.KappaHi || f.AC1Lo == f.AC1Hi
 		}
 		tw.Flush()
 	}

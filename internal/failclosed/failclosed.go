@@ -48,6 +48,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -213,14 +214,7 @@ var Reasons = []Reason{
 }
 
 // Valid reports whether r is one of Reasons (the empty reason is not).
-func (r Reason) Valid() bool {
-	for _, x := range Reasons {
-		if x == r {
-			return true
-		}
-	}
-	return false
-}
+func (r Reason) Valid() bool { return slices.Contains(Reasons, r) }
 
 // Decision is the outcome of Decide.
 type Decision struct {
@@ -346,7 +340,7 @@ func Decide(raw []byte, mode Mode) Decision {
 	if !declared.Valid() {
 		return stop(UnknownPolicy, "error.policy %s is not a policy label", show(env, "policy"))
 	}
-	if declared != study.StopOrEscalate && !contains(info.Preferred, declared) {
+	if declared != study.StopOrEscalate && !slices.Contains(info.Preferred, declared) {
 		return stop(IncompatiblePolicy, "error.policy %s does not fit code %s", declared, info.Code)
 	}
 
@@ -504,12 +498,20 @@ func (p *parser) fail(r Reason, format string, args ...any) (any, Reason) {
 	return nil, r
 }
 
+// syntax fails with InvalidJSON for a decoding error.
+func (p *parser) syntax(err error) (any, Reason) {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return p.fail(InvalidJSON, "unexpected end of input")
+	}
+	return p.fail(InvalidJSON, "%s", err.Error())
+}
+
 // value reads one value whose container is at depth; recursion is bounded
 // by MaxDepth.
 func (p *parser) value(depth int) (any, Reason) {
 	tok, err := p.dec.Token()
 	if err != nil {
-		return p.fail(InvalidJSON, "%s", syntaxMessage(err))
+		return p.syntax(err)
 	}
 	delim, ok := tok.(json.Delim)
 	if !ok {
@@ -521,50 +523,42 @@ func (p *parser) value(depth int) (any, Reason) {
 	if depth+1 > MaxDepth {
 		return p.fail(TooDeep, "nesting exceeds %d levels at offset %d", MaxDepth, p.dec.InputOffset())
 	}
-	if delim == '[' {
-		a := []any{}
-		for p.dec.More() {
-			v, r := p.value(depth + 1)
-			if r != "" {
-				return nil, r
-			}
-			a = append(a, v)
-		}
-		if _, err := p.dec.Token(); err != nil {
-			return p.fail(InvalidJSON, "%s", syntaxMessage(err))
-		}
-		return a, ""
+	a := []any{}
+	var m map[string]any
+	if delim == '{' {
+		m = map[string]any{}
 	}
-	m := map[string]any{}
 	for p.dec.More() {
-		kt, err := p.dec.Token()
-		if err != nil {
-			return p.fail(InvalidJSON, "%s", syntaxMessage(err))
-		}
-		k, ok := kt.(string)
-		if !ok {
-			return p.fail(InvalidJSON, "object key is not a string")
-		}
-		if _, dup := m[k]; dup {
-			return p.fail(DuplicateMember, "member %s appears twice in one object", snippet(k))
+		var k string
+		if m != nil {
+			kt, err := p.dec.Token()
+			if err != nil {
+				return p.syntax(err)
+			}
+			if k, ok = kt.(string); !ok {
+				return p.fail(InvalidJSON, "object key is not a string")
+			}
+			if _, dup := m[k]; dup {
+				return p.fail(DuplicateMember, "member %s appears twice in one object", snippet(k))
+			}
 		}
 		v, r := p.value(depth + 1)
 		if r != "" {
 			return nil, r
 		}
-		m[k] = v
+		if m != nil {
+			m[k] = v
+		} else {
+			a = append(a, v)
+		}
 	}
 	if _, err := p.dec.Token(); err != nil {
-		return p.fail(InvalidJSON, "%s", syntaxMessage(err))
+		return p.syntax(err)
 	}
-	return m, ""
-}
-
-func syntaxMessage(err error) string {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return "unexpected end of input"
+	if m != nil {
+		return m, ""
 	}
-	return err.Error()
+	return a, ""
 }
 
 // contentBlock returns why b is not a well-formed content block, or "".
@@ -590,17 +584,15 @@ func contentBlock(b any) string {
 // unknownMembers names the first member of env, env.target or env.retry the
 // schema does not define, or returns "".
 func unknownMembers(env map[string]any) string {
-	if k := firstUnknown(env, envelopeMembers); k != "" {
-		return "error." + k + " is not a member of " + Schema
-	}
-	if t, ok := env["target"].(map[string]any); ok {
-		if k := firstUnknown(t, targetMembers); k != "" {
-			return "error.target." + k + " is not a member of " + Schema
-		}
-	}
-	if r, ok := env["retry"].(map[string]any); ok {
-		if k := firstUnknown(r, retryMembers); k != "" {
-			return "error.retry." + k + " is not a member of " + Schema
+	for _, o := range []struct {
+		at    string
+		v     any
+		known map[string]bool
+	}{{"error", env, envelopeMembers}, {"error.target", env["target"], targetMembers}, {"error.retry", env["retry"], retryMembers}} {
+		if m, ok := o.v.(map[string]any); ok {
+			if k := firstUnknown(m, o.known); k != "" {
+				return o.at + "." + k + " is not a member of " + Schema
+			}
 		}
 	}
 	return ""
@@ -675,15 +667,6 @@ func millis(v any) (int64, bool) {
 		return 0, false
 	}
 	return ms, true
-}
-
-func contains(ps []study.Policy, p study.Policy) bool {
-	for _, x := range ps {
-		if x == p {
-			return true
-		}
-	}
-	return false
 }
 
 // show describes member k of m for a message: "absent", or its JSON kind

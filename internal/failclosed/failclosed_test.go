@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -459,7 +460,7 @@ func checkProperty(t *testing.T, raw []byte, mode Mode, d Decision) {
 			t.Fatalf("explicit mode chose %s, envelope says %q", d.Policy, declared)
 		}
 	case Registry:
-		if !contains(info.Preferred, d.Policy) {
+		if !slices.Contains(info.Preferred, d.Policy) {
 			t.Fatalf("registry chose %s for %s", d.Policy, code)
 		}
 		if declared != string(d.Policy) && declared != string(study.StopOrEscalate) {

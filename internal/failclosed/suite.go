@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,14 +46,7 @@ const (
 var Kinds = []Kind{KindControl, KindTransient, KindMalformed, KindCategory}
 
 // Valid reports whether k is one of Kinds.
-func (k Kind) Valid() bool {
-	for _, x := range Kinds {
-		if x == k {
-			return true
-		}
-	}
-	return false
-}
+func (k Kind) Valid() bool { return slices.Contains(Kinds, k) }
 
 // Paper reports whether k is a family of the paper's suite
 // (docs/specification.md section 6: control, transient, malformed).

@@ -145,31 +145,25 @@ func redirectClient(c *http.Client, origin *url.URL, allow []string) *http.Clien
 }
 
 func (o FetchOptions) withDefaults() FetchOptions {
-	if o.PageSize <= 0 {
-		o.PageSize = 100
-	}
-	if o.MaxPages <= 0 {
-		o.MaxPages = 10000
-	}
-	if o.MaxPageBytes <= 0 {
-		o.MaxPageBytes = 32 << 20
-	}
-	if o.Attempts <= 0 {
-		o.Attempts = 5
-	}
-	if o.Backoff <= 0 {
-		o.Backoff = time.Second
-	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = 60 * time.Second
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = 60 * time.Second
-	}
+	o.PageSize = positiveOr(o.PageSize, 100)
+	o.MaxPages = positiveOr(o.MaxPages, 10000)
+	o.MaxPageBytes = positiveOr(o.MaxPageBytes, 32<<20)
+	o.Attempts = positiveOr(o.Attempts, 5)
+	o.Backoff = positiveOr(o.Backoff, time.Second)
+	o.MaxBackoff = positiveOr(o.MaxBackoff, 60*time.Second)
+	o.Timeout = positiveOr(o.Timeout, 60*time.Second)
 	if o.Client == nil {
 		o.Client = http.DefaultClient
 	}
 	return o
+}
+
+// positiveOr returns v if it is positive, else def.
+func positiveOr[T int | int64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // ListURL returns the list endpoint of a registry given by its base URL

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"sort"
@@ -281,11 +282,8 @@ func (a semver) compare(b semver) int {
 		if i < len(b.core) {
 			y = b.core[i]
 		}
-		if x != y {
-			if x < y {
-				return -1
-			}
-			return 1
+		if c := cmp.Compare(x, y); c != 0 {
+			return c
 		}
 	}
 	switch {
@@ -302,7 +300,7 @@ func (a semver) compare(b semver) int {
 		var c int
 		switch {
 		case errx == nil && erry == nil:
-			c = cmpUint(x, y)
+			c = cmp.Compare(x, y)
 		case errx == nil:
 			c = -1
 		case erry == nil:
@@ -314,15 +312,5 @@ func (a semver) compare(b semver) int {
 			return c
 		}
 	}
-	return cmpUint(uint64(len(a.pre)), uint64(len(b.pre)))
-}
-
-func cmpUint(x, y uint64) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
+	return cmp.Compare(len(a.pre), len(b.pre))
 }

@@ -17,6 +17,7 @@ package registry
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -177,17 +178,13 @@ func Decode(file string, data []byte) ([]Record, []error) {
 		d.values(start, len(text))
 		return d.records, d.errs
 	}
-	for off := 0; off < len(text); {
-		end := bytes.IndexByte(text[off:], '\n')
-		if end < 0 {
-			end = len(text)
-		} else {
-			end += off
-		}
+	off := 0
+	for line := range bytes.Lines(text) {
+		end := off + len(bytes.TrimSuffix(line, []byte("\n")))
 		if s := skipSpace(text[:end], off); s < end {
 			d.values(s, end)
 		}
-		off = end + 1
+		off += len(line)
 	}
 	return d.records, d.errs
 }
@@ -404,14 +401,10 @@ func (d *decoder) add(w *wireEntry, err error, off, stop int) {
 		return
 	}
 	rec := Record{Server: s.Server, At: at}
-	// The wrapped entry's _meta is the API's; a bare server's is its own.
-	switch {
-	case w.Server != nil && w.Meta != nil:
-		rec.Official = w.Meta.Official
-	case w.Server != nil && w.Server.Meta != nil:
-		rec.Official = w.Server.Meta.Official
-	case w.Server == nil && w.Meta != nil:
-		rec.Official = w.Meta.Official
+	// The wrapped entry's _meta is the API's, else its server's; a bare
+	// server's is its own (then w.Meta is s.Meta).
+	if meta := cmp.Or(w.Meta, s.Meta); meta != nil {
+		rec.Official = meta.Official
 	}
 	d.records = append(d.records, rec)
 }
@@ -419,15 +412,7 @@ func (d *decoder) add(w *wireEntry, err error, off, stop int) {
 // skipSpace returns the offset of the first non-blank byte of data at or
 // after off.
 func skipSpace(data []byte, off int) int {
-	for off < len(data) {
-		switch data[off] {
-		case ' ', '\t', '\r', '\n':
-			off++
-		default:
-			return off
-		}
-	}
-	return off
+	return len(data) - len(bytes.TrimLeft(data[off:], " \t\r\n"))
 }
 
 // newlines returns the offsets of data's newlines.

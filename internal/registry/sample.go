@@ -3,11 +3,11 @@ package registry
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -213,20 +213,15 @@ func DrawSample(frame []FrameEntry, seed uint64, alloc Allocation, excluded []Ex
 		servers[e.Repository] = e.Servers
 	}
 	excl := map[string]int{}
-	for i, x := range excluded {
-		excl[x.Repository] = i
-	}
 	results := make([]ExclusionResult, len(excluded))
 	for i, x := range excluded {
+		excl[x.Repository] = i
 		results[i].Exclusion = x
 	}
 	for _, stratum := range Strata {
 		order := byStratum[stratum]
-		sort.Slice(order, func(i, j int) bool {
-			if order[i].Key != order[j].Key {
-				return order[i].Key < order[j].Key
-			}
-			return order[i].Repository < order[j].Repository
+		slices.SortFunc(order, func(a, b Draw) int {
+			return cmp.Or(strings.Compare(a.Key, b.Key), strings.Compare(a.Repository, b.Repository))
 		})
 		nExcl := 0
 		for i := range order {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -172,10 +173,11 @@ func (r *Result) Write(final string, pages [][]byte) (*Manifest, error) {
 			}
 		}
 	}
-	files := []struct {
+	type file struct {
 		name string
 		data []byte
-	}{
+	}
+	files := []file{
 		{FrameFile, jsonLines(r.Frame.Entries)},
 		{DrawsFile, jsonLines(r.Sample.Order)},
 		{ExclusionsFile, jsonLines(r.Sample.Exclusions)},
@@ -187,10 +189,7 @@ func (r *Result) Write(final string, pages [][]byte) (*Manifest, error) {
 		for i := range rejected {
 			rejected[i].At.File = baseName(rejected[i].At.File)
 		}
-		files = append(files, struct {
-			name string
-			data []byte
-		}{RejectedFile, jsonLines(rejected)})
+		files = append(files, file{RejectedFile, jsonLines(rejected)})
 	}
 	for _, f := range files {
 		if err := write(f.name, f.data); err != nil {
@@ -234,13 +233,8 @@ func (r *Result) Write(final string, pages [][]byte) (*Manifest, error) {
 	if err := write(ManifestFile, append(data, '\n')); err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(sums))
-	for n := range sums {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var b strings.Builder
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(sums)) {
 		fmt.Fprintf(&b, "%s  %s\n", sums[n], n)
 	}
 	if err := os.WriteFile(filepath.Join(dir, SumsFile), []byte(b.String()), 0o644); err != nil {

@@ -84,13 +84,8 @@ func Commit(root string) (string, error) {
 }
 
 func checkHash(h string) (string, error) {
-	if len(h) != 40 && len(h) != 64 {
+	if len(h) != 40 && len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {
 		return "", errors.New("HEAD holds no commit hash")
-	}
-	for _, c := range h {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return "", errors.New("HEAD holds no commit hash")
-		}
 	}
 	return h, nil
 }

@@ -1,6 +1,9 @@
 package scan
 
-import "bytes"
+import (
+	"bytes"
+	"strings"
+)
 
 // kind is a token's kind.
 type kind uint8
@@ -87,6 +90,13 @@ func (l *lexer) emit(k kind, s, e, cs, ce int) {
 	}
 	l.toks = append(l.toks, t)
 	l.nl = false
+}
+
+// str adds a string token over src[s:e], whose contents are src[cs:ce],
+// and moves to e.
+func (l *lexer) str(s, e, cs, ce int) {
+	l.advance(e)
+	l.emit(kString, s, e, cs, ce)
 }
 
 // advance moves to end, counting the lines it passes.
@@ -221,25 +231,18 @@ func (l *lexer) quote(s, q int) {
 		return
 	}
 	i := q + 1
-	for i < len(l.src) {
-		switch l.src[i] {
-		case '\\':
-			i += 2
-			continue
-		case c:
-			l.advance(i + 1)
-			l.emit(kString, s, i+1, q+1, i)
-			return
-		case '\n':
-			l.advance(i)
-			l.emit(kString, s, i, q+1, i)
-			return
+	for i < len(l.src) && l.src[i] != c && l.src[i] != '\n' {
+		if l.src[i] == '\\' {
+			i++ // an escaped character
 		}
 		i++
 	}
 	i = min(i, len(l.src))
-	l.advance(i)
-	l.emit(kString, s, i, q+1, i)
+	if i < len(l.src) && l.src[i] == c {
+		l.str(s, i+1, q+1, i)
+	} else {
+		l.str(s, i, q+1, i)
+	}
 }
 
 // triple reads a string opened by n quotes at q, which ends at n quotes;
@@ -260,8 +263,7 @@ func (l *lexer) triple(s, q, n int) {
 				j++
 			}
 			if j-i >= n {
-				l.advance(j)
-				l.emit(kString, s, j, q+n, j-n)
+				l.str(s, j, q+n, j-n)
 				return
 			}
 			i = j
@@ -269,8 +271,7 @@ func (l *lexer) triple(s, q, n int) {
 		}
 		i++
 	}
-	l.advance(len(l.src))
-	l.emit(kString, s, len(l.src), q+n, len(l.src))
+	l.str(s, len(l.src), q+n, len(l.src))
 }
 
 // raw reads a raw string from s whose body starts at b and ends at
@@ -282,8 +283,7 @@ func (l *lexer) raw(s, b int, close string) {
 		body = b + i
 		end = body + len(close)
 	}
-	l.advance(end)
-	l.emit(kString, s, end, b, body)
+	l.str(s, end, b, body)
 }
 
 // char reads a character literal at q, or a lone quote (a Rust lifetime
@@ -356,13 +356,7 @@ func (l *lexer) prefixed() bool {
 	return false
 }
 
-func isPyPrefix(c byte) bool {
-	switch c {
-	case 'r', 'R', 'b', 'B', 'u', 'U', 'f', 'F':
-		return true
-	}
-	return false
-}
+func isPyPrefix(c byte) bool { return strings.IndexByte("rRbBuUfF", c) >= 0 }
 
 // csString reads a C# verbatim (@"") or interpolated ($"", $@"", @$"")
 // string if one starts here.
@@ -388,14 +382,12 @@ func (l *lexer) csString() bool {
 				j += 2
 				continue
 			}
-			l.advance(j + 1)
-			l.emit(kString, s, j+1, i+1, j)
+			l.str(s, j+1, i+1, j)
 			return true
 		}
 		j++
 	}
-	l.advance(len(l.src))
-	l.emit(kString, s, len(l.src), i+1, len(l.src))
+	l.str(s, len(l.src), i+1, len(l.src))
 	return true
 }
 
@@ -410,8 +402,7 @@ func (l *lexer) template(s int) {
 			i += 2
 			continue
 		case '`':
-			l.advance(i + 1)
-			l.emit(kString, s, i+1, s, s)
+			l.str(s, i+1, s, s)
 			return
 		case '$':
 			if l.at(i+1) == '{' {
@@ -423,8 +414,7 @@ func (l *lexer) template(s int) {
 		}
 		i++
 	}
-	l.advance(len(l.src))
-	l.emit(kString, s, len(l.src), s, s)
+	l.str(s, len(l.src), s, s)
 }
 
 // regexpAllowed says whether a / here starts a regexp literal rather than
@@ -480,56 +470,21 @@ func (l *lexer) regexp() {
 	l.emit(kPunct, s, s+1, s, s)
 }
 
-// opLen returns the length of the punctuation token at s: a match needs
-// = told from == and =>, : from ::. The operators longer than a byte are
-// >>>= ... === !== **= <<= >>= >>> &&= ||= ??= == != <= >= => -> :: := +=
-// -= *= /= %= &= |= ^= && || ?? ?. ++ -- << >> **.
+// operators are the punctuation tokens longer than a byte, by their
+// first byte, longest first: a match needs = told from == and =>, : from
+// ::.
+var operators = func() (t [256][]string) {
+	for _, op := range strings.Fields(">>>= ... === !== **= <<= >>= >>> &&= ||= ??= == != <= >= => -> :: := += -= *= /= %= &= |= ^= && || ?? ?. ++ -- << >> **") {
+		t[op[0]] = append(t[op[0]], op)
+	}
+	return t
+}()
+
+// opLen returns the length of the punctuation token at s.
 func (l *lexer) opLen(s int) int {
-	c1, c2, c3 := l.at(s+1), l.at(s+2), l.at(s+3)
-	switch l.src[s] {
-	case '>':
-		switch {
-		case c1 == '>' && c2 == '>' && c3 == '=':
-			return 4
-		case c1 == '>' && (c2 == '>' || c2 == '='):
-			return 3
-		case c1 == '>' || c1 == '=':
-			return 2
-		}
-	case '.':
-		if c1 == '.' && c2 == '.' {
-			return 3
-		}
-	case '=', '!':
-		switch {
-		case c1 == '=' && c2 == '=':
-			return 3
-		case c1 == '=' || c1 == '>' && l.src[s] == '=':
-			return 2
-		}
-	case '*', '<', '&', '|', '?':
-		c := l.src[s]
-		switch {
-		case c1 == c && c2 == '=':
-			return 3
-		case c1 == c, c1 == '=' && c != '?', c == '?' && c1 == '.':
-			return 2
-		}
-	case '-':
-		if c1 == '>' || c1 == '=' || c1 == '-' {
-			return 2
-		}
-	case '+':
-		if c1 == '=' || c1 == '+' {
-			return 2
-		}
-	case ':':
-		if c1 == ':' || c1 == '=' {
-			return 2
-		}
-	case '/', '%', '^':
-		if c1 == '=' {
-			return 2
+	for _, op := range operators[l.src[s]] {
+		if len(l.src)-s >= len(op) && string(l.src[s:s+len(op)]) == op {
+			return len(op)
 		}
 	}
 	return 1

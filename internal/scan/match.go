@@ -383,13 +383,7 @@ func (m *matcher) pairs() {
 		case '(', '[', '{':
 			stack = append(stack, i)
 		case ')', ']', '}':
-			open := byte('(')
-			switch c {
-			case ']':
-				open = '['
-			case '}':
-				open = '{'
-			}
+			open := "([{"[strings.IndexByte(")]}", c)]
 			// Note: the search is bounded, so that a file of unbalanced
 			// brackets stays linear.
 			for j := len(stack) - 1; j >= 0 && j >= len(stack)-64; j-- {
@@ -773,11 +767,7 @@ func (m *matcher) check(i int) {
 	}
 	switch {
 	case r.goHelpers && m.is(i, "SetError") && m.is(i-1, ".") && m.is(i+1, "(") && m.mcpFile:
-		if m.sdk.goSDK {
-			m.add(i, Helper, "SetError", ".SetError(…)")
-		} else {
-			m.add(i, WrapperCall, "SetError", ".SetError(…)")
-		}
+		m.add(i, helperOr(m.sdk.goSDK), "SetError", ".SetError(…)")
 	case r.goHelpers && m.is(i+1, "(") && m.in(i, toolResultErrors) && !m.goDefinition(i):
 		name := m.text(i)
 		qual := ""
@@ -786,35 +776,30 @@ func (m *matcher) check(i int) {
 		} else if m.is(i-1, ".") {
 			qual = "…"
 		}
-		switch {
-		case qual == "" && m.sdk.mcpGoDot, qual != "" && slices.Contains(m.sdk.mcpGo, qual):
-			m.add(i, Helper, name, name+"(…)")
-		case qual == "":
-			m.add(i, WrapperCall, name, name+"(…)")
-		default:
-			m.add(i, WrapperCall, name, qual+"."+name+"(…)")
+		sdk := qual == "" && m.sdk.mcpGoDot || qual != "" && slices.Contains(m.sdk.mcpGo, qual)
+		match := name + "(…)"
+		if qual != "" && !sdk {
+			match = qual + "." + match
 		}
+		m.add(i, helperOr(sdk), name, match)
 	case r.rustError && m.is(i, "CallToolResult") && m.is(i+1, "::") && m.is(i+2, "error") && m.is(i+3, "("):
-		if m.sdk.rmcp {
-			m.add(i, Helper, "CallToolResult::error", "CallToolResult::error(…)")
-		} else {
-			m.add(i, WrapperCall, "CallToolResult::error", "CallToolResult::error(…)")
-		}
+		m.add(i, helperOr(m.sdk.rmcp), "CallToolResult::error", "CallToolResult::error(…)")
 	}
+}
+
+// helperOr returns Helper for a call that resolves to the SDK, else
+// WrapperCall.
+func helperOr(sdk bool) string {
+	if sdk {
+		return Helper
+	}
+	return WrapperCall
 }
 
 // goDefinition reports whether the name at token i is being declared:
 // func Name( or func (recv) Name(.
 func (m *matcher) goDefinition(i int) bool {
-	if m.is(i-1, "func") {
-		return true
-	}
-	if m.is(i-1, ")") {
-		if p := int(m.pair[i-1]); p >= 1 && m.is(p-1, "func") {
-			return true
-		}
-	}
-	return false
+	return m.is(i-1, "func") || m.is(i-1, ")") && m.is(int(m.pair[i-1])-1, "func")
 }
 
 // toolResultErrors are mcp-go's helpers that build an error result.

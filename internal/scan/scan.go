@@ -19,6 +19,7 @@ package scan
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -29,7 +30,6 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -195,13 +195,11 @@ func Scan(ctx context.Context, repos []Repo, opt Options) (*Result, error) {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
 	res := &Result{Repos: make([]RepoResult, len(repos))}
-	commits := make([]string, len(repos))
 	for i := range repos {
-		if repos[i].FS == nil {
-			repos[i].FS = os.DirFS(repos[i].Dir)
+		r := &repos[i]
+		if r.FS == nil {
+			r.FS = os.DirFS(r.Dir)
 		}
-	}
-	for i, r := range repos {
 		res.Repos[i].Name = r.Name
 		if r.Dir == "" {
 			continue
@@ -210,7 +208,7 @@ func Scan(ctx context.Context, repos []Repo, opt Options) (*Result, error) {
 		if err != nil {
 			res.Skipped = append(res.Skipped, Skip{Repository: r.Name, Path: ".git", Reason: "no commit: " + err.Error()})
 		}
-		commits[i], res.Repos[i].Commit = c, c
+		res.Repos[i].Commit = c
 	}
 	jobs := make(chan job, 256)
 	results := make(chan fileResult, 256)
@@ -222,7 +220,7 @@ func Scan(ctx context.Context, repos []Repo, opt Options) (*Result, error) {
 				if ctx.Err() != nil {
 					continue // drain the queue: the walk stops too
 				}
-				results <- w.file(repos[j.repo].FS, j, repos[j.repo].Name, commits[j.repo])
+				results <- w.file(repos[j.repo].FS, j, repos[j.repo].Name, res.Repos[j.repo].Commit)
 			}
 		})
 	}
@@ -240,7 +238,7 @@ func Scan(ctx context.Context, repos []Repo, opt Options) (*Result, error) {
 		wg.Wait()
 		close(results)
 	}()
-	files := map[[2]string]int{}
+	files := map[Count]int{}
 	var found []fileResult // the files with matches
 	for fr := range results {
 		if fr.skip != nil {
@@ -251,7 +249,7 @@ func Scan(ctx context.Context, repos []Repo, opt Options) (*Result, error) {
 			res.Skipped = append(res.Skipped, *fr.skip)
 			continue
 		}
-		files[[2]string{string(fr.class), string(fr.lang)}]++
+		files[Count{Class: fr.class, Language: fr.lang}]++
 		res.Bytes += fr.bytes
 		res.Repos[fr.repo].Files++
 		res.Repos[fr.repo].Bytes += fr.bytes
@@ -265,20 +263,9 @@ func Scan(ctx context.Context, repos []Repo, opt Options) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	for _, c := range Classes {
-		for _, l := range Languages {
-			if n := files[[2]string{string(c), string(l)}]; n > 0 {
-				res.Files = append(res.Files, Count{Class: c, Language: l, N: n})
-			}
-		}
-	}
+	res.Files = tabulate(files)
 	// A file's matches are in the order of its tokens: order the files.
-	sort.Slice(found, func(i, j int) bool {
-		if found[i].repo != found[j].repo {
-			return found[i].repo < found[j].repo
-		}
-		return found[i].rel < found[j].rel
-	})
+	slices.SortFunc(found, func(a, b fileResult) int { return cmp.Or(a.repo-b.repo, strings.Compare(a.rel, b.rel)) })
 	n := 0
 	for _, fr := range found {
 		n += len(fr.cands)
@@ -292,12 +279,8 @@ func Scan(ctx context.Context, repos []Repo, opt Options) (*Result, error) {
 	for i, r := range repos {
 		order[r.Name] = i
 	}
-	sort.Slice(res.Skipped, func(i, j int) bool {
-		a, b := &res.Skipped[i], &res.Skipped[j]
-		if a.Repository != b.Repository {
-			return order[a.Repository] < order[b.Repository]
-		}
-		return a.Path < b.Path
+	slices.SortStableFunc(res.Skipped, func(a, b Skip) int {
+		return cmp.Or(order[a.Repository]-order[b.Repository], strings.Compare(a.Path, b.Path))
 	})
 	return res, nil
 }
@@ -400,13 +383,16 @@ func (w *worker) file(fsys fs.FS, j job, repo, commit string) fileResult {
 	if fi.Size() > w.opt.MaxFileSize {
 		return skip(fmt.Sprintf("too large (%d bytes; the limit is %d)", fi.Size(), w.opt.MaxFileSize), false)
 	}
-	if int64(cap(w.buf)) < fi.Size()+1 {
-		w.buf = make([]byte, 0, fi.Size()+512)
+	if int64(cap(w.buf)) < fi.Size()+bytes.MinRead {
+		w.buf = make([]byte, 0, fi.Size()+bytes.MinRead)
 	}
-	data, err := readAll(f, w.buf[:0], w.opt.MaxFileSize)
-	if err != nil {
+	// Note: the buffer has room for the file and the read that finds its
+	// end, so that reading it does not grow the buffer.
+	b := bytes.NewBuffer(w.buf[:0])
+	if _, err := b.ReadFrom(io.LimitReader(f, w.opt.MaxFileSize+1)); err != nil {
 		return skip("unreadable: "+unwrapPath(err).Error(), true)
 	}
+	data := b.Bytes()
 	w.buf = data
 	if int64(len(data)) > w.opt.MaxFileSize {
 		return skip(fmt.Sprintf("too large (over %d bytes)", w.opt.MaxFileSize), false)
@@ -432,27 +418,6 @@ func (w *worker) file(fsys fs.FS, j job, repo, commit string) fileResult {
 		}
 	}
 	return fr
-}
-
-// readAll reads r into buf, growing it, until the end or past limit
-// bytes.
-func readAll(r io.Reader, buf []byte, limit int64) ([]byte, error) {
-	for {
-		if len(buf) == cap(buf) {
-			if int64(len(buf)) > limit {
-				return buf, nil
-			}
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
 }
 
 // contextLines is how many lines either side of the match the context

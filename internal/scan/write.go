@@ -8,9 +8,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -88,14 +89,20 @@ func (r *Result) WrapperCounts() []Count {
 
 // countOf counts cands by class and language, in table order.
 func countOf(cands []Candidate) []Count {
-	n := map[[2]string]int{}
+	n := map[Count]int{}
 	for _, c := range cands {
-		n[[2]string{string(c.Class), string(c.Language)}]++
+		n[Count{Class: c.Class, Language: c.Language}]++
 	}
+	return tabulate(n)
+}
+
+// tabulate lists the counts n holds by class and language (keys with N
+// 0), in table order, leaving out those of 0.
+func tabulate(n map[Count]int) []Count {
 	var out []Count
 	for _, c := range Classes {
 		for _, l := range Languages {
-			if k := n[[2]string{string(c), string(l)}]; k > 0 {
+			if k := n[Count{Class: c, Language: l}]; k > 0 {
 				out = append(out, Count{Class: c, Language: l, N: k})
 			}
 		}
@@ -133,24 +140,21 @@ func (r *Result) Write(final string, opt Options) error {
 	}
 	defer out.Abort()
 	dir := out.Path()
-	var cand, proj bytes.Buffer
-	ce, pe := json.NewEncoder(&cand), json.NewEncoder(&proj)
-	ce.SetEscapeHTML(false)
-	pe.SetEscapeHTML(false)
+	var cand, proj, wrappers, ledger bytes.Buffer
+	ce, pe, we := json.NewEncoder(&cand), json.NewEncoder(&proj), json.NewEncoder(&wrappers)
+	for _, e := range []*json.Encoder{ce, pe, we} {
+		e.SetEscapeHTML(false)
+	}
 	for i := range r.Candidates {
 		c := &r.Candidates[i]
 		ce.Encode(c)
 		p := c.Project()
 		pe.Encode(&p)
 	}
-	var wrappers bytes.Buffer
-	we := json.NewEncoder(&wrappers)
-	we.SetEscapeHTML(false)
 	for i := range r.WrapperCalls {
 		p := r.WrapperCalls[i].Project()
 		we.Encode(&p)
 	}
-	var ledger bytes.Buffer
 	if err := WriteLedger(&ledger, r.Production()); err != nil {
 		return err
 	}
@@ -205,13 +209,8 @@ func (r *Result) WriteSummary(w io.Writer) error {
 			reason, _, _ = strings.Cut(reason, ":")
 			reasons[reason]++
 		}
-		var keys []string
-		for k := range reasons {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
 		var parts []string
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(reasons)) {
 			parts = append(parts, fmt.Sprintf("%s %d", k, reasons[k]))
 		}
 		fmt.Fprintf(&b, "skipped: %s\n", strings.Join(parts, ", "))
@@ -236,13 +235,15 @@ func (r *Result) WriteSummary(w io.Writer) error {
 // writeCounts prints counts as a table: a row per class, a column per
 // language that has any, and totals.
 func writeCounts(b *strings.Builder, what string, counts []Count) {
+	n := map[Count]int{} // by class and language; by language alone for the totals
+	for _, c := range counts {
+		n[Count{Class: c.Class, Language: c.Language}] += c.N
+		n[Count{Language: c.Language}] += c.N
+	}
 	var langs []Language
 	for _, l := range Languages {
-		for _, c := range counts {
-			if c.Language == l {
-				langs = append(langs, l)
-				break
-			}
+		if slices.ContainsFunc(counts, func(c Count) bool { return c.Language == l }) {
+			langs = append(langs, l)
 		}
 	}
 	fmt.Fprintf(b, "%-11s", what)
@@ -250,35 +251,20 @@ func writeCounts(b *strings.Builder, what string, counts []Count) {
 		fmt.Fprintf(b, " %10s", l)
 	}
 	fmt.Fprintf(b, " %10s\n", "total")
-	colTotal := make([]int, len(langs))
-	all := 0
-	for _, class := range Classes {
-		row := make([]int, len(langs))
+	row := func(label string, class Class) {
+		fmt.Fprintf(b, "%-11s", label)
 		sum := 0
-		for _, c := range counts {
-			if c.Class != class {
-				continue
-			}
-			for i, l := range langs {
-				if l == c.Language {
-					row[i] += c.N
-				}
-			}
-			sum += c.N
-		}
-		fmt.Fprintf(b, "%-11s", class)
-		for i, n := range row {
-			fmt.Fprintf(b, " %10d", n)
-			colTotal[i] += n
+		for _, l := range langs {
+			k := n[Count{Class: class, Language: l}]
+			fmt.Fprintf(b, " %10d", k)
+			sum += k
 		}
 		fmt.Fprintf(b, " %10d\n", sum)
-		all += sum
 	}
-	fmt.Fprintf(b, "%-11s", "total")
-	for _, n := range colTotal {
-		fmt.Fprintf(b, " %10d", n)
+	for _, c := range Classes {
+		row(string(c), c)
 	}
-	fmt.Fprintf(b, " %10d\n", all)
+	row("total", "") // the totals are counted by language alone
 }
 
 // WriteList prints one line per candidate: repository, file:line:column,

@@ -222,7 +222,7 @@ func Propose(obs json.RawMessage, surface study.Surface, code int64, cause study
 	}
 	var named string
 	switch target.Kind {
-	case "tool":
+	case "tool", "dependency":
 		named = target.Name
 	case "parameter":
 		named = strings.NewReplacer("~1", "/", "~0", "~").Replace(strings.TrimPrefix(target.Pointer, "/"))
@@ -230,11 +230,7 @@ func Propose(obs json.RawMessage, surface study.Surface, code int64, cause study
 			named = js // a nested parameter written as validators print it
 		}
 	case "credential":
-		if m := credentialText.FindString(text); m != "" {
-			named = m
-		}
-	case "dependency":
-		named = target.Name
+		named = credentialText.FindString(text)
 	}
 	if named != "" && cnt["D"].Bit == 1 && mentions(text, named) {
 		cnt["T"] = bit(true, p.text, fmt.Sprintf("The text names the %s %s.", target.Kind, named))
