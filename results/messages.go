@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -234,15 +235,6 @@ func (l *MessageLog) write(ref string, raw []byte) {
 // bundle's messages.jsonl (merge), unless it is there.
 func (l *MessageLog) AddRaw(raw json.RawMessage) { l.add(raw) }
 
-// Size is the length the file has once the buffer is written.
-func (l *MessageLog) Size() int64 { return l.size }
-
-// Flush writes the buffered messages with one write call.
-func (l *MessageLog) Flush() error { return l.flush() }
-
-// Sync writes the buffered messages and makes the file durable.
-func (l *MessageLog) Sync() error { return l.sync() }
-
 // Close syncs and closes the file.
 func (l *MessageLog) Close() error {
 	err := l.Sync()
@@ -283,45 +275,42 @@ func (t *Messages) Each(fn func(raw json.RawMessage)) {
 func (t *Messages) Expand(refs []string) ([]models.Message, error) {
 	out := make([]models.Message, 0, len(refs)+1)
 	for _, ref := range refs {
-		raw, ok := t.raw[ref]
-		if !ok {
-			return nil, fmt.Errorf("message %s is not in %s", ref, MessagesFile)
-		}
-		if len(raw) > 0 && raw[0] == '[' {
-			var run []string
-			if err := json.Unmarshal(raw, &run); err != nil {
-				return nil, fmt.Errorf("message %s: %w", ref, err)
-			}
-			for _, r := range run {
-				var err error
-				if out, err = t.one(out, r); err != nil {
-					return nil, fmt.Errorf("run %s: %w", ref, err)
-				}
-			}
-			continue
-		}
 		var err error
-		if out, err = t.one(out, ref); err != nil {
+		if out, err = t.expand(out, ref, false); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// one appends the message ref names (not a run) to out.
-func (t *Messages) one(out []models.Message, ref string) ([]models.Message, error) {
+// expand appends the messages ref names to out; inRun says ref is listed
+// by a run, which may not hold another.
+func (t *Messages) expand(out []models.Message, ref string, inRun bool) ([]models.Message, error) {
 	raw, ok := t.raw[ref]
 	if !ok {
 		return nil, fmt.Errorf("message %s is not in %s", ref, MessagesFile)
 	}
-	var m models.Message
-	if len(raw) > 0 && raw[0] == '[' {
+	if len(raw) == 0 || raw[0] != '[' {
+		var m models.Message
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, fmt.Errorf("message %s: %w", ref, err)
+		}
+		return append(out, m), nil
+	}
+	if inRun {
 		return nil, fmt.Errorf("message %s is a run inside a run", ref)
 	}
-	if err := json.Unmarshal(raw, &m); err != nil {
+	var run []string
+	if err := json.Unmarshal(raw, &run); err != nil {
 		return nil, fmt.Errorf("message %s: %w", ref, err)
 	}
-	return append(out, m), nil
+	for _, r := range run {
+		var err error
+		if out, err = t.expand(out, r, true); err != nil {
+			return nil, fmt.Errorf("run %s: %w", ref, err)
+		}
+	}
+	return out, nil
 }
 
 // LoadMessages reads a messages.jsonl file. durable is how many of its
@@ -449,10 +438,7 @@ func (s *RefSet) Check(name string) error {
 	if err != nil {
 		return err
 	}
-	refs := make([]string, 0, len(s.first))
-	for r := range s.first {
-		refs = append(refs, r)
-	}
+	refs := slices.Collect(maps.Keys(s.first))
 	slices.SortFunc(refs, func(a, b string) int { return s.first[a] - s.first[b] })
 	for _, r := range refs {
 		if _, err := t.Expand([]string{r}); err != nil {

@@ -187,15 +187,10 @@ func upgradeCalls(ctx context.Context, file, dir string, table *Messages, d *Def
 			return fmt.Errorf("%s:%d: %w (a damaged line that is not the last one: resume the bundle with the stress that wrote it, or repair it, first)", file, line, err)
 		}
 		lines++
-		before := cl.buf.Len()
 		if err := cl.encode(&c); err != nil {
 			return fmt.Errorf("%s:%d: %w", file, line, err)
 		}
-		cl.size += int64(cl.buf.Len() - before)
-		if cl.buf.Len() >= flushAt {
-			return cl.Flush()
-		}
-		return nil
+		return cl.flushFull()
 	})
 	return cl, lines, torn, errors.Join(err, cl.Close())
 }
