@@ -126,7 +126,8 @@ func fastHead(b []byte, h *Head, in *strTable) (c carried, ok bool) {
 		case "preferred":
 			h.Preferred = study.Policy(s.str())
 		case "non_harm":
-			s.policies(&h.NonHarm)
+			h.NonHarm = []study.Policy{}
+			s.strings(func(v string) { h.NonHarm = append(h.NonHarm, study.Policy(v)) })
 		case "turn":
 			h.Turn = int(s.int())
 		case "seed":
@@ -337,11 +338,6 @@ func (s *headScan) request(h *Head) {
 			s.ok = false
 		}
 	})
-}
-
-func (s *headScan) policies(out *[]study.Policy) {
-	*out = []study.Policy{}
-	s.strings(func(v string) { *out = append(*out, study.Policy(v)) })
 }
 
 // strings scans an array of strings.

@@ -321,45 +321,52 @@ func (t *Messages) expand(out []models.Message, ref string, inRun bool) ([]model
 // message's sha256 is damaged.
 func LoadMessages(file string, durable int64) (*Messages, error) {
 	t := &Messages{raw: map[string]json.RawMessage{}, sums: map[string][32]byte{}}
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
+	st, err := os.Stat(file)
 	if err != nil {
 		return nil, err
 	}
 	if durable > st.Size() {
 		return nil, fmt.Errorf("%s has %d bytes, fewer than the %d known durable: data that was on stable storage is missing", file, st.Size(), durable)
 	}
-	r := bufio.NewReaderSize(f, 1<<16)
-	line := 0
-	for {
-		b, rerr := r.ReadBytes('\n')
-		if len(b) == 0 && rerr == io.EOF {
-			return t, nil
-		}
-		if rerr != nil && rerr != io.EOF {
-			return nil, fmt.Errorf("%s: %w", file, rerr)
-		}
-		line++
-		err := t.add(b, rerr == io.EOF)
-		if err == nil {
-			t.Size += int64(len(b))
-			continue
-		}
-		last := rerr == io.EOF
-		if !last {
-			_, perr := r.Peek(1)
-			last = perr == io.EOF
-		}
+	errTorn := errors.New("torn tail") // ends the table
+	err = eachLine(file, func(b []byte, line int, last bool) error {
+		err := t.add(b, b[len(b)-1] != '\n')
 		switch {
+		case err == nil:
+			t.Size += int64(len(b))
+			return nil
 		case durable >= 0 && t.Size >= durable, durable < 0 && last:
 			t.Torn = st.Size() - t.Size
-			return t, nil
-		default:
-			return nil, fmt.Errorf("%s:%d: %w (a damaged line within the bytes known durable: the file was changed after it was written)", file, line, err)
+			return errTorn
+		}
+		return fmt.Errorf("%s:%d: %w (a damaged line within the bytes known durable: the file was changed after it was written)", file, line, err)
+	})
+	if err != nil && err != errTorn {
+		return nil, err
+	}
+	return t, nil
+}
+
+// eachLine calls fn with each line of file (its newline included, if it
+// has one), its number and whether it is the last.
+func eachLine(file string, fn func(b []byte, line int, last bool) error) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	for line := 1; ; line++ {
+		b, err := r.ReadBytes('\n')
+		if len(b) == 0 && err == io.EOF {
+			return nil
+		}
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		_, perr := r.Peek(1)
+		if err := fn(b, line, perr == io.EOF); err != nil {
+			return err
 		}
 	}
 }

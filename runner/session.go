@@ -132,25 +132,23 @@ func (s *session) run(ctx context.Context) (*results.Summary, error) {
 	c := &collector{s: s, calls: calls, con: con, sess: sess, stop: func() { stopRun(); cancelCalls() }}
 	c.collect(ctx, callCtx, out)
 	close(allDone)
-	con.end()
+	con.clear()
 	if err := calls.Close(); err != nil && c.err == nil {
 		c.err = err
 	}
 	if c.err == nil {
 		s.msgAt = msgs.Size()
+		return s.finish(ctx, sess)
 	}
-	if c.err != nil {
-		// The session ends here: recorded with its error and the
-		// decisions it made durable (a resume credits it the rest).
-		end := s.opt.Now().UTC()
-		sess.Ended, sess.Interrupted, sess.Error, sess.Ran = &end, true, c.err.Error(), s.ranDurable
-		err := fmt.Errorf("%w (the bundle keeps every decision written before; fix the cause and resume)", c.err)
-		if werr := results.WriteJSON(filepath.Join(s.dir, results.ManifestFile), s.rec); werr != nil {
-			err = errors.Join(err, werr)
-		}
-		return nil, err
+	// The session ends here: recorded with its error and the decisions it
+	// made durable (a resume credits it the rest).
+	end := s.opt.Now().UTC()
+	sess.Ended, sess.Interrupted, sess.Error, sess.Ran = &end, true, c.err.Error(), s.ranDurable
+	err = fmt.Errorf("%w (the bundle keeps every decision written before; fix the cause and resume)", c.err)
+	if werr := results.WriteJSON(filepath.Join(s.dir, results.ManifestFile), s.rec); werr != nil {
+		err = errors.Join(err, werr)
 	}
-	return s.finish(ctx, sess)
+	return nil, err
 }
 
 // start launches, per model, a producer of the decisions still to do and

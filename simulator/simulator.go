@@ -205,62 +205,57 @@ func Run(ctx context.Context, m models.Model, p *conditions.Prompt, s *study.Sce
 		}
 		d.Turns = append(d.Turns, turn)
 		answers = append(answers, turn.Answer)
+		var next models.Message
 		if !d.Live {
 			if !Continues(turn.Answer, t, cfg.ReplayCap) {
 				break
 			}
 			// Replay the identical request: the same stored failure comes back.
-			next, err := p.Replayed(s, key.Condition, t+1)
-			if err != nil {
-				d.Err = err
-				return d
-			}
-			msgs = append(msgs, models.Message{Role: conditions.Assistant, Content: reply.Text}, next)
-			continue
-		}
-		if !ContinuesLive(turn.Answer, t, cfg.ReplayCap) {
-			break
-		}
-		var obs json.RawMessage
-		var more bool
-		var act *Action
-		if ac != nil {
-			act = ac.action(turn.Answer)
-			d.Turns[t].Action = act
-			if act.Invalid != "" {
-				invalidAction = true
+			next, err = p.Replayed(s, key.Condition, t+1)
+		} else {
+			if !ContinuesLive(turn.Answer, t, cfg.ReplayCap) {
 				break
 			}
-			obs, more, err = ac.actor.Send(ctx, t, act.ToolCall, act.WaitMS)
-			act.Sent = err == nil
-			ac.last = act.ToolCall
-		} else {
-			obs, more, err = env.Execute(ctx, t, turn.Answer)
-		}
-		if err == nil {
-			err = validJSON("the observation", obs)
-		}
-		if err != nil {
-			d.envFailed(fmt.Errorf("environment of scenario %s: execute %s after turn %d: %w", s.ID, turn.Answer.Policy, t, err), 0, nil)
-			return d
-		}
-		executed++
-		if !more {
-			d.Turns[t].Result = obs
-			break
-		}
-		var next models.Message
-		if act != nil {
-			next, err = p.Acted(s, key.Condition, t+1, turn.Answer.Policy, act.ToolCall.JSON(), obs)
-		} else {
-			next, err = p.Live(s, key.Condition, t+1, turn.Answer.Policy, obs)
+			var obs json.RawMessage
+			var more bool
+			var act *Action
+			if ac != nil {
+				act = ac.action(turn.Answer)
+				d.Turns[t].Action = act
+				if act.Invalid != "" {
+					invalidAction = true
+					break
+				}
+				obs, more, err = ac.actor.Send(ctx, t, act.ToolCall, act.WaitMS)
+				act.Sent = err == nil
+				ac.last = act.ToolCall
+			} else {
+				obs, more, err = env.Execute(ctx, t, turn.Answer)
+			}
+			if err == nil {
+				err = validJSON("the observation", obs)
+			}
+			if err != nil {
+				d.envFailed(fmt.Errorf("environment of scenario %s: execute %s after turn %d: %w", s.ID, turn.Answer.Policy, t, err), 0, nil)
+				return d
+			}
+			executed++
+			if !more {
+				d.Turns[t].Result = obs
+				break
+			}
+			if act != nil {
+				next, err = p.Acted(s, key.Condition, t+1, turn.Answer.Policy, act.ToolCall.JSON(), obs)
+			} else {
+				next, err = p.Live(s, key.Condition, t+1, turn.Answer.Policy, obs)
+			}
+			shown = obs
 		}
 		if err != nil {
 			d.Err = err
 			return d
 		}
 		msgs = append(msgs, models.Message{Role: conditions.Assistant, Content: reply.Text}, next)
-		shown = obs
 	}
 	if !d.Live {
 		d.Outcome = Score(Scoring{Answers: answers, Preferred: s.Preferred, NonHarm: s.NonHarm})
