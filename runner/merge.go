@@ -319,7 +319,8 @@ func indexShard(file string, k int32, rec *results.Record, sp *space, idx *locTa
 	return nil
 }
 
-// shardOf returns the shard bundle rec runs: 1/1 for a whole study.
+// shardOf returns the shard the bundle of rec runs: 1/1 for a whole
+// study.
 func shardOf(rec *results.Record) results.Shard {
 	if rec.Shard != nil {
 		return *rec.Shard
