@@ -47,8 +47,8 @@ type appendFile struct {
 	synced bool
 }
 
-// flush writes the buffered lines with one write call.
-func (a *appendFile) flush() error {
+// Flush writes the buffered lines with one write call.
+func (a *appendFile) Flush() error {
 	if a.buf.Len() == 0 {
 		return nil
 	}
@@ -61,9 +61,9 @@ func (a *appendFile) flush() error {
 	return nil
 }
 
-// sync writes the buffered lines and makes the file durable.
-func (a *appendFile) sync() error {
-	if err := a.flush(); err != nil {
+// Sync writes the buffered lines and makes the file durable.
+func (a *appendFile) Sync() error {
+	if err := a.Flush(); err != nil {
 		return err
 	}
 	if a.synced {
@@ -75,6 +75,9 @@ func (a *appendFile) sync() error {
 	a.synced = true
 	return nil
 }
+
+// Size is the length the file has once the buffer is written.
+func (a *appendFile) Size() int64 { return a.size }
 
 // flushAt is the buffered size at which Append writes the batch out.
 const flushAt = 1 << 20
@@ -117,15 +120,11 @@ func (l *CallLog) Append(d *simulator.Decision, s *study.Scenario, endpoint stri
 		c.Endpoint = endpoint
 		if err := l.encode(&c); err != nil {
 			l.buf.Truncate(before)
+			l.size = off
 			return 0, 0, fmt.Errorf("%s: decision %s: %w", l.name, d.Key, err)
 		}
 	}
-	n = int64(l.buf.Len() - before)
-	l.size += n
-	if l.buf.Len() >= flushAt {
-		return off, n, l.Flush()
-	}
-	return off, n, nil
+	return off, l.size - off, l.flushFull()
 }
 
 // encode buffers the line of call c.
@@ -137,7 +136,18 @@ func (l *CallLog) encode(c *Call) error {
 	if err != nil {
 		return err
 	}
-	return l.enc.Encode(ln)
+	before := l.buf.Len()
+	err = l.enc.Encode(ln)
+	l.size += int64(l.buf.Len() - before)
+	return err
+}
+
+// flushFull writes the batch out once it reaches flushAt.
+func (l *CallLog) flushFull() error {
+	if l.buf.Len() >= flushAt {
+		return l.Flush()
+	}
+	return nil
 }
 
 // AppendRaw appends lines already encoded (whole decisions).
@@ -145,14 +155,8 @@ func (l *CallLog) AppendRaw(b []byte) (off int64, err error) {
 	off = l.size
 	l.buf.Write(b)
 	l.size += int64(len(b))
-	if l.buf.Len() >= flushAt {
-		return off, l.Flush()
-	}
-	return off, nil
+	return off, l.flushFull()
 }
-
-// Size is the length the file has once the buffer is written.
-func (l *CallLog) Size() int64 { return l.size }
 
 // compact is call line c with its request's messages replaced by refs
 // into the message log: one ref for the leading messages up to the first
@@ -201,7 +205,7 @@ func (l *CallLog) Flush() error {
 			return err
 		}
 	}
-	return l.flush()
+	return l.appendFile.Flush()
 }
 
 // Sync writes the buffered decisions and makes the file durable, after
@@ -212,7 +216,7 @@ func (l *CallLog) Sync() error {
 			return err
 		}
 	}
-	return l.sync()
+	return l.appendFile.Sync()
 }
 
 // Close syncs and closes the file (and the message log).

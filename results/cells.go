@@ -3,8 +3,8 @@ package results
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/mcpstress/stress/simulator"
@@ -76,47 +76,39 @@ func (a *Agreement) add(r *Row) {
 // so that stored-replay cells print as they always did.
 func (c Cell) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
-	str := func(key, v string) {
+	var err error
+	add := func(key string, v any) {
 		kb, _ := json.Marshal(key)
-		vb, _ := json.Marshal(v)
+		vb, verr := json.Marshal(v)
+		err = errors.Join(err, verr)
 		b.Write(kb)
 		b.WriteByte(':')
 		b.Write(vb)
 		b.WriteByte(',')
 	}
-	num := func(key string, v int) {
-		kb, _ := json.Marshal(key)
-		b.Write(kb)
-		b.WriteByte(':')
-		b.WriteString(strconv.Itoa(v))
-		b.WriteByte(',')
-	}
 	b.WriteByte('{')
-	str("model", c.Model)
-	str("prompt", c.Prompt)
-	str("condition", string(c.Condition))
-	num("n", c.N)
+	add("model", c.Model)
+	add("prompt", c.Prompt)
+	add("condition", c.Condition)
+	add("n", c.N)
 	for i, col := range simulator.Columns {
 		if !col.Kind.Lab() {
-			num(col.Name, c.Counts[i])
+			add(col.Name, c.Counts[i])
 		}
 	}
-	num("extra", c.Extra)
-	num("errors", c.Errors)
+	add("extra", c.Extra)
+	add("errors", c.Errors)
 	if c.LabN > 0 {
-		num("lab_n", c.LabN)
+		add("lab_n", c.LabN)
 		for i, col := range simulator.Columns {
 			if col.Kind.Lab() {
-				num(col.Name, c.Counts[i])
+				add(col.Name, c.Counts[i])
 			}
 		}
-		la, err := json.Marshal(c.LabelAction)
-		if err != nil {
-			return nil, err
-		}
-		b.WriteString(`"label_action":`)
-		b.Write(la)
-		b.WriteByte(',')
+		add("label_action", c.LabelAction)
+	}
+	if err != nil {
+		return nil, err
 	}
 	out := b.Bytes()
 	out[len(out)-1] = '}'
@@ -131,33 +123,18 @@ func (c *Cell) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*c = Cell{}
+	fields := map[string]any{"model": &c.Model, "prompt": &c.Prompt, "condition": &c.Condition, "n": &c.N,
+		"extra": &c.Extra, "errors": &c.Errors, "lab_n": &c.LabN, "label_action": &c.LabelAction}
 	for k, v := range m {
-		var err error
-		switch k {
-		case "model":
-			err = json.Unmarshal(v, &c.Model)
-		case "prompt":
-			err = json.Unmarshal(v, &c.Prompt)
-		case "condition":
-			err = json.Unmarshal(v, &c.Condition)
-		case "n":
-			err = json.Unmarshal(v, &c.N)
-		case "extra":
-			err = json.Unmarshal(v, &c.Extra)
-		case "errors":
-			err = json.Unmarshal(v, &c.Errors)
-		case "lab_n":
-			err = json.Unmarshal(v, &c.LabN)
-		case "label_action":
-			err = json.Unmarshal(v, &c.LabelAction)
-		default:
+		dst, ok := fields[k]
+		if !ok {
 			i := simulator.ColumnIndex(k)
 			if i < 0 {
 				return fmt.Errorf("json: unknown field %q", k)
 			}
-			err = json.Unmarshal(v, &c.Counts[i])
+			dst = &c.Counts[i]
 		}
-		if err != nil {
+		if err := json.Unmarshal(v, dst); err != nil {
 			return fmt.Errorf("%s: %w", k, err)
 		}
 	}

@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/mcpstress/stress/simulator"
 )
@@ -72,13 +73,8 @@ func Need(c simulator.Col) Flags {
 // FlagLab every LabFlag column too (the lab sums are left as they are).
 func (r *Row) SetFlags(f Flags) {
 	for c := range simulator.Columns {
-		switch simulator.Columns[c].Kind {
-		case simulator.Flag:
+		if k := simulator.Columns[c].Kind; k == simulator.Flag || k == simulator.LabFlag && f&FlagLab != 0 {
 			r.Outcome.Set(simulator.Col(c), b2i(f&flagBits[c] != 0))
-		case simulator.LabFlag:
-			if f&FlagLab != 0 {
-				r.Outcome.Set(simulator.Col(c), b2i(f&flagBits[c] != 0))
-			}
 		}
 	}
 }
@@ -86,10 +82,5 @@ func (r *Row) SetFlags(f Flags) {
 // HasLab reports whether any of cells has decisions with lab outcomes;
 // the lab columns are shown only then.
 func HasLab(cells []Cell) bool {
-	for i := range cells {
-		if cells[i].LabN > 0 {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(cells, func(c Cell) bool { return c.LabN > 0 })
 }

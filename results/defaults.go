@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -90,13 +91,7 @@ func (d *Defaults) Same(e *Defaults, file string) error {
 	if d.Seed != e.Seed {
 		return fmt.Errorf("%s: study seed %d, but this study's is %d", file, d.Seed, e.Seed)
 	}
-	ids := make([]string, 0, len(d.Scenarios)+len(e.Scenarios))
-	for id := range d.Scenarios {
-		ids = append(ids, id)
-	}
-	for id := range e.Scenarios {
-		ids = append(ids, id)
-	}
+	ids := slices.AppendSeq(slices.Collect(maps.Keys(d.Scenarios)), maps.Keys(e.Scenarios))
 	slices.Sort(ids)
 	for _, id := range slices.Compact(ids) {
 		a, inD := d.Scenarios[id]

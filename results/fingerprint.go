@@ -73,13 +73,7 @@ func encodeRow(b []byte, r *Row) []byte {
 		b = append(b, s...)
 	}
 	num := func(v int64) { b = binary.AppendVarint(b, v) }
-	flag := func(v bool) {
-		if v {
-			b = append(b, 1)
-		} else {
-			b = append(b, 0)
-		}
-	}
+	flag := func(v bool) { b = append(b, byte(b2i(v))) }
 	str(r.Model)
 	str(r.Prompt)
 	str(r.Condition)

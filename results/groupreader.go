@@ -33,7 +33,6 @@ type GroupReader struct {
 	line    int
 	durable int64    // bytes known durable; -1: unknown
 	lenient bool     // damaged lines are problems, not the end (Lenient)
-	skipped bool     // readOne skipped a damaged line
 	probs   []error  // the damaged lines met, when lenient
 	head    *lineRec // the first line of the next group, read ahead
 	g       Group
@@ -142,88 +141,78 @@ func (g *GroupReader) Next() bool {
 // lenient; nil at the end, on a torn tail or on an error.
 func (g *GroupReader) readLine() *lineRec {
 	for {
-		rec := g.readOne()
-		if rec != nil || !g.skipped {
+		if g.eof || g.err != nil {
+			return nil
+		}
+		g.buf = g.buf[:0]
+		for {
+			chunk, err := g.r.ReadSlice('\n')
+			g.buf = append(g.buf, chunk...)
+			if len(g.buf) > MaxLine {
+				g.err = fmt.Errorf("%s:%d: line longer than %d bytes", g.name, g.line+1, MaxLine)
+				return nil
+			}
+			if err == bufio.ErrBufferFull {
+				continue
+			}
+			if err == io.EOF {
+				g.eof = true
+				if len(g.buf) > 0 && g.lenient {
+					break // decoded, or reported, below
+				}
+				if len(g.buf) > 0 {
+					g.torn = &Torn{Offset: g.off, Size: int64(len(g.buf)), Line: g.line + 1, Reason: "last line has no newline"}
+				}
+				return nil
+			}
+			if err != nil {
+				g.err = fmt.Errorf("%s: %w", g.name, err)
+				return nil
+			}
+			break
+		}
+		rec := &lineRec{off: g.off, size: int64(len(g.buf)), line: g.line + 1}
+		g.off += rec.size
+		g.line++
+		c, err := decodeHead(g.buf, &rec.h, &g.strs)
+		if err == nil {
+			if err = g.fill(&rec.h, c, rec.line); g.err != nil {
+				return nil
+			}
+		}
+		if err == nil && !g.verify(&rec.h) {
+			err = errors.New("response_sha256 does not match the response")
+			if g.lenient {
+				g.probs = append(g.probs, fmt.Errorf("%s:%d: decision %s turn %d: %w", g.name, rec.line, rec.h.Key, rec.h.Turn, err))
+				return rec
+			}
+		}
+		if err == nil {
 			return rec
 		}
-		g.skipped = false
-	}
-}
-
-// readOne reads and decodes one line; nil at the end, on a torn tail, on
-// an error or on a damaged line skipped.
-func (g *GroupReader) readOne() *lineRec {
-	if g.eof || g.err != nil {
+		switch {
+		case g.lenient:
+			g.probs = append(g.probs, fmt.Errorf("%s:%d: %w", g.name, rec.line, err))
+			continue
+		case g.durable >= 0 && rec.off >= g.durable:
+			// Past the durable point: crash damage, whatever follows.
+			rest, _ := io.Copy(io.Discard, g.r)
+			g.eof = true
+			g.torn = &Torn{Offset: rec.off, Size: rec.size + rest, Line: rec.line,
+				Reason: fmt.Sprintf("line %d is damaged (%v) after the %d bytes known durable", rec.line, err, g.durable)}
+		case g.durable >= 0:
+			g.err = fmt.Errorf("%s:%d: %w (a damaged line within the %d bytes known durable: the file was changed after it was written)", g.name, rec.line, err, g.durable)
+		default:
+			// A bad line is a torn tail only if nothing follows it.
+			if _, perr := g.r.Peek(1); perr == io.EOF {
+				g.eof = true
+				g.torn = &Torn{Offset: rec.off, Size: rec.size, Line: rec.line, Reason: "last line is damaged: " + err.Error()}
+				return nil
+			}
+			g.err = fmt.Errorf("%s:%d: %w (a damaged line that is not the last one: the file was changed after it was written)", g.name, rec.line, err)
+		}
 		return nil
 	}
-	g.buf = g.buf[:0]
-	for {
-		chunk, err := g.r.ReadSlice('\n')
-		g.buf = append(g.buf, chunk...)
-		if len(g.buf) > MaxLine {
-			g.err = fmt.Errorf("%s:%d: line longer than %d bytes", g.name, g.line+1, MaxLine)
-			return nil
-		}
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		if err == io.EOF {
-			g.eof = true
-			if len(g.buf) > 0 && g.lenient {
-				break // decoded, or reported, below
-			}
-			if len(g.buf) > 0 {
-				g.torn = &Torn{Offset: g.off, Size: int64(len(g.buf)), Line: g.line + 1, Reason: "last line has no newline"}
-			}
-			return nil
-		}
-		if err != nil {
-			g.err = fmt.Errorf("%s: %w", g.name, err)
-			return nil
-		}
-		break
-	}
-	rec := &lineRec{off: g.off, size: int64(len(g.buf)), line: g.line + 1}
-	g.off += rec.size
-	g.line++
-	c, err := decodeHead(g.buf, &rec.h, &g.strs)
-	if err == nil {
-		if err = g.fill(&rec.h, c, rec.line); g.err != nil {
-			return nil
-		}
-	}
-	if err == nil && !g.verify(&rec.h) {
-		err = errors.New("response_sha256 does not match the response")
-		if g.lenient {
-			g.probs = append(g.probs, fmt.Errorf("%s:%d: decision %s turn %d: %w", g.name, rec.line, rec.h.Key, rec.h.Turn, err))
-			return rec
-		}
-	}
-	if err == nil {
-		return rec
-	}
-	switch {
-	case g.lenient:
-		g.probs = append(g.probs, fmt.Errorf("%s:%d: %w", g.name, rec.line, err))
-		g.skipped = true
-	case g.durable >= 0 && rec.off >= g.durable:
-		// Past the durable point: crash damage, whatever follows.
-		rest, _ := io.Copy(io.Discard, g.r)
-		g.eof = true
-		g.torn = &Torn{Offset: rec.off, Size: rec.size + rest, Line: rec.line,
-			Reason: fmt.Sprintf("line %d is damaged (%v) after the %d bytes known durable", rec.line, err, g.durable)}
-	case g.durable >= 0:
-		g.err = fmt.Errorf("%s:%d: %w (a damaged line within the %d bytes known durable: the file was changed after it was written)", g.name, rec.line, err, g.durable)
-	default:
-		// A bad line is a torn tail only if nothing follows it.
-		if _, perr := g.r.Peek(1); perr == io.EOF {
-			g.eof = true
-			g.torn = &Torn{Offset: rec.off, Size: rec.size, Line: rec.line, Reason: "last line is damaged: " + err.Error()}
-			return nil
-		}
-		g.err = fmt.Errorf("%s:%d: %w (a damaged line that is not the last one: the file was changed after it was written)", g.name, rec.line, err)
-	}
-	return nil
 }
 
 // verify reports whether h's response_sha256 is its response's, from the

@@ -117,30 +117,7 @@ func fastHead(b []byte, h *Head, in *strTable) (c carried, ok bool) {
 	*h = Head{}
 	s := headScan{b: b, ok: true, in: in}
 	s.ws()
-	if !s.byte('{') {
-		return c, false
-	}
-	first := true
-	for s.ok {
-		s.ws()
-		if s.peek() == '}' {
-			s.i++
-			break
-		}
-		if !first && !s.byte(',') {
-			return c, false
-		}
-		first = false
-		s.ws()
-		name, esc := s.rawString()
-		if esc || !s.ok {
-			return c, false
-		}
-		s.ws()
-		if !s.byte(':') {
-			return c, false
-		}
-		s.ws()
+	s.object(func(name []byte) {
 		switch string(name) {
 		case "key":
 			s.key(h)
@@ -149,7 +126,8 @@ func fastHead(b []byte, h *Head, in *strTable) (c carried, ok bool) {
 		case "preferred":
 			h.Preferred = study.Policy(s.str())
 		case "non_harm":
-			s.policies(&h.NonHarm)
+			h.NonHarm = []study.Policy{}
+			s.strings(func(v string) { h.NonHarm = append(h.NonHarm, study.Policy(v)) })
 		case "turn":
 			h.Turn = int(s.int())
 		case "seed":
@@ -168,9 +146,9 @@ func fastHead(b []byte, h *Head, in *strTable) (c carried, ok bool) {
 			"original_response_sha256", "body_size":
 			s.skip(0)
 		default:
-			return c, false
+			s.ok = false
 		}
-	}
+	})
 	s.ws()
 	return c, s.ok && s.i == len(b)
 }
@@ -362,13 +340,11 @@ func (s *headScan) request(h *Head) {
 	})
 }
 
-func (s *headScan) policies(out *[]study.Policy) {
-	*out = []study.Policy{}
-	s.strings(func(v string) { *out = append(*out, study.Policy(v)) })
-}
-
 // strings scans an array of strings.
-func (s *headScan) strings(fn func(string)) {
+func (s *headScan) strings(fn func(string)) { s.array(func() { fn(s.str()) }) }
+
+// array scans an array, calling fn at each element.
+func (s *headScan) array(fn func()) {
 	if !s.byte('[') {
 		return
 	}
@@ -379,7 +355,7 @@ func (s *headScan) strings(fn func(string)) {
 	}
 	for s.ok {
 		s.ws()
-		fn(s.str())
+		fn()
 		s.ws()
 		if s.peek() == ']' {
 			s.i++
@@ -431,22 +407,7 @@ func (s *headScan) skip(depth int) {
 	case c == '{':
 		s.object(func([]byte) { s.skip(depth + 1) })
 	case c == '[':
-		s.i++
-		s.ws()
-		if s.peek() == ']' {
-			s.i++
-			return
-		}
-		for s.ok {
-			s.ws()
-			s.skip(depth + 1)
-			s.ws()
-			if s.peek() == ']' {
-				s.i++
-				return
-			}
-			s.byte(',')
-		}
+		s.array(func() { s.skip(depth + 1) })
 	case c == '-' || '0' <= c && c <= '9':
 		start := s.i
 		for s.i < len(s.b) && bytes.IndexByte([]byte("+-.eE0123456789"), s.b[s.i]) >= 0 {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -234,15 +235,6 @@ func (l *MessageLog) write(ref string, raw []byte) {
 // bundle's messages.jsonl (merge), unless it is there.
 func (l *MessageLog) AddRaw(raw json.RawMessage) { l.add(raw) }
 
-// Size is the length the file has once the buffer is written.
-func (l *MessageLog) Size() int64 { return l.size }
-
-// Flush writes the buffered messages with one write call.
-func (l *MessageLog) Flush() error { return l.flush() }
-
-// Sync writes the buffered messages and makes the file durable.
-func (l *MessageLog) Sync() error { return l.sync() }
-
 // Close syncs and closes the file.
 func (l *MessageLog) Close() error {
 	err := l.Sync()
@@ -283,45 +275,42 @@ func (t *Messages) Each(fn func(raw json.RawMessage)) {
 func (t *Messages) Expand(refs []string) ([]models.Message, error) {
 	out := make([]models.Message, 0, len(refs)+1)
 	for _, ref := range refs {
-		raw, ok := t.raw[ref]
-		if !ok {
-			return nil, fmt.Errorf("message %s is not in %s", ref, MessagesFile)
-		}
-		if len(raw) > 0 && raw[0] == '[' {
-			var run []string
-			if err := json.Unmarshal(raw, &run); err != nil {
-				return nil, fmt.Errorf("message %s: %w", ref, err)
-			}
-			for _, r := range run {
-				var err error
-				if out, err = t.one(out, r); err != nil {
-					return nil, fmt.Errorf("run %s: %w", ref, err)
-				}
-			}
-			continue
-		}
 		var err error
-		if out, err = t.one(out, ref); err != nil {
+		if out, err = t.expand(out, ref, false); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// one appends the message ref names (not a run) to out.
-func (t *Messages) one(out []models.Message, ref string) ([]models.Message, error) {
+// expand appends the messages ref names to out; inRun says ref is listed
+// by a run, which may not hold another.
+func (t *Messages) expand(out []models.Message, ref string, inRun bool) ([]models.Message, error) {
 	raw, ok := t.raw[ref]
 	if !ok {
 		return nil, fmt.Errorf("message %s is not in %s", ref, MessagesFile)
 	}
-	var m models.Message
-	if len(raw) > 0 && raw[0] == '[' {
+	if len(raw) == 0 || raw[0] != '[' {
+		var m models.Message
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, fmt.Errorf("message %s: %w", ref, err)
+		}
+		return append(out, m), nil
+	}
+	if inRun {
 		return nil, fmt.Errorf("message %s is a run inside a run", ref)
 	}
-	if err := json.Unmarshal(raw, &m); err != nil {
+	var run []string
+	if err := json.Unmarshal(raw, &run); err != nil {
 		return nil, fmt.Errorf("message %s: %w", ref, err)
 	}
-	return append(out, m), nil
+	for _, r := range run {
+		var err error
+		if out, err = t.expand(out, r, true); err != nil {
+			return nil, fmt.Errorf("run %s: %w", ref, err)
+		}
+	}
+	return out, nil
 }
 
 // LoadMessages reads a messages.jsonl file. durable is how many of its
@@ -332,45 +321,52 @@ func (t *Messages) one(out []models.Message, ref string) ([]models.Message, erro
 // message's sha256 is damaged.
 func LoadMessages(file string, durable int64) (*Messages, error) {
 	t := &Messages{raw: map[string]json.RawMessage{}, sums: map[string][32]byte{}}
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
+	st, err := os.Stat(file)
 	if err != nil {
 		return nil, err
 	}
 	if durable > st.Size() {
 		return nil, fmt.Errorf("%s has %d bytes, fewer than the %d known durable: data that was on stable storage is missing", file, st.Size(), durable)
 	}
-	r := bufio.NewReaderSize(f, 1<<16)
-	line := 0
-	for {
-		b, rerr := r.ReadBytes('\n')
-		if len(b) == 0 && rerr == io.EOF {
-			return t, nil
-		}
-		if rerr != nil && rerr != io.EOF {
-			return nil, fmt.Errorf("%s: %w", file, rerr)
-		}
-		line++
-		err := t.add(b, rerr == io.EOF)
-		if err == nil {
-			t.Size += int64(len(b))
-			continue
-		}
-		last := rerr == io.EOF
-		if !last {
-			_, perr := r.Peek(1)
-			last = perr == io.EOF
-		}
+	errTorn := errors.New("torn tail") // ends the table
+	err = eachLine(file, func(b []byte, line int, last bool) error {
+		err := t.add(b, b[len(b)-1] != '\n')
 		switch {
+		case err == nil:
+			t.Size += int64(len(b))
+			return nil
 		case durable >= 0 && t.Size >= durable, durable < 0 && last:
 			t.Torn = st.Size() - t.Size
-			return t, nil
-		default:
-			return nil, fmt.Errorf("%s:%d: %w (a damaged line within the bytes known durable: the file was changed after it was written)", file, line, err)
+			return errTorn
+		}
+		return fmt.Errorf("%s:%d: %w (a damaged line within the bytes known durable: the file was changed after it was written)", file, line, err)
+	})
+	if err != nil && err != errTorn {
+		return nil, err
+	}
+	return t, nil
+}
+
+// eachLine calls fn with each line of file (its newline included, if it
+// has one), its number and whether it is the last.
+func eachLine(file string, fn func(b []byte, line int, last bool) error) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	for line := 1; ; line++ {
+		b, err := r.ReadBytes('\n')
+		if len(b) == 0 && err == io.EOF {
+			return nil
+		}
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		_, perr := r.Peek(1)
+		if err := fn(b, line, perr == io.EOF); err != nil {
+			return err
 		}
 	}
 }
@@ -449,10 +445,7 @@ func (s *RefSet) Check(name string) error {
 	if err != nil {
 		return err
 	}
-	refs := make([]string, 0, len(s.first))
-	for r := range s.first {
-		refs = append(refs, r)
-	}
+	refs := slices.Collect(maps.Keys(s.first))
 	slices.SortFunc(refs, func(a, b string) int { return s.first[a] - s.first[b] })
 	for _, r := range refs {
 		if _, err := t.Expand([]string{r}); err != nil {

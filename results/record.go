@@ -256,22 +256,17 @@ func CodingError(dir string) error {
 // directory, its format and the command that upgrades it.
 func ReadRecord(dir string) (*Record, error) {
 	rec, err := readRecord(dir)
-	if err != nil {
-		return nil, err
+	if err == nil && rec.format() < Format {
+		return nil, fmt.Errorf("%s is a bundle of format %d; this version reads format %d: run `stress upgrade %s -out NEW_DIR` to convert it (the bundle itself is left as it is)", dir, rec.format(), Format, dir)
 	}
-	switch f := rec.format(); {
-	case f > Format:
-		return nil, fmt.Errorf("%s is a bundle of format %d, newer than this version of stress reads (format %d): use a newer stress", dir, f, Format)
-	case f < Format:
-		return nil, fmt.Errorf("%s is a bundle of format %d; this version reads format %d: run `stress upgrade %s -out NEW_DIR` to convert it (the bundle itself is left as it is)", dir, f, Format, dir)
-	}
-	return rec, nil
+	return rec, err
 }
 
 // format is the bundle's format, 1 when manifest.json records none.
 func (r *Record) format() int { return max(r.Format, 1) }
 
-// readRecord is ReadRecord for a bundle of any format.
+// readRecord is ReadRecord for a bundle of this format or an earlier one
+// (Upgrade's); a newer one is an error.
 func readRecord(dir string) (*Record, error) {
 	file := filepath.Join(dir, ManifestFile)
 	b, err := input.ReadFile(file, input.BundleJSON)
@@ -301,6 +296,8 @@ func readRecord(dir string) (*Record, error) {
 		return nil, fmt.Errorf("%s: negative counts (decisions %d, completed %d, remaining %d)", file, rec.Decisions, rec.Completed, rec.Remaining)
 	case len(rec.CorpusFiles) == 0:
 		return nil, fmt.Errorf("%s: field corpus_files is empty: cannot identify the corpus", file)
+	case rec.format() > Format:
+		return nil, fmt.Errorf("%s is a bundle of format %d, newer than this version of stress reads (format %d): use a newer stress", dir, rec.format(), Format)
 	}
 	return &rec, nil
 }

@@ -1,7 +1,6 @@
 package results
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -58,11 +57,8 @@ func Upgrade(ctx context.Context, dir, out string, log io.Writer) (*Record, erro
 		return nil, err
 	}
 	from := rec.format()
-	switch {
-	case from == Format:
+	if from == Format {
 		return nil, fmt.Errorf("%s is a bundle of format %d already, the one this version reads: nothing to upgrade", dir, from)
-	case from > Format:
-		return nil, fmt.Errorf("%s is a bundle of format %d, newer than this version of stress reads (format %d): use a newer stress", dir, from, Format)
 	}
 	if err := outside(out, dir); err != nil {
 		return nil, err
@@ -187,15 +183,10 @@ func upgradeCalls(ctx context.Context, file, dir string, table *Messages, d *Def
 			return fmt.Errorf("%s:%d: %w (a damaged line that is not the last one: resume the bundle with the stress that wrote it, or repair it, first)", file, line, err)
 		}
 		lines++
-		before := cl.buf.Len()
 		if err := cl.encode(&c); err != nil {
 			return fmt.Errorf("%s:%d: %w", file, line, err)
 		}
-		cl.size += int64(cl.buf.Len() - before)
-		if cl.buf.Len() >= flushAt {
-			return cl.Flush()
-		}
-		return nil
+		return cl.flushFull()
 	})
 	return cl, lines, torn, errors.Join(err, cl.Close())
 }
@@ -227,30 +218,6 @@ func decodeOld(b []byte, c *Call, table *Messages) error {
 	}
 	c.Request.Messages = msgs
 	return nil
-}
-
-// eachLine calls fn with each line of file (its newline included, if it
-// has one), its number and whether it is the last.
-func eachLine(file string, fn func(b []byte, line int, last bool) error) error {
-	f, err := os.Open(file)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<20)
-	for line := 1; ; line++ {
-		b, err := r.ReadBytes('\n')
-		if len(b) == 0 && err == io.EOF {
-			return nil
-		}
-		if err != nil && err != io.EOF {
-			return fmt.Errorf("%s: %w", file, err)
-		}
-		_, perr := r.Peek(1)
-		if err := fn(b, line, perr == io.EOF); err != nil {
-			return err
-		}
-	}
 }
 
 // copyFile copies from to the new file to and syncs it; a missing from

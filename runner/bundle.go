@@ -67,8 +67,5 @@ func createBundle(out, root, id string, started time.Time, name, what string) (d
 		runID = newRunID(started, name)
 	}
 	lock, err = results.LockBundle(dir, what)
-	if err != nil {
-		return dir, runID, nil, err
-	}
-	return dir, runID, lock, nil
+	return dir, runID, lock, err
 }

@@ -78,13 +78,11 @@ func writeBundle(w bundleWrite) (*results.Summary, int64, error) {
 		st, err := src[0].Stat()
 		canonical = err == nil && st.Size() == size
 	}
+	var out *results.CallLog
 	if !canonical {
 		if err := checkSpace(dir, size+spareBytes(sp.count())); err != nil {
 			return nil, 0, err
 		}
-	}
-	var out *results.CallLog
-	if !canonical {
 		var err error
 		if out, err = results.OpenCallLog(callsPath+".tmp", 0); err != nil {
 			return nil, 0, err

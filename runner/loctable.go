@@ -196,6 +196,18 @@ func boolByte(b bool) byte {
 	return 0
 }
 
+// done returns the number of records of done decisions.
+func (t *locTable) done() (int, error) {
+	n := 0
+	err := t.each(func(_ int, l loc, _ outcome) error {
+		if l.done() {
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
 // each calls fn for every record in index order, reading the file
 // sequentially; it stops at fn's first error.
 func (t *locTable) each(fn func(j int, l loc, o outcome) error) error {

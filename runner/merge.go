@@ -79,10 +79,7 @@ func Merge(ctx context.Context, out string, dirs []string, opt MergeOptions) (*r
 	byShard := map[int]int{}
 	n := 0
 	for k, r := range recs {
-		sh := results.Shard{I: 1, N: 1}
-		if r.Shard != nil {
-			sh = *r.Shard
-		}
+		sh := shardOf(r)
 		if k == 0 {
 			n = sh.N
 		}
@@ -185,10 +182,7 @@ func Merge(ctx context.Context, out string, dirs []string, opt MergeOptions) (*r
 		if r.Started.Before(rec.Started) {
 			rec.Started = r.Started
 		}
-		sh := results.Shard{I: 1, N: 1}
-		if r.Shard != nil {
-			sh = *r.Shard
-		}
+		sh := shardOf(r)
 		rec.MergedFrom = append(rec.MergedFrom, results.MergedShard{Dir: dirs[k], RunID: r.RunID, Shard: sh, Binary: r.Binary, Models: r.Models, Sessions: r.Sessions})
 	}
 	slices.SortFunc(rec.MergedFrom, func(a, b results.MergedShard) int { return a.Shard.I - b.Shard.I })
@@ -272,14 +266,8 @@ func sameStudy(a, b *results.Record) error {
 		errs = append(errs, fmt.Errorf("manifest sha256 %s and %s differ", a.ManifestSHA256, b.ManifestSHA256))
 	}
 	errs = append(errs, sameFiles("corpus file", a.CorpusFiles, b.CorpusFiles)...)
-	var pa, pb []fileHash
-	for _, p := range a.Prompts {
-		pa = append(pa, fileHash{p.Name, p.SHA256})
-	}
-	for _, p := range b.Prompts {
-		pb = append(pb, fileHash{p.Name, p.SHA256})
-	}
-	errs = append(errs, sameHashes("prompt template", pa, pb)...)
+	hash := func(p results.PromptRecord) fileHash { return fileHash{p.Name, p.SHA256} }
+	errs = append(errs, sameHashes("prompt template", hashesOf(a.Prompts, hash), hashesOf(b.Prompts, hash))...)
 	if !slices.Equal(a.Scenarios, b.Scenarios) || a.ReplayCap != b.ReplayCap {
 		errs = append(errs, errors.New("scenario lists or replay caps differ"))
 	}
@@ -296,10 +284,7 @@ func indexShard(file string, k int32, rec *results.Record, sp *space, idx *locTa
 		return err
 	}
 	defer f.Close()
-	sh := results.Shard{I: 1, N: 1}
-	if rec.Shard != nil {
-		sh = *rec.Shard
-	}
+	sh := shardOf(rec)
 	gr := results.NewGroupReader(f, file)
 	gr.SetDefaults(d)
 	for gr.Next() {
@@ -332,6 +317,15 @@ func indexShard(file string, k int32, rec *results.Record, sp *space, idx *locTa
 		return fmt.Errorf("%s:%d: %s; resume the shard first", file, t.Line, t.Reason)
 	}
 	return nil
+}
+
+// shardOf returns the shard the bundle of rec runs: 1/1 for a whole
+// study.
+func shardOf(rec *results.Record) results.Shard {
+	if rec.Shard != nil {
+		return *rec.Shard
+	}
+	return results.Shard{I: 1, N: 1}
 }
 
 // durableOr returns *n, or -1 (unknown) when n is nil.

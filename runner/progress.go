@@ -63,6 +63,7 @@ func (c *console) logf(format string, a ...any) {
 	fmt.Fprintf(c.log, format+"\n", a...)
 }
 
+// clear clears the live line.
 func (c *console) clear() {
 	if c.live {
 		fmt.Fprint(c.prog, "\r\x1b[K")
@@ -113,9 +114,6 @@ func (c *console) progress(now time.Time) {
 	fmt.Fprint(c.prog, "\r\x1b[K"+s)
 	c.live = true
 }
-
-// end clears the live line.
-func (c *console) end() { c.clear() }
 
 func fmtRate(r float64) string {
 	switch {

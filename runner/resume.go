@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/study"
 )
@@ -22,13 +23,8 @@ func (p *Plan) compatible(rec *results.Record) error {
 		errs = append(errs, fmt.Errorf("the manifest changed: sha256 %s when the run started, %s now (%s)", rec.ManifestSHA256, m.SHA256, m.Source))
 	}
 	errs = append(errs, sameFiles("corpus file", rec.CorpusFiles, m.Corpus.Files)...)
-	var then, now []fileHash
-	for _, pr := range rec.Prompts {
-		then = append(then, fileHash{pr.Name + " (" + pr.Path + ")", pr.SHA256})
-	}
-	for _, pf := range m.Prompts {
-		now = append(now, fileHash{pf.Name + " (" + pf.Path + ")", pf.SHA256})
-	}
+	then := hashesOf(rec.Prompts, func(pr results.PromptRecord) fileHash { return fileHash{pr.Name + " (" + pr.Path + ")", pr.SHA256} })
+	now := hashesOf(m.Prompts, func(pf manifests.PromptFile) fileHash { return fileHash{pf.Name + " (" + pf.Path + ")", pf.SHA256} })
 	errs = append(errs, sameHashes("prompt template", then, now)...)
 	if rec.Scenarios != nil && !slices.Equal(rec.Scenarios, p.scenarioIDs()) {
 		errs = append(errs, errors.New("the corpus' scenario ids changed"))
@@ -38,15 +34,18 @@ func (p *Plan) compatible(rec *results.Record) error {
 
 type fileHash struct{ name, sha string }
 
+// hashesOf is the file hash fn gives each of xs.
+func hashesOf[T any](xs []T, fn func(T) fileHash) []fileHash {
+	out := make([]fileHash, len(xs))
+	for i, x := range xs {
+		out[i] = fn(x)
+	}
+	return out
+}
+
 func sameFiles(what string, then, now []study.File) []error {
-	var a, b []fileHash
-	for _, f := range then {
-		a = append(a, fileHash{f.Path, f.SHA256})
-	}
-	for _, f := range now {
-		b = append(b, fileHash{f.Path, f.SHA256})
-	}
-	return sameHashes(what, a, b)
+	hash := func(f study.File) fileHash { return fileHash{f.Path, f.SHA256} }
+	return sameHashes(what, hashesOf(then, hash), hashesOf(now, hash))
 }
 
 func sameHashes(what string, then, now []fileHash) []error {
@@ -101,10 +100,7 @@ func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*results.Su
 	if err := p.compatible(rec); err != nil {
 		return nil, fmt.Errorf("cannot resume %s:\n%w", dir, err)
 	}
-	shard := results.Shard{I: 1, N: 1}
-	if rec.Shard != nil {
-		shard = *rec.Shard
-	}
+	shard := shardOf(rec)
 	if opt.Shard.N != 0 && opt.Shard != shard {
 		return nil, fmt.Errorf("cannot resume %s: it runs shard %s, not %s", dir, shard, opt.Shard)
 	}
@@ -159,13 +155,8 @@ func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*results.Su
 	if err := results.WriteJSON(filepath.Join(dir, results.ManifestFile), rec); err != nil {
 		return nil, err
 	}
-	done := 0
-	if err := s.idx.each(func(_ int, l loc, _ outcome) error {
-		if l.done() {
-			done++
-		}
-		return nil
-	}); err != nil {
+	done, err := s.idx.done()
+	if err != nil {
 		return nil, err
 	}
 	msg := fmt.Sprintf("resume %s: %d of %d decisions done, %d to run", rec.RunID, done, sp.count(), sp.count()-done)

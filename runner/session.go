@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -131,25 +132,23 @@ func (s *session) run(ctx context.Context) (*results.Summary, error) {
 	c := &collector{s: s, calls: calls, con: con, sess: sess, stop: func() { stopRun(); cancelCalls() }}
 	c.collect(ctx, callCtx, out)
 	close(allDone)
-	con.end()
+	con.clear()
 	if err := calls.Close(); err != nil && c.err == nil {
 		c.err = err
 	}
 	if c.err == nil {
 		s.msgAt = msgs.Size()
+		return s.finish(ctx, sess)
 	}
-	if c.err != nil {
-		// The session ends here: recorded with its error and the
-		// decisions it made durable (a resume credits it the rest).
-		end := s.opt.Now().UTC()
-		sess.Ended, sess.Interrupted, sess.Error, sess.Ran = &end, true, c.err.Error(), s.ranDurable
-		err := fmt.Errorf("%w (the bundle keeps every decision written before; fix the cause and resume)", c.err)
-		if werr := results.WriteJSON(filepath.Join(s.dir, results.ManifestFile), s.rec); werr != nil {
-			err = errors.Join(err, werr)
-		}
-		return nil, err
+	// The session ends here: recorded with its error and the decisions it
+	// made durable (a resume credits it the rest).
+	end := s.opt.Now().UTC()
+	sess.Ended, sess.Interrupted, sess.Error, sess.Ran = &end, true, c.err.Error(), s.ranDurable
+	err = fmt.Errorf("%w (the bundle keeps every decision written before; fix the cause and resume)", c.err)
+	if werr := results.WriteJSON(filepath.Join(s.dir, results.ManifestFile), s.rec); werr != nil {
+		err = errors.Join(err, werr)
 	}
-	return s.finish(ctx, sess)
+	return nil, err
 }
 
 // start launches, per model, a producer of the decisions still to do and
@@ -381,13 +380,7 @@ func (s *session) finish(ctx context.Context, sess *results.Session) (*results.S
 	if err != nil {
 		end := opt.Now().UTC()
 		sess.Ended, sess.Interrupted = &end, true
-		done := 0
-		s.idx.each(func(_ int, l loc, _ outcome) error {
-			if l.done() {
-				done++
-			}
-			return nil
-		})
+		done, _ := s.idx.done()
 		s.rec.Completed, s.rec.Remaining = done, sp.count()-done
 		if werr := results.WriteJSON(filepath.Join(s.dir, results.ManifestFile), s.rec); werr != nil {
 			err = errors.Join(err, werr)
@@ -462,7 +455,7 @@ func (s *session) finalize() (*results.Summary, error) {
 type outcome struct {
 	ok      bool
 	label   uint8 // 1 + index in study.Policies; 0 for none
-	status  uint8 // 0 none, 1 failed, 2 succeeded
+	status  uint8 // 1 + index in statuses; 0 for none
 	turns   uint8
 	replays uint8
 	flags   results.Flags // the 0/1 columns, and FlagLab when the row has lab outcomes
@@ -470,6 +463,9 @@ type outcome struct {
 	// sums are the row's lab sums (simulator.LabSum columns, in order).
 	sums [2]uint32
 }
+
+// statuses are the final statuses outcome.status numbers.
+var statuses = []study.Status{study.Failed, study.Succeeded}
 
 // pack keeps what the row of completed decision d holds beyond its key.
 func pack(d *simulator.Decision) outcome {
@@ -481,18 +477,9 @@ func pack(d *simulator.Decision) outcome {
 	if r.Turns > 255 || ev > 65535 {
 		return outcome{}
 	}
-	o := outcome{ok: true, turns: uint8(r.Turns), replays: uint8(r.Replays), events: uint16(ev), flags: results.FlagsOf(&r)}
-	for i, p := range study.Policies {
-		if string(p) == r.FinalLabel {
-			o.label = uint8(i + 1)
-		}
-	}
-	switch study.Status(r.FinalStatus) {
-	case study.Failed:
-		o.status = 1
-	case study.Succeeded:
-		o.status = 2
-	}
+	o := outcome{ok: true, turns: uint8(r.Turns), replays: uint8(r.Replays), events: uint16(ev), flags: results.FlagsOf(&r),
+		label:  uint8(slices.Index(study.Policies, study.Policy(r.FinalLabel)) + 1),
+		status: uint8(slices.Index(statuses, study.Status(r.FinalStatus)) + 1)}
 	k := 0
 	for c, col := range simulator.Columns {
 		if col.Kind != simulator.LabSum {
@@ -519,11 +506,8 @@ func (o outcome) row(k simulator.Key, server string, seed int64) results.Row {
 	if o.label > 0 {
 		r.FinalLabel = string(study.Policies[o.label-1])
 	}
-	switch o.status {
-	case 1:
-		r.FinalStatus = string(study.Failed)
-	case 2:
-		r.FinalStatus = string(study.Succeeded)
+	if o.status > 0 {
+		r.FinalStatus = string(statuses[o.status-1])
 	}
 	r.SetFlags(o.flags)
 	if o.flags&results.FlagLab != 0 {

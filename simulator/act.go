@@ -109,11 +109,7 @@ type Restricter interface {
 // writes under task: act. retry_now and retry_later repeat the last call
 // sent, and stop_or_escalate sends nothing.
 func NeedsCall(p study.Policy) bool {
-	switch p {
-	case study.ReviseArguments, study.SelectTool, study.Authenticate:
-		return true
-	}
-	return false
+	return p == study.ReviseArguments || p == study.SelectTool || p == study.Authenticate
 }
 
 // ParseAct reads an answer of task act: the label as ParseAnswer reads it
@@ -216,10 +212,7 @@ func (tb *Toolbox) Restrict(r Restricter) {
 func NewToolbox(tools []json.RawMessage) (*Toolbox, error) {
 	tb := &Toolbox{raw: tools, schemas: map[string]*jsonschema.Resolved{}}
 	for i, raw := range tools {
-		var t struct {
-			Name        string          `json:"name"`
-			InputSchema json.RawMessage `json:"inputSchema"`
-		}
+		var t toolDef
 		if err := json.Unmarshal(raw, &t); err != nil || t.Name == "" {
 			return nil, fmt.Errorf("tools[%d]: not a tool with a name: %.200s", i, raw)
 		}
@@ -230,6 +223,13 @@ func NewToolbox(tools []json.RawMessage) (*Toolbox, error) {
 		tb.schemas[t.Name] = resolveSchema(t.InputSchema)
 	}
 	return tb, nil
+}
+
+// toolDef is what the toolbox reads of a tool the server listed.
+type toolDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
 }
 
 // resolveSchema resolves an input schema, or returns nil when it does not
@@ -259,11 +259,7 @@ func resolveSchema(raw json.RawMessage) (rs *jsonschema.Resolved) {
 func (tb *Toolbox) Native() []models.Tool {
 	out := make([]models.Tool, 0, len(tb.raw))
 	for _, raw := range tb.raw {
-		var t struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			InputSchema json.RawMessage `json:"inputSchema"`
-		}
+		var t toolDef
 		if json.Unmarshal(raw, &t) == nil {
 			out = append(out, models.Tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
 		}
@@ -278,7 +274,7 @@ func (tb *Toolbox) Native() []models.Tool {
 func (tb *Toolbox) Check(c ToolCall) (reason, detail string) {
 	rs, ok := tb.schemas[c.Tool]
 	if !ok {
-		return ReasonUnknownTool, fmt.Sprintf("no tool %q (listed: %s)", clipName(c.Tool), strings.Join(tb.names, ", "))
+		return ReasonUnknownTool, fmt.Sprintf("no tool %q (listed: %s)", clip(c.Tool, 64), strings.Join(tb.names, ", "))
 	}
 	if basis, no := tb.refused[c.Tool]; no {
 		return ReasonNotReadOnly, fmt.Sprintf("%s may not be called on a server the harness did not start: %s", c.Tool, basis)
@@ -291,7 +287,7 @@ func (tb *Toolbox) Check(c ToolCall) (reason, detail string) {
 		return ReasonSchemaViolation, "arguments: " + err.Error()
 	}
 	if err := validate(rs, v); err != nil {
-		return ReasonSchemaViolation, clipDetail(err.Error())
+		return ReasonSchemaViolation, clip(err.Error(), 300)
 	}
 	return "", ""
 }
@@ -306,16 +302,10 @@ func validate(rs *jsonschema.Resolved, v any) (err error) {
 	return rs.Validate(v)
 }
 
-func clipName(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
-}
-
-func clipDetail(s string) string {
-	if len(s) > 300 {
-		return s[:300] + "…"
+// clip cuts s to its first n bytes, marked with "…".
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
 	}
 	return s
 }

@@ -1,7 +1,6 @@
 package simulator
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 
@@ -104,15 +103,7 @@ func parse(text string) (Answer, map[string]any) {
 	if !ok {
 		return Answer{Reason: ReasonNotObject}, nil
 	}
-	var a Answer
-	rawStatus, hasStatus := obj["operation_status"]
-	rawPolicy, hasPolicy := obj["recovery_policy"]
-	if s, ok := rawStatus.(string); ok && study.Status(s).Valid() {
-		a.Status = study.Status(s)
-	}
-	if p, ok := rawPolicy.(string); ok && study.Policy(p).Valid() {
-		a.Policy = study.Policy(p)
-	}
+	a := fields(obj, func(s string) string { return s })
 	if d, present := obj["delay_ms"]; present && d != nil {
 		n, ok := d.(float64)
 		switch {
@@ -122,7 +113,6 @@ func parse(text string) (Answer, map[string]any) {
 			a.DelayInvalid = true
 		}
 	}
-	a.judge(hasStatus, hasPolicy)
 	return a, obj
 }
 
@@ -144,13 +134,23 @@ func unfence(s string) (string, bool) {
 	if strings.Contains(inner, "```") {
 		return "", false
 	}
-	return string(bytes.TrimSpace([]byte(inner))), true
+	return strings.TrimSpace(inner), true
 }
 
-// judge sets a's validity, or the reason it is invalid, from whether the
-// answer had the two fields and whether their values were in the
-// vocabulary (a.Status and a.Policy set): the rule both parsers share.
-func (a *Answer) judge(hasStatus, hasPolicy bool) {
+// fields reads the answer of obj's two fields, each value as norm gives
+// it, and judges its validity, or the reason it is invalid, from whether
+// obj has the two fields and whether their values are in the vocabulary:
+// the rule both parsers share.
+func fields(obj map[string]any, norm func(string) string) Answer {
+	var a Answer
+	rawStatus, hasStatus := obj["operation_status"]
+	rawPolicy, hasPolicy := obj["recovery_policy"]
+	if s, ok := rawStatus.(string); ok && study.Status(norm(s)).Valid() {
+		a.Status = study.Status(norm(s))
+	}
+	if p, ok := rawPolicy.(string); ok && study.Policy(norm(p)).Valid() {
+		a.Policy = study.Policy(norm(p))
+	}
 	switch {
 	case !hasStatus:
 		a.Reason = ReasonMissingStatus
@@ -163,4 +163,5 @@ func (a *Answer) judge(hasStatus, hasPolicy bool) {
 	default:
 		a.Valid = true
 	}
+	return a
 }

@@ -41,9 +41,7 @@ func execute(ctx context.Context, f EnvFactory, scenario string, seed int64, rep
 	if err != nil {
 		return EnvOutcome{}, err
 	}
-	if c, ok := env.(io.Closer); ok {
-		defer c.Close()
-	}
+	defer closeEnv(env)
 	a := Answer{Status: study.Failed, Policy: p, Valid: true}
 	for t := 0; ContinuesLive(a, t, replayCap); t++ {
 		_, more, err := env.Execute(ctx, t, a)
@@ -75,15 +73,9 @@ func Proven(ex []Execution) []study.Policy {
 	if len(recover) > 0 {
 		return recover
 	}
-	slices.SortStableFunc(harmless, func(a, b study.Policy) int {
-		switch {
-		case a == study.StopOrEscalate:
-			return -1
-		case b == study.StopOrEscalate:
-			return 1
-		}
-		return 0
-	})
+	if i := slices.Index(harmless, study.StopOrEscalate); i > 0 {
+		harmless = slices.Insert(slices.Delete(harmless, i, i+1), 0, study.StopOrEscalate)
+	}
 	return harmless
 }
 
@@ -103,7 +95,8 @@ func CheckPreferred(ex []Execution, preferred, nonHarm []study.Policy, paperSet 
 	if len(preferred) > 0 && len(proven) > 0 && !slices.Contains(proven, preferred[0]) {
 		out = append(out, fmt.Sprintf("Strict credits %s, which execution does not prove preferred", preferred[0]))
 	}
-	if len(preferred) > 0 && !anyRecovers(ex) && preferred[0] != study.StopOrEscalate {
+	anyRecovers := slices.ContainsFunc(ex, func(e Execution) bool { return e.Outcome.Recovered && !e.Outcome.Harm })
+	if len(preferred) > 0 && !anyRecovers && preferred[0] != study.StopOrEscalate {
 		out = append(out, fmt.Sprintf("no policy recovers, so stop_or_escalate comes first, not %s", preferred[0]))
 	}
 	for _, e := range ex {
@@ -116,15 +109,6 @@ func CheckPreferred(ex []Execution, preferred, nonHarm []study.Policy, paperSet 
 		}
 	}
 	return out
-}
-
-func anyRecovers(ex []Execution) bool {
-	for _, e := range ex {
-		if e.Outcome.Recovered && !e.Outcome.Harm {
-			return true
-		}
-	}
-	return false
 }
 
 func sameSet(a, b []study.Policy) bool {

@@ -3,8 +3,6 @@ package simulator
 import (
 	"encoding/json"
 	"strings"
-
-	"github.com/mcpstress/stress/study"
 )
 
 // maxLenientObjects bounds the objects ParseLenient tries in one text (one
@@ -43,7 +41,8 @@ func ParseLenient(text string) Answer {
 		if err := json.NewDecoder(strings.NewReader(text[i:])).Decode(&obj); err != nil || obj == nil {
 			continue
 		}
-		a := lenientFields(obj)
+		// Labels in any case, with surrounding spaces.
+		a := fields(obj, func(s string) string { return strings.ToLower(strings.TrimSpace(s)) })
 		if a.Valid {
 			return a
 		}
@@ -63,23 +62,4 @@ func ParseLenient(text string) Answer {
 		return *first
 	}
 	return strict
-}
-
-// lenientFields reads the two fields of obj, labels in any case.
-func lenientFields(obj map[string]any) Answer {
-	var a Answer
-	rawStatus, hasStatus := obj["operation_status"]
-	rawPolicy, hasPolicy := obj["recovery_policy"]
-	if s, ok := rawStatus.(string); ok {
-		if st := study.Status(strings.ToLower(strings.TrimSpace(s))); st.Valid() {
-			a.Status = st
-		}
-	}
-	if p, ok := rawPolicy.(string); ok {
-		if pol := study.Policy(strings.ToLower(strings.TrimSpace(p))); pol.Valid() {
-			a.Policy = pol
-		}
-	}
-	a.judge(hasStatus, hasPolicy)
-	return a
 }

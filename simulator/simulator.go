@@ -164,9 +164,7 @@ func Run(ctx context.Context, m models.Model, p *conditions.Prompt, s *study.Sce
 			d.envFailed(err, Seed(cfg.StudySeed, s.ID, key.Replicate, 0), msgs)
 			return d
 		}
-		if c, ok := env.(io.Closer); ok {
-			defer c.Close()
-		}
+		defer closeEnv(env)
 	}
 	var ac *acting
 	if cfg.Act {
@@ -207,70 +205,65 @@ func Run(ctx context.Context, m models.Model, p *conditions.Prompt, s *study.Sce
 		}
 		d.Turns = append(d.Turns, turn)
 		answers = append(answers, turn.Answer)
+		var next models.Message
 		if !d.Live {
 			if !Continues(turn.Answer, t, cfg.ReplayCap) {
 				break
 			}
 			// Replay the identical request: the same stored failure comes back.
-			next, err := p.Replayed(s, key.Condition, t+1)
-			if err != nil {
-				d.Err = err
-				return d
-			}
-			msgs = append(msgs, models.Message{Role: conditions.Assistant, Content: reply.Text}, next)
-			continue
-		}
-		if !ContinuesLive(turn.Answer, t, cfg.ReplayCap) {
-			break
-		}
-		var obs json.RawMessage
-		var more bool
-		var act *Action
-		if ac != nil {
-			act = ac.action(turn.Answer)
-			d.Turns[t].Action = act
-			if act.Invalid != "" {
-				invalidAction = true
+			next, err = p.Replayed(s, key.Condition, t+1)
+		} else {
+			if !ContinuesLive(turn.Answer, t, cfg.ReplayCap) {
 				break
 			}
-			obs, more, err = ac.actor.Send(ctx, t, act.ToolCall, act.WaitMS)
-			act.Sent = err == nil
-			ac.last = act.ToolCall
-		} else {
-			obs, more, err = env.Execute(ctx, t, turn.Answer)
-		}
-		if err == nil && !json.Valid(obs) {
-			err = fmt.Errorf("the observation is not valid JSON: %.200q", obs)
-		}
-		if err != nil {
-			d.envFailed(fmt.Errorf("environment of scenario %s: execute %s after turn %d: %w", s.ID, turn.Answer.Policy, t, err), 0, nil)
-			return d
-		}
-		executed++
-		if !more {
-			d.Turns[t].Result = obs
-			break
-		}
-		var next models.Message
-		if act != nil {
-			next, err = p.Acted(s, key.Condition, t+1, turn.Answer.Policy, act.ToolCall.JSON(), obs)
-		} else {
-			next, err = p.Live(s, key.Condition, t+1, turn.Answer.Policy, obs)
+			var obs json.RawMessage
+			var more bool
+			var act *Action
+			if ac != nil {
+				act = ac.action(turn.Answer)
+				d.Turns[t].Action = act
+				if act.Invalid != "" {
+					invalidAction = true
+					break
+				}
+				obs, more, err = ac.actor.Send(ctx, t, act.ToolCall, act.WaitMS)
+				act.Sent = err == nil
+				ac.last = act.ToolCall
+			} else {
+				obs, more, err = env.Execute(ctx, t, turn.Answer)
+			}
+			if err == nil {
+				err = validJSON("the observation", obs)
+			}
+			if err != nil {
+				d.envFailed(fmt.Errorf("environment of scenario %s: execute %s after turn %d: %w", s.ID, turn.Answer.Policy, t, err), 0, nil)
+				return d
+			}
+			executed++
+			if !more {
+				d.Turns[t].Result = obs
+				break
+			}
+			if act != nil {
+				next, err = p.Acted(s, key.Condition, t+1, turn.Answer.Policy, act.ToolCall.JSON(), obs)
+			} else {
+				next, err = p.Live(s, key.Condition, t+1, turn.Answer.Policy, obs)
+			}
+			shown = obs
 		}
 		if err != nil {
 			d.Err = err
 			return d
 		}
 		msgs = append(msgs, models.Message{Role: conditions.Assistant, Content: reply.Text}, next)
-		shown = obs
 	}
 	if !d.Live {
 		d.Outcome = Score(Scoring{Answers: answers, Preferred: s.Preferred, NonHarm: s.NonHarm})
 		return d
 	}
 	eo, err := env.Final(ctx)
-	if err == nil && eo.State != nil && !json.Valid(eo.State) {
-		err = fmt.Errorf("the final state is not valid JSON: %.200q", eo.State)
+	if err == nil && eo.State != nil {
+		err = validJSON("the final state", eo.State)
 	}
 	if err != nil {
 		d.envFailed(fmt.Errorf("environment of scenario %s: final state: %w", s.ID, err), 0, nil)
@@ -315,16 +308,29 @@ func startEnv(ctx context.Context, f EnvFactory, scenario string, seed int64) (E
 		return nil, nil, fmt.Errorf("environment of scenario %s: %w", scenario, err)
 	}
 	obs, err := env.Start(ctx)
-	if err == nil && !json.Valid(obs) {
-		err = fmt.Errorf("the observation is not valid JSON: %.200q", obs)
+	if err == nil {
+		err = validJSON("the observation", obs)
 	}
 	if err != nil {
-		if c, ok := env.(io.Closer); ok {
-			c.Close()
-		}
+		closeEnv(env)
 		return nil, nil, fmt.Errorf("environment of scenario %s: start: %w", scenario, err)
 	}
 	return env, obs, nil
+}
+
+// closeEnv closes env when it is an io.Closer.
+func closeEnv(env Environment) {
+	if c, ok := env.(io.Closer); ok {
+		c.Close()
+	}
+}
+
+// validJSON fails, naming what b is, when b is not valid JSON.
+func validJSON(what string, b json.RawMessage) error {
+	if !json.Valid(b) {
+		return fmt.Errorf("%s is not valid JSON: %.200q", what, b)
+	}
+	return nil
 }
 
 // Replays reports whether stored replay replays the failure after
