@@ -359,7 +359,8 @@ const (
 // JSON (envelope); CategoryLabel and the scenario's error-category result
 // as indented JSON (category; see CategoryResult), or nothing for a cause
 // without a category. The factorial cells are built by Factorial, the
-// single-channel and misplaced-trust conditions by ContractResult.
+// single-channel and misplaced-trust conditions by ContractResult, the
+// error shapes by ShapeResult.
 //
 // Note: envelope and category show their result next to the normalized
 // observation, not instead of it, so every condition keeps the same base
@@ -367,6 +368,17 @@ const (
 func Annotation(s *study.Scenario, c study.Condition) (string, error) {
 	if cell, ok := c.Cell(); ok {
 		return Factorial(s, cell)
+	}
+	if c.Shape() {
+		raw, label, ok, err := ShapeResult(s, c)
+		if err != nil || !ok {
+			return "", err
+		}
+		res, err := Indent(raw)
+		if err != nil {
+			return "", fmt.Errorf("scenario %s: %s: %w", s.ID, c, err)
+		}
+		return label + "\n" + res, nil
 	}
 	switch c {
 	case study.Envelope, study.EnvelopeFalseReplay, study.EnvelopeFalseTarget,

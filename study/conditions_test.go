@@ -2,7 +2,7 @@ package study
 
 import "testing"
 
-// TestConditionVocabulary pins the 18 conditions, each once, and the cell
+// TestConditionVocabulary pins the 22 conditions, each once, and the cell
 // of every factorial condition.
 func TestConditionVocabulary(t *testing.T) {
 	seen := map[Condition]bool{}
@@ -12,13 +12,13 @@ func TestConditionVocabulary(t *testing.T) {
 		}
 		seen[c] = true
 	}
-	for _, c := range append(append(append([]Condition{}, FactorialConditions...), ChannelConditions...), TrustConditions...) {
+	for _, c := range append(append(append([]Condition{}, FactorialConditions...), ChannelConditions...), append(TrustConditions, ShapeConditions...)...) {
 		if !seen[c] {
 			t.Errorf("%s is not in AllConditions", c)
 		}
 	}
-	if len(AllConditions) != 18 || Condition("nope").Valid() {
-		t.Errorf("%d conditions, want 18", len(AllConditions))
+	if len(AllConditions) != 22 || Condition("nope").Valid() {
+		t.Errorf("%d conditions, want 22", len(AllConditions))
 	}
 	j, s, l, p := JSONFormat, SentenceFormat, LabelWording, ParaphraseWording
 	for c, want := range map[Condition]Cell{
@@ -34,7 +34,16 @@ func TestConditionVocabulary(t *testing.T) {
 			t.Errorf("%s has a cell", c)
 		}
 	}
-	if !Envelope.RevealsPolicy() || Category.RevealsPolicy() || EnvelopeFalseTarget.RevealsPolicy() || !SentenceParaphraseFailed.RevealsPolicy() {
+	if !Envelope.RevealsPolicy() || Category.RevealsPolicy() || EnvelopeFalseTarget.RevealsPolicy() || !SentenceParaphraseFailed.RevealsPolicy() ||
+		ToolFailureSEP2145.RevealsPolicy() || RateLimited.RevealsPolicy() {
 		t.Error("RevealsPolicy")
+	}
+	for _, c := range ShapeConditions {
+		if !c.Shape() || c.Paired() {
+			t.Errorf("%s: Shape %t, Paired %t", c, c.Shape(), c.Paired())
+		}
+	}
+	if !SEP2145.MovesToResult() || ToolFailureShape.MovesToResult() || !ToolFailureSEP2145.Classifies() || SEP2145.Classifies() || Category.Shape() {
+		t.Error("MovesToResult, Classifies or Shape")
 	}
 }

@@ -368,12 +368,14 @@ var Conditions = []Condition{Normalized, CodeOnly, Structured, Prose}
 
 // AllConditions lists every known condition: the four paired ones,
 // Envelope and Category, the factorial cells other than Structured, the
-// two single-channel category conditions, then the misplaced-trust ones.
+// two single-channel category conditions, the misplaced-trust ones, then
+// the error shapes proposed for MCP (ShapeConditions).
 var AllConditions = []Condition{Normalized, CodeOnly, Structured, Prose, Envelope, Category,
 	StructuredParaphrase, SentenceLabel, SentenceParaphrase,
 	StructuredFailed, StructuredParaphraseFailed, SentenceLabelFailed, SentenceParaphraseFailed,
 	CategoryStructured, CategoryText,
-	EnvelopeFalseReplay, EnvelopeFalseTarget, CategoryFalseRetryable}
+	EnvelopeFalseReplay, EnvelopeFalseTarget, CategoryFalseRetryable,
+	SEP2145, ToolFailureShape, RateLimited, ToolFailureSEP2145}
 
 // ChannelConditions lists the delivery channels of the category contract:
 // both (Category), structuredContent only, the text copy only.

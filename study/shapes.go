@@ -1,0 +1,183 @@
+package study
+
+import (
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"time"
+)
+
+// The error shapes proposed for MCP (docs/error-shapes.md), each a
+// condition that shows the scenario's failure as a server following the
+// proposal would put it on the wire:
+//
+//   - SEP2145 (modelcontextprotocol PR #2145): a failure the server
+//     answered with a JSON-RPC error becomes a tool result with isError
+//     true, carrying the same message; other failures are unchanged.
+//   - ToolFailureShape (PRs #3313 and #3312): an isError result carries
+//     the ToolFailure classification in _meta under ToolFailureKey.
+//   - RateLimited (PR #3304): a rate-limit failure becomes the JSON-RPC
+//     error -32023 with its typed retryAfterMs; others are unchanged.
+//   - ToolFailureSEP2145: SEP2145's move, then ToolFailure on every
+//     isError result.
+const (
+	SEP2145            Condition = "sep2145"
+	ToolFailureShape   Condition = "toolfailure"
+	RateLimited        Condition = "ratelimited"
+	ToolFailureSEP2145 Condition = "toolfailure+sep2145"
+)
+
+// ShapeConditions lists the error-shape conditions.
+var ShapeConditions = []Condition{SEP2145, ToolFailureShape, RateLimited, ToolFailureSEP2145}
+
+// Shape reports whether c is one of ShapeConditions.
+func (c Condition) Shape() bool {
+	for _, x := range ShapeConditions {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// MovesToResult reports whether c shows a JSON-RPC error the server
+// answered as an isError result (SEP-2145's move).
+func (c Condition) MovesToResult() bool { return c == SEP2145 || c == ToolFailureSEP2145 }
+
+// Classifies reports whether c puts the ToolFailure classification on
+// isError results.
+func (c Condition) Classifies() bool { return c == ToolFailureShape || c == ToolFailureSEP2145 }
+
+// ToolFailureKey is the _meta key of the ToolFailure classification (PR
+// #3313).
+const ToolFailureKey = "io.modelcontextprotocol/toolFailure"
+
+// RateLimitedCode is the JSON-RPC error code of SEP-3304 (PR #3304).
+const RateLimitedCode = -32023
+
+// FailureClass is ToolFailure's closed class: what a client may do.
+type FailureClass string
+
+// The three classes of PR #3313.
+const (
+	// CapabilityClass: the operation cannot succeed as requested.
+	CapabilityClass FailureClass = "capability"
+	// ReliabilityClass: a transient condition; a retry may succeed.
+	ReliabilityClass FailureClass = "reliability"
+	// GovernanceClass: refused by policy; needs out-of-band action.
+	GovernanceClass FailureClass = "governance"
+)
+
+// ToolFailure is the classification PR #3313 puts in a failed result's
+// _meta. Retryable is set only for the reliability class (the proposal:
+// absent or false otherwise); RetryNotBefore is Unix epoch milliseconds.
+// AgentGuidance is never set by the renderings: it would tell the model
+// the answer, as the category contract's nextAction would.
+type ToolFailure struct {
+	Class          FailureClass `json:"class"`
+	Code           string       `json:"code"`
+	Retryable      *bool        `json:"retryable,omitempty"`
+	RetryNotBefore *int64       `json:"retryNotBefore,omitempty"`
+	CorrelationID  string       `json:"correlationId"`
+	AgentGuidance  string       `json:"agentGuidance,omitempty"`
+}
+
+// toolFailures maps each cause to its ToolFailure class and code: the
+// proposal's recommended baseline code where one names the cause, else ""
+// (the record's own namespaced code stands in, which the proposal allows:
+// codes are open). A cause missing here has no class: its failures carry
+// no classification.
+var toolFailures = map[Cause]struct {
+	class FailureClass
+	code  string
+}{
+	UnknownTool:      {CapabilityClass, ""},
+	InvalidType:      {CapabilityClass, "invalid_input"},
+	InvalidValue:     {CapabilityClass, "invalid_input"},
+	AuthRequired:     {GovernanceClass, "auth_required"},
+	Transient:        {ReliabilityClass, "retryable_transient_error"},
+	RateLimit:        {ReliabilityClass, "retryable_transient_error"},
+	TimeoutCommitted: {ReliabilityClass, ""},
+	PartialCommit:    {ReliabilityClass, ""},
+	Idempotency:      {ReliabilityClass, ""},
+	StaleRevision:    {CapabilityClass, ""},
+	UpstreamOutage:   {ReliabilityClass, ""},
+	Locked:           {ReliabilityClass, ""},
+	// SilentNoop: a success-shaped result is never isError, so
+	// ToolFailure cannot ride on it.
+}
+
+// ToolFailureOf returns the classification of scenario s's failure, which
+// the server announced at, waiting wait (0 for none announced), and whether
+// the cause has a class. Retryable is study.Retryable's claim for a
+// reliability cause; RetryNotBefore is at+wait when a wait is announced.
+func ToolFailureOf(s *Scenario, at time.Time, wait time.Duration) (ToolFailure, bool) {
+	m, ok := toolFailures[s.Cause]
+	if !ok {
+		return ToolFailure{}, false
+	}
+	tf := ToolFailure{Class: m.class, Code: m.code, CorrelationID: s.ID}
+	if tf.Code == "" {
+		tf.Code = s.Code
+	}
+	if m.class == ReliabilityClass {
+		r := Retryable(s.Cause)
+		tf.Retryable = &r
+		if wait > 0 && r {
+			ms := at.Add(wait).UnixMilli()
+			tf.RetryNotBefore = &ms
+		}
+	}
+	return tf, true
+}
+
+// HasToolFailureClass reports whether failures of cause c carry a
+// ToolFailure class.
+func HasToolFailureClass(c Cause) bool { _, ok := toolFailures[c]; return ok }
+
+// ShapeEpoch is the instant a stored record's failure is taken to happen
+// at when a shape needs an absolute time (ToolFailure's retryNotBefore):
+// a record carries none, and this is the recovery lab's clock epoch.
+var ShapeEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// retryAfterText is how a failure states its wait ("retry after 30 s",
+// "retry after 250 ms").
+var retryAfterText = regexp.MustCompile(`(?i)\bretry after (\d{1,9}) (ms|s)\b`)
+
+// AnnouncedWait returns the wait a failure's text announces ("retry after
+// 30 s") and whether it announces one.
+func AnnouncedWait(text []byte) (time.Duration, bool) {
+	m := retryAfterText.FindSubmatch(text)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(m[1]))
+	if err != nil {
+		return 0, false
+	}
+	if string(m[2]) == "ms" {
+		return time.Duration(n) * time.Millisecond, true
+	}
+	return time.Duration(n) * time.Second, true
+}
+
+// FailureMessage returns the message of s's failure as its server wrote
+// it: a JSON-RPC error's message, or the first text block of a result;
+// answered is false when the client raised the failure itself (a timeout:
+// no answer arrived), so no server message exists.
+func (s *Scenario) FailureMessage() (msg string, answered bool) {
+	var o observation
+	if json.Unmarshal(s.Observation, &o) != nil {
+		return "", false
+	}
+	if o.Exception != nil {
+		if o.Exception.Type == "timeout" || o.Exception.Error.Message == nil {
+			return "", false
+		}
+		return *o.Exception.Error.Message, true
+	}
+	if o.Result != nil && len(o.Result.Content) > 0 {
+		return o.Result.Content[0].Text, true
+	}
+	return "", o.Result != nil
+}
