@@ -69,9 +69,13 @@ func (c *Client) Generate(ctx context.Context, req models.Request) (models.Reply
 		d = client.Decide(raw, c.mode)
 	case study.Category:
 		d = client.DecideCategory(raw, c.mode)
+	case ShapeResult:
+		d = client.DecideToolFailure(raw, c.mode, client.Call{Idempotent: idempotent(req.Messages), Now: study.ShapeEpoch})
+	case ShapeError:
+		d = client.DecideRateLimited(raw, c.mode)
 	default:
 		d = client.Decision{Policy: study.StopOrEscalate, Mode: c.mode, Reason: NoResult,
-			Message: "the message carries no control envelope and no error-category result"}
+			Message: "the message carries no control envelope, error-category result or error-shape result"}
 	}
 	if contract != "" {
 		meta["contract"] = string(contract)
@@ -89,13 +93,23 @@ func (c *Client) Generate(ctx context.Context, req models.Request) (models.Reply
 	return models.Reply{Text: string(text), Meta: meta}, err
 }
 
-// Find locates the result an envelope or category annotation adds to a
-// message: the JSON value that follows the last line equal to
-// conditions.EnvelopeLabel or conditions.CategoryLabel. It returns the
-// contract (study.Envelope or study.Category) and the value's exact bytes,
-// or "" when no label line is present. When a label is present but no
-// JSON value follows, raw is the rest of the message, which the client
-// then rejects with its own reason.
+// The contracts Find names for the two labels of the error-shape
+// conditions: a tool result (decided by the ToolFailure adapter; a result
+// without the classification stops) and a JSON-RPC error (decided by the
+// RateLimited adapter).
+const (
+	ShapeResult study.Condition = "shape_result"
+	ShapeError  study.Condition = "shape_error"
+)
+
+// Find locates the result an envelope, category or error-shape annotation
+// adds to a message: the JSON value that follows the last line equal to
+// one of their labels (conditions.EnvelopeLabel, CategoryLabel,
+// ShapeResultLabel, ShapeErrorLabel). It returns the contract
+// (study.Envelope, study.Category, ShapeResult or ShapeError) and the
+// value's exact bytes, or "" when no label line is present. When a label
+// is present but no JSON value follows, raw is the rest of the message,
+// which the client then rejects with its own reason.
 //
 // Note: a label only counts as a whole line. The observation above it is
 // indented JSON, whose strings cannot contain a line break, so a label
@@ -108,6 +122,10 @@ func Find(msg string) (contract study.Condition, raw []byte) {
 			contract = study.Envelope
 		case conditions.CategoryLabel:
 			contract = study.Category
+		case conditions.ShapeResultLabel:
+			contract = ShapeResult
+		case conditions.ShapeErrorLabel:
+			contract = ShapeError
 		default:
 			continue
 		}
@@ -120,4 +138,44 @@ func Find(msg string) (contract study.Condition, raw []byte) {
 		return contract, v
 	}
 	return "", nil
+}
+
+// idempotent reports whether the messages of an action task show the
+// failing call's tool with annotations.idempotentHint true (the tool list
+// after conditions.ToolsLabel, the call after conditions.CallLabel); a
+// label-task conversation shows no tools, so the tool is not known to be
+// idempotent.
+func idempotent(msgs []conditions.Message) bool {
+	var tools []struct {
+		Name        string `json:"name"`
+		Annotations struct {
+			IdempotentHint bool `json:"idempotentHint"`
+		} `json:"annotations"`
+	}
+	var call struct {
+		Tool string `json:"tool"`
+	}
+	for _, m := range msgs {
+		if m.Role != conditions.User {
+			continue
+		}
+		after(m.Content, conditions.ToolsLabel, &tools)
+		after(m.Content, conditions.CallLabel, &call)
+	}
+	for _, t := range tools {
+		if t.Name == call.Tool && call.Tool != "" {
+			return t.Annotations.IdempotentHint
+		}
+	}
+	return false
+}
+
+// after decodes into v the JSON value that follows the whole line label
+// in text, if there is one.
+func after(text, label string, v any) {
+	i := strings.Index("\n"+text, "\n"+label+"\n")
+	if i < 0 {
+		return
+	}
+	json.NewDecoder(strings.NewReader(text[i+len(label)+1:])).Decode(v)
 }

@@ -3,6 +3,7 @@ package failclosed_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -84,6 +85,23 @@ func TestCorpus(t *testing.T) {
 						case study.PermissionCategory:
 							want, reason = study.Authenticate, ""
 						}
+					case study.SEP2145, study.ToolFailureShape, study.ToolFailureSEP2145, study.RateLimited:
+						// The paper corpus has no rate limit; a moved
+						// protocol error alone carries no classification;
+						// a classified one decides by class and code.
+						if _, _, ok, _ := conditions.ShapeResult(s, c); ok {
+							reason = "missing_tool_failure"
+							if c != study.SEP2145 {
+								switch s.Cause {
+								case study.UnknownTool:
+									reason = "capability_failure"
+								case study.InvalidType, study.InvalidValue:
+									want, reason = study.ReviseArguments, ""
+								case study.AuthRequired:
+									want, reason = study.Authenticate, ""
+								}
+							}
+						}
 					case study.EnvelopeFalseReplay:
 						reason = "incompatible_policy"
 					case study.EnvelopeFalseTarget:
@@ -119,6 +137,8 @@ func TestFind(t *testing.T) {
 		"label mid-line":   {"see " + conditions.EnvelopeLabel + "\n{}", "", ""},
 		"label, no JSON":   {conditions.EnvelopeLabel + "\n{\"resultType\":", study.Envelope, "{\"resultType\":"},
 		"label at the end": {"x\n" + conditions.CategoryLabel, study.Category, ""},
+		"shape result":     {"x\n" + conditions.ShapeResultLabel + "\n" + env, failclosedmodel.ShapeResult, env},
+		"shape error":      {"x\n" + conditions.ShapeErrorLabel + "\n{\"code\": -32023}", failclosedmodel.ShapeError, "{\"code\": -32023}"},
 	} {
 		c, raw := failclosedmodel.Find(tc.msg)
 		if c != tc.contract || strings.TrimSpace(string(raw)) != tc.raw {
@@ -190,6 +210,39 @@ func TestMisplacedTrustTransient(t *testing.T) {
 			if want != "" && (got != study.StopOrEscalate || meta["reason"] != want) {
 				t.Errorf("%s %s: %s %v, want a stop with %s", mode, c, got, meta, want)
 			}
+		}
+	}
+}
+
+// TestShapeAdapters checks the two error-shape adapters through the
+// backend: a retryable reliability failure is retried only when the action
+// prompt shows the called tool as idempotent, and a RateLimited error is
+// retried after its retryAfterMs.
+func TestShapeAdapters(t *testing.T) {
+	m, err := failclosedmodel.New(models.Spec{Name: "fc", Backend: failclosedmodel.Backend, Model: "registry"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	result := `{"resultType": "complete", "isError": true, "content": [{"type": "text", "text": "busy"}],
+ "_meta": {"io.modelcontextprotocol/toolFailure": {"class": "reliability", "code": "retryable_transient_error", "retryable": true, "retryNotBefore": 1767225605000, "correlationId": "X01"}}}`
+	tools := func(hint bool) string {
+		return conditions.ToolsLabel + "\n" + fmt.Sprintf(`[{"name": "get_order", "annotations": {"idempotentHint": %t}}]`, hint) +
+			"\n" + conditions.CallLabel + "\n{\"tool\": \"get_order\", \"arguments\": {}}\n"
+	}
+	for name, tc := range map[string]struct {
+		msg    string
+		want   study.Policy
+		reason any
+		delay  any
+	}{
+		"label task":     {conditions.ShapeResultLabel + "\n" + result, study.StopOrEscalate, "idempotency_unknown", nil},
+		"not idempotent": {tools(false) + conditions.ShapeResultLabel + "\n" + result, study.StopOrEscalate, "idempotency_unknown", nil},
+		"idempotent":     {tools(true) + conditions.ShapeResultLabel + "\n" + result, study.RetryLater, nil, int64(5000)},
+		"rate limited":   {conditions.ShapeErrorLabel + "\n" + `{"code": -32023, "message": "slow down", "data": {"retryAfterMs": 60000}}`, study.RetryLater, nil, int64(60000)},
+	} {
+		got, meta := answer(t, m, []conditions.Message{{Role: conditions.User, Content: "The tool call returned:\n{}\n\n" + tc.msg}})
+		if got != tc.want || meta["reason"] != tc.reason || meta["delay_ms"] != tc.delay {
+			t.Errorf("%s: %s %v; want %s, reason %v, delay %v", name, got, meta, tc.want, tc.reason, tc.delay)
 		}
 	}
 }
