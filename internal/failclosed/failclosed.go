@@ -198,7 +198,8 @@ const (
 )
 
 // Reasons lists every non-empty reason: those of Decide in check order,
-// then those only DecideCategory gives, then UnknownMode.
+// then those only DecideCategory gives, then those only the error-shape
+// adapters give (shapes.go), then UnknownMode.
 var Reasons = []Reason{
 	TooLarge, InvalidJSON, TooDeep, DuplicateMember, NotObject,
 	WrongResultType, MissingContent, InvalidContent, NotErrorResult,
@@ -210,6 +211,10 @@ var Reasons = []Reason{
 	InvalidRetryable, RetryableConflict, MissingExplanation,
 	InvalidNextAction, ContradictoryRetryable, MissingTextCopy,
 	TextCopyMismatch, NotRetryable, BusinessRule,
+	MissingToolFailure, InvalidToolFailure, UnknownClass, MissingFailureCode,
+	MissingCorrelationID, InvalidAgentGuidance, InvalidRetryNotBefore,
+	IdempotencyUnknown, CapabilityFailure, GovernanceRefusal,
+	NotRateLimited, InvalidErrorObject, InvalidQuota,
 	UnknownMode,
 }
 

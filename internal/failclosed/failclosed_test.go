@@ -242,6 +242,9 @@ func TestDecideReasons(t *testing.T) {
 	for _, tc := range categoryCases(t) {
 		covered[tc.reason] = true
 	}
+	for _, c := range shapeCases(t) {
+		covered[c.WantReason] = true // decided in TestShapeSuite
+	}
 	for _, tc := range reasonCases(t) {
 		modes := tc.modes
 		if modes == nil {
@@ -287,13 +290,15 @@ func TestSuite(t *testing.T) {
 	reasons := map[Reason]int{}
 	for _, c := range cases {
 		count[c.Kind]++
-		reasons[c.WantReason]++
+		if c.Kind != KindShape {
+			reasons[c.WantReason]++
+		}
 		if len(c.Modes) != 2 {
 			t.Errorf("%s: modes %v, want both", c.ID, c.Modes)
 		}
 	}
-	if count[KindTransient] != 2 || count[KindMalformed] != 17 || count[KindControl] != 0 || count[KindCategory] != 25 {
-		t.Errorf("suite holds %v, want 2 transient, 17 malformed and 25 category cases", count)
+	if count[KindTransient] != 2 || count[KindMalformed] != 17 || count[KindControl] != 0 || count[KindCategory] != 25 || count[KindShape] != 36 {
+		t.Errorf("suite holds %v, want 2 transient, 17 malformed, 25 category and 36 shape cases", count)
 	}
 	if reasons[MissingContent] < 1 || reasons[InvalidContent] < 1 || reasons[TargetMismatch] != 3 || reasons[UnsafeReplay] < 1 {
 		t.Errorf("suite reasons %v lack a required case", reasons)

@@ -54,13 +54,6 @@ const (
 	InvalidQuota Reason = "invalid_quota"
 )
 
-func init() {
-	i := len(Reasons) - 1 // UnknownMode stays last
-	Reasons = append(Reasons[:i:i], MissingToolFailure, InvalidToolFailure, UnknownClass, MissingFailureCode,
-		MissingCorrelationID, InvalidAgentGuidance, InvalidRetryNotBefore, IdempotencyUnknown,
-		CapabilityFailure, GovernanceRefusal, NotRateLimited, InvalidErrorObject, InvalidQuota, UnknownMode)
-}
-
 var (
 	toolFailureMembers = set("class", "code", "retryable", "retryNotBefore", "correlationId", "agentGuidance")
 	rpcErrorMembers    = set("code", "message", "data")

@@ -40,10 +40,11 @@ const (
 	KindTransient Kind = "transient" // a synthetic transient failure with a safe replay
 	KindMalformed Kind = "malformed" // a malformed or unsafe input that must fail closed
 	KindCategory  Kind = "category"  // an input of the error-category contract, accepted or not
+	KindShape     Kind = "shape"     // an input of an error shape proposed for MCP (Case.Shape), accepted or not
 )
 
 // Kinds lists the case families in canonical order.
-var Kinds = []Kind{KindControl, KindTransient, KindMalformed, KindCategory}
+var Kinds = []Kind{KindControl, KindTransient, KindMalformed, KindCategory, KindShape}
 
 // Valid reports whether k is one of Kinds.
 func (k Kind) Valid() bool { return slices.Contains(Kinds, k) }
@@ -64,13 +65,27 @@ type Case struct {
 	WantDelay  int64           `json:"want_delay_ms"`        // expected Decision.Delay, in milliseconds (≥ 0)
 	Input      json.RawMessage `json:"input,omitempty"`      // the input as raw JSON
 	InputText  string          `json:"input_text,omitempty"` // the input as text, for inputs that are not JSON objects
+	// Shape is the error shape of a KindShape case: study.ToolFailureShape
+	// (a tool result, DecideToolFailure) or study.RateLimited (a JSON-RPC
+	// error object, DecideRateLimited).
+	Shape study.Condition `json:"shape,omitempty"`
+	// Idempotent is what the client knows of the failing tool in a
+	// ToolFailure case: idempotentHint true. The client's clock reads
+	// study.ShapeEpoch.
+	Idempotent bool `json:"idempotent,omitempty"`
 }
 
 // Decide runs the client the case's family calls for: DecideCategory for
-// KindCategory, Decide for the others.
+// KindCategory, DecideToolFailure or DecideRateLimited for KindShape (by
+// Shape), Decide for the others.
 func (c Case) Decide(m Mode) Decision {
-	if c.Kind == KindCategory {
+	switch {
+	case c.Kind == KindCategory:
 		return DecideCategory(c.Raw(), m)
+	case c.Kind == KindShape && c.Shape == study.RateLimited:
+		return DecideRateLimited(c.Raw(), m)
+	case c.Kind == KindShape:
+		return DecideToolFailure(c.Raw(), m, Call{Idempotent: c.Idempotent, Now: study.ShapeEpoch})
 	}
 	return Decide(c.Raw(), m)
 }
@@ -89,7 +104,13 @@ func (c Case) check() error {
 	case c.ID == "":
 		return fmt.Errorf("id is empty")
 	case !c.Kind.Valid():
-		return fmt.Errorf("kind %q is not control, transient, malformed or category", c.Kind)
+		return fmt.Errorf("kind %q is not control, transient, malformed, category or shape", c.Kind)
+	case (c.Kind == KindShape) != (c.Shape != ""):
+		return fmt.Errorf("shape %q goes with kind shape only, and kind shape needs one", c.Shape)
+	case c.Shape != "" && c.Shape != study.ToolFailureShape && c.Shape != study.RateLimited:
+		return fmt.Errorf("shape %q is not %s or %s", c.Shape, study.ToolFailureShape, study.RateLimited)
+	case c.Idempotent && c.Shape != study.ToolFailureShape:
+		return fmt.Errorf("idempotent goes with shape %s only", study.ToolFailureShape)
 	case len(c.Modes) == 0:
 		return fmt.Errorf("modes is empty")
 	case !c.WantPolicy.Valid():
