@@ -112,9 +112,9 @@ func cmdConform(fs *flag.FlagSet) action {
 			for _, f := range failures {
 				fmt.Fprintln(stdout, f)
 			}
-			fmt.Fprintf(stdout, "inputs: %d of the paper's suite (%d control, %d transient, %d malformed) + %d of the error-category contract = %d; decisions: %d (one per input and mode)\n",
+			fmt.Fprintf(stdout, "inputs: %d of the paper's suite (%d control, %d transient, %d malformed) + %d of the error-category contract + %d of the error shapes = %d; decisions: %d (one per input and mode)\n",
 				paper, inputs[failclosed.KindControl], inputs[failclosed.KindTransient], inputs[failclosed.KindMalformed],
-				inputs[failclosed.KindCategory], len(cases), len(rows))
+				inputs[failclosed.KindCategory], inputs[failclosed.KindShape], len(cases), len(rows))
 			fmt.Fprintf(stdout, "passed %d, failed %d\n", passed, failed)
 		}
 		if failed > 0 {
