@@ -50,6 +50,10 @@ const DefaultBackoff = time.Second
 type Options struct {
 	Seed  int64 // picks the identifiers and tokens the lab generates (never a failure text)
 	Clock Clock // the lab's time; nil: a new VirtualClock at Epoch
+	// Shape serves every failure in an error shape proposed for MCP (one
+	// of study.ShapeConditions; see Lab.shaped), on top of the scenario's
+	// contract; "" serves none.
+	Shape study.Condition
 }
 
 // Lab is one instance of the lab: its state, its armed fault and its
@@ -70,6 +74,7 @@ type Lab struct {
 	pending  []pending // writes a silent_noop queued
 	surface  study.Surface
 	contract bool
+	shape    study.Condition // an error shape, or ""
 }
 
 // pending is a write that lands later (silent_noop with deferred_ms).
@@ -83,7 +88,7 @@ type pending struct {
 // every tool of every server, with tool_error failures carrying the
 // error-category contract). sc must come from a loaded Set.
 func New(sc *Scenario, o Options) *Lab {
-	l := &Lab{sc: sc, clock: o.Clock, st: initialState(), surface: study.ToolError, contract: true}
+	l := &Lab{sc: sc, clock: o.Clock, st: initialState(), surface: study.ToolError, contract: true, shape: o.Shape}
 	if l.clock == nil {
 		l.clock = NewVirtualClock()
 	}
@@ -310,7 +315,7 @@ func (l *Lab) settled() *State {
 	}
 	pcg := *l.pcg
 	shadow := &Lab{sc: l.sc, tools: l.tools, clock: l.clock, start: l.start, pcg: &pcg, rng: rand.New(&pcg), st: &st,
-		pending: append([]pending(nil), l.pending...), surface: l.surface, contract: l.contract}
+		pending: append([]pending(nil), l.pending...), surface: l.surface, contract: l.contract, shape: l.shape}
 	shadow.land(true)
 	return shadow.st
 }
@@ -361,7 +366,7 @@ type categoryContract struct {
 }
 
 // fail renders f on the lab's surface, with the contract when the lab
-// carries it and f has a category.
+// carries it and f has a category, or in the lab's error shape (shaped).
 func (l *Lab) fail(f *failure) Response {
 	r := Response{Failed: true, Class: f.class, Pointer: f.pointer, RetryAfter: f.retryAfter}
 	var contract json.RawMessage
@@ -372,7 +377,16 @@ func (l *Lab) fail(f *failure) Response {
 		}
 		contract = b
 	}
-	switch l.surface {
+	surface := l.surface
+	if l.shape != "" && surface != study.SuccessShaped {
+		if l.shape == study.RateLimited && f.class == study.RateLimit {
+			return l.rateLimited(f, r)
+		}
+		if surface == study.ProtocolError && l.shape.MovesToResult() {
+			surface = study.ToolError
+		}
+	}
+	switch surface {
 	case study.ProtocolError:
 		r.Err = &jsonrpc.Error{Code: f.code(), Message: f.text, Data: contract}
 	case study.ToolError:
@@ -381,11 +395,56 @@ func (l *Lab) fail(f *failure) Response {
 			r.Result.Content = append(r.Result.Content, &mcp.TextContent{Text: string(contract)})
 			r.Result.StructuredContent = contract
 		}
+		if l.shape.Classifies() {
+			l.classify(f, r.Result)
+		}
 	default: // success_shaped
 		r.Result = &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: f.text}}}
 	}
 	return r
 }
+
+// The lab's error shapes follow the rules of the stored conditions
+// (conditions.ShapeResult), on the lab's clock and on top of the
+// scenario's contract: sep2145 serves a JSON-RPC error as an isError
+// result carrying the same message (and contract); toolfailure adds the
+// classification to an isError result's _meta (classify); ratelimited
+// serves a rate limit as the JSON-RPC error -32023 (rateLimited).
+
+// rateLimited renders the rate limit f as SEP-3304's RateLimited error:
+// data holds retryAfterMs alone (the contract has no place in its typed
+// data).
+func (l *Lab) rateLimited(f *failure, r Response) Response {
+	data, err := json.Marshal(map[string]int64{"retryAfterMs": f.retryAfter.Milliseconds()})
+	if err != nil {
+		panic("lab: marshaling a rate limit: " + err.Error())
+	}
+	r.Err = &jsonrpc.Error{Code: study.RateLimitedCode, Message: f.text, Data: data}
+	return r
+}
+
+// classify puts the ToolFailure classification of f in res's _meta
+// (study.ClassifyFailure; a business rule is capability, with the lab's
+// BusinessCode): the correlation id numbers the call, retryNotBefore is
+// the lab's now plus the announced wait.
+func (l *Lab) classify(f *failure, res *mcp.CallToolResult) {
+	id := fmt.Sprintf("lab-call-%d", len(l.st.Calls)+1) // this call's sequence number
+	code := ""
+	if info, ok := f.class.Info(); ok {
+		code = info.Code
+	}
+	tf, ok := study.ClassifyFailure(f.class, code, id, l.clock.Now(), f.retryAfter)
+	if f.class == Business {
+		tf, ok = study.ToolFailure{Class: study.CapabilityClass, Code: BusinessCode, CorrelationID: id}, true
+	}
+	if ok {
+		res.Meta = mcp.Meta{study.ToolFailureKey: tf}
+	}
+}
+
+// BusinessCode is the code of a business rule in the lab's ToolFailure
+// classification (a code of the lab's own, as the proposal allows).
+const BusinessCode = "lab.business_rule"
 
 // ok renders a success: the structured content and its serialized copy.
 func (l *Lab) ok(res any) Response {

@@ -41,7 +41,8 @@ func (e *TimeoutError) Error() string {
 // {"code", "message", "data"?}}} when err is a JSON-RPC error
 // (ExceptionRPC) or a timeout (ExceptionTimeout: a *TimeoutError, or
 // context.DeadlineExceeded), else {"result": {"content": [...], "isError":
-// …, "structuredContent"?}} with text blocks kept and other blocks reduced
+// …, "structuredContent"?, "_meta"?}} with text blocks kept (of _meta,
+// only the ToolFailure classification, study.ToolFailureKey) and other blocks reduced
 // to their type (and media type), as capture minimizes them.
 // structuredContent and error.data are re-encoded (object members sorted),
 // so an observation is the same whichever transport carried it. Any other
@@ -96,6 +97,18 @@ func Observe(res *mcp.CallToolResult, err error) (json.RawMessage, error) {
 			o.Result.Content = append(o.Result.Content, study.OtherBlock{Type: "resource"})
 		default:
 			o.Result.Content = append(o.Result.Content, study.OtherBlock{Type: fmt.Sprintf("%T", c)})
+		}
+	}
+	// Note: of _meta only the ToolFailure classification is kept; the
+	// rest (the SDK's serverInfo under 2026-07-28) describes the server,
+	// not the failure.
+	if tf, ok := res.Meta[study.ToolFailureKey]; ok {
+		b, err := json.Marshal(map[string]any{study.ToolFailureKey: tf})
+		if err != nil {
+			return nil, fmt.Errorf("_meta: %w", err)
+		}
+		if o.Result.Meta, err = canonical(b); err != nil {
+			return nil, fmt.Errorf("_meta: %w", err)
 		}
 	}
 	if res.StructuredContent != nil {

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/mcpstress/stress/study"
+
 	"github.com/mcpstress/stress/statediff"
 )
 
@@ -71,6 +73,15 @@ type EnvOutcome struct {
 // from several goroutines at once.
 type EnvFactory interface {
 	NewEnv(ctx context.Context, scenario string, seed int64) (Environment, error)
+}
+
+// ShapedEnvFactory is an EnvFactory that can serve every failure in an
+// error shape proposed for MCP (study.ShapeConditions): a live decision
+// under such a condition gets its environment from NewShapedEnv. A live
+// study of a shape condition on an environment without it is refused.
+type ShapedEnvFactory interface {
+	EnvFactory
+	NewShapedEnv(ctx context.Context, scenario string, seed int64, shape study.Condition) (Environment, error)
 }
 
 // EnvSeed is the seed of the environment of (scenario, replicate): a

@@ -37,7 +37,7 @@ func Executions(ctx context.Context, f EnvFactory, scenario string, seed int64, 
 }
 
 func execute(ctx context.Context, f EnvFactory, scenario string, seed int64, replayCap int, p study.Policy) (EnvOutcome, error) {
-	env, _, err := startEnv(ctx, f, scenario, seed)
+	env, _, err := startEnv(ctx, f, scenario, seed, "")
 	if err != nil {
 		return EnvOutcome{}, err
 	}

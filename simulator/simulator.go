@@ -160,7 +160,7 @@ func Run(ctx context.Context, m models.Model, p *conditions.Prompt, s *study.Sce
 	var env Environment
 	var shown json.RawMessage // the environment's observation the next turn shows
 	if d.Live {
-		if env, shown, err = startEnv(ctx, cfg.Env, s.ID, EnvSeed(cfg.StudySeed, s.ID, key.Replicate)); err != nil {
+		if env, shown, err = startEnv(ctx, cfg.Env, s.ID, EnvSeed(cfg.StudySeed, s.ID, key.Replicate), key.Condition); err != nil {
 			d.envFailed(err, Seed(cfg.StudySeed, s.ID, key.Replicate, 0), msgs)
 			return d
 		}
@@ -301,9 +301,18 @@ func (d *Decision) envFailed(err error, seed int64, msgs []models.Message) {
 	d.Err = fmt.Errorf("turn %d: %w", t.Index, e)
 }
 
-// startEnv makes the environment of a decision and its first call.
-func startEnv(ctx context.Context, f EnvFactory, scenario string, seed int64) (Environment, json.RawMessage, error) {
-	env, err := f.NewEnv(ctx, scenario, seed)
+// startEnv makes the environment of a decision under condition c and its
+// first call.
+func startEnv(ctx context.Context, f EnvFactory, scenario string, seed int64, c study.Condition) (Environment, json.RawMessage, error) {
+	var env Environment
+	var err error
+	if sf, ok := f.(ShapedEnvFactory); ok && c.Shape() {
+		env, err = sf.NewShapedEnv(ctx, scenario, seed, c)
+	} else if c.Shape() {
+		err = fmt.Errorf("this environment cannot serve the error shape %s (the lab can)", c)
+	} else {
+		env, err = f.NewEnv(ctx, scenario, seed)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("environment of scenario %s: %w", scenario, err)
 	}

@@ -30,6 +30,9 @@ type ObsResult struct {
 		Content           []any           `json:"content"`
 		IsError           bool            `json:"isError"`
 		StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+		// Meta is the result's _meta (an error shape's classification,
+		// ToolFailureKey), object members sorted; absent when empty.
+		Meta json.RawMessage `json:"_meta,omitempty"`
 	} `json:"result"`
 }
 

@@ -1,6 +1,7 @@
 package study
 
 import (
+	"cmp"
 	"encoding/json"
 	"regexp"
 	"strconv"
@@ -109,19 +110,26 @@ var toolFailures = map[Cause]struct {
 
 // ToolFailureOf returns the classification of scenario s's failure, which
 // the server announced at, waiting wait (0 for none announced), and whether
-// the cause has a class. Retryable is study.Retryable's claim for a
-// reliability cause; RetryNotBefore is at+wait when a wait is announced.
+// the cause has a class: ClassifyFailure of its cause and code, with the
+// scenario's id as the correlation id.
 func ToolFailureOf(s *Scenario, at time.Time, wait time.Duration) (ToolFailure, bool) {
-	m, ok := toolFailures[s.Cause]
+	return ClassifyFailure(s.Cause, s.Code, s.ID, at, wait)
+}
+
+// ClassifyFailure returns the ToolFailure classification of a failure of
+// cause c whose server code is code, and whether the cause has a class:
+// the class and baseline code of the cause's row (code where the row has
+// none); for the reliability class, Retryable is study.Retryable's claim
+// and RetryNotBefore at+wait when the failure is retryable and announces
+// a wait.
+func ClassifyFailure(c Cause, code, correlationID string, at time.Time, wait time.Duration) (ToolFailure, bool) {
+	m, ok := toolFailures[c]
 	if !ok {
 		return ToolFailure{}, false
 	}
-	tf := ToolFailure{Class: m.class, Code: m.code, CorrelationID: s.ID}
-	if tf.Code == "" {
-		tf.Code = s.Code
-	}
+	tf := ToolFailure{Class: m.class, Code: cmp.Or(m.code, code), CorrelationID: correlationID}
 	if m.class == ReliabilityClass {
-		r := Retryable(s.Cause)
+		r := Retryable(c)
 		tf.Retryable = &r
 		if wait > 0 && r {
 			ms := at.Add(wait).UnixMilli()

@@ -145,7 +145,7 @@ func ForCorpus(set string, corpus []study.Scenario) (simulator.EnvFactory, error
 
 type factory struct{ set *lab.Set }
 
-var _ simulator.EnvFactory = (*factory)(nil)
+var _ simulator.ShapedEnvFactory = (*factory)(nil)
 
 // NewEnv makes the environment of one decision.
 func (f *factory) NewEnv(ctx context.Context, scenario string, seed int64) (simulator.Environment, error) {
@@ -154,6 +154,16 @@ func (f *factory) NewEnv(ctx context.Context, scenario string, seed int64) (simu
 		return nil, fmt.Errorf("lab set %s has no scenario %q", f.set.Name, scenario)
 	}
 	return New(sc, seed), nil
+}
+
+// NewShapedEnv makes the environment of one decision whose condition is
+// an error shape: the lab serves every failure in that shape.
+func (f *factory) NewShapedEnv(ctx context.Context, scenario string, seed int64, shape study.Condition) (simulator.Environment, error) {
+	sc, ok := f.set.Scenario(scenario)
+	if !ok {
+		return nil, fmt.Errorf("lab set %s has no scenario %q", f.set.Name, scenario)
+	}
+	return &Env{lab: lab.New(sc, lab.Options{Seed: seed, Shape: shape})}, nil
 }
 
 // Env is the environment of one decision: a lab with its scenario armed.
