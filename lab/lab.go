@@ -442,6 +442,21 @@ func (l *Lab) classify(f *failure, res *mcp.CallToolResult) {
 	}
 }
 
+// CanCarry reports, as an error naming the scenario and its surface,
+// whether scenario sc's failure can be served in error shape shape: a
+// success-shaped result carries no error, so no shape rides on it. A nil
+// sc (a healthy lab, whose failures are isError results) carries every
+// shape.
+func CanCarry(sc *Scenario, shape study.Condition) error {
+	if sc == nil || sc.Surface != study.SuccessShaped {
+		return nil
+	}
+	if shape == study.RateLimited {
+		return fmt.Errorf("scenario %s serves its %s failure success_shaped, which cannot carry a %d error", sc.ID, sc.Class, study.RateLimitedCode)
+	}
+	return fmt.Errorf("scenario %s serves its %s failure success_shaped, which cannot carry error shape %s", sc.ID, sc.Class, shape)
+}
+
 // BusinessCode is the code of a business rule in the lab's ToolFailure
 // classification (a code of the lab's own, as the proposal allows).
 const BusinessCode = "lab.business_rule"

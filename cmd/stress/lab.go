@@ -22,6 +22,7 @@ import (
 	"github.com/mcpstress/stress/internal/mcpstdio"
 	"github.com/mcpstress/stress/internal/outdir"
 	"github.com/mcpstress/stress/lab"
+	"github.com/mcpstress/stress/study"
 )
 
 // labLong is what stress help lab prints after the forms.
@@ -48,6 +49,7 @@ func cmdLab(fs *flag.FlagSet) action {
 	setName := fs.String("set", lab.DefaultSet, "scenario `NAME` (a set of lab/scenarios)")
 	id := fs.String("scenario", "", "serve: arm scenario `ID` of the set (default: none, every tool of every server, no fault)")
 	realtime := fs.Bool("realtime", false, "serve: run on the wall clock instead of the virtual one")
+	shape := fs.String("shape", "", fmt.Sprintf("serve: serve every failure in error shape `SHAPE`, one of %v (docs/error-shapes.md)", study.ShapeConditions))
 	out := fs.String("out", "", "record: write the corpus to `DIR`, which must not exist")
 	asJSON := fs.Bool("json", false, `list: print [{"id","server","class","tool","surface","contract","preferred_policy","non_harm","summary"}…]`)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -70,10 +72,10 @@ func cmdLab(fs *flag.FlagSet) action {
 		}
 		switch sub {
 		case "serve":
-			if err := only("stdio", "http", "seed", "set", "scenario", "realtime"); err != nil {
+			if err := only("stdio", "http", "seed", "set", "scenario", "realtime", "shape"); err != nil {
 				return err
 			}
-			return labServe(ctx, *stdio, *addr, *seed, *setName, *id, *realtime, stdout, stderr)
+			return labServe(ctx, *stdio, *addr, *seed, *setName, *id, *realtime, study.Condition(*shape), stdout, stderr)
 		case "list":
 			if err := only("json", "set"); err != nil {
 				return err
@@ -91,7 +93,7 @@ func cmdLab(fs *flag.FlagSet) action {
 
 // labServe serves one lab until the client leaves (stdio), or until the
 // context ends (SIGINT, SIGTERM), then prints its outcome on stderr.
-func labServe(ctx context.Context, stdio bool, addr string, seed int64, setName, id string, realtime bool, stdout, stderr io.Writer) error {
+func labServe(ctx context.Context, stdio bool, addr string, seed int64, setName, id string, realtime bool, shape study.Condition, stdout, stderr io.Writer) error {
 	if stdio == (addr != "") {
 		return usageError("lab serve: give exactly one of -stdio and -http")
 	}
@@ -106,7 +108,15 @@ func labServe(ctx context.Context, stdio bool, addr string, seed int64, setName,
 			return usageError("lab serve: flag -scenario: set %s has no scenario %q", set.Name, id)
 		}
 	}
-	o := lab.Options{Seed: seed}
+	if shape != "" {
+		if !shape.Shape() {
+			return usageError("lab serve: flag -shape: %q is not an error shape (want one of %v)", shape, study.ShapeConditions)
+		}
+		if err := lab.CanCarry(sc, shape); err != nil {
+			return usageError("lab serve: flag -shape: %v", err)
+		}
+	}
+	o := lab.Options{Seed: seed, Shape: shape}
 	clock := "virtual clock"
 	if realtime {
 		o.Clock, clock = lab.WallClock{}, "wall clock"
@@ -116,6 +126,9 @@ func labServe(ctx context.Context, stdio bool, addr string, seed int64, setName,
 	what := "a healthy lab (every tool, no fault)"
 	if sc != nil {
 		what = fmt.Sprintf("scenario %s (%s %s, %s on %s)", sc.ID, sc.Server, lab.Servers[sc.Server], sc.Class, sc.Tool)
+	}
+	if shape != "" {
+		what += " in error shape " + string(shape)
 	}
 	if stdio {
 		fmt.Fprintf(stderr, "stress lab: serving %s over stdio, %s, seed %d\n", what, clock, seed)

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpstress/stress/lab"
@@ -269,4 +271,58 @@ func frameLines(t *testing.T, path string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestLabServeShapes drives `stress lab serve -stdio -shape …` (the built
+// binary) with the Go SDK client: under ratelimited the rate limit of X05
+// arrives as the JSON-RPC error -32023 with data.retryAfterMs; under
+// toolfailure+sep2145 the JSON-RPC error of X05 arrives as an isError
+// result carrying the ToolFailure classification in _meta; a shape the
+// scenario's surface cannot carry is refused.
+func TestLabServeShapes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	bin := stressBinary(t)
+	set, err := lab.BuiltinSet("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := set.Scenario("X05")
+	var args map[string]any
+	if err := json.Unmarshal(sc.Args, &args); err != nil {
+		t.Fatal(err)
+	}
+	call := func(shape string) (*mcp.CallToolResult, error) {
+		t.Helper()
+		cmd := exec.Command(bin, "lab", "serve", "-stdio", "-scenario", "X05", "-shape", shape)
+		client := mcp.NewClient(&mcp.Implementation{Name: "lab-test", Version: "1"}, nil)
+		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		return cs.CallTool(ctx, &mcp.CallToolParams{Name: sc.Tool, Arguments: args})
+	}
+	_, err = call("ratelimited")
+	var rpc *jsonrpc.Error
+	if !errors.As(err, &rpc) || rpc.Code != -32023 || !strings.Contains(string(rpc.Data), `"retryAfterMs":60000`) {
+		t.Errorf("ratelimited: %v (%T)", err, err)
+	}
+	res, err := call("toolfailure+sep2145")
+	if err != nil || res == nil || !res.IsError {
+		t.Fatalf("toolfailure+sep2145: %v %+v", err, res)
+	}
+	b, _ := json.Marshal(res.Meta["io.modelcontextprotocol/toolFailure"])
+	if !strings.Contains(string(b), `"class":"reliability"`) || !strings.Contains(string(b), `"retryable":true`) || !strings.Contains(string(b), `"retryNotBefore":1767225660000`) {
+		t.Errorf("toolfailure+sep2145: _meta %s", b)
+	}
+	var out, errb bytes.Buffer
+	err = run(ctx, []string{"lab", "serve", "-stdio", "-scenario", "X06", "-shape", "ratelimited"}, &out, &errb)
+	if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "flag -shape: scenario X06 serves its rate_limit failure success_shaped, which cannot carry a -32023 error") {
+		t.Errorf("X06 ratelimited: %v", err)
+	}
+	err = run(ctx, []string{"lab", "serve", "-stdio", "-shape", "category"}, &out, &errb)
+	if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), `flag -shape: "category" is not an error shape`) {
+		t.Errorf("-shape category: %v", err)
+	}
 }
