@@ -13,12 +13,19 @@ import (
 // the paper's two first and unchanged, then twelve factorial contrasts,
 // each pairing two cells that differ in exactly one factor (A at the
 // first level: JSON, label, with the statement), four per factor, every
-// cell in three of them, each edge once; then the two channel contrasts.
+// cell in three of them, each edge once; then the two channel contrasts;
+// then the six error-shape contrasts, each pairing a shape condition with
+// a reference.
 func TestFactorialContrasts(t *testing.T) {
 	pre := analysis.Predeclared
-	if len(pre) != 16 || pre[0] != (analysis.PairSpec{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: analysis.Strict}) ||
+	for _, p := range pre[16:] {
+		if !study.Condition(p.A).Shape() || p.Isolates == "" || p.Column != analysis.Strict || !study.Condition(p.B).Valid() || study.Condition(p.B).Shape() {
+			t.Errorf("%v: not a shape contrast against a reference condition", p)
+		}
+	}
+	if len(pre) != 22 || pre[0] != (analysis.PairSpec{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: analysis.Strict}) ||
 		pre[1] != (analysis.PairSpec{Factor: analysis.FactorCondition, A: string(study.Structured), B: string(study.Prose), Column: analysis.Strict}) {
-		t.Fatalf("predeclared %v: want the paper's two, 12 factorial and 2 channel contrasts", pre)
+		t.Fatalf("predeclared %v: want the paper's two, 12 factorial, 2 channel and 6 shape contrasts", pre)
 	}
 	factors := map[string]int{}
 	uses := map[study.Condition]int{}

@@ -66,12 +66,28 @@ func (p PairSpec) String() string {
 // answer-free comparison) and structured − prose (two ways of disclosing
 // the answer); then the twelve simple effects of the format × wording ×
 // failure-statement factorial (FactorialContrasts); then the two delivery
-// channels of the category contract against both (ChannelContrasts). A
+// channels of the category contract against both (ChannelContrasts); then
+// the error shapes (ShapeContrasts). A
 // comparison is computed in every arm that has both of its conditions.
 var Predeclared = slices.Concat([]PairSpec{
 	{Factor: FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: Strict},
 	{Factor: FactorCondition, A: string(study.Structured), B: string(study.Prose), Column: Strict},
-}, FactorialContrasts(), ChannelContrasts)
+}, FactorialContrasts(), ChannelContrasts, ShapeContrasts)
+
+// ShapeContrasts compare the error shapes proposed for MCP
+// (study.ShapeConditions), on Strict: each shape against structured (how
+// near the shape comes to disclosing the policy label), ToolFailure's
+// classification against seed 002's category contract, and SEP-2145's
+// move against the normalized observation (it changes only failures the
+// server answered with a JSON-RPC error, unknown tools among them).
+var ShapeContrasts = []PairSpec{
+	{Factor: FactorCondition, A: string(study.SEP2145), B: string(study.Structured), Column: Strict, Isolates: "shape: SEP-2145 against the policy label"},
+	{Factor: FactorCondition, A: string(study.ToolFailureShape), B: string(study.Structured), Column: Strict, Isolates: "shape: ToolFailure against the policy label"},
+	{Factor: FactorCondition, A: string(study.RateLimited), B: string(study.Structured), Column: Strict, Isolates: "shape: RateLimited against the policy label"},
+	{Factor: FactorCondition, A: string(study.ToolFailureSEP2145), B: string(study.Structured), Column: Strict, Isolates: "shape: ToolFailure with SEP-2145 against the policy label"},
+	{Factor: FactorCondition, A: string(study.ToolFailureShape), B: string(study.Category), Column: Strict, Isolates: "classification: ToolFailure against the category contract"},
+	{Factor: FactorCondition, A: string(study.SEP2145), B: string(study.Normalized), Column: Strict, Isolates: "channel: protocol errors as isError results"},
+}
 
 // ChannelContrasts compare the category contract with one channel dropped
 // against both channels (category), on Strict: what a host that shows the
