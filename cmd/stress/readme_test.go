@@ -186,8 +186,21 @@ func slug(h string) string {
 // (and its header) is a line of what stress run manifests/lab.yaml
 // prints.
 func TestDocLabRows(t *testing.T) {
-	block := fencedAfter(t, readDoc(t, "docs/lab.md"), "<!-- rows of: stress run manifests/lab.yaml -->")
-	got, log, err := runCmd(t, "run", "-quiet", "-out", filepath.Join(t.TempDir(), "lab"), "../../manifests/lab.yaml")
+	checkDocRows(t, "docs/lab.md", "lab.yaml")
+}
+
+// TestDocShapeRows checks docs/error-shapes.md's rows against stress run
+// manifests/error-shapes.yaml, as TestDocLabRows does for the lab.
+func TestDocShapeRows(t *testing.T) {
+	checkDocRows(t, "docs/error-shapes.md", "error-shapes.yaml")
+}
+
+// checkDocRows checks that every row of the block after "<!-- rows of:
+// stress run manifests/MANIFEST -->" in doc is a line stress run prints.
+func checkDocRows(t *testing.T, doc, manifest string) {
+	t.Helper()
+	block := fencedAfter(t, readDoc(t, doc), "<!-- rows of: stress run manifests/"+manifest+" -->")
+	got, log, err := runCmd(t, "run", "-quiet", "-out", filepath.Join(t.TempDir(), "run"), "../../manifests/"+manifest)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
@@ -199,7 +212,7 @@ func TestDocLabRows(t *testing.T) {
 		}
 		rows++
 		if !slices.Contains(lines, l) {
-			t.Errorf("docs/lab.md shows a row stress run does not print:\n%s", l)
+			t.Errorf("%s shows a row stress run does not print:\n%s", doc, l)
 		}
 	}
 	if rows < 6 {
