@@ -321,6 +321,9 @@ func checkObservation(raw json.RawMessage, surface Surface) error {
 		if surface == SuccessShaped && isErr {
 			return errors.New("a success_shaped error needs result.isError false or absent")
 		}
+		if err := checkMeta(o.Result.Meta, isErr); err != nil {
+			return fmt.Errorf("result._meta%s", err)
+		}
 	case Silent:
 		if o.Result == nil {
 			return errors.New(`a silent failure needs "result"`)
@@ -336,6 +339,68 @@ func checkObservation(raw json.RawMessage, surface Surface) error {
 		if !EmptyJSON(o.Result.StructuredContent) {
 			return errors.New("a silent failure needs empty result.structuredContent")
 		}
+	}
+	return nil
+}
+
+// checkMeta checks a result's _meta: an object, whose ToolFailure
+// classification (ToolFailureKey), when present, rides on an isError
+// result and has the members and types PR #3313 defines. Errors start with
+// the member's path below _meta.
+func checkMeta(raw json.RawMessage, isErr bool) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	var meta map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &meta); err != nil || meta == nil {
+		return errors.New(": not a JSON object")
+	}
+	tv, ok := meta[ToolFailureKey]
+	if !ok {
+		return nil
+	}
+	at := fmt.Sprintf("[%q]", ToolFailureKey)
+	if !isErr {
+		return fmt.Errorf("%s: a classification on a result that is not isError", at)
+	}
+	var tf map[string]json.RawMessage
+	if err := json.Unmarshal(tv, &tf); err != nil || tf == nil {
+		return fmt.Errorf("%s: not a JSON object", at)
+	}
+	var (
+		str  string
+		flag bool
+		ms   uint64
+	)
+	for _, m := range []struct {
+		name     string
+		required bool
+		v        any
+		want     string
+	}{
+		{"class", true, &str, "capability, reliability or governance"},
+		{"code", true, &str, "a non-empty string"},
+		{"correlationId", true, &str, "a non-empty string"},
+		{"retryable", false, &flag, "a boolean"},
+		{"retryNotBefore", false, &ms, "a non-negative integer (Unix epoch milliseconds)"},
+		{"agentGuidance", false, &str, "a string"},
+	} {
+		v, ok := tf[m.name]
+		if !ok {
+			if m.required {
+				return fmt.Errorf("%s.%s: missing (want %s)", at, m.name, m.want)
+			}
+			continue
+		}
+		str = ""
+		if json.Unmarshal(v, m.v) != nil || (m.required && str == "") ||
+			(m.name == "class" && str != string(CapabilityClass) && str != string(ReliabilityClass) && str != string(GovernanceClass)) {
+			return fmt.Errorf("%s.%s: %s, want %s", at, m.name, input.Quote(string(v)), m.want)
+		}
+		delete(tf, m.name)
+	}
+	for name := range tf {
+		return fmt.Errorf("%s.%s: not a member the proposal defines", at, name)
 	}
 	return nil
 }

@@ -84,5 +84,6 @@ type observation struct {
 		} `json:"content"`
 		IsError           *bool           `json:"isError"`
 		StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+		Meta              json.RawMessage `json:"_meta,omitempty"`
 	} `json:"result"`
 }

@@ -227,6 +227,26 @@ func TestLoadRejects(t *testing.T) {
 		{"surface mismatch", `"surface": "tool_error"`, `"surface": "success_shaped"`, []string{"field observation", "success_shaped error needs result.isError false"}},
 		{"bad evidence", `"evidence": "/result/isError"`, `"evidence": "/result/nope"`, []string{"field profile.control.D.evidence", `no member "nope"`}},
 		{"unknown field", `"id": "S09",`, `"id": "S09", "colour": "red",`, []string{"record 1 (S09)", `unknown field "colour"`}},
+		{"toolfailure class wrong type", `"isError": true
+      }
+    },`, `"isError": true, "_meta": {"io.modelcontextprotocol/toolFailure": {"class": 5, "code": "invalid_input", "correlationId": "c1"}}
+      }
+    },`, []string{"bad.json: record 1 (S09): field observation: result._meta[\"io.modelcontextprotocol/toolFailure\"].class: \"5\", want capability, reliability or governance"}},
+		{"toolfailure retryNotBefore as a date", `"isError": true
+      }
+    },`, `"isError": true, "_meta": {"io.modelcontextprotocol/toolFailure": {"class": "reliability", "code": "x", "correlationId": "c1", "retryNotBefore": "2026-01-01T00:00:00Z"}}
+      }
+    },`, []string{`field observation: result._meta["io.modelcontextprotocol/toolFailure"].retryNotBefore`, "want a non-negative integer"}},
+		{"toolfailure missing correlationId", `"isError": true
+      }
+    },`, `"isError": true, "_meta": {"io.modelcontextprotocol/toolFailure": {"class": "capability", "code": "invalid_input"}}
+      }
+    },`, []string{`toolFailure"].correlationId: missing`}},
+		{"_meta not an object", `"isError": true
+      }
+    },`, `"isError": true, "_meta": []
+      }
+    },`, []string{"field observation: result._meta: not a JSON object"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
