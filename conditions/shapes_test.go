@@ -18,7 +18,7 @@ import (
 // can be served on, rate limits with their waits).
 var shapeCorpora = []string{"paper", "lab"}
 
-func loadCorpus(t *testing.T, name string) ([]study.Scenario, *conditions.Prompt) {
+func loadCorpus(t testing.TB, name string) ([]study.Scenario, *conditions.Prompt) {
 	t.Helper()
 	m, err := manifests.LoadBuiltin(name + ".yaml")
 	if err != nil {
@@ -165,5 +165,22 @@ func TestShapeResultRefusesOtherConditions(t *testing.T) {
 	scs, _ := loadCorpus(t, "paper")
 	if _, _, _, err := conditions.ShapeResult(&scs[0], study.Category); err == nil {
 		t.Error("ShapeResult accepted category")
+	}
+}
+
+// BenchmarkRender renders the first user message of every lab scenario
+// under a condition: the error shapes against the paper's structured and
+// the category contract, whose cost a run already pays.
+func BenchmarkRender(b *testing.B) {
+	scs, p := loadCorpus(b, "lab")
+	for _, c := range []study.Condition{study.Structured, study.Category, study.SEP2145, study.ToolFailureShape, study.RateLimited, study.ToolFailureSEP2145} {
+		b.Run(strings.ReplaceAll(string(c), "+", "_"), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				s := &scs[i%len(scs)]
+				if _, err := p.Initial(s, c); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
