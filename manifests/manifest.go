@@ -73,6 +73,12 @@ type Manifest struct {
 	// when absent (stored replay, no environment; replay: live then needs
 	// one named).
 	Environment string `yaml:"environment,omitempty" json:"environment,omitempty"`
+	// ProtocolVersion is the MCP protocol version the harness's client
+	// asks the environment's servers for (one of ProtocolVersions; the
+	// server may negotiate another, which each decision records); ""
+	// asks for the Go SDK's latest. Only an environment that speaks MCP
+	// (mcp) takes it: the lab runs in process.
+	ProtocolVersion string `yaml:"protocol_version,omitempty" json:"protocol_version,omitempty"`
 	// Task is what the model is asked: TaskLabel (the default when
 	// absent: name a policy) or TaskAct (name a policy and write the call
 	// it needs, which runs on the live environment; needs replay: live).
@@ -220,6 +226,11 @@ const (
 	// the real result (docs/specification.md section 7).
 	ReplayLive = "live"
 )
+
+// ProtocolVersions are the MCP protocol versions a manifest may ask an
+// environment's servers for (protocol_version), newest first: those of the
+// Go SDK the harness is built with.
+var ProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // DefaultEnvironment is the environment of a manifest that names none:
 // stored replay's, which is no environment at all.
@@ -474,6 +485,13 @@ func Parse(source string, data []byte) (*Manifest, error) {
 		bad("environment", "want the name of a registered environment (letters, digits, _ . : -), got %s", input.Quote(m.Environment))
 	case m.Environment != DefaultEnvironment && !m.Live():
 		bad("environment", "%s needs replay: %q (stored replay runs no environment)", input.Quote(m.Environment), ReplayLive)
+	}
+	switch {
+	case m.ProtocolVersion == "":
+	case !slices.Contains(ProtocolVersions, m.ProtocolVersion):
+		bad("protocol_version", "want one of %s, got %s", strings.Join(ProtocolVersions, ", "), input.Quote(m.ProtocolVersion))
+	case m.Env() != "mcp":
+		bad("protocol_version", "only environment: mcp speaks MCP to its servers (environment %s runs without a protocol)", m.Env())
 	}
 	switch m.Task {
 	case "", TaskLabel:

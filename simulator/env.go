@@ -65,6 +65,10 @@ type EnvOutcome struct {
 	Calls   int              `json:"calls"`             // tool calls made, the first failing call included (≥ 1)
 	ClockMS int64            `json:"clock_ms"`          // environment-clock milliseconds from the first call to the final state (≥ 0)
 	State   json.RawMessage  `json:"state"`             // the final state, as JSON
+	// Protocol is the MCP protocol version the environment's server
+	// negotiated for the decision; "" for an environment that speaks no
+	// protocol (the lab runs in process).
+	Protocol string `json:"protocol,omitempty"`
 }
 
 // EnvFactory makes the environment of one decision of scenario, seeded

@@ -301,6 +301,9 @@ func TestLabServeShapes(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer cs.Close()
+		if r := cs.InitializeResult(); r == nil || r.ProtocolVersion != "2026-07-28" {
+			t.Errorf("the lab and the Go SDK client did not speak 2026-07-28: %+v", r)
+		}
 		return cs.CallTool(ctx, &mcp.CallToolParams{Name: sc.Tool, Arguments: args})
 	}
 	_, err = call("ratelimited")

@@ -359,6 +359,10 @@ type Options struct {
 	// instead of starting a fresh one (a server that no longer answers a
 	// ping is not kept). The factory's Close stops the kept processes.
 	Reuse bool
+	// ProtocolVersion is the MCP protocol version the client asks the
+	// servers for; "" for the Go SDK's latest. What a server negotiates
+	// is recorded in each decision's outcome (EnvOutcome.Protocol).
+	ProtocolVersion string
 }
 
 func (o *Options) timeout() time.Duration {
@@ -538,7 +542,7 @@ func (e *Env) Start(ctx context.Context) (json.RawMessage, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "stress-act", Version: "1"}, nil)
 	sctx, cancel := context.WithTimeout(ctx, e.o.timeout())
 	defer cancel()
-	e.session, err = client.Connect(sctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateAfter}, nil)
+	e.session, err = client.Connect(sctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateAfter}, e.o.session())
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: starting %s: %w (stderr: %s)", e.sc.ID, strings.Join(cmd.Args, " "), err, e.stderr.String())
 	}
@@ -618,7 +622,7 @@ func (e *Env) startExternal(ctx context.Context) (json.RawMessage, error) {
 	sctx, cancel := context.WithTimeout(ctx, e.o.timeout())
 	defer cancel()
 	var err error
-	e.session, err = client.Connect(sctx, &mcp.StreamableClientTransport{Endpoint: e.o.ExternalURL}, nil)
+	e.session, err = client.Connect(sctx, &mcp.StreamableClientTransport{Endpoint: e.o.ExternalURL}, e.o.session())
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: connecting to the external server %s: %w", e.sc.ID, e.o.ExternalURL, err)
 	}
@@ -1008,8 +1012,24 @@ func (e *Env) Final(ctx context.Context) (simulator.EnvOutcome, error) {
 			r.Harms = append(r.Harms, statediff.Harm{Kind: p.HarmKind(), Why: p.Why})
 		}
 	}
-	return simulator.EnvOutcome{Recovered: r.Recovered, Harm: len(r.Harms) > 0, Harms: r.Harms, Missing: r.Missing,
-		Calls: len(e.calls), State: e.hide(raw)}, nil
+	out := simulator.EnvOutcome{Recovered: r.Recovered, Harm: len(r.Harms) > 0, Harms: r.Harms, Missing: r.Missing,
+		Calls: len(e.calls), State: e.hide(raw)}
+	if e.session == nil {
+		return out, nil
+	}
+	if res := e.session.InitializeResult(); res != nil {
+		out.Protocol = res.ProtocolVersion
+	}
+	return out, nil
+}
+
+// session returns the options of a client session: the protocol version
+// asked for, if any.
+func (o Options) session() *mcp.ClientSessionOptions {
+	if o.ProtocolVersion == "" {
+		return nil
+	}
+	return &mcp.ClientSessionOptions{ProtocolVersion: o.ProtocolVersion}
 }
 
 // terminateAfter is how long Close waits for a server to exit once its

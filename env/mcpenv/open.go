@@ -47,7 +47,7 @@ func open(m *manifests.Resolved, o env.Options) (simulator.EnvFactory, error) {
 	}
 	if m.ExternalServer != "" {
 		// Note: no server is started, so none needs to be installed.
-		return Factory(set, Options{ExternalURL: m.ExternalServer, CallTimeout: m.EnvDeadline()}), nil
+		return Factory(set, Options{ExternalURL: m.ExternalServer, CallTimeout: m.EnvDeadline(), ProtocolVersion: m.ProtocolVersion}), nil
 	}
 	dir := o.Servers
 	if dir == "" {
@@ -55,7 +55,7 @@ func open(m *manifests.Resolved, o env.Options) (simulator.EnvFactory, error) {
 			return nil, fmt.Errorf("manifest %s: its corpus runs on the reference MCP servers, and %w", m.Source, err)
 		}
 	}
-	return Factory(set, Options{Modules: dir, Reuse: true, CallTimeout: m.EnvDeadline()}), nil
+	return Factory(set, Options{Modules: dir, Reuse: true, CallTimeout: m.EnvDeadline(), ProtocolVersion: m.ProtocolVersion}), nil
 }
 
 // fits checks that every record of corpus is a scenario of set, on the
