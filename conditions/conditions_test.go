@@ -64,23 +64,8 @@ func TestGolden(t *testing.T) {
 			if c.Shape() {
 				continue // TestShapeGolden
 			}
-			got := render(t, p, s, c)
-			file := filepath.Join("testdata", "default", s.ID+"-"+string(c)+".golden")
+			checkGolden(t, filepath.Join("testdata", "default", s.ID+"-"+string(c)+".golden"), render(t, p, s, c))
 			n++
-			if *update {
-				os.MkdirAll(filepath.Dir(file), 0o755)
-				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				continue
-			}
-			want, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatalf("%v (run go test ./conditions -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("%s differs from the rendering:\n--- want\n%s\n--- got\n%s", file, want, got)
-			}
 		}
 	}
 	if n != 378 {
@@ -89,6 +74,26 @@ func TestGolden(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "default", "*.golden"))
 	if len(files) != 378 {
 		t.Errorf("%d golden files, want 378", len(files))
+	}
+}
+
+// checkGolden compares got with the golden file (or, with -update,
+// writes it).
+func checkGolden(t *testing.T, file, got string) {
+	t.Helper()
+	if *update {
+		os.MkdirAll(filepath.Dir(file), 0o755)
+		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v (run go test ./conditions -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the rendering:\n--- want\n%s\n--- got\n%s", file, want, got)
 	}
 }
 

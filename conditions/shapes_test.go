@@ -2,7 +2,6 @@ package conditions_test
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,23 +40,8 @@ func TestShapeGolden(t *testing.T) {
 		for i := range scs {
 			s := &scs[i]
 			for _, c := range study.ShapeConditions {
-				got := render(t, p, s, c)
-				file := filepath.Join("testdata", "shapes", corpus, s.ID+"-"+strings.ReplaceAll(string(c), "+", "_")+".golden")
+				checkGolden(t, filepath.Join("testdata", "shapes", corpus, s.ID+"-"+strings.ReplaceAll(string(c), "+", "_")+".golden"), render(t, p, s, c))
 				n++
-				if *update {
-					os.MkdirAll(filepath.Dir(file), 0o755)
-					if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
-						t.Fatal(err)
-					}
-					continue
-				}
-				want, err := os.ReadFile(file)
-				if err != nil {
-					t.Fatalf("%v (run go test ./conditions -update to create it)", err)
-				}
-				if got != string(want) {
-					t.Errorf("%s differs from the rendering:\n--- want\n%s\n--- got\n%s", file, want, got)
-				}
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -32,14 +33,7 @@ const (
 var ShapeConditions = []Condition{SEP2145, ToolFailureShape, RateLimited, ToolFailureSEP2145}
 
 // Shape reports whether c is one of ShapeConditions.
-func (c Condition) Shape() bool {
-	for _, x := range ShapeConditions {
-		if x == c {
-			return true
-		}
-	}
-	return false
-}
+func (c Condition) Shape() bool { return slices.Contains(ShapeConditions, c) }
 
 // MovesToResult reports whether c shows a JSON-RPC error the server
 // answered as an isError result (SEP-2145's move).
