@@ -148,7 +148,7 @@ var commands = []*command{
 			"run the fail-closed client's conformance suite"},
 	}},
 	{name: "lab", flags: cmdLab, long: labLong, forms: []form{
-		{"serve (-stdio | -http ADDR) [-seed S] [-set NAME] [-scenario ID] [-realtime]",
+		{"serve (-stdio | -http ADDR) [-seed S] [-set NAME] [-scenario ID] [-realtime] [-shape SHAPE]",
 			"serve the recovery lab: a stateful MCP server, one scenario's fault armed"},
 		{"list [-json] [-set NAME]", "list the recovery lab's scenarios"},
 		{"record -out DIR [-set NAME] [-seed S]",
