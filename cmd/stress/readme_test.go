@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path"
@@ -10,8 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpstress/stress/manifests"
+	"github.com/mcpstress/stress/study"
 )
 
 // readDoc reads a Markdown file of the repository, named from its root.
@@ -260,6 +263,54 @@ func TestREADMEFirstStudy(t *testing.T) {
 	for _, f := range []string{"first/calls.jsonl", "first/report/report.html", "first/report/report.md", "prompts/decisions.parquet"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("the first study did not write %s", f)
+		}
+	}
+}
+
+// TestREADMEShapeTable checks the README's table of causes and ToolFailure
+// classes against study.ClassifyFailure, cause by cause, every cause once.
+func TestREADMEShapeTable(t *testing.T) {
+	_, rest, ok := strings.Cut(readDoc(t, "README.md"), "| cause | class | code | retryable |\n|---|---|---|---|\n")
+	if !ok {
+		t.Fatal("README.md has no cause-to-class table")
+	}
+	seen := map[study.Cause]bool{}
+	cell := regexp.MustCompile("`([a-z_]+)`")
+	for _, l := range strings.Split(rest, "\n") {
+		if !strings.HasPrefix(l, "|") {
+			break
+		}
+		cols := strings.Split(strings.Trim(l, "|"), "|")
+		for _, m := range cell.FindAllStringSubmatch(cols[0], -1) {
+			c := study.Cause(m[1])
+			seen[c] = true
+			tf, ok := study.ClassifyFailure(c, "REC", "id", time.Time{}, 0)
+			class := "none"
+			if ok {
+				class = string(tf.Class)
+			}
+			if !strings.Contains(cols[1], class) {
+				t.Errorf("%s: README says class %q, code %s", c, cols[1], class)
+			}
+			if !ok {
+				continue
+			}
+			wantCode := "`" + tf.Code + "`"
+			if tf.Code == "REC" {
+				wantCode = "the record's"
+			}
+			retry := "—"
+			if tf.Retryable != nil {
+				retry = fmt.Sprint(*tf.Retryable)
+			}
+			if strings.TrimSpace(cols[2]) != wantCode || strings.TrimSpace(cols[3]) != retry {
+				t.Errorf("%s: README row %q, want code %s, retryable %s", c, l, wantCode, retry)
+			}
+		}
+	}
+	for _, c := range study.Causes {
+		if !seen[c] {
+			t.Errorf("cause %s is not in the README's table", c)
 		}
 	}
 }
