@@ -14,6 +14,7 @@ import (
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/runner"
 	"github.com/mcpstress/stress/simulator"
+	"github.com/mcpstress/stress/study"
 )
 
 // TestActStudy runs manifests/act.yaml (the acting baselines on the lab
@@ -58,6 +59,65 @@ func TestActStudy(t *testing.T) {
 		}
 	}
 	// The call lines alone re-score to the rows the run wrote.
+	f, err := os.Open(filepath.Join(dir, results.CallsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, problems, err := analysis.Rescore(f, results.CallsFile)
+	if err != nil || len(problems) > 0 {
+		t.Fatal(err, problems)
+	}
+	stored, err := results.ReadRows(filepath.Join(dir, results.DecisionsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := analysis.Agree(rows, stored, 5); len(errs) > 0 {
+		t.Errorf("re-scored rows disagree with decisions.parquet: %v", errs)
+	}
+}
+
+// TestActStudyShapes runs the action task of manifests/act.yaml under the
+// four error shapes: the lab serves each (the call lines carry -32023 and
+// the ToolFailure classification), the acting baselines, which read no
+// annotation, give the counts TestActStudy pins, and the call lines
+// re-score to the stored rows.
+func TestActStudyShapes(t *testing.T) {
+	m, err := manifests.LoadBuiltin("act.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Conditions = study.ShapeConditions
+	plan, err := runner.Prepare(m, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := labenv.ForCorpus("", m.Corpus.Scenarios)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, sum, err := plan.Run(context.Background(), runner.Options{Out: filepath.Join(t.TempDir(), "act"), Env: env, Log: &bytes.Buffer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Errors != 0 || sum.Decisions != len(m.Models)*4*len(m.Corpus.Scenarios)*m.Replicates {
+		t.Fatalf("%d decisions, %d errors", sum.Decisions, sum.Errors)
+	}
+	want := map[string]string{"always_stop": "35/0", "naive_retry": "35/45", "schema_repair": "55/15"}
+	for _, c := range sum.Cells {
+		if got := fmt.Sprintf("%d/%d", c.Count(simulator.Recovered), c.Count(simulator.Harm)); got != want[c.Model] {
+			t.Errorf("%s %s: recovered/harm %s, want %s", c.Model, c.Condition, got, want[c.Model])
+		}
+	}
+	calls, err := os.ReadFile(filepath.Join(dir, results.CallsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{`"code":-32023`, `io.modelcontextprotocol/toolFailure`} {
+		if !bytes.Contains(calls, []byte(s)) {
+			t.Errorf("no call line carries %s", s)
+		}
+	}
 	f, err := os.Open(filepath.Join(dir, results.CallsFile))
 	if err != nil {
 		t.Fatal(err)
