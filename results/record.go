@@ -56,6 +56,9 @@ type Record struct {
 	Finished  *time.Time `json:"finished,omitempty"` // set when no decision remains
 	// Shard is the slice of the study the bundle runs (nil: all of it).
 	Shard *Shard `json:"shard,omitempty"`
+	// Scheduler names the cluster job and task that created the bundle
+	// (stress run -shard auto), nil otherwise.
+	Scheduler *Scheduler `json:"scheduler,omitempty"`
 	// Scenarios are the corpus' scenario ids in order, to enumerate the
 	// study's decisions without the corpus (merge).
 	Scenarios []string `json:"scenarios"`

@@ -504,6 +504,9 @@ func TestShardMerge(t *testing.T) {
 	other.SHA256 = strings.Repeat("1", 64)
 	otherDir := filepath.Join(root, "other")
 	runTo(t, prepare(t, other), otherDir, runner.Options{Shard: results.Shard{I: 3, N: 3}})
+	// Shard 3 of another submission (stress slurm's STRESS_SUBMISSION).
+	otherSub := filepath.Join(root, "other-submission")
+	runTo(t, prepare(t, m), otherSub, runner.Options{Shard: results.Shard{I: 3, N: 3}, Scheduler: &results.Scheduler{Kind: "slurm", JobID: "9", TaskID: "2", Submission: "s2"}})
 	for _, tc := range []struct {
 		dirs []string
 		want string
@@ -513,6 +516,7 @@ func TestShardMerge(t *testing.T) {
 		{[]string{shards[0], unfinished, shards[2]}, "is not finished (112 decisions remain); resume it with: stress run -resume"},
 		{[]string{shards[0], shards[1], otherDir}, "are not shards of one study: manifest sha256"},
 		{[]string{whole, shards[0]}, "shard counts differ"},
+		{[]string{shards[0], shards[1], otherSub}, `are shards of different submissions (STRESS_SUBMISSION "" and "s2")`},
 	} {
 		_, _, err := runner.Merge(context.Background(), filepath.Join(root, "bad"), tc.dirs, runner.MergeOptions{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -96,6 +96,10 @@ func Merge(ctx context.Context, out string, dirs []string, opt MergeOptions) (*r
 			continue
 		}
 		byShard[sh.I] = k
+		if a, b := submission(base), submission(r); a != b {
+			errs = append(errs, fmt.Errorf("%s and %s are shards of different submissions (%s %q and %q): merge the shards of one submission", dirs[0], dirs[k], results.SubmissionVar, a, b))
+			continue
+		}
 		if r.Remaining != 0 || r.Finished == nil {
 			errs = append(errs, fmt.Errorf("%s: shard %s is not finished (%d decisions remain); resume it with: stress run -resume %s", dirs[k], sh, r.Remaining, dirs[k]))
 		}
@@ -321,6 +325,14 @@ func indexShard(file string, k int32, rec *results.Record, sp *space, idx *locTa
 
 // shardOf returns the shard the bundle of rec runs: 1/1 for a whole
 // study.
+// submission is the scheduler submission rec was created in, "" for none.
+func submission(rec *results.Record) string {
+	if rec.Scheduler == nil {
+		return ""
+	}
+	return rec.Scheduler.Submission
+}
+
 func shardOf(rec *results.Record) results.Shard {
 	if rec.Shard != nil {
 		return *rec.Shard

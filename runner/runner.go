@@ -48,6 +48,9 @@ type Options struct {
 	Log io.Writer
 	// Shard runs only a 1/N slice of the decisions (zero: all of them).
 	Shard results.Shard
+	// Scheduler is the cluster job and task the run is one shard of
+	// (stress run -shard auto), recorded in the bundle; nil for none.
+	Scheduler *results.Scheduler
 	// RetryErrors, on resume, redoes the error decisions (calls that failed
 	// for good) instead of keeping them.
 	RetryErrors bool
@@ -285,6 +288,7 @@ func (p *Plan) Run(ctx context.Context, opt Options) (dir string, sum *results.S
 		sh := opt.Shard
 		rec.Shard = &sh
 	}
+	rec.Scheduler = opt.Scheduler
 	if !strings.HasPrefix(m.Source, "builtin:") {
 		if abs, err := filepath.Abs(m.Source); err == nil && abs != m.Source {
 			rec.SourceAbs = abs

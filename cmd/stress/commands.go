@@ -46,7 +46,7 @@ type action func(ctx context.Context, args []string, stdout, stderr io.Writer) e
 // README.
 var commands = []*command{
 	{name: "run", flags: cmdRun, forms: []form{
-		{"[-out DIR] [-allow-unpinned] [-allow-proposed] [-shard i/n] [-grace D] [-progress D] [-quiet] [MANIFEST]",
+		{"[-out DIR] [-allow-unpinned] [-allow-proposed] [-shard i/n] [-shards N] [-grace D] [-progress D] [-quiet] [MANIFEST]",
 			"run a study (default: the built-in baselines study)"},
 		{"-resume DIR [-retry-errors] [-allow-unpinned] [-allow-proposed] [-grace D] [-progress D] [-quiet] [MANIFEST]",
 			"continue an interrupted or killed run"},
@@ -54,6 +54,10 @@ var commands = []*command{
 	{name: "merge", flags: cmdMerge, required: "out", forms: []form{
 		{"-out DIR [-quiet] SHARD_DIR…",
 			"combine the shard bundles of one study into one bundle"},
+	}},
+	{name: "slurm", flags: cmdSlurm, required: "out", forms: []form{
+		{"-shards N -out DIR [-sbatch OPT]… [-stress PATH] [-wait] [-dry-run] MANIFEST",
+			"submit a study to Slurm: a job array of shards and a dependent merge"},
 	}},
 	{name: "upgrade", flags: cmdUpgrade, required: "out", forms: []form{
 		{"-out NEW_DIR DIR",

@@ -27,7 +27,8 @@ func cmdRun(fs *flag.FlagSet) action {
 	allow := fs.Bool("allow-unpinned", false, "run models of pinned backends that have no digest (recorded in the bundle)")
 	quiet := fs.Bool("quiet", false, "print only the counts table (no progress, no messages)")
 	resume := fs.String("resume", "", "continue the interrupted or killed run whose bundle is `DIR` (the manifest is the argument, else the one the bundle records)")
-	shardFlag := fs.String("shard", "", "run only shard `i/n` of the decisions (combine the shards with stress merge)")
+	shardFlag := fs.String("shard", "", "run only shard `i/n` of the decisions (combine the shards with stress merge); auto: the shard a Slurm job array or Kubernetes Indexed Job assigns (SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX)")
+	shards := fs.Int("shards", 0, "with -shard auto: the number of shards `N` (required for a Kubernetes Indexed Job; checked against a Slurm array's)")
 	grace := fs.Duration("grace", 30*time.Second, "after an interrupt, the time `D` calls in flight may take to finish before they are cancelled")
 	every := fs.Duration("progress", 10*time.Second, "interval `D` of progress lines when stderr is not a terminal")
 	retryErrors := fs.Bool("retry-errors", false, "with -resume: run the error decisions (calls that failed for good) again")
@@ -37,7 +38,16 @@ func cmdRun(fs *flag.FlagSet) action {
 			return usageError("run takes at most one manifest, got %d arguments", len(args))
 		}
 		var shard results.Shard
-		if *shardFlag != "" {
+		var sched *results.Scheduler
+		switch {
+		case *shardFlag == "auto":
+			var err error
+			if shard, sched, err = results.ShardFromEnv(os.Getenv, *shards); err != nil {
+				return usageError("run: flag -shard auto: %v", err)
+			}
+		case *shards != 0:
+			return usageError("run: flag -shards goes with -shard auto")
+		case *shardFlag != "":
 			var err error
 			if shard, err = results.ParseShard(*shardFlag); err != nil {
 				return usageError("run: flag -shard: %v", err)
@@ -86,7 +96,7 @@ func cmdRun(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
-		opt := runner.Options{Out: *out, AllowUnpinned: *allow, Log: stderr, Shard: shard, Grace: *grace, ProgressEvery: *every, Progress: stderr, RetryErrors: *retryErrors}
+		opt := runner.Options{Out: *out, AllowUnpinned: *allow, Log: stderr, Shard: shard, Scheduler: sched, Grace: *grace, ProgressEvery: *every, Progress: stderr, RetryErrors: *retryErrors}
 		if opt.Env, err = env.Open(m, env.Options{}); err != nil {
 			return err
 		}
