@@ -3,12 +3,13 @@ package study
 import (
 	"encoding/json"
 	"errors"
-	"github.com/mcpstress/stress/internal/input"
 	"os"
 	"strings"
 	"testing"
 	"testing/fstest"
 	"unicode/utf16"
+
+	"github.com/mcpstress/stress/internal/input"
 )
 
 func loadPaper(t *testing.T) *Corpus {
