@@ -4,11 +4,15 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/mcpstress/stress/study"
 )
 
 // Epoch is the instant a virtual clock starts at: every virtual lab begins
-// at the same time, so state dumps and texts are reproducible.
-var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+// at the same time, so state dumps and texts are reproducible. It is the
+// instant the stored error-shape renderings take a failure to happen at
+// (study.ShapeEpoch), so a live lab's first retryNotBefore equals theirs.
+var Epoch = study.ShapeEpoch
 
 // Clock is the time the lab runs on: its rate-limit windows, transient
 // outages, token expiries, deferred writes and the client deadline of a

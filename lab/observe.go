@@ -6,9 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/mcpstress/stress/study"
@@ -132,27 +129,9 @@ func canonical(raw []byte) (json.RawMessage, error) {
 	return study.Marshal(v)
 }
 
-// retryAfterText is how a lab failure states its wait ("retry after 30 s",
-// "retry after 250 ms"), in a message, a text block or a contract's
-// explanation.
-var retryAfterText = regexp.MustCompile(`(?i)\bretry after (\d{1,9}) (ms|s)\b`)
-
 // RetryAfter returns the wait an observation announces in its text ("retry
 // after 30 s"), as a client or harness reading it would, and whether it
 // announces one. The lab states every retry-after this way (the
 // error-category contract has no member for it, so the contract carries it
 // in its explanation).
-func RetryAfter(obs json.RawMessage) (time.Duration, bool) {
-	m := retryAfterText.FindSubmatch(obs)
-	if m == nil {
-		return 0, false
-	}
-	n, err := strconv.Atoi(string(m[1]))
-	if err != nil {
-		return 0, false
-	}
-	if strings.EqualFold(string(m[2]), "ms") {
-		return time.Duration(n) * time.Millisecond, true
-	}
-	return time.Duration(n) * time.Second, true
-}
+func RetryAfter(obs json.RawMessage) (time.Duration, bool) { return study.AnnouncedWait(obs) }

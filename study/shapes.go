@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -133,10 +134,6 @@ func ClassifyFailure(c Cause, code, correlationID string, at time.Time, wait tim
 	return tf, true
 }
 
-// HasToolFailureClass reports whether failures of cause c carry a
-// ToolFailure class.
-func HasToolFailureClass(c Cause) bool { _, ok := toolFailures[c]; return ok }
-
 // ShapeEpoch is the instant a stored record's failure is taken to happen
 // at when a shape needs an absolute time (ToolFailure's retryNotBefore):
 // a record carries none, and this is the recovery lab's clock epoch.
@@ -157,7 +154,7 @@ func AnnouncedWait(text []byte) (time.Duration, bool) {
 	if err != nil {
 		return 0, false
 	}
-	if string(m[2]) == "ms" {
+	if strings.EqualFold(string(m[2]), "ms") {
 		return time.Duration(n) * time.Millisecond, true
 	}
 	return time.Duration(n) * time.Second, true
