@@ -261,16 +261,24 @@ func set(xs ...string) map[string]bool {
 	return m
 }
 
-// start begins a decision in mode with the checks both contracts share:
-// the mode, then the completed-result shape (size, JSON, resultType,
-// content, isError: true). When done is true, d is the final decision, a
-// stop; otherwise res is the result and d stops until a policy is chosen.
+// start begins a decision in mode with the checks the result contracts
+// share: the mode, then the completed-result shape (size, JSON,
+// resultType, content, isError: true). When done is true, d is the final
+// decision, a stop; otherwise res is the result and d stops until a
+// policy is chosen.
 func start(raw []byte, mode Mode) (d Decision, res map[string]any, done bool) {
+	return startWith(raw, mode, completedError)
+}
+
+// startWith is start with read checking the input after the mode: the
+// completed result (completedError) or, for a JSON-RPC error object,
+// only the size, JSON and object checks (jsonObject).
+func startWith(raw []byte, mode Mode, read func([]byte) (map[string]any, Reason, string)) (d Decision, res map[string]any, done bool) {
 	d = Decision{Policy: study.StopOrEscalate, Mode: mode}
 	if !mode.Valid() {
 		return d.stop(UnknownMode, "mode %s is neither registry nor explicit_action", snippet(string(mode))), nil, true
 	}
-	res, r, msg := completedError(raw)
+	res, r, msg := read(raw)
 	if r != "" {
 		return d.stop(r, "%s", msg), nil, true
 	}
@@ -417,12 +425,9 @@ func Decide(raw []byte, mode Mode) Decision {
 	return d
 }
 
-// completedError runs the checks both contracts share, in order: bytes
-// and syntax, the ordinary completed-result shape (resultType, a non-empty
-// content array of well-formed blocks) and isError: true. It returns the
-// parsed result, or a Reason and a message.
-func completedError(raw []byte) (map[string]any, Reason, string) {
-	// Bytes and syntax.
+// jsonObject checks the bytes and the syntax of raw (size, JSON, depth,
+// duplicate members) and that its top-level value is an object.
+func jsonObject(raw []byte) (map[string]any, Reason, string) {
 	if len(raw) > MaxSize {
 		return nil, TooLarge, fmt.Sprintf("input is %d bytes; the limit is %d", len(raw), MaxSize)
 	}
@@ -433,6 +438,18 @@ func completedError(raw []byte) (map[string]any, Reason, string) {
 	res, ok := v.(map[string]any)
 	if !ok {
 		return nil, NotObject, fmt.Sprintf("top-level value is %s, not an object", kind(v))
+	}
+	return res, "", ""
+}
+
+// completedError runs the checks both contracts share, in order: bytes
+// and syntax, the ordinary completed-result shape (resultType, a non-empty
+// content array of well-formed blocks) and isError: true. It returns the
+// parsed result, or a Reason and a message.
+func completedError(raw []byte) (map[string]any, Reason, string) {
+	res, r, msg := jsonObject(raw)
+	if r != "" {
+		return nil, r, msg
 	}
 
 	// The ordinary completed-result shape.

@@ -150,7 +150,7 @@ func DecideToolFailure(raw []byte, mode Mode, call Call) Decision {
 	var notBefore int64
 	rv, hasNotBefore := tf["retryNotBefore"]
 	if hasNotBefore {
-		ms, ok := epochMillis(rv)
+		ms, ok := nonNegative(rv)
 		if !ok || !retryable {
 			return stop(InvalidRetryNotBefore, "retryNotBefore is %s; want a non-negative integer, with retryable true", show(tf, "retryNotBefore"))
 		}
@@ -202,22 +202,11 @@ func DecideToolFailure(raw []byte, mode Mode, call Call) Decision {
 // proposal lets a client clamp, but retrying before the server's window
 // ends is a retry the server said will fail.
 func DecideRateLimited(raw []byte, mode Mode) Decision {
-	d := Decision{Policy: study.StopOrEscalate, Mode: mode}
+	d, e, done := startWith(raw, mode, jsonObject)
+	if done {
+		return d
+	}
 	stop := d.stop
-	if !mode.Valid() {
-		return stop(UnknownMode, "mode %s is neither registry nor explicit_action", snippet(string(mode)))
-	}
-	if len(raw) > MaxSize {
-		return stop(TooLarge, "input is %d bytes; the limit is %d", len(raw), MaxSize)
-	}
-	v, r, msg := parse(raw)
-	if r != "" {
-		return stop(r, "%s", msg)
-	}
-	e, ok := v.(map[string]any)
-	if !ok {
-		return stop(NotObject, "top-level value is %s, not an object", kind(v))
-	}
 	if m := firstUnknown(e, rpcErrorMembers); m != "" {
 		return stop(UnknownMember, "the error object has member %s", m)
 	}
@@ -238,8 +227,8 @@ func DecideRateLimited(raw []byte, mode Mode) Decision {
 	if !ok {
 		return stop(MissingRetryDelay, "data.retryAfterMs is absent")
 	}
-	ms, ok := millis(av)
-	if !ok || time.Duration(ms)*time.Millisecond > MaxRetryDelay {
+	ms, ok := millis(av) // at most MaxRetryDelay
+	if !ok {
 		return stop(InvalidRetryDelay, "data.retryAfterMs is %s, want an integer in [0, %d]", show(data, "retryAfterMs"), MaxRetryDelay.Milliseconds())
 	}
 	for _, k := range []string{"limit", "remaining"} {
@@ -253,9 +242,9 @@ func DecideRateLimited(raw []byte, mode Mode) Decision {
 	return d
 }
 
-// epochMillis reads v as a non-negative integer number of Unix epoch
-// milliseconds.
-func epochMillis(v any) (int64, bool) {
+// nonNegative reads v as a non-negative integer (epoch milliseconds, a
+// quota), with no upper bound but int64's.
+func nonNegative(v any) (int64, bool) {
 	n, ok := v.(json.Number)
 	if !ok {
 		return 0, false
