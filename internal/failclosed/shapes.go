@@ -233,7 +233,7 @@ func DecideRateLimited(raw []byte, mode Mode) Decision {
 	}
 	for _, k := range []string{"limit", "remaining"} {
 		if q, ok := data[k]; ok {
-			if _, ok := millis(q); !ok {
+			if _, ok := nonNegative(q); !ok {
 				return stop(InvalidQuota, "data.%s is %s, want a non-negative integer", k, kind(q))
 			}
 		}

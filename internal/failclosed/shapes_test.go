@@ -51,8 +51,8 @@ func TestShapeSuite(t *testing.T) {
 			t.Errorf("no shape case for reason %s", r)
 		}
 	}
-	if shapes[study.ToolFailureShape] != 25 || shapes[study.RateLimited] != 11 {
-		t.Errorf("shape cases %v, want 25 toolfailure and 11 ratelimited", shapes)
+	if shapes[study.ToolFailureShape] != 25 || shapes[study.RateLimited] != 12 {
+		t.Errorf("shape cases %v, want 25 toolfailure and 12 ratelimited", shapes)
 	}
 	var lie *Case
 	for i := range cases {
