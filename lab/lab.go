@@ -51,7 +51,7 @@ type Options struct {
 	Seed  int64 // picks the identifiers and tokens the lab generates (never a failure text)
 	Clock Clock // the lab's time; nil: a new VirtualClock at Epoch
 	// Shape serves every failure in an error shape proposed for MCP (one
-	// of study.ShapeConditions; see Lab.shaped), on top of the scenario's
+	// of study.ShapeConditions; see Lab.fail), on top of the scenario's
 	// contract; "" serves none.
 	Shape study.Condition
 }
@@ -366,7 +366,8 @@ type categoryContract struct {
 }
 
 // fail renders f on the lab's surface, with the contract when the lab
-// carries it and f has a category, or in the lab's error shape (shaped).
+// carries it and f has a category, and in the lab's error shape, if any
+// (rateLimited, classify).
 func (l *Lab) fail(f *failure) Response {
 	r := Response{Failed: true, Class: f.class, Pointer: f.pointer, RetryAfter: f.retryAfter}
 	var contract json.RawMessage
@@ -429,15 +430,12 @@ func (l *Lab) rateLimited(f *failure, r Response) Response {
 // the lab's now plus the announced wait.
 func (l *Lab) classify(f *failure, res *mcp.CallToolResult) {
 	id := fmt.Sprintf("lab-call-%d", len(l.st.Calls)+1) // this call's sequence number
-	code := ""
-	if info, ok := f.class.Info(); ok {
-		code = info.Code
-	}
-	tf, ok := study.ClassifyFailure(f.class, code, id, l.clock.Now(), f.retryAfter)
 	if f.class == Business {
-		tf, ok = study.ToolFailure{Class: study.CapabilityClass, Code: BusinessCode, CorrelationID: id}, true
+		res.Meta = mcp.Meta{study.ToolFailureKey: study.ToolFailure{Class: study.CapabilityClass, Code: BusinessCode, CorrelationID: id}}
+		return
 	}
-	if ok {
+	info, _ := f.class.Info()
+	if tf, ok := study.ClassifyFailure(f.class, info.Code, id, l.clock.Now(), f.retryAfter); ok {
 		res.Meta = mcp.Meta{study.ToolFailureKey: tf}
 	}
 }
