@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -393,14 +395,14 @@ func checkMeta(raw json.RawMessage, isErr bool) error {
 			continue
 		}
 		str = ""
-		if json.Unmarshal(v, m.v) != nil || (m.required && str == "") ||
+		if string(bytes.TrimSpace(v)) == "null" || json.Unmarshal(v, m.v) != nil || (m.required && str == "") ||
 			(m.name == "class" && str != string(CapabilityClass) && str != string(ReliabilityClass) && str != string(GovernanceClass)) {
 			return fmt.Errorf("%s.%s: %s, want %s", at, m.name, input.Quote(string(v)), m.want)
 		}
 		delete(tf, m.name)
 	}
-	for name := range tf {
-		return fmt.Errorf("%s.%s: not a member the proposal defines", at, name)
+	if len(tf) > 0 {
+		return fmt.Errorf("%s.%s: not a member the proposal defines", at, slices.Min(slices.Collect(maps.Keys(tf))))
 	}
 	return nil
 }

@@ -243,6 +243,16 @@ func TestLoadRejects(t *testing.T) {
     },`, `"isError": true, "_meta": {"io.modelcontextprotocol/toolFailure": {"class": "capability", "code": "invalid_input"}}
       }
     },`, []string{`toolFailure"].correlationId: missing`}},
+		{"toolfailure retryable null", `"isError": true
+      }
+    },`, `"isError": true, "_meta": {"io.modelcontextprotocol/toolFailure": {"class": "reliability", "code": "x", "correlationId": "c1", "retryable": null}}
+      }
+    },`, []string{`toolFailure"].retryable: "null", want a boolean`}},
+		{"toolfailure unknown members", `"isError": true
+      }
+    },`, `"isError": true, "_meta": {"io.modelcontextprotocol/toolFailure": {"class": "capability", "code": "x", "correlationId": "c1", "zeta": 1, "alpha": 2}}
+      }
+    },`, []string{`toolFailure"].alpha: not a member the proposal defines`}},
 		{"_meta not an object", `"isError": true
       }
     },`, `"isError": true, "_meta": []
