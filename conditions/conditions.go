@@ -351,6 +351,17 @@ const (
 	CategoryLabel = "Tool result with error category:"
 )
 
+// DecodeAfter decodes into v the JSON value that follows the first line
+// of text equal to label (ToolsLabel, CallLabel), and reports whether
+// there was such a line and a value that decodes.
+func DecodeAfter(text, label string, v any) bool {
+	i := strings.Index("\n"+text, "\n"+label+"\n")
+	if i < 0 {
+		return false
+	}
+	return json.NewDecoder(strings.NewReader(text[i+len(label)+1:])).Decode(v) == nil
+}
+
 // Annotation is what condition c adds to the normalized observation:
 // nothing (normalized); the namespaced code alone (code_only); the code and
 // the preferred policy label as JSON (structured); one sentence giving the

@@ -104,7 +104,7 @@ type repairedCall struct {
 func repair(text string) (study.Policy, repairedCall, bool) {
 	var tools []listedTool
 	var call failedCall
-	if !after(text, conditions.ToolsLabel, &tools) || !after(text, conditions.CallLabel, &call) || len(tools) == 0 {
+	if !conditions.DecodeAfter(text, conditions.ToolsLabel, &tools) || !conditions.DecodeAfter(text, conditions.CallLabel, &call) || len(tools) == 0 {
 		return "", repairedCall{}, false
 	}
 	policy := study.ReviseArguments
@@ -122,19 +122,6 @@ func repair(text string) (study.Policy, repairedCall, bool) {
 		return "", repairedCall{}, false
 	}
 	return policy, repairedCall{Tool: tool.Name, Arguments: b}, true
-}
-
-// after decodes the JSON value that follows the line label in text.
-func after(text, label string, v any) bool {
-	i := strings.Index(text, "\n"+label+"\n")
-	if i < 0 {
-		if !strings.HasPrefix(text, label+"\n") {
-			return false
-		}
-		i = -1
-	}
-	rest := text[i+1+len(label)+1:]
-	return json.NewDecoder(strings.NewReader(rest)).Decode(v) == nil
 }
 
 func find(tools []listedTool, name string) *listedTool {

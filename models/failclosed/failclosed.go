@@ -159,8 +159,8 @@ func idempotent(msgs []conditions.Message) bool {
 		if m.Role != conditions.User {
 			continue
 		}
-		after(m.Content, conditions.ToolsLabel, &tools)
-		after(m.Content, conditions.CallLabel, &call)
+		conditions.DecodeAfter(m.Content, conditions.ToolsLabel, &tools)
+		conditions.DecodeAfter(m.Content, conditions.CallLabel, &call)
 	}
 	for _, t := range tools {
 		if t.Name == call.Tool && call.Tool != "" {
@@ -168,14 +168,4 @@ func idempotent(msgs []conditions.Message) bool {
 		}
 	}
 	return false
-}
-
-// after decodes into v the JSON value that follows the whole line label
-// in text, if there is one.
-func after(text, label string, v any) {
-	i := strings.Index("\n"+text, "\n"+label+"\n")
-	if i < 0 {
-		return
-	}
-	json.NewDecoder(strings.NewReader(text[i+len(label)+1:])).Decode(v)
 }
