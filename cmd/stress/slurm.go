@@ -24,7 +24,7 @@ func cmdSlurm(fs *flag.FlagSet) action {
 	dry := fs.Bool("dry-run", false, "print the scripts and the sbatch commands, submit nothing")
 	wait := fs.Bool("wait", false, "wait until the merge job ends (sbatch --wait); exit status 1 if it failed or never ran")
 	bin := fs.String("stress", "", "path `PATH` of the stress binary on the nodes (default: this executable)")
-	var opts listFlag
+	var opts repeatedFlag
 	fs.Var(&opts, "sbatch", "sbatch option `OPT` for both jobs, e.g. --partition=gpu, --time=04:00:00, --cpus-per-task=4, --mem=8G, --gpus=1 (repeatable)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(args) != 1 {
@@ -58,12 +58,6 @@ func cmdSlurm(fs *flag.FlagSet) action {
 		return s.submit(ctx, *wait, stdout, stderr)
 	}
 }
-
-// listFlag is a repeatable string flag.
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, " ") }
-func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 // slurmPlan is a study's two Slurm jobs: the array of shards and the
 // merge that depends on it.
