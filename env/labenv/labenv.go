@@ -149,15 +149,12 @@ var _ simulator.ShapedEnvFactory = (*factory)(nil)
 
 // NewEnv makes the environment of one decision.
 func (f *factory) NewEnv(ctx context.Context, scenario string, seed int64) (simulator.Environment, error) {
-	sc, ok := f.set.Scenario(scenario)
-	if !ok {
-		return nil, fmt.Errorf("lab set %s has no scenario %q", f.set.Name, scenario)
-	}
-	return New(sc, seed), nil
+	return f.NewShapedEnv(ctx, scenario, seed, "")
 }
 
 // NewShapedEnv makes the environment of one decision whose condition is
-// an error shape: the lab serves every failure in that shape.
+// an error shape: the lab serves every failure in that shape ("" for
+// none).
 func (f *factory) NewShapedEnv(ctx context.Context, scenario string, seed int64, shape study.Condition) (simulator.Environment, error) {
 	sc, ok := f.set.Scenario(scenario)
 	if !ok {
