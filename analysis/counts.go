@@ -81,8 +81,9 @@ func WriteJSON(w io.Writer, cells []results.Cell) error {
 // others; err is a read failure or an error from row. A decision whose
 // lines are split comes out once per run of lines, which a Fingerprint
 // comparison with decisions.parquet reveals. It holds one decision in
-// memory.
-func Read(r io.Reader, name string, row func(*results.Row) error) (ts *TransportSummary, problems []error, err error) {
+// memory; row gets the decision's call lines (their heads) beside its
+// row, valid until it returns.
+func Read(r io.Reader, name string, row func(*results.Group, *results.Row) error) (ts *TransportSummary, problems []error, err error) {
 	gr := results.NewGroupReader(r, name)
 	gr.Lenient()
 	tt := newTransportTally()
@@ -97,7 +98,7 @@ func Read(r io.Reader, name string, row func(*results.Row) error) (ts *Transport
 			return nil
 		}
 		if row != nil {
-			return row(&rw)
+			return row(g, &rw)
 		}
 		return nil
 	})
@@ -174,7 +175,7 @@ func readBatches(gr *results.GroupReader, fn func(*results.Group) error) error {
 
 // RescoreEach is Read for the rows alone.
 func RescoreEach(r io.Reader, name string, fn func(*results.Row) error) (problems []error, err error) {
-	_, problems, err = Read(r, name, fn)
+	_, problems, err = Read(r, name, func(_ *results.Group, row *results.Row) error { return fn(row) })
 	return problems, err
 }
 

@@ -31,6 +31,17 @@ type Loaded struct {
 // error). Problems and disagreements are written to log, one a line. A
 // cancelled ctx stops both passes.
 func LoadBundle(ctx context.Context, dir string, log io.Writer) (*Loaded, error) {
+	return LoadBundleEach(ctx, dir, log, nil)
+}
+
+// LoadBundleEach is LoadBundle that also hands each decision, in the
+// order of calls.jsonl, to each (when not nil): its call lines (their
+// heads, with their place in the file) and its row, valid until each
+// returns; an error from each stops the pass and is returned. It does
+// not regroup: a bundle whose calls.jsonl and decisions.parquet disagree
+// is an error even when a decision's lines only stood in more than one
+// place, since each has seen those lines apart.
+func LoadBundleEach(ctx context.Context, dir string, log io.Writer, each func(*results.Group, *results.Row) error) (*Loaded, error) {
 	callsPath := filepath.Join(dir, results.CallsFile)
 	pqPath := filepath.Join(dir, results.DecisionsFile)
 	f, err := os.Open(callsPath)
@@ -52,9 +63,14 @@ func LoadBundle(ctx context.Context, dir string, log io.Writer) (*Loaded, error)
 		pqDone <- err
 	}()
 	n := 0
-	ts, problems, err := Read(f, callsPath, func(r *results.Row) error {
+	ts, problems, err := Read(f, callsPath, func(g *results.Group, r *results.Row) error {
 		if n++; n%4096 == 0 && ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if each != nil {
+			if err := each(g, r); err != nil {
+				return err
+			}
 		}
 		ld.Acc.Add(r)
 		if len(missing) > 0 {
@@ -81,6 +97,9 @@ func LoadBundle(ctx context.Context, dir string, log io.Writer) (*Loaded, error)
 	rows, err := agreeInMemory(dir, callsPath, pqPath, missing, log)
 	if err != nil {
 		return nil, err
+	}
+	if each != nil {
+		return nil, fmt.Errorf("%s: the lines of some decisions stand in more than one place (stress analyze %s reads them; a finished run writes each decision's lines together)", callsPath, dir)
 	}
 	// The files agree once calls.jsonl is grouped by decision key: a
 	// decision's lines stood in more than one place.

@@ -283,6 +283,43 @@ func (t *Messages) Expand(refs []string) ([]models.Message, error) {
 	return out, nil
 }
 
+// Leaves returns the refs of the single messages refs name, in order (a
+// ref of a run of messages gives its messages' refs): Expand's messages,
+// by ref.
+func (t *Messages) Leaves(refs []string) ([]string, error) {
+	out := make([]string, 0, len(refs)+1)
+	for _, ref := range refs {
+		raw, ok := t.raw[ref]
+		if !ok {
+			return nil, fmt.Errorf("message %s is not in %s", ref, MessagesFile)
+		}
+		if len(raw) == 0 || raw[0] != '[' {
+			out = append(out, ref)
+			continue
+		}
+		var run []string
+		if err := json.Unmarshal(raw, &run); err != nil {
+			return nil, fmt.Errorf("message %s: %w", ref, err)
+		}
+		for _, r := range run {
+			if m, ok := t.raw[r]; !ok || len(m) == 0 || m[0] == '[' {
+				return nil, fmt.Errorf("run %s: message %s is not a message of %s", ref, r, MessagesFile)
+			}
+		}
+		out = append(out, run...)
+	}
+	return out, nil
+}
+
+// Message returns the single message ref names.
+func (t *Messages) Message(ref string) (models.Message, error) {
+	out, err := t.expand(nil, ref, true)
+	if err != nil {
+		return models.Message{}, err
+	}
+	return out[0], nil
+}
+
 // expand appends the messages ref names to out; inRun says ref is listed
 // by a run, which may not hold another.
 func (t *Messages) expand(out []models.Message, ref string, inRun bool) ([]models.Message, error) {

@@ -79,6 +79,10 @@ var commands = []*command{
 		{"[-out OUT] [-b N] [-seed S] [-pair FACTOR:A,B[,COL]]… [-column COL] [-family F] [-interval METHOD] [-against paper [-match-label]] [-power-diff D] [-manifest M] [-partial] DIR",
 			"write report.md, a self-contained report.html and PNG/SVG figures"},
 	}},
+	{name: "export", flags: cmdExport, forms: []form{
+		{"[-format inspect] [-out DIR] [-partial] [-quiet] BUNDLE",
+			"write a bundle as Inspect eval logs, one per model, prompt and condition"},
+	}},
 	{name: "power", flags: cmdPower, long: powerLong, forms: []form{
 		{"-diff D (-pilot DIR [-pair FACTOR:A,B[,COL]]… [-partial] | -rate R -icc ICC) [-icc ICC] [-arm-corr r] [-scenarios N,…] [-replicates N,…] [-servers N,…] [-studies N] [-level A] [-server-share S] [-seed S] [-json] [-out DIR]",
 			"estimate by simulation the power of each contrast over a grid of designs"},

@@ -102,10 +102,19 @@ func warningLine(warning, what string) string {
 // run -resume finishes the bundle. It is reached only with -partial: an
 // unfinished bundle is refused before without it.
 func loadBundle(ctx context.Context, cmd, dir string, info *analysis.BundleInfo, log io.Writer) (*analysis.Loaded, error) {
-	pq := filepath.Join(dir, results.DecisionsFile)
-	if _, err := os.Stat(pq); errors.Is(err, fs.ErrNotExist) && info.Unfinished() {
-		return nil, fmt.Errorf("%s -partial: %s is missing: the run was killed before it wrote it (or is still running); "+
-			"finish it with stress run -resume %s, which writes it", cmd, pq, info.Dir)
+	if err := checkParquet(cmd, dir, info); err != nil {
+		return nil, err
 	}
 	return analysis.LoadBundle(ctx, dir, log)
+}
+
+// checkParquet returns the error for an unfinished bundle without
+// decisions.parquet (see loadBundle), nil otherwise.
+func checkParquet(cmd, dir string, info *analysis.BundleInfo) error {
+	pq := filepath.Join(dir, results.DecisionsFile)
+	if _, err := os.Stat(pq); errors.Is(err, fs.ErrNotExist) && info.Unfinished() {
+		return fmt.Errorf("%s -partial: %s is missing: the run was killed before it wrote it (or is still running); "+
+			"finish it with stress run -resume %s, which writes it", cmd, pq, info.Dir)
+	}
+	return nil
 }

@@ -1,0 +1,99 @@
+package inspect
+
+import (
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// This file holds the small JSON appenders the samples are assembled
+// with: a sample is written from pre-encoded pieces (messages, which
+// repeat across a log's samples) and short strings, faster than
+// encoding/json reflects over the same values.
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string, escaped as encoding/json
+// escapes it (<, > and & excepted: logs are not HTML), invalid UTF-8
+// replaced by U+FFFD.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// appendKey appends "key": after a comma unless first.
+func appendKey(b []byte, key string, first bool) []byte {
+	if !first {
+		b = append(b, ',')
+	}
+	b = appendString(b, key)
+	return append(b, ':')
+}
+
+// appendFloat appends f as a JSON number (never NaN or ±Inf: 0 instead).
+func appendFloat(b []byte, f float64) []byte {
+	if f != f || f > 1e308 || f < -1e308 {
+		return append(b, '0')
+	}
+	return strconv.AppendFloat(b, f, 'g', -1, 64)
+}
+
+// appendJSON appends v encoded by encoding/json, or null if it cannot be.
+func appendJSON(b []byte, v any) []byte {
+	enc, err := json.Marshal(v)
+	if err != nil {
+		return append(b, "null"...)
+	}
+	return append(b, enc...)
+}
+
+// appendRaw appends raw JSON, or def when raw is empty.
+func appendRaw(b []byte, raw json.RawMessage, def string) []byte {
+	if len(raw) == 0 {
+		return append(b, def...)
+	}
+	return append(b, raw...)
+}

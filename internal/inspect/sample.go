@@ -1,0 +1,643 @@
+package inspect
+
+import (
+	"bytes"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/mcpstress/stress/conditions"
+	"github.com/mcpstress/stress/models"
+	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
+	"github.com/mcpstress/stress/study"
+)
+
+// This file turns one decision (its call lines and its row) into one
+// Inspect sample.
+
+// attachAbove is the length above which a message's text is stored once
+// in the sample's attachments and referred to as attachment://HASH, as
+// Inspect does, instead of in each of the input, the messages and every
+// model event's input.
+const attachAbove = 100
+
+// message is a request message of the bundle, encoded once: its Inspect
+// ChatMessage, and its text when that is an attachment.
+type message struct {
+	enc     []byte // {"id":…,"content":…,"role":…}
+	attKey  string // "" when the text is inline
+	attText []byte // the text as a JSON string, when attKey is set
+}
+
+// decision is what a sample is made from.
+type decision struct {
+	calls []results.Call
+	refs  [][]string // each call's request message refs (leaves)
+	row   *results.Row
+}
+
+// sampler writes samples; it keeps the encoded request messages of the
+// bundle by ref, as the same few appear in every sample of a study.
+type sampler struct {
+	table    *results.Messages
+	msgs     map[string]*message
+	model    string // Inspect's model name, provider/model
+	digest   string // the model's pinned digest, "" when none
+	started  string // the run's start, the timestamp of every event
+	scen     map[string]*study.Scenario
+	b        []byte            // the sample being written
+	att      map[string][]byte // the sample's attachments
+	attOrder []string
+}
+
+// leaves returns the encoded messages of refs, in order.
+func (s *sampler) leaves(refs []string) ([]*message, error) {
+	out := make([]*message, 0, len(refs))
+	for _, ref := range refs {
+		m, ok := s.msgs[ref]
+		if !ok {
+			msg, err := s.table.Message(ref)
+			if err != nil {
+				return nil, err
+			}
+			m = encodeMessage(ref, msg.Role, msg.Content)
+			s.msgs[ref] = m
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// encodeMessage encodes a request message as Inspect's ChatMessage with
+// id ref.
+func encodeMessage(ref, role, content string) *message {
+	m := &message{}
+	b := append([]byte(`{"id":`), appendString(nil, ref)...)
+	b = append(b, `,"content":`...)
+	if len(content) > attachAbove {
+		sum := md5.Sum([]byte(content))
+		m.attKey = hex.EncodeToString(sum[:])
+		m.attText = appendString(nil, content)
+		b = appendString(b, "attachment://"+m.attKey)
+	} else {
+		b = appendString(b, content)
+	}
+	if role == conditions.User || role == conditions.System {
+		b = append(b, `,"source":"input"`...)
+	}
+	b = append(b, `,"role":`...)
+	b = appendString(b, role)
+	m.enc = append(b, '}')
+	return m
+}
+
+// use notes that the sample refers to m's attachment.
+func (s *sampler) use(m *message) {
+	if m.attKey == "" {
+		return
+	}
+	if _, ok := s.att[m.attKey]; !ok {
+		s.att[m.attKey] = m.attText
+		s.attOrder = append(s.attOrder, m.attKey)
+	}
+}
+
+// appendMessages appends ms as a JSON array.
+func (s *sampler) appendMessages(b []byte, ms []*message) []byte {
+	b = append(b, '[')
+	for i, m := range ms {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		s.use(m)
+		b = append(b, m.enc...)
+	}
+	return append(b, ']')
+}
+
+// toolCall is a call the harness sent (or refused) after a turn.
+type toolCall struct {
+	id, function string
+	arguments    json.RawMessage
+	result       json.RawMessage // the observation it returned, nil when none
+	refused      string          // why the harness refused it, "" when sent
+}
+
+// callAfter returns the tool call that followed turn t of d, or nil: the
+// action of the action task, the replay of a retry_now under stored
+// replay, the policy the environment executed under live replay.
+func (d *decision) callAfter(t int, scen *study.Scenario) *toolCall {
+	c := &d.calls[t]
+	last := t == len(d.calls)-1
+	var result json.RawMessage
+	switch {
+	case !last && c.Replay != "":
+		result = d.calls[t+1].Observation
+	case last && len(c.Result) > 0:
+		result = c.Result
+	case !last && scen != nil:
+		result = scen.Observation
+	}
+	id := "call-" + strconv.Itoa(t+1)
+	if c.Action != nil {
+		tc := &toolCall{id: id, function: c.Action.Tool, arguments: c.Action.Arguments, result: result}
+		if !c.Action.Sent {
+			tc.refused = c.Action.Invalid
+			if c.Action.Detail != "" {
+				tc.refused += ": " + c.Action.Detail
+			}
+		}
+		if calls, err := models.ParseToolCalls(c.ToolCalls); err == nil && len(calls) > 0 && calls[0].ID != "" && c.Action.Channel == simulator.ChannelNative {
+			tc.id = calls[0].ID
+		}
+		return tc
+	}
+	if last && len(c.Result) == 0 || c.Error != "" {
+		return nil
+	}
+	// The label task: the harness replayed the failing call (stored
+	// replay) or the environment executed the policy (live replay).
+	a := simulator.ParseAnswer(c.Response)
+	return &toolCall{id: id, function: string(a.Policy), arguments: json.RawMessage("{}"), result: result}
+}
+
+// observationError returns the error text of a failed tool call's
+// observation (a JSON-RPC error, or a result with isError set), "" when
+// it did not fail.
+func observationError(obs json.RawMessage) string {
+	var o struct {
+		Result *struct {
+			IsError bool `json:"isError"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"result"`
+		Error *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(obs, &o) != nil {
+		return ""
+	}
+	switch {
+	case o.Error != nil:
+		return fmt.Sprintf("JSON-RPC error %d: %s", o.Error.Code, o.Error.Message)
+	case o.Result != nil && o.Result.IsError:
+		if len(o.Result.Content) > 0 && o.Result.Content[0].Text != "" {
+			return o.Result.Content[0].Text
+		}
+		return "the tool call failed (isError)"
+	}
+	return ""
+}
+
+// appendAssistant appends call c's answer as Inspect's assistant
+// message: the raw response as its text, the thinking apart as a
+// reasoning content, and the tool calls the server returned or the
+// harness took from the answer.
+func (s *sampler) appendAssistant(b []byte, c *results.Call, turn int, tc *toolCall) []byte {
+	b = append(b, `{"id":`...)
+	b = appendString(b, "answer-"+strconv.Itoa(turn+1))
+	b = append(b, `,"content":`...)
+	if c.Thinking != "" {
+		b = append(b, `[{"type":"reasoning","reasoning":`...)
+		b = appendString(b, c.Thinking)
+		b = append(b, `,"redacted":false},{"type":"text","text":`...)
+		b = appendString(b, c.Response)
+		b = append(b, `}]`...)
+	} else {
+		b = appendString(b, c.Response)
+	}
+	b = append(b, `,"source":"generate","role":"assistant"`...)
+	if tc != nil && c.Action != nil {
+		b = append(b, `,"tool_calls":[{"id":`...)
+		b = appendString(b, tc.id)
+		b = append(b, `,"function":`...)
+		b = appendString(b, tc.function)
+		b = append(b, `,"arguments":`...)
+		b = appendObject(b, tc.arguments)
+		b = append(b, `,"type":"function"}]`...)
+	}
+	b = append(b, `,"model":`...)
+	b = appendString(b, s.model)
+	return append(b, '}')
+}
+
+// appendObject appends raw when it is a JSON object, else {}.
+func appendObject(b []byte, raw json.RawMessage) []byte {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 2 || raw[0] != '{' {
+		return append(b, "{}"...)
+	}
+	return append(b, raw...)
+}
+
+// appendToolMessage appends the tool message holding tc's result.
+func appendToolMessage(b []byte, tc *toolCall) []byte {
+	b = append(b, `{"id":`...)
+	b = appendString(b, "result-"+tc.id)
+	b = append(b, `,"content":`...)
+	b = appendString(b, string(tc.result))
+	b = append(b, `,"role":"tool","tool_call_id":`...)
+	b = appendString(b, tc.id)
+	b = append(b, `,"function":`...)
+	b = appendString(b, tc.function)
+	if e := tc.errorText(); e != "" {
+		b = append(b, `,"error":{"type":"unknown","message":`...)
+		b = appendString(b, e)
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+// errorText is the tool call's error: why it was refused, or what its
+// observation says failed; "" when it succeeded.
+func (tc *toolCall) errorText() string {
+	if tc.refused != "" {
+		return "not sent: " + tc.refused
+	}
+	return observationError(tc.result)
+}
+
+// write appends the sample of d to s.b (reset first) and returns it.
+func (s *sampler) write(d *decision) ([]byte, error) {
+	s.b = s.b[:0]
+	clear(s.att)
+	s.attOrder = s.attOrder[:0]
+	row := d.row
+	first, last := &d.calls[0], &d.calls[len(d.calls)-1]
+	scen := s.scen[row.Scenario]
+	act := first.Task == "act"
+	turns := make([][]*message, len(d.calls))
+	for i := range d.calls {
+		ms, err := s.leaves(d.refs[i])
+		if err != nil {
+			return nil, fmt.Errorf("decision %s: turn %d: %w", row.Key(), i, err)
+		}
+		turns[i] = ms
+	}
+	calls := make([]*toolCall, len(d.calls))
+	for i := range d.calls {
+		calls[i] = d.callAfter(i, scen)
+	}
+
+	b := append(s.b, `{"id":`...)
+	b = appendString(b, row.Scenario)
+	b = append(b, `,"epoch":`...)
+	b = strconv.AppendInt(b, row.Replicate, 10)
+	b = append(b, `,"input":`...)
+	b = s.appendMessages(b, turns[0])
+	b = append(b, `,"target":`...)
+	b = appendString(b, string(first.Preferred))
+
+	// messages: the conversation as the model saw it, turn by turn, each
+	// answer, and (action task) each tool call with its result.
+	b = append(b, `,"messages":[`...)
+	n := 0
+	sep := func() {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+	}
+	shown := 0
+	for t := range d.calls {
+		for _, m := range turns[t][min(shown, len(turns[t])):] {
+			sep()
+			s.use(m)
+			b = append(b, m.enc...)
+		}
+		shown = len(turns[t]) + 1 // and the answer
+		c := &d.calls[t]
+		if c.Error != "" && c.Response == "" {
+			continue
+		}
+		sep()
+		b = s.appendAssistant(b, c, t, calls[t])
+		if tc := calls[t]; act && tc != nil && (tc.result != nil || tc.refused != "") {
+			sep()
+			b = appendToolMessage(b, tc)
+		}
+	}
+	b = append(b, ']')
+
+	// output: the last answer.
+	b = append(b, `,"output":{"model":`...)
+	b = appendString(b, s.model)
+	b = append(b, `,"choices":[`...)
+	if last.Error == "" || last.Response != "" {
+		b = append(b, `{"message":`...)
+		b = s.appendAssistant(b, last, len(d.calls)-1, calls[len(d.calls)-1])
+		b = append(b, `,"stop_reason":"stop"}`...)
+	}
+	b = append(b, `],"completion":`...)
+	b = appendString(b, last.Response)
+	var u usage
+	var total float64
+	for i := range d.calls {
+		u.add(d.calls[i].PromptTokens, d.calls[i].OutputTokens)
+		total += d.calls[i].LatencyMS / 1000
+	}
+	b = append(b, `,"usage":`...)
+	b = appendJSON(b, u)
+	b = append(b, `,"time":`...)
+	b = appendFloat(b, last.LatencyMS/1000)
+	b = append(b, '}')
+
+	if row.Status == results.StatusOK {
+		b = s.appendScores(b, d)
+	}
+	b = s.appendMetadata(b, d, scen)
+	b = append(b, `,"store":{`...)
+	if last.Env != nil && len(last.Env.State) > 0 {
+		b = append(b, `"final_state":`...)
+		b = append(b, last.Env.State...)
+	}
+	b = append(b, '}')
+	b = s.appendEvents(b, d, turns, calls)
+	b = append(b, `,"model_usage":{`...)
+	b = appendString(b, s.model)
+	b = append(b, ':')
+	b = appendJSON(b, u)
+	b = append(b, `},"role_usage":{},"total_time":`...)
+	b = appendFloat(b, total)
+	b = append(b, `,"working_time":`...)
+	b = appendFloat(b, total)
+	if row.Status != results.StatusOK {
+		msg := row.Error
+		if msg == "" {
+			msg = last.Error
+		}
+		b = append(b, `,"error":`...)
+		b = appendJSON(b, evalError{Message: msg})
+	}
+	b = append(b, `,"attachments":{`...)
+	for i, k := range s.attOrder {
+		b = appendKey(b, k, i == 0)
+		b = append(b, s.att[k]...)
+	}
+	b = append(b, "}}"...)
+	s.b = b
+	return b, nil
+}
+
+// appendScores appends the decision's scores: every outcome column it
+// has a value of (simulator.Columns), and extra, the calls the harness
+// made beyond the first; each with the parsed final answer.
+func (s *sampler) appendScores(b []byte, d *decision) []byte {
+	row := d.row
+	answer := row.FinalLabel
+	if answer == "" {
+		answer = "invalid: " + simulator.ParseAnswer(d.calls[len(d.calls)-1].Response).Reason
+	}
+	ans := appendString(nil, answer)
+	b = append(b, `,"scores":{`...)
+	score := func(name string, v int64, first bool) {
+		b = appendKey(b, name, first)
+		b = append(b, `{"value":`...)
+		b = strconv.AppendInt(b, v, 10)
+		b = append(b, `,"answer":`...)
+		b = append(b, ans...)
+		b = append(b, `,"history":[]}`...)
+	}
+	first := true
+	for _, c := range ScoreColumns() {
+		if c.col < 0 {
+			score(c.name, row.Replays, first)
+		} else if v, ok := row.Outcome.Get(c.col); ok {
+			score(c.name, v, first)
+		} else {
+			continue
+		}
+		first = false
+	}
+	return append(b, '}')
+}
+
+// A scoreColumn is one score of a sample: an outcome column, or extra.
+type scoreColumn struct {
+	name string
+	col  simulator.Col // -1 for extra
+}
+
+// ExtraScore is the name of the score of the calls the harness made
+// beyond the first (replays under stored replay, executed policies under
+// live replay): the counts' Extra, per decision.
+const ExtraScore = "extra"
+
+// ScoreColumns returns the scores a sample has, in order: the Flag
+// columns, extra, then the lab columns (only for decisions with lab
+// outcomes).
+func ScoreColumns() []scoreColumn {
+	var out []scoreColumn
+	for i := range simulator.Columns {
+		if !simulator.Columns[i].Kind.Lab() {
+			out = append(out, scoreColumn{simulator.Columns[i].Name, simulator.Col(i)})
+		}
+	}
+	out = append(out, scoreColumn{ExtraScore, -1})
+	for i := range simulator.Columns {
+		if simulator.Columns[i].Kind.Lab() {
+			out = append(out, scoreColumn{simulator.Columns[i].Name, simulator.Col(i)})
+		}
+	}
+	return out
+}
+
+// appendMetadata appends the sample's metadata: the scenario's fields,
+// the decision's seed and trajectory, and the environment's outcome.
+func (s *sampler) appendMetadata(b []byte, d *decision, scen *study.Scenario) []byte {
+	row, first, last := d.row, &d.calls[0], &d.calls[len(d.calls)-1]
+	b = append(b, `,"metadata":{"server":`...)
+	b = appendString(b, row.Server)
+	b = append(b, `,"scenario":`...)
+	b = appendString(b, row.Scenario)
+	b = append(b, `,"replicate":`...)
+	b = strconv.AppendInt(b, row.Replicate, 10)
+	if scen != nil {
+		b = append(b, `,"cause":`...)
+		b = appendString(b, string(scen.Cause))
+		b = append(b, `,"surface":`...)
+		b = appendString(b, string(scen.Surface))
+	}
+	b = append(b, `,"preferred":`...)
+	b = appendString(b, string(first.Preferred))
+	b = append(b, `,"non_harm":`...)
+	b = appendJSON(b, first.NonHarm)
+	b = append(b, `,"seed":`...)
+	b = strconv.AppendInt(b, row.Seed, 10)
+	if s.digest != "" {
+		b = append(b, `,"model_digest":`...)
+		b = appendString(b, s.digest)
+	}
+	task, replay := "label", "stored"
+	if first.Task != "" {
+		task = first.Task
+	}
+	if first.Replay != "" {
+		replay = first.Replay
+	}
+	b = append(b, `,"task":`...)
+	b = appendString(b, task)
+	b = append(b, `,"replay":`...)
+	b = appendString(b, replay)
+	b = append(b, `,"status":`...)
+	b = appendString(b, row.Status)
+	b = append(b, `,"final_label":`...)
+	b = appendString(b, row.FinalLabel)
+	b = append(b, `,"final_status":`...)
+	b = appendString(b, row.FinalStatus)
+	b = append(b, `,"turns":`...)
+	b = strconv.AppendInt(b, row.Turns, 10)
+	b = append(b, `,"replays":`...)
+	b = strconv.AppendInt(b, row.Replays, 10)
+	if e := last.Env; e != nil {
+		out := *e
+		out.State = nil
+		b = append(b, `,"env":`...)
+		b = appendJSON(b, struct {
+			Recovered bool     `json:"recovered"`
+			Harm      bool     `json:"harm"`
+			Harms     any      `json:"harms,omitempty"`
+			Missing   []string `json:"missing,omitempty"`
+			Calls     int      `json:"calls"`
+			ClockMS   int64    `json:"clock_ms"`
+			Protocol  string   `json:"protocol,omitempty"`
+		}{e.Recovered, e.Harm, e.Harms, e.Missing, e.Calls, e.ClockMS, e.Protocol})
+	}
+	return append(b, '}')
+}
+
+// appendEvents appends the sample's events: per turn, the transport
+// faults met (info events, apart from the model call), the model call,
+// and the tool call that followed it; an error event for a decision that
+// failed.
+func (s *sampler) appendEvents(b []byte, d *decision, turns [][]*message, calls []*toolCall) []byte {
+	b = append(b, `,"events":[`...)
+	var working float64
+	n := 0
+	open := func(kind string) {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		b = append(b, `{"timestamp":`...)
+		b = appendString(b, s.started)
+		b = append(b, `,"working_start":`...)
+		b = appendFloat(b, working)
+		b = append(b, `,"event":`...)
+		b = appendString(b, kind)
+	}
+	for t := range d.calls {
+		c := &d.calls[t]
+		for _, ev := range c.Events {
+			open("info")
+			b = append(b, `,"source":"transport","data":`...)
+			b = appendJSON(b, ev)
+			b = append(b, '}')
+		}
+		if c.EnvError {
+			open("error")
+			b = append(b, `,"error":`...)
+			b = appendJSON(b, evalError{Message: "environment: " + c.Error})
+			b = append(b, '}')
+			continue
+		}
+		open("model")
+		b = append(b, `,"model":`...)
+		b = appendString(b, s.model)
+		b = append(b, `,"input":`...)
+		b = s.appendMessages(b, turns[t])
+		b = append(b, `,"tools":[`...)
+		for i, tool := range c.Request.Tools {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"name":`...)
+			b = appendString(b, tool.Name)
+			b = append(b, `,"description":`...)
+			b = appendString(b, tool.Description)
+			b = append(b, `,"parameters":`...)
+			b = appendObject(b, tool.Parameters)
+			b = append(b, '}')
+		}
+		b = append(b, `],"tool_choice":`...)
+		if len(c.Request.Tools) > 0 {
+			b = append(b, `"auto"`...)
+		} else {
+			b = append(b, `"none"`...)
+		}
+		b = append(b, `,"config":{"temperature":`...)
+		b = appendFloat(b, c.Request.Temperature)
+		b = append(b, `,"seed":`...)
+		b = strconv.AppendInt(b, c.Request.Seed, 10)
+		b = append(b, `},"output":{"model":`...)
+		b = appendString(b, s.model)
+		b = append(b, `,"choices":[`...)
+		if c.Error == "" || c.Response != "" {
+			b = append(b, `{"message":`...)
+			b = s.appendAssistant(b, c, t, calls[t])
+			b = append(b, `,"stop_reason":"stop"}`...)
+		}
+		b = append(b, `],"completion":`...)
+		b = appendString(b, c.Response)
+		var u usage
+		u.add(c.PromptTokens, c.OutputTokens)
+		b = append(b, `,"usage":`...)
+		b = appendJSON(b, u)
+		b = append(b, `,"time":`...)
+		b = appendFloat(b, c.LatencyMS/1000)
+		b = append(b, '}')
+		if len(c.Events) > 0 {
+			b = append(b, `,"retries":`...)
+			b = strconv.AppendInt(b, int64(len(c.Events)), 10)
+		}
+		if c.Error != "" {
+			b = append(b, `,"error":`...)
+			b = appendString(b, c.Error)
+		}
+		if len(c.Body) > 0 {
+			b = append(b, `,"call":{"request":`...)
+			b = appendJSON(b, map[string]any{"messages_ref": d.refs[t], "temperature": c.Request.Temperature, "seed": c.Request.Seed, "options": c.Request.Options})
+			b = append(b, `,"response":`...)
+			if json.Valid(c.Body) && bytes.HasPrefix(bytes.TrimSpace(c.Body), []byte("{")) {
+				b = append(b, bytes.TrimSpace(c.Body)...)
+			} else {
+				b = append(b, `{"body":`...)
+				b = appendString(b, string(c.Body))
+				b = append(b, '}')
+			}
+			b = append(b, `,"time":`...)
+			b = appendFloat(b, c.LatencyMS/1000)
+			b = append(b, '}')
+		}
+		b = append(b, `,"completed":`...)
+		b = appendString(b, s.started)
+		b = append(b, `,"working_time":`...)
+		b = appendFloat(b, c.LatencyMS/1000)
+		b = append(b, '}')
+		working += c.LatencyMS / 1000
+		if tc := calls[t]; tc != nil {
+			open("tool")
+			b = append(b, `,"type":"function","id":`...)
+			b = appendString(b, tc.id)
+			b = append(b, `,"function":`...)
+			b = appendString(b, tc.function)
+			b = append(b, `,"arguments":`...)
+			b = appendObject(b, tc.arguments)
+			b = append(b, `,"result":`...)
+			b = appendString(b, string(tc.result))
+			if e := tc.errorText(); e != "" {
+				b = append(b, `,"error":{"type":"unknown","message":`...)
+				b = appendString(b, e)
+				b = append(b, `},"failed":true`...)
+			}
+			b = append(b, '}')
+		}
+	}
+	return append(b, ']')
+}
