@@ -368,9 +368,6 @@ type CallReader struct {
 	msgs beside[Messages]
 	// defaults fills what lines leave out.
 	defaults beside[Defaults]
-	// keepRefs leaves the request's messages unexpanded (refs holds them).
-	keepRefs bool
-	refs     []string
 }
 
 // NewCallReader reads call lines from r; name labels errors. When r is an
@@ -394,16 +391,6 @@ func (r *CallReader) SetMessages(m *Messages) { r.msgs.set(m) }
 // SetDefaults gives the defaults table that fills what lines leave out.
 func (r *CallReader) SetDefaults(d *Defaults) { r.defaults.set(d) }
 
-// KeepRefs makes Scan leave each request's messages unexpanded: Refs
-// returns the refs into messages.jsonl they are stored as, for a reader
-// that expands them itself (Messages.Leaves) and meets the same messages
-// many times.
-func (r *CallReader) KeepRefs() { r.keepRefs = true }
-
-// Refs returns the current line's request message refs (nil for a line
-// that holds its messages inline); set only after KeepRefs.
-func (r *CallReader) Refs() []string { return r.refs }
-
 // Scan advances to the next line. It returns false at the end of input or
 // on a read error (see Err). After Scan, either Call or LineErr is set.
 func (r *CallReader) Scan() bool {
@@ -411,50 +398,41 @@ func (r *CallReader) Scan() bool {
 		return false
 	}
 	r.line++
-	r.Decode(r.sc.Bytes(), r.line)
-	return true
-}
-
-// Decode decodes b, line number line of the input, as Scan decodes the
-// line it reads: after it, either Call or LineErr is set. A reader that
-// finds the lines itself (by their offsets) decodes them with it.
-func (r *CallReader) Decode(b []byte, line int) {
-	r.line = line
 	r.call = Call{}
 	r.err = nil
 	ln := storedCall{Call: &r.call}
-	if err := json.Unmarshal(b, &ln); err != nil {
+	if err := json.Unmarshal(r.sc.Bytes(), &ln); err != nil {
 		r.err = fmt.Errorf("%s:%d: %w", r.name, r.line, err)
-		return
+		return true
 	}
 	if err := r.fill(ln.unpack()); err != nil {
 		r.err = fmt.Errorf("%s:%d: %w", r.name, r.line, err)
-		return
+		return true
 	}
 	w := &ln.Request
 	r.call.Request = models.Request{Seed: r.call.Seed, Temperature: w.Temperature, Options: w.Options, Tools: w.Tools}
 	if w.Seed != nil {
 		r.call.Request.Seed = *w.Seed
 	}
-	r.refs = w.Refs
-	if len(w.Refs) == 0 || r.keepRefs {
-		return
+	if len(w.Refs) == 0 {
+		return true
 	}
 	table, err := r.msgs.get()
 	if err != nil {
 		r.err = err
-		return
+		return true
 	}
 	if table == nil {
 		r.err = fmt.Errorf("%s:%d: the request refers to %s, which was not given", r.name, r.line, MessagesFile)
-		return
+		return true
 	}
 	msgs, err := table.Expand(w.Refs)
 	if err != nil {
 		r.err = fmt.Errorf("%s:%d: %w", r.name, r.line, err)
-		return
+		return true
 	}
 	r.call.Request.Messages = msgs
+	return true
 }
 
 // fill sets the fields the current line left out (c says which it

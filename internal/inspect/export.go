@@ -2,17 +2,20 @@ package inspect
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcpstress/stress/analysis"
@@ -85,16 +88,18 @@ type cellKey struct{ model, prompt, condition string }
 // logFile is one log being written: its samples go to a file of their
 // own until the header, which needs the cell's counts, is known.
 type logFile struct {
-	key     cellKey
-	name    string
-	taskID  string
-	evalID  string
-	samples *os.File
-	w       *bufio.Writer
-	n       int
-	errors  int
-	usage   usage
-	sampler *sampler
+	key      cellKey
+	name     string
+	taskID   string
+	evalID   string
+	file     *os.File // the log, written after the header's space
+	reserved int      // the bytes reserved for the header
+	w        *bufio.Writer
+	n        int
+	errors   int
+	usage    usage
+	model    string // Inspect's model name, provider/model
+	digest   string // the model's pinned digest, "" when none
 }
 
 // Export writes the bundle at dir as Inspect eval logs into out (a new
@@ -135,13 +140,15 @@ func export(ctx context.Context, dir, tmp string, opt Options, log io.Writer) (*
 		return nil, err
 	}
 	defer calls.Close()
-	e := &exporter{info: info, opt: opt, tmp: tmp, table: table, defaults: defaults, calls: calls,
-		logs: map[cellKey]*logFile{}, msgs: map[string]*message{}, started: timestamp(info.Started)}
-	e.cr = results.NewCallReader(bytes.NewReader(nil), calls.Name())
-	e.cr.SetDefaults(defaults)
-	e.cr.KeepRefs()
+	e := &exporter{info: info, opt: opt, tmp: tmp, table: table, defaults: defaults, calls: &window{f: calls},
+		logs: map[cellKey]*logFile{}, started: timestamp(info.Started)}
 	defer e.closeAll()
+	e.start()
 	ld, err := analysis.LoadBundleEach(ctx, dir, log, e.decision)
+	e.stop()
+	if err == nil {
+		err = e.failed()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -156,76 +163,166 @@ func export(ctx context.Context, dir, tmp string, opt Options, log io.Writer) (*
 	return e.finish(ld.Acc.Cells())
 }
 
-// exporter holds an export's state while the bundle is read.
+// exporter holds an export's state while the bundle is read. The
+// reader's goroutine (LoadBundleEach's callback, decision) hands each
+// decision to the workers, which decode its lines and write its sample,
+// and in reading order to the writer, which appends the samples to their
+// logs.
 type exporter struct {
 	info     *analysis.BundleInfo
 	opt      Options
 	tmp      string
 	table    *results.Messages
 	defaults *results.Defaults
-	calls    *os.File
+	calls    *window
 	logs     map[cellKey]*logFile
 	order    []*logFile
-	msgs     map[string]*message
 	started  string
 	warning  string // the partial bundle's, "" for a complete one
-	buf      []byte
-	cr       *results.CallReader // decodes the lines of a decision
-	d        decision
+
+	free, work, written chan *job
+	wg                  sync.WaitGroup
+	mu                  sync.Mutex
+	err                 error // the first error of a worker or the writer
 }
 
-// decision writes one decision's sample into its cell's log.
+// job is one decision on its way through the workers to its log.
+type job struct {
+	lf    *logFile
+	raw   []byte // the decision's call lines
+	line  int    // the line number of the first
+	heads []results.Head
+	row   results.Row
+	out   []byte // the sample, once written
+	usage usage
+	err   error
+	done  chan struct{}
+}
+
+// start starts the workers and the writer.
+func (e *exporter) start() {
+	workers := max(1, runtime.GOMAXPROCS(0))
+	const perWorker = 64
+	e.free = make(chan *job, workers*perWorker)
+	e.work = make(chan *job, workers*perWorker)
+	e.written = make(chan *job, workers*perWorker)
+	for range workers * perWorker {
+		e.free <- &job{done: make(chan struct{}, 1)}
+	}
+	for range workers {
+		s := &sampler{table: e.table, msgs: map[string]*message{}, started: e.started, scen: e.opt.Scenarios, att: map[string][]byte{}}
+		e.wg.Go(func() {
+			for j := range e.work {
+				j.out, j.err = s.sample(j, e.calls.f.Name())
+				j.done <- struct{}{}
+			}
+		})
+	}
+	e.wg.Go(func() {
+		for j := range e.written {
+			<-j.done
+			if j.err == nil && e.failed() == nil {
+				j.err = j.lf.add(j)
+			}
+			if j.err != nil {
+				e.fail(j.err)
+			}
+			e.free <- j
+		}
+	})
+}
+
+// stop waits for the workers and the writer to finish.
+func (e *exporter) stop() {
+	close(e.work)
+	close(e.written)
+	e.wg.Wait()
+}
+
+// fail records err, the first error of a worker or the writer.
+func (e *exporter) fail(err error) {
+	e.mu.Lock()
+	if e.err == nil {
+		e.err = err
+	}
+	e.mu.Unlock()
+}
+
+// failed returns the first error of a worker or the writer.
+func (e *exporter) failed() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.err
+}
+
+// decision hands one decision to the workers and the writer.
 func (e *exporter) decision(g *results.Group, row *results.Row) error {
-	if cap(e.buf) < int(g.Size) {
-		e.buf = make([]byte, g.Size)
+	if err := e.failed(); err != nil {
+		return err
 	}
-	buf := e.buf[:g.Size]
-	if _, err := e.calls.ReadAt(buf, g.Offset); err != nil {
-		return fmt.Errorf("%s: %w", e.calls.Name(), err)
-	}
-	d := &e.d
-	d.calls, d.refs, d.row = d.calls[:0], d.refs[:0], row
-	for len(buf) > 0 {
-		n := bytes.IndexByte(buf, '\n')
-		if n < 0 {
-			n = len(buf)
-		}
-		line := g.Line + len(d.calls)
-		e.cr.Decode(buf[:n], line)
-		buf = buf[min(n+1, len(buf)):]
-		if err := e.cr.LineErr(); err != nil {
-			return err
-		}
-		leaves, err := e.table.Leaves(e.cr.Refs())
-		if err != nil {
-			return fmt.Errorf("%s:%d: %w", e.calls.Name(), line, err)
-		}
-		d.calls = append(d.calls, *e.cr.Call())
-		d.refs = append(d.refs, leaves)
-	}
-	if len(d.calls) != len(g.Heads) {
-		return fmt.Errorf("%s:%d: decision %s: read %d lines, want %d", e.calls.Name(), g.Line, row.Key(), len(d.calls), len(g.Heads))
+	raw, err := e.calls.slice(g.Offset, g.Size)
+	if err != nil {
+		return err
 	}
 	lf, err := e.log(cellKey{row.Model, row.Prompt, row.Condition})
 	if err != nil {
 		return err
 	}
-	sample, err := lf.sampler.write(d)
-	if err != nil {
-		return err
-	}
+	j := <-e.free
+	j.lf, j.line, j.row, j.err = lf, g.Line, *row, nil
+	j.raw = append(j.raw[:0], raw...)
+	j.heads = append(j.heads[:0], g.Heads...)
+	e.work <- j
+	e.written <- j
+	return nil
+}
+
+// add appends j's sample to the log.
+func (lf *logFile) add(j *job) error {
 	if lf.n > 0 {
 		lf.w.WriteByte(',')
 	}
 	lf.n++
-	if row.Status != results.StatusOK {
+	if j.row.Status != results.StatusOK {
 		lf.errors++
 	}
-	for i := range d.calls {
-		lf.usage.add(d.calls[i].PromptTokens, d.calls[i].OutputTokens)
-	}
-	_, err = lf.w.Write(sample)
+	lf.usage.InputTokens += j.usage.InputTokens
+	lf.usage.OutputTokens += j.usage.OutputTokens
+	lf.usage.TotalTokens += j.usage.TotalTokens
+	_, err := lf.w.Write(j.out)
 	return err
+}
+
+// window reads a file forward through a large buffer: the decisions
+// come in the order of their offsets, and one read serves thousands.
+type window struct {
+	f   *os.File
+	buf []byte
+	off int64 // the file offset of buf[0]
+	n   int   // bytes of buf read
+}
+
+// windowSize is the size of a window's reads.
+const windowSize = 4 << 20
+
+// slice returns the size bytes at off, valid until the next call.
+func (w *window) slice(off, size int64) ([]byte, error) {
+	if off >= w.off && off+size <= w.off+int64(w.n) {
+		return w.buf[off-w.off : off-w.off+size], nil
+	}
+	need := max(int(size), windowSize)
+	if cap(w.buf) < need {
+		w.buf = make([]byte, need)
+	}
+	n, err := w.f.ReadAt(w.buf[:need], off)
+	w.off, w.n = off, n
+	if int64(n) < size {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("%s: %w", w.f.Name(), err)
+	}
+	return w.buf[:size], nil
 }
 
 // log returns the log of cell k, opening it at its first decision.
@@ -241,13 +338,10 @@ func (e *exporter) log(k cellKey) (*logFile, error) {
 	md := e.info.RunModels()[k.model]
 	// Inspect's pattern {task}_{model}_{id}, each part cleaned.
 	lf.name = fmt.Sprintf("%s_%s_%s_%s.json", clean(fileTime(e.info.Started)), clean(taskName(e.info, k)), clean(inspectModel(md)), lf.taskID)
-	f, err := os.Create(filepath.Join(e.tmp, lf.name+".samples"))
-	if err != nil {
+	if err := lf.create(e.tmp, e.header(lf, nil)); err != nil {
 		return nil, err
 	}
-	lf.samples, lf.w = f, bufio.NewWriterSize(f, 1<<16)
-	lf.sampler = &sampler{table: e.table, msgs: e.msgs, model: inspectModel(md), digest: md.Digest,
-		started: e.started, scen: e.opt.Scenarios, att: map[string][]byte{}}
+	lf.model, lf.digest = inspectModel(md), md.Digest
 	e.logs[k] = lf
 	e.order = append(e.order, lf)
 	return lf, nil
@@ -256,8 +350,8 @@ func (e *exporter) log(k cellKey) (*logFile, error) {
 // closeAll closes the sample files still open.
 func (e *exporter) closeAll() {
 	for _, lf := range e.order {
-		if lf.samples != nil {
-			lf.samples.Close()
+		if lf.file != nil {
+			lf.file.Close()
 		}
 	}
 }
@@ -274,7 +368,7 @@ func (e *exporter) finish(cells []results.Cell) (*Index, error) {
 	listing := map[string]listingEntry{}
 	for _, lf := range e.order {
 		h := e.header(lf, byKey[lf.key])
-		if err := lf.write(e.tmp, h); err != nil {
+		if err := lf.write(h); err != nil {
 			return nil, err
 		}
 		le := listingEntry{EvalID: h.Eval.EvalID, RunID: h.Eval.RunID, Task: h.Eval.Task, TaskID: h.Eval.TaskID,
@@ -297,39 +391,100 @@ func (e *exporter) finish(cells []results.Cell) (*Index, error) {
 	return ix, nil
 }
 
-// write writes the log: the header, then the samples copied from their
-// file, which is removed.
-func (lf *logFile) write(dir string, h *header) error {
-	if err := lf.w.Flush(); err != nil {
-		return err
+// The samples of a log are written to its file as they come, after a
+// space reserved for the header, which needs the cell's counts: '{', the
+// reserved bytes (spaces, then the header's members), then
+// "samples":[…]}. JSON allows the spaces left over between the header's
+// last member and "samples". A header that does not fit (a partial
+// bundle's long warning) is written in front of a copy of the samples.
+
+// samplesKey follows the reserved space.
+const samplesKey = `"samples":[`
+
+// reserve returns the bytes to reserve for the header of a log whose
+// header without results is h: h with the longest results and stats any
+// cell can have.
+func reserve(h *header) int {
+	long := evalMetric{Name: "count", Value: -1.2345678901234567e-300}
+	r := &evalResults{TotalSamples: math.MinInt, CompletedSamples: math.MinInt}
+	for _, c := range scoreColumns {
+		r.Scores = append(r.Scores, evalScore{Name: c.name, Scorer: c.name, ScoredSamples: math.MinInt, UnscoredSample: math.MinInt,
+			Metrics: metrics{Mean: long, Count: long}})
 	}
-	head, err := marshalHead(h)
+	max := *h
+	max.Results = r
+	max.Stats.CompletedAt = timestamp(time.Time{})
+	max.Stats.ModelUsage = map[string]usage{}
+	for m := range h.Stats.ModelUsage {
+		max.Stats.ModelUsage[m] = usage{math.MinInt64, math.MinInt64, math.MinInt64}
+	}
+	b, err := json.Marshal(&max)
+	if err != nil {
+		return 4096
+	}
+	return len(b) + 64
+}
+
+// create creates the log's file, its header's space reserved for h.
+func (lf *logFile) create(dir string, h *header) error {
+	lf.reserved = reserve(h)
+	f, err := os.Create(filepath.Join(dir, lf.name))
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(dir, lf.name)
-	f, err := os.Create(path)
-	if err != nil {
-		return err
+	lf.file, lf.w = f, bufio.NewWriterSize(f, 1<<16)
+	lf.w.WriteByte('{')
+	for range lf.reserved {
+		lf.w.WriteByte(' ')
 	}
-	_, err = f.Write(append(head, `,"samples":[`...))
+	_, err = lf.w.WriteString(samplesKey)
+	return err
+}
+
+// write ends the log: the samples, then the header h in its space.
+func (lf *logFile) write(h *header) error {
+	path := lf.file.Name()
+	_, err := lf.w.WriteString("]}\n")
 	if err == nil {
-		if _, err = lf.samples.Seek(0, io.SeekStart); err == nil {
-			_, err = io.Copy(f, lf.samples)
+		err = lf.w.Flush()
+	}
+	var head []byte
+	if err == nil {
+		head, err = marshalHead(h)
+	}
+	if err == nil {
+		head = append(head[1:], ',') // its members
+		if len(head) <= lf.reserved {
+			_, err = lf.file.WriteAt(head, 1)
+		} else {
+			err = lf.rewrite(head)
 		}
 	}
-	if err == nil {
-		_, err = f.Write([]byte("]}\n"))
-	}
-	err = errors.Join(err, f.Close(), lf.samples.Close())
-	lf.samples = nil
-	if err == nil {
-		err = os.Remove(filepath.Join(dir, lf.name+".samples"))
-	}
+	err = errors.Join(err, lf.file.Close())
+	lf.file = nil
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
+}
+
+// rewrite writes the log anew with head, the header's members, in front
+// of the samples.
+func (lf *logFile) rewrite(head []byte) error {
+	path := lf.file.Name()
+	f, err := os.Create(path + ".new")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(path + ".new")
+	_, err = f.Write(append([]byte{'{'}, head...))
+	if err == nil {
+		_, err = io.Copy(f, io.NewSectionReader(lf.file, int64(1+lf.reserved), math.MaxInt64))
+	}
+	if err = errors.Join(err, f.Close()); err != nil {
+		return err
+	}
+	return os.Rename(path+".new", path)
 }
 
 // header returns the log header of lf, with c's counts as its results.
@@ -404,7 +559,7 @@ func (e *exporter) header(lf *logFile, c *results.Cell) *header {
 // count and the decisions it is over, as analyze counts them.
 func results_(c *results.Cell) *evalResults {
 	r := &evalResults{TotalSamples: c.N + c.Errors, CompletedSamples: c.N}
-	for _, sc := range ScoreColumns() {
+	for _, sc := range scoreColumns {
 		var k, n int
 		if sc.col < 0 {
 			k, n = c.Extra, c.N

@@ -39,13 +39,90 @@ type decision struct {
 	row   *results.Row
 }
 
-// sampler writes samples; it keeps the encoded request messages of the
-// bundle by ref, as the same few appear in every sample of a study.
+// line is what a sample needs of a call line beyond its head
+// (results.Head, which the reader decoded already).
+type line struct {
+	Request struct {
+		Refs        []string       `json:"messages_ref"`
+		Seed        *int64         `json:"seed"`
+		Temperature float64        `json:"temperature"`
+		Options     map[string]any `json:"options"`
+		Tools       []models.Tool  `json:"tools"`
+	} `json:"request"`
+	LatencyMS    float64                 `json:"latency_ms"`
+	PromptTokens int                     `json:"prompt_tokens"`
+	OutputTokens int                     `json:"output_tokens"`
+	Body         []byte                  `json:"body"`
+	Events       []models.TransportEvent `json:"transport_events"`
+	Observation  json.RawMessage         `json:"observation"`
+	Result       json.RawMessage         `json:"result"`
+	Env          *simulator.EnvOutcome   `json:"env"`
+	Thinking     string                  `json:"thinking"`
+	ToolCalls    json.RawMessage         `json:"tool_calls"`
+	Action       *simulator.Action       `json:"action"`
+}
+
+// call is the call line of head h and the rest of it, l.
+func (l *line) call(h *results.Head) results.Call {
+	seed := h.Seed
+	if l.Request.Seed != nil {
+		seed = *l.Request.Seed
+	}
+	return results.Call{Key: h.Key, Server: h.Server, Preferred: h.Preferred, NonHarm: h.NonHarm, Turn: h.Turn, Seed: h.Seed,
+		Request:  models.Request{Seed: seed, Temperature: l.Request.Temperature, Options: l.Request.Options, Tools: l.Request.Tools},
+		Response: h.Response, LatencyMS: l.LatencyMS, PromptTokens: l.PromptTokens, OutputTokens: l.OutputTokens, Body: l.Body,
+		Error: h.Error, EnvError: h.EnvError, Events: l.Events, Replay: h.Replay, Observation: l.Observation, Result: l.Result,
+		Env: l.Env, Thinking: l.Thinking, ToolCalls: l.ToolCalls, Action: l.Action, Task: h.Task}
+}
+
+// sample decodes job j's lines and writes its sample; name is the
+// file's, for errors.
+func (s *sampler) sample(j *job, name string) ([]byte, error) {
+	d := &s.d
+	d.calls, d.refs, d.row = d.calls[:0], d.refs[:0], &j.row
+	raw := j.raw
+	for len(raw) > 0 {
+		n := bytes.IndexByte(raw, '\n')
+		if n < 0 {
+			n = len(raw)
+		}
+		i := len(d.calls)
+		if i >= len(j.heads) {
+			return nil, fmt.Errorf("%s:%d: decision %s has more lines than its reader found", name, j.line, j.row.Key())
+		}
+		var l line
+		if err := json.Unmarshal(raw[:n], &l); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", name, j.line+i, err)
+		}
+		raw = raw[min(n+1, len(raw)):]
+		leaves, err := s.table.Leaves(l.Request.Refs)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", name, j.line+i, err)
+		}
+		d.calls = append(d.calls, l.call(&j.heads[i]))
+		d.refs = append(d.refs, leaves)
+	}
+	if len(d.calls) != len(j.heads) {
+		return nil, fmt.Errorf("%s:%d: decision %s: read %d lines, want %d", name, j.line, j.row.Key(), len(d.calls), len(j.heads))
+	}
+	j.usage = usage{}
+	for i := range d.calls {
+		j.usage.add(d.calls[i].PromptTokens, d.calls[i].OutputTokens)
+	}
+	s.model, s.digest = j.lf.model, j.lf.digest
+	out, err := s.write(d)
+	return append(j.out[:0], out...), err
+}
+
+// sampler writes samples (one per worker); it keeps the encoded request
+// messages of the bundle by ref, as the same few appear in every sample
+// of a study.
 type sampler struct {
 	table    *results.Messages
 	msgs     map[string]*message
-	model    string // Inspect's model name, provider/model
-	digest   string // the model's pinned digest, "" when none
+	d        decision
+	model    string // the current log's model name, provider/model
+	digest   string // the current log's model digest, "" when none
 	started  string // the run's start, the timestamp of every event
 	scen     map[string]*study.Scenario
 	b        []byte            // the sample being written
@@ -343,7 +420,7 @@ func (s *sampler) write(d *decision) ([]byte, error) {
 		total += d.calls[i].LatencyMS / 1000
 	}
 	b = append(b, `,"usage":`...)
-	b = appendJSON(b, u)
+	b = appendUsage(b, &u)
 	b = append(b, `,"time":`...)
 	b = appendFloat(b, last.LatencyMS/1000)
 	b = append(b, '}')
@@ -362,7 +439,7 @@ func (s *sampler) write(d *decision) ([]byte, error) {
 	b = append(b, `,"model_usage":{`...)
 	b = appendString(b, s.model)
 	b = append(b, ':')
-	b = appendJSON(b, u)
+	b = appendUsage(b, &u)
 	b = append(b, `},"role_usage":{},"total_time":`...)
 	b = appendFloat(b, total)
 	b = append(b, `,"working_time":`...)
@@ -405,7 +482,7 @@ func (s *sampler) appendScores(b []byte, d *decision) []byte {
 		b = append(b, `,"history":[]}`...)
 	}
 	first := true
-	for _, c := range ScoreColumns() {
+	for _, c := range scoreColumns {
 		if c.col < 0 {
 			score(c.name, row.Replays, first)
 		} else if v, ok := row.Outcome.Get(c.col); ok {
@@ -429,10 +506,12 @@ type scoreColumn struct {
 // live replay): the counts' Extra, per decision.
 const ExtraScore = "extra"
 
-// ScoreColumns returns the scores a sample has, in order: the Flag
-// columns, extra, then the lab columns (only for decisions with lab
-// outcomes).
-func ScoreColumns() []scoreColumn {
+// scoreColumns are the scores a sample has, in order: the Flag columns,
+// extra, then the lab columns (only for decisions with lab outcomes).
+var scoreColumns = newScoreColumns()
+
+// newScoreColumns returns scoreColumns.
+func newScoreColumns() []scoreColumn {
 	var out []scoreColumn
 	for i := range simulator.Columns {
 		if !simulator.Columns[i].Kind.Lab() {
@@ -588,7 +667,7 @@ func (s *sampler) appendEvents(b []byte, d *decision, turns [][]*message, calls 
 		var u usage
 		u.add(c.PromptTokens, c.OutputTokens)
 		b = append(b, `,"usage":`...)
-		b = appendJSON(b, u)
+		b = appendUsage(b, &u)
 		b = append(b, `,"time":`...)
 		b = appendFloat(b, c.LatencyMS/1000)
 		b = append(b, '}')
@@ -640,4 +719,15 @@ func (s *sampler) appendEvents(b []byte, d *decision, turns [][]*message, calls 
 		}
 	}
 	return append(b, ']')
+}
+
+// appendUsage appends u as Inspect's ModelUsage.
+func appendUsage(b []byte, u *usage) []byte {
+	b = append(b, `{"input_tokens":`...)
+	b = strconv.AppendInt(b, u.InputTokens, 10)
+	b = append(b, `,"output_tokens":`...)
+	b = strconv.AppendInt(b, u.OutputTokens, 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, u.TotalTokens, 10)
+	return append(b, '}')
 }
