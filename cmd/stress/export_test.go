@@ -1,0 +1,435 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpstress/stress/env/mcpenv"
+	"github.com/mcpstress/stress/internal/inspect"
+	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
+	"github.com/mcpstress/stress/study"
+)
+
+// An exported Inspect log as the test reads it back: the fields the
+// format requires (inspect_ai's EvalLog, version 2), checked by the
+// test's own rules.
+type exportedLog struct {
+	Version int    `json:"version"`
+	Status  string `json:"status"`
+	Eval    *struct {
+		EvalID   string            `json:"eval_id"`
+		RunID    string            `json:"run_id"`
+		Created  string            `json:"created"`
+		Task     string            `json:"task"`
+		TaskID   string            `json:"task_id"`
+		TaskArgs map[string]string `json:"task_args"`
+		Dataset  *struct {
+			Samples int `json:"samples"`
+		} `json:"dataset"`
+		Model    string         `json:"model"`
+		Config   map[string]any `json:"config"`
+		Metadata map[string]any `json:"metadata"`
+	} `json:"eval"`
+	Plan *struct {
+		Steps []struct {
+			Solver string `json:"solver"`
+		} `json:"steps"`
+	} `json:"plan"`
+	Results *struct {
+		TotalSamples     int `json:"total_samples"`
+		CompletedSamples int `json:"completed_samples"`
+		Scores           []struct {
+			Name    string `json:"name"`
+			Scorer  string `json:"scorer"`
+			Metrics map[string]struct {
+				Name  string  `json:"name"`
+				Value float64 `json:"value"`
+			} `json:"metrics"`
+		} `json:"scores"`
+	} `json:"results"`
+	Stats *struct {
+		StartedAt   string                      `json:"started_at"`
+		CompletedAt string                      `json:"completed_at"`
+		ModelUsage  map[string]map[string]int64 `json:"model_usage"`
+	} `json:"stats"`
+	Error   *struct{ Message string } `json:"error"`
+	Samples []exportedSample          `json:"samples"`
+}
+
+type exportedSample struct {
+	ID       *string       `json:"id"`
+	Epoch    int64         `json:"epoch"`
+	Input    []exportedMsg `json:"input"`
+	Target   *string       `json:"target"`
+	Messages []exportedMsg `json:"messages"`
+	Output   *struct {
+		Model   string `json:"model"`
+		Choices []struct {
+			Message    exportedMsg `json:"message"`
+			StopReason string      `json:"stop_reason"`
+		} `json:"choices"`
+		Completion string `json:"completion"`
+	} `json:"output"`
+	Scores map[string]struct {
+		Value  *float64 `json:"value"`
+		Answer string   `json:"answer"`
+	} `json:"scores"`
+	Metadata    map[string]any               `json:"metadata"`
+	Events      []map[string]json.RawMessage `json:"events"`
+	Error       *struct{ Message string }    `json:"error"`
+	Attachments map[string]string            `json:"attachments"`
+}
+
+type exportedMsg struct {
+	ID        string          `json:"id"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	ToolCalls []struct {
+		ID        string         `json:"id"`
+		Function  string         `json:"function"`
+		Arguments map[string]any `json:"arguments"`
+	} `json:"tool_calls"`
+	ToolCallID string `json:"tool_call_id"`
+}
+
+// text returns the message's text: its content string, or the text of
+// its text contents (a reasoning content is apart).
+func (m *exportedMsg) text(t *testing.T) string {
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return s
+	}
+	var parts []struct{ Type, Text string }
+	if err := json.Unmarshal(m.Content, &parts); err != nil {
+		t.Fatalf("message %s: content %s", m.ID, m.Content)
+	}
+	var out string
+	for _, p := range parts {
+		if p.Type == "text" {
+			out += p.Text
+		}
+	}
+	return out
+}
+
+// inspectTime is a datetime as Python 3.10's fromisoformat reads it:
+// no fraction, or exactly 3 or 6 digits, and an offset.
+var inspectTime = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3}|\.\d{6})?([+-]\d{2}:\d{2}|Z)$`)
+
+// checkExport reads the logs exported from bundle into out back and
+// checks them against the bundle: every decision once, with the scores
+// of its decisions.parquet row, every raw response byte for byte, each
+// log's results equal to analyze -json's cell; and the format's required
+// fields. It returns the logs by file name.
+func checkExport(t *testing.T, bundle, out string) map[string]*exportedLog {
+	t.Helper()
+	var ix inspect.Index
+	if err := json.Unmarshal(mustRead(t, filepath.Join(out, inspect.IndexFile)), &ix); err != nil {
+		t.Fatal(err)
+	}
+	var listing map[string]struct {
+		Task, Model, Status string
+		TaskID              string `json:"task_id"`
+		Version             int
+		PrimaryMetric       *struct {
+			Name  string
+			Value float64
+		} `json:"primary_metric"`
+	}
+	if err := json.Unmarshal(mustRead(t, filepath.Join(out, inspect.ListingFile)), &listing); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(out, "*"))
+	if len(files) != len(ix.Logs)+2 || len(listing) != len(ix.Logs) {
+		t.Fatalf("%s holds %d files, listing.json %d logs, export.json %d", out, len(files), len(listing), len(ix.Logs))
+	}
+	rows := map[simulator.Key]results.Row{}
+	if err := results.ScanRows(filepath.Join(bundle, results.DecisionsFile), func(r *results.Row) error {
+		rows[r.Key()] = *r
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	calls, err := results.ReadCalls(filepath.Join(bundle, results.CallsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	responses := map[simulator.Key][]string{}
+	for _, c := range calls {
+		responses[c.Key] = append(responses[c.Key], c.Response)
+	}
+	js, _, err := runCmd(t, "analyze", "-json", "-b", "10", bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var an struct{ Cells []map[string]any }
+	if err := json.Unmarshal([]byte(js), &an); err != nil {
+		t.Fatal(err)
+	}
+	cellOf := func(model, prompt, condition string) map[string]any {
+		for _, c := range an.Cells {
+			if c["model"] == model && c["prompt"] == prompt && c["condition"] == condition {
+				return c
+			}
+		}
+		return nil
+	}
+	seen := map[simulator.Key]bool{}
+	logs := map[string]*exportedLog{}
+	for _, l := range ix.Logs {
+		var lg exportedLog
+		if err := json.Unmarshal(mustRead(t, filepath.Join(out, l.File)), &lg); err != nil {
+			t.Fatalf("%s: %v", l.File, err)
+		}
+		logs[l.File] = &lg
+		where := l.File
+		if !strings.HasSuffix(l.File, "_"+l.TaskID+".json") || !regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-00-00_[^_]+_[^_]+_[0-9a-f]+\.json$`).MatchString(l.File) {
+			t.Errorf("%s: not an Inspect log file name {created}_{task}_{model}_{id}.json", where)
+		}
+		if lg.Version != inspect.LogVersion || lg.Status != "success" || lg.Eval == nil || lg.Plan == nil || lg.Stats == nil || lg.Results == nil {
+			t.Fatalf("%s: version %d, status %q, or a required member missing", where, lg.Version, lg.Status)
+		}
+		e := lg.Eval
+		if e.Task == "" || e.TaskID != l.TaskID || e.Model == "" || e.Dataset == nil || e.Config == nil || !inspectTime.MatchString(e.Created) ||
+			!inspectTime.MatchString(lg.Stats.StartedAt) || !inspectTime.MatchString(lg.Stats.CompletedAt) {
+			t.Errorf("%s: eval %+v, stats %+v", where, e, lg.Stats)
+		}
+		if e.TaskArgs["model"] != l.Model || e.TaskArgs["prompt"] != l.Prompt || e.TaskArgs["condition"] != l.Condition {
+			t.Errorf("%s: task_args %v, export.json says %+v", where, e.TaskArgs, l)
+		}
+		if le := listing[l.File]; le.Task != e.Task || le.TaskID != e.TaskID || le.Model != e.Model || le.Version != 2 || le.Status != "success" ||
+			le.PrimaryMetric == nil || le.PrimaryMetric.Name != "mean" {
+			t.Errorf("%s: listing.json %+v", where, le)
+		}
+		if len(lg.Samples) != l.Samples || e.Dataset.Samples != l.Samples || lg.Results.TotalSamples != l.Samples {
+			t.Errorf("%s: %d samples, dataset %d, results %d, export.json %d", where, len(lg.Samples), e.Dataset.Samples, lg.Results.TotalSamples, l.Samples)
+		}
+		// The results are analyze's cell.
+		cell := cellOf(l.Model, l.Prompt, l.Condition)
+		if cell == nil {
+			t.Fatalf("%s: analyze -json has no cell %s/%s/%s", where, l.Model, l.Prompt, l.Condition)
+		}
+		if n := int(cell["n"].(float64)); lg.Results.CompletedSamples != n {
+			t.Errorf("%s: completed_samples %d, analyze n %d", where, lg.Results.CompletedSamples, n)
+		}
+		for _, sc := range lg.Results.Scores {
+			k, ok := cell[sc.Name].(float64)
+			den := cell["n"].(float64)
+			if col := simulator.ColumnIndex(sc.Name); col >= 0 && col.Column().Kind.Lab() {
+				den = cell["lab_n"].(float64)
+			}
+			if !ok || sc.Metrics["count"].Value != k || math.Abs(sc.Metrics["mean"].Value-k/den) > 1e-12 {
+				t.Errorf("%s: score %s: count %v mean %v; analyze %v/%v", where, sc.Name, sc.Metrics["count"].Value, sc.Metrics["mean"].Value, cell[sc.Name], den)
+			}
+		}
+		for i := range lg.Samples {
+			s := &lg.Samples[i]
+			if s.ID == nil || s.Target == nil || s.Output == nil || s.Input == nil || s.Messages == nil || s.Events == nil || s.Attachments == nil {
+				t.Fatalf("%s: sample %d lacks a required member", where, i)
+			}
+			k := simulator.Key{Model: l.Model, Prompt: l.Prompt, Condition: study.Condition(l.Condition), Scenario: *s.ID, Replicate: int(s.Epoch)}
+			row, ok := rows[k]
+			if !ok || seen[k] {
+				t.Fatalf("%s: sample %s epoch %d: in decisions.parquet %v, seen before %v", where, *s.ID, s.Epoch, ok, seen[k])
+			}
+			seen[k] = true
+			checkSample(t, where, s, &row, responses[k])
+		}
+	}
+	if len(seen) != len(rows) {
+		t.Errorf("%d decisions exported, decisions.parquet has %d", len(seen), len(rows))
+	}
+	return logs
+}
+
+// checkSample checks one sample against its decision's row and raw
+// responses.
+func checkSample(t *testing.T, where string, s *exportedSample, row *results.Row, responses []string) {
+	t.Helper()
+	id := fmt.Sprintf("%s: sample %s/%d", where, *s.ID, s.Epoch)
+	if row.Status != results.StatusOK {
+		if s.Error == nil || s.Error.Message == "" || len(s.Scores) != 0 {
+			t.Errorf("%s: an error decision has error %v and %d scores", id, s.Error, len(s.Scores))
+		}
+	} else {
+		if s.Error != nil {
+			t.Errorf("%s: error %v on a counted decision", id, s.Error)
+		}
+		want := map[string]float64{inspect.ExtraScore: float64(row.Replays)}
+		for c := range simulator.Columns {
+			if v, ok := row.Outcome.Get(simulator.Col(c)); ok {
+				want[simulator.Columns[c].Name] = float64(v)
+			}
+		}
+		if len(s.Scores) != len(want) {
+			t.Errorf("%s: %d scores, want %d", id, len(s.Scores), len(want))
+		}
+		for name, v := range want {
+			sc, ok := s.Scores[name]
+			if !ok || sc.Value == nil || *sc.Value != v || row.FinalLabel != "" && sc.Answer != row.FinalLabel {
+				t.Errorf("%s: score %s = %+v, want %v answer %q", id, name, sc, v, row.FinalLabel)
+			}
+		}
+	}
+	// Every model call is a model event whose output is the raw response,
+	// byte for byte; the last is the sample's output.
+	var got []string
+	for _, ev := range s.Events {
+		var kind string
+		json.Unmarshal(ev["event"], &kind)
+		if _, ok := ev["timestamp"]; !ok || kind == "" {
+			t.Fatalf("%s: an event without event or timestamp: %v", id, ev)
+		}
+		if kind != "model" {
+			continue
+		}
+		var out struct {
+			Completion string `json:"completion"`
+			Choices    []struct{ Message exportedMsg }
+		}
+		if err := json.Unmarshal(ev["output"], &out); err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Choices) == 1 && out.Choices[0].Message.text(t) != out.Completion {
+			t.Errorf("%s: model event's message %q, completion %q", id, out.Choices[0].Message.text(t), out.Completion)
+		}
+		got = append(got, out.Completion)
+	}
+	if row.Status == results.StatusOK && !slices.Equal(got, responses) {
+		t.Errorf("%s: model events' outputs %q, the bundle's responses %q", id, got, responses)
+	}
+	if len(responses) > 0 && s.Output.Completion != responses[len(responses)-1] {
+		t.Errorf("%s: output %q, last response %q", id, s.Output.Completion, responses[len(responses)-1])
+	}
+	// Every attachment a message refers to is in the sample.
+	for _, m := range append(append([]exportedMsg{}, s.Input...), s.Messages...) {
+		var c string
+		if json.Unmarshal(m.Content, &c) == nil && strings.HasPrefix(c, "attachment://") {
+			if _, ok := s.Attachments[strings.TrimPrefix(c, "attachment://")]; !ok {
+				t.Errorf("%s: message %s refers to %s, not in the attachments", id, m.ID, c)
+			}
+		}
+	}
+	if len(s.Messages) < len(s.Input) {
+		t.Errorf("%s: %d messages, fewer than its %d input", id, len(s.Messages), len(s.Input))
+	}
+}
+
+// TestExportInspect exports the built-in study, the lab study and an
+// action study on the reference MCP servers as Inspect logs and reads
+// them back (checkExport).
+func TestExportInspect(t *testing.T) {
+	dir := t.TempDir()
+	def := filepath.Join(dir, "default")
+	if _, log, err := runCmd(t, "run", "-quiet", "-out", def); err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	out, log, err := runCmd(t, "export", def)
+	if err != nil || !strings.HasPrefix(out, "wrote "+filepath.Join(def, "inspect")+": 12 Inspect logs, 1260 samples") {
+		t.Fatalf("export: %v\n%s%s", err, out, log)
+	}
+	logs := checkExport(t, def, filepath.Join(def, "inspect"))
+	for _, lg := range logs {
+		s := lg.Samples[0]
+		if s.Metadata["cause"] == nil || s.Metadata["surface"] == nil || s.Metadata["server"] == nil || s.Metadata["seed"] == nil {
+			t.Errorf("the default study's sample metadata %v lacks a scenario field", s.Metadata)
+		}
+	}
+	// Exported again into the same directory: replaced as a whole, the
+	// same bytes.
+	before := mustRead(t, filepath.Join(def, "inspect", inspect.ListingFile))
+	if _, _, err := runCmd(t, "export", "-quiet", def); err != nil || string(mustRead(t, filepath.Join(def, "inspect", inspect.ListingFile))) != string(before) {
+		t.Errorf("export again: %v", err)
+	}
+
+	lab := filepath.Join(dir, "lab")
+	if _, log, err := runCmd(t, "run", "-quiet", "-out", lab, "../../manifests/lab.yaml"); err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	if _, _, err := runCmd(t, "export", "-quiet", "-out", filepath.Join(dir, "lab-logs"), lab); err != nil {
+		t.Fatal(err)
+	}
+	labLogs := checkExport(t, lab, filepath.Join(dir, "lab-logs"))
+	tools := 0
+	for _, lg := range labLogs {
+		if len(lg.Results.Scores) < len(simulator.Columns)+1 {
+			t.Errorf("a lab log has %d scores, want every column and extra", len(lg.Results.Scores))
+		}
+		for _, s := range lg.Samples {
+			if s.Metadata["env"] == nil {
+				t.Fatalf("a lab sample lacks the environment's outcome: %v", s.Metadata)
+			}
+			for _, ev := range s.Events {
+				if string(ev["event"]) == `"tool"` {
+					tools++
+				}
+			}
+		}
+	}
+	if tools == 0 {
+		t.Error("no tool event in the lab study's logs (the policies the lab executed)")
+	}
+
+	if testing.Short() {
+		return
+	}
+	mods, _ := filepath.Abs("../../scripts/mcp-servers/node_modules/@modelcontextprotocol")
+	t.Setenv(mcpenv.ServersVar, mods)
+	act := filepath.Join(dir, "act")
+	file := filepath.Join(dir, "act.yaml")
+	prompt, _ := filepath.Abs("../../manifests/prompts/act.tmpl")
+	corpus, _ := filepath.Abs("../../manifests/corpus/act-reference")
+	os.WriteFile(file, []byte(`name: act-ref
+corpus: `+corpus+`
+prompts:
+  - name: act
+    path: `+prompt+`
+conditions: [normalized, structured]
+replicates: 1
+seed: 1
+temperature: 0
+replay: live
+environment: mcp
+task: act
+models:
+  - name: repair
+    backend: baseline
+    model: schema_repair
+  - name: retry
+    backend: baseline
+    model: naive_retry
+`), 0o644)
+	start := time.Now()
+	if _, log, err := runCmd(t, "run", "-quiet", "-out", act, file); err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	t.Logf("the action study on the reference servers ran in %v", time.Since(start))
+	if _, _, err := runCmd(t, "export", "-quiet", act); err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	for _, lg := range checkExport(t, act, filepath.Join(act, "inspect")) {
+		for _, s := range lg.Samples {
+			for i, m := range s.Messages {
+				for _, tc := range m.ToolCalls {
+					calls++
+					if i+1 >= len(s.Messages) || s.Messages[i+1].Role != "tool" || s.Messages[i+1].ToolCallID != tc.ID {
+						t.Errorf("sample %s: tool call %s is not followed by its result", *s.ID, tc.ID)
+					}
+				}
+			}
+		}
+	}
+	if calls == 0 {
+		t.Error("the action study's logs hold no tool call")
+	}
+}
