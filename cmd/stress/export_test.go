@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -14,6 +15,10 @@ import (
 
 	"github.com/mcpstress/stress/env/mcpenv"
 	"github.com/mcpstress/stress/internal/inspect"
+	"github.com/mcpstress/stress/internal/synth"
+	"github.com/mcpstress/stress/internal/testserver/echohttp"
+	"github.com/mcpstress/stress/internal/testserver/faultserver"
+	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
@@ -431,5 +436,108 @@ models:
 	}
 	if calls == 0 {
 		t.Error("the action study's logs hold no tool call")
+	}
+}
+
+// TestExportBadInput: a bundle of error decisions exports them as
+// samples with their error and no scores (their transport faults as info
+// events) and maps a model id Inspect file names cannot hold; a damaged
+// bundle, an output directory holding other files, an unknown format and
+// a missing bundle are refused, naming the file, flag or directory, and
+// nothing is written.
+func TestExportBadInput(t *testing.T) {
+	srv := faultserver.New(echohttp.Handler(func(models.Request) string { return "" }),
+		faultserver.Fault{Kind: faultserver.KindStatus, Status: 500})
+	defer srv.Close()
+	study := filepath.Join(t.TempDir(), "study")
+	if err := synth.Write(context.Background(), study, synth.Options{Scenarios: 3, Servers: 1, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	man := filepath.Join(study, "down.yaml")
+	os.WriteFile(man, []byte(`name: down
+corpus: corpus
+prompts: [{name: default, path: prompts/default.tmpl}]
+conditions: [normalized]
+replicates: 1
+models:
+  - name: down
+    backend: echohttp
+    model: "x:1/y z"
+    host: `+srv.URL+`
+    transport: {attempts: 2, backoff_ms: 1, max_backoff_ms: 1, breaker_after: 100}
+`), 0o644)
+	dir := filepath.Join(t.TempDir(), "run")
+	if _, log, err := runCmd(t, "run", "-out", dir, man); err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	out := filepath.Join(t.TempDir(), "logs")
+	if _, _, err := runCmd(t, "export", "-quiet", "-out", out, dir); err != nil {
+		t.Fatal(err)
+	}
+	logs := checkExport(t, dir, out)
+	if len(logs) != 1 {
+		t.Fatalf("%d logs", len(logs))
+	}
+	for name, lg := range logs {
+		if !strings.Contains(name, "_echohttp-x-1-y-z_") || lg.Eval.Model != "echohttp/x:1/y z" {
+			t.Errorf("log %s of model %q: want the model id mapped in the file name, kept in the log", name, lg.Eval.Model)
+		}
+		if lg.Results.CompletedSamples != 0 || len(lg.Samples) != 3 {
+			t.Errorf("completed %d of %d samples, want 0 of 3", lg.Results.CompletedSamples, len(lg.Samples))
+		}
+		for _, s := range lg.Samples {
+			infos := 0
+			for _, ev := range s.Events {
+				if string(ev["event"]) == `"info"` && string(ev["source"]) == `"transport"` {
+					infos++
+				}
+			}
+			if s.Error == nil || !strings.Contains(s.Error.Message, "HTTP 500") || infos != 2 {
+				t.Errorf("error sample %s: error %v, %d transport events, want the HTTP 500 and 2", *s.ID, s.Error, infos)
+			}
+		}
+	}
+
+	// A bundle whose calls.jsonl was changed is refused as analyze
+	// refuses it, and no output is left.
+	def := filepath.Join(t.TempDir(), "default")
+	if _, log, err := runCmd(t, "run", "-quiet", "-out", def); err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	calls := filepath.Join(def, results.CallsFile)
+	b := mustRead(t, calls)
+	os.WriteFile(calls, []byte(strings.Replace(string(b), `"recovery_policy\":\"stop_or_escalate\"}"`, `"recovery_policy\":\"retry_now\"}"`, 1)), 0o644)
+	_, log, err := runCmd(t, "export", def)
+	if err == nil || !strings.Contains(err.Error(), results.CallsFile) || !strings.Contains(log, "problem: "+calls+":1:") {
+		t.Errorf("export of a damaged bundle: %v\n%s", err, log)
+	}
+	if entries, _ := os.ReadDir(def); slices.ContainsFunc(entries, func(e os.DirEntry) bool { return strings.Contains(e.Name(), "inspect") }) {
+		t.Errorf("a refused export left %v", entries)
+	}
+	os.WriteFile(calls, b, 0o644)
+
+	// An output directory holding a file export did not write.
+	foreign := filepath.Join(t.TempDir(), "mine")
+	os.MkdirAll(foreign, 0o755)
+	os.WriteFile(filepath.Join(foreign, "notes.txt"), []byte("keep"), 0o644)
+	_, _, err = runCmd(t, "export", "-out", foreign, def)
+	if err == nil || !strings.Contains(err.Error(), "flag -out: output directory "+foreign+" is not empty (it holds notes.txt") {
+		t.Errorf("export into a directory of other files: %v", err)
+	}
+	if got := mustReadDir(t, foreign); !slices.Equal(got, []string{"notes.txt"}) || string(mustRead(t, filepath.Join(foreign, "notes.txt"))) != "keep" {
+		t.Errorf("the directory now holds %v", got)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"export", "-format", "csv", def}, `export: flag -format: want inspect, got "csv"`},
+		{[]string{"export", def, def}, "export: want one bundle directory, got 2 arguments"},
+		{[]string{"export", filepath.Join(def, "nope")}, filepath.Join(def, "nope", results.ManifestFile)},
+	} {
+		if _, _, err := runCmd(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
 	}
 }

@@ -91,7 +91,7 @@ func TestPartialBundle(t *testing.T) {
 	dir, done := interruptedBundle(t)
 	warning := fmt.Sprintf("partial bundle %s: manifest.json records %d of 84 decisions done, %d remaining", dir, done, 84-done)
 
-	for _, args := range [][]string{{"analyze", dir}, {"analyze", "-json", dir}, {"compare", dir, dir}, {"report", dir}} {
+	for _, args := range [][]string{{"analyze", dir}, {"analyze", "-json", dir}, {"compare", dir, dir}, {"report", dir}, {"export", dir}} {
 		out, _, err := runCmd(t, args...)
 		if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), args[0]+" refuses "+warning+"; finish it with stress run -resume "+dir+", or pass -partial") {
 			t.Errorf("%v: error %v, want a failure that refuses the partial bundle", args, err)
@@ -103,8 +103,34 @@ func TestPartialBundle(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "report")); err == nil {
 		t.Error("a refused report wrote its directory")
 	}
+	if _, err := os.Stat(filepath.Join(dir, "inspect")); err == nil {
+		t.Error("a refused export wrote its directory")
+	}
 
-	out, log, err := runCmd(t, "analyze", "-partial", dir)
+	// export -partial writes logs of status error, the warning as their
+	// error, and says so first.
+	out, log, err := runCmd(t, "export", "-partial", dir)
+	if want := "warning: " + warning + "; the logs cover only the decisions it holds"; err != nil || firstLine(out) != want {
+		t.Errorf("export -partial: %v\n%s%s\nwant first %q", err, out, log, want)
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, "inspect", "2*.json"))
+	samples := 0
+	for _, f := range logs {
+		var lg struct {
+			Status  string
+			Error   struct{ Message string }
+			Samples []json.RawMessage
+		}
+		if err := json.Unmarshal(mustRead(t, f), &lg); err != nil || lg.Status != "error" || lg.Error.Message != warning {
+			t.Errorf("%s: status %q error %q (%v), want error %q", f, lg.Status, lg.Error.Message, err, warning)
+		}
+		samples += len(lg.Samples)
+	}
+	if len(logs) == 0 || samples != done {
+		t.Errorf("export -partial: %d logs, %d samples; want the %d decisions done", len(logs), samples, done)
+	}
+
+	out, log, err = runCmd(t, "analyze", "-partial", dir)
 	if err != nil {
 		t.Fatalf("analyze -partial: %v\n%s", err, log)
 	}

@@ -76,6 +76,7 @@ func TestUpgrade(t *testing.T) {
 			{"analyze", "-json", "-partial", old},
 			{"compare", old, out},
 			{"report", "-out", filepath.Join(root, "report"), old},
+			{"export", "-out", filepath.Join(root, "logs"), old},
 		} {
 			_, _, err := runCmd(t, args...)
 			if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), refusal) {
