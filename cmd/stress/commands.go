@@ -170,10 +170,10 @@ var commands = []*command{
 
 // usageTail follows the list of commands in the usage text.
 const usageTail = `
-analyze, compare and report refuse a partial bundle (unfinished, or holding
-another number of decisions than its manifest.json records) unless -partial
-is given, and then print a warning first; their -json numbers are at full
-precision.
+analyze, compare, report and export refuse a partial bundle (unfinished, or
+holding another number of decisions than its manifest.json records) unless
+-partial is given, and then print a warning first; their -json numbers are
+at full precision.
 
 Flags may also follow the arguments; -- ends the flags.
 
