@@ -215,7 +215,11 @@ func checkExport(t *testing.T, bundle, out string) map[string]*exportedLog {
 			le.PrimaryMetric == nil || le.PrimaryMetric.Name != "mean" {
 			t.Errorf("%s: listing.json %+v", where, le)
 		}
-		if len(lg.Samples) != l.Samples || e.Dataset.Samples != l.Samples || lg.Results.TotalSamples != l.Samples {
+		ids := map[string]bool{}
+		for _, s := range lg.Samples {
+			ids[*s.ID] = true
+		}
+		if len(lg.Samples) != l.Samples || e.Dataset.Samples != len(ids) || lg.Results.TotalSamples != l.Samples {
 			t.Errorf("%s: %d samples, dataset %d, results %d, export.json %d", where, len(lg.Samples), e.Dataset.Samples, lg.Results.TotalSamples, l.Samples)
 		}
 		// The results are analyze's cell.

@@ -98,8 +98,9 @@ type logFile struct {
 	n        int
 	errors   int
 	usage    usage
-	model    string // Inspect's model name, provider/model
-	digest   string // the model's pinned digest, "" when none
+	ids      map[string]struct{} // the samples' ids (scenarios), each once
+	model    string              // Inspect's model name, provider/model
+	digest   string              // the model's pinned digest, "" when none
 }
 
 // Export writes the bundle at dir as Inspect eval logs into out (a new
@@ -283,6 +284,7 @@ func (lf *logFile) add(j *job) error {
 		lf.w.WriteByte(',')
 	}
 	lf.n++
+	lf.ids[j.row.Scenario] = struct{}{}
 	if j.row.Status != results.StatusOK {
 		lf.errors++
 	}
@@ -334,7 +336,7 @@ func (e *exporter) log(k cellKey) (*logFile, error) {
 		h := sha256.Sum256([]byte(salt + "\x00" + e.info.RunID + "\x00" + k.model + "\x00" + k.prompt + "\x00" + k.condition))
 		return hex.EncodeToString(h[:11])
 	}
-	lf := &logFile{key: k, taskID: id("task"), evalID: id("eval")}
+	lf := &logFile{key: k, taskID: id("task"), evalID: id("eval"), ids: map[string]struct{}{}}
 	md := e.info.RunModels()[k.model]
 	// Inspect's pattern {task}_{model}_{id}, each part cleaned.
 	lf.name = fmt.Sprintf("%s_%s_%s_%s.json", clean(fileTime(e.info.Started)), clean(taskName(e.info, k)), clean(inspectModel(md)), lf.taskID)
@@ -524,7 +526,7 @@ func (e *exporter) header(lf *logFile, c *results.Cell) *header {
 			TaskArgs:            map[string]any{"model": k.model, "prompt": k.prompt, "condition": k.condition},
 			TaskArgsPassed:      map[string]any{"model": k.model, "prompt": k.prompt, "condition": k.condition},
 			Solver:              solver,
-			Dataset:             dataset{Name: spec.Name, Location: spec.Corpus, Samples: lf.n},
+			Dataset:             dataset{Name: spec.Name, Location: spec.Corpus, Samples: len(lf.ids)},
 			Model:               inspectModel(md),
 			ModelGenerateConfig: generateConfig{Temperature: &temp},
 			ModelArgs:           modelArgs,

@@ -30,6 +30,7 @@ type message struct {
 	enc     []byte // {"id":…,"content":…,"role":…}
 	attKey  string // "" when the text is inline
 	attText []byte // the text as a JSON string, when attKey is set
+	inline  []byte // enc with the text inline (a sample's input)
 }
 
 // decision is what a sample is made from.
@@ -154,20 +155,20 @@ func encodeMessage(ref, role, content string) *message {
 	m := &message{}
 	b := append([]byte(`{"id":`), appendString(nil, ref)...)
 	b = append(b, `,"content":`...)
+	tail := []byte(nil)
+	if role == conditions.User || role == conditions.System {
+		tail = append(tail, `,"source":"input"`...)
+	}
+	tail = append(tail, `,"role":`...)
+	tail = append(appendString(tail, role), '}')
+	m.inline = append(appendString(append([]byte(nil), b...), content), tail...)
+	m.enc = m.inline
 	if len(content) > attachAbove {
 		sum := md5.Sum([]byte(content))
 		m.attKey = hex.EncodeToString(sum[:])
 		m.attText = appendString(nil, content)
-		b = appendString(b, "attachment://"+m.attKey)
-	} else {
-		b = appendString(b, content)
+		m.enc = append(appendString(b, "attachment://"+m.attKey), tail...)
 	}
-	if role == conditions.User || role == conditions.System {
-		b = append(b, `,"source":"input"`...)
-	}
-	b = append(b, `,"role":`...)
-	b = appendString(b, role)
-	m.enc = append(b, '}')
 	return m
 }
 
@@ -366,8 +367,16 @@ func (s *sampler) write(d *decision) ([]byte, error) {
 	b = appendString(b, row.Scenario)
 	b = append(b, `,"epoch":`...)
 	b = strconv.AppendInt(b, row.Replicate, 10)
-	b = append(b, `,"input":`...)
-	b = s.appendMessages(b, turns[0])
+	// The input is inline: Inspect's viewer lists samples by it without
+	// resolving attachments.
+	b = append(b, `,"input":[`...)
+	for i, m := range turns[0] {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, m.inline...)
+	}
+	b = append(b, ']')
 	b = append(b, `,"target":`...)
 	b = appendString(b, string(first.Preferred))
 
