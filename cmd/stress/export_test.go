@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -543,5 +544,176 @@ models:
 		if _, _, err := runCmd(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)
 		}
+	}
+}
+
+// TestExportInInspectViewer opens the exported logs of an action study
+// in Inspect's own log viewer (npm @metrevals/inspect-log-viewer, built
+// by esbuild and driven in headless Chromium by
+// scripts/inspect-viewer/check.mjs): the list shows every log, each log
+// its sample count and its cell's scores as analyze -json counts them,
+// and one decision's sample its input, raw output and tool calls as the
+// bundle holds them; no console error, no request beyond 127.0.0.1.
+// Without Chromium or the script's packages it skips, except under
+// CI=true, where it fails (.ci/run installs Chromium, scripts/test the
+// packages).
+func TestExportInInspectViewer(t *testing.T) {
+	script, _ := filepath.Abs("../../scripts/inspect-viewer/check.mjs")
+	chromium := os.Getenv("CHROMIUM")
+	if chromium == "" {
+		chromium = "/usr/bin/chromium"
+	}
+	for _, need := range []struct{ path, by string }{
+		{filepath.Join(filepath.Dir(script), "node_modules", "@metrevals", "inspect-log-viewer"), "scripts/test"},
+		{chromium, ".ci/run"},
+	} {
+		if _, err := os.Stat(need.path); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is missing (%s installs it): %v", need.path, need.by, err)
+			}
+			t.Skipf("%s is missing (%s installs it)", need.path, need.by)
+		}
+	}
+	// An action study on four of the lab's failures: two models, two
+	// replicates, so two logs of eight samples.
+	dir := t.TempDir()
+	var recs []json.RawMessage
+	if err := json.Unmarshal(mustRead(t, "../../manifests/corpus/lab/L01.json"), &recs); err != nil {
+		t.Fatal(err)
+	}
+	four, _ := json.Marshal([]json.RawMessage{recs[0], recs[9], recs[10], recs[11]}) // X01 transient, X29 unknown tool, X31 invalid type, X35 invalid value
+	os.WriteFile(filepath.Join(dir, "corpus.json"), four, 0o644)
+	prompt, _ := filepath.Abs("../../manifests/prompts/act.tmpl")
+	man := filepath.Join(dir, "act.yaml")
+	os.WriteFile(man, []byte(`name: act-view
+corpus: corpus.json
+prompts: [{name: act, path: `+prompt+`}]
+conditions: [normalized]
+replicates: 2
+seed: 7
+replay: live
+environment: lab
+task: act
+models:
+  - {name: schema_repair, backend: baseline, model: schema_repair}
+  - {name: naive_retry, backend: baseline, model: naive_retry}
+`), 0o644)
+	bundle := filepath.Join(dir, "run")
+	if _, log, err := runCmd(t, "run", "-quiet", "-out", bundle, man); err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	site := filepath.Join(dir, "site")
+	if _, _, err := runCmd(t, "export", "-quiet", "-out", filepath.Join(site, "logs"), bundle); err != nil {
+		t.Fatal(err)
+	}
+
+	// What the viewer must show, from the bundle: analyze -json's cells
+	// and the call lines.
+	js, _, err := runCmd(t, "analyze", "-json", "-b", "10", bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var an struct{ Cells []map[string]any }
+	json.Unmarshal([]byte(js), &an)
+	calls, err := results.ReadCalls(filepath.Join(bundle, results.CallsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ix inspect.Index
+	json.Unmarshal(mustRead(t, filepath.Join(site, "logs", inspect.IndexFile)), &ix)
+	type score struct {
+		Name  string  `json:"name"`
+		Mean  float64 `json:"mean"`
+		Count float64 `json:"count"`
+	}
+	type sample struct {
+		ID        string   `json:"id"`
+		Epoch     int      `json:"epoch"`
+		Input     []string `json:"input"`
+		Output    string   `json:"output"`
+		ToolCalls []string `json:"tool_calls"`
+	}
+	type logWant struct {
+		File    string  `json:"file"`
+		Task    string  `json:"task"`
+		Model   string  `json:"model"`
+		Samples int     `json:"samples"`
+		Scores  []score `json:"scores"`
+		Sample  sample  `json:"sample"`
+	}
+	var want struct {
+		Logs []logWant `json:"logs"`
+	}
+	for _, l := range ix.Logs {
+		lw := logWant{File: l.File, Task: l.Task, Model: "baseline/" + l.Model, Samples: l.Samples}
+		for _, c := range an.Cells {
+			if c["model"] != l.Model || c["prompt"] != l.Prompt || c["condition"] != l.Condition {
+				continue
+			}
+			// The log's header shows its first four scores.
+			for _, name := range []string{"strict", "cover", "retry", "invalid"} {
+				k, n := c[name].(float64), c["n"].(float64)
+				lw.Scores = append(lw.Scores, score{Name: name, Mean: k / n, Count: k})
+			}
+		}
+		// The first decision of the cell with a tool call.
+		var key simulator.Key
+		for _, c := range calls {
+			if c.Key.Model == l.Model && c.Action != nil && key.Model == "" {
+				key = c.Key
+			}
+		}
+		if key.Model == "" {
+			t.Fatalf("no decision of %s with a tool call", l.Model)
+		}
+		s := sample{ID: key.Scenario, Epoch: key.Replicate}
+		for _, c := range calls {
+			if c.Key != key {
+				continue
+			}
+			if c.Turn == 0 {
+				for _, m := range c.Request.Messages {
+					if m.Role == "user" {
+						s.Input = append(s.Input, m.Content)
+					}
+				}
+			}
+			s.Output = c.Response
+			if c.Action != nil {
+				s.ToolCalls = append(s.ToolCalls, c.Action.Tool)
+			}
+		}
+		lw.Sample = s
+		want.Logs = append(want.Logs, lw)
+	}
+	expect := filepath.Join(dir, "expect.json")
+	b, _ := json.Marshal(want)
+	os.WriteFile(expect, b, 0o644)
+
+	shots := filepath.Join(dir, "shots")
+	cmd := exec.Command("node", script, site, shots, expect)
+	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, runErr := cmd.Output()
+	var got struct {
+		OK          bool              `json:"ok"`
+		Failed      []string          `json:"failed"`
+		Checks      []json.RawMessage `json:"checks"`
+		Screenshots []string          `json:"screenshots"`
+		Timings     map[string]int    `json:"timings_ms"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("node %s: %v (%v)\n%s\n%s", script, runErr, err, out, stderr.String())
+	}
+	if !got.OK || runErr != nil {
+		t.Errorf("the viewer failed %d of %d checks: %s\n%s", len(got.Failed), len(got.Checks), strings.Join(got.Failed, "\n"), out)
+	}
+	if len(got.Checks) < 20 || len(got.Screenshots) != 1+2*len(want.Logs) {
+		t.Errorf("%d checks and %d screenshots (%v)", len(got.Checks), len(got.Screenshots), got.Screenshots)
+	}
+	t.Logf("viewer: %d checks passed; timings %v ms; screenshots in %s", len(got.Checks), got.Timings, shots)
+	if keep := os.Getenv("STRESS_KEEP_SHOTS"); keep != "" {
+		os.CopyFS(keep, os.DirFS(shots))
 	}
 }
