@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstress/stress/internal/inspect"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/study"
 )
@@ -312,5 +313,22 @@ func TestREADMEShapeTable(t *testing.T) {
 		if !seen[c] {
 			t.Errorf("cause %s is not in the README's table", c)
 		}
+	}
+}
+
+// TestREADMEInspectScores: the README lists the scores of an exported
+// Inspect sample as stress export writes them, in order.
+func TestREADMEInspectScores(t *testing.T) {
+	_, after, ok := strings.Cut(readDoc(t, "README.md"), "<!-- inspect scores -->\n")
+	if !ok {
+		t.Fatal("README.md has no <!-- inspect scores --> list")
+	}
+	line, _, _ := strings.Cut(after, "\n")
+	var want []string
+	for _, n := range inspect.ScoreNames() {
+		want = append(want, "`"+n+"`")
+	}
+	if w := strings.Join(want, ", ") + "."; line != w {
+		t.Errorf("README.md lists the scores\n%s\nstress export writes\n%s", line, w)
 	}
 }

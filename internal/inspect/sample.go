@@ -740,3 +740,12 @@ func appendUsage(b []byte, u *usage) []byte {
 	b = strconv.AppendInt(b, u.TotalTokens, 10)
 	return append(b, '}')
 }
+
+// ScoreNames returns the names of a sample's scores, in order.
+func ScoreNames() []string {
+	out := make([]string, len(scoreColumns))
+	for i, c := range scoreColumns {
+		out[i] = c.name
+	}
+	return out
+}
