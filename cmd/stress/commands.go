@@ -80,7 +80,7 @@ var commands = []*command{
 			"write report.md, a self-contained report.html and PNG/SVG figures"},
 	}},
 	{name: "export", flags: cmdExport, forms: []form{
-		{"[-format inspect] [-out DIR] [-partial] [-quiet] BUNDLE",
+		{"[-format inspect] [-eval] [-out DIR] [-partial] [-quiet] BUNDLE",
 			"write a bundle as Inspect eval logs, one per model, prompt and condition"},
 	}},
 	{name: "power", flags: cmdPower, long: powerLong, forms: []form{

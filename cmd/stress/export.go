@@ -20,8 +20,9 @@ var exportFormats = []string{"inspect"}
 // cmdExport defines export's flags on fs and returns the action that
 // writes a bundle as Inspect eval logs.
 func cmdExport(fs *flag.FlagSet) action {
-	format := fs.String("format", "inspect", "the `FORMAT` to write: inspect (Inspect eval logs, .json, one per model, prompt and condition, with listing.json for Inspect's viewer)")
+	format := fs.String("format", "inspect", "the `FORMAT` to write: inspect (Inspect eval logs, one per model, prompt and condition, with listing.json for Inspect's viewer)")
 	out := fs.String("out", "", "write the logs to `DIR`, a new directory (default: BUNDLE/inspect; an earlier export there is replaced as a whole)")
+	eval := fs.Bool("eval", false, "write each log in Inspect's .eval form (a zip archive, each sample a member read on demand) instead of .json")
 	partial := addPartialFlag(fs)
 	quiet := fs.Bool("quiet", false, "print nothing but errors")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -51,7 +52,7 @@ func cmdExport(fs *flag.FlagSet) action {
 			fmt.Fprintf(stderr, "export: %s; the samples have no cause or surface, and stored replays no observation\n", why)
 		}
 		var warning string
-		opt := inspect.Options{Info: info, Scenarios: scen, Version: results.BinaryInfo().Version,
+		opt := inspect.Options{Info: info, Scenarios: scen, Version: results.BinaryInfo().Version, Eval: *eval,
 			CheckPartial: func(read int) (string, error) {
 				w, err := checkPartial("export", info, read, *partial)
 				warning = w

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/zip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -192,13 +194,10 @@ func checkExport(t *testing.T, bundle, out string) map[string]*exportedLog {
 	seen := map[simulator.Key]bool{}
 	logs := map[string]*exportedLog{}
 	for _, l := range ix.Logs {
-		var lg exportedLog
-		if err := json.Unmarshal(mustRead(t, filepath.Join(out, l.File)), &lg); err != nil {
-			t.Fatalf("%s: %v", l.File, err)
-		}
-		logs[l.File] = &lg
+		lg := readExported(t, filepath.Join(out, l.File))
+		logs[l.File] = lg
 		where := l.File
-		if !strings.HasSuffix(l.File, "_"+l.TaskID+".json") || !regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-00-00_[^_]+_[^_]+_[0-9a-f]+\.json$`).MatchString(l.File) {
+		if !strings.HasSuffix(l.File, "_"+l.TaskID+filepath.Ext(l.File)) || !regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-00-00_[^_]+_[^_]+_[0-9a-f]+\.(json|eval)$`).MatchString(l.File) {
 			t.Errorf("%s: not an Inspect log file name {created}_{task}_{model}_{id}.json", where)
 		}
 		if lg.Version != inspect.LogVersion || lg.Status != "success" || lg.Eval == nil || lg.Plan == nil || lg.Stats == nil || lg.Results == nil {
@@ -259,6 +258,68 @@ func checkExport(t *testing.T, bundle, out string) map[string]*exportedLog {
 		t.Errorf("%d decisions exported, decisions.parquet has %d", len(seen), len(rows))
 	}
 	return logs
+}
+
+// readExported reads an exported log: a .json file, or an .eval archive
+// (its header.json, its samples' members in archive order, and its
+// summaries.json, which must list each sample once with its scores).
+func readExported(t *testing.T, file string) *exportedLog {
+	t.Helper()
+	var lg exportedLog
+	if filepath.Ext(file) == ".json" {
+		if err := json.Unmarshal(mustRead(t, file), &lg); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		return &lg
+	}
+	zr, err := zip.OpenReader(file)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	defer zr.Close()
+	read := func(f *zip.File, v any) {
+		r, err := f.Open()
+		if err == nil {
+			err = json.NewDecoder(r).Decode(v)
+			r.Close()
+		}
+		if err != nil || f.Flags&0x8 != 0 {
+			t.Fatalf("%s: member %s: %v (flags %x: sizes must be in the local header)", file, f.Name, err, f.Flags)
+		}
+	}
+	var summaries []struct {
+		ID        string                     `json:"id"`
+		Epoch     int64                      `json:"epoch"`
+		Scores    map[string]json.RawMessage `json:"scores"`
+		Completed bool                       `json:"completed"`
+	}
+	names := []string{}
+	for _, f := range zr.File {
+		names = append(names, f.Name)
+		switch {
+		case f.Name == "header.json":
+			read(f, &lg)
+		case f.Name == "summaries.json":
+			read(f, &summaries)
+		case strings.HasPrefix(f.Name, "samples/"):
+			var s exportedSample
+			read(f, &s)
+			if want := fmt.Sprintf("samples/%s_epoch_%d.json", *s.ID, s.Epoch); f.Name != want {
+				t.Errorf("%s: member %s holds sample %s", file, f.Name, want)
+			}
+			lg.Samples = append(lg.Samples, s)
+		}
+	}
+	if len(names) < 3 || names[0] != "_journal/start.json" || names[len(names)-1] != "header.json" || len(summaries) != len(lg.Samples) {
+		t.Fatalf("%s: members %v…, %d summaries of %d samples", file, names[:min(3, len(names))], len(summaries), len(lg.Samples))
+	}
+	for i, sum := range summaries {
+		s := lg.Samples[i]
+		if sum.ID != *s.ID || sum.Epoch != s.Epoch || len(sum.Scores) != len(s.Scores) || !sum.Completed {
+			t.Errorf("%s: summary %d is %s/%d with %d scores, the sample %s/%d has %d", file, i, sum.ID, sum.Epoch, len(sum.Scores), *s.ID, s.Epoch, len(s.Scores))
+		}
+	}
+	return &lg
 }
 
 // checkSample checks one sample against its decision's row and raw
@@ -369,6 +430,16 @@ func TestExportInspect(t *testing.T) {
 		t.Fatal(err)
 	}
 	labLogs := checkExport(t, lab, filepath.Join(dir, "lab-logs"))
+	// The same logs as .eval archives.
+	if _, _, err := runCmd(t, "export", "-quiet", "-eval", "-out", filepath.Join(dir, "lab-eval"), lab); err != nil {
+		t.Fatal(err)
+	}
+	for name, lg := range checkExport(t, lab, filepath.Join(dir, "lab-eval")) {
+		js := labLogs[strings.TrimSuffix(name, ".eval")+".json"]
+		if js == nil || len(js.Samples) != len(lg.Samples) || !reflect.DeepEqual(js.Results, lg.Results) || !reflect.DeepEqual(js.Samples, lg.Samples) {
+			t.Errorf("%s: differs from its .json log", name)
+		}
+	}
 	tools := 0
 	for _, lg := range labLogs {
 		if len(lg.Results.Scores) < len(simulator.Columns)+1 {
@@ -602,11 +673,6 @@ models:
 	if _, log, err := runCmd(t, "run", "-quiet", "-out", bundle, man); err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
-	site := filepath.Join(dir, "site")
-	if _, _, err := runCmd(t, "export", "-quiet", "-out", filepath.Join(site, "logs"), bundle); err != nil {
-		t.Fatal(err)
-	}
-
 	// What the viewer must show, from the bundle: analyze -json's cells
 	// and the call lines.
 	js, _, err := runCmd(t, "analyze", "-json", "-b", "10", bundle)
@@ -619,101 +685,113 @@ models:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ix inspect.Index
-	json.Unmarshal(mustRead(t, filepath.Join(site, "logs", inspect.IndexFile)), &ix)
-	type score struct {
-		Name  string  `json:"name"`
-		Mean  float64 `json:"mean"`
-		Count float64 `json:"count"`
-	}
-	type sample struct {
-		ID        string   `json:"id"`
-		Epoch     int      `json:"epoch"`
-		Input     []string `json:"input"`
-		Output    string   `json:"output"`
-		ToolCalls []string `json:"tool_calls"`
-	}
-	type logWant struct {
-		File    string  `json:"file"`
-		Task    string  `json:"task"`
-		Model   string  `json:"model"`
-		Samples int     `json:"samples"`
-		Scores  []score `json:"scores"`
-		Sample  sample  `json:"sample"`
-	}
-	var want struct {
-		Logs []logWant `json:"logs"`
-	}
-	for _, l := range ix.Logs {
-		lw := logWant{File: l.File, Task: l.Task, Model: "baseline/" + l.Model, Samples: l.Samples}
-		for _, c := range an.Cells {
-			if c["model"] != l.Model || c["prompt"] != l.Prompt || c["condition"] != l.Condition {
-				continue
-			}
-			// The log's header shows its first four scores.
-			for _, name := range []string{"strict", "cover", "retry", "invalid"} {
-				k, n := c[name].(float64), c["n"].(float64)
-				lw.Scores = append(lw.Scores, score{Name: name, Mean: k / n, Count: k})
-			}
+	// The logs as .json files, then as .eval archives (which the viewer
+	// reads member by member, with Range requests).
+	for _, form := range []string{"json", "eval"} {
+		site := filepath.Join(dir, form)
+		args := []string{"export", "-quiet", "-out", filepath.Join(site, "logs"), bundle}
+		if form == "eval" {
+			args = append(args[:1], append([]string{"-eval"}, args[1:]...)...)
 		}
-		// The first decision of the cell with a tool call.
-		var key simulator.Key
-		for _, c := range calls {
-			if c.Key.Model == l.Model && c.Action != nil && key.Model == "" {
-				key = c.Key
-			}
+		if _, _, err := runCmd(t, args...); err != nil {
+			t.Fatal(err)
 		}
-		if key.Model == "" {
-			t.Fatalf("no decision of %s with a tool call", l.Model)
+		var ix inspect.Index
+		json.Unmarshal(mustRead(t, filepath.Join(site, "logs", inspect.IndexFile)), &ix)
+		type score struct {
+			Name  string  `json:"name"`
+			Mean  float64 `json:"mean"`
+			Count float64 `json:"count"`
 		}
-		s := sample{ID: key.Scenario, Epoch: key.Replicate}
-		for _, c := range calls {
-			if c.Key != key {
-				continue
-			}
-			if c.Turn == 0 {
-				for _, m := range c.Request.Messages {
-					if m.Role == "user" {
-						s.Input = append(s.Input, m.Content)
-					}
+		type sample struct {
+			ID        string   `json:"id"`
+			Epoch     int      `json:"epoch"`
+			Input     []string `json:"input"`
+			Output    string   `json:"output"`
+			ToolCalls []string `json:"tool_calls"`
+		}
+		type logWant struct {
+			File    string  `json:"file"`
+			Task    string  `json:"task"`
+			Model   string  `json:"model"`
+			Samples int     `json:"samples"`
+			Scores  []score `json:"scores"`
+			Sample  sample  `json:"sample"`
+		}
+		var want struct {
+			Logs []logWant `json:"logs"`
+		}
+		for _, l := range ix.Logs {
+			lw := logWant{File: l.File, Task: l.Task, Model: "baseline/" + l.Model, Samples: l.Samples}
+			for _, c := range an.Cells {
+				if c["model"] != l.Model || c["prompt"] != l.Prompt || c["condition"] != l.Condition {
+					continue
+				}
+				// The log's header shows its first four scores.
+				for _, name := range []string{"strict", "cover", "retry", "invalid"} {
+					k, n := c[name].(float64), c["n"].(float64)
+					lw.Scores = append(lw.Scores, score{Name: name, Mean: k / n, Count: k})
 				}
 			}
-			s.Output = c.Response
-			if c.Action != nil {
-				s.ToolCalls = append(s.ToolCalls, c.Action.Tool)
+			// The first decision of the cell with a tool call.
+			var key simulator.Key
+			for _, c := range calls {
+				if c.Key.Model == l.Model && c.Action != nil && key.Model == "" {
+					key = c.Key
+				}
 			}
+			if key.Model == "" {
+				t.Fatalf("no decision of %s with a tool call", l.Model)
+			}
+			s := sample{ID: key.Scenario, Epoch: key.Replicate}
+			for _, c := range calls {
+				if c.Key != key {
+					continue
+				}
+				if c.Turn == 0 {
+					for _, m := range c.Request.Messages {
+						if m.Role == "user" {
+							s.Input = append(s.Input, m.Content)
+						}
+					}
+				}
+				s.Output = c.Response
+				if c.Action != nil {
+					s.ToolCalls = append(s.ToolCalls, c.Action.Tool)
+				}
+			}
+			lw.Sample = s
+			want.Logs = append(want.Logs, lw)
 		}
-		lw.Sample = s
-		want.Logs = append(want.Logs, lw)
-	}
-	expect := filepath.Join(dir, "expect.json")
-	b, _ := json.Marshal(want)
-	os.WriteFile(expect, b, 0o644)
+		expect := filepath.Join(site, "expect.json")
+		b, _ := json.Marshal(want)
+		os.WriteFile(expect, b, 0o644)
 
-	shots := filepath.Join(dir, "shots")
-	cmd := exec.Command("node", script, site, shots, expect)
-	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, runErr := cmd.Output()
-	var got struct {
-		OK          bool              `json:"ok"`
-		Failed      []string          `json:"failed"`
-		Checks      []json.RawMessage `json:"checks"`
-		Screenshots []string          `json:"screenshots"`
-		Timings     map[string]int    `json:"timings_ms"`
-	}
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("node %s: %v (%v)\n%s\n%s", script, runErr, err, out, stderr.String())
-	}
-	if !got.OK || runErr != nil {
-		t.Errorf("the viewer failed %d of %d checks: %s\n%s", len(got.Failed), len(got.Checks), strings.Join(got.Failed, "\n"), out)
-	}
-	if len(got.Checks) < 20 || len(got.Screenshots) != 1+2*len(want.Logs) {
-		t.Errorf("%d checks and %d screenshots (%v)", len(got.Checks), len(got.Screenshots), got.Screenshots)
-	}
-	t.Logf("viewer: %d checks passed; timings %v ms; screenshots in %s", len(got.Checks), got.Timings, shots)
-	if keep := os.Getenv("STRESS_KEEP_SHOTS"); keep != "" {
-		os.CopyFS(keep, os.DirFS(shots))
+		shots := filepath.Join(site, "shots")
+		cmd := exec.Command("node", script, site, shots, expect)
+		cmd.Env = append(os.Environ(), "CHROMIUM="+chromium)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, runErr := cmd.Output()
+		var got struct {
+			OK          bool              `json:"ok"`
+			Failed      []string          `json:"failed"`
+			Checks      []json.RawMessage `json:"checks"`
+			Screenshots []string          `json:"screenshots"`
+			Timings     map[string]int    `json:"timings_ms"`
+		}
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("node %s: %v (%v)\n%s\n%s", script, runErr, err, out, stderr.String())
+		}
+		if !got.OK || runErr != nil {
+			t.Errorf("%s logs: the viewer failed %d of %d checks: %s\n%s", form, len(got.Failed), len(got.Checks), strings.Join(got.Failed, "\n"), out)
+		}
+		if len(got.Checks) < 20 || len(got.Screenshots) != 1+2*len(want.Logs) {
+			t.Errorf("%d checks and %d screenshots (%v)", len(got.Checks), len(got.Screenshots), got.Screenshots)
+		}
+		t.Logf("%s logs in the viewer: %d checks passed; timings %v ms; screenshots in %s", form, len(got.Checks), got.Timings, shots)
+		if keep := os.Getenv("STRESS_KEEP_SHOTS"); keep != "" {
+			os.CopyFS(filepath.Join(keep, form), os.DirFS(shots))
+		}
 	}
 }

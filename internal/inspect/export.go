@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"archive/zip"
 	"bufio"
 	"context"
 	"crypto/sha256"
@@ -49,6 +50,9 @@ type Options struct {
 	CheckPartial func(read int) (warning string, err error)
 	// Version is the stress version that exports (the logs' packages).
 	Version string
+	// Eval writes the logs in Inspect's .eval form (zip archives) instead
+	// of .json.
+	Eval bool
 }
 
 // Index is export.json: what was exported, and the log of each cell.
@@ -74,7 +78,7 @@ type IndexLog struct {
 }
 
 // logName matches the names of Inspect log files Export writes.
-var logName = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}.*\.json$`)
+var logName = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}.*\.(json|eval)$`)
 
 // Owned reports whether name is an entry an export writes at the top of
 // its directory (so an earlier export is replaced as a whole).
@@ -101,6 +105,10 @@ type logFile struct {
 	ids      map[string]struct{} // the samples' ids (scenarios), each once
 	model    string              // Inspect's model name, provider/model
 	digest   string              // the model's pinned digest, "" when none
+	// An .eval log's archive, and its samples' summaries until its end.
+	zw   *zip.Writer
+	sums *os.File
+	sw   *bufio.Writer
 }
 
 // Export writes the bundle at dir as Inspect eval logs into out (a new
@@ -195,9 +203,12 @@ type job struct {
 	heads []results.Head
 	row   results.Row
 	out   []byte // the sample, once written
-	usage usage
-	err   error
-	done  chan struct{}
+	// For an .eval log: the sample's summary, and the sample deflated.
+	summary []byte
+	comp    compressed
+	usage   usage
+	err     error
+	done    chan struct{}
 }
 
 // start starts the workers and the writer.
@@ -211,10 +222,15 @@ func (e *exporter) start() {
 		e.free <- &job{done: make(chan struct{}, 1)}
 	}
 	for range workers {
-		s := &sampler{table: e.table, msgs: map[string]*message{}, started: e.started, scen: e.opt.Scenarios, att: map[string][]byte{}}
+		s := &sampler{table: e.table, msgs: map[string]*message{}, started: e.started, scen: e.opt.Scenarios, att: map[string][]byte{}, summaries: e.opt.Eval}
+		var d deflater
 		e.wg.Go(func() {
 			for j := range e.work {
 				j.out, j.err = s.sample(j, e.calls.f.Name())
+				if j.err == nil && e.opt.Eval {
+					j.summary = append(j.summary[:0], s.sum...)
+					j.err = d.compress(j.out, &j.comp)
+				}
 				j.done <- struct{}{}
 			}
 		})
@@ -280,9 +296,6 @@ func (e *exporter) decision(g *results.Group, row *results.Row) error {
 
 // add appends j's sample to the log.
 func (lf *logFile) add(j *job) error {
-	if lf.n > 0 {
-		lf.w.WriteByte(',')
-	}
 	lf.n++
 	lf.ids[j.row.Scenario] = struct{}{}
 	if j.row.Status != results.StatusOK {
@@ -291,6 +304,12 @@ func (lf *logFile) add(j *job) error {
 	lf.usage.InputTokens += j.usage.InputTokens
 	lf.usage.OutputTokens += j.usage.OutputTokens
 	lf.usage.TotalTokens += j.usage.TotalTokens
+	if lf.zw != nil {
+		return lf.addEval(j)
+	}
+	if lf.n > 1 {
+		lf.w.WriteByte(',')
+	}
 	_, err := lf.w.Write(j.out)
 	return err
 }
@@ -340,7 +359,12 @@ func (e *exporter) log(k cellKey) (*logFile, error) {
 	md := e.info.RunModels()[k.model]
 	// Inspect's pattern {task}_{model}_{id}, each part cleaned.
 	lf.name = fmt.Sprintf("%s_%s_%s_%s.json", clean(fileTime(e.info.Started)), clean(taskName(e.info, k)), clean(inspectModel(md)), lf.taskID)
-	if err := lf.create(e.tmp, e.header(lf, nil)); err != nil {
+	create := lf.create
+	if e.opt.Eval {
+		lf.name = strings.TrimSuffix(lf.name, ".json") + ".eval"
+		create = lf.createEval
+	}
+	if err := create(e.tmp, e.header(lf, nil)); err != nil {
 		return nil, err
 	}
 	lf.model, lf.digest = inspectModel(md), md.Digest
@@ -354,6 +378,9 @@ func (e *exporter) closeAll() {
 	for _, lf := range e.order {
 		if lf.file != nil {
 			lf.file.Close()
+		}
+		if lf.sums != nil {
+			lf.sums.Close()
 		}
 	}
 }
@@ -370,7 +397,11 @@ func (e *exporter) finish(cells []results.Cell) (*Index, error) {
 	listing := map[string]listingEntry{}
 	for _, lf := range e.order {
 		h := e.header(lf, byKey[lf.key])
-		if err := lf.write(h); err != nil {
+		write := lf.write
+		if lf.zw != nil {
+			write = lf.writeEval
+		}
+		if err := write(h); err != nil {
 			return nil, err
 		}
 		le := listingEntry{EvalID: h.Eval.EvalID, RunID: h.Eval.RunID, Task: h.Eval.Task, TaskID: h.Eval.TaskID,

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/mcpstress/stress/conditions"
 	"github.com/mcpstress/stress/models"
@@ -31,7 +32,13 @@ type message struct {
 	attKey  string // "" when the text is inline
 	attText []byte // the text as a JSON string, when attKey is set
 	inline  []byte // enc with the text inline (a sample's input)
+	thin    []byte // inline with the text cut to thinText (a summary's)
 }
+
+// thinText is the length a summary's input texts are cut to (Inspect
+// thins its summaries likewise: the viewer lists samples by their first
+// lines).
+const thinText = 500
 
 // decision is what a sample is made from.
 type decision struct {
@@ -119,16 +126,20 @@ func (s *sampler) sample(j *job, name string) ([]byte, error) {
 // messages of the bundle by ref, as the same few appear in every sample
 // of a study.
 type sampler struct {
-	table    *results.Messages
-	msgs     map[string]*message
-	d        decision
-	model    string // the current log's model name, provider/model
-	digest   string // the current log's model digest, "" when none
-	started  string // the run's start, the timestamp of every event
-	scen     map[string]*study.Scenario
-	b        []byte            // the sample being written
-	att      map[string][]byte // the sample's attachments
-	attOrder []string
+	table   *results.Messages
+	msgs    map[string]*message
+	d       decision
+	model   string // the current log's model name, provider/model
+	digest  string // the current log's model digest, "" when none
+	started string // the run's start, the timestamp of every event
+	// summaries says to write each sample's summary too (into sum), for
+	// an .eval log.
+	summaries bool
+	sum       []byte
+	scen      map[string]*study.Scenario
+	b         []byte            // the sample being written
+	att       map[string][]byte // the sample's attachments
+	attOrder  []string
 }
 
 // leaves returns the encoded messages of refs, in order.
@@ -162,7 +173,14 @@ func encodeMessage(ref, role, content string) *message {
 	tail = append(tail, `,"role":`...)
 	tail = append(appendString(tail, role), '}')
 	m.inline = append(appendString(append([]byte(nil), b...), content), tail...)
-	m.enc = m.inline
+	m.enc, m.thin = m.inline, m.inline
+	if len(content) > thinText {
+		cut := content[:thinText]
+		for !utf8.ValidString(cut) {
+			cut = cut[:len(cut)-1]
+		}
+		m.thin = append(appendString(append([]byte(nil), b...), cut+"…"), tail...)
+	}
 	if len(content) > attachAbove {
 		sum := md5.Sum([]byte(content))
 		m.attKey = hex.EncodeToString(sum[:])
@@ -367,6 +385,7 @@ func (s *sampler) write(d *decision) ([]byte, error) {
 	b = appendString(b, row.Scenario)
 	b = append(b, `,"epoch":`...)
 	b = strconv.AppendInt(b, row.Replicate, 10)
+	head := len(b)
 	// The input is inline: Inspect's viewer lists samples by it without
 	// resolving attachments.
 	b = append(b, `,"input":[`...)
@@ -377,8 +396,10 @@ func (s *sampler) write(d *decision) ([]byte, error) {
 		b = append(b, m.inline...)
 	}
 	b = append(b, ']')
+	inputEnd := len(b)
 	b = append(b, `,"target":`...)
 	b = appendString(b, string(first.Preferred))
+	target := span{inputEnd, len(b)}
 
 	// messages: the conversation as the model saw it, turn by turn, each
 	// answer, and (action task) each tool call with its result.
@@ -434,10 +455,12 @@ func (s *sampler) write(d *decision) ([]byte, error) {
 	b = appendFloat(b, last.LatencyMS/1000)
 	b = append(b, '}')
 
+	scoresMeta := span{len(b), 0}
 	if row.Status == results.StatusOK {
 		b = s.appendScores(b, d)
 	}
 	b = s.appendMetadata(b, d, scen)
+	scoresMeta.end = len(b)
 	b = append(b, `,"store":{`...)
 	if last.Env != nil && len(last.Env.State) > 0 {
 		b = append(b, `"final_state":`...)
@@ -445,6 +468,7 @@ func (s *sampler) write(d *decision) ([]byte, error) {
 	}
 	b = append(b, '}')
 	b = s.appendEvents(b, d, turns, calls)
+	usageTimes := span{len(b), 0}
 	b = append(b, `,"model_usage":{`...)
 	b = appendString(b, s.model)
 	b = append(b, ':')
@@ -453,9 +477,10 @@ func (s *sampler) write(d *decision) ([]byte, error) {
 	b = appendFloat(b, total)
 	b = append(b, `,"working_time":`...)
 	b = appendFloat(b, total)
+	usageTimes.end = len(b)
+	msg := ""
 	if row.Status != results.StatusOK {
-		msg := row.Error
-		if msg == "" {
+		if msg = row.Error; msg == "" {
 			msg = last.Error
 		}
 		b = append(b, `,"error":`...)
@@ -468,8 +493,35 @@ func (s *sampler) write(d *decision) ([]byte, error) {
 	}
 	b = append(b, "}}"...)
 	s.b = b
+	if s.summaries {
+		// The sample's summary (Inspect's EvalSampleSummary), from the
+		// same bytes.
+		sum := append(s.sum[:0], '{')
+		sum = append(sum, b[1:head]...)
+		sum = append(sum, `,"input":[`...)
+		for i, m := range turns[0] {
+			if i > 0 {
+				sum = append(sum, ',')
+			}
+			sum = append(sum, m.thin...)
+		}
+		sum = append(sum, ']')
+		sum = append(sum, b[target.start:target.end]...)
+		sum = append(sum, b[scoresMeta.start:scoresMeta.end]...)
+		sum = append(sum, b[usageTimes.start:usageTimes.end]...)
+		if msg != "" {
+			sum = append(sum, `,"error":`...)
+			sum = appendString(sum, msg)
+		}
+		sum = append(sum, `,"completed":true,"message_count":`...)
+		sum = strconv.AppendInt(sum, int64(n), 10)
+		s.sum = append(sum, '}')
+	}
 	return b, nil
 }
+
+// span is a range of bytes of a sample.
+type span struct{ start, end int }
 
 // appendScores appends the decision's scores: every outcome column it
 // has a value of (simulator.Columns), and extra, the calls the harness

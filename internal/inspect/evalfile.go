@@ -1,0 +1,181 @@
+package inspect
+
+import (
+	"archive/zip"
+	"bufio"
+	"bytes"
+	"compress/flate"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// This file writes a log in Inspect's .eval form: a zip archive of
+// _journal/start.json (the eval and plan, first), one
+// samples/ID_epoch_N.json per sample, summaries.json (each sample's
+// summary, which the viewer lists) and header.json (the log without its
+// samples, last), each member compressed with deflate. Each member's
+// local header carries its CRC and sizes (zip.Writer.CreateRaw, no data
+// descriptor): Inspect's viewer reads a member's size from there.
+
+// compressed is a member's deflated bytes and what its zip header needs.
+type compressed struct {
+	data []byte
+	crc  uint32
+	size int // uncompressed
+}
+
+// deflater compresses members; one per worker.
+type deflater struct {
+	buf bytes.Buffer
+	w   *flate.Writer
+}
+
+// compress deflates b into c (its data reused).
+func (d *deflater) compress(b []byte, c *compressed) error {
+	d.buf.Reset()
+	if d.w == nil {
+		d.w, _ = flate.NewWriter(&d.buf, flate.BestSpeed)
+	} else {
+		d.w.Reset(&d.buf)
+	}
+	if _, err := d.w.Write(b); err != nil {
+		return err
+	}
+	if err := d.w.Close(); err != nil {
+		return err
+	}
+	c.data = append(c.data[:0], d.buf.Bytes()...)
+	c.crc, c.size = crc32.ChecksumIEEE(b), len(b)
+	return nil
+}
+
+// addMember adds a member of the given name holding c.
+func addMember(zw *zip.Writer, name string, c *compressed) error {
+	w, err := zw.CreateRaw(&zip.FileHeader{Name: name, Method: zip.Deflate, CRC32: c.crc,
+		CompressedSize64: uint64(len(c.data)), UncompressedSize64: uint64(c.size)})
+	if err == nil {
+		_, err = w.Write(c.data)
+	}
+	return err
+}
+
+// addJSON adds a member holding v as JSON.
+func addJSON(zw *zip.Writer, name string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var d deflater
+	var c compressed
+	if err := d.compress(b, &c); err != nil {
+		return err
+	}
+	return addMember(zw, name, &c)
+}
+
+// sampleMember is the name of a sample's member.
+func sampleMember(id string, epoch int64) string {
+	return "samples/" + id + "_epoch_" + strconv.FormatInt(epoch, 10) + ".json"
+}
+
+// createEval creates the log's archive and writes its start (h without
+// results).
+func (lf *logFile) createEval(dir string, h *header) error {
+	f, err := os.Create(filepath.Join(dir, lf.name))
+	if err != nil {
+		return err
+	}
+	lf.file, lf.w = f, bufio.NewWriterSize(f, 1<<16)
+	lf.zw = zip.NewWriter(lf.w)
+	if lf.sums, err = os.Create(filepath.Join(dir, lf.name+".summaries")); err != nil {
+		return err
+	}
+	lf.sw = bufio.NewWriterSize(lf.sums, 1<<16)
+	lf.sw.WriteByte('[')
+	return addJSON(lf.zw, "_journal/start.json", struct {
+		Version int      `json:"version"`
+		Eval    evalSpec `json:"eval"`
+		Plan    plan     `json:"plan"`
+	}{LogVersion, h.Eval, h.Plan})
+}
+
+// addEval adds j's sample to the archive and its summary to the
+// summaries.
+func (lf *logFile) addEval(j *job) error {
+	if lf.n > 1 {
+		lf.sw.WriteByte(',')
+	}
+	if _, err := lf.sw.Write(j.summary); err != nil {
+		return err
+	}
+	return addMember(lf.zw, sampleMember(j.row.Scenario, j.row.Replicate), &j.comp)
+}
+
+// writeEval ends the archive: summaries.json, then header.json.
+func (lf *logFile) writeEval(h *header) error {
+	path := lf.file.Name()
+	err := lf.sw.WriteByte(']')
+	if err == nil {
+		err = lf.sw.Flush()
+	}
+	if err == nil {
+		err = lf.addSummaries()
+	}
+	if err == nil {
+		err = addJSON(lf.zw, "header.json", h)
+	}
+	if err == nil {
+		err = lf.zw.Close()
+	}
+	if err == nil {
+		err = lf.w.Flush()
+	}
+	err = errors.Join(err, lf.file.Close(), lf.sums.Close(), os.Remove(lf.sums.Name()))
+	lf.file, lf.sums = nil, nil
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// addSummaries adds summaries.json from the summaries file, deflated
+// into a file beside it first: its CRC and sizes go before its bytes.
+func (lf *logFile) addSummaries() error {
+	if _, err := lf.sums.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	z, err := os.Create(lf.sums.Name() + ".z")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(z.Name())
+	defer z.Close()
+	fw, _ := flate.NewWriter(z, flate.BestSpeed)
+	crc := crc32.NewIEEE()
+	size, err := io.Copy(io.MultiWriter(fw, crc), lf.sums)
+	if err == nil {
+		err = fw.Close()
+	}
+	var zsize int64
+	if err == nil {
+		zsize, err = z.Seek(0, io.SeekCurrent)
+	}
+	if err == nil {
+		_, err = z.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		return err
+	}
+	w, err := lf.zw.CreateRaw(&zip.FileHeader{Name: "summaries.json", Method: zip.Deflate, CRC32: crc.Sum32(),
+		CompressedSize64: uint64(zsize), UncompressedSize64: uint64(size)})
+	if err == nil {
+		_, err = io.Copy(w, z)
+	}
+	return err
+}
