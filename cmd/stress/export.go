@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/internal/inspect"
@@ -47,12 +48,12 @@ func cmdExport(fs *flag.FlagSet) action {
 		if dest == "" {
 			dest = filepath.Join(dir, "inspect")
 		}
-		scen, why := exportScenarios(info)
-		if why != "" && !*quiet {
-			fmt.Fprintf(stderr, "export: %s; the samples have no cause or surface, and stored replays no observation\n", why)
-		}
+		// The corpus loads while the bundle is read.
+		scen := sync.OnceValues(func() (map[string]*study.Scenario, string) { return exportScenarios(info) })
+		go scen()
 		var warning string
-		opt := inspect.Options{Info: info, Scenarios: scen, Version: results.BinaryInfo().Version, Eval: *eval,
+		opt := inspect.Options{Info: info, Version: results.BinaryInfo().Version, Eval: *eval,
+			Scenarios: func() map[string]*study.Scenario { m, _ := scen(); return m },
 			CheckPartial: func(read int) (string, error) {
 				w, err := checkPartial("export", info, read, *partial)
 				warning = w
@@ -64,6 +65,9 @@ func cmdExport(fs *flag.FlagSet) action {
 		}
 		if *quiet {
 			return nil
+		}
+		if _, why := scen(); why != "" {
+			fmt.Fprintf(stderr, "export: %s; the samples have no cause or surface, and stored replays no observation\n", why)
 		}
 		if warning != "" {
 			fmt.Fprintln(stdout, warningLine(warning, "the logs"))

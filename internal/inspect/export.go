@@ -39,10 +39,12 @@ const IndexFile = "export.json"
 type Options struct {
 	// Info is the bundle's manifest.json, as analysis read it.
 	Info *analysis.BundleInfo
-	// Scenarios are the corpus' records by id, for the samples' cause and
-	// surface and the observations of stored replays; nil when the corpus
-	// could not be read (the samples then lack them).
-	Scenarios map[string]*study.Scenario
+	// Scenarios returns the corpus' records by id, for the samples' cause
+	// and surface and the observations of stored replays; nil when the
+	// corpus could not be read (the samples then lack them). It is called
+	// once per worker, before its first sample, so that the corpus may
+	// load while the bundle is read; nil is no corpus.
+	Scenarios func() map[string]*study.Scenario
 	// CheckPartial is given the number of decisions read from the bundle;
 	// it returns the warning for a partial bundle ("" for a complete one,
 	// whose logs have status success; a partial one's have status error
@@ -222,9 +224,12 @@ func (e *exporter) start() {
 		e.free <- &job{done: make(chan struct{}, 1)}
 	}
 	for range workers {
-		s := &sampler{table: e.table, msgs: map[string]*message{}, started: e.started, scen: e.opt.Scenarios, att: map[string][]byte{}, summaries: e.opt.Eval}
+		s := &sampler{table: e.table, msgs: map[string]*message{}, started: e.started, att: map[string][]byte{}, summaries: e.opt.Eval}
 		var d deflater
 		e.wg.Go(func() {
+			if e.opt.Scenarios != nil {
+				s.scen = e.opt.Scenarios()
+			}
 			for j := range e.work {
 				j.out, j.err = s.sample(j, e.calls.f.Name())
 				if j.err == nil && e.opt.Eval {

@@ -1,0 +1,98 @@
+package inspect
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// FuzzAppendString: appendString writes valid JSON that decodes to what
+// encoding/json decodes its own encoding of the string to (invalid UTF-8
+// replaced by U+FFFD in both).
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "plain", "quote \" back \\ slash", "ctl \x00\x01\x1f\x7f", "nl\n\r\t", "\u2028\u2029", "bad \xff\xfe utf8", "é ü 漢字 😀", "<html>&amp;</html>"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := appendString(nil, s)
+		if !json.Valid(got) {
+			t.Fatalf("%q: invalid JSON %s", s, got)
+		}
+		var a, b string
+		want, _ := json.Marshal(s)
+		if err := json.Unmarshal(got, &a); err != nil {
+			t.Fatal(err)
+		}
+		json.Unmarshal(want, &b)
+		if a != b {
+			t.Errorf("%q: decodes to %q, encoding/json's to %q", s, a, b)
+		}
+	})
+}
+
+// TestClean: a log file name part keeps letters, digits and dots, and
+// maps everything else (Inspect's _ / : + included) to -.
+func TestClean(t *testing.T) {
+	for in, want := range map[string]string{
+		"baselines/default/code_only": "baselines-default-code-only",
+		"ollama/qwen3:0.6b":           "ollama-qwen3-0.6b",
+		"a b+c\\d\x00é":               "a-b-c-d--",
+		"2026-12-02T00:17:07+00:00":   "2026-12-02T00-17-07-00-00",
+	} {
+		if got := clean(in); got != want {
+			t.Errorf("clean(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestHeaderSpace: the header of a log fits the space reserved for it
+// whatever its cell's numbers; one that does not (a long error) is
+// written in front of a copy of the samples; both files are the same
+// JSON document.
+func TestHeaderSpace(t *testing.T) {
+	h := &header{Version: LogVersion, Status: "success", Eval: evalSpec{Task: "t/p/c", Model: "b/m"},
+		Stats: stats{StartedAt: timestamp(time.Unix(0, 0)), ModelUsage: map[string]usage{"b/m": {}}}}
+	for _, long := range []bool{false, true} {
+		dir := t.TempDir()
+		lf := &logFile{name: "log.json"}
+		if err := lf.create(dir, h); err != nil {
+			t.Fatal(err)
+		}
+		lf.w.WriteString(`{"id":"S01","epoch":1}`)
+		full := *h
+		full.Results = &evalResults{TotalSamples: 1 << 40, CompletedSamples: 1 << 40}
+		for _, c := range scoreColumns {
+			full.Results.Scores = append(full.Results.Scores, evalScore{Name: c.name, Scorer: c.name, ScoredSamples: 1 << 40,
+				Metrics: metrics{Mean: evalMetric{Name: "mean", Value: 1.0 / 3}, Count: evalMetric{Name: "count", Value: 1 << 40}}})
+		}
+		full.Stats.CompletedAt = timestamp(time.Now())
+		full.Stats.ModelUsage = map[string]usage{"b/m": {1 << 50, 1 << 50, 1 << 51}}
+		if long {
+			full.Status, full.Error = "error", &evalError{Message: strings.Repeat("partial;", 2000)}
+		}
+		if err := lf.write(&full); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "log.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			header
+			Samples []json.RawMessage `json:"samples"`
+		}
+		if err := json.Unmarshal(b, &got); err != nil || len(got.Samples) != 1 || got.Results.TotalSamples != 1<<40 || (got.Error != nil) != long {
+			t.Errorf("long %v: %v, %d samples, results %+v", long, err, len(got.Samples), got.Results)
+		}
+		if spaces := bytes.Count(b, []byte(" ")); long != (spaces < 64) {
+			t.Errorf("long %v: %d spaces left (the header's space is used unless the header is too long)", long, spaces)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+			t.Errorf("long %v: the directory holds %d files", long, len(entries))
+		}
+	}
+}
