@@ -89,11 +89,3 @@ func appendJSON(b []byte, v any) []byte {
 	}
 	return append(b, enc...)
 }
-
-// appendRaw appends raw JSON, or def when raw is empty.
-func appendRaw(b []byte, raw json.RawMessage, def string) []byte {
-	if len(raw) == 0 {
-		return append(b, def...)
-	}
-	return append(b, raw...)
-}
