@@ -10,22 +10,19 @@ import (
 	"testing"
 )
 
-// TestReportInBrowser opens report.html in headless Chromium (Debian's
-// package, driven by scripts/browser/check.mjs through puppeteer-core):
-// every figure decodes and has a size, the page makes no network request,
-// no table is wider than the page body (in a 1280 px window), a full-page
-// screenshot is taken, and the report's sections are there, the
-// per-contrast, paper-consistency and power sections included. Without
-// Chromium or the script's packages it skips, except under CI=true, where
-// it fails (.ci/run installs Chromium, scripts/test the packages).
-func TestReportInBrowser(t *testing.T) {
-	script, _ := filepath.Abs("../../scripts/browser/check.mjs")
+// needBrowser returns the absolute path of script and Chromium's ($CHROMIUM,
+// else Debian's /usr/bin/chromium). Without Chromium or the script's
+// package pkg it skips the test, except under CI=true, where it fails
+// (.ci/run installs Chromium, scripts/test the packages).
+func needBrowser(t *testing.T, script, pkg string) (string, string) {
+	t.Helper()
+	script, _ = filepath.Abs(script)
 	chromium := os.Getenv("CHROMIUM")
 	if chromium == "" {
 		chromium = "/usr/bin/chromium"
 	}
 	for _, need := range []struct{ path, by string }{
-		{filepath.Join(filepath.Dir(script), "node_modules", "puppeteer-core"), "scripts/test"},
+		{filepath.Join(filepath.Dir(script), "node_modules", pkg), "scripts/test"},
 		{chromium, ".ci/run"},
 	} {
 		if _, err := os.Stat(need.path); err != nil {
@@ -35,6 +32,19 @@ func TestReportInBrowser(t *testing.T) {
 			t.Skipf("%s is missing (%s installs it)", need.path, need.by)
 		}
 	}
+	return script, chromium
+}
+
+// TestReportInBrowser opens report.html in headless Chromium (Debian's
+// package, driven by scripts/browser/check.mjs through puppeteer-core):
+// every figure decodes and has a size, the page makes no network request,
+// no table is wider than the page body (in a 1280 px window), a full-page
+// screenshot is taken, and the report's sections are there, the
+// per-contrast, paper-consistency and power sections included. Without
+// Chromium or the script's packages it skips, except under CI=true, where
+// it fails (.ci/run installs Chromium, scripts/test the packages).
+func TestReportInBrowser(t *testing.T) {
+	script, chromium := needBrowser(t, "../../scripts/browser/check.mjs", "puppeteer-core")
 	dir := mockBundle(t, paperKinds, 5, nil)
 	if _, log, err := runCmd(t, "report", "-against", "paper", "-match-label", "-pair", "normalized,prose,cover", "-power-diff", "0.2", "-b", "2000", dir); err != nil {
 		t.Fatalf("%v\n%s", err, log)

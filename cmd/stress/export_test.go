@@ -2,7 +2,6 @@ package main
 
 import (
 	"archive/zip"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -18,10 +17,6 @@ import (
 
 	"github.com/mcpstress/stress/env/mcpenv"
 	"github.com/mcpstress/stress/internal/inspect"
-	"github.com/mcpstress/stress/internal/synth"
-	"github.com/mcpstress/stress/internal/testserver/echohttp"
-	"github.com/mcpstress/stress/internal/testserver/faultserver"
-	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
@@ -522,30 +517,7 @@ models:
 // a missing bundle are refused, naming the file, flag or directory, and
 // nothing is written.
 func TestExportBadInput(t *testing.T) {
-	srv := faultserver.New(echohttp.Handler(func(models.Request) string { return "" }),
-		faultserver.Fault{Kind: faultserver.KindStatus, Status: 500})
-	defer srv.Close()
-	study := filepath.Join(t.TempDir(), "study")
-	if err := synth.Write(context.Background(), study, synth.Options{Scenarios: 3, Servers: 1, Seed: 1}); err != nil {
-		t.Fatal(err)
-	}
-	man := filepath.Join(study, "down.yaml")
-	os.WriteFile(man, []byte(`name: down
-corpus: corpus
-prompts: [{name: default, path: prompts/default.tmpl}]
-conditions: [normalized]
-replicates: 1
-models:
-  - name: down
-    backend: echohttp
-    model: "x:1/y z"
-    host: `+srv.URL+`
-    transport: {attempts: 2, backoff_ms: 1, max_backoff_ms: 1, breaker_after: 100}
-`), 0o644)
-	dir := filepath.Join(t.TempDir(), "run")
-	if _, log, err := runCmd(t, "run", "-out", dir, man); err != nil {
-		t.Fatalf("%v\n%s", err, log)
-	}
+	dir := downBundle(t, "x:1/y z")
 	out := filepath.Join(t.TempDir(), "logs")
 	if _, _, err := runCmd(t, "export", "-quiet", "-out", out, dir); err != nil {
 		t.Fatal(err)
@@ -629,22 +601,7 @@ models:
 // CI=true, where it fails (.ci/run installs Chromium, scripts/test the
 // packages).
 func TestExportInInspectViewer(t *testing.T) {
-	script, _ := filepath.Abs("../../scripts/inspect-viewer/check.mjs")
-	chromium := os.Getenv("CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
-	for _, need := range []struct{ path, by string }{
-		{filepath.Join(filepath.Dir(script), "node_modules", "@metrevals", "inspect-log-viewer"), "scripts/test"},
-		{chromium, ".ci/run"},
-	} {
-		if _, err := os.Stat(need.path); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is missing (%s installs it): %v", need.path, need.by, err)
-			}
-			t.Skipf("%s is missing (%s installs it)", need.path, need.by)
-		}
-	}
+	script, chromium := needBrowser(t, "../../scripts/inspect-viewer/check.mjs", "@metrevals/inspect-log-viewer")
 	// An action study on four of the lab's failures: two models, two
 	// replicates, so two logs of eight samples.
 	dir := t.TempDir()

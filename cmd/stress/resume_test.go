@@ -424,10 +424,14 @@ func TestRunMergeSynthUsage(t *testing.T) {
 // (through the test-only echohttp backend) and checks that stress analyze
 // reports the transport events and the error decisions apart from the
 // counts.
-func TestAnalyzeTransport(t *testing.T) {
+// downBundle runs a synthetic study of three decisions against a server
+// that answers every call with HTTP 500 (model id model): a bundle of
+// three error decisions, each with two transport events.
+func downBundle(t *testing.T, model string) string {
+	t.Helper()
 	srv := faultserver.New(echohttp.Handler(func(models.Request) string { return "" }),
 		faultserver.Fault{Kind: faultserver.KindStatus, Status: 500})
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	study := filepath.Join(t.TempDir(), "study")
 	if err := synth.Write(context.Background(), study, synth.Options{Scenarios: 3, Servers: 1, Seed: 1}); err != nil {
 		t.Fatal(err)
@@ -441,7 +445,7 @@ replicates: 1
 models:
   - name: down
     backend: echohttp
-    model: x
+    model: "`+model+`"
     host: `+srv.URL+`
     transport: {attempts: 2, backoff_ms: 1, max_backoff_ms: 1, breaker_after: 100}
 `), 0o644)
@@ -449,6 +453,11 @@ models:
 	if _, log, err := runCmd(t, "run", "-out", dir, man); err != nil || !strings.Contains(log, "3 errors, 6 transport events") {
 		t.Fatalf("%v\n%s", err, log)
 	}
+	return dir
+}
+
+func TestAnalyzeTransport(t *testing.T) {
+	dir := downBundle(t, "x")
 	out, _, err := runCmd(t, "analyze", dir)
 	if err != nil {
 		t.Fatal(err)
