@@ -71,6 +71,7 @@ func TestCodingBundleNotCounted(t *testing.T) {
 		{"compare", dir, dir},
 		{"run", "-quiet", "-resume", dir},
 		{"merge", "-out", filepath.Join(t.TempDir(), "m"), dir, dir},
+		{"export", "-out", filepath.Join(t.TempDir(), "x"), dir},
 	} {
 		_, log, err := runCmd(t, args...)
 		if err == nil || !strings.Contains(err.Error()+log, want) || !strings.Contains(err.Error()+log, "stress code -resume "+dir) {
