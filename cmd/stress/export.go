@@ -21,7 +21,7 @@ var exportFormats = []string{"inspect"}
 // cmdExport defines export's flags on fs and returns the action that
 // writes a bundle as Inspect eval logs.
 func cmdExport(fs *flag.FlagSet) action {
-	format := fs.String("format", "inspect", "the `FORMAT` to write: inspect (Inspect eval logs, one per model, prompt and condition, with listing.json for Inspect's viewer)")
+	format := fs.String("format", "inspect", "the format to write: `inspect` (Inspect eval logs, one per model, prompt and condition, with listing.json for Inspect's viewer)")
 	out := fs.String("out", "", "write the logs to `DIR`, a new directory (default: BUNDLE/inspect; an earlier export there is replaced as a whole)")
 	eval := fs.Bool("eval", false, "write each log in Inspect's .eval form (a zip archive, each sample a member read on demand) instead of .json")
 	partial := addPartialFlag(fs)
