@@ -4,7 +4,6 @@ import (
 	"archive/zip"
 	"bufio"
 	"bytes"
-	"compress/flate"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/klauspost/compress/flate"
 )
 
 // This file writes a log in Inspect's .eval form: a zip archive of
