@@ -54,3 +54,16 @@ func BenchmarkStudentized840(b *testing.B) {
 		stats.ClusterBootstrap(paperCell, opt)
 	}
 }
+
+// BenchmarkSignFlipMonteCarlo: the Monte Carlo sign-flip test of a pair
+// over 16,667 scenarios (the synthetic study of 1,000 servers), the
+// default 100,000 draws.
+func BenchmarkSignFlipMonteCarlo(b *testing.B) {
+	d := make([]int, 16667)
+	for i := range d {
+		d[i] = (i*7919)%11 - 5
+	}
+	for b.Loop() {
+		stats.SignFlip(d, stats.FlipOptions{Seed: 1})
+	}
+}

@@ -432,3 +432,19 @@ func TestSignFlipLarge(t *testing.T) {
 		t.Errorf("huge sums: %+v", f)
 	}
 }
+
+// TestSignFlipMonteCarloPinned: the Monte Carlo p-value of a pair over
+// 16,667 clusters (not a multiple of 4 or 64 signs) is the one the
+// implementation before the four-sign tables gave, which drew the same
+// signs one at a time: the same statistic for every draw.
+func TestSignFlipMonteCarloPinned(t *testing.T) {
+	d := make([]int, 16667)
+	for i := range d {
+		d[i] = (i*7919)%11 - 5
+	}
+	d[0] += 40
+	f := stats.SignFlip(d, stats.FlipOptions{Seed: 7, Draws: 20000})
+	if f.Exact || f.Draws != 20000 || f.P != 0.9258537073146342 {
+		t.Errorf("P = %v (exact %v, %d draws), want 0.9258537073146342 by Monte Carlo", f.P, f.Exact, f.Draws)
+	}
+}
