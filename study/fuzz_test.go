@@ -27,3 +27,17 @@ func FuzzParseScenarios(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAnnouncedWait: the case-insensitive prefilter of AnnouncedWait
+// never hides a wait the pattern finds.
+func FuzzAnnouncedWait(f *testing.F) {
+	for _, s := range []string{"", "retry after 30 s", "Rate limited; RETRY AFTER 250 ms.", "retry  after 1 s", "retry after", "x\x00retry after 5 s", "please retry after 12 ms please"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, text []byte) {
+		d, ok := AnnouncedWait(text)
+		if wd, wok := announced(text); d != wd || ok != wok {
+			t.Errorf("%q: AnnouncedWait %v %v, the pattern alone %v %v", text, d, ok, wd, wok)
+		}
+	})
+}

@@ -146,6 +146,14 @@ var retryAfterText = regexp.MustCompile(`(?i)\bretry after (\d{1,9}) (ms|s)\b`)
 // AnnouncedWait returns the wait a failure's text announces ("retry after
 // 30 s") and whether it announces one.
 func AnnouncedWait(text []byte) (time.Duration, bool) {
+	if !containsFold(text, "retry after") {
+		return 0, false // most failures announce nothing: no regexp run
+	}
+	return announced(text)
+}
+
+// announced is AnnouncedWait without its prefilter: the pattern alone.
+func announced(text []byte) (time.Duration, bool) {
 	m := retryAfterText.FindSubmatch(text)
 	if m == nil {
 		return 0, false
@@ -158,6 +166,21 @@ func AnnouncedWait(text []byte) (time.Duration, bool) {
 		return time.Duration(n) * time.Millisecond, true
 	}
 	return time.Duration(n) * time.Second, true
+}
+
+// containsFold reports whether text holds lower, an ASCII lower-case
+// string, in any case (what retryAfterText's (?i) matches).
+func containsFold(text []byte, lower string) bool {
+	for i := 0; i+len(lower) <= len(text); i++ {
+		j := 0
+		for j < len(lower) && text[i+j]|0x20 == lower[j] {
+			j++
+		}
+		if j == len(lower) {
+			return true
+		}
+	}
+	return false
 }
 
 // FailureMessage returns the message of s's failure as its server wrote
