@@ -446,7 +446,7 @@ func reserve(h *header) int {
 	long := evalMetric{Name: "count", Value: -1.2345678901234567e-300}
 	r := &evalResults{TotalSamples: math.MinInt, CompletedSamples: math.MinInt}
 	for _, c := range scoreColumns {
-		r.Scores = append(r.Scores, evalScore{Name: c.name, Scorer: c.name, ScoredSamples: math.MinInt, UnscoredSample: math.MinInt,
+		r.Scores = append(r.Scores, evalScore{Name: c.name, Scorer: c.name, ScoredSamples: math.MinInt, UnscoredSamples: math.MinInt,
 			Metrics: metrics{Mean: long, Count: long}})
 	}
 	max := *h
@@ -611,7 +611,7 @@ func results_(c *results.Cell) *evalResults {
 		if n > 0 {
 			mean = float64(k) / float64(n)
 		}
-		r.Scores = append(r.Scores, evalScore{Name: sc.name, Scorer: sc.name, ScoredSamples: n, UnscoredSample: c.N + c.Errors - n,
+		r.Scores = append(r.Scores, evalScore{Name: sc.name, Scorer: sc.name, ScoredSamples: n, UnscoredSamples: c.N + c.Errors - n,
 			Metrics: metrics{Mean: evalMetric{Name: "mean", Value: mean}, Count: evalMetric{Name: "count", Value: float64(k)}}})
 	}
 	return r

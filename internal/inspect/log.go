@@ -98,12 +98,12 @@ type evalResults struct {
 
 // evalScore is one outcome column over the cell.
 type evalScore struct {
-	Name           string   `json:"name"`
-	Scorer         string   `json:"scorer"`
-	ScoredSamples  int      `json:"scored_samples"`
-	UnscoredSample int      `json:"unscored_samples"`
-	Params         struct{} `json:"params"`
-	Metrics        metrics  `json:"metrics"`
+	Name            string   `json:"name"`
+	Scorer          string   `json:"scorer"`
+	ScoredSamples   int      `json:"scored_samples"`
+	UnscoredSamples int      `json:"unscored_samples"`
+	Params          struct{} `json:"params"`
+	Metrics         metrics  `json:"metrics"`
 }
 
 // metrics are a score's metrics, the mean first (Inspect's viewer and
