@@ -17,8 +17,8 @@ import (
 // be streamed (results.ScanRows): the Accumulator copies what it keeps.
 //
 // Memory: O(cells × servers) for the counts, plus O(decisions) bytes for
-// the pairing table (about 20 bytes per (model, prompt, scenario,
-// replicate) unit, two bytes per condition).
+// the pairing table: about 20 bytes per (model, prompt, scenario,
+// replicate) unit, and four per unit and condition the bundle has.
 type Accumulator struct {
 	tally *results.Tally
 	// perServer[cell][server] are the counts of one cell on one server.
@@ -28,12 +28,14 @@ type Accumulator struct {
 	groups    map[Arm]int32
 	scenarios interner
 	// Pairing table: one unit per (group, scenario, replicate), with one
-	// packed 16-bit outcome per condition of study.AllConditions.
+	// packed outcome per condition the bundle has: condFlags[c][u] for
+	// condition c of study.AllConditions (nil for one without rows;
+	// shorter than the units when the last units have none).
 	units      unitIndex
 	unitKeys   []unitKey
 	unitServer []int32
-	unitFlags  []results.Flags // len(unitKeys) × len(study.AllConditions)
-	groupConds []uint64        // per group: bit i set when condition i has a row
+	condFlags  [][]results.Flags
+	groupConds []uint64 // per group: bit i set when condition i has a row
 	groupArm   []Arm
 
 	// last remembers the previous row's cell, arm, scenario and server:
@@ -248,14 +250,31 @@ func (a *Accumulator) Add(r *results.Row) {
 		a.units.put(uk, ui)
 		a.unitKeys = append(a.unitKeys, uk)
 		a.unitServer = append(a.unitServer, si)
-		a.unitFlags = append(a.unitFlags, make([]results.Flags, len(study.AllConditions))...)
 	}
-	slot := &a.unitFlags[int(ui)*len(study.AllConditions)+cond]
+	if a.condFlags == nil {
+		a.condFlags = make([][]results.Flags, len(study.AllConditions))
+	}
+	cf := a.condFlags[cond]
+	if int(ui) >= len(cf) {
+		for int(ui) >= len(cf) {
+			cf = append(cf, 0)
+		}
+		a.condFlags[cond] = cf
+	}
+	slot := &cf[ui]
 	if *slot&results.FlagSeen != 0 {
 		a.duplicates++
 		return
 	}
 	*slot = f
+}
+
+// flags returns unit u's packed outcome at condition index c (0: no row).
+func (a *Accumulator) flags(u, c int) results.Flags {
+	if c < len(a.condFlags) && u < len(a.condFlags[c]) {
+		return a.condFlags[c][u]
+	}
+	return 0
 }
 
 // Cells returns the counts of every cell in first-seen order (as results.Count).

@@ -281,20 +281,19 @@ func Compare(ctx context.Context, a, b *Accumulator, opt CompareOptions) (*Compa
 // b's) on a column's bit and need; a unit of either arm without a match
 // is unpaired when it has the column.
 func pairMatched(a, b *Accumulator, ga, gb int32, match map[int32]int32, ci, cj int, bit, need results.Flags) *pairing {
-	nc := len(study.AllConditions)
 	pg := a.newPairing()
 	matchedB := make(map[int32]bool, len(match))
 	for ua, ub := range match {
 		matchedB[ub] = true
-		pg.pair(a, int(ua), a.unitFlags[int(ua)*nc+ci], b.unitFlags[int(ub)*nc+cj], bit, need)
+		pg.pair(a, int(ua), a.flags(int(ua), ci), b.flags(int(ub), cj), bit, need)
 	}
 	for ua, k := range a.unitKeys {
-		if _, ok := match[int32(ua)]; !ok && k.group == ga && a.unitFlags[ua*nc+ci]&need == need {
+		if _, ok := match[int32(ua)]; !ok && k.group == ga && a.flags(ua, ci)&need == need {
 			pg.unpaired++
 		}
 	}
 	for ub, k := range b.unitKeys {
-		if !matchedB[int32(ub)] && k.group == gb && b.unitFlags[ub*nc+cj]&need == need {
+		if !matchedB[int32(ub)] && k.group == gb && b.flags(ub, cj)&need == need {
 			pg.unpaired++
 		}
 	}
@@ -347,7 +346,6 @@ func adjustRows(rows []CompareRow) FamilyInfo {
 // conditions) the keys are matched by scenario and replicate alone and
 // nothing is refused but a scenario on different servers.
 func matchUnits(a, b *Accumulator, ga, gb int32, strict bool) (map[int32]int32, error) {
-	nc := len(study.AllConditions)
 	match := map[int32]int32{}
 	matchedB := make([]bool, len(b.unitKeys))
 	var problems []string
@@ -360,7 +358,7 @@ func matchUnits(a, b *Accumulator, ga, gb int32, strict bool) (map[int32]int32, 
 		}
 	}
 	seen := func(acc *Accumulator, u int32, ci int) bool {
-		return acc.unitFlags[int(u)*nc+ci]&results.FlagSeen != 0
+		return acc.flags(int(u), ci)&results.FlagSeen != 0
 	}
 	keyName := func(acc *Accumulator, g int32, k unitKey, ci int) string {
 		return fmt.Sprintf("%s/%s/%s/%d", acc.groupArm[g], study.AllConditions[ci], acc.scenarios.names[k.scenario], k.replicate)

@@ -485,7 +485,6 @@ func (a *Accumulator) noLevels(s PairSpec) string {
 // pairSpec computes spec s in every combination of the other factors.
 func (a *Accumulator) pairSpec(s PairSpec, order []int32, opt Options) []Pair {
 	var out []Pair
-	nc := len(study.AllConditions)
 	bit, need := s.Column.bit(), s.Column.need()
 	if s.Factor == FactorCondition {
 		ia, ib := condIndex(study.Condition(s.A)), condIndex(study.Condition(s.B))
@@ -496,7 +495,7 @@ func (a *Accumulator) pairSpec(s PairSpec, order []int32, opt Options) []Pair {
 			pg := a.newPairing()
 			for u, k := range a.unitKeys {
 				if k.group == int32(g) {
-					pg.pair(a, u, a.unitFlags[u*nc+ia], a.unitFlags[u*nc+ib], bit, need)
+					pg.pair(a, u, a.flags(u, ia), a.flags(u, ib), bit, need)
 				}
 			}
 			out = append(out, Pair{Factor: s.Factor, Model: arm.Model, Prompt: arm.Prompt, A: s.A, B: s.B, Column: s.Column,
