@@ -91,8 +91,9 @@ func Owned(name string) bool {
 // cellKey is the (model, prompt, condition) of a log.
 type cellKey struct{ model, prompt, condition string }
 
-// logFile is one log being written: its samples go to a file of their
-// own until the header, which needs the cell's counts, is known.
+// logFile is one log being written: its samples go to its file as they
+// come, and its header, which needs the cell's counts, at the end (into
+// the space reserved for it, or, for an .eval log, as its last member).
 type logFile struct {
 	key      cellKey
 	name     string
@@ -231,9 +232,8 @@ func (e *exporter) start() {
 				s.scen = e.opt.Scenarios()
 			}
 			for j := range e.work {
-				j.out, j.err = s.sample(j, e.calls.f.Name())
+				j.err = s.sample(j, e.calls.f.Name())
 				if j.err == nil && e.opt.Eval {
-					j.summary = append(j.summary[:0], s.sum...)
 					j.err = d.compress(j.out, &j.comp)
 				}
 				j.done <- struct{}{}

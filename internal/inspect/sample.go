@@ -83,9 +83,9 @@ func (l *line) call(h *results.Head) results.Call {
 		Env: l.Env, Thinking: l.Thinking, ToolCalls: l.ToolCalls, Action: l.Action, Task: h.Task}
 }
 
-// sample decodes job j's lines and writes its sample; name is the
-// file's, for errors.
-func (s *sampler) sample(j *job, name string) ([]byte, error) {
+// sample decodes job j's lines and writes its sample (and, for an .eval
+// log, its summary) into j; name is the file's, for errors.
+func (s *sampler) sample(j *job, name string) error {
 	d := &s.d
 	d.calls, d.refs, d.row = d.calls[:0], d.refs[:0], &j.row
 	raw := j.raw
@@ -96,30 +96,29 @@ func (s *sampler) sample(j *job, name string) ([]byte, error) {
 		}
 		i := len(d.calls)
 		if i >= len(j.heads) {
-			return nil, fmt.Errorf("%s:%d: decision %s has more lines than its reader found", name, j.line, j.row.Key())
+			return fmt.Errorf("%s:%d: decision %s has more lines than its reader found", name, j.line, j.row.Key())
 		}
 		var l line
 		if err := json.Unmarshal(raw[:n], &l); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", name, j.line+i, err)
+			return fmt.Errorf("%s:%d: %w", name, j.line+i, err)
 		}
 		raw = raw[min(n+1, len(raw)):]
 		leaves, err := s.table.Leaves(l.Request.Refs)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", name, j.line+i, err)
+			return fmt.Errorf("%s:%d: %w", name, j.line+i, err)
 		}
 		d.calls = append(d.calls, l.call(&j.heads[i]))
 		d.refs = append(d.refs, leaves)
 	}
 	if len(d.calls) != len(j.heads) {
-		return nil, fmt.Errorf("%s:%d: decision %s: read %d lines, want %d", name, j.line, j.row.Key(), len(d.calls), len(j.heads))
-	}
-	j.usage = usage{}
-	for i := range d.calls {
-		j.usage.add(d.calls[i].PromptTokens, d.calls[i].OutputTokens)
+		return fmt.Errorf("%s:%d: decision %s: read %d lines, want %d", name, j.line, j.row.Key(), len(d.calls), len(j.heads))
 	}
 	s.model, s.digest = j.lf.model, j.lf.digest
-	out, err := s.write(d)
-	return append(j.out[:0], out...), err
+	// The sample (and summary) are written into the job's own buffers.
+	s.b, s.sum = j.out[:0], j.summary[:0]
+	err := s.write(d)
+	j.out, j.summary, j.usage = s.b, s.sum, s.usage
+	return err
 }
 
 // sampler writes samples (one per worker); it keeps the encoded request
@@ -136,8 +135,9 @@ type sampler struct {
 	// an .eval log.
 	summaries bool
 	sum       []byte
+	usage     usage // the tokens of the sample written
 	scen      map[string]*study.Scenario
-	b         []byte            // the sample being written
+	b         []byte            // the sample being written (the job's buffer)
 	att       map[string][]byte // the sample's attachments
 	attOrder  []string
 }
@@ -201,15 +201,23 @@ func (s *sampler) use(m *message) {
 	}
 }
 
-// appendMessages appends ms as a JSON array.
+// appendMessages appends ms as a JSON array, their texts as
+// attachments (noted as used).
 func (s *sampler) appendMessages(b []byte, ms []*message) []byte {
+	for _, m := range ms {
+		s.use(m)
+	}
+	return appendList(b, ms, func(m *message) []byte { return m.enc })
+}
+
+// appendList appends ms as a JSON array of the encodings pick gives.
+func appendList(b []byte, ms []*message, pick func(*message) []byte) []byte {
 	b = append(b, '[')
 	for i, m := range ms {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		s.use(m)
-		b = append(b, m.enc...)
+		b = append(b, pick(m)...)
 	}
 	return append(b, ']')
 }
@@ -220,12 +228,25 @@ type toolCall struct {
 	arguments    json.RawMessage
 	result       json.RawMessage // the observation it returned, nil when none
 	refused      string          // why the harness refused it, "" when sent
+	failure      string          // its error (failed): why it was refused, or what its observation says failed; "" when it succeeded
 }
 
 // callAfter returns the tool call that followed turn t of d, or nil: the
 // action of the action task, the replay of a retry_now under stored
 // replay, the policy the environment executed under live replay.
 func (d *decision) callAfter(t int, scen *study.Scenario) *toolCall {
+	tc := d.toolCall(t, scen)
+	if tc != nil {
+		tc.failure = observationError(tc.result)
+		if tc.refused != "" {
+			tc.failure = "not sent: " + tc.refused
+		}
+	}
+	return tc
+}
+
+// toolCall is callAfter without the call's failure.
+func (d *decision) toolCall(t int, scen *study.Scenario) *toolCall {
 	c := &d.calls[t]
 	last := t == len(d.calls)-1
 	var result json.RawMessage
@@ -323,6 +344,28 @@ func (s *sampler) appendAssistant(b []byte, c *results.Call, turn int, tc *toolC
 	return append(b, '}')
 }
 
+// appendOutput appends Inspect's ModelOutput of call c (turn turn,
+// followed by tc): its answer as the one choice (none when the call
+// failed without one), the raw response as the completion, usage u and
+// the call's latency.
+func (s *sampler) appendOutput(b []byte, c *results.Call, turn int, tc *toolCall, u *usage) []byte {
+	b = append(b, `{"model":`...)
+	b = appendString(b, s.model)
+	b = append(b, `,"choices":[`...)
+	if c.Error == "" || c.Response != "" {
+		b = append(b, `{"message":`...)
+		b = s.appendAssistant(b, c, turn, tc)
+		b = append(b, `,"stop_reason":"stop"}`...)
+	}
+	b = append(b, `],"completion":`...)
+	b = appendString(b, c.Response)
+	b = append(b, `,"usage":`...)
+	b = appendUsage(b, u)
+	b = append(b, `,"time":`...)
+	b = appendFloat(b, c.LatencyMS/1000)
+	return append(b, '}')
+}
+
 // appendObject appends raw when it is a JSON object, else {}.
 func appendObject(b []byte, raw json.RawMessage) []byte {
 	raw = bytes.TrimSpace(raw)
@@ -342,26 +385,17 @@ func appendToolMessage(b []byte, tc *toolCall) []byte {
 	b = appendString(b, tc.id)
 	b = append(b, `,"function":`...)
 	b = appendString(b, tc.function)
-	if e := tc.errorText(); e != "" {
+	if tc.failure != "" {
 		b = append(b, `,"error":{"type":"unknown","message":`...)
-		b = appendString(b, e)
+		b = appendString(b, tc.failure)
 		b = append(b, '}')
 	}
 	return append(b, '}')
 }
 
-// errorText is the tool call's error: why it was refused, or what its
-// observation says failed; "" when it succeeded.
-func (tc *toolCall) errorText() string {
-	if tc.refused != "" {
-		return "not sent: " + tc.refused
-	}
-	return observationError(tc.result)
-}
-
-// write appends the sample of d to s.b (reset first) and returns it.
-func (s *sampler) write(d *decision) ([]byte, error) {
-	s.b = s.b[:0]
+// write appends the sample of d to s.b, and its summary to s.sum when
+// s.summaries; s.usage is then the decision's tokens.
+func (s *sampler) write(d *decision) error {
 	clear(s.att)
 	s.attOrder = s.attOrder[:0]
 	row := d.row
@@ -372,7 +406,7 @@ func (s *sampler) write(d *decision) ([]byte, error) {
 	for i := range d.calls {
 		ms, err := s.leaves(d.refs[i])
 		if err != nil {
-			return nil, fmt.Errorf("decision %s: turn %d: %w", row.Key(), i, err)
+			return fmt.Errorf("decision %s: turn %d: %w", row.Key(), i, err)
 		}
 		turns[i] = ms
 	}
@@ -388,14 +422,8 @@ func (s *sampler) write(d *decision) ([]byte, error) {
 	head := len(b)
 	// The input is inline: Inspect's viewer lists samples by it without
 	// resolving attachments.
-	b = append(b, `,"input":[`...)
-	for i, m := range turns[0] {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, m.inline...)
-	}
-	b = append(b, ']')
+	b = append(b, `,"input":`...)
+	b = appendList(b, turns[0], func(m *message) []byte { return m.inline })
 	inputEnd := len(b)
 	b = append(b, `,"target":`...)
 	b = appendString(b, string(first.Preferred))
@@ -432,28 +460,16 @@ func (s *sampler) write(d *decision) ([]byte, error) {
 	}
 	b = append(b, ']')
 
-	// output: the last answer.
-	b = append(b, `,"output":{"model":`...)
-	b = appendString(b, s.model)
-	b = append(b, `,"choices":[`...)
-	if last.Error == "" || last.Response != "" {
-		b = append(b, `{"message":`...)
-		b = s.appendAssistant(b, last, len(d.calls)-1, calls[len(d.calls)-1])
-		b = append(b, `,"stop_reason":"stop"}`...)
-	}
-	b = append(b, `],"completion":`...)
-	b = appendString(b, last.Response)
-	var u usage
+	// output: the last answer, with the decision's tokens.
+	u := &s.usage
+	*u = usage{}
 	var total float64
 	for i := range d.calls {
 		u.add(d.calls[i].PromptTokens, d.calls[i].OutputTokens)
 		total += d.calls[i].LatencyMS / 1000
 	}
-	b = append(b, `,"usage":`...)
-	b = appendUsage(b, &u)
-	b = append(b, `,"time":`...)
-	b = appendFloat(b, last.LatencyMS/1000)
-	b = append(b, '}')
+	b = append(b, `,"output":`...)
+	b = s.appendOutput(b, last, len(d.calls)-1, calls[len(d.calls)-1], u)
 
 	scoresMeta := span{len(b), 0}
 	if row.Status == results.StatusOK {
@@ -472,7 +488,7 @@ func (s *sampler) write(d *decision) ([]byte, error) {
 	b = append(b, `,"model_usage":{`...)
 	b = appendString(b, s.model)
 	b = append(b, ':')
-	b = appendUsage(b, &u)
+	b = appendUsage(b, u)
 	b = append(b, `},"role_usage":{},"total_time":`...)
 	b = appendFloat(b, total)
 	b = append(b, `,"working_time":`...)
@@ -496,16 +512,10 @@ func (s *sampler) write(d *decision) ([]byte, error) {
 	if s.summaries {
 		// The sample's summary (Inspect's EvalSampleSummary), from the
 		// same bytes.
-		sum := append(s.sum[:0], '{')
+		sum := append(s.sum, '{')
 		sum = append(sum, b[1:head]...)
-		sum = append(sum, `,"input":[`...)
-		for i, m := range turns[0] {
-			if i > 0 {
-				sum = append(sum, ',')
-			}
-			sum = append(sum, m.thin...)
-		}
-		sum = append(sum, ']')
+		sum = append(sum, `,"input":`...)
+		sum = appendList(sum, turns[0], func(m *message) []byte { return m.thin })
 		sum = append(sum, b[target.start:target.end]...)
 		sum = append(sum, b[scoresMeta.start:scoresMeta.end]...)
 		sum = append(sum, b[usageTimes.start:usageTimes.end]...)
@@ -517,7 +527,7 @@ func (s *sampler) write(d *decision) ([]byte, error) {
 		sum = strconv.AppendInt(sum, int64(n), 10)
 		s.sum = append(sum, '}')
 	}
-	return b, nil
+	return nil
 }
 
 // span is a range of bytes of a sample.
@@ -636,8 +646,6 @@ func (s *sampler) appendMetadata(b []byte, d *decision, scen *study.Scenario) []
 	b = append(b, `,"replays":`...)
 	b = strconv.AppendInt(b, row.Replays, 10)
 	if e := last.Env; e != nil {
-		out := *e
-		out.State = nil
 		b = append(b, `,"env":`...)
 		b = appendJSON(b, struct {
 			Recovered bool     `json:"recovered"`
@@ -715,23 +723,10 @@ func (s *sampler) appendEvents(b []byte, d *decision, turns [][]*message, calls 
 		b = appendFloat(b, c.Request.Temperature)
 		b = append(b, `,"seed":`...)
 		b = strconv.AppendInt(b, c.Request.Seed, 10)
-		b = append(b, `},"output":{"model":`...)
-		b = appendString(b, s.model)
-		b = append(b, `,"choices":[`...)
-		if c.Error == "" || c.Response != "" {
-			b = append(b, `{"message":`...)
-			b = s.appendAssistant(b, c, t, calls[t])
-			b = append(b, `,"stop_reason":"stop"}`...)
-		}
-		b = append(b, `],"completion":`...)
-		b = appendString(b, c.Response)
+		b = append(b, `},"output":`...)
 		var u usage
 		u.add(c.PromptTokens, c.OutputTokens)
-		b = append(b, `,"usage":`...)
-		b = appendUsage(b, &u)
-		b = append(b, `,"time":`...)
-		b = appendFloat(b, c.LatencyMS/1000)
-		b = append(b, '}')
+		b = s.appendOutput(b, c, t, calls[t], &u)
 		if len(c.Events) > 0 {
 			b = append(b, `,"retries":`...)
 			b = strconv.AppendInt(b, int64(len(c.Events)), 10)
@@ -771,9 +766,9 @@ func (s *sampler) appendEvents(b []byte, d *decision, turns [][]*message, calls 
 			b = appendObject(b, tc.arguments)
 			b = append(b, `,"result":`...)
 			b = appendString(b, string(tc.result))
-			if e := tc.errorText(); e != "" {
+			if tc.failure != "" {
 				b = append(b, `,"error":{"type":"unknown","message":`...)
-				b = appendString(b, e)
+				b = appendString(b, tc.failure)
 				b = append(b, `},"failed":true`...)
 			}
 			b = append(b, '}')
