@@ -59,22 +59,7 @@ func TestActStudy(t *testing.T) {
 		}
 	}
 	// The call lines alone re-score to the rows the run wrote.
-	f, err := os.Open(filepath.Join(dir, results.CallsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, problems, err := analysis.Rescore(f, results.CallsFile)
-	if err != nil || len(problems) > 0 {
-		t.Fatal(err, problems)
-	}
-	stored, err := results.ReadRows(filepath.Join(dir, results.DecisionsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if errs := analysis.Agree(rows, stored, 5); len(errs) > 0 {
-		t.Errorf("re-scored rows disagree with decisions.parquet: %v", errs)
-	}
+	checkRescore(t, dir)
 }
 
 // TestActStudyShapes runs the action task of manifests/act.yaml under the
@@ -118,6 +103,13 @@ func TestActStudyShapes(t *testing.T) {
 			t.Errorf("no call line carries %s", s)
 		}
 	}
+	checkRescore(t, dir)
+}
+
+// checkRescore checks that the call lines of bundle dir alone re-score to
+// the rows its run wrote to decisions.parquet.
+func checkRescore(t *testing.T, dir string) {
+	t.Helper()
 	f, err := os.Open(filepath.Join(dir, results.CallsFile))
 	if err != nil {
 		t.Fatal(err)
