@@ -89,7 +89,7 @@ func LoadBundleEach(ctx context.Context, dir string, log io.Writer, each func(*r
 		fmt.Fprintln(log, "problem:", p)
 	}
 	if pqErr != nil {
-		return nil, pqErr
+		return nil, fmt.Errorf("%w (%s)", pqErr, rebuildHint(dir))
 	}
 	if fromCalls == fromParquet {
 		return ld, nil
@@ -171,7 +171,13 @@ func agreeInMemory(dir, callsPath, pqPath string, missing []simulator.Col, log i
 		fmt.Fprintln(log, "disagreement:", e)
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("%s: %s and %s disagree (%d reported)", dir, results.CallsFile, results.DecisionsFile, len(errs))
+		return nil, fmt.Errorf("%s: %s and %s disagree (%d reported; %s)", dir, results.CallsFile, results.DecisionsFile, len(errs), rebuildHint(dir))
 	}
 	return rows, nil
+}
+
+// rebuildHint says how a bundle's derived Parquet file is rebuilt: it is
+// not fsynced, so a crash can leave it empty or stale.
+func rebuildHint(dir string) string {
+	return fmt.Sprintf("%s is derived from %s: stress run -resume %s rebuilds it", results.DecisionsFile, results.CallsFile, dir)
 }

@@ -243,11 +243,11 @@ func New(spec Spec) (Model, error) {
 	return b.New(spec)
 }
 
-// ProbeSeed tells whether m's server honours seeds: it sends one fixed
-// probe request twice with the same seed and compares the answer texts.
-// Backends implement SeedChecker with it.
-func ProbeSeed(ctx context.Context, m Model, options map[string]any) (honoured bool, detail string, err error) {
-	req := Request{
+// SeedProbe is the request the seed probe sends (twice, with the same
+// seed): a backend's Verify may send it as its own probe and hand the
+// reply to ProbeSeed, so that a preflight costs one request less.
+func SeedProbe(options map[string]any) Request {
+	return Request{
 		Messages: []Message{
 			{Role: "system", Content: "Answer with one JSON object."},
 			{Role: "user", Content: "A tool call failed with: unknown tool. Choose a recovery policy."},
@@ -256,8 +256,18 @@ func ProbeSeed(ctx context.Context, m Model, options map[string]any) (honoured b
 		Temperature: 1,
 		Options:     options,
 	}
-	a, err := m.Generate(ctx, req)
-	if err != nil {
+}
+
+// ProbeSeed tells whether m's server honours seeds: it sends SeedProbe
+// twice with the same seed and compares the answer texts; first, when not
+// nil, is the first answer, already received. Backends implement
+// SeedChecker with it.
+func ProbeSeed(ctx context.Context, m Model, options map[string]any, first *Reply) (honoured bool, detail string, err error) {
+	req := SeedProbe(options)
+	var a Reply
+	if first != nil {
+		a = *first
+	} else if a, err = m.Generate(ctx, req); err != nil {
 		return false, "", fmt.Errorf("seed probe: %w", err)
 	}
 	b, err := m.Generate(ctx, req)

@@ -337,7 +337,16 @@ func SHA256(b []byte) string {
 // WriteJSON writes v as indented JSON to file, via a synced temporary file
 // and a rename, so a reader (or a run resumed after a crash) never sees half
 // a file.
-func WriteJSON(file string, v any) error {
+func WriteJSON(file string, v any) error { return writeJSON(file, v, true) }
+
+// WriteJSONUnsynced is WriteJSON without the fsync: for a file the bundle
+// can rebuild (summary.json), or one a later fsync covers before anything
+// depends on it. A crash may leave such a file empty or missing, never
+// half of one that a reader takes for whole: the rename still replaces
+// the old file in one step.
+func WriteJSONUnsynced(file string, v any) error { return writeJSON(file, v, false) }
+
+func writeJSON(file string, v any, sync bool) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
@@ -348,11 +357,24 @@ func WriteJSON(file string, v any) error {
 		return err
 	}
 	_, err = f.Write(append(b, '\n'))
-	if err = errors.Join(err, f.Sync(), f.Close()); err != nil {
+	if err == nil && sync {
+		err = f.Sync()
+	}
+	if err = errors.Join(err, f.Close()); err != nil {
 		os.Remove(tmp)
 		return err
 	}
 	return os.Rename(tmp, file)
+}
+
+// SyncFile makes file's content durable (an fsync of a file written
+// earlier without one).
+func SyncFile(file string) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	return errors.Join(f.Sync(), f.Close())
 }
 
 // CallReader streams calls.jsonl; a bad line is reported with its line

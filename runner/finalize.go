@@ -177,14 +177,16 @@ func writeBundle(w bundleWrite) (*results.Summary, int64, error) {
 		if err := os.Rename(callsPath+".tmp", callsPath); err != nil {
 			return abort(err)
 		}
+		// The canonical copy replaced the decisions: its name must be
+		// durable before anything records its size.
+		if err := syncDir(dir); err != nil {
+			return abort(err)
+		}
 	}
 	if err := rows.Close(); err != nil {
 		return nil, 0, err
 	}
 	sum.Parquet = rows.Check()
-	if err := syncDir(dir); err != nil {
-		return nil, 0, err
-	}
 	return sum, size, nil
 }
 

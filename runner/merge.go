@@ -221,10 +221,13 @@ func Merge(ctx context.Context, out string, dirs []string, opt MergeOptions) (*r
 		return nil, nil, err
 	}
 	rec.CallsDurable = &size
-	if err := results.WriteJSON(filepath.Join(out, results.SummaryFile), sum); err != nil {
+	if err := results.WriteJSONUnsynced(filepath.Join(out, results.SummaryFile), sum); err != nil {
 		return nil, nil, err
 	}
 	if err := results.WriteJSON(filepath.Join(out, results.ManifestFile), &rec); err != nil {
+		return nil, nil, err
+	}
+	if err := syncDir(out); err != nil {
 		return nil, nil, err
 	}
 	if err := ctx.Err(); err != nil {

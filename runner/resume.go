@@ -152,7 +152,9 @@ func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*results.Su
 	started := opt.Now().UTC()
 	rec.Sessions = append(rec.Sessions, results.Session{Started: started, Binary: results.BinaryInfo()})
 	rec.Finished = nil
-	if err := results.WriteJSON(filepath.Join(dir, results.ManifestFile), rec); err != nil {
+	// Not fsynced: until the session's first record, a crash leaves the
+	// previous session's, from which a resume starts as well.
+	if err := results.WriteJSONUnsynced(filepath.Join(dir, results.ManifestFile), rec); err != nil {
 		return nil, err
 	}
 	done, err := s.idx.done()

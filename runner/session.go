@@ -54,6 +54,9 @@ type session struct {
 	// session's decisions it held.
 	durableAt  int64
 	ranDurable int
+	// dirSynced says the bundle's directory was fsynced this session:
+	// the entries of the files it created are durable.
+	dirSynced bool
 	// msgs is the message table found on resume (nil for a new run);
 	// msgKeep the bytes of messages.jsonl to keep, and msgAt the bytes of
 	// it known durable.
@@ -70,7 +73,32 @@ func (s *session) checkpoint(n int64) error {
 	s.ranDurable = s.rec.Sessions[len(s.rec.Sessions)-1].Ran
 	m := s.msgAt
 	s.rec.MessagesDurable = &m
-	return results.WriteJSON(filepath.Join(s.dir, results.ManifestFile), s.rec)
+	return s.record(false)
+}
+
+// record writes manifest.json, fsynced: the record a resume starts from.
+// The fsyncs a bundle spends, each for what nothing else can restore
+// (a one-decision run makes five): defaults.json once (KeepDefaults:
+// the call lines cannot be read without it), messages.jsonl and
+// calls.jsonl at each sync (the decisions; messages first, as lines refer
+// to them), manifest.json here (the durable point, after the files it
+// vouches for), and the directory after the first record and the last
+// (the files' names, and the renames before it). The session's opening
+// record is not fsynced (before any decision is durable nothing is lost
+// with it), nor are decisions.parquet and summary.json, which finish
+// rebuilds from calls.jsonl (stress run -resume repairs them).
+func (s *session) record(last bool) error {
+	if err := results.WriteJSON(filepath.Join(s.dir, results.ManifestFile), s.rec); err != nil {
+		return err
+	}
+	if s.dirSynced && !last {
+		return nil
+	}
+	if err := syncDir(s.dir); err != nil {
+		return err
+	}
+	s.dirSynced = true
+	return nil
 }
 
 // job is one decision to run: its study index and shard-local index.
@@ -110,7 +138,10 @@ func (s *session) run(ctx context.Context) (*results.Summary, error) {
 	s.rec.Format, s.msgAt = results.Format, s.msgKeep
 	sess := &s.rec.Sessions[len(s.rec.Sessions)-1]
 	sess.Redone, sess.Discarded = s.redone, s.torn
-	if err := s.checkpoint(s.keep); err != nil {
+	keep, msgKeep := s.keep, s.msgKeep
+	s.rec.CallsDurable, s.durableAt = &keep, keep
+	s.rec.MessagesDurable = &msgKeep
+	if err := results.WriteJSONUnsynced(filepath.Join(s.dir, results.ManifestFile), s.rec); err != nil {
 		calls.Close()
 		return nil, err
 	}
@@ -145,7 +176,7 @@ func (s *session) run(ctx context.Context) (*results.Summary, error) {
 	end := s.opt.Now().UTC()
 	sess.Ended, sess.Interrupted, sess.Error, sess.Ran = &end, true, c.err.Error(), s.ranDurable
 	err = fmt.Errorf("%w (the bundle keeps every decision written before; fix the cause and resume)", c.err)
-	if werr := results.WriteJSON(filepath.Join(s.dir, results.ManifestFile), s.rec); werr != nil {
+	if werr := s.record(true); werr != nil {
 		err = errors.Join(err, werr)
 	}
 	return nil, err
@@ -382,7 +413,7 @@ func (s *session) finish(ctx context.Context, sess *results.Session) (*results.S
 		sess.Ended, sess.Interrupted = &end, true
 		done, _ := s.idx.done()
 		s.rec.Completed, s.rec.Remaining = done, sp.count()-done
-		if werr := results.WriteJSON(filepath.Join(s.dir, results.ManifestFile), s.rec); werr != nil {
+		if werr := s.record(true); werr != nil {
 			err = errors.Join(err, werr)
 		}
 		return nil, err
@@ -397,7 +428,7 @@ func (s *session) finish(ctx context.Context, sess *results.Session) (*results.S
 	if s.rec.Remaining == 0 {
 		s.rec.Finished = &end
 	}
-	if err := results.WriteJSON(filepath.Join(s.dir, results.ManifestFile), s.rec); err != nil {
+	if err := s.record(true); err != nil {
 		return nil, err
 	}
 	if s.rec.Remaining > 0 {
@@ -442,7 +473,7 @@ func (s *session) finalize() (*results.Summary, error) {
 	}
 	s.durableAt = size
 	sum.Remaining = s.sp.count() - sum.Decisions
-	if err := results.WriteJSON(filepath.Join(s.dir, results.SummaryFile), sum); err != nil {
+	if err := results.WriteJSONUnsynced(filepath.Join(s.dir, results.SummaryFile), sum); err != nil {
 		return nil, err
 	}
 	return sum, nil

@@ -484,7 +484,7 @@ func (m *Model) Verify(ctx context.Context) (models.Facts, error) {
 
 // SeedCheck sends one probe twice with the same seed and compares answers.
 func (m *Model) SeedCheck(ctx context.Context) (bool, string, error) {
-	return models.ProbeSeed(ctx, m, m.spec.Options)
+	return models.ProbeSeed(ctx, m, m.spec.Options, nil)
 }
 
 // Close stops the program: its stdin is closed and, if it has not exited

@@ -411,5 +411,5 @@ func (m *Model) Verify(ctx context.Context) (models.Facts, error) {
 // SeedCheck sends one probe request twice with the same seed and compares
 // the raw answers.
 func (m *Model) SeedCheck(ctx context.Context) (bool, string, error) {
-	return models.ProbeSeed(ctx, m, m.spec.Options)
+	return models.ProbeSeed(ctx, m, m.spec.Options, nil)
 }

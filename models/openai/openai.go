@@ -22,7 +22,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
 
@@ -48,6 +47,11 @@ type Model struct {
 	secrets []string // key and the base URL's credentials
 	format  *goopenai.ChatCompletionResponseFormat
 	tr      *transport.Client
+	// once is tr with a single attempt: Verify's first try, so that a
+	// server that is down is reported at once, not after the retries.
+	once *transport.Client
+	// probed is Verify's probe reply, the seed probe's first answer.
+	probed *models.Reply
 }
 
 var (
@@ -81,6 +85,8 @@ func New(spec models.Spec, opt transport.Options) (*Model, error) {
 	m.secrets = slices.Concat(opt.Secrets, []string{m.key}, transport.URLSecrets(base))
 	opt.Secrets = m.secrets
 	m.tr = transport.New(opt)
+	opt.MaxAttempts = 1
+	m.once = transport.New(opt)
 	for k := range spec.Options {
 		if err := checkOption(spec.Name, k); err != nil {
 			return nil, err
@@ -217,12 +223,16 @@ func extrasOf(body []byte) (thinking string, toolCalls json.RawMessage) {
 
 // Generate sends one chat completion.
 func (m *Model) Generate(ctx context.Context, req models.Request) (models.Reply, error) {
+	return m.generate(ctx, m.tr, req)
+}
+
+func (m *Model) generate(ctx context.Context, tr *transport.Client, req models.Request) (models.Reply, error) {
 	body, err := m.body(req)
 	if err != nil {
 		return models.Reply{}, err
 	}
 	var cr goopenai.ChatCompletionResponse
-	resp, events, err := m.tr.Do(ctx, m.post("chat/completions", body), func(b []byte) error {
+	resp, events, err := tr.Do(ctx, m.post("chat/completions", body), func(b []byte) error {
 		cr = goopenai.ChatCompletionResponse{}
 		if err := json.Unmarshal(b, &cr); err != nil {
 			return fmt.Errorf("chat completion: %w", err)
@@ -268,9 +278,12 @@ func (m *Model) post(path string, body []byte) func(context.Context) (*http.Requ
 const UnreachableHint = "is the server running? start it, or check the model's host in the manifest (the API base URL, e.g. http://127.0.0.1:8000/v1)"
 
 // Verify checks what the server reports against the manifest's pin: the
-// model id (from /models when the server lists it, and from a probe
-// completion) and the system_fingerprint (from the probe). Without a pin it
-// only records what the server reported.
+// model id and system_fingerprint of a probe completion. The probe is the
+// seed probe's request, and SeedCheck takes its reply as the first of its
+// two answers, so a preflight sends two requests (one with seed_check:
+// off). It does not ask GET /models: the probe says which model served it,
+// and many OpenAI-compatible servers answer that path 404. Without a pin
+// it only records what the server reported.
 func (m *Model) Verify(ctx context.Context) (models.Facts, error) {
 	facts := models.Facts{"backend": Backend, "model": m.spec.Model, "host": m.where}
 	down := func(err error) error {
@@ -279,23 +292,21 @@ func (m *Model) Verify(ctx context.Context) (models.Facts, error) {
 		}
 		return nil
 	}
-	listed, err := m.listModels(ctx)
-	if err == nil {
-		facts["listed"] = contains(listed, m.spec.Model)
-	} else if ue := down(err); ue != nil {
-		return facts, ue // the probe would be refused too, after its retries
+	probe := models.SeedProbe(m.spec.Options)
+	reply, err := m.generate(ctx, m.once, probe)
+	if ue := down(err); ue != nil {
+		return facts, ue
 	}
-	reply, err := m.Generate(ctx, models.Request{
-		Messages:    []models.Message{{Role: "user", Content: "Reply with the word ok."}},
-		Temperature: 0,
-		Options:     m.spec.Options,
-	})
+	if err != nil { // a fault the transport retries: retried as any call
+		reply, err = m.Generate(ctx, probe)
+	}
 	if ue := down(err); ue != nil {
 		return facts, ue
 	}
 	if err != nil {
 		return facts, fmt.Errorf("model %q at %s: probe completion: %w", m.spec.Name, m.where, err)
 	}
+	m.probed = &reply
 	got, _ := reply.Meta["model"].(string)
 	fp, _ := reply.Meta["system_fingerprint"].(string)
 	facts["served_model"], facts["system_fingerprint"] = got, fp
@@ -310,41 +321,10 @@ func (m *Model) Verify(ctx context.Context) (models.Facts, error) {
 	return facts, errors.Join(errs...)
 }
 
-// SeedCheck sends one probe twice with the same seed and compares answers.
+// SeedCheck sends the seed probe twice with the same seed and compares
+// the answers; after Verify, once more (Verify's probe was the first).
 func (m *Model) SeedCheck(ctx context.Context) (bool, string, error) {
-	return models.ProbeSeed(ctx, m, m.spec.Options)
-}
-
-// listModels reads GET /models; servers that lack it return an error.
-func (m *Model) listModels(ctx context.Context) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	resp, _, err := transport.New(transport.Options{MaxAttempts: 1, Secrets: m.secrets}).Do(ctx, func(ctx context.Context) (*http.Request, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.base.JoinPath("models").String(), nil)
-		if err == nil && m.key != "" {
-			req.Header.Set("Authorization", "Bearer "+m.key)
-		}
-		return req, err
-	}, nil)
-	if err != nil {
-		return nil, err
-	}
-	var list goopenai.ModelsList
-	if err := json.Unmarshal(resp.Body, &list); err != nil {
-		return nil, err
-	}
-	ids := make([]string, len(list.Models))
-	for i, x := range list.Models {
-		ids[i] = x.ID
-	}
-	return ids, nil
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
+	first := m.probed
+	m.probed = nil
+	return models.ProbeSeed(ctx, m, m.spec.Options, first)
 }

@@ -36,11 +36,13 @@ const completion = `{"id":"c1","object":"chat.completion","created":1,"model":"t
 type fakeServer struct {
 	bodies [][]byte
 	auth   []string
+	paths  []string
 }
 
 func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b, _ := io.ReadAll(r.Body)
 	f.bodies = append(f.bodies, b)
+	f.paths = append(f.paths, r.Method+" "+r.URL.Path)
 	f.auth = append(f.auth, r.Header.Get("Authorization"))
 	if strings.HasSuffix(r.URL.Path, "/models") {
 		w.Write([]byte(`{"object":"list","data":[{"id":"tiny","object":"model"}]}`))
@@ -209,8 +211,39 @@ func TestPinMismatchStopsBeforeFirstCall(t *testing.T) {
 	m.Models[0].Pin.SystemFingerprint = "fp_test"
 	plan, _ = runner.Prepare(m, false)
 	checks, err := plan.Verify(context.Background())
-	if err != nil || checks["remote"].Facts["pinned"] != true || checks["remote"].Facts["listed"] != true {
+	if err != nil || checks["remote"].Facts["pinned"] != true || checks["remote"].Facts["served_model"] != "tiny-served" {
 		t.Errorf("matching pin: %v %v", err, checks["remote"])
+	}
+}
+
+// TestPreflightRequests: the preflight of a pinned model sends two
+// requests, both the seed probe (Verify's probe is its first answer), and
+// no GET /models; with seed_check: off, one. The run's requests follow.
+func TestPreflightRequests(t *testing.T) {
+	for _, tc := range []struct {
+		seedCheck string
+		want      int
+	}{{"", 2}, {"off", 1}} {
+		fake := &fakeServer{}
+		srv := faultserver.New(fake)
+		m := manifest(t, manifests.Model{Name: "remote", Backend: openai.Backend, Model: "tiny", Host: srv.URL + "/v1",
+			Pin: manifests.Pin{Model: "tiny-served", SystemFingerprint: "fp_test"}, SeedCheck: tc.seedCheck})
+		plan, err := runner.Prepare(m, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := plan.Preflight(context.Background(), io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		srv.Close()
+		if len(fake.paths) != tc.want {
+			t.Fatalf("seed_check %q: the preflight sent %q, want %d requests", tc.seedCheck, fake.paths, tc.want)
+		}
+		for i, p := range fake.paths {
+			if p != "POST /v1/chat/completions" || !bytes.Contains(fake.bodies[i], []byte("Choose a recovery policy.")) || !bytes.Contains(fake.bodies[i], []byte(`"seed":20260819`)) {
+				t.Errorf("seed_check %q: request %d: %s %s, want the seed probe", tc.seedCheck, i, p, fake.bodies[i])
+			}
+		}
 	}
 }
 
@@ -330,7 +363,7 @@ func (e *echoServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			`"choices":[{"index":0,"message":{"role":"assistant","content":"` + content + `"},"finish_reason":"stop"}],` +
 			`"usage":{"prompt_tokens":11,"completion_tokens":5,"total_tokens":16}}`
 	}
-	if bytes.Contains(b, []byte("Reply with the word ok.")) {
+	if bytes.Contains(b, []byte("A tool call failed with: unknown tool. Choose a recovery policy.")) {
 		// The Verify probe: the key in the served model id, which lands in
 		// manifest.json's model_checks.
 		send(strings.Replace(completion("c0", "fp_test", "ok", ""), `"tiny-served"`, `"tiny-`+echoKey+`"`, 1), true)

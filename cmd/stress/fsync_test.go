@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestOneDecisionFsyncs runs the built binary on a one-decision study
+// under strace and checks which files it fsyncs: defaults.json (the call
+// lines cannot be read without it), messages.jsonl and calls.jsonl (the
+// decision), manifest.json (the durable point) and the bundle's directory
+// (the files' names), each once; not decisions.parquet or summary.json,
+// which a resume rebuilds. Then it empties decisions.parquet, as a crash
+// may, and checks that analyze names the repair and that the repair works.
+func TestOneDecisionFsyncs(t *testing.T) {
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("strace is not installed (.ci/run installs it)")
+		}
+		t.Skip("strace is not installed")
+	}
+	if out, err := exec.Command(strace, "-o", "/dev/null", "true").CombinedOutput(); err != nil {
+		t.Skipf("strace cannot trace here: %v\n%s", err, out)
+	}
+	bin := stressBinary(t)
+	root := t.TempDir()
+	study := filepath.Join(root, "study")
+	var errOut bytes.Buffer
+	if err := run(context.Background(), []string{"synth", "-scenarios", "1", "-servers", "1", "-out", study}, io.Discard, &errOut); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	m := filepath.Join(study, "manifest.yaml")
+	text, err := os.ReadFile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text = regexp.MustCompile(`(?m)^conditions: .*$`).ReplaceAll(text, []byte("conditions: [normalized]"))
+	text = text[:bytes.Index(text, []byte("  - name: code_registry"))]
+	if err := os.WriteFile(m, text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(root, "run")
+	trace := filepath.Join(root, "trace")
+	cmd := exec.Command(strace, "-f", "-y", "-e", "trace=fsync,fdatasync,sync_file_range,syncfs", "-o", trace, bin, "run", "-quiet", "-out", out, m)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("stress run: %v\n%s", err, b)
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var synced []string
+	call := regexp.MustCompile(`(fsync|fdatasync|sync_file_range|syncfs)\(\d+<([^>]*)>`)
+	for _, line := range strings.Split(string(b), "\n") {
+		if c := call.FindStringSubmatch(line); c != nil {
+			synced = append(synced, c[1]+" "+strings.TrimPrefix(c[2], out))
+		} else if strings.Contains(line, "sync") && !strings.Contains(line, "+++") && !strings.Contains(line, "---") {
+			t.Errorf("a sync strace did not resolve: %s", line)
+		}
+	}
+	want := []string{"fsync /defaults.json.tmp", "fsync /messages.jsonl", "fsync /calls.jsonl", "fsync /manifest.json.tmp", "fsync "}
+	if !slices.Equal(synced, want) {
+		t.Errorf("a one-decision run fsyncs %q, want %q", synced, want)
+	}
+
+	if err := os.WriteFile(filepath.Join(out, "decisions.parquet"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	errOut.Reset()
+	err = run(context.Background(), []string{"analyze", out}, io.Discard, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "stress run -resume "+out+" rebuilds it") {
+		t.Fatalf("analyze of an emptied decisions.parquet: %v, want the repair named", err)
+	}
+	if err := run(context.Background(), []string{"run", "-quiet", "-resume", out}, io.Discard, &errOut); err != nil {
+		t.Fatalf("resume: %v\n%s", err, errOut.String())
+	}
+	if err := run(context.Background(), []string{"analyze", out}, io.Discard, &errOut); err != nil {
+		t.Fatalf("analyze after the repair: %v\n%s", err, errOut.String())
+	}
+}
