@@ -51,7 +51,9 @@ const SandboxName = "/sandbox"
 var Servers = map[string]ServerSpec{
 	"memory":     {Package: "server-memory", Reset: true},
 	"filesystem": {Package: "server-filesystem", Args: []string{"${files}"}, Reset: true},
-	"everything": {Package: "server-everything", Args: []string{"stdio"}},
+	"everything": {Package: "server-everything", Args: []string{"stdio"}, Stateless: []string{
+		"echo", "get-annotated-message", "get-env", "get-resource-links", "get-resource-reference",
+		"get-structured-content", "get-sum", "get-tiny-image"}},
 }
 
 // ServerSpec says how to start a reference server: node runs
@@ -66,9 +68,32 @@ type ServerSpec struct {
 	// (server-filesystem) anew on every call, so once its sandbox is
 	// emptied a process can serve another decision exactly as a fresh
 	// one would (Options.Reuse; TestReuseEquivalent checks it on every
-	// scenario). server-everything keeps state in the process
-	// (subscriptions, logging level), so it is always started fresh.
+	// scenario).
 	Reset bool
+	// Stateless, for a server that keeps state in its process
+	// (server-everything: simulated logging, subscriber updates, the
+	// resources gzip-file-as-resource adds, tasks), are the tools that
+	// leave none: a process is reused after a decision whose every call
+	// named one of them or a tool the server does not list (which it
+	// refuses without running anything), and stopped after any other.
+	Stateless []string
+}
+
+// reusable says a process of the server can serve another decision
+// after one that made calls (listed says which tools it lists).
+func (s ServerSpec) reusable(calls []callRecord, listed func(tool string) bool) bool {
+	if s.Reset {
+		return true
+	}
+	if len(s.Stateless) == 0 {
+		return false
+	}
+	for _, c := range calls {
+		if !slices.Contains(s.Stateless, c.Tool) && listed(c.Tool) {
+			return false
+		}
+	}
+	return true
 }
 
 // Scenario is one act scenario on a reference server.
@@ -450,7 +475,7 @@ func (f *factory) NewEnv(ctx context.Context, scenario string, seed int64) (simu
 		return nil, fmt.Errorf("mcpenv set %s has no scenario %q", f.set.Name, scenario)
 	}
 	e := New(sc, f.o)
-	if f.pool != nil && Servers[sc.Server].Reset && f.o.ExternalURL == "" {
+	if spec := Servers[sc.Server]; f.pool != nil && (spec.Reset || len(spec.Stateless) > 0) && f.o.ExternalURL == "" {
 		e.pool = f.pool
 	}
 	return e, nil
@@ -573,9 +598,13 @@ func (e *Env) seed() error {
 }
 
 // release empties the sandbox of a live server and leaves the process in
-// the pool; false when the server does not answer a ping or the sandbox
-// cannot be emptied (the caller then stops it).
+// the pool; false when a call may have left state in the process
+// (ServerSpec.Stateless), the server does not answer a ping or the
+// sandbox cannot be emptied (the caller then stops it).
 func (e *Env) release() bool {
+	if !Servers[e.sc.Server].reusable(e.calls, e.listed) {
+		return false
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if e.session.Ping(ctx, nil) != nil {

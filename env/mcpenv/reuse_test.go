@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"io/fs"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,12 +18,12 @@ import (
 	"github.com/mcpstress/stress/study"
 )
 
-// TestReuseEquivalent: on every scenario of the servers that allow a
-// reset (memory, filesystem), a decision on a reused process, one that
-// has just served other decisions (writes included) and had its sandbox
-// emptied, is the same as on a fresh process: every turn's observation,
-// the outcome and the final state, for the writing baselines. It also
-// times both ways.
+// TestReuseEquivalent: on every scenario of every reference server, a
+// decision on a reused process, one that has just served other decisions
+// (writes included; on server-everything, calls of its stateless tools
+// and of tools it does not list) and had its sandbox emptied, is the same
+// as on a fresh process: every turn's observation, the outcome and the
+// final state, for the writing baselines. It also times both ways.
 func TestReuseEquivalent(t *testing.T) {
 	mods := modules(t)
 	set, err := BuiltinSet("")
@@ -42,9 +43,6 @@ func TestReuseEquivalent(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, sc := range set.Scenarios {
-			if !Servers[sc.Server].Reset {
-				continue
-			}
 			key := simulator.Key{Model: kind, Prompt: "act", Condition: study.Normalized, Scenario: sc.ID, Replicate: 1}
 			cfg := func(f simulator.EnvFactory) simulator.Config {
 				return simulator.Config{StudySeed: 1, ReplayCap: 3, Env: f, Act: true}
@@ -79,7 +77,7 @@ func TestReuseEquivalent(t *testing.T) {
 	for _, q := range f.pool.idle {
 		kept += len(q)
 	}
-	if kept != 2 { // one memory and one filesystem server served them all
+	if kept != 3 { // one process of each server served them all
 		t.Errorf("%d processes kept, want 2", kept)
 	}
 	t.Logf("%d decisions: fresh processes %v, reused %v", n, tFresh.Round(time.Millisecond), tReuse.Round(time.Millisecond))
@@ -97,4 +95,67 @@ func actPrompt(t testing.TB) *conditions.Prompt {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestReusableAfter: a process that keeps state (server-everything) is
+// reused only after a decision whose calls named its stateless tools or
+// tools it does not list; the reset servers always are.
+func TestReusableAfter(t *testing.T) {
+	listed := func(tool string) bool { return slices.Contains([]string{"echo", "get-sum", "toggle-simulated-logging"}, tool) }
+	calls := func(tools ...string) []callRecord {
+		var cs []callRecord
+		for _, tool := range tools {
+			cs = append(cs, callRecord{Tool: tool})
+		}
+		return cs
+	}
+	for _, tc := range []struct {
+		server string
+		calls  []callRecord
+		want   bool
+	}{
+		{"everything", calls("echo", "get-sum"), true},
+		{"everything", calls("echo", "no-such-tool"), true},
+		{"everything", calls("echo", "toggle-simulated-logging"), false},
+		{"everything", nil, true},
+		{"memory", calls("toggle-simulated-logging"), true},
+		{"filesystem", calls("write_file"), true},
+	} {
+		if got := Servers[tc.server].reusable(tc.calls, listed); got != tc.want {
+			t.Errorf("%s after %v: reusable %v, want %v", tc.server, tc.calls, got, tc.want)
+		}
+	}
+
+	// On the real server: a decision that toggles the simulated logging
+	// leaves its process stopped, one that only echoes leaves it kept.
+	mods := modules(t)
+	set, err := BuiltinSet("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := Factory(set, Options{Modules: mods, Reuse: true, CallTimeout: loadedTimeout})
+	defer f.(io.Closer).Close()
+	idle := func() int { return len(f.(*factory).pool.idle["everything"]) }
+	for _, tc := range []struct {
+		tool string
+		args string
+		kept int
+	}{{"toggle-simulated-logging", `{}`, 0}, {"echo", `{"message":"hi"}`, 1}, {"toggle-simulated-logging", `{}`, 0}} {
+		env, err := f.NewEnv(context.Background(), "R15", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := env.(simulator.Actor).Send(context.Background(), 1, simulator.ToolCall{Tool: tc.tool, Arguments: json.RawMessage(tc.args)}, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.(io.Closer).Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := idle(); got != tc.kept {
+			t.Errorf("after a decision that called %s: %d everything processes kept, want %d", tc.tool, got, tc.kept)
+		}
+	}
 }
