@@ -101,7 +101,9 @@ func actPrompt(t testing.TB) *conditions.Prompt {
 // reused only after a decision whose calls named its stateless tools or
 // tools it does not list; the reset servers always are.
 func TestReusableAfter(t *testing.T) {
-	listed := func(tool string) bool { return slices.Contains([]string{"echo", "get-sum", "toggle-simulated-logging"}, tool) }
+	listed := func(tool string) bool {
+		return slices.Contains([]string{"echo", "get-sum", "toggle-simulated-logging"}, tool)
+	}
 	calls := func(tools ...string) []callRecord {
 		var cs []callRecord
 		for _, tool := range tools {
