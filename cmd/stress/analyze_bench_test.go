@@ -47,24 +47,33 @@ func BenchmarkAnalyze(b *testing.B) {
 // a run without the process start (scripts/bench times the command).
 func BenchmarkOneDecision(b *testing.B) {
 	root := b.TempDir()
-	study := filepath.Join(root, "study")
+	m := oneDecisionStudy(b, root)
 	var errOut bytes.Buffer
-	if err := run(context.Background(), []string{"synth", "-scenarios", "1", "-servers", "1", "-out", study}, io.Discard, &errOut); err != nil {
-		b.Fatalf("%v\n%s", err, errOut.String())
-	}
-	m := filepath.Join(study, "manifest.yaml")
-	text, err := os.ReadFile(m)
-	if err != nil {
-		b.Fatal(err)
-	}
-	text = regexp.MustCompile(`(?m)^conditions: .*$`).ReplaceAll(text, []byte("conditions: [normalized]"))
-	text = text[:bytes.Index(text, []byte("  - name: code_registry"))]
-	if err := os.WriteFile(m, text, 0o644); err != nil {
-		b.Fatal(err)
-	}
 	for i := 0; b.Loop(); i++ {
 		if err := run(context.Background(), []string{"run", "-quiet", "-out", filepath.Join(root, fmt.Sprint(i)), m}, io.Discard, &errOut); err != nil {
 			b.Fatalf("%v\n%s", err, errOut.String())
 		}
 	}
+}
+
+// oneDecisionStudy writes, under root, a synthetic study of one decision
+// (one scenario, one baseline, one condition) and returns its manifest.
+func oneDecisionStudy(tb testing.TB, root string) string {
+	tb.Helper()
+	study := filepath.Join(root, "study")
+	var errOut bytes.Buffer
+	if err := run(context.Background(), []string{"synth", "-scenarios", "1", "-servers", "1", "-out", study}, io.Discard, &errOut); err != nil {
+		tb.Fatalf("%v\n%s", err, errOut.String())
+	}
+	m := filepath.Join(study, "manifest.yaml")
+	text, err := os.ReadFile(m)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	text = regexp.MustCompile(`(?m)^conditions: .*$`).ReplaceAll(text, []byte("conditions: [normalized]"))
+	text = text[:bytes.Index(text, []byte("  - name: code_registry"))]
+	if err := os.WriteFile(m, text, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return m
 }

@@ -33,21 +33,8 @@ func TestOneDecisionFsyncs(t *testing.T) {
 	}
 	bin := stressBinary(t)
 	root := t.TempDir()
-	study := filepath.Join(root, "study")
+	m := oneDecisionStudy(t, root)
 	var errOut bytes.Buffer
-	if err := run(context.Background(), []string{"synth", "-scenarios", "1", "-servers", "1", "-out", study}, io.Discard, &errOut); err != nil {
-		t.Fatalf("%v\n%s", err, errOut.String())
-	}
-	m := filepath.Join(study, "manifest.yaml")
-	text, err := os.ReadFile(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text = regexp.MustCompile(`(?m)^conditions: .*$`).ReplaceAll(text, []byte("conditions: [normalized]"))
-	text = text[:bytes.Index(text, []byte("  - name: code_registry"))]
-	if err := os.WriteFile(m, text, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	out := filepath.Join(root, "run")
 	trace := filepath.Join(root, "trace")
 	cmd := exec.Command(strace, "-f", "-y", "-e", "trace=fsync,fdatasync,sync_file_range,syncfs", "-o", trace, bin, "run", "-quiet", "-out", out, m)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"flag"
-	"io"
 	"os"
 	"testing"
 
@@ -26,13 +25,7 @@ const executionFile = "scenarios/reference.execution.txt"
 // counted by Retry though it changes nothing), and compares the table
 // with reference.execution.txt (-update-table rewrites it).
 func TestExecutionTable(t *testing.T) {
-	mods := modules(t)
-	set, err := BuiltinSet("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := Factory(set, Options{Modules: mods, Reuse: true, CallTimeout: loadedTimeout})
-	defer f.(io.Closer).Close()
+	_, set, f := reusingFactory(t)
 	var rows []simulator.ExecutionRow
 	for _, sc := range set.Scenarios {
 		ex, err := simulator.Executions(context.Background(), f, sc.ID, 1, 3)

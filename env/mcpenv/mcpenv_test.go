@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,20 @@ import (
 
 // modules returns the reference servers' directory, failing the test
 // with an install hint when they are missing.
+// reusingFactory returns the servers' modules, the built-in set and a
+// factory of it that reuses processes, closed when the test ends.
+func reusingFactory(t testing.TB) (string, *Set, simulator.EnvFactory) {
+	t.Helper()
+	mods := modules(t)
+	set, err := BuiltinSet("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := Factory(set, Options{Modules: mods, Reuse: true, CallTimeout: loadedTimeout})
+	t.Cleanup(func() { f.(io.Closer).Close() })
+	return mods, set, f
+}
+
 func modules(t testing.TB) string {
 	t.Helper()
 	if _, err := exec.LookPath("node"); err != nil {

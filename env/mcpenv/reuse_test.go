@@ -130,13 +130,7 @@ func TestReusableAfter(t *testing.T) {
 
 	// On the real server: a decision that toggles the simulated logging
 	// leaves its process stopped, one that only echoes leaves it kept.
-	mods := modules(t)
-	set, err := BuiltinSet("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := Factory(set, Options{Modules: mods, Reuse: true, CallTimeout: loadedTimeout})
-	defer f.(io.Closer).Close()
+	_, _, f := reusingFactory(t)
 	idle := func() int { return len(f.(*factory).pool.idle["everything"]) }
 	for _, tc := range []struct {
 		tool string
