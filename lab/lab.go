@@ -11,6 +11,7 @@
 package lab
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -102,11 +103,34 @@ func New(sc *Scenario, o Options) *Lab {
 	}
 	l.tools = toolsOf(sc.Server)
 	l.surface, l.contract = sc.Surface, sc.Contract
+	before, _ := l.pcg.MarshalBinary()
 	if f := l.arm(); f != nil {
 		panic(fmt.Sprintf("lab: scenario %s does not arm: %s", sc.ID, f.text)) // Load checked it
 	}
-	l.initial = l.st.doc(false)
+	l.initial = l.initialDoc(before, o.Clock == nil)
 	return l
+}
+
+// initialDoc is the document of the armed initial state (State.doc),
+// from the scenario's set when an earlier lab of the scenario made it;
+// before is the seeded source's state before arming, virtual says the
+// lab runs on its own virtual clock (which reads zero when it arms). It
+// is kept in the set only for a virtual clock and when arming drew
+// nothing from the source, so that it is the same for every lab of the
+// scenario (initialState is fixed).
+func (l *Lab) initialDoc(before []byte, virtual bool) any {
+	set := l.sc.set
+	if set == nil || !virtual {
+		return l.st.doc(false)
+	}
+	if d, ok := set.initial.Load(l.sc); ok {
+		return d
+	}
+	d := l.st.doc(false)
+	if after, err := l.pcg.MarshalBinary(); err == nil && bytes.Equal(before, after) {
+		set.initial.Store(l.sc, d)
+	}
+	return d
 }
 
 // arm sets the scenario's fault up before the first call.

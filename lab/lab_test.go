@@ -363,6 +363,38 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
+// TestInitialDocShared: a lab reads its scenario's initial document from
+// the set once an earlier lab of the scenario made it, and that document
+// is the one the lab's own armed state gives, whatever the seed, in every
+// built-in set; a lab on another clock makes its own.
+func TestInitialDocShared(t *testing.T) {
+	sets, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := 0
+	for _, set := range sets {
+		for _, sc := range set.Scenarios {
+			for _, seed := range []int64{1, 2, 99} {
+				l := New(sc, Options{Seed: seed})
+				if want := l.st.doc(false); !reflect.DeepEqual(l.initial, want) {
+					t.Errorf("%s/%s seed %d: the initial document differs from the armed state's", set.Name, sc.ID, seed)
+				}
+			}
+			if d, ok := set.initial.Load(sc); ok {
+				shared++
+				if l := New(sc, Options{Seed: 5, Clock: NewVirtualClock()}); reflect.ValueOf(l.initial).UnsafePointer() == reflect.ValueOf(d).UnsafePointer() {
+					t.Errorf("%s/%s: a lab on a clock of its own read the shared document", set.Name, sc.ID)
+				}
+			}
+		}
+	}
+	if shared == 0 {
+		t.Error("no scenario's initial document was shared")
+	}
+	t.Logf("%d scenarios share their initial document", shared)
+}
+
 // TestPredicates checks count (with where and not), lines and value
 // predicates, and missing paths.
 func TestPredicates(t *testing.T) {
