@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/simulator"
@@ -16,8 +17,12 @@ import (
 // decision (for pairing decisions across conditions or bundles). Rows can
 // be streamed (results.ScanRows): the Accumulator copies what it keeps.
 //
-// Memory: O(cells × servers) for the counts, plus O(decisions) bytes for
-// the pairing table: about 20 bytes per (model, prompt, scenario,
+// Memory: O(cells × servers) for the counts, O(scenarios) for the ids,
+// and a record of 24 bytes per decision for the pairing, of which at most
+// spillAt stay in memory (the rest in a temporary file, spill.go). Rows
+// that are not in a finished bundle's order (each cell's rows together,
+// by scenario and replicate) are paired through an in-memory table built
+// from those records: about 20 bytes per (model, prompt, scenario,
 // replicate) unit, and four per unit and condition the bundle has.
 type Accumulator struct {
 	tally *results.Tally
@@ -27,6 +32,12 @@ type Accumulator struct {
 	servers   interner
 	groups    map[Arm]int32
 	scenarios interner
+	// records are the pairing's records, index where each cell's are.
+	records recordLog
+	index   recordIndex
+	// tableOnce builds the pairing table from the records (table).
+	tableOnce sync.Once
+	tableErr  error
 	// Pairing table: one unit per (group, scenario, replicate), with one
 	// packed outcome per condition the bundle has: condFlags[c][u] for
 	// condition c of study.AllConditions (nil for one without rows;
@@ -243,7 +254,31 @@ func (a *Accumulator) Add(r *results.Row) {
 	if r.Scenario != last.scenario || last.scenario == "" {
 		last.scenario, last.scenarioID = a.scenarios.get(r.Scenario)
 	}
-	uk := unitKey{gi, last.scenarioID, r.Replicate}
+	rec := unitRecord{group: gi, scenario: last.scenarioID, server: si, cond: int8(cond), replicate: r.Replicate, flags: f}
+	a.index.note(a.records.len(), &rec)
+	a.records.add(&rec)
+}
+
+// table builds the pairing table from the records, once: the pairing of
+// rows that cannot be merged (recordIndex), and Compare's.
+func (a *Accumulator) table() error {
+	a.tableOnce.Do(func() {
+		if a.tableErr = a.records.sealed(); a.tableErr != nil {
+			return
+		}
+		rr := a.records.reader(0, a.records.len())
+		for rr.next() {
+			r := &rr.current
+			a.addUnit(r.group, r.scenario, r.server, int(r.cond), r.replicate, r.flags)
+		}
+		a.tableErr = rr.err
+	})
+	return a.tableErr
+}
+
+// addUnit enters one row in the pairing table.
+func (a *Accumulator) addUnit(gi, scenario, si int32, cond int, replicate int64, f results.Flags) {
+	uk := unitKey{gi, scenario, replicate}
 	ui, ok := a.units.get(uk)
 	if !ok {
 		ui = int32(len(a.unitKeys))
@@ -269,6 +304,12 @@ func (a *Accumulator) Add(r *results.Row) {
 	*slot = f
 }
 
+// merged says the pairing merges the records of two cells
+// (joinPairing): every cell's records came together, in increasing
+// scenario and replicate order, and each scenario on one server (or there
+// are none). Otherwise it reads the pairing table (table).
+func (a *Accumulator) merged() bool { return a.records.len() == 0 || a.index.mergeable }
+
 // flags returns unit u's packed outcome at condition index c (0: no row).
 func (a *Accumulator) flags(u, c int) results.Flags {
 	if c < len(a.condFlags) && u < len(a.condFlags[c]) {
@@ -291,6 +332,12 @@ func (a *Accumulator) Lab() bool { return a.lab > 0 }
 // DuplicatesWarning is the data-quality warning for the rows that repeat
 // a decision (Duplicates), or "" when none does.
 func (a *Accumulator) DuplicatesWarning() string {
+	if a.merged() {
+		return "" // each cell's keys strictly increase: none repeats
+	}
+	if err := a.table(); err != nil {
+		return "data quality: repeated decisions could not be counted: " + err.Error()
+	}
 	if a.duplicates == 0 {
 		return ""
 	}

@@ -202,6 +202,11 @@ func Compare(ctx context.Context, a, b *Accumulator, opt CompareOptions) (*Compa
 	if err := o.check(); err != nil {
 		return nil, err
 	}
+	// Note: a comparison pairs units across two bundles through their
+	// pairing tables, which grow with the bundles (Accumulator).
+	if err := errors.Join(a.table(), b.table()); err != nil {
+		return nil, err
+	}
 	cols := opt.Columns
 	if len(cols) == 0 {
 		for _, c := range Columns {

@@ -8,7 +8,9 @@
 package analysis
 
 import (
+	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -55,12 +57,13 @@ func CountsRow(c *results.Cell, lab bool) []string {
 // outcomes.
 func WriteTable(w io.Writer, cells []results.Cell) error {
 	lab := results.HasLab(cells)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	bw := bufio.NewWriter(w) // tabwriter writes each cell apart
+	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(CountsHeader(lab), "\t"))
 	for i := range cells {
 		fmt.Fprintln(tw, strings.Join(CountsRow(&cells[i], lab), "\t"))
 	}
-	return tw.Flush()
+	return errors.Join(tw.Flush(), bw.Flush())
 }
 
 // WriteJSON prints {"cells":[…]}.

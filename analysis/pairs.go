@@ -303,15 +303,72 @@ func (a *Accumulator) newPairing() *pairing {
 
 // pair records unit u's (its server and scenario) outcomes fa and fb.
 func (p *pairing) pair(a *Accumulator, u int, fa, fb, bit, need results.Flags) {
+	p.pairAt(a.unitServer[u], a.unitKeys[u].scenario, fa, fb, bit, need)
+}
+
+// pairAt records the outcomes fa and fb of a unit on server and scenario:
+// a matched pair when both have the column (need), else an unpaired
+// decision when one has.
+func (p *pairing) pairAt(server, scenario int32, fa, fb, bit, need results.Flags) {
 	okA, okB := fa&need == need, fb&need == need
 	if okA && okB {
-		p.server[a.unitServer[u]].add(fa&bit != 0, fb&bit != 0)
-		p.scenario[a.unitKeys[u].scenario].add(fa&bit != 0, fb&bit != 0)
+		p.server[server].add(fa&bit != 0, fb&bit != 0)
+		p.scenario[scenario].add(fa&bit != 0, fb&bit != 0)
 		return
 	}
 	if okA || okB {
 		p.unpaired++
 	}
+}
+
+// joinPairing pairs, on a column's bit and need, the records of arm ga
+// at condition index ca with those of arm gb at cb that have the same
+// scenario and replicate, merging the two cells' records (both in
+// increasing order: Accumulator.merged); a record without a partner is
+// unpaired when it has the column. It is what the pairing table gives
+// for the same rows, without the table.
+func (a *Accumulator) joinPairing(ctx context.Context, ga int32, ca int, gb int32, cb int, bit, need results.Flags) (*pairing, error) {
+	if err := a.records.sealed(); err != nil {
+		return nil, err
+	}
+	open := func(g int32, c int) *recordReader {
+		if b := a.index.blocks[blockKey{g, int8(c)}]; b != nil {
+			return a.records.reader(b.from, b.to)
+		}
+		return a.records.reader(0, 0)
+	}
+	ra, rb := open(ga, ca), open(gb, cb)
+	pg := a.newPairing()
+	okA, okB := ra.next(), rb.next()
+	for n := 1; okA || okB; n++ {
+		if n%4096 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		x, y := &ra.current, &rb.current
+		order := 0
+		switch {
+		case !okB:
+			order = -1
+		case !okA:
+			order = 1
+		case x.scenario != y.scenario:
+			order = cmp.Compare(x.scenario, y.scenario)
+		default:
+			order = cmp.Compare(x.replicate, y.replicate)
+		}
+		switch order {
+		case -1:
+			pg.pairAt(a.index.server[x.scenario], x.scenario, x.flags, 0, bit, need)
+			okA = ra.next()
+		case 1:
+			pg.pairAt(a.index.server[y.scenario], y.scenario, 0, y.flags, bit, need)
+			okB = rb.next()
+		default:
+			pg.pairAt(a.index.server[x.scenario], x.scenario, x.flags, y.flags, bit, need)
+			okA, okB = ra.next(), rb.next()
+		}
+	}
+	return pg, errors.Join(ra.err, rb.err)
 }
 
 // Note: the studentized interval and the sign-flip tests stand beside the
@@ -447,15 +504,21 @@ func (a *Accumulator) pairs(ctx context.Context, opt Options) ([]Pair, error) {
 		}
 		specs, pre = append(specs, s), append(pre, declared)
 	}
+	if !a.merged() {
+		if err := a.table(); err != nil {
+			return nil, err
+		}
+	}
 	order := a.serverOrder()
 	out := []Pair{}
 	bySpec := make([][]Pair, len(specs))
+	errs := make([]error, len(specs))
 	parallel.For(len(specs), func(i int) {
 		if ctx.Err() == nil {
-			bySpec[i] = a.pairSpec(specs[i], order, opt)
+			bySpec[i], errs[i] = a.pairSpec(ctx, specs[i], order, opt)
 		}
 	})
-	if err := ctx.Err(); err != nil {
+	if err := errors.Join(append(errs, ctx.Err())...); err != nil {
 		return nil, err
 	}
 	for i, s := range specs {
@@ -483,25 +546,34 @@ func (a *Accumulator) noLevels(s PairSpec) string {
 }
 
 // pairSpec computes spec s in every combination of the other factors.
-func (a *Accumulator) pairSpec(s PairSpec, order []int32, opt Options) []Pair {
+func (a *Accumulator) pairSpec(ctx context.Context, s PairSpec, order []int32, opt Options) ([]Pair, error) {
 	var out []Pair
 	bit, need := s.Column.bit(), s.Column.need()
+	merged := a.merged()
 	if s.Factor == FactorCondition {
 		ia, ib := condIndex(study.Condition(s.A)), condIndex(study.Condition(s.B))
 		for g, arm := range a.groupArm {
 			if ia < 0 || ib < 0 || !a.hasCond(int32(g), study.Condition(s.A)) || !a.hasCond(int32(g), study.Condition(s.B)) {
 				continue
 			}
-			pg := a.newPairing()
-			for u, k := range a.unitKeys {
-				if k.group == int32(g) {
-					pg.pair(a, u, a.flags(u, ia), a.flags(u, ib), bit, need)
+			var pg *pairing
+			if merged {
+				var err error
+				if pg, err = a.joinPairing(ctx, int32(g), ia, int32(g), ib, bit, need); err != nil {
+					return nil, err
+				}
+			} else {
+				pg = a.newPairing()
+				for u, k := range a.unitKeys {
+					if k.group == int32(g) {
+						pg.pair(a, u, a.flags(u, ia), a.flags(u, ib), bit, need)
+					}
 				}
 			}
 			out = append(out, Pair{Factor: s.Factor, Model: arm.Model, Prompt: arm.Prompt, A: s.A, B: s.B, Column: s.Column,
 				Spec: s.String(), PairStats: pairStatsOf(pg, order, opt), scen: pg.scenario})
 		}
-		return out
+		return out, nil
 	}
 	// Prompt or model: arm gA = (fixed, A) against gB = (fixed, B).
 	for ga, armA := range a.groupArm {
@@ -513,20 +585,31 @@ func (a *Accumulator) pairSpec(s PairSpec, order []int32, opt Options) []Pair {
 		if !ok {
 			continue
 		}
-		match := map[int32]int32{} // the same scenario and replicate
-		for u, k := range a.unitKeys {
-			if k.group != int32(ga) {
-				continue
-			}
-			if ub, ok := a.units.get(unitKey{gb, k.scenario, k.replicate}); ok {
-				match[int32(u)] = ub
+		var match map[int32]int32 // the same scenario and replicate
+		if !merged {
+			match = map[int32]int32{}
+			for u, k := range a.unitKeys {
+				if k.group != int32(ga) {
+					continue
+				}
+				if ub, ok := a.units.get(unitKey{gb, k.scenario, k.replicate}); ok {
+					match[int32(u)] = ub
+				}
 			}
 		}
 		for ci, cond := range study.AllConditions {
 			if !a.hasCond(int32(ga), cond) || !a.hasCond(gb, cond) {
 				continue
 			}
-			pg := pairMatched(a, a, int32(ga), gb, match, ci, ci, bit, need)
+			var pg *pairing
+			if merged {
+				var err error
+				if pg, err = a.joinPairing(ctx, int32(ga), ci, gb, ci, bit, need); err != nil {
+					return nil, err
+				}
+			} else {
+				pg = pairMatched(a, a, int32(ga), gb, match, ci, ci, bit, need)
+			}
 			p := Pair{Factor: s.Factor, Condition: string(cond), A: s.A, B: s.B, Column: s.Column, Spec: s.String(),
 				PairStats: pairStatsOf(pg, order, opt), scen: pg.scenario}
 			if s.Factor == FactorPrompt {
@@ -537,7 +620,7 @@ func (a *Accumulator) pairSpec(s PairSpec, order []int32, opt Options) []Pair {
 			out = append(out, p)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // counterpart returns, for a prompt or model contrast, the arm that arm

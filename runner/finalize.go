@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/mcpstress/stress/internal/window"
 	"github.com/mcpstress/stress/results"
 )
 
@@ -107,6 +108,13 @@ func writeBundle(w bundleWrite) (*results.Summary, int64, error) {
 	sum := &results.Summary{RunID: runID}
 	var buf []byte
 	var g results.Group
+	// The decisions' lines are read through windows: in a run's file they
+	// stand nearly in canonical order (decisions finish about in the order
+	// they start), so one read serves many.
+	wins := make([]window.Reader, len(src))
+	for i, f := range src {
+		wins[i].F = f
+	}
 	err = idx.each(func(j int, l loc, o outcome) error {
 		if !l.done() {
 			return nil
@@ -118,13 +126,9 @@ func writeBundle(w bundleWrite) (*results.Summary, int64, error) {
 		}
 		row, calls, events := k.row, k.calls, k.events
 		if !ok || out != nil {
-			if cap(buf) < int(l.size) {
-				buf = make([]byte, l.size)
-			}
-			buf = buf[:l.size]
-			f := src[l.file]
-			if _, err := f.ReadAt(buf, l.off); err != nil {
-				return fmt.Errorf("%s: reading %d bytes at %d: %w", f.Name(), l.size, l.off, err)
+			var err error
+			if buf, err = wins[l.file].Slice(l.off, int64(l.size)); err != nil {
+				return err
 			}
 		}
 		if !ok {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/internal/outdir"
+	"github.com/mcpstress/stress/internal/window"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/study"
 )
@@ -152,7 +153,7 @@ func export(ctx context.Context, dir, tmp string, opt Options, log io.Writer) (*
 		return nil, err
 	}
 	defer calls.Close()
-	e := &exporter{info: info, opt: opt, tmp: tmp, table: table, defaults: defaults, calls: &window{f: calls},
+	e := &exporter{info: info, opt: opt, tmp: tmp, table: table, defaults: defaults, calls: &window.Reader{F: calls},
 		logs: map[cellKey]*logFile{}, started: timestamp(info.Started)}
 	defer e.closeAll()
 	e.start()
@@ -186,7 +187,7 @@ type exporter struct {
 	tmp      string
 	table    *results.Messages
 	defaults *results.Defaults
-	calls    *window
+	calls    *window.Reader
 	logs     map[cellKey]*logFile
 	order    []*logFile
 	started  string
@@ -232,7 +233,7 @@ func (e *exporter) start() {
 				s.scen = e.opt.Scenarios()
 			}
 			for j := range e.work {
-				j.err = s.sample(j, e.calls.f.Name())
+				j.err = s.sample(j, e.calls.F.Name())
 				if j.err == nil && e.opt.Eval {
 					j.err = d.compress(j.out, &j.comp)
 				}
@@ -282,7 +283,7 @@ func (e *exporter) decision(g *results.Group, row *results.Row) error {
 	if err := e.failed(); err != nil {
 		return err
 	}
-	raw, err := e.calls.slice(g.Offset, g.Size)
+	raw, err := e.calls.Slice(g.Offset, g.Size)
 	if err != nil {
 		return err
 	}
@@ -317,38 +318,6 @@ func (lf *logFile) add(j *job) error {
 	}
 	_, err := lf.w.Write(j.out)
 	return err
-}
-
-// window reads a file forward through a large buffer: the decisions
-// come in the order of their offsets, and one read serves thousands.
-type window struct {
-	f   *os.File
-	buf []byte
-	off int64 // the file offset of buf[0]
-	n   int   // bytes of buf read
-}
-
-// windowSize is the size of a window's reads.
-const windowSize = 4 << 20
-
-// slice returns the size bytes at off, valid until the next call.
-func (w *window) slice(off, size int64) ([]byte, error) {
-	if off >= w.off && off+size <= w.off+int64(w.n) {
-		return w.buf[off-w.off : off-w.off+size], nil
-	}
-	need := max(int(size), windowSize)
-	if cap(w.buf) < need {
-		w.buf = make([]byte, need)
-	}
-	n, err := w.f.ReadAt(w.buf[:need], off)
-	w.off, w.n = off, n
-	if int64(n) < size {
-		if err == nil || err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, fmt.Errorf("%s: %w", w.f.Name(), err)
-	}
-	return w.buf[:size], nil
 }
 
 // log returns the log of cell k, opening it at its first decision.

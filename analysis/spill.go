@@ -1,0 +1,202 @@
+package analysis
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+
+	"github.com/mcpstress/stress/internal/window"
+	"github.com/mcpstress/stress/results"
+)
+
+// This file holds what the pairing reads of each row, in bounded memory:
+// one record a row (its arm, condition, scenario, server, replicate and
+// packed outcome), kept in arrival order in memory up to spillAt records
+// and beyond that in an unlinked temporary file, so that analysis memory
+// does not grow with the study. The rows of a finished bundle come cell
+// by cell, each cell's rows ordered by scenario and replicate: a
+// comparison is then a merge of two cells' records read from the file
+// (joinPairing). Rows in any other order (a partial bundle, rows
+// repeated) are paired through the in-memory table built from the same
+// records (Accumulator.table).
+
+// unitRecord is what the pairing reads of one row.
+type unitRecord struct {
+	group, scenario, server int32
+	cond                    int8
+	replicate               int64
+	flags                   results.Flags
+}
+
+// recordSize is the bytes of an encoded unitRecord.
+const recordSize = 24
+
+func (r *unitRecord) encode(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], uint32(r.group))
+	binary.LittleEndian.PutUint32(b[4:], uint32(r.scenario))
+	binary.LittleEndian.PutUint32(b[8:], uint32(r.server))
+	binary.LittleEndian.PutUint32(b[12:], uint32(r.flags))
+	binary.LittleEndian.PutUint64(b[16:], uint64(r.replicate)<<8|uint64(uint8(r.cond)))
+}
+
+func (r *unitRecord) decode(b []byte) {
+	r.group = int32(binary.LittleEndian.Uint32(b[0:]))
+	r.scenario = int32(binary.LittleEndian.Uint32(b[4:]))
+	r.server = int32(binary.LittleEndian.Uint32(b[8:]))
+	r.flags = results.Flags(binary.LittleEndian.Uint32(b[12:]))
+	v := binary.LittleEndian.Uint64(b[16:])
+	r.cond, r.replicate = int8(uint8(v)), int64(v)>>8
+}
+
+// spillAt is the records a recordLog keeps in memory before it writes
+// them to its file (6 MiB).
+var spillAt = 1 << 18
+
+// recordLog holds the records of the rows added, in order.
+type recordLog struct {
+	mem     []byte   // encoded records not yet in the file
+	f       *os.File // the unlinked temporary file, nil until the first spill
+	written int64    // records in the file
+	err     error    // the first write failure
+	seal    sync.Once
+}
+
+// add appends r.
+func (l *recordLog) add(r *unitRecord) {
+	if l.err != nil {
+		return
+	}
+	if len(l.mem) >= spillAt*recordSize {
+		l.spill()
+	}
+	n := len(l.mem)
+	l.mem = slices.Grow(l.mem, recordSize)[:n+recordSize]
+	r.encode(l.mem[n:])
+}
+
+// len is the number of records added.
+func (l *recordLog) len() int64 { return l.written + int64(len(l.mem)/recordSize) }
+
+// spill writes the records in memory to the file, creating it first.
+func (l *recordLog) spill() {
+	if l.f == nil {
+		f, err := os.CreateTemp("", "stress-analysis-*")
+		if err != nil {
+			l.err = fmt.Errorf("the analysis' temporary file: %w", err)
+			return
+		}
+		os.Remove(f.Name()) // the file lives while it is open
+		// Note: an Accumulator has no Close: an *os.File closes itself
+		// once unreachable.
+		l.f = f
+	}
+	if _, err := l.f.WriteAt(l.mem, l.written*recordSize); err != nil {
+		l.err = fmt.Errorf("the analysis' temporary file: %w", err)
+		return
+	}
+	l.written += int64(len(l.mem) / recordSize)
+	l.mem = l.mem[:0]
+}
+
+// sealed ends the adding: what is in memory goes to the file when there
+// is one, so that readers read one or the other. It is safe to call from
+// several goroutines; no record may be added after it.
+func (l *recordLog) sealed() error {
+	l.seal.Do(func() {
+		if l.f != nil && len(l.mem) > 0 {
+			l.spill()
+		}
+	})
+	return l.err
+}
+
+// reader returns a reader of records [from, to), after sealed.
+func (l *recordLog) reader(from, to int64) *recordReader {
+	rr := &recordReader{log: l, at: from, to: to}
+	if l.f != nil {
+		rr.win = &window.Reader{F: l.f, Limit: 256 << 10}
+	}
+	return rr
+}
+
+// recordReader reads records in order.
+type recordReader struct {
+	log     *recordLog
+	win     *window.Reader
+	at, to  int64
+	current unitRecord
+	err     error
+}
+
+// next reads the next record into current; false at the end or on an
+// error (err).
+func (r *recordReader) next() bool {
+	if r.at >= r.to || r.err != nil {
+		return false
+	}
+	var b []byte
+	if r.win == nil {
+		b = r.log.mem[r.at*recordSize : (r.at+1)*recordSize]
+	} else if b, r.err = r.win.Slice(r.at*recordSize, recordSize); r.err != nil {
+		return false
+	}
+	r.current.decode(b)
+	r.at++
+	return true
+}
+
+// block is the records of one (arm, condition) of the rows, when they
+// came together.
+type block struct {
+	from, to int64
+	// last is the key of the last record, for the order check.
+	lastScenario int32
+	lastRep      int64
+}
+
+// blockKey names a block: an arm and a condition index.
+type blockKey struct {
+	group int32
+	cond  int8
+}
+
+// recordIndex says where each block's records are and whether every
+// block can be merged: its records came together, in increasing
+// (scenario, replicate) order, and every scenario's rows name one server.
+type recordIndex struct {
+	blocks    map[blockKey]*block
+	current   blockKey
+	cur       *block
+	server    []int32 // by scenario id: the server of its rows; -1 none yet
+	mergeable bool
+}
+
+// note records that record i is r.
+func (x *recordIndex) note(i int64, r *unitRecord) {
+	if x.blocks == nil {
+		x.blocks, x.mergeable = map[blockKey]*block{}, true
+	}
+	for int(r.scenario) >= len(x.server) {
+		x.server = append(x.server, -1)
+	}
+	switch srv := x.server[r.scenario]; {
+	case srv < 0:
+		x.server[r.scenario] = r.server
+	case srv != r.server:
+		x.mergeable = false
+	}
+	k := blockKey{r.group, r.cond}
+	if x.cur == nil || k != x.current {
+		if _, seen := x.blocks[k]; seen {
+			x.mergeable = false // the cell's rows came apart
+		}
+		x.cur = &block{from: i, lastScenario: r.scenario, lastRep: r.replicate}
+		x.blocks[k], x.current = x.cur, k
+	} else if r.scenario < x.cur.lastScenario || (r.scenario == x.cur.lastScenario && r.replicate <= x.cur.lastRep) {
+		x.mergeable = false
+	}
+	x.cur.to = i + 1
+	x.cur.lastScenario, x.cur.lastRep = r.scenario, r.replicate
+}
