@@ -113,7 +113,7 @@ func writeBundle(w bundleWrite) (*results.Summary, int64, error) {
 	// they start), so one read serves many.
 	wins := make([]window.Reader, len(src))
 	for i, f := range src {
-		wins[i].F = f
+		wins[i] = window.Reader{F: f, Limit: 256 << 10}
 	}
 	err = idx.each(func(j int, l loc, o outcome) error {
 		if !l.done() {

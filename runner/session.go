@@ -291,18 +291,7 @@ type collector struct {
 	stop     func() // stops new decisions and cancels calls in flight
 	err      error  // the first write failure
 	errLines int    // error decisions printed
-	// lastWrite is when the buffered lines were last written out, and
-	// writeSoon, when not nil, fires when the lines buffered while idle
-	// are due (flushEvery after lastWrite).
-	lastWrite time.Time
-	writeSoon *time.Timer
 }
-
-// flushEvery is the least time between two writes of calls.jsonl while
-// the collector is idle: a decision is written out within it, and fast
-// decisions (an in-process environment, a local stub) are written
-// together instead of one write call each.
-const flushEvery = 10 * time.Millisecond
 
 // fail records the first write failure and stops the run.
 func (c *collector) fail(err error) {
@@ -338,11 +327,6 @@ func (c *collector) collect(ctx, callCtx context.Context, out <-chan finished) {
 			if c.err == nil {
 				c.add(callCtx, &f, len(out) == 0)
 			}
-		case <-c.due():
-			c.writeSoon = nil
-			if c.err == nil {
-				c.flush()
-			}
 		case <-syncTick.C:
 			if c.err == nil {
 				c.sync()
@@ -354,9 +338,8 @@ func (c *collector) collect(ctx, callCtx context.Context, out <-chan finished) {
 }
 
 // add appends one decision's call lines and indexes them; idle says no
-// other decision is waiting, so the lines are written out within
-// flushEvery (a kill then loses at most the decisions still in flight
-// and those of the last flushEvery).
+// other decision is waiting, so the lines are written out at once (a kill
+// then loses at most the decisions still in flight).
 func (c *collector) add(callCtx context.Context, f *finished, idle bool) {
 	s, sp := c.s, c.s.sp
 	d := &f.d
@@ -386,10 +369,9 @@ func (c *collector) add(callCtx context.Context, f *finished, idle bool) {
 	}
 	s.idx.put(f.j, loc{off: off, size: uint32(n)}, o)
 	if idle {
-		if wait := flushEvery - time.Since(c.lastWrite); wait <= 0 {
-			c.flush()
-		} else if c.writeSoon == nil {
-			c.writeSoon = time.NewTimer(wait)
+		if err := c.calls.Flush(); err != nil {
+			c.fail(err)
+			return
 		}
 	}
 	c.sess.Ran++
@@ -401,22 +383,6 @@ func (c *collector) add(callCtx context.Context, f *finished, idle bool) {
 			c.con.logf("error: further error decisions are not printed (stress analyze lists them)")
 		}
 		c.errLines++
-	}
-}
-
-// due is the channel of the pending write's timer, or nil.
-func (c *collector) due() <-chan time.Time {
-	if c.writeSoon == nil {
-		return nil
-	}
-	return c.writeSoon.C
-}
-
-// flush writes the buffered lines out.
-func (c *collector) flush() {
-	c.lastWrite = time.Now()
-	if err := c.calls.Flush(); err != nil {
-		c.fail(err)
 	}
 }
 
