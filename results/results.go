@@ -367,16 +367,6 @@ func writeJSON(file string, v any, sync bool) error {
 	return os.Rename(tmp, file)
 }
 
-// SyncFile makes file's content durable (an fsync of a file written
-// earlier without one).
-func SyncFile(file string) error {
-	f, err := os.Open(file)
-	if err != nil {
-		return err
-	}
-	return errors.Join(f.Sync(), f.Close())
-}
-
 // CallReader streams calls.jsonl; a bad line is reported with its line
 // number and does not stop the others (Scan/Call/Err, like bufio.Scanner).
 // A line comes back with its request's messages expanded from the table
