@@ -18,7 +18,7 @@ import (
 // be streamed (results.ScanRows): the Accumulator copies what it keeps.
 //
 // Memory: O(cells × servers) for the counts, O(scenarios) for the ids,
-// and a record of 24 bytes per decision for the pairing, of which at most
+// and a record of 25 bytes per decision for the pairing, of which at most
 // spillAt stay in memory (the rest in a temporary file, spill.go). Rows
 // that are not in a finished bundle's order (each cell's rows together,
 // by scenario and replicate) are paired through an in-memory table built

@@ -31,14 +31,15 @@ type unitRecord struct {
 }
 
 // recordSize is the bytes of an encoded unitRecord.
-const recordSize = 24
+const recordSize = 25
 
 func (r *unitRecord) encode(b []byte) {
 	binary.LittleEndian.PutUint32(b[0:], uint32(r.group))
 	binary.LittleEndian.PutUint32(b[4:], uint32(r.scenario))
 	binary.LittleEndian.PutUint32(b[8:], uint32(r.server))
 	binary.LittleEndian.PutUint32(b[12:], uint32(r.flags))
-	binary.LittleEndian.PutUint64(b[16:], uint64(r.replicate)<<8|uint64(uint8(r.cond)))
+	binary.LittleEndian.PutUint64(b[16:], uint64(r.replicate))
+	b[24] = uint8(r.cond)
 }
 
 func (r *unitRecord) decode(b []byte) {
@@ -46,12 +47,12 @@ func (r *unitRecord) decode(b []byte) {
 	r.scenario = int32(binary.LittleEndian.Uint32(b[4:]))
 	r.server = int32(binary.LittleEndian.Uint32(b[8:]))
 	r.flags = results.Flags(binary.LittleEndian.Uint32(b[12:]))
-	v := binary.LittleEndian.Uint64(b[16:])
-	r.cond, r.replicate = int8(uint8(v)), int64(v)>>8
+	r.replicate = int64(binary.LittleEndian.Uint64(b[16:]))
+	r.cond = int8(b[24])
 }
 
 // spillAt is the records a recordLog keeps in memory before it writes
-// them to its file (6 MiB).
+// them to its file (6.25 MiB).
 var spillAt = 1 << 18
 
 // recordLog holds the records of the rows added, in order.

@@ -45,6 +45,25 @@ func mergeRows() []results.Row {
 	return rows
 }
 
+// TestRecordRoundTrip: a record decodes to what was encoded, at the
+// extremes of every field.
+func TestRecordRoundTrip(t *testing.T) {
+	for _, r := range []unitRecord{
+		{group: 1, scenario: 2, server: 3, cond: 4, replicate: 5, flags: results.FlagOK | 7},
+		{group: 1<<31 - 1, scenario: 1<<31 - 1, server: 1<<31 - 1, cond: 63, replicate: 1<<63 - 1, flags: ^results.Flags(0)},
+		{replicate: -1 << 63},
+		{replicate: -1},
+	} {
+		var b [recordSize]byte
+		r.encode(b[:])
+		var got unitRecord
+		got.decode(b[:])
+		if got != r {
+			t.Errorf("%+v came back as %+v", r, got)
+		}
+	}
+}
+
 // TestMergedPairing: the pairing that merges two cells' records (in
 // memory, and from the temporary file) gives the analysis the pairing
 // table gives, for condition, prompt and model pairs; rows out of order
