@@ -60,7 +60,10 @@ type recordLog struct {
 	mem     []byte   // encoded records not yet in the file
 	f       *os.File // the unlinked temporary file, nil until the first spill
 	written int64    // records in the file
-	err     error    // the first write failure
+	// inMemory says no temporary file could be made: the records stay
+	// in memory, which then grows with the study.
+	inMemory bool
+	err      error // the first write failure
 	seal    sync.Once
 }
 
@@ -69,7 +72,7 @@ func (l *recordLog) add(r *unitRecord) {
 	if l.err != nil {
 		return
 	}
-	if len(l.mem) >= spillAt*recordSize {
+	if len(l.mem) >= spillAt*recordSize && !l.inMemory {
 		l.spill()
 	}
 	n := len(l.mem)
@@ -85,7 +88,7 @@ func (l *recordLog) spill() {
 	if l.f == nil {
 		f, err := os.CreateTemp("", "stress-analysis-*")
 		if err != nil {
-			l.err = fmt.Errorf("the analysis' temporary file: %w", err)
+			l.inMemory = true // slower to run out of, and the analysis stands
 			return
 		}
 		os.Remove(f.Name()) // the file lives while it is open

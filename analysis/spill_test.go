@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -106,6 +107,11 @@ func TestMergedPairing(t *testing.T) {
 	a, spilled := analyze(rows, 5, false)
 	if !a.merged() || a.records.f == nil {
 		t.Fatalf("merged %v, file %v; want merged from the file", a.merged(), a.records.f != nil)
+	}
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+	a, noTemp := analyze(rows, 5, false)
+	if !a.merged() || a.records.f != nil || !a.records.inMemory || noTemp != spilled {
+		t.Errorf("without a temporary directory: merged %v, file %v, in memory %v, same analysis %v", a.merged(), a.records.f != nil, a.records.inMemory, noTemp == spilled)
 	}
 	_, table := analyze(rows, 5, true)
 	if !strings.Contains(table, `"unpaired":`) || !strings.Contains(table, `"factor":"model"`) || !strings.Contains(table, `"factor":"prompt"`) {
