@@ -64,7 +64,7 @@ type recordLog struct {
 	// in memory, which then grows with the study.
 	inMemory bool
 	err      error // the first write failure
-	seal    sync.Once
+	seal     sync.Once
 }
 
 // add appends r.
