@@ -550,25 +550,31 @@ func (a *Accumulator) pairSpec(ctx context.Context, s PairSpec, order []int32, o
 	var out []Pair
 	bit, need := s.Column.bit(), s.Column.need()
 	merged := a.merged()
+	// cells pairs arm ga at condition index ca with gb at cb: by merging
+	// their records, or through the table (byTable).
+	cells := func(ga int32, ca int, gb int32, cb int, byTable func() *pairing) (*pairing, error) {
+		if merged {
+			return a.joinPairing(ctx, ga, ca, gb, cb, bit, need)
+		}
+		return byTable(), nil
+	}
 	if s.Factor == FactorCondition {
 		ia, ib := condIndex(study.Condition(s.A)), condIndex(study.Condition(s.B))
 		for g, arm := range a.groupArm {
 			if ia < 0 || ib < 0 || !a.hasCond(int32(g), study.Condition(s.A)) || !a.hasCond(int32(g), study.Condition(s.B)) {
 				continue
 			}
-			var pg *pairing
-			if merged {
-				var err error
-				if pg, err = a.joinPairing(ctx, int32(g), ia, int32(g), ib, bit, need); err != nil {
-					return nil, err
-				}
-			} else {
-				pg = a.newPairing()
+			pg, err := cells(int32(g), ia, int32(g), ib, func() *pairing {
+				pg := a.newPairing()
 				for u, k := range a.unitKeys {
 					if k.group == int32(g) {
 						pg.pair(a, u, a.flags(u, ia), a.flags(u, ib), bit, need)
 					}
 				}
+				return pg
+			})
+			if err != nil {
+				return nil, err
 			}
 			out = append(out, Pair{Factor: s.Factor, Model: arm.Model, Prompt: arm.Prompt, A: s.A, B: s.B, Column: s.Column,
 				Spec: s.String(), PairStats: pairStatsOf(pg, order, opt), scen: pg.scenario})
@@ -601,14 +607,11 @@ func (a *Accumulator) pairSpec(ctx context.Context, s PairSpec, order []int32, o
 			if !a.hasCond(int32(ga), cond) || !a.hasCond(gb, cond) {
 				continue
 			}
-			var pg *pairing
-			if merged {
-				var err error
-				if pg, err = a.joinPairing(ctx, int32(ga), ci, gb, ci, bit, need); err != nil {
-					return nil, err
-				}
-			} else {
-				pg = pairMatched(a, a, int32(ga), gb, match, ci, ci, bit, need)
+			pg, err := cells(int32(ga), ci, gb, ci, func() *pairing {
+				return pairMatched(a, a, int32(ga), gb, match, ci, ci, bit, need)
+			})
+			if err != nil {
+				return nil, err
 			}
 			p := Pair{Factor: s.Factor, Condition: string(cond), A: s.A, B: s.B, Column: s.Column, Spec: s.String(),
 				PairStats: pairStatsOf(pg, order, opt), scen: pg.scenario}

@@ -151,11 +151,12 @@ func (r *recordReader) next() bool {
 	return true
 }
 
-// block is the records of one (arm, condition) of the rows, when they
-// came together.
+// block is the records [from, to) of one (arm, condition) of the rows,
+// when they came together.
 type block struct {
+	key      blockKey
 	from, to int64
-	// last is the key of the last record, for the order check.
+	// lastScenario and lastRep are the last record's, for the order check.
 	lastScenario int32
 	lastRep      int64
 }
@@ -171,8 +172,7 @@ type blockKey struct {
 // (scenario, replicate) order, and every scenario's rows name one server.
 type recordIndex struct {
 	blocks    map[blockKey]*block
-	current   blockKey
-	cur       *block
+	cur       *block  // the last record's
 	server    []int32 // by scenario id: the server of its rows; -1 none yet
 	mergeable bool
 }
@@ -192,12 +192,12 @@ func (x *recordIndex) note(i int64, r *unitRecord) {
 		x.mergeable = false
 	}
 	k := blockKey{r.group, r.cond}
-	if x.cur == nil || k != x.current {
+	if x.cur == nil || k != x.cur.key {
 		if _, seen := x.blocks[k]; seen {
 			x.mergeable = false // the cell's rows came apart
 		}
-		x.cur = &block{from: i, lastScenario: r.scenario, lastRep: r.replicate}
-		x.blocks[k], x.current = x.cur, k
+		x.cur = &block{key: k, from: i, lastScenario: r.scenario, lastRep: r.replicate}
+		x.blocks[k] = x.cur
 	} else if r.scenario < x.cur.lastScenario || (r.scenario == x.cur.lastScenario && r.replicate <= x.cur.lastRep) {
 		x.mergeable = false
 	}

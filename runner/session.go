@@ -69,11 +69,18 @@ type session struct {
 // checkpoint records in manifest.json that the first n bytes of
 // calls.jsonl are durable, with the current session's progress.
 func (s *session) checkpoint(n int64) error {
+	s.durable(n)
+	return s.record(false)
+}
+
+// durable sets the record's durable points: the first n bytes of
+// calls.jsonl and msgAt of messages.jsonl, with the session's decisions
+// they hold.
+func (s *session) durable(n int64) {
 	s.rec.CallsDurable, s.durableAt = &n, n
 	s.ranDurable = s.rec.Sessions[len(s.rec.Sessions)-1].Ran
 	m := s.msgAt
 	s.rec.MessagesDurable = &m
-	return s.record(false)
 }
 
 // record writes manifest.json, fsynced: the record a resume starts from.
@@ -138,9 +145,7 @@ func (s *session) run(ctx context.Context) (*results.Summary, error) {
 	s.rec.Format, s.msgAt = results.Format, s.msgKeep
 	sess := &s.rec.Sessions[len(s.rec.Sessions)-1]
 	sess.Redone, sess.Discarded = s.redone, s.torn
-	keep, msgKeep := s.keep, s.msgKeep
-	s.rec.CallsDurable, s.durableAt = &keep, keep
-	s.rec.MessagesDurable = &msgKeep
+	s.durable(s.keep)
 	if err := results.WriteJSONUnsynced(filepath.Join(s.dir, results.ManifestFile), s.rec); err != nil {
 		calls.Close()
 		return nil, err

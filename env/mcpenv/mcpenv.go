@@ -79,6 +79,9 @@ type ServerSpec struct {
 	Stateless []string
 }
 
+// reuses says a process of the server may serve more than one decision.
+func (s ServerSpec) reuses() bool { return s.Reset || len(s.Stateless) > 0 }
+
 // reusable says a process of the server can serve another decision
 // after one that made calls (listed says which tools it lists).
 func (s ServerSpec) reusable(calls []callRecord, listed func(tool string) bool) bool {
@@ -475,7 +478,7 @@ func (f *factory) NewEnv(ctx context.Context, scenario string, seed int64) (simu
 		return nil, fmt.Errorf("mcpenv set %s has no scenario %q", f.set.Name, scenario)
 	}
 	e := New(sc, f.o)
-	if spec := Servers[sc.Server]; f.pool != nil && (spec.Reset || len(spec.Stateless) > 0) && f.o.ExternalURL == "" {
+	if f.pool != nil && Servers[sc.Server].reuses() && f.o.ExternalURL == "" {
 		e.pool = f.pool
 	}
 	return e, nil
