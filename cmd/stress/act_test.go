@@ -167,25 +167,8 @@ func TestRunActReference(t *testing.T) {
 	corpus := filepath.Join(dir, "corpus.json")
 	two, _ := json.Marshal(recs[:3]) // R01 (invalid type), R02 (missing field), R03 (unknown tool)
 	os.WriteFile(corpus, two, 0o644)
-	prompt, _ := filepath.Abs("../../manifests/prompts/act.tmpl")
 	file := filepath.Join(dir, "m.yaml")
-	os.WriteFile(file, []byte(`name: act-ref
-corpus: `+corpus+`
-prompts:
-  - name: act
-    path: `+prompt+`
-conditions: [normalized]
-replicates: 1
-seed: 1
-temperature: 0
-replay: live
-environment: mcp
-task: act
-models:
-  - name: repair
-    backend: baseline
-    model: schema_repair
-`), 0o644)
+	prompt := writeActManifest(t, file, corpus, "normalized", "repair", "schema_repair")
 	// The label task runs on the reference servers too: each policy is
 	// the scenario's canonical recovery (explicit_policy follows the
 	// disclosed one, and recovers all three).
@@ -365,4 +348,26 @@ models:
 func lastLine(out string) string {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	return lines[len(lines)-1]
+}
+
+// writeActManifest writes to file a study of the action task on the
+// reference servers: the corpus, the built-in act prompt (whose path it
+// returns), the conditions (a YAML list's items) and baselines given as
+// name, model pairs, one replicate.
+func writeActManifest(t *testing.T, file, corpus, conditions string, baselines ...string) (prompt string) {
+	t.Helper()
+	prompt, err := filepath.Abs("../../manifests/prompts/act.tmpl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var models strings.Builder
+	for i := 0; i+1 < len(baselines); i += 2 {
+		fmt.Fprintf(&models, "  - name: %s\n    backend: baseline\n    model: %s\n", baselines[i], baselines[i+1])
+	}
+	yaml := "name: act-ref\ncorpus: " + corpus + "\nprompts:\n  - name: act\n    path: " + prompt + "\nconditions: [" + conditions + "]\n" +
+		"replicates: 1\nseed: 1\ntemperature: 0\nreplay: live\nenvironment: mcp\ntask: act\nmodels:\n" + models.String()
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return prompt
 }

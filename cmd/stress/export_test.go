@@ -462,28 +462,8 @@ func TestExportInspect(t *testing.T) {
 	t.Setenv(mcpenv.ServersVar, mods)
 	act := filepath.Join(dir, "act")
 	file := filepath.Join(dir, "act.yaml")
-	prompt, _ := filepath.Abs("../../manifests/prompts/act.tmpl")
 	corpus, _ := filepath.Abs("../../manifests/corpus/act-reference")
-	os.WriteFile(file, []byte(`name: act-ref
-corpus: `+corpus+`
-prompts:
-  - name: act
-    path: `+prompt+`
-conditions: [normalized, structured]
-replicates: 1
-seed: 1
-temperature: 0
-replay: live
-environment: mcp
-task: act
-models:
-  - name: repair
-    backend: baseline
-    model: schema_repair
-  - name: retry
-    backend: baseline
-    model: naive_retry
-`), 0o644)
+	writeActManifest(t, file, corpus, "normalized, structured", "repair", "schema_repair", "retry", "naive_retry")
 	start := time.Now()
 	if _, log, err := runCmd(t, "run", "-quiet", "-out", act, file); err != nil {
 		t.Fatalf("%v\n%s", err, log)
