@@ -68,9 +68,10 @@ type Lab struct {
 	pcg      *rand.PCG // rng's source, copied for a settled view of the state
 	rng      *rand.Rand
 	st       *State
-	initial  any       // the state after arming, before the first call (State.doc): what outcomes are a diff against
-	fired    int       // calls the fault has acted on
-	t0       time.Time // the first call of the armed tool (transient for_ms)
+	initial  map[string]any // the state after arming, before the first call (State.doc): what outcomes are a diff against
+	base     *State         // the state initial documents when it is shared by the scenario's labs (nil: not shared)
+	fired    int            // calls the fault has acted on
+	t0       time.Time      // the first call of the armed tool (transient for_ms)
 	started  bool
 	pending  []pending // writes a silent_noop queued
 	surface  study.Surface
@@ -107,30 +108,40 @@ func New(sc *Scenario, o Options) *Lab {
 	if f := l.arm(); f != nil {
 		panic(fmt.Sprintf("lab: scenario %s does not arm: %s", sc.ID, f.text)) // Load checked it
 	}
-	l.initial = l.initialDoc(before, o.Clock == nil)
+	l.initial, l.base = l.initialDoc(before, o.Clock == nil)
 	return l
 }
 
+// armed is a scenario's armed initial state and its document, shared
+// read-only by the scenario's labs.
+type armed struct {
+	st  *State
+	doc map[string]any
+}
+
 // initialDoc is the document of the armed initial state (State.doc),
-// from the scenario's set when an earlier lab of the scenario made it;
-// before is the seeded source's state before arming, virtual says the
-// lab runs on its own virtual clock (which reads zero when it arms). It
-// is kept in the set only for a virtual clock and when arming drew
-// nothing from the source, so that it is the same for every lab of the
-// scenario (initialState is fixed).
-func (l *Lab) initialDoc(before []byte, virtual bool) any {
+// from the scenario's set when an earlier lab of the scenario made it,
+// with the state it documents (nil when it is not kept); before is the
+// seeded source's state before arming, virtual says the lab runs on its
+// own virtual clock (which reads zero when it arms). It is kept in the
+// set only for a virtual clock and when arming drew nothing from the
+// source, so that it is the same for every lab of the scenario
+// (initialState is fixed).
+func (l *Lab) initialDoc(before []byte, virtual bool) (map[string]any, *State) {
 	set := l.sc.set
 	if set == nil || !virtual {
-		return l.st.doc(false)
+		return l.st.doc(false, nil, nil), nil
 	}
-	if d, ok := set.initial.Load(l.sc); ok {
-		return d
+	if a, ok := set.initial.Load(l.sc); ok {
+		return a.(*armed).doc, a.(*armed).st
 	}
-	d := l.st.doc(false)
+	d := l.st.doc(false, nil, nil)
 	if after, err := l.pcg.MarshalBinary(); err == nil && bytes.Equal(before, after) {
-		set.initial.Store(l.sc, d)
+		a := &armed{st: l.st.clone(), doc: d}
+		set.initial.Store(l.sc, a)
+		return d, a.st
 	}
-	return d
+	return d, nil
 }
 
 // arm sets the scenario's fault up before the first call.
@@ -311,7 +322,7 @@ func (l *Lab) Outcome() Outcome {
 	if l.sc == nil {
 		return o
 	}
-	doc := st.doc(len(l.sc.Harm) > 0) // the extra checks may read the logs
+	doc := st.doc(len(l.sc.Harm) > 0, l.base, l.initial) // the extra checks may read the logs
 	var tol []statediff.Tolerance
 	if l.sc.set != nil {
 		tol = l.sc.set.Tolerate
@@ -333,12 +344,8 @@ func (l *Lab) settled() *State {
 	if len(l.pending) == 0 {
 		return l.st
 	}
-	var st State
-	if err := json.Unmarshal(l.st.JSON(), &st); err != nil {
-		panic("lab: copying the state: " + err.Error()) // it is plain data
-	}
 	pcg := *l.pcg
-	shadow := &Lab{sc: l.sc, tools: l.tools, clock: l.clock, start: l.start, pcg: &pcg, rng: rand.New(&pcg), st: &st,
+	shadow := &Lab{sc: l.sc, tools: l.tools, clock: l.clock, start: l.start, pcg: &pcg, rng: rand.New(&pcg), st: l.st.clone(),
 		pending: append([]pending(nil), l.pending...), surface: l.surface, contract: l.contract, shape: l.shape}
 	shadow.land(true)
 	return shadow.st

@@ -377,13 +377,13 @@ func TestInitialDocShared(t *testing.T) {
 		for _, sc := range set.Scenarios {
 			for _, seed := range []int64{1, 2, 99} {
 				l := New(sc, Options{Seed: seed})
-				if want := l.st.doc(false); !reflect.DeepEqual(l.initial, want) {
+				if want := l.st.doc(false, nil, nil); !reflect.DeepEqual(l.initial, want) {
 					t.Errorf("%s/%s seed %d: the initial document differs from the armed state's", set.Name, sc.ID, seed)
 				}
 			}
 			if d, ok := set.initial.Load(sc); ok {
 				shared++
-				if l := New(sc, Options{Seed: 5, Clock: NewVirtualClock()}); reflect.ValueOf(l.initial).UnsafePointer() == reflect.ValueOf(d).UnsafePointer() {
+				if l := New(sc, Options{Seed: 5, Clock: NewVirtualClock()}); l.base != nil || reflect.ValueOf(l.initial).UnsafePointer() == reflect.ValueOf(d.(*armed).doc).UnsafePointer() {
 					t.Errorf("%s/%s: a lab on a clock of its own read the shared document", set.Name, sc.ID)
 				}
 			}
@@ -393,6 +393,51 @@ func TestInitialDocShared(t *testing.T) {
 		t.Error("no scenario's initial document was shared")
 	}
 	t.Logf("%d scenarios share their initial document", shared)
+}
+
+// TestOutcomeDocShared: after every policy of every built-in scenario,
+// the final document that shares the unchanged records of the initial one
+// equals the one built whole, and the outcome read from it is the same;
+// the initial document is left as it was.
+func TestOutcomeDocShared(t *testing.T) {
+	sets, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := 0
+	for _, set := range sets {
+		for _, sc := range set.Scenarios {
+			for _, p := range study.Policies[:5] {
+				l := New(sc, Options{Seed: 4})
+				r := l.First()
+				_, _ = l.Execute(p, r.RetryAfter)
+				l.Settle()
+				if l.base == nil {
+					continue
+				}
+				base := l.base
+				whole, part := l.st.doc(true, nil, nil), l.st.doc(true, l.base, l.initial)
+				if !reflect.DeepEqual(whole, part) {
+					t.Errorf("%s/%s %s: the shared document differs from the whole one", set.Name, sc.ID, p)
+				}
+				o := l.Outcome()
+				l.base = nil
+				if want := l.Outcome(); !reflect.DeepEqual(o, want) {
+					t.Errorf("%s/%s %s: outcome %+v with a shared document, %+v without", set.Name, sc.ID, p, o, want)
+				}
+				if !reflect.DeepEqual(l.initial, base.doc(false, nil, nil)) {
+					t.Errorf("%s/%s %s: the initial document is no longer its state's", set.Name, sc.ID, p)
+				}
+				if orders := part["orders"].(map[string]any); reflect.ValueOf(orders["O-1003"]).UnsafePointer() == reflect.ValueOf(l.initial["orders"].(map[string]any)["O-1003"]).UnsafePointer() {
+					shared++
+				}
+			}
+		}
+	}
+	if shared == 0 {
+		t.Error("no final document shared a record of the initial one")
+	}
+	t.Logf("%d final documents share records", shared)
 }
 
 // TestPredicates checks count (with where and not), lines and value
@@ -750,7 +795,7 @@ func TestStateDoc(t *testing.T) {
 			t.Fatal(err)
 		}
 		l.mu.Lock()
-		got := l.st.doc(true)
+		got := l.st.doc(true, nil, nil)
 		l.mu.Unlock()
 		if !reflect.DeepEqual(any(got), want) {
 			t.Errorf("%s: the predicates' state differs from the JSON state", sc.ID)
@@ -798,7 +843,7 @@ func BenchmarkDiff(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		for _, l := range labs {
-			o := statediff.Evaluate(&StateSchema, &l.sc.Spec, l.initial, l.st.doc(false), l.sc.set.Tolerate, nil)
+			o := statediff.Evaluate(&StateSchema, &l.sc.Spec, l.initial, l.st.doc(false, l.base, l.initial), l.sc.set.Tolerate, nil)
 			_ = o
 		}
 	}

@@ -115,10 +115,11 @@ type Set struct {
 	// Tolerate are changes no scenario of the set counts as harm (a token
 	// authenticate issued), beside each scenario's own.
 	Tolerate []statediff.Tolerance
-	// initial holds, by *Scenario, the document of the scenario's armed
-	// initial state when arming draws nothing from the lab's seeded
-	// source: every lab of the scenario then starts from the same state,
-	// and their outcomes read one document (statediff only reads it).
+	// initial holds, by *Scenario, the scenario's armed initial state
+	// and its document (*armed) when arming draws nothing from the lab's
+	// seeded source: every lab of the scenario then starts from the same
+	// state, and their outcomes read one document and share its unchanged
+	// records (statediff only reads documents).
 	initial sync.Map
 }
 

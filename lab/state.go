@@ -207,62 +207,95 @@ func (s *State) JSON() json.RawMessage {
 	return b
 }
 
+// clone returns a deep copy of s.
+func (s *State) clone() *State {
+	var c State
+	if err := json.Unmarshal(s.JSON(), &c); err != nil {
+		panic("lab: copying the state: " + err.Error()) // it is plain data
+	}
+	return &c
+}
+
 // doc returns the state as json.Unmarshal would decode State.JSON into an
 // any (objects as map[string]any, numbers as float64), built directly:
 // outcomes read it once per decision, and decoding the JSON again cost
 // more than the rest of the outcome. Without logs it leaves out the
 // calls and effects, which the diff does not read (StateSchema.Logs).
-func (s *State) doc(logs bool) map[string]any {
+// base, when not nil, is an earlier state whose document is baseDoc: a
+// record equal to its namesake in base is baseDoc's, shared (documents
+// are only read), so that an outcome builds only what changed.
+func (s *State) doc(logs bool, base *State, baseDoc map[string]any) map[string]any {
+	if base == nil {
+		base = &State{}
+	}
 	m := map[string]any{"clock_ms": float64(s.ClockMS)}
-	m["orders"] = dict(s.Orders, func(o *Order) any {
+	m["orders"] = dict(s.Orders, base.Orders, baseDoc["orders"], func(o *Order) any {
 		return map[string]any{"id": o.ID, "customer": o.Customer, "sku": o.SKU, "quantity": float64(o.Quantity),
 			"note": o.Note, "status": o.Status, "revision": float64(o.Revision), "idempotency_key": o.IdempotencyKey}
 	})
-	m["stock"] = dict(s.Stock, func(n int64) any { return float64(n) })
-	m["shipments"] = list(s.Shipments, func(x *Shipment) any { return map[string]any{"id": x.ID, "order_id": x.OrderID} })
-	m["invoices"] = dict(s.Invoices, func(x *Invoice) any {
+	stock := make(map[string]any, len(s.Stock))
+	for k, n := range s.Stock {
+		stock[k] = float64(n)
+	}
+	m["stock"] = stock
+	m["shipments"] = list(s.Shipments, base.Shipments, baseDoc["shipments"], func(x *Shipment) any { return map[string]any{"id": x.ID, "order_id": x.OrderID} })
+	m["invoices"] = dict(s.Invoices, base.Invoices, baseDoc["invoices"], func(x *Invoice) any {
 		return map[string]any{"id": x.ID, "customer": x.Customer, "amount_due_cents": float64(x.AmountDueCents), "currency": x.Currency}
 	})
-	m["payments"] = list(s.Payments, func(x *Payment) any {
+	m["payments"] = list(s.Payments, base.Payments, baseDoc["payments"], func(x *Payment) any {
 		return map[string]any{"id": x.ID, "invoice_id": x.InvoiceID, "amount_cents": float64(x.AmountCents), "currency": x.Currency, "idempotency_key": x.IdempotencyKey}
 	})
-	m["refunds"] = list(s.Refunds, func(x *Refund) any {
+	m["refunds"] = list(s.Refunds, base.Refunds, baseDoc["refunds"], func(x *Refund) any {
 		return map[string]any{"id": x.ID, "payment_id": x.PaymentID, "amount_cents": float64(x.AmountCents)}
 	})
-	m["files"] = dict(s.Files, func(f *File) any {
+	m["files"] = dict(s.Files, base.Files, baseDoc["files"], func(f *File) any {
 		return map[string]any{"path": f.Path, "content": f.Content, "revision": float64(f.Revision)}
 	})
-	m["tokens"] = dict(s.Tokens, func(x *Token) any {
+	m["tokens"] = dict(s.Tokens, base.Tokens, baseDoc["tokens"], func(x *Token) any {
 		return map[string]any{"token": x.Token, "scope": x.Scope, "expires_at_ms": float64(x.ExpiresAtMS)}
 	})
-	m["limits"] = dict(s.Limits, func(x *Limit) any {
+	m["limits"] = dict(s.Limits, base.Limits, baseDoc["limits"], func(x *Limit) any {
 		return map[string]any{"tool": x.Tool, "window_until_ms": float64(x.WindowUntilMS), "violations": float64(x.Violations), "locked": x.Locked}
 	})
 	if !logs {
 		return m
 	}
-	m["calls"] = list(s.Calls, func(x *CallRecord) any {
+	m["calls"] = list(s.Calls, nil, nil, func(x *CallRecord) any {
 		return map[string]any{"seq": float64(x.Seq), "at_ms": float64(x.AtMS), "tool": x.Tool, "outcome": x.Outcome}
 	})
-	m["effects"] = list(s.Effects, func(x *Effect) any {
+	m["effects"] = list(s.Effects, nil, nil, func(x *Effect) any {
 		return map[string]any{"seq": float64(x.Seq), "at_ms": float64(x.AtMS), "tool": x.Tool, "target": x.Target, "actor": x.Actor}
 	})
 	return m
 }
 
-// dict maps f over the values of m.
-func dict[T any](m map[string]T, f func(T) any) map[string]any {
+// dict maps f over the records of m, taking from baseDoc the document of
+// each record equal to its namesake in base.
+func dict[E comparable](m, base map[string]*E, baseDoc any, f func(*E) any) map[string]any {
+	bd, _ := baseDoc.(map[string]any)
 	out := make(map[string]any, len(m))
 	for k, x := range m {
+		if b, ok := base[k]; ok && *b == *x {
+			if d, ok := bd[k]; ok {
+				out[k] = d
+				continue
+			}
+		}
 		out[k] = f(x)
 	}
 	return out
 }
 
-// list maps f over xs.
-func list[T any](xs []T, f func(T) any) []any {
+// list maps f over xs, taking from baseDoc the document of each record
+// equal to the one at its index in base.
+func list[E comparable](xs, base []*E, baseDoc any, f func(*E) any) []any {
+	bd, _ := baseDoc.([]any)
 	out := make([]any, len(xs))
 	for i, x := range xs {
+		if i < len(base) && i < len(bd) && *base[i] == *x {
+			out[i] = bd[i]
+			continue
+		}
 		out[i] = f(x)
 	}
 	return out

@@ -137,9 +137,41 @@ func (l *CallLog) encode(c *Call) error {
 		return err
 	}
 	before := l.buf.Len()
-	err = l.enc.Encode(ln)
+	if e := c.Env; e != nil && e.Compact && len(e.State) > 0 {
+		err = l.encodeState(ln, before)
+	} else {
+		err = l.enc.Encode(ln)
+	}
 	l.size += int64(l.buf.Len() - before)
 	return err
+}
+
+// stateMark is what stands for a compact final state while its line is
+// encoded (encodeState).
+const stateMark = `"state":"\u0000state\u0000"`
+
+// encodeState buffers line ln, whose final state is compact, as
+// encoding/json writes it, in one pass over the state instead of two
+// (encoding/json compacts a json.RawMessage again): it encodes the line
+// with stateMark in the state's place, then puts the state there. A line
+// that holds the mark elsewhere too is encoded whole.
+func (l *CallLog) encodeState(ln *storedCall, before int) error {
+	c, e, m := *ln.Call, *ln.Call.Env, *ln
+	e.State, c.Env, m.Call = json.RawMessage(stateMark[len(`"state":`):]), &e, &c
+	if err := l.enc.Encode(&m); err != nil {
+		return err
+	}
+	line := l.buf.Bytes()[before:]
+	i := bytes.Index(line, []byte(stateMark))
+	if i < 0 || bytes.Contains(line[i+1:], []byte(stateMark)) {
+		l.buf.Truncate(before)
+		return l.enc.Encode(ln)
+	}
+	tail := bytes.Clone(line[i+len(stateMark):])
+	l.buf.Truncate(before + i + len(`"state":`))
+	l.buf.Write(ln.Call.Env.State)
+	l.buf.Write(tail)
+	return nil
 }
 
 // flushFull writes the batch out once it reaches flushAt.

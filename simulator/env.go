@@ -65,6 +65,11 @@ type EnvOutcome struct {
 	Calls   int              `json:"calls"`             // tool calls made, the first failing call included (≥ 1)
 	ClockMS int64            `json:"clock_ms"`          // environment-clock milliseconds from the first call to the final state (≥ 0)
 	State   json.RawMessage  `json:"state"`             // the final state, as JSON
+	// Compact says State is valid JSON as json.Compact writes it (as
+	// json.Marshal writes a value): the call log then stores it as it
+	// is. An environment that cannot vouch for that leaves it false, and
+	// the simulator compacts the state (refusing one that is not JSON).
+	Compact bool `json:"-"`
 	// Protocol is the MCP protocol version the environment's server
 	// negotiated for the decision; "" for an environment that speaks no
 	// protocol (the lab runs in process).

@@ -207,6 +207,50 @@ func TestLiveFailures(t *testing.T) {
 	}
 }
 
+// TestFinalStateCompact: a final state the environment does not vouch for
+// is compacted (and marked so for the call log), one that is not JSON
+// fails the decision naming it.
+func TestFinalStateCompact(t *testing.T) {
+	m, _ := manifests.LoadBuiltin(manifests.DefaultName)
+	p, _ := conditions.ParsePrompt("default", m.Prompts[0].Path, m.Prompts[0].Text)
+	s := &m.Corpus.Scenarios[0]
+	key := simulator.Key{Scenario: s.ID, Replicate: 1, Condition: study.Normalized}
+	env := fakeenv.New(m.Corpus.Scenarios, nil, fakeenv.Spec{Kind: fakeenv.Transient, Fails: 1})
+	run := func(state string) simulator.Decision {
+		return simulator.Run(context.Background(), &script{answers: []string{retryNow, stopOK}, failAt: -1}, p, s, key,
+			simulator.Config{ReplayCap: 3, Env: finalState{env, state}})
+	}
+	if d := run("{ \"a\" : [1, 2],\n \"b\": \"<x>\" }"); d.Err != nil || d.Env == nil || string(d.Env.State) != `{"a":[1,2],"b":"<x>"}` || !d.Env.Compact {
+		t.Errorf("loose state: %v, env %+v", d.Err, d.Env)
+	}
+	if d := run(`{"a":`); d.Err == nil || !strings.Contains(d.Err.Error(), "the final state is not valid JSON") {
+		t.Errorf("broken state: %v", d.Err)
+	}
+}
+
+// finalState makes the environments of factory f end with the given state.
+type finalState struct {
+	f     simulator.EnvFactory
+	state string
+}
+
+func (f finalState) NewEnv(ctx context.Context, scenario string, seed int64) (simulator.Environment, error) {
+	e, err := f.f.NewEnv(ctx, scenario, seed)
+	return withState{e, f.state}, err
+}
+
+// withState is an environment whose final state is replaced.
+type withState struct {
+	simulator.Environment
+	state string
+}
+
+func (e withState) Final(ctx context.Context) (simulator.EnvOutcome, error) {
+	o, err := e.Environment.Final(ctx)
+	o.State = json.RawMessage(e.state)
+	return o, err
+}
+
 // retryForever answers retry_now at once, whatever it is shown.
 type retryForever struct{}
 

@@ -8,6 +8,7 @@
 package simulator
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -262,8 +263,9 @@ func Run(ctx context.Context, m models.Model, p *conditions.Prompt, s *study.Sce
 		return d
 	}
 	eo, err := env.Final(ctx)
-	if err == nil && eo.State != nil {
-		err = validJSON("the final state", eo.State)
+	if err == nil && eo.State != nil && !eo.Compact {
+		eo.State, err = compactJSON("the final state", eo.State)
+		eo.Compact = err == nil
 	}
 	if err != nil {
 		d.envFailed(fmt.Errorf("environment of scenario %s: final state: %w", s.ID, err), 0, nil)
@@ -340,6 +342,16 @@ func validJSON(what string, b json.RawMessage) error {
 		return fmt.Errorf("%s is not valid JSON: %.200q", what, b)
 	}
 	return nil
+}
+
+// compactJSON returns b as json.Compact writes it, or fails, naming what
+// b is, when b is not valid JSON.
+func compactJSON(what string, b json.RawMessage) (json.RawMessage, error) {
+	var c bytes.Buffer
+	if err := json.Compact(&c, b); err != nil {
+		return nil, fmt.Errorf("%s is not valid JSON: %.200q", what, b)
+	}
+	return c.Bytes(), nil
 }
 
 // Replays reports whether stored replay replays the failure after

@@ -251,6 +251,9 @@ func sameRecord(c *Collection, b, a any) bool {
 	if !ok1 || !ok2 {
 		return !ok1 && !ok2 && equal(b, a)
 	}
+	if reflect.ValueOf(bm).UnsafePointer() == reflect.ValueOf(am).UnsafePointer() {
+		return true // one record, shared by both documents
+	}
 	n := 0
 	for k, bv := range bm {
 		av, ok := am[k]

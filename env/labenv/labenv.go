@@ -239,11 +239,12 @@ func (e *Env) Execute(ctx context.Context, t int, a simulator.Answer) (json.RawM
 
 // Final settles the lab's queued writes and reads the outcome from its
 // state. ClockMS is the lab time up to the end of the trajectory (read
-// before settling, which moves no clock).
+// before settling, which moves no clock). The state is compact: the lab
+// writes it with json.Marshal.
 func (e *Env) Final(ctx context.Context) (simulator.EnvOutcome, error) {
 	e.lab.Settle()
 	o := e.lab.Outcome()
-	return simulator.EnvOutcome{Recovered: o.Recovered, Harm: o.Harm, Harms: o.Harms, Missing: o.Missing, Calls: o.Calls, ClockMS: o.ClockMS, State: o.State}, nil
+	return simulator.EnvOutcome{Recovered: o.Recovered, Harm: o.Harm, Harms: o.Harms, Missing: o.Missing, Calls: o.Calls, ClockMS: o.ClockMS, State: o.State, Compact: true}, nil
 }
 
 var _ simulator.Actor = (*Env)(nil)
