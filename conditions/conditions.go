@@ -44,6 +44,9 @@ type Prompt struct {
 	mu       sync.Mutex
 	rendered map[renderKey][]Message
 	system   string // the system message text the cache shares
+	// observed holds scenarios' observations decoded, for Live's
+	// comparison (at most maxRendered).
+	observed map[*study.Scenario]any
 }
 
 // renderKey names an initial prompt: a scenario (by address) and a
@@ -304,13 +307,40 @@ func (p *Prompt) live1(s *study.Scenario, c study.Condition, n int, policy study
 		return Message{}, fmt.Errorf("scenario %s: live observation: %w", s.ID, err)
 	}
 	d := Data{Observation: text, Condition: c, Replay: n, Policy: policy, Call: call}
-	if SameJSON(obs, s.Observation) {
+	if p.sameObservation(s, obs) {
 		if d.Annotation, err = Annotation(s, c); err != nil {
 			return Message{}, err
 		}
 	}
 	text, err = p.exec("live", d)
 	return Message{Role: User, Content: text}, err
+}
+
+// sameObservation reports whether obs is the same JSON value as the
+// scenario's observation (SameJSON), decoding the scenario's once.
+func (p *Prompt) sameObservation(s *study.Scenario, obs json.RawMessage) bool {
+	if bytes.Equal(obs, s.Observation) {
+		return json.Valid(obs)
+	}
+	var got any
+	if json.Unmarshal(obs, &got) != nil {
+		return false
+	}
+	p.mu.Lock()
+	want, ok := p.observed[s]
+	p.mu.Unlock()
+	if !ok {
+		if json.Unmarshal(s.Observation, &want) != nil {
+			return false
+		}
+		p.mu.Lock()
+		if p.observed == nil || len(p.observed) >= maxRendered {
+			p.observed = map[*study.Scenario]any{}
+		}
+		p.observed[s] = want
+		p.mu.Unlock()
+	}
+	return reflect.DeepEqual(got, want)
 }
 
 // SameJSON reports whether a and b are the same JSON value: equal after
