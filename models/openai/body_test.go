@@ -21,7 +21,8 @@ func bodyViaLibrary(m *Model, req models.Request) []byte {
 		msgs[i] = goopenai.ChatCompletionMessage{Role: msg.Role, Content: msg.Content}
 	}
 	seed := int(req.Seed)
-	b, _ := json.Marshal(&goopenai.ChatCompletionRequest{Model: m.spec.Model, Messages: msgs, Seed: &seed, ResponseFormat: m.format})
+	format, _ := responseFormat(m.spec.Format)
+	b, _ := json.Marshal(&goopenai.ChatCompletionRequest{Model: m.spec.Model, Messages: msgs, Seed: &seed, ResponseFormat: format})
 	var obj map[string]any
 	json.Unmarshal(b, &obj)
 	obj["temperature"] = req.Temperature

@@ -45,7 +45,7 @@ type Model struct {
 	where   string   // base with any password masked, for messages and facts
 	key     string
 	secrets []string // key and the base URL's credentials
-	format  *goopenai.ChatCompletionResponseFormat
+	format  []byte   // the response_format member, encoded (nil: none)
 	tr      *transport.Client
 	// once is tr with a single attempt: Verify's first try, so that a
 	// server that is down is reported at once, not after the retries.
@@ -92,8 +92,14 @@ func New(spec models.Spec, opt transport.Options) (*Model, error) {
 			return nil, err
 		}
 	}
-	if m.format, err = responseFormat(spec.Format); err != nil {
+	format, err := responseFormat(spec.Format)
+	if err != nil {
 		return nil, fmt.Errorf("model %q: format: %w", spec.Name, err)
+	}
+	if format != nil {
+		if m.format, err = json.Marshal(format); err != nil {
+			return nil, fmt.Errorf("model %q: format: %w", spec.Name, err)
+		}
 	}
 	return m, nil
 }
@@ -137,9 +143,9 @@ func responseFormat(f any) (*goopenai.ChatCompletionResponseFormat, error) {
 // exact value is set in the JSON instead. max_tokens and top_p come from the
 // manifest's options.
 func (m *Model) body(req models.Request) ([]byte, error) {
-	msgs := make([]goopenai.ChatCompletionMessage, len(req.Messages))
+	msgs := make([]message, len(req.Messages))
 	for i, msg := range req.Messages {
-		msgs[i] = goopenai.ChatCompletionMessage{Role: msg.Role, Content: msg.Content}
+		msgs[i] = message{Role: msg.Role, Content: msg.Content}
 	}
 	// One encoding: the fields go-openai would write for this request
 	// (model, messages, seed, stream, response_format), then the exact
@@ -147,7 +153,7 @@ func (m *Model) body(req models.Request) ([]byte, error) {
 	obj := make(map[string]any, 6+len(req.Options))
 	obj["model"], obj["messages"], obj["seed"], obj["stream"] = m.spec.Model, msgs, int(req.Seed), false
 	if m.format != nil {
-		obj["response_format"] = m.format
+		obj["response_format"] = json.RawMessage(m.format)
 	}
 	obj["temperature"] = req.Temperature
 	for k, v := range req.Options {
@@ -164,6 +170,14 @@ func (m *Model) body(req models.Request) ([]byte, error) {
 		obj["tools"] = tools
 	}
 	return json.Marshal(obj)
+}
+
+// message is a chat message as go-openai's ChatCompletionMessage writes
+// one of text: its encoder (MarshalJSON, whose output encoding/json then
+// compacts again) took most of the time of building a body.
+type message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
 }
 
 // options are the request fields this backend passes through from the
