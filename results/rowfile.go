@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -79,7 +80,7 @@ func (l *layout) encode(buf parquet.Row, r *Row) parquet.Row {
 		if lf.field >= 0 {
 			switch f := rv.Field(lf.field); f.Kind() {
 			case reflect.String:
-				v = parquet.ByteArrayValue([]byte(f.String())).Level(0, 0, j)
+				v = parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(f.String()), f.Len())).Level(0, 0, j) // read, never written
 			default:
 				v = parquet.Int64Value(f.Int()).Level(0, 0, j)
 			}
@@ -254,6 +255,9 @@ type RowWriter struct {
 	fp  Fingerprint
 }
 
+// rowBatch is the number of rows handed to parquet-go at once.
+const rowBatch = 1024
+
 // rowGroupRows is the number of rows per row group. Note: parquet-go keeps
 // a whole row group in memory until it is flushed, so it must be bounded.
 const rowGroupRows = 1 << 16
@@ -271,10 +275,14 @@ func CreateRows(file string) (*RowWriter, error) {
 
 // Add writes one row.
 func (w *RowWriter) Add(r Row) error {
-	w.rows = append(w.rows, rowLayout.encode(nil, &r))
+	var buf parquet.Row // the storage of a row written before, reused
+	if n := len(w.rows); n < cap(w.rows) {
+		buf = w.rows[:n+1][n][:0]
+	}
+	w.rows = append(w.rows, rowLayout.encode(buf, &r))
 	w.fp.Add(&r)
 
-	if len(w.rows) >= 4096 {
+	if len(w.rows) >= rowBatch {
 		return w.flush()
 	}
 	return nil
