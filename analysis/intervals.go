@@ -333,6 +333,8 @@ func (a *Accumulator) Analyze(ctx context.Context, opt Options) (*Analysis, erro
 
 func (a *Accumulator) cellStats(i int, c results.Cell, opt Options) CellStats {
 	cs := CellStats{Cell: c, Method: opt.Interval, Bootstrap: CellBootstrap{B: opt.B, Seed: opt.Seed}}
+	var keys []string
+	var clusters [][]stats.Cluster
 	for _, key := range RateKeys {
 		if !hasRate(&c, key) {
 			continue
@@ -350,13 +352,15 @@ func (a *Accumulator) cellStats(i int, c results.Cell, opt Options) CellStats {
 			}
 			cs.CI.Set(key, Bounds{lo, hi})
 		}
-		iv := stats.ClusterBootstrap(a.Clusters(i, key), opt.boot())
-		cs.Bootstrap.Set(key, Bounds{iv.Lo, iv.Hi})
+		keys, clusters = append(keys, key), append(clusters, a.Clusters(i, key))
+	}
+	for j, iv := range stats.ClusterBootstrapEach(clusters, opt.boot()) {
+		cs.Bootstrap.Set(keys[j], Bounds{iv.Lo, iv.Hi})
 		if len(iv.Warnings) > 0 {
 			if cs.Bootstrap.Warnings == nil {
 				cs.Bootstrap.Warnings = map[string][]stats.Warning{}
 			}
-			cs.Bootstrap.Warnings[key] = iv.Warnings
+			cs.Bootstrap.Warnings[keys[j]] = iv.Warnings
 		}
 	}
 	return cs

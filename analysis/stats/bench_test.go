@@ -37,6 +37,32 @@ func BenchmarkClusterBootstrap1M(b *testing.B) {
 	}
 }
 
+// BenchmarkClusterBootstrapCell: the columns of one cell of a study on
+// 1,000 servers (9 columns of 1,000 clusters, B = 10000), drawn together
+// (each) or one column at a time (apart).
+func BenchmarkClusterBootstrapCell(b *testing.B) {
+	cols := make([][]stats.Cluster, 9)
+	for c := range cols {
+		cols[c] = make([]stats.Cluster, 1000)
+		for i := range cols[c] {
+			cols[c][i] = stats.Cluster{N: 5, Sum: float64((i*7 + c) % 6)}
+		}
+	}
+	opt := stats.Options{B: 10000, Seed: 1}
+	b.Run("each", func(b *testing.B) {
+		for b.Loop() {
+			stats.ClusterBootstrapEach(cols, opt)
+		}
+	})
+	b.Run("apart", func(b *testing.B) {
+		for b.Loop() {
+			for _, c := range cols {
+				stats.ClusterBootstrap(c, opt)
+			}
+		}
+	})
+}
+
 // BenchmarkSignFlipPaper: the exact scenario-level sign-flip test of one
 // paper-sized pair (21 scenarios of 5 replicates, sums −5…5).
 func BenchmarkSignFlipPaper(b *testing.B) {

@@ -98,67 +98,147 @@ type Interval struct {
 //   - R. J. Hyndman, Y. Fan (1996). Sample quantiles in statistical
 //     packages. Am. Stat. 50(4), 361–365.
 func ClusterBootstrap(clusters []Cluster, opt Options) Interval {
-	nan := math.NaN()
-	opt = opt.withDefaults()
-	iv := Interval{Estimate: nan, Lo: nan, Hi: nan, B: opt.B, Seed: opt.Seed}
-	warn := func(kind WarningKind, format string, args ...any) {
-		iv.Warnings = append(iv.Warnings, Warning{kind, fmt.Sprintf(format, args...)})
-	}
+	return ClusterBootstrapEach([][]Cluster{clusters}, opt)[0]
+}
 
-	if len(clusters) == 0 {
-		warn(Undefined, "no clusters: estimate undefined")
-		return iv
+// ClusterBootstrapEach returns ClusterBootstrap(c, opt) for each c of
+// columns. When the columns hold as many clusters each (the same clusters
+// measured on several statistics), one draw of cluster indices serves them
+// all, and each interval is exactly the one ClusterBootstrap gives.
+// Note: drawing the indices was half the time of a cell's bootstrap, and
+// an analysis bootstraps up to 14 columns of each cell.
+func ClusterBootstrapEach(columns [][]Cluster, opt Options) []Interval {
+	opt = opt.withDefaults()
+	out := make([]Interval, len(columns))
+	var todo []int // the columns to resample
+	for i, clusters := range columns {
+		if resample := bootstrapStart(&out[i], clusters, opt); resample {
+			todo = append(todo, i)
+		}
 	}
-	total, ok := totals(clusters, warn)
+	thetas, skipped := resampleEach(columns, todo, opt.B, opt.Seed)
+	for j, i := range todo {
+		bootstrapEnd(&out[i], thetas[j], skipped[j], opt)
+	}
+	return out
+}
+
+// warn adds a warning to iv.
+func (iv *Interval) warn(kind WarningKind, format string, args ...any) {
+	iv.Warnings = append(iv.Warnings, Warning{kind, fmt.Sprintf(format, args...)})
+}
+
+// bootstrapStart sets iv to the estimate over clusters and the caveats
+// found before resampling, and reports whether the percentile interval
+// is to be drawn (the studentized one is made here).
+func bootstrapStart(iv *Interval, clusters []Cluster, opt Options) (resample bool) {
+	nan := math.NaN()
+	*iv = Interval{Estimate: nan, Lo: nan, Hi: nan, B: opt.B, Seed: opt.Seed}
+	if len(clusters) == 0 {
+		iv.warn(Undefined, "no clusters: estimate undefined")
+		return false
+	}
+	total, ok := totals(clusters, iv.warn)
 	if !ok {
-		return iv
+		return false
 	}
 	if total.N == 0 {
-		warn(Undefined, "total N = 0 over %d clusters: estimate undefined", len(clusters))
-		return iv
+		iv.warn(Undefined, "total N = 0 over %d clusters: estimate undefined", len(clusters))
+		return false
 	}
 	iv.Estimate = total.Sum / float64(total.N)
 
 	if len(clusters) < MinClusters {
-		warn(FewClusters, "too few clusters (%d < %d): percentile interval unreliable", len(clusters), MinClusters)
+		iv.warn(FewClusters, "too few clusters (%d < %d): percentile interval unreliable", len(clusters), MinClusters)
 	}
 	if opt.B < 0 {
-		warn(Undefined, "invalid B = %d: no interval", opt.B)
-		return iv
+		iv.warn(Undefined, "invalid B = %d: no interval", opt.B)
+		return false
 	}
 	if !(opt.Conf > 0 && opt.Conf < 1) {
-		warn(Undefined, "invalid Conf = %v (want 0 < Conf < 1): no interval", opt.Conf)
-		return iv
+		iv.warn(Undefined, "invalid Conf = %v (want 0 < Conf < 1): no interval", opt.Conf)
+		return false
 	}
-	alpha := 1 - opt.Conf
-	if tail := alpha / 2 * float64(opt.B); tail < minTail {
-		warn(SmallB, "B = %d too small for Conf = %v: %.3g expected resamples beyond each endpoint (want ≥ %d)",
+	if tail := (1 - opt.Conf) / 2 * float64(opt.B); tail < minTail {
+		iv.warn(SmallB, "B = %d too small for Conf = %v: %.3g expected resamples beyond each endpoint (want ≥ %d)",
 			opt.B, opt.Conf, tail, minTail)
 	}
 
 	if opt.Method == Studentized {
-		studentized(&iv, clusters, total, opt, warn)
-		return iv
+		studentized(iv, clusters, total, opt, iv.warn)
+		return false
 	}
 	if opt.Method != Percentile {
-		warn(Undefined, "unknown bootstrap method %q: no interval", opt.Method)
-		return iv
+		iv.warn(Undefined, "unknown bootstrap method %q: no interval", opt.Method)
+		return false
 	}
-	theta, skipped := ClusterResamples(make([]float64, 0, opt.B), clusters, opt.B, opt.Seed)
+	return true
+}
+
+// bootstrapEnd sets iv's percentile interval from the resamples theta.
+func bootstrapEnd(iv *Interval, theta []float64, skipped int, opt Options) {
+	alpha := 1 - opt.Conf
 	if skipped > 0 {
-		warn(Skipped, "%d of %d resamples had total N = 0 and were skipped", skipped, opt.B)
+		iv.warn(Skipped, "%d of %d resamples had total N = 0 and were skipped", skipped, opt.B)
 	}
 	if len(theta) == 0 {
-		warn(Undefined, "no usable resamples: no interval")
-		return iv
+		iv.warn(Undefined, "no usable resamples: no interval")
+		return
 	}
 	slices.Sort(theta)
 	if theta[0] == theta[len(theta)-1] {
-		warn(Degenerate, "degenerate: all resamples equal (%v)", theta[0])
+		iv.warn(Degenerate, "degenerate: all resamples equal (%v)", theta[0])
 	}
 	iv.Lo = quantile7(theta, alpha/2)
 	iv.Hi = quantile7(theta, 1-alpha/2)
-	return iv
+}
+
+// resampleEach returns ClusterResamples of each column named by todo:
+// with one draw of indices for all when there are several and they hold
+// as many clusters, the same replicates in the same order.
+func resampleEach(columns [][]Cluster, todo []int, b int, seed uint64) (thetas [][]float64, skipped []int) {
+	thetas, skipped = make([][]float64, len(todo)), make([]int, len(todo))
+	if len(todo) == 0 {
+		return thetas, skipped
+	}
+	k := len(columns[todo[0]])
+	for _, i := range todo {
+		if len(columns[i]) != k || len(todo) == 1 {
+			for j, i := range todo {
+				thetas[j], skipped[j] = ClusterResamples(make([]float64, 0, b), columns[i], b, seed)
+			}
+			return thetas, skipped
+		}
+	}
+	c := len(todo)
+	flat := make([]Cluster, k*c) // cluster j of every column side by side
+	for j, i := range todo {
+		for x, cl := range columns[i] {
+			flat[x*c+j] = cl
+		}
+		thetas[j] = make([]float64, 0, b)
+	}
+	n, s := make([]int, c), make([]float64, c)
+	d := newDrawer(seed, k)
+	for range b {
+		clear(n)
+		clear(s)
+		for range k {
+			row := flat[int(d.next())*c:][:c]
+			for j, cl := range row {
+				n[j] += cl.N
+				s[j] += cl.Sum
+			}
+		}
+		for j := range c {
+			if n[j] == 0 {
+				skipped[j]++
+				continue
+			}
+			thetas[j] = append(thetas[j], s[j]/float64(n[j]))
+		}
+	}
+	return thetas, skipped
 }
 
 // ClusterResamples appends to dst the bootstrap replicates θ* = ΣSum*/ΣN*

@@ -401,6 +401,37 @@ func TestClusterBootstrapDeterministic(t *testing.T) {
 	}
 }
 
+// TestClusterBootstrapEach: intervals drawn together for several columns
+// of the same clusters are the ones drawn one column at a time, warnings
+// included (skipped resamples, a degenerate column, an invalid one); a
+// column of another length is drawn apart.
+func TestClusterBootstrapEach(t *testing.T) {
+	cols := [][]stats.Cluster{
+		{{N: 12, Sum: 3}, {N: 9, Sum: 5}, {N: 11, Sum: 2}, {N: 10, Sum: 7}, {N: 10, Sum: 4}, {N: 8, Sum: 1}},
+		{{N: 0, Sum: 0}, {N: 9, Sum: 9}, {N: 0, Sum: 0}, {N: 0, Sum: 0}, {N: 0, Sum: 0}, {N: 0, Sum: 0}}, // skips
+		{{N: 3, Sum: 3}, {N: 2, Sum: 2}, {N: 4, Sum: 4}, {N: 1, Sum: 1}, {N: 5, Sum: 5}, {N: 6, Sum: 6}}, // degenerate
+		{{N: 1, Sum: 0}, {N: -1, Sum: 0}, {N: 1, Sum: 1}, {N: 1, Sum: 1}, {N: 1, Sum: 0}, {N: 1, Sum: 1}}, // invalid
+		{{N: 5, Sum: -2}, {N: 7, Sum: 3}, {N: 6, Sum: 0}, {N: 4, Sum: -1}, {N: 9, Sum: 5}, {N: 3, Sum: 1}},
+	}
+	opt := stats.Options{B: 3000, Seed: 7}
+	check := func(name string, cols [][]stats.Cluster) {
+		got := stats.ClusterBootstrapEach(cols, opt)
+		for i, c := range cols {
+			want := stats.ClusterBootstrap(c, opt)
+			g := got[i]
+			same := func(x, y float64) bool { return x == y || math.IsNaN(x) && math.IsNaN(y) }
+			if !same(g.Estimate, want.Estimate) || !same(g.Lo, want.Lo) || !same(g.Hi, want.Hi) || !slices.Equal(g.Warnings, want.Warnings) {
+				t.Errorf("%s, column %d: %+v together, %+v alone", name, i, g, want)
+			}
+		}
+	}
+	check("same length", cols)
+	check("another length", append(cols, cols[0][:4]))
+	if iv := stats.ClusterBootstrapEach(cols, opt)[1]; len(iv.Warnings) == 0 {
+		t.Error("the column with empty resamples has no warning: the test does not reach the skips")
+	}
+}
+
 // TestClusterResamplesPinned pins the first replicates for one seed. This is
 // a regression value produced by this package (not an external reference):
 // it changes only if the resampling scheme changes, which would change every
