@@ -368,27 +368,21 @@ func TestDeterministic(t *testing.T) {
 // is the one the lab's own armed state gives, whatever the seed, in every
 // built-in set; a lab on another clock makes its own.
 func TestInitialDocShared(t *testing.T) {
-	sets, err := Builtin()
-	if err != nil {
-		t.Fatal(err)
-	}
 	shared := 0
-	for _, set := range sets {
-		for _, sc := range set.Scenarios {
-			for _, seed := range []int64{1, 2, 99} {
-				l := New(sc, Options{Seed: seed})
-				if want := l.st.doc(false, nil, nil); !reflect.DeepEqual(l.initial, want) {
-					t.Errorf("%s/%s seed %d: the initial document differs from the armed state's", set.Name, sc.ID, seed)
-				}
-			}
-			if d, ok := set.initial.Load(sc); ok {
-				shared++
-				if l := New(sc, Options{Seed: 5, Clock: NewVirtualClock()}); l.base != nil || reflect.ValueOf(l.initial).UnsafePointer() == reflect.ValueOf(d.(*armed).doc).UnsafePointer() {
-					t.Errorf("%s/%s: a lab on a clock of its own read the shared document", set.Name, sc.ID)
-				}
+	eachBuiltin(t, func(set *Set, sc *Scenario) {
+		for _, seed := range []int64{1, 2, 99} {
+			l := New(sc, Options{Seed: seed})
+			if want := l.st.doc(false, nil, nil); !reflect.DeepEqual(l.initial, want) {
+				t.Errorf("%s/%s seed %d: the initial document differs from the armed state's", set.Name, sc.ID, seed)
 			}
 		}
-	}
+		if d, ok := set.initial.Load(sc); ok {
+			shared++
+			if l := New(sc, Options{Seed: 5, Clock: NewVirtualClock()}); l.base != nil || reflect.ValueOf(l.initial).UnsafePointer() == reflect.ValueOf(d.(*armed).doc).UnsafePointer() {
+				t.Errorf("%s/%s: a lab on a clock of its own read the shared document", set.Name, sc.ID)
+			}
+		}
+	})
 	if shared == 0 {
 		t.Error("no scenario's initial document was shared")
 	}
@@ -400,44 +394,52 @@ func TestInitialDocShared(t *testing.T) {
 // equals the one built whole, and the outcome read from it is the same;
 // the initial document is left as it was.
 func TestOutcomeDocShared(t *testing.T) {
-	sets, err := Builtin()
-	if err != nil {
-		t.Fatal(err)
-	}
 	shared := 0
-	for _, set := range sets {
-		for _, sc := range set.Scenarios {
-			for _, p := range study.Policies[:5] {
-				l := New(sc, Options{Seed: 4})
-				r := l.First()
-				_, _ = l.Execute(p, r.RetryAfter)
-				l.Settle()
-				if l.base == nil {
-					continue
-				}
-				base := l.base
-				whole, part := l.st.doc(true, nil, nil), l.st.doc(true, l.base, l.initial)
-				if !reflect.DeepEqual(whole, part) {
-					t.Errorf("%s/%s %s: the shared document differs from the whole one", set.Name, sc.ID, p)
-				}
-				o := l.Outcome()
-				l.base = nil
-				if want := l.Outcome(); !reflect.DeepEqual(o, want) {
-					t.Errorf("%s/%s %s: outcome %+v with a shared document, %+v without", set.Name, sc.ID, p, o, want)
-				}
-				if !reflect.DeepEqual(l.initial, base.doc(false, nil, nil)) {
-					t.Errorf("%s/%s %s: the initial document is no longer its state's", set.Name, sc.ID, p)
-				}
-				if orders := part["orders"].(map[string]any); reflect.ValueOf(orders["O-1003"]).UnsafePointer() == reflect.ValueOf(l.initial["orders"].(map[string]any)["O-1003"]).UnsafePointer() {
-					shared++
-				}
+	eachBuiltin(t, func(set *Set, sc *Scenario) {
+		for _, p := range study.Policies[:5] {
+			l := New(sc, Options{Seed: 4})
+			r := l.First()
+			_, _ = l.Execute(p, r.RetryAfter)
+			l.Settle()
+			if l.base == nil {
+				continue
+			}
+			base := l.base
+			whole, part := l.st.doc(true, nil, nil), l.st.doc(true, l.base, l.initial)
+			if !reflect.DeepEqual(whole, part) {
+				t.Errorf("%s/%s %s: the shared document differs from the whole one", set.Name, sc.ID, p)
+			}
+			o := l.Outcome()
+			l.base = nil
+			if want := l.Outcome(); !reflect.DeepEqual(o, want) {
+				t.Errorf("%s/%s %s: outcome %+v with a shared document, %+v without", set.Name, sc.ID, p, o, want)
+			}
+			if !reflect.DeepEqual(l.initial, base.doc(false, nil, nil)) {
+				t.Errorf("%s/%s %s: the initial document is no longer its state's", set.Name, sc.ID, p)
+			}
+			if orders := part["orders"].(map[string]any); reflect.ValueOf(orders["O-1003"]).UnsafePointer() == reflect.ValueOf(l.initial["orders"].(map[string]any)["O-1003"]).UnsafePointer() {
+				shared++
 			}
 		}
-	}
+	})
 	if shared == 0 {
 		t.Error("no final document shared a record of the initial one")
 	}
 	t.Logf("%d final documents share records", shared)
+}
+
+// eachBuiltin calls f with every scenario of every built-in set.
+func eachBuiltin(t *testing.T, f func(*Set, *Scenario)) {
+	t.Helper()
+	sets, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, set := range sets {
+		for _, sc := range set.Scenarios {
+			f(set, sc)
+		}
+	}
 }
 
 // TestPredicates checks count (with where and not), lines and value
