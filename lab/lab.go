@@ -69,7 +69,7 @@ type Lab struct {
 	rng      *rand.Rand
 	st       *State
 	initial  map[string]any // the state after arming, before the first call (State.doc): what outcomes are a diff against
-	base     *State         // the state initial documents when it is shared by the scenario's labs (nil: not shared)
+	base     *State         // the armed state initial documents, when the scenario's labs share it (nil: they do not)
 	fired    int            // calls the fault has acted on
 	t0       time.Time      // the first call of the armed tool (transient for_ms)
 	started  bool

@@ -105,8 +105,8 @@ func ClusterBootstrap(clusters []Cluster, opt Options) Interval {
 // columns. When the columns hold as many clusters each (the same clusters
 // measured on several statistics), one draw of cluster indices serves them
 // all, and each interval is exactly the one ClusterBootstrap gives.
-// Note: drawing the indices was half the time of a cell's bootstrap, and
-// an analysis bootstraps up to 14 columns of each cell.
+// Note: drawing the indices was about half the time of a bootstrap, and
+// an analysis bootstraps every rate of each cell over the same clusters.
 func ClusterBootstrapEach(columns [][]Cluster, opt Options) []Interval {
 	opt = opt.withDefaults()
 	out := make([]Interval, len(columns))

@@ -75,8 +75,8 @@ func deferGC() {
 // paceGC returns the GOGC for the cycle that starts: the default (100),
 // or more when the live heap is under gcHeadroom, so that the heap may
 // grow by gcHeadroom. Note: the lab study (4,875 decisions) keeps about
-// 3 MB live; at GOGC=100 it collected 48 times and spent a third more
-// CPU time than with this pacing.
+// 3 MB live; at GOGC=100 it collected about 50 times, and this pacing
+// took a third off its CPU time (224 to 148 µs a decision).
 func paceGC() int {
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(s)
