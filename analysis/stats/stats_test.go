@@ -408,8 +408,8 @@ func TestClusterBootstrapDeterministic(t *testing.T) {
 func TestClusterBootstrapEach(t *testing.T) {
 	cols := [][]stats.Cluster{
 		{{N: 12, Sum: 3}, {N: 9, Sum: 5}, {N: 11, Sum: 2}, {N: 10, Sum: 7}, {N: 10, Sum: 4}, {N: 8, Sum: 1}},
-		{{N: 0, Sum: 0}, {N: 9, Sum: 9}, {N: 0, Sum: 0}, {N: 0, Sum: 0}, {N: 0, Sum: 0}, {N: 0, Sum: 0}}, // skips
-		{{N: 3, Sum: 3}, {N: 2, Sum: 2}, {N: 4, Sum: 4}, {N: 1, Sum: 1}, {N: 5, Sum: 5}, {N: 6, Sum: 6}}, // degenerate
+		{{N: 0, Sum: 0}, {N: 9, Sum: 9}, {N: 0, Sum: 0}, {N: 0, Sum: 0}, {N: 0, Sum: 0}, {N: 0, Sum: 0}},  // skips
+		{{N: 3, Sum: 3}, {N: 2, Sum: 2}, {N: 4, Sum: 4}, {N: 1, Sum: 1}, {N: 5, Sum: 5}, {N: 6, Sum: 6}},  // degenerate
 		{{N: 1, Sum: 0}, {N: -1, Sum: 0}, {N: 1, Sum: 1}, {N: 1, Sum: 1}, {N: 1, Sum: 0}, {N: 1, Sum: 1}}, // invalid
 		{{N: 5, Sum: -2}, {N: 7, Sum: 3}, {N: 6, Sum: 0}, {N: 4, Sum: -1}, {N: 9, Sum: 5}, {N: 3, Sum: 1}},
 	}
