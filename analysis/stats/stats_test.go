@@ -404,7 +404,8 @@ func TestClusterBootstrapDeterministic(t *testing.T) {
 // TestClusterBootstrapEach: intervals drawn together for several columns
 // of the same clusters are the ones drawn one column at a time, warnings
 // included (skipped resamples, a degenerate column, an invalid one); a
-// column of another length is drawn apart.
+// column of another length is drawn apart, and so are studentized
+// intervals.
 func TestClusterBootstrapEach(t *testing.T) {
 	cols := [][]stats.Cluster{
 		{{N: 12, Sum: 3}, {N: 9, Sum: 5}, {N: 11, Sum: 2}, {N: 10, Sum: 7}, {N: 10, Sum: 4}, {N: 8, Sum: 1}},
@@ -427,6 +428,9 @@ func TestClusterBootstrapEach(t *testing.T) {
 	}
 	check("same length", cols)
 	check("another length", append(cols, cols[0][:4]))
+	opt.Method = stats.Studentized
+	check("studentized", cols)
+	opt.Method = ""
 	if iv := stats.ClusterBootstrapEach(cols, opt)[1]; len(iv.Warnings) == 0 {
 		t.Error("the column with empty resamples has no warning: the test does not reach the skips")
 	}
