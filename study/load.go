@@ -165,6 +165,7 @@ func ParseScenarios(file string, data []byte) ([]Scenario, []error) {
 			bad = true
 		}
 		if !bad {
+			s.Profile.intern()
 			out = append(out, s)
 		}
 	}

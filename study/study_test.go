@@ -3,11 +3,13 @@ package study
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"strings"
 	"testing"
 	"testing/fstest"
 	"unicode/utf16"
+	"unsafe"
 
 	"github.com/mcpstress/stress/internal/input"
 )
@@ -339,6 +341,30 @@ func TestErrorsQuoteBounded(t *testing.T) {
 				t.Errorf("%s: error does not contain %q: %.500q", tc.name, w, msg)
 			}
 		}
+	}
+}
+
+// TestProfileInterned: two records that code a capability with the same
+// rationale share one copy of its text once loaded, and keep its value.
+func TestProfileInterned(t *testing.T) {
+	good, err := os.ReadFile("../manifests/corpus/paper/P06.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw []map[string]any
+	if err := json.Unmarshal(good, &raw); err != nil || len(raw) == 0 {
+		t.Fatal(err)
+	}
+	again := maps.Clone(raw[0])
+	again["id"] = "Z99"
+	data, _ := json.Marshal([]map[string]any{raw[0], again})
+	recs, errs := ParseScenarios("f.json", data)
+	if len(errs) != 0 || len(recs) != 2 {
+		t.Fatalf("%d records, errors %v", len(recs), errs)
+	}
+	a, b := recs[0].Profile.Control["D"].Rationale, recs[1].Profile.Control["D"].Rationale
+	if a == "" || a != b || unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Errorf("rationales %q and %q are not one copy", a, b)
 	}
 }
 
