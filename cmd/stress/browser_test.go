@@ -26,13 +26,21 @@ func needBrowser(t *testing.T, script, pkg string) (string, string) {
 		{chromium, ".ci/run"},
 	} {
 		if _, err := os.Stat(need.path); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is missing (%s installs it): %v", need.path, need.by, err)
-			}
-			t.Skipf("%s is missing (%s installs it)", need.path, need.by)
+			missing(t, "%s is missing (%s installs it): %v", need.path, need.by, err)
 		}
 	}
 	return script, chromium
+}
+
+// missing ends test t for want of something it needs that is not
+// installed: it fails under CI=true, where .ci/run and scripts/test
+// install everything the tests need, and skips otherwise.
+func missing(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format, args...)
 }
 
 // TestReportInBrowser opens report.html in headless Chromium (Debian's

@@ -23,13 +23,10 @@ import (
 func TestOneDecisionFsyncs(t *testing.T) {
 	strace, err := exec.LookPath("strace")
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("strace is not installed (.ci/run installs it)")
-		}
-		t.Skip("strace is not installed")
+		missing(t, "strace is not installed (.ci/run installs it)")
 	}
 	if out, err := exec.Command(strace, "-o", "/dev/null", "true").CombinedOutput(); err != nil {
-		t.Skipf("strace cannot trace here: %v\n%s", err, out)
+		missing(t, "strace cannot trace here: %v\n%s", err, out)
 	}
 	bin := stressBinary(t)
 	root := t.TempDir()
