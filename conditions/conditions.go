@@ -322,10 +322,6 @@ func (p *Prompt) sameObservation(s *study.Scenario, obs json.RawMessage) bool {
 	if bytes.Equal(obs, s.Observation) {
 		return json.Valid(obs)
 	}
-	var got any
-	if json.Unmarshal(obs, &got) != nil {
-		return false
-	}
 	p.mu.Lock()
 	want, ok := p.observed[s]
 	p.mu.Unlock()
@@ -340,7 +336,7 @@ func (p *Prompt) sameObservation(s *study.Scenario, obs json.RawMessage) bool {
 		p.observed[s] = want
 		p.mu.Unlock()
 	}
-	return reflect.DeepEqual(got, want)
+	return decodesTo(obs, want)
 }
 
 // SameJSON reports whether a and b are the same JSON value: equal after
@@ -350,11 +346,14 @@ func SameJSON(a, b json.RawMessage) bool {
 	if bytes.Equal(a, b) {
 		return json.Valid(a)
 	}
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	return reflect.DeepEqual(x, y)
+	var y any
+	return json.Unmarshal(b, &y) == nil && decodesTo(a, y)
+}
+
+// decodesTo reports whether a is valid JSON that decodes to v.
+func decodesTo(a json.RawMessage, v any) bool {
+	var x any
+	return json.Unmarshal(a, &x) == nil && reflect.DeepEqual(x, v)
 }
 
 // DataFor builds the template data of scenario s under condition c.
