@@ -202,13 +202,15 @@ func resampleEach(columns [][]Cluster, todo []int, b int, seed uint64) (thetas [
 		return thetas, skipped
 	}
 	k := len(columns[todo[0]])
+	shared := len(todo) > 1
 	for _, i := range todo {
-		if len(columns[i]) != k || len(todo) == 1 {
-			for j, i := range todo {
-				thetas[j], skipped[j] = ClusterResamples(make([]float64, 0, b), columns[i], b, seed)
-			}
-			return thetas, skipped
+		shared = shared && len(columns[i]) == k
+	}
+	if !shared {
+		for j, i := range todo {
+			thetas[j], skipped[j] = ClusterResamples(make([]float64, 0, b), columns[i], b, seed)
 		}
+		return thetas, skipped
 	}
 	c := len(todo)
 	flat := make([]Cluster, k*c) // cluster j of every column side by side
