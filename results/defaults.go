@@ -61,6 +61,11 @@ func LoadDefaults(file string) (*Defaults, error) {
 	}
 	var d Defaults
 	if err := json.Unmarshal(b, &d); err != nil {
+		var torn *json.SyntaxError
+		if errors.As(err, &torn) {
+			// A run writes the table without an fsync (KeepDefaults).
+			return nil, fmt.Errorf("%s: %w (a crash can leave it torn: stress run -resume %s rewrites it from the study)", file, err, filepath.Dir(file))
+		}
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	for id, f := range d.Scenarios {
@@ -71,13 +76,18 @@ func LoadDefaults(file string) (*Defaults, error) {
 	return &d, nil
 }
 
-// KeepDefaults makes file hold d: it writes d when the file is missing
-// and otherwise requires the file to hold d already (a resumed or merged
-// bundle's table never changes).
-func KeepDefaults(file string, d *Defaults) error {
+// KeepDefaults makes file hold d: it writes d when the file is missing or
+// torn (not JSON: a crash after a write that was not fsynced), and
+// otherwise requires the file to hold d already (a resumed or merged
+// bundle's table never changes). sync says whether to fsync what it
+// writes: a run need not, since d is derived from the study, which every
+// resume loads, checks and keeps the table from again; a merged bundle
+// has nothing to rebuild it from.
+func KeepDefaults(file string, d *Defaults, sync bool) error {
 	old, err := LoadDefaults(file)
-	if errors.Is(err, os.ErrNotExist) {
-		return WriteJSON(file, d)
+	var torn *json.SyntaxError
+	if errors.Is(err, os.ErrNotExist) || errors.As(err, &torn) {
+		return writeJSON(file, d, sync)
 	}
 	if err != nil {
 		return err

@@ -114,6 +114,12 @@ func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*results.Su
 	}
 	defer idx.Close()
 	s := &session{p: p, dir: dir, rec: rec, sp: sp, idx: idx, opt: opt}
+	// The lines are read with the study's defaults.json, written again
+	// when a crash tore it (p.compatible checked the study is the one
+	// recorded).
+	if err := s.keepDefaults(); err != nil {
+		return nil, err
+	}
 	if err := s.recover(); err != nil {
 		return nil, fmt.Errorf("cannot resume %s: %w", dir, err)
 	}

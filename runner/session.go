@@ -85,15 +85,15 @@ func (s *session) durable(n int64) {
 
 // record writes manifest.json, fsynced: the record a resume starts from.
 // The fsyncs a bundle spends, each for what nothing else can restore
-// (a one-decision run makes five): defaults.json once (KeepDefaults:
-// the call lines cannot be read without it), messages.jsonl and
-// calls.jsonl at each sync (the decisions; messages first, as lines refer
-// to them), manifest.json here (the durable point, after the files it
-// vouches for), and the directory after the first record and the last
-// (the files' names, and the renames before it). The session's opening
-// record is not fsynced (before any decision is durable nothing is lost
-// with it), nor are decisions.parquet and summary.json, which finish
-// rebuilds from calls.jsonl (stress run -resume repairs them).
+// (a one-decision run makes four): messages.jsonl and calls.jsonl at
+// each sync (the decisions; messages first, as lines refer to them),
+// manifest.json here (the durable point, after the files it vouches for),
+// and the directory after the first record and the last (the files'
+// names, and the renames before it). The session's opening record is not
+// fsynced (before any decision is durable nothing is lost with it), nor
+// are the files derived from what the bundle keeps: defaults.json, from
+// the study (keepDefaults), decisions.parquet and summary.json, which
+// finish rebuilds from calls.jsonl; stress run -resume repairs all three.
 func (s *session) record(last bool) error {
 	if err := results.WriteJSON(filepath.Join(s.dir, results.ManifestFile), s.rec); err != nil {
 		return err
@@ -106,6 +106,15 @@ func (s *session) record(last bool) error {
 	}
 	s.dirSynced = true
 	return nil
+}
+
+// keepDefaults makes the bundle's defaults.json hold the study's table
+// (results.KeepDefaults) without an fsync: the table is derived from the
+// study, so a crash that tears it loses nothing; the resume, which loads
+// the same study, writes it again before reading a line.
+func (s *session) keepDefaults() error {
+	s.defaults = results.NewDefaults(s.p.m.Seed, s.p.m.Corpus.Scenarios)
+	return results.KeepDefaults(filepath.Join(s.dir, results.DefaultsFile), s.defaults, false)
 }
 
 // job is one decision to run: its study index and shard-local index.
@@ -126,9 +135,10 @@ const maxErrorLines = 20
 // and workers), graceAfter (the interrupt's grace period), collect (the
 // single writer of calls.jsonl) and finish (the bundle and its record).
 func (s *session) run(ctx context.Context) (*results.Summary, error) {
-	s.defaults = results.NewDefaults(s.p.m.Seed, s.p.m.Corpus.Scenarios)
-	if err := results.KeepDefaults(filepath.Join(s.dir, results.DefaultsFile), s.defaults); err != nil {
-		return nil, err
+	if s.defaults == nil {
+		if err := s.keepDefaults(); err != nil {
+			return nil, err
+		}
 	}
 	msgs, err := results.OpenMessageLog(filepath.Join(s.dir, results.MessagesFile), s.msgKeep, s.msgs)
 	if err != nil {

@@ -14,12 +14,13 @@ import (
 )
 
 // TestOneDecisionFsyncs runs the built binary on a one-decision study
-// under strace and checks which files it fsyncs: defaults.json (the call
-// lines cannot be read without it), messages.jsonl and calls.jsonl (the
-// decision), manifest.json (the durable point) and the bundle's directory
-// (the files' names), each once; not decisions.parquet or summary.json,
-// which a resume rebuilds. Then it empties decisions.parquet, as a crash
-// may, and checks that analyze names the repair and that the repair works.
+// under strace and checks which files it fsyncs: messages.jsonl and
+// calls.jsonl (the decision), manifest.json (the durable point) and the
+// bundle's directory (the files' names), each once; not defaults.json,
+// decisions.parquet or summary.json, which a resume rebuilds. Then it
+// empties decisions.parquet and tears defaults.json, as a crash may, and
+// checks that analyze names the repair, that the repair works, and that a
+// defaults.json of another study is still refused.
 func TestOneDecisionFsyncs(t *testing.T) {
 	strace, err := exec.LookPath("strace")
 	if err != nil {
@@ -51,7 +52,7 @@ func TestOneDecisionFsyncs(t *testing.T) {
 			t.Errorf("a sync strace did not resolve: %s", line)
 		}
 	}
-	want := []string{"fsync /defaults.json.tmp", "fsync /messages.jsonl", "fsync /calls.jsonl", "fsync /manifest.json.tmp", "fsync "}
+	want := []string{"fsync /messages.jsonl", "fsync /calls.jsonl", "fsync /manifest.json.tmp", "fsync "}
 	if !slices.Equal(synced, want) {
 		t.Errorf("a one-decision run fsyncs %q, want %q", synced, want)
 	}
@@ -69,5 +70,37 @@ func TestOneDecisionFsyncs(t *testing.T) {
 	}
 	if err := run(context.Background(), []string{"analyze", out}, io.Discard, &errOut); err != nil {
 		t.Fatalf("analyze after the repair: %v\n%s", err, errOut.String())
+	}
+
+	defaults := filepath.Join(out, "defaults.json")
+	kept, err := os.ReadFile(defaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, torn := range [][]byte{nil, make([]byte, len(kept)), kept[:len(kept)/2]} {
+		if err := os.WriteFile(defaults, torn, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err = run(context.Background(), []string{"analyze", out}, io.Discard, &errOut)
+		if err == nil || !strings.Contains(err.Error(), "stress run -resume "+out+" rewrites it") {
+			t.Fatalf("analyze with a torn defaults.json (%d bytes): %v, want the repair named", len(torn), err)
+		}
+		if err := run(context.Background(), []string{"run", "-quiet", "-resume", out}, io.Discard, &errOut); err != nil {
+			t.Fatalf("resume with a torn defaults.json (%d bytes): %v\n%s", len(torn), err, errOut.String())
+		}
+		if b, err := os.ReadFile(defaults); err != nil || !bytes.Equal(b, kept) {
+			t.Fatalf("defaults.json after the repair: %v\n%s\nwant\n%s", err, b, kept)
+		}
+	}
+	other := bytes.Replace(kept, []byte(`"seed": `), []byte(`"seed": 9`), 1)
+	if err := os.WriteFile(defaults, other, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = run(context.Background(), []string{"run", "-quiet", "-resume", out}, io.Discard, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "defaults.json: study seed 9") {
+		t.Fatalf("resume with another study's defaults.json: %v, want it refused", err)
+	}
+	if b, _ := os.ReadFile(defaults); !bytes.Equal(b, other) {
+		t.Error("a refused resume rewrote defaults.json")
 	}
 }
