@@ -4,35 +4,56 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
 
-// TestDeferGC: a run of the built binary that stays under firstGC
-// collects no garbage (the runtime's trace, GODEBUG=gctrace=1, prints no
-// collection), while the same run with GOGC set, which deferGC leaves
-// alone, collects at the runtime's default first goal; and the lab study,
-// whose live heap is a few megabytes, collects less than half as often as
-// at GOGC=100 (paceGC).
+// TestDeferGC reads the runtime's trace of each collection
+// (GODEBUG=gctrace=1) of runs of the built binary: a one-decision run,
+// which stays under firstGC, collects no garbage, while the same run with
+// GOGC set, which deferGC leaves alone, collects at the runtime's default
+// first goal; the built-in study collects first at firstGC; and the lab
+// study, whose live heap is a few megabytes, collects less than half as
+// often as at GOGC=100, each time before the heap grows past what the
+// last collection left live by more than gcHeadroom (paceGC, which keeps
+// the runtime's heap minimum from raising the goal past that).
 func TestDeferGC(t *testing.T) {
 	bin := stressBinary(t)
-	if n := countGCs(t, bin, ""); n != 0 {
-		t.Errorf("the built-in study (1,260 decisions) collected %d times, want 0", n)
+	one := oneDecisionStudy(t, t.TempDir())
+	if gcs := traceGCs(t, bin, one); len(gcs) != 0 {
+		t.Errorf("a one-decision run collected %d times, want 0", len(gcs))
 	}
-	if n := countGCs(t, bin, "", "GOGC=100"); n == 0 {
-		t.Error("with GOGC=100 set, the run never collected: the test cannot tell the two apart")
+	if gcs := traceGCs(t, bin, one, "GOGC=100"); len(gcs) == 0 {
+		t.Error("with GOGC=100 set, a one-decision run never collected: the test cannot tell the two apart")
+	}
+	if gcs := traceGCs(t, bin, ""); len(gcs) == 0 || gcs[0].goal != firstGC>>20 {
+		t.Errorf("the built-in study's collections: %+v, want the first at a goal of %d MB", gcs, firstGC>>20)
 	}
 	lab := filepath.Join("..", "..", "manifests", "lab.yaml")
-	paced, def := countGCs(t, bin, lab), countGCs(t, bin, lab, "GOGC=100")
-	if paced == 0 || 2*paced >= def {
-		t.Errorf("the lab study collected %d times, %d at GOGC=100: want fewer than half", paced, def)
+	paced, def := traceGCs(t, bin, lab), traceGCs(t, bin, lab, "GOGC=100")
+	if len(paced) == 0 || 2*len(paced) >= len(def) {
+		t.Errorf("the lab study collected %d times, %d at GOGC=100: want fewer than half", len(paced), len(def))
 	}
-	t.Logf("lab study: %d collections, %d at GOGC=100", paced, def)
+	for i := 1; i < len(paced); i++ {
+		// The trace rounds to whole megabytes.
+		if most := paced[i-1].live + gcHeadroom>>20 + 1; paced[i].goal > most {
+			t.Errorf("the lab study's collection %d had a goal of %d MB, %d MB live after the one before: want at most %d", i+1, paced[i].goal, paced[i-1].live, most)
+		}
+	}
+	t.Logf("lab study: %d collections, %d at GOGC=100", len(paced), len(def))
 }
 
-// countGCs runs stress run of manifest (the built-in study when "") with
+// gcTrace is one collection in the runtime's trace: the heap live after
+// it and the goal it was started for, in MB.
+type gcTrace struct{ live, goal int }
+
+var gcLine = regexp.MustCompile(`^gc \d+ .* \d+->\d+->(\d+) MB, (\d+) MB goal`)
+
+// traceGCs runs stress run of manifest (the built-in study when "") with
 // the environment env added and returns the collections it made.
-func countGCs(t *testing.T, bin, manifest string, env ...string) int {
+func traceGCs(t *testing.T, bin, manifest string, env ...string) []gcTrace {
 	t.Helper()
 	cmd := exec.Command(bin, "run", "-quiet", "-out", filepath.Join(t.TempDir(), "run"))
 	if manifest != "" {
@@ -44,11 +65,18 @@ func countGCs(t *testing.T, bin, manifest string, env ...string) int {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, b)
 	}
-	n := 0
+	var gcs []gcTrace
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "gc ") {
-			n++
+		if !strings.HasPrefix(line, "gc ") {
+			continue
 		}
+		m := gcLine.FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("a trace line not understood: %s", line)
+		}
+		live, _ := strconv.Atoi(m[1])
+		goal, _ := strconv.Atoi(m[2])
+		gcs = append(gcs, gcTrace{live, goal})
 	}
-	return n
+	return gcs
 }
