@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/mcpstress/stress/analysis"
+	"github.com/mcpstress/stress/internal/synth"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	_ "github.com/mcpstress/stress/models/baseline"
@@ -131,6 +134,46 @@ func checkBundle(t *testing.T, dir string, sum *results.Summary) {
 func TestParquetReadByDuckDB(t *testing.T) {
 	dir, sum := runBuiltin(t)
 	duckDBCells(t, dir, sum, 1260)
+}
+
+// TestLargeParquetReadByDuckDB does the same for a synthetic study of
+// 80,016 decisions, whose decisions.parquet has two row groups and
+// columns of several pages, as a large run writes it.
+func TestLargeParquetReadByDuckDB(t *testing.T) {
+	root := t.TempDir()
+	if err := synth.Write(context.Background(), filepath.Join(root, "study"), synth.Options{Scenarios: 1667, Servers: 100, Replicates: 4, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := manifests.Load(filepath.Join(root, "study", synth.ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, sum, err := prepare(t, m).Run(context.Background(), runner.Options{Out: filepath.Join(root, "run")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, results.DecisionsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := 0
+	for _, ix := range pf.OffsetIndexes() {
+		pages = max(pages, len(ix.PageLocations))
+	}
+	if len(pf.RowGroups()) < 2 || pages < 2 {
+		t.Fatalf("decisions.parquet has %d row groups and at most %d pages a column chunk: the test needs more", len(pf.RowGroups()), pages)
+	}
+	t.Logf("%d row groups, up to %d pages a column chunk", len(pf.RowGroups()), pages)
+	duckDBCells(t, dir, sum, 80016)
 }
 
 // duckDBCells reads dir's decisions.parquet with DuckDB and checks its
