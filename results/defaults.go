@@ -82,17 +82,17 @@ func LoadDefaults(file string) (*Defaults, error) {
 // bundle's table never changes). sync says whether to fsync what it
 // writes: a run need not, since d is derived from the study, which every
 // resume loads, checks and keeps the table from again; a merged bundle
-// has nothing to rebuild it from.
-func KeepDefaults(file string, d *Defaults, sync bool) error {
+// has nothing to rebuild it from. wrote says it wrote the file.
+func KeepDefaults(file string, d *Defaults, sync bool) (wrote bool, err error) {
 	old, err := LoadDefaults(file)
 	var torn *json.SyntaxError
 	if errors.Is(err, os.ErrNotExist) || errors.As(err, &torn) {
-		return writeJSON(file, d, sync)
+		return true, writeJSON(file, d, sync)
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
-	return old.Same(d, file)
+	return false, old.Same(d, file)
 }
 
 // Same returns an error naming the first difference between d and e, the

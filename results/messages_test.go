@@ -40,7 +40,7 @@ func TestCompactRoundTrip(t *testing.T) {
 	}
 	cl.SetMessages(ml)
 	d := results.NewDefaults(1, m.Corpus.Scenarios)
-	if err := results.KeepDefaults(filepath.Join(dir, results.DefaultsFile), d, true); err != nil {
+	if _, err := results.KeepDefaults(filepath.Join(dir, results.DefaultsFile), d, true); err != nil {
 		t.Fatal(err)
 	}
 	cl.SetDefaults(d)

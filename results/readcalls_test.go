@@ -35,7 +35,7 @@ func TestReadCalls(t *testing.T) {
 		t.Errorf("format-3 line without defaults: %v", err)
 	}
 	d := &Defaults{Seed: 9, Scenarios: map[string]ScenarioFields{"S01": {Server: "P1", Preferred: "retry_now", NonHarm: []study.Policy{"retry_now"}}}}
-	if err := KeepDefaults(filepath.Join(filepath.Dir(file), DefaultsFile), d, true); err != nil {
+	if _, err := KeepDefaults(filepath.Join(filepath.Dir(file), DefaultsFile), d, true); err != nil {
 		t.Fatal(err)
 	}
 	calls, err = ReadCalls(file)

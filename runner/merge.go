@@ -208,7 +208,7 @@ func Merge(ctx context.Context, out string, dirs []string, opt MergeOptions) (*r
 	}
 	msgSize := ml.Size()
 	rec.MessagesDurable = &msgSize
-	if err := results.KeepDefaults(filepath.Join(out, results.DefaultsFile), defaults, true); err != nil {
+	if _, err := results.KeepDefaults(filepath.Join(out, results.DefaultsFile), defaults, true); err != nil {
 		return nil, nil, err
 	}
 	src, err := openSources(files)

@@ -117,7 +117,8 @@ func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*results.Su
 	// The lines are read with the study's defaults.json, written again
 	// when a crash tore it (p.compatible checked the study is the one
 	// recorded).
-	if err := s.keepDefaults(); err != nil {
+	rewrote, err := s.keepDefaults()
+	if err != nil {
 		return nil, err
 	}
 	if err := s.recover(); err != nil {
@@ -176,6 +177,9 @@ func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*results.Su
 	}
 	if s.retried > 0 {
 		msg += fmt.Sprintf(", %d error decisions to retry", s.retried)
+	}
+	if rewrote {
+		msg += fmt.Sprintf(", %s written again from the study (it was missing or torn)", results.DefaultsFile)
 	}
 	fmt.Fprintln(opt.Log, msg)
 	if b := results.BinaryInfo(); b.Revision != rec.Binary.Revision && rec.Binary.Revision != "" {

@@ -111,8 +111,9 @@ func (s *session) record(last bool) error {
 // keepDefaults makes the bundle's defaults.json hold the study's table
 // (results.KeepDefaults) without an fsync: the table is derived from the
 // study, so a crash that tears it loses nothing; the resume, which loads
-// the same study, writes it again before reading a line.
-func (s *session) keepDefaults() error {
+// the same study, writes it again before reading a line. wrote says it
+// wrote the file.
+func (s *session) keepDefaults() (wrote bool, err error) {
 	s.defaults = results.NewDefaults(s.p.m.Seed, s.p.m.Corpus.Scenarios)
 	return results.KeepDefaults(filepath.Join(s.dir, results.DefaultsFile), s.defaults, false)
 }
@@ -136,7 +137,7 @@ const maxErrorLines = 20
 // single writer of calls.jsonl) and finish (the bundle and its record).
 func (s *session) run(ctx context.Context) (*results.Summary, error) {
 	if s.defaults == nil {
-		if err := s.keepDefaults(); err != nil {
+		if _, err := s.keepDefaults(); err != nil {
 			return nil, err
 		}
 	}

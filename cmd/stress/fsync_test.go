@@ -65,8 +65,12 @@ func TestOneDecisionFsyncs(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "stress run -resume "+out+" rebuilds it") {
 		t.Fatalf("analyze of an emptied decisions.parquet: %v, want the repair named", err)
 	}
-	if err := run(context.Background(), []string{"run", "-quiet", "-resume", out}, io.Discard, &errOut); err != nil {
+	errOut.Reset()
+	if err := run(context.Background(), []string{"run", "-resume", out}, io.Discard, &errOut); err != nil {
 		t.Fatalf("resume: %v\n%s", err, errOut.String())
+	}
+	if strings.Contains(errOut.String(), "defaults.json written again") {
+		t.Errorf("a resume rewrote an intact defaults.json:\n%s", errOut.String())
 	}
 	if err := run(context.Background(), []string{"analyze", out}, io.Discard, &errOut); err != nil {
 		t.Fatalf("analyze after the repair: %v\n%s", err, errOut.String())
@@ -85,8 +89,12 @@ func TestOneDecisionFsyncs(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "stress run -resume "+out+" rewrites it") {
 			t.Fatalf("analyze with a torn defaults.json (%d bytes): %v, want the repair named", len(torn), err)
 		}
-		if err := run(context.Background(), []string{"run", "-quiet", "-resume", out}, io.Discard, &errOut); err != nil {
+		errOut.Reset()
+		if err := run(context.Background(), []string{"run", "-resume", out}, io.Discard, &errOut); err != nil {
 			t.Fatalf("resume with a torn defaults.json (%d bytes): %v\n%s", len(torn), err, errOut.String())
+		}
+		if !strings.Contains(errOut.String(), "defaults.json written again from the study") {
+			t.Errorf("the resume that rewrote a torn defaults.json (%d bytes) did not say so:\n%s", len(torn), errOut.String())
 		}
 		if b, err := os.ReadFile(defaults); err != nil || !bytes.Equal(b, kept) {
 			t.Fatalf("defaults.json after the repair: %v\n%s\nwant\n%s", err, b, kept)
