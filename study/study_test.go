@@ -5,6 +5,8 @@ import (
 	"errors"
 	"maps"
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -410,5 +412,23 @@ func TestNotAnArray(t *testing.T) {
 		if len(errs) == 0 || !strings.Contains(errors.Join(errs...).Error(), want) {
 			t.Errorf("%q: errors %v, want %q", data, errs, want)
 		}
+	}
+}
+
+// TestDropCodings: a corpus without its codings keeps everything else of
+// each record.
+func TestDropCodings(t *testing.T) {
+	c := loadPaper(t)
+	before := slices.Clone(c.Scenarios)
+	c.DropCodings()
+	for i, s := range c.Scenarios {
+		want := before[i]
+		want.Profile = ProfileCoding{}
+		if s.Profile.Control != nil || s.Profile.Content != nil || !reflect.DeepEqual(s, want) {
+			t.Fatalf("record %s after DropCodings: %+v, want %+v", s.ID, s, want)
+		}
+	}
+	if len(c.Scenarios) != len(before) || len(before) == 0 {
+		t.Fatalf("%d records after DropCodings, %d before", len(c.Scenarios), len(before))
 	}
 }

@@ -96,6 +96,7 @@ func cmdRun(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
+		m.Corpus.DropCodings() // the plan has checked them; no decision reads them
 		opt := runner.Options{Out: *out, AllowUnpinned: *allow, Log: stderr, Shard: shard, Scheduler: sched, Grace: *grace, ProgressEvery: *every, Progress: stderr, RetryErrors: *retryErrors}
 		if opt.Env, err = env.Open(m, env.Options{}); err != nil {
 			return err
