@@ -275,24 +275,36 @@ func (m *Manifest) Cap() int {
 	return *m.ReplayCap
 }
 
+// Option changes how Load and LoadBuiltin read a manifest.
+type Option func(*loadConfig)
+
+type loadConfig struct {
+	withoutCodings bool
+}
+
+// WithoutCodings loads the corpus without its records' profile codings
+// (study.LoadCorpusWithout), for a run, which reads none: they were more
+// than half of what a large corpus held in memory.
+func WithoutCodings() Option { return func(c *loadConfig) { c.withoutCodings = true } }
+
 // Load reads the manifest at file from disk and resolves the files it names
 // relative to the manifest's directory.
-func Load(file string) (*Resolved, error) {
+func Load(file string, opts ...Option) (*Resolved, error) {
 	abs, err := filepath.Abs(file)
 	if err != nil {
 		return nil, err
 	}
 	// Note: os.DirFS("/") with a rooted, slash-separated path lets corpus and
 	// prompt paths climb out of the manifest's directory with "..".
-	return load(os.DirFS("/"), strings.TrimPrefix(filepath.ToSlash(abs), "/"), file, true)
+	return load(os.DirFS("/"), strings.TrimPrefix(filepath.ToSlash(abs), "/"), file, true, opts)
 }
 
 // LoadBuiltin reads one of the embedded manifests, e.g. "baselines.yaml".
-func LoadBuiltin(name string) (*Resolved, error) {
+func LoadBuiltin(name string, opts ...Option) (*Resolved, error) {
 	if _, err := fs.Stat(Builtin, name); err != nil || path.Dir(name) != "." {
 		return nil, fmt.Errorf("manifest builtin:%s: no such built-in manifest (built in: %s)", name, strings.Join(BuiltinNames(), ", "))
 	}
-	return load(Builtin, name, "builtin:"+name, false)
+	return load(Builtin, name, "builtin:"+name, false, opts)
 }
 
 // BuiltinNames lists the built-in manifests (manifests/*.yaml), sorted.
@@ -303,7 +315,11 @@ func BuiltinNames() []string {
 
 // load reads manifest name from fsys; rooted says fsys is the file system
 // root, so absolute paths in the manifest are allowed.
-func load(fsys fs.FS, name, source string, rooted bool) (*Resolved, error) {
+func load(fsys fs.FS, name, source string, rooted bool, opts []Option) (*Resolved, error) {
+	var cfg loadConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	data, err := input.ReadFS(fsys, name, source, input.Manifest)
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", source, input.WithPath(err, source))
@@ -336,7 +352,11 @@ func load(fsys fs.FS, name, source string, rooted bool) (*Resolved, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.Corpus, err = study.LoadCorpusAs(fsys, corpusPath, m.Corpus)
+	loadCorpus := study.LoadCorpusAs
+	if cfg.withoutCodings {
+		loadCorpus = study.LoadCorpusWithout
+	}
+	r.Corpus, err = loadCorpus(fsys, corpusPath, m.Corpus)
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: field corpus: %w%s", source, err, looked(m.Corpus, corpusPath, err))
 	}

@@ -78,8 +78,12 @@ type Unconfirmed struct {
 }
 
 // Unconfirmed lists the records of the corpus with a bit marked proposed
-// or a capture whose cause and coding are still proposals, in id order.
+// or a capture whose cause and coding are still proposals, in id order
+// (as they were before DropCodings, when the codings were dropped).
 func (c *Corpus) Unconfirmed() []Unconfirmed {
+	if c.dropped {
+		return slices.Clone(c.unconfirmed)
+	}
 	var out []Unconfirmed
 	for i := range c.Scenarios {
 		if p := c.Scenarios[i].proposed(); len(p) > 0 {

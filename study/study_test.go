@@ -415,20 +415,56 @@ func TestNotAnArray(t *testing.T) {
 	}
 }
 
-// TestDropCodings: a corpus without its codings keeps everything else of
-// each record.
+// TestDropCodings: a corpus without its codings, dropped after loading or
+// as it loads (LoadCorpusWithout), keeps everything else of each record
+// and still reports its unconfirmed records.
 func TestDropCodings(t *testing.T) {
-	c := loadPaper(t)
-	before := slices.Clone(c.Scenarios)
-	c.DropCodings()
-	for i, s := range c.Scenarios {
-		want := before[i]
-		want.Profile = ProfileCoding{}
-		if s.Profile.Control != nil || s.Profile.Content != nil || !reflect.DeepEqual(s, want) {
-			t.Fatalf("record %s after DropCodings: %+v, want %+v", s.ID, s, want)
-		}
+	good, err := os.ReadFile("../manifests/corpus/paper/P06.json")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(c.Scenarios) != len(before) || len(before) == 0 {
-		t.Fatalf("%d records after DropCodings, %d before", len(c.Scenarios), len(before))
+	var raw []map[string]any
+	if err := json.Unmarshal(good, &raw); err != nil || len(raw) == 0 {
+		t.Fatal(err)
+	}
+	proposed := maps.Clone(raw[0])
+	proposed["id"] = "Z99"
+	var prof map[string]map[string]map[string]any
+	b, _ := json.Marshal(raw[0]["profile"])
+	json.Unmarshal(b, &prof)
+	prof["content"]["T"]["proposed"] = true
+	proposed["profile"] = prof
+	other, _ := json.Marshal([]map[string]any{proposed})
+	fsys := fstest.MapFS{"c/a.json": {Data: good}, "c/b.json": {Data: other}}
+
+	full, err := LoadCorpus(fsys, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	un := full.Unconfirmed()
+	if len(un) != 1 || un[0].ID != "Z99" {
+		t.Fatalf("unconfirmed: %+v", un)
+	}
+	lean, err := LoadCorpusWithout(fsys, "c", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := slices.Clone(full.Scenarios)
+	full.DropCodings()
+	full.DropCodings() // a second time changes nothing
+	for _, c := range []*Corpus{full, lean} {
+		if len(c.Scenarios) != len(before) {
+			t.Fatalf("%d records without codings, %d with", len(c.Scenarios), len(before))
+		}
+		for i, s := range c.Scenarios {
+			want := before[i]
+			want.Profile = ProfileCoding{}
+			if s.Profile.Control != nil || s.Profile.Content != nil || !reflect.DeepEqual(s, want) {
+				t.Fatalf("record %s without codings: %+v, want %+v", s.ID, s, want)
+			}
+		}
+		if got := c.Unconfirmed(); !reflect.DeepEqual(got, un) {
+			t.Errorf("unconfirmed without codings: %+v, want %+v", got, un)
+		}
 	}
 }

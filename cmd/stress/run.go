@@ -84,19 +84,20 @@ func cmdRun(fs *flag.FlagSet) action {
 		}
 		var m *manifests.Resolved
 		var err error
+		// No decision reads the records' profile codings: they are dropped
+		// as the corpus loads (the plan still sees which are unconfirmed).
 		if rec != nil && manifest == "" {
-			m, err = loadRecorded(rec)
+			m, err = loadRecorded(rec, manifests.WithoutCodings())
 			if err != nil {
 				return fmt.Errorf("resume %s: %w (give the manifest's path as an argument)", *resume, err)
 			}
-		} else if m, err = loadManifest(source); err != nil {
+		} else if m, err = loadManifest(source, manifests.WithoutCodings()); err != nil {
 			return err
 		}
 		plan, err := runner.PrepareWith(m, runner.Allow{Unpinned: *allow, Proposed: *allowProposed})
 		if err != nil {
 			return err
 		}
-		m.Corpus.DropCodings() // the plan has checked them; no decision reads them
 		opt := runner.Options{Out: *out, AllowUnpinned: *allow, Log: stderr, Shard: shard, Scheduler: sched, Grace: *grace, ProgressEvery: *every, Progress: stderr, RetryErrors: *retryErrors}
 		if opt.Env, err = env.Open(m, env.Options{}); err != nil {
 			return err
