@@ -346,20 +346,28 @@ func TestErrorsQuoteBounded(t *testing.T) {
 	}
 }
 
-// TestProfileInterned: two records that code a capability with the same
-// rationale share one copy of its text once loaded, and keep its value.
-func TestProfileInterned(t *testing.T) {
-	good, err := os.ReadFile("../manifests/corpus/paper/P06.json")
+// p06Twin returns the paper corpus file P06.json, its first record, and
+// a copy of that record with the id Z99.
+func p06Twin(t *testing.T) (file []byte, first, twin map[string]any) {
+	t.Helper()
+	file, err := os.ReadFile("../manifests/corpus/paper/P06.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var raw []map[string]any
-	if err := json.Unmarshal(good, &raw); err != nil || len(raw) == 0 {
+	if err := json.Unmarshal(file, &raw); err != nil || len(raw) == 0 {
 		t.Fatal(err)
 	}
-	again := maps.Clone(raw[0])
-	again["id"] = "Z99"
-	data, _ := json.Marshal([]map[string]any{raw[0], again})
+	twin = maps.Clone(raw[0])
+	twin["id"] = "Z99"
+	return file, raw[0], twin
+}
+
+// TestProfileInterned: two records that code a capability with the same
+// rationale share one copy of its text once loaded, and keep its value.
+func TestProfileInterned(t *testing.T) {
+	_, first, again := p06Twin(t)
+	data, _ := json.Marshal([]map[string]any{first, again})
 	recs, errs := ParseScenarios("f.json", data)
 	if len(errs) != 0 || len(recs) != 2 {
 		t.Fatalf("%d records, errors %v", len(recs), errs)
@@ -419,18 +427,9 @@ func TestNotAnArray(t *testing.T) {
 // as it loads (LoadCorpusWithout), keeps everything else of each record
 // and still reports its unconfirmed records.
 func TestDropCodings(t *testing.T) {
-	good, err := os.ReadFile("../manifests/corpus/paper/P06.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var raw []map[string]any
-	if err := json.Unmarshal(good, &raw); err != nil || len(raw) == 0 {
-		t.Fatal(err)
-	}
-	proposed := maps.Clone(raw[0])
-	proposed["id"] = "Z99"
+	good, first, proposed := p06Twin(t)
 	var prof map[string]map[string]map[string]any
-	b, _ := json.Marshal(raw[0]["profile"])
+	b, _ := json.Marshal(first["profile"])
 	json.Unmarshal(b, &prof)
 	prof["content"]["T"]["proposed"] = true
 	proposed["profile"] = prof
