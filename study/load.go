@@ -147,6 +147,10 @@ func loadCorpus(fsys fs.FS, name, shown string, drop bool) (*Corpus, error) {
 			file.DropCodings()
 			c.unconfirmed = append(c.unconfirmed, file.unconfirmed...)
 			c.dropped = true
+		} else {
+			for i := range recs {
+				recs[i].Profile.intern()
+			}
 		}
 		for i, s := range recs {
 			if prev, dup := seen[s.ID]; dup && s.ID != "" {
@@ -201,7 +205,6 @@ func ParseScenarios(file string, data []byte) ([]Scenario, []error) {
 			bad = true
 		}
 		if !bad {
-			s.Profile.intern()
 			out = append(out, s)
 		}
 	}

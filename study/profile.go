@@ -33,7 +33,8 @@ type ProfileCoding struct {
 // intern makes the coding's evidence and rationale strings share one copy
 // of each text (unique.Make) with every other record's: a corpus repeats
 // them from record to record (the same cause, the same rule), and 16,667
-// records held about 20 MB of copies.
+// records held about 20 MB of copies. A corpus that keeps its codings is
+// interned as it loads; nothing else keeps what it parses.
 func (pc *ProfileCoding) intern() {
 	for _, v := range []View{pc.Control, pc.Content} {
 		for k, b := range v {

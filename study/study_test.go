@@ -368,10 +368,11 @@ func p06Twin(t *testing.T) (file []byte, first, twin map[string]any) {
 func TestProfileInterned(t *testing.T) {
 	_, first, again := p06Twin(t)
 	data, _ := json.Marshal([]map[string]any{first, again})
-	recs, errs := ParseScenarios("f.json", data)
-	if len(errs) != 0 || len(recs) != 2 {
-		t.Fatalf("%d records, errors %v", len(recs), errs)
+	c, err := LoadCorpus(fstest.MapFS{"f.json": {Data: data}}, "f.json")
+	if err != nil || len(c.Scenarios) != 2 {
+		t.Fatalf("%v: %+v", err, c)
 	}
+	recs := c.Scenarios
 	a, b := recs[0].Profile.Control["D"].Rationale, recs[1].Profile.Control["D"].Rationale
 	if a == "" || a != b || unsafe.StringData(a) != unsafe.StringData(b) {
 		t.Errorf("rationales %q and %q are not one copy", a, b)
