@@ -85,16 +85,13 @@ func deferGC() {
 func paceGC() int {
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
 	metrics.Read(s)
-	var live, scanned int64
-	for i, v := range s {
-		if v.Value.Kind() == metrics.KindUint64 {
-			if i == 0 {
-				live = int64(v.Value.Uint64())
-			}
-			scanned += int64(v.Value.Uint64())
+	var v [3]int64
+	for i, x := range s {
+		if x.Value.Kind() == metrics.KindUint64 {
+			v[i] = int64(x.Value.Uint64())
 		}
 	}
-	scanned = max(scanned, 1)
+	live, scanned := v[0], max(v[0]+v[1]+v[2], 1)
 	gogc := min(gcHeadroom*100/scanned, (live+gcHeadroom)*100/heapMinimum, 1000)
 	return int(max(gogc, 100))
 }
