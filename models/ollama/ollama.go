@@ -47,6 +47,7 @@ func init() {
 type Model struct {
 	spec   models.Spec
 	host   *url.URL
+	chat   string // host's /api/chat URL
 	format json.RawMessage
 	tr     *transport.Client
 	api    *api.Client
@@ -98,7 +99,7 @@ func New(spec models.Spec, opt transport.Options) (*Model, error) {
 	hc := &http.Client{Timeout: time.Minute}
 	opt.Secrets = slices.Concat(opt.Secrets, transport.URLSecrets(host))
 	tr := transport.New(opt)
-	return &Model{spec: spec, host: host, format: format, tr: tr, api: api.NewClient(host, hc), scrub: tr.Scrubber(), from: hostNote(spec.Host)}, nil
+	return &Model{spec: spec, host: host, chat: host.JoinPath("/api/chat").String(), format: format, tr: tr, api: api.NewClient(host, hc), scrub: tr.Scrubber(), from: hostNote(spec.Host)}, nil
 }
 
 // hostNote says where ResolveHost(host) takes the server from when host
@@ -226,7 +227,7 @@ func (m *Model) Generate(ctx context.Context, req models.Request) (models.Reply,
 		return models.Reply{}, err
 	}
 	var chat api.ChatResponse
-	resp, events, err := m.tr.Do(ctx, m.post("/api/chat", body), func(b []byte) error {
+	resp, events, err := m.tr.Do(ctx, m.post(body), func(b []byte) error {
 		chat = api.ChatResponse{}
 		if err := json.Unmarshal(b, &chat); err != nil {
 			return fmt.Errorf("chat response: %w", err)
@@ -252,9 +253,10 @@ func (m *Model) Generate(ctx context.Context, req models.Request) (models.Reply,
 	return r, nil
 }
 
-func (m *Model) post(path string, body []byte) func(context.Context) (*http.Request, error) {
+// post builds the chat request of body.
+func (m *Model) post(body []byte) func(context.Context) (*http.Request, error) {
 	return func(ctx context.Context) (*http.Request, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.host.JoinPath(path).String(), bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.chat, bytes.NewReader(body))
 		if err == nil {
 			req.Header.Set("Content-Type", "application/json")
 		}

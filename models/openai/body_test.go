@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	goopenai "github.com/sashabaranov/go-openai"
@@ -57,6 +58,70 @@ func TestBodyEncodedOnce(t *testing.T) {
 				t.Errorf("format %v: body\n%s\nwant\n%s", format, got, want)
 			}
 		}
+	}
+}
+
+// bodyViaMap is how the body was built before its fields became a
+// struct: every member in one map, which encoding/json writes in the
+// order of its keys.
+func bodyViaMap(m *Model, req models.Request) []byte {
+	msgs := make([]message, len(req.Messages))
+	for i, msg := range req.Messages {
+		msgs[i] = message{Role: msg.Role, Content: msg.Content}
+	}
+	obj := map[string]any{"model": m.spec.Model, "messages": msgs, "seed": int(req.Seed), "stream": false, "temperature": req.Temperature}
+	if m.format != nil {
+		obj["response_format"] = json.RawMessage(m.format)
+	}
+	for k, v := range req.Options {
+		obj[k] = v
+	}
+	if len(req.Tools) > 0 {
+		obj["tools"], _ = models.WireTools(req.Tools)
+	}
+	b, _ := json.Marshal(obj)
+	return b
+}
+
+// TestBodyMembers checks the body against the map it was encoded from
+// before (the same members and values) with tools and options of every
+// JSON type, and that the options follow the fields in the order of
+// their names, so the same request always gives the same bytes.
+func TestBodyMembers(t *testing.T) {
+	m, err := New(models.Spec{Name: "m", Backend: Backend, Model: "qwen3", Host: "http://127.0.0.1:1/v1", Format: "schema"}, transport.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := models.Request{
+		Messages:    []models.Message{{Role: "system", Content: "a <b> & \"c\"\n\u2028"}, {Role: "user", Content: "é"}},
+		Seed:        -3,
+		Temperature: 1e-7,
+		Options: map[string]any{"top_p": 0.9, "max_tokens": 64, "stop": []any{"\n", "END"}, "parallel_tool_calls": false,
+			"chat_template_kwargs": map[string]any{"enable_thinking": false}, "tool_choice": "required", "reasoning_effort": nil},
+		Tools: []models.Tool{{Name: "record_answer", Description: "d", Parameters: json.RawMessage(`{"type": "object"}`)}},
+	}
+	got, err := m.body(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b any
+	if err := json.Unmarshal(got, &a); err != nil {
+		t.Fatalf("body %s: %v", got, err)
+	}
+	if json.Unmarshal(bodyViaMap(m, req), &b) != nil || !reflect.DeepEqual(a, b) {
+		t.Errorf("body\n%s\nwant the members of\n%s", got, bodyViaMap(m, req))
+	}
+	tail := `,"chat_template_kwargs":{"enable_thinking":false},"max_tokens":64,"parallel_tool_calls":false,"reasoning_effort":null,"stop":["\n","END"],"tool_choice":"required","top_p":0.9}`
+	if !bytes.HasSuffix(got, []byte(tail)) {
+		t.Errorf("body ends\n%s\nwant\n%s", got[max(0, len(got)-len(tail)):], tail)
+	}
+	again, _ := m.body(req)
+	if !bytes.Equal(got, again) {
+		t.Errorf("the same request gave two bodies:\n%s\n%s", got, again)
+	}
+	req.Options["think"] = true
+	if _, err := m.body(req); err == nil || !strings.Contains(err.Error(), "options.think") {
+		t.Errorf("an option the backend does not send: err = %v, want one naming options.think", err)
 	}
 }
 

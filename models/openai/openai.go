@@ -21,6 +21,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	goopenai "github.com/sashabaranov/go-openai"
@@ -42,6 +43,7 @@ func init() {
 type Model struct {
 	spec    models.Spec
 	base    *url.URL // ends in /v1 (or the server's API root)
+	chat    string   // base's chat/completions URL
 	where   string   // base with any password masked, for messages and facts
 	key     string
 	secrets []string // key and the base URL's credentials
@@ -75,7 +77,7 @@ func New(spec models.Spec, opt transport.Options) (*Model, error) {
 	if err != nil || base.Host == "" || (base.Scheme != "http" && base.Scheme != "https") {
 		return nil, fmt.Errorf("model %q: host: want http(s)://host:port/v1, got %q", spec.Name, spec.Host)
 	}
-	m := &Model{spec: spec, base: base, where: base.Redacted()}
+	m := &Model{spec: spec, base: base, chat: base.JoinPath("chat/completions").String(), where: base.Redacted()}
 	if spec.APIKeyEnv != "" {
 		m.key = os.Getenv(spec.APIKeyEnv)
 		if m.key == "" {
@@ -143,33 +145,55 @@ func responseFormat(f any) (*goopenai.ChatCompletionResponseFormat, error) {
 // exact value is set in the JSON instead. max_tokens and top_p come from the
 // manifest's options.
 func (m *Model) body(req models.Request) ([]byte, error) {
-	msgs := make([]message, len(req.Messages))
+	b := chatBody{Model: m.spec.Model, Messages: make([]message, len(req.Messages)), Seed: int(req.Seed), ResponseFormat: m.format, Temperature: req.Temperature}
 	for i, msg := range req.Messages {
-		msgs[i] = message{Role: msg.Role, Content: msg.Content}
-	}
-	// One encoding: the fields go-openai would write for this request
-	// (model, messages, seed, stream, response_format), then the exact
-	// temperature and the options.
-	obj := make(map[string]any, 6+len(req.Options))
-	obj["model"], obj["messages"], obj["seed"], obj["stream"] = m.spec.Model, msgs, int(req.Seed), false
-	if m.format != nil {
-		obj["response_format"] = json.RawMessage(m.format)
-	}
-	obj["temperature"] = req.Temperature
-	for k, v := range req.Options {
-		if err := checkOption(m.spec.Name, k); err != nil {
-			return nil, err
-		}
-		obj[k] = v
+		b.Messages[i] = message{Role: msg.Role, Content: msg.Content}
 	}
 	if len(req.Tools) > 0 {
 		tools, err := models.WireTools(req.Tools)
 		if err != nil {
 			return nil, fmt.Errorf("model %q: %w", m.spec.Name, err)
 		}
-		obj["tools"] = tools
+		b.Tools = tools
 	}
-	return json.Marshal(obj)
+	body, err := json.Marshal(&b)
+	if err != nil || len(req.Options) == 0 {
+		return body, err
+	}
+	// The options follow the fields, in the order of their names.
+	keys := make([]string, 0, len(req.Options))
+	for k := range req.Options {
+		if err := checkOption(m.spec.Name, k); err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	body = body[:len(body)-1]
+	for _, k := range keys {
+		v, err := json.Marshal(req.Options[k])
+		if err != nil {
+			return nil, fmt.Errorf("model %q: options.%s: %w", m.spec.Name, k, err)
+		}
+		body = append(strconv.AppendQuote(append(body, ','), k), ':')
+		body = append(body, v...)
+	}
+	return append(body, '}'), nil
+}
+
+// chatBody is the request's fields go-openai would write for this request
+// (model, messages, seed, stream, response_format), the exact temperature
+// and the native tools; the options are appended after them.
+// Note: encoding a struct took a third of the time of encoding the same
+// fields as a map (whose keys encoding/json sorts).
+type chatBody struct {
+	Model          string            `json:"model"`
+	Messages       []message         `json:"messages"`
+	Seed           int               `json:"seed"`
+	Stream         bool              `json:"stream"`
+	ResponseFormat json.RawMessage   `json:"response_format,omitempty"`
+	Temperature    float64           `json:"temperature"`
+	Tools          []json.RawMessage `json:"tools,omitempty"`
 }
 
 // message is a chat message as go-openai's ChatCompletionMessage writes
@@ -246,7 +270,7 @@ func (m *Model) generate(ctx context.Context, tr *transport.Client, req models.R
 		return models.Reply{}, err
 	}
 	var cr goopenai.ChatCompletionResponse
-	resp, events, err := tr.Do(ctx, m.post("chat/completions", body), func(b []byte) error {
+	resp, events, err := tr.Do(ctx, m.post(body), func(b []byte) error {
 		cr = goopenai.ChatCompletionResponse{}
 		if err := json.Unmarshal(b, &cr); err != nil {
 			return fmt.Errorf("chat completion: %w", err)
@@ -273,9 +297,10 @@ func (m *Model) generate(ctx context.Context, tr *transport.Client, req models.R
 	return r, nil
 }
 
-func (m *Model) post(path string, body []byte) func(context.Context) (*http.Request, error) {
+// post builds the chat completion request of body.
+func (m *Model) post(body []byte) func(context.Context) (*http.Request, error) {
 	return func(ctx context.Context) (*http.Request, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.base.JoinPath(path).String(), bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.chat, bytes.NewReader(body))
 		if err != nil {
 			return nil, err
 		}
