@@ -198,7 +198,7 @@ func (s *session) run(ctx context.Context) (*results.Summary, error) {
 	return nil, err
 }
 
-// start launches, per model, a producer of the decisions still to do and
+// start launches, per model, a queue of the decisions still to do and
 // parallel workers per endpoint that run them through the simulator, at
 // most the manifest's max_in_flight at once. Decisions come out on the
 // returned channel, which is closed when every worker is done. No new
@@ -216,7 +216,7 @@ func (s *session) start(runCtx, callCtx context.Context) <-chan finished {
 			cfg.Env = s.opt.Env
 			cfg.Act, cfg.NativeTools = m.Act(), m.NativeTools()
 		}
-		q := s.produce(runCtx, mi)
+		q := s.queue(mi)
 		for e, host := range md.Hosts() {
 			model := p.endpoints[mi][e]
 			label := ""
@@ -224,25 +224,24 @@ func (s *session) start(runCtx, callCtx context.Context) <-chan finished {
 				label = host
 			}
 			for range max(md.Parallel, 1) {
-				workers.Add(1)
-				go func() {
-					defer workers.Done()
-					for jb := range q {
+				workers.Go(func() {
+					for {
 						select {
 						case sem <- struct{}{}:
 						case <-runCtx.Done():
-							continue
+							return
 						}
-						if runCtx.Err() != nil {
+						jb, ok := q.take()
+						if !ok || runCtx.Err() != nil {
 							<-sem
-							continue
+							return
 						}
 						_, pi, _, si, _ := sp.coords(jb.i)
 						d := simulator.Run(callCtx, model, p.prompts[pi], &m.Corpus.Scenarios[si], sp.key(jb.i), cfg)
 						<-sem
 						out <- finished{job: jb, d: d, endpoint: label}
 					}
-				}()
+				})
 			}
 		}
 	}
@@ -253,30 +252,43 @@ func (s *session) start(runCtx, callCtx context.Context) <-chan finished {
 	return out
 }
 
-// produce sends the decisions of model mi in the session's shard that are
-// not done yet, in canonical order, until runCtx ends.
-func (s *session) produce(runCtx context.Context, mi int) <-chan job {
+// queue hands the decisions of one model in the session's shard that are
+// not done yet to the model's workers, in canonical order.
+// Note: it replaced a producer goroutine sending on a channel, which woke
+// one more goroutine a decision (a tenth of the CPU time stress run adds
+// to a fast server's; the workers take the next decision themselves).
+type queue struct {
+	mu        sync.Mutex
+	s         *session
+	next, end int // the next study index to consider, and the model's end
+}
+
+// queue returns the queue of model mi's decisions.
+func (s *session) queue(mi int) *queue {
 	sp := s.sp
 	perModel := sp.perModel()
-	q := make(chan job)
-	go func() {
-		defer close(q)
-		// The first study index of this model in the shard, then every N-th.
-		first := mi * perModel
-		first += ((sp.shard.I-1-first)%sp.shard.N + sp.shard.N) % sp.shard.N
-		for i := first; i < (mi+1)*perModel; i += sp.shard.N {
-			j, _ := sp.local(i)
-			if s.resumed > 0 && s.idx.get(j).done() {
-				continue
-			}
-			select {
-			case q <- job{i: i, j: j}:
-			case <-runCtx.Done():
-				return
-			}
+	// The first study index of this model in the shard, then every N-th.
+	first := mi * perModel
+	first += ((sp.shard.I-1-first)%sp.shard.N + sp.shard.N) % sp.shard.N
+	return &queue{s: s, next: first, end: (mi + 1) * perModel}
+}
+
+// take returns the next decision not done yet; ok is false when none is
+// left.
+func (q *queue) take() (jb job, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	s := q.s
+	for q.next < q.end {
+		i := q.next
+		q.next += s.sp.shard.N
+		j, _ := s.sp.local(i)
+		if s.resumed > 0 && s.idx.get(j).done() {
+			continue
 		}
-	}()
-	return q
+		return job{i: i, j: j}, true
+	}
+	return job{}, false
 }
 
 // graceAfter gives calls in flight the grace period once ctx ends (an
