@@ -132,7 +132,7 @@ type finished struct {
 const maxErrorLines = 20
 
 // run runs the remaining decisions concurrently, appends them to
-// calls.jsonl, then finalizes the bundle: the stages are start (producers
+// calls.jsonl, then finalizes the bundle: the stages are start (queues
 // and workers), graceAfter (the interrupt's grace period), collect (the
 // single writer of calls.jsonl) and finish (the bundle and its record).
 func (s *session) run(ctx context.Context) (*results.Summary, error) {
