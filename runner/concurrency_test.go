@@ -62,14 +62,17 @@ var gate struct {
 	sync.Mutex
 	open     chan struct{}
 	inFlight atomic.Int32
+	peak     atomic.Int32 // the most calls in flight at once since setGate
 }
 
 func (gateModel) Generate(ctx context.Context, req models.Request) (models.Reply, error) {
 	gate.Lock()
 	open := gate.open
 	gate.Unlock()
-	gate.inFlight.Add(1)
+	n := gate.inFlight.Add(1)
 	defer gate.inFlight.Add(-1)
+	for p := gate.peak.Load(); n > p && !gate.peak.CompareAndSwap(p, n); p = gate.peak.Load() {
+	}
 	select {
 	case <-open:
 	case <-ctx.Done():
@@ -82,6 +85,7 @@ func setGate(open bool) {
 	gate.Lock()
 	defer gate.Unlock()
 	gate.open = make(chan struct{})
+	gate.peak.Store(0)
 	if open {
 		close(gate.open)
 	}
@@ -428,6 +432,10 @@ func TestInterrupt(t *testing.T) {
 				openGate()
 			}
 			r := <-done
+			// Four workers (two models, parallel 2) and max_in_flight 3.
+			if p := gate.peak.Load(); p != 3 {
+				t.Errorf("at most %d calls were in flight at once, want max_in_flight (3)", p)
+			}
 			if !errors.Is(r.err, runner.ErrInterrupted) {
 				t.Fatalf("error %v, want ErrInterrupted", r.err)
 			}
