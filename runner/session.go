@@ -254,9 +254,10 @@ func (s *session) start(runCtx, callCtx context.Context) <-chan finished {
 
 // queue hands the decisions of one model in the session's shard that are
 // not done yet to the model's workers, in canonical order.
-// Note: it replaced a producer goroutine sending on a channel, which woke
-// one more goroutine a decision (a tenth of the CPU time stress run adds
-// to a fast server's; the workers take the next decision themselves).
+// Note: it replaced a producer goroutine sending on a channel, which
+// woke one more goroutine a decision; the workers take the next decision
+// themselves (2 to 3% less CPU time for 9,996 requests to a local stub,
+// within the machine's noise, and one goroutine fewer to stop).
 type queue struct {
 	mu        sync.Mutex
 	s         *session
