@@ -184,8 +184,9 @@ func (m *Model) body(req models.Request) ([]byte, error) {
 // chatBody is the request's fields go-openai would write for this request
 // (model, messages, seed, stream, response_format), the exact temperature
 // and the native tools; the options are appended after them.
-// Note: encoding a struct took a third of the time of encoding the same
-// fields as a map (whose keys encoding/json sorts).
+// Note: encoding a struct instead of the same fields as a map (whose keys
+// encoding/json sorts) took BenchmarkBody from 7.3 to 5.4 µs and from 23
+// allocations to 4; most of what is left is escaping the prompt's text.
 type chatBody struct {
 	Model          string            `json:"model"`
 	Messages       []message         `json:"messages"`
