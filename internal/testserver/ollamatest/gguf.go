@@ -2,7 +2,7 @@
 // scripts/ollama-install.sh) with a tiny, deterministic llama model that the
 // tests generate themselves, so no model weights are ever downloaded.
 //
-// The model (WriteTinyGGUF) is a ~0.5 MB GGUF v3 file: architecture llama,
+// The model (WriteTinyGGUFFile) is a ~0.5 MB GGUF v3 file: architecture llama,
 // 2 layers, embedding 64, 4 heads, feed-forward 128, F32 tensors and a GPT-2
 // style BPE vocabulary of the 256 byte tokens, BOS/EOS control tokens and a
 // few whole-word tokens for the keys and enum values of the answer schema
@@ -16,12 +16,13 @@
 package ollamatest
 
 import (
-	"bufio"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
 	"os"
+
+	"github.com/ollama/ollama/fs/ggml"
 )
 
 // Model shape.
@@ -97,7 +98,7 @@ const ThinkingTemplate = `{{- if .System }}system: {{ .System }}
 {{ end }}{{- range .Messages }}{{ .Role }}: {{ if .Thinking }}<think>{{ .Thinking }}</think>{{ end }}{{ .Content }}
 {{ end }}assistant: {{ if .Think }}<think>{{ end }}`
 
-// TinyOption configures WriteTinyGGUF.
+// TinyOption configures WriteTinyGGUFFile.
 type TinyOption func(*tinyConfig)
 
 type tinyConfig struct {
@@ -303,167 +304,63 @@ func buildTensors(cfg tinyConfig, v vocab) []tensor {
 	return ts
 }
 
-// GGUF value types.
-const (
-	ggufUint32  = 4
-	ggufInt32   = 5
-	ggufFloat32 = 6
-	ggufBool    = 7
-	ggufString  = 8
-	ggufArray   = 9
-)
-
-const ggufAlignment = 32
-
-type ggufWriter struct {
-	w   *bufio.Writer
-	n   int64
-	err error
-}
-
-func (g *ggufWriter) write(p []byte) {
-	if g.err != nil {
-		return
-	}
-	n, err := g.w.Write(p)
-	g.n += int64(n)
-	g.err = err
-}
-
-func (g *ggufWriter) u32(v uint32) { g.write(binary.LittleEndian.AppendUint32(nil, v)) }
-func (g *ggufWriter) u64(v uint64) { g.write(binary.LittleEndian.AppendUint64(nil, v)) }
-func (g *ggufWriter) str(s string) { g.u64(uint64(len(s))); g.write([]byte(s)) }
-
-type kv struct {
-	key string
-	val any
-}
-
-func (g *ggufWriter) kv(k kv) {
-	g.str(k.key)
-	switch v := k.val.(type) {
-	case uint32:
-		g.u32(ggufUint32)
-		g.u32(v)
-	case float32:
-		g.u32(ggufFloat32)
-		g.u32(math.Float32bits(v))
-	case bool:
-		g.u32(ggufBool)
-		if v {
-			g.write([]byte{1})
-		} else {
-			g.write([]byte{0})
-		}
-	case string:
-		g.u32(ggufString)
-		g.str(v)
-	case []string:
-		g.u32(ggufArray)
-		g.u32(ggufString)
-		g.u64(uint64(len(v)))
-		for _, s := range v {
-			g.str(s)
-		}
-	case []int32:
-		g.u32(ggufArray)
-		g.u32(ggufInt32)
-		g.u64(uint64(len(v)))
-		for _, x := range v {
-			g.u32(uint32(x))
-		}
-	default:
-		g.err = fmt.Errorf("gguf: unsupported value type %T for %s", v, k.key)
-	}
-}
-
-func (g *ggufWriter) pad() {
-	if r := g.n % ggufAlignment; r != 0 {
-		g.write(make([]byte, ggufAlignment-r))
-	}
-}
-
-// WriteTinyGGUF writes the tiny llama model as GGUF v3 to w. The output is a
-// pure function of the options (same options, same bytes).
-func WriteTinyGGUF(w io.Writer, opts ...TinyOption) error {
+// WriteTinyGGUFFile writes the tiny llama model as GGUF v3 to path with
+// Ollama's own writer (fs/ggml.WriteGGUF). The file is a pure function of
+// the options (same options, same bytes).
+func WriteTinyGGUFFile(path string, opts ...TinyOption) error {
 	cfg := tinyConfig{seed: DefaultSeed, ctxLen: 2048, bias: 10, noise: 0.06}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	v := buildVocab(cfg.words)
-	ts := buildTensors(cfg, v)
-
-	kvs := []kv{
-		{"general.architecture", "llama"},
-		{"general.name", "ollamatest-tiny"},
-		{"general.file_type", uint32(0)}, // all F32
-		{"general.alignment", uint32(ggufAlignment)},
-		{"llama.context_length", cfg.ctxLen},
-		{"llama.embedding_length", uint32(nEmbd)},
-		{"llama.block_count", uint32(nLayer)},
-		{"llama.feed_forward_length", uint32(nFF)},
-		{"llama.attention.head_count", uint32(nHead)},
-		{"llama.attention.head_count_kv", uint32(nHeadKV)},
-		{"llama.attention.layer_norm_rms_epsilon", float32(rmsEps)},
-		{"llama.rope.dimension_count", uint32(headDim)},
-		{"llama.rope.freq_base", float32(ropeBase)},
-		{"llama.vocab_size", uint32(len(v.tokens))},
-		{"tokenizer.ggml.model", "gpt2"},
-		{"tokenizer.ggml.pre", "default"},
-		{"tokenizer.ggml.tokens", v.tokens},
-		{"tokenizer.ggml.token_type", v.types},
-		{"tokenizer.ggml.merges", v.merges},
-		{"tokenizer.ggml.bos_token_id", uint32(BOSToken)},
-		{"tokenizer.ggml.eos_token_id", uint32(EOSToken)},
-		{"tokenizer.ggml.add_bos_token", true},
-		{"tokenizer.ggml.add_eos_token", false},
+	kv := ggml.KV{
+		"general.architecture":                   "llama",
+		"general.name":                           "ollamatest-tiny",
+		"general.file_type":                      uint32(0), // all F32
+		"general.alignment":                      uint32(32),
+		"llama.context_length":                   cfg.ctxLen,
+		"llama.embedding_length":                 uint32(nEmbd),
+		"llama.block_count":                      uint32(nLayer),
+		"llama.feed_forward_length":              uint32(nFF),
+		"llama.attention.head_count":             uint32(nHead),
+		"llama.attention.head_count_kv":          uint32(nHeadKV),
+		"llama.attention.layer_norm_rms_epsilon": float32(rmsEps),
+		"llama.rope.dimension_count":             uint32(headDim),
+		"llama.rope.freq_base":                   float32(ropeBase),
+		"llama.vocab_size":                       uint32(len(v.tokens)),
+		"tokenizer.ggml.model":                   "gpt2",
+		"tokenizer.ggml.pre":                     "default",
+		"tokenizer.ggml.tokens":                  v.tokens,
+		"tokenizer.ggml.token_type":              v.types,
+		"tokenizer.ggml.merges":                  v.merges,
+		"tokenizer.ggml.bos_token_id":            uint32(BOSToken),
+		"tokenizer.ggml.eos_token_id":            uint32(EOSToken),
+		"tokenizer.ggml.add_bos_token":           true,
+		"tokenizer.ggml.add_eos_token":           false,
 	}
-
-	g := &ggufWriter{w: bufio.NewWriter(w)}
-	g.write([]byte("GGUF"))
-	g.u32(3)
-	g.u64(uint64(len(ts)))
-	g.u64(uint64(len(kvs)))
-	for _, k := range kvs {
-		g.kv(k)
+	var ts []*ggml.Tensor
+	for _, t := range buildTensors(cfg, v) {
+		ts = append(ts, &ggml.Tensor{Name: t.name, Kind: 0, Shape: t.dims, WriterTo: f32s(t.data)}) // kind 0: GGML_TYPE_F32
 	}
-	var off uint64
-	for _, t := range ts {
-		g.str(t.name)
-		g.u32(uint32(len(t.dims)))
-		for _, d := range t.dims {
-			g.u64(d)
-		}
-		g.u32(0) // GGML_TYPE_F32
-		g.u64(off)
-		off += uint64(len(t.data) * 4)
-		off = (off + ggufAlignment - 1) / ggufAlignment * ggufAlignment
-	}
-	g.pad()
-	buf := make([]byte, 0, 4*nEmbd*nFF)
-	for _, t := range ts {
-		buf = buf[:0]
-		for _, f := range t.data {
-			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(f))
-		}
-		g.write(buf)
-		g.pad()
-	}
-	if g.err != nil {
-		return g.err
-	}
-	return g.w.Flush()
-}
-
-// WriteTinyGGUFFile writes the tiny model to path (see WriteTinyGGUF).
-func WriteTinyGGUFFile(path string, opts ...TinyOption) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := WriteTinyGGUF(f, opts...); err != nil {
+	if err := ggml.WriteGGUF(f, kv, ts); err != nil {
 		f.Close()
-		return err
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// f32s writes its values as little-endian float32s, a tensor's data.
+type f32s []float32
+
+func (d f32s) WriteTo(w io.Writer) (int64, error) {
+	buf := make([]byte, 0, 4*len(d))
+	for _, x := range d {
+		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(x))
+	}
+	n, err := w.Write(buf)
+	return int64(n), err
 }

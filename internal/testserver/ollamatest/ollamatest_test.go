@@ -9,38 +9,74 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ollama/ollama/fs/ggml"
 )
 
 func TestWriteTinyGGUFDeterministic(t *testing.T) {
-	var a, b, c bytes.Buffer
-	if err := WriteTinyGGUF(&a); err != nil {
-		t.Fatal(err)
+	dir := t.TempDir()
+	write := func(name string, opts ...TinyOption) []byte {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := WriteTinyGGUFFile(path, opts...); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
 	}
-	if err := WriteTinyGGUF(&b); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteTinyGGUF(&c, WithSeed(42)); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(a.Bytes(), b.Bytes()) {
+	a, b, c := write("a.gguf"), write("b.gguf"), write("c.gguf", WithSeed(42))
+	if !bytes.Equal(a, b) {
 		t.Fatal("same options gave different files")
 	}
-	if bytes.Equal(a.Bytes(), c.Bytes()) {
+	if bytes.Equal(a, c) {
 		t.Fatal("different seeds gave the same file")
 	}
-	if a.Len() < 300<<10 || a.Len() > 1<<20 {
-		t.Errorf("size %d bytes, want about 0.5 MB", a.Len())
+	if len(a) < 300<<10 || len(a) > 1<<20 {
+		t.Errorf("size %d bytes, want about 0.5 MB", len(a))
 	}
-	h := a.Bytes()
-	if string(h[:4]) != "GGUF" || binary.LittleEndian.Uint32(h[4:]) != 3 {
-		t.Fatalf("bad header % x", h[:8])
+	if string(a[:4]) != "GGUF" || binary.LittleEndian.Uint32(a[4:]) != 3 {
+		t.Fatalf("bad header % x", a[:8])
 	}
-	t.Logf("tiny.gguf: %d bytes, sha256 %x", a.Len(), sha256.Sum256(a.Bytes()))
+	t.Logf("tiny.gguf: %d bytes, sha256 %x", len(a), sha256.Sum256(a))
+
+	// Read back by Ollama's own decoder: the model's shape, vocabulary and
+	// every tensor's size as written.
+	g, err := ggml.Decode(bytes.NewReader(a), -1)
+	if err != nil {
+		t.Fatalf("ggml.Decode: %v", err)
+	}
+	kv := g.KV()
+	if kv.Architecture() != "llama" || kv.BlockCount() != nLayer || kv.Uint("embedding_length") != nEmbd || kv.Uint("attention.head_count") != nHead {
+		t.Errorf("decoded architecture %q, %d blocks, embedding %d, %d heads", kv.Architecture(), kv.BlockCount(), kv.Uint("embedding_length"), kv.Uint("attention.head_count"))
+	}
+	tokens := kv.Strings("tokenizer.ggml.tokens")
+	if len(tokens) != int(kv.Uint("vocab_size")) || len(tokens) <= EOSToken || len(kv.Ints("tokenizer.ggml.token_type")) != len(tokens) {
+		t.Errorf("decoded %d tokens, %d types, vocab_size %d", len(tokens), len(kv.Ints("tokenizer.ggml.token_type")), kv.Uint("vocab_size"))
+	}
+	ts := g.Tensors().Items()
+	if want := 1 + 9*nLayer + 2; len(ts) != want {
+		t.Fatalf("decoded %d tensors, want %d", len(ts), want)
+	}
+	var data uint64
+	for _, x := range ts {
+		if x.Kind != 0 {
+			t.Errorf("tensor %s kind %d, want 0 (F32)", x.Name, x.Kind)
+		}
+		data += x.Size()
+	}
+	if data > uint64(len(a)) || uint64(len(a))-data > 64<<10 {
+		t.Errorf("tensors hold %d bytes of a %d-byte file", data, len(a))
+	}
 }
 
 func TestBinaryMissingMentionsInstallScript(t *testing.T) {

@@ -365,7 +365,7 @@ func ModelfileWith(ggufPath, template string) string {
 		"PARAMETER num_thread 1\n"
 }
 
-// CreateTinyModel writes the tiny GGUF (WriteTinyGGUF with opts) and a
+// CreateTinyModel writes the tiny GGUF (WriteTinyGGUFFile with opts) and a
 // Modelfile into a fresh directory under s.Dir and imports them with the
 // real "ollama create NAME -f Modelfile" against this server. It returns
 // the model as /api/tags lists it; the digest depends on the server, so
