@@ -1,6 +1,7 @@
 // Package docs holds the project's specification, specification.md, which
 // the code, the README and the tests cite as "docs/specification.md
 // section N". It has no code; its test keeps those citations pointing at
-// sections that exist, and keeps every file of the repository free of
-// references to documents outside it.
+// sections that exist, keeps every file of the repository free of
+// references to documents outside it, and keeps layout.md naming every
+// package of the tree.
 package docs

@@ -264,3 +264,35 @@ func TestCited(t *testing.T) {
 		}
 	}
 }
+
+// TestLayoutNamesEveryPackage fails when docs/layout.md does not name a
+// package of the repository, so that the layout and the tree cannot drift
+// apart: every directory holding a non-test Go file (outside testdata and
+// this one) must appear as `path`, or, for the test servers under
+// internal/testserver, as `name`.
+func TestLayoutNamesEveryPackage(t *testing.T) {
+	dir := root(t)
+	layout := string(read(t, dir, "docs/layout.md"))
+	if layout == "" {
+		t.Fatal("docs/layout.md is missing")
+	}
+	seen := map[string]bool{}
+	for _, f := range files(t, dir) {
+		pkg := filepath.ToSlash(filepath.Dir(f))
+		if !strings.HasSuffix(f, ".go") || strings.HasSuffix(f, "_test.go") || pkg == "." || pkg == "docs" ||
+			slices.Contains(strings.Split(pkg, "/"), "testdata") || seen[pkg] {
+			continue
+		}
+		seen[pkg] = true
+		name := pkg
+		if strings.HasPrefix(pkg, "internal/testserver/") {
+			name = filepath.Base(pkg)
+		}
+		if !strings.Contains(layout, "`"+name+"`") {
+			t.Errorf("docs/layout.md does not name the package %s (as `%s`)", pkg, name)
+		}
+	}
+	if len(seen) < 40 {
+		t.Fatalf("found only %d packages; the walk is broken", len(seen))
+	}
+}
