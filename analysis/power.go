@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/mcpstress/stress/analysis/stats"
@@ -451,26 +452,24 @@ func iccANOVA(k, n []float64) float64 {
 }
 
 // corrRates is the Pearson correlation of the rates a[i]/n[i] and
-// b[i]/n[i]; NaN when either has no variance.
+// b[i]/n[i] (gonum's stat.Correlation); NaN when either has no variance,
+// that is, the same rate in every group.
+//
+// Note: the equality test is exact, since equal fractions divide to the
+// same float; a mean of the rates may round away from them (21 rates of
+// 1/10), which left a tiny variance and a correlation of 0 in place of NaN.
 func corrRates(a, b, n []float64) float64 {
-	m := float64(len(n))
-	if m < 2 {
+	if len(n) < 2 {
 		return math.NaN()
 	}
-	var ma, mb float64
+	ra, rb := make([]float64, len(n)), make([]float64, len(n))
 	for i := range n {
-		ma, mb = ma+a[i]/n[i], mb+b[i]/n[i]
+		ra[i], rb[i] = a[i]/n[i], b[i]/n[i]
 	}
-	ma, mb = ma/m, mb/m
-	var sab, saa, sbb float64
-	for i := range n {
-		x, y := a[i]/n[i]-ma, b[i]/n[i]-mb
-		sab, saa, sbb = sab+x*y, saa+x*x, sbb+y*y
-	}
-	if saa == 0 || sbb == 0 {
+	if slices.Min(ra) == slices.Max(ra) || slices.Min(rb) == slices.Max(rb) {
 		return math.NaN()
 	}
-	return sab / math.Sqrt(saa*sbb)
+	return stat.Correlation(ra, rb, nil)
 }
 
 // PowerHeader is the header of the power table.
