@@ -3,8 +3,11 @@ package ollama_test
 import (
 	"context"
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/ollama/ollama/envconfig"
 
 	"github.com/mcpstress/stress/internal/testserver/faultserver"
 	"github.com/mcpstress/stress/models"
@@ -64,5 +67,43 @@ func TestPullCommand(t *testing.T) {
 		if got := ollama.PullCommand(tc.host, "m"); got != tc.want {
 			t.Errorf("OLLAMA_HOST=%q host %q: %q, want %q", tc.env, tc.host, got, tc.want)
 		}
+	}
+}
+
+// TestResolveHostAsOllama: with OLLAMA_HOST set and no host of its own,
+// ResolveHost reaches the server the ollama client itself reaches
+// (envconfig.Host, Ollama's reading of OLLAMA_HOST): the same scheme,
+// host, port (a URL without a port has its scheme's) and path. A host
+// given explicitly reads the same way.
+func TestResolveHostAsOllama(t *testing.T) {
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		return map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	for _, env := range []string{
+		"", "0.0.0.0", "gpu", "gpu:1234", "127.0.0.1", "[::1]", "::1", "[::1]:9999",
+		"http://gpu", "https://gpu", "http://gpu:8080", "https://gpu:8443/ollama", "gpu/ollama",
+		"ollama.com", " gpu:1234 ", `"gpu"`, "'10.0.0.7'",
+	} {
+		t.Setenv("OLLAMA_HOST", env)
+		want := envconfig.Host()
+		for _, host := range []string{"", strings.Trim(strings.TrimSpace(env), `"'`)} {
+			got, err := ollama.ResolveHost(host)
+			if err != nil {
+				t.Errorf("OLLAMA_HOST=%q, host %q: %v", env, host, err)
+				continue
+			}
+			if got.Scheme != want.Scheme || got.Hostname() != want.Hostname() || port(got) != port(want) ||
+				strings.Trim(got.Path, "/") != strings.Trim(want.Path, "/") {
+				t.Errorf("OLLAMA_HOST=%q, host %q: ResolveHost = %s, the ollama client uses %s", env, host, got, want)
+			}
+		}
+	}
+	// A port that is not a number is an error (the ollama client warns
+	// and uses its default port).
+	if _, err := ollama.ResolveHost("gpu:abc"); err == nil {
+		t.Error(`ResolveHost("gpu:abc") succeeded`)
 	}
 }

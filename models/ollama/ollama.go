@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -28,6 +29,7 @@ import (
 	"time"
 
 	"github.com/ollama/ollama/api"
+	"github.com/ollama/ollama/envconfig"
 
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/models/transport"
@@ -129,16 +131,29 @@ func unreachable(u *url.URL, from string, err error) error {
 }
 
 // ResolveHost returns the server's base URL: host if set, else
-// $OLLAMA_HOST, else DefaultHost. A bare host:port gets http://.
+// $OLLAMA_HOST (read as the ollama client reads it, envconfig.Var), else
+// DefaultHost. As in the ollama client (envconfig.Host), a host without a
+// scheme is http:// on port 11434 unless it names a port ("0.0.0.0" is
+// http://0.0.0.0:11434), and a bare ollama.com is https://ollama.com:443;
+// unlike it, a port that is not a number is an error, not a warning.
 func ResolveHost(host string) (*url.URL, error) {
 	if host == "" {
-		host = os.Getenv("OLLAMA_HOST")
+		host = envconfig.Var("OLLAMA_HOST")
 	}
-	if host == "" {
+	switch {
+	case host == "":
 		host = DefaultHost
-	}
-	if !strings.Contains(host, "://") {
-		host = "http://" + host
+	case host == "ollama.com":
+		host = "https://ollama.com:443"
+	case !strings.Contains(host, "://"):
+		hostport, path, slash := strings.Cut(host, "/")
+		if _, _, err := net.SplitHostPort(hostport); err != nil && hostport != "" {
+			hostport = net.JoinHostPort(strings.Trim(hostport, "[]"), defaultPort)
+		}
+		host = "http://" + hostport
+		if slash {
+			host += "/" + path
+		}
 	}
 	u, err := url.Parse(host)
 	if err != nil {
@@ -149,6 +164,9 @@ func ResolveHost(host string) (*url.URL, error) {
 	}
 	return u, nil
 }
+
+// defaultPort is the ollama client's port for a host without a scheme.
+const defaultPort = "11434"
 
 // Format turns a manifest format into Ollama's (models.WireFormat).
 func Format(f any) (json.RawMessage, error) { return models.WireFormat(f) }
