@@ -7,8 +7,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -176,12 +177,7 @@ func Register(name string, f Backend) {
 func Backends() []string {
 	mu.RLock()
 	defer mu.RUnlock()
-	names := make([]string, 0, len(registry))
-	for n := range registry {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(registry))
 }
 
 // Lookup returns the backend registered under name.

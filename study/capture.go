@@ -170,14 +170,7 @@ func checkCapture(c *Capture) []fieldErr {
 	return errs
 }
 
-func validView(v string) bool {
-	for _, x := range Views {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
+func validView(v string) bool { return slices.Contains(Views, v) }
 
 // checkID checks a JSON-RPC id: a string or an integer.
 func checkID(raw json.RawMessage) error {

@@ -270,7 +270,7 @@ func (s *Scenario) validate() []fieldErr {
 	}
 	if !s.Preferred.Valid() {
 		bad("preferred_policy", "unknown policy %s (want one of %s)", input.Quote(string(s.Preferred)), join(Policies))
-	} else if ok && !containsPolicy(info.Preferred, s.Preferred) {
+	} else if ok && !slices.Contains(info.Preferred, s.Preferred) {
 		bad("preferred_policy", "cause %s prefers %s, got %s", s.Cause, join(info.Preferred), s.Preferred)
 	}
 	seen := map[Policy]bool{}
@@ -500,15 +500,6 @@ func Resolve(doc json.RawMessage, pointer string) (json.RawMessage, error) {
 		cur = arr[i]
 	}
 	return cur, nil
-}
-
-func containsPolicy(ps []Policy, p Policy) bool {
-	for _, x := range ps {
-		if x == p {
-			return true
-		}
-	}
-	return false
 }
 
 func peekID(r json.RawMessage) string {

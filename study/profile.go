@@ -2,7 +2,9 @@ package study
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
+	"strings"
 	"unique"
 )
 
@@ -118,12 +120,7 @@ func Summarize(scenarios []Scenario, pick func(*ProfileCoding) View) ViewSummary
 // SortedProfiles lists the profile strings of s in descending binary order
 // (111100 before 111000 before 100000), as the paper lists them.
 func (s ViewSummary) SortedProfiles() []string {
-	keys := make([]string, 0, len(s.Profiles))
-	for k := range s.Profiles {
-		keys = append(keys, k)
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(keys)))
-	return keys
+	return slices.SortedFunc(maps.Keys(s.Profiles), func(a, b string) int { return strings.Compare(b, a) })
 }
 
 // ControlView and ContentView select a view of a coding, for Summarize.

@@ -2,6 +2,7 @@ package study
 
 import (
 	"encoding/json"
+	"slices"
 )
 
 // Scenario is one verified failure of the corpus
@@ -32,14 +33,7 @@ type Target struct {
 }
 
 // InNonHarm reports whether p belongs to the scenario's non-harm set.
-func (s *Scenario) InNonHarm(p Policy) bool {
-	for _, x := range s.NonHarm {
-		if x == p {
-			return true
-		}
-	}
-	return false
-}
+func (s *Scenario) InNonHarm(p Policy) bool { return slices.Contains(s.NonHarm, p) }
 
 // ObservationText returns the failure text a client shows: the protocol
 // error's message or the concatenated text content blocks.

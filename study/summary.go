@@ -1,10 +1,12 @@
 package study
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -101,7 +103,7 @@ func CountCorpus(scenarios []Scenario) CorpusCounts {
 func (c CorpusCounts) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Corpus: %s from %s.\n", plural(c.Scenarios, "failure"), plural(c.Servers, "server"))
-	versions := sortedKeys(c.VersionServers, func(a, b string) bool { return a < b })
+	versions := slices.Sorted(maps.Keys(c.VersionServers))
 	var vs []string
 	for i, v := range versions {
 		unit := ""
@@ -121,7 +123,7 @@ func (c CorpusCounts) WriteText(w io.Writer) error {
 		}
 	}
 	fmt.Fprintf(&b, "Probes (failures, servers): %s.\n", strings.Join(ps, ", "))
-	sizes := sortedKeys(c.ClusterSizes, func(a, b int) bool { return a > b })
+	sizes := slices.SortedFunc(maps.Keys(c.ClusterSizes), descending)
 	var cs []string
 	for i, n := range sizes {
 		unit := " servers"
@@ -150,7 +152,7 @@ func (c CorpusCounts) WriteText(w io.Writer) error {
 		}
 		detail := causeList(c.SurfaceCauses[s])
 		if s == ProtocolError && len(c.ProtocolCodes) > 0 {
-			codes := sortedKeys(c.ProtocolCodes, func(a, b int64) bool { return a > b })
+			codes := slices.SortedFunc(maps.Keys(c.ProtocolCodes), descending)
 			var parts []string
 			for _, code := range codes {
 				parts = append(parts, fmt.Sprintf("%d x%d", code, c.ProtocolCodes[code]))
@@ -161,7 +163,7 @@ func (c CorpusCounts) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "Surfaces (as the client normalized them): %s.\n", strings.Join(ss, ", "))
 	if c.Captured > 0 {
-		views := sortedKeys(c.Views, func(a, b string) bool { return a < b })
+		views := slices.Sorted(maps.Keys(c.Views))
 		var vw []string
 		for _, v := range views {
 			vw = append(vw, fmt.Sprintf("%s %d", v, c.Views[v]))
@@ -176,7 +178,7 @@ func (c CorpusCounts) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "Surfaces on the wire: %s.\n", strings.Join(wire, ", "))
 		total := 0
 		var tc []string
-		for _, code := range sortedKeys(c.TextCodes, func(a, b int) bool { return a > b }) {
+		for _, code := range slices.SortedFunc(maps.Keys(c.TextCodes), descending) {
 			total += c.TextCodes[code]
 			tc = append(tc, fmt.Sprintf("%d x%d", code, c.TextCodes[code]))
 		}
@@ -210,11 +212,5 @@ func causeList(m map[Cause]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func sortedKeys[K comparable](m map[K]int, less func(a, b K) bool) []K {
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return less(keys[i], keys[j]) })
-	return keys
-}
+// descending orders numbers from the largest.
+func descending[T cmp.Ordered](a, b T) int { return cmp.Compare(b, a) }

@@ -4,7 +4,10 @@
 // nothing else of the project.
 package study
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Policy is a recovery-policy label: the model's answer
 // (docs/specification.md section 1.1).
@@ -282,14 +285,7 @@ const (
 var Surfaces = []Surface{ProtocolError, ToolError, SuccessShaped, Silent}
 
 // Valid reports whether s is a known surface.
-func (s Surface) Valid() bool {
-	for _, x := range Surfaces {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
+func (s Surface) Valid() bool { return slices.Contains(Surfaces, s) }
 
 // Probe is the kind of call that induced a failure.
 type Probe string
@@ -313,14 +309,7 @@ var probeCauses = map[Probe][]Cause{
 func (p Probe) Valid() bool { _, ok := probeCauses[p]; return ok }
 
 // Yields reports whether probe p can verify a failure of cause c.
-func (p Probe) Yields(c Cause) bool {
-	for _, x := range probeCauses[p] {
-		if x == c {
-			return true
-		}
-	}
-	return false
-}
+func (p Probe) Yields(c Cause) bool { return slices.Contains(probeCauses[p], c) }
 
 // Condition is how a failure is shown to a model
 // (docs/specification.md section 3).
@@ -452,24 +441,10 @@ func FactorialCondition(cell Cell) Condition {
 }
 
 // Valid reports whether c is a known condition (one of AllConditions).
-func (c Condition) Valid() bool {
-	for _, x := range AllConditions {
-		if x == c {
-			return true
-		}
-	}
-	return false
-}
+func (c Condition) Valid() bool { return slices.Contains(AllConditions, c) }
 
 // Paired reports whether c is one of the paper's four paired Conditions.
-func (c Condition) Paired() bool {
-	for _, x := range Conditions {
-		if x == c {
-			return true
-		}
-	}
-	return false
-}
+func (c Condition) Paired() bool { return slices.Contains(Conditions, c) }
 
 // RevealsPolicy reports whether condition c discloses the preferred policy
 // (the control envelope carries it in error.policy; every factorial cell
@@ -497,14 +472,7 @@ const (
 var ErrorCategories = []ErrorCategory{TransientCategory, ValidationCategory, PermissionCategory, BusinessCategory}
 
 // Valid reports whether e is one of ErrorCategories.
-func (e ErrorCategory) Valid() bool {
-	for _, x := range ErrorCategories {
-		if x == e {
-			return true
-		}
-	}
-	return false
-}
+func (e ErrorCategory) Valid() bool { return slices.Contains(ErrorCategories, e) }
 
 // CategoryOf returns the error category of cause c and whether it has one.
 //

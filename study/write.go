@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/mcpstress/stress/internal/outdir"
@@ -50,11 +51,7 @@ func WriteCorpus(path string, scenarios []Scenario) error {
 	for _, s := range scenarios {
 		byServer[s.Server] = append(byServer[s.Server], s)
 	}
-	servers := make([]string, 0, len(byServer))
-	for k := range byServer {
-		servers = append(servers, k)
-	}
-	sort.Strings(servers)
+	servers := slices.Sorted(maps.Keys(byServer))
 	out, err := outdir.Create(path, nil)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package stats
 import (
 	"math"
 
+	"gonum.org/v1/gonum/stat/combin"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
@@ -95,7 +96,9 @@ func FisherExactLog(a, b, c, d int) float64 {
 	if lo == hi {
 		return 0
 	}
-	logp := func(x int) float64 { return lchoose(r1, x) + lchoose(n-r1, c1-x) }
+	logp := func(x int) float64 { // log C(r1, x) + log C(n-r1, c1-x); lo ≤ x ≤ hi keeps both defined
+		return combin.LogGeneralizedBinomial(float64(r1), float64(x)) + combin.LogGeneralizedBinomial(float64(n-r1), float64(c1-x))
+	}
 	obs := logp(a)
 	cut := obs + math.Log1p(1e-7)
 	lmax, tmax := math.Inf(-1), math.Inf(-1)
@@ -115,12 +118,4 @@ func FisherExactLog(a, b, c, d int) float64 {
 		}
 	}
 	return min(0, (tmax-lmax)+(math.Log(tail)-math.Log(all)))
-}
-
-// lchoose returns log C(n, k) for 0 ≤ k ≤ n.
-func lchoose(n, k int) float64 {
-	a, _ := math.Lgamma(float64(n) + 1)
-	b, _ := math.Lgamma(float64(k) + 1)
-	c, _ := math.Lgamma(float64(n-k) + 1)
-	return a - b - c
 }

@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -201,12 +202,7 @@ func coerce(tool *listedTool, args map[string]any) (map[string]any, bool) {
 	props := tool.InputSchema.Properties
 	out := map[string]any{}
 	changed := false
-	names := make([]string, 0, len(args))
-	for k := range args {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(args)) {
 		p, ok := props[k]
 		if !ok {
 			changed = true
@@ -273,19 +269,10 @@ func fit(p propSchema, v any) (any, bool) {
 			}
 		}
 	}
-	if len(p.Enum) > 0 && !inEnum(p.Enum, v) {
+	if len(p.Enum) > 0 && !slices.ContainsFunc(p.Enum, func(e any) bool { return sameJSON(e, v) }) {
 		v = p.Enum[0]
 	}
 	return v, !sameJSON(orig, v)
-}
-
-func inEnum(enum []any, v any) bool {
-	for _, e := range enum {
-		if sameJSON(e, v) {
-			return true
-		}
-	}
-	return false
 }
 
 func sameJSON(a, b any) bool {
