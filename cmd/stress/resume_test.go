@@ -466,7 +466,7 @@ func TestAnalyzeTransport(t *testing.T) {
 		"Transport events (faults met by 3 calls, retried unless the call failed; never counted as answers):",
 		"down   http_status  6       3",
 		"Error decisions (a call failed for good; excluded from the counts): 3",
-		"down/default/normalized/X0000001/1 turn 0: giving up after 2 attempts: HTTP 500: {\"error\":\"injected 500\"} [http_status,http_status]",
+		"down/default/normalized/X0000001/1 turn 0: giving up after 2 attempts: HTTP 500: injected 500 [http_status,http_status]",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("analyze output lacks %q:\n%s", want, out)

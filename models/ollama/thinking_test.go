@@ -114,7 +114,7 @@ func TestThinkingRealServer(t *testing.T) {
 		think any
 		say   string
 	}{
-		{info.Name, "low", `think value \"low\" is not supported for this model`},
+		{info.Name, "low", `HTTP 400: think value "low" is not supported for this model`},
 		{plain, true, `does not support thinking`},
 	} {
 		mm, err := ollama.New(models.Spec{Name: "x", Model: c.model, Host: srv.Host, Format: "schema"}, transport.Options{MaxAttempts: 3, BaseDelay: time.Millisecond})

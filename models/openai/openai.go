@@ -277,6 +277,12 @@ func (m *Model) generate(ctx context.Context, tr *transport.Client, req models.R
 			return fmt.Errorf("chat completion: %w", err)
 		}
 		if len(cr.Choices) == 0 {
+			// Note: some proxies answer a provider's failure with 200 and
+			// an error object; its message says more than "no choices".
+			var e goopenai.ErrorResponse
+			if json.Unmarshal(b, &e) == nil && e.Error != nil && e.Error.Message != "" {
+				return fmt.Errorf("chat completion: no choices: %s", e.Error.Message)
+			}
 			return errors.New("chat completion: no choices")
 		}
 		return nil
@@ -337,7 +343,7 @@ func (m *Model) Verify(ctx context.Context) (models.Facts, error) {
 	if ue := down(err); ue != nil {
 		return facts, ue
 	}
-	if err != nil { // a fault the transport retries: retried as any call
+	if transport.Retryable(err) { // a fault the transport retries: retried as any call
 		reply, err = m.Generate(ctx, probe)
 	}
 	if ue := down(err); ue != nil {

@@ -9,7 +9,6 @@
 package transport
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -17,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -206,7 +206,7 @@ func (c *Client) Extras(r *models.Reply, thinking string, toolCalls json.RawMess
 const (
 	KindConnect   = "connect"     // dial failure, connection refused or reset
 	KindTimeout   = "timeout"     // the attempt's deadline passed
-	KindStatus    = "http_status" // HTTP 408, 429 or 5xx (retried) or another non-2xx (fatal)
+	KindStatus    = "http_status" // HTTP 408, 429 or 5xx (retried, but for a spent quota) or another non-2xx (fatal)
 	KindTruncated = "truncated"   // the body ended early
 	KindMalformed = "malformed"   // the body failed the caller's check
 	KindTooLarge  = "too_large"   // the body exceeded MaxBody
@@ -241,7 +241,7 @@ func (c *Client) Do(ctx context.Context, build func(ctx context.Context) (*http.
 			events = append(events, *ev)
 			return fail(fmt.Errorf("%s: %w", ev.Error, ctx.Err()))
 		}
-		retryable := ev.Kind != KindTooLarge && !(ev.Kind == KindStatus && !retryStatus(ev.Status))
+		retryable := retryable(*ev, cause)
 		if !retryable || attempt >= c.opt.MaxAttempts {
 			events = append(events, *ev)
 			msg := ev.Error
@@ -305,8 +305,7 @@ func (c *Client) attempt(ctx context.Context, n int, build func(context.Context)
 	sent := body
 	body, scrubbed := c.scrub.Bytes(body)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		msg := clip(bytes.TrimSpace(body), 300)
-		err := fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg)
+		err := statusError(resp.StatusCode, body)
 		return nil, ev(KindStatus, resp.StatusCode, err), retryAfter(resp.Header.Get("Retry-After"), c.opt.Now()), err
 	}
 	if check != nil {
@@ -338,6 +337,24 @@ func clip(b []byte, n int) []byte {
 	return append(b[:n:n], "…"...)
 }
 
+// retryable reports whether a later attempt may cure the fault ev, whose
+// error is cause.
+func retryable(ev models.TransportEvent, cause error) bool {
+	var final *noRetry
+	return ev.Kind != KindTooLarge && !(ev.Kind == KindStatus && !retryStatus(ev.Status)) && !errors.As(cause, &final)
+}
+
+// Retryable reports whether err, the error of a call Do gave up on, ended
+// on a fault that Do retries (with more attempts, a later one may cure
+// it); false for any other error.
+func Retryable(err error) bool {
+	var ce *models.CallError
+	if !errors.As(err, &ce) || len(ce.Events) == 0 {
+		return false
+	}
+	return retryable(ce.Events[len(ce.Events)-1], err)
+}
+
 // retryStatus reports whether an HTTP status is worth retrying.
 func retryStatus(s int) bool {
 	return s == http.StatusRequestTimeout || s == http.StatusTooManyRequests || s >= 500
@@ -358,7 +375,7 @@ func retryAfter(h string, now time.Time) time.Duration {
 		return 0
 	}
 	if s, err := strconv.Atoi(h); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
+		return time.Duration(min(s, math.MaxInt32)) * time.Second // no overflow: 68 years at most
 	}
 	if t, err := http.ParseTime(h); err == nil {
 		return max(t.Sub(now), 0)
