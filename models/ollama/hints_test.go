@@ -107,3 +107,24 @@ func TestResolveHostAsOllama(t *testing.T) {
 		t.Error(`ResolveHost("gpu:abc") succeeded`)
 	}
 }
+
+// TestOptionsCheckedAsTheServerReadsThem: an option of the wrong type is
+// refused when the model is built, naming it, as the server's 500 on
+// every call would; integers from YAML, floats, lists, think and names
+// the api package does not know pass.
+func TestOptionsCheckedAsTheServerReadsThem(t *testing.T) {
+	for _, tc := range []struct {
+		options map[string]any
+		err     string
+	}{
+		{map[string]any{"num_predict": "many"}, `model "m": options: option "num_predict" must be of type integer`},
+		{map[string]any{"stop": "END"}, `model "m": options: option "stop" must be of type array`},
+		{map[string]any{"use_mmap": 1}, `model "m": options: option "use_mmap" must be of type boolean`},
+		{map[string]any{"num_predict": 4, "num_ctx": uint64(2048), "temperature": 0.2, "top_p": 1, "stop": []any{"a"}, "think": false, "a_newer_option": "x"}, ""},
+	} {
+		_, err := ollama.New(models.Spec{Name: "m", Model: "tiny", Options: tc.options}, transport.Options{})
+		if tc.err == "" && err != nil || tc.err != "" && (err == nil || err.Error() != tc.err) {
+			t.Errorf("options %v: %v, want %q", tc.options, err, tc.err)
+		}
+	}
+}

@@ -24,12 +24,14 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/ollama/ollama/api"
 	"github.com/ollama/ollama/envconfig"
+	"github.com/ollama/ollama/types/model"
 
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/models/transport"
@@ -92,6 +94,9 @@ func New(spec models.Spec, opt transport.Options) (*Model, error) {
 	}
 	if _, _, err := models.Think(spec.Options); err != nil {
 		return nil, fmt.Errorf("model %q: %w", spec.Name, err)
+	}
+	if err := checkOptions(spec.Options); err != nil {
+		return nil, fmt.Errorf("model %q: options: %w", spec.Name, err)
 	}
 	if opt.Timeout == 0 {
 		opt.Timeout = 5 * time.Minute // a cold model load on a CPU can be slow
@@ -167,6 +172,35 @@ func ResolveHost(host string) (*url.URL, error) {
 
 // defaultPort is the ollama client's port for a host without a scheme.
 const defaultPort = "11434"
+
+// checkOptions checks the options as the server reads them (the api
+// package's Options.FromMap, on the JSON a request carries), so that a
+// value of the wrong type ("num_predict": "many") is refused before a
+// run, not answered with an HTTP 500 on every call. A name the api
+// package does not know is left to the server, which may be newer.
+func checkOptions(options map[string]any) error {
+	known := map[string]bool{}
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[api.Options]()) {
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" {
+			known[name] = true
+		}
+	}
+	read := map[string]any{}
+	for k, v := range options {
+		if known[k] {
+			read[k] = v
+		}
+	}
+	b, err := json.Marshal(read)
+	if err == nil {
+		err = json.Unmarshal(b, &read)
+	}
+	if err != nil {
+		return err
+	}
+	o := api.DefaultOptions()
+	return o.FromMap(read)
+}
 
 // Format turns a manifest format into Ollama's (models.WireFormat).
 func Format(f any) (json.RawMessage, error) { return models.WireFormat(f) }
@@ -333,14 +367,20 @@ func list(ctx context.Context, u *url.URL, from string) ([]Info, error) {
 }
 
 // Resolve finds the model on its server: the full digest from /api/tags,
-// the details from /api/show.
+// the details from /api/show. Its name matches as the server matches a
+// chat's model (types/model.ParseName: default host, namespace library
+// and tag latest, every part compared without case), so "Llama3.2" and
+// "library/llama3.2:latest" find llama3.2:latest.
 func (m *Model) Resolve(ctx context.Context) (Info, error) {
 	all, err := list(ctx, m.host, m.from)
 	if err != nil {
 		return Info{}, err
 	}
+	want := model.ParseName(m.spec.Model)
 	for _, in := range all {
-		if in.Name == m.spec.Model || in.Name == m.spec.Model+":latest" {
+		// As the server finds a model: default host, namespace and tag
+		// filled in, every part compared without case.
+		if want.IsValid() && model.ParseName(in.Name).EqualFold(want) {
 			show, err := m.api.Show(ctx, &api.ShowRequest{Model: m.spec.Model})
 			if err != nil {
 				return in, fmt.Errorf("ollama at %s: /api/show %s: %w", m.host.Redacted(), m.spec.Model, m.scrub.Error(err))

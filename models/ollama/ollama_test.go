@@ -17,6 +17,7 @@ import (
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/models/ollama"
+	"github.com/mcpstress/stress/models/transport"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/runner"
 	"github.com/mcpstress/stress/simulator"
@@ -148,6 +149,22 @@ func TestVerifyDigest(t *testing.T) {
 	want := `model "tiny" (no-such-model) is not on the server at ` + srv.Host + `: pull it with "OLLAMA_HOST=` + srv.Host + ` ollama pull no-such-model"`
 	if _, err := plan.Verify(context.Background()); err == nil || err.Error() != want {
 		t.Errorf("missing model: %v, want %s", err, want)
+	}
+
+	// A name the server itself resolves to the model (any case, the
+	// default namespace, host or tag written out) finds it, as chat does;
+	// another tag does not.
+	base := strings.TrimSuffix(model, ":latest")
+	for _, name := range []string{base, strings.ToUpper(base), base + ":LATEST", "library/" + base, "registry.ollama.ai/library/" + base + ":latest", base + ":q4", "other/" + base} {
+		mm, err := ollama.New(models.Spec{Name: "n", Model: name, Host: srv.Host}, transport.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := mm.Resolve(context.Background())
+		found := !strings.Contains(name, "q4") && !strings.HasPrefix(name, "other/")
+		if found && (err != nil || in.Digest != digest) || !found && (err == nil || !strings.Contains(err.Error(), "is not on the server")) {
+			t.Errorf("Resolve %q: %+v, %v (want found: %v)", name, in, err, found)
+		}
 	}
 }
 
