@@ -396,6 +396,7 @@ func relTo(dir, p string) string {
 var (
 	namePattern   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]*$`)
 	digestPattern = regexp.MustCompile(`^(sha256:)?[0-9a-f]{64}$`)
+	shortDigest   = regexp.MustCompile(`^(sha256:)?[0-9a-f]{12}$`) // the prefix ollama list prints
 	envPattern    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
@@ -573,7 +574,11 @@ func Parse(source string, data []byte) (*Manifest, error) {
 			bad(f+".model", "missing")
 		}
 		if md.Digest != "" && !digestPattern.MatchString(md.Digest) {
-			bad(f+".digest", "want 64 lower-case hex digits, optionally after sha256:, got %s", input.Quote(md.Digest))
+			hint := ""
+			if shortDigest.MatchString(md.Digest) {
+				hint = " (ollama list shows only the first 12 digits; stress models lists the whole digest)"
+			}
+			bad(f+".digest", "want 64 lower-case hex digits, optionally after sha256:, got %s%s", input.Quote(md.Digest), hint)
 		}
 		if md.Parallel < 0 || md.Parallel > MaxParallel || md.Parallel == 0 && i < len(set.Models) && set.Models[i].Parallel != nil {
 			bad(f+".parallel", "want 1 to %d calls in flight per endpoint, got %d", MaxParallel, md.Parallel)

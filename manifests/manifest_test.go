@@ -104,6 +104,7 @@ func TestParseRejects(t *testing.T) {
 		{"duplicate model", "name: code_registry", "name: always_stop", `field models[1].name: duplicate model name "always_stop"`},
 		{"no backend", "    backend: baseline\n    model: always_stop", "    model: always_stop", "field models[0].backend: missing"},
 		{"digest", "    model: always_stop", "    model: always_stop\n    digest: abc", `field models[0].digest: want 64 lower-case hex digits`},
+		{"short digest", "    model: always_stop", "    model: always_stop\n    digest: 8fa0adea92b4", `field models[0].digest: want 64 lower-case hex digits, optionally after sha256:, got "8fa0adea92b4" (ollama list shows only the first 12 digits; stress models lists the whole digest)`},
 		{"format", "    model: always_stop", "    model: always_stop\n    format: xml", `field models[0].format: want "", "json", "schema" (the answer's JSON schema) or a JSON schema object, got "xml"`},
 		{"environment without live", "replay_cap: 3", "replay_cap: 3\nenvironment: lab", `field environment: "lab" needs replay: "live" (stored replay runs no environment)`},
 		{"environment name", "replay_cap: 3", "replay_cap: 3\nreplay: live\nenvironment: \"in process\"", `field environment: want the name of a registered environment (letters, digits, _ . : -), got "in process"`},
