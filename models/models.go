@@ -76,6 +76,24 @@ type Reply struct {
 	OriginalBodySHA256 string
 }
 
+// StoppedEarly says why a reply's answer ended before the model finished
+// it, from what its backend recorded in Meta: "length" at the token limit
+// (an OpenAI-compatible finish_reason or Ollama's done_reason),
+// "content_filter" when a provider's filter cut it, "refusal" when the
+// model refused (OpenAI's message.refusal); "" when it ended normally or
+// the backend does not say.
+func StoppedEarly(meta map[string]any) string {
+	if r, _ := meta["refusal"].(string); r != "" {
+		return "refusal"
+	}
+	for _, k := range []string{"finish_reason", "done_reason"} {
+		if r, _ := meta[k].(string); r == "length" || r == "content_filter" {
+			return r
+		}
+	}
+	return ""
+}
+
 // TransportEvent is one transport fault a backend met during a call:
 // connection refused, timeout, HTTP 429 or 5xx, a truncated or malformed
 // body. It is never a model answer.

@@ -7,9 +7,11 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
@@ -176,10 +178,13 @@ func (s *session) run(ctx context.Context) (*results.Summary, error) {
 	out := s.start(runCtx, callCtx)
 	allDone := make(chan struct{})
 	go s.graceAfter(ctx, allDone, cancelCalls)
-	c := &collector{s: s, calls: calls, con: con, sess: sess, stop: func() { stopRun(); cancelCalls() }}
+	c := &collector{s: s, calls: calls, con: con, sess: sess, stop: func() { stopRun(); cancelCalls() }, stopped: map[string]int{}}
 	c.collect(ctx, callCtx, out)
 	close(allDone)
 	con.clear()
+	if note := stoppedNote(c.stopped); note != "" {
+		con.logf("%s", note)
+	}
 	if err := calls.Close(); err != nil && c.err == nil {
 		c.err = err
 	}
@@ -320,6 +325,9 @@ type collector struct {
 	stop     func() // stops new decisions and cancels calls in flight
 	err      error  // the first write failure
 	errLines int    // error decisions printed
+	// stopped counts the answers that ended early, by why
+	// (models.StoppedEarly).
+	stopped map[string]int
 }
 
 // fail records the first write failure and stops the run.
@@ -401,6 +409,11 @@ func (c *collector) add(callCtx context.Context, f *finished, idle bool) {
 		if err := c.calls.Flush(); err != nil {
 			c.fail(err)
 			return
+		}
+	}
+	for i := range d.Turns {
+		if why := models.StoppedEarly(d.Turns[i].Reply.Meta); why != "" {
+			c.stopped[why]++
 		}
 	}
 	c.sess.Ran++
@@ -580,4 +593,30 @@ func (o outcome) row(k simulator.Key, server string, seed int64) results.Row {
 		}
 	}
 	return r
+}
+
+// stoppedNote says how many answers of the session ended early and why
+// (models.StoppedEarly), or "" when none did. Such an answer is scored
+// as its text reads, usually invalid, so the note says what to change.
+func stoppedNote(stopped map[string]int) string {
+	var parts []string
+	total := 0
+	for _, r := range []struct{ why, say string }{
+		{"length", "at the token limit (raise the model's max_tokens or num_predict)"},
+		{"content_filter", "cut by the provider's content filter"},
+		{"refusal", "refused by the model"},
+	} {
+		if n := stopped[r.why]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, r.say))
+			total += n
+		}
+	}
+	if total == 0 {
+		return ""
+	}
+	noun := "answers"
+	if total == 1 {
+		noun = "answer"
+	}
+	return fmt.Sprintf("note: %d %s of this run ended early, scored as their text reads (an invalid label, most often): %s", total, noun, strings.Join(parts, ", "))
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -321,4 +322,33 @@ func (k *killAfter) Generate(ctx context.Context, req models.Request) (models.Re
 	}
 	k.mu.Unlock()
 	return k.Model.Generate(ctx, req)
+}
+
+// TestTokenLimitNote: on the real server, answers cut at num_predict
+// (done_reason "length") are invalid, and the run ends with a note that
+// counts them and names the option to raise.
+func TestTokenLimitNote(t *testing.T) {
+	srv, model, digest := server(t)
+	m := smallStudy(t, srv.Host, model, digest, 7, []study.Condition{study.Normalized}, 1)
+	m.Models[0].Options = map[string]any{"num_predict": 3}
+	m.Models[0].SeedCheck = "off"
+	plan, err := runner.Prepare(m, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	dir, sum, err := plan.Run(context.Background(), runner.Options{Out: filepath.Join(t.TempDir(), "run"), Log: &log})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	calls := readCalls(t, dir)
+	want := fmt.Sprintf("note: %d answers of this run ended early, scored as their text reads (an invalid label, most often): %d at the token limit (raise the model's max_tokens or num_predict)", len(calls), len(calls))
+	if !strings.Contains(log.String(), want) {
+		t.Errorf("log\n%s\nwant the line\n%s", log.String(), want)
+	}
+	for _, c := range sum.Cells {
+		if c.Count(simulator.Invalid) != c.N {
+			t.Errorf("cell %+v: every answer cut at 3 tokens must be invalid", c)
+		}
+	}
 }

@@ -1,16 +1,25 @@
 package openai_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/models/openai"
 	"github.com/mcpstress/stress/models/transport"
+	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/runner"
+	"github.com/mcpstress/stress/simulator"
 )
 
 // TestServerErrors: what a server's error answer says reaches the error,
@@ -56,5 +65,60 @@ func TestServerErrors(t *testing.T) {
 			t.Errorf("%s: Verify sent %d requests (want %d), error %v", tc.name, n, tc.verify, err)
 		}
 		srv.Close()
+	}
+}
+
+// TestStoppedEarlyNote: answers a server ends at the token limit, cuts
+// by a filter or refuses are scored as their text reads (invalid here),
+// keep why in their call lines (meta finish_reason, refusal), and the run
+// ends with a note that counts them and says what to change.
+func TestStoppedEarlyNote(t *testing.T) {
+	var served atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		msg, finish := `"content":"{\"operation_status\": \"failed\", \"recovery_policy\": \"select_tool\"}"`, "stop"
+		switch served.Add(1) % 7 {
+		case 1:
+			msg, finish = `"content":"{\"operation_status\": \"fai"`, "length"
+		case 2:
+			msg, finish = `"content":null`, "content_filter"
+		case 3:
+			msg = `"content":null,"refusal":"I can't help with that."`
+		}
+		fmt.Fprintf(w, `{"id":"c","object":"chat.completion","created":1,"model":"tiny","choices":[{"index":0,"message":{"role":"assistant",%s},"finish_reason":%q}]}`, msg, finish)
+	}))
+	defer srv.Close()
+	m := manifest(t, manifests.Model{Name: "remote", Backend: openai.Backend, Model: "tiny", Host: srv.URL + "/v1", SeedCheck: "off"})
+	plan, err := runner.Prepare(m, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	dir, sum, err := plan.Run(context.Background(), runner.Options{Out: filepath.Join(t.TempDir(), "run"), Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Calls 1, 2 and 3 of every 7 (the preflight's probe is call 1).
+	calls := int(served.Load())
+	n := func(first int) int { return (calls - first + 7) / 7 }
+	want := fmt.Sprintf("note: %d answers of this run ended early, scored as their text reads (an invalid label, most often): %d at the token limit (raise the model's max_tokens or num_predict), %d cut by the provider's content filter, %d refused by the model",
+		n(1)-1+n(2)+n(3), n(1)-1, n(2), n(3))
+	if !strings.Contains(log.String(), want) {
+		t.Errorf("log\n%s\nwant the line\n%s", log.String(), want)
+	}
+	invalid := 0
+	for _, c := range sum.Cells {
+		invalid += c.Count(simulator.Invalid)
+	}
+	if invalid == 0 {
+		t.Errorf("no invalid answers in %+v", sum.Cells)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, results.CallsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{`"finish_reason":"length"`, `"finish_reason":"content_filter"`, `"refusal":"I can't help with that."`} {
+		if !bytes.Contains(b, []byte(s)) {
+			t.Errorf("%s lacks %s", results.CallsFile, s)
+		}
 	}
 }

@@ -291,13 +291,17 @@ func (m *Model) generate(ctx context.Context, tr *transport.Client, req models.R
 		return models.Reply{Events: events}, err
 	}
 	ch := cr.Choices[0]
-	r := m.tr.Reply(resp, events, ch.Message.Content, map[string]any{
+	meta := map[string]any{
 		"model":              cr.Model,
 		"system_fingerprint": cr.SystemFingerprint,
 		"finish_reason":      string(ch.FinishReason),
 		"usage":              cr.Usage,
 		"id":                 cr.ID,
-	})
+	}
+	if ch.Message.Refusal != "" {
+		meta["refusal"] = ch.Message.Refusal
+	}
+	r := m.tr.Reply(resp, events, ch.Message.Content, meta)
 	thinking, toolCalls := extrasOf(resp.Body)
 	m.tr.Extras(&r, thinking, toolCalls)
 	r.PromptTokens, r.OutputTokens = cr.Usage.PromptTokens, cr.Usage.CompletionTokens
