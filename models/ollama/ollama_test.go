@@ -88,6 +88,13 @@ func smallStudy(t *testing.T, host, model, digest string, seed uint64, conds []s
 
 func runStudy(t *testing.T, m *manifests.Resolved) (string, *results.Summary) {
 	t.Helper()
+	dir, sum, _ := runStudyLog(t, m)
+	return dir, sum
+}
+
+// runStudyLog is runStudy, also returning what the run logged.
+func runStudyLog(t *testing.T, m *manifests.Resolved) (string, *results.Summary, string) {
+	t.Helper()
 	plan, err := runner.Prepare(m, false)
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +104,7 @@ func runStudy(t *testing.T, m *manifests.Resolved) (string, *results.Summary) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
-	return dir, sum
+	return dir, sum, log.String()
 }
 
 func TestVerifyDigest(t *testing.T) {
@@ -332,19 +339,11 @@ func TestTokenLimitNote(t *testing.T) {
 	m := smallStudy(t, srv.Host, model, digest, 7, []study.Condition{study.Normalized}, 1)
 	m.Models[0].Options = map[string]any{"num_predict": 3}
 	m.Models[0].SeedCheck = "off"
-	plan, err := runner.Prepare(m, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	dir, sum, err := plan.Run(context.Background(), runner.Options{Out: filepath.Join(t.TempDir(), "run"), Log: &log})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, log.String())
-	}
+	dir, sum, log := runStudyLog(t, m)
 	calls := readCalls(t, dir)
 	want := fmt.Sprintf("note: %d answers of this run ended early, scored as their text reads (an invalid label, most often): %d at the token limit (raise the model's max_tokens or num_predict)", len(calls), len(calls))
-	if !strings.Contains(log.String(), want) {
-		t.Errorf("log\n%s\nwant the line\n%s", log.String(), want)
+	if !strings.Contains(log, want) {
+		t.Errorf("log\n%s\nwant the line\n%s", log, want)
 	}
 	for _, c := range sum.Cells {
 		if c.Count(simulator.Invalid) != c.N {

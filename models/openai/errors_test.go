@@ -18,7 +18,6 @@ import (
 	"github.com/mcpstress/stress/models/openai"
 	"github.com/mcpstress/stress/models/transport"
 	"github.com/mcpstress/stress/results"
-	"github.com/mcpstress/stress/runner"
 	"github.com/mcpstress/stress/simulator"
 )
 
@@ -87,23 +86,14 @@ func TestStoppedEarlyNote(t *testing.T) {
 		fmt.Fprintf(w, `{"id":"c","object":"chat.completion","created":1,"model":"tiny","choices":[{"index":0,"message":{"role":"assistant",%s},"finish_reason":%q}]}`, msg, finish)
 	}))
 	defer srv.Close()
-	m := manifest(t, manifests.Model{Name: "remote", Backend: openai.Backend, Model: "tiny", Host: srv.URL + "/v1", SeedCheck: "off"})
-	plan, err := runner.Prepare(m, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	dir, sum, err := plan.Run(context.Background(), runner.Options{Out: filepath.Join(t.TempDir(), "run"), Log: &log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, sum, log := runLogged(t, manifest(t, manifests.Model{Name: "remote", Backend: openai.Backend, Model: "tiny", Host: srv.URL + "/v1", SeedCheck: "off"}))
 	// Calls 1, 2 and 3 of every 7 (the preflight's probe is call 1).
 	calls := int(served.Load())
 	n := func(first int) int { return (calls - first + 7) / 7 }
 	want := fmt.Sprintf("note: %d answers of this run ended early, scored as their text reads (an invalid label, most often): %d at the token limit (raise the model's max_tokens or num_predict), %d cut by the provider's content filter, %d refused by the model",
 		n(1)-1+n(2)+n(3), n(1)-1, n(2), n(3))
-	if !strings.Contains(log.String(), want) {
-		t.Errorf("log\n%s\nwant the line\n%s", log.String(), want)
+	if !strings.Contains(log, want) {
+		t.Errorf("log\n%s\nwant the line\n%s", log, want)
 	}
 	invalid := 0
 	for _, c := range sum.Cells {

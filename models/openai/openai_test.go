@@ -145,15 +145,7 @@ func TestAPIKeyNeverStored(t *testing.T) {
 	defer srv.Close()
 	m := manifest(t, manifests.Model{Name: "remote", Backend: openai.Backend, Model: "tiny", Host: srv.URL + "/v1", APIKeyEnv: "STRESS_TEST_KEY",
 		Transport: manifests.TransportSpec{Attempts: 2, BackoffMS: 1}, SeedCheck: "off"})
-	plan, err := runner.Prepare(m, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	dir, sum, err := plan.Run(context.Background(), runner.Options{Out: filepath.Join(t.TempDir(), "run"), Log: &log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, sum, log := runLogged(t, m)
 	if sum.Decisions != 21 {
 		t.Fatalf("summary %+v", sum)
 	}
@@ -169,7 +161,7 @@ func TestAPIKeyNeverStored(t *testing.T) {
 		}
 		return nil
 	})
-	if strings.Contains(log.String(), key) {
+	if strings.Contains(log, key) {
 		t.Error("the log contains the API key")
 	}
 	// An unset key variable is an error naming the variable, not the key.
@@ -177,6 +169,22 @@ func TestAPIKeyNeverStored(t *testing.T) {
 	if _, err := runner.Prepare(m, false); err == nil || !strings.Contains(err.Error(), "STRESS_TEST_KEY") {
 		t.Errorf("unset key: %v", err)
 	}
+}
+
+// runLogged runs the study m into a fresh directory and returns the
+// bundle, its summary and what the run logged.
+func runLogged(t *testing.T, m *manifests.Resolved) (string, *results.Summary, string) {
+	t.Helper()
+	plan, err := runner.Prepare(m, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	dir, sum, err := plan.Run(context.Background(), runner.Options{Out: filepath.Join(t.TempDir(), "run"), Log: &log})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	return dir, sum, log.String()
 }
 
 func manifest(t *testing.T, md manifests.Model) *manifests.Resolved {
