@@ -418,15 +418,7 @@ func TestAPIKeyEchoRedacted(t *testing.T) {
 	defer srv.Close()
 	m := manifest(t, manifests.Model{Name: "remote", Backend: openai.Backend, Model: "tiny", Host: srv.URL + "/v1", APIKeyEnv: "STRESS_ECHO_KEY",
 		Transport: manifests.TransportSpec{Attempts: 2, BackoffMS: 1}, SeedCheck: "off"})
-	plan, err := runner.Prepare(m, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	dir, sum, err := plan.Run(context.Background(), runner.Options{Out: filepath.Join(t.TempDir(), "run"), Log: &log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, sum, log := runLogged(t, m)
 	// 21 decisions: 5 full cycles of 4, then one redacted answer.
 	if sum.Decisions != 21 || sum.Errors != 5 {
 		t.Fatalf("summary: %d decisions, %d errors; want 21, 5", sum.Decisions, sum.Errors)
@@ -449,7 +441,7 @@ func TestAPIKeyEchoRedacted(t *testing.T) {
 		}
 		return nil
 	})
-	leaks("the log", log.Bytes())
+	leaks("the log", []byte(log))
 	rows, err := results.ReadRows(filepath.Join(dir, results.DecisionsFile))
 	if err != nil {
 		t.Fatal(err)
