@@ -18,10 +18,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
 
 	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/study"
@@ -411,8 +414,78 @@ func decodeYAML(data []byte, v any, opts ...yaml.DecodeOption) (err error) {
 			err = fmt.Errorf("malformed YAML (the decoder failed: %s)", input.Snippet(fmt.Sprint(r)))
 		}
 	}()
+	opts = append(opts, whole(func(s string) (int, error) { return strconv.Atoi(s) }),
+		whole(func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }),
+		whole(func(s string) (uint64, error) { return strconv.ParseUint(s, 10, 64) }))
 	if err := yaml.UnmarshalWithOptions(data, v, opts...); err != nil {
+		if nw, ok := err.(*notWhole); ok {
+			return errors.New(input.Snippet(nw.locate(data)))
+		}
 		return errors.New(input.Snippet(yaml.FormatError(err, false, true)))
+	}
+	if f, err := parser.ParseBytes(data, 0); err == nil && len(f.Docs) > 1 {
+		return fmt.Errorf("%d YAML documents (separated by ---); a manifest is one", len(f.Docs))
+	}
+	return nil
+}
+
+// whole reads an integer field as it is written: decimal digits with an
+// optional sign. Without it goccy/go-yaml reads 2.5 as 2, "2" as 2 and
+// 2^64 as 2^63 (a float converted to an integer).
+func whole[T int | int64 | uint64](parse func(string) (T, error)) yaml.DecodeOption {
+	return yaml.CustomUnmarshaler[T](func(v *T, b []byte) error {
+		s := strings.TrimSpace(string(b))
+		n, err := parse(s)
+		if err != nil {
+			return &notWhole{text: s, outOfRange: errors.Is(err, strconv.ErrRange)}
+		}
+		*v = n
+		return nil
+	})
+}
+
+// notWhole is a value written where a whole number belongs.
+type notWhole struct {
+	text       string
+	outOfRange bool
+}
+
+func (e *notWhole) Error() string {
+	if e.outOfRange {
+		return fmt.Sprintf("the whole number %s is out of range", e.text)
+	}
+	return "want a whole number, got " + e.text
+}
+
+// locate names the line and field of the value e is about, the first
+// mapping value written so; the error alone when none is found.
+func (e *notWhole) locate(data []byte) string {
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return e.Error()
+	}
+	var where string
+	for _, doc := range f.Docs {
+		ast.Walk(visitor(func(n ast.Node) bool {
+			mv, ok := n.(*ast.MappingValueNode)
+			if !ok || where != "" {
+				return where == ""
+			}
+			if tok := mv.Value.GetToken(); tok != nil && strings.TrimSpace(mv.Value.String()) == e.text {
+				where = fmt.Sprintf("line %d: field %s: ", tok.Position.Line, mv.Key.String())
+			}
+			return true
+		}), doc)
+	}
+	return where + e.Error()
+}
+
+// visitor adapts a function to ast.Visitor; it returns false to stop.
+type visitor func(ast.Node) bool
+
+func (f visitor) Visit(n ast.Node) ast.Visitor {
+	if f(n) {
+		return f
 	}
 	return nil
 }
@@ -489,7 +562,7 @@ func Parse(source string, data []byte) (*Manifest, error) {
 			bad(fmt.Sprintf("comparisons[%d]", i), "%s: %s", input.Quote(c), why)
 		}
 	}
-	if m.Temperature < 0 || m.Temperature > 2 {
+	if !(m.Temperature >= 0 && m.Temperature <= 2) { // NaN too
 		bad("temperature", "want 0 to 2, got %v", m.Temperature)
 	}
 	if m.ReplayCap != nil && (*m.ReplayCap < 0 || *m.ReplayCap > 10) {
@@ -640,19 +713,24 @@ type TransportSpec struct {
 	BreakerPauseS float64 `yaml:"breaker_pause_s,omitempty" json:"breaker_pause_s,omitempty"` // pause length, seconds
 }
 
-// Check reports the first out-of-range field.
+// Check reports the first out-of-range field. The ranges are written so
+// that NaN is out of every one.
 func (t TransportSpec) Check() error {
 	switch {
-	case t.TimeoutS < 0 || t.TimeoutS > 86400:
+	case !(t.TimeoutS >= 0 && t.TimeoutS <= 86400):
 		return fmt.Errorf("timeout_s: want 0 to 86400, got %v", t.TimeoutS)
 	case t.Attempts < 0 || t.Attempts > 100:
 		return fmt.Errorf("attempts: want 0 to 100, got %d", t.Attempts)
-	case t.BackoffMS < 0 || t.MaxBackoffMS < 0:
-		return fmt.Errorf("backoff_ms and max_backoff_ms must not be negative")
+	case !(t.BackoffMS >= 0 && t.BackoffMS <= 86_400_000):
+		return fmt.Errorf("backoff_ms: want 0 to 86400000 (a day), got %v", t.BackoffMS)
+	case !(t.MaxBackoffMS >= 0 && t.MaxBackoffMS <= 86_400_000):
+		return fmt.Errorf("max_backoff_ms: want 0 to 86400000 (a day), got %v", t.MaxBackoffMS)
 	case t.MaxBodyBytes < 0:
 		return fmt.Errorf("max_body_bytes must not be negative")
-	case t.BreakerAfter < 0 || t.BreakerPauseS < 0:
-		return fmt.Errorf("breaker_after and breaker_pause_s must not be negative")
+	case t.BreakerAfter < 0:
+		return fmt.Errorf("breaker_after must not be negative")
+	case !(t.BreakerPauseS >= 0 && t.BreakerPauseS <= 86400):
+		return fmt.Errorf("breaker_pause_s: want 0 to 86400, got %v", t.BreakerPauseS)
 	}
 	return nil
 }
