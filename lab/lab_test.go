@@ -178,6 +178,14 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
+	t.Run("data after the object", func(t *testing.T) {
+		for _, tail := range []string{"garbage]]]", "}}", `{"scenarios": []}`} {
+			_, err := load(good + "\n" + tail)
+			if err == nil || !strings.HasPrefix(err.Error(), "dir/bad.json") || !strings.Contains(err.Error(), "data after the JSON object") {
+				t.Errorf("%q after the object: %v", tail, err)
+			}
+		}
+	})
 	t.Run("unknown_tool with a served tool", func(t *testing.T) {
 		f := strings.Replace(strings.Replace(good, `"class": "transient"`, `"class": "unknown_tool"`, 1), `"fault": {"k": 1}`, `"fault": {}`, 1)
 		_, err := load(strings.Replace(f, `"contract": true`, `"contract": false`, 1))

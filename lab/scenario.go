@@ -265,6 +265,9 @@ func ParseSet(file string, data []byte) (*Set, []error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, []error{&LoadError{File: file, Err: jsonProblem(data, err)}}
 	}
+	if at := dec.InputOffset(); input.Trailing(dec) {
+		return nil, []error{&LoadError{File: file, Err: fmt.Errorf("data after the JSON object at byte %d", at)}}
+	}
 	s := &Set{Name: strings.TrimSuffix(path.Base(file), ".json"), Description: f.Description, Tolerate: f.Tolerate}
 	if len(f.Scenarios) == 0 {
 		return nil, []error{&LoadError{File: file, Field: "scenarios", Err: errors.New("no scenarios")}}

@@ -37,6 +37,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpstress/stress/internal/capture"
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/lab"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/statediff"
@@ -216,6 +217,9 @@ func Parse(file, name string, data []byte) (*Set, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if at := dec.InputOffset(); input.Trailing(dec) {
+		return nil, fmt.Errorf("%s: data after the JSON object at byte %d", file, at)
 	}
 	var errs []error
 	seen := map[string]bool{}

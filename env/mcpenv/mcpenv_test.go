@@ -145,6 +145,8 @@ func TestBadScenarios(t *testing.T) {
 		{`{"scenarios":[{"id":"Z1","server":"memory","class":"invalid_type","task":"t","tool":"x","args":{},"preferred_policies":["revise_arguments"],"non_harm":["revise_arguments","stop_or_escalate"],"policies":{"revise_arguments":[],"select_tool":[{"tool":"y","arguments":{}}]},"goal":[{"call":"x","why":"w"}]}]}`, "field policies.revise_arguments"},
 		{`{"scenarios":[{"id":"Z1","server":"memory","class":"invalid_type","task":"t","tool":"x","args":{},"preferred_policies":["revise_arguments"],"non_harm":["stop_or_escalate"],"policies":{"revise_arguments":[{"tool":"x","arguments":{}}],"select_tool":[{"tool":"y","arguments":{}}]},"goal":[{"call":"x","why":"w"}]}]}`, "field non_harm"},
 		{`{"scenarios":[],"extra":1}`, "unknown field"},
+		{`{"scenarios":[]} xx`, "f.json: data after the JSON object at byte 16"},
+		{`{"scenarios":[]}]]`, "f.json: data after the JSON object at byte 16"},
 	} {
 		_, err := Parse("f.json", "f", []byte(tc.doc))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "f.json") {

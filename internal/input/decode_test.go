@@ -2,6 +2,7 @@ package input
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf16"
@@ -59,6 +60,20 @@ func TestDecode(t *testing.T) {
 			}
 		} else if string(got) != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestTrailing: only white space may follow a decoded value.
+func TestTrailing(t *testing.T) {
+	for in, want := range map[string]bool{`{}`: false, "{} \n\t": false, `{}x`: true, `{}}`: true, `{}]`: true, `{} {}`: true, `{} 1`: true} {
+		dec := json.NewDecoder(strings.NewReader(in))
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		if got := Trailing(dec); got != want {
+			t.Errorf("Trailing after %q = %v, want %v", in, got, want)
 		}
 	}
 }
