@@ -191,6 +191,10 @@ func ParseScenarios(file string, data []byte) ([]Scenario, []error) {
 			errs = append(errs, &RecordError{File: file, Record: i + 1, Err: fmt.Errorf("expected a scenario record (a JSON object), got %s", kind)})
 			continue
 		}
+		if path, dup := duplicateMember(r); dup {
+			errs = append(errs, &RecordError{File: file, Record: i + 1, ID: peekID(r), Field: path, Err: errors.New("a second member of that name (or of the same name in another case); give each member once")})
+			continue
+		}
 		var s Scenario
 		dec := json.NewDecoder(bytes.NewReader(r))
 		dec.DisallowUnknownFields()
