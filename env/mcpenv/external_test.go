@@ -81,3 +81,73 @@ func TestExternalReadOnly(t *testing.T) {
 		t.Errorf("a writing first call on an external server: %v", err)
 	}
 }
+
+// TestExternalToolPages: the tools of a server that lists them one page
+// at a time (the Go SDK's server with a page of one tool) are all read,
+// so the scenario's tool on the second page may be called and the model
+// is shown both.
+func TestExternalToolPages(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "paged", Version: "1"}, &mcp.ServerOptions{PageSize: 1})
+	type in struct {
+		SKU string `json:"sku"`
+	}
+	read := func(ctx context.Context, r *mcp.CallToolRequest, a in) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok " + a.SKU}}}, nil, nil
+	}
+	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
+	mcp.AddTool(srv, &mcp.Tool{Name: "get_price", Annotations: ro}, read)
+	mcp.AddTool(srv, &mcp.Tool{Name: "get_stock", Annotations: ro}, read)
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer hs.Close()
+	sc := &Scenario{ID: "P1", Server: "memory", Class: "invalid_type", Task: "Show the stock.", Tool: "get_stock",
+		Args: json.RawMessage(`{"sku": 5}`), Pointer: "/sku", Preferred: study.ReviseArguments,
+		NonHarm: []study.Policy{study.ReviseArguments, study.StopOrEscalate},
+		Spec:    statediff.Spec{Goal: []statediff.Effect{{Call: "get_stock", Why: "the stock was read"}}}}
+	e := New(sc, Options{ExternalURL: hs.URL})
+	defer e.Close()
+	if _, err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tools, err := e.Tools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, raw := range tools {
+		var tl struct{ Name string }
+		json.Unmarshal(raw, &tl)
+		names = append(names, tl.Name)
+	}
+	if strings.Join(names, ",") != "get_price,get_stock" {
+		t.Errorf("tools shown %v, want both pages", names)
+	}
+}
+
+// TestObservationBounded: a tool's 1 MiB error text reaches the model cut
+// to capture's text cap (64 KiB), marked, as a captured observation would
+// keep it.
+func TestObservationBounded(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "loud", Version: "1"}, nil)
+	type in struct {
+		SKU string `json:"sku"`
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "get_stock", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, r *mcp.CallToolRequest, a in) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("no such sku ", 1<<20/12)}}}, nil, nil
+		})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer hs.Close()
+	sc := &Scenario{ID: "B1", Server: "memory", Class: "invalid_value", Task: "Show the stock.", Tool: "get_stock",
+		Args: json.RawMessage(`{"sku": "X"}`), Pointer: "/sku", Preferred: study.ReviseArguments,
+		NonHarm: []study.Policy{study.ReviseArguments, study.StopOrEscalate},
+		Spec:    statediff.Spec{Goal: []statediff.Effect{{Call: "get_stock", Why: "the stock was read"}}}}
+	e := New(sc, Options{ExternalURL: hs.URL})
+	defer e.Close()
+	obs, err := e.Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(obs) > 66<<10 || !strings.Contains(string(obs), "bytes cut by stress]") {
+		t.Errorf("observation of %d bytes, ending %q", len(obs), obs[max(0, len(obs)-80):])
+	}
+}

@@ -634,13 +634,19 @@ func (e *Env) release() bool {
 	return true
 }
 
-// listTools reads the server's tools.
+// maxTools bounds the tools read from a server, whose pages might never
+// end.
+const maxTools = 10_000
+
+// listTools reads the server's tools, every page of tools/list.
 func (e *Env) listTools(ctx context.Context) error {
-	list, err := e.session.ListTools(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("scenario %s: tools/list: %w (stderr: %s)", e.sc.ID, err, e.stderr.String())
-	}
-	for _, t := range list.Tools {
+	for t, err := range e.session.Tools(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("scenario %s: tools/list: %w (stderr: %s)", e.sc.ID, err, e.stderr.String())
+		}
+		if len(e.tools) == maxTools {
+			return fmt.Errorf("scenario %s: tools/list: more than %d tools", e.sc.ID, maxTools)
+		}
 		b, err := json.Marshal(t)
 		if err != nil {
 			return err
@@ -822,6 +828,8 @@ func (e *Env) call(ctx context.Context, c simulator.ToolCall) (json.RawMessage, 
 	cctx, cancel := context.WithTimeout(ctx, e.o.timeout())
 	defer cancel()
 	res, err := e.session.CallTool(cctx, &mcp.CallToolParams{Name: c.Tool, Arguments: m})
+	// Note: the model sees at most what a captured observation keeps.
+	capture.Bound(res, err, capture.DefaultMaxTextBytes)
 	obs, oerr := lab.Observe(res, err)
 	if oerr != nil {
 		return nil, false, fmt.Errorf("%s: %w (server stderr: %s)", c.Tool, oerr, e.stderr.String())

@@ -48,7 +48,15 @@ func (b *textBudget) cut(s string) (string, int) {
 }
 
 // cutMarker ends a cut text.
-func cutMarker(n int) string { return fmt.Sprintf(" [… %d bytes cut by stress capture]", n) }
+func cutMarker(n int) string { return fmt.Sprintf(" [… %d bytes cut by stress]", n) }
+
+// Bound cuts, in place, what a call returned to max bytes of server text
+// (boundCall) and drops a structuredContent over max bytes of JSON
+// (boundStructured), as capture does before it keeps an observation. It
+// returns what it cut, as JSON pointers into the result with sizes.
+func Bound(res *mcp.CallToolResult, err error, max int) []string {
+	return append(boundCall(res, err, max), boundStructured(res, max)...)
+}
 
 // boundCall cuts, in place, the server text of a call's result or
 // JSON-RPC error to max bytes (textBudget): the text blocks and the error

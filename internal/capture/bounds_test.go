@@ -252,7 +252,7 @@ func TestLargeTextStoredOnce(t *testing.T) {
 		}
 		big++
 		text := sc.ObservationText()
-		if len(text) > DefaultMaxTextBytes+100 || !strings.HasPrefix(text, rawText) || !strings.Contains(text, " bytes cut by stress capture]") {
+		if len(text) > DefaultMaxTextBytes+100 || !strings.HasPrefix(text, rawText) || !strings.Contains(text, " bytes cut by stress]") {
 			t.Errorf("%s: observation text of %d bytes: %.80q … %q", sc.ID, len(text), text, text[max(len(text)-80, 0):])
 		}
 		env, _ := json.Marshal(sc.ControlEnvelope)
