@@ -63,7 +63,21 @@ func TestServerErrors(t *testing.T) {
 		if n != tc.verify || err == nil || !strings.Contains(err.Error(), tc.say) {
 			t.Errorf("%s: Verify sent %d requests (want %d), error %v", tc.name, n, tc.verify, err)
 		}
+		if hint := "most servers want it to end in /v1"; strings.Contains(err.Error(), hint) {
+			t.Errorf("%s: the host ends in /v1, yet Verify says %q", tc.name, hint)
+		}
 		srv.Close()
+	}
+	// A host without /v1 that the server answers 404: the probe's error
+	// says what the host should be.
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	m, err := openai.New(spec(srv.URL), transport.Options{MaxAttempts: 3, BaseDelay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Verify(context.Background()); err == nil || !strings.Contains(err.Error(), "HTTP 404: 404 page not found (the host is the API base URL, to which chat/completions is added: most servers want it to end in /v1)") {
+		t.Errorf("host without /v1: %v", err)
 	}
 }
 

@@ -354,7 +354,12 @@ func (m *Model) Verify(ctx context.Context) (models.Facts, error) {
 		return facts, ue
 	}
 	if err != nil {
-		return facts, fmt.Errorf("model %q at %s: probe completion: %w", m.spec.Name, m.where, err)
+		hint := ""
+		var ce *models.CallError
+		if errors.As(err, &ce) && len(ce.Events) > 0 && ce.Events[len(ce.Events)-1].Status == http.StatusNotFound && !strings.HasSuffix(strings.TrimSuffix(m.base.Path, "/"), "/v1") {
+			hint = " (the host is the API base URL, to which chat/completions is added: most servers want it to end in /v1)"
+		}
+		return facts, fmt.Errorf("model %q at %s: probe completion: %w%s", m.spec.Name, m.where, err, hint)
 	}
 	m.probed = &reply
 	got, _ := reply.Meta["model"].(string)
