@@ -736,3 +736,45 @@ func TestConnectFailureKeepsStderr(t *testing.T) {
 		t.Errorf("the private log must be written anyway: %v", err)
 	}
 }
+
+// TestPlanFollowsRefs: a required field whose schema is a local $ref (as
+// Pydantic writes a nested type or an enum) is probed by the type it
+// names, and a field it does not target gets the enum's first value; a
+// $ref that does not resolve, or a cycle, leaves the field of unknown
+// type.
+func TestPlanFollowsRefs(t *testing.T) {
+	in := map[string]any{
+		"type": "object",
+		"$defs": map[string]any{
+			"Id":    map[string]any{"type": "string"},
+			"Color": map[string]any{"enum": []any{"red", "blue"}, "type": "string"},
+			"Loop":  map[string]any{"$ref": "#/$defs/Loop"},
+		},
+		"definitions": map[string]any{"Count": map[string]any{"type": "integer", "minimum": 3.0}},
+		"properties": map[string]any{
+			"id":    map[string]any{"$ref": "#/$defs/Id", "description": "the item"},
+			"color": map[string]any{"$ref": "#/$defs/Color"},
+			"n":     map[string]any{"$ref": "#/definitions/Count"},
+			"loop":  map[string]any{"$ref": "#/$defs/Loop"},
+			"gone":  map[string]any{"$ref": "#/$defs/Missing"},
+		},
+		"required": []any{"id", "color", "n", "loop", "gone"},
+	}
+	var got []string
+	for _, f := range requiredFields(in) {
+		got = append(got, f.Name+":"+f.Type)
+	}
+	if want := "id:string color:string n:integer loop: gone:"; strings.Join(got, " ") != want {
+		t.Errorf("fields %q, want %q", strings.Join(got, " "), want)
+	}
+	fs := requiredFields(in)
+	if v, ok := placeholder(fs[1]); !ok || v != "red" {
+		t.Errorf("placeholder of color: %v %v, want the enum's first value", v, ok)
+	}
+	if v, ok := placeholder(fs[2]); !ok || v != 3.0 {
+		t.Errorf("placeholder of n: %v %v, want the minimum", v, ok)
+	}
+	if fs[0].Schema["description"] != "the item" {
+		t.Errorf("the property's own keywords were lost: %v", fs[0].Schema)
+	}
+}

@@ -241,6 +241,7 @@ func requiredFields(in map[string]any) []field {
 			continue
 		}
 		ps, _ := props[name].(map[string]any)
+		ps = deref(in, ps)
 		out = append(out, field{Name: name, Type: schemaType(ps), Schema: ps})
 	}
 	return out
@@ -253,7 +254,42 @@ func propertyField(in map[string]any, name string) (field, bool) {
 	if !ok {
 		return field{}, false
 	}
+	ps = deref(in, ps)
 	return field{Name: name, Type: schemaType(ps), Schema: ps}, true
+}
+
+// deref follows a property schema's local $ref ("#/$defs/Id",
+// "#/definitions/Id": how Pydantic and zod write nested types and enums)
+// to the schema it names in root, with the property's other keywords
+// kept over it; s itself when it has no $ref that resolves. At most 8
+// hops, so a cycle ends.
+func deref(root, s map[string]any) map[string]any {
+	for range 8 {
+		ref, ok := s["$ref"].(string)
+		if !ok || !strings.HasPrefix(ref, "#/") {
+			return s
+		}
+		var cur any = root
+		for _, tok := range strings.Split(ref[2:], "/") {
+			m, ok := cur.(map[string]any)
+			if !ok {
+				return s
+			}
+			cur = m[strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)]
+		}
+		target, ok := cur.(map[string]any)
+		if !ok {
+			return s
+		}
+		merged := maps.Clone(target)
+		for k, v := range s {
+			if k != "$ref" {
+				merged[k] = v
+			}
+		}
+		s = merged
+	}
+	return s
 }
 
 // placeholder is a type-correct, harmless value for a required field the
