@@ -42,6 +42,9 @@ func errorBody(body []byte) (text, code string) {
 			if len(tags) > 0 {
 				text += " (" + strings.Join(tags, ", ") + ")"
 			}
+			if quotaCodes[typ] { // the type says it where the code is another
+				c = typ
+			}
 			return clipString(text), firstOf(c, typ)
 		case jsonText(e.Message) != "":
 			return clipString(jsonText(e.Message)), ""

@@ -20,6 +20,8 @@ func TestErrorBody(t *testing.T) {
 			"Invalid schema for response_format 'answer'. (type invalid_request_error, code invalid_schema)", "invalid_schema"},
 		{"openai quota", `{"error":{"message":"You exceeded your current quota.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`,
 			"You exceeded your current quota. (type insufficient_quota, code insufficient_quota)", "insufficient_quota"},
+		{"quota by type", `{"error":{"message":"Quota spent.","type":"insufficient_quota","code":"quota_exceeded"}}`,
+			"Quota spent. (type insufficient_quota, code quota_exceeded)", "insufficient_quota"},
 		{"numeric code", `{"error":{"message":"Provider returned error","code":502}}`, "Provider returned error (code 502)", "502"},
 		{"type only", `{"error":{"message":"bad","type":"server_error","code":null}}`, "bad (type server_error)", "server_error"},
 		{"message list", `{"error":{"message":["a","b"]}}`, "a; b", ""},
