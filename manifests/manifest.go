@@ -16,6 +16,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -423,10 +424,83 @@ func decodeYAML(data []byte, v any, opts ...yaml.DecodeOption) (err error) {
 		}
 		return errors.New(input.Snippet(yaml.FormatError(err, false, true)))
 	}
-	if f, err := parser.ParseBytes(data, 0); err == nil && len(f.Docs) > 1 {
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return nil
+	}
+	if len(f.Docs) > 1 {
 		return fmt.Errorf("%d YAML documents (separated by ---); a manifest is one", len(f.Docs))
 	}
+	for _, doc := range f.Docs {
+		if err := asWritten(doc.Body, reflect.TypeOf(v), ""); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// asWritten checks that each text field of t that node sets reads as it
+// is written: YAML takes an unquoted 1.10 for the number 1.1, True for
+// true and 0x1F for 31, so such a name would be stored as other text.
+func asWritten(node ast.Node, t reflect.Type, field string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if a, ok := node.(*ast.AnchorNode); ok {
+		node = a.Value
+	}
+	switch t.Kind() {
+	case reflect.String:
+		switch node.(type) {
+		case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.InfinityNode, *ast.NanNode:
+			tok := node.GetToken()
+			var read string
+			if yaml.NodeToValue(node, &read) == nil && tok != nil && read != tok.Value {
+				return fmt.Errorf("line %d: field %s: %s is read as %q (YAML takes it for a number or a boolean); write it in quotes: %q", tok.Position.Line, field, tok.Value, read, tok.Value)
+			}
+		}
+	case reflect.Slice:
+		if seq, ok := node.(*ast.SequenceNode); ok {
+			for i, n := range seq.Values {
+				if err := asWritten(n, t.Elem(), fmt.Sprintf("%s[%d]", field, i)); err != nil {
+					return err
+				}
+			}
+		}
+	case reflect.Map, reflect.Struct:
+		m, ok := node.(ast.MapNode)
+		if !ok {
+			return nil
+		}
+		for it := m.MapRange(); it.Next(); {
+			key := it.Key().GetToken().Value
+			ft := t.Elem
+			if t.Kind() == reflect.Struct {
+				sf, found := yamlField(t, key)
+				if !found {
+					continue
+				}
+				ft = func() reflect.Type { return sf.Type }
+			}
+			if field != "" {
+				key = field + "." + key
+			}
+			if err := asWritten(it.Value(), ft(), key); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// yamlField is the field of struct t that the YAML key name sets.
+func yamlField(t reflect.Type, name string) (reflect.StructField, bool) {
+	for _, f := range reflect.VisibleFields(t) {
+		if tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); tag == name {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
 }
 
 // whole reads an integer field as it is written: decimal digits with an

@@ -89,6 +89,29 @@ func readFile(t *testing.T, name string) string {
 	return string(b)
 }
 
+// TestTextFieldsAsWritten: a text field whose unquoted value YAML reads
+// as the same text loads (12, yes), as does a quoted one; whole numbers
+// keep a leading zero's decimal reading.
+func TestTextFieldsAsWritten(t *testing.T) {
+	good := readFile(t, "baselines.yaml")
+	for _, tc := range []struct{ old, new, want string }{
+		{"name: code_registry", "name: 12", "12"},
+		{"name: code_registry", "name: yes", "yes"},
+		{"name: code_registry", `name: "1.10"`, "1.10"},
+		{"name: code_registry", "name: &n code_registry", "code_registry"},
+	} {
+		m, err := Parse("m.yaml", []byte(strings.Replace(good, tc.old, tc.new, 1)))
+		if err != nil {
+			t.Errorf("%s: %v", tc.new, err)
+		} else if m.Models[1].Name != tc.want {
+			t.Errorf("%s: models[1].name %q; want %q", tc.new, m.Models[1].Name, tc.want)
+		}
+	}
+	if m, err := Parse("m.yaml", []byte(strings.Replace(good, "seed: 20260819", "seed: 010", 1))); err != nil || m.Seed != 10 {
+		t.Errorf("seed: 010: %v; want the seed 10", err)
+	}
+}
+
 func TestParseRejects(t *testing.T) {
 	good := readFile(t, "baselines.yaml")
 	for _, tc := range []struct{ name, old, new, want string }{
@@ -112,6 +135,9 @@ func TestParseRejects(t *testing.T) {
 		{"parallel 1.5", "    model: always_stop", "    model: always_stop\n    parallel: 1.5", "field parallel: want a whole number, got 1.5"},
 		{"temperature NaN", "temperature: 0.7", "temperature: .nan", "field temperature: want 0 to 2, got NaN"},
 		{"backoff infinite", "    model: always_stop", "    model: always_stop\n    transport: {backoff_ms: .inf}", "backoff_ms: want 0 to 86400000 (a day), got +Inf"},
+		{"name a number", "name: code_registry", "name: 1.10", `line 18: field models[1].name: 1.10 is read as "1.1" (YAML takes it for a number or a boolean); write it in quotes: "1.10"`},
+		{"name a boolean", "name: code_registry", "name: True", `field models[1].name: True is read as "true"`},
+		{"name hex", "name: code_registry", "name: 0x1F", `field models[1].name: 0x1F is read as "31"`},
 		{"two documents", "replicates: 5", "replicates: 5\n---\nname: second", "2 YAML documents (separated by ---); a manifest is one"},
 		{"short digest", "    model: always_stop", "    model: always_stop\n    digest: 8fa0adea92b4", `field models[0].digest: want 64 lower-case hex digits, optionally after sha256:, got "8fa0adea92b4" (ollama list shows only the first 12 digits; stress models lists the whole digest)`},
 		{"format", "    model: always_stop", "    model: always_stop\n    format: xml", `field models[0].format: want "", "json", "schema" (the answer's JSON schema) or a JSON schema object, got "xml"`},
