@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -404,44 +405,61 @@ var (
 	envPattern    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
-// decodeYAML decodes data into v with the decoder's options (yaml.Strict:
-// unknown fields and duplicate keys are errors); the message quotes the
-// source lines at fault, bounded by input.Snippet. Note: the YAML library
+// parseYAML parses data, which must hold one YAML document, and returns
+// the document's body (nil for an empty one). Note: the YAML library
 // panics on some malformed inputs (found by FuzzParse, kept in
-// testdata/fuzz); the panic becomes an error here.
-func decodeYAML(data []byte, v any, opts ...yaml.DecodeOption) (err error) {
+// testdata/fuzz); the panic becomes an error here, as in decodeYAML.
+func parseYAML(data []byte) (body ast.Node, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("malformed YAML (the decoder failed: %s)", input.Snippet(fmt.Sprint(r)))
 		}
 	}()
-	opts = append(opts, whole(func(s string) (int, error) { return strconv.Atoi(s) }),
-		whole(func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }),
-		whole(func(s string) (uint64, error) { return strconv.ParseUint(s, 10, 64) }))
-	if err := yaml.UnmarshalWithOptions(data, v, opts...); err != nil {
-		if nw, ok := err.(*notWhole); ok {
-			return errors.New(input.Snippet(nw.locate(data)))
-		}
-		return errors.New(input.Snippet(yaml.FormatError(err, false, true)))
-	}
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil {
-		return nil
+		return nil, errors.New(input.Snippet(yaml.FormatError(err, false, true)))
 	}
 	if len(f.Docs) > 1 {
-		return fmt.Errorf("%d YAML documents (separated by ---); a manifest is one", len(f.Docs))
+		return nil, fmt.Errorf("%d YAML documents (separated by ---); a manifest is one", len(f.Docs))
 	}
-	for _, doc := range f.Docs {
-		if err := asWritten(doc.Body, reflect.TypeOf(v), ""); err != nil {
-			return err
-		}
+	if len(f.Docs) == 0 {
+		return nil, nil
 	}
-	return nil
+	return f.Docs[0].Body, nil
 }
 
-// asWritten checks that each text field of t that node sets reads as it
-// is written: YAML takes an unquoted 1.10 for the number 1.1, True for
-// true and 0x1F for 31, so such a name would be stored as other text.
+// decodeYAML decodes the document body (parseYAML) into v with the
+// decoder's options (yaml.Strict: unknown fields and duplicate keys are
+// errors), then checks that every value reads as it is written
+// (asWritten); the message quotes the source lines at fault, bounded by
+// input.Snippet. A whole-number field is read as written (whole), and a
+// value that is not one is reported with its line and field by asWritten.
+func decodeYAML(body ast.Node, v any, opts ...yaml.DecodeOption) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("malformed YAML (the decoder failed: %s)", input.Snippet(fmt.Sprint(r)))
+		}
+	}()
+	if body == nil {
+		return nil
+	}
+	opts = append(opts, whole[int](), whole[int64](), whole[uint64]())
+	derr := yaml.NodeToValue(body, v, opts...)
+	var nw *notWhole
+	if derr != nil && !errors.As(derr, &nw) {
+		return errors.New(input.Snippet(yaml.FormatError(derr, false, true)))
+	}
+	if err := asWritten(body, reflect.TypeOf(v), ""); err != nil {
+		return errors.New(input.Snippet(err.Error()))
+	}
+	return derr // a whole-number error asWritten did not place (none known)
+}
+
+// asWritten checks that each value node sets in a field of type t reads
+// as it is written: a whole-number field holds decimal digits that fit
+// (parseWhole), and a text field holds no unquoted value that YAML takes
+// for other text (1.10 is the number 1.1, True is true, 0x1F is 31, so
+// such a name would be stored as other text). field is the path of node.
 func asWritten(node ast.Node, t reflect.Type, field string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -450,6 +468,23 @@ func asWritten(node ast.Node, t reflect.Type, field string) error {
 		node = a.Value
 	}
 	switch t.Kind() {
+	case reflect.Int, reflect.Int64, reflect.Uint64:
+		if _, null := node.(*ast.NullNode); null || node.GetToken() == nil {
+			return nil
+		}
+		text := strings.TrimSpace(node.String())
+		var err error
+		switch t.Kind() {
+		case reflect.Int:
+			_, err = parseWhole[int](text)
+		case reflect.Int64:
+			_, err = parseWhole[int64](text)
+		default:
+			_, err = parseWhole[uint64](text)
+		}
+		if err != nil {
+			return fmt.Errorf("line %d: field %s: %w", node.GetToken().Position.Line, field, err)
+		}
 	case reflect.String:
 		switch node.(type) {
 		case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.InfinityNode, *ast.NanNode:
@@ -493,76 +528,68 @@ func asWritten(node ast.Node, t reflect.Type, field string) error {
 	return nil
 }
 
-// yamlField is the field of struct t that the YAML key name sets.
+// yamlField is the field of struct t that the YAML key name sets. Note:
+// the manifest's structs embed none (TestManifestEmbedsNothing), so t's
+// own fields are all there is (reflect.VisibleFields, which allocates,
+// was a fifth of Parse's time).
 func yamlField(t reflect.Type, name string) (reflect.StructField, bool) {
-	for _, f := range reflect.VisibleFields(t) {
-		if tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); tag == name {
+	for i := range t.NumField() {
+		if f := t.Field(i); yamlName(f) == name {
 			return f, true
 		}
 	}
 	return reflect.StructField{}, false
 }
 
-// whole reads an integer field as it is written: decimal digits with an
-// optional sign. Without it goccy/go-yaml reads 2.5 as 2, "2" as 2 and
-// 2^64 as 2^63 (a float converted to an integer).
-func whole[T int | int64 | uint64](parse func(string) (T, error)) yaml.DecodeOption {
+// yamlName is the YAML key of a struct field.
+func yamlName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	return name
+}
+
+// whole reads an integer field as it is written (parseWhole). Without
+// it goccy/go-yaml reads 2.5 as 2, "2" as 2 and 2^64 as 2^63 (a float
+// converted to an integer).
+func whole[T int | int64 | uint64]() yaml.DecodeOption {
 	return yaml.CustomUnmarshaler[T](func(v *T, b []byte) error {
-		s := strings.TrimSpace(string(b))
-		n, err := parse(s)
+		n, err := parseWhole[T](strings.TrimSpace(string(b)))
 		if err != nil {
-			return &notWhole{text: s, outOfRange: errors.Is(err, strconv.ErrRange)}
+			return &notWhole{err}
 		}
 		*v = n
 		return nil
 	})
 }
 
-// notWhole is a value written where a whole number belongs.
-type notWhole struct {
-	text       string
-	outOfRange bool
+// parseWhole reads s as a whole number of type T: decimal digits with an
+// optional sign, in T's range.
+func parseWhole[T int | int64 | uint64](s string) (T, error) {
+	var n T
+	var err error
+	switch any(n).(type) {
+	case uint64:
+		var u uint64
+		u, err = strconv.ParseUint(s, 10, 64)
+		n = T(u)
+	default:
+		var i int64
+		i, err = strconv.ParseInt(s, 10, int(unsafe.Sizeof(n))*8)
+		n = T(i)
+	}
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return 0, fmt.Errorf("the whole number %s is out of range", s)
+	case err != nil:
+		return 0, fmt.Errorf("want a whole number, got %s", s)
+	}
+	return n, nil
 }
 
-func (e *notWhole) Error() string {
-	if e.outOfRange {
-		return fmt.Sprintf("the whole number %s is out of range", e.text)
-	}
-	return "want a whole number, got " + e.text
-}
+// notWhole is the error of a value written where a whole number belongs.
+type notWhole struct{ err error }
 
-// locate names the line and field of the value e is about, the first
-// mapping value written so; the error alone when none is found.
-func (e *notWhole) locate(data []byte) string {
-	f, err := parser.ParseBytes(data, 0)
-	if err != nil {
-		return e.Error()
-	}
-	var where string
-	for _, doc := range f.Docs {
-		ast.Walk(visitor(func(n ast.Node) bool {
-			mv, ok := n.(*ast.MappingValueNode)
-			if !ok || where != "" {
-				return where == ""
-			}
-			if tok := mv.Value.GetToken(); tok != nil && strings.TrimSpace(mv.Value.String()) == e.text {
-				where = fmt.Sprintf("line %d: field %s: ", tok.Position.Line, mv.Key.String())
-			}
-			return true
-		}), doc)
-	}
-	return where + e.Error()
-}
-
-// visitor adapts a function to ast.Visitor; it returns false to stop.
-type visitor func(ast.Node) bool
-
-func (f visitor) Visit(n ast.Node) ast.Visitor {
-	if f(n) {
-		return f
-	}
-	return nil
-}
+func (e *notWhole) Error() string { return e.err.Error() }
+func (e *notWhole) Unwrap() error { return e.err }
 
 // setFields records which optional numbers a manifest sets, to tell an
 // explicit 0 (out of range) from an absent field (the default).
@@ -583,12 +610,16 @@ func Parse(source string, data []byte) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", source, err)
 	}
+	body, err := parseYAML(data)
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %s", source, err)
+	}
 	var m Manifest
-	if err := decodeYAML(data, &m, yaml.Strict()); err != nil {
+	if err := decodeYAML(body, &m, yaml.Strict()); err != nil {
 		return nil, fmt.Errorf("manifest %s: %s", source, err)
 	}
 	var set setFields
-	if err := decodeYAML(data, &set); err != nil {
+	if err := decodeYAML(body, &set); err != nil {
 		return nil, fmt.Errorf("manifest %s: %s", source, err)
 	}
 	var errs []error

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf16"
@@ -132,7 +133,7 @@ func TestParseRejects(t *testing.T) {
 		{"seed past 2^64", "seed: 20260819", "seed: 18446744073709551616", "field seed: the whole number 18446744073709551616 is out of range"},
 		{"seed a float", "seed: 20260819", "seed: 7.9", "field seed: want a whole number, got 7.9"},
 		{"replay cap 2.5", "replay_cap: 3", "replay_cap: 2.5", "field replay_cap: want a whole number, got 2.5"},
-		{"parallel 1.5", "    model: always_stop", "    model: always_stop\n    parallel: 1.5", "field parallel: want a whole number, got 1.5"},
+		{"parallel 1.5", "    model: always_stop", "    model: always_stop\n    parallel: 1.5", "line 18: field models[0].parallel: want a whole number, got 1.5"},
 		{"temperature NaN", "temperature: 0.7", "temperature: .nan", "field temperature: want 0 to 2, got NaN"},
 		{"backoff infinite", "    model: always_stop", "    model: always_stop\n    transport: {backoff_ms: .inf}", "backoff_ms: want 0 to 86400000 (a day), got +Inf"},
 		{"name a number", "name: code_registry", "name: 1.10", `line 18: field models[1].name: 1.10 is read as "1.1" (YAML takes it for a number or a boolean); write it in quotes: "1.10"`},
@@ -440,5 +441,34 @@ func TestCredentialURLs(t *testing.T) {
 func TestManifestCap(t *testing.T) {
 	if MaxBytes != input.Manifest.Bytes {
 		t.Errorf("MaxBytes %d, input.Manifest %d", MaxBytes, input.Manifest.Bytes)
+	}
+}
+
+// TestManifestEmbedsNothing: no struct a manifest decodes into embeds
+// another, so yamlField, which reads a struct's own fields, sees every
+// field asWritten must check.
+func TestManifestEmbedsNothing(t *testing.T) {
+	seen := map[reflect.Type]bool{}
+	var walk func(reflect.Type)
+	walk = func(ty reflect.Type) {
+		for ty.Kind() == reflect.Pointer || ty.Kind() == reflect.Slice || ty.Kind() == reflect.Map {
+			ty = ty.Elem()
+		}
+		if ty.Kind() != reflect.Struct || seen[ty] {
+			return
+		}
+		seen[ty] = true
+		for i := range ty.NumField() {
+			f := ty.Field(i)
+			if f.Anonymous && yamlName(f) == "" {
+				t.Errorf("%s embeds %s: yamlField would not see its fields", ty, f.Name)
+			}
+			walk(f.Type)
+		}
+	}
+	walk(reflect.TypeFor[Manifest]())
+	walk(reflect.TypeFor[setFields]())
+	if len(seen) < 5 {
+		t.Fatalf("walked %d struct types; the walk is broken", len(seen))
 	}
 }
