@@ -84,15 +84,22 @@ type Reply struct {
 // the backend does not say.
 func StoppedEarly(meta map[string]any) string {
 	if r, _ := meta["refusal"].(string); r != "" {
-		return "refusal"
+		return StoppedRefusal
 	}
 	for _, k := range []string{"finish_reason", "done_reason"} {
-		if r, _ := meta[k].(string); r == "length" || r == "content_filter" {
+		if r, _ := meta[k].(string); r == StoppedLength || r == StoppedFilter {
 			return r
 		}
 	}
 	return ""
 }
+
+// Why an answer ended early (StoppedEarly).
+const (
+	StoppedLength  = "length"         // at the token limit
+	StoppedFilter  = "content_filter" // cut by a provider's filter
+	StoppedRefusal = "refusal"        // refused by the model
+)
 
 // TransportEvent is one transport fault a backend met during a call:
 // connection refused, timeout, HTTP 429 or 5xx, a truncated or malformed

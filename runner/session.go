@@ -602,9 +602,9 @@ func stoppedNote(stopped map[string]int) string {
 	var parts []string
 	total := 0
 	for _, r := range []struct{ why, say string }{
-		{"length", "at the token limit (raise the model's max_tokens or num_predict)"},
-		{"content_filter", "cut by the provider's content filter"},
-		{"refusal", "refused by the model"},
+		{models.StoppedLength, "at the token limit (raise the model's max_tokens or num_predict)"},
+		{models.StoppedFilter, "cut by the provider's content filter"},
+		{models.StoppedRefusal, "refused by the model"},
 	} {
 		if n := stopped[r.why]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, r.say))
