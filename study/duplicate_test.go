@@ -13,8 +13,9 @@ import (
 // not a duplicate.
 func TestDuplicateMember(t *testing.T) {
 	for in, want := range map[string]string{
-		`{"id":"S01","id":"S77"}`: "id",
-		`{"id":"S01","ID":"S78"}`: "ID",
+		`{"id":"S01","id":"S77"}`:      "id",
+		`{"id":"S01","ID":"S78"}`:      "ID",
+		`{"i\u0064":"S01","id":"S79"}`: "id",
 		`{"observation":{"result":{"ok":true},"exception":{},"result":null}}`: "observation.result",
 		`{"a":[{"x":1},{"x":2,"y":[1,{"z":0,"z":1}]}]}`:                       "a.1.y.1.z",
 		`{"a":{"id":1,"ID":2}}`:                                               "",
