@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/mcpstress/stress/statediff"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -269,14 +270,7 @@ func deref(root, s map[string]any) map[string]any {
 		if !ok || !strings.HasPrefix(ref, "#/") {
 			return s
 		}
-		var cur any = root
-		for _, tok := range strings.Split(ref[2:], "/") {
-			m, ok := cur.(map[string]any)
-			if !ok {
-				return s
-			}
-			cur = m[strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)]
-		}
+		cur, _ := statediff.Resolve(root, ref[1:]) // the JSON pointer after #
 		target, ok := cur.(map[string]any)
 		if !ok {
 			return s
