@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -45,7 +46,7 @@ func errorBody(body []byte) (text, code string) {
 			if quotaCodes[typ] { // the type says it where the code is another
 				c = typ
 			}
-			return clipString(text), firstOf(c, typ)
+			return clipString(text), cmp.Or(c, typ)
 		case jsonText(e.Message) != "":
 			return clipString(jsonText(e.Message)), ""
 		}
@@ -89,13 +90,6 @@ func jsonText(raw json.RawMessage) string {
 		return strings.Join(list, "; ")
 	}
 	return ""
-}
-
-func firstOf(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func clipString(s string) string { return string(clip([]byte(s), 300)) }
