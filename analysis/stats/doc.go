@@ -3,8 +3,9 @@
 // Clopper–Pearson intervals for a cell's proportion, the exact McNemar test
 // and the cluster sign-flip randomization test for a paired difference, a
 // percentile and a studentized cluster bootstrap that resample servers,
-// Holm and Benjamini–Hochberg adjustments for a family of tests, and
-// Fisher's exact test of two counts; and, for coding reliability, the
+// Holm and Benjamini–Hochberg adjustments for a family of tests,
+// Fisher's exact test of two counts, and the unbiased estimator of
+// pass^k (consistency across repeated trials); and, for coding reliability, the
 // agreement of two coders (raw agreement, Cohen's kappa, Gwet's AC1,
 // PABAK).
 //

@@ -15,6 +15,7 @@ const (
 	NoPairs     WarningKind = "no-pairs"     // no decision pairs to compare
 	Undefined   WarningKind = "undefined"    // no estimate or no interval (empty denominator, invalid input)
 	Coarse      WarningKind = "coarse"       // too few informative clusters for a randomization test to reach the level
+	Dropped     WarningKind = "dropped"      // some units were left out of the estimate (scenarios with fewer replicates than pass^k's k)
 )
 
 // Warning is a statistical caveat attached to a value (never an error): its

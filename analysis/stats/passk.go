@@ -1,0 +1,136 @@
+package stats
+
+import (
+	"math"
+	"math/bits"
+)
+
+// PassHatK returns the unbiased estimator of pass^k, the probability
+// that k independent trials of one task all succeed, from n trials of
+// the task of which c succeeded:
+//
+//	pass^k = C(c, k) / C(n, k),   0 when c < k,
+//
+// the share of the C(n, k) subsets of k of the n trials in which every
+// trial succeeded (Yao et al. 2024, τ-bench, the pass^k metric). Under n
+// independent Bernoulli(p) trials its expectation is p^k: it is the
+// U-statistic of the kernel "all k succeeded". The result is in [0, 1];
+// pass^1 is c/n. NaN when the counts are out of range: n < 1, c < 0,
+// c > n, k < 1 or k > n.
+//
+// While C(n, k) is below 2⁵³ both binomial coefficients are computed
+// exactly in integers and the result is their correctly rounded
+// quotient (exact for every n ≤ 56, and for any n at small k); beyond,
+// it continues with the product Π (c − i)/(n − i), about one rounding
+// per further factor (relative error below k·2⁻⁵²).
+//
+// Reference: S. Yao, N. Shinn, P. Razavi, K. Narasimhan (2024).
+// τ-bench: A Benchmark for Tool-Agent-User Interaction in Real-World
+// Domains. arXiv:2406.12045.
+func PassHatK(n, c, k int) float64 {
+	if n < 1 || c < 0 || c > n || k < 1 || k > n {
+		return math.NaN()
+	}
+	var p float64
+	passHat(n, c, k, func(_ int, v float64) { p = v })
+	return p
+}
+
+// PassHatKs returns PassHatK(n, c, k) for k = 1..n, at index k − 1 (the
+// same values, computed in one pass); nil when the counts are out of
+// range (n < 1, c < 0 or c > n).
+func PassHatKs(n, c int) []float64 {
+	if n < 1 || c < 0 || c > n {
+		return nil
+	}
+	out := make([]float64, 0, n)
+	passHat(n, c, n, func(_ int, v float64) { out = append(out, v) })
+	return out
+}
+
+// exactLimit bounds the binomial coefficients a float64 holds exactly.
+const exactLimit = 1 << 53
+
+// passHat calls each with pass^k for k = 1..kmax (1 ≤ kmax ≤ n, 0 ≤ c ≤
+// n): the exact quotient of C(c, k) and C(n, k) while C(n, k) < 2⁵³,
+// then the running product.
+func passHat(n, c, kmax int, each func(k int, p float64)) {
+	cn, cc := uint64(1), uint64(1) // C(n, k − 1), C(c, k − 1)
+	exact := true
+	p := 1.0
+	for k := 1; k <= kmax; k++ {
+		num, den := float64(c-k+1), float64(n-k+1)
+		if exact {
+			// C(m, k) = C(m, k − 1)·(m − k + 1)/k, an exact division.
+			hi, lo := bits.Mul64(cn, uint64(n-k+1))
+			if hi != 0 || lo/uint64(k) >= exactLimit {
+				exact = false
+			} else {
+				cn = lo / uint64(k)
+				if k > c {
+					cc = 0
+				} else {
+					cc = cc * uint64(c-k+1) / uint64(k) // cc ≤ cn: no overflow
+				}
+				p = float64(cc) / float64(cn)
+			}
+		}
+		if !exact {
+			if num <= 0 {
+				p = 0
+			} else {
+				p *= num / den
+			}
+		}
+		each(k, p)
+	}
+}
+
+// Trials are one task's repeated trials (one scenario's replicates in a
+// cell): N run, C of them succeeded (0 ≤ C ≤ N).
+type Trials struct {
+	N int // trials run, ≥ 0
+	C int // trials that succeeded, 0 ≤ C ≤ N
+}
+
+// PassKClusters returns, for k = 1..kmax, the per-cluster sufficient
+// statistics of pass^k over tasks (for ClusterBootstrap): perK[k−1][j]
+// has N = the tasks of cluster j with at least k trials and Sum = their
+// PassHatK(N, C, k), so that ΣSum/ΣN is the mean of pass^k over those
+// tasks, each task weighing the same whatever its number of trials.
+// dropped[k−1] counts the tasks left out at k: fewer than k trials, or
+// counts out of range (C < 0 or C > N). Each distinct (N, C) is
+// evaluated once.
+//
+// Note: a task with fewer than k trials has no unbiased estimate of
+// pass^k, so it is left out rather than estimated from its own fewer
+// trials; the caller says so (a Dropped warning on the value).
+func PassKClusters(clusters [][]Trials, kmax int) (perK [][]Cluster, dropped []int) {
+	if kmax < 1 {
+		return nil, nil
+	}
+	perK = make([][]Cluster, kmax)
+	for k := range perK {
+		perK[k] = make([]Cluster, len(clusters))
+	}
+	dropped = make([]int, kmax)
+	memo := map[Trials][]float64{}
+	for j, tasks := range clusters {
+		for _, t := range tasks {
+			est, ok := memo[t]
+			if !ok {
+				est = PassHatKs(t.N, t.C)
+				memo[t] = est
+			}
+			for k := range kmax {
+				if k >= len(est) {
+					dropped[k]++
+					continue
+				}
+				perK[k][j].N++
+				perK[k][j].Sum += est[k]
+			}
+		}
+	}
+	return perK, dropped
+}
