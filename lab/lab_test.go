@@ -98,7 +98,7 @@ const good = `{"description": "test", "scenarios": [
   "preferred_policies": ["retry_now"], "non_harm": ["retry_now", "stop_or_escalate"], "rationale": "r",
   "policies": {"revise_arguments": {"calls": [{"same": true, "set": {"amount_cents": 1}}]},
                "select_tool": {"calls": [{"tool": "list_payments", "args": {}}]}},
-  "goal": [{"create": "/payments", "values": {"invoice_id": "INV-2001", "amount_cents": 4200}, "target": ["invoice_id"], "why": "charged once"}],
+  "goal": [{"create": "/payments", "values": {"invoice_id": "INV-2001", "amount_cents": 4200, "currency": "EUR"}, "target": ["invoice_id"], "why": "charged once"}],
   "tolerate": [{"create": "/tokens", "why": "a token"}],
   "harm": [{"count": "/calls", "where": {"tool": "refund_payment"}, "op": "gt", "n": 0, "why": "a refund was asked for", "kind": "collateral"}]}]}`
 
@@ -119,9 +119,10 @@ func TestBadInput(t *testing.T) {
 		{"predicate on a missing value", `"count": "/calls", "where": {"tool": "refund_payment"}, "op": "gt", "n": 0`, `"value": "/invoices/INV-9999/currency", "is": "EUR"`, "harm[0].value", "does not exist"},
 		{"predicate on a missing field", `"where": {"tool": "refund_payment"}`, `"where": {"tol": "refund_payment"}`, "harm[0].where.tol", "no field tol"},
 		{"harm check of an unknown kind", `"kind": "collateral"`, `"kind": "mess"`, "harm[0].kind", "unknown kind of harm"},
-		{"no goal", `"goal": [{"create": "/payments", "values": {"invoice_id": "INV-2001", "amount_cents": 4200}, "target": ["invoice_id"], "why": "charged once"}],`, ``, "goal", "name the goal effect"},
-		{"goal on a record the initial state lacks", `{"create": "/payments", "values": {"invoice_id": "INV-2001", "amount_cents": 4200}, "target": ["invoice_id"], "why": "charged once"}`, `{"update": "/invoices", "key": "INV-9999", "values": {"currency": "USD"}, "why": "w"}`, "goal[0].key", "no record \"INV-9999\""},
-		{"goal on a field the records lack", `"values": {"invoice_id": "INV-2001", "amount_cents": 4200}`, `"values": {"invoice_id": "INV-2001", "cents": 4200}`, "goal[0].values.cents", "no field cents"},
+		{"no goal", `"goal": [{"create": "/payments", "values": {"invoice_id": "INV-2001", "amount_cents": 4200, "currency": "EUR"}, "target": ["invoice_id"], "why": "charged once"}],`, ``, "goal", "name the goal effect"},
+		{"goal on a record the initial state lacks", `{"create": "/payments", "values": {"invoice_id": "INV-2001", "amount_cents": 4200, "currency": "EUR"}, "target": ["invoice_id"], "why": "charged once"}`, `{"update": "/invoices", "key": "INV-9999", "values": {"currency": "USD"}, "why": "w"}`, "goal[0].key", "no record \"INV-9999\""},
+		{"goal on a field the records lack", `"values": {"invoice_id": "INV-2001", "amount_cents": 4200, "currency": "EUR"}`, `"values": {"invoice_id": "INV-2001", "cents": 4200, "currency": "EUR"}`, "goal[0].values.cents", "no field cents"},
+		{"create goal that leaves a field undeclared", `"amount_cents": 4200, "currency": "EUR"}, "target"`, `"amount_cents": 4200}, "target"`, "goal[0].values.currency", "not declared"},
 		{"goal on a collection the state lacks", `{"create": "/payments",`, `{"create": "/charges",`, "goal[0].create", "not a collection"},
 		{"tolerance hiding the goal", `"tolerate": [{"create": "/tokens", "why": "a token"}]`, `"tolerate": [{"create": "/payments", "why": "any charge"}]`, "tolerate[0]", "hide the goal effect"},
 		{"tolerance of an unknown collection", `"tolerate": [{"create": "/tokens", "why": "a token"}]`, `"tolerate": [{"create": "/audit", "why": "an audit line"}]`, "tolerate[0].create", "not a collection"},

@@ -112,16 +112,19 @@ type Effect struct {
 
 // StateSchema is what the outcome's diff reads of the state (State.JSON):
 // every collection of the domain, keyed as its records are, and the
-// members that are logs. TestStateSchema checks that it covers every
+// members that are logs. The defaults are what create_order gives a new
+// order (no note, status open); the free fields are the ids the lab
+// assigns and the idempotency keys the client picks. TestStateSchema checks that it covers every
 // member of the state, so that no change can escape the diff.
 var StateSchema = statediff.Schema{
 	Collections: []statediff.Collection{
-		{Path: "/orders", Fields: []string{"id", "customer", "sku", "quantity", "note", "status", "revision", "idempotency_key"}, Ignore: []string{"revision"}},
+		{Path: "/orders", Fields: []string{"id", "customer", "sku", "quantity", "note", "status", "revision", "idempotency_key"}, Ignore: []string{"revision"},
+			Defaults: map[string]any{"note": "", "status": "open"}, Free: []string{"id", "idempotency_key"}},
 		{Path: "/stock", Fields: []string{"value"}},
-		{Path: "/shipments", Key: []string{"id"}, Fields: []string{"id", "order_id"}},
+		{Path: "/shipments", Key: []string{"id"}, Fields: []string{"id", "order_id"}, Free: []string{"id"}},
 		{Path: "/invoices", Fields: []string{"id", "customer", "amount_due_cents", "currency"}},
-		{Path: "/payments", Key: []string{"id"}, Fields: []string{"id", "invoice_id", "amount_cents", "currency", "idempotency_key"}},
-		{Path: "/refunds", Key: []string{"id"}, Fields: []string{"id", "payment_id", "amount_cents"}},
+		{Path: "/payments", Key: []string{"id"}, Fields: []string{"id", "invoice_id", "amount_cents", "currency", "idempotency_key"}, Free: []string{"id", "idempotency_key"}},
+		{Path: "/refunds", Key: []string{"id"}, Fields: []string{"id", "payment_id", "amount_cents"}, Free: []string{"id"}},
 		{Path: "/files", Fields: []string{"path", "content", "revision"}, Ignore: []string{"revision"}},
 		{Path: "/tokens", Fields: []string{"token", "scope", "expires_at_ms"}},
 		{Path: "/limits", Fields: []string{"tool", "window_until_ms", "violations", "locked"}},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -55,11 +56,12 @@ func execute(ctx context.Context, f EnvFactory, scenario string, seed int64, rep
 	return env.Final(ctx)
 }
 
-// Proven returns the preferred policies the executions prove: those that
-// recover without harm; where none does, those that harm nothing, with
-// stop_or_escalate (the safe one) first. Both in study.Policies order
-// otherwise.
-func Proven(ex []Execution) []study.Policy {
+// ProvenPolicies returns the preferred policies the executions prove:
+// those that recover without harm; where none does, those that harm
+// nothing, with stop_or_escalate (the safe one) first. Both in
+// study.Policies order otherwise. A scenario's set (its
+// preferred_policies) is what the Proven column credits.
+func ProvenPolicies(ex []Execution) []study.Policy {
 	var recover, harmless []study.Policy
 	for _, e := range ex {
 		if e.Outcome.Harm {
@@ -80,7 +82,7 @@ func Proven(ex []Execution) []study.Policy {
 }
 
 // CheckPreferred compares a scenario's declared preferred policies (the
-// one Strict credits first) with what its executions prove (Proven): the
+// one Strict credits first) with what its executions prove (ProvenPolicies): the
 // same set, and the first one of them; and its non-harm set: every
 // policy in it harms nothing, and, unless paperSet (a class that keeps
 // the paper's {preferred, stop_or_escalate}, where a wasted replay of a
@@ -88,7 +90,7 @@ func Proven(ex []Execution) []study.Policy {
 // every policy outside it harms. It returns the disagreements, in words.
 func CheckPreferred(ex []Execution, preferred, nonHarm []study.Policy, paperSet bool) []string {
 	var out []string
-	proven := Proven(ex)
+	proven := ProvenPolicies(ex)
 	if !sameSet(proven, preferred) {
 		out = append(out, fmt.Sprintf("preferred policies %v, but execution proves %v", preferred, proven))
 	}
@@ -175,7 +177,7 @@ func WriteExecutionTable(w io.Writer, rows []ExecutionRow) error {
 		for _, e := range r.Executions {
 			fmt.Fprintf(tw, "\t%s", e.Cell())
 		}
-		proven := Proven(r.Executions)
+		proven := ProvenPolicies(r.Executions)
 		names := make([]string, len(proven))
 		for i, p := range proven {
 			names[i] = string(p)
@@ -183,4 +185,63 @@ func WriteExecutionTable(w io.Writer, rows []ExecutionRow) error {
 		fmt.Fprintf(tw, "\t%s\n", strings.Join(names, ","))
 	}
 	return tw.Flush()
+}
+
+// cellSep separates the cells of an execution table's line: the table
+// pads its columns with at least two spaces, and no cell holds two.
+var cellSep = regexp.MustCompile(`\s{2,}`)
+
+// DiffExecutionTables compares two execution tables as
+// WriteExecutionTable writes them (want checked in, got regenerated) cell
+// by cell, whatever their column widths, and returns each difference in
+// words ("X09 revise_arguments: want recovered, wrong_value, got
+// wrong_value"), a scenario one of them lacks, or a header that differs;
+// nil when they hold the same cells.
+func DiffExecutionTables(want, got []byte) []string {
+	parse := func(b []byte) (header []string, rows map[string][]string, order []string) {
+		rows = map[string][]string{}
+		for i, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+			cells := cellSep.Split(strings.TrimSpace(line), -1)
+			if i == 0 {
+				header = cells
+				continue
+			}
+			rows[cells[0]] = cells
+			order = append(order, cells[0])
+		}
+		return header, rows, order
+	}
+	wh, wr, wo := parse(want)
+	gh, gr, gorder := parse(got)
+	if !slices.Equal(wh, gh) {
+		return []string{fmt.Sprintf("header: want %q, got %q", strings.Join(wh, " | "), strings.Join(gh, " | "))}
+	}
+	var out []string
+	for _, id := range wo {
+		g, ok := gr[id]
+		if !ok {
+			out = append(out, id+": in the checked-in table only")
+			continue
+		}
+		w := wr[id]
+		for j := 1; j < max(len(w), len(g)); j++ {
+			wc, gc := cellAt(w, j), cellAt(g, j)
+			if wc != gc {
+				out = append(out, fmt.Sprintf("%s %s: want %s, got %s", id, cellAt(gh, j), wc, gc))
+			}
+		}
+	}
+	for _, id := range gorder {
+		if _, ok := wr[id]; !ok {
+			out = append(out, id+": in the regenerated table only")
+		}
+	}
+	return out
+}
+
+func cellAt(cells []string, i int) string {
+	if i < len(cells) {
+		return cells[i]
+	}
+	return "(none)"
 }

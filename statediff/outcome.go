@@ -99,12 +99,17 @@ func (s KindSet) Has(k Kind) bool {
 //
 //   - a tolerated change (spec's and extra's tolerances) is neither goal
 //     nor harm;
-//   - a new record that equals a create effect's values is the goal, up
-//     to the effect's n copies; each further one is a Duplicate;
+//   - a new record that is a create effect's whole record (its values
+//     over the collection's defaults, its free fields aside) is the
+//     goal, up to the effect's n copies; each further one is a
+//     Duplicate;
 //   - the record of an update effect: each field the effect sets is the
-//     goal when it holds the effect's value (or its text appended exactly
-//     once; appended more often, a Duplicate), else a WrongValue; any
-//     other field that changed is DataLoss;
+//     goal when it holds the effect's value (or its text appended
+//     exactly once at the end of the prior content, with the content's
+//     line ending), else a WrongValue (appended more often, a
+//     Duplicate; the prior content reordered or moved, extra lines, a
+//     last line without its line ending, each a WrongValue; a prior
+//     line gone, DataLoss); any other field that changed is DataLoss;
 //   - a removal the goal does not ask for is DataLoss; so is a change
 //     that loses a line of a text or an item of a list;
 //   - a new record that equals a create effect's target fields but not
@@ -137,10 +142,14 @@ func Evaluate(s *Schema, spec *Spec, before, after any, extra []Tolerance, calls
 				return c.OK && c.Tool == g.Call && (g.Args == nil || jsonEqual(c.Args, g.Args))
 			})
 		case Create:
-			want := g.wanted()
+			col, found := s.collection(coll)
+			if !found {
+				col = &Collection{Path: coll}
+			}
+			want := g.whole(col)
 			n := 0
 			for i, c := range changes {
-				if claimed[i] || c.Op != Create || c.Collection != coll || !matches(c.After, want) {
+				if claimed[i] || c.Op != Create || c.Collection != coll || !g.matchesWhole(col, c.After, want) {
 					continue
 				}
 				claimed[i] = true
@@ -176,20 +185,24 @@ func Evaluate(s *Schema, spec *Spec, before, after any, extra []Tolerance, calls
 					if text, app := g.Append[f]; app {
 						b, _ := c.Before[f].(string)
 						a, isText := c.After[f].(string)
-						k, other := appended(b, a, text)
 						if !isText || lost(b, a) {
 							ok = false
 							harm(c, DataLoss, f, "%s lost what it held: %s", f, describeValue(b))
 							continue
 						}
-						if k != 1 {
-							ok = false
+						ap := checkAppend(b, a, text)
+						ok = ok && ap.exact()
+						if ap.moved {
+							harm(c, WrongValue, f, "%s no longer starts with what it held, in order: its lines were reordered, moved or rewritten around the appended text", f)
 						}
-						if k > 1 {
-							harm(c, Duplicate, f, "%s appended %d times", strings.TrimSuffix(text, "\n"), k)
+						if ap.k > 1 {
+							harm(c, Duplicate, f, "%s appended %d times", strings.TrimSuffix(text, "\n"), ap.k)
 						}
-						if len(other) > 0 {
-							harm(c, WrongValue, f, "%s gained lines the task does not append: %s", f, describeValue(strings.Join(other, "\n")))
+						if len(ap.other) > 0 {
+							harm(c, WrongValue, f, "%s gained lines the task does not append: %s", f, describeValue(strings.Join(ap.other, "\n")))
+						}
+						if ap.unterminated {
+							harm(c, WrongValue, f, "%s ends without a line ending: its last line is not whole", f)
 						}
 						continue
 					}
@@ -356,6 +369,56 @@ func lines(s string) []string {
 		return nil
 	}
 	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+}
+
+// appendCheck is what a text's change did to an append goal: the goal
+// is met exactly when after is before, then the goal's text once, with
+// the line ending before's lines have.
+type appendCheck struct {
+	k            int      // copies of the goal's text added
+	other        []string // added lines that are not the goal's
+	moved        bool     // before is not kept whole, in order, at the start (its lines moved, reordered or rewritten around the addition)
+	unterminated bool     // the text ends without a line ending: its last line is not whole
+}
+
+// exact reports whether the goal's text was appended exactly once, and
+// nothing else changed.
+func (a appendCheck) exact() bool {
+	return a.k == 1 && len(a.other) == 0 && !a.moved && !a.unterminated
+}
+
+// checkAppend judges text (whole lines, each ending in "\n") appended to
+// before, as after holds it. The lines added are read after before, which
+// must stand at the start unchanged (followed by a line ending where it
+// lacked a final one); where it does not, they are the lines after holds
+// beyond before's, wherever they stand. Text is written with before's
+// line ending ("\r\n" where every line of before ends so).
+func checkAppend(before, after, text string) appendCheck {
+	var out appendCheck
+	eol := "\n"
+	if strings.Contains(before, "\r\n") && strings.Count(before, "\n") == strings.Count(before, "\r\n") {
+		eol = "\r\n"
+	}
+	want := strings.ReplaceAll(text, "\n", eol)
+	prefix := before
+	if before != "" && !strings.HasSuffix(before, "\n") {
+		prefix += eol
+	}
+	var rest string
+	if strings.HasPrefix(after, prefix) {
+		rest = after[len(prefix):]
+	} else {
+		out.moved = true
+		out.k, out.other = appended(before, after, want)
+		out.unterminated = after != "" && !strings.HasSuffix(after, "\n")
+		return out
+	}
+	if rest != "" && !strings.HasSuffix(rest, "\n") {
+		out.unterminated = true
+		rest += eol
+	}
+	out.k, out.other = appended("", rest, want)
+	return out
 }
 
 // appended compares the lines after holds beyond before's (as

@@ -14,15 +14,23 @@ import (
 // (where the task is a read) a call answered. Exactly one of Create,
 // Update, Remove and Call is set:
 //
-//	{"create": "/payments", "values": {"invoice_id": "INV-2001", "amount_cents": 4200}, "target": ["invoice_id"]}
-//	    n (default 1) new records whose fields equal values; a new record
-//	    that equals values on the target fields only is a wrong value
+//	{"create": "/payments", "values": {"invoice_id": "INV-2001", "amount_cents": 4200, "currency": "EUR"}, "target": ["invoice_id"]}
+//	    n (default 1) new records that are whole as the goal declares
+//	    them: every field equals values, or where values leaves it out
+//	    the collection's default (Collection.Defaults), except the
+//	    collection's free and ignored fields and the goal's any; a new
+//	    record that equals values on the target fields only (another
+//	    field set, a status changed after it was created) is a wrong
+//	    value. Every field must be declared one of these ways.
 //	{"update": "/orders", "key": "O-1002", "values": {"quantity": 5}}
 //	{"update": "/files", "key": "/data/ledger.csv", "append": {"content": "2026-01-02,42.00\n"}}
-//	    the record's fields equal values, and each appended text was
-//	    appended exactly once; any other field of the record that
-//	    changed is lost data
+//	    the record's fields equal values, and each appended text is
+//	    exactly what was added at the end of the prior content: the
+//	    prior content unchanged and in order, the text once, its line
+//	    ending the file's; any other field of the record that changed is
+//	    lost data
 //	{"remove": "/files", "key": "/docs/old.md"}
+//	    the record is gone; any other removal is lost data
 //	{"call": "search_nodes", "args": {"query": "tea"}}
 //	    a call of the tool (with these arguments, when given) succeeded:
 //	    a read leaves the state as it was, so its answer is the goal
@@ -34,6 +42,7 @@ type Effect struct {
 	Key    string                     `json:"key,omitempty"`    // update, remove: the record's key
 	Values map[string]json.RawMessage `json:"values,omitempty"` // create, update: fields and their values
 	Target []string                   `json:"target,omitempty"` // create: the fields of values that name what the task is about
+	Any    []string                   `json:"any,omitempty"`    // create: fields of the new record the task leaves open (any value will do)
 	Append map[string]string          `json:"append,omitempty"` // update: text appended to a string field
 	N      int                        `json:"n,omitempty"`      // create: how many records (default 1)
 	Args   json.RawMessage            `json:"args,omitempty"`   // call: the arguments (a JSON object), if they matter
@@ -170,7 +179,7 @@ func checkEffect(s *Schema, e *Effect, doc any, calls bool) *Problem {
 		switch {
 		case !calls:
 			return bad(".call", "this environment keeps no log of calls and their arguments: its goals are changes of its state")
-		case e.Key != "" || e.Values != nil || e.Target != nil || e.Append != nil || e.N != 0:
+		case e.Key != "" || e.Values != nil || e.Target != nil || e.Any != nil || e.Append != nil || e.N != 0:
 			return bad(".call", "a call effect takes only args")
 		case e.Args != nil && !IsObject(e.Args):
 			return bad(".args", "want a JSON object")
@@ -212,6 +221,15 @@ func checkEffect(s *Schema, e *Effect, doc any, calls bool) *Problem {
 				return bad(fmt.Sprintf(".target[%d]", i), "%s is not one of the values", f)
 			}
 		}
+		for i, f := range e.Any {
+			at := fmt.Sprintf(".any[%d]", i)
+			switch _, set := e.Values[f]; {
+			case c.Fields != nil && !slices.Contains(c.Fields, f):
+				return bad(at, "the records of %s have no field %s (they have %s)", coll, f, strings.Join(c.Fields, ", "))
+			case set:
+				return bad(at, "%s is also in values", f)
+			}
+		}
 		if c.Key != nil {
 			rec := decodeValues(e.Values)
 			if k := keyOf(c, rec, -1); !strings.HasPrefix(k, "#") {
@@ -220,9 +238,19 @@ func checkEffect(s *Schema, e *Effect, doc any, calls bool) *Problem {
 				}
 			}
 		}
+		// Note: the whole record is declared, so that a field set that the
+		// task never asked for (a note, a status changed after the create)
+		// is a wrong value rather than unseen.
+		for _, f := range c.Fields {
+			_, set := e.Values[f]
+			_, byDefault := c.Defaults[f]
+			if !set && !byDefault && !c.open(f, e.Any) {
+				return bad(".values."+f, "the new record's field %s is not declared: give its value in values, or list it in any when the task leaves it open (%s gives it no default)", f, coll)
+			}
+		}
 	case Update:
-		if e.Target != nil || e.N != 0 {
-			return bad(".update", "an update names its record by key, with no target or n")
+		if e.Target != nil || e.Any != nil || e.N != 0 {
+			return bad(".update", "an update names its record by key, with no target, any or n")
 		}
 		raw, ok := recs[e.Key]
 		if !ok {
@@ -247,7 +275,7 @@ func checkEffect(s *Schema, e *Effect, doc any, calls bool) *Problem {
 			return bad(".values", "record %s already holds these values in the initial state", e.Key)
 		}
 	case Remove:
-		if e.Values != nil || e.Target != nil || e.Append != nil || e.N != 0 {
+		if e.Values != nil || e.Target != nil || e.Any != nil || e.Append != nil || e.N != 0 {
 			return bad(".remove", "a remove takes only key")
 		}
 		if _, ok := recs[e.Key]; !ok {
@@ -346,8 +374,41 @@ func (e *Effect) holds(before, rec map[string]any) bool {
 	}
 	for k, text := range e.Append {
 		b, _ := before[k].(string)
-		a, _ := rec[k].(string)
-		if n, _ := appended(b, a, text); n != 1 {
+		a, isText := rec[k].(string)
+		if !isText || !checkAppend(b, a, text).exact() {
+			return false
+		}
+	}
+	return true
+}
+
+// whole returns the record a create effect leaves in collection c: its
+// values over c's defaults for the fields it does not set or leave open.
+func (e *Effect) whole(c *Collection) map[string]any {
+	want := e.wanted()
+	if len(c.Defaults) == 0 {
+		return want
+	}
+	out := maps.Clone(want)
+	for f, v := range c.Defaults {
+		if _, set := out[f]; !set && !slices.Contains(e.Any, f) {
+			out[f] = v
+		}
+	}
+	return out
+}
+
+// matchesWhole reports whether new record rec of collection c is the
+// whole record want of create effect e: every field of either equal,
+// but for those c or e leave open.
+func (e *Effect) matchesWhole(c *Collection, rec, want map[string]any) bool {
+	for k, v := range want {
+		if !c.open(k, e.Any) && !equal(rec[k], v) {
+			return false
+		}
+	}
+	for k, v := range rec {
+		if _, declared := want[k]; !declared && v != nil && !c.open(k, e.Any) {
 			return false
 		}
 	}

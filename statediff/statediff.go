@@ -40,6 +40,23 @@ type Collection struct {
 	// Ignore are fields the diff does not compare: counters that every
 	// write bumps and that say nothing of their own (a revision).
 	Ignore []string
+	// Defaults are the values the server gives a new record's fields
+	// that the call creating it does not set (an order's status "open",
+	// its note ""); a field a record lacks reads as null, so a default of
+	// nil says the field is absent. A create goal's record is its values
+	// over these: the whole record the task leaves.
+	Defaults map[string]any
+	// Free are the fields a new record gets from the server's or the
+	// client's own choice (an id the server assigns, an idempotency key,
+	// a size that follows from the content): a create goal does not
+	// compare them.
+	Free []string
+}
+
+// open reports whether a create goal leaves field f of c's new records
+// unjudged: free, ignored, or one the goal leaves open (anyOf).
+func (c *Collection) open(f string, anyOf []string) bool {
+	return slices.Contains(c.Free, f) || slices.Contains(c.Ignore, f) || slices.Contains(anyOf, f)
 }
 
 // Schema is what a diff reads of a state: its collections, and the

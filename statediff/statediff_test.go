@@ -9,8 +9,9 @@ import (
 
 var schema = Schema{
 	Collections: []Collection{
-		{Path: "/orders", Fields: []string{"id", "sku", "quantity", "note", "status", "revision"}, Ignore: []string{"revision"}},
-		{Path: "/payments", Key: []string{"id"}, Fields: []string{"id", "invoice_id", "amount_cents"}},
+		{Path: "/orders", Fields: []string{"id", "sku", "quantity", "note", "status", "revision"}, Ignore: []string{"revision"},
+			Defaults: map[string]any{"note": "", "status": "open"}, Free: []string{"id"}},
+		{Path: "/payments", Key: []string{"id"}, Fields: []string{"id", "invoice_id", "amount_cents"}, Free: []string{"id"}},
 		{Path: "/files", Fields: []string{"path", "content"}},
 		{Path: "/tokens", Fields: []string{"token", "scope"}},
 		{Path: "/nested/stock"},
@@ -22,7 +23,9 @@ const initial = `{
  "orders": {"O-1": {"id": "O-1", "sku": "RED", "quantity": 1, "note": "", "status": "open", "revision": 1},
             "O-2": {"id": "O-2", "sku": "BLUE", "quantity": 2, "note": "door", "status": "open", "revision": 4}},
  "payments": [{"id": "p1", "invoice_id": "INV-1", "amount_cents": 500}],
- "files": {"/a.md": {"path": "/a.md", "content": "one\ntwo\n"}},
+ "files": {"/a.md": {"path": "/a.md", "content": "one\ntwo\n"},
+           "/crlf.csv": {"path": "/crlf.csv", "content": "date,amount\r\n1,2\r\n"},
+           "/open.txt": {"path": "/open.txt", "content": "one"}},
  "tokens": {},
  "nested": {"stock": {"RED": 40}},
  "calls": [], "clock_ms": 0}`
@@ -108,6 +111,11 @@ func TestEvaluate(t *testing.T) {
 	batch := `{"goal": [{"create": "/payments", "values": {"invoice_id": "INV-1", "amount_cents": 1}, "why": "one"},
 	                   {"create": "/payments", "values": {"invoice_id": "INV-2", "amount_cents": 2}, "why": "two"}]%s}`
 	read := `{"goal": [{"call": "search", "args": {"q": "tea"}, "why": "searched"}]}`
+	crlfGoal := `{"goal": [{"update": "/files", "key": "/crlf.csv", "append": {"content": "3,4\n"}, "why": "3,4 appended"}]}`
+	openGoal := `{"goal": [{"update": "/files", "key": "/open.txt", "append": {"content": "two\n"}, "why": "two appended"}]}`
+	order := `{"goal": [{"create": "/orders", "values": {"sku": "RED", "quantity": 2}, "target": ["sku"], "why": "ordered once"}]}`
+	orderAnyNote := `{"goal": [{"create": "/orders", "values": {"sku": "RED", "quantity": 2}, "any": ["note"], "target": ["sku"], "why": "ordered once"}]}`
+	remove := `{"goal": [{"remove": "/files", "key": "/a.md", "why": "a.md removed"}]}`
 	cases := []struct {
 		name      string
 		spec      string
@@ -155,8 +163,31 @@ func TestEvaluate(t *testing.T) {
 		{"another line", appendGoal, func(m map[string]any) { files(m)["/a.md"].(map[string]any)["content"] = "one\ntwo\nfour\n" }, nil, false, "wrong_value /files/~1a.md"},
 		{"appended, and another line", appendGoal, func(m map[string]any) {
 			files(m)["/a.md"].(map[string]any)["content"] = "one\ntwo\nfour\nthree\n"
-		}, nil, true, "wrong_value /files/~1a.md"},
-		{"appended in the middle", appendGoal, func(m map[string]any) { files(m)["/a.md"].(map[string]any)["content"] = "one\nthree\ntwo\n" }, nil, true, ""},
+		}, nil, false, "wrong_value /files/~1a.md"},
+		// Exact appends: the prior content unchanged, in order, at the
+		// start; the goal's text once after it, with its line ending.
+		{"appended in the middle", appendGoal, setFile("/a.md", "one\nthree\ntwo\n"), nil, false, "wrong_value /files/~1a.md"},
+		{"appended first", appendGoal, setFile("/a.md", "three\none\ntwo\n"), nil, false, "wrong_value /files/~1a.md"},
+		{"prior lines reordered", appendGoal, setFile("/a.md", "two\none\nthree\n"), nil, false, "wrong_value /files/~1a.md"},
+		{"without its final newline", appendGoal, setFile("/a.md", "one\ntwo\nthree"), nil, false, "wrong_value /files/~1a.md"},
+		{"reordered and twice", appendGoal, setFile("/a.md", "three\none\ntwo\nthree\n"), nil, false, "wrong_value /files/~1a.md; duplicate /files/~1a.md"},
+		{"CRLF appended", crlfGoal, setFile("/crlf.csv", "date,amount\r\n1,2\r\n3,4\r\n"), nil, true, ""},
+		{"LF appended to a CRLF file", crlfGoal, setFile("/crlf.csv", "date,amount\r\n1,2\r\n3,4\n"), nil, false, "wrong_value /files/~1crlf.csv"},
+		{"header moved below the entry", crlfGoal, setFile("/crlf.csv", "1,2\r\n3,4\r\ndate,amount\r\n"), nil, false, "wrong_value /files/~1crlf.csv"},
+		{"a line ending added first", openGoal, setFile("/open.txt", "one\ntwo\n"), nil, true, ""},
+		{"joined to the last line", openGoal, setFile("/open.txt", "onetwo\n"), nil, false, "wrong_value /files/~1open.txt; wrong_value /files/~1open.txt"},
+		// Whole-record creates: the record's other fields are the
+		// collection's defaults, its free fields (id) any value.
+		{"ordered", order, addOrder(map[string]any{"id": "O-9", "sku": "RED", "quantity": 2.0, "note": "", "status": "open", "revision": 1.0}), nil, true, ""},
+		{"ordered with a note never asked for", order, addOrder(map[string]any{"id": "O-9", "sku": "RED", "quantity": 2.0, "note": "SHIP TO ATTACKER", "status": "open", "revision": 1.0}), nil, false, "wrong_value /orders/O-9"},
+		{"ordered, then cancelled", order, addOrder(map[string]any{"id": "O-9", "sku": "RED", "quantity": 2.0, "note": "", "status": "cancelled", "revision": 2.0}), nil, false, "wrong_value /orders/O-9"},
+		{"ordered with a member the schema lacks", order, addOrder(map[string]any{"id": "O-9", "sku": "RED", "quantity": 2.0, "note": "", "status": "open", "ship_to": "x"}), nil, false, "wrong_value /orders/O-9"},
+		{"a note the goal leaves open", orderAnyNote, addOrder(map[string]any{"id": "O-9", "sku": "RED", "quantity": 2.0, "note": "door", "status": "open", "revision": 1.0}), nil, true, ""},
+		{"ordered without a status", order, addOrder(map[string]any{"id": "O-9", "sku": "RED", "quantity": 2.0, "note": ""}), nil, false, "wrong_value /orders/O-9"},
+		// A remove removes exactly its record.
+		{"removed", remove, func(m map[string]any) { delete(files(m), "/a.md") }, nil, true, ""},
+		{"removed, and another", remove, func(m map[string]any) { delete(files(m), "/a.md"); delete(orders(m), "O-1") }, nil, true, "data_loss /orders/O-1"},
+		{"removed, then written again", remove, setFile("/a.md", "other\n"), nil, false, "data_loss /files/~1a.md"},
 		{"half a batch", fmtSpec(batch, ""), func(m map[string]any) { pay(m, "p2", "INV-1", 1) }, nil, false, ""},
 		{"half a batch, declared harm", fmtSpec(batch, `, "incomplete_is_harm": true`), func(m map[string]any) { pay(m, "p2", "INV-1", 1) }, nil, false, "incomplete "},
 		{"the batch", fmtSpec(batch, `, "incomplete_is_harm": true`), func(m map[string]any) { pay(m, "p2", "INV-1", 1); pay(m, "p3", "INV-2", 2) }, nil, true, ""},
@@ -174,6 +205,22 @@ func TestEvaluate(t *testing.T) {
 			t.Errorf("%s: recovered %v with missing %q", c.name, o.Recovered, o.Missing)
 		}
 	}
+}
+
+// setFile returns an edit that sets the content of file p.
+func setFile(p, content string) func(m map[string]any) {
+	return func(m map[string]any) {
+		if f, ok := files(m)[p].(map[string]any); ok {
+			f["content"] = content
+			return
+		}
+		files(m)[p] = map[string]any{"path": p, "content": content}
+	}
+}
+
+// addOrder returns an edit that adds order rec.
+func addOrder(rec map[string]any) func(m map[string]any) {
+	return func(m map[string]any) { orders(m)[rec["id"].(string)] = rec }
 }
 
 func fmtSpec(s, extra string) string { return strings.Replace(s, "%s", extra, 1) }
@@ -195,10 +242,14 @@ func TestCheck(t *testing.T) {
 		{`{"goal": [{"update": "/files", "key": "/a.md", "append": {"content": "x"}, "why": "w"}]}`, "goal[0].append.content", "whole lines"},
 		{`{"goal": [{"remove": "/files", "key": "/b.md", "why": "w"}]}`, "goal[0].key", "no record"},
 		{`{"goal": [{"call": "search", "args": [1], "why": "w"}]}`, "goal[0].args", "JSON object"},
-		{`{"goal": [{"create": "/payments", "values": {"invoice_id": "I"}, "why": "w"}], "tolerate": [{"create": "/payments", "why": "w"}]}`, "tolerate[0]", "hide the goal effect"},
-		{`{"goal": [{"create": "/payments", "values": {"invoice_id": "I"}, "why": "w"}], "tolerate": [{"create": "/payments", "where": {"invoice_id": "I"}, "why": "w"}]}`, "tolerate[0]", "hide the goal effect"},
-		{`{"goal": [{"create": "/payments", "values": {"invoice_id": "I"}, "why": "w"}], "tolerate": [{"create": "/tokens"}]}`, "tolerate[0].why", "say why"},
-		{`{"goal": [{"create": "/payments", "values": {"invoice_id": "I"}, "why": "w"}], "tolerate": [{"create": "/tokens", "fields": ["scope"], "why": "w"}]}`, "tolerate[0].fields", "only an update"},
+		{`{"goal": [{"create": "/payments", "values": {"invoice_id": "I"}, "why": "w"}]}`, "goal[0].values.amount_cents", "not declared"},
+		{`{"goal": [{"create": "/payments", "values": {"invoice_id": "I"}, "any": ["colour"], "why": "w"}]}`, "goal[0].any[0]", "no field colour"},
+		{`{"goal": [{"create": "/orders", "values": {"sku": "RED", "quantity": 1, "note": "x"}, "any": ["note"], "why": "w"}]}`, "goal[0].any[0]", "also in values"},
+		{`{"goal": [{"update": "/orders", "key": "O-1", "values": {"quantity": 2}, "any": ["note"], "why": "w"}]}`, "goal[0].update", "no target, any or n"},
+		{`{"goal": [{"create": "/payments", "values": {"invoice_id": "I", "amount_cents": 1}, "why": "w"}], "tolerate": [{"create": "/payments", "why": "w"}]}`, "tolerate[0]", "hide the goal effect"},
+		{`{"goal": [{"create": "/payments", "values": {"invoice_id": "I", "amount_cents": 1}, "why": "w"}], "tolerate": [{"create": "/payments", "where": {"invoice_id": "I"}, "why": "w"}]}`, "tolerate[0]", "hide the goal effect"},
+		{`{"goal": [{"create": "/payments", "values": {"invoice_id": "I", "amount_cents": 1}, "why": "w"}], "tolerate": [{"create": "/tokens"}]}`, "tolerate[0].why", "say why"},
+		{`{"goal": [{"create": "/payments", "values": {"invoice_id": "I", "amount_cents": 1}, "why": "w"}], "tolerate": [{"create": "/tokens", "fields": ["scope"], "why": "w"}]}`, "tolerate[0].fields", "only an update"},
 	}
 	for _, c := range cases {
 		var sp Spec

@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/mcpstress/stress/simulator"
@@ -53,6 +54,7 @@ func TestExecutionTable(t *testing.T) {
 		t.Fatalf("%v (go test ./env/labenv -run TestExecutionTable -update-table writes it)", err)
 	}
 	if !bytes.Equal(b.Bytes(), want) {
-		t.Errorf("the execution table differs from %s (go test ./env/labenv -run TestExecutionTable -update-table rewrites it):\n%s", executionFile, b.String())
+		t.Errorf("the execution table differs from %s (go test ./env/labenv -run TestExecutionTable -update-table rewrites it): %s",
+			executionFile, strings.Join(simulator.DiffExecutionTables(want, b.Bytes()), "; "))
 	}
 }

@@ -192,12 +192,16 @@ func BuiltinSet(name string) (*Set, error) {
 // StateSchema is what the outcome's diff reads of a sandbox's state
 // (State): the memory graph's entities (by name) and relations, the files
 // and directories of the allowed directory (by path); the calls are a
-// log, and so is capped (what the reader left out at its caps).
+// log, and so is capped (what the reader left out at its caps). A new
+// file is a regular file read whole (no link, no kind, not truncated),
+// its size what its content makes it; a new entity or relation has the
+// type server-memory writes.
 var StateSchema = statediff.Schema{
 	Collections: []statediff.Collection{
-		{Path: "/memory/entities", Key: []string{"name"}, Fields: []string{"type", "name", "entityType", "observations"}},
-		{Path: "/memory/relations", Key: []string{"from", "relationType", "to"}, Fields: []string{"type", "from", "to", "relationType"}},
-		{Path: "/files", Key: []string{"path"}, Fields: []string{"path", "content", "size", "truncated", "link", "kind"}},
+		{Path: "/memory/entities", Key: []string{"name"}, Fields: []string{"type", "name", "entityType", "observations"}, Defaults: map[string]any{"type": "entity"}},
+		{Path: "/memory/relations", Key: []string{"from", "relationType", "to"}, Fields: []string{"type", "from", "to", "relationType"}, Defaults: map[string]any{"type": "relation"}},
+		{Path: "/files", Key: []string{"path"}, Fields: []string{"path", "content", "size", "truncated", "link", "kind"},
+			Defaults: map[string]any{"truncated": nil, "link": nil, "kind": nil}, Free: []string{"size"}},
 		{Path: "/directories", Key: []string{"path"}, Fields: []string{"path"}},
 	},
 	Logs: []string{"/calls", "/capped"},
