@@ -63,6 +63,10 @@ type Accumulator struct {
 	lab        int // counted rows with lab outcomes (live replay)
 	duplicates int // rows whose decision key was already seen
 	unknown    int // rows whose condition is not one of study.AllConditions
+
+	// provenWide says some decision's scenario declares a proven
+	// preferred set wider than its preferred policy (NoteProvenSet).
+	provenWide bool
 }
 
 // Arm is one (model, prompt) of a bundle: the unit within which conditions
@@ -191,6 +195,18 @@ func init() {
 // condIndex is c's index in study.AllConditions, -1 for an unknown one.
 func condIndex(c study.Condition) int {
 	return slices.Index(study.AllConditions, c)
+}
+
+// NoteProvenSet records the proven preferred set of a decision's
+// scenario (results.Head.PreferredSet, the set the Proven column
+// credits). Once one is wider than the preferred policy, the
+// predeclared contrasts on Strict are computed on Proven too (see
+// Predeclared); otherwise Proven is Strict on every decision, and its
+// contrasts would be the Strict ones again.
+func (a *Accumulator) NoteProvenSet(set []study.Policy) {
+	if len(set) > 1 {
+		a.provenWide = true
+	}
 }
 
 // Add counts one decision row. A row with an unknown condition is counted

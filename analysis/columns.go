@@ -23,6 +23,7 @@ type Column string
 // as in the -json output.
 const (
 	Strict     Column = "strict"
+	Proven     Column = "proven" // Strict crediting every execution-proven preferred policy
 	Cover      Column = "cover"
 	Retry      Column = "retry"
 	Invalid    Column = "invalid"

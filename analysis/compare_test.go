@@ -98,7 +98,7 @@ func TestCompareArms(t *testing.T) {
 	other := append(pairedRows("p", 10, 2, 1), pairedRows("q", 10, 1, 1)...)
 	// One arm each: aligned whatever the names.
 	cmp, err := analysis.Compare(context.Background(), accumulate(pairedRows("x", 10, 1, 1)), accumulate(pairedRows("z", 10, 3, 0)), analysis.CompareOptions{})
-	if err != nil || len(cmp.Arms) != 1 || cmp.Arms[0].A.Model != "x" || cmp.Arms[0].B.Model != "z" || len(cmp.Rows) != 2*6 {
+	if err != nil || len(cmp.Arms) != 1 || cmp.Arms[0].A.Model != "x" || cmp.Arms[0].B.Model != "z" || len(cmp.Rows) != 2*7 {
 		t.Errorf("single arms: %+v, %v", cmp, err)
 	}
 	// Same arms: arm by arm.

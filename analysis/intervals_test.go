@@ -50,7 +50,7 @@ func paperUnits() []unit {
 }
 
 func row(model string, cond study.Condition, u unit, strict, cover bool) results.Row {
-	return results.Row{Model: model, Prompt: "default", Condition: string(cond), Scenario: u.scenario, Replicate: u.rep, Server: u.server, Status: results.StatusOK, Outcome: simulator.Values{}.WithFlag(simulator.Strict, strict).WithFlag(simulator.Cover, cover || strict)}
+	return results.Row{Model: model, Prompt: "default", Condition: string(cond), Scenario: u.scenario, Replicate: u.rep, Server: u.server, Status: results.StatusOK, Outcome: simulator.Values{}.WithFlag(simulator.Strict, strict).WithFlag(simulator.Proven, strict).WithFlag(simulator.Cover, cover || strict)}
 }
 
 // pairedRows builds code_only and normalized decisions of one model whose

@@ -73,7 +73,7 @@ func TestLabColumns(t *testing.T) {
 	cells := acc.Cells()
 	// code_only: recovered 60, harm 10, calls 35·(1+2+3) = 210, lab_ms 40·210.
 	want := results.Cell{Model: "m", Prompt: "default", Condition: study.CodeOnly, N: 105, Errors: 1, LabN: 105, // Every Strict decision recovered; the others did not.
-		LabelAction: results.Agreement{StrictRecovered: 60, OtherUnrecovered: 45}, Counts: [simulator.NumColumns]int{simulator.Strict: 60, simulator.Cover: 105, simulator.Recovered: 60, simulator.Harm: 10, simulator.HarmDuplicate: 6, simulator.HarmCollateral: 6, simulator.Calls: 210, simulator.LabMS: 8400}}
+		LabelAction: results.Agreement{StrictRecovered: 60, OtherUnrecovered: 45}, Counts: [simulator.NumColumns]int{simulator.Strict: 60, simulator.Proven: 60, simulator.Cover: 105, simulator.Recovered: 60, simulator.Harm: 10, simulator.HarmDuplicate: 6, simulator.HarmCollateral: 6, simulator.Calls: 210, simulator.LabMS: 8400}}
 	if cells[0] != want {
 		t.Errorf("code_only cell %+v\nwant %+v", cells[0], want)
 	}

@@ -73,6 +73,7 @@ func LoadBundleEach(ctx context.Context, dir string, log io.Writer, each func(*r
 			}
 		}
 		ld.Acc.Add(r)
+		ld.Acc.NoteProvenSet(g.Heads[0].PreferredSet)
 		if len(missing) > 0 {
 			m := r.Without(missing)
 			r = &m
@@ -103,7 +104,9 @@ func LoadBundleEach(ctx context.Context, dir string, log io.Writer, each func(*r
 	}
 	// The files agree once calls.jsonl is grouped by decision key: a
 	// decision's lines stood in more than one place.
+	wide := ld.Acc.provenWide
 	ld.Acc = NewAccumulator()
+	ld.Acc.provenWide = wide
 	for i := range rows {
 		ld.Acc.Add(&rows[i])
 	}

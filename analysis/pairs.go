@@ -69,10 +69,38 @@ func (p PairSpec) String() string {
 // channels of the category contract against both (ChannelContrasts); then
 // the error shapes (ShapeContrasts). A
 // comparison is computed in every arm that has both of its conditions.
+// In a bundle where some scenario declares a proven preferred set wider
+// than its preferred policy (Accumulator.NoteProvenSet), each is also
+// computed on Proven, right after its Strict one (OnProven).
+//
+// Note: without such a scenario (the paper corpus) Proven is Strict on
+// every decision, so a contrast on Proven would be its Strict contrast
+// again, number for number: it is left out rather than counted twice in
+// the family, where it would only double m and every adjusted p-value.
+// The rule reads the corpus (the scenarios' declared sets), never the
+// answers.
 var Predeclared = slices.Concat([]PairSpec{
 	{Factor: FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: Strict},
 	{Factor: FactorCondition, A: string(study.Structured), B: string(study.Prose), Column: Strict},
 }, FactorialContrasts(), ChannelContrasts, ShapeContrasts)
+
+// OnProven returns specs with, when wide (a bundle with a proven
+// preferred set wider than its preferred policy), each comparison on
+// Strict followed by the same comparison on Proven.
+func OnProven(specs []PairSpec, wide bool) []PairSpec {
+	if !wide {
+		return slices.Clone(specs)
+	}
+	var out []PairSpec
+	for _, s := range specs {
+		out = append(out, s)
+		if s.Column == Strict {
+			s.Column = Proven
+			out = append(out, s)
+		}
+	}
+	return out
+}
 
 // ShapeContrasts compare the error shapes proposed for MCP
 // (study.ShapeConditions), on Strict: each shape against structured (how
@@ -480,8 +508,10 @@ func (a *Accumulator) pairs(ctx context.Context, opt Options) ([]Pair, error) {
 	var specs []PairSpec
 	var pre []bool
 	if !opt.NoPredeclared {
-		for _, s := range Predeclared {
-			specs, pre = append(specs, s), append(pre, true)
+		specs = OnProven(Predeclared, a.provenWide)
+		pre = make([]bool, len(specs))
+		for i := range pre {
+			pre[i] = true
 		}
 	}
 	// The predeclared pairs (docs/specification.md section 4.6) are

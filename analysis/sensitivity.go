@@ -89,7 +89,7 @@ func Sensitivity(r io.Reader, name string, replayCap int) (*ParserSensitivity, e
 			}
 		}
 		h0 := &g.Heads[0]
-		o := simulator.Score(simulator.Scoring{Answers: answers, Preferred: h0.Preferred, NonHarm: h0.NonHarm})
+		o := simulator.Score(simulator.Scoring{Answers: answers, Preferred: h0.Preferred, Proven: h0.PreferredSet, NonHarm: h0.NonHarm})
 		rowInvalid, rowStrict := row.Outcome.Of(simulator.Invalid), row.Outcome.Of(simulator.Strict)
 		oInvalid, oStrict := o.Values.Of(simulator.Invalid), o.Values.Of(simulator.Strict)
 		k := key{row.Model, row.Prompt, row.Condition}

@@ -24,7 +24,14 @@ func init() {
 func manifest(t *testing.T, corpus, extra string) *manifests.Resolved {
 	t.Helper()
 	dir, _ := filepath.Abs("../manifests")
-	text := "name: m\ncorpus: " + filepath.Join(dir, "corpus", corpus) + "\nprompts:\n  - name: default\n    path: " + filepath.Join(dir, "prompts", "default.tmpl") +
+	return manifestOn(t, filepath.Join(dir, "corpus", corpus), extra)
+}
+
+// manifestOn is manifest on the corpus at path.
+func manifestOn(t *testing.T, path, extra string) *manifests.Resolved {
+	t.Helper()
+	dir, _ := filepath.Abs("../manifests")
+	text := "name: m\ncorpus: " + path + "\nprompts:\n  - name: default\n    path: " + filepath.Join(dir, "prompts", "default.tmpl") +
 		"\nconditions: [normalized]\nreplicates: 1\nseed: 1\ntemperature: 0\n" + extra + "models:\n  - name: stop\n    backend: baseline\n    model: always_stop\n"
 	file := filepath.Join(t.TempDir(), "m.yaml")
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
@@ -134,5 +141,31 @@ func TestAct(t *testing.T) {
 	_, _, err = env.Act(ctx, nil, "labb", "X31", env.Options{})
 	if err == nil || err.Error() != `unknown environment "labb" (registered: [fake lab mcp stored])` {
 		t.Errorf("an unknown environment: %v", err)
+	}
+}
+
+// TestOpenRefusesAnotherProvenSet: a reference record whose proven
+// preferred set is not its scenario's (the set Proven credits) is
+// refused, naming the record and the field.
+func TestOpenRefusesAnotherProvenSet(t *testing.T) {
+	b, err := os.ReadFile("../manifests/corpus/act-reference/RE.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := "\"preferred_policies\": [\n      \"revise_arguments\"\n    ],"
+	edited := strings.Replace(string(b), old, "\"preferred_policies\": [\"revise_arguments\", \"stop_or_escalate\"],", 1)
+	if edited == string(b) {
+		t.Fatal("test edit did not apply")
+	}
+	dir := filepath.Join(t.TempDir(), "corpus")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "RE.json"), []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = env.Open(manifestOn(t, dir, "replay: live\nenvironment: mcp\n"), env.Options{})
+	if want := "record R15: field preferred_policies is [revise_arguments stop_or_escalate], but reference scenario R15 has [revise_arguments]"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want %q", err, want)
 	}
 }

@@ -89,9 +89,9 @@ func TestRowLayout(t *testing.T) {
 // zeros included; both read back as they were.
 func TestCellJSON(t *testing.T) {
 	stored := Cell{Model: "m", Prompt: "p", Condition: "code_only", N: 3, Extra: 4, Errors: 1}
-	stored.Counts[simulator.Strict], stored.Counts[simulator.Cover], stored.Counts[simulator.Retry] = 1, 2, 1
+	stored.Counts[simulator.Strict], stored.Counts[simulator.Proven], stored.Counts[simulator.Cover], stored.Counts[simulator.Retry] = 1, 2, 2, 1
 	b, err := json.Marshal(stored)
-	want := `{"model":"m","prompt":"p","condition":"code_only","n":3,"strict":1,"cover":2,"retry":1,"invalid":0,"any_fs":0,"terminal_fs":0,"extra":4,"errors":1}`
+	want := `{"model":"m","prompt":"p","condition":"code_only","n":3,"strict":1,"proven":2,"cover":2,"retry":1,"invalid":0,"any_fs":0,"terminal_fs":0,"extra":4,"errors":1}`
 	if err != nil || string(b) != want {
 		t.Errorf("stored cell: %s (%v)\nwant %s", b, err, want)
 	}

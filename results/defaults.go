@@ -17,7 +17,8 @@ import (
 
 // This file holds the defaults table of a bundle. A call line leaves out
 // what every line of its scenario repeats (the scenario's server,
-// preferred policy and non-harm set, left out together), its seed when it
+// preferred policy, proven preferred set and non-harm set, left out
+// together), its seed when it
 // is the one derived from the study seed (simulator.Seed), and its turn
 // when it is 0: together about a fifth of a line. defaults.json holds the
 // scenario fields and the study seed; it is written once, before the
@@ -38,9 +39,12 @@ type Defaults struct {
 // ScenarioFields are the fields a call line leaves out when they are its
 // scenario's.
 type ScenarioFields struct {
-	Server    string         `json:"server"`
-	Preferred study.Policy   `json:"preferred"`
-	NonHarm   []study.Policy `json:"non_harm"`
+	Server    string       `json:"server"`
+	Preferred study.Policy `json:"preferred"`
+	// PreferredSet is the scenario's proven preferred set (Call), absent
+	// when it declares none.
+	PreferredSet []study.Policy `json:"preferred_policies,omitempty"`
+	NonHarm      []study.Policy `json:"non_harm"`
 }
 
 // NewDefaults is the defaults table of a study with seed and scenarios.
@@ -48,7 +52,7 @@ func NewDefaults(seed uint64, scenarios []study.Scenario) *Defaults {
 	d := &Defaults{Seed: seed, Scenarios: make(map[string]ScenarioFields, len(scenarios))}
 	for i := range scenarios {
 		s := &scenarios[i]
-		d.Scenarios[s.ID] = ScenarioFields{Server: s.Server, Preferred: s.Preferred, NonHarm: s.NonHarm}
+		d.Scenarios[s.ID] = ScenarioFields{Server: s.Server, Preferred: s.Preferred, PreferredSet: s.PreferredSet, NonHarm: s.NonHarm}
 	}
 	return d
 }
@@ -116,7 +120,7 @@ func (d *Defaults) Same(e *Defaults, file string) error {
 // carried says which of the fields a call line may leave out it
 // carries.
 type carried struct {
-	scenario bool // server, preferred and non_harm
+	scenario bool // server, preferred, preferred_policies and non_harm
 	seed     bool
 }
 
@@ -142,7 +146,7 @@ func (d *Defaults) fill(h *Head, c carried) error {
 		if !ok {
 			return fmt.Errorf("decision %s turn %d: the line leaves out its scenario's fields, and %s has no scenario %s", h.Key, h.Turn, DefaultsFile, h.Key.Scenario)
 		}
-		h.Server, h.Preferred, h.NonHarm = f.Server, f.Preferred, f.NonHarm
+		h.Server, h.Preferred, h.PreferredSet, h.NonHarm = f.Server, f.Preferred, f.PreferredSet, f.NonHarm
 	}
 	if !c.seed {
 		h.Seed = simulator.Seed(d.Seed, h.Key.Scenario, h.Key.Replicate, h.Turn)
@@ -156,7 +160,7 @@ func (d *Defaults) fill(h *Head, c carried) error {
 func (d *Defaults) carries(c *Call) carried {
 	f, ok := d.Scenarios[c.Key.Scenario]
 	return carried{
-		scenario: !ok || f.Server == "" || f.Server != c.Server || f.Preferred != c.Preferred || !slices.Equal(f.NonHarm, c.NonHarm),
+		scenario: !ok || f.Server == "" || f.Server != c.Server || f.Preferred != c.Preferred || !slices.Equal(f.PreferredSet, c.PreferredSet) || !slices.Equal(f.NonHarm, c.NonHarm),
 		seed:     c.Seed != simulator.Seed(d.Seed, c.Key.Scenario, c.Key.Replicate, c.Turn),
 	}
 }

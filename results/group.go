@@ -141,6 +141,9 @@ func (g *Group) Row() (Row, error) {
 	default:
 		return Row{}, fmt.Errorf("decision %s: unknown replay %q (want %q)", g.Key, h0.Replay, manifests.ReplayLive)
 	}
+	if set := h0.PreferredSet; len(set) > 0 && set[0] != h0.Preferred {
+		return Row{}, fmt.Errorf("decision %s: preferred_policies %v does not start with the preferred policy %q", g.Key, set, h0.Preferred)
+	}
 	if last.Error != "" {
 		return errorRow(g.Key, h0.Server, h0.Seed, len(g.Heads), fmt.Sprintf("turn %d: %s", last.Turn, last.Error)), nil
 	}
@@ -154,7 +157,7 @@ func (g *Group) Row() (Row, error) {
 			return Row{}, fmt.Errorf("decision %s: turn %d answered %q but a replay followed (only retry_now is replayed)", g.Key, i, g.Heads[i].Response)
 		}
 	}
-	o := simulator.Score(simulator.Scoring{Answers: answers, Preferred: h0.Preferred, NonHarm: h0.NonHarm})
+	o := simulator.Score(simulator.Scoring{Answers: answers, Preferred: h0.Preferred, Proven: h0.PreferredSet, NonHarm: h0.NonHarm})
 	return scoredRow(g.Key, h0.Server, h0.Seed, &o), nil
 }
 
@@ -199,7 +202,7 @@ func (g *Group) liveRow() (Row, error) {
 		executed++
 	}
 	e := last.Env
-	o := simulator.Score(simulator.Scoring{Answers: answers, Preferred: h0.Preferred, NonHarm: h0.NonHarm, Executed: executed, InvalidAction: invalidAction,
+	o := simulator.Score(simulator.Scoring{Answers: answers, Preferred: h0.Preferred, Proven: h0.PreferredSet, NonHarm: h0.NonHarm, Executed: executed, InvalidAction: invalidAction,
 		Env: &simulator.EnvOutcome{Recovered: e.Recovered, Harm: e.Harm, Harms: e.Harms, Calls: e.Calls, ClockMS: e.ClockMS}})
 	return scoredRow(g.Key, h0.Server, h0.Seed, &o), nil
 }

@@ -12,13 +12,16 @@ import (
 // Head is the part of a call line that scoring and resuming need; reading
 // only it skips the request and body of every line.
 type Head struct {
-	Key       simulator.Key  `json:"key"`
-	Server    string         `json:"server"`
-	Preferred study.Policy   `json:"preferred"`
-	NonHarm   []study.Policy `json:"non_harm"`
-	Turn      int            `json:"turn"`
-	Seed      int64          `json:"seed"`
-	Response  string         `json:"response"`
+	Key       simulator.Key `json:"key"`
+	Server    string        `json:"server"`
+	Preferred study.Policy  `json:"preferred"`
+	// PreferredSet is the scenario's proven preferred set (Call), nil
+	// when the line and the defaults table declare none.
+	PreferredSet []study.Policy `json:"preferred_policies,omitempty"`
+	NonHarm      []study.Policy `json:"non_harm"`
+	Turn         int            `json:"turn"`
+	Seed         int64          `json:"seed"`
+	Response     string         `json:"response"`
 	// ResponseSize is set when Response keeps only the first
 	// simulator.MaxAnswerBytes bytes of a longer answer (Call).
 	ResponseSize int `json:"response_size,omitempty"`

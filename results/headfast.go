@@ -128,6 +128,9 @@ func fastHead(b []byte, h *Head, in *strTable) (c carried, ok bool) {
 		case "non_harm":
 			h.NonHarm = []study.Policy{}
 			s.strings(func(v string) { h.NonHarm = append(h.NonHarm, study.Policy(v)) })
+		case "preferred_policies":
+			h.PreferredSet = []study.Policy{}
+			s.strings(func(v string) { h.PreferredSet = append(h.PreferredSet, study.Policy(v)) })
 		case "turn":
 			h.Turn = int(s.int())
 		case "seed":

@@ -27,11 +27,13 @@ func TestFastHead(t *testing.T) {
 	live.Replay, live.Observation, live.Env = "live", json.RawMessage(`{"x":1}`), &simulator.EnvOutcome{Recovered: true, Calls: 2}
 	noNonHarm := base
 	noNonHarm.NonHarm = nil
+	proven := base
+	proven.PreferredSet = []study.Policy{study.RetryNow, study.StopOrEscalate}
 	native := base
 	native.Thinking, native.ToolCalls = "let me think", json.RawMessage(`[{"function":{"name":"f","arguments":{"a":1}}}]`)
 	native.Request.Tools = []models.Tool{{Name: "f", Parameters: json.RawMessage(`{"type":"object"}`)}}
 	var lines [][]byte
-	for _, c := range []Call{base, withErr, live, noNonHarm, native} {
+	for _, c := range []Call{base, withErr, live, noNonHarm, native, proven} {
 		b, _ := json.Marshal(&c)
 		lines = append(lines, b)
 		sc := &storedCall{Call: &c, Request: wireRequest{Refs: []string{"0123456789abcdef", "x"}, Temperature: 0.7}}
@@ -43,7 +45,7 @@ func TestFastHead(t *testing.T) {
 		lines = append(lines, b)
 	}
 	for _, c := range []carried{{false, false}, {true, false}, {false, true}} { // format 3
-		sc := &storedCall{Call: &base, Request: wireRequest{Refs: []string{"0123456789abcdef"}, Temperature: 0.7}}
+		sc := &storedCall{Call: &proven, Request: wireRequest{Refs: []string{"0123456789abcdef"}, Temperature: 0.7}}
 		sc.carry(c)
 		b, _ := json.Marshal(sc)
 		lines = append(lines, b)
@@ -96,6 +98,9 @@ func TestFastHead(t *testing.T) {
 	}
 	if _, ok := fastHead(lines[0], &h, nil); ok {
 		t.Error("a line with its messages inline (format 1) must go to encoding/json")
+	}
+	if _, ok := fastHead(lines[16], &h, nil); !ok || !reflect.DeepEqual(h.PreferredSet, proven.PreferredSet) {
+		t.Errorf("a compact line with its proven preferred set is not decoded by the fast path: %+v", h)
 	}
 	for _, i := range []int{13, 14} { // thinking, tool calls and tools
 		if _, ok := fastHead(lines[i], &h, nil); !ok || h.Response != base.Response {

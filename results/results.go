@@ -41,9 +41,14 @@ const (
 // Call is one line of calls.jsonl: one model call with everything needed to
 // re-score its decision later.
 type Call struct {
-	Key            simulator.Key  `json:"key"`
-	Server         string         `json:"server"`
-	Preferred      study.Policy   `json:"preferred"`
+	Key       simulator.Key `json:"key"`
+	Server    string        `json:"server"`
+	Preferred study.Policy  `json:"preferred"`
+	// PreferredSet is the scenario's execution-proven preferred set,
+	// Preferred first (study.Scenario.PreferredSet), which the Proven
+	// column credits; absent when the scenario declares none (then the
+	// set is {Preferred}), as on every line written before it existed.
+	PreferredSet   []study.Policy `json:"preferred_policies,omitempty"`
 	NonHarm        []study.Policy `json:"non_harm"`
 	Turn           int            `json:"turn"`
 	Seed           int64          `json:"seed"`
@@ -132,12 +137,13 @@ type wireRequest struct {
 // the outer fields shadow Call's in JSON.
 type storedCall struct {
 	*Call
-	Server    *string         `json:"server,omitempty"`
-	Preferred *study.Policy   `json:"preferred,omitempty"`
-	NonHarm   *[]study.Policy `json:"non_harm,omitempty"`
-	Turn      int             `json:"turn,omitempty"`
-	Seed      *int64          `json:"seed,omitempty"`
-	Request   wireRequest     `json:"request"`
+	Server       *string         `json:"server,omitempty"`
+	Preferred    *study.Policy   `json:"preferred,omitempty"`
+	PreferredSet *[]study.Policy `json:"preferred_policies,omitempty"`
+	NonHarm      *[]study.Policy `json:"non_harm,omitempty"`
+	Turn         int             `json:"turn,omitempty"`
+	Seed         *int64          `json:"seed,omitempty"`
+	Request      wireRequest     `json:"request"`
 }
 
 // carry sets the fields c carries from the call.
@@ -145,6 +151,9 @@ func (ln *storedCall) carry(c carried) {
 	ln.Turn = ln.Call.Turn
 	if c.scenario {
 		ln.Server, ln.Preferred, ln.NonHarm = &ln.Call.Server, &ln.Call.Preferred, &ln.Call.NonHarm
+		if len(ln.Call.PreferredSet) > 0 {
+			ln.PreferredSet = &ln.Call.PreferredSet
+		}
 	}
 	if c.seed {
 		ln.Seed = &ln.Call.Seed
@@ -161,6 +170,9 @@ func (ln *storedCall) unpack() carried {
 	}
 	if ln.Preferred != nil {
 		c.Preferred = *ln.Preferred
+	}
+	if ln.PreferredSet != nil {
+		c.PreferredSet = *ln.PreferredSet
 	}
 	if ln.NonHarm != nil {
 		c.NonHarm = *ln.NonHarm
@@ -272,7 +284,7 @@ func scoredRow(k simulator.Key, server string, seed int64, o *simulator.Outcome)
 func CallsOf(d *simulator.Decision, s *study.Scenario) []Call {
 	out := make([]Call, len(d.Turns))
 	for i, t := range d.Turns {
-		c := Call{Key: d.Key, Server: s.Server, Preferred: s.Preferred, NonHarm: s.NonHarm,
+		c := Call{Key: d.Key, Server: s.Server, Preferred: s.Preferred, PreferredSet: s.PreferredSet, NonHarm: s.NonHarm,
 			Turn: t.Index, Seed: t.Request.Seed, Request: t.Request,
 			Response: t.Reply.Text, ResponseSHA256: SHA256([]byte(t.Reply.Text)),
 			LatencyMS:    float64(t.Latency.Microseconds()) / 1000,
@@ -458,11 +470,11 @@ func (r *CallReader) fill(c carried) error {
 		return err
 	}
 	call := &r.call
-	h := Head{Key: call.Key, Turn: call.Turn, Server: call.Server, Preferred: call.Preferred, NonHarm: call.NonHarm, Seed: call.Seed}
+	h := Head{Key: call.Key, Turn: call.Turn, Server: call.Server, Preferred: call.Preferred, PreferredSet: call.PreferredSet, NonHarm: call.NonHarm, Seed: call.Seed}
 	if err := d.fill(&h, c); err != nil {
 		return err
 	}
-	call.Server, call.Preferred, call.NonHarm, call.Seed = h.Server, h.Preferred, h.NonHarm, h.Seed
+	call.Server, call.Preferred, call.PreferredSet, call.NonHarm, call.Seed = h.Server, h.Preferred, h.PreferredSet, h.NonHarm, h.Seed
 	return nil
 }
 

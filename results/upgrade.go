@@ -136,7 +136,7 @@ func oldDefaults(file string, rec *Record) (*Defaults, error) {
 			return nil // damaged: upgradeCalls says so
 		}
 		if _, ok := d.Scenarios[h.Key.Scenario]; !ok {
-			d.Scenarios[h.Key.Scenario] = ScenarioFields{Server: h.Server, Preferred: h.Preferred, NonHarm: h.NonHarm}
+			d.Scenarios[h.Key.Scenario] = ScenarioFields{Server: h.Server, Preferred: h.Preferred, PreferredSet: h.PreferredSet, NonHarm: h.NonHarm}
 		}
 		return nil
 	})

@@ -88,7 +88,7 @@ func TestLivePipeline(t *testing.T) {
 	// that stop: 17 + 14 = 31; lab ms 40 a call and S05's 2 × 500 of
 	// delay: 31·40 + 1000 = 2240. Model calls: 25.
 	want := results.Cell{Model: "scripted", Prompt: "default", Condition: study.Normalized, N: 42, Extra: 18, LabN: 42, // Both Strict decisions (S06, S15) recovered; 4 others did.
-		LabelAction: results.Agreement{StrictRecovered: 4, OtherRecovered: 8, OtherUnrecovered: 30}, Counts: [simulator.NumColumns]int{simulator.Strict: 4, simulator.Cover: 10, simulator.Retry: 6, simulator.Invalid: 2, simulator.AnyFS: 2, simulator.TerminalFS: 2, simulator.Recovered: 12, simulator.Harm: 2, simulator.HarmDuplicate: 2, simulator.Calls: 62, simulator.LabMS: 4480}}
+		LabelAction: results.Agreement{StrictRecovered: 4, OtherRecovered: 8, OtherUnrecovered: 30}, Counts: [simulator.NumColumns]int{simulator.Strict: 4, simulator.Proven: 4, simulator.Cover: 10, simulator.Retry: 6, simulator.Invalid: 2, simulator.AnyFS: 2, simulator.TerminalFS: 2, simulator.Recovered: 12, simulator.Harm: 2, simulator.HarmDuplicate: 2, simulator.Calls: 62, simulator.LabMS: 4480}}
 	if len(sum.Cells) != 1 || sum.Cells[0] != want {
 		t.Fatalf("cells %+v\nwant %+v", sum.Cells, want)
 	}

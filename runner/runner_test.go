@@ -304,7 +304,7 @@ func TestScriptedPipeline(t *testing.T) {
 	// retry: S02, S03, S05, S11 = 4; invalid S07, S11, S13 = 3;
 	// any FS: S04, S05, S13 = 3; terminal FS: S04, S13 = 2;
 	// extra: 3 + 3 + 1 + 1 = 8. Every other scenario stops.
-	want := results.Cell{Model: "scripted", Prompt: "default", Condition: study.Normalized, N: 42, Extra: 16, Counts: [simulator.NumColumns]int{simulator.Strict: 6, simulator.Cover: 8, simulator.Retry: 8, simulator.Invalid: 6, simulator.AnyFS: 6, simulator.TerminalFS: 4}}
+	want := results.Cell{Model: "scripted", Prompt: "default", Condition: study.Normalized, N: 42, Extra: 16, Counts: [simulator.NumColumns]int{simulator.Strict: 6, simulator.Proven: 6, simulator.Cover: 8, simulator.Retry: 8, simulator.Invalid: 6, simulator.AnyFS: 6, simulator.TerminalFS: 4}}
 	if len(sum.Cells) != 1 || sum.Cells[0] != want {
 		t.Fatalf("cells %+v\nwant %+v", sum.Cells, want)
 	}

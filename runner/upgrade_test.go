@@ -14,6 +14,7 @@ import (
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/runner"
+	"github.com/mcpstress/stress/simulator"
 )
 
 // upgrade converts the checked-in bundle testdata/FORMAT/NAME
@@ -42,6 +43,18 @@ func upgrade(t *testing.T, root, format, name string) string {
 	pq, err := results.ReadRows(filepath.Join(dir, results.DecisionsFile))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A file written before some columns existed (proven) is compared
+	// without them, as analyze compares it.
+	missing, err := results.MissingColumns(filepath.Join(dir, results.DecisionsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rows {
+		rows[i] = rows[i].Without(missing)
+	}
+	for i := range pq {
+		pq[i] = pq[i].Without(missing)
 	}
 	if errs := analysis.Agree(rows, pq, 5); len(errs) > 0 || len(rows) != len(pq) {
 		t.Fatalf("%s: calls.jsonl and decisions.parquet disagree: %v", name, errs)
@@ -175,8 +188,18 @@ func sameRows(t testing.TB, want, got string) {
 	if len(ra) != len(rb) {
 		t.Fatalf("%d rows vs %d", len(ra), len(rb))
 	}
+	// Rows are compared without the columns a file written before they
+	// existed lacks (an upgraded bundle keeps its decisions.parquet).
+	var missing []simulator.Col
+	for _, dir := range []string{want, got} {
+		m, err := results.MissingColumns(filepath.Join(dir, results.DecisionsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		missing = append(missing, m...)
+	}
 	for i := range ra {
-		if ra[i] != rb[i] {
+		if ra[i].Without(missing) != rb[i].Without(missing) {
 			t.Fatalf("row %d differs:\n%+v\n%+v", i, ra[i], rb[i])
 		}
 	}

@@ -62,7 +62,7 @@ func TestLiveTrajectories(t *testing.T) {
 		{"transient retried until it succeeds", transient(2), []string{retryNow, retryNow},
 			live(simulator.Outcome{Final: study.RetryNow, FinalStatus: study.Failed, Turns: 2, Replays: 2, Values: flagValues(simulator.Cover, simulator.Retry)}, true, false, 3, 3*c), true},
 		{"transient, preferred at once", transient(1), []string{selectOK},
-			live(simulator.Outcome{Final: study.SelectTool, FinalStatus: study.Failed, Turns: 1, Replays: 1, Values: flagValues(simulator.Strict, simulator.Cover)}, true, false, 2, 2*c), true},
+			live(simulator.Outcome{Final: study.SelectTool, FinalStatus: study.Failed, Turns: 1, Replays: 1, Values: flagValues(simulator.Strict, simulator.Proven, simulator.Cover)}, true, false, 2, 2*c), true},
 		{"retry_later with the answer's delay", transient(1), []string{retryLaterDelay},
 			live(simulator.Outcome{Final: study.RetryLater, FinalStatus: study.Failed, Turns: 1, Replays: 1, Values: flagValues(simulator.Cover)}, true, false, 2, 2*c+2500), true},
 		{"retry_later with the default delay", transient(1), []string{retryLater},

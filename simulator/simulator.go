@@ -259,7 +259,7 @@ func Run(ctx context.Context, m models.Model, p *conditions.Prompt, s *study.Sce
 		msgs = append(msgs, models.Message{Role: conditions.Assistant, Content: reply.Text}, next)
 	}
 	if !d.Live {
-		d.Outcome = Score(Scoring{Answers: answers, Preferred: s.Preferred, NonHarm: s.NonHarm})
+		d.Outcome = Score(Scoring{Answers: answers, Preferred: s.Preferred, Proven: s.PreferredSet, NonHarm: s.NonHarm})
 		return d
 	}
 	eo, err := env.Final(ctx)
@@ -272,7 +272,7 @@ func Run(ctx context.Context, m models.Model, p *conditions.Prompt, s *study.Sce
 		return d
 	}
 	d.Env = &eo
-	d.Outcome = Score(Scoring{Answers: answers, Preferred: s.Preferred, NonHarm: s.NonHarm, Env: &eo, Executed: executed, InvalidAction: invalidAction})
+	d.Outcome = Score(Scoring{Answers: answers, Preferred: s.Preferred, Proven: s.PreferredSet, NonHarm: s.NonHarm, Env: &eo, Executed: executed, InvalidAction: invalidAction})
 	return d
 }
 
@@ -388,7 +388,11 @@ type Outcome struct {
 type Scoring struct {
 	Answers   []Answer
 	Preferred study.Policy
-	NonHarm   []study.Policy
+	// Proven is the scenario's execution-proven preferred set
+	// (study.Scenario.PreferredSet, Preferred first), which the Proven
+	// column credits; nil stands for {Preferred}.
+	Proven  []study.Policy
+	NonHarm []study.Policy
 	// Env is the outcome the environment read from its final state under
 	// live replay; nil under stored replay, where the lab columns stay
 	// absent.
@@ -409,7 +413,7 @@ func Score(s Scoring) Outcome {
 	if len(s.Answers) == 0 {
 		return Outcome{}
 	}
-	t := trajectory{answers: s.Answers, final: s.Answers[len(s.Answers)-1], preferred: s.Preferred,
+	t := trajectory{answers: s.Answers, final: s.Answers[len(s.Answers)-1], preferred: s.Preferred, proven: s.Proven,
 		retryHarm: !slices.Contains(s.NonHarm, study.RetryNow), env: s.Env, invalidAction: s.InvalidAction}
 	o := Outcome{Turns: len(s.Answers), Replays: len(s.Answers) - 1, FinalStatus: t.final.Status}
 	if t.final.Valid {

@@ -174,16 +174,16 @@ func TestTrajectories(t *testing.T) {
 		answers []string
 		want    simulator.Outcome
 	}{
-		{"preferred at once", []string{selectOK}, simulator.Outcome{Final: study.SelectTool, FinalStatus: study.Failed, Turns: 1, Values: flagValues(simulator.Strict, simulator.Cover)}},
+		{"preferred at once", []string{selectOK}, simulator.Outcome{Final: study.SelectTool, FinalStatus: study.Failed, Turns: 1, Values: flagValues(simulator.Strict, simulator.Proven, simulator.Cover)}},
 		{"stop", []string{stopOK}, simulator.Outcome{Final: study.StopOrEscalate, FinalStatus: study.Failed, Turns: 1, Values: flagValues()}},
-		{"retry once then select", []string{retryNow, selectOK}, simulator.Outcome{Final: study.SelectTool, FinalStatus: study.Failed, Turns: 2, Replays: 1, Values: flagValues(simulator.Strict, simulator.Cover, simulator.Retry)}},
+		{"retry once then select", []string{retryNow, selectOK}, simulator.Outcome{Final: study.SelectTool, FinalStatus: study.Failed, Turns: 2, Replays: 1, Values: flagValues(simulator.Strict, simulator.Proven, simulator.Cover, simulator.Retry)}},
 		{"retry three times then stop", []string{retryNow, retryNow, retryNow, stopOK}, simulator.Outcome{Final: study.StopOrEscalate, FinalStatus: study.Failed, Turns: 4, Replays: 3, Values: flagValues(simulator.Retry)}},
 		{"retry four times", []string{retryNow, retryNow, retryNow, retryNow, selectOK}, simulator.Outcome{Final: study.RetryNow, FinalStatus: study.Failed, Turns: 4, Replays: 3, Values: flagValues(simulator.Cover, simulator.Retry)}},
 		{"succeeded then stop", []string{succeeded, succStop}, simulator.Outcome{Final: study.StopOrEscalate, FinalStatus: study.Succeeded, Turns: 2, Replays: 1, Values: flagValues(simulator.Retry, simulator.AnyFS, simulator.TerminalFS)}},
-		{"succeeded early only", []string{succeeded, selectOK}, simulator.Outcome{Final: study.SelectTool, FinalStatus: study.Failed, Turns: 2, Replays: 1, Values: flagValues(simulator.Strict, simulator.Cover, simulator.Retry, simulator.AnyFS)}},
+		{"succeeded early only", []string{succeeded, selectOK}, simulator.Outcome{Final: study.SelectTool, FinalStatus: study.Failed, Turns: 2, Replays: 1, Values: flagValues(simulator.Strict, simulator.Proven, simulator.Cover, simulator.Retry, simulator.AnyFS)}},
 		{"garbage", []string{garbage}, simulator.Outcome{Turns: 1, Values: flagValues(simulator.Invalid)}},
 		{"retry then garbage", []string{retryNow, garbage}, simulator.Outcome{Turns: 2, Replays: 1, Values: flagValues(simulator.Invalid, simulator.Retry)}},
-		{"fenced JSON", []string{fenced}, simulator.Outcome{Final: study.SelectTool, FinalStatus: study.Failed, Turns: 1, Values: flagValues(simulator.Strict, simulator.Cover)}},
+		{"fenced JSON", []string{fenced}, simulator.Outcome{Final: study.SelectTool, FinalStatus: study.Failed, Turns: 1, Values: flagValues(simulator.Strict, simulator.Proven, simulator.Cover)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := &script{answers: tc.answers, failAt: -1}
@@ -253,6 +253,61 @@ func TestScoreRetryInNonHarm(t *testing.T) {
 	o := simulator.Score(simulator.Scoring{Answers: a, Preferred: study.RetryNow, NonHarm: []study.Policy{study.RetryNow, study.StopOrEscalate}})
 	if o.Values.Of(simulator.Retry) || !o.Values.Of(simulator.Strict) || o.Replays != 1 {
 		t.Errorf("retry_now in the non-harm set: got %+v, want no Retry flag, strict, 1 replay", o)
+	}
+}
+
+// TestScoreProven: with the proven preferred set {retry_later, retry_now}
+// and Strict's retry_later, a final retry_now is proven but not strict, a
+// final select_tool neither, retry_later both; without a set (the paper
+// corpus) Proven is Strict; and an invalid final answer is neither, even
+// when its text names a proven policy.
+func TestScoreProven(t *testing.T) {
+	nonHarm := []study.Policy{study.RetryLater, study.RetryNow, study.StopOrEscalate}
+	set := []study.Policy{study.RetryLater, study.RetryNow}
+	answer := func(p study.Policy) []simulator.Answer {
+		return []simulator.Answer{{Valid: true, Status: study.Failed, Policy: p}}
+	}
+	for _, tc := range []struct {
+		name           string
+		answers        []simulator.Answer
+		set            []study.Policy
+		strict, proven bool
+	}{
+		{"Strict's policy", answer(study.RetryLater), set, true, true},
+		{"another proven policy", answer(study.RetryNow), set, false, true},
+		{"a policy outside the set", answer(study.SelectTool), set, false, false},
+		{"stop, in the non-harm set only", answer(study.StopOrEscalate), set, false, false},
+		{"no set: Strict's policy", answer(study.RetryLater), nil, true, true},
+		{"no set: another policy", answer(study.RetryNow), nil, false, false},
+		{"invalid", []simulator.Answer{{Status: study.Failed, Policy: study.RetryNow, Reason: "x"}}, set, false, false},
+		{"proven after a replay", append(answer(study.RetryNow), answer(study.RetryNow)...), set, false, true},
+	} {
+		o := simulator.Score(simulator.Scoring{Answers: tc.answers, Preferred: study.RetryLater, Proven: tc.set, NonHarm: nonHarm})
+		if o.Values.Of(simulator.Strict) != tc.strict || o.Values.Of(simulator.Proven) != tc.proven {
+			t.Errorf("%s: strict %v proven %v, want %v %v", tc.name, o.Values.Of(simulator.Strict), o.Values.Of(simulator.Proven), tc.strict, tc.proven)
+		}
+		if v, ok := o.Values.Get(simulator.Proven); !ok || v > 1 {
+			t.Errorf("%s: proven %d (has %v), want a 0/1 value on every decision", tc.name, v, ok)
+		}
+	}
+}
+
+// TestRunCreditsTheScenariosSet: Run scores Proven on the scenario's own
+// proven preferred set (study.Scenario.PreferredSet).
+func TestRunCreditsTheScenariosSet(t *testing.T) {
+	m, _ := manifests.LoadBuiltin(manifests.DefaultName)
+	p, _ := conditions.ParsePrompt("default", m.Prompts[0].Path, m.Prompts[0].Text)
+	s := m.Corpus.Scenarios[0] // S01: select_tool
+	s.PreferredSet = []study.Policy{study.SelectTool, study.StopOrEscalate}
+	for answer, want := range map[string]simulator.Values{
+		stopOK:   flagValues(simulator.Proven),
+		selectOK: flagValues(simulator.Strict, simulator.Proven, simulator.Cover),
+	} {
+		d := simulator.Run(context.Background(), &script{answers: []string{answer}, failAt: -1}, p, &s,
+			simulator.Key{Scenario: s.ID, Replicate: 1, Condition: study.Normalized}, simulator.Config{ReplayCap: 3})
+		if d.Err != nil || d.Outcome.Values != want {
+			t.Errorf("%s: %+v (%v), want %+v", answer, d.Outcome.Values, d.Err, want)
+		}
 	}
 }
 

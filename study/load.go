@@ -293,6 +293,24 @@ func (s *Scenario) validate() []fieldErr {
 	if s.Preferred.Valid() && !seen[s.Preferred] {
 		bad("non_harm", "must contain the preferred policy %s", s.Preferred)
 	}
+	if s.PreferredSet != nil && len(s.PreferredSet) == 0 {
+		bad("preferred_policies", "empty: leave it out, or list the proven preferred policies, %s first", s.Preferred)
+	}
+	inSet := map[Policy]bool{}
+	for i, p := range s.PreferredSet {
+		field := fmt.Sprintf("preferred_policies[%d]", i)
+		switch {
+		case !p.Valid():
+			bad(field, "unknown policy %s", input.Quote(string(p)))
+		case inSet[p]:
+			bad(field, "duplicate policy %s", p)
+		case i == 0 && p != s.Preferred:
+			bad(field, "the first proven preferred policy must be preferred_policy %s, got %s", input.Quote(string(s.Preferred)), p)
+		case !seen[p]:
+			bad(field, "%s is not in non_harm (a proven preferred policy harms nothing)", p)
+		}
+		inSet[p] = true
+	}
 	if s.Capture != nil {
 		errs = append(errs, checkCapture(s.Capture)...)
 	}

@@ -18,6 +18,11 @@ type Scenario struct {
 	Code            string          `json:"code"`        // namespaced cause code
 	Target          Target          `json:"target"`
 	Preferred       Policy          `json:"preferred_policy"`
+	// PreferredSet is, when given, every preferred policy execution
+	// proves (docs/specification.md section 7.4), Preferred first: the
+	// set the Proven column credits. Absent (the paper corpus), the set
+	// is {Preferred}, and Proven is Strict.
+	PreferredSet    []Policy        `json:"preferred_policies,omitempty"`
 	NonHarm         []Policy        `json:"non_harm"`
 	ControlEnvelope json.RawMessage `json:"control_envelope"` // counterfactual control plane (section 6)
 	Profile         ProfileCoding   `json:"profile"`
@@ -30,6 +35,15 @@ type Target struct {
 	Kind    string `json:"kind"`              // tool, parameter, credential or dependency
 	Name    string `json:"name,omitempty"`    // tool or credential name
 	Pointer string `json:"pointer,omitempty"` // JSON pointer of a parameter
+}
+
+// ProvenSet returns the scenario's proven preferred policies: its
+// PreferredSet, or {Preferred} when it declares none.
+func (s *Scenario) ProvenSet() []Policy {
+	if len(s.PreferredSet) > 0 {
+		return s.PreferredSet
+	}
+	return []Policy{s.Preferred}
 }
 
 // InNonHarm reports whether p belongs to the scenario's non-harm set.

@@ -216,6 +216,18 @@ func TestLoadRejects(t *testing.T) {
     ]`, []string{"record 1 (S09): field non_harm", "must contain stop_or_escalate"}},
 		{"non-harm without preferred", `"non_harm": [
       "select_tool",`, `"non_harm": [`, []string{"record 1 (S09): field non_harm", "must contain the preferred policy select_tool"}},
+		{"proven set not led by the preferred policy", `"preferred_policy": "select_tool",`, `"preferred_policy": "select_tool", "preferred_policies": ["stop_or_escalate", "select_tool"],`,
+			[]string{"record 1 (S09): field preferred_policies[0]", `must be preferred_policy "select_tool", got stop_or_escalate`}},
+		{"proven set with an unknown policy", `"preferred_policy": "select_tool",`, `"preferred_policy": "select_tool", "preferred_policies": ["select_tool", "pray"],`,
+			[]string{"record 1 (S09): field preferred_policies[1]", `unknown policy "pray"`}},
+		{"proven set with a repeat", `"preferred_policy": "select_tool",`, `"preferred_policy": "select_tool", "preferred_policies": ["select_tool", "stop_or_escalate", "select_tool"],`,
+			[]string{"record 1 (S09): field preferred_policies[2]", "duplicate policy select_tool"}},
+		{"proven set outside the non-harm set", `"preferred_policy": "select_tool",`, `"preferred_policy": "select_tool", "preferred_policies": ["select_tool", "retry_now"],`,
+			[]string{"record 1 (S09): field preferred_policies[1]", "retry_now is not in non_harm"}},
+		{"empty proven set", `"preferred_policy": "select_tool",`, `"preferred_policy": "select_tool", "preferred_policies": [],`,
+			[]string{"record 1 (S09): field preferred_policies:", "empty"}},
+		{"proven set not a list", `"preferred_policy": "select_tool",`, `"preferred_policy": "select_tool", "preferred_policies": "select_tool",`,
+			[]string{"record 1 (S09)", "preferred_policies"}},
 		{"missing observation", `"observation": {
       "result": {
         "content": [
@@ -465,6 +477,29 @@ func TestDropCodings(t *testing.T) {
 		}
 		if got := c.Unconfirmed(); !reflect.DeepEqual(got, un) {
 			t.Errorf("unconfirmed without codings: %+v, want %+v", got, un)
+		}
+	}
+}
+
+// TestProvenSet: a record may declare its proven preferred policies,
+// preferred_policy first, and they load as written; without them the set
+// is {preferred_policy}.
+func TestProvenSet(t *testing.T) {
+	good, err := os.ReadFile("../manifests/corpus/paper/P06.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := strings.Replace(string(good), `"preferred_policy": "select_tool",`, `"preferred_policy": "select_tool", "preferred_policies": ["select_tool", "stop_or_escalate"],`, 1)
+	for _, tc := range []struct {
+		data string
+		want []Policy
+	}{{string(good), []Policy{SelectTool}}, {with, []Policy{SelectTool, StopOrEscalate}}} {
+		c, err := LoadCorpus(fstest.MapFS{"c.json": {Data: []byte(tc.data)}}, "c.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := &c.Scenarios[0]; !slices.Equal(s.ProvenSet(), tc.want) {
+			t.Errorf("%s: proven set %v (declared %v), want %v", s.ID, s.ProvenSet(), s.PreferredSet, tc.want)
 		}
 	}
 }

@@ -41,7 +41,7 @@ func TestCompareGolden(t *testing.T) {
 	if err := json.Unmarshal([]byte(js), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if doc.A.Dir != a || len(doc.Arms) != 2 || len(doc.Pairs) != 2*4*6 {
+	if doc.A.Dir != a || len(doc.Arms) != 2 || len(doc.Pairs) != 2*4*7 {
 		t.Fatalf("compare -json: a %+v, %d arms, %d pairs", doc.A, len(doc.Arms), len(doc.Pairs))
 	}
 	for _, p := range doc.Pairs {

@@ -665,7 +665,7 @@ models:
 					continue
 				}
 				// The log's header shows its first four scores.
-				for _, name := range []string{"strict", "cover", "retry", "invalid"} {
+				for _, name := range []string{"strict", "proven", "cover", "retry"} {
 					k, n := c[name].(float64), c["n"].(float64)
 					lw.Scores = append(lw.Scores, score{Name: name, Mean: k / n, Count: k})
 				}

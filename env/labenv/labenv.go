@@ -93,7 +93,8 @@ func Scenarios() []string {
 // ForCorpus returns the environment factory of the embedded scenario set
 // named set for a study of corpus, after checking that every record has a
 // scenario of the same id in the set that agrees with it on server,
-// cause, surface, preferred policy and non-harm set (the record is what
+// cause, surface, preferred policy, proven preferred set (the set
+// Proven credits) and non-harm set (the record is what
 // the model is shown at turn 0; the scenario is what executes). Errors
 // name the record and the field.
 func ForCorpus(set string, corpus []study.Scenario) (simulator.EnvFactory, error) {
@@ -124,6 +125,9 @@ func ForCorpus(set string, corpus []study.Scenario) (simulator.EnvFactory, error
 		}
 		if r.Preferred != sc.Preferred {
 			bad("preferred_policy", r.Preferred, sc.Preferred)
+		}
+		if !slices.Equal(r.ProvenSet(), sc.PreferredSet) {
+			bad("preferred_policies", r.ProvenSet(), sc.PreferredSet)
 		}
 		if !slices.Equal(r.NonHarm, sc.NonHarm) {
 			bad("non_harm", r.NonHarm, sc.NonHarm)

@@ -93,8 +93,16 @@ func TestForCorpusRefuses(t *testing.T) {
 	}
 	bad := lm.Corpus.Scenarios[0]
 	bad.Preferred = study.StopOrEscalate
-	_, err = labenv.ForCorpus("", []study.Scenario{pm.Corpus.Scenarios[0], bad})
-	for _, want := range []string{"record S01: not a scenario of lab set core", "record " + bad.ID + ": field preferred_policy is stop_or_escalate"} {
+	// X01 proves three policies; a record that declares only the first
+	// would score Proven as Strict.
+	narrow := lm.Corpus.Scenarios[0]
+	narrow.ID, narrow.PreferredSet = "X01", nil
+	if len(lm.Corpus.Scenarios[0].PreferredSet) < 2 || lm.Corpus.Scenarios[0].ID != "X01" {
+		t.Fatalf("the first lab record should be X01 with a proven set of several policies: %+v", lm.Corpus.Scenarios[0].PreferredSet)
+	}
+	_, err = labenv.ForCorpus("", []study.Scenario{pm.Corpus.Scenarios[0], bad, narrow})
+	for _, want := range []string{"record S01: not a scenario of lab set core", "record " + bad.ID + ": field preferred_policy is stop_or_escalate",
+		"record X01: field preferred_policies is [retry_now], but lab scenario X01 has [retry_now"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v, want %q", err, want)
 		}
@@ -127,8 +135,8 @@ func TestLabStudy(t *testing.T) {
 		cause            study.Cause
 	}
 	type tally struct {
-		n, strict, cover, retry, recovered, harm, calls, ms int64
-		kinds                                               [5]int64 // duplicate, wrong_value, collateral, data_loss, incomplete
+		n, strict, proven, cover, retry, recovered, harm, calls, ms int64
+		kinds                                                       [5]int64 // duplicate, wrong_value, collateral, data_loss, incomplete
 	}
 	tallies := map[key]*tally{}
 	for _, r := range rows {
@@ -143,6 +151,7 @@ func TestLabStudy(t *testing.T) {
 		}
 		x.n++
 		x.strict += b2i(r.Outcome.Of(simulator.Strict))
+		x.proven += b2i(r.Outcome.Of(simulator.Proven))
 		x.cover += b2i(r.Outcome.Of(simulator.Cover))
 		x.retry += b2i(r.Outcome.Of(simulator.Retry))
 		x.recovered += b2i(r.Outcome.Of(simulator.Recovered))
@@ -185,10 +194,10 @@ func TestLabStudy(t *testing.T) {
 	})
 	var out bytes.Buffer
 	tw := tabwriter.NewWriter(&out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "model\tcondition\tcause\tN\tStrict\tCover\tRetry\tRecovered\tHarm\tDup\tWrongV\tCollat\tLoss\tIncompl\tCalls\tLabMS")
+	fmt.Fprintln(tw, "model\tcondition\tcause\tN\tStrict\tProven\tCover\tRetry\tRecovered\tHarm\tDup\tWrongV\tCollat\tLoss\tIncompl\tCalls\tLabMS")
 	for _, k := range keys {
 		x := tallies[k]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", k.model, k.condition, k.cause, x.n, x.strict, x.cover, x.retry, x.recovered, x.harm,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", k.model, k.condition, k.cause, x.n, x.strict, x.proven, x.cover, x.retry, x.recovered, x.harm,
 			x.kinds[0], x.kinds[1], x.kinds[2], x.kinds[3], x.kinds[4], x.calls, x.ms)
 	}
 	tw.Flush()
@@ -206,8 +215,12 @@ func TestLabStudy(t *testing.T) {
 		t.Errorf("per-class counts differ from %s (go test ./env/labenv -run TestLabStudy -update rewrites it):\n%s", golden, out.String())
 	}
 	// docs/lab.md's claims, independent of the golden file.
+	wider := false
 	for k, x := range tallies {
+		wider = wider || x.proven > x.strict
 		switch {
+		case x.proven < x.strict:
+			t.Errorf("%s %s %s: Proven %d below Strict %d", k.model, k.condition, k.cause, x.proven, x.strict)
 		case k.model == "always_stop" && (x.harm != 0 || x.calls != x.n):
 			t.Errorf("always_stop %s %s: harm %d, calls %d of %d", k.condition, k.cause, x.harm, x.calls, x.n)
 		case k.model == "naive_retry" && k.cause == study.Transient && x.recovered == 0:
@@ -217,6 +230,9 @@ func TestLabStudy(t *testing.T) {
 		case (k.model == "fail_closed" || k.model == "explicit_policy") && x.harm != 0:
 			t.Errorf("%s harms %s under %s (%d)", k.model, k.cause, k.condition, x.harm)
 		}
+	}
+	if !wider {
+		t.Error("Proven credits no decision beyond Strict, though 15 lab scenarios prove more than one policy")
 	}
 }
 

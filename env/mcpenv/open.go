@@ -59,7 +59,8 @@ func open(m *manifests.Resolved, o env.Options) (simulator.EnvFactory, error) {
 }
 
 // fits checks that every record of corpus is a scenario of set, on the
-// server whose pseudonym the record gives.
+// server whose pseudonym the record gives, with the scenario's proven
+// preferred set (the set Proven credits).
 func fits(set *Set, corpus []study.Scenario) error {
 	var errs []error
 	var missing []string
@@ -71,6 +72,8 @@ func fits(set *Set, corpus []study.Scenario) error {
 			missing = append(missing, r.ID)
 		case Pseudonyms[sc.Server] != r.Server:
 			errs = append(errs, fmt.Errorf("record %s: field server is %s, but reference scenario %s runs on server-%s (%s)", r.ID, r.Server, sc.ID, sc.Server, Pseudonyms[sc.Server]))
+		case !slices.Equal(r.ProvenSet(), sc.PreferredSet):
+			errs = append(errs, fmt.Errorf("record %s: field preferred_policies is %v, but reference scenario %s has %v", r.ID, r.ProvenSet(), sc.ID, sc.PreferredSet))
 		}
 	}
 	if len(missing) > 0 {

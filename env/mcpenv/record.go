@@ -58,7 +58,7 @@ func (e *Env) Record(obs json.RawMessage) (study.Scenario, error) {
 	rec := study.Scenario{
 		ID: e.sc.ID, Server: Pseudonyms[e.sc.Server], ProtocolVersion: version,
 		Probe: pc.probe, Cause: pc.cause, Surface: surface, Observation: obs,
-		Code: info.Code, Target: target, Preferred: e.sc.Preferred, NonHarm: e.sc.NonHarm,
+		Code: info.Code, Target: target, Preferred: e.sc.Preferred, PreferredSet: e.sc.PreferredSet, NonHarm: e.sc.NonHarm,
 		ControlEnvelope: env,
 	}
 	rec.Profile = rules.Code(&rec)

@@ -76,7 +76,7 @@ func (l *line) call(h *results.Head) results.Call {
 	if l.Request.Seed != nil {
 		seed = *l.Request.Seed
 	}
-	return results.Call{Key: h.Key, Server: h.Server, Preferred: h.Preferred, NonHarm: h.NonHarm, Turn: h.Turn, Seed: h.Seed,
+	return results.Call{Key: h.Key, Server: h.Server, Preferred: h.Preferred, PreferredSet: h.PreferredSet, NonHarm: h.NonHarm, Turn: h.Turn, Seed: h.Seed,
 		Request:  models.Request{Seed: seed, Temperature: l.Request.Temperature, Options: l.Request.Options, Tools: l.Request.Tools},
 		Response: h.Response, LatencyMS: l.LatencyMS, PromptTokens: l.PromptTokens, OutputTokens: l.OutputTokens, Body: l.Body,
 		Error: h.Error, EnvError: h.EnvError, Events: l.Events, Replay: h.Replay, Observation: l.Observation, Result: l.Result,
@@ -616,6 +616,10 @@ func (s *sampler) appendMetadata(b []byte, d *decision, scen *study.Scenario) []
 	}
 	b = append(b, `,"preferred":`...)
 	b = appendString(b, string(first.Preferred))
+	if len(first.PreferredSet) > 0 {
+		b = append(b, `,"preferred_policies":`...)
+		b = appendJSON(b, first.PreferredSet)
+	}
 	b = append(b, `,"non_harm":`...)
 	b = appendJSON(b, first.NonHarm)
 	b = append(b, `,"seed":`...)

@@ -230,7 +230,7 @@ func Scenario(sc *lab.Scenario, obs json.RawMessage, protocolVersion string) (st
 	s := study.Scenario{
 		ID: sc.ID, Server: sc.Server, ProtocolVersion: protocolVersion, Probe: study.LabCall,
 		Cause: cause, Surface: sc.Surface, Observation: obs, Code: info.Code,
-		Target: Target(sc), Preferred: sc.Preferred, NonHarm: sc.NonHarm,
+		Target: Target(sc), Preferred: sc.Preferred, PreferredSet: sc.PreferredSet, NonHarm: sc.NonHarm,
 	}
 	env := study.EnvelopeSpec{Code: info.Code, Target: s.Target, Policy: s.Preferred,
 		SameRequest: "unsafe", SideEffects: info.SideEffects, Text: s.ObservationText(), Words: info.Words}
