@@ -447,14 +447,25 @@ func jsonObject(raw []byte) (map[string]any, Reason, string) {
 // content array of well-formed blocks) and isError: true. It returns the
 // parsed result, or a Reason and a message.
 func completedError(raw []byte) (map[string]any, Reason, string) {
+	return completedResult(raw, false)
+}
+
+// completedResult is completedError for a result of a session whose
+// version predates resultType when legacy is true: an absent resultType
+// then reads as "complete", as the 2026-07-28 revision asks of clients
+// (ResultTypeRevision); a resultType that is present must still be
+// "complete".
+func completedResult(raw []byte, legacy bool) (map[string]any, Reason, string) {
 	res, r, msg := jsonObject(raw)
 	if r != "" {
 		return nil, r, msg
 	}
 
 	// The ordinary completed-result shape.
-	if rt, ok := res["resultType"].(string); !ok || rt != "complete" {
-		return nil, WrongResultType, fmt.Sprintf("resultType is %s, want \"complete\"", show(res, "resultType"))
+	if rv, present := res["resultType"]; present || !legacy {
+		if rt, ok := rv.(string); !ok || rt != "complete" {
+			return nil, WrongResultType, fmt.Sprintf("resultType is %s, want \"complete\"", show(res, "resultType"))
+		}
 	}
 	cv, ok := res["content"]
 	if !ok {

@@ -2,7 +2,6 @@ package failclosed
 
 import (
 	"encoding/json"
-	"strconv"
 	"time"
 
 	"github.com/mcpstress/stress/study"
@@ -28,8 +27,9 @@ const (
 	MissingCorrelationID Reason = "missing_correlation_id"
 	// InvalidAgentGuidance: agentGuidance is given but is not a string.
 	InvalidAgentGuidance Reason = "invalid_agent_guidance"
-	// InvalidRetryNotBefore: retryNotBefore is not a non-negative integer
-	// number of epoch milliseconds, or is given without retryable true.
+	// InvalidRetryNotBefore: retryNotBefore is not a non-negative whole
+	// number of epoch milliseconds (1767225630000, 1.76722563e12), or is
+	// given without retryable true.
 	InvalidRetryNotBefore Reason = "invalid_retry_not_before"
 	// IdempotencyUnknown: a reliability failure is declared retryable, but
 	// the tool is not known to be idempotent; the proposal forbids an
@@ -44,13 +44,13 @@ const (
 	// GovernanceRefusal: the class is governance and the code is not
 	// auth_required: a policy refused the call; a person must act.
 	GovernanceRefusal Reason = "governance_refusal"
-	// NotRateLimited: a JSON-RPC error whose code is absent, not an
-	// integer, or not study.RateLimitedCode.
+	// NotRateLimited: a JSON-RPC error whose code is absent, not a whole
+	// number, or not study.RateLimitedCode.
 	NotRateLimited Reason = "not_rate_limited"
 	// InvalidErrorObject: the error's message is absent or not a string,
 	// or its data is absent or not an object.
 	InvalidErrorObject Reason = "invalid_error_object"
-	// InvalidQuota: limit or remaining is not a non-negative integer.
+	// InvalidQuota: limit or remaining is not a non-negative whole number.
 	InvalidQuota Reason = "invalid_quota"
 )
 
@@ -62,12 +62,34 @@ var (
 
 // Call is what a client knows of the call that failed, besides the
 // result: whether the tool declares idempotentHint true (a repeat with the
-// same arguments has no further effect), and the current time on the
-// client's clock, against which retryNotBefore is read.
+// same arguments has no further effect), the current time on the client's
+// clock, against which retryNotBefore is read, and the protocol version
+// the session negotiated, which decides whether a result may omit
+// resultType.
 type Call struct {
 	Idempotent bool
 	Now        time.Time
+	// Protocol is the negotiated MCP version ("2025-11-25"); "" when the
+	// client does not know it, read as the latest revision (2026-07-28).
+	Protocol string
 }
+
+// ResultTypeRevision is the first MCP revision whose results carry
+// resultType: schema/2026-07-28/schema.ts (modelcontextprotocol/
+// modelcontextprotocol at b0f60ba5409db7a6582440a7b473cc0398890f15),
+// Result.resultType: "Servers implementing this protocol version MUST
+// include this field. For backward compatibility, when a client receives a
+// result from a server implementing an earlier protocol version (which
+// does not include resultType), the client MUST treat the absent field as
+// "complete"."
+const ResultTypeRevision = "2026-07-28"
+
+// legacyResult reports whether the session's version predates
+// ResultTypeRevision, so that an absent resultType reads as "complete".
+// Note: an unknown version ("") is read as the latest: the revision lets
+// only a server of an earlier version omit the field, and a client that
+// cannot tell stops (fail closed).
+func (c Call) legacyResult() bool { return c.Protocol != "" && c.Protocol < ResultTypeRevision }
 
 // DecideToolFailure checks raw, the bytes of one completed tool result
 // carrying the ToolFailure classification (modelcontextprotocol PR #3313)
@@ -76,14 +98,18 @@ type Call struct {
 // it (SEP-2145's shape alone) stops with MissingToolFailure.
 //
 // The checks, in order: the completed-result shape Decide and
-// DecideCategory share; _meta and the classification are objects with no
-// member the proposal does not define; class is one of the three; code
+// DecideCategory share (resultType "complete"; absent only on a session
+// of a version before ResultTypeRevision, Call.Protocol, which the
+// revision says to read as "complete"; absent on a 2026-07-28 result, or
+// with the version unknown, stops with WrongResultType); _meta and the
+// classification are objects with no member the proposal does not define; class is one of the three; code
 // and correlationId are non-empty strings; agentGuidance, when given, is a
 // string (never read: free text cannot smuggle an action past the
 // checks); retryable, when given, is a boolean, true only for the
 // reliability class (the proposal: absent or false otherwise);
-// retryNotBefore, when given, is a non-negative integer and comes with
-// retryable true.
+// retryNotBefore, when given, is a non-negative whole number (integral
+// JSON numbers, such as 1.76722563e12, are whole numbers; see integral)
+// and comes with retryable true.
 //
 // Selection, the same in both modes (the classification declares no
 // policy): capability with code invalid_input → revise_arguments;
@@ -96,7 +122,9 @@ type Call struct {
 // Codes other than the proposal's baseline are informational, as the
 // proposal requires.
 func DecideToolFailure(raw []byte, mode Mode, call Call) Decision {
-	d, res, done := start(raw, mode)
+	d, res, done := startWith(raw, mode, func(b []byte) (map[string]any, Reason, string) {
+		return completedResult(b, call.legacyResult())
+	})
 	if done {
 		return d
 	}
@@ -152,7 +180,7 @@ func DecideToolFailure(raw []byte, mode Mode, call Call) Decision {
 	if hasNotBefore {
 		ms, ok := nonNegative(rv)
 		if !ok || !retryable {
-			return stop(InvalidRetryNotBefore, "retryNotBefore is %s; want a non-negative integer, with retryable true", show(tf, "retryNotBefore"))
+			return stop(InvalidRetryNotBefore, "retryNotBefore is %s; want a non-negative whole number of epoch milliseconds, with retryable true", show(tf, "retryNotBefore"))
 		}
 		notBefore = ms
 	}
@@ -192,15 +220,25 @@ func DecideToolFailure(raw []byte, mode Mode, call Call) Decision {
 // #3304) defines the RateLimited error, and returns retry_later with
 // Delay = data.retryAfterMs, or stop_or_escalate with a Reason. The
 // checks, in order: size, JSON and nesting as for a result; an object with
-// no member but code, message and data; code is study.RateLimitedCode;
-// message is a string; data is an object with no member but retryAfterMs,
-// limit and remaining; retryAfterMs is an integer in [0, MaxRetryDelay]
-// (MissingRetryDelay when absent: the proposal requires it); limit and
-// remaining, when given, are non-negative integers (never read).
+// no member but code, message and data; code is study.RateLimitedCode (a
+// whole number: -32023.0 is the same code); message is a string; data is
+// an object with no member but retryAfterMs, limit and remaining;
+// retryAfterMs is a whole number in [0, MaxRetryDelay] (1000, 1000.0 and
+// 1e3 alike; MissingRetryDelay when absent: the proposal requires it);
+// limit and remaining, when given, are non-negative whole numbers (never
+// read).
 //
 // Note: a delay above MaxRetryDelay stops rather than being clamped: the
 // proposal lets a client clamp, but retrying before the server's window
 // ends is a retry the server said will fail.
+//
+// Note: the proposal types retryAfterMs as a TypeScript number with a
+// minimum of 0 (seps/0000-rate-limited-error.md of PR #3304, at
+// 40b5c6f7b5d1e8b07887ce8a6b0c55248ba3ecc0) and does not say whether it
+// may have a fraction; a fractional millisecond (1000.5, 1.5e0) stops
+// (InvalidRetryDelay): it is finer than any clock a client waits on and
+// most likely a unit mistake (seconds written where milliseconds belong),
+// and stopping is the side that cannot retry early.
 func DecideRateLimited(raw []byte, mode Mode) Decision {
 	d, e, done := startWith(raw, mode, jsonObject)
 	if done {
@@ -210,7 +248,7 @@ func DecideRateLimited(raw []byte, mode Mode) Decision {
 	if m := firstUnknown(e, rpcErrorMembers); m != "" {
 		return stop(UnknownMember, "the error object has member %s", m)
 	}
-	if n, _ := e["code"].(json.Number); n != json.Number(strconv.Itoa(study.RateLimitedCode)) {
+	if n, _ := e["code"].(json.Number); !sameInt(n, study.RateLimitedCode) {
 		return stop(NotRateLimited, "code is %s, want %d", show(e, "code"), study.RateLimitedCode)
 	}
 	if _, ok := e["message"].(string); !ok {
@@ -227,14 +265,14 @@ func DecideRateLimited(raw []byte, mode Mode) Decision {
 	if !ok {
 		return stop(MissingRetryDelay, "data.retryAfterMs is absent")
 	}
-	ms, ok := millis(av) // at most MaxRetryDelay
-	if !ok {
-		return stop(InvalidRetryDelay, "data.retryAfterMs is %s, want an integer in [0, %d]", show(data, "retryAfterMs"), MaxRetryDelay.Milliseconds())
+	ms, ok := nonNegative(av)
+	if !ok || ms > MaxRetryDelay.Milliseconds() {
+		return stop(InvalidRetryDelay, "data.retryAfterMs is %s, want a whole number of milliseconds in [0, %d]", show(data, "retryAfterMs"), MaxRetryDelay.Milliseconds())
 	}
 	for _, k := range []string{"limit", "remaining"} {
 		if q, ok := data[k]; ok {
 			if _, ok := nonNegative(q); !ok {
-				return stop(InvalidQuota, "data.%s is %s, want a non-negative integer", k, kind(q))
+				return stop(InvalidQuota, "data.%s is %s, want a non-negative whole number", k, show(data, k))
 			}
 		}
 	}
@@ -242,13 +280,20 @@ func DecideRateLimited(raw []byte, mode Mode) Decision {
 	return d
 }
 
-// nonNegative reads v as a non-negative integer (epoch milliseconds, a
-// quota), with no upper bound but int64's.
+// nonNegative reads v as a non-negative whole number (milliseconds, a
+// quota), written in any JSON form (see integral), with no upper bound but
+// int64's.
 func nonNegative(v any) (int64, bool) {
 	n, ok := v.(json.Number)
 	if !ok {
 		return 0, false
 	}
-	ms, err := strconv.ParseInt(string(n), 10, 64)
-	return ms, err == nil && ms >= 0
+	i, ok := integral(n)
+	return i, ok && i >= 0
+}
+
+// sameInt reports whether n is the whole number want, however written.
+func sameInt(n json.Number, want int64) bool {
+	i, ok := integral(n)
+	return ok && i == want
 }

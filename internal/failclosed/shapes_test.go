@@ -51,8 +51,8 @@ func TestShapeSuite(t *testing.T) {
 			t.Errorf("no shape case for reason %s", r)
 		}
 	}
-	if shapes[study.ToolFailureShape] != 25 || shapes[study.RateLimited] != 12 {
-		t.Errorf("shape cases %v, want 25 toolfailure and 12 ratelimited", shapes)
+	if shapes[study.ToolFailureShape] != 31 || shapes[study.RateLimited] != 19 {
+		t.Errorf("shape cases %v, want 31 toolfailure and 19 ratelimited", shapes)
 	}
 	var lie *Case
 	for i := range cases {

@@ -73,6 +73,9 @@ type Case struct {
 	// ToolFailure case: idempotentHint true. The client's clock reads
 	// study.ShapeEpoch.
 	Idempotent bool `json:"idempotent,omitempty"`
+	// Protocol is the MCP version the session of a ToolFailure case
+	// negotiated (Call.Protocol); "" when the client does not know it.
+	Protocol string `json:"protocol,omitempty"`
 }
 
 // Decide runs the client the case's family calls for: DecideCategory for
@@ -85,7 +88,7 @@ func (c Case) Decide(m Mode) Decision {
 	case c.Kind == KindShape && c.Shape == study.RateLimited:
 		return DecideRateLimited(c.Raw(), m)
 	case c.Kind == KindShape:
-		return DecideToolFailure(c.Raw(), m, Call{Idempotent: c.Idempotent, Now: study.ShapeEpoch})
+		return DecideToolFailure(c.Raw(), m, Call{Idempotent: c.Idempotent, Now: study.ShapeEpoch, Protocol: c.Protocol})
 	}
 	return Decide(c.Raw(), m)
 }
@@ -111,6 +114,10 @@ func (c Case) check() error {
 		return fmt.Errorf("shape %q is not %s or %s", c.Shape, study.ToolFailureShape, study.RateLimited)
 	case c.Idempotent && c.Shape != study.ToolFailureShape:
 		return fmt.Errorf("idempotent goes with shape %s only", study.ToolFailureShape)
+	case c.Protocol != "" && c.Shape != study.ToolFailureShape:
+		return fmt.Errorf("protocol goes with shape %s only", study.ToolFailureShape)
+	case c.Protocol != "" && !protocolVersion(c.Protocol):
+		return fmt.Errorf("protocol %q is not an MCP version (YYYY-MM-DD)", c.Protocol)
 	case len(c.Modes) == 0:
 		return fmt.Errorf("modes is empty")
 	case !c.WantPolicy.Valid():
@@ -238,4 +245,11 @@ func Controls(scenarios []study.Scenario) []Case {
 		out = append(out, c)
 	}
 	return out
+}
+
+// protocolVersion reports whether v is written as an MCP version is, a
+// date YYYY-MM-DD.
+func protocolVersion(v string) bool {
+	_, err := time.Parse(time.DateOnly, v)
+	return err == nil
 }
