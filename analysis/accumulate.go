@@ -18,6 +18,7 @@ import (
 // be streamed (results.ScanRows): the Accumulator copies what it keeps.
 //
 // Memory: O(cells × servers) for the counts, O(scenarios) for the ids,
+// 4·(3 + len(PassKColumns)) bytes per (cell, scenario) for pass^k,
 // and a record of 25 bytes per decision for the pairing, of which at most
 // spillAt stay in memory (the rest in a temporary file, spill.go). Rows
 // that are not in a finished bundle's order (each cell's rows together,
@@ -35,6 +36,9 @@ type Accumulator struct {
 	// records are the pairing's records, index where each cell's are.
 	records recordLog
 	index   recordIndex
+	// passk counts each (cell, scenario)'s replicates and successes, for
+	// pass^k (passk.go).
+	passk passTally
 	// tableOnce builds the pairing table from the records (table).
 	tableOnce sync.Once
 	tableErr  error
@@ -248,6 +252,11 @@ func (a *Accumulator) Add(r *results.Row) {
 		sc.extra += int(r.Replays)
 	}
 
+	if r.Scenario != last.scenario || last.scenario == "" {
+		last.scenario, last.scenarioID = a.scenarios.get(r.Scenario)
+	}
+	a.passk.add(ci, last.scenarioID, si, f)
+
 	cond := condIndex(study.Condition(r.Condition))
 	if cond < 0 {
 		a.unknown++
@@ -267,9 +276,6 @@ func (a *Accumulator) Add(r *results.Row) {
 		last.gi = gi
 	}
 	a.groupConds[gi] |= 1 << cond
-	if r.Scenario != last.scenario || last.scenario == "" {
-		last.scenario, last.scenarioID = a.scenarios.get(r.Scenario)
-	}
 	rec := unitRecord{group: gi, scenario: last.scenarioID, server: si, cond: int8(cond), replicate: r.Replicate, flags: f}
 	a.index.note(a.records.len(), &rec)
 	a.records.add(&rec)

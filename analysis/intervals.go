@@ -197,6 +197,10 @@ type CellStats struct {
 	CI        RateSet[Bounds] `json:"-"`
 	Method    string          `json:"-"` // IntervalWilson or IntervalClopperPearson
 	Bootstrap CellBootstrap   `json:"bootstrap"`
+	// PassK is the cell's consistency across replicates, pass^k for k =
+	// 1 up to its most replicates of a scenario, per column of
+	// PassKColumns it has, with bootstrap intervals; in JSON "pass_k".
+	PassK PassKSet `json:"-"`
 }
 
 // ciKey is the JSON key of the per-cell intervals.
@@ -208,7 +212,8 @@ func (cs CellStats) ciKey() string {
 }
 
 // MarshalJSON implements json.Marshaler: the cell's fields (as
-// results.Cell prints them), then "rates", "wilson" and "bootstrap".
+// results.Cell prints them), then "rates", "wilson", "bootstrap" and
+// "pass_k".
 func (cs CellStats) MarshalJSON() ([]byte, error) {
 	out, err := json.Marshal(cs.Cell)
 	if err != nil {
@@ -218,7 +223,7 @@ func (cs CellStats) MarshalJSON() ([]byte, error) {
 	for _, f := range []struct {
 		key string
 		v   any
-	}{{"rates", cs.Rates}, {cs.ciKey(), cs.CI}, {"bootstrap", cs.Bootstrap}} {
+	}{{"rates", cs.Rates}, {cs.ciKey(), cs.CI}, {"bootstrap", cs.Bootstrap}, {"pass_k", cs.PassK}} {
 		b, err := json.Marshal(f.v)
 		if err != nil {
 			return nil, err
@@ -354,7 +359,11 @@ func (a *Accumulator) cellStats(i int, c results.Cell, opt Options) CellStats {
 		}
 		keys, clusters = append(keys, key), append(clusters, a.Clusters(i, key))
 	}
-	for j, iv := range stats.ClusterBootstrapEach(clusters, opt.boot()) {
+	// pass^k's intervals are drawn with the rates' (the same servers).
+	pk := a.passKInput(i)
+	ivs := stats.ClusterBootstrapEach(append(clusters, pk.all()...), opt.boot())
+	cs.PassK = pk.finish(ivs[len(keys):])
+	for j, iv := range ivs[:len(keys)] {
 		cs.Bootstrap.Set(keys[j], Bounds{iv.Lo, iv.Hi})
 		if len(iv.Warnings) > 0 {
 			if cs.Bootstrap.Warnings == nil {

@@ -123,6 +123,7 @@ var warningTags = []struct {
 	{stats.SmallB, "too few resamples for the confidence level"},
 	{stats.NoPairs, "no decision pairs to compare"},
 	{stats.Coarse, "too few scenarios or servers differ for a sign-flip test to reach p < 0.05"},
+	{stats.Dropped, "scenarios with fewer replicates than k are left out of pass^k"},
 	{stats.Undefined, "no estimate (empty denominator)"},
 }
 

@@ -70,6 +70,11 @@ func Write(dir string, in *Input) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	pk, err := PassKFigure(in.Analysis)
+	if err != nil {
+		return nil, fmt.Errorf("figure %s: %w", PassKFigureName, err)
+	}
+	figs = append(figs, pk)
 	if in.Power != nil {
 		f, err := PowerFigure(in.Power)
 		if err != nil {
@@ -88,7 +93,7 @@ func Write(dir string, in *Input) ([]string, error) {
 			return out.written, err
 		}
 	}
-	for _, name := range append(slices.Clone(figureNames), PowerFigureName) {
+	for _, name := range append(slices.Clone(figureNames), PassKFigureName, PowerFigureName) {
 		if drawn[name] {
 			continue
 		}
@@ -230,6 +235,12 @@ func Build(in *Input, figs []Figure) *Doc {
 	d.rates(an)
 	d.fig(fig("strict-cover"))
 
+	if ks := analysis.PassKShown(an.Cells); len(ks) > 0 {
+		d.h2("Consistency across replicates (pass^k)")
+		d.passK(an, ks)
+		d.fig(fig(PassKFigureName))
+	}
+
 	d.h2("Paired comparisons")
 	d.p("Differences A − B in percentage points between two levels of a factor (conditions of the same model and prompt; prompts of the same model and condition; models under the same prompt and condition), over decisions matched on scenario and replicate (the seeds are paired). %s Predeclared: code_only − normalized (the only answer-free comparison) and structured − prose (two disclosures of the answer), on Strict. One subsection per contrast.", analysis.PairsLegend)
 	if slices.ContainsFunc(an.Pairs, func(p analysis.Pair) bool { return p.Predeclared && p.Column == analysis.Proven }) {
@@ -294,6 +305,9 @@ func Build(in *Input, figs []Figure) *Doc {
 	d.p("Cluster bootstrap: each of B resamples draws as many servers as the cell has, uniformly with replacement, keeping each server's decisions together, and computes the ratio of the drawn servers' summed counts to their summed denominators, from per-server sufficient statistics (O(servers) per resample); the interval is the %g%% percentile interval with Hyndman–Fan type-7 quantiles (Efron & Tibshirani 1993; Davison & Hinkley 1997, §3.8). Warnings travel with the values: fewer than 5 servers, every resample equal (degenerate), resamples with an empty denominator skipped.", 100*an.Bootstrap.Conf)
 	d.p("Studentized cluster bootstrap (boot-t): each resample's difference is standardized by its own cluster-robust (CR1) standard error, and the interval is the estimate minus the resampled t quantiles times the sample's standard error (Efron & Tibshirani 1993, ch. 12), clipped to ±100 points. In 1,000 simulated studies of the paper's design (10 servers, 21 scenarios, 5 replicates, known effect and within-scenario correlation) the percentile interval covered 89–92%% and the studentized one 93.5–96%% for a nominal 95%% (`go test ./analysis/stats -run Coverage -stats.coverage`).")
 	d.p("Sign-flip randomization test: per cluster (scenario or server) the sum of the pairs' differences; under H₀ each cluster's sign is a fair coin whatever the correlation inside it (Fisher 1935; Good 2005), so p = P(|Σ±dᵢ| ≥ |Σdᵢ|), exact by convolution of the integer sums (Monte Carlo, p = (1 + hits)/(1 + draws), only beyond 5·10⁷ steps). With m clusters that differ no p is below 2^(1−m): `coarse` marks tests that cannot reach the level. With one pair per cluster it is McNemar's test.")
+	if len(analysis.PassKShown(an.Cells)) > 0 {
+		d.p("pass^k (Yao et al. 2024, τ-bench): for a scenario run n times with c successes, C(c, k)/C(n, k) is the unbiased estimator of the chance that k independent replicates all succeed (the share of the k-subsets of its replicates that all succeeded; its expectation is p^k for Bernoulli(p) replicates); a cell's pass^k is its mean over the scenarios with at least k replicates, each weighing the same, and its interval the percentile cluster bootstrap of that mean with each server's scenarios kept together.")
+	}
 	d.p("Multiplicity: Holm (1979) step-down and Benjamini–Hochberg (1995) step-up adjustments of the scenario-level sign-flip p-values over the declared family, equal to R's `p.adjust(p, \"holm\")` and `p.adjust(p, \"BH\")`.")
 	d.p("McNemar (1947) exact test: under H₀ the discordant pairs split as Binomial(b + c, 1/2); p = min(1, 2·P(X ≤ min(b, c))), equal to R's `binom.test(min(b, c), b + c)`. It takes the pairs as independent, which the replicates of a scenario are not. The tables round; the JSON output of `stress analyze -json` and `stress compare -json` prints every number at full precision (the shortest decimal that reads back as the same float64).")
 	return d
@@ -405,6 +419,7 @@ func (d *Doc) notes(seen map[string]bool) {
 		{stats.SmallB, "too few resamples for the confidence level"},
 		{stats.Undefined, "no estimate (empty denominator)"},
 		{stats.NoPairs, "no matched pairs"},
+		{stats.Dropped, "scenarios with fewer replicates than k are left out of pass^k"},
 	} {
 		if seen[string(t.tag)] {
 			parts = append(parts, "`"+string(t.tag)+"`: "+t.text)

@@ -72,6 +72,10 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 				fmt.Fprintln(stdout)
 				err = analysis.WriteIntervals(stdout, an)
 			}
+			if err == nil && len(analysis.PassKShown(an.Cells)) > 0 {
+				fmt.Fprintln(stdout)
+				err = analysis.WritePassK(stdout, an)
+			}
 			if err == nil && results.HasLab(cells) {
 				fmt.Fprintln(stdout)
 				err = analysis.WriteLabelAction(stdout, cells)

@@ -79,11 +79,12 @@ func TestReport(t *testing.T) {
 		w, h int
 	}
 	w, h := report.StrictCoverSize(2)
-	figs := []fig{{"strict-cover", w, h}, {"extra", report.WideWidth, report.WideHeight}, {"profile", report.WideWidth, report.WideHeight}}
-	if w != 800 || h != 340 {
-		t.Errorf("StrictCoverSize(2) = %d×%d, want 800×340", w, h)
+	pw, ph := report.StrictCoverSize(4 + 1) // pass^k: 4 conditions and the legend
+	figs := []fig{{"strict-cover", w, h}, {"pass-k", pw, ph}, {"extra", report.WideWidth, report.WideHeight}, {"profile", report.WideWidth, report.WideHeight}}
+	if w != 800 || h != 340 || pw != 1200 || ph != 680 {
+		t.Errorf("StrictCoverSize(2) = %d×%d, want 800×340; StrictCoverSize(5) = %d×%d, want 1200×680", w, h, pw, ph)
 	}
-	for _, f := range append([]string{"report.md", "report.html"}, "figures/strict-cover.png", "figures/extra.svg", "figures/profile.png") {
+	for _, f := range append([]string{"report.md", "report.html"}, "figures/strict-cover.png", "figures/pass-k.svg", "figures/extra.svg", "figures/profile.png") {
 		if !strings.Contains(out, filepath.Join(rdir, f)) {
 			t.Errorf("output does not list %s:\n%s", f, out)
 		}
@@ -108,7 +109,8 @@ func TestReport(t *testing.T) {
 	golden(t, "report-mock.md.golden", sha12.ReplaceAllString(string(md), "sha256 …"))
 	for _, s := range []string{"## Counts", "| llama3.2-3b | default | normalized | 105 | 46 |", "## Paired comparisons",
 		"### condition: code_only − normalized on Strict (predeclared)", "## Selective accuracy and stopping", "stopping is always safe but is not progress",
-		"## Against the paper", "| D failure detection | 18 | 21 |", "![Strict and Cover per model and condition](figures/strict-cover.png)"} {
+		"## Against the paper", "| D failure detection | 18 | 21 |", "![Strict and Cover per model and condition](figures/strict-cover.png)",
+		"## Consistency across replicates (pass^k)", "![Consistency across replicates (pass^k)](figures/pass-k.png)"} {
 		if !strings.Contains(string(md), s) {
 			t.Errorf("report.md lacks %q", s)
 		}
@@ -238,7 +240,7 @@ func TestReportNoReplays(t *testing.T) {
 		t.Errorf("report.md does not say there is no replay figure:\n%s", md)
 	}
 	page, _ := os.ReadFile(filepath.Join(rdir, "report.html"))
-	if !strings.Contains(string(page), "<p>"+note+"</p>") || strings.Count(string(page), "<img") != 2 {
+	if !strings.Contains(string(page), "<p>"+note+"</p>") || strings.Count(string(page), "<img") != 3 { // strict-cover, pass-k, profile
 		t.Errorf("report.html: %d images, note present: %v", strings.Count(string(page), "<img"), strings.Contains(string(page), note))
 	}
 }
