@@ -51,9 +51,11 @@ type exportedLog struct {
 		TotalSamples     int `json:"total_samples"`
 		CompletedSamples int `json:"completed_samples"`
 		Scores           []struct {
-			Name    string `json:"name"`
-			Scorer  string `json:"scorer"`
-			Metrics map[string]struct {
+			Name          string `json:"name"`
+			Scorer        string `json:"scorer"`
+			Reducer       string `json:"reducer"`
+			ScoredSamples int    `json:"scored_samples"`
+			Metrics       map[string]struct {
 				Name  string  `json:"name"`
 				Value float64 `json:"value"`
 			} `json:"metrics"`
@@ -225,7 +227,31 @@ func checkExport(t *testing.T, bundle, out string) map[string]*exportedLog {
 		if n := int(cell["n"].(float64)); lg.Results.CompletedSamples != n {
 			t.Errorf("%s: completed_samples %d, analyze n %d", where, lg.Results.CompletedSamples, n)
 		}
-		for _, sc := range lg.Results.Scores {
+		// pass^k: analyze's estimates, exactly (the same computation),
+		// each defined k once, after the columns' scores.
+		var passK map[string]any
+		passK, _ = cell["pass_k"].(map[string]any)
+		wantPassK := map[string]float64{}
+		for name, vs := range passK {
+			for _, v := range vs.([]any) {
+				v := v.(map[string]any)
+				if est, ok := v["estimate"].(float64); ok {
+					wantPassK[fmt.Sprintf("%s pass^%d", name, int(v["k"].(float64)))] = est
+				}
+			}
+		}
+		reduced, nPassK := 0, len(wantPassK)
+		for i, sc := range lg.Results.Scores {
+			if sc.Reducer != "" {
+				reduced++
+				key := sc.Name + " " + sc.Reducer
+				est, ok := wantPassK[key]
+				if !ok || sc.Metrics["mean"].Value != est || math.Abs(sc.Metrics["count"].Value-est*float64(sc.ScoredSamples)) > 1e-9 || i < len(lg.Results.Scores)-nPassK {
+					t.Errorf("%s: score %s: mean %v count %v over %d, analyze %v (%v)", where, key, sc.Metrics["mean"].Value, sc.Metrics["count"].Value, sc.ScoredSamples, est, ok)
+				}
+				delete(wantPassK, key)
+				continue
+			}
 			k, ok := cell[sc.Name].(float64)
 			den := cell["n"].(float64)
 			if col := simulator.ColumnIndex(sc.Name); col >= 0 && col.Column().Kind.Lab() {
@@ -234,6 +260,9 @@ func checkExport(t *testing.T, bundle, out string) map[string]*exportedLog {
 			if !ok || sc.Metrics["count"].Value != k || math.Abs(sc.Metrics["mean"].Value-k/den) > 1e-12 {
 				t.Errorf("%s: score %s: count %v mean %v; analyze %v/%v", where, sc.Name, sc.Metrics["count"].Value, sc.Metrics["mean"].Value, cell[sc.Name], den)
 			}
+		}
+		if len(wantPassK) > 0 || reduced != nPassK {
+			t.Errorf("%s: %d pass^k scores of analyze's %d; missing %v", where, reduced, nPassK, wantPassK)
 		}
 		for i := range lg.Samples {
 			s := &lg.Samples[i]

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -173,7 +174,12 @@ func export(ctx context.Context, dir, tmp string, opt Options, log io.Writer) (*
 			return nil, err
 		}
 	}
-	return e.finish(ld.Acc.Cells())
+	cells := ld.Acc.Cells()
+	passK := make([]analysis.PassKSet, len(cells))
+	for i := range cells {
+		passK[i] = ld.Acc.PassK(i)
+	}
+	return e.finish(cells, passK)
 }
 
 // exporter holds an export's state while the bundle is read. The
@@ -338,7 +344,7 @@ func (e *exporter) log(k cellKey) (*logFile, error) {
 		lf.name = strings.TrimSuffix(lf.name, ".json") + ".eval"
 		create = lf.createEval
 	}
-	if err := create(e.tmp, e.header(lf, nil)); err != nil {
+	if err := create(e.tmp, e.header(lf, nil, nil)); err != nil {
 		return nil, err
 	}
 	lf.model, lf.digest = inspectModel(md), md.Digest
@@ -359,18 +365,24 @@ func (e *exporter) closeAll() {
 	}
 }
 
-// finish writes each log (its header with the cell's counts, then its
-// samples), listing.json and export.json.
-func (e *exporter) finish(cells []results.Cell) (*Index, error) {
-	byKey := map[cellKey]*results.Cell{}
+// finish writes each log (its header with the cell's counts and pass^k,
+// passK[i] of cells[i], then its samples), listing.json and
+// export.json.
+func (e *exporter) finish(cells []results.Cell, passK []analysis.PassKSet) (*Index, error) {
+	byKey := map[cellKey]int{}
 	for i := range cells {
 		c := &cells[i]
-		byKey[cellKey{c.Model, c.Prompt, string(c.Condition)}] = c
+		byKey[cellKey{c.Model, c.Prompt, string(c.Condition)}] = i
 	}
 	ix := &Index{Format: "inspect", Bundle: e.info.Dir, RunID: e.info.RunID, Manifest: e.info.ManifestSHA256, Version: LogVersion}
 	listing := map[string]listingEntry{}
 	for _, lf := range e.order {
-		h := e.header(lf, byKey[lf.key])
+		var h *header
+		if i, ok := byKey[lf.key]; ok {
+			h = e.header(lf, &cells[i], passK[i])
+		} else {
+			h = e.header(lf, nil, nil)
+		}
 		write := lf.write
 		if lf.zw != nil {
 			write = lf.writeEval
@@ -417,6 +429,13 @@ func reserve(h *header) int {
 	for _, c := range scoreColumns {
 		r.Scores = append(r.Scores, evalScore{Name: c.name, Scorer: c.name, ScoredSamples: math.MinInt, UnscoredSamples: math.MinInt,
 			Metrics: metrics{Mean: long, Count: long}})
+	}
+	for _, col := range analysis.PassKColumns {
+		name := col.Column().Name
+		for k := range h.Eval.Config.Epochs {
+			r.Scores = append(r.Scores, evalScore{Name: name, Scorer: name, Reducer: passKReducer(k + 1), ScoredSamples: math.MinInt, UnscoredSamples: math.MinInt,
+				Metrics: metrics{Mean: long, Count: long}})
+		}
 	}
 	max := *h
 	max.Results = r
@@ -494,8 +513,9 @@ func (lf *logFile) rewrite(head []byte) error {
 	return os.Rename(path+".new", path)
 }
 
-// header returns the log header of lf, with c's counts as its results.
-func (e *exporter) header(lf *logFile, c *results.Cell) *header {
+// header returns the log header of lf, with c's counts and its pass^k
+// pk as its results.
+func (e *exporter) header(lf *logFile, c *results.Cell, pk analysis.PassKSet) *header {
 	info := e.info
 	k := lf.key
 	md := info.RunModels()[k.model]
@@ -557,14 +577,43 @@ func (e *exporter) header(lf *logFile, c *results.Cell) *header {
 		h.Error = &evalError{Message: e.warning}
 	}
 	if c != nil {
-		h.Results = results_(c)
+		h.Results = results_(c, pk)
 	}
 	return h
 }
 
+// passKReducer is the reducer of pass^k's scores: "pass^k".
+func passKReducer(k int) string { return "pass^" + strconv.Itoa(k) }
+
+// passKScores are the cell's pass^k (pk, from
+// analysis.Accumulator.PassK) as scores, after its columns' scores: per
+// column of analysis.PassKColumns the cell has and per k whose estimate
+// is defined, the column's score with reducer "pass^k" (Inspect reduces
+// a sample's epochs so: here a scenario's replicates, by the unbiased
+// estimator C(c, k)/C(n, k)), over the scenarios with at least k
+// replicates (scored; those with fewer unscored): mean pass^k, count
+// mean × scored (the sum of the scenarios' values, as a column's count
+// is of its decisions').
+func passKScores(pk analysis.PassKSet) []evalScore {
+	var out []evalScore
+	for _, sr := range pk {
+		name := string(sr.Column)
+		for _, v := range sr.Values {
+			x := float64(v.Estimate)
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				continue
+			}
+			out = append(out, evalScore{Name: name, Scorer: name, Reducer: passKReducer(v.K), ScoredSamples: v.Scenarios, UnscoredSamples: v.Dropped,
+				Metrics: metrics{Mean: evalMetric{Name: "mean", Value: x}, Count: evalMetric{Name: "count", Value: x * float64(v.Scenarios)}}})
+		}
+	}
+	return out
+}
+
 // results_ is the log's results: per score, the cell's rate (mean), its
-// count and the decisions it is over, as analyze counts them.
-func results_(c *results.Cell) *evalResults {
+// count and the decisions it is over, as analyze counts them, then the
+// cell's pass^k (pk) as scores with a reducer (passKScores).
+func results_(c *results.Cell, pk analysis.PassKSet) *evalResults {
 	r := &evalResults{TotalSamples: c.N + c.Errors, CompletedSamples: c.N}
 	for _, sc := range scoreColumns {
 		var k, n int
@@ -583,6 +632,7 @@ func results_(c *results.Cell) *evalResults {
 		r.Scores = append(r.Scores, evalScore{Name: sc.name, Scorer: sc.name, ScoredSamples: n, UnscoredSamples: c.N + c.Errors - n,
 			Metrics: metrics{Mean: evalMetric{Name: "mean", Value: mean}, Count: evalMetric{Name: "count", Value: float64(k)}}})
 	}
+	r.Scores = append(r.Scores, passKScores(pk)...)
 	return r
 }
 

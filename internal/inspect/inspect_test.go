@@ -3,11 +3,14 @@ package inspect
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpstress/stress/analysis"
 )
 
 // FuzzAppendString: appendString writes valid JSON that decodes to what
@@ -54,7 +57,7 @@ func TestClean(t *testing.T) {
 // written in front of a copy of the samples; both files are the same
 // JSON document.
 func TestHeaderSpace(t *testing.T) {
-	h := &header{Version: LogVersion, Status: "success", Eval: evalSpec{Task: "t/p/c", Model: "b/m"},
+	h := &header{Version: LogVersion, Status: "success", Eval: evalSpec{Task: "t/p/c", Model: "b/m", Config: evalConfig{Epochs: 12}},
 		Stats: stats{StartedAt: timestamp(time.Unix(0, 0)), ModelUsage: map[string]usage{"b/m": {}}}}
 	for _, long := range []bool{false, true} {
 		dir := t.TempDir()
@@ -65,9 +68,15 @@ func TestHeaderSpace(t *testing.T) {
 		lf.w.WriteString(`{"id":"S01","epoch":1}`)
 		full := *h
 		full.Results = &evalResults{TotalSamples: 1 << 40, CompletedSamples: 1 << 40}
+		m := metrics{Mean: evalMetric{Name: "mean", Value: 1.0 / 3}, Count: evalMetric{Name: "count", Value: 1 << 40}}
 		for _, c := range scoreColumns {
-			full.Results.Scores = append(full.Results.Scores, evalScore{Name: c.name, Scorer: c.name, ScoredSamples: 1 << 40,
-				Metrics: metrics{Mean: evalMetric{Name: "mean", Value: 1.0 / 3}, Count: evalMetric{Name: "count", Value: 1 << 40}}})
+			full.Results.Scores = append(full.Results.Scores, evalScore{Name: c.name, Scorer: c.name, ScoredSamples: 1 << 40, Metrics: m})
+		}
+		for _, c := range analysis.PassKColumns {
+			for k := range 12 {
+				full.Results.Scores = append(full.Results.Scores, evalScore{Name: c.Column().Name, Scorer: c.Column().Name, Reducer: passKReducer(k + 1),
+					ScoredSamples: 1 << 40, UnscoredSamples: 1 << 40, Metrics: m})
+			}
 		}
 		full.Stats.CompletedAt = timestamp(time.Now())
 		full.Stats.ModelUsage = map[string]usage{"b/m": {1 << 50, 1 << 50, 1 << 51}}
@@ -94,5 +103,23 @@ func TestHeaderSpace(t *testing.T) {
 		if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 			t.Errorf("long %v: the directory holds %d files", long, len(entries))
 		}
+	}
+}
+
+// TestPassKScores: a cell's pass^k are scores of its column with
+// reducer pass^k, over the scenarios with k replicates (the others
+// unscored), mean the estimate and count mean × scored; an undefined
+// pass^k (no scenario has k replicates) is left out.
+func TestPassKScores(t *testing.T) {
+	pk := analysis.PassKSet{{Column: analysis.Strict, Values: []analysis.PassK{
+		{K: 1, Estimate: 0.5, Scenarios: 4}, {K: 2, Estimate: 0.25, Scenarios: 3, Dropped: 1}, {K: 3, Estimate: analysis.Num(math.NaN()), Dropped: 4}}}}
+	b, err := json.Marshal(passKScores(pk))
+	want := `[{"name":"strict","scorer":"strict","reducer":"pass^1","scored_samples":4,"unscored_samples":0,"params":{},"metrics":{"mean":{"name":"mean","value":0.5,"params":{}},"count":{"name":"count","value":2,"params":{}}}},` +
+		`{"name":"strict","scorer":"strict","reducer":"pass^2","scored_samples":3,"unscored_samples":1,"params":{},"metrics":{"mean":{"name":"mean","value":0.25,"params":{}},"count":{"name":"count","value":0.75,"params":{}}}}]`
+	if err != nil || string(b) != want {
+		t.Errorf("pass^k scores %s (%v)\nwant %s", b, err, want)
+	}
+	if got := passKScores(nil); got != nil {
+		t.Errorf("no pass^k: %v", got)
 	}
 }

@@ -96,10 +96,13 @@ type evalResults struct {
 	Scores           []evalScore `json:"scores"`
 }
 
-// evalScore is one outcome column over the cell.
+// evalScore is one outcome column over the cell: its decisions, or,
+// with Reducer "pass^k", its scenarios reduced over their replicates
+// (Inspect's epochs) to pass^k.
 type evalScore struct {
 	Name            string   `json:"name"`
 	Scorer          string   `json:"scorer"`
+	Reducer         string   `json:"reducer,omitempty"`
 	ScoredSamples   int      `json:"scored_samples"`
 	UnscoredSamples int      `json:"unscored_samples"`
 	Params          struct{} `json:"params"`
