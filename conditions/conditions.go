@@ -357,10 +357,25 @@ func decodesTo(a json.RawMessage, v any) bool {
 }
 
 // DataFor builds the template data of scenario s under condition c.
+// Under an error shape the observation is what the server sends under it
+// (ShapeResult, after its label), in place of the recorded one.
 func DataFor(s *study.Scenario, c study.Condition, replay int) (Data, error) {
 	obs, err := Indent(s.Observation)
 	if err != nil {
 		return Data{}, fmt.Errorf("scenario %s: observation: %w", s.ID, err)
+	}
+	if c.Shape() {
+		raw, label, ok, err := ShapeResult(s, c)
+		if err != nil {
+			return Data{}, err
+		}
+		if ok {
+			res, err := Indent(raw)
+			if err != nil {
+				return Data{}, fmt.Errorf("scenario %s: %s: %w", s.ID, c, err)
+			}
+			obs = label + "\n" + res
+		}
 	}
 	ann, err := Annotation(s, c)
 	return Data{Observation: obs, Annotation: ann, Condition: c, Replay: replay}, err
@@ -399,8 +414,8 @@ func DecodeAfter(text, label string, v any) bool {
 // JSON (envelope); CategoryLabel and the scenario's error-category result
 // as indented JSON (category; see CategoryResult), or nothing for a cause
 // without a category. The factorial cells are built by Factorial, the
-// single-channel and misplaced-trust conditions by ContractResult, the
-// error shapes by ShapeResult.
+// single-channel and misplaced-trust conditions by ContractResult; an
+// error shape adds nothing: it replaces the observation (DataFor).
 //
 // Note: envelope and category show their result next to the normalized
 // observation, not instead of it, so every condition keeps the same base
@@ -410,15 +425,7 @@ func Annotation(s *study.Scenario, c study.Condition) (string, error) {
 		return Factorial(s, cell)
 	}
 	if c.Shape() {
-		raw, label, ok, err := ShapeResult(s, c)
-		if err != nil || !ok {
-			return "", err
-		}
-		res, err := Indent(raw)
-		if err != nil {
-			return "", fmt.Errorf("scenario %s: %s: %w", s.ID, c, err)
-		}
-		return label + "\n" + res, nil
+		return "", nil // the shape replaces the observation (DataFor)
 	}
 	switch c {
 	case study.Envelope, study.EnvelopeFalseReplay, study.EnvelopeFalseTarget,

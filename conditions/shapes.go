@@ -1,35 +1,38 @@
 package conditions
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
 	"github.com/mcpstress/stress/study"
 )
 
-// Labels that open the annotation of an error-shape condition, each alone
-// on a line before the indented JSON of what the server sends under the
-// shape: a tool result, or a JSON-RPC error object. Every shape uses the
-// same two labels, so the shapes differ only in the JSON.
+// Labels that open what an error-shape condition shows, each alone on a
+// line before the indented JSON the server sends under the shape: a tool
+// result, or a JSON-RPC error object. Every shape uses the same two
+// labels, so the shapes differ only in the JSON.
 const (
 	ShapeResultLabel = "Tool result as the server sends it:"
 	ShapeErrorLabel  = "JSON-RPC error as the server sends it:"
 )
 
-// shapeResult is a tool result of an error shape: the failure's message
-// in one text block, and for ToolFailure the classification in _meta.
+// shapeResult is a tool result as a server sends it under an error shape:
+// the record's result with resultType (required from 2026-07-28), without
+// the category contract, and for ToolFailure the classification in _meta.
 type shapeResult struct {
-	ResultType string                        `json:"resultType"`
-	IsError    bool                          `json:"isError"`
-	Content    []textBlock                   `json:"content"`
-	Meta       map[string]*study.ToolFailure `json:"_meta,omitempty"`
+	ResultType        string            `json:"resultType"`
+	IsError           *bool             `json:"isError,omitempty"`
+	Content           []json.RawMessage `json:"content"`
+	StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
+	Meta              map[string]any    `json:"_meta,omitempty"`
 }
 
-// rpcError is a JSON-RPC error object; RateLimited's data is typed.
+// rpcError is a JSON-RPC error object as a server sends it.
 type rpcError struct {
-	Code    int            `json:"code"`
-	Message string         `json:"message"`
-	Data    *rateLimitData `json:"data,omitempty"`
+	Code    json.Number     `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
 }
 
 // rateLimitData is SEP-3304's data member: retryAfterMs is required; the
@@ -38,58 +41,140 @@ type rateLimitData struct {
 	RetryAfterMs int64 `json:"retryAfterMs"`
 }
 
+// wireObservation is a record's observation as its server sent it: the
+// result, or the JSON-RPC error, decoded keeping every member.
+type wireObservation struct {
+	Exception *struct {
+		Type  string   `json:"type"`
+		Error rpcError `json:"error"`
+	} `json:"exception"`
+	Result *struct {
+		Content           []json.RawMessage `json:"content"`
+		IsError           *bool             `json:"isError"`
+		StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
+		Meta              map[string]any    `json:"_meta,omitempty"`
+	} `json:"result"`
+}
+
 // ShapeResult returns what the server sends for scenario s under error
-// shape c, the label that introduces it, and whether the shape changes the
-// failure at all (ok false: the condition shows the normalized observation
-// alone). The rules, each following its proposal (docs/error-shapes.md):
+// shape c, which the condition shows in place of the recorded
+// observation, and the label that introduces it; ok is false where the
+// client raised the failure itself (a timeout: no answer exists to
+// reshape), and the condition shows the observation as recorded. What a
+// server following the shape's proposals alone sends (docs/error-shapes.md):
 //
-//   - sep2145: a failure the server answered with a JSON-RPC error
-//     (surface protocol_error, not a client-side timeout) becomes
-//     {"resultType": "complete", "isError": true, "content": [{"type":
-//     "text", "text": <the error's message>}]}.
-//   - toolfailure: an isError result (surface tool_error) is shown with
-//     its first text block and _meta[study.ToolFailureKey] set to
-//     study.ToolFailureOf; a cause without a class changes nothing.
-//   - toolfailure+sep2145: sep2145's move, then toolfailure on the result.
-//   - ratelimited: a rate_limit failure on protocol_error or tool_error
-//     that announces its wait becomes {"code": -32023, "message": <the
-//     message>, "data": {"retryAfterMs": <the wait>}}.
+//   - the record's result, or JSON-RPC error, without seed 002's category
+//     contract (a text block or structuredContent holding errorCategory, a
+//     JSON-RPC error's data holding it), which only the category
+//     conditions carry; a result gets resultType "complete";
+//   - sep2145 (MovesToResult): a JSON-RPC error becomes {"resultType":
+//     "complete", "isError": true, "content": [{"type": "text", "text":
+//     <the error's message>}]};
+//   - toolfailure (Classifies): an isError result gets
+//     _meta[study.ToolFailureKey] = study.ToolFailureOf, with agentGuidance
+//     (study.Guidance) under toolfailure+guidance and applied
+//     (study.AppliedOf) under toolfailure+applied; a cause without a class
+//     gets none;
+//   - ratelimited (RateLimits): the server's own rate limit (a rate_limit
+//     record whose target is the tool, not an upstream dependency) that
+//     announces its wait becomes {"code": -32023, "message": <the message>,
+//     "data": {"retryAfterMs": <the wait>}}, on either surface, before any
+//     move; an upstream limit stays as sent (SEP-3304 RL-6).
 //
-// Success-shaped results never change: no proposal touches a result the
-// server reports as a success.
+// Success-shaped results keep their content: no proposal touches a result
+// the server reports as a success.
 func ShapeResult(s *study.Scenario, c study.Condition) (raw json.RawMessage, label string, ok bool, err error) {
 	if !c.Shape() {
 		return nil, "", false, fmt.Errorf("%s is not an error-shape condition", c)
 	}
+	var w wireObservation
+	dec := json.NewDecoder(bytes.NewReader(s.Observation))
+	dec.UseNumber()
+	if err := dec.Decode(&w); err != nil {
+		return nil, "", false, fmt.Errorf("scenario %s: observation: %w", s.ID, err)
+	}
 	msg, answered := s.FailureMessage()
-	if !answered || s.Surface == study.SuccessShaped {
+	if !answered {
 		return nil, "", false, nil
 	}
-	if c == study.RateLimited {
-		if s.Cause != study.RateLimit {
-			return nil, "", false, nil
+	if c.RateLimits() && OwnRateLimit(s) && s.Surface != study.SuccessShaped {
+		if wait, ok := study.AnnouncedWait([]byte(msg)); ok {
+			data, _ := json.Marshal(rateLimitData{RetryAfterMs: wait.Milliseconds()})
+			raw, err = json.Marshal(rpcError{Code: json.Number(fmt.Sprint(study.RateLimitedCode)), Message: msg, Data: data})
+			return raw, ShapeErrorLabel, err == nil, err
 		}
-		wait, ok := study.AnnouncedWait([]byte(msg))
-		if !ok {
-			return nil, "", false, nil
+	}
+	var res shapeResult
+	switch {
+	case w.Exception != nil && c.MovesToResult():
+		t := true
+		text, _ := json.Marshal(textBlock{Type: "text", Text: msg})
+		res = shapeResult{IsError: &t, Content: []json.RawMessage{text}}
+	case w.Exception != nil:
+		e := w.Exception.Error
+		if isContract(e.Data) {
+			e.Data = nil
 		}
-		raw, err = json.Marshal(rpcError{Code: study.RateLimitedCode, Message: msg, Data: &rateLimitData{RetryAfterMs: wait.Milliseconds()}})
+		raw, err = json.Marshal(e)
 		return raw, ShapeErrorLabel, err == nil, err
+	case w.Result != nil:
+		r := w.Result
+		res = shapeResult{IsError: r.IsError, Content: []json.RawMessage{}, Meta: r.Meta}
+		for _, b := range r.Content {
+			if !isContractBlock(b) {
+				res.Content = append(res.Content, b)
+			}
+		}
+		if !isContract(r.StructuredContent) {
+			res.StructuredContent = r.StructuredContent
+		}
+	default:
+		return nil, "", false, fmt.Errorf("scenario %s: the observation is neither a result nor an exception", s.ID)
 	}
-	moved := s.Surface == study.ProtocolError && c.MovesToResult()
-	if s.Surface != study.ToolError && !moved {
-		return nil, "", false, nil
-	}
-	res := shapeResult{ResultType: "complete", IsError: true, Content: []textBlock{{Type: "text", Text: msg}}}
-	if c.Classifies() {
+	res.ResultType = "complete"
+	if c.Classifies() && res.IsError != nil && *res.IsError {
 		wait, _ := study.AnnouncedWait([]byte(msg))
 		if tf, ok := study.ToolFailureOf(s, study.ShapeEpoch, wait); ok {
-			res.Meta = map[string]*study.ToolFailure{study.ToolFailureKey: &tf}
+			if c.Guides() {
+				tf.AgentGuidance = study.Guidance(s.Preferred)
+			}
+			if c.MarksApplied() {
+				tf.Applied = study.AppliedOf(s.Cause)
+			}
+			meta := map[string]any{}
+			for k, v := range res.Meta {
+				meta[k] = v
+			}
+			meta[study.ToolFailureKey] = &tf
+			res.Meta = meta
 		}
-	}
-	if !moved && res.Meta == nil {
-		return nil, "", false, nil
 	}
 	raw, err = json.Marshal(res)
 	return raw, ShapeResultLabel, err == nil, err
+}
+
+// OwnRateLimit reports whether scenario s's failure is the server's own
+// rate limit on the tool: a rate_limit whose repair target is the tool
+// (its target kind "tool"), not an upstream dependency the tool calls
+// (target kind "dependency": SEP-3304 RL-6 keeps those isError results).
+func OwnRateLimit(s *study.Scenario) bool {
+	return s.Cause == study.RateLimit && s.Target.Kind == "tool"
+}
+
+// isContract reports whether raw is seed 002's category contract: an
+// object with an errorCategory member.
+func isContract(raw json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return false
+	}
+	_, ok := m["errorCategory"]
+	return ok
+}
+
+// isContractBlock reports whether content block b is a text block whose
+// text is the category contract, serialized.
+func isContractBlock(b json.RawMessage) bool {
+	var t textBlock
+	return json.Unmarshal(b, &t) == nil && t.Type == "text" && isContract(json.RawMessage(t.Text))
 }

@@ -267,8 +267,11 @@ func (l *Lab) rateLimit(t *tool, a args) (Response, bool) {
 			text: fmt.Sprintf("rate limit budget exhausted for %s: calls made inside the announced window locked it for the rest of this session", t.name)}), true
 	}
 	wait := time.Duration(lim.WindowUntilMS-now) * time.Millisecond
-	return l.fail(&failure{class: study.RateLimit, retryable: true, retryAfter: wait,
-		text: fmt.Sprintf("rate limit exceeded for %s: retry after %s", t.name, seconds(wait))}), true
+	text := fmt.Sprintf("rate limit exceeded for %s: retry after %s", t.name, seconds(wait))
+	if sc.Limit == LimitServer {
+		text = fmt.Sprintf("this server's rate limit for %s was exceeded: retry after %s", t.name, seconds(wait))
+	}
+	return l.fail(&failure{class: study.RateLimit, retryable: true, retryAfter: wait, text: text}), true
 }
 
 // outage fails the armed tool for the rest of the session.

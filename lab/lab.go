@@ -402,7 +402,9 @@ type categoryContract struct {
 func (l *Lab) fail(f *failure) Response {
 	r := Response{Failed: true, Class: f.class, Pointer: f.pointer, RetryAfter: f.retryAfter}
 	var contract json.RawMessage
-	if cat, ok := f.category(); ok && l.contract && l.surface != study.SuccessShaped {
+	// Note: an error shape serves what a server following its proposals
+	// alone sends: seed 002's contract is the category conditions'.
+	if cat, ok := f.category(); ok && l.contract && l.shape == "" && l.surface != study.SuccessShaped {
 		b, err := json.Marshal(categoryContract{cat, f.retryable && cat == study.TransientCategory, f.text})
 		if err != nil {
 			panic("lab: marshaling a contract: " + err.Error())
@@ -411,7 +413,7 @@ func (l *Lab) fail(f *failure) Response {
 	}
 	surface := l.surface
 	if l.shape != "" && surface != study.SuccessShaped {
-		if l.shape == study.RateLimited && f.class == study.RateLimit {
+		if l.shape.RateLimits() && f.class == study.RateLimit && l.sc != nil && l.sc.Limit == LimitServer && f.retryAfter > 0 {
 			return l.rateLimited(f, r)
 		}
 		if surface == study.ProtocolError && l.shape.MovesToResult() {
@@ -437,15 +439,16 @@ func (l *Lab) fail(f *failure) Response {
 }
 
 // The lab's error shapes follow the rules of the stored conditions
-// (conditions.ShapeResult), on the lab's clock and on top of the
+// (conditions.ShapeResult), on the lab's clock and without the
 // scenario's contract: sep2145 serves a JSON-RPC error as an isError
-// result carrying the same message (and contract); toolfailure adds the
-// classification to an isError result's _meta (classify); ratelimited
-// serves a rate limit as the JSON-RPC error -32023 (rateLimited).
+// result carrying the same message; toolfailure adds the classification
+// to an isError result's _meta (classify), with agentGuidance or the
+// counter-proposal's applied in their arms; ratelimited serves the lab's
+// own rate limit (Scenario.Limit server) as the JSON-RPC error -32023
+// (rateLimited), and an upstream limit as the scenario serves it.
 
 // rateLimited renders the rate limit f as SEP-3304's RateLimited error:
-// data holds retryAfterMs alone (the contract has no place in its typed
-// data).
+// data holds retryAfterMs alone.
 func (l *Lab) rateLimited(f *failure, r Response) Response {
 	data, err := json.Marshal(map[string]int64{"retryAfterMs": f.retryAfter.Milliseconds()})
 	if err != nil {
@@ -462,11 +465,21 @@ func (l *Lab) rateLimited(f *failure, r Response) Response {
 func (l *Lab) classify(f *failure, res *mcp.CallToolResult) {
 	id := fmt.Sprintf("lab-call-%d", len(l.st.Calls)+1) // this call's sequence number
 	if f.class == Business {
-		res.Meta = mcp.Meta{study.ToolFailureKey: study.ToolFailure{Class: study.CapabilityClass, Code: BusinessCode, CorrelationID: id}}
+		tf := study.ToolFailure{Class: study.CapabilityClass, Code: BusinessCode, CorrelationID: id}
+		if l.shape.MarksApplied() {
+			tf.Applied = study.AppliedNone // a business rule refuses before anything is written
+		}
+		res.Meta = mcp.Meta{study.ToolFailureKey: tf}
 		return
 	}
 	info, _ := f.class.Info()
 	if tf, ok := study.ClassifyFailure(f.class, info.Code, id, l.clock.Now(), f.retryAfter); ok {
+		if l.shape.Guides() && l.sc != nil && f.class == l.sc.Class {
+			tf.AgentGuidance = study.Guidance(l.sc.Preferred) // the armed fault's answer
+		}
+		if l.shape.MarksApplied() {
+			tf.Applied = study.AppliedOf(f.class)
+		}
 		res.Meta = mcp.Meta{study.ToolFailureKey: tf}
 	}
 }

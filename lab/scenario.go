@@ -34,6 +34,12 @@ type Scenario struct {
 	Fault    Fault           `json:"fault"`    // the fault's parameters
 	Surface  study.Surface   `json:"surface"`  // how every failure of the scenario is served
 	Contract bool            `json:"contract"` // failures carry seed 002's error-category contract
+	// Limit says whose rate limit a rate_limit scenario meets (and no other
+	// scenario has one): LimitServer, the lab's own limit on the tool's
+	// callers, or LimitUpstream, a limit of the dependency the tool calls.
+	// Under the ratelimited shape only the server's own is the -32023
+	// error (SEP-3304 RL-6).
+	Limit string `json:"limit,omitempty"`
 	// PreferredSet are the preferred policies under live replay: those
 	// that, executed on a fresh lab, recover without harm (or, where none
 	// does, those that harm nothing, stop_or_escalate first), the one
@@ -55,6 +61,12 @@ type Scenario struct {
 
 	set *Set // the set it was loaded in (its tolerances)
 }
+
+// Whose rate limit a rate_limit scenario meets (Scenario.Limit).
+const (
+	LimitServer   = "server"   // the lab's own limit on the tool's callers
+	LimitUpstream = "upstream" // a limit of the dependency the tool calls
+)
 
 // Policies say what the harness does for each policy in label mode (its
 // canonical recovery). retry_now repeats the first call at once;
@@ -376,6 +388,12 @@ func check(sc *Scenario) (string, error) {
 		if field, msg := b.checkTool(sc, t, served); field != "" {
 			return bad(field, "%s", msg)
 		}
+	}
+	switch {
+	case sc.Class == study.RateLimit && sc.Limit != LimitServer && sc.Limit != LimitUpstream:
+		return bad("limit", "say whose rate limit it is: %s (the server's own, on the tool's callers) or %s (the dependency the tool calls); got %s", LimitServer, LimitUpstream, quoteValue(sc.Limit))
+	case sc.Class != study.RateLimit && sc.Limit != "":
+		return bad("limit", "only a rate_limit scenario says whose limit it is")
 	}
 	if !sc.Surface.Valid() || sc.Surface == study.Silent {
 		return bad("surface", "unknown surface %s (want protocol_error, tool_error or success_shaped)", quoteValue(string(sc.Surface)))

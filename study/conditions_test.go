@@ -17,8 +17,8 @@ func TestConditionVocabulary(t *testing.T) {
 			t.Errorf("%s is not in AllConditions", c)
 		}
 	}
-	if len(AllConditions) != 22 || Condition("nope").Valid() {
-		t.Errorf("%d conditions, want 22", len(AllConditions))
+	if len(AllConditions) != 25 || Condition("nope").Valid() {
+		t.Errorf("%d conditions, want 25", len(AllConditions))
 	}
 	j, s, l, p := JSONFormat, SentenceFormat, LabelWording, ParaphraseWording
 	for c, want := range map[Condition]Cell{

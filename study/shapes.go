@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,37 +11,89 @@ import (
 
 // The error shapes proposed for MCP (docs/error-shapes.md), each a
 // condition that shows the scenario's failure as a server following the
-// proposal would put it on the wire:
+// proposal (or the combination) would put it on the wire, in place of the
+// recorded observation, and without the category contract of seed 002,
+// which belongs to its own conditions:
 //
 //   - SEP2145 (modelcontextprotocol PR #2145): a failure the server
 //     answered with a JSON-RPC error becomes a tool result with isError
 //     true, carrying the same message; other failures are unchanged.
 //   - ToolFailureShape (PRs #3313 and #3312): an isError result carries
 //     the ToolFailure classification in _meta under ToolFailureKey.
-//   - RateLimited (PR #3304): a rate-limit failure becomes the JSON-RPC
-//     error -32023 with its typed retryAfterMs; others are unchanged.
+//   - RateLimited (PR #3304): the server's own rate limit becomes the
+//     JSON-RPC error -32023 with its typed retryAfterMs; a limit of an
+//     upstream API the tool calls stays as the server sent it (RL-6), and
+//     so does every other failure.
 //   - ToolFailureSEP2145: SEP2145's move, then ToolFailure on every
 //     isError result.
+//   - SEP2145RateLimited: RateLimited's -32023 for the server's own rate
+//     limit, SEP2145's move for every other JSON-RPC error.
+//   - ToolFailureGuidance: ToolFailure with its optional agentGuidance,
+//     which states the preferred policy in words (as the proposal's only
+//     published example does): it carries the answer, so it is reported
+//     apart (RevealsPolicy).
+//   - ToolFailureApplied: ToolFailure with this project's counter-proposal,
+//     a member applied that says whether the failed call's write may have
+//     been applied (none, partial, unknown): no proposal defines it.
 const (
-	SEP2145            Condition = "sep2145"
-	ToolFailureShape   Condition = "toolfailure"
-	RateLimited        Condition = "ratelimited"
-	ToolFailureSEP2145 Condition = "toolfailure+sep2145"
+	SEP2145             Condition = "sep2145"
+	ToolFailureShape    Condition = "toolfailure"
+	RateLimited         Condition = "ratelimited"
+	ToolFailureSEP2145  Condition = "toolfailure+sep2145"
+	SEP2145RateLimited  Condition = "sep2145+ratelimited"
+	ToolFailureGuidance Condition = "toolfailure+guidance"
+	ToolFailureApplied  Condition = "toolfailure+applied"
 )
 
-// ShapeConditions lists the error-shape conditions.
-var ShapeConditions = []Condition{SEP2145, ToolFailureShape, RateLimited, ToolFailureSEP2145}
+// ShapeConditions lists the error-shape conditions: the three proposals,
+// their combinations, the arm that carries the answer, and the
+// counter-proposal.
+var ShapeConditions = []Condition{SEP2145, ToolFailureShape, RateLimited, ToolFailureSEP2145,
+	SEP2145RateLimited, ToolFailureGuidance, ToolFailureApplied}
+
+// shapeParts are what an error-shape condition takes from each proposal.
+type shapeParts struct {
+	moves      bool // SEP-2145: a JSON-RPC error becomes an isError result
+	classifies bool // ToolFailure's classification on isError results
+	guidance   bool // ToolFailure's agentGuidance
+	applied    bool // the counter-proposal's applied member
+	rateLimits bool // SEP-3304: the server's own rate limit becomes -32023
+}
+
+// shapes are the parts of each of ShapeConditions.
+var shapes = map[Condition]shapeParts{
+	SEP2145:             {moves: true},
+	ToolFailureShape:    {classifies: true},
+	RateLimited:         {rateLimits: true},
+	ToolFailureSEP2145:  {moves: true, classifies: true},
+	SEP2145RateLimited:  {moves: true, rateLimits: true},
+	ToolFailureGuidance: {classifies: true, guidance: true},
+	ToolFailureApplied:  {classifies: true, applied: true},
+}
 
 // Shape reports whether c is one of ShapeConditions.
-func (c Condition) Shape() bool { return slices.Contains(ShapeConditions, c) }
+func (c Condition) Shape() bool { _, ok := shapes[c]; return ok }
 
 // MovesToResult reports whether c shows a JSON-RPC error the server
-// answered as an isError result (SEP-2145's move).
-func (c Condition) MovesToResult() bool { return c == SEP2145 || c == ToolFailureSEP2145 }
+// answered as an isError result (SEP-2145's move); under RateLimits, the
+// server's own rate limit is the -32023 error instead.
+func (c Condition) MovesToResult() bool { return shapes[c].moves }
 
 // Classifies reports whether c puts the ToolFailure classification on
 // isError results.
-func (c Condition) Classifies() bool { return c == ToolFailureShape || c == ToolFailureSEP2145 }
+func (c Condition) Classifies() bool { return shapes[c].classifies }
+
+// Guides reports whether c's classification carries agentGuidance, the
+// preferred policy in words.
+func (c Condition) Guides() bool { return shapes[c].guidance }
+
+// MarksApplied reports whether c's classification carries the
+// counter-proposal's applied member.
+func (c Condition) MarksApplied() bool { return shapes[c].applied }
+
+// RateLimits reports whether c serves the server's own rate limit as
+// SEP-3304's -32023 error.
+func (c Condition) RateLimits() bool { return shapes[c].rateLimits }
 
 // ToolFailureKey is the _meta key of the ToolFailure classification (PR
 // #3313).
@@ -67,8 +118,10 @@ const (
 // ToolFailure is the classification PR #3313 puts in a failed result's
 // _meta. Retryable is set only for the reliability class (the proposal:
 // absent or false otherwise); RetryNotBefore is Unix epoch milliseconds.
-// AgentGuidance is never set by the renderings: it would tell the model
-// the answer, as the category contract's nextAction would.
+// AgentGuidance is set only under ToolFailureGuidance: it tells the model
+// the answer, as the category contract's nextAction would. Applied is not
+// the proposal's: it is this project's counter-proposal (Applied*), set
+// only under ToolFailureApplied.
 type ToolFailure struct {
 	Class          FailureClass `json:"class"`
 	Code           string       `json:"code"`
@@ -76,6 +129,45 @@ type ToolFailure struct {
 	RetryNotBefore *int64       `json:"retryNotBefore,omitempty"`
 	CorrelationID  string       `json:"correlationId"`
 	AgentGuidance  string       `json:"agentGuidance,omitempty"`
+	Applied        string       `json:"applied,omitempty"`
+}
+
+// The values of the counter-proposal's applied member: what the server
+// knows of the failed call's effect.
+const (
+	// AppliedNone: nothing of the call was applied; a replay cannot
+	// apply it twice.
+	AppliedNone = "none"
+	// AppliedPartial: part of the call was applied (some items of a
+	// batch); a replay of the whole would apply that part again.
+	AppliedPartial = "partial"
+	// AppliedUnknown: the call may have been applied (the connection was
+	// lost, or the confirmation, after the request was sent).
+	AppliedUnknown = "unknown"
+)
+
+// AppliedOf returns the applied member a server following the
+// counter-proposal sends for a failure of cause c: unknown where the
+// write may have committed (a timeout after commit, a lost confirmation),
+// partial for a partial commit, none for every other cause.
+func AppliedOf(c Cause) string {
+	switch c {
+	case TimeoutCommitted, Idempotency:
+		return AppliedUnknown
+	case PartialCommit:
+		return AppliedPartial
+	}
+	return AppliedNone
+}
+
+// Guidance returns the agentGuidance a server under ToolFailureGuidance
+// sends: the preferred policy p in words (Policy.Words), as a sentence.
+func Guidance(p Policy) string {
+	w := p.Words()
+	if w == "" {
+		return ""
+	}
+	return strings.ToUpper(w[:1]) + w[1:] + "."
 }
 
 // toolFailures maps each cause to its ToolFailure class and code: the

@@ -150,9 +150,11 @@ type CauseInfo struct {
 	// a lab scenario of it), in Surfaces order.
 	Surfaces []Surface
 	// RPCCode is the JSON-RPC error code the lab sends for the cause on
-	// the protocol_error surface: -32602 for the argument checks (as the
-	// Go SDK sends them), else a code of the server-defined range, clear
-	// of those SDKs give meaning themselves (-32000 to -32005).
+	// the protocol_error surface of a 2026-07-28 session (and in process):
+	// -32602 for the argument checks (as the Go SDK sends them), else a
+	// code of JSON-RPC's application-defined space, outside -32768 to
+	// -32000 (see the constants below); a session of an earlier version
+	// gets the lab's older codes (lab.LegacyCode).
 	RPCCode int64
 	// Evidence is the content view's cause rule (internal/coding/rules): the
 	// failure text names the cause when every pattern (a regular
@@ -162,14 +164,25 @@ type CauseInfo struct {
 
 // JSON-RPC codes of the lab's failures on the protocol_error surface
 // (CauseInfo.RPCCode).
+//
+// Note: the 2026-07-28 revision reserves -32020 to -32099 for codes the
+// specification defines ("Implementations MUST NOT emit any code from this
+// sub-range that is not defined by this specification") and asks new
+// implementations not to use -32000 to -32019 at all
+// (docs/specification/2026-07-28/basic/index.mdx, "Error Codes", of
+// modelcontextprotocol/modelcontextprotocol at
+// b0f60ba5409db7a6582440a7b473cc0398890f15). JSON-RPC 2.0 leaves every
+// code outside -32768 to -32000 to the application, so the lab's own codes
+// are there: its codes before that revision (-32050 to -32055), 1000
+// higher.
 const (
 	RPCInvalidParams = -32602 // unknown tool, invalid type, invalid value
-	RPCUpstream      = -32050 // an upstream dependency failed
-	RPCUnauthorized  = -32051 // authentication
-	RPCConflict      = -32052 // a stale revision
-	RPCBusiness      = -32053 // a business rule of the domain (out of stock, a cancelled order)
-	RPCRateLimited   = -32054 // a rate limit
-	RPCLocked        = -32055 // a record locked by another client
+	RPCUpstream      = -31050 // an upstream dependency failed
+	RPCUnauthorized  = -31051 // authentication
+	RPCConflict      = -31052 // a stale revision
+	RPCBusiness      = -31053 // a business rule of the domain (out of stock, a cancelled order)
+	RPCRateLimited   = -31054 // a rate limit
+	RPCLocked        = -31055 // a record locked by another client
 )
 
 // The side-effect claims of the control envelope (CauseInfo.SideEffects).
@@ -364,7 +377,7 @@ var AllConditions = []Condition{Normalized, CodeOnly, Structured, Prose, Envelop
 	StructuredFailed, StructuredParaphraseFailed, SentenceLabelFailed, SentenceParaphraseFailed,
 	CategoryStructured, CategoryText,
 	EnvelopeFalseReplay, EnvelopeFalseTarget, CategoryFalseRetryable,
-	SEP2145, ToolFailureShape, RateLimited, ToolFailureSEP2145}
+	SEP2145, ToolFailureShape, RateLimited, ToolFailureSEP2145, SEP2145RateLimited, ToolFailureGuidance, ToolFailureApplied}
 
 // ChannelConditions lists the delivery channels of the category contract:
 // both (Category), structuredContent only, the text copy only.
@@ -449,10 +462,11 @@ func (c Condition) Paired() bool { return slices.Contains(Conditions, c) }
 // RevealsPolicy reports whether condition c discloses the preferred policy
 // (the control envelope carries it in error.policy; every factorial cell
 // carries it as a label or a paraphrase). The misplaced-trust envelopes
-// disclose a policy too, but not the preferred one.
+// disclose a policy too, but not the preferred one. ToolFailureGuidance's
+// agentGuidance discloses it in words.
 func (c Condition) RevealsPolicy() bool {
 	_, inFactorial := c.Cell()
-	return inFactorial || c == Prose || c == Envelope
+	return inFactorial || c == Prose || c == Envelope || c.Guides()
 }
 
 // ErrorCategory is a category of the application-defined error contract of

@@ -18,8 +18,8 @@ func TestConform(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "conform.golden", out)
-	if !strings.Contains(out, "inputs: 40 of the paper's suite (21 control, 2 transient, 17 malformed) + 25 of the error-category contract + 50 of the error shapes = 115; decisions: 230") ||
-		!strings.HasSuffix(out, "\npassed 230, failed 0\n") {
+	if !strings.Contains(out, "inputs: 40 of the paper's suite (21 control, 2 transient, 17 malformed) + 25 of the error-category contract + 55 of the error shapes = 120; decisions: 240") ||
+		!strings.HasSuffix(out, "\npassed 240, failed 0\n") {
 		t.Errorf("conform summary wrong:\n%s", out[max(0, len(out)-400):])
 	}
 	js, _, err := runCmd(t, "conform", "-json")
@@ -48,7 +48,7 @@ func TestConform(t *testing.T) {
 			t.Errorf("malformed %s/%s: reason %q, want %s", c.ID, c.Mode, c.Reason, c.Want)
 		}
 	}
-	if rep.Passed != 230 || rep.Failed != 0 || kinds["control"] != 42 || kinds["transient"] != 4 || kinds["malformed"] != 34 || kinds["category"] != 50 || kinds["shape"] != 100 {
+	if rep.Passed != 240 || rep.Failed != 0 || kinds["control"] != 42 || kinds["transient"] != 4 || kinds["malformed"] != 34 || kinds["category"] != 50 || kinds["shape"] != 110 {
 		t.Errorf("report: passed %d, failed %d, kinds %v", rep.Passed, rep.Failed, kinds)
 	}
 }
@@ -81,11 +81,11 @@ func TestConformFails(t *testing.T) {
 	man := filepath.Join(dir, "m.yaml")
 	os.WriteFile(man, []byte("name: broken\ncorpus: corpus/paper\nprompts: [{name: default, path: prompts/default.tmpl}]\nconditions: [envelope]\nreplicates: 1\nmodels: [{name: fc, backend: fail_closed, model: registry}]\n"), 0o644)
 	out, _, err := runCmd(t, "conform", "-manifest", man)
-	if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), "2 of 230 decisions failed") {
-		t.Fatalf("err %v, want 2 of 230 failed", err)
+	if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), "2 of 240 decisions failed") {
+		t.Fatalf("err %v, want 2 of 240 failed", err)
 	}
 	if !strings.Contains(out, "FAIL S01/registry: policy stop_or_escalate, want select_tool; reason \"invalid_side_effects\", want \"\"") ||
-		!strings.Contains(out, "S01  ") || !strings.HasSuffix(out, "passed 228, failed 2\n") {
+		!strings.Contains(out, "S01  ") || !strings.HasSuffix(out, "passed 238, failed 2\n") {
 		t.Errorf("output lacks the failures:\n%s", out)
 	}
 	js, stderr, err := runCmd(t, "conform", "-json", "-manifest", man)

@@ -173,7 +173,7 @@ func TestLabRecord(t *testing.T) {
 	bin := stressBinary(t)
 	dir := filepath.Join(t.TempDir(), "lab")
 	out, err := exec.Command(bin, "lab", "record", "-out", dir).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "recorded 39 scenarios of lab set core") {
+	if err != nil || !strings.Contains(string(out), "recorded 40 scenarios of lab set core") {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	got, err := study.LoadCorpus(os.DirFS(dir), ".")
@@ -274,8 +274,9 @@ func frameLines(t *testing.T, path string) []string {
 }
 
 // TestLabServeShapes drives `stress lab serve -stdio -shape …` (the built
-// binary) with the Go SDK client: under ratelimited the rate limit of X05
-// arrives as the JSON-RPC error -32023 with data.retryAfterMs; under
+// binary) with the Go SDK client: under ratelimited the lab's own rate
+// limit (X40) arrives as the JSON-RPC error -32023 with data.retryAfterMs
+// alone, and the upstream limit of X05 as the scenario serves it; under
 // toolfailure+sep2145 the JSON-RPC error of X05 arrives as an isError
 // result carrying the ToolFailure classification in _meta; a shape the
 // scenario's surface cannot carry is refused.
@@ -287,14 +288,14 @@ func TestLabServeShapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, _ := set.Scenario("X05")
-	var args map[string]any
-	if err := json.Unmarshal(sc.Args, &args); err != nil {
-		t.Fatal(err)
-	}
-	call := func(shape string) (*mcp.CallToolResult, error) {
+	call := func(id, shape string) (*mcp.CallToolResult, error) {
 		t.Helper()
-		cmd := exec.Command(bin, "lab", "serve", "-stdio", "-scenario", "X05", "-shape", shape)
+		sc, _ := set.Scenario(id)
+		var args map[string]any
+		if err := json.Unmarshal(sc.Args, &args); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "lab", "serve", "-stdio", "-scenario", id, "-shape", shape)
 		client := mcp.NewClient(&mcp.Implementation{Name: "lab-test", Version: "1"}, nil)
 		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 		if err != nil {
@@ -306,12 +307,16 @@ func TestLabServeShapes(t *testing.T) {
 		}
 		return cs.CallTool(ctx, &mcp.CallToolParams{Name: sc.Tool, Arguments: args})
 	}
-	_, err = call("ratelimited")
+	_, err = call("X40", "ratelimited")
 	var rpc *jsonrpc.Error
-	if !errors.As(err, &rpc) || rpc.Code != -32023 || !strings.Contains(string(rpc.Data), `"retryAfterMs":60000`) {
-		t.Errorf("ratelimited: %v (%T)", err, err)
+	if !errors.As(err, &rpc) || rpc.Code != -32023 || string(rpc.Data) != `{"retryAfterMs":20000}` {
+		t.Errorf("ratelimited, the lab's own limit: %v (%T)", err, err)
 	}
-	res, err := call("toolfailure+sep2145")
+	_, err = call("X05", "ratelimited")
+	if !errors.As(err, &rpc) || rpc.Code == -32023 || strings.Contains(string(rpc.Data), "errorCategory") {
+		t.Errorf("ratelimited, an upstream limit (RL-6: not -32023, no contract): %v (%T)", err, err)
+	}
+	res, err := call("X05", "toolfailure+sep2145")
 	if err != nil || res == nil || !res.IsError {
 		t.Fatalf("toolfailure+sep2145: %v %+v", err, res)
 	}

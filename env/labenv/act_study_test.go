@@ -21,7 +21,7 @@ import (
 // corpus, task act) through the runner and pins, per model, what every
 // condition gives (the baselines do not read the condition, and each
 // replicate repeats the counts TestActBaselines pins per class):
-// recovered/harm/invalid_action/calls over 39 scenarios x 5 replicates,
+// recovered/harm/invalid_action/calls over 40 scenarios x 5 replicates,
 // and the decisions with harm of each kind.
 func TestActStudy(t *testing.T) {
 	m, err := manifests.LoadBuiltin("act.yaml")
@@ -47,9 +47,9 @@ func TestActStudy(t *testing.T) {
 		t.Fatalf("%d decisions, %d errors", sum.Decisions, sum.Errors)
 	}
 	want := map[string]string{
-		"always_stop":   "195: 35/0/0/195 dup 0 wrong 0 collateral 0 loss 0",
-		"naive_retry":   "195: 35/45/0/655 dup 30 wrong 0 collateral 15 loss 0",
-		"schema_repair": "195: 55/15/0/230 dup 0 wrong 15 collateral 0 loss 0",
+		"always_stop":   "200: 35/0/0/200 dup 0 wrong 0 collateral 0 loss 0",
+		"naive_retry":   "200: 35/50/0/675 dup 30 wrong 0 collateral 20 loss 0",
+		"schema_repair": "200: 55/15/0/235 dup 0 wrong 15 collateral 0 loss 0",
 	}
 	for _, c := range sum.Cells {
 		got := fmt.Sprintf("%d: %d/%d/%d/%d dup %d wrong %d collateral %d loss %d", c.LabN, c.Count(simulator.Recovered), c.Count(simulator.Harm), c.Count(simulator.InvalidAction), c.Count(simulator.Calls),
@@ -63,7 +63,7 @@ func TestActStudy(t *testing.T) {
 }
 
 // TestActStudyShapes runs the action task of manifests/act.yaml under the
-// four error shapes: the lab serves each (the call lines carry -32023 and
+// seven error-shape arms: the lab serves each (the call lines carry -32023 and
 // the ToolFailure classification), the acting baselines, which read no
 // annotation, give the counts TestActStudy pins, and the call lines
 // re-score to the stored rows.
@@ -85,10 +85,10 @@ func TestActStudyShapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Errors != 0 || sum.Decisions != len(m.Models)*4*len(m.Corpus.Scenarios)*m.Replicates {
+	if sum.Errors != 0 || sum.Decisions != len(m.Models)*len(study.ShapeConditions)*len(m.Corpus.Scenarios)*m.Replicates {
 		t.Fatalf("%d decisions, %d errors", sum.Decisions, sum.Errors)
 	}
-	want := map[string]string{"always_stop": "35/0", "naive_retry": "35/45", "schema_repair": "55/15"}
+	want := map[string]string{"always_stop": "35/0", "naive_retry": "35/50", "schema_repair": "55/15"}
 	for _, c := range sum.Cells {
 		if got := fmt.Sprintf("%d/%d", c.Count(simulator.Recovered), c.Count(simulator.Harm)); got != want[c.Model] {
 			t.Errorf("%s %s: recovered/harm %s, want %s", c.Model, c.Condition, got, want[c.Model])

@@ -135,11 +135,11 @@ func format(m map[study.Cause]string) string {
 func TestActBaselines(t *testing.T) {
 	want := map[string]string{
 		baseline.AlwaysStop: "authentication=0/0/0/3 idempotency=3/0/0/3 invalid_type=0/0/0/3 invalid_value=0/0/0/3 locked=0/0/0/3 partial_commit=0/0/0/3 " +
-			"rate_limit=0/0/0/3 silent_noop=1/0/0/3 stale_revision=0/0/0/3 timeout_committed=3/0/0/3 transient=0/0/0/3 unknown_tool=0/0/0/3 upstream_outage=0/0/0/3",
+			"rate_limit=0/0/0/4 silent_noop=1/0/0/3 stale_revision=0/0/0/3 timeout_committed=3/0/0/3 transient=0/0/0/3 unknown_tool=0/0/0/3 upstream_outage=0/0/0/3",
 		baseline.NaiveRetry: "authentication=0/0/0/12 idempotency=2/1/0/6(duplicate:1) invalid_type=0/0/0/12 invalid_value=0/0/0/12 locked=0/0/0/12 partial_commit=1/2/0/6(duplicate:2) " +
-			"rate_limit=0/3/0/12(collateral:3) silent_noop=1/1/0/8(duplicate:1) stale_revision=0/0/0/12 timeout_committed=1/2/0/6(duplicate:2) transient=2/0/0/9 unknown_tool=0/0/0/12 upstream_outage=0/0/0/12",
+			"rate_limit=0/4/0/16(collateral:4) silent_noop=1/1/0/8(duplicate:1) stale_revision=0/0/0/12 timeout_committed=1/2/0/6(duplicate:2) transient=2/0/0/9 unknown_tool=0/0/0/12 upstream_outage=0/0/0/12",
 		baseline.SchemaRepair: "authentication=0/0/0/3 idempotency=3/0/0/3 invalid_type=1/2/0/6(wrong_value:2) invalid_value=0/1/0/4(wrong_value:1) locked=0/0/0/3 partial_commit=0/0/0/3 " +
-			"rate_limit=0/0/0/3 silent_noop=1/0/0/3 stale_revision=0/0/0/3 timeout_committed=3/0/0/3 transient=0/0/0/3 unknown_tool=3/0/0/6 upstream_outage=0/0/0/3",
+			"rate_limit=0/0/0/4 silent_noop=1/0/0/3 stale_revision=0/0/0/3 timeout_committed=3/0/0/3 transient=0/0/0/3 unknown_tool=3/0/0/6 upstream_outage=0/0/0/3",
 	}
 	want[baseline.ReplaySame] = want[baseline.NaiveRetry] // the same client under the name
 	for _, kind := range []string{baseline.AlwaysStop, baseline.NaiveRetry, baseline.ReplaySame, baseline.SchemaRepair} {

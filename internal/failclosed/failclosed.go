@@ -215,6 +215,7 @@ var Reasons = []Reason{
 	MissingCorrelationID, InvalidAgentGuidance, InvalidRetryNotBefore,
 	IdempotencyUnknown, CapabilityFailure, GovernanceRefusal,
 	NotRateLimited, InvalidErrorObject, InvalidQuota,
+	InvalidApplied, MayBeApplied,
 	UnknownMode,
 }
 

@@ -297,8 +297,8 @@ func TestSuite(t *testing.T) {
 			t.Errorf("%s: modes %v, want both", c.ID, c.Modes)
 		}
 	}
-	if count[KindTransient] != 2 || count[KindMalformed] != 17 || count[KindControl] != 0 || count[KindCategory] != 25 || count[KindShape] != 50 {
-		t.Errorf("suite holds %v, want 2 transient, 17 malformed, 25 category and 50 shape cases", count)
+	if count[KindTransient] != 2 || count[KindMalformed] != 17 || count[KindControl] != 0 || count[KindCategory] != 25 || count[KindShape] != 55 {
+		t.Errorf("suite holds %v, want 2 transient, 17 malformed, 25 category and 55 shape cases", count)
 	}
 	if reasons[MissingContent] < 1 || reasons[InvalidContent] < 1 || reasons[TargetMismatch] != 3 || reasons[UnsafeReplay] < 1 {
 		t.Errorf("suite reasons %v lack a required case", reasons)

@@ -52,10 +52,20 @@ const (
 	InvalidErrorObject Reason = "invalid_error_object"
 	// InvalidQuota: limit or remaining is not a non-negative whole number.
 	InvalidQuota Reason = "invalid_quota"
+	// InvalidApplied: the counter-proposal's applied member is given but is
+	// not one of none, partial and unknown.
+	InvalidApplied Reason = "invalid_applied"
+	// MayBeApplied: a reliability failure is declared retryable, but the
+	// classification says the call was applied in part or may have been
+	// (applied partial or unknown), and the tool is not known to be
+	// idempotent: a replay could apply it twice.
+	MayBeApplied Reason = "may_be_applied"
 )
 
 var (
-	toolFailureMembers = set("class", "code", "retryable", "retryNotBefore", "correlationId", "agentGuidance")
+	// Note: applied is this project's counter-proposal, not PR #3313's;
+	// the client knows it, so it is no unknown member (DecideToolFailure).
+	toolFailureMembers = set("class", "code", "retryable", "retryNotBefore", "correlationId", "agentGuidance", "applied")
 	rpcErrorMembers    = set("code", "message", "data")
 	rateLimitMembers   = set("retryAfterMs", "limit", "remaining")
 )
@@ -119,6 +129,14 @@ func (c Call) legacyResult() bool { return c.Protocol != "" && c.Protocol < Resu
 // every other case stops: capability (CapabilityFailure), governance
 // (GovernanceRefusal), reliability not declared retryable (NotRetryable),
 // retryable on a tool not known to be idempotent (IdempotencyUnknown).
+//
+// The counter-proposal's applied member (study.AppliedOf; not PR #3313's),
+// when given, must be none, partial or unknown (InvalidApplied); it
+// changes one case: a retryable reliability failure of a tool not known
+// to be idempotent is retried when applied is none (nothing was applied,
+// so a replay cannot apply it twice), and stops with MayBeApplied when it
+// is partial or unknown. agentGuidance is never read: free text cannot
+// smuggle an action past the checks.
 // Codes other than the proposal's baseline are informational, as the
 // proposal requires.
 func DecideToolFailure(raw []byte, mode Mode, call Call) Decision {
@@ -166,6 +184,15 @@ func DecideToolFailure(raw []byte, mode Mode, call Call) Decision {
 			return stop(InvalidAgentGuidance, "agentGuidance is %s, not a string", kind(g))
 		}
 	}
+	var applied string
+	if v, ok := tf["applied"]; ok {
+		applied, _ = v.(string)
+		switch applied {
+		case study.AppliedNone, study.AppliedPartial, study.AppliedUnknown:
+		default:
+			return stop(InvalidApplied, "applied is %s, want %s, %s or %s", show(tf, "applied"), study.AppliedNone, study.AppliedPartial, study.AppliedUnknown)
+		}
+	}
 	retryable := false
 	if v, ok := tf["retryable"]; ok {
 		if retryable, ok = v.(bool); !ok {
@@ -199,7 +226,11 @@ func DecideToolFailure(raw []byte, mode Mode, call Call) Decision {
 		if !retryable {
 			return stop(NotRetryable, "the failure is a reliability failure but the call is not declared retryable")
 		}
-		if !call.Idempotent {
+		switch {
+		case call.Idempotent:
+		case applied == study.AppliedPartial || applied == study.AppliedUnknown:
+			return stop(MayBeApplied, "the call is declared retryable, but applied is %s and the tool is not known to be idempotent", applied)
+		case applied != study.AppliedNone:
 			return stop(IdempotencyUnknown, "the call is declared retryable but the tool is not known to be idempotent")
 		}
 		if hasNotBefore {

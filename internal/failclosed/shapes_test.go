@@ -46,13 +46,14 @@ func TestShapeSuite(t *testing.T) {
 	}
 	for _, r := range []Reason{MissingToolFailure, InvalidToolFailure, UnknownClass, MissingFailureCode, MissingCorrelationID,
 		InvalidAgentGuidance, InvalidRetryNotBefore, IdempotencyUnknown, CapabilityFailure, GovernanceRefusal,
-		NotRateLimited, InvalidErrorObject, InvalidQuota, ContradictoryRetryable, NotRetryable, MissingRetryDelay, InvalidRetryDelay} {
+		NotRateLimited, InvalidErrorObject, InvalidQuota, ContradictoryRetryable, NotRetryable, MissingRetryDelay, InvalidRetryDelay,
+		InvalidApplied, MayBeApplied} {
 		if reasons[r] == 0 {
 			t.Errorf("no shape case for reason %s", r)
 		}
 	}
-	if shapes[study.ToolFailureShape] != 31 || shapes[study.RateLimited] != 19 {
-		t.Errorf("shape cases %v, want 31 toolfailure and 19 ratelimited", shapes)
+	if shapes[study.ToolFailureShape] != 36 || shapes[study.RateLimited] != 19 {
+		t.Errorf("shape cases %v, want 36 toolfailure (5 of them the counter-proposal's applied) and 19 ratelimited", shapes)
 	}
 	var lie *Case
 	for i := range cases {

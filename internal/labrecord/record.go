@@ -254,6 +254,9 @@ func Scenario(sc *lab.Scenario, obs json.RawMessage, protocolVersion string) (st
 // parameter, the first call's tool, the token parameter's credential, or
 // the upstream dependency of the tool's server.
 func Target(sc *lab.Scenario) study.Target {
+	if sc.Class == study.RateLimit && sc.Limit == lab.LimitServer {
+		return study.Target{Kind: "tool", Name: sc.Tool} // the server's own limit on the tool
+	}
 	info, _ := sc.Class.Info()
 	switch info.TargetKind {
 	case "parameter":

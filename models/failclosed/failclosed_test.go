@@ -85,22 +85,29 @@ func TestCorpus(t *testing.T) {
 						case study.PermissionCategory:
 							want, reason = study.Authenticate, ""
 						}
-					case study.SEP2145, study.ToolFailureShape, study.ToolFailureSEP2145, study.RateLimited:
-						// The paper corpus has no rate limit; a moved
-						// protocol error alone carries no classification;
-						// a classified one decides by class and code.
-						if _, _, ok, _ := conditions.ShapeResult(s, c); ok {
+					case study.SEP2145, study.ToolFailureShape, study.ToolFailureSEP2145, study.RateLimited,
+						study.SEP2145RateLimited, study.ToolFailureGuidance, study.ToolFailureApplied:
+						// The shape replaces the observation: a JSON-RPC
+						// error is no -32023 (the paper corpus has no rate
+						// limit); a success is no error; an isError result
+						// without a classification carries nothing
+						// machine-readable; a classified one decides by
+						// class and code (agentGuidance is never read).
+						raw, label, ok, _ := conditions.ShapeResult(s, c)
+						switch {
+						case !ok:
+						case label == conditions.ShapeErrorLabel:
+							reason = "not_rate_limited"
+						case !strings.Contains(string(raw), `"isError":true`):
+							reason = "not_error_result"
+						case !c.Classifies():
 							reason = "missing_tool_failure"
-							if c != study.SEP2145 {
-								switch s.Cause {
-								case study.UnknownTool:
-									reason = "capability_failure"
-								case study.InvalidType, study.InvalidValue:
-									want, reason = study.ReviseArguments, ""
-								case study.AuthRequired:
-									want, reason = study.Authenticate, ""
-								}
-							}
+						case s.Cause == study.UnknownTool:
+							reason = "capability_failure"
+						case s.Cause == study.InvalidType || s.Cause == study.InvalidValue:
+							want, reason = study.ReviseArguments, ""
+						case s.Cause == study.AuthRequired:
+							want, reason = study.Authenticate, ""
 						}
 					case study.EnvelopeFalseReplay:
 						reason = "incompatible_policy"
