@@ -185,7 +185,7 @@ func TestRunActReference(t *testing.T) {
 		t.Errorf("render -act of R01 in the manifest's environment: %v\n%.2000s", err, out)
 	}
 	out, log, err := runCmd(t, "run", "-quiet", "-out", filepath.Join(dir, "bl"), labelFile)
-	if f := strings.Fields(lastLine(out)); err != nil || len(f) < 14 || strings.Join(f[3:5], " ") != "3 3" || f[10] != "3" || f[11] != "0" {
+	if f := strings.Fields(lastLine(out)); err != nil || len(f) < 15 || strings.Join(f[3:5], " ") != "3 3" || f[11] != "3" || f[12] != "0" {
 		t.Fatalf("a label study on the reference servers: %v\n%s%s", err, out, log)
 	}
 	// Servers that never answer within env_timeout make error decisions
@@ -223,7 +223,7 @@ func TestRunActReference(t *testing.T) {
 	// add_entity's arguments lack, and the client refuses the call: 0
 	// recovered, 1 invalid action, 3 calls (the failing ones).
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if f := strings.Fields(lines[len(lines)-1]); strings.Contains(out, "allow-proposed") || strings.Join(f[3:], " ") != "3 1 1 0 0 0 0 0 0 0 0 0 0 0 1 3 0 0 0" {
+	if f := strings.Fields(lines[len(lines)-1]); strings.Contains(out, "allow-proposed") || strings.Join(f[3:], " ") != "3 1 1 1 0 0 0 0 0 0 0 0 0 0 0 1 3 0 0 0" {
 		t.Errorf("table:\n%s", out)
 	}
 }
@@ -319,7 +319,7 @@ models:
 		t.Fatalf("%v\n%s", err, log)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if f := strings.Fields(lines[len(lines)-1]); len(f) < 17 || f[3] != "4" || f[10] != "3" || f[11] != "0" || f[16] != "0" {
+	if f := strings.Fields(lines[len(lines)-1]); len(f) < 18 || f[3] != "4" || f[11] != "3" || f[12] != "0" || f[17] != "0" {
 		t.Errorf("table:\n%s", out)
 	}
 	var rec struct {

@@ -21,6 +21,7 @@ const cells = await con.runAndReadAll(`
          count(*) FILTER (WHERE status = 'ok') AS n,
          count(*) FILTER (WHERE status = 'error') AS errors,
          coalesce(sum("strict"::INT) FILTER (WHERE status = 'ok'), 0) AS strict,
+         coalesce(sum(proven::INT) FILTER (WHERE status = 'ok'), 0) AS proven,
          coalesce(sum(cover::INT) FILTER (WHERE status = 'ok'), 0) AS cover,
          coalesce(sum(retry::INT) FILTER (WHERE status = 'ok'), 0) AS retry,
          coalesce(sum(invalid::INT) FILTER (WHERE status = 'ok'), 0) AS invalid,
