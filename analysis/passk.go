@@ -87,7 +87,8 @@ type PassK struct {
 	Estimate Num `json:"estimate"`
 	// Bootstrap is its percentile cluster-bootstrap interval (servers
 	// resampled with replacement, as the rates'); null when undefined or
-	// not computed (Accumulator.PassK).
+	// not computed: by Accumulator.PassK, or beyond k = 50 at a k the
+	// tables do not show (passKShown).
 	Bootstrap Bounds `json:"bootstrap"`
 	Scenarios int    `json:"scenarios"` // scenarios averaged: those with at least k replicates
 	Dropped   int    `json:"dropped"`   // scenarios of the cell left out: fewer than k replicates
@@ -139,14 +140,38 @@ func (s PassKSet) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// passKInput is a cell's pass^k before the bootstrap: per column it
-// has, per k, the per-server sufficient statistics (stats.PassKClusters)
-// over the servers of the cell's rates (Clusters), and the scenarios
-// left out.
+// passKBootAll is the largest k up to which every pass^k gets a
+// bootstrap interval; beyond, only the ks the tables show (passKShown)
+// do, so that the resamples kept (B per interval) do not grow with the
+// replicates.
+const passKBootAll = 50
+
+// passKBootKs are the ks of a series up to kmax that get a bootstrap
+// interval: every k up to passKBootAll, then those of passKShown.
+func passKBootKs(kmax int) []int {
+	var out []int
+	for k := 1; k <= min(kmax, passKBootAll); k++ {
+		out = append(out, k)
+	}
+	for _, k := range passKShown(kmax) {
+		if k > passKBootAll {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// passKInput is a cell's pass^k before the bootstrap, per column it
+// has: for every k, the sum over all its scenarios (one cluster, for the
+// estimate) and the scenarios left out; for the ks of passKBootKs, the
+// per-server sufficient statistics (stats.PassKClusters) over the
+// servers of the cell's rates (Clusters).
 type passKInput struct {
 	cols      []Column
-	clusters  [][][]stats.Cluster // [column][k−1][server]
+	totals    [][]stats.Cluster   // [column][k−1]
 	dropped   [][]int             // [column][k−1]
+	boot      [][]int             // [column]: the ks bootstrapped
+	clusters  [][][]stats.Cluster // [column][i][server] for k = boot[column][i]
 	scenarios int                 // the cell's scenarios
 }
 
@@ -199,18 +224,33 @@ func (a *Accumulator) passKInput(i int) passKInput {
 		if kmax == 0 {
 			continue
 		}
-		perK, dropped := stats.PassKClusters(trials, kmax)
-		for k := range dropped {
+		var all []stats.Trials // by server, as the clusters
+		for _, t := range trials {
+			all = append(all, t...)
+		}
+		ks := make([]int, kmax)
+		for k := range ks {
+			ks[k] = k + 1
+		}
+		perK, dropped := stats.PassKClusters([][]stats.Trials{all}, ks)
+		totals := make([]stats.Cluster, kmax)
+		for k := range perK {
+			totals[k] = perK[k][0]
 			dropped[k] += unplaced
 		}
+		boot := passKBootKs(kmax)
+		clusters, _ := stats.PassKClusters(trials, boot)
 		in.cols = append(in.cols, Column(col.Column().Name))
-		in.clusters = append(in.clusters, perK)
+		in.totals = append(in.totals, totals)
 		in.dropped = append(in.dropped, dropped)
+		in.boot = append(in.boot, boot)
+		in.clusters = append(in.clusters, clusters)
 	}
 	return in
 }
 
-// all lists every (column, k)'s clusters, column by column.
+// all lists the clusters of every bootstrapped (column, k), column by
+// column.
 func (in *passKInput) all() [][]stats.Cluster {
 	var out [][]stats.Cluster
 	for _, perK := range in.clusters {
@@ -219,33 +259,19 @@ func (in *passKInput) all() [][]stats.Cluster {
 	return out
 }
 
-// ratio is ΣSum/ΣN over clusters, summed in order (as the bootstrap's
-// estimate), NaN when ΣN = 0.
-func ratio(clusters []stats.Cluster) float64 {
-	var n int
-	var s float64
-	for _, c := range clusters {
-		n += c.N
-		s += c.Sum
-	}
-	if n == 0 {
-		return math.NaN()
-	}
-	return s / float64(n)
-}
-
 // finish returns the cell's pass^k set, with the bootstrap intervals ivs
 // of all() in its order (nil: none computed).
 func (in *passKInput) finish(ivs []stats.Interval) PassKSet {
 	out := make(PassKSet, 0, len(in.cols))
 	x := 0
 	for j, col := range in.cols {
-		sr := PassKSeries{Column: col, Values: make([]PassK, len(in.clusters[j]))}
-		for k, cl := range in.clusters[j] {
-			v := PassK{K: k + 1, Estimate: Num(ratio(cl)), Bootstrap: Bounds{math.NaN(), math.NaN()}, Dropped: in.dropped[j][k]}
-			for _, c := range cl {
-				v.Scenarios += c.N
+		sr := PassKSeries{Column: col, Values: make([]PassK, len(in.totals[j]))}
+		for k, t := range in.totals[j] {
+			est := math.NaN()
+			if t.N > 0 {
+				est = t.Sum / float64(t.N)
 			}
+			v := PassK{K: k + 1, Estimate: Num(est), Bootstrap: Bounds{math.NaN(), math.NaN()}, Scenarios: t.N, Dropped: in.dropped[j][k]}
 			if d := v.Dropped; d > 0 {
 				what := "replicates"
 				if col.Lab() {
@@ -254,13 +280,15 @@ func (in *passKInput) finish(ivs []stats.Interval) PassKSet {
 				v.Warnings = append(v.Warnings, stats.Warning{Kind: stats.Dropped,
 					Message: fmt.Sprintf("%d of the cell's %d scenarios have fewer than %d %s: left out of pass^%d", d, in.scenarios, k+1, what, k+1)})
 			}
+			sr.Values[k] = v
+		}
+		for _, k := range in.boot[j] {
 			if ivs != nil {
-				iv := ivs[x]
+				v, iv := &sr.Values[k-1], ivs[x]
 				v.Bootstrap = Bounds{iv.Lo, iv.Hi}
 				v.Warnings = append(v.Warnings, iv.Warnings...)
 			}
 			x++
-			sr.Values[k] = v
 		}
 		out = append(out, sr)
 	}

@@ -25,3 +25,18 @@ func TestPassKShown(t *testing.T) {
 		}
 	}
 }
+
+// TestPassKBootKs: every k up to 50 gets an interval, beyond only the
+// shown ones.
+func TestPassKBootKs(t *testing.T) {
+	if got := passKBootKs(5); !slices.Equal(got, []int{1, 2, 3, 4, 5}) {
+		t.Errorf("passKBootKs(5) = %v", got)
+	}
+	got := passKBootKs(500)
+	if len(got) != 53 || got[49] != 50 || !slices.Equal(got[50:], []int{100, 200, 500}) {
+		t.Errorf("passKBootKs(500) = %v", got)
+	}
+	if got := passKBootKs(0); len(got) != 0 {
+		t.Errorf("passKBootKs(0) = %v", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -361,4 +362,35 @@ func BenchmarkAccumulate(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(rows)), "ns/row")
+}
+
+// TestPassKManyReplicates: with 60 replicates every k has an estimate,
+// and the ks up to 50 and those the table shows (60) an interval; the
+// others' is null, so that the intervals drawn do not grow with the
+// replicates.
+func TestPassKManyReplicates(t *testing.T) {
+	var rows []results.Row
+	for s := range 8 {
+		for rep := int64(1); rep <= 60; rep++ {
+			u := unit{server: fmt.Sprintf("P%d", s%4), scenario: fmt.Sprintf("S%d", s), rep: rep}
+			rows = append(rows, row("m", study.Normalized, u, rep%int64(s+2) != 0, true))
+		}
+	}
+	an, err := accumulate(rows).Analyze(context.Background(), analysis.Options{B: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr := an.Cells[0].PassK.Of(analysis.Strict)
+	if sr == nil || len(sr.Values) != 60 {
+		t.Fatalf("pass^k %+v", sr)
+	}
+	trials := trialsOf(rows, simulator.Strict)
+	for _, v := range sr.Values {
+		if !closeRel(float64(v.Estimate), exactPassK(trials, v.K), 1e-13) {
+			t.Errorf("pass^%d = %v, want %v", v.K, v.Estimate, exactPassK(trials, v.K))
+		}
+		if want := v.K <= 50 || v.K == 60; v.Bootstrap.Defined() != want {
+			t.Errorf("pass^%d: interval %v, want one: %v", v.K, v.Bootstrap, want)
+		}
+	}
 }

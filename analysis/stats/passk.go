@@ -93,42 +93,51 @@ type Trials struct {
 	C int // trials that succeeded, 0 ≤ C ≤ N
 }
 
-// PassKClusters returns, for k = 1..kmax, the per-cluster sufficient
-// statistics of pass^k over tasks (for ClusterBootstrap): perK[k−1][j]
-// has N = the tasks of cluster j with at least k trials and Sum = their
-// PassHatK(N, C, k), so that ΣSum/ΣN is the mean of pass^k over those
-// tasks, each task weighing the same whatever its number of trials.
-// dropped[k−1] counts the tasks left out at k: fewer than k trials, or
-// counts out of range (C < 0 or C > N). Each distinct (N, C) is
-// evaluated once.
+// PassKClusters returns, for each k of ks, the per-cluster sufficient
+// statistics of pass^k over tasks (for ClusterBootstrap): perK[i][j] has
+// N = the tasks of cluster j with at least ks[i] trials and Sum = their
+// PassHatK(N, C, ks[i]), so that ΣSum/ΣN is the mean of pass^k over
+// those tasks, each task weighing the same whatever its number of
+// trials. dropped[i] counts the tasks left out at ks[i]: fewer than
+// ks[i] trials, or counts out of range (C < 0 or C > N); a k below 1
+// leaves every task out. Time O(Σ min(N, max ks)) over the tasks,
+// memory O(len(ks) × len(clusters) + max ks).
 //
 // Note: a task with fewer than k trials has no unbiased estimate of
 // pass^k, so it is left out rather than estimated from its own fewer
 // trials; the caller says so (a Dropped warning on the value).
-func PassKClusters(clusters [][]Trials, kmax int) (perK [][]Cluster, dropped []int) {
-	if kmax < 1 {
-		return nil, nil
+func PassKClusters(clusters [][]Trials, ks []int) (perK [][]Cluster, dropped []int) {
+	perK = make([][]Cluster, len(ks))
+	for i := range perK {
+		perK[i] = make([]Cluster, len(clusters))
 	}
-	perK = make([][]Cluster, kmax)
-	for k := range perK {
-		perK[k] = make([]Cluster, len(clusters))
+	dropped = make([]int, len(ks))
+	kmax := 0
+	for _, k := range ks {
+		kmax = max(kmax, k)
 	}
-	dropped = make([]int, kmax)
-	memo := map[Trials][]float64{}
+	at := make([][]int, kmax+1) // k → its indices in ks
+	for i, k := range ks {
+		if k >= 1 {
+			at[k] = append(at[k], i)
+		}
+	}
 	for j, tasks := range clusters {
 		for _, t := range tasks {
-			est, ok := memo[t]
-			if !ok {
-				est = PassHatKs(t.N, t.C)
-				memo[t] = est
+			n := 0
+			if t.N >= 1 && t.C >= 0 && t.C <= t.N {
+				n = min(t.N, kmax)
+				passHat(t.N, t.C, n, func(k int, p float64) {
+					for _, i := range at[k] {
+						perK[i][j].N++
+						perK[i][j].Sum += p
+					}
+				})
 			}
-			for k := range kmax {
-				if k >= len(est) {
-					dropped[k]++
-					continue
+			for i, k := range ks {
+				if k < 1 || k > n {
+					dropped[i]++
 				}
-				perK[k][j].N++
-				perK[k][j].Sum += est[k]
 			}
 		}
 	}

@@ -142,7 +142,7 @@ func TestPassKClusters(t *testing.T) {
 		{},               // a cluster without tasks
 		{{5, 1}, {6, 7}}, // C > N: dropped everywhere
 	}
-	perK, dropped := stats.PassKClusters(clusters, 5)
+	perK, dropped := stats.PassKClusters(clusters, []int{1, 2, 3, 4, 5})
 	if len(perK) != 5 || len(dropped) != 5 {
 		t.Fatalf("%d ks, %d dropped", len(perK), len(dropped))
 	}
@@ -167,13 +167,26 @@ func TestPassKClusters(t *testing.T) {
 			t.Errorf("k %d: %d dropped, want %d", k, dropped[k-1], wantDropped)
 		}
 	}
+	// Some ks, in any order, repeated, or out of range.
+	some, someDropped := stats.PassKClusters(clusters, []int{5, 2, 0, 2, 9})
+	for i, k := range []int{5, 2, 0, 2, 9} {
+		for j := range clusters {
+			want, wantDropped := stats.Cluster{}, 5 // every task
+			if k >= 1 && k <= 5 {
+				want, wantDropped = perK[k-1][j], dropped[k-1]
+			}
+			if some[i][j] != want || someDropped[i] != wantDropped {
+				t.Errorf("ks[%d] = %d, cluster %d: %+v (%d dropped), want %+v (%d)", i, k, j, some[i][j], someDropped[i], want, wantDropped)
+			}
+		}
+	}
 	// Equal trials everywhere: pass^1 is the pooled rate.
-	perK, _ = stats.PassKClusters([][]stats.Trials{{{5, 2}, {5, 4}}, {{5, 0}}}, 1)
+	perK, _ = stats.PassKClusters([][]stats.Trials{{{5, 2}, {5, 4}}, {{5, 0}}}, []int{1})
 	iv := stats.ClusterBootstrap(perK[0], stats.Options{B: 100})
 	if !closeRel(iv.Estimate, 6.0/15, 1e-15) {
 		t.Errorf("pass^1 %v, want the pooled rate 6/15", iv.Estimate)
 	}
-	if p, d := stats.PassKClusters(clusters, 0); p != nil || d != nil {
-		t.Error("kmax 0 gives clusters")
+	if p, d := stats.PassKClusters(clusters, nil); len(p) != 0 || len(d) != 0 {
+		t.Error("no ks gives clusters")
 	}
 }
