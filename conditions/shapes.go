@@ -84,24 +84,43 @@ type wireObservation struct {
 // Success-shaped results keep their content: no proposal touches a result
 // the server reports as a success.
 func ShapeResult(s *study.Scenario, c study.Condition) (raw json.RawMessage, label string, ok bool, err error) {
+	sh, err := shape(s, c)
+	return sh.raw, sh.label, sh.ok, err
+}
+
+// shaped is what shape returns: ShapeResult's values, and which of the
+// arm's parts changed the record.
+type shaped struct {
+	raw   json.RawMessage
+	label string
+	ok    bool
+	// moved: a JSON-RPC error became an isError result (SEP-2145);
+	// classified: the result carries the ToolFailure classification;
+	// rateLimited: the failure is SEP-3304's -32023 error.
+	moved, classified, rateLimited bool
+}
+
+// shape is ShapeResult, saying which of the arm's parts acted.
+func shape(s *study.Scenario, c study.Condition) (sh shaped, err error) {
 	if !c.Shape() {
-		return nil, "", false, fmt.Errorf("%s is not an error-shape condition", c)
+		return sh, fmt.Errorf("%s is not an error-shape condition", c)
 	}
 	var w wireObservation
 	dec := json.NewDecoder(bytes.NewReader(s.Observation))
 	dec.UseNumber()
 	if err := dec.Decode(&w); err != nil {
-		return nil, "", false, fmt.Errorf("scenario %s: observation: %w", s.ID, err)
+		return sh, fmt.Errorf("scenario %s: observation: %w", s.ID, err)
 	}
 	msg, answered := s.FailureMessage()
 	if !answered {
-		return nil, "", false, nil
+		return sh, nil
 	}
 	if c.RateLimits() && OwnRateLimit(s) && s.Surface != study.SuccessShaped {
 		if wait, ok := study.AnnouncedWait([]byte(msg)); ok {
 			data, _ := json.Marshal(rateLimitData{RetryAfterMs: wait.Milliseconds()})
-			raw, err = json.Marshal(rpcError{Code: json.Number(fmt.Sprint(study.RateLimitedCode)), Message: msg, Data: data})
-			return raw, ShapeErrorLabel, err == nil, err
+			sh.raw, err = json.Marshal(rpcError{Code: json.Number(fmt.Sprint(study.RateLimitedCode)), Message: msg, Data: data})
+			sh.label, sh.ok, sh.rateLimited = ShapeErrorLabel, err == nil, err == nil
+			return sh, err
 		}
 	}
 	var res shapeResult
@@ -110,13 +129,15 @@ func ShapeResult(s *study.Scenario, c study.Condition) (raw json.RawMessage, lab
 		t := true
 		text, _ := json.Marshal(textBlock{Type: "text", Text: msg})
 		res = shapeResult{IsError: &t, Content: []json.RawMessage{text}}
+		sh.moved = true
 	case w.Exception != nil:
 		e := w.Exception.Error
 		if isContract(e.Data) {
 			e.Data = nil
 		}
-		raw, err = json.Marshal(e)
-		return raw, ShapeErrorLabel, err == nil, err
+		sh.raw, err = json.Marshal(e)
+		sh.label, sh.ok = ShapeErrorLabel, err == nil
+		return sh, err
 	case w.Result != nil:
 		r := w.Result
 		res = shapeResult{IsError: r.IsError, Content: []json.RawMessage{}, Meta: r.Meta}
@@ -129,7 +150,7 @@ func ShapeResult(s *study.Scenario, c study.Condition) (raw json.RawMessage, lab
 			res.StructuredContent = r.StructuredContent
 		}
 	default:
-		return nil, "", false, fmt.Errorf("scenario %s: the observation is neither a result nor an exception", s.ID)
+		return sh, fmt.Errorf("scenario %s: the observation is neither a result nor an exception", s.ID)
 	}
 	res.ResultType = "complete"
 	if c.Classifies() && res.IsError != nil && *res.IsError {
@@ -147,10 +168,15 @@ func ShapeResult(s *study.Scenario, c study.Condition) (raw json.RawMessage, lab
 			}
 			meta[study.ToolFailureKey] = &tf
 			res.Meta = meta
+			sh.classified = true
 		}
 	}
-	raw, err = json.Marshal(res)
-	return raw, ShapeResultLabel, err == nil, err
+	sh.raw, err = json.Marshal(res)
+	sh.label, sh.ok = ShapeResultLabel, err == nil
+	if err != nil {
+		sh.moved, sh.classified = false, false
+	}
+	return sh, err
 }
 
 // OwnRateLimit reports whether scenario s's failure is the server's own
