@@ -27,7 +27,7 @@ func TestEncodeState(t *testing.T) {
 	}
 	defer l.Close()
 	l.SetMessages(msgs)
-	l.SetDefaults(NewDefaults(1, nil))
+	l.SetDefaults(NewDefaults(1, nil, nil))
 	line := func(c Call, compact bool) []byte {
 		env := *c.Env
 		env.Compact = compact

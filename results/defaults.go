@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/mcpstress/stress/conditions"
 	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
@@ -21,23 +22,31 @@ import (
 // together), its seed when it
 // is the one derived from the study seed (simulator.Seed), and its turn
 // when it is 0: together about a fifth of a line. defaults.json holds the
-// scenario fields and the study seed; it is written once, before the
-// first call line, and never changes. A line whose fields are not the
-// table's carries them.
+// scenario fields and the study seed, and which of the study's conditions
+// express each scenario (for the like-for-like contrasts of analysis); it
+// is written once, before the first call line, and never changes. A line
+// whose fields are not the table's carries them.
 
 // DefaultsFile is the name of the defaults table inside a bundle.
 const DefaultsFile = "defaults.json"
 
-// Defaults is what the call lines of a bundle leave out.
+// Defaults is what the call lines of a bundle leave out, and which of
+// the study's conditions express each scenario.
 type Defaults struct {
 	// Seed is the study seed a line's seed is derived from.
 	Seed uint64 `json:"seed"`
+	// Conditions are the study's conditions, whose expression of each
+	// scenario the table records (ScenarioFields.Unexpressed). Absent in
+	// a table written before it recorded them (and in one results.Upgrade
+	// wrote): then no scenario is known to be unexpressed, and every
+	// contrast pairs every scenario.
+	Conditions []study.Condition `json:"conditions,omitempty"`
 	// Scenarios are the fields of each scenario's lines, by scenario id.
 	Scenarios map[string]ScenarioFields `json:"scenarios"`
 }
 
 // ScenarioFields are the fields a call line leaves out when they are its
-// scenario's.
+// scenario's, and the conditions that do not express the scenario.
 type ScenarioFields struct {
 	Server    string       `json:"server"`
 	Preferred study.Policy `json:"preferred"`
@@ -45,16 +54,41 @@ type ScenarioFields struct {
 	// when it declares none.
 	PreferredSet []study.Policy `json:"preferred_policies,omitempty"`
 	NonHarm      []study.Policy `json:"non_harm"`
+	// Unexpressed are the study's conditions (Defaults.Conditions) whose
+	// rendering of the scenario does not carry what defines them
+	// (conditions.Expresses), in the study's order; absent when every one
+	// does. A like-for-like contrast leaves the scenario out
+	// (docs/error-shapes.md). No call line carries it.
+	Unexpressed []study.Condition `json:"unexpressed,omitempty"`
 }
 
-// NewDefaults is the defaults table of a study with seed and scenarios.
-func NewDefaults(seed uint64, scenarios []study.Scenario) *Defaults {
-	d := &Defaults{Seed: seed, Scenarios: make(map[string]ScenarioFields, len(scenarios))}
+// NewDefaults is the defaults table of a study with seed, scenarios and
+// conditions conds: each scenario's fields, and the conditions of conds
+// that do not express it (conditions.Unexpressed).
+func NewDefaults(seed uint64, scenarios []study.Scenario, conds []study.Condition) *Defaults {
+	d := &Defaults{Seed: seed, Conditions: slices.Clone(conds), Scenarios: make(map[string]ScenarioFields, len(scenarios))}
 	for i := range scenarios {
 		s := &scenarios[i]
-		d.Scenarios[s.ID] = ScenarioFields{Server: s.Server, Preferred: s.Preferred, PreferredSet: s.PreferredSet, NonHarm: s.NonHarm}
+		d.Scenarios[s.ID] = ScenarioFields{Server: s.Server, Preferred: s.Preferred, PreferredSet: s.PreferredSet, NonHarm: s.NonHarm,
+			Unexpressed: conditions.Unexpressed(s, conds)}
 	}
 	return d
+}
+
+// Coverage reports whether d records which conditions express each
+// scenario (a table written before it did, or by results.Upgrade, does
+// not).
+func (d *Defaults) Coverage() bool { return len(d.Conditions) > 0 }
+
+// WithoutCoverage returns a copy of d that records no coverage: the
+// table of a bundle merged from shards of which some do not record it.
+func (d *Defaults) WithoutCoverage() *Defaults {
+	e := &Defaults{Seed: d.Seed, Scenarios: make(map[string]ScenarioFields, len(d.Scenarios))}
+	for id, f := range d.Scenarios {
+		f.Unexpressed = nil
+		e.Scenarios[id] = f
+	}
+	return e
 }
 
 // LoadDefaults reads a defaults.json file.
@@ -83,7 +117,8 @@ func LoadDefaults(file string) (*Defaults, error) {
 // KeepDefaults makes file hold d: it writes d when the file is missing or
 // torn (not JSON: a crash after a write that was not fsynced), and
 // otherwise requires the file to hold d already (a resumed or merged
-// bundle's table never changes). sync says whether to fsync what it
+// bundle's table never changes; Same), keeping a table written before
+// tables recorded coverage as it is. sync says whether to fsync what it
 // writes: a run need not, since d is derived from the study, which every
 // resume loads, checks and keeps the table from again; a merged bundle
 // has nothing to rebuild it from. wrote says it wrote the file.
@@ -101,17 +136,29 @@ func KeepDefaults(file string, d *Defaults, sync bool) (wrote bool, err error) {
 
 // Same returns an error naming the first difference between d and e, the
 // tables of two bundles that must be one study (file labels the error).
+// The conditions that express each scenario are compared only when both
+// tables record them (Coverage): a table written before they were
+// recorded is the same study's, without them.
 func (d *Defaults) Same(e *Defaults, file string) error {
 	if d.Seed != e.Seed {
 		return fmt.Errorf("%s: study seed %d, but this study's is %d", file, d.Seed, e.Seed)
+	}
+	both := d.Coverage() && e.Coverage()
+	if both && !slices.Equal(d.Conditions, e.Conditions) {
+		return fmt.Errorf("%s: conditions %v, but this study's are %v", file, d.Conditions, e.Conditions)
 	}
 	ids := slices.AppendSeq(slices.Collect(maps.Keys(d.Scenarios)), maps.Keys(e.Scenarios))
 	slices.Sort(ids)
 	for _, id := range slices.Compact(ids) {
 		a, inD := d.Scenarios[id]
 		b, inE := e.Scenarios[id]
+		ua, ub := a.Unexpressed, b.Unexpressed
+		a.Unexpressed, b.Unexpressed = nil, nil
 		if !inD || !inE || !reflect.DeepEqual(a, b) {
 			return fmt.Errorf("%s: scenario %s is %+v there, but this study's is %+v", file, id, a, b)
+		}
+		if both && !slices.Equal(ua, ub) {
+			return fmt.Errorf("%s: scenario %s is not expressed by %v there, but by %v in this study (conditions.Expresses changed since the bundle was written?)", file, id, ua, ub)
 		}
 	}
 	return nil

@@ -39,7 +39,7 @@ func TestCompactRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl.SetMessages(ml)
-	d := results.NewDefaults(1, m.Corpus.Scenarios)
+	d := results.NewDefaults(1, m.Corpus.Scenarios, m.Conditions)
 	if _, err := results.KeepDefaults(filepath.Join(dir, results.DefaultsFile), d, true); err != nil {
 		t.Fatal(err)
 	}

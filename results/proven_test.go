@@ -56,7 +56,7 @@ func TestProvenRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			cl.SetMessages(ml)
-			d := results.NewDefaults(1, []study.Scenario{tc.defaults})
+			d := results.NewDefaults(1, []study.Scenario{tc.defaults}, nil)
 			if _, err := results.KeepDefaults(filepath.Join(dir, results.DefaultsFile), d, true); err != nil {
 				t.Fatal(err)
 			}

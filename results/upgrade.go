@@ -127,7 +127,10 @@ func outside(out, dir string) error {
 
 // oldDefaults is the defaults table of the old bundle whose calls.jsonl
 // is file: the study seed and, for each scenario, the fields of its first
-// call line (every line of a scenario has the same).
+// call line (every line of a scenario has the same). It records no
+// coverage (Defaults.Coverage): the old bundle's renderings are not at
+// hand, so no scenario is known to be unexpressed and every contrast
+// pairs every scenario, as when the bundle was written.
 func oldDefaults(file string, rec *Record) (*Defaults, error) {
 	d := &Defaults{Seed: rec.Manifest.Seed, Scenarios: map[string]ScenarioFields{}}
 	err := eachLine(file, func(b []byte, line int, _ bool) error {

@@ -246,22 +246,28 @@ func Merge(ctx context.Context, out string, dirs []string, opt MergeOptions) (*r
 var mergeOwned = outdir.Names(results.LockFile)
 
 // mergeDefaults is the defaults table of the shards in dirs, which must
-// all have the same.
+// all have the same (results.Defaults.Same). It records which conditions
+// express each scenario only when every shard's does: a shard written
+// before tables recorded it leaves the merged bundle without it, as that
+// shard is.
 func mergeDefaults(dirs []string) (*results.Defaults, error) {
 	var d *results.Defaults
+	coverage := true
 	for _, dir := range dirs {
 		file := filepath.Join(dir, results.DefaultsFile)
 		e, err := results.LoadDefaults(file)
-		switch {
-		case err != nil:
+		if err != nil {
 			return nil, err
-		case d == nil:
-			d = e
-		default:
-			if err := e.Same(d, file); err != nil {
-				return nil, err
-			}
 		}
+		coverage = coverage && e.Coverage()
+		if d == nil {
+			d = e
+		} else if err := e.Same(d, file); err != nil {
+			return nil, err
+		}
+	}
+	if d != nil && !coverage {
+		d = d.WithoutCoverage()
 	}
 	return d, nil
 }

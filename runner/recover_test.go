@@ -36,7 +36,7 @@ func TestRecover(t *testing.T) {
 	// The lines leave out their scenario fields and seeds, which are
 	// here, and refer to no message (a bundle's table is there, empty).
 	os.WriteFile(filepath.Join(dir, results.MessagesFile), nil, 0o644)
-	if _, err := results.KeepDefaults(filepath.Join(dir, results.DefaultsFile), results.NewDefaults(m.Seed, m.Corpus.Scenarios), true); err != nil {
+	if _, err := results.KeepDefaults(filepath.Join(dir, results.DefaultsFile), results.NewDefaults(m.Seed, m.Corpus.Scenarios, m.Conditions), true); err != nil {
 		t.Fatal(err)
 	}
 	p := &Plan{m: m}

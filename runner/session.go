@@ -116,7 +116,7 @@ func (s *session) record(last bool) error {
 // the same study, writes it again before reading a line. wrote says it
 // wrote the file.
 func (s *session) keepDefaults() (wrote bool, err error) {
-	s.defaults = results.NewDefaults(s.p.m.Seed, s.p.m.Corpus.Scenarios)
+	s.defaults = results.NewDefaults(s.p.m.Seed, s.p.m.Corpus.Scenarios, s.p.m.Conditions)
 	return results.KeepDefaults(filepath.Join(s.dir, results.DefaultsFile), s.defaults, false)
 }
 

@@ -1,0 +1,96 @@
+package results_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mcpstress/stress/manifests"
+	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/study"
+)
+
+// TestDefaultsCoverage: the defaults table records the study's conditions
+// and, per scenario, those that do not express it (absent when every one
+// does); Same compares them only when both tables record them, so a
+// table written before they were recorded stays the same study's, and
+// KeepDefaults keeps such a table as it is.
+func TestDefaultsCoverage(t *testing.T) {
+	m, err := manifests.LoadBuiltin("error-shapes.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := results.NewDefaults(m.Seed, m.Corpus.Scenarios, m.Conditions)
+	if !d.Coverage() || !slices.Equal(d.Conditions, m.Conditions) {
+		t.Fatalf("conditions %v, want %v", d.Conditions, m.Conditions)
+	}
+	for id, want := range map[string][]study.Condition{
+		"X01": {study.SEP2145, study.RateLimited},                                                                   // an upstream outage's isError result: classified only
+		"X22": {study.Category, study.SEP2145, study.ToolFailureShape, study.RateLimited, study.ToolFailureSEP2145}, // success-shaped
+		"X40": {study.ToolFailureShape},                                                                             // the server's own rate limit as a JSON-RPC error
+		"X29": {study.Category, study.SEP2145, study.RateLimited},                                                   // an unknown tool as an isError result
+	} {
+		if got := d.Scenarios[id].Unexpressed; !slices.Equal(got, want) {
+			t.Errorf("%s: unexpressed %v, want %v", id, got, want)
+		}
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, results.DefaultsFile)
+	if wrote, err := results.KeepDefaults(file, d, true); err != nil || !wrote {
+		t.Fatal(wrote, err)
+	}
+	// ratelimited expresses X40 alone: every scenario has the member; a
+	// study of conditions that express every scenario has none.
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(raw, []byte(`"unexpressed"`)); n != len(d.Scenarios) {
+		t.Errorf("%d of %d scenarios have an unexpressed member", n, len(d.Scenarios))
+	}
+	var plain bytes.Buffer
+	all := results.NewDefaults(m.Seed, m.Corpus.Scenarios, []study.Condition{study.Normalized, study.Structured})
+	if err := json.NewEncoder(&plain).Encode(all); err != nil || bytes.Contains(plain.Bytes(), []byte("unexpressed")) || !all.Coverage() {
+		t.Errorf("a study whose conditions express every scenario: %v\n%s", err, plain.Bytes())
+	}
+	back, err := results.LoadDefaults(file)
+	if err != nil || back.Same(d, file) != nil || !slices.Equal(back.Conditions, d.Conditions) {
+		t.Fatalf("read back: %v", err)
+	}
+
+	// A table written before coverage was recorded: the same study's
+	// either way, and kept as it is.
+	old := d.WithoutCoverage()
+	if old.Coverage() || old.Same(d, "old") != nil || d.Same(old, "new") != nil {
+		t.Errorf("a table without coverage is not the same study's: %v, %v", old.Same(d, "old"), d.Same(old, "new"))
+	}
+	oldFile := filepath.Join(t.TempDir(), results.DefaultsFile)
+	if _, err := results.KeepDefaults(oldFile, old, true); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(oldFile)
+	if wrote, err := results.KeepDefaults(oldFile, d, false); err != nil || wrote {
+		t.Errorf("keeping the new table over the old: wrote %v, %v", wrote, err)
+	}
+	if after, _ := os.ReadFile(oldFile); !bytes.Equal(before, after) || bytes.Contains(after, []byte("unexpressed")) {
+		t.Error("the old table was rewritten")
+	}
+
+	// Two tables that both record coverage must agree on it, naming the
+	// scenario or the conditions.
+	other := results.NewDefaults(m.Seed, m.Corpus.Scenarios, m.Conditions)
+	f := other.Scenarios["X40"]
+	f.Unexpressed = nil
+	other.Scenarios["X40"] = f
+	if err := other.Same(d, "b/defaults.json"); err == nil || !strings.Contains(err.Error(), "scenario X40 is not expressed by [] there, but by [toolfailure]") {
+		t.Errorf("changed coverage: %v", err)
+	}
+	fewer := results.NewDefaults(m.Seed, m.Corpus.Scenarios, m.Conditions[:3])
+	if err := fewer.Same(d, "b/defaults.json"); err == nil || !strings.Contains(err.Error(), "b/defaults.json: conditions [normalized structured category]") {
+		t.Errorf("other conditions: %v", err)
+	}
+}
