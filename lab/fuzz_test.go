@@ -57,7 +57,7 @@ func FuzzTools(f *testing.F) {
 		checkResponse(t, l.Call(name, args))
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // a held answer (timeout_committed) returns at once
-		res, err := answer(ctx, l, name, args)
+		res, err := answer(ctx, l, name, args, "")
 		var rpc *jsonrpc.Error
 		switch {
 		case err == nil && res == nil:

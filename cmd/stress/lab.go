@@ -157,7 +157,7 @@ func serveHTTP(ctx context.Context, srv *mcp.Server, addr, what, clock string, s
 		return fmt.Errorf("lab serve: flag -http: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	mux.Handle("/mcp", lab.NewHTTPHandler(srv))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stderr, "stress lab: serving %s on http://%s/mcp, %s, seed %d\n", what, ln.Addr(), clock, seed)
 	done := make(chan error, 1)
