@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstress/stress/conditions"
 	"github.com/mcpstress/stress/internal/inspect"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/study"
@@ -330,5 +331,98 @@ func TestREADMEInspectScores(t *testing.T) {
 	}
 	if w := strings.Join(want, ", ") + "."; line != w {
 		t.Errorf("README.md lists the scores\n%s\nstress export writes\n%s", line, w)
+	}
+}
+
+// TestREADMEShapeResults checks the README's table of the error-shape
+// arms against a run of manifests/error-shapes.yaml: for each condition
+// named in a row, the failures it carries (conditions.Expresses over the
+// manifest's corpus), and the fail-closed client's decided (Cover),
+// recovered and harmed decisions.
+func TestREADMEShapeResults(t *testing.T) {
+	_, rest, ok := strings.Cut(readDoc(t, "README.md"), "| condition | carries (of 40) | fail-closed decides | recovered | harm |\n|---|---|---|---|---|\n")
+	if !ok {
+		t.Fatal("README.md has no table of the error-shape arms")
+	}
+	m, err := manifests.LoadBuiltin("error-shapes.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, log, err := runCmd(t, "run", "-quiet", "-out", filepath.Join(t.TempDir(), "run"), "../../manifests/error-shapes.yaml")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	lines := strings.Split(got, "\n")
+	head := strings.Fields(lines[0])
+	col := func(name string) int { return slices.Index(head, name) }
+	cell := regexp.MustCompile("`([a-z0-9_+]+)`")
+	first := regexp.MustCompile(`^\s*(\d+)`)
+	seen := map[study.Condition]bool{}
+	for _, l := range strings.Split(rest, "\n") {
+		if !strings.HasPrefix(l, "|") {
+			break
+		}
+		cols := strings.Split(strings.Trim(l, "|"), "|")
+		for _, mm := range cell.FindAllStringSubmatch(cols[0], -1) {
+			c := study.Condition(mm[1])
+			seen[c] = true
+			carries := 0
+			for i := range m.Corpus.Scenarios {
+				if conditions.Expresses(&m.Corpus.Scenarios[i], c) {
+					carries++
+				}
+			}
+			var row []string
+			for _, ln := range lines {
+				if f := strings.Fields(ln); len(f) > 3 && f[0] == "fail_closed" && f[2] == string(c) {
+					row = f
+				}
+			}
+			if row == nil {
+				t.Errorf("%s: no fail_closed row in the run", c)
+				continue
+			}
+			want := []string{strconv.Itoa(carries), row[col("Cover")], row[col("Recovered")], row[col("Harm")]}
+			for i, w := range want {
+				if g := first.FindStringSubmatch(cols[i+1]); g == nil || g[1] != w {
+					t.Errorf("%s: README row %q, column %d: want %s", c, l, i+1, w)
+				}
+			}
+		}
+	}
+	for _, c := range m.Conditions {
+		if !seen[c] {
+			t.Errorf("condition %s of error-shapes.yaml is not in the README's table", c)
+		}
+	}
+}
+
+// TestShapeDocCommands runs every stress render command that the README
+// and docs/error-shapes.md show (a command may break across lines; usage
+// lines with [options] aside), with
+// the manifests of the clone: each must succeed and print the messages.
+func TestShapeDocCommands(t *testing.T) {
+	span := regexp.MustCompile("`(stress render [^`]+)`")
+	n := 0
+	for _, doc := range []string{"README.md", "docs/error-shapes.md"} {
+		for _, m := range span.FindAllStringSubmatch(readDoc(t, doc), -1) {
+			if strings.ContainsAny(m[1], "[]") {
+				continue // a usage line, not a command
+			}
+			args := strings.Fields(m[1])[1:]
+			for i, a := range args {
+				if strings.HasPrefix(a, "manifests/") {
+					args[i] = "../../" + a
+				}
+			}
+			out, log, err := runCmd(t, args...)
+			if err != nil || !strings.Contains(out, "--- user ---") {
+				t.Errorf("%s: %s: %v\n%s", doc, m[1], err, log)
+			}
+			n++
+		}
+	}
+	if n < 2 {
+		t.Errorf("only %d commands run", n)
 	}
 }
