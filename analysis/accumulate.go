@@ -71,6 +71,14 @@ type Accumulator struct {
 	// provenWide says some decision's scenario declares a proven
 	// preferred set wider than its preferred policy (NoteProvenSet).
 	provenWide bool
+
+	// covered has bit i set for each condition i of study.AllConditions
+	// whose expression of each scenario the bundle records
+	// (NoteCoverage); unexpressed holds, by scenario id, the bits of the
+	// covered conditions that do not express the scenario (only scenarios
+	// with some: 8 bytes and the id each, never per decision).
+	covered     uint64
+	unexpressed map[string]uint64
 }
 
 // Arm is one (model, prompt) of a bundle: the unit within which conditions
@@ -211,6 +219,52 @@ func (a *Accumulator) NoteProvenSet(set []study.Policy) {
 	if len(set) > 1 {
 		a.provenWide = true
 	}
+}
+
+// NoteCoverage records which of the study's conditions express each
+// scenario, as the bundle's defaults table d holds it
+// (results.ScenarioFields.Unexpressed): a like-for-like contrast
+// (PairSpec.LikeForLike) pairs only the scenarios both of its conditions
+// express, and Analysis.Coverage lists the conditions that do not express
+// every scenario. A table that records none (nil, or written before
+// tables did: results.Defaults.Coverage) restricts nothing.
+func (a *Accumulator) NoteCoverage(d *results.Defaults) {
+	if d == nil || !d.Coverage() {
+		return
+	}
+	for _, c := range d.Conditions {
+		if i := condIndex(c); i >= 0 {
+			a.covered |= 1 << i
+		}
+	}
+	for id, f := range d.Scenarios {
+		var m uint64
+		for _, c := range f.Unexpressed {
+			if i := condIndex(c); i >= 0 {
+				m |= 1 << i
+			}
+		}
+		if m &= a.covered; m != 0 {
+			if a.unexpressed == nil {
+				a.unexpressed = map[string]uint64{}
+			}
+			a.unexpressed[id] = m
+		}
+	}
+}
+
+// unexpressedMasks returns, by scenario index, the bits of the
+// conditions that do not express the scenario; nil when none is known
+// not to express any scenario.
+func (a *Accumulator) unexpressedMasks() []uint64 {
+	if len(a.unexpressed) == 0 {
+		return nil
+	}
+	m := make([]uint64, len(a.scenarios.names))
+	for i, id := range a.scenarios.names {
+		m[i] = a.unexpressed[id]
+	}
+	return m
 }
 
 // Add counts one decision row. A row with an unknown condition is counted

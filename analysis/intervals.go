@@ -102,8 +102,12 @@ type Analysis struct {
 	// IntervalClopperPearson (the cells' "wilson" or "clopper_pearson").
 	Interval string      `json:"interval"`
 	Cells    []CellStats `json:"cells"`
-	Family   FamilyInfo  `json:"family"`
-	Pairs    []Pair      `json:"pairs"`
+	// Coverage lists the bundle's conditions that do not express every
+	// one of its scenarios (absent when each expresses every one, or
+	// the bundle does not record it).
+	Coverage []Coverage `json:"coverage,omitempty"`
+	Family   FamilyInfo `json:"family"`
+	Pairs    []Pair     `json:"pairs"`
 	// Caveats are statements about the design that qualify every interval
 	// and test (few clusters), computed from the bundle.
 	Caveats []string `json:"caveats,omitempty"`
@@ -329,6 +333,7 @@ func (a *Accumulator) Analyze(ctx context.Context, opt Options) (*Analysis, erro
 		return nil, err
 	}
 	an.Pairs = pairs
+	an.Coverage = a.coverage()
 	an.Family = adjust(an.Pairs, opt.Family)
 	if c := ClusterCaveat(len(a.servers.names)); c != "" {
 		an.Caveats = append(an.Caveats, c)

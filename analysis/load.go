@@ -49,7 +49,13 @@ func LoadBundleEach(ctx context.Context, dir string, log io.Writer, each func(*r
 		return nil, err
 	}
 	defer f.Close()
+	// The defaults table says which conditions express each scenario
+	// (like-for-like contrasts). Read loads it again for the lines and
+	// reports a table it cannot read, as it did before the table held
+	// more than what lines leave out; without one, nothing is restricted.
+	defaults, _ := results.LoadDefaults(filepath.Join(dir, results.DefaultsFile))
 	ld := &Loaded{Acc: NewAccumulator()}
+	ld.Acc.NoteCoverage(defaults)
 	// A file written before some outcome columns existed is compared
 	// without them; the counts are the calls' (they have every column).
 	// An unreadable file is reported by the Parquet pass.
@@ -107,6 +113,7 @@ func LoadBundleEach(ctx context.Context, dir string, log io.Writer, each func(*r
 	wide := ld.Acc.provenWide
 	ld.Acc = NewAccumulator()
 	ld.Acc.provenWide = wide
+	ld.Acc.NoteCoverage(defaults)
 	for i := range rows {
 		ld.Acc.Add(&rows[i])
 	}

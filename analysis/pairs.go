@@ -49,6 +49,13 @@ type PairSpec struct {
 	// ("format at label, no statement") or the channel dropped; "" for
 	// the paper's two and for requested pairs.
 	Isolates string
+	// LikeForLike says a condition contrast pairs only the scenarios
+	// both of its conditions express (conditions.Expresses, as the
+	// bundle's defaults table records it: Accumulator.NoteCoverage),
+	// leaving the others out by name (Pair.Excluded): every one of
+	// ShapeContrasts, and a requested condition pair of which a level is
+	// an error shape (ParsePairSpec).
+	LikeForLike bool
 }
 
 // String returns "A,B,column" for a condition pair (and an unresolved
@@ -107,14 +114,18 @@ func OnProven(specs []PairSpec, wide bool) []PairSpec {
 // near the shape comes to disclosing the policy label), ToolFailure's
 // classification against seed 002's category contract, and SEP-2145's
 // move against the normalized observation (it changes only failures the
-// server answered with a JSON-RPC error, unknown tools among them).
+// server answered with a JSON-RPC error, unknown tools among them). Each
+// is like-for-like: made on the scenarios both conditions express, the
+// others left out by name (a shape that leaves a record as it is shows
+// it under another name, and would count the record's decisions as the
+// shape's).
 var ShapeContrasts = []PairSpec{
-	{Factor: FactorCondition, A: string(study.SEP2145), B: string(study.Structured), Column: Strict, Isolates: "shape: SEP-2145 against the policy label"},
-	{Factor: FactorCondition, A: string(study.ToolFailureShape), B: string(study.Structured), Column: Strict, Isolates: "shape: ToolFailure against the policy label"},
-	{Factor: FactorCondition, A: string(study.RateLimited), B: string(study.Structured), Column: Strict, Isolates: "shape: RateLimited against the policy label"},
-	{Factor: FactorCondition, A: string(study.ToolFailureSEP2145), B: string(study.Structured), Column: Strict, Isolates: "shape: ToolFailure with SEP-2145 against the policy label"},
-	{Factor: FactorCondition, A: string(study.ToolFailureShape), B: string(study.Category), Column: Strict, Isolates: "classification: ToolFailure against the category contract"},
-	{Factor: FactorCondition, A: string(study.SEP2145), B: string(study.Normalized), Column: Strict, Isolates: "channel: protocol errors as isError results"},
+	{Factor: FactorCondition, A: string(study.SEP2145), B: string(study.Structured), Column: Strict, Isolates: "shape: SEP-2145 against the policy label", LikeForLike: true},
+	{Factor: FactorCondition, A: string(study.ToolFailureShape), B: string(study.Structured), Column: Strict, Isolates: "shape: ToolFailure against the policy label", LikeForLike: true},
+	{Factor: FactorCondition, A: string(study.RateLimited), B: string(study.Structured), Column: Strict, Isolates: "shape: RateLimited against the policy label", LikeForLike: true},
+	{Factor: FactorCondition, A: string(study.ToolFailureSEP2145), B: string(study.Structured), Column: Strict, Isolates: "shape: ToolFailure with SEP-2145 against the policy label", LikeForLike: true},
+	{Factor: FactorCondition, A: string(study.ToolFailureShape), B: string(study.Category), Column: Strict, Isolates: "classification: ToolFailure against the category contract", LikeForLike: true},
+	{Factor: FactorCondition, A: string(study.SEP2145), B: string(study.Normalized), Column: Strict, Isolates: "channel: protocol errors as isError results", LikeForLike: true},
 }
 
 // ChannelContrasts compare the category contract with one channel dropped
@@ -170,7 +181,9 @@ func FactorialContrasts() []PairSpec {
 // prompt and model (any other text before a colon belongs to A); column
 // is used when the spec names none (Strict when that is ""). Without a
 // factor, two known conditions are a condition pair; other names are left
-// for the bundle to resolve (Factor "").
+// for the bundle to resolve (Factor ""). A condition pair of which a
+// level is an error shape is like-for-like (PairSpec.LikeForLike), as
+// ShapeContrasts are.
 func ParsePairSpec(s string, column Column) (PairSpec, error) {
 	body := strings.TrimSpace(s)
 	var p PairSpec
@@ -213,6 +226,7 @@ func ParsePairSpec(s string, column Column) (PairSpec, error) {
 	if p.Column.bit() == 0 {
 		return PairSpec{}, fmt.Errorf("pair %q: unknown column %q (want one of %v)", s, p.Column, Columns)
 	}
+	p.LikeForLike = p.Factor == FactorCondition && (ca.Shape() || cb.Shape())
 	return p, nil
 }
 
@@ -235,6 +249,13 @@ type Pair struct {
 	// Isolates is PairSpec.Isolates: what a predeclared comparison of the
 	// factorial or the delivery channels isolates; absent for the others.
 	Isolates string `json:"isolates,omitempty"`
+	// LikeForLike is PairSpec.LikeForLike: the pairs are only those on
+	// the scenarios both conditions express.
+	LikeForLike bool `json:"like_for_like,omitempty"`
+	// Excluded is what a like-for-like contrast left out: the scenarios
+	// of the arm that A or B does not express; absent when it left out
+	// none (and for every other contrast).
+	Excluded *Excluded `json:"excluded,omitempty"`
 	PairStats
 	Adjusted
 	scen []pairAgg // per scenario, for PilotContrasts
@@ -250,6 +271,18 @@ func (p Pair) Within() string {
 		return p.Prompt + "/" + p.Condition
 	}
 	return p.Model + "/" + p.Prompt
+}
+
+// Excluded names the scenarios a like-for-like contrast left out of one
+// arm, those that one of its two conditions does not express
+// (conditions.Expresses), and counts what they held. Their decisions are
+// neither paired nor counted unpaired.
+type Excluded struct {
+	// Scenarios are the ids of the scenarios left out that have a
+	// decision of A or B on the column in the arm, sorted.
+	Scenarios []string `json:"scenarios"`
+	// Pairs counts the matched pairs on them: what N would have added.
+	Pairs int `json:"pairs"`
 }
 
 // Adjusted holds a pair's p-values adjusted for multiplicity over the
@@ -323,10 +356,55 @@ func (p *pairAgg) add(x, y bool) {
 type pairing struct {
 	server, scenario []pairAgg
 	unpaired         int
+	// skip marks, by scenario, those a like-for-like contrast leaves out
+	// (nil: none); left marks those of them with a decision of either
+	// level, leftPairs counts their matched pairs.
+	skip, left []bool
+	leftPairs  int
 }
 
 func (a *Accumulator) newPairing() *pairing {
 	return &pairing{server: make([]pairAgg, len(a.servers.names)), scenario: make([]pairAgg, len(a.scenarios.names))}
+}
+
+// leaveOut makes p leave out the scenarios skip marks (nil: none).
+func (p *pairing) leaveOut(skip []bool) {
+	if skip != nil {
+		p.skip, p.left = skip, make([]bool, len(skip))
+	}
+}
+
+// excluded is what p left out (nil when nothing), naming the scenarios
+// by names.
+func (p *pairing) excluded(names []string) *Excluded {
+	var ids []string
+	for i, l := range p.left {
+		if l {
+			ids = append(ids, names[i])
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	slices.Sort(ids)
+	return &Excluded{Scenarios: ids, Pairs: p.leftPairs}
+}
+
+// skipped marks the scenarios that conditions ca or cb (indices of
+// study.AllConditions) do not express, by the bundle's masks
+// (unexpressedMasks); nil when none is marked.
+func skipped(masks []uint64, ca, cb int) []bool {
+	var skip []bool
+	bits := uint64(1)<<ca | uint64(1)<<cb
+	for i, m := range masks {
+		if m&bits != 0 {
+			if skip == nil {
+				skip = make([]bool, len(masks))
+			}
+			skip[i] = true
+		}
+	}
+	return skip
 }
 
 // pair records unit u's (its server and scenario) outcomes fa and fb.
@@ -339,6 +417,15 @@ func (p *pairing) pair(a *Accumulator, u int, fa, fb, bit, need results.Flags) {
 // decision when one has.
 func (p *pairing) pairAt(server, scenario int32, fa, fb, bit, need results.Flags) {
 	okA, okB := fa&need == need, fb&need == need
+	if p.skip != nil && p.skip[scenario] {
+		if okA || okB {
+			p.left[scenario] = true
+		}
+		if okA && okB {
+			p.leftPairs++
+		}
+		return
+	}
 	if okA && okB {
 		p.server[server].add(fa&bit != 0, fb&bit != 0)
 		p.scenario[scenario].add(fa&bit != 0, fb&bit != 0)
@@ -354,8 +441,9 @@ func (p *pairing) pairAt(server, scenario int32, fa, fb, bit, need results.Flags
 // scenario and replicate, merging the two cells' records (both in
 // increasing order: Accumulator.merged); a record without a partner is
 // unpaired when it has the column. It is what the pairing table gives
-// for the same rows, without the table.
-func (a *Accumulator) joinPairing(ctx context.Context, ga int32, ca int, gb int32, cb int, bit, need results.Flags) (*pairing, error) {
+// for the same rows, without the table. skip marks the scenarios a
+// like-for-like contrast leaves out (nil: none).
+func (a *Accumulator) joinPairing(ctx context.Context, ga int32, ca int, gb int32, cb int, bit, need results.Flags, skip []bool) (*pairing, error) {
 	if err := a.records.sealed(); err != nil {
 		return nil, err
 	}
@@ -367,6 +455,7 @@ func (a *Accumulator) joinPairing(ctx context.Context, ga int32, ca int, gb int3
 	}
 	ra, rb := open(ga, ca), open(gb, cb)
 	pg := a.newPairing()
+	pg.leaveOut(skip)
 	okA, okB := ra.next(), rb.next()
 	for n := 1; okA || okB; n++ {
 		if n%4096 == 0 && ctx.Err() != nil {
@@ -540,12 +629,13 @@ func (a *Accumulator) pairs(ctx context.Context, opt Options) ([]Pair, error) {
 		}
 	}
 	order := a.serverOrder()
+	masks := a.unexpressedMasks()
 	out := []Pair{}
 	bySpec := make([][]Pair, len(specs))
 	errs := make([]error, len(specs))
 	parallel.For(len(specs), func(i int) {
 		if ctx.Err() == nil {
-			bySpec[i], errs[i] = a.pairSpec(ctx, specs[i], order, opt)
+			bySpec[i], errs[i] = a.pairSpec(ctx, specs[i], order, masks, opt)
 		}
 	})
 	if err := errors.Join(append(errs, ctx.Err())...); err != nil {
@@ -575,27 +665,34 @@ func (a *Accumulator) noLevels(s PairSpec) string {
 	return fmt.Sprintf("no model/prompt arm of the bundle has decisions under both %s and %s", s.A, s.B)
 }
 
-// pairSpec computes spec s in every combination of the other factors.
-func (a *Accumulator) pairSpec(ctx context.Context, s PairSpec, order []int32, opt Options) ([]Pair, error) {
+// pairSpec computes spec s in every combination of the other factors;
+// masks are the bundle's unexpressedMasks, which a like-for-like
+// contrast leaves out by.
+func (a *Accumulator) pairSpec(ctx context.Context, s PairSpec, order []int32, masks []uint64, opt Options) ([]Pair, error) {
 	var out []Pair
 	bit, need := s.Column.bit(), s.Column.need()
 	merged := a.merged()
+	var skip []bool
 	// cells pairs arm ga at condition index ca with gb at cb: by merging
 	// their records, or through the table (byTable).
 	cells := func(ga int32, ca int, gb int32, cb int, byTable func() *pairing) (*pairing, error) {
 		if merged {
-			return a.joinPairing(ctx, ga, ca, gb, cb, bit, need)
+			return a.joinPairing(ctx, ga, ca, gb, cb, bit, need, skip)
 		}
 		return byTable(), nil
 	}
 	if s.Factor == FactorCondition {
 		ia, ib := condIndex(study.Condition(s.A)), condIndex(study.Condition(s.B))
+		if s.LikeForLike && ia >= 0 && ib >= 0 {
+			skip = skipped(masks, ia, ib)
+		}
 		for g, arm := range a.groupArm {
 			if ia < 0 || ib < 0 || !a.hasCond(int32(g), study.Condition(s.A)) || !a.hasCond(int32(g), study.Condition(s.B)) {
 				continue
 			}
 			pg, err := cells(int32(g), ia, int32(g), ib, func() *pairing {
 				pg := a.newPairing()
+				pg.leaveOut(skip)
 				for u, k := range a.unitKeys {
 					if k.group == int32(g) {
 						pg.pair(a, u, a.flags(u, ia), a.flags(u, ib), bit, need)
@@ -607,7 +704,8 @@ func (a *Accumulator) pairSpec(ctx context.Context, s PairSpec, order []int32, o
 				return nil, err
 			}
 			out = append(out, Pair{Factor: s.Factor, Model: arm.Model, Prompt: arm.Prompt, A: s.A, B: s.B, Column: s.Column,
-				Spec: s.String(), PairStats: pairStatsOf(pg, order, opt), scen: pg.scenario})
+				Spec: s.String(), LikeForLike: s.LikeForLike, Excluded: pg.excluded(a.scenarios.names),
+				PairStats: pairStatsOf(pg, order, opt), scen: pg.scenario})
 		}
 		return out, nil
 	}

@@ -250,13 +250,24 @@ func WritePairs(w io.Writer, pairs []Pair, fam FamilyInfo, seen map[string]bool)
 		if p.Isolates != "" {
 			star += " " + p.Isolates
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s − %s%s\t%s\t%s\n", p.Factor, p.Within(), p.A, p.B, star, p.Column.Label(), pairCells(p.PairStats, p.Adjusted, seen))
+		cells := pairCells(p.PairStats, p.Adjusted, seen)
+		if x := excludedNote(p); x != "" {
+			if !strings.HasSuffix(cells, "\t") {
+				x = "," + x
+			}
+			cells += x
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s − %s%s\t%s\t%s\n", p.Factor, p.Within(), p.A, p.B, star, p.Column.Label(), cells)
 		if p.Untestable {
 			untestable = append(untestable, p.Name())
 		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if note := LeftOutNote(pairs); note != "" {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, wrap(note, 100))
 	}
 	writeUntestable(w, untestable)
 	return nil
@@ -317,6 +328,15 @@ func pairNotes(p PairStats, seen map[string]bool) string {
 		s += fmt.Sprintf("%d unpaired", p.Unpaired)
 	}
 	return s
+}
+
+// excludedNote is the notes column's mention of what a like-for-like
+// pair left out ("" when nothing): "35 pairs on 7 scenarios left out".
+func excludedNote(p Pair) string {
+	if p.Excluded == nil {
+		return ""
+	}
+	return fmt.Sprintf("%d pairs on %d scenarios left out", p.Excluded.Pairs, len(p.Excluded.Scenarios))
 }
 
 // pairCells are the tab-separated cells of a table of pairs from

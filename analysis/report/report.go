@@ -219,6 +219,17 @@ func Build(in *Input, figs []Figure) *Doc {
 	}
 	d.counts(an)
 
+	if len(an.Coverage) > 0 {
+		d.h2("Coverage")
+		d.p("%s", analysis.CoverageText)
+		t := rightFrom(1, "condition", "expresses", "of", "not expressed")
+		for _, c := range an.Coverage {
+			t.Rows = append(t.Rows, []string{string(c.Condition), strconv.Itoa(c.Expressed), strconv.Itoa(c.Scenarios), strings.Join(c.Unexpressed, ", ")})
+		}
+		t.Right[3] = false
+		d.table(t)
+	}
+
 	d.h2("Rates and intervals")
 	ciText := "Wilson: score interval without continuity correction."
 	if an.Interval == analysis.IntervalClopperPearson {
@@ -476,6 +487,9 @@ func (d *Doc) pairs(an *analysis.Analysis) {
 			title += " (predeclared)"
 		}
 		d.h3(title)
+		if first.LikeForLike {
+			d.p("%s", leftOutText(rows))
+		}
 		t := rightFrom(1, "within", "pairs", "A", "B", "diff (pp)", "A+B−", "A−B+", "McNemar p", "flip p (scenario)", "flip p (server)", "Holm p", "BH p", "bootstrap (pp)", "boot-t (pp)", "unpaired")
 		for _, p := range rows {
 			b := tagged(ival(p.Bootstrap, analysis.SignedPct), p.Warnings, notes)
@@ -487,6 +501,34 @@ func (d *Doc) pairs(an *analysis.Analysis) {
 		d.table(t)
 	}
 	d.notes(notes)
+}
+
+// leftOutText says what the rows of one like-for-like contrast paired
+// and left out: the scenarios one of its conditions does not express,
+// named, and their pairs in each arm.
+func leftOutText(rows []analysis.Pair) string {
+	first := rows[0]
+	text := fmt.Sprintf("Like-for-like: only the scenarios both `%s` and `%s` express are paired (see Coverage).", first.A, first.B)
+	lo := analysis.LeftOutOf(rows)
+	if len(lo) == 0 {
+		return text + " None was left out."
+	}
+	var counts []string
+	same := true
+	for _, p := range rows {
+		n := 0
+		if p.Excluded != nil {
+			n = p.Excluded.Pairs
+		}
+		same = same && (rows[0].Excluded != nil && n == rows[0].Excluded.Pairs)
+		counts = append(counts, fmt.Sprintf("%d in %s", n, p.Within()))
+	}
+	pairs := strings.Join(counts, ", ")
+	if same {
+		pairs = fmt.Sprintf("%d in each arm", rows[0].Excluded.Pairs)
+	}
+	return fmt.Sprintf("%s Left out, their decisions neither paired nor unpaired: %s (%d scenarios; pairs: %s).",
+		text, strings.Join(lo[0].Scenarios, ", "), len(lo[0].Scenarios), pairs)
 }
 
 // familyText says which comparisons a declared family holds.

@@ -70,6 +70,9 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 			err = analysis.WriteTable(stdout, cells)
 			if err == nil {
 				fmt.Fprintln(stdout)
+				err = analysis.WriteCoverage(stdout, an)
+			}
+			if err == nil {
 				err = analysis.WriteIntervals(stdout, an)
 			}
 			if err == nil && len(analysis.PassKShown(an.Cells)) > 0 {
