@@ -200,6 +200,13 @@ func TestDocShapeRows(t *testing.T) {
 	checkDocRows(t, "docs/error-shapes.md", "error-shapes.yaml")
 }
 
+// TestDocShapeActRows checks the rows docs/error-shapes.md shows of the
+// action task's shape study against stress run
+// manifests/error-shapes-act.yaml.
+func TestDocShapeActRows(t *testing.T) {
+	checkDocRows(t, "docs/error-shapes.md", "error-shapes-act.yaml")
+}
+
 // checkDocRows checks that every row of the block after "<!-- rows of:
 // stress run manifests/MANIFEST -->" in doc is a line stress run prints.
 func checkDocRows(t *testing.T, doc, manifest string) {
