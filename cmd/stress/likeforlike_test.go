@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mcpstress/stress/analysis/report"
+	"github.com/mcpstress/stress/results"
 )
 
 // shapeManifest writes a small study of the error shapes on the lab
@@ -52,7 +53,8 @@ models:
 // report-shapes.md.golden): each shape's coverage of the lab corpus, k of
 // 40 and the scenarios it does not express, apart from the counts; each
 // shape contrast's pairs on the scenarios both conditions express, with
-// those left out counted and named.
+// those left out counted and named. A bundle written before the coverage
+// was recorded analyzes as it did: every contrast on every scenario.
 func TestLikeForLikeGolden(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "bundle")
 	if _, log, err := runCmd(t, "run", "-quiet", "-out", dir, shapeManifest(t)); err != nil {
@@ -107,4 +109,30 @@ func TestLikeForLikeGolden(t *testing.T) {
 		t.Fatalf("report.md lacks the Coverage section or the sep2145 − structured contrast:\n%s", md)
 	}
 	golden(t, "report-shapes.md.golden", "## Coverage\n"+cov+"\n### condition: sep2145 − structured on Strict"+con)
+
+	// The same bundle as a stress before coverage wrote it: no coverage,
+	// every contrast on every scenario, as then.
+	d, err := results.LoadDefaults(filepath.Join(dir, results.DefaultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := results.WriteJSON(filepath.Join(dir, results.DefaultsFile), d.WithoutCoverage()); err != nil {
+		t.Fatal(err)
+	}
+	js, _, err = runCmd(t, "analyze", "-json", "-b", "200", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(js, `"coverage"`) || strings.Contains(js, `"excluded"`) {
+		t.Error("a bundle without coverage has coverage or excluded scenarios")
+	}
+	doc.Pairs = nil
+	if err := json.Unmarshal([]byte(js), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range doc.Pairs {
+		if p.N != 40 {
+			t.Errorf("without coverage, %s %s − %s on %s: %d pairs, want 40", p.Model, p.A, p.B, p.Column, p.N)
+		}
+	}
 }
