@@ -78,7 +78,7 @@ func TestOpenErrors(t *testing.T) {
 			"record S01, S02, S03, S04, S05 and 16 more: not a scenario of lab set core (a live study runs only lab records, such as corpus/lab)"}},
 		{"mcp on the lab corpus", "lab", "replay: live\nenvironment: mcp\n", []string{
 			`field environment: "mcp" runs the reference MCP servers, and its corpus `,
-			"record X01, X02, X03, X04, X05 and 34 more: not a scenario of mcpenv set reference"}},
+			"record X01, X02, X03, X04, X05 and 35 more: not a scenario of mcpenv set reference"}},
 		{"lab with an external server", "lab", "replay: live\nenvironment: lab\ntask: act\nexternal_server: http://127.0.0.1:1/mcp\n", []string{
 			`field external_server: environment "lab" runs the lab in process and connects to no server`}},
 	} {

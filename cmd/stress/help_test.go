@@ -82,8 +82,8 @@ func TestHelp(t *testing.T) {
 	// render lists every condition the code knows, not only the paper's
 	// four.
 	out, _, _ := runCmd(t, "help", "render")
-	if want := fmt.Sprint(study.AllConditions); !strings.Contains(out, want) || len(study.AllConditions) != 22 {
-		t.Errorf("stress help render does not list the 22 conditions %s:\n%s", want, out)
+	if want := fmt.Sprint(study.AllConditions); !strings.Contains(out, want) || len(study.AllConditions) != 25 {
+		t.Errorf("stress help render does not list the 25 conditions %s:\n%s", want, out)
 	}
 }
 

@@ -121,7 +121,10 @@ func TestSignalStopsEveryCommand(t *testing.T) {
 	os.MkdirAll(tree, 0o755)
 	line := "const r = {isError: true, content: []};\n"
 	data := []byte(strings.Repeat(line, (2<<20)/len(line)))
-	for i := range 10 {
+	// Note: 40 files (80 MiB), so that the scan is still reading when
+	// the signal comes a second after the start on a fast, idle machine;
+	// with 10 it sometimes finished first and wrote its output.
+	for i := range 40 {
 		os.WriteFile(filepath.Join(tree, fmt.Sprintf("f%d.js", i)), data, 0o644)
 	}
 	http1, got1 := stalled(t)
