@@ -14,18 +14,20 @@ import (
 // each pairing two cells that differ in exactly one factor (A at the
 // first level: JSON, label, with the statement), four per factor, every
 // cell in three of them, each edge once; then the two channel contrasts;
-// then the six error-shape contrasts, each pairing a shape condition with
-// a reference.
+// then the nine error-shape contrasts, each pairing a shape condition with
+// a reference, or (the last three) with the arm it adds a part to.
 func TestFactorialContrasts(t *testing.T) {
 	pre := analysis.Predeclared
-	for _, p := range pre[16:] {
-		if !study.Condition(p.A).Shape() || p.Isolates == "" || p.Column != analysis.Strict || !study.Condition(p.B).Valid() || study.Condition(p.B).Shape() {
-			t.Errorf("%v: not a shape contrast against a reference condition", p)
+	for i, p := range pre[16:] {
+		// The first six set a shape against a reference condition, the
+		// last three an arm against the arm it adds a part to.
+		if !study.Condition(p.A).Shape() || p.Isolates == "" || p.Column != analysis.Strict || !study.Condition(p.B).Valid() || study.Condition(p.B).Shape() != (i >= 6) || !p.LikeForLike {
+			t.Errorf("%v: not a like-for-like shape contrast against a reference condition (or, last, an arm)", p)
 		}
 	}
-	if len(pre) != 22 || pre[0] != (analysis.PairSpec{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: analysis.Strict}) ||
+	if len(pre) != 25 || pre[0] != (analysis.PairSpec{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: analysis.Strict}) ||
 		pre[1] != (analysis.PairSpec{Factor: analysis.FactorCondition, A: string(study.Structured), B: string(study.Prose), Column: analysis.Strict}) {
-		t.Fatalf("predeclared %v: want the paper's two, 12 factorial, 2 channel and 6 shape contrasts", pre)
+		t.Fatalf("predeclared %v: want the paper's two, 12 factorial, 2 channel and 9 shape contrasts", pre)
 	}
 	factors := map[string]int{}
 	uses := map[study.Condition]int{}

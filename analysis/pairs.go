@@ -114,8 +114,10 @@ func OnProven(specs []PairSpec, wide bool) []PairSpec {
 // near the shape comes to disclosing the policy label), ToolFailure's
 // classification against seed 002's category contract, and SEP-2145's
 // move against the normalized observation (it changes only failures the
-// server answered with a JSON-RPC error, unknown tools among them). Each
-// is like-for-like: made on the scenarios both conditions express, the
+// server answered with a JSON-RPC error, unknown tools among them); then
+// what a part adds to an arm: SEP-3304 on SEP-2145, the counter-proposal's
+// applied and ToolFailure's agentGuidance each beside ToolFailure alone.
+// Each is like-for-like: made on the scenarios both conditions express, the
 // others left out by name (a shape that leaves a record as it is shows
 // it under another name, and would count the record's decisions as the
 // shape's).
@@ -126,6 +128,9 @@ var ShapeContrasts = []PairSpec{
 	{Factor: FactorCondition, A: string(study.ToolFailureSEP2145), B: string(study.Structured), Column: Strict, Isolates: "shape: ToolFailure with SEP-2145 against the policy label", LikeForLike: true},
 	{Factor: FactorCondition, A: string(study.ToolFailureShape), B: string(study.Category), Column: Strict, Isolates: "classification: ToolFailure against the category contract", LikeForLike: true},
 	{Factor: FactorCondition, A: string(study.SEP2145), B: string(study.Normalized), Column: Strict, Isolates: "channel: protocol errors as isError results", LikeForLike: true},
+	{Factor: FactorCondition, A: string(study.SEP2145RateLimited), B: string(study.SEP2145), Column: Strict, Isolates: "SEP-3304 on SEP-2145: the server's own rate limit as -32023", LikeForLike: true},
+	{Factor: FactorCondition, A: string(study.ToolFailureApplied), B: string(study.ToolFailureShape), Column: Strict, Isolates: "counter-proposal: applied beside ToolFailure's fields", LikeForLike: true},
+	{Factor: FactorCondition, A: string(study.ToolFailureGuidance), B: string(study.ToolFailureShape), Column: Strict, Isolates: "agentGuidance: the answer in words beside ToolFailure's fields", LikeForLike: true},
 }
 
 // ChannelContrasts compare the category contract with one channel dropped
