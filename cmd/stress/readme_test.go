@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/conditions"
 	"github.com/mcpstress/stress/internal/inspect"
 	"github.com/mcpstress/stress/manifests"
@@ -431,5 +433,76 @@ func TestShapeDocCommands(t *testing.T) {
 	}
 	if n < 2 {
 		t.Errorf("only %d commands run", n)
+	}
+}
+
+// TestREADMEShapeContrasts checks the README's table of the fail-closed
+// client's like-for-like shape contrasts against stress analyze -json of
+// a run of manifests/error-shapes.yaml: the failures both arms carry
+// (the pairs over 5 replicates), each arm's Strict count and the
+// difference.
+func TestREADMEShapeContrasts(t *testing.T) {
+	_, rest, ok := strings.Cut(readDoc(t, "README.md"), "| contrast (fail-closed, Strict) | shared failures | A | B | A − B (points) |\n|---|---|---|---|---|\n")
+	if !ok {
+		t.Fatal("README.md has no table of the shape contrasts")
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	if _, log, err := runCmd(t, "run", "-quiet", "-out", dir, "../../manifests/error-shapes.yaml"); err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	out, log, err := runCmd(t, "analyze", "-json", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	var a struct {
+		Pairs []struct {
+			Model, A, B, Column string
+			LikeForLike         bool    `json:"like_for_like"`
+			N                   int     `json:"n"`
+			CountA              int     `json:"count_a"`
+			CountB              int     `json:"count_b"`
+			Diff                float64 `json:"diff"`
+		} `json:"pairs"`
+	}
+	if err := json.Unmarshal([]byte(out), &a); err != nil {
+		t.Fatal(err)
+	}
+	arm := regexp.MustCompile("`([a-z0-9_+]+)` − `([a-z0-9_+]+)`")
+	rows := 0
+	for _, l := range strings.Split(rest, "\n") {
+		if !strings.HasPrefix(l, "|") {
+			break
+		}
+		cols := strings.Split(strings.Trim(l, "|"), "|")
+		m := arm.FindStringSubmatch(cols[0])
+		if m == nil {
+			t.Fatalf("row %q names no contrast", l)
+		}
+		found := false
+		for _, p := range a.Pairs {
+			if p.Model != "fail_closed" || p.A != m[1] || p.B != m[2] || p.Column != "strict" {
+				continue
+			}
+			found = true
+			want := []string{strconv.Itoa(p.N / 5), strconv.Itoa(p.CountA), strconv.Itoa(p.CountB), strings.Replace(fmt.Sprintf("%+.1f", 100*p.Diff), "-", "−", 1)}
+			if want[3] == "+0.0" {
+				want[3] = "0.0"
+			}
+			for i, w := range want {
+				if strings.TrimSpace(cols[i+1]) != w {
+					t.Errorf("%s − %s: README column %d is %q, analyze gives %s", m[1], m[2], i+1, cols[i+1], w)
+				}
+			}
+			if !p.LikeForLike {
+				t.Errorf("%s − %s is not like-for-like", m[1], m[2])
+			}
+		}
+		if !found {
+			t.Errorf("%s − %s: no such fail_closed pair on strict", m[1], m[2])
+		}
+		rows++
+	}
+	if rows != len(analysis.ShapeContrasts)-1 {
+		t.Errorf("%d rows, want every shape contrast but sep2145 − structured (%d)", rows, len(analysis.ShapeContrasts)-1)
 	}
 }
