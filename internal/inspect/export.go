@@ -542,6 +542,7 @@ func (e *exporter) header(lf *logFile, c *results.Cell, pk analysis.PassKSet) *h
 	if spec.Task != "" {
 		solver = "stress/" + spec.Task
 	}
+	params := map[string]any{"replay": replay, "replay_cap": info.ReplayCap}
 	h := &header{
 		Version: LogVersion,
 		Status:  "success",
@@ -563,7 +564,7 @@ func (e *exporter) header(lf *logFile, c *results.Cell, pk analysis.PassKSet) *h
 				"replay": replay, "replay_cap": info.ReplayCap, "seed": spec.Seed,
 			},
 		},
-		Plan: plan{Name: "plan", Steps: []planStep{{Solver: solver, Params: map[string]any{"replay": replay, "replay_cap": info.ReplayCap}}}},
+		Plan: plan{Name: "plan", Steps: []planStep{{Solver: solver, Params: params, ParamsPassed: params}}},
 		Stats: stats{StartedAt: timestamp(info.Started), ModelUsage: map[string]usage{inspectModel(md): lf.usage},
 			ConnectionLimitHistory: []struct{}{}},
 		Tags:     []string{"stress"},

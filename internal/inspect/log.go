@@ -87,6 +87,9 @@ type plan struct {
 type planStep struct {
 	Solver string         `json:"solver"`
 	Params map[string]any `json:"params"`
+	// ParamsPassed are the parameters the manifest passed: all of them
+	// (as Inspect fills them in reading a log written without them).
+	ParamsPassed map[string]any `json:"params_passed"`
 }
 
 // evalResults are the cell's counts: a score per outcome column.

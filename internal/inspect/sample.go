@@ -33,6 +33,7 @@ type message struct {
 	attText []byte // the text as a JSON string, when attKey is set
 	inline  []byte // enc with the text inline (a sample's input)
 	thin    []byte // inline with the text cut to thinText (a summary's)
+	system  bool   // a system message
 }
 
 // thinText is the length a summary's input texts are cut to (Inspect
@@ -163,7 +164,7 @@ func (s *sampler) leaves(refs []string) ([]*message, error) {
 // encodeMessage encodes a request message as Inspect's ChatMessage with
 // id ref.
 func encodeMessage(ref, role, content string) *message {
-	m := &message{}
+	m := &message{system: role == conditions.System}
 	b := append([]byte(`{"id":`), appendString(nil, ref)...)
 	b = append(b, `,"content":`...)
 	tail := []byte(nil)
@@ -208,6 +209,17 @@ func (s *sampler) appendMessages(b []byte, ms []*message) []byte {
 		s.use(m)
 	}
 	return appendList(b, ms, func(m *message) []byte { return m.enc })
+}
+
+// inputOf returns the messages of a sample's input: the first request's
+// after its system prompt, all of them when they are all system.
+func inputOf(first []*message) []*message {
+	for i, m := range first {
+		if !m.system {
+			return first[i:]
+		}
+	}
+	return first
 }
 
 // appendList appends ms as a JSON array of the encodings pick gives.
@@ -420,10 +432,13 @@ func (s *sampler) write(d *decision) error {
 	b = append(b, `,"epoch":`...)
 	b = strconv.AppendInt(b, row.Replicate, 10)
 	head := len(b)
-	// The input is inline: Inspect's viewer lists samples by it without
-	// resolving attachments.
+	// The input is the first request's messages after its system prompt
+	// (which messages hold): the failure the model saw, which Inspect's
+	// viewer lists samples by. It is inline, as the viewer lists samples
+	// without resolving attachments.
+	input := inputOf(turns[0])
 	b = append(b, `,"input":`...)
-	b = appendList(b, turns[0], func(m *message) []byte { return m.inline })
+	b = appendList(b, input, func(m *message) []byte { return m.inline })
 	inputEnd := len(b)
 	b = append(b, `,"target":`...)
 	b = appendString(b, string(first.Preferred))
@@ -473,7 +488,11 @@ func (s *sampler) write(d *decision) error {
 
 	scoresMeta := span{len(b), 0}
 	if row.Status == results.StatusOK {
-		b = s.appendScores(b, d)
+		b = s.appendScores(b, d, calls)
+	} else {
+		// Note: Inspect's viewer reads a sample's (and a summary's) scores
+		// as null or an object; a missing member stops it opening the log.
+		b = append(b, `,"scores":null`...)
 	}
 	b = s.appendMetadata(b, d, scen)
 	scoresMeta.end = len(b)
@@ -515,7 +534,7 @@ func (s *sampler) write(d *decision) error {
 		sum := append(s.sum, '{')
 		sum = append(sum, b[1:head]...)
 		sum = append(sum, `,"input":`...)
-		sum = appendList(sum, turns[0], func(m *message) []byte { return m.thin })
+		sum = appendList(sum, input, func(m *message) []byte { return m.thin })
 		sum = append(sum, b[target.start:target.end]...)
 		sum = append(sum, b[scoresMeta.start:scoresMeta.end]...)
 		sum = append(sum, b[usageTimes.start:usageTimes.end]...)
@@ -535,29 +554,34 @@ type span struct{ start, end int }
 
 // appendScores appends the decision's scores: every outcome column it
 // has a value of (simulator.Columns), and extra, the calls the harness
-// made beyond the first; each with the parsed final answer.
-func (s *sampler) appendScores(b []byte, d *decision) []byte {
+// made beyond the first; each with the parsed final answer and its
+// explanation (the rule and the values it read). calls are the tool
+// calls after each turn.
+func (s *sampler) appendScores(b []byte, d *decision, calls []*toolCall) []byte {
 	row := d.row
 	answer := row.FinalLabel
 	if answer == "" {
 		answer = "invalid: " + simulator.ParseAnswer(d.calls[len(d.calls)-1].Response).Reason
 	}
 	ans := appendString(nil, answer)
+	x := newExplainer(d, calls)
 	b = append(b, `,"scores":{`...)
-	score := func(name string, v int64, first bool) {
-		b = appendKey(b, name, first)
+	score := func(c scoreColumn, v int64, first bool) {
+		b = appendKey(b, c.name, first)
 		b = append(b, `{"value":`...)
 		b = strconv.AppendInt(b, v, 10)
 		b = append(b, `,"answer":`...)
 		b = append(b, ans...)
+		b = append(b, `,"explanation":`...)
+		b = appendString(b, x.explain(c))
 		b = append(b, `,"history":[]}`...)
 	}
 	first := true
 	for _, c := range scoreColumns {
 		if c.col < 0 {
-			score(c.name, row.Replays, first)
+			score(c, row.Replays, first)
 		} else if v, ok := row.Outcome.Get(c.col); ok {
-			score(c.name, v, first)
+			score(c, v, first)
 		} else {
 			continue
 		}
@@ -775,7 +799,9 @@ func (s *sampler) appendEvents(b []byte, d *decision, turns [][]*message, calls 
 				b = appendString(b, tc.failure)
 				b = append(b, `},"failed":true`...)
 			}
-			b = append(b, '}')
+			// events: deprecated in Inspect (a tool call's events are in
+			// the sample's), still required by its viewer's types.
+			b = append(b, `,"events":[]}`...)
 		}
 	}
 	return append(b, ']')
