@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpstress/stress/internal/testserver/hostilemcp"
 	"github.com/mcpstress/stress/lab"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/simulator"
@@ -149,5 +150,33 @@ func TestObservationBounded(t *testing.T) {
 	}
 	if len(obs) > 66<<10 || !strings.Contains(string(obs), "bytes cut by stress]") {
 		t.Errorf("observation of %d bytes, ending %q", len(obs), obs[max(0, len(obs)-80):])
+	}
+}
+
+// TestExternalAnswerCapped: an external server's answer over streamable
+// HTTP is capped as the SDK caps a stdio frame (mcp.DefaultMaxLineLength,
+// 16 MiB), as a JSON body and as a server-sent event: a 40 MiB tool result
+// fails the call naming the cap, and the harness stops reading it (before
+// the cap the whole answer was read and held: 1.07 GB peak on 40 MiB).
+func TestExternalAnswerCapped(t *testing.T) {
+	for _, sse := range []bool{false, true} {
+		l := lab.New(nil, lab.Options{Seed: 1})
+		srv := lab.NewServer(l)
+		h, sent := hostilemcp.Flood(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil), 40<<20, sse)
+		hs := httptest.NewServer(h)
+		sc := &Scenario{ID: "BIG", Server: "memory", Class: "invalid_type", Task: "Show the stock.", Tool: "get_stock",
+			Args: json.RawMessage(`{"sku": 5}`), Pointer: "/sku", Preferred: study.ReviseArguments,
+			NonHarm: []study.Policy{study.ReviseArguments, study.StopOrEscalate},
+			Spec:    statediff.Spec{Goal: []statediff.Effect{{Call: "get_stock", Why: "the stock was read"}}}}
+		e := New(sc, Options{ExternalURL: hs.URL})
+		_, err := e.Start(context.Background())
+		e.Close()
+		hs.Close()
+		if err == nil || !strings.Contains(err.Error(), "larger than the frame cap") {
+			t.Errorf("sse %v: a 40 MiB answer: %v", sse, err)
+		}
+		if n := sent(); n > 2*mcp.DefaultMaxLineLength {
+			t.Errorf("sse %v: the server sent %d bytes before the client stopped reading, want at most about the cap (%d)", sse, n, mcp.DefaultMaxLineLength)
+		}
 	}
 }

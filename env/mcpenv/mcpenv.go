@@ -24,6 +24,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"net/http"
 	"os"
 	"os/exec"
 	"path"
@@ -508,6 +509,9 @@ type Env struct {
 	closed  bool
 	mu      sync.Mutex
 	pool    *pool // where Close leaves the process for reuse, or nil
+	// capped is the HTTP transport of an external server, whose answers it
+	// caps (nil for a stdio server).
+	capped *capture.CapTransport
 }
 
 // callRecord is one call the server received, in the state.
@@ -668,7 +672,12 @@ func (e *Env) startExternal(ctx context.Context) (json.RawMessage, error) {
 	sctx, cancel := context.WithTimeout(ctx, e.o.timeout())
 	defer cancel()
 	var err error
-	e.session, err = client.Connect(sctx, &mcp.StreamableClientTransport{Endpoint: e.o.ExternalURL}, e.o.session())
+	// Note: each HTTP answer is capped as the SDK caps a stdio frame
+	// (mcp.DefaultMaxLineLength), so an external server cannot make the
+	// harness hold more than a stdio one.
+	e.capped = capture.CapResponses(nil, mcp.DefaultMaxLineLength)
+	hc := &http.Client{Transport: e.capped}
+	e.session, err = client.Connect(sctx, &mcp.StreamableClientTransport{Endpoint: e.o.ExternalURL, HTTPClient: hc}, e.o.session())
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: connecting to the external server %s: %w", e.sc.ID, e.o.ExternalURL, err)
 	}
@@ -831,7 +840,14 @@ func (e *Env) call(ctx context.Context, c simulator.ToolCall) (json.RawMessage, 
 	}
 	cctx, cancel := context.WithTimeout(ctx, e.o.timeout())
 	defer cancel()
+	var cuts int64
+	if e.capped != nil {
+		cuts = e.capped.Cuts()
+	}
 	res, err := e.session.CallTool(cctx, &mcp.CallToolParams{Name: c.Tool, Arguments: m})
+	if err != nil && e.capped != nil && e.capped.Cuts() > cuts && !errors.Is(err, capture.ErrResponseTooLarge) {
+		err = fmt.Errorf("%w (%w)", err, e.capped.CutError())
+	}
 	// Note: the model sees at most what a captured observation keeps.
 	capture.Bound(res, err, capture.DefaultMaxTextBytes)
 	obs, oerr := lab.Observe(res, err)

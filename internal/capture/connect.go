@@ -120,8 +120,17 @@ func hostAllowed(host string, allow []string) error {
 type conn struct {
 	session *mcp.ClientSession
 	rec     *Recorder
-	proc    *process // nil for HTTP
-	label   string   // the target's label
+	proc    *process      // nil for HTTP
+	label   string        // the target's label
+	capped  *CapTransport // HTTP: the transport that caps answers (nil for stdio)
+}
+
+// cuts returns how many answers the HTTP transport cut (0 for stdio).
+func (c *conn) cuts() int64 {
+	if c.capped == nil {
+		return 0
+	}
+	return c.capped.Cuts()
 }
 
 // connect starts or reaches the server and initializes a session. On
@@ -145,11 +154,15 @@ func connect(ctx context.Context, t *Target, o *Options) (*conn, error) {
 	var (
 		transport mcp.Transport
 		proc      *process
+		capped    *CapTransport
 	)
 	if t.URL != "" {
 		check := func(host string) error { return hostAllowed(host, o.AllowHosts) }
+		capped = CapResponses(nil, rec.frameCap())
 		hc := &http.Client{
-			Transport: &teeTransport{base: http.DefaultTransport, rec: rec, check: check},
+			// Note: the cap is under the tee, so a response past it is
+			// recorded cut, as a stdio frame past the SDK's line cap is.
+			Transport: &teeTransport{base: capped, rec: rec, check: check},
 			CheckRedirect: func(*http.Request, []*http.Request) error {
 				return errors.New("redirects are not followed")
 			},
@@ -166,7 +179,7 @@ func connect(ctx context.Context, t *Target, o *Options) (*conn, error) {
 	cctx, cancel := context.WithTimeout(ctx, o.timeout())
 	defer cancel()
 	cs, err := client.Connect(cctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: o.ProtocolVersion})
-	c := &conn{session: cs, rec: rec, proc: proc, label: t.Label}
+	c := &conn{session: cs, rec: rec, proc: proc, label: t.Label, capped: capped}
 	if err != nil {
 		err = c.explain(err, 0) // before close: the server's state is still its own
 		c.session = nil
