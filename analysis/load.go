@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/mcpstress/stress/internal/input"
@@ -44,7 +43,7 @@ func LoadBundle(ctx context.Context, dir string, log io.Writer) (*Loaded, error)
 func LoadBundleEach(ctx context.Context, dir string, log io.Writer, each func(*results.Group, *results.Row) error) (*Loaded, error) {
 	callsPath := filepath.Join(dir, results.CallsFile)
 	pqPath := filepath.Join(dir, results.DecisionsFile)
-	f, err := os.Open(callsPath)
+	f, err := input.OpenStream(callsPath)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +152,7 @@ func parquetFingerprint(ctx context.Context, dir string, missing []simulator.Col
 // and decisions.parquet disagree (without the columns missing from the
 // latter).
 func agreeInMemory(dir, callsPath, pqPath string, missing []simulator.Col, log io.Writer) ([]results.Row, error) {
-	f, err := os.Open(callsPath)
+	f, err := input.OpenStream(callsPath)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"unsafe"
 
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/models"
 )
 
@@ -121,7 +122,7 @@ func OpenMessageLog(file string, size int64, t *Messages) (*MessageLog, error) {
 // openAppend opens file for writing after its first size bytes, cutting
 // off the rest and making those bytes durable.
 func openAppend(file string, size int64) (*os.File, error) {
-	f, err := os.OpenFile(file, os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := input.OpenWrite(file, os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -387,7 +388,7 @@ func LoadMessages(file string, durable int64) (*Messages, error) {
 // eachLine calls fn with each line of file (its newline included, if it
 // has one), its number and whether it is the last.
 func eachLine(file string, fn func(b []byte, line int, last bool) error) error {
-	f, err := os.Open(file)
+	f, err := input.OpenStream(file)
 	if err != nil {
 		return err
 	}

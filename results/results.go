@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/simulator"
@@ -496,7 +497,7 @@ func (r *CallReader) Err() error {
 // bad line is an error naming its line. For large bundles stream with
 // CallReader instead.
 func ReadCalls(file string) ([]Call, error) {
-	f, err := os.Open(file)
+	f, err := input.OpenStream(file)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/simulator"
 )
 
@@ -175,7 +176,7 @@ func (rd *reader) decode(pr parquet.Row, r *Row) {
 // openRows opens file, a decisions.parquet, and the reader of its
 // columns; close closes the file.
 func openRows(file string) (pf *parquet.File, rd *reader, close func() error, err error) {
-	f, err := os.Open(file)
+	f, err := input.OpenStream(file)
 	if err != nil {
 		return nil, nil, nil, err
 	}

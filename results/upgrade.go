@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/internal/outdir"
 	"github.com/mcpstress/stress/models"
 )
@@ -226,7 +227,7 @@ func decodeOld(b []byte, c *Call, table *Messages) error {
 // copyFile copies from to the new file to and syncs it; a missing from
 // (a run killed before it wrote the file) is no error.
 func copyFile(from, to string) error {
-	src, err := os.Open(from)
+	src, err := input.OpenStream(from)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

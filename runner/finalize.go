@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/internal/window"
 	"github.com/mcpstress/stress/results"
 )
@@ -15,7 +16,7 @@ import (
 func openSources(files []string) ([]*os.File, error) {
 	var out []*os.File
 	for _, f := range files {
-		fh, err := os.Open(f)
+		fh, err := input.OpenStream(f)
 		if err != nil {
 			closeSources(out)
 			return nil, err

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/internal/outdir"
 	"github.com/mcpstress/stress/results"
 )
@@ -292,7 +293,7 @@ func sameStudy(a, b *results.Record) error {
 // d (the shards' one defaults table, mergeDefaults) fills what its lines
 // leave out.
 func indexShard(file string, k int32, rec *results.Record, sp *space, idx *locTable, replayCap int, dirs []string, t *results.Messages, d *results.Defaults) error {
-	f, err := os.Open(file)
+	f, err := input.OpenStream(file)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/study"
@@ -198,7 +199,7 @@ func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*results.Su
 // crash.
 func (s *session) recover() error {
 	file := filepath.Join(s.dir, results.CallsFile)
-	f, err := os.Open(file)
+	f, err := input.OpenStream(file)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil // killed before the first write
 	}

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/mcpstress/stress/analysis"
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/results"
 )
 
@@ -16,7 +16,7 @@ import (
 // (a second pass over calls.jsonl; the primary counts are untouched).
 func parserSensitivity(dir string, replayCap int) (*analysis.ParserSensitivity, error) {
 	name := filepath.Join(dir, results.CallsFile)
-	f, err := os.Open(name)
+	f, err := input.OpenStream(name)
 	if err != nil {
 		return nil, err
 	}

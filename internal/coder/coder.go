@@ -234,7 +234,7 @@ func (p *Plan) finish(dir string, sum *results.Summary, err error) (*Summary, er
 	}
 	defer lock.Unlock()
 	file := filepath.Join(dir, results.CallsFile)
-	f, err := os.Open(file)
+	f, err := input.OpenStream(file)
 	if err != nil {
 		return nil, err
 	}

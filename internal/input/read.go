@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"strings"
-	"syscall"
 )
 
 // A Cap is the most bytes stress reads of one kind of input file, and
@@ -78,18 +77,26 @@ func (c Cap) tooLarge(name string, size int64) error {
 }
 
 func notRegular(name string, mode fs.FileMode) error {
-	kind := "not a regular file"
+	return fmtNotRegular(name, kindOf(mode))
+}
+
+func fmtNotRegular(name, kind string) error {
+	return fmt.Errorf("%s: %w (%s); give a file", name, ErrNotRegular, kind)
+}
+
+// kindOf names what a file of mode is, for notRegular.
+func kindOf(mode fs.FileMode) string {
 	switch {
 	case mode.IsDir():
-		kind = "a directory"
+		return "a directory"
 	case mode&fs.ModeNamedPipe != 0:
-		kind = "a named pipe"
+		return "a named pipe"
 	case mode&fs.ModeDevice != 0, mode&fs.ModeCharDevice != 0:
-		kind = "a device"
+		return "a device"
 	case mode&fs.ModeSocket != 0:
-		kind = "a socket"
+		return "a socket"
 	}
-	return fmt.Errorf("%s: %w (%s); give a file", name, ErrNotRegular, kind)
+	return "a special file"
 }
 
 // ReadFile reads the regular file path whole, within c: a larger file,
@@ -97,7 +104,7 @@ func notRegular(name string, mode fs.FileMode) error {
 // and the cap. Opening never blocks (a named pipe is refused, not
 // waited on).
 func ReadFile(path string, c Cap) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := openRegular(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -130,14 +137,12 @@ func ReadFS(fsys fs.FS, name, shown string, c Cap) ([]byte, error) {
 // Open opens the regular file path for a reader that streams it, after
 // the checks of ReadFile: a file over c is refused before it is read.
 func Open(path string, c Cap) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := openRegular(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
 	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = notRegular(path, fi.Mode())
-	} else if err == nil && fi.Size() > c.Bytes {
+	if err == nil && fi.Size() > c.Bytes {
 		err = c.tooLarge(path, fi.Size())
 	}
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/mcpstress/stress/analysis"
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/internal/outdir"
 	"github.com/mcpstress/stress/internal/window"
 	"github.com/mcpstress/stress/results"
@@ -149,7 +150,7 @@ func export(ctx context.Context, dir, tmp string, opt Options, log io.Writer) (*
 	if err != nil {
 		return nil, err
 	}
-	calls, err := os.Open(filepath.Join(dir, results.CallsFile))
+	calls, err := input.OpenStream(filepath.Join(dir, results.CallsFile))
 	if err != nil {
 		return nil, err
 	}
