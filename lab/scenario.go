@@ -271,6 +271,9 @@ func Load(fsys fs.FS, dir string) (map[string]*Set, error) {
 // ParseSet parses and checks one scenario file; file names it in errors
 // and its base name (without .json) names the set.
 func ParseSet(file string, data []byte) (*Set, []error) {
+	if err := input.CheckJSON(data); err != nil {
+		return nil, []error{&LoadError{File: file, Err: err}}
+	}
 	var f setFile
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

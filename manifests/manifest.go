@@ -610,6 +610,9 @@ func Parse(source string, data []byte) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", source, err)
 	}
+	if err := input.CheckYAML(data); err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", source, err)
+	}
 	body, err := parseYAML(data)
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: %s", source, err)

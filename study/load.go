@@ -174,6 +174,9 @@ func loadCorpus(fsys fs.FS, name, shown string, drop bool) (*Corpus, error) {
 // It returns the records that passed and one error per problem found.
 func ParseScenarios(file string, data []byte) ([]Scenario, []error) {
 	data, err := input.Decode(data)
+	if err == nil {
+		err = input.CheckJSON(data)
+	}
 	if err != nil {
 		return nil, []error{&RecordError{File: file, Err: err}}
 	}

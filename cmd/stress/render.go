@@ -52,6 +52,11 @@ func cmdRender(fs *flag.FlagSet) action {
 			if err == nil {
 				b, err = input.Decode(b)
 			}
+			if err == nil {
+				if cerr := input.CheckJSON(b); cerr != nil {
+					err = fmt.Errorf("%s: %w", *observation, cerr)
+				}
+			}
 			if err == nil && !json.Valid(b) {
 				err = fmt.Errorf("%s: not valid JSON: %s", *observation, input.Snippet(string(b)))
 			}

@@ -215,6 +215,9 @@ var collections = map[string]bool{"/memory/entities": true, "/memory/relations":
 // Parse reads and checks a scenario set; errors name the file, the
 // scenario and the field.
 func Parse(file, name string, data []byte) (*Set, error) {
+	if err := input.CheckJSON(data); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
 	var doc struct {
 		Scenarios []*Scenario `json:"scenarios"`
 	}

@@ -161,6 +161,9 @@ func LoadSuite(fsys fs.FS, dir string) ([]Case, error) {
 		if err != nil {
 			return nil, fmt.Errorf("suite: %w", err)
 		}
+		if err := input.CheckJSON(b); err != nil {
+			return nil, fmt.Errorf("suite: %s: %w", name, err)
+		}
 		var c Case
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
