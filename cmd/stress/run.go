@@ -37,6 +37,11 @@ func cmdRun(fs *flag.FlagSet) action {
 		if len(args) > 1 {
 			return usageError("run takes at most one manifest, got %d arguments", len(args))
 		}
+		shardsGiven := false
+		fs.Visit(func(f *flag.Flag) { shardsGiven = shardsGiven || f.Name == "shards" })
+		if shardsGiven && (*shards < 1 || *shards > 100000) {
+			return usageError("run: flag -shards: want 1 to 100000, got %d", *shards)
+		}
 		var shard results.Shard
 		var sched *results.Scheduler
 		switch {
@@ -45,7 +50,7 @@ func cmdRun(fs *flag.FlagSet) action {
 			if shard, sched, err = results.ShardFromEnv(os.Getenv, *shards); err != nil {
 				return usageError("run: flag -shard auto: %v", err)
 			}
-		case *shards != 0:
+		case shardsGiven:
 			return usageError("run: flag -shards goes with -shard auto")
 		case *shardFlag != "":
 			var err error

@@ -34,9 +34,12 @@ func cmdSlurm(fs *flag.FlagSet) action {
 			return usageError("slurm: flag -shards: want 1 to 10000, got %d", *shards)
 		}
 		for _, o := range opts {
-			if !strings.HasPrefix(o, "-") || strings.ContainsAny(o, "\n\r") || strings.HasPrefix(o, "--array") || strings.HasPrefix(o, "--dependency") || strings.HasPrefix(o, "--wrap") {
-				return usageError("slurm: flag -sbatch: %q is not an sbatch option stress slurm leaves to you (it sets --array, --dependency and the script)", o)
+			if err := checkSbatchOption(o); err != nil {
+				return usageError("slurm: flag -sbatch: %q %v", o, err)
 			}
+		}
+		if err := scriptSafe(args[0]); err != nil {
+			return usageError("slurm: the manifest's path %q %v", args[0], err)
 		}
 		m, err := loadManifest(args[0])
 		if err != nil {
@@ -70,19 +73,37 @@ type slurmPlan struct {
 
 // newSlurmPlan writes the two scripts' text for the manifest at path,
 // with absolute paths, since the jobs run in another working directory.
+// Every path it writes into a script is free of control characters (a
+// newline would end the line it is on, in a comment or an #SBATCH line
+// too, where no quoting holds), and -out of backslashes (sbatch's
+// --output reads one as "no %a substitution").
 func newSlurmPlan(path, out, bin string, shards int, opts []string) (*slurmPlan, error) {
 	manifest, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
 	}
+	if err := scriptSafe(manifest); err != nil {
+		return nil, usageError("slurm: the manifest's path %q %v", manifest, err)
+	}
 	dir, err := filepath.Abs(out)
 	if err != nil {
 		return nil, fmt.Errorf("slurm: flag -out: %w", err)
+	}
+	if err := scriptSafe(dir); err != nil {
+		return nil, usageError("slurm: flag -out: %q %v", dir, err)
+	}
+	if strings.Contains(dir, `\`) {
+		return nil, usageError("slurm: flag -out: %q holds a backslash, which turns off the %%a in the array's log names (sbatch --output)", dir)
 	}
 	if bin == "" {
 		if bin, err = os.Executable(); err != nil {
 			return nil, fmt.Errorf("slurm: finding this executable (give -stress PATH): %w", err)
 		}
+	} else if bin, err = filepath.Abs(bin); err != nil {
+		return nil, fmt.Errorf("slurm: flag -stress: %w", err)
+	}
+	if err := scriptSafe(bin); err != nil {
+		return nil, usageError("slurm: flag -stress: %q %v", bin, err)
 	}
 	s := &slurmPlan{dir: dir, manifest: manifest, bin: bin, shards: shards, opts: opts}
 	q := shellQuote
@@ -91,7 +112,7 @@ func newSlurmPlan(path, out, bin string, shards int, opts []string) (*slurmPlan,
 # resubmitted alone (sbatch --array=K %[1]s) resumes its own
 # bundle, or starts it if it has none yet.
 #SBATCH --job-name=stress-shards
-#SBATCH --output=%[2]s/slurm/shard-%%a.log
+#SBATCH --output=%[7]s
 set -eu
 export STRESS_SUBMISSION=%[6]s
 dir=%[2]s/shard-$((SLURM_ARRAY_TASK_ID + 1))
@@ -99,7 +120,7 @@ if [ -e "$dir/manifest.json" ]; then
   exec %[3]s run -quiet -resume "$dir" %[4]s
 fi
 exec %[3]s run -quiet -shard auto -shards %[5]d -out "$dir" %[4]s
-`, q(filepath.Join(dir, "slurm", "array.sh")), q(dir), q(bin), q(manifest), shards, submissionID())
+`, q(filepath.Join(dir, "slurm", "array.sh")), q(dir), q(bin), q(manifest), shards, submissionID(), slurmQuote(slurmFilename(dir)+"/slurm/shard-%a.log"))
 	var dirs []string
 	for i := 1; i <= shards; i++ {
 		dirs = append(dirs, q(filepath.Join(dir, "shard-"+strconv.Itoa(i))))
@@ -108,19 +129,56 @@ exec %[3]s run -quiet -shard auto -shards %[5]d -out "$dir" %[4]s
 # Combines the finished shards into one bundle (stress slurm); it runs
 # after every task of the array ended well (--dependency=afterok).
 #SBATCH --job-name=stress-merge
-#SBATCH --output=%[1]s/slurm/merge.log
+#SBATCH --output=%[4]s
 set -eu
-exec %[2]s merge -quiet -out %[1]s/merged %[3]s
-`, q(dir), q(bin), strings.Join(dirs, " "))
+exec %[2]s merge -quiet -out %[1]s %[3]s
+`, q(filepath.Join(dir, "merged")), q(bin), strings.Join(dirs, " "), slurmQuote(slurmFilename(dir)+"/slurm/merge.log"))
 	return s, nil
 }
 
-// shellQuote quotes s for sh.
+// shellQuote quotes s for sh: as it is if it is made of characters sh
+// reads literally, else in single quotes.
 func shellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,") == "" {
 		return s
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
+}
+
+// shellJoin quotes each of args for sh and joins them with spaces: a
+// command line to paste.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = shellQuote(a)
+	}
+	return strings.Join(q, " ")
+}
+
+// slurmQuote quotes s for an #SBATCH line, which sbatch splits at spaces
+// and unquotes itself: in single quotes, a single quote written as '"'"'
+// (sbatch, unlike sh, reads a backslash in quotes as an escape; s has
+// none).
+func slurmQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
+}
+
+// slurmFilename escapes path for sbatch's --output, which reads %a, %j
+// and the like in it: a % is written %%.
+func slurmFilename(path string) string {
+	return strings.ReplaceAll(path, "%", "%%")
+}
+
+// scriptSafe returns an error (to follow the value in a message) if s
+// holds a control character: a byte below 0x20 or 0x7f (DEL). A newline
+// ends the line of a script it is written into, whatever the quoting.
+func scriptSafe(s string) error {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			return fmt.Errorf("holds a control character (byte 0x%02x at %d), which stress slurm does not write into a script", c, i)
+		}
+	}
+	return nil
 }
 
 func (s *slurmPlan) arrayArgs() []string {
@@ -139,7 +197,7 @@ func (s *slurmPlan) mergeArgs(job string, wait bool) []string {
 func (s *slurmPlan) print(w io.Writer) error {
 	_, err := fmt.Fprintf(w, "# %s\n%s\n# %s\n%s\n# submit:\nsbatch %s\nsbatch %s\n",
 		filepath.Join(s.dir, "slurm", "array.sh"), s.array, filepath.Join(s.dir, "slurm", "merge.sh"), s.merge,
-		strings.Join(s.arrayArgs(), " "), strings.Join(s.mergeArgs("ARRAY_JOB_ID", false), " "))
+		shellJoin(s.arrayArgs()), shellJoin(s.mergeArgs("ARRAY_JOB_ID", false)))
 	return err
 }
 
@@ -149,7 +207,7 @@ func (s *slurmPlan) print(w io.Writer) error {
 func (s *slurmPlan) write() error {
 	sd := filepath.Join(s.dir, "slurm")
 	if _, err := os.Stat(sd); err == nil {
-		return fmt.Errorf("slurm: flag -out: %s already holds a submission (resubmit a failed task with: sbatch --array=K %s)", s.dir, filepath.Join(sd, "array.sh"))
+		return fmt.Errorf("slurm: flag -out: %s already holds a submission (resubmit a failed task with: sbatch --array=K %s)", s.dir, shellQuote(filepath.Join(sd, "array.sh")))
 	}
 	if err := os.MkdirAll(sd, 0o755); err != nil {
 		return fmt.Errorf("slurm: flag -out: %w", err)
@@ -171,7 +229,7 @@ func (s *slurmPlan) submit(ctx context.Context, wait bool, stdout, stderr io.Wri
 	fmt.Fprintf(stdout, "submitted array job %s: %d shards in %s/shard-1…%d (logs in %s/slurm/)\n", job, s.shards, s.dir, s.shards, s.dir)
 	merge, err := sbatch(ctx, s.mergeArgs(job, wait), stderr)
 	if wait && err != nil {
-		return fmt.Errorf("the merge job did not succeed: %w (see %s/slurm/; resubmit a failed task with sbatch --array=K %s/slurm/array.sh, then sbatch %s/slurm/merge.sh)", err, s.dir, s.dir, s.dir)
+		return fmt.Errorf("the merge job did not succeed: %w (see %s/slurm/; resubmit a failed task with sbatch --array=K %s, then sbatch %s)", err, s.dir, shellQuote(filepath.Join(s.dir, "slurm", "array.sh")), shellQuote(filepath.Join(s.dir, "slurm", "merge.sh")))
 	}
 	if err != nil {
 		return err
@@ -187,7 +245,7 @@ func sbatch(ctx context.Context, args []string, stderr io.Writer) (string, error
 	cmd := exec.CommandContext(ctx, "sbatch", args...)
 	cmd.Stdout, cmd.Stderr = &out, stderr
 	if err := cmd.Run(); err != nil {
-		return strings.TrimSpace(out.String()), fmt.Errorf("sbatch %s: %w", strings.Join(args, " "), err)
+		return strings.TrimSpace(out.String()), fmt.Errorf("sbatch %s: %w", shellJoin(args), err)
 	}
 	id, _, _ := strings.Cut(strings.TrimSpace(out.String()), ";")
 	return id, nil

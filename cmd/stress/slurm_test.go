@@ -32,7 +32,7 @@ func TestSlurmDryRun(t *testing.T) {
 	}
 	for args, want := range map[string]string{
 		"-shards 0 -out x m.yaml":                     "flag -shards: want 1 to 10000",
-		"-shards 2 -out x -sbatch --array=0-9 m.yaml": `flag -sbatch: "--array=0-9" is not an sbatch option stress slurm leaves to you`,
+		"-shards 2 -out x -sbatch --array=0-9 m.yaml": `flag -sbatch: "--array=0-9" is --array, which stress slurm sets itself`,
 		"-shards 2 -out x builtin:baselines.yaml":     "the manifest must be a file the nodes can read",
 		"-shards 2 m.yaml":                            "flag -out is required",
 	} {
