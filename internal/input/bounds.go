@@ -173,7 +173,10 @@ func (s *yscan) peek(k int) byte {
 
 func eol(c byte) bool { return c == '\n' || c == '\r' }
 
-func blank(c byte) bool { return c == ' ' || c == '\t' || eol(c) || c == 0 }
+func blank(c byte) bool { return c == ' ' || c == '\t' || eol(c) }
+
+// blankAt reports whether the byte k past s.i is blank or past the end.
+func (s *yscan) blankAt(k int) bool { return s.i+k >= len(s.data) || blank(s.data[s.i+k]) }
 
 func flowIndicator(c byte) bool { return c == ',' || c == '[' || c == ']' || c == '{' || c == '}' }
 
@@ -268,14 +271,14 @@ func (s *yscan) lineStart() error {
 	case s.i == len(s.data) || eol(c) || c == '#' || (c == '%' && col == 0):
 		s.skipLine()
 		return nil
-	case col == 0 && (s.startsWith("---") || s.startsWith("...")) && blank(s.peek(3)):
+	case col == 0 && (s.startsWith("---") || s.startsWith("...")) && s.blankAt(3):
 		for len(s.block) > 0 {
 			s.popBlock(start)
 		}
 		s.i += 3
 		return s.node()
 	}
-	seqLine := c == '-' && blank(s.peek(1))
+	seqLine := c == '-' && s.blankAt(1)
 	for len(s.block) > 0 {
 		top := s.block[len(s.block)-1]
 		// A sequence at the indentation of the key it is the value of
@@ -318,12 +321,12 @@ func (s *yscan) node() error {
 		case eol(c) || c == '#':
 			s.skipLine()
 			return nil
-		case (c == '-' || c == '?') && blank(s.peek(1)):
+		case (c == '-' || c == '?') && s.blankAt(1):
 			if err := s.push(yentry{col: col, seq: c == '-'}, false); err != nil {
 				return err
 			}
 			s.i++
-		case c == ':' && blank(s.peek(1)):
+		case c == ':' && s.blankAt(1):
 			s.i++
 		case c == '&':
 			s.blockAnchor()
@@ -377,7 +380,7 @@ func (s *yscan) plain(col int) error {
 		case eol(c) || (c == '#' && s.atWord()):
 			s.skipLine()
 			return nil
-		case c == ':' && blank(s.peek(1)):
+		case c == ':' && s.blankAt(1):
 			if err := s.push(yentry{col: col}, false); err != nil {
 				return err
 			}
@@ -505,7 +508,7 @@ func (s *yscan) flowCollection() error {
 			s.close(s.comma[top], s.i)
 			s.comma[top] = nil
 			s.i++
-		case c == ':' || (c == '?' && blank(s.peek(1))):
+		case c == ':' || (c == '?' && s.blankAt(1)):
 			settle(false)
 			s.i++
 		case c == '&' && s.atWord():
