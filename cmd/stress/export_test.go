@@ -2,9 +2,12 @@ package main
 
 import (
 	"archive/zip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +20,8 @@ import (
 
 	"github.com/mcpstress/stress/env/mcpenv"
 	"github.com/mcpstress/stress/internal/inspect"
+	"github.com/mcpstress/stress/internal/synth"
+	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
@@ -605,10 +610,10 @@ func TestExportBadInput(t *testing.T) {
 // scripts/inspect-viewer/check.mjs): the list shows every log, each log
 // its sample count and its cell's scores as analyze -json counts them,
 // and one decision's sample its input, raw output and tool calls as the
-// bundle holds them; no console error, no request beyond 127.0.0.1.
-// Without Chromium or the script's packages it skips, except under
-// CI=true, where it fails (.ci/run installs Chromium, scripts/test the
-// packages).
+// bundle holds them; no console error, no dialog, no request beyond
+// 127.0.0.1. Without Chromium or the script's packages it skips, except
+// under CI=true, where it fails (.ci/run installs Chromium, scripts/test
+// the packages).
 func TestExportInInspectViewer(t *testing.T) {
 	script, chromium := needBrowser(t, "../../scripts/inspect-viewer/check.mjs", "@metrevals/inspect-log-viewer")
 	// An action study on four of the lab's failures: two models, two
@@ -639,125 +644,250 @@ models:
 	if _, log, err := runCmd(t, "run", "-quiet", "-out", bundle, man); err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
-	// What the viewer must show, from the bundle: analyze -json's cells
-	// and the call lines.
+	calls, err := results.ReadCalls(filepath.Join(bundle, results.CallsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The sample each log shows: the first decision of its model with a
+	// tool call.
+	pick := func(l inspect.IndexLog) simulator.Key {
+		for _, c := range calls {
+			if c.Key.Model == l.Model && c.Action != nil {
+				return c.Key
+			}
+		}
+		t.Fatalf("no decision of %s with a tool call", l.Model)
+		return simulator.Key{}
+	}
+	// The logs as .json files, then as .eval archives (which the viewer
+	// reads member by member, with Range requests).
+	for _, form := range []string{"json", "eval"} {
+		site := filepath.Join(dir, form)
+		want := exportForViewer(t, bundle, site, form == "eval", "baseline/", calls, pick)
+		got := runViewer(t, script, chromium, site, want)
+		if len(got.Checks) < 20 || len(got.Screenshots) != 1+2*len(want.Logs) {
+			t.Errorf("%d checks and %d screenshots (%v)", len(got.Checks), len(got.Screenshots), got.Screenshots)
+		}
+		t.Logf("%s logs in the viewer: %d checks passed; timings %v ms; screenshots in %s", form, len(got.Checks), got.Timings, filepath.Join(site, "shots"))
+		if keep := os.Getenv("STRESS_KEEP_SHOTS"); keep != "" {
+			os.CopyFS(filepath.Join(keep, form), os.DirFS(filepath.Join(site, "shots")))
+		}
+	}
+}
+
+// hostileAnswer is a model's answer that would run script, load remote
+// content and fetch a remote URL if a viewer rendered it as HTML or
+// followed its markdown: an img whose onerror calls alert and fetch, a
+// remote iframe, a remote markdown image and a javascript: link. The
+// remote host is in TEST-NET-2 (RFC 5737), which nothing answers.
+const hostileAnswer = "HOSTILE-ANSWER-46 follows\n\n" +
+	`<img src="http://198.51.100.7/img.png" onerror="alert('img onerror');fetch('http://198.51.100.7/fetch')">` +
+	`<iframe src="http://198.51.100.7/frame"></iframe><script>alert('script')</script>` + "\n\n" +
+	"![pixel](" + hostileImage + ")\n\n" +
+	"[click me](javascript:alert('link'))\n\n" +
+	`{"operation_status":"failed","recovery_policy":"retry_later"}`
+
+// hostileImage is hostileAnswer's markdown image.
+const hostileImage = "http://198.51.100.7/pixel.png"
+
+// TestExportHostileInInspectViewer opens, in Inspect's viewer as
+// scripts/inspect-viewer builds it, the logs of a study whose model
+// fails half its decisions (error samples, whose scores are null) and
+// answers the others with hostileAnswer: the log opens (its sample
+// count and scores), the hostile sample opens with its input and
+// output, its javascript: link is clicked, and no dialog opens, no
+// request leaves 127.0.0.1, no page error is raised; the remote image
+// is refused by the page's Content-Security-Policy.
+func TestExportHostileInInspectViewer(t *testing.T) {
+	script, chromium := needBrowser(t, "../../scripts/inspect-viewer/check.mjs", "@metrevals/inspect-log-viewer")
+	// Two models (the viewer opens a lone log at once, without its
+	// list); decisions of an even seed fail (HTTP 500), the others get
+	// the hostile answer.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req models.Request
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Seed%2 == 0 {
+			http.Error(w, `{"error":"down"}`, http.StatusInternalServerError)
+			return
+		}
+		b, _ := json.Marshal(map[string]string{"text": hostileAnswer})
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	study := filepath.Join(dir, "study")
+	if err := synth.Write(context.Background(), study, synth.Options{Scenarios: 6, Servers: 1, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	man := filepath.Join(study, "hostile.yaml")
+	os.WriteFile(man, []byte(`name: hostile
+corpus: corpus
+prompts: [{name: default, path: prompts/default.tmpl}]
+conditions: [normalized]
+replicates: 1
+seed: 3
+models:
+  - {name: hostile, backend: echohttp, model: hostile, host: `+srv.URL+`, transport: {attempts: 1, breaker_after: 100}}
+  - {name: hostile_too, backend: echohttp, model: hostile_too, host: `+srv.URL+`, transport: {attempts: 1, breaker_after: 100}}
+`), 0o644)
+	bundle := filepath.Join(dir, "run")
+	if _, log, err := runCmd(t, "run", "-quiet", "-out", bundle, man); err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	calls, err := results.ReadCalls(filepath.Join(bundle, results.CallsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errs, hostile int
+	for _, c := range calls {
+		if c.Error != "" {
+			errs++
+		} else if c.Response == hostileAnswer {
+			hostile++
+		}
+	}
+	if errs == 0 || hostile == 0 {
+		t.Fatalf("%d error calls and %d hostile answers, want both", errs, hostile)
+	}
+	pick := func(l inspect.IndexLog) simulator.Key {
+		for _, c := range calls {
+			if c.Key.Model == l.Model && c.Response == hostileAnswer {
+				return c.Key
+			}
+		}
+		return simulator.Key{}
+	}
+	for _, form := range []string{"json", "eval"} {
+		site := filepath.Join(dir, form)
+		want := exportForViewer(t, bundle, site, form == "eval", "echohttp/", calls, pick)
+		want.RemoteImage = hostileImage
+		got := runViewer(t, script, chromium, site, want)
+		t.Logf("%s logs in the viewer: %d checks passed; timings %v ms; screenshots in %s", form, len(got.Checks), got.Timings, filepath.Join(site, "shots"))
+	}
+}
+
+// viewerWant is what check.mjs checks the viewer shows (its EXPECT).
+type viewerWant struct {
+	Logs []viewerLog `json:"logs"`
+	// RemoteImage is the remote markdown image of a hostile answer, the
+	// samples': check.mjs clicks their javascript: links and expects the
+	// image refused; "" when the answers are not hostile.
+	RemoteImage string `json:"remote_image,omitempty"`
+}
+
+// viewerLog is one log as the viewer shows it.
+type viewerLog struct {
+	File    string        `json:"file"`
+	Task    string        `json:"task"`
+	Model   string        `json:"model"`
+	Samples int           `json:"samples"`
+	Scores  []viewerScore `json:"scores"`
+	Sample  struct {
+		ID        string   `json:"id"`
+		Epoch     int      `json:"epoch"`
+		Input     []string `json:"input"`
+		Output    string   `json:"output"`
+		ToolCalls []string `json:"tool_calls"`
+	} `json:"sample"`
+}
+
+// viewerScore is one row of a log's scores as the viewer shows it.
+type viewerScore struct {
+	Name  string  `json:"name"`
+	Mean  float64 `json:"mean"`
+	Count float64 `json:"count"`
+}
+
+// exportForViewer exports bundle (as .eval archives when eval) into
+// site/logs and returns what the viewer must show of it: per log its
+// first four scores as analyze -json counts them, and the sample of the
+// decision pick chooses (its first request's user messages, its last
+// response, its tool calls), from the bundle's calls; provider prefixes
+// the models' names.
+func exportForViewer(t *testing.T, bundle, site string, eval bool, provider string, calls []results.Call, pick func(inspect.IndexLog) simulator.Key) viewerWant {
+	t.Helper()
+	args := []string{"export", "-quiet", "-out", filepath.Join(site, "logs"), bundle}
+	if eval {
+		args = append(args[:1], append([]string{"-eval"}, args[1:]...)...)
+	}
+	if _, _, err := runCmd(t, args...); err != nil {
+		t.Fatal(err)
+	}
 	js, _, err := runCmd(t, "analyze", "-json", "-b", "10", bundle)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var an struct{ Cells []map[string]any }
 	json.Unmarshal([]byte(js), &an)
-	calls, err := results.ReadCalls(filepath.Join(bundle, results.CallsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The logs as .json files, then as .eval archives (which the viewer
-	// reads member by member, with Range requests).
-	for _, form := range []string{"json", "eval"} {
-		site := filepath.Join(dir, form)
-		args := []string{"export", "-quiet", "-out", filepath.Join(site, "logs"), bundle}
-		if form == "eval" {
-			args = append(args[:1], append([]string{"-eval"}, args[1:]...)...)
-		}
-		if _, _, err := runCmd(t, args...); err != nil {
-			t.Fatal(err)
-		}
-		var ix inspect.Index
-		json.Unmarshal(mustRead(t, filepath.Join(site, "logs", inspect.IndexFile)), &ix)
-		type score struct {
-			Name  string  `json:"name"`
-			Mean  float64 `json:"mean"`
-			Count float64 `json:"count"`
-		}
-		type sample struct {
-			ID        string   `json:"id"`
-			Epoch     int      `json:"epoch"`
-			Input     []string `json:"input"`
-			Output    string   `json:"output"`
-			ToolCalls []string `json:"tool_calls"`
-		}
-		type logWant struct {
-			File    string  `json:"file"`
-			Task    string  `json:"task"`
-			Model   string  `json:"model"`
-			Samples int     `json:"samples"`
-			Scores  []score `json:"scores"`
-			Sample  sample  `json:"sample"`
-		}
-		var want struct {
-			Logs []logWant `json:"logs"`
-		}
-		for _, l := range ix.Logs {
-			lw := logWant{File: l.File, Task: l.Task, Model: "baseline/" + l.Model, Samples: l.Samples}
-			for _, c := range an.Cells {
-				if c["model"] != l.Model || c["prompt"] != l.Prompt || c["condition"] != l.Condition {
-					continue
-				}
-				// The log's header shows its first four scores.
-				for _, name := range []string{"strict", "proven", "cover", "retry"} {
-					k, n := c[name].(float64), c["n"].(float64)
-					lw.Scores = append(lw.Scores, score{Name: name, Mean: k / n, Count: k})
-				}
+	var ix inspect.Index
+	json.Unmarshal(mustRead(t, filepath.Join(site, "logs", inspect.IndexFile)), &ix)
+	var want viewerWant
+	for _, l := range ix.Logs {
+		lw := viewerLog{File: l.File, Task: l.Task, Model: provider + l.Model, Samples: l.Samples}
+		for _, c := range an.Cells {
+			if c["model"] != l.Model || c["prompt"] != l.Prompt || c["condition"] != l.Condition {
+				continue
 			}
-			// The first decision of the cell with a tool call.
-			var key simulator.Key
-			for _, c := range calls {
-				if c.Key.Model == l.Model && c.Action != nil && key.Model == "" {
-					key = c.Key
-				}
+			// The log's header shows its first four scores.
+			for _, name := range []string{"strict", "proven", "cover", "retry"} {
+				k, n := c[name].(float64), c["n"].(float64)
+				lw.Scores = append(lw.Scores, viewerScore{name, k / n, k})
 			}
-			if key.Model == "" {
-				t.Fatalf("no decision of %s with a tool call", l.Model)
+		}
+		key := pick(l)
+		if key.Model == "" {
+			t.Fatalf("log %s: no decision to show", l.File)
+		}
+		s := &lw.Sample
+		s.ID, s.Epoch = key.Scenario, key.Replicate
+		for _, c := range calls {
+			if c.Key != key {
+				continue
 			}
-			s := sample{ID: key.Scenario, Epoch: key.Replicate}
-			for _, c := range calls {
-				if c.Key != key {
-					continue
-				}
-				if c.Turn == 0 {
-					for _, m := range c.Request.Messages {
-						if m.Role == "user" {
-							s.Input = append(s.Input, m.Content)
-						}
+			if c.Turn == 0 {
+				for _, m := range c.Request.Messages {
+					if m.Role == "user" {
+						s.Input = append(s.Input, m.Content)
 					}
 				}
-				s.Output = c.Response
-				if c.Action != nil {
-					s.ToolCalls = append(s.ToolCalls, c.Action.Tool)
-				}
 			}
-			lw.Sample = s
-			want.Logs = append(want.Logs, lw)
+			s.Output = c.Response
+			if c.Action != nil {
+				s.ToolCalls = append(s.ToolCalls, c.Action.Tool)
+			}
 		}
-		expect := filepath.Join(site, "expect.json")
-		b, _ := json.Marshal(want)
-		os.WriteFile(expect, b, 0o644)
-
-		shots := filepath.Join(site, "shots")
-		cmd := exec.Command("node", script, site, shots, expect)
-		cmd.Env = append(os.Environ(), "CHROMIUM="+chromium)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, runErr := cmd.Output()
-		var got struct {
-			OK          bool              `json:"ok"`
-			Failed      []string          `json:"failed"`
-			Checks      []json.RawMessage `json:"checks"`
-			Screenshots []string          `json:"screenshots"`
-			Timings     map[string]int    `json:"timings_ms"`
-		}
-		if err := json.Unmarshal(out, &got); err != nil {
-			t.Fatalf("node %s: %v (%v)\n%s\n%s", script, runErr, err, out, stderr.String())
-		}
-		if !got.OK || runErr != nil {
-			t.Errorf("%s logs: the viewer failed %d of %d checks: %s\n%s", form, len(got.Failed), len(got.Checks), strings.Join(got.Failed, "\n"), out)
-		}
-		if len(got.Checks) < 20 || len(got.Screenshots) != 1+2*len(want.Logs) {
-			t.Errorf("%d checks and %d screenshots (%v)", len(got.Checks), len(got.Screenshots), got.Screenshots)
-		}
-		t.Logf("%s logs in the viewer: %d checks passed; timings %v ms; screenshots in %s", form, len(got.Checks), got.Timings, shots)
-		if keep := os.Getenv("STRESS_KEEP_SHOTS"); keep != "" {
-			os.CopyFS(filepath.Join(keep, form), os.DirFS(shots))
-		}
+		want.Logs = append(want.Logs, lw)
 	}
+	return want
+}
+
+// viewerReport is what check.mjs prints.
+type viewerReport struct {
+	OK          bool              `json:"ok"`
+	Failed      []string          `json:"failed"`
+	Checks      []json.RawMessage `json:"checks"`
+	Screenshots []string          `json:"screenshots"`
+	Timings     map[string]int    `json:"timings_ms"`
+}
+
+// runViewer runs check.mjs on site (its logs in site/logs) against want,
+// its screenshots in site/shots, and fails t unless every check passed.
+func runViewer(t *testing.T, script, chromium, site string, want viewerWant) viewerReport {
+	t.Helper()
+	expect := filepath.Join(site, "expect.json")
+	b, _ := json.Marshal(want)
+	os.WriteFile(expect, b, 0o644)
+	cmd := exec.Command("node", script, site, filepath.Join(site, "shots"), expect)
+	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, runErr := cmd.Output()
+	var got viewerReport
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("node %s: %v (%v)\n%s\n%s", script, runErr, err, out, stderr.String())
+	}
+	if !got.OK || runErr != nil {
+		t.Errorf("%s: the viewer failed %d of %d checks: %s\n%s", site, len(got.Failed), len(got.Checks), strings.Join(got.Failed, "\n"), out)
+	}
+	return got
 }

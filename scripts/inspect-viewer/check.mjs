@@ -7,13 +7,19 @@
 // Range requests) and checks, against EXPECT (JSON written by the test
 // from the bundle: each log's file, task, model, sample count, its first
 // scores with the cell's mean and count, and one decision's input,
-// output and tool calls):
+// output and tool calls; "remote_image", the URL of the remote markdown
+// image, when that decision's answer is hostile HTML and markdown):
 //   - the log list shows every log with its task and model;
 //   - each log shows its sample count and the cell's scores;
 //   - the decision's sample opens and its Messages tab shows its input,
-//     its raw output and its tool calls;
-//   - no console error, no page error, no failed request, and no request
-//     beyond 127.0.0.1.
+//     its raw output and its tool calls; a hostile one's javascript:
+//     links are clicked, its Transcript tab opened, and its remote
+//     markdown image must be refused by the page's
+//     Content-Security-Policy (src/index.html), which refuses nothing
+//     else than a hostile answer's content;
+//   - no dialog, no console error (but the policy's refusals), no page
+//     error, no failed request, and no request beyond 127.0.0.1: every
+//     request beyond it is recorded and aborted, so none leaves.
 // Screenshots go to SHOTS. Prints one JSON report; exit status 0 when
 // every check passed, else 1.
 //
@@ -49,7 +55,14 @@ function snippet(text) {
   return norm(line).slice(0, 40).trim();
 }
 
-const report = { checks: [], console: [], page_errors: [], failed_requests: [], requests: [], foreign_requests: [], timings_ms: {}, screenshots: [] };
+const report = { checks: [], console: [], csp_refusals: [], dialogs: [], page_errors: [], failed_requests: [], requests: [], foreign_requests: [], timings_ms: {}, screenshots: [] };
+// A console message of the Content-Security-Policy refusing something.
+const cspRefusal = (text) => /Content Security Policy/i.test(text);
+// The one refusal expected on every page: the viewer's JSON worker
+// evaluates its JSON5 parser from a string, which the policy refuses
+// ('unsafe-eval'); the worker still parses JSON, and only logs holding
+// NaN or Infinity (which stress never writes) need JSON5.
+const expectedRefusal = (text) => text.startsWith("JSON5 init error in worker");
 const check = (name, ok, detail) => {
   report.checks.push({ name, ok: !!ok, ...(detail === undefined ? {} : { detail }) });
   return ok;
@@ -71,22 +84,38 @@ const browser = await launch({
 try {
   const page = await browser.newPage();
   await page.setViewport({ width: 1280, height: 900 });
-  page.on("console", (m) => report.console.push({ type: m.type(), text: m.text() }));
+  page.on("console", (m) => {
+    if (cspRefusal(m.text())) report.csp_refusals.push(m.text());
+    else report.console.push({ type: m.type(), text: m.text() });
+  });
+  page.on("dialog", async (d) => {
+    report.dialogs.push(`${d.type()}: ${d.message()}`);
+    await d.dismiss().catch(() => {});
+  });
   page.on("pageerror", (e) => report.page_errors.push(String(e.message || e)));
   page.on("requestfailed", (r) => {
     // The viewer reads only the headers of a HEAD request; Chromium then
     // reports it aborted although the server answered.
     if (r.method() === "HEAD" && r.failure()?.errorText === "net::ERR_ABORTED") return;
+    if (r.failure()?.errorText === "net::ERR_BLOCKED_BY_CSP") {
+      report.csp_refusals.push(`${r.method()} ${r.url()} blocked`);
+      return;
+    }
     report.failed_requests.push(`${r.method()} ${r.url()} ${r.failure()?.errorText}`);
   });
   page.on("response", (r) => {
     if (r.status() >= 400) report.failed_requests.push(`${r.status()} ${r.url()}`);
   });
+  // Every request passes here: one beyond the site is recorded and
+  // aborted (whatever the page's policy lets through, nothing leaves).
+  await page.setRequestInterception(true);
   page.on("request", (r) => {
     const u = r.url();
-    if (u.startsWith("data:") || u.startsWith("blob:")) return;
+    if (u.startsWith("data:") || u.startsWith("blob:")) return r.continue();
     report.requests.push(`${r.method()} ${u}`);
-    if (!u.startsWith(origin + "/")) report.foreign_requests.push(u);
+    if (u.startsWith(origin + "/")) return r.continue();
+    report.foreign_requests.push(u);
+    return r.abort("blockedbyclient");
   });
   const pageText = async () => norm(await page.evaluate(() => document.body.innerText));
   const shot = async (name) => {
@@ -154,9 +183,13 @@ try {
     await shot(`02-log-${i}.png`);
     check(`${tag}: shows "${footer}", its task and model`, shown && (await pageText()).includes(l.task));
     const text = await pageText();
+    // A score some samples lack (error decisions) shows its scored
+    // samples after its name: "strict (2/6) 0.0 0.0".
+    const esc = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
     for (const sc of l.scores) {
       const row = `${sc.name} ${prettyDecimal(sc.mean)} ${prettyDecimal(sc.count)}`;
-      check(`${tag}: score row "${row}"`, text.includes(row));
+      const re = new RegExp(`${esc(sc.name)}( \\(\\d+/\\d+\\))? ${esc(prettyDecimal(sc.mean))} ${esc(prettyDecimal(sc.count))}`);
+      check(`${tag}: score row "${row}"`, re.test(text));
     }
 
     const s = l.sample;
@@ -164,8 +197,16 @@ try {
     await page.goto(base + `#/${LOG_DIR}/${encodeURIComponent(l.file)}/samples/sample/${encodeURIComponent(s.id)}/${s.epoch}/`, { waitUntil: "load" });
     const title = `Sample ${s.id} (Epoch ${s.epoch})`;
     await page.waitForFunction((title) => document.body.innerText.includes(title) && document.querySelector("button[role=tab]#messages"), { timeout: 60000 }, title).catch(() => {});
-    await page.click("button[role=tab]#messages").catch(() => {});
-    await page.waitForFunction(() => document.querySelector("button[role=tab]#messages")?.getAttribute("aria-selected") === "true", { timeout: 10000 }).catch(() => {});
+    // The sample may render again once loaded, back on its first tab:
+    // click until the Messages tab stays selected.
+    for (let k = 0; k < 10; k++) {
+      await page.click("button[role=tab]#messages").catch(() => {});
+      const on = await page
+        .waitForFunction(() => document.querySelector("button[role=tab]#messages")?.getAttribute("aria-selected") === "true", { timeout: 1000 })
+        .then(() => true)
+        .catch(() => false);
+      if (on) break;
+    }
     await sleep(500);
     report.timings_ms[`sample ${l.file}`] = Date.now() - t;
     await shot(`03-sample-${i}.png`);
@@ -192,10 +233,26 @@ try {
     for (const [k, fn] of (s.tool_calls || []).entries()) {
       check(`${tag}: ${s.id} tool call ${k + 1} ${fn}(…)`, titles[k]?.startsWith(`${fn}(`), titles);
     }
+    if (expect.remote_image) {
+      // Click every javascript: link the answer became, then show the
+      // transcript, where the answer is rendered again.
+      const links = await page.$$("a[href^='javascript:' i]");
+      report.javascript_links = (report.javascript_links || 0) + links.length;
+      for (const a of links) await a.click().catch(() => {});
+      await page.click("button[role=tab]#transcript").catch(() => {});
+      await sleep(1500);
+      await shot(`04-hostile-${i}.png`);
+      check(`${tag}: ${s.id} remote markdown image refused by the Content-Security-Policy`, report.csp_refusals.some((c) => c.includes(expect.remote_image)), report.csp_refusals);
+    }
   }
 } finally {
   await browser.close();
   server.close();
+}
+check("no dialog", report.dialogs.length === 0, report.dialogs);
+if (!expect.remote_image) {
+  const refused = report.csp_refusals.filter((c) => !expectedRefusal(c));
+  check("the Content-Security-Policy refused nothing but the JSON5 worker's eval", refused.length === 0, refused);
 }
 check("no console errors", !report.console.some((c) => c.type === "error"), report.console.filter((c) => c.type === "error"));
 check("no page errors", report.page_errors.length === 0, report.page_errors);
