@@ -2,7 +2,9 @@
 // package's App against a static log directory) with esbuild into a
 // static site: SITE/index.html and SITE/assets/viewer.{js,css}. The logs
 // go to SITE/logs/ (with their listing.json), as stress export writes
-// them.
+// them. src/index.html sets the page's Content-Security-Policy, which
+// keeps what a log holds (a model's HTML, remote images) from running or
+// fetching anything.
 //
 // Usage: node build.mjs SITE
 import { build } from "esbuild";
