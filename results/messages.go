@@ -359,7 +359,12 @@ func (t *Messages) expand(out []models.Message, ref string, inRun bool) ([]model
 // message's sha256 is damaged.
 func LoadMessages(file string, durable int64) (*Messages, error) {
 	t := &Messages{raw: map[string]json.RawMessage{}, sums: map[string][32]byte{}}
-	st, err := os.Stat(file)
+	f, err := input.OpenStream(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
@@ -367,7 +372,7 @@ func LoadMessages(file string, durable int64) (*Messages, error) {
 		return nil, fmt.Errorf("%s has %d bytes, fewer than the %d known durable: data that was on stable storage is missing", file, st.Size(), durable)
 	}
 	errTorn := errors.New("torn tail") // ends the table
-	err = eachLine(file, func(b []byte, line int, last bool) error {
+	err = eachLineOf(f, file, func(b []byte, line int, last bool) error {
 		err := t.add(b, b[len(b)-1] != '\n')
 		switch {
 		case err == nil:
@@ -393,6 +398,11 @@ func eachLine(file string, fn func(b []byte, line int, last bool) error) error {
 		return err
 	}
 	defer f.Close()
+	return eachLineOf(f, file, fn)
+}
+
+// eachLineOf is eachLine of f, opened, which is named file.
+func eachLineOf(f io.Reader, file string, fn func(b []byte, line int, last bool) error) error {
 	r := bufio.NewReaderSize(f, 1<<20)
 	for line := 1; ; line++ {
 		b, err := r.ReadBytes('\n')

@@ -32,6 +32,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/models/transport"
 )
@@ -280,7 +281,9 @@ func hashFile(file string) (string, error) {
 	if s, ok := hashes.Load(key); ok {
 		return s.(string), nil
 	}
-	f, err := os.Open(file)
+	// A named pipe or a device as the program or its script is refused,
+	// not waited on or hashed without end.
+	f, err := input.OpenStream(file)
 	if err != nil {
 		return "", err
 	}
