@@ -83,6 +83,7 @@ func Upgrade(ctx context.Context, dir, out string, log io.Writer) (*Record, erro
 		return nil, err
 	}
 	defer od.Abort()
+	od.ReportSwept(log)
 	tmp := od.Path()
 	if err := WriteJSON(filepath.Join(tmp, DefaultsFile), defaults); err != nil {
 		return nil, err

@@ -171,6 +171,7 @@ func Merge(ctx context.Context, out string, dirs []string, opt MergeOptions) (*r
 		return nil, nil, err
 	}
 	defer od.Abort()
+	od.ReportSwept(opt.Log)
 	final := out
 	out, runID, lock, err := createBundle(od.Path(), "", "", now, base.Manifest.Name+"-merged", "stress merge")
 	if err != nil {

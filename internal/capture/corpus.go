@@ -166,17 +166,15 @@ func Write(dir string, servers []*Server, o Options) (*Written, error) {
 	defer out.Abort()
 	w, err := write(out.Path(), servers, o)
 	if w == nil {
-		return nil, err
+		// The temporary directory is gone: the message names the output.
+		return nil, out.Named(err)
 	}
 	w.Dir = dir
 	if cerr := out.Commit(); cerr != nil {
 		return w, cerr
 	}
-	if err != nil {
-		// The messages name the directory as it is now.
-		err = errors.New(strings.ReplaceAll(err.Error(), out.Path(), dir))
-	}
-	return w, err
+	// The messages name the directory as it is now.
+	return w, out.Named(err)
 }
 
 // write is Write into dir, a new empty directory.

@@ -129,6 +129,7 @@ func Export(ctx context.Context, dir, out string, opt Options, log io.Writer) (*
 		return nil, fmt.Errorf("flag -out: %w", err)
 	}
 	defer od.Abort()
+	od.ReportSwept(log)
 	ix, err := export(ctx, dir, od.Path(), opt, log)
 	if err != nil {
 		return nil, err

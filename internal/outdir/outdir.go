@@ -2,18 +2,22 @@
 // that a stopped or failed command leaves no half-written output and
 // never overwrites files it did not write. Create checks the final
 // directory before any work (it must not exist, be empty, or hold only
-// an earlier output of the same command) and makes a temporary sibling
-// (.NAME.partial-*) to write into; Commit renames it into place, Abort
-// removes it. AbortAll removes every temporary directory still open, for
-// a process that exits at once on a second signal.
+// an earlier output of the same command; a symbolic link is refused) and
+// makes a temporary sibling (.NAME.partial-*) to write into; Commit
+// renames it into place, Abort removes it. AbortAll removes every
+// temporary directory still open, for a process that exits at once on a
+// second signal. A temporary directory that a killed process left is
+// removed by the next Create of the same output (sweep.go).
 package outdir
 
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -24,6 +28,8 @@ type Dir struct {
 	tmp   string
 	owned func(name string) bool
 	done  bool
+	lock  *os.File // the temporary directory, flock(2)ed while it is written
+	swept []string
 }
 
 // open are the temporary directories not yet committed or aborted.
@@ -42,12 +48,18 @@ func Names(names ...string) func(string) bool {
 // be nil: then only an empty directory is accepted. The error names the
 // directory and the first entry in the way.
 func Check(final string, owned func(name string) bool) error {
-	fi, err := os.Stat(final)
+	final = filepath.Clean(final)
+	fi, err := os.Lstat(final)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		// Note: Commit would replace the link, not write where it points.
+		to, _ := os.Readlink(final)
+		return fmt.Errorf("output directory %s is a symbolic link (to %q); give a path that is not a link", final, to)
 	}
 	if !fi.IsDir() {
 		return fmt.Errorf("%s exists and is not a directory", final)
@@ -65,7 +77,9 @@ func Check(final string, owned func(name string) bool) error {
 }
 
 // Create checks final as Check does and makes the temporary directory
-// to write into (its parent directories are created if needed).
+// to write into (its parent directories are created if needed), after
+// removing those an earlier process writing final left when it was
+// killed (Swept lists them).
 func Create(final string, owned func(name string) bool) (*Dir, error) {
 	if err := Check(final, owned); err != nil {
 		return nil, err
@@ -78,7 +92,8 @@ func Create(final string, owned func(name string) bool) (*Dir, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp(parent, "."+base+".partial-")
+	swept := sweep(parent, base)
+	tmp, lock, err := makeLocked(parent, base)
 	if err != nil {
 		return nil, err
 	}
@@ -86,9 +101,10 @@ func Create(final string, owned func(name string) bool) (*Dir, error) {
 	// directory the user makes.
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		os.Remove(tmp)
+		closeLock(lock)
 		return nil, err
 	}
-	d := &Dir{final: final, tmp: tmp, owned: owned}
+	d := &Dir{final: final, tmp: tmp, owned: owned, lock: lock, swept: swept}
 	open.Store(d, struct{}{})
 	return d, nil
 }
@@ -99,6 +115,32 @@ func (d *Dir) Path() string { return d.tmp }
 // Final is the directory the output will have once committed.
 func (d *Dir) Final() string { return d.final }
 
+// Swept lists the temporary directories of final that Create removed:
+// left by a process killed while it wrote final.
+func (d *Dir) Swept() []string { return d.swept }
+
+// Named returns err with the temporary directory replaced by the final
+// one wherever its message names it (errors.Is and As still see err):
+// the temporary directory is gone once the command fails.
+func (d *Dir) Named(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if named := strings.ReplaceAll(msg, d.tmp, d.final); named != msg {
+		return &namedError{named, err}
+	}
+	return err
+}
+
+type namedError struct {
+	msg string
+	err error
+}
+
+func (e *namedError) Error() string { return e.msg }
+func (e *namedError) Unwrap() error { return e.err }
+
 // Commit renames the written directory into place. An earlier output
 // of the same command at the final path is replaced as a whole; a final
 // directory that gained a foreign entry meanwhile is left alone, and the
@@ -108,7 +150,7 @@ func (d *Dir) Commit() error {
 		return fmt.Errorf("output directory %s: already committed or aborted", d.final)
 	}
 	if err := Check(d.final, d.owned); err != nil {
-		return fmt.Errorf("%w; the output is kept in %s", err, d.tmp)
+		return fmt.Errorf("%w; the output is kept in %s", err, d.keep())
 	}
 	err := os.Rename(d.tmp, d.final) // replaces an empty directory
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -116,7 +158,7 @@ func (d *Dir) Commit() error {
 		// move the new one in, then remove the old.
 		old, terr := os.MkdirTemp(filepath.Dir(d.final), "."+filepath.Base(d.final)+".old-")
 		if terr != nil {
-			return fmt.Errorf("output directory %s: %w; the output is kept in %s", d.final, terr, d.tmp)
+			return fmt.Errorf("output directory %s: %w; the output is kept in %s", d.final, terr, d.keep())
 		}
 		if err = os.Rename(d.final, filepath.Join(old, "output")); err == nil {
 			if err = os.Rename(d.tmp, d.final); err != nil {
@@ -127,10 +169,11 @@ func (d *Dir) Commit() error {
 		os.RemoveAll(old)
 	}
 	if err != nil {
-		return fmt.Errorf("output directory %s: %w; the output is kept in %s", d.final, err, d.tmp)
+		return fmt.Errorf("output directory %s: %w; the output is kept in %s", d.final, err, d.keep())
 	}
 	d.done = true
 	open.Delete(d)
+	closeLock(d.lock)
 	return nil
 }
 
@@ -143,6 +186,7 @@ func (d *Dir) Abort() {
 	d.done = true
 	open.Delete(d)
 	os.RemoveAll(d.tmp)
+	closeLock(d.lock)
 }
 
 // AbortAll aborts every directory created and not yet committed: what a
