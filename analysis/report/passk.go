@@ -149,15 +149,7 @@ func PassKFigure(an *analysis.Analysis) (Figure, error) {
 		}
 	}
 	plots = append(plots, leg)
-	err := f.render(func(c draw.Canvas) {
-		cols := min(n, PanelCols)
-		rows := (n + PanelCols - 1) / PanelCols
-		tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(6), PadY: vg.Points(6)}
-		for i, p := range plots {
-			p.Draw(margin(tiles.At(c, i%cols, i/cols)))
-		}
-	})
-	return f, err
+	return f, f.render(func(c draw.Canvas) { drawPanels(c, plots, n) })
 }
 
 // passK adds the pass^k table: per cell and column, a row of estimates

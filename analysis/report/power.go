@@ -76,13 +76,16 @@ func PowerFigure(pw *analysis.Power) (Figure, error) {
 		p.Legend.Top, p.Legend.Left = false, false // bottom right: power is high on the right
 		plots = append(plots, p)
 	}
-	err := f.render(func(c draw.Canvas) {
-		cols := min(n, PanelCols)
-		rows := (n + PanelCols - 1) / PanelCols
-		tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(6), PadY: vg.Points(6)}
-		for i, p := range plots {
-			p.Draw(margin(tiles.At(c, i%cols, i/cols)))
-		}
-	})
-	return f, err
+	return f, f.render(func(c draw.Canvas) { drawPanels(c, plots, n) })
+}
+
+// drawPanels draws the first n of plots on c in a grid of PanelCols
+// columns, row by row.
+func drawPanels(c draw.Canvas, plots []*plot.Plot, n int) {
+	cols := min(n, PanelCols)
+	rows := (n + PanelCols - 1) / PanelCols
+	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(6), PadY: vg.Points(6)}
+	for i, p := range plots {
+		p.Draw(margin(tiles.At(c, i%cols, i/cols)))
+	}
 }
