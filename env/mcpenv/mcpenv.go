@@ -843,14 +843,9 @@ func (e *Env) call(ctx context.Context, c simulator.ToolCall) (json.RawMessage, 
 	}
 	cctx, cancel := context.WithTimeout(ctx, e.o.timeout())
 	defer cancel()
-	var cuts int64
-	if e.capped != nil {
-		cuts = e.capped.Cuts()
-	}
+	cuts := e.capped.Cuts()
 	res, err := e.session.CallTool(cctx, &mcp.CallToolParams{Name: c.Tool, Arguments: m})
-	if err != nil && e.capped != nil && e.capped.Cuts() > cuts && !errors.Is(err, capture.ErrResponseTooLarge) {
-		err = fmt.Errorf("%w (%w)", err, e.capped.CutError())
-	}
+	err = e.capped.Explain(err, cuts)
 	// Note: the model sees at most what a captured observation keeps.
 	capture.Bound(res, err, capture.DefaultMaxTextBytes)
 	obs, oerr := lab.Observe(res, err)

@@ -378,13 +378,11 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 			return s
 		}
 		since := c.rec.Len()
-		cuts := c.cuts()
+		cuts := c.capped.Cuts()
 		cctx, cancel := context.WithTimeout(ctx, o.timeout())
 		res, err := c.session.CallTool(cctx, &mcp.CallToolParams{Name: p.Tool, Arguments: p.Arguments})
 		cancel()
-		if err != nil && c.cuts() > cuts && !errors.Is(err, ErrResponseTooLarge) {
-			err = fmt.Errorf("%w (%w)", err, c.capped.CutError()) // the SDK says only that no response came
-		}
+		err = c.capped.Explain(err, cuts)
 		out.Request, out.Response = c.exchange(since, "tools/call", err)
 		err = c.explain(err, since)
 		if out.Request != nil {

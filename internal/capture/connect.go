@@ -125,14 +125,6 @@ type conn struct {
 	capped  *CapTransport // HTTP: the transport that caps answers (nil for stdio)
 }
 
-// cuts returns how many answers the HTTP transport cut (0 for stdio).
-func (c *conn) cuts() int64 {
-	if c.capped == nil {
-		return 0
-	}
-	return c.capped.Cuts()
-}
-
 // connect starts or reaches the server and initializes a session. On
 // failure the conn it returns still holds the frames and stderr, with no
 // session, and the process has been stopped.

@@ -48,13 +48,26 @@ func (t *CapTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// Cuts returns how many answers were cut so far: a caller whose call
-// failed tells by it that the cap, not the server, ended the answer (the
-// SDK reports a cut event stream only as a request without response).
-func (t *CapTransport) Cuts() int64 { return t.cuts.Load() }
+// Cuts returns how many answers were cut so far (0 for a nil t: a stdio
+// connection, which the SDK caps itself); take it before a call, and
+// hand it to Explain after.
+func (t *CapTransport) Cuts() int64 {
+	if t == nil {
+		return 0
+	}
+	return t.cuts.Load()
+}
 
-// CutError is the error that says an answer was cut at the cap.
-func (t *CapTransport) CutError() error { return cutError(t.limit) }
+// Explain returns err, the error of a call made when Cuts was before,
+// saying that the cap ended the answer when an answer was cut since:
+// the SDK reports a cut event stream only as a request without
+// response. A nil err, or a nil t, is returned as it is.
+func (t *CapTransport) Explain(err error, before int64) error {
+	if err == nil || t.Cuts() == before || errors.Is(err, ErrResponseTooLarge) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", err, cutError(t.limit))
+}
 
 func cutError(limit int) error {
 	return fmt.Errorf("%w (%d bytes): the rest was not read", ErrResponseTooLarge, limit)
