@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	"github.com/mcpstress/stress/study"
 )
@@ -156,15 +157,10 @@ func shape(s *study.Scenario, c study.Condition) (sh shaped, err error) {
 	if c.Classifies() && res.IsError != nil && *res.IsError {
 		wait, _ := study.AnnouncedWait([]byte(msg))
 		if tf, ok := study.ToolFailureOf(s, study.ShapeEpoch, wait); ok {
-			if c.Guides() {
-				tf.AgentGuidance = study.Guidance(s.Preferred)
-			}
-			if c.MarksApplied() {
-				tf.Applied = study.AppliedOf(s.Cause)
-			}
-			meta := map[string]any{}
-			for k, v := range res.Meta {
-				meta[k] = v
+			c.Extend(&tf, s.Cause, s.Preferred)
+			meta := maps.Clone(res.Meta)
+			if meta == nil {
+				meta = map[string]any{}
 			}
 			meta[study.ToolFailureKey] = &tf
 			res.Meta = meta

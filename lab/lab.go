@@ -464,22 +464,20 @@ func (l *Lab) rateLimited(f *failure, r Response) Response {
 // the lab's now plus the announced wait.
 func (l *Lab) classify(f *failure, res *mcp.CallToolResult) {
 	id := fmt.Sprintf("lab-call-%d", len(l.st.Calls)+1) // this call's sequence number
+	var preferred study.Policy                          // the armed fault's answer; none for a business rule or another failure
+	if l.sc != nil && f.class == l.sc.Class {
+		preferred = l.sc.Preferred
+	}
 	if f.class == Business {
+		// A business rule refuses before anything is written: applied none.
 		tf := study.ToolFailure{Class: study.CapabilityClass, Code: BusinessCode, CorrelationID: id}
-		if l.shape.MarksApplied() {
-			tf.Applied = study.AppliedNone // a business rule refuses before anything is written
-		}
+		l.shape.Extend(&tf, f.class, "")
 		res.Meta = mcp.Meta{study.ToolFailureKey: tf}
 		return
 	}
 	info, _ := f.class.Info()
 	if tf, ok := study.ClassifyFailure(f.class, info.Code, id, l.clock.Now(), f.retryAfter); ok {
-		if l.shape.Guides() && l.sc != nil && f.class == l.sc.Class {
-			tf.AgentGuidance = study.Guidance(l.sc.Preferred) // the armed fault's answer
-		}
-		if l.shape.MarksApplied() {
-			tf.Applied = study.AppliedOf(f.class)
-		}
+		l.shape.Extend(&tf, f.class, preferred)
 		res.Meta = mcp.Meta{study.ToolFailureKey: tf}
 	}
 }

@@ -160,6 +160,19 @@ func AppliedOf(c Cause) string {
 	return AppliedNone
 }
 
+// Extend adds to tf what arm c puts beside ToolFailure's own fields, for
+// a failure of cause whose preferred policy is preferred: agentGuidance
+// (Guidance) under Guides when preferred is known (not ""), and applied
+// (AppliedOf) under MarksApplied. Other arms leave tf as it is.
+func (c Condition) Extend(tf *ToolFailure, cause Cause, preferred Policy) {
+	if c.Guides() && preferred != "" {
+		tf.AgentGuidance = Guidance(preferred)
+	}
+	if c.MarksApplied() {
+		tf.Applied = AppliedOf(cause)
+	}
+}
+
 // Guidance returns the agentGuidance a server under ToolFailureGuidance
 // sends: the preferred policy p in words (Policy.Words), as a sentence.
 func Guidance(p Policy) string {
