@@ -39,11 +39,16 @@ type Target struct {
 
 // ProvenSet returns the scenario's proven preferred policies: its
 // PreferredSet, or {Preferred} when it declares none.
-func (s *Scenario) ProvenSet() []Policy {
-	if len(s.PreferredSet) > 0 {
-		return s.PreferredSet
+func (s *Scenario) ProvenSet() []Policy { return ProvenSet(s.Preferred, s.PreferredSet) }
+
+// ProvenSet returns the proven preferred policies of a scenario whose
+// preferred policy is preferred and whose declared set is set: set, or
+// {preferred} when it declares none (a call line's fields, as a record's).
+func ProvenSet(preferred Policy, set []Policy) []Policy {
+	if len(set) > 0 {
+		return set
 	}
-	return []Policy{s.Preferred}
+	return []Policy{preferred}
 }
 
 // InNonHarm reports whether p belongs to the scenario's non-harm set.

@@ -102,11 +102,7 @@ func (x *explainer) values(col simulator.Col) string {
 	case simulator.Strict:
 		return "final label " + x.final + "; preferred " + string(first.Preferred)
 	case simulator.Proven:
-		set := first.PreferredSet
-		if len(set) == 0 {
-			set = []study.Policy{first.Preferred}
-		}
-		return "final label " + x.final + "; proven set " + policies(set)
+		return "final label " + x.final + "; proven set " + policies(study.ProvenSet(first.Preferred, first.PreferredSet))
 	case simulator.Cover, simulator.Invalid:
 		return "final label " + x.final
 	case simulator.Retry:
