@@ -31,21 +31,7 @@ func TestActStudy(t *testing.T) {
 	if !m.Act() || !m.Live() {
 		t.Fatalf("act.yaml: task %q replay %q", m.Task, m.Replay)
 	}
-	plan, err := runner.Prepare(m, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := labenv.ForCorpus("", m.Corpus.Scenarios)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, sum, err := plan.Run(context.Background(), runner.Options{Out: filepath.Join(t.TempDir(), "act"), Env: env, Log: &bytes.Buffer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := len(m.Models) * len(m.Conditions) * len(m.Corpus.Scenarios) * m.Replicates; sum.Decisions != want || sum.Errors != 0 {
-		t.Fatalf("%d decisions, %d errors", sum.Decisions, sum.Errors)
-	}
+	dir, sum := runLab(t, m)
 	want := map[string]string{
 		"always_stop":   "200: 35/0/0/200 dup 0 wrong 0 collateral 0 loss 0",
 		"naive_retry":   "200: 35/50/0/675 dup 30 wrong 0 collateral 20 loss 0",
@@ -73,21 +59,7 @@ func TestActStudyShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Conditions = study.ShapeConditions
-	plan, err := runner.Prepare(m, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := labenv.ForCorpus("", m.Corpus.Scenarios)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, sum, err := plan.Run(context.Background(), runner.Options{Out: filepath.Join(t.TempDir(), "act"), Env: env, Log: &bytes.Buffer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum.Errors != 0 || sum.Decisions != len(m.Models)*len(study.ShapeConditions)*len(m.Corpus.Scenarios)*m.Replicates {
-		t.Fatalf("%d decisions, %d errors", sum.Decisions, sum.Errors)
-	}
+	dir, sum := runLab(t, m) // m.Conditions is study.ShapeConditions
 	want := map[string]string{"always_stop": "35/0", "naive_retry": "35/50", "schema_repair": "55/15"}
 	for _, c := range sum.Cells {
 		if got := fmt.Sprintf("%d/%d", c.Count(simulator.Recovered), c.Count(simulator.Harm)); got != want[c.Model] {
@@ -149,21 +121,7 @@ func TestErrorShapesActStudy(t *testing.T) {
 	if !m.Act() || !m.Live() || len(m.Conditions) != 3+len(study.ShapeConditions) {
 		t.Fatalf("error-shapes-act.yaml: task %q replay %q conditions %v", m.Task, m.Replay, m.Conditions)
 	}
-	plan, err := runner.Prepare(m, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := labenv.ForCorpus("", m.Corpus.Scenarios)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, sum, err := plan.Run(context.Background(), runner.Options{Out: filepath.Join(t.TempDir(), "act"), Env: env, Log: &bytes.Buffer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := len(m.Models) * len(m.Conditions) * len(m.Corpus.Scenarios) * m.Replicates; sum.Decisions != want || sum.Errors != 0 {
-		t.Fatalf("%d decisions, %d errors", sum.Decisions, sum.Errors)
-	}
+	dir, sum := runLab(t, m)
 	baselines := map[string]string{
 		"always_stop":   "35/0/0/200",
 		"naive_retry":   "35/50/0/675",
@@ -219,4 +177,27 @@ func TestErrorShapesActStudy(t *testing.T) {
 		t.Errorf("defaults.json: %v, X40 unexpressed by %v", err, d.Scenarios["X40"].Unexpressed)
 	}
 	checkRescore(t, dir)
+}
+
+// runLab runs study m on the lab corpus (live) into a temporary bundle
+// and returns it with its summary, failing unless every decision of the
+// design ran without an error.
+func runLab(t *testing.T, m *manifests.Resolved) (string, *results.Summary) {
+	t.Helper()
+	plan, err := runner.Prepare(m, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := labenv.ForCorpus("", m.Corpus.Scenarios)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, sum, err := plan.Run(context.Background(), runner.Options{Out: filepath.Join(t.TempDir(), "act"), Env: env, Log: &bytes.Buffer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(m.Models) * len(m.Conditions) * len(m.Corpus.Scenarios) * m.Replicates; sum.Decisions != want || sum.Errors != 0 {
+		t.Fatalf("%d decisions, %d errors", sum.Decisions, sum.Errors)
+	}
+	return dir, sum
 }
