@@ -72,19 +72,7 @@ func TestLabConformance2026(t *testing.T) {
 		}
 	}
 
-	url, stop := serveLab(t, stressBinary(t))
-	out := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, script, "server", "--url", url, "--requirements", lab.Revision2026, "--expected-failures", expected, "-o", out)
-	cmd.Dir = dir
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	err = cmd.Run()
-	serverLog := stop()
-	if err != nil {
-		t.Fatalf("the conformance suite reports unexpected results (%v):\n%s\nserver:\n%s", err, tail(log.String(), 60), serverLog)
-	}
+	out := runConformance(t, dir, node, script, "--requirements", lab.Revision2026, "--expected-failures", expected)
 	failing := failingChecks(t, out)
 	var unexpected []string
 	passed := 0

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -41,19 +42,7 @@ func TestLabConformance(t *testing.T) {
 	expected := filepath.Join(dir, "expected-failures.yml")
 	want := expectedFailures(t, expected)
 
-	url, stop := serveLab(t, stressBinary(t))
-	out := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, script, "server", "--url", url, "--expected-failures", expected, "-o", out)
-	cmd.Dir = dir
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	err = cmd.Run()
-	serverLog := stop()
-	if err != nil {
-		t.Fatalf("the conformance suite reports unexpected results (%v):\n%s\nserver:\n%s", err, tail(log.String(), 60), serverLog)
-	}
+	out := runConformance(t, dir, node, script, "--expected-failures", expected)
 	passed, failed := scenarioResults(t, out)
 	var unexpected []string
 	for s := range failed {
@@ -157,4 +146,26 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// runConformance runs the conformance suite's server scenarios (node
+// script, from dir, with args) against a fresh `stress lab serve -http`,
+// fails the test on unexpected results with the suite's and the server's
+// logs, and returns the directory of the suite's results.
+func runConformance(t *testing.T, dir, node, script string, args ...string) string {
+	t.Helper()
+	url, stop := serveLab(t, stressBinary(t))
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, slices.Concat([]string{script, "server", "--url", url}, args, []string{"-o", out})...)
+	cmd.Dir = dir
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	err := cmd.Run()
+	serverLog := stop()
+	if err != nil {
+		t.Fatalf("the conformance suite reports unexpected results (%v):\n%s\nserver:\n%s", err, tail(log.String(), 60), serverLog)
+	}
+	return out
 }
