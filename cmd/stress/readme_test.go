@@ -281,17 +281,10 @@ func TestREADMEFirstStudy(t *testing.T) {
 // TestREADMEShapeTable checks the README's table of causes and ToolFailure
 // classes against study.ClassifyFailure, cause by cause, every cause once.
 func TestREADMEShapeTable(t *testing.T) {
-	_, rest, ok := strings.Cut(readDoc(t, "README.md"), "| cause | class | code | retryable |\n|---|---|---|---|\n")
-	if !ok {
-		t.Fatal("README.md has no cause-to-class table")
-	}
 	seen := map[study.Cause]bool{}
 	cell := regexp.MustCompile("`([a-z_]+)`")
-	for _, l := range strings.Split(rest, "\n") {
-		if !strings.HasPrefix(l, "|") {
-			break
-		}
-		cols := strings.Split(strings.Trim(l, "|"), "|")
+	for _, r := range readmeTable(t, "| cause | class | code | retryable |") {
+		l, cols := r.line, r.cols
 		for _, m := range cell.FindAllStringSubmatch(cols[0], -1) {
 			c := study.Cause(m[1])
 			seen[c] = true
@@ -349,10 +342,7 @@ func TestREADMEInspectScores(t *testing.T) {
 // manifest's corpus), and the fail-closed client's decided (Cover),
 // recovered and harmed decisions.
 func TestREADMEShapeResults(t *testing.T) {
-	_, rest, ok := strings.Cut(readDoc(t, "README.md"), "| condition | carries (of 40) | fail-closed decides | recovered | harm |\n|---|---|---|---|---|\n")
-	if !ok {
-		t.Fatal("README.md has no table of the error-shape arms")
-	}
+	table := readmeTable(t, "| condition | carries (of 40) | fail-closed decides | recovered | harm |")
 	m, err := manifests.LoadBuiltin("error-shapes.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -367,11 +357,8 @@ func TestREADMEShapeResults(t *testing.T) {
 	cell := regexp.MustCompile("`([a-z0-9_+]+)`")
 	first := regexp.MustCompile(`^\s*(\d+)`)
 	seen := map[study.Condition]bool{}
-	for _, l := range strings.Split(rest, "\n") {
-		if !strings.HasPrefix(l, "|") {
-			break
-		}
-		cols := strings.Split(strings.Trim(l, "|"), "|")
+	for _, r := range table {
+		l, cols := r.line, r.cols
 		for _, mm := range cell.FindAllStringSubmatch(cols[0], -1) {
 			c := study.Condition(mm[1])
 			seen[c] = true
@@ -442,10 +429,7 @@ func TestShapeDocCommands(t *testing.T) {
 // (the pairs over 5 replicates), each arm's Strict count and the
 // difference.
 func TestREADMEShapeContrasts(t *testing.T) {
-	_, rest, ok := strings.Cut(readDoc(t, "README.md"), "| contrast (fail-closed, Strict) | shared failures | A | B | A − B (points) |\n|---|---|---|---|---|\n")
-	if !ok {
-		t.Fatal("README.md has no table of the shape contrasts")
-	}
+	table := readmeTable(t, "| contrast (fail-closed, Strict) | shared failures | A | B | A − B (points) |")
 	dir := filepath.Join(t.TempDir(), "run")
 	if _, log, err := runCmd(t, "run", "-quiet", "-out", dir, "../../manifests/error-shapes.yaml"); err != nil {
 		t.Fatalf("%v\n%s", err, log)
@@ -469,11 +453,8 @@ func TestREADMEShapeContrasts(t *testing.T) {
 	}
 	arm := regexp.MustCompile("`([a-z0-9_+]+)` − `([a-z0-9_+]+)`")
 	rows := 0
-	for _, l := range strings.Split(rest, "\n") {
-		if !strings.HasPrefix(l, "|") {
-			break
-		}
-		cols := strings.Split(strings.Trim(l, "|"), "|")
+	for _, r := range table {
+		l, cols := r.line, r.cols
 		m := arm.FindStringSubmatch(cols[0])
 		if m == nil {
 			t.Fatalf("row %q names no contrast", l)
@@ -505,4 +486,30 @@ func TestREADMEShapeContrasts(t *testing.T) {
 	if rows != len(analysis.ShapeContrasts)-1 {
 		t.Errorf("%d rows, want every shape contrast but sep2145 − structured (%d)", rows, len(analysis.ShapeContrasts)-1)
 	}
+}
+
+// tableRow is one row of a Markdown table: the line, and its cells
+// between the outer pipes (untrimmed).
+type tableRow struct {
+	line string
+	cols []string
+}
+
+// readmeTable returns the rows of the README's table whose header line
+// is header, up to the first line that is not a row; the test fails when
+// the README has no such table.
+func readmeTable(t *testing.T, header string) []tableRow {
+	t.Helper()
+	_, rest, ok := strings.Cut(readDoc(t, "README.md"), header+"\n")
+	if !ok {
+		t.Fatalf("README.md has no table with the header %s", header)
+	}
+	var rows []tableRow
+	for _, l := range strings.Split(rest, "\n")[1:] { // after the |---| line
+		if !strings.HasPrefix(l, "|") {
+			break
+		}
+		rows = append(rows, tableRow{l, strings.Split(strings.Trim(l, "|"), "|")})
+	}
+	return rows
 }
