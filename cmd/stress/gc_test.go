@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,12 +65,16 @@ func traceGCs(t *testing.T, bin, manifest string, env ...string) []gcTrace {
 	}
 	cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1", "GOGC=", "GOMEMLIMIT=")
 	cmd.Env = append(cmd.Env, env...) // the last value of a key wins
-	b, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, b)
+	// Note: the trace alone, from stderr: the runtime writes a trace line
+	// in pieces, and with stdout on the same pipe the counts table could
+	// land inside one.
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.Bytes())
 	}
 	var gcs []gcTrace
-	for _, line := range strings.Split(string(b), "\n") {
+	for _, line := range strings.Split(stderr.String(), "\n") {
 		if !strings.HasPrefix(line, "gc ") {
 			continue
 		}
