@@ -99,6 +99,11 @@ type Manifest struct {
 	// instead of starting the scenario's server, and only read-only tools
 	// (annotations and capture's rules) may be called on it.
 	ExternalServer string `yaml:"external_server,omitempty" json:"external_server,omitempty"`
+	// Database is the engine the database environment runs its scenarios
+	// on: "sqlite" (the default, embedded: nothing to install) or
+	// "postgres" (a PostgreSQL cluster the environment starts in a
+	// temporary directory from the machine's PostgreSQL binaries).
+	Database string `yaml:"database,omitempty" json:"database,omitempty"`
 	// EnvTimeout bounds, under live replay on MCP servers, a server's
 	// start (process, initialize, tools/list, the scenario's setup and
 	// first call) and each call made on it, as a Go duration from 1s to
@@ -723,6 +728,11 @@ func Parse(source string, data []byte) (*Manifest, error) {
 		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 			bad("external_server", "want an http or https URL of a streamable-HTTP MCP endpoint, got %s", input.Quote(m.ExternalServer))
 		}
+	}
+	switch m.Database {
+	case "", "sqlite", "postgres":
+	default:
+		bad("database", "want sqlite (the default) or postgres, got %s (a database of your own is named in a scenario set: docs/bring-your-own-server.md)", input.Quote(m.Database))
 	}
 	if m.EnvTimeout != "" {
 		d, err := time.ParseDuration(m.EnvTimeout)
