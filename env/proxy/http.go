@@ -81,7 +81,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(body) > limit {
-		writeMessage(w, http.StatusRequestEntityTooLarge, errorResponse(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest,
+		// Note: with the request's id (which a client writes before its
+		// params) the client gets the error as the answer to its request
+		// and the session goes on; without it, the status says why.
+		id, ok := leadingID(body)
+		status := http.StatusOK
+		if !ok {
+			status = http.StatusRequestEntityTooLarge
+		}
+		writeMessage(w, status, errorResponse(id, jsonrpc.CodeInvalidRequest,
 			fmt.Sprintf("stress proxy: the request is over the proxy's bound of %d bytes per message", limit)))
 		return
 	}
@@ -121,6 +129,35 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	forward(body, &exchange{id: req.ID, rw: rw})
+}
+
+// leadingID returns the id of the JSON-RPC request that prefix begins,
+// when it comes before any member that the prefix cuts.
+func leadingID(prefix []byte) (jsonrpc.ID, bool) {
+	dec := json.NewDecoder(bytes.NewReader(prefix))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return jsonrpc.ID{}, false
+	}
+	for {
+		t, err := dec.Token()
+		key, ok := t.(string)
+		if err != nil || !ok {
+			return jsonrpc.ID{}, false
+		}
+		if key != "id" {
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return jsonrpc.ID{}, false
+			}
+			continue
+		}
+		var v any
+		if dec.Decode(&v) != nil {
+			return jsonrpc.ID{}, false
+		}
+		id, err := jsonrpc.MakeID(v)
+		return id, err == nil && id.IsValid()
+	}
 }
 
 // batchTouches reports whether body is a JSON array holding a request

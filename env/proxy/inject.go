@@ -275,7 +275,7 @@ func (in *Injector) decideLocked(name string, args json.RawMessage, c *Call) dec
 		if f.Surface == study.ToolError {
 			fail = &answer{result: textResult(in.text(fmt.Sprintf("%s failed: %s (no answer within %s)", f.Tool, info.Words, seconds(d))), true)}
 		} else {
-			fail = &answer{err: &jsonrpc.Error{Code: CodeTimeout, Message: in.text("Request timed out after "+seconds(d))}}
+			fail = &answer{err: &jsonrpc.Error{Code: CodeTimeout, Message: in.text("Request timed out after " + seconds(d))}}
 		}
 		return decision{after: func(r *jsonrpc.Response) *jsonrpc.Response { return fail.response(r.ID) }}
 	case study.PartialCommit:
