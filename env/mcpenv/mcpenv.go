@@ -32,7 +32,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,6 +41,7 @@ import (
 	"github.com/mcpstress/stress/lab"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/statediff"
+	"github.com/mcpstress/stress/statediff/readers"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -712,7 +712,7 @@ func (e *Env) first(ctx context.Context) (json.RawMessage, error) {
 		}
 	}
 	e.calls = nil // the setup is not the decision's
-	st, err := e.readState()
+	st, err := e.readState(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: reading the initial state: %w", e.sc.ID, err)
 	}
@@ -899,11 +899,12 @@ type dirRecord struct {
 	Path string `json:"path"`
 }
 
-// The caps of the state reader: what a final state holds at most.
+// The caps of the state reader: what a final state holds at most
+// (statediff/readers' caps, which read it).
 const (
-	MaxFileBytes    = 1 << 20  // bytes of one file (or the memory file) read
-	MaxStateBytes   = 16 << 20 // bytes of every file read together
-	MaxStateEntries = 10_000   // entries of the allowed directory recorded
+	MaxFileBytes    = readers.MaxFileBytes    // bytes of one file (or the memory file) read
+	MaxStateBytes   = readers.MaxStateBytes   // bytes of every file read together
+	MaxStateEntries = readers.MaxStateEntries // entries of the allowed directory recorded
 )
 
 // doc returns the state as a JSON document decoded into any, the form the
@@ -917,11 +918,14 @@ func (st *State) doc() (any, error) {
 	return doc, json.Unmarshal(raw, &doc)
 }
 
-// readState reads the sandbox without following a symbolic link, without
-// opening anything but regular files, and within the caps, which it
-// records in Capped when hit. A state that cannot be read is an error
-// naming the path.
-func (e *Env) readState() (*State, error) {
+// readState reads the sandbox through its state readers
+// (statediff/readers: the memory file, then the allowed directory, one
+// byte budget between them), which follow no symbolic link, open nothing
+// but regular files and keep within the caps, recorded in Capped when
+// hit. A state that cannot be read is an error naming the path. The
+// read is not cut short by ctx's end: a decision's final state is read
+// whole.
+func (e *Env) readState(ctx context.Context) (*State, error) {
 	st := &State{Calls: e.calls, Files: []fileRecord{}, Directories: []dirRecord{}}
 	st.Memory.Entities, st.Memory.Relations = []map[string]any{}, []map[string]any{}
 	if st.Calls == nil {
@@ -930,123 +934,33 @@ func (e *Env) readState() (*State, error) {
 	if e.dir == "" { // an external server: the calls only
 		return st, nil
 	}
-	budget := int64(MaxStateBytes)
-	if err := e.readMemory(st, &budget); err != nil {
+	doc := map[string]any{}
+	ctx = context.WithoutCancel(ctx)
+	for _, r := range e.readers() {
+		capped, err := r.Read(ctx, doc)
+		st.Capped = append(st.Capped, capped...)
+		if err != nil {
+			return nil, err
+		}
+	}
+	// The readers' records into State, whose field order the stored
+	// state keeps.
+	raw, err := json.Marshal(doc)
+	if err != nil {
 		return nil, err
 	}
-	entries := 0
-	err := filepath.WalkDir(e.files, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return fmt.Errorf("%s: %w", e.hide([]byte(p)), err)
-		}
-		if p == e.files {
-			return nil
-		}
-		rel, _ := filepath.Rel(e.files, p)
-		name := "/" + filepath.ToSlash(rel)
-		if entries++; entries > MaxStateEntries {
-			st.Capped = append(st.Capped, fmt.Sprintf("more than %d entries in the allowed directory: the rest were not read", MaxStateEntries))
-			return fs.SkipAll
-		}
-		switch t := d.Type(); {
-		case t.IsDir():
-			st.Directories = append(st.Directories, dirRecord{Path: name})
-		case t&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			st.Files = append(st.Files, fileRecord{Path: name, Link: string(e.hide([]byte(target)))})
-		case t.IsRegular():
-			b, size, err := readCapped(p, min(MaxFileBytes, max(budget, 0)))
-			if err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			budget -= int64(len(b))
-			rec := fileRecord{Path: name, Content: string(b), Size: size, Truncated: int64(len(b)) < size}
-			if rec.Truncated {
-				st.Capped = append(st.Capped, fmt.Sprintf("%s: %d of its %d bytes read", name, len(b), size))
-			}
-			st.Files = append(st.Files, rec)
-		default:
-			st.Files = append(st.Files, fileRecord{Path: name, Kind: kindOf(t)})
-		}
-		return nil
-	})
-	return st, err
+	return st, json.Unmarshal(raw, st)
 }
 
-// readMemory reads server-memory's file into st, within the caps.
-func (e *Env) readMemory(st *State, budget *int64) error {
-	fi, err := os.Lstat(e.memory)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+// readers returns the readers of the sandbox's state, sharing one budget
+// of MaxStateBytes.
+func (e *Env) readers() []statediff.Reader {
+	budget := readers.NewBudget(MaxStateBytes)
+	return []statediff.Reader{
+		&readers.MemoryFile{Path: e.memory, Budget: budget},
+		&readers.Dir{Root: e.files, Name: "the allowed directory", Budget: budget,
+			Hide: func(p string) string { return string(e.hide([]byte(p))) }},
 	}
-	if err != nil {
-		return err
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("the memory file %s is not a regular file (%s)", filepath.Base(e.memory), fi.Mode().Type())
-	}
-	b, size, err := readCapped(e.memory, min(MaxFileBytes, *budget))
-	if err != nil {
-		return fmt.Errorf("the memory file: %w", err)
-	}
-	*budget -= int64(len(b))
-	if int64(len(b)) < size {
-		st.Capped = append(st.Capped, fmt.Sprintf("the memory file: %d of its %d bytes read", len(b), size))
-		b = b[:bytes.LastIndexByte(b, '\n')+1] // whole records only
-	}
-	for i, line := range bytes.Split(b, []byte("\n")) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		var rec map[string]any
-		if err := json.Unmarshal(line, &rec); err != nil {
-			return fmt.Errorf("the memory file, line %d: not a JSON object: %v", i+1, err)
-		}
-		switch rec["type"] {
-		case "entity":
-			st.Memory.Entities = append(st.Memory.Entities, rec)
-		case "relation":
-			st.Memory.Relations = append(st.Memory.Relations, rec)
-		}
-	}
-	return nil
-}
-
-// readCapped reads at most limit bytes of the regular file p, refusing to
-// follow a symbolic link or to block on anything but a regular file, and
-// returns them with the file's size.
-func readCapped(p string, limit int64) ([]byte, int64, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, 0, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, 0, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
-	}
-	b, err := io.ReadAll(io.LimitReader(f, limit))
-	return b, max(fi.Size(), int64(len(b))), err
-}
-
-// kindOf names a directory entry that is neither a file, a directory nor
-// a link.
-func kindOf(t fs.FileMode) string {
-	switch {
-	case t&fs.ModeNamedPipe != 0:
-		return "fifo"
-	case t&fs.ModeSocket != 0:
-		return "socket"
-	case t&fs.ModeDevice != 0:
-		return "device"
-	}
-	return "other"
 }
 
 // Final reads the sandbox's state and sets it against the state the
@@ -1055,7 +969,7 @@ func kindOf(t fs.FileMode) string {
 // is 0: the reference servers have no clock the harness owns, and wall
 // time would make the column irreproducible.
 func (e *Env) Final(ctx context.Context) (simulator.EnvOutcome, error) {
-	st, err := e.readState()
+	st, err := e.readState(ctx)
 	if err != nil {
 		return simulator.EnvOutcome{}, fmt.Errorf("scenario %s: reading the final state: %w", e.sc.ID, err)
 	}
