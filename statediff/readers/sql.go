@@ -16,7 +16,7 @@ import (
 	"unicode/utf8"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the driver "pgx": PostgreSQL
-	_ "modernc.org/sqlite"             // the driver "sqlite": SQLite, pure Go
+	msqlite "modernc.org/sqlite"       // the driver "sqlite": SQLite, pure Go
 
 	"github.com/mcpstress/stress/statediff"
 )
@@ -47,7 +47,8 @@ type Table struct {
 //	text (and other types   string (invalid UTF-8 replaced as
 //	the driver gives as     encoding/json does)
 //	text: uuid, interval…)
-//	bool                    true, false
+//	bool                    true, false (SQLite: 0 and 1 of a column
+//	                        declared BOOLEAN)
 //	NULL                    null
 //	date, timestamp[tz]     RFC 3339 string in UTC
 //	                        ("2026-01-02T15:04:05.5Z")
@@ -57,8 +58,9 @@ type Table struct {
 // At most Limit rows of a table are read (MaxRows when 0); a table with
 // more is named in capped. Names are plain identifiers
 // ([A-Za-z_][A-Za-z0-9_]*), quoted in the query; any other name is an
-// error naming the table. A table or column that does not exist is an
-// error naming the table.
+// error naming the table. Names are quoted as identifiers ("name"; on
+// SQLite [name], which cannot fall back to a string literal). A table or
+// column that does not exist is an error naming the table.
 type SQL struct {
 	DB     *sql.DB
 	Tables []Table
@@ -94,7 +96,7 @@ func (r *SQL) Read(ctx context.Context, doc map[string]any) ([]string, error) {
 		if more {
 			note := fmt.Sprintf("table %s: more than %d rows: the rest were not read", t.Name, limit)
 			var n int64
-			if err := r.DB.QueryRowContext(ctx, "SELECT count(*) FROM "+ident(t.Name)).Scan(&n); err == nil {
+			if err := r.DB.QueryRowContext(ctx, "SELECT count(*) FROM "+quoter(r.DB)(t.Name)).Scan(&n); err == nil {
 				note = fmt.Sprintf("table %s: %d of its %d rows read", t.Name, limit, n)
 			}
 			capped = append(capped, note)
@@ -142,11 +144,22 @@ func CheckTables(tables []Table) error {
 	return nil
 }
 
-// ident quotes a plain identifier.
-func ident(name string) string { return `"` + name + `"` }
+// quoter returns the identifier quoting of db's dialect: "name", or
+// [name] on SQLite, where a double-quoted name that is no column reads
+// as a string literal (a misspelt column would be read as its own name
+// on every row, a misspelt key would order nothing), while a bracketed
+// one is an identifier only.
+func quoter(db *sql.DB) func(string) string {
+	_, lite := db.Driver().(*msqlite.Driver)
+	if lite || strings.Contains(strings.ToLower(fmt.Sprintf("%T", db.Driver())), "sqlite") {
+		return func(name string) string { return "[" + name + "]" }
+	}
+	return func(name string) string { return `"` + name + `"` }
+}
 
 // readTable reads at most limit rows of t, and whether there were more.
 func readTable(ctx context.Context, db *sql.DB, t *Table, limit int) ([]any, bool, error) {
+	ident := quoter(db)
 	cols := "*"
 	if len(t.Columns) > 0 {
 		q := make([]string, len(t.Columns))
@@ -219,6 +232,9 @@ func jsonValue(v any, dbType string) (any, error) {
 	case bool:
 		return v, nil
 	case int64:
+		if (base == "BOOL" || base == "BOOLEAN") && (v == 0 || v == 1) { // SQLite's booleans are integers
+			return v == 1, nil
+		}
 		return integer(v), nil
 	case int32:
 		return float64(v), nil
@@ -272,8 +288,8 @@ func textual(base string) bool {
 // integer maps an integer to a float64 when one holds it exactly, else to
 // its decimal text.
 func integer(n int64) any {
-	if f := float64(n); f >= -(1<<53) && f <= 1<<53 {
-		return f
+	if n >= -(1<<53) && n <= 1<<53 {
+		return float64(n)
 	}
 	return strconv.FormatInt(n, 10)
 }
