@@ -355,7 +355,7 @@ func OpenSQL(dsn string) (*sql.DB, error) {
 		if !identifiers.MatchString(scheme) {
 			scheme = "(none)"
 		}
-		return nil, fmt.Errorf("readers: database URL of scheme %s: want postgres://, postgresql://, sqlite:/// or file:", scheme)
+		return nil, fmt.Errorf("readers: database URL of scheme %s: want one of scheme postgres, postgresql, sqlite (sqlite:///path) or file", scheme)
 	}
 }
 
