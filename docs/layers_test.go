@@ -32,7 +32,7 @@ var layers = [][]string{
 	{"models/baseline", "models/exec", "models/ollama", "models/openai", "models/failclosed", "models/rules",
 		"simulator", "internal/capture"},
 	{"results", "env", "internal/capture/checkmatrix", "internal/labrecord"},
-	{"runner", "env/labenv", "env/mcpenv"},
+	{"runner", "env/labenv", "env/mcpenv", "env/dbenv"},
 	{"analysis", "internal/coder"},
 	// Readers of analyses, and the test servers (only tests import them).
 	{"analysis/report", "internal/inspect", "internal/testserver", "internal/testserver/echohttp",

@@ -35,9 +35,14 @@ const MissingRequired Probe = "missing_required"
 // cause, since the lab arms the fault itself.
 const LabCall Probe = "lab_call"
 
-// Probes lists every probe kind: the paper's three, missing_required and
-// lab_call.
-var Probes = []Probe{NonexistentTool, WrongType, MissingRequired, Sentinel, LabCall}
+// ProxyCall is the call the database environment's recorder makes: the
+// scenario's own call to a real MCP server, through the fault proxy,
+// which arms the fault (or none, for the server's own failure).
+const ProxyCall Probe = "proxy_call"
+
+// Probes lists every probe kind: the paper's three, missing_required,
+// lab_call and proxy_call.
+var Probes = []Probe{NonexistentTool, WrongType, MissingRequired, Sentinel, LabCall, ProxyCall}
 
 // The client views a captured observation can be in (Capture.View).
 const (

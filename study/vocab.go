@@ -316,6 +316,7 @@ var probeCauses = map[Probe][]Cause{
 	Sentinel:        {InvalidValue, AuthRequired},
 	MissingRequired: {InvalidType, AuthRequired},
 	LabCall:         Causes,
+	ProxyCall:       Causes,
 }
 
 // Valid reports whether p is a known probe kind.

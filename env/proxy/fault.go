@@ -62,7 +62,8 @@ type Fault struct {
 	AuthTool string `json:"auth_tool,omitempty"`
 	// Pointer is a JSON pointer into the call's arguments: for
 	// invalid_type and invalid_value the argument at fault, for
-	// partial_commit the array that is cut.
+	// partial_commit the array that is cut, or the string that is a
+	// batch of SQL statements (execute_sql's sql), cut at its semicolons.
 	Pointer string `json:"pointer,omitempty"`
 	// Value is, for invalid_type and invalid_value, the refused value:
 	// calls whose argument at Pointer equals it (as JSON values) are

@@ -439,11 +439,15 @@ func lookup(raw json.RawMessage, path []string) (json.RawMessage, bool) {
 	return raw, len(raw) > 0
 }
 
-// cutAt returns raw with the array at path cut to its first at items,
+// cutAt returns raw with the array at path cut to its first at items
+// (a string there is a batch of SQL statements, cut by cutBatch),
 // and the array's length; ok is false when there is no array longer
 // than at there.
 func cutAt(raw json.RawMessage, path []string, at int) (out json.RawMessage, n int, ok bool) {
 	if len(path) == 0 {
+		if len(raw) > 0 && raw[0] == '"' {
+			return cutBatch(raw, at) // a batch of SQL statements
+		}
 		var a []json.RawMessage
 		if json.Unmarshal(raw, &a) != nil || len(a) <= at {
 			return nil, 0, false

@@ -1,0 +1,176 @@
+package dbenv
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mcpstress/stress/internal/pgcluster"
+	"github.com/mcpstress/stress/statediff/readers"
+)
+
+// database is one decision's database: the URL the server connects to,
+// the harness's own connection (to read the state and reset it), and
+// how to remove it.
+type database struct {
+	url  string  // sqlite:///path or postgres://…
+	file string  // the SQLite file ("" on PostgreSQL)
+	db   *sql.DB // the harness's connection
+	drop func() error
+}
+
+// engine makes databases seeded from a set.
+type engine interface {
+	// create makes a fresh database, seeded.
+	create(ctx context.Context) (*database, error)
+	// reset brings a database back to the seeded state, in place, for
+	// the next decision on a server kept running.
+	reset(ctx context.Context, d *database) error
+	close() error
+}
+
+// sqliteEngine copies a seeded template file per database.
+type sqliteEngine struct {
+	set      *Set
+	dir      string // holds the template and every database
+	template []byte // the seeded file's bytes
+	n        atomic.Int64
+}
+
+func newSQLite(ctx context.Context, set *Set) (*sqliteEngine, error) {
+	if strings.TrimSpace(set.Schema[SQLite]) == "" {
+		return nil, fmt.Errorf("scenario set %s has no sqlite schema", set.Name)
+	}
+	dir, err := os.MkdirTemp("", "stress-dbenv-")
+	if err != nil {
+		return nil, err
+	}
+	e := &sqliteEngine{set: set, dir: dir}
+	path := filepath.Join(dir, "template.db")
+	db, err := readers.OpenSQL("sqlite://" + path)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	defer db.Close()
+	for _, q := range []string{set.Schema[SQLite], set.Rows} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("scenario set %s: seeding SQLite: %w", set.Name, err)
+		}
+	}
+	db.Close()
+	if e.template, err = os.ReadFile(path); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *sqliteEngine) create(ctx context.Context) (*database, error) {
+	path := filepath.Join(e.dir, fmt.Sprintf("d%d.db", e.n.Add(1)))
+	if err := os.WriteFile(path, e.template, 0o644); err != nil {
+		return nil, err
+	}
+	db, err := readers.OpenSQL("sqlite://" + path)
+	if err != nil {
+		return nil, err
+	}
+	return &database{url: "sqlite://" + path, file: path, db: db, drop: func() error {
+		db.Close()
+		err := os.Remove(path)
+		for _, x := range []string{"-journal", "-wal", "-shm"} {
+			os.Remove(path + x)
+		}
+		return err
+	}}, nil
+}
+
+// reset deletes every row of the set's tables (in reverse order, for
+// the foreign keys), forgets the sequences and seeds the rows again, in
+// one transaction.
+func (e *sqliteEngine) reset(ctx context.Context, d *database) error {
+	var b strings.Builder
+	b.WriteString("BEGIN;\n")
+	for i := len(e.set.Tables) - 1; i >= 0; i-- {
+		fmt.Fprintf(&b, "DELETE FROM %q;\n", e.set.Tables[i].Name)
+	}
+	var seq int
+	if d.db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_sequence'").Scan(&seq); seq > 0 {
+		b.WriteString("DELETE FROM sqlite_sequence;\n")
+	}
+	b.WriteString(e.set.Rows)
+	b.WriteString(";\nCOMMIT;")
+	_, err := d.db.ExecContext(ctx, b.String())
+	return err
+}
+
+func (e *sqliteEngine) close() error { return os.RemoveAll(e.dir) }
+
+// postgresEngine clones a template database per decision, on a cluster
+// it started (internal/pgcluster) or on a server the user runs.
+type postgresEngine struct {
+	set      *Set
+	cluster  *pgcluster.Cluster
+	template string
+	n        atomic.Int64
+	mu       sync.Mutex // CREATE DATABASE … TEMPLATE wants the template unused
+}
+
+func newPostgres(ctx context.Context, set *Set, o pgcluster.Options) (*postgresEngine, error) {
+	if strings.TrimSpace(set.Schema[Postgres]) == "" {
+		return nil, fmt.Errorf("scenario set %s has no postgres schema", set.Name)
+	}
+	c, err := pgcluster.Start(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("starting PostgreSQL: %w", err)
+	}
+	e := &postgresEngine{set: set, cluster: c, template: "stress_template"}
+	if err := c.CreateTemplate(ctx, e.template, set.Schema[Postgres]+";\n"+set.Rows); err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("scenario set %s: seeding PostgreSQL: %w", set.Name, err)
+	}
+	return e, nil
+}
+
+func (e *postgresEngine) create(ctx context.Context) (*database, error) {
+	name := fmt.Sprintf("stress_d%d", e.n.Add(1))
+	e.mu.Lock()
+	err := e.cluster.Clone(ctx, e.template, name)
+	e.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	url := e.cluster.DSN(name)
+	db, err := readers.OpenSQL(url)
+	if err != nil {
+		e.cluster.Drop(context.Background(), name)
+		return nil, err
+	}
+	return &database{url: url, db: db, drop: func() error {
+		db.Close()
+		return e.cluster.Drop(context.Background(), name)
+	}}, nil
+}
+
+// reset truncates the set's tables, restarting their identities, and
+// seeds the rows again, in one transaction.
+func (e *postgresEngine) reset(ctx context.Context, d *database) error {
+	names := make([]string, len(e.set.Tables))
+	for i, t := range e.set.Tables {
+		names[i] = fmt.Sprintf("%q", t.Name)
+	}
+	q := "BEGIN;\nTRUNCATE " + strings.Join(names, ", ") + " RESTART IDENTITY CASCADE;\n" + e.set.Rows + ";\nCOMMIT;"
+	_, err := d.db.ExecContext(ctx, q)
+	return err
+}
+
+func (e *postgresEngine) close() error { return e.cluster.Stop() }
+
+var _ io.Closer = (*Factory)(nil)

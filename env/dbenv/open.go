@@ -1,0 +1,120 @@
+package dbenv
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+
+	"github.com/mcpstress/stress/env"
+	"github.com/mcpstress/stress/manifests"
+	"github.com/mcpstress/stress/simulator"
+	"github.com/mcpstress/stress/study"
+)
+
+// Name is the database environment's name in the registry, the value of
+// a manifest's environment field.
+const Name = "database"
+
+// Pseudonym is the server pseudonym of the database scenarios' corpus
+// records (their bootstrap cluster).
+const Pseudonym = "DB"
+
+//go:embed scenarios/*.json
+var builtin embed.FS
+
+// DefaultSet is the shipped set.
+const DefaultSet = "shop"
+
+// BuiltinSet loads the embedded set name ("" for DefaultSet).
+func BuiltinSet(name string) (*Set, error) {
+	if name == "" {
+		name = DefaultSet
+	}
+	file := "scenarios/" + name + ".json"
+	data, err := fs.ReadFile(builtin, file)
+	if err != nil {
+		return nil, fmt.Errorf("dbenv: no scenario set %q", name)
+	}
+	return Parse("env/dbenv/"+file, name, data)
+}
+
+func init() {
+	env.Register(Name, env.Backend{Factory: open, Actor: actor})
+}
+
+// open makes the environments of a study of m: the shipped set's on the
+// engine m's database field names (sqlite by default), after checking
+// that every record of m's corpus is one of its scenarios.
+func open(m *manifests.Resolved, o env.Options) (simulator.EnvFactory, error) {
+	set, err := BuiltinSet("")
+	if err != nil {
+		return nil, err
+	}
+	if err := fits(set, m.Corpus.Scenarios); err != nil {
+		return nil, fmt.Errorf("manifest %s: field environment: %q runs the database scenarios, and its corpus %s does not fit them:\n%w", m.Source, Name, m.Manifest.Corpus, err)
+	}
+	node, script, err := FindDBHub(m.Source)
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: its corpus runs on the database environment, and %w", m.Source, err)
+	}
+	f, err := NewFactory(context.Background(), set, Options{Engine: m.Database, Node: node, DBHub: script, Reuse: true,
+		CallTimeout: m.EnvDeadline(), ProtocolVersion: m.ProtocolVersion})
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: field database: %w", m.Source, err)
+	}
+	return f, nil
+}
+
+// fits checks that every record of corpus is a scenario of set, on the
+// database's pseudonym, with the scenario's proven preferred set.
+func fits(set *Set, corpus []study.Scenario) error {
+	var errs, missing []error
+	for i := range corpus {
+		r := &corpus[i]
+		sc, ok := set.Scenario(r.ID)
+		switch {
+		case !ok:
+			missing = append(missing, fmt.Errorf("record %s: not a scenario of dbenv set %s (a study on the database runs only its records, such as corpus/act-database)", r.ID, set.Name))
+		case r.Server != Pseudonym:
+			errs = append(errs, fmt.Errorf("record %s: field server is %s, but database scenarios run on %s", r.ID, r.Server, Pseudonym))
+		case !slices.Equal(r.ProvenSet(), sc.PreferredSet):
+			errs = append(errs, fmt.Errorf("record %s: field preferred_policies is %v, but database scenario %s has %v", r.ID, r.ProvenSet(), sc.ID, sc.PreferredSet))
+		}
+	}
+	if len(missing) > 5 {
+		missing = append(missing[:5], fmt.Errorf("and %d more records that are not", len(missing)-5))
+	}
+	return errors.Join(append(missing, errs...)...)
+}
+
+// actor returns the environment of database scenario id on SQLite, for
+// stress render -act; closing it removes its database.
+func actor(id string, o env.Options) (simulator.Actor, error) {
+	set, err := BuiltinSet("")
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := set.Scenario(id); !ok {
+		return nil, fmt.Errorf("dbenv set %s has no scenario %q", set.Name, id)
+	}
+	node, script, err := FindDBHub("")
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s runs on the database environment, and %w", id, err)
+	}
+	f, err := NewFactory(context.Background(), set, Options{Node: node, DBHub: script})
+	if err != nil {
+		return nil, err
+	}
+	e, err := f.Actor(id)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	e.owned = true
+	return e, nil
+}
+
+

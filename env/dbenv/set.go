@@ -1,0 +1,324 @@
+// Package dbenv is the database environment of the action task: a real
+// SQL database (SQLite, the embedded default, or PostgreSQL) behind a
+// real database MCP server (DBHub, @bytebase/dbhub, pinned in
+// scripts/db-servers), reached through the fault-injecting proxy
+// (env/proxy), which applies the scenario's fault. Each decision gets a
+// database seeded from the set's schema and rows; the outcome is read
+// from the declared tables (statediff/readers.SQL) and set against the
+// state the decision started in (statediff.Evaluate).
+//
+// A scenario set is one JSON file: the schema (per engine), the seed
+// rows, the tables the diff reads, the server's tools (DBHub custom
+// tools: a name, a description, a parameterized statement) and the
+// scenarios, each a first call, its fault (or none: the server's own
+// failure), its goal, its proven preferred policies and the canonical
+// repairs. The shipped set is scenarios/shop.json; a user's own set (a
+// server of their own, a database of their own) is read from a file
+// (docs/bring-your-own-server.md).
+package dbenv
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/mcpstress/stress/env/proxy"
+	"github.com/mcpstress/stress/internal/input"
+	"github.com/mcpstress/stress/simulator"
+	"github.com/mcpstress/stress/statediff"
+	"github.com/mcpstress/stress/study"
+)
+
+// The engines a set can run on.
+const (
+	SQLite   = "sqlite"
+	Postgres = "postgres"
+)
+
+// Set is a scenario set: the database every scenario starts from, the
+// server's tools, and the scenarios.
+type Set struct {
+	Name string `json:"-"`
+	// Schema is the DDL that makes the tables, by engine (sqlite,
+	// postgres): the one part of a set that SQL dialects make differ.
+	Schema map[string]string `json:"schema"`
+	// Rows is the SQL that seeds the rows every decision starts with,
+	// portable between the engines.
+	Rows string `json:"rows"`
+	// Tables are the tables the outcome is read from.
+	Tables []Table `json:"tables"`
+	// Tools are the server's custom tools (DBHub's [[tools]]): each
+	// scenario's server lists them beside DBHub's own execute_sql and
+	// search_objects. A set with Server leaves them to that server.
+	Tools []Tool `json:"tools,omitempty"`
+	// Server, when set, is the command line of the user's own MCP server
+	// instead of DBHub: ${dsn} in an argument is replaced by the
+	// decision's database URL (sqlite:///path or postgres://…), ${db} by
+	// its SQLite file path.
+	Server []string `json:"server,omitempty"`
+	// Scenarios are the set's scenarios.
+	Scenarios []*Scenario `json:"scenarios"`
+
+	schema statediff.Schema // the diff's view of Tables
+}
+
+// Table is a table the outcome is read from: its name, primary key and
+// columns, and what a new row may carry that a goal does not state.
+type Table struct {
+	Name     string         `json:"name"`
+	Key      []string       `json:"key"`
+	Fields   []string       `json:"fields"`             // every column (the diff refuses a goal naming another)
+	Defaults map[string]any `json:"defaults,omitempty"` // the values a new row gets for columns its insert leaves out
+	Free     []string       `json:"free,omitempty"`     // columns a new row gets from the database (a sequence's id)
+	Ignore   []string       `json:"ignore,omitempty"`   // columns the diff never compares (an updated_at every write stamps)
+}
+
+// Tool is a custom tool of DBHub: a parameterized statement. Parameters
+// are written $1, $2, … in order, each once (they become ? on SQLite).
+type Tool struct {
+	Name        string  `json:"name"`
+	Description string  `json:"description"`
+	Statement   string  `json:"statement"`
+	ReadOnly    bool    `json:"readonly,omitempty"`
+	Parameters  []Param `json:"parameters"`
+}
+
+// Param is a tool's parameter.
+type Param struct {
+	Name        string `json:"name"`
+	Type        string `json:"type"` // string, integer, float, boolean
+	Description string `json:"description"`
+}
+
+// Scenario is one scenario on the database.
+type Scenario struct {
+	ID    string      `json:"id"`
+	Class study.Cause `json:"class"`
+	Task  string      `json:"task"`
+	// Tool and Args are the first, failing call.
+	Tool    string          `json:"tool"`
+	Args    json.RawMessage `json:"args"`
+	Pointer string          `json:"pointer,omitempty"` // the argument at fault (invalid_type, invalid_value)
+	// Fault is what the proxy does to the calls of its tool; nil: the
+	// first call fails on the server itself (an unknown tool, a schema
+	// or constraint violation).
+	Fault *proxy.Fault `json:"fault,omitempty"`
+	// PreferredSet are the policies whose canonical recovery, executed
+	// on a fresh database, recovers without harm (TestExecutionTable
+	// holds the set to it); Preferred is its first, the one Strict
+	// credits first.
+	PreferredSet []study.Policy `json:"preferred_policies"`
+	Preferred    study.Policy   `json:"-"`
+	NonHarm      []study.Policy `json:"non_harm"`
+	Policies     Repairs        `json:"policies"`
+	// Spec is the goal effect and the tolerated changes.
+	statediff.Spec
+}
+
+// Repairs are a scenario's canonical calls for the policies that need
+// one.
+type Repairs struct {
+	ReviseArguments []simulator.ToolCall `json:"revise_arguments"`
+	SelectTool      []simulator.ToolCall `json:"select_tool"`
+}
+
+// Repair returns the calls that carry out policy p: the repair of
+// revise_arguments and select_tool; for authenticate, the proxy's
+// credential tool (when the fault has one) and then the failing call;
+// the failing call again for retry_now and retry_later; none for
+// stop_or_escalate.
+func (sc *Scenario) Repair(p study.Policy) []simulator.ToolCall {
+	first := simulator.ToolCall{Tool: sc.Tool, Arguments: sc.Args}
+	switch p {
+	case study.ReviseArguments:
+		return sc.Policies.ReviseArguments
+	case study.SelectTool:
+		return sc.Policies.SelectTool
+	case study.Authenticate:
+		if sc.Fault != nil && sc.Fault.AuthTool != "" {
+			return []simulator.ToolCall{{Tool: sc.Fault.AuthTool, Arguments: json.RawMessage(`{}`)}, first}
+		}
+		return []simulator.ToolCall{first}
+	case study.RetryNow, study.RetryLater:
+		return []simulator.ToolCall{first}
+	}
+	return nil
+}
+
+// Scenario returns scenario id of the set.
+func (s *Set) Scenario(id string) (*Scenario, bool) {
+	for _, sc := range s.Scenarios {
+		if sc.ID == id {
+			return sc, true
+		}
+	}
+	return nil, false
+}
+
+// StateSchema is the diff's view of the set's state: each table at
+// /tables/NAME; the calls and what the reader left out are logs.
+func (s *Set) StateSchema() *statediff.Schema { return &s.schema }
+
+var (
+	identifier  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	placeholder = regexp.MustCompile(`\$[0-9]+`)
+)
+
+// paramTypes are the parameter types of a DBHub custom tool the set may
+// use.
+var paramTypes = []string{"string", "integer", "float", "boolean"}
+
+// Parse reads and checks a scenario set; errors name the file, the
+// scenario and the field.
+func Parse(file, name string, data []byte) (*Set, error) {
+	if err := input.CheckJSON(data); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	s := &Set{Name: name}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(s); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if at := dec.InputOffset(); input.Trailing(dec) {
+		return nil, fmt.Errorf("%s: data after the JSON object at byte %d", file, at)
+	}
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: field %s: %s", file, field, fmt.Sprintf(format, a...)))
+	}
+	if strings.TrimSpace(s.Schema[SQLite]) == "" && strings.TrimSpace(s.Schema[Postgres]) == "" {
+		bad("schema", "give the DDL of at least one engine (sqlite, postgres)")
+	}
+	for e := range s.Schema {
+		if e != SQLite && e != Postgres {
+			bad("schema", "unknown engine %q (want sqlite or postgres)", e)
+		}
+	}
+	if len(s.Tables) == 0 {
+		bad("tables", "name the tables the outcome is read from")
+	}
+	s.schema = statediff.Schema{Logs: []string{"/calls", "/capped"}}
+	for i, t := range s.Tables {
+		at := fmt.Sprintf("tables[%d]", i)
+		if !identifier.MatchString(t.Name) {
+			bad(at+".name", "want a plain SQL name, got %s", input.Quote(t.Name))
+		}
+		if len(t.Key) == 0 {
+			bad(at+".key", "name the table's primary key columns")
+		}
+		for _, c := range slices.Concat(t.Key, t.Fields, t.Free, t.Ignore) {
+			if !identifier.MatchString(c) {
+				bad(at, "column %s is not a plain SQL name", input.Quote(c))
+			} else if !slices.Contains(t.Fields, c) {
+				bad(at+".fields", "column %s is used but not listed", c)
+			}
+		}
+		s.schema.Collections = append(s.schema.Collections, statediff.Collection{
+			Path: "/tables/" + t.Name, Key: t.Key, Fields: t.Fields, Defaults: t.Defaults, Free: t.Free, Ignore: t.Ignore})
+	}
+	for i, t := range s.Tools {
+		at := fmt.Sprintf("tools[%d]", i)
+		if !identifier.MatchString(t.Name) {
+			bad(at+".name", "want a tool name of letters, digits and _, got %s", input.Quote(t.Name))
+		}
+		if strings.TrimSpace(t.Description) == "" || strings.TrimSpace(t.Statement) == "" {
+			bad(at, "a tool needs a description and a statement")
+		}
+		refs := placeholder.FindAllString(t.Statement, -1)
+		for j, r := range refs {
+			if r != fmt.Sprintf("$%d", j+1) {
+				bad(at+".statement", "parameters must be written $1, $2, … in order, each once (found %s as the %d. placeholder)", r, j+1)
+				break
+			}
+		}
+		if len(refs) != len(t.Parameters) {
+			bad(at+".parameters", "the statement has %d placeholders and the tool %d parameters", len(refs), len(t.Parameters))
+		}
+		for j, p := range t.Parameters {
+			if !identifier.MatchString(p.Name) || !slices.Contains(paramTypes, p.Type) {
+				bad(fmt.Sprintf("%s.parameters[%d]", at, j), "want a plain name and a type of %v", paramTypes)
+			}
+		}
+	}
+	if len(s.Server) > 0 && len(s.Tools) > 0 {
+		bad("tools", "a set with its own server lists that server's tools, not DBHub's custom tools")
+	}
+	seen := map[string]bool{}
+	for i, sc := range s.Scenarios {
+		errs = append(errs, s.check(file, i, sc, seen)...)
+	}
+	if len(s.Scenarios) == 0 {
+		bad("scenarios", "no scenarios")
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return s, nil
+}
+
+// check checks scenario sc, the i-th of the set.
+func (s *Set) check(file string, i int, sc *Scenario, seen map[string]bool) []error {
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: scenario %s (scenarios[%d]): field %s: %s", file, sc.ID, i, field, fmt.Sprintf(format, a...)))
+	}
+	if sc.ID == "" || seen[sc.ID] {
+		bad("id", "missing or duplicate id %q", sc.ID)
+	}
+	seen[sc.ID] = true
+	if _, ok := sc.Class.Info(); !ok {
+		bad("class", "unknown class %q", sc.Class)
+	}
+	if strings.TrimSpace(sc.Task) == "" {
+		bad("task", "say what the user asked")
+	}
+	if sc.Tool == "" {
+		bad("tool", "missing")
+	}
+	if !statediff.IsObject(sc.Args) {
+		bad("args", "want a JSON object")
+	}
+	if sc.Pointer != "" && !strings.HasPrefix(sc.Pointer, "/") {
+		bad("pointer", "want a JSON pointer, got %q", sc.Pointer)
+	}
+	if sc.Fault != nil {
+		if err := sc.Fault.Check(); err != nil {
+			bad("fault", "%v", err)
+		} else if sc.Fault.Tool != sc.Tool {
+			bad("fault.tool", "the fault is on %s, the first call on %s", sc.Fault.Tool, sc.Tool)
+		} else if sc.Fault.Class != sc.Class {
+			bad("fault.class", "the fault is %s, the scenario %s", sc.Fault.Class, sc.Class)
+		}
+	}
+	if len(sc.PreferredSet) == 0 {
+		bad("preferred_policies", "name the preferred policies, the one Strict credits first")
+	} else {
+		sc.Preferred = sc.PreferredSet[0]
+	}
+	for j, p := range sc.PreferredSet {
+		if !p.Valid() {
+			bad(fmt.Sprintf("preferred_policies[%d]", j), "unknown policy %q", p)
+		} else if !slices.Contains(sc.NonHarm, p) {
+			bad("non_harm", "want every preferred policy in it (%s is missing)", p)
+		}
+	}
+	for _, r := range []struct {
+		name  string
+		calls []simulator.ToolCall
+	}{{"revise_arguments", sc.Policies.ReviseArguments}, {"select_tool", sc.Policies.SelectTool}} {
+		if len(r.calls) == 0 {
+			bad("policies."+r.name, "say what the canonical %s call is", r.name)
+		}
+		for j, c := range r.calls {
+			if c.Tool == "" || !statediff.IsObject(c.Arguments) {
+				bad(fmt.Sprintf("policies.%s[%d]", r.name, j), "want a tool and its arguments (an object)")
+			}
+		}
+	}
+	return errs
+}
