@@ -14,9 +14,9 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 
+	_ "github.com/mcpstress/stress/env/dbenv"         // registers environment database (a real database behind DBHub)
 	_ "github.com/mcpstress/stress/env/labenv"        // registers environment lab (the recovery lab)
 	_ "github.com/mcpstress/stress/env/mcpenv"        // registers environment mcp (the reference MCP servers)
-	_ "github.com/mcpstress/stress/env/dbenv"         // registers environment database (a real database behind DBHub)
 	_ "github.com/mcpstress/stress/models/baseline"   // registers the baselines
 	_ "github.com/mcpstress/stress/models/exec"       // registers the exec backend (any program, a line protocol)
 	_ "github.com/mcpstress/stress/models/failclosed" // registers fail_closed

@@ -116,5 +116,3 @@ func actor(id string, o env.Options) (simulator.Actor, error) {
 	e.owned = true
 	return e, nil
 }
-
-

@@ -128,4 +128,3 @@ type PostgresOptions struct {
 }
 
 func (p PostgresOptions) cluster() pgcluster.Options { return pgcluster.Options{Bin: p.Bin} }
-
