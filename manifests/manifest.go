@@ -104,6 +104,20 @@ type Manifest struct {
 	// "postgres" (a PostgreSQL cluster the environment starts in a
 	// temporary directory from the machine's PostgreSQL binaries).
 	Database string `yaml:"database,omitempty" json:"database,omitempty"`
+	// DatabaseURL is, for database: postgres, a database of a PostgreSQL
+	// server you run (postgres://user@host:port/db, no password: a
+	// manifest is stored in every bundle), on which each decision's
+	// database is created; DatabaseURLEnv names the environment variable
+	// that holds such a URL instead, password and all (scrubbed from
+	// every message, never stored). Neither: the environment starts a
+	// cluster of its own.
+	DatabaseURL    string `yaml:"database_url,omitempty" json:"database_url,omitempty"`
+	DatabaseURLEnv string `yaml:"database_url_env,omitempty" json:"database_url_env,omitempty"`
+	// Scenarios is a scenario set file of the database environment
+	// (relative to the manifest): your own tables, tools, server and
+	// scenarios instead of the shipped shop set
+	// (docs/bring-your-own-server.md).
+	Scenarios string `yaml:"scenarios,omitempty" json:"scenarios,omitempty"`
 	// EnvTimeout bounds, under live replay on MCP servers, a server's
 	// start (process, initialize, tools/list, the scenario's setup and
 	// first call) and each call made on it, as a Go duration from 1s to
@@ -733,6 +747,24 @@ func Parse(source string, data []byte) (*Manifest, error) {
 	case "", "sqlite", "postgres":
 	default:
 		bad("database", "want sqlite (the default) or postgres, got %s (a database of your own is named in a scenario set: docs/bring-your-own-server.md)", input.Quote(m.Database))
+	}
+	if m.DatabaseURL != "" || m.DatabaseURLEnv != "" {
+		u, err := url.Parse(m.DatabaseURL)
+		switch why := CredentialIn(m.DatabaseURL); {
+		case m.Database != "postgres":
+			bad("database_url", "needs database: postgres")
+		case m.DatabaseURL != "" && m.DatabaseURLEnv != "":
+			bad("database_url", "give database_url or database_url_env, not both")
+		case why != "":
+			bad("database_url", "%s; it would be stored in every bundle (name the environment variable that holds the URL in database_url_env instead)", why)
+		case m.DatabaseURL != "" && (err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == ""):
+			bad("database_url", "want a postgres:// URL of a database on your server, got %s", input.Quote(m.DatabaseURL))
+		case m.DatabaseURLEnv != "" && !envPattern.MatchString(m.DatabaseURLEnv):
+			bad("database_url_env", "want the name of an environment variable, got %s", input.Quote(m.DatabaseURLEnv))
+		}
+	}
+	if (m.Database != "" || m.Scenarios != "") && m.Environment != "database" {
+		bad("database", "database, database_url and scenarios configure environment: database, and the manifest names %s", input.Quote(m.Env()))
 	}
 	if m.EnvTimeout != "" {
 		d, err := time.ParseDuration(m.EnvTimeout)

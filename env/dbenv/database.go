@@ -2,7 +2,9 @@ package dbenv
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -32,6 +34,13 @@ type engine interface {
 	// reset brings a database back to the seeded state, in place, for
 	// the next decision on a server kept running.
 	reset(ctx context.Context, d *database) error
+	// hasTable reports whether the database has a table of that name.
+	hasTable(ctx context.Context, d *database, name string) (bool, error)
+	// schema returns a fingerprint of the database's schema (tables,
+	// columns, constraints, indexes, views, triggers): a kept database
+	// whose schema a decision changed (execute_sql takes DDL too) is not
+	// reused, since resetting its rows would not undo that.
+	schema(ctx context.Context, d *database) (string, error)
 	close() error
 }
 
@@ -111,6 +120,19 @@ func (e *sqliteEngine) reset(ctx context.Context, d *database) error {
 	return err
 }
 
+func (e *sqliteEngine) hasTable(ctx context.Context, d *database, name string) (bool, error) {
+	var n int
+	err := d.db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", name).Scan(&n)
+	return n > 0, err
+}
+
+func (e *sqliteEngine) schema(ctx context.Context, d *database) (string, error) {
+	var fp string
+	err := d.db.QueryRowContext(ctx, `SELECT coalesce(group_concat(line, char(10)), '') FROM
+		(SELECT type || ' ' || name || ' ' || coalesce(sql, '') AS line FROM sqlite_master ORDER BY type, name)`).Scan(&fp)
+	return fp, err
+}
+
 func (e *sqliteEngine) close() error { return os.RemoveAll(e.dir) }
 
 // postgresEngine clones a template database per decision, on a cluster
@@ -119,19 +141,23 @@ type postgresEngine struct {
 	set      *Set
 	cluster  *pgcluster.Cluster
 	template string
+	tag      string // in every database's name
 	n        atomic.Int64
 	mu       sync.Mutex // CREATE DATABASE … TEMPLATE wants the template unused
 }
 
-func newPostgres(ctx context.Context, set *Set, o pgcluster.Options) (*postgresEngine, error) {
+func newPostgres(ctx context.Context, set *Set, o PostgresOptions) (*postgresEngine, error) {
 	if strings.TrimSpace(set.Schema[Postgres]) == "" {
 		return nil, fmt.Errorf("scenario set %s has no postgres schema", set.Name)
 	}
-	c, err := pgcluster.Start(ctx, o)
+	c, err := o.connect(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("starting PostgreSQL: %w", err)
+		return nil, fmt.Errorf("PostgreSQL: %w", err)
 	}
-	e := &postgresEngine{set: set, cluster: c, template: "stress_template"}
+	// Note: a server the user runs may hold other runs' databases: the
+	// names carry a random tag.
+	tag := strings.ToLower(rand.Text()[:10])
+	e := &postgresEngine{set: set, cluster: c, template: "stress_" + tag + "_template", tag: tag}
 	if err := c.CreateTemplate(ctx, e.template, set.Schema[Postgres]+";\n"+set.Rows); err != nil {
 		c.Stop()
 		return nil, fmt.Errorf("scenario set %s: seeding PostgreSQL: %w", set.Name, err)
@@ -140,7 +166,7 @@ func newPostgres(ctx context.Context, set *Set, o pgcluster.Options) (*postgresE
 }
 
 func (e *postgresEngine) create(ctx context.Context) (*database, error) {
-	name := fmt.Sprintf("stress_d%d", e.n.Add(1))
+	name := fmt.Sprintf("stress_%s_d%d", e.tag, e.n.Add(1))
 	e.mu.Lock()
 	err := e.cluster.Clone(ctx, e.template, name)
 	e.mu.Unlock()
@@ -171,6 +197,37 @@ func (e *postgresEngine) reset(ctx context.Context, d *database) error {
 	return err
 }
 
-func (e *postgresEngine) close() error { return e.cluster.Stop() }
+func (e *postgresEngine) hasTable(ctx context.Context, d *database, name string) (bool, error) {
+	var n int
+	err := d.db.QueryRowContext(ctx, "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1", name).Scan(&n)
+	return n > 0, err
+}
+
+// pgSchema lists the schema's columns, constraints, indexes, relations
+// (tables, views, sequences), triggers and functions, one line each.
+const pgSchema = `SELECT coalesce(string_agg(line, E'\n' ORDER BY line), '') FROM (
+	SELECT 'c ' || table_name || ' ' || column_name || ' ' || data_type || ' ' || coalesce(column_default, '') || ' ' || is_nullable AS line
+		FROM information_schema.columns WHERE table_schema = current_schema()
+	UNION ALL SELECT 'k ' || conrelid::regclass::text || ' ' || conname || ' ' || pg_get_constraintdef(oid)
+		FROM pg_constraint WHERE connamespace = current_schema()::regnamespace
+	UNION ALL SELECT 'i ' || indexdef FROM pg_indexes WHERE schemaname = current_schema()
+	UNION ALL SELECT 'r ' || relname || ' ' || relkind::text FROM pg_class WHERE relnamespace = current_schema()::regnamespace
+	UNION ALL SELECT 't ' || tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+		WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal
+	UNION ALL SELECT 'f ' || proname FROM pg_proc WHERE pronamespace = current_schema()::regnamespace
+) s`
+
+func (e *postgresEngine) schema(ctx context.Context, d *database) (string, error) {
+	var fp string
+	err := d.db.QueryRowContext(ctx, pgSchema).Scan(&fp)
+	return fp, err
+}
+
+// close drops the template and stops the cluster (a server the user
+// runs keeps running).
+func (e *postgresEngine) close() error {
+	err := e.cluster.Drop(context.Background(), e.template)
+	return errors.Join(err, e.cluster.Stop())
+}
 
 var _ io.Closer = (*Factory)(nil)

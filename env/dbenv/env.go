@@ -62,6 +62,7 @@ type Factory struct {
 	engine engine
 	mu     sync.Mutex
 	idle   []*server
+	schema string // the seeded database's schema fingerprint
 }
 
 // NewFactory seeds the set's template database on o's engine.
@@ -72,7 +73,7 @@ func NewFactory(ctx context.Context, set *Set, o Options) (*Factory, error) {
 	case "", SQLite:
 		e, err = newSQLite(ctx, set)
 	case Postgres:
-		e, err = newPostgres(ctx, set, o.Postgres.cluster())
+		e, err = newPostgres(ctx, set, o.Postgres)
 	default:
 		return nil, fmt.Errorf("unknown database engine %q (want sqlite or postgres)", o.Engine)
 	}
@@ -96,6 +97,9 @@ func (f *Factory) checkGoals(ctx context.Context) error {
 		return fmt.Errorf("scenario set %s: making a database: %w", f.set.Name, err)
 	}
 	defer db.drop()
+	if f.schema, err = f.engine.schema(ctx, db); err != nil {
+		return fmt.Errorf("scenario set %s: reading the seeded schema: %w", f.set.Name, err)
+	}
 	doc := map[string]any{"calls": []any{}}
 	if _, err := (&readers.SQL{DB: db.db, Tables: f.set.readerTables()}).Read(ctx, doc); err != nil {
 		return fmt.Errorf("scenario set %s: reading the seeded database: %w", f.set.Name, err)
@@ -213,7 +217,7 @@ func (f *Factory) command(s *server) (*exec.Cmd, error) {
 	if len(f.set.Server) > 0 {
 		args := make([]string, len(f.set.Server))
 		for i, a := range f.set.Server {
-			args[i] = strings.NewReplacer("${dsn}", s.db.url, "${db}", s.db.file).Replace(a)
+			args[i] = strings.NewReplacer("${dsn}", s.db.url, "${db}", s.db.file, "${node}", f.o.Node, "${set}", f.set.dir).Replace(a)
 		}
 		cmd := exec.Command(args[0], args[1:]...)
 		cmd.Dir, cmd.Env = s.dir, env
@@ -230,10 +234,11 @@ func (f *Factory) command(s *server) (*exec.Cmd, error) {
 
 // scrub removes the database URL's password from text a server wrote.
 func (f *Factory) scrub(text string) string {
-	if f.o.Postgres.secret == "" {
+	pw := f.o.Postgres.secret()
+	if pw == "" {
 		return text
 	}
-	out, _ := transport.NewScrubber(f.o.Postgres.secret).String(text)
+	out, _ := transport.NewScrubber(pw).String(text)
 	return out
 }
 
@@ -422,10 +427,40 @@ func (e *Env) call(ctx context.Context, c simulator.ToolCall) (json.RawMessage, 
 // diff reads.
 func (e *Env) readState(ctx context.Context) (map[string]any, error) {
 	doc := map[string]any{}
-	r := &readers.SQL{DB: e.srv.db.db, Tables: e.f.set.readerTables()}
-	capped, err := r.Read(ctx, doc)
+	tables := e.f.set.readerTables()
+	capped, err := (&readers.SQL{DB: e.srv.db.db, Tables: tables}).Read(ctx, doc)
 	if err != nil {
-		return nil, err
+		// A table the decision dropped (execute_sql takes any SQL) reads
+		// as empty, its rows lost; any other failure is the error.
+		var present []readers.Table
+		var gone []string
+		for _, t := range tables {
+			ok, herr := e.f.engine.hasTable(ctx, e.srv.db, t.Name)
+			if herr != nil {
+				return nil, err
+			}
+			if ok {
+				present = append(present, t)
+			} else {
+				gone = append(gone, t.Name)
+			}
+		}
+		if len(gone) == 0 {
+			return nil, err
+		}
+		doc = map[string]any{}
+		if capped, err = (&readers.SQL{DB: e.srv.db.db, Tables: present}).Read(ctx, doc); err != nil {
+			return nil, err
+		}
+		all, _ := doc["tables"].(map[string]any)
+		if all == nil {
+			all = map[string]any{}
+			doc["tables"] = all
+		}
+		for _, name := range gone {
+			all[name] = []any{}
+			capped = append(capped, fmt.Sprintf("table %s no longer exists: read as empty", name))
+		}
 	}
 	raw, err := json.Marshal(e.calls)
 	if err != nil {
@@ -508,8 +543,8 @@ func (e *Env) Close() error {
 }
 
 // release resets the database and keeps the server; false when the
-// server does not answer a ping (an error answer will do) or the reset
-// fails.
+// server does not answer a ping (an error answer will do), the decision
+// changed the schema, or the reset fails.
 func (e *Env) release() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -520,6 +555,9 @@ func (e *Env) release() bool {
 		if !errors.As(err, &rpc) {
 			return false
 		}
+	}
+	if fp, err := e.f.engine.schema(ctx, e.srv.db); err != nil || fp != e.f.schema {
+		return false
 	}
 	if e.f.engine.reset(ctx, e.srv.db) != nil {
 		return false

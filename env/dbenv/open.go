@@ -6,9 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/mcpstress/stress/env"
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
@@ -49,7 +53,7 @@ func init() {
 // engine m's database field names (sqlite by default), after checking
 // that every record of m's corpus is one of its scenarios.
 func open(m *manifests.Resolved, o env.Options) (simulator.EnvFactory, error) {
-	set, err := BuiltinSet("")
+	set, err := manifestSet(m)
 	if err != nil {
 		return nil, err
 	}
@@ -60,12 +64,53 @@ func open(m *manifests.Resolved, o env.Options) (simulator.EnvFactory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: its corpus runs on the database environment, and %w", m.Source, err)
 	}
+	pg := PostgresOptions{URL: m.DatabaseURL}
+	if m.DatabaseURLEnv != "" {
+		if pg.URL = os.Getenv(m.DatabaseURLEnv); pg.URL == "" {
+			return nil, fmt.Errorf("manifest %s: field database_url_env: environment variable %s is empty or unset", m.Source, m.DatabaseURLEnv)
+		}
+	}
 	f, err := NewFactory(context.Background(), set, Options{Engine: m.Database, Node: node, DBHub: script, Reuse: true,
-		CallTimeout: m.EnvDeadline(), ProtocolVersion: m.ProtocolVersion})
+		CallTimeout: m.EnvDeadline(), ProtocolVersion: m.ProtocolVersion, Postgres: pg})
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: field database: %w", m.Source, err)
 	}
 	return f, nil
+}
+
+// manifestSet is the scenario set of m: the file its scenarios field
+// names (relative to the manifest), else the shipped set.
+func manifestSet(m *manifests.Resolved) (*Set, error) {
+	if m.Scenarios == "" {
+		return BuiltinSet("")
+	}
+	file := m.Scenarios
+	if !filepath.IsAbs(file) && !strings.HasPrefix(m.Source, "builtin:") {
+		file = filepath.Join(filepath.Dir(m.Source), file)
+	}
+	set, err := ParseFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: field scenarios: %w", m.Source, err)
+	}
+	return set, nil
+}
+
+// ParseFile reads and checks the scenario set in file (its name is the
+// file's base name without .json); ${set} in its server's arguments is
+// the file's directory.
+func ParseFile(file string) (*Set, error) {
+	data, err := input.ReadFile(file, input.ScenarioSet)
+	if err != nil {
+		return nil, err
+	}
+	set, err := Parse(file, strings.TrimSuffix(filepath.Base(file), ".json"), data)
+	if err != nil {
+		return nil, err
+	}
+	if set.dir, err = filepath.Abs(filepath.Dir(file)); err != nil {
+		return nil, err
+	}
+	return set, nil
 }
 
 // fits checks that every record of corpus is a scenario of set, on the

@@ -2,8 +2,10 @@ package dbenv
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,13 +120,34 @@ func node22(n string) (bool, string) {
 	return major > 22 || major == 22 && minor >= 5, v
 }
 
-// PostgresOptions say where the postgres engine's cluster runs.
+// PostgresOptions say where the postgres engine's databases live: on a
+// cluster it starts (the default) or on a server the user runs (URL).
 type PostgresOptions struct {
 	// Bin is the directory of PostgreSQL's initdb and pg_ctl ("" finds
-	// them, internal/pgcluster).
+	// them, internal/pgcluster), for the cluster it starts.
 	Bin string
-	// secret is a password the server's messages must not show.
-	secret string
+	// URL, when set, is a database of the user's own server
+	// (postgres://user[:password]@host:port/db): each decision's
+	// database is created there (the user needs CREATEDB) and dropped
+	// after. Its password, if any, is scrubbed from every message a
+	// server writes and never stored.
+	URL string
 }
 
-func (p PostgresOptions) cluster() pgcluster.Options { return pgcluster.Options{Bin: p.Bin} }
+// secret is the password of the user's server, or "".
+func (p PostgresOptions) secret() string {
+	u, err := url.Parse(p.URL)
+	if err != nil || u.User == nil {
+		return ""
+	}
+	pw, _ := u.User.Password()
+	return pw
+}
+
+// connect starts a cluster, or attaches to the user's server.
+func (p PostgresOptions) connect(ctx context.Context) (*pgcluster.Cluster, error) {
+	if p.URL != "" {
+		return pgcluster.Attach(ctx, p.URL)
+	}
+	return pgcluster.Start(ctx, pgcluster.Options{Bin: p.Bin})
+}

@@ -56,14 +56,16 @@ type Set struct {
 	// search_objects. A set with Server leaves them to that server.
 	Tools []Tool `json:"tools,omitempty"`
 	// Server, when set, is the command line of the user's own MCP server
-	// instead of DBHub: ${dsn} in an argument is replaced by the
-	// decision's database URL (sqlite:///path or postgres://…), ${db} by
-	// its SQLite file path.
+	// instead of DBHub, over stdio: in its arguments ${dsn} is the
+	// decision's database URL (sqlite:///path or postgres://…), ${db}
+	// its SQLite file, ${node} the Node.js 22 found for DBHub, ${set}
+	// the set file's directory.
 	Server []string `json:"server,omitempty"`
 	// Scenarios are the set's scenarios.
 	Scenarios []*Scenario `json:"scenarios"`
 
 	schema statediff.Schema // the diff's view of Tables
+	dir    string           // the set file's directory (${set}); "" for a built-in set
 }
 
 // Table is a table the outcome is read from: its name, primary key and

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -63,6 +64,36 @@ type Cluster struct {
 	mu     sync.Mutex
 	admin  *pgx.Conn // to the database postgres, for CREATE and DROP DATABASE
 	closed bool
+	// base is the URL of a server Attach reached (nil for one Start
+	// started): DSN swaps its database, Stop leaves the server running.
+	base *url.URL
+}
+
+// Attach returns a Cluster on a PostgreSQL server someone else runs, at
+// the URL of one of its databases (postgres://user[:password]@host:port/db):
+// its databases are made, cloned and dropped through that URL's user
+// (who needs CREATEDB), and Stop leaves the server running. The URL
+// may carry a password (from an environment variable: never from a
+// file that is stored); errors never show it.
+func Attach(ctx context.Context, rawURL string) (*Cluster, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+		return nil, errors.New("pgcluster: want a postgres:// URL with a host")
+	}
+	c := &Cluster{base: u}
+	if c.admin, err = pgx.Connect(ctx, rawURL); err != nil {
+		return nil, fmt.Errorf("pgcluster: connecting to %s: %s", u.Redacted(), redact(err, u))
+	}
+	return c, nil
+}
+
+// redact is err's text without u's password.
+func redact(err error, u *url.URL) string {
+	msg := err.Error()
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		msg = strings.ReplaceAll(msg, pw, "xxxxx")
+	}
+	return msg
 }
 
 // Start creates and starts a cluster. Its errors say what failed, with
@@ -150,6 +181,11 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 // DSN returns the URL of database db on the cluster:
 // postgres://postgres@127.0.0.1:PORT/db?sslmode=disable (no password).
 func (c *Cluster) DSN(db string) string {
+	if c.base != nil {
+		u := *c.base
+		u.Path = "/" + db
+		return u.String()
+	}
 	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", User, c.port, db)
 }
 
@@ -249,6 +285,9 @@ func (c *Cluster) Stop() error {
 		c.admin.Close(ctx)
 		cancel()
 	}
+	if c.base != nil {
+		return nil // a server someone else runs
+	}
 	var errs []error
 	if _, err := os.Stat(filepath.Join(c.data, "postmaster.pid")); err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -274,13 +313,22 @@ func (c *Cluster) adminExec(ctx context.Context, sql string) error {
 		return errors.New("the cluster is stopped")
 	}
 	if c.admin.IsClosed() { // the server ended the session: connect again
-		conn, err := c.connect(ctx, "postgres")
+		conn, err := c.connect(ctx, c.adminDB())
 		if err != nil {
 			return err
 		}
 		c.admin = conn
 	}
 	return execAll(ctx, c.admin.PgConn(), sql)
+}
+
+// adminDB is the database of the admin session: postgres on a cluster
+// Start started, the URL's own on an attached server.
+func (c *Cluster) adminDB() string {
+	if c.base != nil {
+		return strings.TrimPrefix(c.base.Path, "/")
+	}
+	return "postgres"
 }
 
 // connect opens a session on database db.
