@@ -408,6 +408,10 @@ func (e *Env) call(ctx context.Context, c simulator.ToolCall) (json.RawMessage, 
 	defer cancel()
 	res, err := e.srv.session.CallTool(cctx, &mcp.CallToolParams{Name: c.Tool, Arguments: m})
 	capture.Bound(res, err, capture.DefaultMaxTextBytes)
+	var rpc *jsonrpc.Error
+	if errors.As(err, &rpc) && strings.HasPrefix(rpc.Message, proxy.ServerGone) {
+		return nil, false, fmt.Errorf("%s: the database server died: %s (server stderr: %s)", c.Tool, rpc.Message, e.f.scrub(e.srv.stderr.String()))
+	}
 	obs, oerr := lab.Observe(res, err)
 	if oerr != nil {
 		return nil, false, fmt.Errorf("%s: %w (server stderr: %s)", c.Tool, oerr, e.f.scrub(e.srv.stderr.String()))
@@ -552,7 +556,7 @@ func (e *Env) release() bool {
 		// Note: DBHub answers ping with "Method not found": an answer is
 		// all a liveness check needs.
 		var rpc *jsonrpc.Error
-		if !errors.As(err, &rpc) {
+		if !errors.As(err, &rpc) || strings.HasPrefix(rpc.Message, proxy.ServerGone) {
 			return false
 		}
 	}
