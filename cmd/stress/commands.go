@@ -162,6 +162,12 @@ var commands = []*command{
 		{"record -out DIR [-set NAME] [-seed S]",
 			"record the lab corpus through the MCP protocol, raw frames kept"},
 	}},
+	{name: "db", flags: cmdDB, long: dbLong, forms: []form{
+		{"table [-set FILE] [-database ENGINE]",
+			"prove a database scenario set: every policy executed on a fresh database"},
+		{"record -out DIR [-set FILE] [-database ENGINE]",
+			"record a database scenario set's corpus from its first calls"},
+	}},
 	{name: "version", flags: cmdVersion, noArgs: true, forms: []form{
 		{"[-json]",
 			"print the module, version, VCS revision, executable sha256 and Go version"},

@@ -209,6 +209,13 @@ func TestDocShapeActRows(t *testing.T) {
 	checkDocRows(t, "docs/error-shapes.md", "error-shapes-act.yaml")
 }
 
+// TestDocDatabaseRows checks the rows docs/database.md shows of the
+// database environment's two studies against what stress run prints.
+func TestDocDatabaseRows(t *testing.T) {
+	checkDocRows(t, "docs/database.md", "act-database.yaml")
+	checkDocRows(t, "docs/database.md", "database.yaml")
+}
+
 // checkDocRows checks that every row of the block after "<!-- rows of:
 // stress run manifests/MANIFEST -->" in doc is a line stress run prints.
 func checkDocRows(t *testing.T, doc, manifest string) {

@@ -23,36 +23,47 @@ const corpusDir = "../../manifests/corpus/act-database"
 // confirmed by a person; -update rewrites it (then check each record and
 // stress confirm it again).
 func TestCorpus(t *testing.T) {
-	set, f := factory(t, SQLite, true)
-	var recs []study.Scenario
-	for _, sc := range set.Scenarios {
-		e, err := f.Actor(sc.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		obs, err := e.Start(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := e.Record(obs)
-		e.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs = append(recs, r)
+	_, f := factory(t, SQLite, true)
+	checkCorpus(t, f, corpusDir, "go test ./env/dbenv -run TestCorpus -update")
+}
+
+// TestExampleCorpus: the worked example of docs/bring-your-own-server.md
+// (a ticket desk of its own, server.mjs, run by Node.js) ships the corpus
+// stress db record gives of it today, confirmed by a person.
+func TestExampleCorpus(t *testing.T) {
+	node, _ := dbhub(t)
+	set, err := ParseFile("../../docs/examples/tickets/tickets.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := NewFactory(context.Background(), set, Options{Node: node, Reuse: true, CallTimeout: loadedTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	checkCorpus(t, f, "../../docs/examples/tickets/corpus", "stress db record -set docs/examples/tickets/tickets.json -out …, then stress confirm")
+}
+
+// checkCorpus compares the corpus at dir with the records f gives today
+// (as proposed, before a person confirmed them); -update rewrites it.
+func checkCorpus(t *testing.T, f *Factory, dir, how string) {
+	t.Helper()
+	recs, err := Records(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if *update {
-		os.RemoveAll(corpusDir)
-		if err := study.WriteCorpus(corpusDir, recs); err != nil {
+		os.RemoveAll(dir)
+		if err := study.WriteCorpus(dir, recs); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c, err := study.LoadCorpus(os.DirFS(filepath.Dir(corpusDir)), filepath.Base(corpusDir))
+	c, err := study.LoadCorpus(os.DirFS(filepath.Dir(dir)), filepath.Base(dir))
 	if err != nil {
-		t.Fatalf("%v (go test ./env/dbenv -run TestCorpus -update writes it)", err)
+		t.Fatalf("%v (%s writes it)", err, how)
 	}
-	if len(c.Scenarios) != len(set.Scenarios) {
-		t.Fatalf("the corpus has %d records, the set %d scenarios", len(c.Scenarios), len(set.Scenarios))
+	if len(c.Scenarios) != len(recs) {
+		t.Fatalf("the corpus has %d records, the set %d scenarios", len(c.Scenarios), len(recs))
 	}
 	byID := map[string]study.Scenario{}
 	for _, s := range c.Scenarios {
@@ -73,7 +84,7 @@ func TestCorpus(t *testing.T) {
 		got, _ := json.Marshal(shipped)
 		want, _ := json.Marshal(r)
 		if string(got) != string(want) {
-			t.Errorf("%s: the shipped record differs from the environment's today (go test ./env/dbenv -run TestCorpus -update):\n%s\nwant\n%s", r.ID, got, want)
+			t.Errorf("%s: the shipped record differs from the environment's today (%s):\n%s\nwant\n%s", r.ID, how, got, want)
 		}
 	}
 }

@@ -23,7 +23,8 @@ import (
 const Name = "database"
 
 // Pseudonym is the server pseudonym of the database scenarios' corpus
-// records (their bootstrap cluster).
+// records (their bootstrap cluster), unless a set names its own
+// (server_name).
 const Pseudonym = "DB"
 
 //go:embed scenarios/*.json
@@ -123,8 +124,8 @@ func fits(set *Set, corpus []study.Scenario) error {
 		switch {
 		case !ok:
 			missing = append(missing, fmt.Errorf("record %s: not a scenario of dbenv set %s (a study on the database runs only its records, such as corpus/act-database)", r.ID, set.Name))
-		case r.Server != Pseudonym:
-			errs = append(errs, fmt.Errorf("record %s: field server is %s, but database scenarios run on %s", r.ID, r.Server, Pseudonym))
+		case r.Server != set.pseudonym():
+			errs = append(errs, fmt.Errorf("record %s: field server is %s, but the scenarios of set %s run on %s", r.ID, r.Server, set.Name, set.pseudonym()))
 		case !slices.Equal(r.ProvenSet(), sc.PreferredSet):
 			errs = append(errs, fmt.Errorf("record %s: field preferred_policies is %v, but database scenario %s has %v", r.ID, r.ProvenSet(), sc.ID, sc.PreferredSet))
 		}

@@ -28,7 +28,7 @@ func (e *Env) Record(obs json.RawMessage) (study.Scenario, error) {
 		version = r.ProtocolVersion
 	}
 	s := study.Scenario{
-		ID: sc.ID, Server: Pseudonym, ProtocolVersion: version, Probe: study.ProxyCall,
+		ID: sc.ID, Server: e.f.set.pseudonym(), ProtocolVersion: version, Probe: study.ProxyCall,
 		Cause: sc.Class, Surface: surfaceOf(obs), Observation: obs, Code: info.Code,
 		Target: sc.target(info.TargetKind), Preferred: sc.Preferred, PreferredSet: sc.PreferredSet, NonHarm: sc.NonHarm,
 	}

@@ -61,6 +61,9 @@ type Set struct {
 	// its SQLite file, ${node} the Node.js 22 found for DBHub, ${set}
 	// the set file's directory.
 	Server []string `json:"server,omitempty"`
+	// ServerName is the pseudonym of the server in the set's corpus
+	// records (their bootstrap cluster); "" for Pseudonym.
+	ServerName string `json:"server_name,omitempty"`
 	// Scenarios are the set's scenarios.
 	Scenarios []*Scenario `json:"scenarios"`
 
@@ -161,6 +164,14 @@ func (s *Set) Scenario(id string) (*Scenario, bool) {
 	return nil, false
 }
 
+// pseudonym is the server's pseudonym in the set's corpus records.
+func (s *Set) pseudonym() string {
+	if s.ServerName != "" {
+		return s.ServerName
+	}
+	return Pseudonym
+}
+
 // StateSchema is the diff's view of the set's state: each table at
 // /tables/NAME; the calls and what the reader left out are logs.
 func (s *Set) StateSchema() *statediff.Schema { return &s.schema }
@@ -246,6 +257,9 @@ func Parse(file, name string, data []byte) (*Set, error) {
 				bad(fmt.Sprintf("%s.parameters[%d]", at, j), "want a plain name and a type of %v", paramTypes)
 			}
 		}
+	}
+	if s.ServerName != "" && !identifier.MatchString(s.ServerName) {
+		bad("server_name", "want a short pseudonym of letters, digits and _, got %s", input.Quote(s.ServerName))
 	}
 	if len(s.Server) > 0 && len(s.Tools) > 0 {
 		bad("tools", "a set with its own server lists that server's tools, not DBHub's custom tools")
