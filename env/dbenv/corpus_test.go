@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/mcpstress/stress/study"
@@ -86,5 +87,31 @@ func checkCorpus(t *testing.T, f *Factory, dir, how string) {
 		if string(got) != string(want) {
 			t.Errorf("%s: the shipped record differs from the environment's today (%s):\n%s\nwant\n%s", r.ID, how, got, want)
 		}
+	}
+}
+
+// TestCorpusCounts pins the counts docs/specification.md (section 7.5)
+// gives of the database corpus.
+func TestCorpusCounts(t *testing.T) {
+	c, err := study.LoadCorpus(os.DirFS(filepath.Dir(corpusDir)), filepath.Base(corpusDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	surfaces, causes := map[study.Surface]int{}, map[study.Cause]int{}
+	for _, s := range c.Scenarios {
+		if s.Probe != study.ProxyCall || s.Server != Pseudonym {
+			t.Errorf("%s: probe %s, server %s", s.ID, s.Probe, s.Server)
+		}
+		surfaces[s.Surface]++
+		causes[s.Cause]++
+	}
+	want := map[study.Surface]int{study.ProtocolError: 12, study.ToolError: 3, study.SuccessShaped: 1}
+	if !reflect.DeepEqual(surfaces, want) {
+		t.Errorf("surfaces %v, want %v", surfaces, want)
+	}
+	wantCauses := map[study.Cause]int{study.TimeoutCommitted: 3, study.Transient: 2, study.UnknownTool: 2, study.InvalidType: 2, study.InvalidValue: 2,
+		study.RateLimit: 1, study.AuthRequired: 1, study.PartialCommit: 1, study.SilentNoop: 1, study.UpstreamOutage: 1}
+	if !reflect.DeepEqual(causes, wantCauses) {
+		t.Errorf("causes %v, want %v", causes, wantCauses)
 	}
 }
