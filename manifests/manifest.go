@@ -760,7 +760,7 @@ func Parse(source string, data []byte) (*Manifest, error) {
 		case m.DatabaseURL != "" && (err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == ""):
 			bad("database_url", "want a postgres:// URL of a database on your server, got %s", input.Quote(m.DatabaseURL))
 		case m.DatabaseURLEnv != "" && !envPattern.MatchString(m.DatabaseURLEnv):
-			bad("database_url_env", "want the name of an environment variable, got %s", input.Quote(m.DatabaseURLEnv))
+			bad("database_url_env", "want the name of an environment variable (letters, digits, _), not its value, which is not repeated here")
 		}
 	}
 	if (m.Database != "" || m.Scenarios != "") && m.Environment != "database" {

@@ -423,6 +423,12 @@ func TestCredentialURLs(t *testing.T) {
 		{"external_server not act", "replay_cap: 3", "replay_cap: 3\nexternal_server: http://u:Zx81@x/mcp", "field external_server: the URL carries a password"},
 		{"host", "    model: always_stop", "    model: always_stop\n    host: http://127.0.0.1:11434/?api_key=Zx81", `field models[0].host: query parameter "api_key" looks like a credential`},
 		{"endpoints", "    model: always_stop", "    model: always_stop\n    endpoints: [http://127.0.0.1:1, 'http://127.0.0.1:2/v1#Zx81']", "field models[0].endpoints[1]: the URL has a fragment"},
+		{"database_url", "task: act", "task: act\nenvironment: database\ndatabase: postgres\ndatabase_url: postgres://runner:Zx81@127.0.0.1:5432/shop", "field database_url: the URL carries a password"},
+		{"database_url scheme", "task: act", "task: act\nenvironment: database\ndatabase: postgres\ndatabase_url: mysql://runner@127.0.0.1/shop", "field database_url: want a postgres:// URL"},
+		{"database_url sqlite", "task: act", "task: act\nenvironment: database\ndatabase_url: postgres://runner@127.0.0.1/shop", "field database_url: needs database: postgres"},
+		{"database_url_env", "task: act", "task: act\nenvironment: database\ndatabase: postgres\ndatabase_url_env: 'Zx81 secret'", "field database_url_env: want the name of an environment variable"},
+		{"database", "task: act", "task: act\nenvironment: database\ndatabase: mysql", "field database: want sqlite (the default) or postgres"},
+		{"database elsewhere", "task: act", "task: act\nenvironment: lab\ndatabase: postgres", "field database: database, database_url and scenarios configure environment: database"},
 	} {
 		bad := strings.Replace(act, tc.old, tc.new, 1)
 		if bad == act {

@@ -513,3 +513,26 @@ func tail(b []byte, n int) string {
 	}
 	return string(b)
 }
+
+// Databases lists the server's databases (templates included), sorted.
+func (c *Cluster) Databases(ctx context.Context) ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errors.New("the cluster is stopped")
+	}
+	rows, err := c.admin.Query(ctx, "SELECT datname FROM pg_database ORDER BY datname")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		out = append(out, name)
+	}
+	return out, rows.Err()
+}
