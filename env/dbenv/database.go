@@ -21,8 +21,9 @@ import (
 // the harness's own connection (to read the state and reset it), and
 // how to remove it.
 type database struct {
-	url  string  // sqlite:///path or postgres://…
+	url  string  // sqlite:///path or postgres://… ("" for a directory)
 	file string  // the SQLite file ("" on PostgreSQL)
+	dir  string  // the directory of a directory state
 	db   *sql.DB // the harness's connection
 	drop func() error
 }
@@ -231,3 +232,68 @@ func (e *postgresEngine) close() error {
 }
 
 var _ io.Closer = (*Factory)(nil)
+
+// dirEngine makes a directory per decision, seeded with the set's files.
+type dirEngine struct {
+	set  *Set
+	root string // holds every directory
+	n    atomic.Int64
+}
+
+func newDir(set *Set) (*dirEngine, error) {
+	root, err := os.MkdirTemp("", "stress-dbenv-dirs-")
+	if err != nil {
+		return nil, err
+	}
+	return &dirEngine{set: set, root: root}, nil
+}
+
+func (e *dirEngine) create(ctx context.Context) (*database, error) {
+	dir := filepath.Join(e.root, fmt.Sprintf("d%d", e.n.Add(1)))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, err
+	}
+	d := &database{dir: dir, drop: func() error { return os.RemoveAll(dir) }}
+	if err := e.seed(dir); err != nil {
+		d.drop()
+		return nil, err
+	}
+	return d, nil
+}
+
+// seed writes the set's files into dir.
+func (e *dirEngine) seed(dir string) error {
+	for p, content := range e.set.Files {
+		f := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reset empties the directory and seeds it again.
+func (e *dirEngine) reset(ctx context.Context, d *database) error {
+	entries, err := os.ReadDir(d.dir)
+	if err != nil {
+		return err
+	}
+	for _, x := range entries {
+		if err := os.RemoveAll(filepath.Join(d.dir, x.Name())); err != nil {
+			return err
+		}
+	}
+	return e.seed(d.dir)
+}
+
+func (e *dirEngine) hasTable(ctx context.Context, d *database, name string) (bool, error) {
+	return false, nil
+}
+
+// schema is constant: a directory has none to change.
+func (e *dirEngine) schema(ctx context.Context, d *database) (string, error) { return "", nil }
+
+func (e *dirEngine) close() error { return os.RemoveAll(e.root) }

@@ -69,10 +69,14 @@ type Factory struct {
 func NewFactory(ctx context.Context, set *Set, o Options) (*Factory, error) {
 	var e engine
 	var err error
-	switch o.Engine {
-	case "", SQLite:
+	switch {
+	case set.Files != nil && o.Engine == Postgres:
+		return nil, fmt.Errorf("scenario set %s keeps its state in a directory, not a database: database postgres does not apply", set.Name)
+	case set.Files != nil:
+		e, err = newDir(set)
+	case o.Engine == "" || o.Engine == SQLite:
 		e, err = newSQLite(ctx, set)
-	case Postgres:
+	case o.Engine == Postgres:
 		e, err = newPostgres(ctx, set, o.Postgres)
 	default:
 		return nil, fmt.Errorf("unknown database engine %q (want sqlite or postgres)", o.Engine)
@@ -101,8 +105,12 @@ func (f *Factory) checkGoals(ctx context.Context) error {
 		return fmt.Errorf("scenario set %s: reading the seeded schema: %w", f.set.Name, err)
 	}
 	doc := map[string]any{"calls": []any{}}
-	if _, err := (&readers.SQL{DB: db.db, Tables: f.set.readerTables()}).Read(ctx, doc); err != nil {
-		return fmt.Errorf("scenario set %s: reading the seeded database: %w", f.set.Name, err)
+	var r statediff.Reader = &readers.SQL{DB: db.db, Tables: f.set.readerTables()}
+	if db.dir != "" {
+		r = &readers.Dir{Root: db.dir}
+	}
+	if _, err := r.Read(ctx, doc); err != nil {
+		return fmt.Errorf("scenario set %s: reading the seeded state: %w", f.set.Name, err)
 	}
 	var errs []error
 	for _, sc := range f.set.Scenarios {
@@ -202,6 +210,9 @@ func (f *Factory) start(ctx context.Context, in *proxy.Injector) (*server, error
 			s.stop()
 			return nil, err
 		}
+		if s.db.dir != "" {
+			b = bytes.ReplaceAll(b, []byte(s.db.dir), []byte(SandboxName))
+		}
 		s.tools = append(s.tools, b)
 	}
 	return s, nil
@@ -217,7 +228,7 @@ func (f *Factory) command(s *server) (*exec.Cmd, error) {
 	if len(f.set.Server) > 0 {
 		args := make([]string, len(f.set.Server))
 		for i, a := range f.set.Server {
-			args[i] = strings.NewReplacer("${dsn}", s.db.url, "${db}", s.db.file, "${node}", f.o.Node, "${set}", f.set.dir).Replace(a)
+			args[i] = strings.NewReplacer("${dsn}", s.db.url, "${db}", s.db.file, "${node}", f.o.Node, "${set}", f.set.dir, "${dir}", s.db.dir).Replace(a)
 		}
 		cmd := exec.Command(args[0], args[1:]...)
 		cmd.Dir, cmd.Env = s.dir, env
@@ -399,8 +410,12 @@ func (e *Env) Execute(ctx context.Context, t int, a simulator.Answer) (json.RawM
 // (an error, an isError result, or an answer the proxy made up: a silent
 // no-op is a failure however it looks).
 func (e *Env) call(ctx context.Context, c simulator.ToolCall) (json.RawMessage, bool, error) {
+	args := []byte(c.Arguments)
+	if d := e.srv.db.dir; d != "" {
+		args = bytes.ReplaceAll(args, []byte(SandboxName), []byte(d))
+	}
 	var m map[string]any
-	if err := json.Unmarshal(c.Arguments, &m); err != nil {
+	if err := json.Unmarshal(args, &m); err != nil {
 		return nil, false, fmt.Errorf("arguments of %s: %w", c.Tool, err)
 	}
 	before := len(e.in.Calls())
@@ -422,7 +437,8 @@ func (e *Env) call(ctx context.Context, c simulator.ToolCall) (json.RawMessage, 
 	}
 	failed := err != nil || res == nil || res.IsError || injected != ""
 	canon, _ := json.Marshal(m)
-	e.calls = append(e.calls, callRecord{Seq: len(e.calls) + 1, Tool: c.Tool, Arguments: c.Arguments, Args: string(canon), OK: !failed, Injected: injected})
+	e.calls = append(e.calls, callRecord{Seq: len(e.calls) + 1, Tool: c.Tool, Arguments: c.Arguments, Args: string(e.hide(canon)), OK: !failed, Injected: injected})
+	obs = e.hide(obs)
 	e.wait, _ = lab.RetryAfter(obs)
 	return obs, failed, nil
 }
@@ -430,6 +446,9 @@ func (e *Env) call(ctx context.Context, c simulator.ToolCall) (json.RawMessage, 
 // readState reads the declared tables and the calls as the document the
 // diff reads.
 func (e *Env) readState(ctx context.Context) (map[string]any, error) {
+	if e.srv.db.dir != "" {
+		return e.readDir(ctx)
+	}
 	doc := map[string]any{}
 	tables := e.f.set.readerTables()
 	capped, err := (&readers.SQL{DB: e.srv.db.db, Tables: tables}).Read(ctx, doc)
@@ -466,6 +485,11 @@ func (e *Env) readState(ctx context.Context) (map[string]any, error) {
 			capped = append(capped, fmt.Sprintf("table %s no longer exists: read as empty", name))
 		}
 	}
+	return e.withCalls(doc, capped)
+}
+
+// withCalls adds the calls and what the readers left out to doc.
+func (e *Env) withCalls(doc map[string]any, capped []string) (map[string]any, error) {
 	raw, err := json.Marshal(e.calls)
 	if err != nil {
 		return nil, err
@@ -481,6 +505,26 @@ func (e *Env) readState(ctx context.Context) (map[string]any, error) {
 		doc["capped"] = capped
 	}
 	return doc, nil
+}
+
+// readDir reads a directory state (its files and directories, the
+// sandbox shown as SandboxName) and the calls.
+func (e *Env) readDir(ctx context.Context) (map[string]any, error) {
+	doc := map[string]any{}
+	r := &readers.Dir{Root: e.srv.db.dir, Name: "the sandbox", Hide: func(p string) string { return string(e.hide([]byte(p))) }}
+	capped, err := r.Read(ctx, doc)
+	if err != nil {
+		return nil, err
+	}
+	return e.withCalls(doc, capped)
+}
+
+// hide shows a directory state's real path as SandboxName.
+func (e *Env) hide(b []byte) []byte {
+	if e.srv == nil || e.srv.db.dir == "" {
+		return b
+	}
+	return bytes.ReplaceAll(b, []byte(e.srv.db.dir), []byte(SandboxName))
 }
 
 // readerTables are the set's tables as the SQL reader reads them.

@@ -51,6 +51,13 @@ type Set struct {
 	Rows string `json:"rows"`
 	// Tables are the tables the outcome is read from.
 	Tables []Table `json:"tables"`
+	// Files, instead of Schema, Rows and Tables, make the state a
+	// directory: the files every decision's directory starts with, by
+	// path relative to it. The server (Server: ${dir} is the directory)
+	// sees it as /sandbox, and the outcome is read from its files and
+	// directories (/files and /directories, keyed by path, as the
+	// reference servers' are).
+	Files map[string]string `json:"files,omitempty"`
 	// Tools are the server's custom tools (DBHub's [[tools]]): each
 	// scenario's server lists them beside DBHub's own execute_sql and
 	// search_objects. A set with Server leaves them to that server.
@@ -164,6 +171,23 @@ func (s *Set) Scenario(id string) (*Scenario, bool) {
 	return nil, false
 }
 
+// SandboxName is how a directory state appears to the model: every path
+// of the decision's directory is shown as under it, and the calls the
+// model writes with it reach the real directory.
+const SandboxName = "/sandbox"
+
+// DirSchema is the diff's view of a directory state: its files and
+// directories keyed by path (a new file a regular file read whole, its
+// size what its content makes it), as the reference servers' are.
+var DirSchema = statediff.Schema{
+	Collections: []statediff.Collection{
+		{Path: "/files", Key: []string{"path"}, Fields: []string{"path", "content", "size", "truncated", "link", "kind"},
+			Defaults: map[string]any{"truncated": nil, "link": nil, "kind": nil}, Free: []string{"size"}},
+		{Path: "/directories", Key: []string{"path"}, Fields: []string{"path"}},
+	},
+	Logs: []string{"/calls", "/capped"},
+}
+
 // pseudonym is the server's pseudonym in the set's corpus records.
 func (s *Set) pseudonym() string {
 	if s.ServerName != "" {
@@ -204,18 +228,33 @@ func Parse(file, name string, data []byte) (*Set, error) {
 	bad := func(field, format string, a ...any) {
 		errs = append(errs, fmt.Errorf("%s: field %s: %s", file, field, fmt.Sprintf(format, a...)))
 	}
-	if strings.TrimSpace(s.Schema[SQLite]) == "" && strings.TrimSpace(s.Schema[Postgres]) == "" {
-		bad("schema", "give the DDL of at least one engine (sqlite, postgres)")
+	if s.Files != nil {
+		if len(s.Schema) > 0 || s.Rows != "" || len(s.Tables) > 0 || len(s.Tools) > 0 {
+			bad("files", "a directory's state takes no schema, rows, tables or tools")
+		}
+		if len(s.Server) == 0 {
+			bad("server", "a directory's state needs a server of your own (DBHub serves databases)")
+		}
+		for p := range s.Files {
+			if p == "" || strings.HasPrefix(p, "/") || slices.Contains(strings.Split(p, "/"), "..") {
+				bad("files", "%s is not a relative path inside the directory", input.Quote(p))
+			}
+		}
+		s.schema = DirSchema
+	} else if strings.TrimSpace(s.Schema[SQLite]) == "" && strings.TrimSpace(s.Schema[Postgres]) == "" {
+		bad("schema", "give the DDL of at least one engine (sqlite, postgres), or files for a directory")
 	}
 	for e := range s.Schema {
 		if e != SQLite && e != Postgres {
 			bad("schema", "unknown engine %q (want sqlite or postgres)", e)
 		}
 	}
-	if len(s.Tables) == 0 {
+	if len(s.Tables) == 0 && s.Files == nil {
 		bad("tables", "name the tables the outcome is read from")
 	}
-	s.schema = statediff.Schema{Logs: []string{"/calls", "/capped"}}
+	if s.Files == nil {
+		s.schema = statediff.Schema{Logs: []string{"/calls", "/capped"}}
+	}
 	for i, t := range s.Tables {
 		at := fmt.Sprintf("tables[%d]", i)
 		if !identifier.MatchString(t.Name) {
