@@ -162,6 +162,10 @@ var commands = []*command{
 		{"record -out DIR [-set NAME] [-seed S]",
 			"record the lab corpus through the MCP protocol, raw frames kept"},
 	}},
+	{name: "proxy", flags: cmdProxy, required: "fault", long: proxyLong, forms: []form{
+		{"-fault FILE [-http ADDR] (-- COMMAND ARGS… | -upstream URL)",
+			"relay any MCP server to a client, injecting one declared fault"},
+	}},
 	{name: "db", flags: cmdDB, long: dbLong, forms: []form{
 		{"table [-set FILE] [-database ENGINE]",
 			"prove a database scenario set: every policy executed on a fresh database"},

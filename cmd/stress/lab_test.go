@@ -129,7 +129,16 @@ func TestLabServeStdio(t *testing.T) {
 // its URL and a function that interrupts it and returns its stderr.
 func serveLab(t *testing.T, bin string, args ...string) (string, func() string) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"lab", "serve", "-http", "127.0.0.1:0"}, args...)...)
+	return serveCommand(t, bin, append([]string{"lab", "serve", "-http", "127.0.0.1:0"}, args...)...)
+}
+
+// serveCommand starts bin with args, a command that serves HTTP and
+// prints its URL (http://HOST:PORT/mcp, the first on its stderr), and
+// returns the URL and a func that stops it with SIGINT and returns its
+// stderr.
+func serveCommand(t *testing.T, bin string, args ...string) (string, func() string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +169,7 @@ func serveLab(t *testing.T, bin string, args ...string) (string, func() string) 
 	case u := <-urlc:
 		return u, stop
 	case <-time.After(30 * time.Second):
-		t.Fatalf("stress lab serve printed no URL:\n%s", stop())
+		t.Fatalf("%s printed no URL:\n%s", strings.Join(args[:2], " "), stop())
 	}
 	return "", nil
 }

@@ -154,7 +154,14 @@ func tail(s string, n int) string {
 // logs, and returns the directory of the suite's results.
 func runConformance(t *testing.T, dir, node, script string, args ...string) string {
 	t.Helper()
-	url, stop := serveLab(t, stressBinary(t))
+	return runConformanceOn(t, func() (string, func() string) { return serveLab(t, stressBinary(t)) }, dir, node, script, args...)
+}
+
+// runConformanceOn is runConformance against the server serve starts
+// (its URL, and the func that stops it and returns its log).
+func runConformanceOn(t *testing.T, serve func() (string, func() string), dir, node, script string, args ...string) string {
+	t.Helper()
+	url, stop := serve()
 	out := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
