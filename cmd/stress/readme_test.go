@@ -214,6 +214,7 @@ func TestDocShapeActRows(t *testing.T) {
 func TestDocDatabaseRows(t *testing.T) {
 	checkDocRows(t, "docs/database.md", "act-database.yaml")
 	checkDocRows(t, "docs/database.md", "database.yaml")
+	checkDocRows(t, "docs/database.md", "error-shapes-database.yaml")
 }
 
 // checkDocRows checks that every row of the block after "<!-- rows of:

@@ -23,6 +23,7 @@ import (
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/statediff"
 	"github.com/mcpstress/stress/statediff/readers"
+	"github.com/mcpstress/stress/study"
 )
 
 // Options configure the environments of a set.
@@ -276,7 +277,8 @@ type Env struct {
 	initial any
 	wait    time.Duration // the wait the last observation announced
 	closed  bool
-	owned   bool // Close closes the factory too (an Actor made alone)
+	owned   bool            // Close closes the factory too (an Actor made alone)
+	shape   study.Condition // the error shape every failure is served in ("" for none)
 	mu      sync.Mutex
 }
 
@@ -439,6 +441,11 @@ func (e *Env) call(ctx context.Context, c simulator.ToolCall) (json.RawMessage, 
 	canon, _ := json.Marshal(m)
 	e.calls = append(e.calls, callRecord{Seq: len(e.calls) + 1, Tool: c.Tool, Arguments: c.Arguments, Args: string(e.hide(canon)), OK: !failed, Injected: injected})
 	obs = e.hide(obs)
+	if e.shape != "" && failed {
+		if obs, err = e.reshape(obs, c, injected); err != nil {
+			return nil, false, fmt.Errorf("%s: serving the failure in shape %s: %w", c.Tool, e.shape, err)
+		}
+	}
 	e.wait, _ = lab.RetryAfter(obs)
 	return obs, failed, nil
 }

@@ -53,9 +53,13 @@ func (e *Env) Record(obs json.RawMessage) (study.Scenario, error) {
 }
 
 // target is the repair target of the scenario by its class's target
-// kind: the argument at fault, the first call's tool, the proxy's
-// credential, or the database behind the server.
+// kind: the argument at fault, the first call's tool (and the tool of a
+// server's own rate limit), the proxy's credential, or the database
+// behind the server.
 func (sc *Scenario) target(kind string) study.Target {
+	if sc.Class == study.RateLimit && sc.Limit == "server" {
+		return study.Target{Kind: "tool", Name: sc.Tool} // the server's own limit on the tool
+	}
 	switch kind {
 	case "parameter":
 		return study.Target{Kind: kind, Pointer: sc.Pointer}

@@ -115,6 +115,10 @@ type Scenario struct {
 	Tool    string          `json:"tool"`
 	Args    json.RawMessage `json:"args"`
 	Pointer string          `json:"pointer,omitempty"` // the argument at fault (invalid_type, invalid_value)
+	// Limit says whose rate limit a rate_limit scenario meets: "server"
+	// (the server's own, on the tool's callers: the -32023 error under
+	// the ratelimited shape) or "upstream" (a dependency the tool calls).
+	Limit string `json:"limit,omitempty"`
 	// Fault is what the proxy does to the calls of its tool; nil: the
 	// first call fails on the server itself (an unknown tool, a schema
 	// or constraint violation).
@@ -337,6 +341,12 @@ func (s *Set) check(file string, i int, sc *Scenario, seen map[string]bool) []er
 	}
 	if !statediff.IsObject(sc.Args) {
 		bad("args", "want a JSON object")
+	}
+	switch {
+	case sc.Class == study.RateLimit && sc.Limit != "server" && sc.Limit != "upstream":
+		bad("limit", "say whose rate limit it is: server (the server's own, on the tool's callers) or upstream (a dependency the tool calls)")
+	case sc.Class != study.RateLimit && sc.Limit != "":
+		bad("limit", "only a rate_limit scenario says whose limit it is")
 	}
 	if sc.Pointer != "" && !strings.HasPrefix(sc.Pointer, "/") {
 		bad("pointer", "want a JSON pointer, got %q", sc.Pointer)
