@@ -24,7 +24,7 @@ var layers = [][]string{
 		"internal/parallel", "internal/mcpstdio", "internal/pgcluster", "statediff", "analysis/stats", "deploy/kubernetes", "scripts/floor"},
 	{"study", "statediff/readers"},
 	// The study's inputs, and what needs only the vocabulary.
-	{"manifests", "lab", "internal/failclosed", "internal/coding", "internal/coding/rules", "internal/registry"},
+	{"manifests", "lab", "env/proxy", "internal/failclosed", "internal/coding", "internal/coding/rules", "internal/registry"},
 	{"conditions", "internal/scan", "internal/synth"},
 	{"models"},
 	{"models/transport"},

@@ -124,7 +124,7 @@ func serveProxy(ctx context.Context, addr string, u *url.URL, args []string, in 
 	} else {
 		c := &commandSessions{args: args, in: in, stderr: stderr, live: map[string]*session{}}
 		defer c.closeAll()
-		h, to = c, args[0]
+		h, to = proxy.GuardHost(c), args[0]
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)

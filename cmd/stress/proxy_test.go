@@ -163,13 +163,13 @@ func TestProxyConformance(t *testing.T) {
 	expected := filepath.Join(dir, "expected-failures.yml")
 	bin := stressBinary(t)
 	file := faultFile(t, `{"tool":"charge_payment","class":"authentication","auth_tool":"refresh_credential"}`)
-	results := func(serve func() (string, func() string)) (map[string]bool, map[string]bool) {
+	results := func(t *testing.T, serve func() (string, func() string)) (map[string]bool, map[string]bool) {
 		return scenarioResults(t, runConformanceOn(t, serve, dir, node, script, "--expected-failures", expected))
 	}
-	passed, failed := results(func() (string, func() string) { return serveLab(t, bin) })
+	passed, failed := results(t, func() (string, func() string) { return serveLab(t, bin) })
 	for _, upstream := range []string{"url", "command"} {
 		t.Run(upstream, func(t *testing.T) {
-			p, f := results(func() (string, func() string) {
+			p, f := results(t, func() (string, func() string) {
 				args := []string{"proxy", "-fault", file, "-http", "127.0.0.1:0", "--", bin, "lab", "serve", "-stdio"}
 				if upstream == "url" {
 					labURL, stopLab := serveLab(t, bin)

@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -28,7 +30,8 @@ import (
 // tools/list the fault rewrites, in a JSON body or in its event of a
 // text/event-stream. Each message is bounded by in.MaxMessageBytes: a
 // request body over it is refused (413), an answer over it replaced by a
-// JSON-RPC error, a stream cut.
+// JSON-RPC error, a stream cut. It guards the Host of a request that
+// reached a loopback address (GuardHost).
 func Handler(upstream *url.URL, hc *http.Client, in *Injector) http.Handler {
 	var rt http.RoundTripper = http.DefaultTransport
 	if hc != nil && hc.Transport != nil {
@@ -52,7 +55,7 @@ func Handler(upstream *url.URL, hc *http.Client, in *Injector) http.Handler {
 			http.Error(w, "stress proxy: the upstream failed: "+err.Error(), http.StatusBadGateway)
 		},
 	}
-	return h
+	return GuardHost(h)
 }
 
 type handler struct {
@@ -352,4 +355,34 @@ func (s *eventStream) emit(msg []byte, other [][]byte) {
 	s.out.WriteString("data: ")
 	s.out.Write(msg)
 	s.out.WriteString("\n\n")
+}
+
+// GuardHost returns h behind the DNS-rebinding protection the Go SDK's
+// streamable handler gives a server on a loopback address: a request
+// that reached a loopback address naming a host that is not loopback is
+// refused (403). Handler applies it: it forwards with the upstream's
+// Host, so the upstream's own check cannot see the client's.
+func GuardHost(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil &&
+			loopback(local.String()) && !loopback(r.Host) {
+			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// loopback reports whether hostport names a loopback host.
+func loopback(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
