@@ -177,3 +177,31 @@ func TestServerDoesNotStart(t *testing.T) {
 	}
 	e.Close()
 }
+
+// TestStateUnreadable: a decision that leaves a declared column gone
+// (execute_sql dropped it) cannot be scored from the tables: Final is an
+// error naming the scenario and the column, which a study records as an
+// error decision; the server is not kept.
+func TestStateUnreadable(t *testing.T) {
+	_, f := factory(t, SQLite, true)
+	ctx := context.Background()
+	e, err := f.Actor("D05")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := json.Marshal(map[string]string{"sql": "ALTER TABLE orders DROP COLUMN note"})
+	if _, _, err := e.Send(ctx, 1, simulator.ToolCall{Tool: "execute_sql", Arguments: args}, 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Final(ctx)
+	if err == nil || !strings.Contains(err.Error(), "scenario D05") || !strings.Contains(err.Error(), "note") {
+		t.Errorf("got %v, want an error naming D05 and the column", err)
+	}
+	e.Close()
+	if len(f.idle) != 0 {
+		t.Error("the server was kept")
+	}
+}
