@@ -75,6 +75,7 @@ func newUpstream() (*mcp.Server, *record) {
 			if err := req.Session.Ping(ctx, nil); err != nil {
 				return nil, err
 			}
+			//lint:ignore SA1019 a server's notification and an other method, passed through on purpose
 			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "hello from upstream"})
 			text = "asked"
 		}
@@ -134,6 +135,7 @@ func sessionVia(t *testing.T, mode string, f *Fault, clock Clock, limit int) (*m
 	}
 	lg := &logs{}
 	client := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, &mcp.ClientOptions{
+		//lint:ignore SA1019 a server's notification and an other method, passed through on purpose
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
 			lg.mu.Lock()
 			lg.msgs = append(lg.msgs, fmt.Sprint(r.Params.Data))
@@ -444,6 +446,7 @@ func TestPassThrough(t *testing.T) {
 			}
 			add(cs.ListTools(ctx, nil))
 			add(nil, cs.Ping(ctx, nil))
+			//lint:ignore SA1019 a server's notification and an other method, passed through on purpose
 			add(nil, cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}))
 			add(cs.CallTool(ctx, &mcp.CallToolParams{Name: "write", Arguments: map[string]any{"items": []any{1, "two", map[string]any{"z": 1, "a": []int{}}}, "ünï": "\u2028"}}))
 			add(cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask"}))
