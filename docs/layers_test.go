@@ -24,9 +24,9 @@ var layers = [][]string{
 		"internal/parallel", "internal/mcpstdio", "internal/pgcluster", "statediff", "analysis/stats", "deploy/kubernetes", "scripts/floor"},
 	{"study", "statediff/readers"},
 	// The study's inputs, and what needs only the vocabulary.
-	{"manifests", "lab", "env/proxy", "internal/failclosed", "internal/coding", "internal/coding/rules", "internal/registry"},
+	{"manifests", "lab", "internal/failclosed", "internal/coding", "internal/coding/rules", "internal/registry"},
 	{"conditions", "internal/scan", "internal/synth"},
-	{"models"},
+	{"models", "env/proxy"},
 	{"models/transport"},
 	// The backends beside the simulator and capture (none imports another).
 	{"models/baseline", "models/exec", "models/ollama", "models/openai", "models/failclosed", "models/rules",

@@ -163,7 +163,7 @@ var commands = []*command{
 			"record the lab corpus through the MCP protocol, raw frames kept"},
 	}},
 	{name: "proxy", flags: cmdProxy, required: "fault", long: proxyLong, forms: []form{
-		{"-fault FILE [-http ADDR] (-- COMMAND ARGS… | -upstream URL)",
+		{"-fault FILE [-http ADDR] [-shape SHAPE] (-- COMMAND ARGS… | -upstream URL)",
 			"relay any MCP server to a client, injecting one declared fault"},
 	}},
 	{name: "db", flags: cmdDB, long: dbLong, forms: []form{

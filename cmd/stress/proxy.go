@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcpstress/stress/env/proxy"
 	"github.com/mcpstress/stress/internal/input"
+	"github.com/mcpstress/stress/study"
 )
 
 // proxyLong is what stress help proxy prints after the forms.
@@ -32,7 +33,10 @@ unchanged. It serves over stdio (stdin and stdout: give the client
 with -http ADDR, streamable HTTP at http://ADDR/mcp (a command upstream is
 started once per session). -upstream needs -http. On exit (stdin closed,
 SIGINT) it prints on stderr one line per tools/call it saw: the tool and
-what the proxy did (passed, failed, lost, partial, noop, auth). The fault
+what the proxy did (passed, failed, lost, partial, noop, auth). With
+-shape it serves every failed call, the injected one and the server's
+own, in an error shape proposed for MCP, as a server following that
+shape's proposals alone would send it (docs/error-shapes.md). The fault
 file's fields, with one example per class: docs/proxy.md.`
 
 // faultCap bounds a fault file.
@@ -43,6 +47,7 @@ func cmdProxy(fs *flag.FlagSet) action {
 	faultFile := fs.String("fault", "", "the fault to inject, a JSON `FILE` (docs/proxy.md)")
 	addr := fs.String("http", "", "serve streamable HTTP on `ADDR` (host:port, loopback; port 0 picks one), at /mcp (default: stdio)")
 	upstream := fs.String("upstream", "", "forward to the streamable HTTP endpoint `URL` (with -http) instead of a command")
+	shape := fs.String("shape", "", fmt.Sprintf("serve every failed call in error shape `SHAPE`, one of %v (docs/error-shapes.md)", study.ShapeConditions))
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if (len(args) > 0) == (*upstream != "") {
 			return usageError("proxy: give exactly one of -upstream URL and -- COMMAND ARGS...")
@@ -56,6 +61,12 @@ func cmdProxy(fs *flag.FlagSet) action {
 			return usageError("proxy: flag -fault: %v", err)
 		}
 		in := proxy.NewInjector(f, proxy.WallClock())
+		if *shape != "" {
+			if c := study.Condition(*shape); !c.Shape() {
+				return usageError("proxy: flag -shape: %q is not an error shape (want one of %v)", *shape, study.ShapeConditions)
+			}
+			in.Reshape = proxy.ShapeAnswers(study.Condition(*shape), f)
+		}
 		var u *url.URL
 		if *upstream != "" {
 			if *addr == "" {

@@ -189,3 +189,43 @@ func TestProxyConformance(t *testing.T) {
 func equalSets(a, b map[string]bool) bool {
 	return slices.Equal(sortedSet(a), sortedSet(b))
 }
+
+// TestProxyShape runs stress proxy -shape over stdio in front of stress
+// lab serve -stdio: the injected rate limit on a tool is the server's
+// own, so under ratelimited it reaches the client as -32023 with
+// retryAfterMs; under sep2145 the injected JSON-RPC error arrives as an
+// isError result; a success passes unchanged.
+func TestProxyShape(t *testing.T) {
+	bin := stressBinary(t)
+	file := faultFile(t, `{"tool":"list_orders","class":"rate_limit","window_ms":30000}`)
+	for _, c := range []struct{ shape, want string }{
+		{"ratelimited", "rpc -32023 list_orders failed: the caller exceeded a rate limit and must wait for the window to pass; retry after 30 s"},
+		{"sep2145", "tool_error"},
+	} {
+		cmd := exec.Command(bin, "proxy", "-fault", file, "-shape", c.shape, "--", bin, "lab", "serve", "-stdio")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+		cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := []string{proxyCall(t, cs, "list_orders", map[string]any{}), proxyCall(t, cs, "list_files", map[string]any{})}
+		if c.shape == "ratelimited" {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_orders", Arguments: map[string]any{}})
+			cancel()
+			var rpc *jsonrpc.Error
+			if !errors.As(err, &rpc) || !strings.Contains(string(rpc.Data), `"retryAfterMs":30000`) {
+				t.Errorf("the -32023 error's data: %v", err)
+			}
+		}
+		cs.Close()
+		if got[0] != c.want || got[1] != "ok" {
+			t.Errorf("-shape %s: calls %q, want %q then ok\n%s", c.shape, got, c.want, stderr.String())
+		}
+	}
+	if _, _, err := runCmd(t, "proxy", "-fault", file, "-shape", "normalized", "--", "true"); err == nil || !strings.Contains(err.Error(), "flag -shape") {
+		t.Errorf("-shape normalized: %v", err)
+	}
+}

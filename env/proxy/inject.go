@@ -61,6 +61,12 @@ type Injector struct {
 	// over it replaced by a JSON-RPC error, a notification over it
 	// dropped. Set it before the injector is used.
 	MaxMessageBytes int
+	// Reshape, when set, rewrites the answer of every tools/call before
+	// the client gets it, the proxy's own and the server's, given the
+	// call as Calls records it (Injected says whether the proxy made the
+	// failure): an error shape proposed for MCP is served with it
+	// (ShapeAnswers). Set it before the injector is used.
+	Reshape func(c Call, r *jsonrpc.Response) *jsonrpc.Response
 
 	f     *Fault
 	clock Clock
@@ -162,9 +168,18 @@ func (in *Injector) request(req *jsonrpc.Request) (fwd *jsonrpc.Request, reply *
 	}
 	args := params["arguments"]
 	d := in.decide(name, args)
+	if in.Reshape != nil {
+		return in.reshaped(req, d)
+	}
 	if d.reply != nil {
 		return nil, d.reply.response(req.ID), nil
 	}
+	return forward(req, params, d)
+}
+
+// forward is the request a decision forwards, with its cut arguments,
+// and the rewrite of its answer.
+func forward(req *jsonrpc.Request, params map[string]json.RawMessage, d decision) (*jsonrpc.Request, *jsonrpc.Response, rewrite) {
 	if d.args != nil {
 		params["arguments"] = d.args
 		p, err := json.Marshal(params)
