@@ -20,7 +20,7 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 	matchLabel := fs.Bool("match-label", false, "with -against: also take a run model to be a paper model by its label (default: by pinned digest or backend model id only)")
 	partial := addPartialFlag(fs)
 	parser := fs.String("parser", "strict", "`lenient`: also re-parse every stored response with the lenient parser and print Invalid and Strict under both parsers, paired (the counts stay strict; strict prints them alone)")
-	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return withProfiles(fs, func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		dir, opt, err := bundleArgs("analyze", args, sf, *against, *matchLabel)
 		if err != nil {
 			return err
@@ -99,5 +99,5 @@ func cmdAnalyze(fs *flag.FlagSet) action {
 			err = fmt.Errorf("%s: %d problems in %s", dir, b.Problems, results.CallsFile)
 		}
 		return err
-	}
+	})
 }

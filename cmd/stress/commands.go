@@ -46,13 +46,13 @@ type action func(ctx context.Context, args []string, stdout, stderr io.Writer) e
 // README.
 var commands = []*command{
 	{name: "run", flags: cmdRun, forms: []form{
-		{"[-out DIR] [-allow-unpinned] [-allow-proposed] [-shard i/n] [-shards N] [-grace D] [-progress D] [-quiet] [MANIFEST]",
+		{"[-out DIR] [-allow-unpinned] [-allow-proposed] [-shard i/n] [-shards N] [-grace D] [-progress D] [-quiet] [-cpuprofile FILE] [-memprofile FILE] [-trace FILE] [MANIFEST]",
 			"run a study (default: the built-in baselines study)"},
-		{"-resume DIR [-retry-errors] [-allow-unpinned] [-allow-proposed] [-grace D] [-progress D] [-quiet] [MANIFEST]",
+		{"-resume DIR [-retry-errors] [-allow-unpinned] [-allow-proposed] [-grace D] [-progress D] [-quiet] [-cpuprofile FILE] [-memprofile FILE] [-trace FILE] [MANIFEST]",
 			"continue an interrupted or killed run"},
 	}},
 	{name: "merge", flags: cmdMerge, required: "out", forms: []form{
-		{"-out DIR [-quiet] SHARD_DIR…",
+		{"-out DIR [-quiet] [-cpuprofile FILE] [-memprofile FILE] [-trace FILE] SHARD_DIR…",
 			"combine the shard bundles of one study into one bundle"},
 	}},
 	{name: "slurm", flags: cmdSlurm, required: "out", forms: []form{
@@ -68,7 +68,7 @@ var commands = []*command{
 			"write a synthetic study of any size (scale tests)"},
 	}},
 	{name: "analyze", flags: cmdAnalyze, forms: []form{
-		{"[-json] [-b N] [-seed S] [-pair FACTOR:A,B[,COL]]… [-column COL] [-family F] [-interval METHOD] [-against paper [-match-label]] [-parser lenient] [-partial] DIR",
+		{"[-json] [-b N] [-seed S] [-pair FACTOR:A,B[,COL]]… [-column COL] [-family F] [-interval METHOD] [-against paper [-match-label]] [-parser lenient] [-partial] [-cpuprofile FILE] [-memprofile FILE] [-trace FILE] DIR",
 			"recompute a bundle's counts from calls.jsonl; intervals and paired tests"},
 	}},
 	{name: "compare", flags: cmdCompare, forms: []form{
@@ -76,11 +76,11 @@ var commands = []*command{
 			"print the paired differences between two bundles on the same corpus"},
 	}},
 	{name: "report", flags: cmdReport, forms: []form{
-		{"[-out OUT] [-b N] [-seed S] [-pair FACTOR:A,B[,COL]]… [-column COL] [-family F] [-interval METHOD] [-against paper [-match-label]] [-power-diff D] [-manifest M] [-partial] DIR",
+		{"[-out OUT] [-b N] [-seed S] [-pair FACTOR:A,B[,COL]]… [-column COL] [-family F] [-interval METHOD] [-against paper [-match-label]] [-power-diff D] [-manifest M] [-partial] [-cpuprofile FILE] [-memprofile FILE] [-trace FILE] DIR",
 			"write report.md, a self-contained report.html and PNG/SVG figures"},
 	}},
 	{name: "export", flags: cmdExport, forms: []form{
-		{"[-format inspect] [-eval] [-out DIR] [-partial] [-quiet] BUNDLE",
+		{"[-format inspect] [-eval] [-out DIR] [-partial] [-quiet] [-cpuprofile FILE] [-memprofile FILE] [-trace FILE] BUNDLE",
 			"write a bundle as Inspect eval logs, one per model, prompt and condition"},
 	}},
 	{name: "power", flags: cmdPower, long: powerLong, forms: []form{

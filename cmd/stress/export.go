@@ -26,7 +26,7 @@ func cmdExport(fs *flag.FlagSet) action {
 	eval := fs.Bool("eval", false, "write each log in Inspect's .eval form (a zip archive, each sample a member read on demand) instead of .json")
 	partial := addPartialFlag(fs)
 	quiet := fs.Bool("quiet", false, "print nothing but errors")
-	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return withProfiles(fs, func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(args) != 1 {
 			return usageError("export: want one bundle directory, got %d arguments", len(args))
 		}
@@ -79,7 +79,7 @@ func cmdExport(fs *flag.FlagSet) action {
 		fmt.Fprintf(stdout, "wrote %s: %d Inspect logs, %d samples (%s maps each file to its model, prompt and condition)\n",
 			dest, len(ix.Logs), samples, inspect.IndexFile)
 		return nil
-	}
+	})
 }
 
 // exportScenarios returns the corpus records of the bundle by id, read

@@ -15,7 +15,7 @@ import (
 func cmdMerge(fs *flag.FlagSet) action {
 	out := fs.String("out", "", "bundle directory `DIR` to create (required)")
 	quiet := fs.Bool("quiet", false, "print only the counts table")
-	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return withProfiles(fs, func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(args) == 0 {
 			return usageError("merge takes the shard bundle directories (stress run -shard i/n, one per shard)")
 		}
@@ -31,5 +31,5 @@ func cmdMerge(fs *flag.FlagSet) action {
 			fmt.Fprintln(stdout, w)
 		}
 		return analysis.WriteTable(stdout, sum.Cells)
-	}
+	})
 }

@@ -27,7 +27,7 @@ func cmdReport(fs *flag.FlagSet) action {
 	powerDiff := fs.Float64("power-diff", 0, "add a power section: the power of each paired comparison to detect a difference `D` (a proportion, 0.1 = 10 points), the bundle as the pilot, over stress power's default grid")
 	manifest := fs.String("manifest", "", "manifest `M` whose corpus the profile table shows (default: the one recorded in the bundle, if it can be found)")
 	partial := addPartialFlag(fs)
-	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return withProfiles(fs, func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		dir, opt, err := bundleArgs("report", args, sf, *against, *matchLabel)
 		if err != nil {
 			return err
@@ -95,7 +95,7 @@ func cmdReport(fs *flag.FlagSet) action {
 			err = fmt.Errorf("%s: %d problems in calls.jsonl", dir, b.Problems)
 		}
 		return err
-	}
+	})
 }
 
 // reportOwned are the entries a report directory holds: an earlier

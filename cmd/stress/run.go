@@ -33,7 +33,7 @@ func cmdRun(fs *flag.FlagSet) action {
 	every := fs.Duration("progress", 10*time.Second, "interval `D` of progress lines when stderr is not a terminal")
 	retryErrors := fs.Bool("retry-errors", false, "with -resume: run the error decisions (calls that failed for good) again")
 	allowProposed := fs.Bool("allow-proposed", false, "run on a corpus with proposed (unconfirmed) coding (recorded in the bundle, and said above every table and report made from it)")
-	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return withProfiles(fs, func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(args) > 1 {
 			return usageError("run takes at most one manifest, got %d arguments", len(args))
 		}
@@ -162,5 +162,5 @@ func cmdRun(fs *flag.FlagSet) action {
 			}
 		}
 		return analysis.WriteTable(stdout, sum.Cells)
-	}
+	})
 }

@@ -32,7 +32,8 @@ func signalName(s os.Signal) string {
 // A command with a grace period of its own (run: calls in flight may
 // finish, a second signal cancels them) takes patience 1 more signal;
 // the next exits at once, removing the partial outputs (internal/outdir)
-// first, with status 1. stop releases the signals.
+// and writing the profiles asked for (-cpuprofile, …) first, with status
+// 1. stop releases the signals.
 func onSignals(patience int, stderr io.Writer) (ctx context.Context, stop func()) {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, stopSignals...)
@@ -58,6 +59,7 @@ func onSignals(patience int, stderr io.Writer) (ctx context.Context, stop func()
 			}
 		}
 		outdir.AbortAll()
+		finishProfiles(stderr)
 		fmt.Fprintf(stderr, "stress: %s again: exiting at once\n", signalName(s))
 		os.Exit(1)
 	}()
