@@ -138,8 +138,12 @@ func TestRenderAct(t *testing.T) {
 		t.Errorf("render -act of an unknown scenario: %v", err)
 	}
 	_, _, err = runCmd(t, "render", "-act", "-env", "stored", "-scenario", "X31", "-condition", "normalized")
-	if err == nil || !strings.Contains(err.Error(), `render: flag -act: environment "stored" has no scenarios to act on (environments that do: [lab mcp`) {
+	if err == nil || !strings.Contains(err.Error(), `render: flag -act: environment "stored" has no scenarios to act on (environments that do: [database lab mcp`) {
 		t.Errorf("render -act in the stored environment: %v", err)
+	}
+	out, log, err := runCmd(t, "render", "-act", "-env", "database", "-scenario", "D07", "-condition", "normalized")
+	if err != nil || !strings.Contains(out, "create_order") || !strings.Contains(out, "Input validation error") {
+		t.Errorf("render -act on the database environment: %v\n%s%s", err, out, log)
 	}
 	_, _, err = runCmd(t, "render", "-env", "lab", "-scenario", "X31", "-condition", "normalized")
 	if err == nil || !strings.Contains(err.Error(), "render: flags -env and -mcp-servers go with -act") {
