@@ -2,6 +2,7 @@ package study
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -149,6 +150,29 @@ func (s *Scenario) Confirm(by string, at time.Time) error {
 	}
 	s.Coding.Confirmed = &Confirmation{By: by, At: at.UTC().Format(time.RFC3339)}
 	return nil
+}
+
+// Unconfirmed returns a copy of s as a coder proposed it before a person
+// confirmed it whole (Confirm's inverse for a record whose every bit was
+// proposed): no Coding, every bit of both views marked proposed, a
+// capture's cause proposed. A test that re-derives a shipped, confirmed
+// record compares the derivation with this.
+func (s Scenario) Unconfirmed() Scenario {
+	s.Coding = nil
+	s.Profile.Control = maps.Clone(s.Profile.Control)
+	s.Profile.Content = maps.Clone(s.Profile.Content)
+	for _, v := range []View{s.Profile.Control, s.Profile.Content} {
+		for c, b := range v {
+			b.Proposed = true
+			v[c] = b
+		}
+	}
+	if s.Capture != nil {
+		c := *s.Capture
+		c.Proposed = true
+		s.Capture = &c
+	}
+	return s
 }
 
 // checkName checks a person's name: printable, one line, 1 to 200

@@ -101,3 +101,35 @@ func TestValidField(t *testing.T) {
 		}
 	}
 }
+
+// TestUnconfirmed: Unconfirmed undoes a whole-record Confirm of a record
+// whose every bit was proposed, without touching the record it copies.
+func TestUnconfirmed(t *testing.T) {
+	c, err := study.LoadCorpus(os.DirFS("../manifests/corpus"), "lab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Scenarios[0]
+	before, _ := json.Marshal(s)
+	u := s.Unconfirmed()
+	if after, _ := json.Marshal(s); string(after) != string(before) {
+		t.Error("Unconfirmed changed the record it copies")
+	}
+	if u.Coding != nil || !u.Capture.Proposed {
+		t.Errorf("coding %v, capture proposed %v", u.Coding, u.Capture.Proposed)
+	}
+	for _, v := range []study.View{u.Profile.Control, u.Profile.Content} {
+		for c, b := range v {
+			if !b.Proposed {
+				t.Errorf("bit %s is not proposed", c)
+			}
+		}
+	}
+	r := u
+	if err := r.Confirm(s.Coding.Confirmed.By, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if r.Coding.Confirmed.By != s.Coding.Confirmed.By || r.Capture.Proposed {
+		t.Error("confirming the unconfirmed copy does not give the record back")
+	}
+}

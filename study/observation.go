@@ -61,3 +61,23 @@ func Marshal(v any) (json.RawMessage, error) {
 	}
 	return json.RawMessage(strings.TrimSuffix(b.String(), "\n")), nil
 }
+
+// SurfaceOf is the surface of a client-normalized observation: a raised
+// JSON-RPC error (or timeout) is protocol_error, a completed result with
+// isError tool_error, anything else success_shaped.
+func SurfaceOf(obs json.RawMessage) Surface {
+	var o struct {
+		Exception *struct{} `json:"exception"`
+		Result    *struct {
+			IsError bool `json:"isError"`
+		} `json:"result"`
+	}
+	json.Unmarshal(obs, &o)
+	switch {
+	case o.Exception != nil:
+		return ProtocolError
+	case o.Result != nil && o.Result.IsError:
+		return ToolError
+	}
+	return SuccessShaped
+}

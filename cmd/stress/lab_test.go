@@ -201,13 +201,7 @@ func TestLabRecord(t *testing.T) {
 		if g.Coding != nil || !g.Capture.Proposed {
 			t.Errorf("%s: a fresh recording is confirmed", g.ID)
 		}
-		w.Coding, w.Capture.Proposed = nil, true
-		for _, v := range []study.View{w.Profile.Control, w.Profile.Content} {
-			for c, b := range v {
-				b.Proposed = true
-				v[c] = b
-			}
-		}
+		w = w.Unconfirmed()
 		gb, _ := json.Marshal(g)
 		wb, _ := json.Marshal(w)
 		if !bytes.Equal(gb, wb) {

@@ -156,7 +156,7 @@ type server struct {
 	db      *database
 	dir     string // its configuration
 	session *mcp.ClientSession
-	stderr  *boundedBuffer
+	stderr  *capture.Stderr
 	tools   []json.RawMessage
 	in      *proxy.Injector // the proxy's; a kept server's is reset per decision
 }
@@ -175,7 +175,7 @@ func (f *Factory) start(ctx context.Context, in *proxy.Injector) (*server, error
 	if err != nil {
 		return nil, fmt.Errorf("making the database: %w", err)
 	}
-	s := &server{db: db, stderr: &boundedBuffer{max: 4096}, in: in}
+	s := &server{db: db, stderr: capture.NewStderr(4096), in: in}
 	if s.dir, err = os.MkdirTemp("", "stress-dbhub-"); err != nil {
 		db.drop()
 		return nil, err
@@ -617,37 +617,9 @@ func (e *Env) release() bool {
 	if e.f.engine.reset(ctx, e.srv.db) != nil {
 		return false
 	}
-	e.srv.stderr.reset()
+	e.srv.stderr.Reset()
 	e.f.mu.Lock()
 	e.f.idle = append(e.f.idle, e.srv)
 	e.f.mu.Unlock()
 	return true
-}
-
-// boundedBuffer keeps the first max bytes written to it.
-type boundedBuffer struct {
-	mu  sync.Mutex
-	b   bytes.Buffer
-	max int
-}
-
-func (b *boundedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if room := b.max - b.b.Len(); room > 0 {
-		b.b.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (b *boundedBuffer) reset() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.b.Reset()
-}
-
-func (b *boundedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.TrimSpace(b.b.String())
 }

@@ -29,7 +29,7 @@ func (e *Env) Record(obs json.RawMessage) (study.Scenario, error) {
 	}
 	s := study.Scenario{
 		ID: sc.ID, Server: e.f.set.pseudonym(), ProtocolVersion: version, Probe: study.ProxyCall,
-		Cause: sc.Class, Surface: surfaceOf(obs), Observation: obs, Code: info.Code,
+		Cause: sc.Class, Surface: study.SurfaceOf(obs), Observation: obs, Code: info.Code,
 		Target: sc.target(info.TargetKind), Preferred: sc.Preferred, PreferredSet: sc.PreferredSet, NonHarm: sc.NonHarm,
 	}
 	spec := study.EnvelopeSpec{Code: info.Code, Target: s.Target, Policy: s.Preferred,
@@ -69,22 +69,4 @@ func (sc *Scenario) target(kind string) study.Target {
 		return study.Target{Kind: kind, Name: "database credential"}
 	}
 	return study.Target{Kind: "dependency", Name: "database"}
-}
-
-// surfaceOf is the surface of an observation.
-func surfaceOf(obs json.RawMessage) study.Surface {
-	var o struct {
-		Exception *struct{} `json:"exception"`
-		Result    *struct {
-			IsError bool `json:"isError"`
-		} `json:"result"`
-	}
-	json.Unmarshal(obs, &o)
-	switch {
-	case o.Exception != nil:
-		return study.ProtocolError
-	case o.Result != nil && o.Result.IsError:
-		return study.ToolError
-	}
-	return study.SuccessShaped
 }

@@ -38,7 +38,7 @@ func (f *Factory) NewShapedEnv(ctx context.Context, scenario string, seed int64,
 // stripped of a contract, all the same).
 func (e *Env) reshape(obs json.RawMessage, c simulator.ToolCall, injected string) (json.RawMessage, error) {
 	sc := e.sc
-	s := study.Scenario{ID: sc.ID, Observation: obs, Surface: surfaceOf(obs)}
+	s := study.Scenario{ID: sc.ID, Observation: obs, Surface: study.SurfaceOf(obs)}
 	if injected != "" || sc.Fault == nil && c.Tool == sc.Tool {
 		info, _ := sc.Class.Info()
 		s.Cause, s.Code, s.Preferred = sc.Class, info.Code, sc.Preferred

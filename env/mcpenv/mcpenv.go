@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"net/http"
@@ -440,7 +439,7 @@ func (f *factory) Close() error {
 type proc struct {
 	dir, files, memory string
 	session            *mcp.ClientSession
-	stderr             *boundedBuffer
+	stderr             *capture.Stderr
 	tools              []json.RawMessage
 }
 
@@ -505,7 +504,7 @@ type Env struct {
 	memory  string // the memory file
 	session *mcp.ClientSession
 	cmd     *exec.Cmd // the server's process (nil for a reused one)
-	stderr  *boundedBuffer
+	stderr  *capture.Stderr
 	tools   []json.RawMessage
 	calls   []callRecord
 	initial any // the state after the setup, before the first call (State.doc)
@@ -579,7 +578,7 @@ func (e *Env) Start(ctx context.Context) (json.RawMessage, error) {
 	cmd := exec.Command(node, args...)
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "MEMORY_FILE_PATH=" + e.memory}
-	e.stderr = &boundedBuffer{max: 4096}
+	e.stderr = capture.NewStderr(4096)
 	cmd.Stderr = e.stderr
 	e.cmd = cmd
 	client := mcp.NewClient(&mcp.Implementation{Name: "stress-act", Version: "1"}, nil)
@@ -640,7 +639,7 @@ func (e *Env) release() bool {
 			return false
 		}
 	}
-	e.stderr.reset()
+	e.stderr.Reset()
 	e.pool.put(e.sc.Server, &proc{dir: e.dir, files: e.files, memory: e.memory, session: e.session, stderr: e.stderr, tools: e.tools})
 	return true
 }
@@ -670,7 +669,7 @@ func (e *Env) listTools(ctx context.Context) error {
 // startExternal connects to the external server and makes the
 // scenario's setup and first call, all of which must be read-only.
 func (e *Env) startExternal(ctx context.Context) (json.RawMessage, error) {
-	e.stderr = &boundedBuffer{max: 0}
+	e.stderr = capture.NewStderr(0)
 	client := mcp.NewClient(&mcp.Implementation{Name: "stress-act", Version: "1"}, nil)
 	sctx, cancel := context.WithTimeout(ctx, e.o.timeout())
 	defer cancel()
@@ -1033,33 +1032,3 @@ func (e *Env) Close() error {
 	}
 	return nil
 }
-
-// boundedBuffer keeps the first max bytes written to it.
-type boundedBuffer struct {
-	mu  sync.Mutex
-	b   bytes.Buffer
-	max int
-}
-
-func (b *boundedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if room := b.max - b.b.Len(); room > 0 {
-		b.b.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (b *boundedBuffer) reset() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.b.Reset()
-}
-
-func (b *boundedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.TrimSpace(b.b.String())
-}
-
-var _ io.Writer = (*boundedBuffer)(nil)

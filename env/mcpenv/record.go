@@ -44,7 +44,7 @@ func (e *Env) Record(obs json.RawMessage) (study.Scenario, error) {
 	if pc.cause == study.UnknownTool {
 		target = study.Target{Kind: info.TargetKind, Name: e.sc.Tool}
 	}
-	surface := surfaceOf(obs)
+	surface := study.SurfaceOf(obs)
 	s := study.Scenario{ID: e.sc.ID, Observation: obs}
 	text := s.ObservationText()
 	env, err := capture.Envelope(info.Code, target, e.sc.Preferred, text, info.Words)
@@ -63,22 +63,4 @@ func (e *Env) Record(obs json.RawMessage) (study.Scenario, error) {
 	}
 	rec.Profile = rules.Code(&rec)
 	return rec, nil
-}
-
-// surfaceOf is the surface of an observation.
-func surfaceOf(obs json.RawMessage) study.Surface {
-	var o struct {
-		Exception *struct{} `json:"exception"`
-		Result    *struct {
-			IsError bool `json:"isError"`
-		} `json:"result"`
-	}
-	json.Unmarshal(obs, &o)
-	switch {
-	case o.Exception != nil:
-		return study.ProtocolError
-	case o.Result != nil && o.Result.IsError:
-		return study.ToolError
-	}
-	return study.SuccessShaped
 }
