@@ -215,6 +215,7 @@ func TestDocDatabaseRows(t *testing.T) {
 	checkDocRows(t, "docs/database.md", "act-database.yaml")
 	checkDocRows(t, "docs/database.md", "database.yaml")
 	checkDocRows(t, "docs/database.md", "error-shapes-database.yaml")
+	checkDocRows(t, "README.md", "act-database.yaml")
 }
 
 // checkDocRows checks that every row of the block after "<!-- rows of:
