@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -534,11 +535,15 @@ func (e *Env) hide(b []byte) []byte {
 	return bytes.ReplaceAll(b, []byte(e.srv.db.dir), []byte(SandboxName))
 }
 
-// readerTables are the set's tables as the SQL reader reads them.
+// readerTables are the set's tables as the SQL reader reads them: the
+// ignored columns are not read at all, so a timestamp the database
+// stamps (updated_at) reaches neither the diff nor the stored state, and
+// a decision's outcome is the same on every run.
 func (s *Set) readerTables() []readers.Table {
 	out := make([]readers.Table, len(s.Tables))
 	for i, t := range s.Tables {
-		out[i] = readers.Table{Name: t.Name, Key: t.Key, Columns: t.Fields}
+		cols := slices.DeleteFunc(slices.Clone(t.Fields), func(c string) bool { return slices.Contains(t.Ignore, c) })
+		out[i] = readers.Table{Name: t.Name, Key: t.Key, Columns: cols}
 	}
 	return out
 }

@@ -86,7 +86,7 @@ type Table struct {
 	Fields   []string       `json:"fields"`             // every column (the diff refuses a goal naming another)
 	Defaults map[string]any `json:"defaults,omitempty"` // the values a new row gets for columns its insert leaves out
 	Free     []string       `json:"free,omitempty"`     // columns a new row gets from the database (a sequence's id)
-	Ignore   []string       `json:"ignore,omitempty"`   // columns the diff never compares (an updated_at every write stamps)
+	Ignore   []string       `json:"ignore,omitempty"`   // columns never read (an updated_at every write stamps): not in the state, not diffed
 }
 
 // Tool is a custom tool of DBHub: a parameterized statement. Parameters
