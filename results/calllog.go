@@ -43,7 +43,8 @@ type appendFile struct {
 	name string
 	buf  bytes.Buffer
 	size int64 // bytes in the file plus bytes buffered
-	// synced says nothing was written since the last sync.
+	// synced says nothing was written since the last sync (or since
+	// openAppend made the file durable).
 	synced bool
 }
 
@@ -83,14 +84,15 @@ func (a *appendFile) Size() int64 { return a.size }
 const flushAt = 1 << 20
 
 // OpenCallLog opens file for appending after its first size bytes, which
-// must be whole decisions: anything after them (a torn tail) is cut off.
-// The file is created when missing (size must then be 0).
+// must be whole decisions: anything after them (a torn tail) is cut off,
+// and the bytes kept are made durable. The file is created when missing
+// (size must then be 0).
 func OpenCallLog(file string, size int64) (*CallLog, error) {
 	f, err := openAppend(file, size)
 	if err != nil {
 		return nil, err
 	}
-	l := &CallLog{appendFile: appendFile{f: f, name: file, size: size}}
+	l := &CallLog{appendFile: appendFile{f: f, name: file, size: size, synced: true}}
 	l.enc = json.NewEncoder(&l.buf)
 	l.enc.SetEscapeHTML(false)
 	return l, nil

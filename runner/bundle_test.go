@@ -173,7 +173,8 @@ func copyTables(t testing.TB, from, to string) {
 // recorded in manifest.json: a zeroed page followed by valid lines after
 // it (what a power loss can leave in the last unsynced second) is cut off
 // and redone; the same damage within the durable bytes, and a response
-// changed within them, are refused as tampering.
+// changed within them, are refused as tampering, and so are fewer bytes
+// than were durable, or no calls.jsonl at all.
 func TestResumeDurablePoint(t *testing.T) {
 	root := t.TempDir()
 	full, m, gs := shuffledRun(t, root, 3)
@@ -221,6 +222,18 @@ func TestResumeDurablePoint(t *testing.T) {
 	_, err = prepare(t, m).Resume(context.Background(), dir, runner.Options{})
 	if err == nil || !strings.Contains(err.Error(), "data that was on stable storage is missing") {
 		t.Errorf("short file: %v", err)
+	}
+	// No calls.jsonl at all (its name was lost: the directory's fsync is
+	// what keeps it) is the same loss, not a run killed before its first
+	// write: the decisions are not silently run again.
+	dir = filepath.Join(root, "no-calls")
+	crashBundle(t, full, dir, int64(len(head)), head)
+	if err := os.Remove(filepath.Join(dir, results.CallsFile)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = prepare(t, m).Resume(context.Background(), dir, runner.Options{})
+	if err == nil || !strings.Contains(err.Error(), "calls.jsonl is missing, but its first") || !strings.Contains(err.Error(), "data that was on stable storage is missing") {
+		t.Errorf("missing calls.jsonl: %v", err)
 	}
 }
 

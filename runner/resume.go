@@ -133,21 +133,25 @@ func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*results.Su
 	}
 	// Cut calls.jsonl to the decisions kept and make them durable before
 	// the new session is recorded, so that the durable point and the
-	// sessions' counts always change together.
-	msgs, err := results.OpenMessageLog(filepath.Join(dir, results.MessagesFile), s.msgKeep, nil)
-	if err == nil {
-		err = msgs.Close()
-	}
+	// sessions' counts always change together. The session appends
+	// through the logs opened here (s.calls): opening them again, or
+	// closing them with nothing written, would fsync each file again.
+	msgs, err := results.OpenMessageLog(filepath.Join(dir, results.MessagesFile), s.msgKeep, s.msgs)
 	if err != nil {
 		return nil, err
 	}
 	calls, err := results.OpenCallLog(filepath.Join(dir, results.CallsFile), s.keep)
-	if err == nil {
-		err = calls.Close()
-	}
 	if err != nil {
+		msgs.Close()
 		return nil, err
 	}
+	calls.SetMessages(msgs)
+	s.calls = calls
+	defer func() {
+		if s.calls != nil { // run did not take them
+			s.calls.Close()
+		}
+	}()
 	rec.CallsDurable, rec.MessagesDurable = &s.keep, &s.msgKeep
 	s.msgAt = s.msgKeep
 	// The derived files are stale until the session ends; remove them so
@@ -201,6 +205,9 @@ func (s *session) recover() error {
 	file := filepath.Join(s.dir, results.CallsFile)
 	f, err := input.OpenStream(file)
 	if errors.Is(err, os.ErrNotExist) {
+		if d := s.rec.CallsDurable; d != nil && *d > 0 {
+			return fmt.Errorf("%s is missing, but its first %d bytes were known durable: data that was on stable storage is missing", file, *d)
+		}
 		return nil // killed before the first write
 	}
 	if err != nil {

@@ -64,6 +64,10 @@ type session struct {
 	// it known durable.
 	msgs           *results.Messages
 	msgKeep, msgAt int64
+	// calls is the call log (with its message log) a resume opened, cut
+	// to keep and made durable; run appends through it (nil: run opens
+	// the logs).
+	calls *results.CallLog
 	// defaults is the bundle's defaults table (set by run).
 	defaults *results.Defaults
 }
@@ -143,17 +147,21 @@ func (s *session) run(ctx context.Context) (*results.Summary, error) {
 			return nil, err
 		}
 	}
-	msgs, err := results.OpenMessageLog(filepath.Join(s.dir, results.MessagesFile), s.msgKeep, s.msgs)
-	if err != nil {
-		return nil, err
+	calls := s.calls
+	s.calls = nil
+	if calls == nil {
+		msgs, err := results.OpenMessageLog(filepath.Join(s.dir, results.MessagesFile), s.msgKeep, s.msgs)
+		if err != nil {
+			return nil, err
+		}
+		if calls, err = results.OpenCallLog(filepath.Join(s.dir, results.CallsFile), s.keep); err != nil {
+			msgs.Close()
+			return nil, err
+		}
+		calls.SetMessages(msgs)
 	}
 	s.msgs = nil // the log holds what it needs of the table
-	calls, err := results.OpenCallLog(filepath.Join(s.dir, results.CallsFile), s.keep)
-	if err != nil {
-		msgs.Close()
-		return nil, err
-	}
-	calls.SetMessages(msgs)
+	msgs := calls.Messages()
 	calls.SetDefaults(s.defaults)
 	s.rec.Format, s.msgAt = results.Format, s.msgKeep
 	sess := &s.rec.Sessions[len(s.rec.Sessions)-1]

@@ -17,7 +17,8 @@ import (
 // under strace and checks which files it fsyncs: messages.jsonl and
 // calls.jsonl (the decision), manifest.json (the durable point) and the
 // bundle's directory (the files' names), each once; not defaults.json,
-// decisions.parquet or summary.json, which a resume rebuilds. Then it
+// decisions.parquet or summary.json, which a resume rebuilds. A resume of
+// the finished bundle makes the same four. Then it
 // empties decisions.parquet and tears defaults.json, as a crash may, and
 // checks that analyze names the repair, that the repair works, and that a
 // defaults.json of another study is still refused.
@@ -34,27 +35,19 @@ func TestOneDecisionFsyncs(t *testing.T) {
 	m := oneDecisionStudy(t, root)
 	var errOut bytes.Buffer
 	out := filepath.Join(root, "run")
-	trace := filepath.Join(root, "trace")
-	cmd := exec.Command(strace, "-f", "-y", "-e", "trace=fsync,fdatasync,sync_file_range,syncfs", "-o", trace, bin, "run", "-quiet", "-out", out, m)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("stress run: %v\n%s", err, b)
-	}
-	b, err := os.ReadFile(trace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var synced []string
-	call := regexp.MustCompile(`(fsync|fdatasync|sync_file_range|syncfs)\(\d+<([^>]*)>`)
-	for _, line := range strings.Split(string(b), "\n") {
-		if c := call.FindStringSubmatch(line); c != nil {
-			synced = append(synced, c[1]+" "+strings.TrimPrefix(c[2], out))
-		} else if strings.Contains(line, "sync") && !strings.Contains(line, "resumed>") && !strings.Contains(line, "+++") && !strings.Contains(line, "---") {
-			t.Errorf("a sync strace did not resolve: %s", line)
-		}
-	}
+	synced := fsyncsOf(t, strace, filepath.Join(root, "trace"), out, bin, "run", "-quiet", "-out", out, m)
 	want := []string{"fsync /messages.jsonl", "fsync /calls.jsonl", "fsync /manifest.json.tmp", "fsync "}
 	if !slices.Equal(synced, want) {
 		t.Errorf("a one-decision run fsyncs %q, want %q", synced, want)
+	}
+	// A resume of the finished bundle makes the bytes it keeps durable
+	// once (a copied bundle's may not be) and records its session: the
+	// same four (it made ten when it synced each log on opening it, on
+	// closing it with nothing written, on opening it again to run and on
+	// closing it at the end).
+	synced = fsyncsOf(t, strace, filepath.Join(root, "trace-resume"), out, bin, "run", "-quiet", "-resume", out)
+	if !slices.Equal(synced, want) {
+		t.Errorf("a resume of a finished one-decision bundle fsyncs %q, want %q", synced, want)
 	}
 
 	if err := os.WriteFile(filepath.Join(out, "decisions.parquet"), nil, 0o644); err != nil {
@@ -111,4 +104,28 @@ func TestOneDecisionFsyncs(t *testing.T) {
 	if b, _ := os.ReadFile(defaults); !bytes.Equal(b, other) {
 		t.Error("a refused resume rewrote defaults.json")
 	}
+}
+
+// fsyncsOf runs args under strace, writing its trace to trace, and returns
+// each sync call it made: the call and the file, its path relative to out.
+func fsyncsOf(t *testing.T, strace, trace, out string, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command(strace, append([]string{"-f", "-y", "-e", "trace=fsync,fdatasync,sync_file_range,syncfs", "-o", trace}, args...)...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args[1:], " "), err, b)
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var synced []string
+	call := regexp.MustCompile(`(fsync|fdatasync|sync_file_range|syncfs)\(\d+<([^>]*)>`)
+	for _, line := range strings.Split(string(b), "\n") {
+		if c := call.FindStringSubmatch(line); c != nil {
+			synced = append(synced, c[1]+" "+strings.TrimPrefix(c[2], out))
+		} else if strings.Contains(line, "sync") && !strings.Contains(line, "resumed>") && !strings.Contains(line, "+++") && !strings.Contains(line, "---") {
+			t.Errorf("a sync strace did not resolve: %s", line)
+		}
+	}
+	return synced
 }
