@@ -18,7 +18,8 @@ import (
 // calls.jsonl (the decision), manifest.json (the durable point) and the
 // bundle's directory (the files' names), each once; not defaults.json,
 // decisions.parquet or summary.json, which a resume rebuilds. A resume of
-// the finished bundle makes the same four. Then it
+// the finished bundle makes the same four. Losing what any of the four
+// keeps (as a power cut without it may) makes the bundle refused. Then it
 // empties decisions.parquet and tears defaults.json, as a crash may, and
 // checks that analyze names the repair, that the repair works, and that a
 // defaults.json of another study is still refused.
@@ -48,6 +49,35 @@ func TestOneDecisionFsyncs(t *testing.T) {
 	synced = fsyncsOf(t, strace, filepath.Join(root, "trace-resume"), out, bin, "run", "-quiet", "-resume", out)
 	if !slices.Equal(synced, want) {
 		t.Errorf("a resume of a finished one-decision bundle fsyncs %q, want %q", synced, want)
+	}
+
+	// What each fsync keeps, nothing can rebuild: the loss a power cut
+	// can leave without it (the file's bytes, or for the directory the
+	// name of calls.jsonl) makes the bundle refused, never silently
+	// redone, where a lost derived file is repaired (below).
+	for _, loss := range []struct{ file, why string }{
+		{"messages.jsonl", "messages.jsonl has 0 bytes, fewer than the"},
+		{"calls.jsonl", "calls.jsonl has 0 bytes, fewer than the"},
+		{"manifest.json", "manifest.json: unexpected end of JSON input"},
+		{"", "calls.jsonl is missing, but its first"},
+	} {
+		lost := filepath.Join(root, "lost-"+strings.TrimSuffix(loss.file, filepath.Ext(loss.file)))
+		copyDir(t, out, lost)
+		if loss.file == "" {
+			err = os.Remove(filepath.Join(lost, "calls.jsonl"))
+		} else {
+			err = os.WriteFile(filepath.Join(lost, loss.file), nil, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = run(context.Background(), []string{"run", "-quiet", "-resume", lost}, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), loss.why) {
+			t.Errorf("resume after losing what the fsync of %q keeps: %v, want %q", loss.file, err, loss.why)
+		}
+		if err := run(context.Background(), []string{"analyze", lost}, io.Discard, io.Discard); err == nil {
+			t.Errorf("analyze after losing what the fsync of %q keeps: no error", loss.file)
+		}
 	}
 
 	if err := os.WriteFile(filepath.Join(out, "decisions.parquet"), nil, 0o644); err != nil {
@@ -128,4 +158,25 @@ func fsyncsOf(t *testing.T, strace, trace, out string, args ...string) []string 
 		}
 	}
 	return synced
+}
+
+// copyDir copies the files of directory from into a new directory to.
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.Mkdir(to, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	es, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		b, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
