@@ -3,7 +3,6 @@ package inspect
 import (
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
@@ -11,55 +10,80 @@ import (
 
 // This file writes each score's explanation: the rule that set it (the
 // column's Doc) and the values of the decision it read, so that a
-// reader of the log sees why a score is 0 or 1 without the bundle.
+// reader of the log sees why a score is 0 or 1 without the bundle. The
+// explanations are appended to the sample as JSON strings: the rules
+// escaped once, the values as they are read.
 
 // extraDoc is the rule of the extra score, as the columns' Docs say
 // theirs.
 const extraDoc = "calls the harness made beyond the first (replays under stored replay, executed policies under live replay)"
 
+// docs are the rules of the scores (scoreColumns), escaped as the inside
+// of a JSON string, by column; extra's last.
+var docs, extraDocEsc = func() ([][]byte, []byte) {
+	out := make([][]byte, len(simulator.Columns))
+	for i := range simulator.Columns {
+		out[i] = appendEscaped(nil, simulator.Columns[i].Doc)
+	}
+	return out, appendEscaped(nil, extraDoc)
+}()
+
 // explainer holds what the explanations of one decision read, worked
-// out once for all its scores.
+// out once for all its scores (the texts escaped for a JSON string).
 type explainer struct {
 	d       *decision
-	final   string // the final label, or "none (invalid: REASON)"
-	labels  string // each turn's label, e.g. [retry_now stop_or_escalate]
-	states  string // each turn's operation_status
+	final   []byte // the final label, or "none (invalid: REASON)"
+	labels  []byte // each turn's label, e.g. [retry_now stop_or_escalate]
+	states  []byte // each turn's operation_status
 	refused []string
 }
 
-// newExplainer returns the explainer of d, whose calls after each turn
-// are calls.
-func newExplainer(d *decision, calls []*toolCall) *explainer {
-	x := &explainer{d: d, final: d.row.FinalLabel}
-	labels := make([]string, len(d.calls))
-	states := make([]string, len(d.calls))
-	var last simulator.Answer
-	for i := range d.calls {
-		last = simulator.ParseAnswer(d.calls[i].Response)
-		labels[i], states[i] = orNone(string(last.Policy)), orNone(string(last.Status))
-		if !last.Valid {
-			labels[i] = "invalid"
-		}
-	}
-	// The row is what the columns were scored from: its final answer
-	// wins over a parse of a response the reader may have cut.
-	labels[len(labels)-1] = orNone(d.row.FinalLabel)
+// reset sets x to the explainer of d, whose calls after each turn
+// are calls; last is the parse of d's last response when d has no final
+// label (the reason it is invalid), unused otherwise.
+func (x *explainer) reset(d *decision, calls []*toolCall, last *simulator.Answer) {
+	x.d = d
+	x.final = x.final[:0]
 	if d.row.FinalLabel == "" {
-		labels[len(labels)-1] = "invalid"
 		reason := last.Reason
 		if reason == "" {
 			reason = "unknown"
 		}
-		x.final = "none (invalid: " + reason + ")"
+		x.final = appendEscaped(append(x.final, "none (invalid: "...), reason)
+		x.final = append(x.final, ')')
+	} else {
+		x.final = appendEscaped(x.final, d.row.FinalLabel)
 	}
-	states[len(states)-1] = orNone(d.row.FinalStatus)
-	x.labels, x.states = list(labels), list(states)
+	// The row is what the columns were scored from: its final answer
+	// wins over a parse of a response the reader may have cut, so the
+	// last response is not parsed again here.
+	x.labels, x.states = append(x.labels[:0], '['), append(x.states[:0], '[')
+	for i := range d.calls {
+		if i > 0 {
+			x.labels, x.states = append(x.labels, ' '), append(x.states, ' ')
+		}
+		var label, status string
+		if i < len(d.calls)-1 {
+			a := simulator.ParseAnswer(d.calls[i].Response)
+			label, status = orNone(string(a.Policy)), orNone(string(a.Status))
+			if !a.Valid {
+				label = "invalid"
+			}
+		} else {
+			label, status = orNone(d.row.FinalLabel), orNone(d.row.FinalStatus)
+			if d.row.FinalLabel == "" {
+				label = "invalid"
+			}
+		}
+		x.labels, x.states = appendEscaped(x.labels, label), appendEscaped(x.states, status)
+	}
+	x.labels, x.states = append(x.labels, ']'), append(x.states, ']')
+	x.refused = x.refused[:0]
 	for _, tc := range calls {
 		if tc != nil && tc.refused != "" {
 			x.refused = append(x.refused, tc.refused)
 		}
 	}
-	return x
 }
 
 // orNone returns s, or "none" when it is empty.
@@ -70,71 +94,128 @@ func orNone(s string) string {
 	return s
 }
 
-// list returns ss as [a b c].
-func list(ss []string) string { return "[" + strings.Join(ss, " ") + "]" }
+// appendWords appends ss as [a b c], escaped.
+func appendWords(b []byte, ss []string) []byte {
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = appendEscaped(b, s)
+	}
+	return append(b, ']')
+}
 
-// policies returns ps as [a b c].
-func policies(ps []study.Policy) string {
-	ss := make([]string, len(ps))
+// appendPolicies appends ps as [a b c], escaped.
+func appendPolicies(b []byte, ps []study.Policy) []byte {
+	b = append(b, '[')
 	for i, p := range ps {
-		ss[i] = string(p)
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = appendEscaped(b, string(p))
 	}
-	return list(ss)
+	return append(b, ']')
 }
 
-// explain returns the explanation of score c: "RULE (VALUES)".
-func (x *explainer) explain(c scoreColumn) string {
+// appendJoined appends ss joined by "; ", escaped.
+func appendJoined(b []byte, ss []string) []byte {
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, "; "...)
+		}
+		b = appendEscaped(b, s)
+	}
+	return b
+}
+
+// appendExplanation appends the explanation of score c as a JSON
+// string: "RULE (VALUES)".
+func (x *explainer) appendExplanation(b []byte, c scoreColumn) []byte {
+	b = append(b, '"')
 	if c.col < 0 {
-		return extraDoc + " (replays " + strconv.FormatInt(x.d.row.Replays, 10) + ")"
+		b = append(b, extraDocEsc...)
+		b = append(b, " (replays "...)
+		b = strconv.AppendInt(b, x.d.row.Replays, 10)
+	} else {
+		b = append(b, docs[c.col]...)
+		b = append(b, " ("...)
+		b = x.appendValues(b, c.col)
 	}
-	return c.col.Column().Doc + " (" + x.values(c.col) + ")"
+	return append(b, `)"`...)
 }
 
-// values returns the values of the decision column col's rule reads.
-func (x *explainer) values(col simulator.Col) string {
+// appendValues appends the values of the decision column col's rule
+// reads, escaped.
+func (x *explainer) appendValues(b []byte, col simulator.Col) []byte {
 	first, last := &x.d.calls[0], &x.d.calls[len(x.d.calls)-1]
 	env := last.Env
-	recovered := ""
-	if env != nil {
-		recovered = "; recovered " + strconv.FormatBool(env.Recovered)
+	recovered := func(b []byte) []byte {
+		if env != nil {
+			b = append(b, "; recovered "...)
+			b = strconv.AppendBool(b, env.Recovered)
+		}
+		return b
 	}
 	switch col {
 	case simulator.Strict:
-		return "final label " + x.final + "; preferred " + string(first.Preferred)
+		b = append(b, "final label "...)
+		b = append(b, x.final...)
+		b = append(b, "; preferred "...)
+		return appendEscaped(b, string(first.Preferred))
 	case simulator.Proven:
-		return "final label " + x.final + "; proven set " + policies(study.ProvenSet(first.Preferred, first.PreferredSet))
+		b = append(b, "final label "...)
+		b = append(b, x.final...)
+		b = append(b, "; proven set "...)
+		return appendPolicies(b, study.ProvenSet(first.Preferred, first.PreferredSet))
 	case simulator.Cover, simulator.Invalid:
-		return "final label " + x.final
+		b = append(b, "final label "...)
+		return append(b, x.final...)
 	case simulator.Retry:
 		harm := "outside"
 		if slices.Contains(first.NonHarm, study.RetryNow) {
 			harm = "inside"
 		}
-		return "labels " + x.labels + "; retry_now " + harm + " the non-harm set " + policies(first.NonHarm)
+		b = append(b, "labels "...)
+		b = append(b, x.labels...)
+		b = append(b, "; retry_now "...)
+		b = append(b, harm...)
+		b = append(b, " the non-harm set "...)
+		return appendPolicies(b, first.NonHarm)
 	case simulator.AnyFS:
-		return "statuses " + x.states + recovered
+		b = append(b, "statuses "...)
+		b = append(b, x.states...)
+		return recovered(b)
 	case simulator.TerminalFS:
-		return "final status " + orNone(x.d.row.FinalStatus) + recovered
+		b = append(b, "final status "...)
+		b = appendEscaped(b, orNone(x.d.row.FinalStatus))
+		return recovered(b)
 	}
 	if env == nil {
-		return "no environment outcome"
+		return append(b, "no environment outcome"...)
 	}
 	switch col {
 	case simulator.Recovered:
-		s := "recovered " + strconv.FormatBool(env.Recovered)
+		b = append(b, "recovered "...)
+		b = strconv.AppendBool(b, env.Recovered)
 		if len(env.Missing) > 0 {
-			s += "; missing " + strings.Join(env.Missing, "; ")
+			b = append(b, "; missing "...)
+			b = appendJoined(b, env.Missing)
 		}
-		return s
+		return b
 	case simulator.InvalidAction:
 		if len(x.refused) == 0 {
-			return "no call refused"
+			return append(b, "no call refused"...)
 		}
-		return "refused " + strings.Join(x.refused, "; ")
+		b = append(b, "refused "...)
+		return appendJoined(b, x.refused)
 	case simulator.Calls:
-		return "calls " + strconv.Itoa(env.Calls)
+		b = append(b, "calls "...)
+		return strconv.AppendInt(b, int64(env.Calls), 10)
 	case simulator.LabMS:
-		return "lab clock " + strconv.FormatInt(env.ClockMS, 10) + " ms"
+		b = append(b, "lab clock "...)
+		b = strconv.AppendInt(b, env.ClockMS, 10)
+		return append(b, " ms"...)
 	}
 	// The harm columns.
 	kinds := make([]string, 0, len(env.Harms))
@@ -143,5 +224,6 @@ func (x *explainer) values(col simulator.Col) string {
 			kinds = append(kinds, k)
 		}
 	}
-	return "harm kinds " + list(kinds)
+	b = append(b, "harm kinds "...)
+	return appendWords(b, kinds)
 }

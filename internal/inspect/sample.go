@@ -14,6 +14,7 @@ import (
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
+	sjson "github.com/segmentio/encoding/json"
 )
 
 // This file turns one decision (its call lines and its row) into one
@@ -99,8 +100,11 @@ func (s *sampler) sample(j *job, name string) error {
 		if i >= len(j.heads) {
 			return fmt.Errorf("%s:%d: decision %s has more lines than its reader found", name, j.line, j.row.Key())
 		}
+		// segmentio's decoder (encoding/json's semantics; already in the
+		// binary through the MCP SDK) decodes a line in a third of the
+		// time.
 		var l line
-		if err := json.Unmarshal(raw[:n], &l); err != nil {
+		if err := sjson.Unmarshal(raw[:n], &l); err != nil {
 			return fmt.Errorf("%s:%d: %w", name, j.line+i, err)
 		}
 		raw = raw[min(n+1, len(raw)):]
@@ -141,6 +145,8 @@ type sampler struct {
 	b         []byte            // the sample being written (the job's buffer)
 	att       map[string][]byte // the sample's attachments
 	attOrder  []string
+	x         explainer // the sample's explanations
+	ans       []byte    // the sample's answer, encoded
 }
 
 // leaves returns the encoded messages of refs, in order.
@@ -559,21 +565,29 @@ type span struct{ start, end int }
 // calls after each turn.
 func (s *sampler) appendScores(b []byte, d *decision, calls []*toolCall) []byte {
 	row := d.row
-	answer := row.FinalLabel
-	if answer == "" {
-		answer = "invalid: " + simulator.ParseAnswer(d.calls[len(d.calls)-1].Response).Reason
+	var last simulator.Answer
+	ans := s.ans[:0]
+	if row.FinalLabel == "" {
+		last = simulator.ParseAnswer(d.calls[len(d.calls)-1].Response)
+		ans = appendString(ans, "invalid: "+last.Reason)
+	} else {
+		ans = appendString(ans, row.FinalLabel)
 	}
-	ans := appendString(nil, answer)
-	x := newExplainer(d, calls)
+	s.ans = ans
+	x := &s.x
+	x.reset(d, calls, &last)
 	b = append(b, `,"scores":{`...)
 	score := func(c scoreColumn, v int64, first bool) {
-		b = appendKey(b, c.name, first)
+		if !first {
+			b = append(b, ',')
+		}
+		b = append(b, c.key...)
 		b = append(b, `{"value":`...)
 		b = strconv.AppendInt(b, v, 10)
 		b = append(b, `,"answer":`...)
 		b = append(b, ans...)
 		b = append(b, `,"explanation":`...)
-		b = appendString(b, x.explain(c))
+		b = x.appendExplanation(b, c)
 		b = append(b, `,"history":[]}`...)
 	}
 	first := true
@@ -594,6 +608,7 @@ func (s *sampler) appendScores(b []byte, d *decision, calls []*toolCall) []byte 
 type scoreColumn struct {
 	name string
 	col  simulator.Col // -1 for extra
+	key  []byte        // "name":
 }
 
 // ExtraScore is the name of the score of the calls the harness made
@@ -610,14 +625,17 @@ func newScoreColumns() []scoreColumn {
 	var out []scoreColumn
 	for i := range simulator.Columns {
 		if !simulator.Columns[i].Kind.Lab() {
-			out = append(out, scoreColumn{simulator.Columns[i].Name, simulator.Col(i)})
+			out = append(out, scoreColumn{name: simulator.Columns[i].Name, col: simulator.Col(i)})
 		}
 	}
-	out = append(out, scoreColumn{ExtraScore, -1})
+	out = append(out, scoreColumn{name: ExtraScore, col: -1})
 	for i := range simulator.Columns {
 		if simulator.Columns[i].Kind.Lab() {
-			out = append(out, scoreColumn{simulator.Columns[i].Name, simulator.Col(i)})
+			out = append(out, scoreColumn{name: simulator.Columns[i].Name, col: simulator.Col(i)})
 		}
+	}
+	for i := range out {
+		out[i].key = appendKey(nil, out[i].name, true)
 	}
 	return out
 }
