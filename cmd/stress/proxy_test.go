@@ -229,3 +229,39 @@ func TestProxyShape(t *testing.T) {
 		t.Errorf("-shape normalized: %v", err)
 	}
 }
+
+// TestProxyConformance2026 runs the 2026-07-28 conformance suite
+// (scripts/conformance-2026, stateless, each request carrying its
+// version) through stress proxy -http -upstream in front of stress lab
+// serve -http: every check fails through the proxy exactly where it
+// fails against the lab directly.
+func TestProxyConformance2026(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	dir, err := filepath.Abs(filepath.Join("..", "..", "scripts", "conformance-2026"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
+	node := node22(dir)
+	if _, err := os.Stat(script); err != nil || node == "" {
+		missing(t, "the 2026-07-28 conformance suite cannot run: no Node.js 22 or no %s (npm ci in scripts/conformance-2026, as scripts/test does)", script)
+	}
+	args := []string{"--requirements", "2026-07-28", "--expected-failures", filepath.Join(dir, "expected-failures.yml")}
+	bin := stressBinary(t)
+	direct := failingChecks(t, runConformanceOn(t, func() (string, func() string) { return serveLab(t, bin) }, dir, node, script, args...))
+	file := faultFile(t, `{"tool":"charge_payment","class":"authentication","auth_tool":"refresh_credential"}`)
+	proxied := failingChecks(t, runConformanceOn(t, func() (string, func() string) {
+		labURL, stopLab := serveLab(t, bin)
+		url, stop := serveCommand(t, bin, "proxy", "-fault", file, "-http", "127.0.0.1:0", "-upstream", labURL)
+		return url, func() string { return stop() + stopLab() }
+	}, dir, node, script, args...))
+	t.Logf("%d scenarios with failing checks, directly and through the proxy", len(direct))
+	if fmt.Sprint(direct) != fmt.Sprint(proxied) {
+		t.Errorf("failing checks through the proxy:\n%v\ndirectly:\n%v", proxied, direct)
+	}
+	if len(direct) == 0 {
+		t.Error("no failing check at all: the comparison compares nothing (the suite's expected failures list some)")
+	}
+}
