@@ -326,6 +326,9 @@ func (s *Scenario) validate() []fieldErr {
 	if err := checkEnvelope(s); err != nil {
 		bad("control_envelope", "%v", err)
 	}
+	// The evidence pointers of both views are resolved in the observation
+	// decoded once.
+	obs := decodeDoc(s.Observation)
 	for _, v := range []struct {
 		name string
 		view View
@@ -346,7 +349,7 @@ func (s *Scenario) validate() []fieldErr {
 			case strings.TrimSpace(b.Rationale) == "":
 				bad(f+".rationale", "missing")
 			default:
-				if _, err := Resolve(s.Observation, b.Evidence); err != nil {
+				if err := obs.check(b.Evidence); err != nil {
 					bad(f+".evidence", "%v", err)
 				}
 			}
@@ -528,6 +531,57 @@ func Resolve(doc json.RawMessage, pointer string) (json.RawMessage, error) {
 		cur = arr[i]
 	}
 	return cur, nil
+}
+
+// decodedDoc is a JSON document decoded once, whose pointers check
+// resolves as Resolve would.
+type decodedDoc struct {
+	raw  json.RawMessage
+	tree any
+	ok   bool // raw decoded; else check calls Resolve
+}
+
+// decodeDoc decodes doc for check.
+func decodeDoc(doc json.RawMessage) *decodedDoc {
+	d := &decodedDoc{raw: doc}
+	d.ok = json.Unmarshal(doc, &d.tree) == nil
+	return d
+}
+
+// check returns the error Resolve returns for pointer in the document
+// (nil when it names a value), walking the decoded tree: an object's
+// member by name (the last of a repeated name, as encoding/json decodes
+// it), an array's element (null is an array of none) by index.
+func (d *decodedDoc) check(pointer string) error {
+	if !d.ok || pointer != "" && !strings.HasPrefix(pointer, "/") {
+		_, err := Resolve(d.raw, pointer)
+		return err
+	}
+	if pointer == "" {
+		return nil
+	}
+	cur := d.tree
+	for _, tok := range strings.Split(pointer[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch v := cur.(type) {
+		case map[string]any:
+			x, ok := v[tok]
+			if !ok {
+				return fmt.Errorf("JSON pointer %s: no member %s", input.Quote(pointer), input.Quote(tok))
+			}
+			cur = x
+		case []any, nil:
+			arr, _ := v.([]any)
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(arr) || (len(tok) > 1 && tok[0] == '0') {
+				return fmt.Errorf("JSON pointer %s: bad array index %s", input.Quote(pointer), input.Quote(tok))
+			}
+			cur = arr[i]
+		default:
+			return fmt.Errorf("JSON pointer %s: %s indexes a scalar", input.Quote(pointer), input.Quote(tok))
+		}
+	}
+	return nil
 }
 
 func peekID(r json.RawMessage) string {

@@ -108,7 +108,7 @@ func (s *sampler) sample(j *job, name string) error {
 			return fmt.Errorf("%s:%d: %w", name, j.line+i, err)
 		}
 		raw = raw[min(n+1, len(raw)):]
-		leaves, err := s.table.Leaves(l.Request.Refs)
+		leaves, err := s.leavesOf(l.Request.Refs)
 		if err != nil {
 			return fmt.Errorf("%s:%d: %w", name, j.line+i, err)
 		}
@@ -132,6 +132,7 @@ func (s *sampler) sample(j *job, name string) error {
 type sampler struct {
 	table   *results.Messages
 	msgs    map[string]*message
+	runs    map[string][]string // the leaves of a ref (leavesOf)
 	d       decision
 	model   string // the current log's model name, provider/model
 	digest  string // the current log's model digest, "" when none
@@ -147,6 +148,26 @@ type sampler struct {
 	attOrder  []string
 	x         explainer // the sample's explanations
 	ans       []byte    // the sample's answer, encoded
+}
+
+// leavesOf returns the refs of the single messages refs name
+// (results.Messages.Leaves), those of a single ref kept for the next
+// call that names it (a run's expansion is read-only).
+func (s *sampler) leavesOf(refs []string) ([]string, error) {
+	if len(refs) != 1 {
+		return s.table.Leaves(refs)
+	}
+	if out, ok := s.runs[refs[0]]; ok {
+		return out, nil
+	}
+	out, err := s.table.Leaves(refs)
+	if err == nil {
+		if s.runs == nil {
+			s.runs = map[string][]string{}
+		}
+		s.runs[refs[0]] = out
+	}
+	return out, err
 }
 
 // leaves returns the encoded messages of refs, in order.
