@@ -711,8 +711,8 @@ func Parse(source string, data []byte) (*Manifest, error) {
 	case m.ProtocolVersion == "":
 	case !slices.Contains(ProtocolVersions, m.ProtocolVersion):
 		bad("protocol_version", "want one of %s, got %s", strings.Join(ProtocolVersions, ", "), input.Quote(m.ProtocolVersion))
-	case m.Env() != "mcp":
-		bad("protocol_version", "only environment: mcp speaks MCP to its servers (environment %s runs without a protocol)", m.Env())
+	case m.Env() != "mcp" && m.Env() != "database":
+		bad("protocol_version", "only environments mcp and database speak MCP to their servers (environment %s runs without a protocol)", m.Env())
 	}
 	switch m.Task {
 	case "", TaskLabel:

@@ -145,7 +145,7 @@ func TestParseRejects(t *testing.T) {
 		{"environment without live", "replay_cap: 3", "replay_cap: 3\nenvironment: lab", `field environment: "lab" needs replay: "live" (stored replay runs no environment)`},
 		{"environment name", "replay_cap: 3", "replay_cap: 3\nreplay: live\nenvironment: \"in process\"", `field environment: want the name of a registered environment (letters, digits, _ . : -), got "in process"`},
 		{"protocol version unknown", "replay_cap: 3", "replay_cap: 3\nreplay: live\nenvironment: mcp\nprotocol_version: 2025-01-01", `field protocol_version: want one of 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05, got "2025-01-01"`},
-		{"protocol version on the lab", "replay_cap: 3", "replay_cap: 3\nreplay: live\nenvironment: lab\nprotocol_version: 2025-06-18", `field protocol_version: only environment: mcp speaks MCP to its servers (environment lab runs without a protocol)`},
+		{"protocol version on the lab", "replay_cap: 3", "replay_cap: 3\nreplay: live\nenvironment: lab\nprotocol_version: 2025-06-18", `field protocol_version: only environments mcp and database speak MCP to their servers (environment lab runs without a protocol)`},
 		{"task", "replay_cap: 3", "replay_cap: 3\ntask: fix", `field task: want "label" (the default) or "act", got "fix"`},
 		{"act without live", "replay_cap: 3", "replay_cap: 3\ntask: act", `field task: "act" needs replay: "live" (the calls run on a live environment), got replay ""`},
 		{"tool_calls", "replay_cap: 3", "replay_cap: 3\nreplay: live\ntask: act\ntool_calls: json", `field tool_calls: want "text" (the default) or "native", got "json"`},
