@@ -681,10 +681,10 @@ func (s *sampler) appendMetadata(b []byte, d *decision, scen *study.Scenario) []
 	b = appendString(b, string(first.Preferred))
 	if len(first.PreferredSet) > 0 {
 		b = append(b, `,"preferred_policies":`...)
-		b = appendJSON(b, first.PreferredSet)
+		b = appendPolicyList(b, first.PreferredSet)
 	}
 	b = append(b, `,"non_harm":`...)
-	b = appendJSON(b, first.NonHarm)
+	b = appendPolicyList(b, first.NonHarm)
 	b = append(b, `,"seed":`...)
 	b = strconv.AppendInt(b, row.Seed, 10)
 	if s.digest != "" {
@@ -725,6 +725,32 @@ func (s *sampler) appendMetadata(b []byte, d *decision, scen *study.Scenario) []
 		}{e.Recovered, e.Harm, e.Harms, e.Missing, e.Calls, e.ClockMS, e.Protocol})
 	}
 	return append(b, '}')
+}
+
+// appendPolicyList appends ps as encoding/json encodes it: directly
+// when every policy is a plain label (lower-case letters, digits and
+// _, as every valid one is), else through encoding/json.
+func appendPolicyList(b []byte, ps []study.Policy) []byte {
+	if ps == nil {
+		return append(b, "null"...)
+	}
+	for _, p := range ps {
+		for i := 0; i < len(p); i++ {
+			if c := p[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+				return appendJSON(b, ps)
+			}
+		}
+	}
+	b = append(b, '[')
+	for i, p := range ps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, p...)
+		b = append(b, '"')
+	}
+	return append(b, ']')
 }
 
 // appendEvents appends the sample's events: per turn, the transport

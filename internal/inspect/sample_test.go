@@ -181,3 +181,14 @@ func TestPlanParamsPassed(t *testing.T) {
 		t.Errorf("plan steps %v", h.Plan.Steps)
 	}
 }
+
+// TestAppendPolicyList: a list of policies is written as encoding/json
+// writes it, plain labels or not.
+func TestAppendPolicyList(t *testing.T) {
+	for _, ps := range [][]study.Policy{nil, {}, {"select_tool"}, {"select_tool", "stop_or_escalate"}, {"a<b", "x\"y"}, {"Ünicode", ""}} {
+		want, _ := json.Marshal(ps)
+		if got := appendPolicyList(nil, ps); string(got) != string(want) {
+			t.Errorf("%q: got %s, want %s", ps, got, want)
+		}
+	}
+}
