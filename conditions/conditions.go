@@ -39,14 +39,14 @@ type Prompt struct {
 	live bool // "live" is defined
 	// showsTools says "user" shows .Tools and .Call (task: act).
 	showsTools bool
-	// rendered holds the messages InitialOnce rendered, by scenario and
-	// condition (at most maxRendered).
+	// rendered holds the messages InitialOnce rendered last, by scenario
+	// and condition.
 	mu       sync.Mutex
-	rendered map[renderKey][]Message
-	system   string // the system message text the cache shares
-	// observed holds scenarios' observations decoded, for Live's
-	// comparison (at most maxRendered).
-	observed map[*study.Scenario]any
+	rendered recent[renderKey, []Message]
+	system   string // the "system" template's text, rendered once
+	// observed holds the observations of the scenarios Live compared
+	// last, decoded.
+	observed recent[*study.Scenario, any]
 }
 
 // renderKey names an initial prompt: a scenario (by address) and a
@@ -56,12 +56,44 @@ type renderKey struct {
 	c study.Condition
 }
 
-// maxRendered bounds the initial prompts a Prompt keeps: 16k entries of
-// a few kB (about 20 MB at most), enough for a study of 4,000 scenarios
-// under 4 conditions.
-// Note: when full, the cache is emptied and refilled, so memory stays
-// bounded whatever the corpus.
-const maxRendered = 1 << 14
+// maxRendered bounds the initial prompts a Prompt keeps, and the
+// observations it keeps decoded: 4,096 prompts of a few kB (about 5 MB
+// at most). The decisions of one prompt follow each other in a model's
+// order (its replicates), and every model goes through the scenarios in
+// the same order, so the prompts in use are the few each model is at;
+// a model that has fallen more than 2,048 prompts behind another
+// renders its own again (a few microseconds each), the same text.
+// Note: it was 16k entries, emptied when full: on a corpus of 1,000
+// servers and 16,667 scenarios those prompts (and the message log's
+// refs, results.MessageLog, which kept them alive) were 10 to 15 MB of
+// a run's 40 MB live heap, and the cache missed about as often.
+const maxRendered = 1 << 12
+
+// recent keeps the values of the keys used last: at most maxRendered
+// entries, in two generations. A key found in the older moves to the
+// newer; when the newer holds half of maxRendered, it becomes the older
+// and the older is dropped.
+type recent[K comparable, V any] struct {
+	cur, old map[K]V
+}
+
+func (r *recent[K, V]) get(k K) (V, bool) {
+	if v, ok := r.cur[k]; ok {
+		return v, true
+	}
+	v, ok := r.old[k]
+	if ok {
+		r.put(k, v)
+	}
+	return v, ok
+}
+
+func (r *recent[K, V]) put(k K, v V) {
+	if r.cur == nil || len(r.cur) >= maxRendered/2 {
+		r.old, r.cur = r.cur, make(map[K]V)
+	}
+	r.cur[k] = v
+}
 
 // Data is what the user, replay and live templates receive.
 type Data struct {
@@ -111,9 +143,12 @@ func ParsePrompt(name, file, text string) (*Prompt, error) {
 			return nil, err
 		}
 	}
-	if _, err := p.exec("system", nil); err != nil {
+	// "system" has no data: its text is the same every time.
+	sys, err := p.exec("system", nil)
+	if err != nil {
 		return nil, err
 	}
+	p.system = sys
 	probe := Data{Observation: "{}", Condition: study.Normalized, Tools: toolsProbe, Call: callProbe}
 	if text, err := p.exec("user", probe); err == nil {
 		p.showsTools = strings.Contains(text, toolsProbe) && strings.Contains(text, callProbe)
@@ -204,15 +239,11 @@ func (p *Prompt) Initial(s *study.Scenario, c study.Condition) ([]Message, error
 
 // turn0 renders the system message and the "user" template with d.
 func (p *Prompt) turn0(d Data) ([]Message, error) {
-	sys, err := p.exec("system", nil)
-	if err != nil {
-		return nil, err
-	}
 	user, err := p.exec("user", d)
 	if err != nil {
 		return nil, err
 	}
-	return []Message{{Role: System, Content: sys}, {Role: User, Content: user}}, nil
+	return []Message{{Role: System, Content: p.system}, {Role: User, Content: user}}, nil
 }
 
 // InitialOnce is Initial rendered once per scenario and condition: every
@@ -224,7 +255,7 @@ func (p *Prompt) turn0(d Data) ([]Message, error) {
 func (p *Prompt) InitialOnce(s *study.Scenario, c study.Condition) ([]Message, error) {
 	k := renderKey{s, c}
 	p.mu.Lock()
-	msgs, ok := p.rendered[k]
+	msgs, ok := p.rendered.get(k)
 	p.mu.Unlock()
 	if ok {
 		return msgs, nil
@@ -235,15 +266,7 @@ func (p *Prompt) InitialOnce(s *study.Scenario, c study.Condition) ([]Message, e
 	}
 	msgs = msgs[:len(msgs):len(msgs)]
 	p.mu.Lock()
-	if msgs[0].Content == p.system {
-		msgs[0].Content = p.system // one copy for every entry
-	} else if p.system == "" {
-		p.system = msgs[0].Content
-	}
-	if p.rendered == nil || len(p.rendered) >= maxRendered {
-		p.rendered = map[renderKey][]Message{}
-	}
-	p.rendered[k] = msgs
+	p.rendered.put(k, msgs)
 	p.mu.Unlock()
 	return msgs, nil
 }
@@ -323,17 +346,14 @@ func (p *Prompt) sameObservation(s *study.Scenario, obs json.RawMessage) bool {
 		return json.Valid(obs)
 	}
 	p.mu.Lock()
-	want, ok := p.observed[s]
+	want, ok := p.observed.get(s)
 	p.mu.Unlock()
 	if !ok {
 		if json.Unmarshal(s.Observation, &want) != nil {
 			return false
 		}
 		p.mu.Lock()
-		if p.observed == nil || len(p.observed) >= maxRendered {
-			p.observed = map[*study.Scenario]any{}
-		}
-		p.observed[s] = want
+		p.observed.put(s, want)
 		p.mu.Unlock()
 	}
 	return decodesTo(obs, want)

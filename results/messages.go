@@ -93,7 +93,15 @@ type textKey struct {
 	nr, nc        int
 }
 
-const maxSeen = 1 << 15
+// maxSeen bounds the prompt messages whose refs a MessageLog remembers,
+// and so the rendered texts it keeps alive: as many as the prompts
+// conditions.Prompt keeps (4,096, each with the system message every
+// prompt shares). A message forgotten is encoded and hashed again, and
+// gets the same ref.
+// Note: it was 32k, which kept alive eight times the prompts the
+// renderer's cache holds: 10 MB of a run's live heap on a corpus of
+// 16,667 scenarios.
+const maxSeen = 1 << 12
 
 // OpenMessageLog opens file for appending after its first size bytes,
 // which must be whole lines of the messages t holds (as LoadMessages read

@@ -101,7 +101,11 @@ func LoadCorpusAs(fsys fs.FS, name, shown string) (*Corpus, error) {
 }
 
 // LoadCorpusWithout is LoadCorpusAs that drops each file's profile
-// codings once it has read and checked them (Corpus.DropCodings).
+// codings once it has read and checked them (Corpus.DropCodings), for a
+// run, which reads the records and changes none: equal values of
+// different records (the observation and envelope of records cloned
+// from one, a server's pseudonym, the vocabulary's words, the policy
+// sets) are then one shared copy, which nothing may change in place.
 func LoadCorpusWithout(fsys fs.FS, name, shown string) (*Corpus, error) {
 	return loadCorpus(fsys, name, shown, true)
 }
@@ -132,6 +136,10 @@ func loadCorpus(fsys fs.FS, name, shown string, drop bool) (*Corpus, error) {
 	c := &Corpus{}
 	var errs []error
 	seen := map[string]string{}
+	var sh *sharer // a run's records share what they repeat
+	if drop {
+		sh = newSharer()
+	}
 	for _, f := range files {
 		data, err := input.ReadFS(fsys, f, show(f), input.Corpus)
 		if err != nil {
@@ -147,6 +155,9 @@ func loadCorpus(fsys fs.FS, name, shown string, drop bool) (*Corpus, error) {
 			file.DropCodings()
 			c.unconfirmed = append(c.unconfirmed, file.unconfirmed...)
 			c.dropped = true
+			for i := range recs {
+				sh.share(&recs[i])
+			}
 		} else {
 			for i := range recs {
 				recs[i].Profile.intern()
@@ -164,6 +175,11 @@ func loadCorpus(fsys fs.FS, name, shown string, drop bool) (*Corpus, error) {
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
+	}
+	if drop {
+		// A run keeps the records to its end: without append's spare
+		// capacity (up to a quarter more).
+		c.Scenarios = slices.Clip(slices.Clone(c.Scenarios))
 	}
 	sort.Slice(c.Scenarios, func(i, j int) bool { return c.Scenarios[i].ID < c.Scenarios[j].ID })
 	sort.Slice(c.unconfirmed, func(i, j int) bool { return c.unconfirmed[i].ID < c.unconfirmed[j].ID })

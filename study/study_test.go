@@ -391,6 +391,60 @@ func TestProfileInterned(t *testing.T) {
 	}
 }
 
+// TestLoadWithoutShares: a corpus loaded for a run (LoadCorpusWithout)
+// holds one copy of each value its records repeat, across files, with
+// no spare capacity (an append copies), and the same values as
+// LoadCorpus; a record that differs keeps its own.
+func TestLoadWithoutShares(t *testing.T) {
+	_, first, twin := p06Twin(t)
+	other := maps.Clone(first)
+	other["id"], other["server"] = "Z98", "elsewhere"
+	a, _ := json.Marshal([]map[string]any{first})
+	b, _ := json.Marshal([]map[string]any{twin, other})
+	// The last record's observation: the same value, other bytes.
+	i := strings.LastIndex(string(b), `"observation":{`) + len(`"observation":{`)
+	b = slices.Concat(b[:i], []byte(" "), b[i:])
+	fsys := fstest.MapFS{"c/a.json": {Data: a}, "c/b.json": {Data: b}}
+	full, err := LoadCorpus(fsys, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	full.DropCodings()
+	lean, err := LoadCorpusWithout(fsys, "c", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(lean.Scenarios, full.Scenarios) {
+		t.Fatalf("shared records %+v, want %+v", lean.Scenarios, full.Scenarios)
+	}
+	byID := map[string]*Scenario{}
+	for i := range lean.Scenarios {
+		byID[lean.Scenarios[i].ID] = &lean.Scenarios[i]
+	}
+	x, y, z := byID[first["id"].(string)], byID["Z99"], byID["Z98"]
+	same := func(what string, p, q unsafe.Pointer) {
+		t.Helper()
+		if p != q {
+			t.Errorf("%s: two copies", what)
+		}
+	}
+	same("observation", unsafe.Pointer(unsafe.SliceData(x.Observation)), unsafe.Pointer(unsafe.SliceData(y.Observation)))
+	same("control envelope", unsafe.Pointer(unsafe.SliceData(x.ControlEnvelope)), unsafe.Pointer(unsafe.SliceData(y.ControlEnvelope)))
+	same("non-harm set", unsafe.Pointer(unsafe.SliceData(x.NonHarm)), unsafe.Pointer(unsafe.SliceData(z.NonHarm)))
+	same("server", unsafe.Pointer(unsafe.StringData(x.Server)), unsafe.Pointer(unsafe.StringData(y.Server)))
+	same("code", unsafe.Pointer(unsafe.StringData(x.Code)), unsafe.Pointer(unsafe.StringData(z.Code)))
+	if unsafe.SliceData(z.Observation) == unsafe.SliceData(x.Observation) || x.ID == y.ID {
+		t.Error("a record with other bytes shares another's observation")
+	}
+	if cap(x.Observation) != len(x.Observation) || cap(x.NonHarm) != len(x.NonHarm) {
+		t.Error("a shared value has spare capacity")
+	}
+	_ = append(y.NonHarm, RetryNow)
+	if !slices.Equal(x.NonHarm, full.Scenarios[0].NonHarm) {
+		t.Errorf("appending to one record's non-harm set changed another's: %v", x.NonHarm)
+	}
+}
+
 // TestEncodings checks that a corpus file may start with a UTF-8
 // byte-order mark and that UTF-16 is refused naming the file.
 func TestEncodings(t *testing.T) {
