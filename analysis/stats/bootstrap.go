@@ -196,7 +196,64 @@ func bootstrapEnd(iv *Interval, theta []float64, skipped int, opt Options) {
 // resampleEach returns ClusterResamples of each column named by todo:
 // with one draw of indices for all when there are several and they hold
 // as many clusters, the same replicates in the same order.
+//
+// A column needs no draws of its own when it equals one before it (its
+// resamples are that column's) or when every cluster has N > 0 and
+// Sum = 0, or every cluster Sum = N: every resample's θ* is then exactly
+// 0 (or 1; the sums of whole numbers below 2⁵³ are exact), whatever the
+// draws. The draws of the others are the same without it.
+// Note: a cell's rates over a study of offline baselines are all 0 or
+// all 1 on every server; on 1,000 servers their draws were 30% of
+// stress analyze's time.
 func resampleEach(columns [][]Cluster, todo []int, b int, seed uint64) (thetas [][]float64, skipped []int) {
+	thetas, skipped = make([][]float64, len(todo)), make([]int, len(todo))
+	var draw, drawn []int   // the columns of todo to draw, and where in todo
+	copies := map[int]int{} // a column of todo → the earlier one it equals
+	for j, i := range todo {
+		if x := slices.IndexFunc(todo[:j], func(e int) bool { return slices.Equal(columns[e], columns[i]) }); x >= 0 {
+			copies[j] = x
+			continue
+		}
+		if r, ok := fixedRatio(columns[i]); ok && b > 0 {
+			thetas[j] = make([]float64, b)
+			for x := range thetas[j] {
+				thetas[j][x] = r
+			}
+			continue
+		}
+		draw, drawn = append(draw, i), append(drawn, j)
+	}
+	th, sk := resampleAll(columns, draw, b, seed)
+	for x, j := range drawn {
+		thetas[j], skipped[j] = th[x], sk[x]
+	}
+	for j, x := range copies {
+		thetas[j], skipped[j] = slices.Clone(thetas[x]), skipped[x]
+	}
+	return thetas, skipped
+}
+
+// fixedRatio reports whether every cluster has N > 0 and Sum = 0, or
+// every one Sum = N, and that ratio, which every resample then gives.
+func fixedRatio(clusters []Cluster) (r float64, ok bool) {
+	zero, one := true, true
+	for _, c := range clusters {
+		if c.N <= 0 {
+			return 0, false
+		}
+		zero, one = zero && c.Sum == 0, one && c.Sum == float64(c.N)
+	}
+	switch {
+	case zero:
+		return 0, true
+	case one:
+		return 1, true
+	}
+	return 0, false
+}
+
+// resampleAll is resampleEach drawing every column of todo.
+func resampleAll(columns [][]Cluster, todo []int, b int, seed uint64) (thetas [][]float64, skipped []int) {
 	thetas, skipped = make([][]float64, len(todo)), make([]int, len(todo))
 	if len(todo) == 0 {
 		return thetas, skipped

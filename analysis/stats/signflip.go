@@ -141,6 +141,25 @@ func SignFlip(d []int, opt FlipOptions) Flip {
 			tab[16*g+m] = t
 		}
 	}
+	// rest[w] is Σ|dᵢ| over the clusters after word w's: once the sum of
+	// the first words is known, |T*| lies within rest of it, and when
+	// that settles whether |T*| ≥ |T_obs| the draw's other words are
+	// drawn (the next draw starts where it would have) but not summed.
+	// An observed statistic at or near its largest attainable value (an
+	// arm better on every cluster) is missed by almost every draw after
+	// its first word: 0.29 s to 0.04 s for 16,667 clusters
+	// (BenchmarkSignFlipOneWay). The check is made after every eighth
+	// word only, and skip is not inlined: checked after every word, or
+	// with the skipping in the loop, a draw that nothing settles early
+	// (BenchmarkSignFlipMonteCarlo) took 10 to 15% longer.
+	words := (groups + 15) / 16
+	rest := make([]int64, words)
+	for w := words - 2; w >= 0; w-- {
+		rest[w] = rest[w+1]
+		for _, a := range nz[64*(w+1) : min(64*(w+2), len(nz))] {
+			rest[w] += a
+		}
+	}
 	hits := 0
 	for range opt.Draws {
 		var t int64
@@ -150,6 +169,14 @@ func SignFlip(d []int, opt FlipOptions) Flip {
 				t += tab[16*g+int(word&15)]
 				word >>= 4
 			}
+			if g&(16*8-1) == 16 && g < groups { // after words 0, 8, 16, …
+				w := g/16 - 1
+				if a := max(t, -t); a+rest[w] < obs || a-rest[w] >= obs {
+					skip(src, words-1-w)
+					t = a
+					break
+				}
+			}
 		}
 		if max(t, -t) >= obs {
 			hits++
@@ -158,6 +185,15 @@ func SignFlip(d []int, opt FlipOptions) Flip {
 	f.Draws = opt.Draws
 	f.P = float64(1+hits) / float64(1+opt.Draws)
 	return f
+}
+
+// skip draws n words of src, unused.
+//
+//go:noinline
+func skip(src *rand.PCG, n int) {
+	for range n {
+		src.Uint64()
+	}
 }
 
 // flipExact returns P(|Σ εᵢaᵢ| ≥ obs) for independent fair signs εᵢ, with

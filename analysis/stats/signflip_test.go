@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/mcpstress/stress/analysis/stats"
@@ -446,5 +447,86 @@ func TestSignFlipMonteCarloPinned(t *testing.T) {
 	f := stats.SignFlip(d, stats.FlipOptions{Seed: 7, Draws: 20000})
 	if f.Exact || f.Draws != 20000 || f.P != 0.9258537073146342 {
 		t.Errorf("P = %v (exact %v, %d draws), want 0.9258537073146342 by Monte Carlo", f.P, f.Exact, f.Draws)
+	}
+}
+
+// refFlipMC is the Monte Carlo p-value summed one sign at a time, every
+// sign of every draw: the reference for SignFlip's draws, which stop
+// summing once the draw's first words settle it (bit j of word w of a
+// draw is the sign of the (64w+j)-th nonzero dᵢ, set: +).
+func refFlipMC(d []int, seed uint64, draws int) float64 {
+	var nz []int64
+	var obs int64
+	for _, x := range d {
+		obs += int64(x)
+		if x != 0 {
+			nz = append(nz, int64(max(x, -x)))
+		}
+	}
+	obs = max(obs, -obs)
+	src := rand.NewPCG(seed, 0x6d63707374726573)
+	hits := 0
+	for range draws {
+		var t int64
+		var word uint64
+		for i, a := range nz {
+			if i%64 == 0 {
+				word = src.Uint64()
+			}
+			if word>>(i%64)&1 != 0 {
+				t += a
+			} else {
+				t -= a
+			}
+		}
+		if max(t, -t) >= obs {
+			hits++
+		}
+	}
+	return float64(1+hits) / float64(1+draws)
+}
+
+// TestSignFlipMonteCarloSettled: a draw settled by its first words (the
+// rest cannot bring |T*| to |T_obs|, or cannot take it below) counts as
+// when every sign is summed, and the next draw starts at the same place
+// of the stream: the same p-value as the reference for statistics at
+// their largest (every cluster one way), next to it, in the middle of
+// the distribution and at p near 0.05.
+func TestSignFlipMonteCarloSettled(t *testing.T) {
+	base := make([]int, 5001)
+	for i := range base {
+		base[i] = (i*7919)%11 - 5
+	}
+	for _, tc := range []struct {
+		name string
+		d    func([]int)
+	}{
+		{"all one way", func(d []int) {
+			for i := range d {
+				d[i] = max(d[i], -d[i])
+			}
+		}},
+		{"all one way but one", func(d []int) {
+			for i := range d {
+				d[i] = max(d[i], -d[i])
+			}
+			d[4000] = -5
+		}},
+		{"middle", func([]int) {}},
+		{"near 0.05", func(d []int) {
+			for i, n := 0, 0; n < 43; i++ { // T_obs from 10 to 440, Σdᵢ² as it was
+				if d[i] == -5 {
+					d[i], n = 5, n+1
+				}
+			}
+		}},
+		{"a large last cluster", func(d []int) { d[len(d)-1] = 20000 }},
+	} {
+		d := slices.Clone(base)
+		tc.d(d)
+		f := stats.SignFlip(d, stats.FlipOptions{Seed: 3, Draws: 3000})
+		if want := refFlipMC(d, 3, 3000); f.Exact || f.P != want {
+			t.Errorf("%s: P = %v (exact %v), want %v", tc.name, f.P, f.Exact, want)
+		}
 	}
 }

@@ -436,6 +436,47 @@ func TestClusterBootstrapEach(t *testing.T) {
 	}
 }
 
+// TestClusterBootstrapEachUndrawn: a column drawn from another's
+// resamples (the same clusters) or from none (every cluster's Sum 0, or
+// every one's Sum = N) has the interval its own draws give
+// (ClusterResamples, type-7 quantiles), and the same warnings as the
+// columns drawn; a column whose ratio is fixed but that has a cluster of
+// N = 0, or whose fixed ratio is neither 0 nor 1, is drawn.
+func TestClusterBootstrapEachUndrawn(t *testing.T) {
+	varied := []stats.Cluster{{N: 12, Sum: 3}, {N: 9, Sum: 5}, {N: 11, Sum: 2}, {N: 10, Sum: 7}, {N: 10, Sum: 4}, {N: 8, Sum: 1}}
+	cols := [][]stats.Cluster{
+		varied,
+		{{N: 3, Sum: 0}, {N: 2, Sum: 0}, {N: 4, Sum: math.Copysign(0, -1)}, {N: 1, Sum: 0}, {N: 5, Sum: 0}, {N: 6, Sum: 0}}, // all 0
+		{{N: 3, Sum: 3}, {N: 2, Sum: 2}, {N: 4, Sum: 4}, {N: 1, Sum: 1}, {N: 5, Sum: 5}, {N: 6, Sum: 6}},                    // all 1
+		slices.Clone(varied), // the first again
+		{{N: 0, Sum: 0}, {N: 2, Sum: 0}, {N: 0, Sum: 0}, {N: 0, Sum: 0}, {N: 0, Sum: 0}, {N: 0, Sum: 0}},        // 0, with skips
+		{{N: 2, Sum: 1}, {N: 4, Sum: 2}, {N: 6, Sum: 3}, {N: 2, Sum: 1}, {N: 8, Sum: 4}, {N: 2, Sum: 1}},        // all 1/2
+		{{N: 3, Sum: 3}, {N: 2, Sum: 2}, {N: 4, Sum: 4}, {N: 1, Sum: 1}, {N: 5, Sum: 5}, {N: 6, Sum: 5.999999}}, // nearly all 1
+	}
+	opt := stats.Options{B: 2000, Seed: 11}
+	q7 := func(x []float64, p float64) float64 {
+		h := float64(len(x)-1) * p
+		i := int(math.Floor(h))
+		if i >= len(x)-1 {
+			return x[len(x)-1]
+		}
+		return x[i] + (h-float64(i))*(x[i+1]-x[i])
+	}
+	got := stats.ClusterBootstrapEach(cols, opt)
+	for i, c := range cols {
+		theta, skipped := stats.ClusterResamples(nil, c, opt.B, opt.Seed)
+		slices.Sort(theta)
+		lo, hi := q7(theta, 0.025), q7(theta, 0.975)
+		g := got[i]
+		if g.Lo != lo || g.Hi != hi || math.Signbit(g.Lo) != math.Signbit(lo) {
+			t.Errorf("column %d: [%v, %v], its own draws give [%v, %v]", i, g.Lo, g.Hi, lo, hi)
+		}
+		if hasKind(g.Warnings, stats.Skipped) != (skipped > 0) || hasKind(g.Warnings, stats.Degenerate) != (theta[0] == theta[len(theta)-1]) {
+			t.Errorf("column %d: warnings %v (%d skipped, resamples from %v to %v)", i, g.Warnings, skipped, theta[0], theta[len(theta)-1])
+		}
+	}
+}
+
 // TestClusterResamplesPinned pins the first replicates for one seed. This is
 // a regression value produced by this package (not an external reference):
 // it changes only if the resampling scheme changes, which would change every
