@@ -11,6 +11,28 @@ import (
 	"testing"
 )
 
+// benchBundle returns the bundle the analyze and export benchmarks read:
+// STRESS_BENCH_BUNDLE, else the run of a synthetic study of 1,667
+// scenarios × 3 baselines × 4 conditions × 5 replicates (100,020
+// decisions), made under root.
+func benchBundle(b *testing.B, root string) string {
+	b.Helper()
+	if dir := os.Getenv("STRESS_BENCH_BUNDLE"); dir != "" {
+		return dir
+	}
+	study, bundle := filepath.Join(root, "study"), filepath.Join(root, "run")
+	for _, args := range [][]string{
+		{"synth", "-scenarios", "1667", "-servers", "100", "-replicates", "5", "-seed", "1", "-out", study},
+		{"run", "-quiet", "-out", bundle, filepath.Join(study, "manifest.yaml")},
+	} {
+		var errOut bytes.Buffer
+		if err := run(context.Background(), args, io.Discard, &errOut); err != nil {
+			b.Fatalf("%v\n%s", err, errOut.String())
+		}
+	}
+	return bundle
+}
+
 // BenchmarkAnalyze runs stress analyze on the bundle of a synthetic study
 // of 1,667 scenarios × 3 baselines × 4 conditions × 5 replicates
 // (100,020 decisions), run once first; scripts/bench measures the
@@ -18,21 +40,7 @@ import (
 // STRESS_BENCH_BUNDLE, when set, names a bundle to analyze instead (to
 // profile the analysis of a larger one).
 func BenchmarkAnalyze(b *testing.B) {
-	root := b.TempDir()
-	study, bundle := filepath.Join(root, "study"), filepath.Join(root, "run")
-	steps := [][]string{
-		{"synth", "-scenarios", "1667", "-servers", "100", "-replicates", "5", "-seed", "1", "-out", study},
-		{"run", "-quiet", "-out", bundle, filepath.Join(study, "manifest.yaml")},
-	}
-	if dir := os.Getenv("STRESS_BENCH_BUNDLE"); dir != "" {
-		bundle, steps = dir, nil
-	}
-	for _, args := range steps {
-		var errOut bytes.Buffer
-		if err := run(context.Background(), args, io.Discard, &errOut); err != nil {
-			b.Fatalf("%v\n%s", err, errOut.String())
-		}
-	}
+	bundle := benchBundle(b, b.TempDir())
 	b.ResetTimer()
 	for b.Loop() {
 		var errOut bytes.Buffer

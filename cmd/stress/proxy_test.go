@@ -151,15 +151,7 @@ func TestProxyConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	dir, err := filepath.Abs(filepath.Join("..", "..", "scripts", "conformance"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	script := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
-	node, nerr := exec.LookPath("node")
-	if _, serr := os.Stat(script); nerr != nil || serr != nil {
-		missing(t, "the conformance suite cannot run: node or %s is missing (npm ci in scripts/conformance, as scripts/test does)", script)
-	}
+	dir, node, script := conformanceSuite(t, "conformance")
 	expected := filepath.Join(dir, "expected-failures.yml")
 	bin := stressBinary(t)
 	file := faultFile(t, `{"tool":"charge_payment","class":"authentication","auth_tool":"refresh_credential"}`)
@@ -239,15 +231,7 @@ func TestProxyConformance2026(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	dir, err := filepath.Abs(filepath.Join("..", "..", "scripts", "conformance-2026"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	script := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
-	node := node22(dir)
-	if _, err := os.Stat(script); err != nil || node == "" {
-		missing(t, "the 2026-07-28 conformance suite cannot run: no Node.js 22 or no %s (npm ci in scripts/conformance-2026, as scripts/test does)", script)
-	}
+	dir, node, script := conformanceSuite(t, "conformance-2026")
 	args := []string{"--requirements", "2026-07-28", "--expected-failures", filepath.Join(dir, "expected-failures.yml")}
 	bin := stressBinary(t)
 	direct := failingChecks(t, runConformanceOn(t, func() (string, func() string) { return serveLab(t, bin) }, dir, node, script, args...))
