@@ -225,10 +225,7 @@ func TestProfileOnSignal(t *testing.T) {
 	}
 	bin := stressBinary(t)
 	dir := t.TempDir()
-	bundle := filepath.Join(dir, "bundle")
-	if out, err := exec.Command(bin, "run", "-quiet", "-out", bundle).CombinedOutput(); err != nil {
-		t.Fatalf("run: %v\n%s", err, out)
-	}
+	bundle := slowBundle(t, bin, dir)
 	cmd, stderr := startStress(t, bin, append([]string{"analyze", "-b", "1000000", bundle}, profileArgs(dir, "stopped")...)...)
 	time.Sleep(time.Second)
 	cmd.Process.Signal(syscall.SIGTERM)

@@ -115,6 +115,10 @@ func TestSignalStopsEveryCommand(t *testing.T) {
 	if out, err := exec.Command(bin, "run", "-quiet", "-out", bundle).CombinedOutput(); err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
+	// A bundle whose bootstrap has work to do: the lab study's rates are
+	// fractions on each server (the default study's are 0 or all, which
+	// analyze settles without a draw).
+	labBundle := slowBundle(t, bin, root)
 	// A tree that takes the scanner many seconds: 10 files of 2 MB, each
 	// line a construction.
 	tree := filepath.Join(root, "tree")
@@ -168,11 +172,11 @@ models:
 	for _, tc := range []struct {
 		name  string
 		args  []string
-		ready <-chan struct{} // nil: wait a second of work
+		ready <-chan struct{} // nil: wait a moment of work (settle)
 	}{
-		{"analyze", []string{"analyze", "-b", "1000000", bundle}, nil},
-		{"compare", []string{"compare", "-b", "1000000", bundle, bundle}, nil},
-		{"report", []string{"report", "-b", "1000000", "-out", out("report"), bundle}, nil},
+		{"analyze", []string{"analyze", "-b", "1000000", labBundle}, nil},
+		{"compare", []string{"compare", "-b", "1000000", labBundle, labBundle}, nil},
+		{"report", []string{"report", "-b", "1000000", "-out", out("report"), labBundle}, nil},
 		{"power", []string{"power", "-diff", "0.1", "-rate", "0.5", "-icc", "0.1", "-studies", "20000", "-out", out("power")}, nil},
 		{"power-pilot", []string{"power", "-diff", "0.1", "-pilot", bundle, "-studies", "20000", "-out", out("power-pilot")}, nil},
 		{"synth", []string{"synth", "-scenarios", "500000", "-servers", "500", "-out", out("synth")}, nil},
@@ -193,7 +197,7 @@ models:
 					t.Fatalf("the server got no request:\n%s", stderr)
 				}
 			} else {
-				time.Sleep(time.Second)
+				time.Sleep(settle)
 			}
 			cmd.Process.Signal(syscall.SIGTERM)
 			if st := waitExit(t, cmd, time.Minute, tc.name); st != 1 {
@@ -309,4 +313,22 @@ func TestStoppedLabRecord(t *testing.T) {
 	if es := mustReadDir(t, filepath.Dir(dir)); len(es) != 0 {
 		t.Errorf("a stopped recording left %v", es)
 	}
+}
+
+// settle is how long TestSignalStopsEveryCommand lets a command work
+// before the signal: long enough to be past its start, well short of the
+// shortest command's work (compare -b 1000000 on the lab bundle: about
+// 1.2 s here).
+const settle = 300 * time.Millisecond
+
+// slowBundle runs the lab study (manifests/lab.yaml, 5,000 decisions in
+// process) into root/lab-bundle: a bundle whose cluster bootstrap needs
+// its draws (analyze -b 1000000 takes about 6 s of it here).
+func slowBundle(t *testing.T, bin, root string) string {
+	t.Helper()
+	bundle := filepath.Join(root, "lab-bundle")
+	if out, err := exec.Command(bin, "run", "-quiet", "-out", bundle, "../../manifests/lab.yaml").CombinedOutput(); err != nil {
+		t.Fatalf("run lab.yaml: %v\n%s", err, out)
+	}
+	return bundle
 }
