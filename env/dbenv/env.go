@@ -106,14 +106,11 @@ func (f *Factory) checkGoals(ctx context.Context) error {
 	if f.schema, err = f.engine.schema(ctx, db); err != nil {
 		return fmt.Errorf("scenario set %s: reading the seeded schema: %w", f.set.Name, err)
 	}
-	doc := map[string]any{"calls": []any{}}
-	var r statediff.Reader = &readers.SQL{DB: db.db, Tables: f.set.readerTables()}
-	if db.dir != "" {
-		r = &readers.Dir{Root: db.dir}
-	}
-	if _, err := r.Read(ctx, doc); err != nil {
+	doc, _, err := f.readStore(ctx, db, nil)
+	if err != nil {
 		return fmt.Errorf("scenario set %s: reading the seeded state: %w", f.set.Name, err)
 	}
+	doc["calls"] = []any{}
 	var errs []error
 	for _, sc := range f.set.Scenarios {
 		if p := statediff.Check(&f.set.schema, &sc.Spec, any(doc), nil, true); p != nil {
@@ -198,30 +195,17 @@ func (f *Factory) start(ctx context.Context, in *proxy.Injector) (*server, error
 		s.stop()
 		return nil, fmt.Errorf("starting the database server %s: %w (stderr: %s)", cmd.Path, err, f.scrub(s.stderr.String()))
 	}
-	for t, err := range s.session.Tools(sctx, nil) {
-		if err != nil {
-			s.stop()
-			return nil, fmt.Errorf("tools/list: %w (stderr: %s)", err, f.scrub(s.stderr.String()))
+	if s.tools, err = capture.ListTools(sctx, s.session); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("%w (stderr: %s)", err, f.scrub(s.stderr.String()))
+	}
+	if s.db.dir != "" {
+		for i, b := range s.tools {
+			s.tools[i] = bytes.ReplaceAll(b, []byte(s.db.dir), []byte(SandboxName))
 		}
-		if len(s.tools) == maxTools {
-			s.stop()
-			return nil, fmt.Errorf("tools/list: more than %d tools", maxTools)
-		}
-		b, err := json.Marshal(t)
-		if err != nil {
-			s.stop()
-			return nil, err
-		}
-		if s.db.dir != "" {
-			b = bytes.ReplaceAll(b, []byte(s.db.dir), []byte(SandboxName))
-		}
-		s.tools = append(s.tools, b)
 	}
 	return s, nil
 }
-
-// maxTools bounds the tools read from a server.
-const maxTools = 10_000
 
 // command returns the server's command line: DBHub with the set's tools
 // in a configuration file, or the set's own server.
@@ -395,7 +379,7 @@ func (e *Env) Execute(ctx context.Context, t int, a simulator.Answer) (json.RawM
 	var more bool
 	for i, c := range calls {
 		wait := int64(0)
-		if i == 0 && a.Policy == "retry_later" {
+		if i == 0 && a.Policy == study.RetryLater {
 			wait = simulator.DefaultWait
 			if a.DelayMS > 0 {
 				wait = a.DelayMS
@@ -426,9 +410,8 @@ func (e *Env) call(ctx context.Context, c simulator.ToolCall) (json.RawMessage, 
 	defer cancel()
 	res, err := e.srv.session.CallTool(cctx, &mcp.CallToolParams{Name: c.Tool, Arguments: m})
 	capture.Bound(res, err, capture.DefaultMaxTextBytes)
-	var rpc *jsonrpc.Error
-	if errors.As(err, &rpc) && strings.HasPrefix(rpc.Message, proxy.ServerGone) {
-		return nil, false, fmt.Errorf("%s: the database server died: %s (server stderr: %s)", c.Tool, rpc.Message, e.f.scrub(e.srv.stderr.String()))
+	if proxy.IsServerGone(err) {
+		return nil, false, fmt.Errorf("%s: the database server died: %v (server stderr: %s)", c.Tool, err, e.f.scrub(e.srv.stderr.String()))
 	}
 	obs, oerr := lab.Observe(res, err)
 	if oerr != nil {
@@ -451,49 +434,61 @@ func (e *Env) call(ctx context.Context, c simulator.ToolCall) (json.RawMessage, 
 	return obs, failed, nil
 }
 
-// readState reads the declared tables and the calls as the document the
-// diff reads.
+// readState reads the database (or directory) and the calls as the
+// document the diff reads.
 func (e *Env) readState(ctx context.Context) (map[string]any, error) {
-	if e.srv.db.dir != "" {
-		return e.readDir(ctx)
-	}
-	doc := map[string]any{}
-	tables := e.f.set.readerTables()
-	capped, err := (&readers.SQL{DB: e.srv.db.db, Tables: tables}).Read(ctx, doc)
+	doc, capped, err := e.f.readStore(ctx, e.srv.db, func(p string) string { return string(e.hide([]byte(p))) })
 	if err != nil {
-		// A table the decision dropped (execute_sql takes any SQL) reads
-		// as empty, its rows lost; any other failure is the error.
-		var present []readers.Table
-		var gone []string
-		for _, t := range tables {
-			ok, herr := e.f.engine.hasTable(ctx, e.srv.db, t.Name)
-			if herr != nil {
-				return nil, err
-			}
-			if ok {
-				present = append(present, t)
-			} else {
-				gone = append(gone, t.Name)
-			}
-		}
-		if len(gone) == 0 {
-			return nil, err
-		}
-		doc = map[string]any{}
-		if capped, err = (&readers.SQL{DB: e.srv.db.db, Tables: present}).Read(ctx, doc); err != nil {
-			return nil, err
-		}
-		all, _ := doc["tables"].(map[string]any)
-		if all == nil {
-			all = map[string]any{}
-			doc["tables"] = all
-		}
-		for _, name := range gone {
-			all[name] = []any{}
-			capped = append(capped, fmt.Sprintf("table %s no longer exists: read as empty", name))
-		}
+		return nil, err
 	}
 	return e.withCalls(doc, capped)
+}
+
+// readStore reads the state of db: a directory's files and directories
+// (hide shows a path outside), or the declared tables. A table a
+// decision dropped (execute_sql takes any SQL) reads as empty, its rows
+// lost; any other failure is the error.
+func (f *Factory) readStore(ctx context.Context, db *database, hide func(string) string) (map[string]any, []string, error) {
+	doc := map[string]any{}
+	if db.dir != "" {
+		capped, err := (&readers.Dir{Root: db.dir, Name: "the sandbox", Hide: hide}).Read(ctx, doc)
+		return doc, capped, err
+	}
+	tables := f.set.readerTables()
+	capped, err := (&readers.SQL{DB: db.db, Tables: tables}).Read(ctx, doc)
+	if err == nil {
+		return doc, capped, nil
+	}
+	var present []readers.Table
+	var gone []string
+	for _, t := range tables {
+		ok, herr := f.engine.hasTable(ctx, db, t.Name)
+		if herr != nil {
+			return nil, nil, err
+		}
+		if ok {
+			present = append(present, t)
+		} else {
+			gone = append(gone, t.Name)
+		}
+	}
+	if len(gone) == 0 {
+		return nil, nil, err
+	}
+	doc = map[string]any{}
+	if capped, err = (&readers.SQL{DB: db.db, Tables: present}).Read(ctx, doc); err != nil {
+		return nil, nil, err
+	}
+	all, _ := doc["tables"].(map[string]any)
+	if all == nil {
+		all = map[string]any{}
+		doc["tables"] = all
+	}
+	for _, name := range gone {
+		all[name] = []any{}
+		capped = append(capped, fmt.Sprintf("table %s no longer exists: read as empty", name))
+	}
+	return doc, capped, nil
 }
 
 // withCalls adds the calls and what the readers left out to doc.
@@ -513,18 +508,6 @@ func (e *Env) withCalls(doc map[string]any, capped []string) (map[string]any, er
 		doc["capped"] = capped
 	}
 	return doc, nil
-}
-
-// readDir reads a directory state (its files and directories, the
-// sandbox shown as SandboxName) and the calls.
-func (e *Env) readDir(ctx context.Context) (map[string]any, error) {
-	doc := map[string]any{}
-	r := &readers.Dir{Root: e.srv.db.dir, Name: "the sandbox", Hide: func(p string) string { return string(e.hide([]byte(p))) }}
-	capped, err := r.Read(ctx, doc)
-	if err != nil {
-		return nil, err
-	}
-	return e.withCalls(doc, capped)
 }
 
 // hide shows a directory state's real path as SandboxName.
@@ -558,7 +541,6 @@ func (e *Env) Final(ctx context.Context) (simulator.EnvOutcome, error) {
 	if err != nil {
 		return simulator.EnvOutcome{}, fmt.Errorf("scenario %s: reading the final state: %w", e.sc.ID, err)
 	}
-	var final any = doc
 	raw, err := json.Marshal(doc)
 	if err != nil {
 		return simulator.EnvOutcome{}, err
@@ -567,7 +549,7 @@ func (e *Env) Final(ctx context.Context) (simulator.EnvOutcome, error) {
 	for i, c := range e.calls {
 		calls[i] = statediff.Call{Tool: c.Tool, Args: json.RawMessage(c.Args), OK: c.OK}
 	}
-	r := statediff.Evaluate(e.f.set.StateSchema(), &e.sc.Spec, e.initial, final, nil, calls)
+	r := statediff.Evaluate(e.f.set.StateSchema(), &e.sc.Spec, e.initial, doc, nil, calls)
 	e.mu.Lock()
 	clock := e.clock + e.in.Advanced()
 	e.mu.Unlock()
@@ -612,7 +594,7 @@ func (e *Env) release() bool {
 		// Note: DBHub answers ping with "Method not found": an answer is
 		// all a liveness check needs.
 		var rpc *jsonrpc.Error
-		if !errors.As(err, &rpc) || strings.HasPrefix(rpc.Message, proxy.ServerGone) {
+		if !errors.As(err, &rpc) || proxy.IsServerGone(err) {
 			return false
 		}
 	}

@@ -644,23 +644,14 @@ func (e *Env) release() bool {
 	return true
 }
 
-// maxTools bounds the tools read from a server, whose pages might never
-// end.
-const maxTools = 10_000
-
-// listTools reads the server's tools, every page of tools/list.
+// listTools reads the server's tools, every page of tools/list, within
+// capture.ListTools' caps.
 func (e *Env) listTools(ctx context.Context) error {
-	for t, err := range e.session.Tools(ctx, nil) {
-		if err != nil {
-			return fmt.Errorf("scenario %s: tools/list: %w (stderr: %s)", e.sc.ID, err, e.stderr.String())
-		}
-		if len(e.tools) == maxTools {
-			return fmt.Errorf("scenario %s: tools/list: more than %d tools", e.sc.ID, maxTools)
-		}
-		b, err := json.Marshal(t)
-		if err != nil {
-			return err
-		}
+	tools, err := capture.ListTools(ctx, e.session)
+	if err != nil {
+		return fmt.Errorf("scenario %s: %w (stderr: %s)", e.sc.ID, err, e.stderr.String())
+	}
+	for _, b := range tools {
 		e.tools = append(e.tools, e.hide(b))
 	}
 	return nil
