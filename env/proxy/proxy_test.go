@@ -521,3 +521,40 @@ func TestCommand(t *testing.T) {
 	}
 	want(t, "calls", injected(in), []string{"read:failed", "read:", "write:"})
 }
+
+// closeFails is a server connection whose read, once the connection is
+// closed, fails with an error other than EOF, as a command's stdout pipe
+// does when the command's Wait closed it before the read saw its end.
+type closeFails struct {
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (c *closeFails) Read(ctx context.Context) (jsonrpc.Message, error) {
+	<-c.closed
+	return nil, errors.New("read |0: file already closed")
+}
+func (c *closeFails) Write(context.Context, jsonrpc.Message) error { return nil }
+func (c *closeFails) Close() error                                 { c.once.Do(func() { close(c.closed) }); return nil }
+func (c *closeFails) SessionID() string                            { return "" }
+
+// TestRelayClosesServer: when the client ends, the relay closes the
+// server; the server's read failing because of that close is the end the
+// relay caused, not an error of the session.
+func TestRelayClosesServer(t *testing.T) {
+	near, far := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	client, err := near.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := far.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
+	in := NewInjector(&Fault{Tool: "x", Class: study.UnknownTool}, nil)
+	if err := relay(ctx, client, &closeFails{closed: make(chan struct{})}, in); err != nil {
+		t.Errorf("relay: %v", err)
+	}
+}

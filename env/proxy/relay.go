@@ -101,6 +101,9 @@ func relay(ctx context.Context, client, server mcp.Connection, in *Injector) err
 	errc := make(chan error, 2)
 	go func() { errc <- r.fromServer(ctx) }()
 	err := r.fromClient(ctx)
+	r.mu.Lock()
+	r.closing = true
+	r.mu.Unlock()
 	server.Close()
 	serr := <-errc
 	client.Close()
@@ -120,6 +123,7 @@ type relayState struct {
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]rewrite // the client's requests the server has not answered, with their answers' rewrites
 	closed  bool                   // the server's side ended
+	closing bool                   // the relay closed the server's side itself: its read's error is that close
 }
 
 // fromClient relays the client's messages until its connection ends.
@@ -185,6 +189,11 @@ func (r *relayState) fromServer(ctx context.Context) error {
 		msg, err := r.server.Read(ctx)
 		if err != nil {
 			r.mu.Lock()
+			if r.closing {
+				// A command's pipe closed by its Wait can fail the read
+				// ("file already closed") instead of ending it.
+				err = io.EOF
+			}
 			r.closed = true
 			left := r.pending
 			r.pending = map[jsonrpc.ID]rewrite{}
