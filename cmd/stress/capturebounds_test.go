@@ -62,12 +62,13 @@ func TestCaptureBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{
-		"dropped 30 messages the server sent on its own past -max-notifications 5 per request",
-		"the server exited with status 3 on its own, before capture closed its stdin",
-	} {
-		if !strings.Contains(string(data), want) {
-			t.Errorf("capture.json lacks %q:\n%s", want, data)
-		}
+	if want := "dropped 30 messages the server sent on its own past -max-notifications 5 per request"; !strings.Contains(string(data), want) {
+		t.Errorf("capture.json lacks %q:\n%s", want, data)
+	}
+	// The server exits right after its last answer, racing capture
+	// closing its stdin: either order is noted, with its status.
+	if !strings.Contains(string(data), "the server exited with status 3 on its own, before capture closed its stdin") &&
+		!strings.Contains(string(data), "the server exited with status 3 after capture closed its stdin") {
+		t.Errorf("capture.json does not note the server's status 3:\n%s", data)
 	}
 }

@@ -276,8 +276,16 @@ func (s *Server) collect(c *conn, o *Options) {
 	var notes []string
 	if c.proc != nil {
 		s.Stderr = c.proc.stderr.Bytes() // bounded
-		if how, ok := c.proc.ended(0); ok && c.proc.stdout.endedFirst() {
-			notes = append(notes, fmt.Sprintf("the server %s on its own, before capture closed its stdin", how))
+		if how, ok := c.proc.ended(0); ok {
+			switch {
+			case c.proc.stdout.endedFirst():
+				notes = append(notes, fmt.Sprintf("the server %s on its own, before capture closed its stdin", how))
+			case c.proc.how == ExitClean && how != "exited with status 0":
+				// Note: a server that exits on its own right after its
+				// last answer races capture closing its stdin; a status
+				// other than 0 is worth a note whichever came first.
+				notes = append(notes, fmt.Sprintf("the server %s after capture closed its stdin", how))
+			}
 		}
 	}
 	if st.DroppedNotifications > 0 {
