@@ -16,7 +16,9 @@ func listFrom(t *testing.T, n, size int) (int, error) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "many", Version: "1"}, &mcp.ServerOptions{PageSize: 2})
 	for i := range n {
 		srv.AddTool(&mcp.Tool{Name: fmt.Sprintf("t%d", i), Description: strings.Repeat("d", size), InputSchema: map[string]any{"type": "object"}},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
 	}
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
