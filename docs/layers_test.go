@@ -21,7 +21,7 @@ import (
 var layers = [][]string{
 	// Utilities that import nothing of stress.
 	{"internal/input", "internal/outdir", "internal/csvcell", "internal/findup", "internal/window",
-		"internal/parallel", "internal/mcpstdio", "internal/pgcluster", "statediff", "analysis/stats", "deploy/kubernetes", "scripts/floor"},
+		"internal/parallel", "internal/mcpstdio", "internal/pgcluster", "statediff", "analysis/stats", "deploy/kubernetes", "scripts/floor", "scripts/surface"},
 	{"study", "statediff/readers"},
 	// The study's inputs, and what needs only the vocabulary.
 	{"manifests", "lab", "internal/failclosed", "internal/coding", "internal/coding/rules", "internal/registry"},
