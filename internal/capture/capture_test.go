@@ -28,11 +28,11 @@ func TestSDKVersionMatchesGoMod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(SDKModule) + `\s+(\S+)`).FindSubmatch(data)
+	m := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(sdkModule) + `\s+(\S+)`).FindSubmatch(data)
 	if m == nil || string(m[1]) != sdkRequired {
-		t.Fatalf("go.mod requires %s %s; sdkRequired is %s", SDKModule, m, sdkRequired)
+		t.Fatalf("go.mod requires %s %s; sdkRequired is %s", sdkModule, m, sdkRequired)
 	}
-	if got := SDKVersion(); got != SDKModule+" "+sdkRequired {
+	if got := SDKVersion(); got != sdkModule+" "+sdkRequired {
 		t.Errorf("SDKVersion() = %q", got)
 	}
 }
@@ -50,7 +50,7 @@ func TestNameRule(t *testing.T) {
 		"check_status": false, "resolve_incident": false, "trigger-long-running-operation": false,
 		"purge_all_records": false, "open_nodes": false, "relative_time": false, "time": false,
 	} {
-		if got := NameRuleReadOnly(name); got != want {
+		if got := nameRuleReadOnly(name); got != want {
 			t.Errorf("NameRuleReadOnly(%q) = %v, want %v (tokens %v)", name, got, want, nameTokens(name))
 		}
 	}
@@ -66,7 +66,7 @@ func TestNameRule(t *testing.T) {
 	for _, w := range words {
 		title := strings.ToUpper(w[:1]) + w[1:]
 		for _, name := range []string{"get_and_" + w, "get-and-" + w + "-now", "getAnd" + title, "GetAnd" + title + "Records", "LIST_THEN_" + strings.ToUpper(w)} {
-			if NameRuleReadOnly(name) {
+			if nameRuleReadOnly(name) {
 				t.Errorf("NameRuleReadOnly(%q) = true: %q is a write word", name, w)
 			}
 		}
@@ -176,7 +176,7 @@ func TestPlanSafety(t *testing.T) {
 			t.Errorf("%s: read-only %v, want %v (%s)", tl.Name, tl.ReadOnly, want, tl.Basis)
 		}
 	}
-	if basis["lookup_now"] != BasisAnnotation || basis["sync_now"] != BasisAnnotationNo || basis["get_secret"] != BasisNotReadOnly+" false" || basis["find_item"] != BasisNameRule {
+	if basis["lookup_now"] != basisAnnotation || basis["sync_now"] != basisAnnotationNo || basis["get_secret"] != basisNotReadOnly+" false" || basis["find_item"] != basisNameRule {
 		t.Errorf("bases: %v", basis)
 	}
 	plans, notes := plan(tools, "probe_missing_tool_0000", "", []SentinelSpec{{Tool: "delete_item"}, {Tool: "find_item"}, {Tool: "nope"}}, "abcd")
@@ -231,7 +231,7 @@ func TestScrub(t *testing.T) {
 	if got != want {
 		t.Errorf("text:\n got %s\nwant %s", got, want)
 	}
-	if sc.flagged[KindPath] != 1 || sc.flagged[KindURL] != 1 || len(sc.redacted) != 0 {
+	if sc.flagged[kindPath] != 1 || sc.flagged[kindURL] != 1 || len(sc.redacted) != 0 {
 		t.Errorf("flagged %v, redacted %v", sc.flagged, sc.redacted)
 	}
 	other := sc.other("mail ops@acme.example, key sk-live0123456789abcdef, jwt eyJhbGciOi.eyJzdWIiOi.c2lnbmF0dXJl, " +
@@ -247,19 +247,19 @@ func TestScrub(t *testing.T) {
 			t.Errorf("%q not redacted in %s", gone, other)
 		}
 	}
-	if sc.redacted[KindEmail] != 1 || sc.redacted[KindToken] != 4 || sc.redacted[KindPath] != 2 {
+	if sc.redacted[kindEmail] != 1 || sc.redacted[kindToken] != 4 || sc.redacted[kindPath] != 2 {
 		t.Errorf("redacted %v in %s", sc.redacted, other)
 	}
 	// Redacting the failure text too.
 	sc = newScrubber(nil, true)
-	if got := sc.text("open '/tmp/a/b'"); got != "open '<redacted:path>'" || sc.redacted[KindPath] != 1 {
+	if got := sc.text("open '/tmp/a/b'"); got != "open '<redacted:path>'" || sc.redacted[kindPath] != 1 {
 		t.Errorf("redacted text %q, %v", got, sc.redacted)
 	}
 }
 
 func TestLineSplitterExact(t *testing.T) {
 	rec := &Recorder{}
-	s := lineSplitter{rec: rec, dir: Recv}
+	s := lineSplitter{rec: rec, dir: dirRecv}
 	stream := "{\"a\":1}\n\n{\"b\":\"\u00e9\"}\r\n{\"c\":"
 	for i := 0; i < len(stream); i += 3 { // odd chunking
 		s.feed([]byte(stream[i:min(i+3, len(stream))]))
@@ -283,7 +283,7 @@ func TestLineSplitterExact(t *testing.T) {
 	if err := WriteFrames(&b, fr); err != nil {
 		t.Fatal(err)
 	}
-	back, err := ReadFrames("x", &b)
+	back, err := readFrames("x", &b)
 	if err != nil || len(back) != 4 || string(back[3].Bytes()) != "{\xff}" || string(back[1].Bytes()) != want[1] {
 		t.Errorf("round trip: %v %+v", err, back)
 	}
@@ -401,7 +401,7 @@ func TestGoServerOverHTTP(t *testing.T) {
 	if s.Err != nil {
 		t.Fatalf("capture: %v (notes %q)", s.Err, s.Notes)
 	}
-	if s.Name != "acme-inventory" || s.Version != "3.1.4" || s.ProtocolVersion == "" || s.SDK != SDKModule+" "+sdkRequired {
+	if s.Name != "acme-inventory" || s.Version != "3.1.4" || s.ProtocolVersion == "" || s.SDK != sdkModule+" "+sdkRequired {
 		t.Errorf("server info: %q %q %q %q", s.Name, s.Version, s.ProtocolVersion, s.SDK)
 	}
 	// Go SDK servers raise a real JSON-RPC error for an unknown tool.
@@ -418,7 +418,7 @@ func TestGoServerOverHTTP(t *testing.T) {
 	}
 	want := map[string]study.Surface{"lookup_item": study.SuccessShaped, "find_user": study.ProtocolError, "list_things": study.Silent}
 	for tool, surf := range want {
-		if o := outcomeOf(t, s, study.Sentinel, tool); o.Surface != surf || o.Status != StatusFailure {
+		if o := outcomeOf(t, s, study.Sentinel, tool); o.Surface != surf || o.Status != statusFailure {
 			t.Errorf("sentinel %s: %s (%s), want %s", tool, o.Surface, o.Status, surf)
 		}
 	}
@@ -499,7 +499,7 @@ func TestGoServerOverHTTP(t *testing.T) {
 		t.Errorf("success-shaped lookup (like paper S11): %+v", ss)
 	}
 	pe := byProbe["out_of_domain_sentinel:protocol_error"]
-	if pe == nil || pe.Capture.Redacted[KindURL] != 1 || pe.Capture.Redacted[KindEmail] != 1 || pe.Capture.Redacted[KindPath] != 1 || pe.Capture.Redacted[KindToken] != 1 {
+	if pe == nil || pe.Capture.Redacted[kindURL] != 1 || pe.Capture.Redacted[kindEmail] != 1 || pe.Capture.Redacted[kindPath] != 1 || pe.Capture.Redacted[kindToken] != 1 {
 		t.Fatalf("redactions in error data: %+v", pe.Capture)
 	}
 	if study.ProfileOf(pe.Profile.Control).String() != "110000" {
@@ -531,7 +531,7 @@ func TestGoServerOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	frames, err := ReadFrames(f.Name(), f)
+	frames, err := readFrames(f.Name(), f)
 	if err != nil || len(frames) != len(s.Frames) {
 		t.Fatalf("frames file: %v, %d frames, want %d", err, len(frames), len(s.Frames))
 	}
@@ -540,7 +540,7 @@ func TestGoServerOverHTTP(t *testing.T) {
 		if _, err := fr.Message(); err != nil {
 			t.Errorf("frame %d: %v", fr.Seq, err)
 		}
-		if fr.Dir == Send {
+		if fr.Dir == dirSend {
 			ids[string(fr.RequestID())] = true
 		}
 	}
@@ -583,7 +583,7 @@ func TestValidatingView(t *testing.T) {
 			t.Errorf("%s: view %s, check %+v", sc.ID, sc.Capture.View, sc.Capture.OutputValidation)
 		}
 		if sc.Probe == study.Sentinel && (sc.Surface != study.ProtocolError || sc.Capture.WireSurface != study.ToolError ||
-			!strings.Contains(string(sc.Observation), ExceptionOutputSchema)) {
+			!strings.Contains(string(sc.Observation), exceptionOutputSchema)) {
 			t.Errorf("rejected record: %s %s %s", sc.Surface, sc.Capture.WireSurface, sc.Observation)
 		}
 	}
@@ -606,7 +606,7 @@ func TestCallCap(t *testing.T) {
 	s := servers[0]
 	var done, skipped int
 	for _, out := range s.Outcomes {
-		if out.Status == StatusSkipped {
+		if out.Status == statusSkipped {
 			skipped++
 		} else {
 			done++
@@ -657,13 +657,13 @@ func TestStdioFramesExact(t *testing.T) {
 		t.Fatal(err, servers[0].Err)
 	}
 	s := servers[0]
-	if s.Exit != ExitClean || s.ProtocolVersion != "2025-06-18" {
+	if s.Exit != exitClean || s.ProtocolVersion != "2025-06-18" {
 		t.Errorf("exit %q, protocol %q", s.Exit, s.ProtocolVersion)
 	}
 	var sent, recv bytes.Buffer
 	for _, f := range s.Frames {
 		b := &sent
-		if f.Dir == Recv {
+		if f.Dir == dirRecv {
 			b = &recv
 		}
 		b.Write(f.Bytes())
@@ -707,8 +707,8 @@ func TestStubbornServerKilled(t *testing.T) {
 	if err != nil || servers[0].Err != nil {
 		t.Fatal(err, servers[0].Err)
 	}
-	if servers[0].Exit != ExitKilled {
-		t.Errorf("exit %q, want %q", servers[0].Exit, ExitKilled)
+	if servers[0].Exit != exitKilled {
+		t.Errorf("exit %q, want %q", servers[0].Exit, exitKilled)
 	}
 	if !waitGone(t, helperPID(t, dir), 30*time.Second) {
 		t.Error("the server is still running")

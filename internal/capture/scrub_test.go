@@ -50,7 +50,7 @@ func TestScrubPatterns(t *testing.T) {
 	// redacted outside it and with -redact-text.
 	generic := "see https://docs.example.com/errors#e1 and /var/lib/acme/users.db"
 	sc = newScrubber(nil, false)
-	if got := sc.text(generic); got != generic || sc.flagged[KindURL] != 1 || sc.flagged[KindPath] != 1 {
+	if got := sc.text(generic); got != generic || sc.flagged[kindURL] != 1 || sc.flagged[kindPath] != 1 {
 		t.Errorf("generic locators in the failure text: %q, flagged %v", got, sc.flagged)
 	}
 	for _, got := range []string{sc.other(generic), newScrubber(nil, true).text(generic)} {
