@@ -228,7 +228,7 @@ func TestKey(t *testing.T) {
 		"github.com/acme/weather-mcp":             "b0710d2c4817a95bbab665f877889bdbb1b7035a5923eeb227cdf263f89425a2",
 		"github.com/modelcontextprotocol/servers": "13f21d7947438b02ac27281b5da2d601087679baebe651db5185470799870b01",
 	} {
-		if got := Key(DefaultSeed, repo); got != want {
+		if got := orderKey(DefaultSeed, repo); got != want {
 			t.Errorf("Key(%d, %s) = %s, want %s", DefaultSeed, repo, got, want)
 		}
 	}
@@ -236,7 +236,7 @@ func TestKey(t *testing.T) {
 
 func TestParseStrata(t *testing.T) {
 	a, err := ParseStrata(PaperStrata)
-	if err != nil || a.String() != PaperStrata || a[RemoteOnly] != 12 || a[OCI] != 6 {
+	if err != nil || a.String() != PaperStrata || a[stratumRemoteOnly] != 12 || a[stratumOCI] != 6 {
 		t.Errorf("ParseStrata(%q) = %v, %v", PaperStrata, a, err)
 	}
 	for s, want := range map[string]string{
@@ -255,7 +255,7 @@ func TestParseStrata(t *testing.T) {
 // syntheticFrame returns n repositories per stratum.
 func syntheticFrame(n map[string]int) []FrameEntry {
 	var out []FrameEntry
-	for _, s := range Strata {
+	for _, s := range strata {
 		for i := 0; i < n[s]; i++ {
 			repo := fmt.Sprintf("github.com/%s-owner/repo-%03d", s, i)
 			out = append(out, FrameEntry{Repository: repo, Stratum: s, Servers: []string{"io.github." + s + "/" + fmt.Sprint(i)}, RegistryTypes: []string{}})
@@ -271,16 +271,16 @@ func syntheticFrame(n map[string]int) []FrameEntry {
 // excluded nor drawn (an excluded would-be replacement is skipped); a
 // stratum short of repositories gives what it has and a shortfall.
 func TestDrawSample(t *testing.T) {
-	frame := syntheticFrame(map[string]int{NPM: 30, PyPI: 20, RemoteOnly: 15, MCPB: 7, OCI: 4, Other: 9})
+	frame := syntheticFrame(map[string]int{stratumNPM: 30, stratumPyPI: 20, stratumRemoteOnly: 15, stratumMCPB: 7, stratumOCI: 4, stratumOther: 9})
 	alloc, _ := ParseStrata(PaperStrata)
 	// The draw order, by the rule, for npm.
 	var npm []string
 	for _, e := range frame {
-		if e.Stratum == NPM {
+		if e.Stratum == stratumNPM {
 			npm = append(npm, e.Repository)
 		}
 	}
-	slices.SortFunc(npm, func(a, b string) int { return strings.Compare(Key(7, a), Key(7, b)) })
+	slices.SortFunc(npm, func(a, b string) int { return strings.Compare(orderKey(7, a), orderKey(7, b)) })
 	excl := []Exclusion{
 		{Repository: npm[0], Reason: "404"},   // initial draw: replaced by npm[12]
 		{Repository: npm[12], Reason: "gone"}, // would-be replacement: skipped, so npm[5]'s replacement is npm[13]
@@ -291,7 +291,7 @@ func TestDrawSample(t *testing.T) {
 	s := DrawSample(frame, 7, alloc, excl)
 	var got []string
 	for _, p := range s.Picks {
-		if p.Stratum == NPM {
+		if p.Stratum == stratumNPM {
 			got = append(got, p.Repository)
 		}
 	}
@@ -302,8 +302,8 @@ func TestDrawSample(t *testing.T) {
 		t.Errorf("npm picks:\n%v\nwant\n%v", got, want)
 	}
 	if len(s.Replacements) != 2 ||
-		s.Replacements[0] != (Replacement{NPM, 1, npm[0], 1, npm[13], 14}) ||
-		s.Replacements[1] != (Replacement{NPM, 6, npm[5], 6, npm[14], 15}) {
+		s.Replacements[0] != (Replacement{stratumNPM, 1, npm[0], 1, npm[13], 14}) ||
+		s.Replacements[1] != (Replacement{stratumNPM, 6, npm[5], 6, npm[14], 15}) {
 		t.Errorf("replacements %+v", s.Replacements)
 	}
 	reached := map[string]bool{}
@@ -316,7 +316,7 @@ func TestDrawSample(t *testing.T) {
 	if !reached[npm[0]] || !reached[npm[12]] || !reached[npm[5]] || reached[npm[20]] {
 		t.Errorf("reached: %v", reached)
 	}
-	if len(s.Shortfalls) != 1 || s.Shortfalls[0] != (Shortfall{OCI, 6, 4, 4, 0}) {
+	if len(s.Shortfalls) != 1 || s.Shortfalls[0] != (Shortfall{stratumOCI, 6, 4, 4, 0}) {
 		t.Errorf("shortfalls %+v, want oci 6 asked, 4 drawn", s.Shortfalls)
 	}
 	if len(s.Picks) != 12+12+12+6+4+6 || len(s.Order) != len(frame) {
@@ -437,10 +437,10 @@ func TestCompareVersions(t *testing.T) {
 		{"1.0.0", "latest", 1},
 		{"abc", "abd", -1},
 	} {
-		if got := CompareVersions(tc.a, tc.b); got != tc.want {
+		if got := compareVersions(tc.a, tc.b); got != tc.want {
 			t.Errorf("CompareVersions(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
 		}
-		if got := CompareVersions(tc.b, tc.a); got != -tc.want {
+		if got := compareVersions(tc.b, tc.a); got != -tc.want {
 			t.Errorf("CompareVersions(%q, %q) = %d, want %d", tc.b, tc.a, got, -tc.want)
 		}
 	}
