@@ -200,7 +200,7 @@ func FuzzCheckJSON(f *testing.F) {
 
 // FuzzCheckYAML checks what CheckYAML lets through against the parser's
 // tree: no deeper than twice MaxDepth, and no more nodes after the
-// aliases are expanded than the text's bytes and MaxAliasBytes allow.
+// aliases are expanded than the text's bytes and maxAliasBytes allow.
 // Note: minimizing an input through the parser is slow; fuzz with
 // -fuzzminimizetime 1x. testdata/fuzz keeps a NUL byte that once looped.
 func FuzzCheckYAML(f *testing.F) {
@@ -223,7 +223,7 @@ func FuzzCheckYAML(f *testing.F) {
 			if w.deepest > 2*MaxDepth {
 				t.Fatalf("accepted, and the tree nests %d levels", w.deepest)
 			}
-			if w.nodes > len(data)+MaxAliasBytes {
+			if w.nodes > len(data)+maxAliasBytes {
 				t.Fatalf("accepted, and the aliases expand to %d nodes", w.nodes)
 			}
 		}

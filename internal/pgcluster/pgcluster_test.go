@@ -155,7 +155,7 @@ func TestErrors(t *testing.T) {
 		t.Errorf("a directory without the programs: %v", err)
 	}
 	t.Setenv("PATH", t.TempDir())
-	t.Setenv(BinVar, "")
+	t.Setenv(binVar, "")
 	if _, err := findBin(""); err != nil && !strings.Contains(err.Error(), "postgresql package") {
 		t.Errorf("no programs anywhere: %v", err)
 	}
