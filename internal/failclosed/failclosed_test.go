@@ -400,13 +400,15 @@ func TestLoadSuiteErrors(t *testing.T) {
 		"delay without later": {"s/a.json": strings.Replace(good, `"input_text"`, `"want_delay_ms": 5, "input_text"`, 1)},
 		"malformed no reason": {"s/a.json": `{"id": "a", "kind": "malformed", "modes": ["registry"], "want_policy": "retry_now", "want_reason": "", "input": {}}`},
 	} {
-		fsys := fstest.MapFS{}
-		for p, s := range files {
-			fsys[p] = &fstest.MapFile{Data: []byte(s)}
-		}
-		if _, err := loadSuite(fsys, "s"); err == nil {
-			t.Errorf("%s: LoadSuite succeeded, want an error", name)
-		}
+		t.Run(name, func(t *testing.T) {
+			fsys := fstest.MapFS{}
+			for p, s := range files {
+				fsys[p] = &fstest.MapFile{Data: []byte(s)}
+			}
+			if _, err := loadSuite(fsys, "s"); err == nil {
+				t.Errorf("%s: LoadSuite succeeded, want an error", name)
+			}
+		})
 	}
 	fsys := fstest.MapFS{"s/a.json": &fstest.MapFile{Data: []byte(good)}}
 	cases, err := loadSuite(fsys, "s")

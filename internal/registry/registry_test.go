@@ -2,6 +2,7 @@ package registry
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -125,13 +126,15 @@ func TestDecodeFormats(t *testing.T) {
 		pages.WriteByte('\n')
 	}
 	for name, data := range map[string][]byte{"array": array, "jsonl": lines.Bytes(), "bare": bare.Bytes(), "pages.jsonl": pages.Bytes()} {
-		recs, errs := Decode(name, data)
-		if len(errs) > 0 {
-			t.Errorf("%s: %v", name, errs)
-		}
-		if got := frameLines(BuildFrame(recs, FrameOptions{})); got != want {
-			t.Errorf("%s: frame\n%s\nwant\n%s", name, got, want)
-		}
+		t.Run(name, func(t *testing.T) {
+			recs, errs := Decode(name, data)
+			if len(errs) > 0 {
+				t.Errorf("%s: %v", name, errs)
+			}
+			if got := frameLines(BuildFrame(recs, FrameOptions{})); got != want {
+				t.Errorf("%s: frame\n%s\nwant\n%s", name, got, want)
+			}
+		})
 	}
 }
 
@@ -165,20 +168,22 @@ func TestDecodeErrors(t *testing.T) {
 		{"servers not an array", `{"servers":{"a":1},"metadata":{}}`, 0,
 			[]string{`servers not an array:1: page member "servers" is not an array`}},
 	} {
-		recs, errs := Decode(tc.name, []byte(tc.data))
-		if len(recs) != tc.records {
-			t.Errorf("%s: %d records, want %d", tc.name, len(recs), tc.records)
-		}
-		if len(errs) != len(tc.want) {
-			t.Errorf("%s: errors %v, want %d", tc.name, errs, len(tc.want))
-			continue
-		}
-		for i, err := range errs {
-			var re *RecordError
-			if !errors.As(err, &re) || !strings.Contains(err.Error(), tc.want[i]) {
-				t.Errorf("%s: error %q, want a *RecordError containing %q", tc.name, err, tc.want[i])
+		t.Run(tc.name, func(t *testing.T) {
+			recs, errs := Decode(tc.name, []byte(tc.data))
+			if len(recs) != tc.records {
+				t.Errorf("%s: %d records, want %d", tc.name, len(recs), tc.records)
 			}
-		}
+			if len(errs) != len(tc.want) {
+				t.Errorf("%s: errors %v, want %d", tc.name, errs, len(tc.want))
+				return
+			}
+			for i, err := range errs {
+				var re *RecordError
+				if !errors.As(err, &re) || !strings.Contains(err.Error(), tc.want[i]) {
+					t.Errorf("%s: error %q, want a *RecordError containing %q", tc.name, err, tc.want[i])
+				}
+			}
+		})
 	}
 }
 
@@ -198,10 +203,12 @@ func TestNormalizeGitHub(t *testing.T) {
 		"https://github.com/acme/weather-mcp?tab=readme-ov-file",
 		"  https://github.com:443/acme//weather-mcp  ",
 	} {
-		got, err := NormalizeGitHub(u)
-		if err != nil || got != "github.com/acme/weather-mcp" {
-			t.Errorf("NormalizeGitHub(%q) = %q, %v", u, got, err)
-		}
+		t.Run(u, func(t *testing.T) {
+			got, err := NormalizeGitHub(u)
+			if err != nil || got != "github.com/acme/weather-mcp" {
+				t.Errorf("NormalizeGitHub(%q) = %q, %v", u, got, err)
+			}
+		})
 	}
 	for u, want := range map[string]string{
 		"https://gitlab.com/acme/weather-mcp":  "not a GitHub repository",
@@ -212,9 +219,11 @@ func TestNormalizeGitHub(t *testing.T) {
 		"https://github.com/acme/..":           "not a GitHub owner/repository name",
 		"https://bitbucket.org/acme/weather-m": "not a GitHub repository",
 	} {
-		if got, err := NormalizeGitHub(u); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("NormalizeGitHub(%q) = %q, %v; want an error containing %q", u, got, err, want)
-		}
+		t.Run(cmp.Or(u, "empty URL"), func(t *testing.T) {
+			if got, err := NormalizeGitHub(u); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("NormalizeGitHub(%q) = %q, %v; want an error containing %q", u, got, err, want)
+			}
+		})
 	}
 }
 
@@ -228,9 +237,11 @@ func TestKey(t *testing.T) {
 		"github.com/acme/weather-mcp":             "b0710d2c4817a95bbab665f877889bdbb1b7035a5923eeb227cdf263f89425a2",
 		"github.com/modelcontextprotocol/servers": "13f21d7947438b02ac27281b5da2d601087679baebe651db5185470799870b01",
 	} {
-		if got := orderKey(DefaultSeed, repo); got != want {
-			t.Errorf("Key(%d, %s) = %s, want %s", DefaultSeed, repo, got, want)
-		}
+		t.Run(repo, func(t *testing.T) {
+			if got := orderKey(DefaultSeed, repo); got != want {
+				t.Errorf("Key(%d, %s) = %s, want %s", DefaultSeed, repo, got, want)
+			}
+		})
 	}
 }
 
@@ -246,9 +257,11 @@ func TestParseStrata(t *testing.T) {
 		"npm=-1":      "want a count from 0 to 1000000",
 		"":            "no strata",
 	} {
-		if _, err := ParseStrata(s); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("ParseStrata(%q): %v, want an error containing %q", s, err, want)
-		}
+		t.Run(cmp.Or(s, "empty"), func(t *testing.T) {
+			if _, err := ParseStrata(s); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("ParseStrata(%q): %v, want an error containing %q", s, err, want)
+			}
+		})
 	}
 }
 
@@ -350,14 +363,16 @@ func TestWriteReproducible(t *testing.T) {
 	write(a)
 	write(b)
 	for _, f := range []string{FrameFile, DrawsFile, ExclusionsFile, ReplacementsFile, SampleFile, RejectedFile, ManifestFile, SumsFile} {
-		da, err := os.ReadFile(filepath.Join(a, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		db, _ := os.ReadFile(filepath.Join(b, f))
-		if !bytes.Equal(da, db) {
-			t.Errorf("%s differs between two runs", f)
-		}
+		t.Run(f, func(t *testing.T) {
+			da, err := os.ReadFile(filepath.Join(a, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			db, _ := os.ReadFile(filepath.Join(b, f))
+			if !bytes.Equal(da, db) {
+				t.Errorf("%s differs between two runs", f)
+			}
+		})
 	}
 	if _, err := (&Result{}).Write(a, nil); err == nil || !strings.Contains(err.Error(), "is not empty") {
 		t.Errorf("writing into a full directory: %v", err)
@@ -379,11 +394,13 @@ func TestWriteReproducible(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range []string{FrameFile, DrawsFile, ExclusionsFile, ReplacementsFile, SampleFile} {
-		da, _ := os.ReadFile(filepath.Join(a, f))
-		dc, _ := os.ReadFile(filepath.Join(c, f))
-		if !bytes.Equal(da, dc) {
-			t.Errorf("%s from the frame differs from the snapshot's", f)
-		}
+		t.Run(f, func(t *testing.T) {
+			da, _ := os.ReadFile(filepath.Join(a, f))
+			dc, _ := os.ReadFile(filepath.Join(c, f))
+			if !bytes.Equal(da, dc) {
+				t.Errorf("%s from the frame differs from the snapshot's", f)
+			}
+		})
 	}
 	sums, _ := os.ReadFile(filepath.Join(a, SumsFile))
 	if n := strings.Count(string(sums), "\n"); n != 7 {
@@ -401,9 +418,11 @@ func TestReadFrameErrors(t *testing.T) {
 		`{"repository":"github.com/a/b","stratum":"npm","x":1}`: `f.jsonl:1: json: unknown field "x"`,
 		"": "no repositories",
 	} {
-		if _, err := ReadFrame("f.jsonl", []byte(data)); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("ReadFrame(%q): %v, want %q", data, err, want)
-		}
+		t.Run(want, func(t *testing.T) {
+			if _, err := ReadFrame("f.jsonl", []byte(data)); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("ReadFrame(%q): %v, want %q", data, err, want)
+			}
+		})
 	}
 }
 
@@ -416,9 +435,11 @@ func TestReadExclusions(t *testing.T) {
 		"github.com/a/b\nhttps://gitlab.com/a/b": `x.txt:2: "https://gitlab.com/a/b": not a GitHub repository`,
 		"github.com/a/b\ngithub.com/A/B":         "x.txt:2: github.com/a/b is already excluded on line 1",
 	} {
-		if _, err := ReadExclusions("x.txt", []byte(data)); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("ReadExclusions(%q): %v, want %q", data, err, want)
-		}
+		t.Run(want, func(t *testing.T) {
+			if _, err := ReadExclusions("x.txt", []byte(data)); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("ReadExclusions(%q): %v, want %q", data, err, want)
+			}
+		})
 	}
 }
 
@@ -437,12 +458,14 @@ func TestCompareVersions(t *testing.T) {
 		{"1.0.0", "latest", 1},
 		{"abc", "abd", -1},
 	} {
-		if got := compareVersions(tc.a, tc.b); got != tc.want {
-			t.Errorf("CompareVersions(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
-		}
-		if got := compareVersions(tc.b, tc.a); got != -tc.want {
-			t.Errorf("CompareVersions(%q, %q) = %d, want %d", tc.b, tc.a, got, -tc.want)
-		}
+		t.Run(tc.a+" vs "+tc.b, func(t *testing.T) {
+			if got := compareVersions(tc.a, tc.b); got != tc.want {
+				t.Errorf("CompareVersions(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+			}
+			if got := compareVersions(tc.b, tc.a); got != -tc.want {
+				t.Errorf("CompareVersions(%q, %q) = %d, want %d", tc.b, tc.a, got, -tc.want)
+			}
+		})
 	}
 }
 
