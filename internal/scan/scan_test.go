@@ -153,18 +153,22 @@ func TestClassOf(t *testing.T) {
 		{"src/latest.ts", false, nil, Production}, // "test" only as a whole name
 		{"src/contest_test.txt.py", false, nil, Production},
 	} {
-		if got := classOf(tc.rel, tc.underBuild, tc.head); got != tc.want {
-			t.Errorf("ClassOf(%q, %v) = %s, want %s", tc.rel, tc.underBuild, got, tc.want)
-		}
+		t.Run(tc.rel, func(t *testing.T) {
+			if got := classOf(tc.rel, tc.underBuild, tc.head); got != tc.want {
+				t.Errorf("ClassOf(%q, %v) = %s, want %s", tc.rel, tc.underBuild, got, tc.want)
+			}
+		})
 	}
 	for name, want := range map[string][2]bool{
 		"node_modules": {true, false}, "vendor": {true, false}, ".venv": {true, false}, "site-packages": {true, false},
 		"foo.egg-info": {true, false}, ".git": {true, false}, "dist": {true, true}, "Build": {true, true}, "target": {true, true},
 		"src": {false, false}, "lib": {false, false},
 	} {
-		if s, b := skipDir(name, false); s != want[0] || b != want[1] {
-			t.Errorf("SkipDir(%q) = %v, %v; want %v", name, s, b, want)
-		}
+		t.Run(name, func(t *testing.T) {
+			if s, b := skipDir(name, false); s != want[0] || b != want[1] {
+				t.Errorf("SkipDir(%q) = %v, %v; want %v", name, s, b, want)
+			}
+		})
 	}
 	if s, b := skipDir("dist", true); s || !b {
 		t.Errorf("SkipDir(dist, include build) = %v, %v; want false, true", s, b)
@@ -269,9 +273,11 @@ func TestCommit(t *testing.T) {
 	write("unborn/.git/HEAD", "ref: refs/heads/main\n")
 	write("plain/x.go", "package x\n")
 	for dir, want := range map[string]string{"loose": a, "packed": b, "detached": b, "wt": a, "plain": ""} {
-		if got, err := commit(filepath.Join(root, dir)); got != want || err != nil {
-			t.Errorf("Commit(%s) = %q, %v; want %q", dir, got, err, want)
-		}
+		t.Run(dir, func(t *testing.T) {
+			if got, err := commit(filepath.Join(root, dir)); got != want || err != nil {
+				t.Errorf("Commit(%s) = %q, %v; want %q", dir, got, err, want)
+			}
+		})
 	}
 	if _, err := commit(filepath.Join(root, "unborn")); err == nil || !strings.Contains(err.Error(), "refs/heads/main, which has no commit yet") {
 		t.Errorf("Commit(unborn): %v", err)
@@ -299,11 +305,13 @@ func TestWrite(t *testing.T) {
 		}
 	}
 	for _, f := range []string{CandidatesFile, ProjectionFile, LedgerFile, WrapperCallsFile, ManifestFile} {
-		a, _ := os.ReadFile(filepath.Join(dirs[0], f))
-		b, _ := os.ReadFile(filepath.Join(dirs[1], f))
-		if len(a) == 0 || !bytes.Equal(a, b) {
-			t.Errorf("%s: empty or differs between two writes", f)
-		}
+		t.Run(f, func(t *testing.T) {
+			a, _ := os.ReadFile(filepath.Join(dirs[0], f))
+			b, _ := os.ReadFile(filepath.Join(dirs[1], f))
+			if len(a) == 0 || !bytes.Equal(a, b) {
+				t.Errorf("%s: empty or differs between two writes", f)
+			}
+		})
 	}
 	proj, _ := os.ReadFile(filepath.Join(dirs[0], ProjectionFile))
 	lines := strings.Split(strings.TrimSpace(string(proj)), "\n")
@@ -431,18 +439,20 @@ func TestLexer(t *testing.T) {
 		{Kotlin, "val s = \"\"\"a\"b\"\"\" + c", "val|s|=|S|+|c"},
 		{Java, "String s = \"a\\\"b\"; char c = 'x';", "String|s|=|S|;|char|c|=|S|;"},
 	} {
-		src := []byte(tc.src)
-		var got []string
-		for _, tok := range lex(src, syntaxes[tc.lang], nil) {
-			if tok.kind == kString {
-				got = append(got, "S")
-			} else {
-				got = append(got, string(src[tok.s:tok.e]))
+		t.Run(string(tc.lang)+": "+tc.src, func(t *testing.T) {
+			src := []byte(tc.src)
+			var got []string
+			for _, tok := range lex(src, syntaxes[tc.lang], nil) {
+				if tok.kind == kString {
+					got = append(got, "S")
+				} else {
+					got = append(got, string(src[tok.s:tok.e]))
+				}
 			}
-		}
-		if g := strings.Join(got, "|"); g != tc.want {
-			t.Errorf("%s %q:\n got %s\nwant %s", tc.lang, tc.src, g, tc.want)
-		}
+			if g := strings.Join(got, "|"); g != tc.want {
+				t.Errorf("%s %q:\n got %s\nwant %s", tc.lang, tc.src, g, tc.want)
+			}
+		})
 	}
 }
 
@@ -512,13 +522,15 @@ func TestMatchLine(t *testing.T) {
 		{CSharp, "new CallToolResult { IsError = true }", "initializer IsError = true"},
 		{CSharp, "r.IsError = true;", "assignment .IsError = true"},
 	} {
-		var got []string
-		for _, c := range matchLine(tc.lang, []byte(tc.src)) {
-			got = append(got, c.Construct+" "+c.Match)
-		}
-		if g := strings.Join(got, "; "); g != tc.want {
-			t.Errorf("%s %q: %q, want %q", tc.lang, tc.src, g, tc.want)
-		}
+		t.Run(string(tc.lang)+": "+tc.src, func(t *testing.T) {
+			var got []string
+			for _, c := range matchLine(tc.lang, []byte(tc.src)) {
+				got = append(got, c.Construct+" "+c.Match)
+			}
+			if g := strings.Join(got, "; "); g != tc.want {
+				t.Errorf("%s %q: %q, want %q", tc.lang, tc.src, g, tc.want)
+			}
+		})
 	}
 }
 
