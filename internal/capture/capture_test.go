@@ -2,8 +2,10 @@ package capture
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -50,9 +52,11 @@ func TestNameRule(t *testing.T) {
 		"check_status": false, "resolve_incident": false, "trigger-long-running-operation": false,
 		"purge_all_records": false, "open_nodes": false, "relative_time": false, "time": false,
 	} {
-		if got := nameRuleReadOnly(name); got != want {
-			t.Errorf("NameRuleReadOnly(%q) = %v, want %v (tokens %v)", name, got, want, nameTokens(name))
-		}
+		t.Run(cmp.Or(name, "empty name"), func(t *testing.T) {
+			if got := nameRuleReadOnly(name); got != want {
+				t.Errorf("NameRuleReadOnly(%q) = %v, want %v (tokens %v)", name, got, want, nameTokens(name))
+			}
+		})
 	}
 	if got := nameTokens("getHTTPResponse_v2-x"); !slices.Equal(got, []string{"get", "http", "response", "v2", "x"}) {
 		t.Errorf("nameTokens: %v", got)
@@ -66,9 +70,11 @@ func TestNameRule(t *testing.T) {
 	for _, w := range words {
 		title := strings.ToUpper(w[:1]) + w[1:]
 		for _, name := range []string{"get_and_" + w, "get-and-" + w + "-now", "getAnd" + title, "GetAnd" + title + "Records", "LIST_THEN_" + strings.ToUpper(w)} {
-			if nameRuleReadOnly(name) {
-				t.Errorf("NameRuleReadOnly(%q) = true: %q is a write word", name, w)
-			}
+			t.Run(name, func(t *testing.T) {
+				if nameRuleReadOnly(name) {
+					t.Errorf("NameRuleReadOnly(%q) = true: %q is a write word", name, w)
+				}
+			})
 		}
 	}
 }
@@ -111,9 +117,11 @@ func TestAccessRules(t *testing.T) {
 		t.Fatal(err, len(parsed))
 	}
 	for i, c := range cases {
-		if p := parsed[i]; p.ReadOnly != c.want || !strings.Contains(p.Basis, c.basis) {
-			t.Errorf("%s %v: read-only %v (%s), want %v (%s)", p.Name, c.tool["annotations"], p.ReadOnly, p.Basis, c.want, c.basis)
-		}
+		t.Run(c.tool["name"].(string), func(t *testing.T) {
+			if p := parsed[i]; p.ReadOnly != c.want || !strings.Contains(p.Basis, c.basis) {
+				t.Errorf("%s %v: read-only %v (%s), want %v (%s)", p.Name, c.tool["annotations"], p.ReadOnly, p.Basis, c.want, c.basis)
+			}
+		})
 	}
 	// The user's -read-only overrides every signal, and the basis says so.
 	parsed, _ = parseTools([]json.RawMessage{page}, map[string]bool{"purge_all_records": true})
@@ -128,9 +136,11 @@ func TestParseSentinel(t *testing.T) {
 		t.Errorf("got %+v, %v", sp, err)
 	}
 	for _, bad := range []string{"", ":id", "find=1", "find:id=not json"} {
-		if _, err := ParseSentinel(bad); err == nil {
-			t.Errorf("ParseSentinel(%q): want an error", bad)
-		}
+		t.Run(fmt.Sprintf("rejects %q", bad), func(t *testing.T) {
+			if _, err := ParseSentinel(bad); err == nil {
+				t.Errorf("ParseSentinel(%q): want an error", bad)
+			}
+		})
 	}
 }
 
@@ -311,14 +321,18 @@ func (nopRC) Close() error { return nil }
 
 func TestHostAllowed(t *testing.T) {
 	for _, h := range []string{"localhost", "127.0.0.1", "127.9.9.9", "::1"} {
-		if err := hostAllowed(h, nil); err != nil {
-			t.Errorf("%s: %v", h, err)
-		}
+		t.Run("allows "+h, func(t *testing.T) {
+			if err := hostAllowed(h, nil); err != nil {
+				t.Errorf("%s: %v", h, err)
+			}
+		})
 	}
 	for _, h := range []string{"example.com", "10.0.0.1", "192.168.1.1", "0.0.0.0"} {
-		if err := hostAllowed(h, nil); err == nil {
-			t.Errorf("%s: allowed without being named", h)
-		}
+		t.Run("refuses "+h, func(t *testing.T) {
+			if err := hostAllowed(h, nil); err == nil {
+				t.Errorf("%s: allowed without being named", h)
+			}
+		})
 	}
 	if err := hostAllowed("mcp.example.com", []string{"MCP.example.com"}); err != nil {
 		t.Errorf("named host refused: %v", err)
@@ -339,23 +353,26 @@ func TestHostAllowed(t *testing.T) {
 func TestCheckOutput(t *testing.T) {
 	tool := &Tool{Name: "t", OutputSchema: map[string]any{"type": "object", "properties": map[string]any{"v": map[string]any{"type": "number"}}, "required": []any{"v"}}}
 	cases := []struct {
+		name string
 		res  *mcp.CallToolResult
 		tool *Tool
 		want string
 		code int
 	}{
-		{&mcp.CallToolResult{StructuredContent: map[string]any{"v": 1}}, tool, study.OutputAccepted, 0},
-		{&mcp.CallToolResult{StructuredContent: map[string]any{"w": 1}}, tool, study.OutputRejected, -32602},
-		{&mcp.CallToolResult{}, tool, study.OutputRejected, -32600},
-		{&mcp.CallToolResult{IsError: true}, tool, study.OutputAccepted, 0},
-		{&mcp.CallToolResult{IsError: true, StructuredContent: map[string]any{"w": 1}}, tool, study.OutputRejected, -32602},
-		{&mcp.CallToolResult{IsError: true, StructuredContent: map[string]any{"w": 1}}, nil, study.OutputNoSchema, 0},
+		{"conforming success accepted", &mcp.CallToolResult{StructuredContent: map[string]any{"v": 1}}, tool, study.OutputAccepted, 0},
+		{"off-schema success rejected", &mcp.CallToolResult{StructuredContent: map[string]any{"w": 1}}, tool, study.OutputRejected, -32602},
+		{"success without structuredContent rejected", &mcp.CallToolResult{}, tool, study.OutputRejected, -32600},
+		{"isError without structuredContent accepted", &mcp.CallToolResult{IsError: true}, tool, study.OutputAccepted, 0},
+		{"off-schema isError rejected", &mcp.CallToolResult{IsError: true, StructuredContent: map[string]any{"w": 1}}, tool, study.OutputRejected, -32602},
+		{"tool without outputSchema not checked", &mcp.CallToolResult{IsError: true, StructuredContent: map[string]any{"w": 1}}, nil, study.OutputNoSchema, 0},
 	}
-	for i, c := range cases {
-		got := CheckOutput(c.tool, c.res)
-		if got.Verdict != c.want || got.Code != c.code {
-			t.Errorf("case %d: %+v, want %s %d", i, got, c.want, c.code)
-		}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := CheckOutput(c.tool, c.res)
+			if got.Verdict != c.want || got.Code != c.code {
+				t.Errorf("%+v, want %s %d", got, c.want, c.code)
+			}
+		})
 	}
 }
 

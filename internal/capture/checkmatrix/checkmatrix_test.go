@@ -215,23 +215,25 @@ func TestTSSkipped(t *testing.T) {
 		{Options{TSClients: noModules}, "@modelcontextprotocol/sdk is not installed: run scripts/test"},
 		{Options{TSClients: abs, Node: filepath.Join(empty, "node")}, "not found: install Node.js"},
 	} {
-		m, err := Run(context.Background(), c.o)
-		if err != nil {
-			t.Fatalf("%+v: %v", c.o, err)
-		}
-		if !strings.Contains(m.TSSkipped, c.want) {
-			t.Errorf("%+v: skipped %q, want it to say %q", c.o, m.TSSkipped, c.want)
-		}
-		if len(m.Cells) != 4*len(shapes) || len(m.TSClients) != 0 {
-			t.Errorf("%+v: %d cells and %d TypeScript clients, want the Go clients' %d alone", c.o, len(m.Cells), len(m.TSClients), 4*len(shapes))
-		}
-		var b strings.Builder
-		if err := WriteTable(&b, m); err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(b.String(), "TypeScript clients (ts-v1, ts-v2) not run: "+m.TSSkipped) || strings.Contains(b.String(), "ts-v1 ") {
-			t.Errorf("%+v: table\n%s", c.o, b.String())
-		}
+		t.Run(c.want, func(t *testing.T) {
+			m, err := Run(context.Background(), c.o)
+			if err != nil {
+				t.Fatalf("%+v: %v", c.o, err)
+			}
+			if !strings.Contains(m.TSSkipped, c.want) {
+				t.Errorf("%+v: skipped %q, want it to say %q", c.o, m.TSSkipped, c.want)
+			}
+			if len(m.Cells) != 4*len(shapes) || len(m.TSClients) != 0 {
+				t.Errorf("%+v: %d cells and %d TypeScript clients, want the Go clients' %d alone", c.o, len(m.Cells), len(m.TSClients), 4*len(shapes))
+			}
+			var b strings.Builder
+			if err := WriteTable(&b, m); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(b.String(), "TypeScript clients (ts-v1, ts-v2) not run: "+m.TSSkipped) || strings.Contains(b.String(), "ts-v1 ") {
+				t.Errorf("%+v: table\n%s", c.o, b.String())
+			}
+		})
 	}
 }
 
@@ -241,9 +243,11 @@ func TestFindTSClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, dir := range []string{".", "../../..", tsDir} {
-		if got := FindTSClients(dir); got != want {
-			t.Errorf("FindTSClients(%q) = %q, want %q", dir, got, want)
-		}
+		t.Run(dir, func(t *testing.T) {
+			if got := FindTSClients(dir); got != want {
+				t.Errorf("FindTSClients(%q) = %q, want %q", dir, got, want)
+			}
+		})
 	}
 	if got := FindTSClients(t.TempDir()); got != "" {
 		t.Errorf("FindTSClients(a temporary directory) = %q, want none", got)
