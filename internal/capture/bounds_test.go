@@ -188,7 +188,7 @@ func TestUnknownIDNamed(t *testing.T) {
 	}
 	want := `server answered id "99", which no request has`
 	for _, out := range s.Outcomes {
-		if out.Status != StatusClientError || !strings.Contains(out.Note, want) || !strings.Contains(out.Note, "context deadline exceeded") {
+		if out.Status != statusClientError || !strings.Contains(out.Note, want) || !strings.Contains(out.Note, "context deadline exceeded") {
 			t.Errorf("%s: %s %q, want a client error saying %s", out.Kind, out.Status, out.Note, want)
 		}
 	}
@@ -213,7 +213,7 @@ func TestNoWaitAfterTimeout(t *testing.T) {
 		t.Fatalf("err %v, outcomes %+v", s.Err, s.Outcomes)
 	}
 	for _, out := range s.Outcomes {
-		if out.Status != StatusClientError || out.Request == nil || out.Response != nil {
+		if out.Status != statusClientError || out.Request == nil || out.Response != nil {
 			t.Errorf("%s: %s %q", out.Kind, out.Status, out.Note)
 		}
 	}

@@ -181,16 +181,16 @@ func versionLike(v string) bool {
 
 // Outcome statuses.
 const (
-	StatusFailure     = "failure"      // the probe induced a failure: it becomes a scenario
-	StatusNoFailure   = "no_failure"   // the server returned an ordinary success
-	StatusClientError = "client_error" // the call failed in the client or transport
-	StatusSkipped     = "skipped"      // the call cap was reached
+	statusFailure     = "failure"      // the probe induced a failure: it becomes a scenario
+	statusNoFailure   = "no_failure"   // the server returned an ordinary success
+	statusClientError = "client_error" // the call failed in the client or transport
+	statusSkipped     = "skipped"      // the call cap was reached
 )
 
 // Outcome is one probe and what came back.
 type Outcome struct {
 	Plan
-	Status    string
+	Status    string // "failure" (it becomes a scenario), "no_failure", "client_error" or "skipped" (the call cap was reached)
 	RequestID json.RawMessage
 	Request   *Frame // the tools/call request frame
 	Response  *Frame // the response frame
@@ -227,7 +227,7 @@ type Server struct {
 	Frames          []Frame
 	Stderr          []byte
 	Calls           int
-	Exit            string // how a stdio server ended: ExitClean, ExitTerminated or ExitKilled
+	Exit            string // how a stdio server ended: "exited", "terminated" (SIGTERM) or "killed" (SIGKILL)
 	Err             error  // a failure that stopped the capture of this server
 	// Coercing is true when the server ran a tool's handler on the
 	// wrong-type probe (see coerced); its later argument probes are then
@@ -363,14 +363,14 @@ func runOne(ctx context.Context, t *Target, o *Options) *Server {
 	for _, p := range plans {
 		out := Outcome{Plan: p}
 		if s.Coercing && p.Kind != study.NonexistentTool {
-			out.Status, out.Note = StatusSkipped, noteCoercedSkip
+			out.Status, out.Note = statusSkipped, noteCoercedSkip
 			o.logf("  %-22s %-24s %s", p.Kind, p.Tool, describe(&out))
 			s.Outcomes = append(s.Outcomes, out)
 			continue
 		}
 		if err := wait(); err != nil {
 			if errors.Is(err, errCap) {
-				out.Status, out.Note = StatusSkipped, fmt.Sprintf("the cap of %d calls was reached", o.maxCalls())
+				out.Status, out.Note = statusSkipped, fmt.Sprintf("the cap of %d calls was reached", o.maxCalls())
 				s.Outcomes = append(s.Outcomes, out)
 				continue
 			}
@@ -425,12 +425,12 @@ var frameWait = 2 * time.Second
 
 func describe(o *Outcome) string {
 	switch o.Status {
-	case StatusFailure:
+	case statusFailure:
 		if o.Wire != o.Surface {
 			return fmt.Sprintf("%s (wire: %s)", o.Surface, o.Wire)
 		}
 		return string(o.Surface)
-	case StatusClientError:
+	case statusClientError:
 		return "client error: " + o.Note
 	}
 	return o.Status
@@ -449,7 +449,7 @@ func (s *Server) classify(out *Outcome, res *mcp.CallToolResult, err error, o *O
 	if err != nil {
 		var rpc *jsonrpc.Error
 		if !errors.As(err, &rpc) {
-			out.Status, out.Note = StatusClientError, err.Error()
+			out.Status, out.Note = statusClientError, err.Error()
 			return
 		}
 		out.RPC = rpc
@@ -457,7 +457,7 @@ func (s *Server) classify(out *Outcome, res *mcp.CallToolResult, err error, o *O
 	} else {
 		shape, serr := shapeOfResult(res)
 		if serr != nil {
-			out.Status, out.Note = StatusClientError, serr.Error()
+			out.Status, out.Note = statusClientError, serr.Error()
 			return
 		}
 		out.Surface = shape.surface()
@@ -477,14 +477,14 @@ func (s *Server) classify(out *Outcome, res *mcp.CallToolResult, err error, o *O
 	}
 	switch {
 	case werr != nil:
-		out.Status, out.Note = StatusClientError, "raw frames: "+werr.Error()
+		out.Status, out.Note = statusClientError, "raw frames: "+werr.Error()
 	case out.Wire == "":
-		out.Status = StatusNoFailure
+		out.Status = statusNoFailure
 		if out.Surface != "" {
 			out.Note = "the validating client rejected an ordinary success"
 		}
 	default:
-		out.Status = StatusFailure
+		out.Status = statusFailure
 	}
 }
 
@@ -526,7 +526,7 @@ func (s *Server) Build(o *Options, framesRel string) {
 	seen := map[string]bool{}
 	for i := range s.Outcomes {
 		out := &s.Outcomes[i]
-		if out.Status != StatusFailure {
+		if out.Status != statusFailure {
 			continue
 		}
 		q := Quarantined{ID: s.recordID(out), Server: s.Pseudonym, Probe: out.Kind, Tool: out.Tool}
@@ -662,7 +662,7 @@ func wireTextCode(f *Frame) (int, bool) {
 	}
 	for _, c := range m.Result.Content {
 		if c.Type == "text" {
-			return TextCode(c.Text)
+			return quotedCode(c.Text)
 		}
 	}
 	return 0, false

@@ -2,8 +2,10 @@ package capture
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -28,11 +30,11 @@ func TestSDKVersionMatchesGoMod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(SDKModule) + `\s+(\S+)`).FindSubmatch(data)
+	m := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(sdkModule) + `\s+(\S+)`).FindSubmatch(data)
 	if m == nil || string(m[1]) != sdkRequired {
-		t.Fatalf("go.mod requires %s %s; sdkRequired is %s", SDKModule, m, sdkRequired)
+		t.Fatalf("go.mod requires %s %s; sdkRequired is %s", sdkModule, m, sdkRequired)
 	}
-	if got := SDKVersion(); got != SDKModule+" "+sdkRequired {
+	if got := SDKVersion(); got != sdkModule+" "+sdkRequired {
 		t.Errorf("SDKVersion() = %q", got)
 	}
 }
@@ -50,9 +52,11 @@ func TestNameRule(t *testing.T) {
 		"check_status": false, "resolve_incident": false, "trigger-long-running-operation": false,
 		"purge_all_records": false, "open_nodes": false, "relative_time": false, "time": false,
 	} {
-		if got := NameRuleReadOnly(name); got != want {
-			t.Errorf("NameRuleReadOnly(%q) = %v, want %v (tokens %v)", name, got, want, nameTokens(name))
-		}
+		t.Run(cmp.Or(name, "empty name"), func(t *testing.T) {
+			if got := nameRuleReadOnly(name); got != want {
+				t.Errorf("NameRuleReadOnly(%q) = %v, want %v (tokens %v)", name, got, want, nameTokens(name))
+			}
+		})
 	}
 	if got := nameTokens("getHTTPResponse_v2-x"); !slices.Equal(got, []string{"get", "http", "response", "v2", "x"}) {
 		t.Errorf("nameTokens: %v", got)
@@ -66,9 +70,11 @@ func TestNameRule(t *testing.T) {
 	for _, w := range words {
 		title := strings.ToUpper(w[:1]) + w[1:]
 		for _, name := range []string{"get_and_" + w, "get-and-" + w + "-now", "getAnd" + title, "GetAnd" + title + "Records", "LIST_THEN_" + strings.ToUpper(w)} {
-			if NameRuleReadOnly(name) {
-				t.Errorf("NameRuleReadOnly(%q) = true: %q is a write word", name, w)
-			}
+			t.Run(name, func(t *testing.T) {
+				if nameRuleReadOnly(name) {
+					t.Errorf("NameRuleReadOnly(%q) = true: %q is a write word", name, w)
+				}
+			})
 		}
 	}
 }
@@ -111,9 +117,11 @@ func TestAccessRules(t *testing.T) {
 		t.Fatal(err, len(parsed))
 	}
 	for i, c := range cases {
-		if p := parsed[i]; p.ReadOnly != c.want || !strings.Contains(p.Basis, c.basis) {
-			t.Errorf("%s %v: read-only %v (%s), want %v (%s)", p.Name, c.tool["annotations"], p.ReadOnly, p.Basis, c.want, c.basis)
-		}
+		t.Run(c.tool["name"].(string), func(t *testing.T) {
+			if p := parsed[i]; p.ReadOnly != c.want || !strings.Contains(p.Basis, c.basis) {
+				t.Errorf("%s %v: read-only %v (%s), want %v (%s)", p.Name, c.tool["annotations"], p.ReadOnly, p.Basis, c.want, c.basis)
+			}
+		})
 	}
 	// The user's -read-only overrides every signal, and the basis says so.
 	parsed, _ = parseTools([]json.RawMessage{page}, map[string]bool{"purge_all_records": true})
@@ -128,9 +136,11 @@ func TestParseSentinel(t *testing.T) {
 		t.Errorf("got %+v, %v", sp, err)
 	}
 	for _, bad := range []string{"", ":id", "find=1", "find:id=not json"} {
-		if _, err := ParseSentinel(bad); err == nil {
-			t.Errorf("ParseSentinel(%q): want an error", bad)
-		}
+		t.Run(fmt.Sprintf("rejects %q", bad), func(t *testing.T) {
+			if _, err := ParseSentinel(bad); err == nil {
+				t.Errorf("ParseSentinel(%q): want an error", bad)
+			}
+		})
 	}
 }
 
@@ -176,7 +186,7 @@ func TestPlanSafety(t *testing.T) {
 			t.Errorf("%s: read-only %v, want %v (%s)", tl.Name, tl.ReadOnly, want, tl.Basis)
 		}
 	}
-	if basis["lookup_now"] != BasisAnnotation || basis["sync_now"] != BasisAnnotationNo || basis["get_secret"] != BasisNotReadOnly+" false" || basis["find_item"] != BasisNameRule {
+	if basis["lookup_now"] != basisAnnotation || basis["sync_now"] != basisAnnotationNo || basis["get_secret"] != basisNotReadOnly+" false" || basis["find_item"] != basisNameRule {
 		t.Errorf("bases: %v", basis)
 	}
 	plans, notes := plan(tools, "probe_missing_tool_0000", "", []SentinelSpec{{Tool: "delete_item"}, {Tool: "find_item"}, {Tool: "nope"}}, "abcd")
@@ -231,7 +241,7 @@ func TestScrub(t *testing.T) {
 	if got != want {
 		t.Errorf("text:\n got %s\nwant %s", got, want)
 	}
-	if sc.flagged[KindPath] != 1 || sc.flagged[KindURL] != 1 || len(sc.redacted) != 0 {
+	if sc.flagged[kindPath] != 1 || sc.flagged[kindURL] != 1 || len(sc.redacted) != 0 {
 		t.Errorf("flagged %v, redacted %v", sc.flagged, sc.redacted)
 	}
 	other := sc.other("mail ops@acme.example, key sk-live0123456789abcdef, jwt eyJhbGciOi.eyJzdWIiOi.c2lnbmF0dXJl, " +
@@ -247,19 +257,19 @@ func TestScrub(t *testing.T) {
 			t.Errorf("%q not redacted in %s", gone, other)
 		}
 	}
-	if sc.redacted[KindEmail] != 1 || sc.redacted[KindToken] != 4 || sc.redacted[KindPath] != 2 {
+	if sc.redacted[kindEmail] != 1 || sc.redacted[kindToken] != 4 || sc.redacted[kindPath] != 2 {
 		t.Errorf("redacted %v in %s", sc.redacted, other)
 	}
 	// Redacting the failure text too.
 	sc = newScrubber(nil, true)
-	if got := sc.text("open '/tmp/a/b'"); got != "open '<redacted:path>'" || sc.redacted[KindPath] != 1 {
+	if got := sc.text("open '/tmp/a/b'"); got != "open '<redacted:path>'" || sc.redacted[kindPath] != 1 {
 		t.Errorf("redacted text %q, %v", got, sc.redacted)
 	}
 }
 
 func TestLineSplitterExact(t *testing.T) {
 	rec := &Recorder{}
-	s := lineSplitter{rec: rec, dir: Recv}
+	s := lineSplitter{rec: rec, dir: dirRecv}
 	stream := "{\"a\":1}\n\n{\"b\":\"\u00e9\"}\r\n{\"c\":"
 	for i := 0; i < len(stream); i += 3 { // odd chunking
 		s.feed([]byte(stream[i:min(i+3, len(stream))]))
@@ -283,7 +293,7 @@ func TestLineSplitterExact(t *testing.T) {
 	if err := WriteFrames(&b, fr); err != nil {
 		t.Fatal(err)
 	}
-	back, err := ReadFrames("x", &b)
+	back, err := readFrames("x", &b)
 	if err != nil || len(back) != 4 || string(back[3].Bytes()) != "{\xff}" || string(back[1].Bytes()) != want[1] {
 		t.Errorf("round trip: %v %+v", err, back)
 	}
@@ -311,14 +321,18 @@ func (nopRC) Close() error { return nil }
 
 func TestHostAllowed(t *testing.T) {
 	for _, h := range []string{"localhost", "127.0.0.1", "127.9.9.9", "::1"} {
-		if err := hostAllowed(h, nil); err != nil {
-			t.Errorf("%s: %v", h, err)
-		}
+		t.Run("allows "+h, func(t *testing.T) {
+			if err := hostAllowed(h, nil); err != nil {
+				t.Errorf("%s: %v", h, err)
+			}
+		})
 	}
 	for _, h := range []string{"example.com", "10.0.0.1", "192.168.1.1", "0.0.0.0"} {
-		if err := hostAllowed(h, nil); err == nil {
-			t.Errorf("%s: allowed without being named", h)
-		}
+		t.Run("refuses "+h, func(t *testing.T) {
+			if err := hostAllowed(h, nil); err == nil {
+				t.Errorf("%s: allowed without being named", h)
+			}
+		})
 	}
 	if err := hostAllowed("mcp.example.com", []string{"MCP.example.com"}); err != nil {
 		t.Errorf("named host refused: %v", err)
@@ -339,23 +353,26 @@ func TestHostAllowed(t *testing.T) {
 func TestCheckOutput(t *testing.T) {
 	tool := &Tool{Name: "t", OutputSchema: map[string]any{"type": "object", "properties": map[string]any{"v": map[string]any{"type": "number"}}, "required": []any{"v"}}}
 	cases := []struct {
+		name string
 		res  *mcp.CallToolResult
 		tool *Tool
 		want string
 		code int
 	}{
-		{&mcp.CallToolResult{StructuredContent: map[string]any{"v": 1}}, tool, study.OutputAccepted, 0},
-		{&mcp.CallToolResult{StructuredContent: map[string]any{"w": 1}}, tool, study.OutputRejected, -32602},
-		{&mcp.CallToolResult{}, tool, study.OutputRejected, -32600},
-		{&mcp.CallToolResult{IsError: true}, tool, study.OutputAccepted, 0},
-		{&mcp.CallToolResult{IsError: true, StructuredContent: map[string]any{"w": 1}}, tool, study.OutputRejected, -32602},
-		{&mcp.CallToolResult{IsError: true, StructuredContent: map[string]any{"w": 1}}, nil, study.OutputNoSchema, 0},
+		{"conforming success accepted", &mcp.CallToolResult{StructuredContent: map[string]any{"v": 1}}, tool, study.OutputAccepted, 0},
+		{"off-schema success rejected", &mcp.CallToolResult{StructuredContent: map[string]any{"w": 1}}, tool, study.OutputRejected, -32602},
+		{"success without structuredContent rejected", &mcp.CallToolResult{}, tool, study.OutputRejected, -32600},
+		{"isError without structuredContent accepted", &mcp.CallToolResult{IsError: true}, tool, study.OutputAccepted, 0},
+		{"off-schema isError rejected", &mcp.CallToolResult{IsError: true, StructuredContent: map[string]any{"w": 1}}, tool, study.OutputRejected, -32602},
+		{"tool without outputSchema not checked", &mcp.CallToolResult{IsError: true, StructuredContent: map[string]any{"w": 1}}, nil, study.OutputNoSchema, 0},
 	}
-	for i, c := range cases {
-		got := CheckOutput(c.tool, c.res)
-		if got.Verdict != c.want || got.Code != c.code {
-			t.Errorf("case %d: %+v, want %s %d", i, got, c.want, c.code)
-		}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := CheckOutput(c.tool, c.res)
+			if got.Verdict != c.want || got.Code != c.code {
+				t.Errorf("%+v, want %s %d", got, c.want, c.code)
+			}
+		})
 	}
 }
 
@@ -401,7 +418,7 @@ func TestGoServerOverHTTP(t *testing.T) {
 	if s.Err != nil {
 		t.Fatalf("capture: %v (notes %q)", s.Err, s.Notes)
 	}
-	if s.Name != "acme-inventory" || s.Version != "3.1.4" || s.ProtocolVersion == "" || s.SDK != SDKModule+" "+sdkRequired {
+	if s.Name != "acme-inventory" || s.Version != "3.1.4" || s.ProtocolVersion == "" || s.SDK != sdkModule+" "+sdkRequired {
 		t.Errorf("server info: %q %q %q %q", s.Name, s.Version, s.ProtocolVersion, s.SDK)
 	}
 	// Go SDK servers raise a real JSON-RPC error for an unknown tool.
@@ -418,7 +435,7 @@ func TestGoServerOverHTTP(t *testing.T) {
 	}
 	want := map[string]study.Surface{"lookup_item": study.SuccessShaped, "find_user": study.ProtocolError, "list_things": study.Silent}
 	for tool, surf := range want {
-		if o := outcomeOf(t, s, study.Sentinel, tool); o.Surface != surf || o.Status != StatusFailure {
+		if o := outcomeOf(t, s, study.Sentinel, tool); o.Surface != surf || o.Status != statusFailure {
 			t.Errorf("sentinel %s: %s (%s), want %s", tool, o.Surface, o.Status, surf)
 		}
 	}
@@ -499,7 +516,7 @@ func TestGoServerOverHTTP(t *testing.T) {
 		t.Errorf("success-shaped lookup (like paper S11): %+v", ss)
 	}
 	pe := byProbe["out_of_domain_sentinel:protocol_error"]
-	if pe == nil || pe.Capture.Redacted[KindURL] != 1 || pe.Capture.Redacted[KindEmail] != 1 || pe.Capture.Redacted[KindPath] != 1 || pe.Capture.Redacted[KindToken] != 1 {
+	if pe == nil || pe.Capture.Redacted[kindURL] != 1 || pe.Capture.Redacted[kindEmail] != 1 || pe.Capture.Redacted[kindPath] != 1 || pe.Capture.Redacted[kindToken] != 1 {
 		t.Fatalf("redactions in error data: %+v", pe.Capture)
 	}
 	if study.ProfileOf(pe.Profile.Control).String() != "110000" {
@@ -531,7 +548,7 @@ func TestGoServerOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	frames, err := ReadFrames(f.Name(), f)
+	frames, err := readFrames(f.Name(), f)
 	if err != nil || len(frames) != len(s.Frames) {
 		t.Fatalf("frames file: %v, %d frames, want %d", err, len(frames), len(s.Frames))
 	}
@@ -540,7 +557,7 @@ func TestGoServerOverHTTP(t *testing.T) {
 		if _, err := fr.Message(); err != nil {
 			t.Errorf("frame %d: %v", fr.Seq, err)
 		}
-		if fr.Dir == Send {
+		if fr.Dir == dirSend {
 			ids[string(fr.RequestID())] = true
 		}
 	}
@@ -583,7 +600,7 @@ func TestValidatingView(t *testing.T) {
 			t.Errorf("%s: view %s, check %+v", sc.ID, sc.Capture.View, sc.Capture.OutputValidation)
 		}
 		if sc.Probe == study.Sentinel && (sc.Surface != study.ProtocolError || sc.Capture.WireSurface != study.ToolError ||
-			!strings.Contains(string(sc.Observation), ExceptionOutputSchema)) {
+			!strings.Contains(string(sc.Observation), exceptionOutputSchema)) {
 			t.Errorf("rejected record: %s %s %s", sc.Surface, sc.Capture.WireSurface, sc.Observation)
 		}
 	}
@@ -606,7 +623,7 @@ func TestCallCap(t *testing.T) {
 	s := servers[0]
 	var done, skipped int
 	for _, out := range s.Outcomes {
-		if out.Status == StatusSkipped {
+		if out.Status == statusSkipped {
 			skipped++
 		} else {
 			done++
@@ -657,13 +674,13 @@ func TestStdioFramesExact(t *testing.T) {
 		t.Fatal(err, servers[0].Err)
 	}
 	s := servers[0]
-	if s.Exit != ExitClean || s.ProtocolVersion != "2025-06-18" {
+	if s.Exit != exitClean || s.ProtocolVersion != "2025-06-18" {
 		t.Errorf("exit %q, protocol %q", s.Exit, s.ProtocolVersion)
 	}
 	var sent, recv bytes.Buffer
 	for _, f := range s.Frames {
 		b := &sent
-		if f.Dir == Recv {
+		if f.Dir == dirRecv {
 			b = &recv
 		}
 		b.Write(f.Bytes())
@@ -707,8 +724,8 @@ func TestStubbornServerKilled(t *testing.T) {
 	if err != nil || servers[0].Err != nil {
 		t.Fatal(err, servers[0].Err)
 	}
-	if servers[0].Exit != ExitKilled {
-		t.Errorf("exit %q, want %q", servers[0].Exit, ExitKilled)
+	if servers[0].Exit != exitKilled {
+		t.Errorf("exit %q, want %q", servers[0].Exit, exitKilled)
 	}
 	if !waitGone(t, helperPID(t, dir), 30*time.Second) {
 		t.Error("the server is still running")

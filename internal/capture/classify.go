@@ -20,12 +20,12 @@ import (
 // as TypeScript SDK servers write argument-validation failures.
 var textCode = regexp.MustCompile(`^\s*MCP error (-?\d+):`)
 
-// SaysFailure reports whether a result text says something failed (the
+// saysFailure reports whether a result text says something failed (the
 // rule of coding/rules).
-func SaysFailure(text string) bool { return rules.SaysFailure(text) }
+func saysFailure(text string) bool { return rules.SaysFailure(text) }
 
-// TextCode returns the JSON-RPC code a failure text starts with.
-func TextCode(text string) (int, bool) {
+// quotedCode returns the JSON-RPC code a failure text starts with.
+func quotedCode(text string) (int, bool) {
 	m := textCode.FindStringSubmatch(text)
 	if m == nil {
 		return 0, false
@@ -57,7 +57,7 @@ func (r resultShape) surface() study.Surface {
 	switch {
 	case empty:
 		return study.Silent
-	case SaysFailure(r.text()):
+	case saysFailure(r.text()):
 		return study.SuccessShaped
 	}
 	return ""
@@ -127,7 +127,7 @@ func wireSurface(f *Frame, maxText int) (study.Surface, error) {
 	for _, c := range m.Result.Content {
 		if c.Type == "text" {
 			if len(s.texts) == 0 {
-				f.code.n, f.code.ok = TextCode(c.Text)
+				f.code.n, f.code.ok = quotedCode(c.Text)
 			}
 			t, _ := b.cut(c.Text)
 			s.texts = append(s.texts, t)
@@ -142,9 +142,9 @@ func wireSurface(f *Frame, maxText int) (study.Surface, error) {
 const (
 	// ExceptionRPC is the Go SDK's raised JSON-RPC error (*jsonrpc.Error).
 	ExceptionRPC = "jsonrpc.Error"
-	// ExceptionOutputSchema is the error a validating client raises for a
+	// exceptionOutputSchema is the error a validating client raises for a
 	// result that breaks the tool's outputSchema.
-	ExceptionOutputSchema = "OutputSchemaError"
+	exceptionOutputSchema = "OutputSchemaError"
 )
 
 // observeError builds the minimized observation of a raised JSON-RPC error.
@@ -169,7 +169,7 @@ func observeError(e *jsonrpc.Error, sc *scrubber) (json.RawMessage, error) {
 // server's data, the caller has scrubbed as failure text).
 func observeRejection(c *study.OutputCheck) (json.RawMessage, error) {
 	var o study.ObsException
-	o.Exception.Type = ExceptionOutputSchema
+	o.Exception.Type = exceptionOutputSchema
 	o.Exception.Error.Code = int64(c.Code)
 	o.Exception.Error.Message = c.Reason
 	return study.Marshal(o)

@@ -23,8 +23,8 @@ import (
 	"github.com/mcpstress/stress/internal/input"
 )
 
-// SDKModule is the module path of the MCP client library capture uses.
-const SDKModule = "github.com/modelcontextprotocol/go-sdk"
+// sdkModule is the module path of the MCP client library capture uses.
+const sdkModule = "github.com/modelcontextprotocol/go-sdk"
 
 // sdkRequired is the SDK version go.mod requires. Note: test binaries
 // carry no dependency versions in their build information, so SDKVersion
@@ -37,7 +37,7 @@ func SDKVersion() string {
 	v := sdkRequired
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
-			if d.Path == SDKModule {
+			if d.Path == sdkModule {
 				v = d.Version
 				if d.Replace != nil {
 					v += " => " + d.Replace.Path + " " + d.Replace.Version
@@ -45,7 +45,7 @@ func SDKVersion() string {
 			}
 		}
 	}
-	return SDKModule + " " + v
+	return sdkModule + " " + v
 }
 
 // Target names one server to capture from: a command run over stdio, or a
@@ -280,7 +280,7 @@ func (s *Server) collect(c *conn, o *Options) {
 			switch {
 			case c.proc.stdout.endedFirst():
 				notes = append(notes, fmt.Sprintf("the server %s on its own, before capture closed its stdin", how))
-			case c.proc.how == ExitClean && how != "exited with status 0":
+			case c.proc.how == exitClean && how != "exited with status 0":
 				// Note: a server that exits on its own right after its
 				// last answer races capture closing its stdin; a status
 				// other than 0 is worth a note whichever came first.
@@ -357,7 +357,7 @@ func startProcess(t *Target, rec *Recorder, grace time.Duration) (*process, erro
 	// Note: the client closing the server's stdin, and a write to it
 	// failing (the server no longer reads it), tell the pump who ended
 	// the connection first.
-	p.stdin = &teeWriter{w: inW, s: lineSplitter{rec: rec, dir: Send},
+	p.stdin = &teeWriter{w: inW, s: lineSplitter{rec: rec, dir: dirSend},
 		onClose: func() { p.stdout.mark(firstClient) }, onBroken: func() { p.stdout.mark(firstServer) }}
 	go func() {
 		p.err = cmd.Wait()
@@ -368,9 +368,9 @@ func startProcess(t *Target, rec *Recorder, grace time.Duration) (*process, erro
 
 // How a stdio server ended (Server.Exit).
 const (
-	ExitClean      = "exited"     // it exited within the grace period after stdin closed
-	ExitTerminated = "terminated" // it needed SIGTERM
-	ExitKilled     = "killed"     // it needed SIGKILL
+	exitClean      = "exited"     // it exited within the grace period after stdin closed
+	exitTerminated = "terminated" // it needed SIGTERM
+	exitKilled     = "killed"     // it needed SIGKILL
 )
 
 // stop closes stdin, waits the grace period for the server to exit, then
@@ -380,18 +380,18 @@ const (
 func (p *process) stop() (string, error) {
 	p.once.Do(func() {
 		p.stdin.Close()
-		p.how = ExitClean
+		p.how = exitClean
 		defer func() { p.stdout.finish(time.Second) }()
 		if within(p.done, p.grace) {
 			return
 		}
 		pgid := p.cmd.Process.Pid
-		p.how = ExitTerminated
+		p.how = exitTerminated
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
 		if within(p.done, time.Second) {
 			return
 		}
-		p.how = ExitKilled
+		p.how = exitKilled
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		if !within(p.done, 5*time.Second) {
 			p.stopErr = fmt.Errorf("server %s did not exit after SIGKILL", p.cmd.Path)

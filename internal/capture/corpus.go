@@ -48,8 +48,8 @@ with the reason). It is not minimized or pseudonymized. Do not publish it;
 the corpus in ../corpus is usable without it.
 `
 
-// LogServer is one server's entry in private/capture.json.
-type LogServer struct {
+// logServer is one server's entry in private/capture.json.
+type logServer struct {
 	Label           string         `json:"label"`
 	Pseudonym       string         `json:"pseudonym"`
 	Transport       string         `json:"transport"`
@@ -68,22 +68,22 @@ type LogServer struct {
 	Error           string         `json:"error,omitempty"`
 	Notes           []string       `json:"notes,omitempty"`
 	Quarantined     []Quarantined  `json:"quarantined,omitempty"` // without their records (see the files)
-	Tools           []LogTool      `json:"tools,omitempty"`
-	Probes          []LogProbe     `json:"probes,omitempty"`
+	Tools           []logTool      `json:"tools,omitempty"`
+	Probes          []logProbe     `json:"probes,omitempty"`
 	Redacted        map[string]int `json:"redacted,omitempty"`
 	Flagged         map[string]int `json:"flagged,omitempty"`
 }
 
-// LogTool is one advertised tool and whether capture could call it.
-type LogTool struct {
+// logTool is one advertised tool and whether capture could call it.
+type logTool struct {
 	Name      string `json:"name"`
 	Pseudonym string `json:"pseudonym"`
 	ReadOnly  bool   `json:"read_only"`
 	Basis     string `json:"basis"`
 }
 
-// LogProbe is one probe and its outcome.
-type LogProbe struct {
+// logProbe is one probe and its outcome.
+type logProbe struct {
 	Kind      study.Probe     `json:"kind"`
 	Tool      string          `json:"tool"`
 	Field     string          `json:"field,omitempty"`
@@ -188,7 +188,7 @@ func write(dir string, servers []*Server, o Options) (*Written, error) {
 		return nil, err
 	}
 	w := &Written{Dir: dir}
-	var log []LogServer
+	var log []logServer
 	for _, s := range servers {
 		framesRel := "../" + framesName(s.Pseudonym)
 		s.Build(&o, framesRel)
@@ -197,7 +197,7 @@ func write(dir string, servers []*Server, o Options) (*Written, error) {
 			return nil, err
 		}
 		w.Quarantined = append(w.Quarantined, quarantined...)
-		entry := LogServer{
+		entry := logServer{
 			Label: s.Target.Label, Pseudonym: s.Pseudonym, Transport: s.Target.Transport(),
 			Command: s.Target.Command, URL: s.Target.URL, Name: s.Name, Version: s.Version,
 			ProtocolVersion: s.ProtocolVersion, SDK: s.SDK, View: s.View, Calls: s.Calls, Exit: s.Exit, Coercing: s.Coercing, Notes: s.Notes,
@@ -211,10 +211,10 @@ func write(dir string, servers []*Server, o Options) (*Written, error) {
 			entry.Quarantined = append(entry.Quarantined, q)
 		}
 		for _, t := range s.Tools {
-			entry.Tools = append(entry.Tools, LogTool{t.Name, s.ToolPseudonyms[t.Name], t.ReadOnly, t.Basis})
+			entry.Tools = append(entry.Tools, logTool{t.Name, s.ToolPseudonyms[t.Name], t.ReadOnly, t.Basis})
 		}
 		for _, out := range s.Outcomes {
-			entry.Probes = append(entry.Probes, LogProbe{out.Kind, out.Tool, out.Field, out.Status, out.RequestID, out.Wire, out.Surface, out.Note})
+			entry.Probes = append(entry.Probes, logProbe{out.Kind, out.Tool, out.Field, out.Status, out.RequestID, out.Wire, out.Surface, out.Note})
 		}
 		if len(s.Frames) > 0 {
 			var b bytes.Buffer

@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -21,8 +20,8 @@ import (
 
 // Frame directions.
 const (
-	Send = "send" // client to server
-	Recv = "recv" // server to client
+	dirSend = "send" // client to server
+	dirRecv = "recv" // server to client
 )
 
 // Default bounds on what a Recorder keeps (Options.MaxFrameBytes,
@@ -49,7 +48,7 @@ const (
 // frames were left out at this point.
 type Frame struct {
 	Seq        int       `json:"seq"`                  // 1-based order of recording
-	Dir        string    `json:"dir"`                  // Send or Recv
+	Dir        string    `json:"dir"`                  // "send" (client to server) or "recv"
 	Raw        string    `json:"raw,omitempty"`        // the bytes, when they are valid UTF-8
 	RawBase64  []byte    `json:"raw_base64,omitempty"` // the bytes otherwise
 	Truncated  bool      `json:"truncated,omitempty"`  // the frame exceeded the frame cap: Raw holds its first bytes
@@ -71,15 +70,15 @@ type wireCode struct {
 // Dropped says which frames a marker stands for: frames of its direction
 // that were counted, not recorded, because a cap was reached.
 type Dropped struct {
-	Cap    string `json:"cap"`    // CapNotifications or CapServerBytes
+	Cap    string `json:"cap"`    // "max-notifications" or "max-server-bytes"
 	Frames int    `json:"frames"` // how many frames
 	Bytes  int64  `json:"bytes"`  // their size in bytes
 }
 
 // The caps a marker can name (Dropped.Cap): the command's flags.
 const (
-	CapNotifications = "max-notifications" // per request of the client
-	CapServerBytes   = "max-server-bytes"  // per server
+	capNotifications = "max-notifications" // per request of the client
+	capServerBytes   = "max-server-bytes"  // per server
 )
 
 // HTTPInfo says how a frame travelled over streamable HTTP. Headers are not
@@ -298,16 +297,16 @@ func (r *Recorder) add(dir string, raw []byte, cut int64, unfinished bool, h *HT
 	}
 	own := false // sent by the server on its own
 	switch {
-	case dir == Send && env.kind == kindRequest:
+	case dir == dirSend && env.kind == kindRequest:
 		// A request of the client opens a new window for the server's own
 		// messages.
 		r.sent[env.id] = pending
 		r.window = 0
-		delete(r.open, markKey{CapNotifications, Send})
-		delete(r.open, markKey{CapNotifications, Recv})
-	case dir == Recv && env.kind == kindResponse && r.sent[env.id] == pending:
+		delete(r.open, markKey{capNotifications, dirSend})
+		delete(r.open, markKey{capNotifications, dirRecv})
+	case dir == dirRecv && env.kind == kindResponse && r.sent[env.id] == pending:
 		r.sent[env.id] = answered
-	case dir == Recv:
+	case dir == dirRecv:
 		own = true
 		if env.kind == kindResponse && r.sent[env.id] == 0 {
 			r.stats.UnknownIDs++
@@ -326,13 +325,13 @@ func (r *Recorder) add(dir string, raw []byte, cut int64, unfinished bool, h *HT
 	if own {
 		r.window++
 	}
-	if (own || dir == Send && env.kind == kindResponse) && r.window > r.notificationCap() {
-		r.drop(CapNotifications, dir, size)
+	if (own || dir == dirSend && env.kind == kindResponse) && r.window > r.notificationCap() {
+		r.drop(capNotifications, dir, size)
 		r.stats.DroppedNotifications++
 		return
 	}
 	if r.stats.Bytes+int64(len(raw)) > r.serverCap() {
-		r.drop(CapServerBytes, dir, size)
+		r.drop(capServerBytes, dir, size)
 		r.stats.DroppedOverBytes++
 		return
 	}
@@ -416,7 +415,7 @@ func (r *Recorder) Exchange(since int, method string) (req, resp *Frame) {
 	id := ""
 	for i := len(r.frames) - 1; i >= since; i-- {
 		f := &r.frames[i]
-		if e := f.header(); f.Dir == Send && e.kind == kindRequest && e.method == method {
+		if e := f.header(); f.Dir == dirSend && e.kind == kindRequest && e.method == method {
 			c := *f
 			req, id = &c, e.id
 			break
@@ -427,7 +426,7 @@ func (r *Recorder) Exchange(since int, method string) (req, resp *Frame) {
 	}
 	for i := since; i < len(r.frames); i++ {
 		f := &r.frames[i]
-		if e := f.header(); f.Dir == Recv && e.kind == kindResponse && e.id == id {
+		if e := f.header(); f.Dir == dirRecv && e.kind == kindResponse && e.id == id {
 			c := *f
 			return req, &c
 		}
@@ -508,32 +507,6 @@ func WriteFrames(w io.Writer, frames []Frame) error {
 		}
 	}
 	return nil
-}
-
-// ReadFrames reads a frames file written by WriteFrames. Errors name the
-// line.
-func ReadFrames(name string, r io.Reader) ([]Frame, error) {
-	var out []Frame
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 8*MaxFrameBytesLimit) // escapes and base64 make a line longer than its frame
-	line := 0
-	for sc.Scan() {
-		line++
-		var f Frame
-		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&f); err != nil {
-			return out, fmt.Errorf("%s: line %d: %w", name, line, err)
-		}
-		if f.Dir != Send && f.Dir != Recv {
-			return out, fmt.Errorf("%s: line %d: field dir: want %q or %q, got %q", name, line, Send, Recv, f.Dir)
-		}
-		out = append(out, f)
-	}
-	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("%s: line %d: %w", name, line+1, err)
-	}
-	return out, nil
 }
 
 // appendCapped appends p to buf, keeping buf within limit bytes, and adds
@@ -621,7 +594,7 @@ func (p *stdoutPump) mark(what int) {
 
 func newStdoutPump(src io.ReadCloser, rec *Recorder) *stdoutPump {
 	pr, pw := io.Pipe()
-	p := &stdoutPump{src: src, pr: pr, pw: pw, s: lineSplitter{rec: rec, dir: Recv}, done: make(chan struct{})}
+	p := &stdoutPump{src: src, pr: pr, pw: pw, s: lineSplitter{rec: rec, dir: dirRecv}, done: make(chan struct{})}
 	go p.run()
 	return p
 }
@@ -686,14 +659,14 @@ func (p *stdoutPump) finish(d time.Duration) {
 // TeeWriter returns w recording, before writing them, the lines written
 // through it as Send frames of r (a stdio client's stdin).
 func (r *Recorder) TeeWriter(w io.WriteCloser) io.WriteCloser {
-	return &teeWriter{w: w, s: lineSplitter{rec: r, dir: Send}}
+	return &teeWriter{w: w, s: lineSplitter{rec: r, dir: dirSend}}
 }
 
 // TeeReader returns rd recording the lines read through it as Recv frames
 // of r (a stdio client's view of the server's stdout); a line still
 // pending when rd ends is recorded as unfinished. Close closes rd.
 func (r *Recorder) TeeReader(rd io.ReadCloser) io.ReadCloser {
-	return &teeReader{r: rd, s: lineSplitter{rec: r, dir: Recv}}
+	return &teeReader{r: rd, s: lineSplitter{rec: r, dir: dirRecv}}
 }
 
 // teeReader records what is read through it as Recv frames.
@@ -772,7 +745,7 @@ func (t *teeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		kept := body[:min(len(body), t.rec.frameCap())]
-		t.rec.add(Send, kept, int64(len(body)-len(kept)), false, &HTTPInfo{Method: req.Method})
+		t.rec.add(dirSend, kept, int64(len(body)-len(kept)), false, &HTTPInfo{Method: req.Method})
 		req = req.Clone(req.Context())
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.ContentLength = int64(len(body))
@@ -828,7 +801,7 @@ func (b *bodyTee) finish(unfinished bool) {
 	b.done = true
 	if len(bytes.TrimSpace(b.buf)) > 0 || b.cut > 0 {
 		info := b.info
-		b.rec.add(Recv, b.buf, b.cut, unfinished, &info)
+		b.rec.add(dirRecv, b.buf, b.cut, unfinished, &info)
 	}
 	b.buf = nil
 }
@@ -932,7 +905,7 @@ func (s *sseTee) dispatch(unfinished bool) {
 	if s.size > 0 || s.cut > 0 {
 		info := s.info
 		info.Event = s.event
-		s.rec.add(Recv, s.data, s.cut, unfinished, &info)
+		s.rec.add(dirRecv, s.data, s.cut, unfinished, &info)
 	}
 	s.data, s.lines, s.size, s.cut, s.event = nil, 0, 0, 0, ""
 }

@@ -112,7 +112,7 @@ func TestCoercingServer(t *testing.T) {
 	}
 	for _, out := range servers[0].Outcomes {
 		if out.Kind == study.MissingRequired || out.Kind == study.Sentinel {
-			if out.Status != StatusSkipped || !strings.Contains(out.Note, "coerc") {
+			if out.Status != statusSkipped || !strings.Contains(out.Note, "coerc") {
 				t.Errorf("%s %s after a coerced wrong type: status %s, note %q", out.Kind, out.Tool, out.Status, out.Note)
 			}
 		}

@@ -117,7 +117,7 @@ func TestReferenceServers(t *testing.T) {
 		if s.Err != nil {
 			t.Fatalf("%s: %v\nstderr: %s", s.Target.Label, s.Err, s.Stderr)
 		}
-		if s.ProtocolVersion != "2025-11-25" || s.Exit != ExitClean {
+		if s.ProtocolVersion != "2025-11-25" || s.Exit != exitClean {
 			t.Errorf("%s: protocol %s, exit %s", s.Target.Label, s.ProtocolVersion, s.Exit)
 		}
 		w := want[s.Target.Label]
@@ -131,7 +131,7 @@ func TestReferenceServers(t *testing.T) {
 				}
 				t.Fatalf("%s %s: request or response frame missing (%s)", s.Target.Label, out.Kind, out.Note)
 			}
-			if out.Surface != w[out.Kind] || out.Wire != w[out.Kind] || out.Status != StatusFailure {
+			if out.Surface != w[out.Kind] || out.Wire != w[out.Kind] || out.Status != statusFailure {
 				t.Errorf("%s %s %s: surface %s, wire %s, status %s; want %s", s.Target.Label, out.Kind, out.Tool, out.Surface, out.Wire, out.Status, w[out.Kind])
 			}
 			// TypeScript SDK servers answer an unknown tool and bad
@@ -181,7 +181,7 @@ func TestReferenceServers(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: frames file: %v", sc.ID, err)
 		}
-		fr, err := ReadFrames(frames.Name(), frames)
+		fr, err := readFrames(frames.Name(), frames)
 		frames.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -191,7 +191,7 @@ func TestReferenceServers(t *testing.T) {
 			if _, err := f.Message(); err != nil {
 				t.Errorf("%s: frame %d does not parse: %v", sc.ID, f.Seq, err)
 			}
-			found = found || f.Dir == Send && string(f.RequestID()) == string(sc.Capture.RequestID)
+			found = found || f.Dir == dirSend && string(f.RequestID()) == string(sc.Capture.RequestID)
 		}
 		if !found {
 			t.Errorf("%s: request %s not in %s", sc.ID, sc.Capture.RequestID, sc.Capture.Frames)

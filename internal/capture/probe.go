@@ -18,21 +18,21 @@ import (
 type Tool struct {
 	Name         string
 	InputSchema  map[string]any
-	OutputSchema any  // nil when the tool declares none
-	ReadOnly     bool // capture may call it
-	Basis        string
+	OutputSchema any    // nil when the tool declares none
+	ReadOnly     bool   // capture may call it
+	Basis        string // which signal decided ReadOnly, in words
 }
 
 // Access rules: a tool is callable only when every signal says it is
 // read-only (see access). Basis values say which signal decided.
 const (
-	BasisAllowList    = "allow-list"                                 // the user named the tool with -read-only (callable)
-	BasisDestructive  = "annotation destructiveHint"                 // destructiveHint true or malformed (not callable)
-	BasisNotReadOnly  = "annotation readOnlyHint"                    // readOnlyHint false or malformed (not callable)
-	BasisAnnotation   = "annotation readOnlyHint and name rule"      // readOnlyHint true and the name rule agrees (callable)
-	BasisAnnotationNo = "annotation readOnlyHint, but not name rule" // readOnlyHint true and the name rule refuses (not callable)
-	BasisNameRule     = "name rule"                                  // no hints: the name rule allows (callable)
-	BasisNameRuleNot  = "name rule (not read-only)"                  // no hints: the name rule refuses (not callable)
+	basisAllowList    = "allow-list"                                 // the user named the tool with -read-only (callable)
+	basisDestructive  = "annotation destructiveHint"                 // destructiveHint true or malformed (not callable)
+	basisNotReadOnly  = "annotation readOnlyHint"                    // readOnlyHint false or malformed (not callable)
+	basisAnnotation   = "annotation readOnlyHint and name rule"      // readOnlyHint true and the name rule agrees (callable)
+	basisAnnotationNo = "annotation readOnlyHint, but not name rule" // readOnlyHint true and the name rule refuses (not callable)
+	basisNameRule     = "name rule"                                  // no hints: the name rule allows (callable)
+	basisNameRuleNot  = "name rule (not read-only)"                  // no hints: the name rule refuses (not callable)
 )
 
 // readVerbs start a tool name the name rule treats as read-only.
@@ -119,9 +119,9 @@ func nameTokens(name string) []string {
 	return out
 }
 
-// NameRuleReadOnly is the conservative lexical rule: a tool name's first
+// nameRuleReadOnly is the conservative lexical rule: a tool name's first
 // word is a read verb and no word is a write word.
-func NameRuleReadOnly(name string) bool {
+func nameRuleReadOnly(name string) bool {
 	toks := nameTokens(name)
 	if len(toks) == 0 || !readVerbs[toks[0]] {
 		return false
@@ -150,27 +150,27 @@ func ReadOnlyAccess(name string, annotations map[string]any) (ok bool, basis str
 func access(name string, ann map[string]any, allowed bool) (bool, string) {
 	d, hasD := ann["destructiveHint"]
 	r, hasR := ann["readOnlyHint"]
-	ok := NameRuleReadOnly(name)
+	ok := nameRuleReadOnly(name)
 	var basis string
 	switch {
 	case hasD && d != false:
-		ok, basis = false, fmt.Sprintf("%s %v", BasisDestructive, d)
+		ok, basis = false, fmt.Sprintf("%s %v", basisDestructive, d)
 	case hasR && r != true:
-		ok, basis = false, fmt.Sprintf("%s %v", BasisNotReadOnly, r)
+		ok, basis = false, fmt.Sprintf("%s %v", basisNotReadOnly, r)
 	case hasR && ok:
-		basis = BasisAnnotation
+		basis = basisAnnotation
 	case hasR:
-		basis = BasisAnnotationNo
+		basis = basisAnnotationNo
 	case ok:
-		basis = BasisNameRule
+		basis = basisNameRule
 	default:
-		basis = BasisNameRuleNot
+		basis = basisNameRuleNot
 	}
 	if allowed {
 		if ok {
-			return true, BasisAllowList
+			return true, basisAllowList
 		}
-		return true, BasisAllowList + " (overrides " + basis + ")"
+		return true, basisAllowList + " (overrides " + basis + ")"
 	}
 	return ok, basis
 }

@@ -78,15 +78,17 @@ func TestVetRecord(t *testing.T) {
 		"in /home/alice/notes.txt":     "a private path at /profile/control/D/rationale",
 		"it is about time, tool_r1 ok": "",
 	} {
-		rec := c.Scenarios[0]
-		rec.Profile.Control = maps.Clone(rec.Profile.Control)
-		d := rec.Profile.Control["D"]
-		d.Rationale = leak
-		rec.Profile.Control["D"] = d
-		why := vet(rec, sc)
-		if !strings.Contains(why, want) || (want == "") != (why == "") || strings.Contains(why, leak) {
-			t.Errorf("%q: %q, want %q", leak, why, want)
-		}
+		t.Run(leak, func(t *testing.T) {
+			rec := c.Scenarios[0]
+			rec.Profile.Control = maps.Clone(rec.Profile.Control)
+			d := rec.Profile.Control["D"]
+			d.Rationale = leak
+			rec.Profile.Control["D"] = d
+			why := vet(rec, sc)
+			if !strings.Contains(why, want) || (want == "") != (why == "") || strings.Contains(why, leak) {
+				t.Errorf("%q: %q, want %q", leak, why, want)
+			}
+		})
 	}
 	// Keys count where the server chose them, such as the arguments'.
 	rec := c.Scenarios[0]

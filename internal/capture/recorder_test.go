@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -24,8 +25,8 @@ import (
 // keeps, what it counts under markers, and what it says went wrong.
 func TestRecorderCaps(t *testing.T) {
 	rec := newRecorder(48, 300, 2)
-	send := lineSplitter{rec: rec, dir: Send}
-	recv := lineSplitter{rec: rec, dir: Recv}
+	send := lineSplitter{rec: rec, dir: dirSend}
+	recv := lineSplitter{rec: rec, dir: dirRecv}
 	note := `{"method":"notifications/message"}` + "\n"                                       // 34 bytes
 	send.feed([]byte(`{"id":1,"method":"tools/call"}` + "\n"))                                // 30
 	recv.feed([]byte(strings.Repeat(note, 4)))                                                // 2 kept, 2 dropped
@@ -87,7 +88,7 @@ func TestRecorderCaps(t *testing.T) {
 	if !strings.Contains(b.String(), `"dropped":{"cap":"max-notifications","frames":4,"bytes":116}`) || !strings.Contains(b.String(), `"truncated":true,"cut":13`) {
 		t.Errorf("frames file:\n%s", b.String())
 	}
-	back, err := ReadFrames("x", &b)
+	back, err := readFrames("x", &b)
 	if err != nil || len(back) != len(want) || back[3].Dropped == nil || back[3].Dropped.Frames != 4 || back[8].Cut != 13 {
 		t.Errorf("read back: %v %+v", err, back)
 	}
@@ -101,7 +102,7 @@ func TestRecorderCaps(t *testing.T) {
 // named, bounded and printable.
 func TestRecorderNonJSON(t *testing.T) {
 	rec := &Recorder{}
-	recv := lineSplitter{rec: rec, dir: Recv}
+	recv := lineSplitter{rec: rec, dir: dirRecv}
 	recv.feed([]byte("Starting \x1b[1mserver\x1b[0m " + strings.Repeat("v", 300) + "\nsecond line\n"))
 	why := rec.explain(0)
 	if len(why) != 1 || !strings.HasPrefix(why[0], `server wrote a non-JSON line: "Starting \x1b[1mserver`) || !strings.HasSuffix(why[0], "more bytes)") || !input.Printable(why[0]) {
@@ -295,7 +296,7 @@ func TestHTTPNotificationCap(t *testing.T) {
 		t.Errorf("stats %+v", s.FrameStats)
 	}
 	for _, out := range s.Outcomes {
-		if out.Status != StatusFailure || out.Response == nil {
+		if out.Status != statusFailure || out.Response == nil {
 			t.Errorf("%s: %s %q", out.Kind, out.Status, out.Note)
 		}
 	}
@@ -311,7 +312,7 @@ func TestHTTPNotificationCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	frames, err := ReadFrames(f.Name(), f)
+	frames, err := readFrames(f.Name(), f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +320,7 @@ func TestHTTPNotificationCap(t *testing.T) {
 	for _, fr := range frames {
 		if fr.Dropped != nil {
 			markers++
-			if fr.Dropped.Frames != 45 || fr.Dropped.Cap != CapNotifications || fr.Dir != Recv {
+			if fr.Dropped.Frames != 45 || fr.Dropped.Cap != capNotifications || fr.Dir != dirRecv {
 				t.Errorf("marker %+v", fr.Dropped)
 			}
 		}
@@ -327,4 +328,30 @@ func TestHTTPNotificationCap(t *testing.T) {
 	if markers != 3 {
 		t.Errorf("%d markers, want 3", markers)
 	}
+}
+
+// readFrames reads a frames file written by WriteFrames. Errors name the
+// line.
+func readFrames(name string, r io.Reader) ([]Frame, error) {
+	var out []Frame
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 8*MaxFrameBytesLimit) // escapes and base64 make a line longer than its frame
+	line := 0
+	for sc.Scan() {
+		line++
+		var f Frame
+		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&f); err != nil {
+			return out, fmt.Errorf("%s: line %d: %w", name, line, err)
+		}
+		if f.Dir != dirSend && f.Dir != dirRecv {
+			return out, fmt.Errorf("%s: line %d: field dir: want %q or %q, got %q", name, line, dirSend, dirRecv, f.Dir)
+		}
+		out = append(out, f)
+	}
+	if err := sc.Err(); err != nil {
+		return out, fmt.Errorf("%s: line %d: %w", name, line+1, err)
+	}
+	return out, nil
 }

@@ -35,12 +35,12 @@ func pseudonym(salt []byte, prefix string, n int, kind string, parts ...string) 
 
 // Redaction kinds (the keys of capture.redacted and capture.flagged).
 const (
-	KindToken = "token" // a credential: keyed secrets, Bearer and Basic values, API keys, JWTs, private keys, known secrets
-	KindEmail = "email" // an e-mail address
-	KindPath  = "path"  // a file path
-	KindIP    = "ip"    // an IP address
-	KindHost  = "host"  // an internal host name
-	KindURL   = "url"   // a URL
+	kindToken = "token" // a credential: keyed secrets, Bearer and Basic values, API keys, JWTs, private keys, known secrets
+	kindEmail = "email" // an e-mail address
+	kindPath  = "path"  // a file path
+	kindIP    = "ip"    // an IP address
+	kindHost  = "host"  // an internal host name
+	kindURL   = "url"   // a URL
 )
 
 // A pattern finds one kind of sensitive string; group is the submatch that
@@ -83,41 +83,41 @@ func isCredentialName(k string) bool {
 var patterns = sync.OnceValue(func() []pattern {
 	return []pattern{
 		// Credentials.
-		{kind: KindToken, re: regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$)`), private: true},
-		{kind: KindToken, re: regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://([^/\s:@"'<>]+:[^/\s@"'<>]+)@`), group: 1, private: true},
-		{kind: KindToken, re: regexp.MustCompile(`(?i)\b(?:bearer|basic)\s+([A-Za-z0-9._~+/=-]{8,})`), group: 1, check: secretLike, private: true},
-		{kind: KindToken, re: regexp.MustCompile(`(?i)(?:` + credentialWords + `)["']?\s*=\s*["']?([^\s"'<>,;&)\]}]+)`), group: 1, private: true},
-		{kind: KindToken, re: regexp.MustCompile(`(?i)(?:` + credentialWords + `)["']?\s*:\s*["']?([^\s"'<>,;&)\]}]+)`), group: 1, check: valueLike, private: true},
-		{kind: KindToken, re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`), private: true},
-		{kind: KindToken, re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})`), private: true},
-		{kind: KindToken, re: regexp.MustCompile(`\b(?:sk|pk|rk)[-_][A-Za-z0-9_-]{8,}`), check: hasDigit, private: true},
-		{kind: KindToken, re: regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b`), private: true},
-		{kind: KindEmail, re: regexp.MustCompile(`\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b`), private: true},
+		{kind: kindToken, re: regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$)`), private: true},
+		{kind: kindToken, re: regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://([^/\s:@"'<>]+:[^/\s@"'<>]+)@`), group: 1, private: true},
+		{kind: kindToken, re: regexp.MustCompile(`(?i)\b(?:bearer|basic)\s+([A-Za-z0-9._~+/=-]{8,})`), group: 1, check: secretLike, private: true},
+		{kind: kindToken, re: regexp.MustCompile(`(?i)(?:` + credentialWords + `)["']?\s*=\s*["']?([^\s"'<>,;&)\]}]+)`), group: 1, private: true},
+		{kind: kindToken, re: regexp.MustCompile(`(?i)(?:` + credentialWords + `)["']?\s*:\s*["']?([^\s"'<>,;&)\]}]+)`), group: 1, check: valueLike, private: true},
+		{kind: kindToken, re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`), private: true},
+		{kind: kindToken, re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})`), private: true},
+		{kind: kindToken, re: regexp.MustCompile(`\b(?:sk|pk|rk)[-_][A-Za-z0-9_-]{8,}`), check: hasDigit, private: true},
+		{kind: kindToken, re: regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b`), private: true},
+		{kind: kindEmail, re: regexp.MustCompile(`\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b`), private: true},
 		// A long base64 run with / or + (an AWS secret key), then any long
 		// run of letters, digits, _ and - with both letters and digits.
-		{kind: KindToken, re: regexp.MustCompile(`(?:^|[^A-Za-z0-9/+=_-])([A-Za-z0-9/+]{30,}={0,2})`), group: 1, check: base64Like, private: true},
-		{kind: KindToken, re: regexp.MustCompile(`\b[A-Za-z0-9_-]{32,}\b`), check: func(s string) bool {
+		{kind: kindToken, re: regexp.MustCompile(`(?:^|[^A-Za-z0-9/+=_-])([A-Za-z0-9/+]{30,}={0,2})`), group: 1, check: base64Like, private: true},
+		{kind: kindToken, re: regexp.MustCompile(`\b[A-Za-z0-9_-]{32,}\b`), check: func(s string) bool {
 			return hasDigit(s) && strings.IndexFunc(s, func(r rune) bool { return r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' }) >= 0
 		}, private: true},
 		// Home directories and credential files.
-		{kind: KindPath, re: regexp.MustCompile(`(?:^|[^\w.~-])((?:/home|/Users|/var/home)/[^/\s"'<>|,;()]+(?:/[^\s"'<>|,;()]*)?|/root(?:/[^\s"'<>|,;()]*|\b))`), group: 1, private: true, trim: true},
-		{kind: KindPath, re: regexp.MustCompile(`(?i)\b[A-Z]:[\\/](?:Users|Documents and Settings)[\\/][^\s"'<>|,;]+`), private: true, trim: true},
-		{kind: KindPath, re: regexp.MustCompile(`(?:^|[^\w.~/-])(~(?:[A-Za-z_][A-Za-z0-9_.-]*)?/[^\s"'<>|,;()]*)`), group: 1, private: true, trim: true},
-		{kind: KindPath, re: regexp.MustCompile(`(?:^|[^\w.-])((?:[\w.~-]+/)*(?:\.ssh|\.aws|\.gnupg|\.kube|\.docker|\.azure|\.config/gcloud)(?:/[\w.@-]+)*|` +
+		{kind: kindPath, re: regexp.MustCompile(`(?:^|[^\w.~-])((?:/home|/Users|/var/home)/[^/\s"'<>|,;()]+(?:/[^\s"'<>|,;()]*)?|/root(?:/[^\s"'<>|,;()]*|\b))`), group: 1, private: true, trim: true},
+		{kind: kindPath, re: regexp.MustCompile(`(?i)\b[A-Z]:[\\/](?:Users|Documents and Settings)[\\/][^\s"'<>|,;]+`), private: true, trim: true},
+		{kind: kindPath, re: regexp.MustCompile(`(?:^|[^\w.~/-])(~(?:[A-Za-z_][A-Za-z0-9_.-]*)?/[^\s"'<>|,;()]*)`), group: 1, private: true, trim: true},
+		{kind: kindPath, re: regexp.MustCompile(`(?:^|[^\w.-])((?:[\w.~-]+/)*(?:\.ssh|\.aws|\.gnupg|\.kube|\.docker|\.azure|\.config/gcloud)(?:/[\w.@-]+)*|` +
 			`(?:[\w.~-]+/)*(?:\.env(?:\.[\w-]+)?|\.netrc|\.npmrc|\.pypirc|\.pgpass|\.git-credentials|id_(?:rsa|dsa|ecdsa|ed25519)(?:\.pub)?|credentials\.json|[\w-]+\.(?:pem|p12|pfx|jks|keystore)))\b`), group: 1, private: true, trim: true},
 		// Private addresses and internal host names.
-		{kind: KindIP, re: regexp.MustCompile(`\b(?:\d{1,3}\.){3}\d{1,3}\b`), check: privateIP, private: true},
-		{kind: KindIP, re: regexp.MustCompile(`(?i)(?:^|[^0-9a-z:.])((?:[0-9a-f]{0,4}:){2,7}[0-9a-f]{0,4}(?:%[0-9a-z._-]+)?)`), group: 1, check: privateIP, private: true},
-		{kind: KindHost, re: regexp.MustCompile(`(?i)\b(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:internal|local|localdomain|corp|lan|intranet|intra|home\.arpa)\b`), private: true},
-		{kind: KindHost, re: regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://(?:[^/\s@"'<>]*@)?([a-z0-9_-]+)(?:[:/?#\s"'<>)]|$)`), group: 1, private: true},
+		{kind: kindIP, re: regexp.MustCompile(`\b(?:\d{1,3}\.){3}\d{1,3}\b`), check: privateIP, private: true},
+		{kind: kindIP, re: regexp.MustCompile(`(?i)(?:^|[^0-9a-z:.])((?:[0-9a-f]{0,4}:){2,7}[0-9a-f]{0,4}(?:%[0-9a-z._-]+)?)`), group: 1, check: privateIP, private: true},
+		{kind: kindHost, re: regexp.MustCompile(`(?i)\b(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:internal|local|localdomain|corp|lan|intranet|intra|home\.arpa)\b`), private: true},
+		{kind: kindHost, re: regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://(?:[^/\s@"'<>]*@)?([a-z0-9_-]+)(?:[:/?#\s"'<>)]|$)`), group: 1, private: true},
 		// Everything else that locates something: flagged in the failure text.
-		{kind: KindURL, re: regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>\x60]+`), trim: true},
-		{kind: KindIP, re: regexp.MustCompile(`\b(?:\d{1,3}\.){3}\d{1,3}\b`), check: func(s string) bool { return net.ParseIP(s) != nil }},
+		{kind: kindURL, re: regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>\x60]+`), trim: true},
+		{kind: kindIP, re: regexp.MustCompile(`\b(?:\d{1,3}\.){3}\d{1,3}\b`), check: func(s string) bool { return net.ParseIP(s) != nil }},
 		// Note: an absolute path needs two segments, so a JSON pointer such as
 		// /query (a parameter target) is not a path.
-		{kind: KindPath, re: regexp.MustCompile(`(?:^|[^\w.~/-])((?:\.{1,2})?(?:/[\w.@~+-]+){2,}/?)`), group: 1, trim: true},
-		{kind: KindPath, re: regexp.MustCompile(`(?:^|[^\w.~/-])(\.{1,2}/[\w.@~+-]+(?:/[\w.@~+-]+)*/?)`), group: 1, trim: true},
-		{kind: KindPath, re: regexp.MustCompile(`\b[A-Za-z]:\\[^\s"'<>|]+`), trim: true},
+		{kind: kindPath, re: regexp.MustCompile(`(?:^|[^\w.~/-])((?:\.{1,2})?(?:/[\w.@~+-]+){2,}/?)`), group: 1, trim: true},
+		{kind: kindPath, re: regexp.MustCompile(`(?:^|[^\w.~/-])(\.{1,2}/[\w.@~+-]+(?:/[\w.@~+-]+)*/?)`), group: 1, trim: true},
+		{kind: kindPath, re: regexp.MustCompile(`\b[A-Za-z]:\\[^\s"'<>|]+`), trim: true},
 	}
 })
 
@@ -439,7 +439,7 @@ func (s *scrubber) names(t string) string {
 // flagging the generic kinds when keepGeneric) and pseudonymizes names.
 func (s *scrubber) scrub(t string, keepGeneric bool) string {
 	if x, ok := s.known.String(t); ok {
-		s.redacted[KindToken] += strings.Count(x, transport.Redacted) - strings.Count(t, transport.Redacted)
+		s.redacted[kindToken] += strings.Count(x, transport.Redacted) - strings.Count(t, transport.Redacted)
 		t = x
 	}
 	t = replaceSensitive(t, func(p *pattern, m string) string {
@@ -473,8 +473,8 @@ func (s *scrubber) valueIn(v any, secret bool) any {
 		return v
 	case string:
 		if secret && x != "" {
-			s.redacted[KindToken]++
-			return "<redacted:" + KindToken + ">"
+			s.redacted[kindToken]++
+			return "<redacted:" + kindToken + ">"
 		}
 		return s.other(x)
 	case []any:
@@ -498,8 +498,8 @@ func (s *scrubber) valueIn(v any, secret bool) any {
 		return out
 	}
 	if secret { // a number
-		s.redacted[KindToken]++
-		return "<redacted:" + KindToken + ">"
+		s.redacted[kindToken]++
+		return "<redacted:" + kindToken + ">"
 	}
 	return v
 }

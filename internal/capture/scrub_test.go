@@ -14,18 +14,20 @@ import (
 func TestScrubPatterns(t *testing.T) {
 	for _, c := range hostilemcp.Canaries {
 		for _, mode := range []string{"text", "text+redact", "other"} {
-			sc := newScrubber(nil, mode == "text+redact")
-			in := "lookup failed (" + c.Text + "), retry later"
-			got := sc.other(in)
-			if mode != "other" {
-				got = sc.text(in)
-			}
-			if strings.Contains(strings.ToLower(got), strings.ToLower(c.Core)) {
-				t.Errorf("%s, %s: %q survives in %q", c.Kind, mode, c.Core, got)
-			}
-			if !strings.HasPrefix(got, "lookup failed (") || !strings.HasSuffix(got, "), retry later") {
-				t.Errorf("%s, %s: the text around it was damaged: %q", c.Kind, mode, got)
-			}
+			t.Run(c.Kind+" "+mode, func(t *testing.T) {
+				sc := newScrubber(nil, mode == "text+redact")
+				in := "lookup failed (" + c.Text + "), retry later"
+				got := sc.other(in)
+				if mode != "other" {
+					got = sc.text(in)
+				}
+				if strings.Contains(strings.ToLower(got), strings.ToLower(c.Core)) {
+					t.Errorf("%s, %s: %q survives in %q", c.Kind, mode, c.Core, got)
+				}
+				if !strings.HasPrefix(got, "lookup failed (") || !strings.HasSuffix(got, "), retry later") {
+					t.Errorf("%s, %s: the text around it was damaged: %q", c.Kind, mode, got)
+				}
+			})
 		}
 	}
 	// Failure wording that looks a little like a secret is kept.
@@ -42,15 +44,17 @@ func TestScrubPatterns(t *testing.T) {
 		"a time-consuming task, e.g. a sync",
 		"see /query and the pointer /a/0",
 	} {
-		if got := sc.text(keep); got != keep {
-			t.Errorf("failure text changed:\n got %q\nwant %q", got, keep)
-		}
+		t.Run(keep, func(t *testing.T) {
+			if got := sc.text(keep); got != keep {
+				t.Errorf("failure text changed:\n got %q\nwant %q", got, keep)
+			}
+		})
 	}
 	// Other URLs and paths are kept (and flagged) in the failure text, and
 	// redacted outside it and with -redact-text.
 	generic := "see https://docs.example.com/errors#e1 and /var/lib/acme/users.db"
 	sc = newScrubber(nil, false)
-	if got := sc.text(generic); got != generic || sc.flagged[KindURL] != 1 || sc.flagged[KindPath] != 1 {
+	if got := sc.text(generic); got != generic || sc.flagged[kindURL] != 1 || sc.flagged[kindPath] != 1 {
 		t.Errorf("generic locators in the failure text: %q, flagged %v", got, sc.flagged)
 	}
 	for _, got := range []string{sc.other(generic), newScrubber(nil, true).text(generic)} {
@@ -99,13 +103,15 @@ func TestScrubNames(t *testing.T) {
 		"tool: tool_x1, tools/tool_t1 and tool_t1()": "tool: tool_x1, tools/tool_t1 and tool_t1()",
 		"the echo tool (echo) and the (time) of day": "the tool_e1 tool (tool_e1) and the (tool_t1) of day",
 	} {
-		sc := newScrubber(names, false)
-		if got := sc.text(in); got != want {
-			t.Errorf("names(%q):\n got %q\nwant %q", in, got, want)
-		}
-		// Scrubbing twice changes nothing more.
-		if got := sc.text(sc.text(in)); got != want {
-			t.Errorf("names twice (%q):\n got %q\nwant %q", in, got, want)
-		}
+		t.Run(in, func(t *testing.T) {
+			sc := newScrubber(names, false)
+			if got := sc.text(in); got != want {
+				t.Errorf("names(%q):\n got %q\nwant %q", in, got, want)
+			}
+			// Scrubbing twice changes nothing more.
+			if got := sc.text(sc.text(in)); got != want {
+				t.Errorf("names twice (%q):\n got %q\nwant %q", in, got, want)
+			}
+		})
 	}
 }

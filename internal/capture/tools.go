@@ -11,13 +11,13 @@ import (
 // The caps of ListTools: a server's tools/list pages might never end,
 // and each page may be as large as a frame (mcp.DefaultMaxLineLength).
 const (
-	MaxListedTools     = 10_000   // tools read from a server at most
-	MaxListedToolBytes = 16 << 20 // bytes of their JSON together at most
+	maxListedTools     = 10_000   // tools read from a server at most
+	maxListedToolBytes = 16 << 20 // bytes of their JSON together at most
 )
 
 // ListTools reads every page of cs's tools/list and returns each tool as
-// the JSON object the server sent, in order; more than MaxListedTools
-// tools or MaxListedToolBytes bytes of them is an error naming the cap.
+// the JSON object the server sent, in order; more than 10,000
+// tools or 16 MiB of them is an error naming the cap.
 func ListTools(ctx context.Context, cs *mcp.ClientSession) ([]json.RawMessage, error) {
 	var out []json.RawMessage
 	size := 0
@@ -25,15 +25,15 @@ func ListTools(ctx context.Context, cs *mcp.ClientSession) ([]json.RawMessage, e
 		if err != nil {
 			return nil, fmt.Errorf("tools/list: %w", err)
 		}
-		if len(out) == MaxListedTools {
-			return nil, fmt.Errorf("tools/list: more than %d tools", MaxListedTools)
+		if len(out) == maxListedTools {
+			return nil, fmt.Errorf("tools/list: more than %d tools", maxListedTools)
 		}
 		b, err := json.Marshal(t)
 		if err != nil {
 			return nil, fmt.Errorf("tools/list: %w", err)
 		}
-		if size += len(b); size > MaxListedToolBytes {
-			return nil, fmt.Errorf("tools/list: the tools take more than %d bytes", MaxListedToolBytes)
+		if size += len(b); size > maxListedToolBytes {
+			return nil, fmt.Errorf("tools/list: the tools take more than %d bytes", maxListedToolBytes)
 		}
 		out = append(out, b)
 	}

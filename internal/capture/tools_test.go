@@ -37,13 +37,13 @@ func listFrom(t *testing.T, n, size int) (int, error) {
 }
 
 // TestListTools: every tool of every page is read, in order; more bytes
-// of tools than MaxListedToolBytes is refused naming the cap.
+// of tools than maxListedToolBytes is refused naming the cap.
 func TestListTools(t *testing.T) {
 	if n, err := listFrom(t, 5, 100); err != nil || n != 5 {
 		t.Errorf("5 tools: got %d, %v", n, err)
 	}
 	n, err := listFrom(t, 20, 1<<20)
-	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("more than %d bytes", MaxListedToolBytes)) {
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("more than %d bytes", maxListedToolBytes)) {
 		t.Errorf("20 tools of 1 MiB: got %d, %v, want the byte cap", n, err)
 	}
 }

@@ -11,10 +11,10 @@ package csvcell
 // them anywhere else is not a formula.
 const triggers = "=+-@\t\r"
 
-// Escape returns s as a ledger cell: with an apostrophe in front when s
+// escape returns s as a ledger cell: with an apostrophe in front when s
 // starts with =, +, -, @, a tab, a carriage return or an apostrophe,
 // else s itself.
-func Escape(s string) string {
+func escape(s string) string {
 	if s == "" {
 		return s
 	}
@@ -30,10 +30,10 @@ func Escape(s string) string {
 	return s
 }
 
-// Unescape returns the value of a ledger cell: cell without its first
+// unescape returns the value of a ledger cell: cell without its first
 // apostrophe, if it starts with one, else cell itself. A person filling
 // in a ledger may write '=x for =x, as a spreadsheet would.
-func Unescape(cell string) string {
+func unescape(cell string) string {
 	if len(cell) > 0 && cell[0] == '\'' {
 		return cell[1:]
 	}
@@ -44,7 +44,7 @@ func Unescape(cell string) string {
 func EscapeRow(values []string) []string {
 	out := make([]string, len(values))
 	for i, v := range values {
-		out[i] = Escape(v)
+		out[i] = escape(v)
 	}
 	return out
 }
@@ -53,7 +53,7 @@ func EscapeRow(values []string) []string {
 // and returns it.
 func UnescapeRow(cells []string) []string {
 	for i, c := range cells {
-		cells[i] = Unescape(c)
+		cells[i] = unescape(c)
 	}
 	return cells
 }

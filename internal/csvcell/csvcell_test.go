@@ -3,6 +3,7 @@ package csvcell
 import (
 	"bytes"
 	"encoding/csv"
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -26,12 +27,14 @@ func TestRoundTrip(t *testing.T) {
 		{"O'Brien", "O'Brien"},
 		{" =x", " =x"},
 	} {
-		if got := Escape(tc.value); got != tc.cell {
-			t.Errorf("Escape(%q) = %q, want %q", tc.value, got, tc.cell)
-		}
-		if got := Unescape(tc.cell); got != tc.value {
-			t.Errorf("Unescape(%q) = %q, want %q", tc.cell, got, tc.value)
-		}
+		t.Run(fmt.Sprintf("%q", tc.value), func(t *testing.T) {
+			if got := escape(tc.value); got != tc.cell {
+				t.Errorf("Escape(%q) = %q, want %q", tc.value, got, tc.cell)
+			}
+			if got := unescape(tc.cell); got != tc.value {
+				t.Errorf("Unescape(%q) = %q, want %q", tc.cell, got, tc.value)
+			}
+		})
 	}
 	row := []string{"=1+1", "'x", "-", "src/=a.ts", "note, with \"quotes\"\nand a line"}
 	var b bytes.Buffer
@@ -49,7 +52,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("read back %q, want %q", got, row)
 	}
 	// A hand-written apostrophe is taken off, as a spreadsheet would.
-	if got := Unescape("'-J. Doe"); got != "-J. Doe" {
+	if got := unescape("'-J. Doe"); got != "-J. Doe" {
 		t.Errorf("Unescape('-J. Doe) = %q", got)
 	}
 }

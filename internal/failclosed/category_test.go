@@ -132,7 +132,7 @@ func TestDecideCategoryReasons(t *testing.T) {
 	for _, tc := range categoryCases(t) {
 		modes := tc.modes
 		if modes == nil {
-			modes = Modes
+			modes = allModes
 		}
 		for _, m := range modes {
 			t.Run(fmt.Sprintf("%s/%s", tc.name, m), func(t *testing.T) {

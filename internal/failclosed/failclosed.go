@@ -38,8 +38,8 @@
 // levels of nesting (measured: under 50 MB and 0.3 s for the worst 1 MiB
 // inputs tried).
 //
-// Suite holds the conformance suite's data files (LoadSuite, BuiltinSuite);
-// Controls builds the 21 control cases from a corpus.
+// BuiltinSuite loads the conformance suite's cases, embedded from
+// suite/*.json; Controls builds the 21 control cases from a corpus.
 package failclosed
 
 import (
@@ -64,8 +64,8 @@ const (
 	MaxRetryDelay = 24 * time.Hour // largest accepted retry.afterMs
 )
 
-// Schema is the only envelope schema this client understands.
-const Schema = "urn:example:mcp-error:1"
+// envelopeSchema is the only envelope schema this client understands.
+const envelopeSchema = "urn:example:mcp-error:1"
 
 // Mode selects who picks the policy once every check has passed.
 type Mode string
@@ -76,8 +76,8 @@ const (
 	ExplicitAction Mode = "explicit_action" // the server's declared policy is followed
 )
 
-// Modes lists both modes in canonical order.
-var Modes = []Mode{Registry, ExplicitAction}
+// allModes lists both modes in canonical order.
+var allModes = []Mode{Registry, ExplicitAction}
 
 // Valid reports whether m is Registry or ExplicitAction.
 func (m Mode) Valid() bool { return m == Registry || m == ExplicitAction }
@@ -113,7 +113,7 @@ const (
 	MissingEnvelope Reason = "missing_envelope"
 	// InvalidEnvelope: the error member is not an object.
 	InvalidEnvelope Reason = "invalid_envelope"
-	// WrongSchema: error.schema is absent or not Schema.
+	// WrongSchema: error.schema is absent or not urn:example:mcp-error:1.
 	WrongSchema Reason = "wrong_schema"
 	// UnknownMember: error, error.target or error.retry has a member the
 	// schema does not define; for the category contract, structuredContent
@@ -197,10 +197,10 @@ const (
 	UnknownMode Reason = "unknown_mode"
 )
 
-// Reasons lists every non-empty reason: those of Decide in check order,
+// allReasons lists every non-empty reason: those of Decide in check order,
 // then those only DecideCategory gives, then those only the error-shape
 // adapters give (shapes.go), then UnknownMode.
-var Reasons = []Reason{
+var allReasons = []Reason{
 	TooLarge, InvalidJSON, TooDeep, DuplicateMember, NotObject,
 	WrongResultType, MissingContent, InvalidContent, NotErrorResult,
 	MissingEnvelope, InvalidEnvelope, WrongSchema, UnknownMember, UnknownCode,
@@ -219,8 +219,9 @@ var Reasons = []Reason{
 	UnknownMode,
 }
 
-// Valid reports whether r is one of Reasons (the empty reason is not).
-func (r Reason) Valid() bool { return slices.Contains(Reasons, r) }
+// Valid reports whether r is one of the Reason constants (the empty
+// reason is not).
+func (r Reason) Valid() bool { return slices.Contains(allReasons, r) }
 
 // Decision is the outcome of Decide.
 type Decision struct {
@@ -313,8 +314,8 @@ func Decide(raw []byte, mode Mode) Decision {
 	if !ok {
 		return stop(InvalidEnvelope, "error is %s, not an object", kind(ev))
 	}
-	if s, ok := env["schema"].(string); !ok || s != Schema {
-		return stop(WrongSchema, "error.schema is %s, want %q", show(env, "schema"), Schema)
+	if s, ok := env["schema"].(string); !ok || s != envelopeSchema {
+		return stop(WrongSchema, "error.schema is %s, want %q", show(env, "schema"), envelopeSchema)
 	}
 	// Note: unknown members of the envelope fail closed rather than being
 	// ignored. The envelope is versioned by its schema URN, so a compatible
@@ -454,7 +455,7 @@ func completedError(raw []byte) (map[string]any, Reason, string) {
 // completedResult is completedError for a result of a session whose
 // version predates resultType when legacy is true: an absent resultType
 // then reads as "complete", as the 2026-07-28 revision asks of clients
-// (ResultTypeRevision); a resultType that is present must still be
+// (resultTypeRevision); a resultType that is present must still be
 // "complete".
 func completedResult(raw []byte, legacy bool) (map[string]any, Reason, string) {
 	res, r, msg := jsonObject(raw)
@@ -625,7 +626,7 @@ func unknownMembers(env map[string]any) string {
 	}{{"error", env, envelopeMembers}, {"error.target", env["target"], targetMembers}, {"error.retry", env["retry"], retryMembers}} {
 		if m, ok := o.v.(map[string]any); ok {
 			if k := firstUnknown(m, o.known); k != "" {
-				return o.at + "." + k + " is not a member of " + Schema
+				return o.at + "." + k + " is not a member of " + envelopeSchema
 			}
 		}
 	}

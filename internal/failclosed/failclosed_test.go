@@ -21,7 +21,7 @@ func envelope() map[string]any {
 		"resultType": "complete",
 		"isError":    true,
 		"error": map[string]any{
-			"schema":      Schema,
+			"schema":      envelopeSchema,
 			"code":        "example.mcp.arguments.invalid_type",
 			"target":      map[string]any{"kind": "parameter", "pointer": "/walletAddress"},
 			"policy":      "revise_arguments",
@@ -248,7 +248,7 @@ func TestDecideReasons(t *testing.T) {
 	for _, tc := range reasonCases(t) {
 		modes := tc.modes
 		if modes == nil {
-			modes = Modes
+			modes = allModes
 		}
 		for _, m := range modes {
 			t.Run(fmt.Sprintf("%s/%s", tc.name, m), func(t *testing.T) {
@@ -270,7 +270,7 @@ func TestDecideReasons(t *testing.T) {
 		}
 		covered[tc.reason] = true
 	}
-	for _, r := range Reasons {
+	for _, r := range allReasons {
 		if !covered[r] {
 			t.Errorf("no test case for reason %s", r)
 		}
@@ -282,7 +282,7 @@ func TestSuite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	disk, err := LoadSuite(os.DirFS("."), SuiteDir)
+	disk, err := loadSuite(os.DirFS("."), suiteDir)
 	if err != nil || len(disk) != len(cases) {
 		t.Fatalf("suite on disk: %d cases, %v; embedded: %d", len(disk), err, len(cases))
 	}
@@ -369,7 +369,7 @@ func TestControls(t *testing.T) {
 			env := errOf(e)
 			env["code"], env["target"], env["policy"] = info.Code, r.target, string(info.Preferred[0])
 			cases = append(cases, Case{
-				ID: fmt.Sprintf("%s_%d", r.cause, i+1), Kind: KindControl, Modes: Modes,
+				ID: fmt.Sprintf("%s_%d", r.cause, i+1), Kind: KindControl, Modes: allModes,
 				WantPolicy: info.Preferred[0], Input: marshal(t, e),
 			})
 		}
@@ -400,16 +400,18 @@ func TestLoadSuiteErrors(t *testing.T) {
 		"delay without later": {"s/a.json": strings.Replace(good, `"input_text"`, `"want_delay_ms": 5, "input_text"`, 1)},
 		"malformed no reason": {"s/a.json": `{"id": "a", "kind": "malformed", "modes": ["registry"], "want_policy": "retry_now", "want_reason": "", "input": {}}`},
 	} {
-		fsys := fstest.MapFS{}
-		for p, s := range files {
-			fsys[p] = &fstest.MapFile{Data: []byte(s)}
-		}
-		if _, err := LoadSuite(fsys, "s"); err == nil {
-			t.Errorf("%s: LoadSuite succeeded, want an error", name)
-		}
+		t.Run(name, func(t *testing.T) {
+			fsys := fstest.MapFS{}
+			for p, s := range files {
+				fsys[p] = &fstest.MapFile{Data: []byte(s)}
+			}
+			if _, err := loadSuite(fsys, "s"); err == nil {
+				t.Errorf("%s: LoadSuite succeeded, want an error", name)
+			}
+		})
 	}
 	fsys := fstest.MapFS{"s/a.json": &fstest.MapFile{Data: []byte(good)}}
-	cases, err := LoadSuite(fsys, "s")
+	cases, err := loadSuite(fsys, "s")
 	if err != nil || len(cases) != 1 || string(cases[0].Raw()) != "[]" {
 		t.Errorf("LoadSuite(good) = %v, %v", cases, err)
 	}
@@ -449,7 +451,7 @@ func checkProperty(t *testing.T, raw []byte, mode Mode, d Decision) {
 		t.Fatalf("accepted content %v", res["content"])
 	}
 	env, _ := res["error"].(map[string]any)
-	if env["schema"] != Schema {
+	if env["schema"] != envelopeSchema {
 		t.Fatalf("accepted schema %v", env["schema"])
 	}
 	code, _ := env["code"].(string)
@@ -504,7 +506,7 @@ func FuzzDecide(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		for _, m := range Modes {
+		for _, m := range allModes {
 			checkProperty(t, raw, m, Decide(raw, m))
 			checkCategoryProperty(t, raw, m, DecideCategory(raw, m))
 		}
@@ -513,7 +515,7 @@ func FuzzDecide(f *testing.F) {
 
 func BenchmarkDecide(b *testing.B) {
 	raw := marshal(b, envelope())
-	for _, m := range Modes {
+	for _, m := range allModes {
 		b.Run(string(m), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

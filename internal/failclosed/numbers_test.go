@@ -26,10 +26,12 @@ func TestIntegral(t *testing.T) {
 		{"9223372036854775808", 0, false}, {"1e19", 0, false}, {"1e999999999", 0, false}, {"1e-999999999", 0, false},
 		{"1e99999999999999999999", 0, false}, {"-1e99999999999999999999", 0, false},
 	} {
-		got, ok := integral(json.Number(c.in))
-		if got != c.want || ok != c.ok {
-			t.Errorf("integral(%s) = %d, %v; want %d, %v", c.in, got, ok, c.want, c.ok)
-		}
+		t.Run(c.in, func(t *testing.T) {
+			got, ok := integral(json.Number(c.in))
+			if got != c.want || ok != c.ok {
+				t.Errorf("integral(%s) = %d, %v; want %d, %v", c.in, got, ok, c.want, c.ok)
+			}
+		})
 	}
 }
 

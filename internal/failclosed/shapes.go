@@ -84,7 +84,7 @@ type Call struct {
 	Protocol string
 }
 
-// ResultTypeRevision is the first MCP revision whose results carry
+// resultTypeRevision is the first MCP revision whose results carry
 // resultType: schema/2026-07-28/schema.ts (modelcontextprotocol/
 // modelcontextprotocol at b0f60ba5409db7a6582440a7b473cc0398890f15),
 // Result.resultType: "Servers implementing this protocol version MUST
@@ -92,14 +92,14 @@ type Call struct {
 // result from a server implementing an earlier protocol version (which
 // does not include resultType), the client MUST treat the absent field as
 // "complete"."
-const ResultTypeRevision = "2026-07-28"
+const resultTypeRevision = "2026-07-28"
 
 // legacyResult reports whether the session's version predates
-// ResultTypeRevision, so that an absent resultType reads as "complete".
+// resultTypeRevision, so that an absent resultType reads as "complete".
 // Note: an unknown version ("") is read as the latest: the revision lets
 // only a server of an earlier version omit the field, and a client that
 // cannot tell stops (fail closed).
-func (c Call) legacyResult() bool { return c.Protocol != "" && c.Protocol < ResultTypeRevision }
+func (c Call) legacyResult() bool { return c.Protocol != "" && c.Protocol < resultTypeRevision }
 
 // DecideToolFailure checks raw, the bytes of one completed tool result
 // carrying the ToolFailure classification (modelcontextprotocol PR #3313)
@@ -109,7 +109,7 @@ func (c Call) legacyResult() bool { return c.Protocol != "" && c.Protocol < Resu
 //
 // The checks, in order: the completed-result shape Decide and
 // DecideCategory share (resultType "complete"; absent only on a session
-// of a version before ResultTypeRevision, Call.Protocol, which the
+// of a version before 2026-07-28 (Call.Protocol), which the
 // revision says to read as "complete"; absent on a 2026-07-28 result, or
 // with the version unknown, stops with WrongResultType); _meta and the
 // classification are objects with no member the proposal does not define; class is one of the three; code

@@ -99,7 +99,7 @@ func FuzzDecideToolFailure(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, raw []byte, idempotent bool) {
-		for _, m := range Modes {
+		for _, m := range allModes {
 			checkShape(t, DecideToolFailure(raw, m, Call{Idempotent: idempotent, Now: study.ShapeEpoch}))
 		}
 	})
@@ -113,7 +113,7 @@ func FuzzDecideRateLimited(f *testing.F) {
 	}
 	f.Add([]byte(`{"code": -32023, "message": "", "data": {"retryAfterMs": 0}}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		for _, m := range Modes {
+		for _, m := range allModes {
 			checkShape(t, DecideRateLimited(raw, m))
 		}
 	})

@@ -15,19 +15,19 @@ import (
 	"github.com/mcpstress/stress/study"
 )
 
-// Suite holds the conformance suite's data files, one case per suite/*.json
+// suiteFS holds the conformance suite's data files, one case per suite/*.json
 // file: the 2 transient and 17 malformed cases of
 // docs/specification.md section 6 and the category-contract cases. The 21
 // control cases are not files: Controls builds them from a corpus.
 //
 //go:embed suite/*.json
-var Suite embed.FS
+var suiteFS embed.FS
 
-// SuiteDir is the directory of Suite that holds the cases.
-const SuiteDir = "suite"
+// suiteDir is the directory of suiteFS that holds the cases.
+const suiteDir = "suite"
 
-// BuiltinSuite loads the embedded suite (LoadSuite(Suite, SuiteDir)).
-func BuiltinSuite() ([]Case, error) { return LoadSuite(Suite, SuiteDir) }
+// BuiltinSuite loads the embedded suite (suite/*.json).
+func BuiltinSuite() ([]Case, error) { return loadSuite(suiteFS, suiteDir) }
 
 // Kind is the family a conformance case belongs to.
 type Kind string
@@ -54,7 +54,7 @@ func (k Kind) Valid() bool { return slices.Contains(Kinds, k) }
 func (k Kind) Paper() bool { return k == KindControl || k == KindTransient || k == KindMalformed }
 
 // Case is one conformance case: an input and the decision expected in each
-// listed mode. It is stored as one JSON file (see LoadSuite).
+// listed mode. It is stored as one JSON file (see loadSuite).
 type Case struct {
 	ID         string          `json:"id"`                   // unique case id
 	Kind       Kind            `json:"kind"`                 // case family
@@ -143,9 +143,9 @@ func (c Case) check() error {
 	return nil
 }
 
-// LoadSuite reads every *.json file in dir of fsys, one Case per file, in
+// loadSuite reads every *.json file in dir of fsys, one Case per file, in
 // file-name order, and checks ids are unique and expectations consistent.
-func LoadSuite(fsys fs.FS, dir string) ([]Case, error) {
+func loadSuite(fsys fs.FS, dir string) ([]Case, error) {
 	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
 		return nil, fmt.Errorf("suite: %w", err)
@@ -231,7 +231,7 @@ func Controls(scenarios []study.Scenario) []Case {
 	for _, s := range scenarios {
 		c := Case{
 			ID: s.ID, Kind: KindControl, Note: fmt.Sprintf("%s control envelope of %s", s.Cause, s.Server),
-			Modes: Modes, WantPolicy: s.Preferred, Input: s.ControlEnvelope,
+			Modes: allModes, WantPolicy: s.Preferred, Input: s.ControlEnvelope,
 		}
 		if s.Preferred == study.RetryLater {
 			var env struct {

@@ -12,14 +12,14 @@ import (
 // come after costs that grow with the square of the depth.
 const MaxDepth = 64
 
-// MaxAliasBytes is the most bytes of a YAML file that its aliases may
+// maxAliasBytes is the most bytes of a YAML file that its aliases may
 // repeat, summed over the aliases: each alias costs the length of the
 // text of the node its anchor names (as measured by CheckYAML, an upper
 // bound).
-const MaxAliasBytes = 64 << 10
+const maxAliasBytes = 64 << 10
 
 // ErrTooDeep marks an input nested deeper than MaxDepth; ErrAliases
-// one whose aliases could expand past MaxAliasBytes.
+// one whose aliases could expand past maxAliasBytes.
 var (
 	ErrTooDeep = errors.New("nesting deeper than the limit")
 	ErrAliases = errors.New("aliases past the limit")
@@ -75,7 +75,7 @@ func CheckJSON(data []byte) error {
 // CheckYAML refuses YAML text (JSON included) that nests deeper than
 // MaxDepth, or whose aliases could expand the document past its text:
 // an alias inside the node of an anchor (which is how an alias "bomb"
-// multiplies), or aliases repeating more than MaxAliasBytes of the text
+// multiplies), or aliases repeating more than maxAliasBytes of the text
 // in total. It makes one pass over data, in memory bounded by MaxDepth
 // and the number of anchors, before any tree is built; the error names
 // the line (the caller adds the file's name).
@@ -241,8 +241,8 @@ func (s *yscan) alias() error {
 	if !ok {
 		n = s.largest // a name read otherwise than the parser reads it
 	}
-	if s.expanded += n; s.expanded > MaxAliasBytes {
-		return &boundError{line, fmt.Sprintf("aliases repeat more than %s of the text (see the limits in docs/manifests.md)", Size(MaxAliasBytes)), ErrAliases}
+	if s.expanded += n; s.expanded > maxAliasBytes {
+		return &boundError{line, fmt.Sprintf("aliases repeat more than %s of the text (see the limits in docs/manifests.md)", Size(maxAliasBytes)), ErrAliases}
 	}
 	return nil
 }

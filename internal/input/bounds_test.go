@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -71,15 +72,17 @@ func TestCheckYAML(t *testing.T) {
 		{"deep enough", nested("block", 64) + nested("flow", 0), ""},
 		{"json", `{"a": [{"b": "[[[{{{"}], "c": "\\"["}`, ""},
 	} {
-		err := CheckYAML([]byte(c.in))
-		switch {
-		case c.want == "" && err != nil:
-			t.Errorf("%s: %v", c.name, err)
-		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
-			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
-		case c.want != "" && !errors.Is(err, ErrTooDeep) && !errors.Is(err, ErrAliases):
-			t.Errorf("%s: %v is neither ErrTooDeep nor ErrAliases", c.name, err)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			err := CheckYAML([]byte(c.in))
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("%s: %v", c.name, err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Errorf("%s: got %v, want %q", c.name, err, c.want)
+			case c.want != "" && !errors.Is(err, ErrTooDeep) && !errors.Is(err, ErrAliases):
+				t.Errorf("%s: %v is neither ErrTooDeep nor ErrAliases", c.name, err)
+			}
+		})
 	}
 }
 
@@ -103,10 +106,12 @@ func TestCheckJSON(t *testing.T) {
 		{"{\n\"a\":\n" + strings.Repeat("{\"b\":", 64) + "1" + strings.Repeat("}", 65), "line 3: nesting deeper than 64 levels"},
 		{`["[[[[", "\"[[[["]`, ""},
 	} {
-		err := CheckJSON([]byte(c.in))
-		if c.want == "" && err != nil || c.want != "" && (err == nil || err.Error() != c.want) {
-			t.Errorf("CheckJSON(%.40q) = %v, want %q", c.in, err, c.want)
-		}
+		t.Run(fmt.Sprintf("%.30q", c.in), func(t *testing.T) {
+			err := CheckJSON([]byte(c.in))
+			if c.want == "" && err != nil || c.want != "" && (err == nil || err.Error() != c.want) {
+				t.Errorf("CheckJSON(%.40q) = %v, want %q", c.in, err, c.want)
+			}
+		})
 	}
 }
 
@@ -152,17 +157,19 @@ func TestCheckShipped(t *testing.T) {
 // file at the manifest cap, however it nests.
 func TestCheckMemory(t *testing.T) {
 	for _, shape := range []string{"json", "flow", "seq", "block"} {
-		in := []byte(strings.Repeat(nested(shape, 60)+"\n", 1))
-		in = bytes.Repeat(append([]byte("- "), in...), int(Manifest.Bytes)/len(in))[:Manifest.Bytes]
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		_ = CheckYAML(in)
-		_ = CheckJSON(in)
-		runtime.ReadMemStats(&after)
-		if got := after.TotalAlloc - before.TotalAlloc; got > 64<<10 {
-			t.Errorf("%s: %d bytes allocated on a %d-byte file", shape, got, len(in))
-		}
+		t.Run(shape, func(t *testing.T) {
+			in := []byte(strings.Repeat(nested(shape, 60)+"\n", 1))
+			in = bytes.Repeat(append([]byte("- "), in...), int(Manifest.Bytes)/len(in))[:Manifest.Bytes]
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			_ = CheckYAML(in)
+			_ = CheckJSON(in)
+			runtime.ReadMemStats(&after)
+			if got := after.TotalAlloc - before.TotalAlloc; got > 64<<10 {
+				t.Errorf("%s: %d bytes allocated on a %d-byte file", shape, got, len(in))
+			}
+		})
 	}
 }
 
@@ -200,7 +207,7 @@ func FuzzCheckJSON(f *testing.F) {
 
 // FuzzCheckYAML checks what CheckYAML lets through against the parser's
 // tree: no deeper than twice MaxDepth, and no more nodes after the
-// aliases are expanded than the text's bytes and MaxAliasBytes allow.
+// aliases are expanded than the text's bytes and maxAliasBytes allow.
 // Note: minimizing an input through the parser is slow; fuzz with
 // -fuzzminimizetime 1x. testdata/fuzz keeps a NUL byte that once looped.
 func FuzzCheckYAML(f *testing.F) {
@@ -223,7 +230,7 @@ func FuzzCheckYAML(f *testing.F) {
 			if w.deepest > 2*MaxDepth {
 				t.Fatalf("accepted, and the tree nests %d levels", w.deepest)
 			}
-			if w.nodes > len(data)+MaxAliasBytes {
+			if w.nodes > len(data)+maxAliasBytes {
 				t.Fatalf("accepted, and the aliases expand to %d nodes", w.nodes)
 			}
 		}

@@ -53,27 +53,31 @@ func TestDecode(t *testing.T) {
 		{"UTF-32BE", encode(text, "UTF-32BE", false), "file is UTF-32 (big-endian); save it as UTF-8"},
 		{"binary", []byte{0x89, 'P', 'N', 'G', 0, 0}, "\x89PNG\x00\x00"},
 	} {
-		got, err := Decode(tc.data)
-		if err != nil {
-			if err.Error() != tc.want {
-				t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Decode(tc.data)
+			if err != nil {
+				if err.Error() != tc.want {
+					t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+				}
+			} else if string(got) != tc.want {
+				t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 			}
-		} else if string(got) != tc.want {
-			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
-		}
+		})
 	}
 }
 
 // TestTrailing: only white space may follow a decoded value.
 func TestTrailing(t *testing.T) {
 	for in, want := range map[string]bool{`{}`: false, "{} \n\t": false, `{}x`: true, `{}}`: true, `{}]`: true, `{} {}`: true, `{} 1`: true} {
-		dec := json.NewDecoder(strings.NewReader(in))
-		var v any
-		if err := dec.Decode(&v); err != nil {
-			t.Fatal(err)
-		}
-		if got := Trailing(dec); got != want {
-			t.Errorf("Trailing after %q = %v, want %v", in, got, want)
-		}
+		t.Run(in, func(t *testing.T) {
+			dec := json.NewDecoder(strings.NewReader(in))
+			var v any
+			if err := dec.Decode(&v); err != nil {
+				t.Fatal(err)
+			}
+			if got := Trailing(dec); got != want {
+				t.Errorf("Trailing after %q = %v, want %v", in, got, want)
+			}
+		})
 	}
 }

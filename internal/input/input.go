@@ -17,12 +17,12 @@ import (
 // the rest is summarized as "… (N more bytes)".
 const MaxQuote = 200
 
-// MaxLine and MaxSnippet bound Snippet: each line shows at most MaxLine
-// bytes, and the whole at most MaxSnippet (escapes and line breaks
+// maxLine and maxSnippet bound Snippet: each line shows at most maxLine
+// bytes, and the whole at most maxSnippet (escapes and line breaks
 // included), then "…".
 const (
-	MaxLine    = 160
-	MaxSnippet = 800
+	maxLine    = 160
+	maxSnippet = 800
 )
 
 // Quote returns s double-quoted for an error message, like strconv.Quote
@@ -37,11 +37,11 @@ func Quote(s string) string {
 // Snippet returns free text that quotes user input (a decoder's message
 // with the offending source lines, say) for an error message: escaped as
 // Quote does but unquoted, with its line breaks kept, each line cut after
-// MaxLine bytes and the whole after MaxSnippet bytes.
+// 160 bytes and the whole after 800 bytes.
 func Snippet(s string) string {
 	var b strings.Builder
 	for {
-		budget := min(MaxLine, MaxSnippet-b.Len())
+		budget := min(maxLine, maxSnippet-b.Len())
 		if budget <= 0 {
 			b.WriteString("…")
 			break

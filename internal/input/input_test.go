@@ -1,6 +1,7 @@
 package input
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -9,9 +10,11 @@ import (
 
 func TestQuote(t *testing.T) {
 	for _, s := range []string{"", "xml", `a "b" \c`, "tab\there\nnew", "\x00\x01\xff", "naïve ☃", "\u200b"} {
-		if got, want := Quote(s), strconv.Quote(s); got != want {
-			t.Errorf("Quote(%q) = %s, want %s as strconv.Quote", s, got, want)
-		}
+		t.Run(fmt.Sprintf("%q", s), func(t *testing.T) {
+			if got, want := Quote(s), strconv.Quote(s); got != want {
+				t.Errorf("Quote(%q) = %s, want %s as strconv.Quote", s, got, want)
+			}
+		})
 	}
 	long := strings.Repeat("x", 50<<20)
 	q := Quote(long)

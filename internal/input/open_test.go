@@ -46,34 +46,38 @@ func TestOpenStream(t *testing.T) {
 		{toFifo, toFifo + ": not a regular file (a symbolic link to a named pipe); give a file"},
 		{dir, dir + ": not a regular file (a directory); give a file"},
 	} {
-		for _, open := range []struct {
-			name string
-			fn   func(string) (*os.File, error)
-		}{
-			{"OpenStream", OpenStream},
-			{"OpenWrite", func(p string) (*os.File, error) { return OpenWrite(p, os.O_CREATE|os.O_WRONLY, 0o644) }},
-			{"ReadFile", func(p string) (*os.File, error) { _, err := ReadFile(p, Corpus); return nil, err }},
-		} {
-			if open.name == "OpenWrite" && tc.path == dir {
-				continue // EISDIR, from the open itself
+		t.Run(filepath.Base(tc.path), func(t *testing.T) {
+			for _, open := range []struct {
+				name string
+				fn   func(string) (*os.File, error)
+			}{
+				{"OpenStream", OpenStream},
+				{"OpenWrite", func(p string) (*os.File, error) { return OpenWrite(p, os.O_CREATE|os.O_WRONLY, 0o644) }},
+				{"ReadFile", func(p string) (*os.File, error) { _, err := ReadFile(p, Corpus); return nil, err }},
+			} {
+				t.Run(open.name, func(t *testing.T) {
+					if open.name == "OpenWrite" && tc.path == dir {
+						return // EISDIR, from the open itself
+					}
+					done := make(chan error, 1)
+					go func() {
+						f, err := open.fn(tc.path)
+						if f != nil {
+							f.Close()
+						}
+						done <- err
+					}()
+					select {
+					case err := <-done:
+						if !errors.Is(err, ErrNotRegular) || err.Error() != tc.want {
+							t.Errorf("%s(%s): %v, want %q", open.name, tc.path, err, tc.want)
+						}
+					case <-time.After(30 * time.Second):
+						t.Fatalf("%s(%s) blocked", open.name, tc.path)
+					}
+				})
 			}
-			done := make(chan error, 1)
-			go func() {
-				f, err := open.fn(tc.path)
-				if f != nil {
-					f.Close()
-				}
-				done <- err
-			}()
-			select {
-			case err := <-done:
-				if !errors.Is(err, ErrNotRegular) || err.Error() != tc.want {
-					t.Errorf("%s(%s): %v, want %q", open.name, tc.path, err, tc.want)
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatalf("%s(%s) blocked", open.name, tc.path)
-			}
-		}
+		})
 	}
 	// Written through a link to /dev/null, a log would be lost.
 	if f, err := OpenWrite(toNull, os.O_WRONLY|os.O_APPEND, 0); err == nil || !strings.Contains(err.Error(), "a symbolic link to a device") {

@@ -40,20 +40,22 @@ func TestReadFile(t *testing.T) {
 		{fifo, ErrNotRegular, fifo + ": not a regular file (a named pipe); give a file"},
 		{dir, ErrNotRegular, "(a directory)"},
 	} {
-		done := make(chan error, 1)
-		go func() { _, err := ReadFile(tc.path, c); done <- err }()
-		select {
-		case err := <-done:
-			if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("ReadFile(%s): %v, want %q", tc.path, err, tc.want)
+		t.Run(filepath.Base(tc.path), func(t *testing.T) {
+			done := make(chan error, 1)
+			go func() { _, err := ReadFile(tc.path, c); done <- err }()
+			select {
+			case err := <-done:
+				if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("ReadFile(%s): %v, want %q", tc.path, err, tc.want)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("ReadFile(%s) blocked", tc.path)
 			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("ReadFile(%s) blocked", tc.path)
-		}
-		if f, err := Open(tc.path, c); err == nil || !errors.Is(err, tc.is) {
-			t.Errorf("Open(%s): %v", tc.path, err)
-			f.Close()
-		}
+			if f, err := Open(tc.path, c); err == nil || !errors.Is(err, tc.is) {
+				t.Errorf("Open(%s): %v", tc.path, err)
+				f.Close()
+			}
+		})
 	}
 	if _, err := ReadFile(filepath.Join(dir, "missing"), c); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing: %v", err)
@@ -86,8 +88,10 @@ func TestReadFile(t *testing.T) {
 
 func TestSize(t *testing.T) {
 	for n, want := range map[int64]string{300: "300 bytes", 4 << 10: "4 KiB", 1 << 20: "1 MiB", 3 << 19: "1.5 MiB", 1<<20 + 1: "1048577 bytes", 512 << 20: "512 MiB", 1 << 30: "1 GiB"} {
-		if got := Size(n); got != want {
-			t.Errorf("Size(%d) = %q, want %q", n, got, want)
-		}
+		t.Run(want, func(t *testing.T) {
+			if got := Size(n); got != want {
+				t.Errorf("Size(%d) = %q, want %q", n, got, want)
+			}
+		})
 	}
 }

@@ -1,4 +1,4 @@
-// Package record makes the lab corpus: for each scenario of a lab set it
+// Package labrecord makes the lab corpus: for each scenario of a lab set it
 // starts a lab server process (stress lab serve -stdio), makes the
 // scenario's own first call through the official Go SDK client, keeps
 // every JSON-RPC frame exactly as it crossed the wire (in capture's frame
@@ -36,9 +36,9 @@ import (
 	"github.com/mcpstress/stress/study"
 )
 
-// FramesDir is the directory, relative to the corpus files, of the frames
-// files (one per scenario, FramesDir/ID.jsonl).
-const FramesDir = "frames"
+// framesDir is the directory, relative to the corpus files, of the frames
+// files (one per scenario, framesDir/ID.jsonl).
+const framesDir = "frames"
 
 // Options configure Record.
 type Options struct {
@@ -59,7 +59,7 @@ type Recording struct {
 func Record(ctx context.Context, set *lab.Set, o Options) ([]*Recording, error) {
 	var out []*Recording
 	for _, sc := range set.Scenarios {
-		r, err := One(ctx, sc, o)
+		r, err := recordOne(ctx, sc, o)
 		if err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", sc.ID, err)
 		}
@@ -68,10 +68,10 @@ func Record(ctx context.Context, set *lab.Set, o Options) ([]*Recording, error) 
 	return out, nil
 }
 
-// One records scenario sc: one session with a fresh lab process, the
+// recordOne records scenario sc: one session with a fresh lab process, the
 // scenario's first call, and (for a call the lab holds past the client's
 // deadline) the client giving up at the deadline on the lab clock.
-func One(ctx context.Context, sc *lab.Scenario, o Options) (*Recording, error) {
+func recordOne(ctx context.Context, sc *lab.Scenario, o Options) (*Recording, error) {
 	if o.Wait <= 0 {
 		o.Wait = 30 * time.Second
 	}
@@ -132,12 +132,12 @@ func One(ctx context.Context, sc *lab.Scenario, o Options) (*Recording, error) {
 			wire = study.SuccessShaped // isError false or absent on the wire
 		}
 	}
-	s, err := Scenario(sc, obs, version)
+	s, err := scenarioOf(sc, obs, version)
 	if err != nil {
 		return nil, err
 	}
 	s.Capture = &study.Capture{
-		Frames: FramesDir + "/" + sc.ID + ".jsonl", RequestID: req.RequestID(), Tool: sc.Tool, Arguments: sc.Args,
+		Frames: framesDir + "/" + sc.ID + ".jsonl", RequestID: req.RequestID(), Tool: sc.Tool, Arguments: sc.Args,
 		SDK: capture.SDKVersion(), View: study.ViewGoSDK, WireSurface: wire,
 		CauseRule: fmt.Sprintf("the lab armed fault class %s", sc.Class), Proposed: true,
 	}
@@ -219,9 +219,9 @@ func call(ctx context.Context, cs *mcp.ClientSession, sc *lab.Scenario) (obs jso
 	}
 }
 
-// Scenario builds the corpus record of scenario sc from the observation
+// scenarioOf builds the corpus record of scenario sc from the observation
 // of its first call, without provenance (Capture) or coding (Coding).
-func Scenario(sc *lab.Scenario, obs json.RawMessage, protocolVersion string) (study.Scenario, error) {
+func scenarioOf(sc *lab.Scenario, obs json.RawMessage, protocolVersion string) (study.Scenario, error) {
 	cause := sc.Class
 	info, ok := cause.Info()
 	if !ok {
@@ -230,7 +230,7 @@ func Scenario(sc *lab.Scenario, obs json.RawMessage, protocolVersion string) (st
 	s := study.Scenario{
 		ID: sc.ID, Server: sc.Server, ProtocolVersion: protocolVersion, Probe: study.LabCall,
 		Cause: cause, Surface: sc.Surface, Observation: obs, Code: info.Code,
-		Target: Target(sc), Preferred: sc.Preferred, PreferredSet: sc.PreferredSet, NonHarm: sc.NonHarm,
+		Target: targetOf(sc), Preferred: sc.Preferred, PreferredSet: sc.PreferredSet, NonHarm: sc.NonHarm,
 	}
 	env := study.EnvelopeSpec{Code: info.Code, Target: s.Target, Policy: s.Preferred,
 		SameRequest: "unsafe", SideEffects: info.SideEffects, Text: s.ObservationText(), Words: info.Words}
@@ -238,7 +238,7 @@ func Scenario(sc *lab.Scenario, obs json.RawMessage, protocolVersion string) (st
 		env.SameRequest = "safe"
 	}
 	if s.Preferred == study.RetryLater {
-		ms := RetryDelay(obs).Milliseconds()
+		ms := retryDelay(obs).Milliseconds()
 		env.AfterMS = &ms
 	}
 	var err error
@@ -249,11 +249,11 @@ func Scenario(sc *lab.Scenario, obs json.RawMessage, protocolVersion string) (st
 	return s, nil
 }
 
-// Target returns the repair target of scenario sc, by its class's target
+// targetOf returns the repair target of scenario sc, by its class's target
 // kind (study.CauseInfo.TargetKind): the argument at fault for a
 // parameter, the first call's tool, the token parameter's credential, or
 // the upstream dependency of the tool's server.
-func Target(sc *lab.Scenario) study.Target {
+func targetOf(sc *lab.Scenario) study.Target {
 	if sc.Class == study.RateLimit && sc.Limit == lab.LimitServer {
 		return study.Target{Kind: "tool", Name: sc.Tool} // the server's own limit on the tool
 	}
@@ -270,10 +270,10 @@ func Target(sc *lab.Scenario) study.Target {
 	return study.Target{Kind: "dependency", Name: lab.Dependency(sc.Server)}
 }
 
-// RetryDelay is the delay a retry_later waits after a failure: the
+// retryDelay is the delay a retry_later waits after a failure: the
 // retry-after its observation announces, else lab.DefaultBackoff (as
 // lab.Scenario.Execute waits).
-func RetryDelay(obs json.RawMessage) time.Duration {
+func retryDelay(obs json.RawMessage) time.Duration {
 	if d, ok := lab.RetryAfter(obs); ok {
 		return d
 	}
@@ -282,7 +282,7 @@ func RetryDelay(obs json.RawMessage) time.Duration {
 
 // Write writes recordings as a lab corpus in the directory final, which
 // must not exist or be empty: one file per server (L01.json …, records
-// in scenario order) and FramesDir/ID.jsonl per scenario. The corpus is
+// in scenario order) and frames/ID.jsonl per scenario. The corpus is
 // written under a temporary name, loaded as study.LoadCorpus loads it,
 // and only then renamed into place (internal/outdir).
 func Write(final string, recs []*Recording) error {
@@ -292,7 +292,7 @@ func Write(final string, recs []*Recording) error {
 	}
 	defer out.Abort()
 	dir := out.Path()
-	if err := os.MkdirAll(filepath.Join(dir, FramesDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, framesDir), 0o755); err != nil {
 		return err
 	}
 	byServer := map[string][]study.Scenario{}
@@ -302,7 +302,7 @@ func Write(final string, recs []*Recording) error {
 		if err := capture.WriteFrames(&b, r.Frames); err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(dir, FramesDir, r.Scenario.ID+".jsonl"), b.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, framesDir, r.Scenario.ID+".jsonl"), b.Bytes(), 0o644); err != nil {
 			return err
 		}
 	}

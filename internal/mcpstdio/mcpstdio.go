@@ -37,9 +37,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// DefaultMaxLineBytes is the longest frame read when Transport.MaxLineBytes
+// defaultMaxLineBytes is the longest frame read when Transport.MaxLineBytes
 // is 0: 16 MiB, the Go SDK's default.
-const DefaultMaxLineBytes = 16 << 20
+const defaultMaxLineBytes = 16 << 20
 
 // maxSafeID is the largest integer id accepted, 2^53-1: the SDK decodes ids
 // as float64, which holds every integer up to it exactly.
@@ -53,7 +53,7 @@ type Transport struct {
 
 	// MaxLineBytes is the longest frame read, in bytes without the line
 	// end; a longer one is skipped and answered -32600. 0 or less means
-	// DefaultMaxLineBytes.
+	// 16 MiB.
 	MaxLineBytes int
 
 	// OnInputEnd, if set, is called once when Reader ends (EOF or a read
@@ -73,7 +73,7 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 	}
 	limit := t.MaxLineBytes
 	if limit <= 0 {
-		limit = DefaultMaxLineBytes
+		limit = defaultMaxLineBytes
 	}
 	c := &conn{
 		w:        t.Writer,

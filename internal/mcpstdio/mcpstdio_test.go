@@ -222,11 +222,13 @@ func TestFrames(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":6,"method":"tools/list","pad":"` + strings.Repeat("x", 200) + `"}`, jsonrpc.CodeInvalidRequest, "null"},
 	}
 	for _, c := range cases {
-		s.send(c.frame)
-		r := s.next()
-		if r.Error == nil || r.Error.Code != c.code || string(r.ID) != c.id {
-			t.Errorf("frame %.60q: %s, want code %d, id %s", c.frame, r, c.code, c.id)
-		}
+		t.Run(fmt.Sprintf("%.40q", c.frame), func(t *testing.T) {
+			s.send(c.frame)
+			r := s.next()
+			if r.Error == nil || r.Error.Code != c.code || string(r.ID) != c.id {
+				t.Errorf("frame %.60q: %s, want code %d, id %s", c.frame, r, c.code, c.id)
+			}
+		})
 	}
 	s.send("", "  \t", `{"jsonrpc":"2.0","id":77,"result":{}}`, `{"jsonrpc":"2.0","id":{},"error":5}`, `{"result":1,"error":2}`)
 	s.send(toolsList(7) + "\r")

@@ -119,13 +119,15 @@ func TestCheck(t *testing.T) {
 		{file, "exists and is not a directory"},
 		{foreign, "is not empty (it holds notes.txt, which this command did not write)"},
 	} {
-		err := Check(tc.dir, owned)
-		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-			t.Errorf("Check(%s): %v, want %q", tc.dir, err, tc.want)
-		}
-		if _, err := Create(tc.dir, owned); (err == nil) != (tc.want == "") {
-			t.Errorf("Create(%s): %v", tc.dir, err)
-		}
+		t.Run(filepath.Base(tc.dir), func(t *testing.T) {
+			err := Check(tc.dir, owned)
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("Check(%s): %v, want %q", tc.dir, err, tc.want)
+			}
+			if _, err := Create(tc.dir, owned); (err == nil) != (tc.want == "") {
+				t.Errorf("Create(%s): %v", tc.dir, err)
+			}
+		})
 	}
 	// An empty directory is replaced by Commit.
 	d, _ := Create(empty, nil)

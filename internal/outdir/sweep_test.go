@@ -24,25 +24,27 @@ func TestSymlinkRefused(t *testing.T) {
 	earlier := filepath.Join(root, "earlier")
 	write(t, filepath.Join(earlier, "report.md"), "old")
 	for _, to := range []string{empty, earlier, filepath.Join(root, "nowhere")} {
-		link := filepath.Join(root, "link-"+filepath.Base(to))
-		if err := os.Symlink(to, link); err != nil {
-			t.Fatal(err)
-		}
-		want := fmt.Sprintf("output directory %s is a symbolic link (to %q); give a path that is not a link", link, to)
-		for _, final := range []string{link, link + "/"} {
-			if err := Check(final, Names("report.md")); err == nil || err.Error() != want {
-				t.Errorf("Check(%s): %v, want %q", final, err, want)
+		t.Run("to "+filepath.Base(to), func(t *testing.T) {
+			link := filepath.Join(root, "link-"+filepath.Base(to))
+			if err := os.Symlink(to, link); err != nil {
+				t.Fatal(err)
 			}
-			if d, err := Create(final, Names("report.md")); err == nil || err.Error() != want {
-				t.Errorf("Create(%s): %v, want %q", final, err, want)
-				if err == nil {
-					d.Commit()
+			want := fmt.Sprintf("output directory %s is a symbolic link (to %q); give a path that is not a link", link, to)
+			for _, final := range []string{link, link + "/"} {
+				if err := Check(final, Names("report.md")); err == nil || err.Error() != want {
+					t.Errorf("Check(%s): %v, want %q", final, err, want)
+				}
+				if d, err := Create(final, Names("report.md")); err == nil || err.Error() != want {
+					t.Errorf("Create(%s): %v, want %q", final, err, want)
+					if err == nil {
+						d.Commit()
+					}
 				}
 			}
-		}
-		if got, err := os.Readlink(link); err != nil || got != to {
-			t.Errorf("%s: now %q, %v", link, got, err)
-		}
+			if got, err := os.Readlink(link); err != nil || got != to {
+				t.Errorf("%s: now %q, %v", link, got, err)
+			}
+		})
 	}
 	if read(t, filepath.Join(earlier, "report.md")) != "old" || len(entries(t, empty)) != 0 {
 		t.Error("a link's target changed")

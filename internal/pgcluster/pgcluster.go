@@ -34,9 +34,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// BinVar names the environment variable that gives the directory of
+// binVar names the environment variable that gives the directory of
 // PostgreSQL's programs (initdb, pg_ctl, postgres).
-const BinVar = "STRESS_PG_BIN"
+const binVar = "STRESS_PG_BIN"
 
 // User is the cluster's superuser, the user of every DSN (no password:
 // trust authentication).
@@ -438,11 +438,11 @@ func findBin(bin string) (string, error) {
 		}
 		return "", fmt.Errorf("pgcluster: Options.Bin %s does not hold initdb, pg_ctl and postgres", bin)
 	}
-	if d := os.Getenv(BinVar); d != "" {
-		if try(d, "$"+BinVar) {
+	if d := os.Getenv(binVar); d != "" {
+		if try(d, "$"+binVar) {
 			return d, nil
 		}
-		return "", fmt.Errorf("pgcluster: $%s=%s does not hold initdb, pg_ctl and postgres", BinVar, d)
+		return "", fmt.Errorf("pgcluster: $%s=%s does not hold initdb, pg_ctl and postgres", binVar, d)
 	}
 	if p, err := exec.LookPath("initdb"); err == nil {
 		if p, err = filepath.Abs(p); err == nil && try(filepath.Dir(p), "initdb on PATH") {
@@ -462,7 +462,7 @@ func findBin(bin string) (string, error) {
 		looked = append(looked, "/usr/lib/postgresql/*/bin (none)")
 	}
 	return "", fmt.Errorf("pgcluster: no PostgreSQL programs (initdb, pg_ctl, postgres) found; looked in %s. Debian's postgresql package provides them (apt-get install postgresql), or set $%s to their directory",
-		strings.Join(looked, ", "), BinVar)
+		strings.Join(looked, ", "), binVar)
 }
 
 // versionOf reads the version of /usr/lib/postgresql/VERSION/bin.

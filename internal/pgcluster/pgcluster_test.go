@@ -139,9 +139,11 @@ func TestErrors(t *testing.T) {
 	c := start(t)
 	ctx := context.Background()
 	for _, name := range []string{"", "a-b", `x"; DROP DATABASE postgres; --`, "1abc", strings.Repeat("a", 64)} {
-		if err := c.Clone(ctx, "template1", name); err == nil || !strings.Contains(err.Error(), "not a plain identifier") {
-			t.Errorf("Clone into %q: %v", name, err)
-		}
+		t.Run(fmt.Sprintf("refuses %q", name), func(t *testing.T) {
+			if err := c.Clone(ctx, "template1", name); err == nil || !strings.Contains(err.Error(), "not a plain identifier") {
+				t.Errorf("Clone into %q: %v", name, err)
+			}
+		})
 	}
 	err := c.CreateTemplate(ctx, "broken", "CREATE TABLE t (id int); INSERT INTO nowhere VALUES (1)")
 	if err == nil || !strings.Contains(err.Error(), "broken") || !strings.Contains(err.Error(), "nowhere") {
@@ -155,7 +157,7 @@ func TestErrors(t *testing.T) {
 		t.Errorf("a directory without the programs: %v", err)
 	}
 	t.Setenv("PATH", t.TempDir())
-	t.Setenv(BinVar, "")
+	t.Setenv(binVar, "")
 	if _, err := findBin(""); err != nil && !strings.Contains(err.Error(), "postgresql package") {
 		t.Errorf("no programs anywhere: %v", err)
 	}

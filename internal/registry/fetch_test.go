@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -128,15 +129,17 @@ func TestFetchErrors(t *testing.T) {
 		{"too many pages", "", nil, FetchOptions{MaxPages: 1},
 			"registry URL: more than 1 pages", 1},
 	} {
-		srv, requests := registryServer(t, tc.fail)
-		err := Fetch(context.Background(), srv.URL+tc.base, tc.opt, func([]byte) error { return nil })
-		want := strings.ReplaceAll(tc.want, "URL", srv.URL)
-		if err == nil || err.Error() != want {
-			t.Errorf("%s: %v\nwant %s", tc.name, err, want)
-		}
-		if len(*requests) != tc.reqs {
-			t.Errorf("%s: %d requests, want %d", tc.name, len(*requests), tc.reqs)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			srv, requests := registryServer(t, tc.fail)
+			err := Fetch(context.Background(), srv.URL+tc.base, tc.opt, func([]byte) error { return nil })
+			want := strings.ReplaceAll(tc.want, "URL", srv.URL)
+			if err == nil || err.Error() != want {
+				t.Errorf("%s: %v\nwant %s", tc.name, err, want)
+			}
+			if len(*requests) != tc.reqs {
+				t.Errorf("%s: %d requests, want %d", tc.name, len(*requests), tc.reqs)
+			}
+		})
 	}
 	if err := Fetch(context.Background(), "ftp://example.com", quick, nil); err == nil || !strings.Contains(err.Error(), "want an http or https URL") {
 		t.Errorf("ftp URL: %v", err)
@@ -170,11 +173,13 @@ func TestFetchRedirect(t *testing.T) {
 		t.Errorf("error %q", err)
 	}
 	for _, allow := range []string{tu.Host, tu.Hostname()} {
-		opt := quick
-		opt.AllowRedirectHosts = []string{"registry.example", allow}
-		if n, err := pages(opt, origin.URL); err != nil || n != 2 {
-			t.Errorf("allowing %s: %d pages, %v", allow, n, err)
-		}
+		t.Run("allows "+allow, func(t *testing.T) {
+			opt := quick
+			opt.AllowRedirectHosts = []string{"registry.example", allow}
+			if n, err := pages(opt, origin.URL); err != nil || n != 2 {
+				t.Errorf("allowing %s: %d pages, %v", allow, n, err)
+			}
+		})
 	}
 	opt := quick
 	opt.AllowRedirectHosts = []string{tu.Hostname() + ":1"}
@@ -203,20 +208,26 @@ func TestFetchRedirect(t *testing.T) {
 		{"https://h/", "https://h:443/", true},
 		{"https://h/", "https://evil.example/", false},
 	} {
-		a, _ := url.Parse(tc.a)
-		b, _ := url.Parse(tc.b)
-		if got := sameHost(a, b); got != tc.same {
-			t.Errorf("sameHost(%s, %s) = %v", tc.a, tc.b, got)
-		}
+		t.Run(tc.a+" vs "+tc.b, func(t *testing.T) {
+			a, _ := url.Parse(tc.a)
+			b, _ := url.Parse(tc.b)
+			if got := sameHost(a, b); got != tc.same {
+				t.Errorf("sameHost(%s, %s) = %v", tc.a, tc.b, got)
+			}
+		})
 	}
 	for _, h := range []string{"", "http://h", "h/x", "h:0", "h:x", "a b"} {
-		if CheckAllowHost(h) == nil {
-			t.Errorf("CheckAllowHost(%q) accepts it", h)
-		}
+		t.Run(fmt.Sprintf("refuses %q", h), func(t *testing.T) {
+			if CheckAllowHost(h) == nil {
+				t.Errorf("CheckAllowHost(%q) accepts it", h)
+			}
+		})
 	}
 	for _, h := range []string{"h", "h:8080", "127.0.0.1", "[::1]:80", "::1"} {
-		if err := CheckAllowHost(h); err != nil {
-			t.Errorf("CheckAllowHost(%q): %v", h, err)
-		}
+		t.Run("accepts "+h, func(t *testing.T) {
+			if err := CheckAllowHost(h); err != nil {
+				t.Errorf("CheckAllowHost(%q): %v", h, err)
+			}
+		})
 	}
 }

@@ -12,46 +12,47 @@ import (
 
 // The strata of the sample, as -strata names them.
 const (
-	NPM        = "npm"
-	PyPI       = "pypi"
-	RemoteOnly = "remote" // hosted endpoints and no package
-	MCPB       = "mcpb"
-	OCI        = "oci"
-	Other      = "other"
+	stratumNPM        = "npm"
+	stratumPyPI       = "pypi"
+	stratumRemoteOnly = "remote" // hosted endpoints and no package
+	stratumMCPB       = "mcpb"
+	stratumOCI        = "oci"
+	stratumOther      = "other"
 )
 
-// Strata lists the strata in the order of every output.
-var Strata = []string{NPM, PyPI, RemoteOnly, MCPB, OCI, Other}
+// strata lists the strata in the order of every output.
+var strata = []string{stratumNPM, stratumPyPI, stratumRemoteOnly, stratumMCPB, stratumOCI, stratumOther}
 
 // packageStrata are the package registry types that name a stratum, in
-// the order of precedence of StratumOf.
-var packageStrata = []string{NPM, PyPI, MCPB, OCI}
+// the order of precedence of stratumOf.
+var packageStrata = []string{stratumNPM, stratumPyPI, stratumMCPB, stratumOCI}
 
-// StratumRule is StratumOf's rule in words (recorded in the manifest).
-const StratumRule = "the first of npm, pypi, mcpb, oci that any latest record of the repository lists as a package registryType; " +
+// stratumRule is stratumOf's rule in words (recorded in the manifest).
+const stratumRule = "the first of npm, pypi, mcpb, oci that any latest record of the repository lists as a package registryType; " +
 	"else remote if a record lists a remote and none lists a package; else other " +
 	"(only other package types, such as nuget, or neither packages nor remotes)"
 
-// StratumOf returns the stratum of a repository whose latest records list
+// stratumOf returns the stratum of a repository whose latest records list
 // the package registry types types (lower-case) and, when remotes is set,
-// at least one remote: see StratumRule.
-func StratumOf(types []string, remotes bool) string {
+// at least one remote: see stratumRule.
+func stratumOf(types []string, remotes bool) string {
 	for _, s := range packageStrata {
 		if slices.Contains(types, s) {
 			return s
 		}
 	}
 	if len(types) == 0 && remotes {
-		return RemoteOnly
+		return stratumRemoteOnly
 	}
-	return Other
+	return stratumOther
 }
 
 // FrameEntry is one repository of the sampling frame.
 type FrameEntry struct {
 	// Repository is the canonical name, "github.com/owner/name".
 	Repository string `json:"repository"`
-	// Stratum is the repository's stratum (StratumOf).
+	// Stratum is the repository's stratum: npm, pypi, remote, mcpb, oci
+	// or other (the manifest records the rule).
 	Stratum string `json:"stratum"`
 	// Servers are the names of the servers whose latest record points to
 	// the repository, sorted.
@@ -81,8 +82,8 @@ type Rejection struct {
 // the registry marks deleted: its publisher no longer lists it.
 const ReasonDeleted = "status deleted"
 
-// StatusDeleted is the registry status of a deleted server.
-const StatusDeleted = "deleted"
+// statusDeleted is the registry status of a deleted server.
+const statusDeleted = "deleted"
 
 // FrameOptions are BuildFrame's tunables; the zero value is the default.
 type FrameOptions struct {
@@ -112,15 +113,15 @@ type Frame struct {
 	Statuses         map[string]int
 }
 
-// LatestRule is how Latest picks a server's record, in words (recorded in
+// latestRule is how Latest picks a server's record, in words (recorded in
 // the manifest).
-const LatestRule = "per server name: the records the registry marks isLatest if any, else all; " +
+const latestRule = "per server name: the records the registry marks isLatest if any, else all; " +
 	"of those the highest version (semantic-version order where both versions parse, else byte order), " +
 	"then the latest publishedAt, then the first read"
 
-// Latest returns the latest record of each server name (LatestRule),
+// latest returns the latest record of each server name (latestRule),
 // sorted by name.
-func Latest(records []Record) []Record {
+func latest(records []Record) []Record {
 	best := map[string]int{}
 	for i := range records {
 		name := records[i].Server.Name
@@ -143,7 +144,7 @@ func newer(a, b *Record) bool {
 	if al != bl {
 		return al
 	}
-	if c := CompareVersions(a.Server.Version, b.Server.Version); c != 0 {
+	if c := compareVersions(a.Server.Version, b.Server.Version); c != 0 {
 		return c > 0
 	}
 	return published(a).After(published(b))
@@ -165,7 +166,7 @@ func published(r *Record) time.Time {
 // rejected), and per repository the servers, package types and stratum.
 func BuildFrame(records []Record, opt FrameOptions) *Frame {
 	f := &Frame{Records: len(records), Statuses: map[string]int{}, IncludeDeleted: opt.IncludeDeleted}
-	latest := Latest(records)
+	latest := latest(records)
 	f.Servers = len(latest)
 	byRepo := map[string]*FrameEntry{}
 	for i := range latest {
@@ -179,7 +180,7 @@ func BuildFrame(records []Record, opt FrameOptions) *Frame {
 		if r.Server.Repository != nil && strings.TrimSpace(r.Server.Repository.URL) != "" {
 			rej.URL = r.Server.Repository.URL
 		}
-		if strings.EqualFold(strings.TrimSpace(status), StatusDeleted) {
+		if strings.EqualFold(strings.TrimSpace(status), statusDeleted) {
 			if !opt.IncludeDeleted {
 				rej.Reason = ReasonDeleted
 				f.Rejected = append(f.Rejected, rej)
@@ -221,19 +222,19 @@ func BuildFrame(records []Record, opt FrameOptions) *Frame {
 	for _, e := range byRepo {
 		sort.Strings(e.Servers)
 		sort.Strings(e.RegistryTypes)
-		e.Stratum = StratumOf(e.RegistryTypes, e.Remotes)
+		e.Stratum = stratumOf(e.RegistryTypes, e.Remotes)
 		f.Entries = append(f.Entries, *e)
 	}
 	sort.Slice(f.Entries, func(i, j int) bool { return f.Entries[i].Repository < f.Entries[j].Repository })
 	return f
 }
 
-// CompareVersions orders two version strings: -1, 0 or +1. Where both
+// compareVersions orders two version strings: -1, 0 or +1. Where both
 // parse as semantic versions (an optional "v", numeric dot-separated
 // core, optional -prerelease and +build) they compare by semantic-version
 // precedence; a semantic version is above one that is not; otherwise
 // they compare as bytes.
-func CompareVersions(a, b string) int {
+func compareVersions(a, b string) int {
 	va, oka := parseSemver(a)
 	vb, okb := parseSemver(b)
 	switch {

@@ -82,9 +82,6 @@ type Official struct {
 	Status string `json:"status,omitempty"`
 }
 
-// OfficialMeta is the _meta key of the official registry's metadata.
-const OfficialMeta = "io.modelcontextprotocol.registry/official"
-
 // Location is where a record was read: the file as the caller names it,
 // the line the record starts on (1-based) and its position among the
 // file's records (1-based).

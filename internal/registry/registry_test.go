@@ -2,6 +2,7 @@ package registry
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -125,13 +126,15 @@ func TestDecodeFormats(t *testing.T) {
 		pages.WriteByte('\n')
 	}
 	for name, data := range map[string][]byte{"array": array, "jsonl": lines.Bytes(), "bare": bare.Bytes(), "pages.jsonl": pages.Bytes()} {
-		recs, errs := Decode(name, data)
-		if len(errs) > 0 {
-			t.Errorf("%s: %v", name, errs)
-		}
-		if got := frameLines(BuildFrame(recs, FrameOptions{})); got != want {
-			t.Errorf("%s: frame\n%s\nwant\n%s", name, got, want)
-		}
+		t.Run(name, func(t *testing.T) {
+			recs, errs := Decode(name, data)
+			if len(errs) > 0 {
+				t.Errorf("%s: %v", name, errs)
+			}
+			if got := frameLines(BuildFrame(recs, FrameOptions{})); got != want {
+				t.Errorf("%s: frame\n%s\nwant\n%s", name, got, want)
+			}
+		})
 	}
 }
 
@@ -165,20 +168,22 @@ func TestDecodeErrors(t *testing.T) {
 		{"servers not an array", `{"servers":{"a":1},"metadata":{}}`, 0,
 			[]string{`servers not an array:1: page member "servers" is not an array`}},
 	} {
-		recs, errs := Decode(tc.name, []byte(tc.data))
-		if len(recs) != tc.records {
-			t.Errorf("%s: %d records, want %d", tc.name, len(recs), tc.records)
-		}
-		if len(errs) != len(tc.want) {
-			t.Errorf("%s: errors %v, want %d", tc.name, errs, len(tc.want))
-			continue
-		}
-		for i, err := range errs {
-			var re *RecordError
-			if !errors.As(err, &re) || !strings.Contains(err.Error(), tc.want[i]) {
-				t.Errorf("%s: error %q, want a *RecordError containing %q", tc.name, err, tc.want[i])
+		t.Run(tc.name, func(t *testing.T) {
+			recs, errs := Decode(tc.name, []byte(tc.data))
+			if len(recs) != tc.records {
+				t.Errorf("%s: %d records, want %d", tc.name, len(recs), tc.records)
 			}
-		}
+			if len(errs) != len(tc.want) {
+				t.Errorf("%s: errors %v, want %d", tc.name, errs, len(tc.want))
+				return
+			}
+			for i, err := range errs {
+				var re *RecordError
+				if !errors.As(err, &re) || !strings.Contains(err.Error(), tc.want[i]) {
+					t.Errorf("%s: error %q, want a *RecordError containing %q", tc.name, err, tc.want[i])
+				}
+			}
+		})
 	}
 }
 
@@ -198,10 +203,12 @@ func TestNormalizeGitHub(t *testing.T) {
 		"https://github.com/acme/weather-mcp?tab=readme-ov-file",
 		"  https://github.com:443/acme//weather-mcp  ",
 	} {
-		got, err := NormalizeGitHub(u)
-		if err != nil || got != "github.com/acme/weather-mcp" {
-			t.Errorf("NormalizeGitHub(%q) = %q, %v", u, got, err)
-		}
+		t.Run(u, func(t *testing.T) {
+			got, err := NormalizeGitHub(u)
+			if err != nil || got != "github.com/acme/weather-mcp" {
+				t.Errorf("NormalizeGitHub(%q) = %q, %v", u, got, err)
+			}
+		})
 	}
 	for u, want := range map[string]string{
 		"https://gitlab.com/acme/weather-mcp":  "not a GitHub repository",
@@ -212,9 +219,11 @@ func TestNormalizeGitHub(t *testing.T) {
 		"https://github.com/acme/..":           "not a GitHub owner/repository name",
 		"https://bitbucket.org/acme/weather-m": "not a GitHub repository",
 	} {
-		if got, err := NormalizeGitHub(u); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("NormalizeGitHub(%q) = %q, %v; want an error containing %q", u, got, err, want)
-		}
+		t.Run(cmp.Or(u, "empty URL"), func(t *testing.T) {
+			if got, err := NormalizeGitHub(u); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("NormalizeGitHub(%q) = %q, %v; want an error containing %q", u, got, err, want)
+			}
+		})
 	}
 }
 
@@ -228,15 +237,17 @@ func TestKey(t *testing.T) {
 		"github.com/acme/weather-mcp":             "b0710d2c4817a95bbab665f877889bdbb1b7035a5923eeb227cdf263f89425a2",
 		"github.com/modelcontextprotocol/servers": "13f21d7947438b02ac27281b5da2d601087679baebe651db5185470799870b01",
 	} {
-		if got := Key(DefaultSeed, repo); got != want {
-			t.Errorf("Key(%d, %s) = %s, want %s", DefaultSeed, repo, got, want)
-		}
+		t.Run(repo, func(t *testing.T) {
+			if got := orderKey(DefaultSeed, repo); got != want {
+				t.Errorf("Key(%d, %s) = %s, want %s", DefaultSeed, repo, got, want)
+			}
+		})
 	}
 }
 
 func TestParseStrata(t *testing.T) {
 	a, err := ParseStrata(PaperStrata)
-	if err != nil || a.String() != PaperStrata || a[RemoteOnly] != 12 || a[OCI] != 6 {
+	if err != nil || a.String() != PaperStrata || a[stratumRemoteOnly] != 12 || a[stratumOCI] != 6 {
 		t.Errorf("ParseStrata(%q) = %v, %v", PaperStrata, a, err)
 	}
 	for s, want := range map[string]string{
@@ -246,16 +257,18 @@ func TestParseStrata(t *testing.T) {
 		"npm=-1":      "want a count from 0 to 1000000",
 		"":            "no strata",
 	} {
-		if _, err := ParseStrata(s); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("ParseStrata(%q): %v, want an error containing %q", s, err, want)
-		}
+		t.Run(cmp.Or(s, "empty"), func(t *testing.T) {
+			if _, err := ParseStrata(s); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("ParseStrata(%q): %v, want an error containing %q", s, err, want)
+			}
+		})
 	}
 }
 
 // syntheticFrame returns n repositories per stratum.
 func syntheticFrame(n map[string]int) []FrameEntry {
 	var out []FrameEntry
-	for _, s := range Strata {
+	for _, s := range strata {
 		for i := 0; i < n[s]; i++ {
 			repo := fmt.Sprintf("github.com/%s-owner/repo-%03d", s, i)
 			out = append(out, FrameEntry{Repository: repo, Stratum: s, Servers: []string{"io.github." + s + "/" + fmt.Sprint(i)}, RegistryTypes: []string{}})
@@ -271,16 +284,16 @@ func syntheticFrame(n map[string]int) []FrameEntry {
 // excluded nor drawn (an excluded would-be replacement is skipped); a
 // stratum short of repositories gives what it has and a shortfall.
 func TestDrawSample(t *testing.T) {
-	frame := syntheticFrame(map[string]int{NPM: 30, PyPI: 20, RemoteOnly: 15, MCPB: 7, OCI: 4, Other: 9})
+	frame := syntheticFrame(map[string]int{stratumNPM: 30, stratumPyPI: 20, stratumRemoteOnly: 15, stratumMCPB: 7, stratumOCI: 4, stratumOther: 9})
 	alloc, _ := ParseStrata(PaperStrata)
 	// The draw order, by the rule, for npm.
 	var npm []string
 	for _, e := range frame {
-		if e.Stratum == NPM {
+		if e.Stratum == stratumNPM {
 			npm = append(npm, e.Repository)
 		}
 	}
-	slices.SortFunc(npm, func(a, b string) int { return strings.Compare(Key(7, a), Key(7, b)) })
+	slices.SortFunc(npm, func(a, b string) int { return strings.Compare(orderKey(7, a), orderKey(7, b)) })
 	excl := []Exclusion{
 		{Repository: npm[0], Reason: "404"},   // initial draw: replaced by npm[12]
 		{Repository: npm[12], Reason: "gone"}, // would-be replacement: skipped, so npm[5]'s replacement is npm[13]
@@ -291,7 +304,7 @@ func TestDrawSample(t *testing.T) {
 	s := DrawSample(frame, 7, alloc, excl)
 	var got []string
 	for _, p := range s.Picks {
-		if p.Stratum == NPM {
+		if p.Stratum == stratumNPM {
 			got = append(got, p.Repository)
 		}
 	}
@@ -302,8 +315,8 @@ func TestDrawSample(t *testing.T) {
 		t.Errorf("npm picks:\n%v\nwant\n%v", got, want)
 	}
 	if len(s.Replacements) != 2 ||
-		s.Replacements[0] != (Replacement{NPM, 1, npm[0], 1, npm[13], 14}) ||
-		s.Replacements[1] != (Replacement{NPM, 6, npm[5], 6, npm[14], 15}) {
+		s.Replacements[0] != (Replacement{stratumNPM, 1, npm[0], 1, npm[13], 14}) ||
+		s.Replacements[1] != (Replacement{stratumNPM, 6, npm[5], 6, npm[14], 15}) {
 		t.Errorf("replacements %+v", s.Replacements)
 	}
 	reached := map[string]bool{}
@@ -316,7 +329,7 @@ func TestDrawSample(t *testing.T) {
 	if !reached[npm[0]] || !reached[npm[12]] || !reached[npm[5]] || reached[npm[20]] {
 		t.Errorf("reached: %v", reached)
 	}
-	if len(s.Shortfalls) != 1 || s.Shortfalls[0] != (Shortfall{OCI, 6, 4, 4, 0}) {
+	if len(s.Shortfalls) != 1 || s.Shortfalls[0] != (Shortfall{stratumOCI, 6, 4, 4, 0}) {
 		t.Errorf("shortfalls %+v, want oci 6 asked, 4 drawn", s.Shortfalls)
 	}
 	if len(s.Picks) != 12+12+12+6+4+6 || len(s.Order) != len(frame) {
@@ -350,14 +363,16 @@ func TestWriteReproducible(t *testing.T) {
 	write(a)
 	write(b)
 	for _, f := range []string{FrameFile, DrawsFile, ExclusionsFile, ReplacementsFile, SampleFile, RejectedFile, ManifestFile, SumsFile} {
-		da, err := os.ReadFile(filepath.Join(a, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		db, _ := os.ReadFile(filepath.Join(b, f))
-		if !bytes.Equal(da, db) {
-			t.Errorf("%s differs between two runs", f)
-		}
+		t.Run(f, func(t *testing.T) {
+			da, err := os.ReadFile(filepath.Join(a, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			db, _ := os.ReadFile(filepath.Join(b, f))
+			if !bytes.Equal(da, db) {
+				t.Errorf("%s differs between two runs", f)
+			}
+		})
 	}
 	if _, err := (&Result{}).Write(a, nil); err == nil || !strings.Contains(err.Error(), "is not empty") {
 		t.Errorf("writing into a full directory: %v", err)
@@ -379,11 +394,13 @@ func TestWriteReproducible(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range []string{FrameFile, DrawsFile, ExclusionsFile, ReplacementsFile, SampleFile} {
-		da, _ := os.ReadFile(filepath.Join(a, f))
-		dc, _ := os.ReadFile(filepath.Join(c, f))
-		if !bytes.Equal(da, dc) {
-			t.Errorf("%s from the frame differs from the snapshot's", f)
-		}
+		t.Run(f, func(t *testing.T) {
+			da, _ := os.ReadFile(filepath.Join(a, f))
+			dc, _ := os.ReadFile(filepath.Join(c, f))
+			if !bytes.Equal(da, dc) {
+				t.Errorf("%s from the frame differs from the snapshot's", f)
+			}
+		})
 	}
 	sums, _ := os.ReadFile(filepath.Join(a, SumsFile))
 	if n := strings.Count(string(sums), "\n"); n != 7 {
@@ -401,9 +418,11 @@ func TestReadFrameErrors(t *testing.T) {
 		`{"repository":"github.com/a/b","stratum":"npm","x":1}`: `f.jsonl:1: json: unknown field "x"`,
 		"": "no repositories",
 	} {
-		if _, err := ReadFrame("f.jsonl", []byte(data)); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("ReadFrame(%q): %v, want %q", data, err, want)
-		}
+		t.Run(want, func(t *testing.T) {
+			if _, err := ReadFrame("f.jsonl", []byte(data)); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("ReadFrame(%q): %v, want %q", data, err, want)
+			}
+		})
 	}
 }
 
@@ -416,9 +435,11 @@ func TestReadExclusions(t *testing.T) {
 		"github.com/a/b\nhttps://gitlab.com/a/b": `x.txt:2: "https://gitlab.com/a/b": not a GitHub repository`,
 		"github.com/a/b\ngithub.com/A/B":         "x.txt:2: github.com/a/b is already excluded on line 1",
 	} {
-		if _, err := ReadExclusions("x.txt", []byte(data)); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("ReadExclusions(%q): %v, want %q", data, err, want)
-		}
+		t.Run(want, func(t *testing.T) {
+			if _, err := ReadExclusions("x.txt", []byte(data)); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("ReadExclusions(%q): %v, want %q", data, err, want)
+			}
+		})
 	}
 }
 
@@ -437,12 +458,14 @@ func TestCompareVersions(t *testing.T) {
 		{"1.0.0", "latest", 1},
 		{"abc", "abd", -1},
 	} {
-		if got := CompareVersions(tc.a, tc.b); got != tc.want {
-			t.Errorf("CompareVersions(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
-		}
-		if got := CompareVersions(tc.b, tc.a); got != -tc.want {
-			t.Errorf("CompareVersions(%q, %q) = %d, want %d", tc.b, tc.a, got, -tc.want)
-		}
+		t.Run(tc.a+" vs "+tc.b, func(t *testing.T) {
+			if got := compareVersions(tc.a, tc.b); got != tc.want {
+				t.Errorf("CompareVersions(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+			}
+			if got := compareVersions(tc.b, tc.a); got != -tc.want {
+				t.Errorf("CompareVersions(%q, %q) = %d, want %d", tc.b, tc.a, got, -tc.want)
+			}
+		})
 	}
 }
 

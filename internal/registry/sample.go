@@ -21,15 +21,15 @@ const DefaultSeed = 20260819
 // and remote-only listings, 6 each from MCPB, OCI and other listings.
 const PaperStrata = "npm=12,pypi=12,remote=12,mcpb=6,oci=6,other=6"
 
-// OrderingRule is how a stratum's repositories are ordered for the draw,
+// orderingRule is how a stratum's repositories are ordered for the draw,
 // in words (recorded in the manifest); Key computes it.
-const OrderingRule = `ascending lower-case hex sha256 of the bytes "stress-sample/v1" 0x00 SEED 0x00 REPOSITORY ` +
+const orderingRule = `ascending lower-case hex sha256 of the bytes "stress-sample/v1" 0x00 SEED 0x00 REPOSITORY ` +
 	`(SEED in decimal ASCII, REPOSITORY the canonical github.com/owner/name), ties by repository`
 
-// Key returns repository's ordering key under seed (OrderingRule): in
+// orderKey returns repository's ordering key under seed (orderingRule): in
 // Python, hashlib.sha256(b"stress-sample/v1\0" + str(seed).encode() +
 // b"\0" + repository.encode()).hexdigest().
-func Key(seed uint64, repository string) string {
+func orderKey(seed uint64, repository string) string {
 	h := sha256.New()
 	h.Write([]byte("stress-sample/v1\x00" + strconv.FormatUint(seed, 10) + "\x00" + repository))
 	return hex.EncodeToString(h.Sum(nil))
@@ -43,15 +43,15 @@ type Allocation map[string]int
 func ParseStrata(s string) (Allocation, error) {
 	a := Allocation{}
 	if strings.TrimSpace(s) == "" {
-		return nil, fmt.Errorf("no strata: want STRATUM=N,… with strata %s", strings.Join(Strata, ", "))
+		return nil, fmt.Errorf("no strata: want STRATUM=N,… with strata %s", strings.Join(strata, ", "))
 	}
 	for _, part := range strings.Split(s, ",") {
 		name, n, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if !ok {
 			return nil, fmt.Errorf("%s: want STRATUM=N", input.Quote(part))
 		}
-		if !slices.Contains(Strata, name) {
-			return nil, fmt.Errorf("unknown stratum %s: want one of %s", input.Quote(name), strings.Join(Strata, ", "))
+		if !slices.Contains(strata, name) {
+			return nil, fmt.Errorf("unknown stratum %s: want one of %s", input.Quote(name), strings.Join(strata, ", "))
 		}
 		if _, dup := a[name]; dup {
 			return nil, fmt.Errorf("stratum %s given twice", name)
@@ -65,11 +65,11 @@ func ParseStrata(s string) (Allocation, error) {
 	return a, nil
 }
 
-// String writes a in ParseStrata's form, strata in Strata order, those
-// with 0 left out.
+// String writes a in ParseStrata's form, strata in the order npm, pypi,
+// remote, mcpb, oci, other, those with 0 left out.
 func (a Allocation) String() string {
 	var parts []string
-	for _, s := range Strata {
+	for _, s := range strata {
 		if a[s] > 0 {
 			parts = append(parts, s+"="+strconv.Itoa(a[s]))
 		}
@@ -190,8 +190,8 @@ func (s Shortfall) Error() string {
 type Sample struct {
 	Seed   uint64
 	Strata Allocation
-	// Order is the draw order: every frame repository, strata in Strata
-	// order, each by rank.
+	// Order is the draw order: every frame repository, strata in the
+	// order npm, pypi, remote, mcpb, oci, other, each by rank.
 	Order        []Draw
 	Picks        []Pick
 	Replacements []Replacement
@@ -200,8 +200,9 @@ type Sample struct {
 }
 
 // DrawSample draws alloc[s] repositories from each stratum s of frame:
-// the stratum's repositories in OrderingRule order, the first alloc[s]
-// of them, each excluded one replaced by the next repository in the order
+// the stratum's repositories in the draw order (by a seeded sha256 of
+// each repository; the manifest records the rule), the first alloc[s] of
+// them, each excluded one replaced by the next repository in the order
 // that is neither excluded nor already drawn. A stratum with too few
 // repositories gives what it has and a Shortfall.
 func DrawSample(frame []FrameEntry, seed uint64, alloc Allocation, excluded []Exclusion) *Sample {
@@ -209,7 +210,7 @@ func DrawSample(frame []FrameEntry, seed uint64, alloc Allocation, excluded []Ex
 	byStratum := map[string][]Draw{}
 	servers := map[string][]string{}
 	for _, e := range frame {
-		byStratum[e.Stratum] = append(byStratum[e.Stratum], Draw{Stratum: e.Stratum, Repository: e.Repository, Key: Key(seed, e.Repository)})
+		byStratum[e.Stratum] = append(byStratum[e.Stratum], Draw{Stratum: e.Stratum, Repository: e.Repository, Key: orderKey(seed, e.Repository)})
 		servers[e.Repository] = e.Servers
 	}
 	excl := map[string]int{}
@@ -218,7 +219,7 @@ func DrawSample(frame []FrameEntry, seed uint64, alloc Allocation, excluded []Ex
 		excl[x.Repository] = i
 		results[i].Exclusion = x
 	}
-	for _, stratum := range Strata {
+	for _, stratum := range strata {
 		order := byStratum[stratum]
 		slices.SortFunc(order, func(a, b Draw) int {
 			return cmp.Or(strings.Compare(a.Key, b.Key), strings.Compare(a.Repository, b.Repository))

@@ -101,10 +101,11 @@ type Manifest struct {
 	Files          map[string]string `json:"files"`
 }
 
-// Counts returns the per-stratum numbers of r, in Strata order.
+// Counts returns the per-stratum numbers of r, in the order npm,
+// pypi, remote, mcpb, oci, other.
 func (r *Result) Counts() []StratumCounts {
 	var out []StratumCounts
-	for _, s := range Strata {
+	for _, s := range strata {
 		c := StratumCounts{Stratum: s, Asked: r.Sample.Strata[s]}
 		for _, e := range r.Frame.Entries {
 			if e.Stratum == s {
@@ -200,8 +201,8 @@ func (r *Result) Write(final string, pages [][]byte) (*Manifest, error) {
 		Tool:         "stress sample",
 		Seed:         r.Sample.Seed,
 		Strata:       r.Sample.Strata.String(),
-		Ordering:     OrderingRule,
-		StratumRule:  StratumRule,
+		Ordering:     orderingRule,
+		StratumRule:  stratumRule,
 		Fetched:      r.Fetched,
 		FromFrame:    r.FromFrame,
 		Inputs:       r.Inputs,
@@ -212,7 +213,7 @@ func (r *Result) Write(final string, pages [][]byte) (*Manifest, error) {
 		Files:        sums,
 	}
 	if !r.FromFrame {
-		m.LatestRule = LatestRule
+		m.LatestRule = latestRule
 		m.Records, m.Servers, m.Statuses = r.Frame.Records, r.Frame.Servers, r.Frame.Statuses
 		m.Rejected = r.RejectedCounts()
 		m.IncludeDeleted, m.KeptDeleted = r.Frame.IncludeDeleted, r.Frame.KeptDeleted
@@ -292,7 +293,7 @@ func ReadFrame(file string, data []byte) ([]FrameEntry, error) {
 		if repo != e.Repository {
 			return nil, fmt.Errorf("%s:%d: repository %s is not in canonical form (%s)", file, n, input.Quote(e.Repository), repo)
 		}
-		if !slices.Contains(Strata, e.Stratum) {
+		if !slices.Contains(strata, e.Stratum) {
 			return nil, fmt.Errorf("%s:%d: repository %s: unknown stratum %s", file, n, repo, input.Quote(e.Stratum))
 		}
 		if first, dup := seen[repo]; dup {

@@ -8,7 +8,7 @@ import (
 )
 
 // Class is what a scanned path holds: production code or something else
-// (ClassOf has the rules).
+// (classOf has the rules).
 type Class string
 
 // The path classes. Only production matches go to the ledger and count
@@ -23,8 +23,8 @@ const (
 	Build Class = "build"
 )
 
-// Classes lists the classes in the order of every table.
-var Classes = []Class{Production, Generated, Test, Fixture, Example, Build}
+// classes lists the classes in the order of every table.
+var classes = []Class{Production, Generated, Test, Fixture, Example, Build}
 
 // dependencyDirs are never entered: dependencies, virtual environments,
 // caches and version control.
@@ -46,10 +46,10 @@ var (
 	exampleDirs   = []string{"examples", "example", "samples", "sample", "demo", "demos", "playground"}
 )
 
-// SkipDir reports whether a directory called name is not entered:
+// skipDir reports whether a directory called name is not entered:
 // dependencies always (dependencyDirs, and *.egg-info), build output
 // unless includeBuild (buildDirs). build says it is build output.
-func SkipDir(name string, includeBuild bool) (skip, build bool) {
+func skipDir(name string, includeBuild bool) (skip, build bool) {
 	n := strings.ToLower(name)
 	if slices.Contains(dependencyDirs, n) || strings.HasSuffix(n, ".egg-info") {
 		return true, false
@@ -60,7 +60,7 @@ func SkipDir(name string, includeBuild bool) (skip, build bool) {
 	return false, false
 }
 
-// ClassOf returns the class of the source file at rel (slash-separated,
+// classOf returns the class of the source file at rel (slash-separated,
 // relative to the repository) whose first bytes are head; underBuild says
 // a directory on its path is build output. The first rule that applies
 // decides:
@@ -84,7 +84,7 @@ func SkipDir(name string, includeBuild bool) (skip, build bool) {
 //  5. example: under examples, example, samples, sample, demo, demos or
 //     playground;
 //  6. production: everything else.
-func ClassOf(rel string, underBuild bool, head []byte) Class {
+func classOf(rel string, underBuild bool, head []byte) Class {
 	if underBuild {
 		return Build
 	}
@@ -101,7 +101,7 @@ func ClassOf(rel string, underBuild bool, head []byte) Class {
 	}
 	switch {
 	case under(generatedDirs) || generatedName(lower) || generatedMarker(head) ||
-		(LanguageOf(base) == JavaScript || LanguageOf(base) == TypeScript) && Minified(head):
+		(languageOf(base) == JavaScript || languageOf(base) == TypeScript) && minified(head):
 		return Generated
 	case under(fixtureDirs) || strings.Contains(lower, ".fixture.") || strings.Contains(lower, ".mock.") ||
 		strings.HasPrefix(lower, "mock_") || strings.Contains(lower, "_mock."):
@@ -167,10 +167,10 @@ func generatedMarker(head []byte) bool {
 // minifiedBytes is how much of a file's start Minified reads.
 const minifiedBytes = 64 << 10
 
-// Minified reports whether a JavaScript or TypeScript file whose first
+// minified reports whether a JavaScript or TypeScript file whose first
 // bytes are head is minified: in its first 64 KiB, the mean line is at
 // least 200 bytes long and some line at least 1000.
-func Minified(head []byte) bool {
+func minified(head []byte) bool {
 	head = head[:min(len(head), minifiedBytes)]
 	lines, longest := 0, 0
 	for line := range bytes.Lines(head) {

@@ -47,10 +47,10 @@ func gitDirs(root string) (gitDir, common string) {
 	return gitDir, common
 }
 
-// Commit returns the commit checked out at root, read from its .git
+// commit returns the commit checked out at root, read from its .git
 // (HEAD, the ref it names, loose or packed), "" when root is not a git
 // checkout. It runs no git command.
-func Commit(root string) (string, error) {
+func commit(root string) (string, error) {
 	gitDir, common := gitDirs(root)
 	if gitDir == "" {
 		return "", nil

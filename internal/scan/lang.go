@@ -23,8 +23,8 @@ const (
 	CSharp     Language = "csharp"
 )
 
-// Languages lists the languages in the order of every table.
-var Languages = []Language{TypeScript, JavaScript, Python, Go, Rust, Java, Kotlin, CSharp}
+// languages lists the languages in the order of every table.
+var languages = []Language{TypeScript, JavaScript, Python, Go, Rust, Java, Kotlin, CSharp}
 
 var extensions = map[string]Language{
 	".ts": TypeScript, ".tsx": TypeScript, ".mts": TypeScript, ".cts": TypeScript,
@@ -37,9 +37,9 @@ var extensions = map[string]Language{
 	".cs": CSharp,
 }
 
-// LanguageOf returns the language of a file by its name's extension, ""
+// languageOf returns the language of a file by its name's extension, ""
 // for a file the scanner does not read.
-func LanguageOf(name string) Language {
+func languageOf(name string) Language {
 	return extensions[strings.ToLower(path.Ext(name))]
 }
 

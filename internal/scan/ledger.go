@@ -14,17 +14,17 @@ import (
 
 // The decisions of an adjudicated ledger row.
 const (
-	// Construction: the match builds a tool-error result.
-	Construction = "construction"
-	// TestString: the match is test data embedded in production code.
-	TestString = "test_string"
-	// NotAnErrorResult: the match sets a flag of something else (another
+	// construction: the match builds a tool-error result.
+	construction = "construction"
+	// testString: the match is test data embedded in production code.
+	testString = "test_string"
+	// notAnErrorResult: the match sets a flag of something else (another
 	// API's is_error, a local state).
-	NotAnErrorResult = "not_an_error_result"
+	notAnErrorResult = "not_an_error_result"
 )
 
-// Decisions lists the decisions; an empty decision is undecided.
-var Decisions = []string{Construction, TestString, NotAnErrorResult}
+// decisions lists the decisions; an empty decision is undecided.
+var decisions = []string{construction, testString, notAnErrorResult}
 
 // Funnel is the paper's audit funnel from an adjudicated ledger: the
 // production matches, what they were judged, and the semantic paths and
@@ -46,24 +46,24 @@ type Funnel struct {
 	Repositories int `json:"repositories"`
 }
 
-// LedgerRow is one row of a ledger.csv as read: its cells by column
-// (LedgerColumns), unescaped (csvcell), decision and semantic_path without
+// ledgerRow is one row of a ledger.csv as read: its cells by column
+// (ledgerColumns), unescaped (csvcell), decision and semantic_path without
 // surrounding blanks; a column the file lacks reads as "".
-type LedgerRow struct {
+type ledgerRow struct {
 	// Row is the row's line in the file (the header is line 1).
 	Row                                                                  int
 	ID, Repository, Commit, File, Line, Column, Language, Construct, Key string
 	Decision, SemanticPath, Note                                         string
 }
 
-// ReadLedger reads a ledger (LedgerColumns; only id, repository, decision
+// readLedger reads a ledger (ledgerColumns; only id, repository, decision
 // and semantic_path are required, in any order) and checks every row: an
 // unknown decision, a construction without a semantic path or a
 // repository, an id given twice or missing are errors naming the file and
 // line. It returns the good rows and every error; nil rows when the header
 // is wrong. Cells are unescaped (csvcell.Unescape): a cell written as
 // '=x reads as =x.
-func ReadLedger(file string, r io.Reader) ([]LedgerRow, []error) {
+func readLedger(file string, r io.Reader) ([]ledgerRow, []error) {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = -1
 	header, err := cr.Read()
@@ -81,9 +81,9 @@ func ReadLedger(file string, r io.Reader) ([]LedgerRow, []error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, []error{fmt.Errorf("%s: the header lacks the column(s) %s (want %s)", file, strings.Join(missing, ", "), strings.Join(LedgerColumns, ","))}
+		return nil, []error{fmt.Errorf("%s: the header lacks the column(s) %s (want %s)", file, strings.Join(missing, ", "), strings.Join(ledgerColumns, ","))}
 	}
-	rows := []LedgerRow{} // not nil: the header was read
+	rows := []ledgerRow{} // not nil: the header was read
 	var errs []error
 	seen := map[string]int{}
 	for {
@@ -108,7 +108,7 @@ func ReadLedger(file string, r io.Reader) ([]LedgerRow, []error) {
 			}
 			return ""
 		}
-		row := LedgerRow{Row: line, ID: strings.TrimSpace(get("id")), Repository: strings.TrimSpace(get("repository")),
+		row := ledgerRow{Row: line, ID: strings.TrimSpace(get("id")), Repository: strings.TrimSpace(get("repository")),
 			Commit: get("commit"), File: get("file"), Line: get("line"), Column: get("column"), Language: get("language"),
 			Construct: get("construct"), Key: get("key"), Decision: strings.TrimSpace(get("decision")),
 			SemanticPath: strings.TrimSpace(get("semantic_path")), Note: get("note")}
@@ -120,13 +120,13 @@ func ReadLedger(file string, r io.Reader) ([]LedgerRow, []error) {
 		case seen[row.ID] > 0:
 			errs = append(errs, fmt.Errorf("%s: id already on line %d", at, seen[row.ID]))
 			continue
-		case row.Decision != "" && !slices.Contains(Decisions, row.Decision):
-			errs = append(errs, fmt.Errorf("%s: decision %s: want %s, or empty for undecided", at, input.Quote(row.Decision), strings.Join(Decisions, ", ")))
+		case row.Decision != "" && !slices.Contains(decisions, row.Decision):
+			errs = append(errs, fmt.Errorf("%s: decision %s: want %s, or empty for undecided", at, input.Quote(row.Decision), strings.Join(decisions, ", ")))
 			continue
-		case row.Decision == Construction && row.SemanticPath == "":
+		case row.Decision == construction && row.SemanticPath == "":
 			errs = append(errs, fmt.Errorf("%s: a construction needs its semantic_path", at))
 			continue
-		case row.Decision == Construction && row.Repository == "":
+		case row.Decision == construction && row.Repository == "":
 			errs = append(errs, fmt.Errorf("%s: a construction needs its repository", at))
 			continue
 		}
@@ -136,11 +136,11 @@ func ReadLedger(file string, r io.Reader) ([]LedgerRow, []error) {
 	return rows, errs
 }
 
-// Summarize reads an adjudicated ledger (ReadLedger) and returns its
+// Summarize reads an adjudicated ledger (ledger.csv) and returns its
 // funnel. Every bad row is an error naming the file and line; the funnel
 // counts the good rows. The funnel is nil when the header is wrong.
 func Summarize(file string, r io.Reader) (*Funnel, []error) {
-	rows, errs := ReadLedger(file, r)
+	rows, errs := readLedger(file, r)
 	if rows == nil {
 		return nil, errs
 	}
@@ -152,11 +152,11 @@ func Summarize(file string, r io.Reader) (*Funnel, []error) {
 		switch row.Decision {
 		case "":
 			f.Undecided++
-		case TestString:
+		case testString:
 			f.TestStrings++
-		case NotAnErrorResult:
+		case notAnErrorResult:
 			f.NotErrorResults++
-		case Construction:
+		case construction:
 			f.Constructions++
 			paths[[2]string{row.Repository, row.SemanticPath}] = true
 			repos[row.Repository] = true

@@ -8,22 +8,22 @@ import (
 
 // The constructs a match is one of.
 const (
-	// Property is an object, dict, struct or composite literal member:
+	// property is an object, dict, struct or composite literal member:
 	// {isError: true}, {"isError": True}, CallToolResult{IsError: true},
 	// CallToolResult { is_error: Some(true), … }.
-	Property = "property"
-	// NamedArgument is a keyword or named argument of a call:
+	property = "property"
+	// namedArgument is a keyword or named argument of a call:
 	// CallToolResult(isError=True) (Python, Kotlin), new
 	// CallToolResult(isError: true) (C#).
-	NamedArgument = "named_argument"
-	// Initializer is a C# object initializer member: new CallToolResult {
+	namedArgument = "named_argument"
+	// initializer is a C# object initializer member: new CallToolResult {
 	// IsError = true }.
-	Initializer = "initializer"
-	// Assignment sets the field on an object: result.isError = true.
-	Assignment = "assignment"
-	// IndexAssignment sets it by key: result["isError"] = True.
-	IndexAssignment = "index_assignment"
-	// Helper is a call of an SDK helper that builds an error result, in a
+	initializer = "initializer"
+	// assignment sets the field on an object: result.isError = true.
+	assignment = "assignment"
+	// indexAssignment sets it by key: result["isError"] = True.
+	indexAssignment = "index_assignment"
+	// helper is a call of an SDK helper that builds an error result, in a
 	// file that imports that SDK: (*CallToolResult).SetError (Go SDK,
 	// github.com/modelcontextprotocol/go-sdk/mcp; counted only in files
 	// that also name CallToolResult, for SetError is a common method
@@ -31,10 +31,10 @@ const (
 	// name mcp-go (github.com/mark3labs/mcp-go/mcp) is imported as, or
 	// unqualified after a dot import, and CallToolResult::error (Rust
 	// SDK, in a file that names the rmcp crate).
-	Helper = "helper"
-	// Builder is a builder call: CallToolResult.builder().isError(true)
+	helper = "helper"
+	// builder is a builder call: CallToolResult.builder().isError(true)
 	// (Java SDK).
-	Builder = "builder"
+	builder = "builder"
 	// WrapperCall is not a match: a call of a function named like an SDK
 	// helper in a file that does not import that SDK, or qualified by
 	// another package (utils.NewToolResultError): a repository's own
@@ -43,10 +43,6 @@ const (
 	// listed apart (Result.WrapperCalls), never in the ledger.
 	WrapperCall = "wrapper_call"
 )
-
-// Constructs lists the constructs of matches in the order of every
-// table (WrapperCall is not one).
-var Constructs = []string{Property, NamedArgument, Initializer, Assignment, IndexAssignment, Helper, Builder}
 
 // keys are the names of the error flag.
 var keys = []string{"isError", "is_error", "IsError"}
@@ -79,7 +75,7 @@ var languageRules = map[Language]rules{
 // hit is one match in a file.
 type hit struct {
 	tok       int    // the token reported: the key or the helper's name
-	construct string // Property, …
+	construct string // property, …
 	key       string // isError, is_error, IsError, or the helper's name
 	match     string // the construct written out: isError: true, .SetError(…)
 	function  string // the enclosing function, "" when unknown
@@ -227,7 +223,7 @@ func (m *matcher) inType() bool {
 }
 
 // findMatches returns the matches among the tokens of src in language
-// lang: the constructs of Constructs that set the error flag to the
+// lang: the constructs (constructs) that set the error flag to the
 // literal true, or call an SDK helper, outside TypeScript types.
 func findMatches(src []byte, toks []token, lang Language) []hit {
 	m := &matcher{src: src, toks: toks, lang: lang, r: languageRules[lang], alias: -1,
@@ -736,29 +732,29 @@ func (m *matcher) check(i int) {
 			switch {
 			case op == ":" && r.property && f != nil && f.c == '{' && (prev == "{" || prev == ",") &&
 				(m.is(end, ",") || m.is(end, "}") || r.typeScript && (m.is(end, "as") || m.is(end, "satisfies"))):
-				m.add(i, Property, k, keyText+": "+v)
+				m.add(i, property, k, keyText+": "+v)
 			case op == "=" && r.namedArgEq && t.kind == kIdent && f != nil && f.c == '(' && !f.params &&
 				(prev == "(" || prev == ",") && (m.is(end, ",") || m.is(end, ")")):
-				m.add(i, NamedArgument, k, k+"="+v)
+				m.add(i, namedArgument, k, k+"="+v)
 			case op == ":" && r.namedArgColon && t.kind == kIdent && f != nil && f.c == '(' && !f.params &&
 				(prev == "(" || prev == ",") && (m.is(end, ",") || m.is(end, ")")):
-				m.add(i, NamedArgument, k, k+": "+v)
+				m.add(i, namedArgument, k, k+": "+v)
 			case op == "=" && r.initializer && t.kind == kIdent && f != nil && f.c == '{' &&
 				(prev == "{" || prev == ",") && (m.is(end, ",") || m.is(end, "}")):
-				m.add(i, Initializer, k, k+" = "+v)
+				m.add(i, initializer, k, k+" = "+v)
 			case op == "=" && t.kind == kIdent && prev == "." && m.receiver(i-2) && m.endsStatement(end):
-				m.add(i, Assignment, k, "."+k+" = "+v)
+				m.add(i, assignment, k, "."+k+" = "+v)
 			}
 		}
 		// object["isError"] = true
 		if t.kind == kString && m.is(i-1, "[") && m.receiver(i-2) && m.is(i+1, "]") && m.is(i+2, "=") {
 			if end, v := m.value(i + 3); end >= 0 && m.endsStatement(end) {
-				m.add(i, IndexAssignment, k, "["+keyText+"] = "+v)
+				m.add(i, indexAssignment, k, "["+keyText+"] = "+v)
 			}
 		}
 		// CallToolResult.builder().isError(true)
 		if r.javaBuilder && k == "isError" && t.kind == kIdent && m.is(i-1, ".") && m.is(i+1, "(") && m.is(i+2, "true") && m.is(i+3, ")") {
-			m.add(i, Builder, k, ".isError(true)")
+			m.add(i, builder, k, ".isError(true)")
 		}
 		return
 	}
@@ -791,7 +787,7 @@ func (m *matcher) check(i int) {
 // WrapperCall.
 func helperOr(sdk bool) string {
 	if sdk {
-		return Helper
+		return helper
 	}
 	return WrapperCall
 }

@@ -1,7 +1,7 @@
 // Package scan is the paper's deliberately narrow lexical scanner
 // (section IV-A): it finds where repositories construct MCP tool-error
 // results, in TypeScript, JavaScript, Python, Go, Rust, Java, Kotlin and
-// C#. A match is a construct of Constructs that sets isError, is_error
+// C#. A match is a construct that sets isError, is_error
 // or IsError to the literal true (in an object, dict, struct or composite
 // literal, a named argument, an initializer, an assignment or an index
 // assignment), or a call of an SDK helper that builds an error result in
@@ -11,7 +11,7 @@
 // It reads tokens, not text: a key in a comment, a string, a regexp or a
 // TypeScript type does not match, nor does isError: false, isError: cond
 // or a Python case clause's pattern. Dependencies and build output are not
-// entered (SkipDir); every other path is classed (ClassOf) and only
+// entered; every other path is classed (Class) and only
 // production matches are adjudicated. It depends on nothing else of
 // stress but registry (for GitHub names) and internal helpers; `stress
 // scan` wires it.
@@ -80,7 +80,9 @@ type Candidate struct {
 	Column   int      `json:"column"`
 	Language Language `json:"language"`
 	Class    Class    `json:"class"`
-	// Construct is one of Constructs; Key the flag or helper it sets or
+	// Construct is how the match sets the flag (property,
+	// named_argument, initializer, assignment, index_assignment,
+	// helper, builder); Key the flag or helper it sets or
 	// calls; Match the construct written out (isError: true).
 	Construct string `json:"construct"`
 	Key       string `json:"key"`
@@ -88,7 +90,7 @@ type Candidate struct {
 	// Function is the enclosing function where the scanner can tell
 	// cheaply, "" otherwise.
 	Function string `json:"function,omitempty"`
-	// Text is the source line (at most MaxText bytes around the match).
+	// Text is the source line (at most 240 bytes around the match).
 	Text string `json:"text"`
 	// LineSHA256 and ContextSHA256 hash the line and its context (see
 	// Projection); they stand for the text in the projection.
@@ -96,8 +98,8 @@ type Candidate struct {
 	ContextSHA256 string `json:"context_sha256"`
 }
 
-// MaxText bounds Candidate.Text, in bytes.
-const MaxText = 240
+// maxText bounds Candidate.Text, in bytes.
+const maxText = 240
 
 // Skip is a path the scanner did not read.
 type Skip struct {
@@ -142,7 +144,8 @@ type Result struct {
 	WrapperCalls []Candidate
 	// Skipped are sorted by repository and path.
 	Skipped []Skip
-	// ExcludedDirs counts the directories not entered (SkipDir).
+	// ExcludedDirs counts the directories not entered (dependencies,
+	// build output).
 	ExcludedDirs int
 	// Files counts the source files read by class and language; Bytes
 	// their bytes.
@@ -204,7 +207,7 @@ func Scan(ctx context.Context, repos []Repo, opt Options) (*Result, error) {
 		if r.Dir == "" {
 			continue
 		}
-		c, err := Commit(r.Dir)
+		c, err := commit(r.Dir)
 		if err != nil {
 			res.Skipped = append(res.Skipped, Skip{Repository: r.Name, Path: ".git", Reason: "no commit: " + err.Error()})
 		}
@@ -285,7 +288,7 @@ func Scan(ctx context.Context, repos []Repo, opt Options) (*Result, error) {
 	return res, nil
 }
 
-// excludedDir is the reason of a directory SkipDir excludes (counted, not
+// excludedDir is the reason of a directory skipDir excludes (counted, not
 // listed).
 const excludedDir = "excluded"
 
@@ -318,7 +321,7 @@ func walk(ctx context.Context, i int, r Repo, opt Options, jobs chan<- job, resu
 			if p == "." {
 				return nil
 			}
-			s, build := SkipDir(d.Name(), opt.IncludeBuild)
+			s, build := skipDir(d.Name(), opt.IncludeBuild)
 			if s {
 				results <- fileResult{repo: i, skip: &Skip{Reason: excludedDir}}
 				return fs.SkipDir
@@ -331,7 +334,7 @@ func walk(ctx context.Context, i int, r Repo, opt Options, jobs chan<- job, resu
 		if !d.Type().IsRegular() {
 			return nil
 		}
-		lang := LanguageOf(d.Name())
+		lang := languageOf(d.Name())
 		if lang == "" {
 			return nil
 		}
@@ -401,7 +404,7 @@ func (w *worker) file(fsys fs.FS, j job, repo, commit string) fileResult {
 		return skip("binary (a NUL byte in its first 8000 bytes)", false)
 	}
 	fr.bytes = int64(len(data))
-	fr.class = ClassOf(j.rel, j.underBuild, data)
+	fr.class = classOf(j.rel, j.underBuild, data)
 	if declarations(j.rel) || !prefilter(data) {
 		return fr
 	}
@@ -509,15 +512,15 @@ func sha(b []byte) string {
 }
 
 // excerpt returns line without its surrounding blanks, or, when longer
-// than MaxText, MaxText bytes around offset at (the match), marked with
+// than maxText, maxText bytes around offset at (the match), marked with
 // "…" where cut.
 func excerpt(line []byte, at int) string {
 	t := bytes.TrimSpace(line)
-	if len(t) <= MaxText {
+	if len(t) <= maxText {
 		return string(t)
 	}
-	s := max(0, at-MaxText/3)
-	e := min(len(line), s+MaxText)
+	s := max(0, at-maxText/3)
+	e := min(len(line), s+maxText)
 	for s > 0 && !utf8.RuneStart(line[s]) {
 		s--
 	}

@@ -153,20 +153,24 @@ func TestClassOf(t *testing.T) {
 		{"src/latest.ts", false, nil, Production}, // "test" only as a whole name
 		{"src/contest_test.txt.py", false, nil, Production},
 	} {
-		if got := ClassOf(tc.rel, tc.underBuild, tc.head); got != tc.want {
-			t.Errorf("ClassOf(%q, %v) = %s, want %s", tc.rel, tc.underBuild, got, tc.want)
-		}
+		t.Run(tc.rel, func(t *testing.T) {
+			if got := classOf(tc.rel, tc.underBuild, tc.head); got != tc.want {
+				t.Errorf("ClassOf(%q, %v) = %s, want %s", tc.rel, tc.underBuild, got, tc.want)
+			}
+		})
 	}
 	for name, want := range map[string][2]bool{
 		"node_modules": {true, false}, "vendor": {true, false}, ".venv": {true, false}, "site-packages": {true, false},
 		"foo.egg-info": {true, false}, ".git": {true, false}, "dist": {true, true}, "Build": {true, true}, "target": {true, true},
 		"src": {false, false}, "lib": {false, false},
 	} {
-		if s, b := SkipDir(name, false); s != want[0] || b != want[1] {
-			t.Errorf("SkipDir(%q) = %v, %v; want %v", name, s, b, want)
-		}
+		t.Run(name, func(t *testing.T) {
+			if s, b := skipDir(name, false); s != want[0] || b != want[1] {
+				t.Errorf("SkipDir(%q) = %v, %v; want %v", name, s, b, want)
+			}
+		})
 	}
-	if s, b := SkipDir("dist", true); s || !b {
+	if s, b := skipDir("dist", true); s || !b {
 		t.Errorf("SkipDir(dist, include build) = %v, %v; want false, true", s, b)
 	}
 }
@@ -269,11 +273,13 @@ func TestCommit(t *testing.T) {
 	write("unborn/.git/HEAD", "ref: refs/heads/main\n")
 	write("plain/x.go", "package x\n")
 	for dir, want := range map[string]string{"loose": a, "packed": b, "detached": b, "wt": a, "plain": ""} {
-		if got, err := Commit(filepath.Join(root, dir)); got != want || err != nil {
-			t.Errorf("Commit(%s) = %q, %v; want %q", dir, got, err, want)
-		}
+		t.Run(dir, func(t *testing.T) {
+			if got, err := commit(filepath.Join(root, dir)); got != want || err != nil {
+				t.Errorf("Commit(%s) = %q, %v; want %q", dir, got, err, want)
+			}
+		})
 	}
-	if _, err := Commit(filepath.Join(root, "unborn")); err == nil || !strings.Contains(err.Error(), "refs/heads/main, which has no commit yet") {
+	if _, err := commit(filepath.Join(root, "unborn")); err == nil || !strings.Contains(err.Error(), "refs/heads/main, which has no commit yet") {
 		t.Errorf("Commit(unborn): %v", err)
 	}
 	if got := Origin(filepath.Join(root, "loose")); got != "github.com/acme/weather-mcp" {
@@ -299,11 +305,13 @@ func TestWrite(t *testing.T) {
 		}
 	}
 	for _, f := range []string{CandidatesFile, ProjectionFile, LedgerFile, WrapperCallsFile, ManifestFile} {
-		a, _ := os.ReadFile(filepath.Join(dirs[0], f))
-		b, _ := os.ReadFile(filepath.Join(dirs[1], f))
-		if len(a) == 0 || !bytes.Equal(a, b) {
-			t.Errorf("%s: empty or differs between two writes", f)
-		}
+		t.Run(f, func(t *testing.T) {
+			a, _ := os.ReadFile(filepath.Join(dirs[0], f))
+			b, _ := os.ReadFile(filepath.Join(dirs[1], f))
+			if len(a) == 0 || !bytes.Equal(a, b) {
+				t.Errorf("%s: empty or differs between two writes", f)
+			}
+		})
 	}
 	proj, _ := os.ReadFile(filepath.Join(dirs[0], ProjectionFile))
 	lines := strings.Split(strings.TrimSpace(string(proj)), "\n")
@@ -336,7 +344,7 @@ func TestWrite(t *testing.T) {
 	}
 	ledger, _ := os.ReadFile(filepath.Join(dirs[0], LedgerFile))
 	rows := strings.Split(strings.TrimSpace(string(ledger)), "\n")
-	if rows[0] != strings.Join(LedgerColumns, ",") || len(rows) != 1+21 {
+	if rows[0] != strings.Join(ledgerColumns, ",") || len(rows) != 1+21 {
 		t.Errorf("ledger.csv: header %q, %d rows, want 21 production matches", rows[0], len(rows)-1)
 	}
 	if want := r.Candidates[4].ID + ",tree,,handler.go,13,30,go,property,IsError,,,"; rows[1+2] != want {
@@ -352,21 +360,21 @@ func TestWrite(t *testing.T) {
 // on 12 semantic paths in 10 repositories.
 func paperLedger() string {
 	var b strings.Builder
-	b.WriteString(strings.Join(LedgerColumns, ",") + "\n")
+	b.WriteString(strings.Join(ledgerColumns, ",") + "\n")
 	row := 0
 	add := func(repo, decision, path string) {
 		row++
 		fmt.Fprintf(&b, "c%011d,github.com/o/r%02s,%040d,src/server.ts,%d,5,typescript,property,isError,%s,%s,\n", row, repo, 0, 10*row, decision, path)
 	}
 	for r := 1; r <= 10; r++ {
-		add(fmt.Sprint(r), Construction, "p1")
+		add(fmt.Sprint(r), construction, "p1")
 	}
-	add("1", Construction, "p1") // the same path as the row above: one semantic path
-	add("1", Construction, "p2")
-	add("2", Construction, "p1")
-	add("3", Construction, "p2")
-	add("4", TestString, "")
-	add("5", TestString, "")
+	add("1", construction, "p1") // the same path as the row above: one semantic path
+	add("1", construction, "p2")
+	add("2", construction, "p1")
+	add("3", construction, "p2")
+	add("4", testString, "")
+	add("5", testString, "")
 	return b.String()
 }
 
@@ -431,18 +439,20 @@ func TestLexer(t *testing.T) {
 		{Kotlin, "val s = \"\"\"a\"b\"\"\" + c", "val|s|=|S|+|c"},
 		{Java, "String s = \"a\\\"b\"; char c = 'x';", "String|s|=|S|;|char|c|=|S|;"},
 	} {
-		src := []byte(tc.src)
-		var got []string
-		for _, tok := range lex(src, syntaxes[tc.lang], nil) {
-			if tok.kind == kString {
-				got = append(got, "S")
-			} else {
-				got = append(got, string(src[tok.s:tok.e]))
+		t.Run(string(tc.lang)+": "+tc.src, func(t *testing.T) {
+			src := []byte(tc.src)
+			var got []string
+			for _, tok := range lex(src, syntaxes[tc.lang], nil) {
+				if tok.kind == kString {
+					got = append(got, "S")
+				} else {
+					got = append(got, string(src[tok.s:tok.e]))
+				}
 			}
-		}
-		if g := strings.Join(got, "|"); g != tc.want {
-			t.Errorf("%s %q:\n got %s\nwant %s", tc.lang, tc.src, g, tc.want)
-		}
+			if g := strings.Join(got, "|"); g != tc.want {
+				t.Errorf("%s %q:\n got %s\nwant %s", tc.lang, tc.src, g, tc.want)
+			}
+		})
 	}
 }
 
@@ -512,13 +522,15 @@ func TestMatchLine(t *testing.T) {
 		{CSharp, "new CallToolResult { IsError = true }", "initializer IsError = true"},
 		{CSharp, "r.IsError = true;", "assignment .IsError = true"},
 	} {
-		var got []string
-		for _, c := range matchLine(tc.lang, []byte(tc.src)) {
-			got = append(got, c.Construct+" "+c.Match)
-		}
-		if g := strings.Join(got, "; "); g != tc.want {
-			t.Errorf("%s %q: %q, want %q", tc.lang, tc.src, g, tc.want)
-		}
+		t.Run(string(tc.lang)+": "+tc.src, func(t *testing.T) {
+			var got []string
+			for _, c := range matchLine(tc.lang, []byte(tc.src)) {
+				got = append(got, c.Construct+" "+c.Match)
+			}
+			if g := strings.Join(got, "; "); g != tc.want {
+				t.Errorf("%s %q: %q, want %q", tc.lang, tc.src, g, tc.want)
+			}
+		})
 	}
 }
 
@@ -533,7 +545,7 @@ func FuzzMatchLine(f *testing.F) {
 		"import m \"github.com/mark3labs/mcp-go/mcp\"\nr := m.NewToolResultError(x)", "import (\n. \"github.com/mark3labs/mcp-go/mcp\"",
 		"match r:\n    case {\"isError\": True} | X(is_error=True):\n        pass", "case (", "use rmcp::model::*; CallToolResult::error(x)",
 	} {
-		for i := range Languages {
+		for i := range languages {
 			f.Add(uint8(i), []byte(s))
 		}
 	}
@@ -544,10 +556,10 @@ func FuzzMatchLine(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, lang uint8, src []byte) {
-		l := Languages[int(lang)%len(Languages)]
+		l := languages[int(lang)%len(languages)]
 		lines := bytes.Count(src, []byte("\n")) + 1
 		for _, c := range matchLine(l, src) {
-			if c.Line < 1 || c.Line > lines || c.Column < 1 || c.Key == "" || !strings.Contains(strings.Join(append(Constructs, WrapperCall), " "), c.Construct) {
+			if c.Line < 1 || c.Line > lines || c.Column < 1 || c.Key == "" || !strings.Contains(strings.Join(append(constructs, WrapperCall), " "), c.Construct) {
 				t.Errorf("match %+v", c)
 			}
 		}
@@ -609,12 +621,12 @@ func TestLongLine(t *testing.T) {
 // forms of one repository are one repository.
 func TestLedgerCellsInert(t *testing.T) {
 	cands := []Candidate{
-		{ID: "c1", Repository: "@evil", File: "-cmd|' /C calc'!A0.py", Line: 1, Column: 6, Language: Python, Construct: Property, Key: "isError"},
-		{ID: "c2", Repository: "'quoted", File: "=HYPERLINK(\"http://x\").ts", Line: 2, Column: 3, Language: TypeScript, Construct: Property, Key: "isError"},
-		{ID: "c3", Repository: "+r", File: "\tsrc/a.go", Line: 3, Column: 1, Language: Go, Construct: Property, Key: "IsError"},
+		{ID: "c1", Repository: "@evil", File: "-cmd|' /C calc'!A0.py", Line: 1, Column: 6, Language: Python, Construct: property, Key: "isError"},
+		{ID: "c2", Repository: "'quoted", File: "=HYPERLINK(\"http://x\").ts", Line: 2, Column: 3, Language: TypeScript, Construct: property, Key: "isError"},
+		{ID: "c3", Repository: "+r", File: "\tsrc/a.go", Line: 3, Column: 1, Language: Go, Construct: property, Key: "IsError"},
 	}
 	var b bytes.Buffer
-	if err := WriteLedger(&b, cands); err != nil {
+	if err := writeLedger(&b, cands); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := csv.NewReader(bytes.NewReader(b.Bytes())).ReadAll()
@@ -632,11 +644,11 @@ func TestLedgerCellsInert(t *testing.T) {
 	cw := csv.NewWriter(&led)
 	for i, r := range recs {
 		if i > 0 {
-			r[9], r[10] = Construction, "p"+strconv.Itoa(i)
+			r[9], r[10] = construction, "p"+strconv.Itoa(i)
 		}
 		cw.Write(r)
 	}
-	cw.Write([]string{"c4", "@evil", "", "b.py", "1", "1", "python", "property", "isError", Construction, "p9", ""})
+	cw.Write([]string{"c4", "@evil", "", "b.py", "1", "1", "python", "property", "isError", construction, "p9", ""})
 	cw.Flush()
 	f, errs := Summarize("ledger.csv", strings.NewReader(led.String()))
 	if len(errs) > 0 {
@@ -645,7 +657,7 @@ func TestLedgerCellsInert(t *testing.T) {
 	if f.Constructions != 4 || f.Repositories != 3 || f.SemanticPaths != 4 {
 		t.Errorf("funnel %+v, want 4 constructions in 3 repositories (@evil, 'quoted, +r) on 4 paths", *f)
 	}
-	rows, errs := ReadLedger("ledger.csv", strings.NewReader(b.String()))
+	rows, errs := readLedger("ledger.csv", strings.NewReader(b.String()))
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -705,3 +717,7 @@ func TestOwnWrapper(t *testing.T) {
 		t.Errorf("summary:\n%s", b.String())
 	}
 }
+
+// constructs lists the constructs of matches in the order of every
+// table (WrapperCall is not one).
+var constructs = []string{property, namedArgument, initializer, assignment, indexAssignment, helper, builder}

@@ -100,8 +100,8 @@ func countOf(cands []Candidate) []Count {
 // 0), in table order, leaving out those of 0.
 func tabulate(n map[Count]int) []Count {
 	var out []Count
-	for _, c := range Classes {
-		for _, l := range Languages {
+	for _, c := range classes {
+		for _, l := range languages {
 			if k := n[Count{Class: c, Language: l}]; k > 0 {
 				out = append(out, Count{Class: c, Language: l, N: k})
 			}
@@ -155,7 +155,7 @@ func (r *Result) Write(final string, opt Options) error {
 		p := r.WrapperCalls[i].Project()
 		we.Encode(&p)
 	}
-	if err := WriteLedger(&ledger, r.Production()); err != nil {
+	if err := writeLedger(&ledger, r.Production()); err != nil {
 		return err
 	}
 	outputs := map[string]string{}
@@ -241,7 +241,7 @@ func writeCounts(b *strings.Builder, what string, counts []Count) {
 		n[Count{Language: c.Language}] += c.N
 	}
 	var langs []Language
-	for _, l := range Languages {
+	for _, l := range languages {
 		if slices.ContainsFunc(counts, func(c Count) bool { return c.Language == l }) {
 			langs = append(langs, l)
 		}
@@ -261,7 +261,7 @@ func writeCounts(b *strings.Builder, what string, counts []Count) {
 		}
 		fmt.Fprintf(b, " %10d\n", sum)
 	}
-	for _, c := range Classes {
+	for _, c := range classes {
 		row(string(c), c)
 	}
 	row("total", "") // the totals are counted by language alone
@@ -295,18 +295,18 @@ func (r *Result) WriteList(w io.Writer) error {
 	return err
 }
 
-// LedgerColumns are ledger.csv's columns. decision and semantic_path are
+// ledgerColumns are ledger.csv's columns. decision and semantic_path are
 // filled by hand; note is free text.
-var LedgerColumns = []string{"id", "repository", "commit", "file", "line", "column", "language", "construct", "key", "decision", "semantic_path", "note"}
+var ledgerColumns = []string{"id", "repository", "commit", "file", "line", "column", "language", "construct", "key", "decision", "semantic_path", "note"}
 
-// WriteLedger writes the ledger template: LedgerColumns, a row per
+// writeLedger writes the ledger template: ledgerColumns, a row per
 // candidate with decision, semantic_path and note empty. Every cell is
 // escaped (csvcell.Escape): a file or repository name a spreadsheet would
 // take for a formula is written with an apostrophe in front, and
-// ReadLedger takes it off.
-func WriteLedger(w io.Writer, cands []Candidate) error {
+// readLedger takes it off.
+func writeLedger(w io.Writer, cands []Candidate) error {
 	cw := csv.NewWriter(w)
-	cw.Write(LedgerColumns)
+	cw.Write(ledgerColumns)
 	for _, c := range cands {
 		cw.Write(csvcell.EscapeRow([]string{c.ID, c.Repository, c.Commit, c.File, strconv.Itoa(c.Line), strconv.Itoa(c.Column),
 			string(c.Language), c.Construct, c.Key, "", "", ""}))

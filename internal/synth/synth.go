@@ -25,20 +25,20 @@ import (
 
 // Options says what to generate.
 type Options struct {
-	Scenarios  int    // scenario records, 1 to MaxScenarios
+	Scenarios  int    // scenario records, 1 to 10,000,000
 	Servers    int    // server pseudonyms, 1 to Scenarios
 	Replicates int    // replicates in the manifest (default 1)
 	Seed       uint64 // picks the template of each record and the study seed
 }
 
-// MaxScenarios is the largest corpus Write generates.
-const MaxScenarios = 10_000_000
+// maxScenarios is the largest corpus Write generates.
+const maxScenarios = 10_000_000
 
 // Check reports the first invalid option, naming it as a flag.
 func (o Options) Check() error {
 	switch {
-	case o.Scenarios < 1 || o.Scenarios > MaxScenarios:
-		return fmt.Errorf("-scenarios: want 1 to %d, got %d", MaxScenarios, o.Scenarios)
+	case o.Scenarios < 1 || o.Scenarios > maxScenarios:
+		return fmt.Errorf("-scenarios: want 1 to %d, got %d", maxScenarios, o.Scenarios)
 	case o.Servers < 1 || o.Servers > o.Scenarios:
 		return fmt.Errorf("-servers: want 1 to the number of scenarios (%d), got %d", o.Scenarios, o.Servers)
 	case o.Replicates < 0 || o.Replicates > 100000:

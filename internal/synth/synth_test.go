@@ -3,6 +3,7 @@ package synth
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,18 +40,22 @@ func TestWrite(t *testing.T) {
 		t.Errorf("first id %s", m.Corpus.Scenarios[0].ID)
 	}
 	for _, f := range []string{"corpus/Q00003.json", ManifestFile} {
-		x, _ := os.ReadFile(filepath.Join(a, f))
-		y, _ := os.ReadFile(filepath.Join(b, f))
-		if len(x) == 0 || !bytes.Equal(x, y) {
-			t.Errorf("%s differs between two runs with one seed", f)
-		}
+		t.Run(f, func(t *testing.T) {
+			x, _ := os.ReadFile(filepath.Join(a, f))
+			y, _ := os.ReadFile(filepath.Join(b, f))
+			if len(x) == 0 || !bytes.Equal(x, y) {
+				t.Errorf("%s differs between two runs with one seed", f)
+			}
+		})
 	}
 	if err := Write(context.Background(), a, opt); err == nil || !strings.Contains(err.Error(), "not empty") {
 		t.Errorf("writing into a full directory: %v", err)
 	}
 	for _, bad := range []Options{{Scenarios: 0, Servers: 1}, {Scenarios: 5, Servers: 6}, {Scenarios: 5, Servers: 0}, {Scenarios: 5, Servers: 1, Replicates: -1}} {
-		if err := bad.Check(); err == nil {
-			t.Errorf("%+v accepted", bad)
-		}
+		t.Run(fmt.Sprintf("refuses %+v", bad), func(t *testing.T) {
+			if err := bad.Check(); err == nil {
+				t.Errorf("%+v accepted", bad)
+			}
+		})
 	}
 }

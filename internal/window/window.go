@@ -10,12 +10,12 @@ import (
 	"os"
 )
 
-// Reader reads ranges of F. Its buffer grows (up to Max) while reads keep
+// Reader reads ranges of F. Its buffer grows (up to 4 MiB) while reads keep
 // landing in it and shrinks when they do not, so that scattered ranges do
 // not each cost a large read.
 type Reader struct {
 	F *os.File
-	// Limit is the largest read (0: Max).
+	// Limit is the largest read (0: 4 MiB).
 	Limit int
 
 	buf []byte
@@ -28,8 +28,8 @@ type Reader struct {
 
 // Min and Max bound a Reader's reads.
 const (
-	Min = 64 << 10
-	Max = 4 << 20
+	minRead = 64 << 10
+	maxRead = 4 << 20
 )
 
 // Slice returns the size bytes at off, valid until the next call.
@@ -38,8 +38,8 @@ func (r *Reader) Slice(off, size int64) ([]byte, error) {
 		r.hits++
 		return r.buf[off-r.off : off-r.off+size], nil
 	}
-	hi := cmp.Or(r.Limit, Max)
-	lo := min(Min, hi)
+	hi := cmp.Or(r.Limit, maxRead)
+	lo := min(minRead, hi)
 	switch {
 	case r.size == 0:
 		r.size = lo

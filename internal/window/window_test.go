@@ -13,7 +13,7 @@ import (
 // of a file, and checks each against the file's bytes, and that forward
 // reads are served by few reads of the file.
 func TestSlice(t *testing.T) {
-	data := make([]byte, 3*Max+12345)
+	data := make([]byte, 3*maxRead+12345)
 	for i := range data {
 		data[i] = byte(i * 7)
 	}
@@ -50,14 +50,14 @@ func TestSlice(t *testing.T) {
 	}
 	check(100, 50)                     // backward
 	check(int64(len(data))-10, 10)     // the last bytes
-	check(5, int64(Max)+100)           // larger than a window
+	check(5, int64(maxRead)+100)       // larger than a window
 	rng := rand.New(rand.NewPCG(1, 2)) // scattered
 	for range 1000 {
 		off := rng.Int64N(int64(len(data)) - 1000)
 		check(off, rng.Int64N(1000)+1)
 	}
-	if r.size != Min {
-		t.Errorf("after scattered reads the window is %d bytes, want %d", r.size, Min)
+	if r.size != minRead {
+		t.Errorf("after scattered reads the window is %d bytes, want %d", r.size, minRead)
 	}
 	if _, err := r.Slice(int64(len(data))-5, 10); err == nil || !strings.Contains(err.Error(), "reading 10 bytes at") {
 		t.Errorf("a range past the end: %v", err)

@@ -28,20 +28,20 @@ import (
 	"github.com/mcpstress/stress/study"
 )
 
-// ToolName is the fixture's one tool.
-const ToolName = "measure"
+// toolName is the fixture's one tool.
+const toolName = "measure"
 
-// OutputSchema is the tool's declared output: one required number, nothing
+// outputSchema is the tool's declared output: one required number, nothing
 // else (seed 003).
-var OutputSchema = map[string]any{
+var outputSchema = map[string]any{
 	"type":                 "object",
 	"properties":           map[string]any{"value": map[string]any{"type": "number"}},
 	"required":             []any{"value"},
 	"additionalProperties": false,
 }
 
-// Shape is one result the fixture server returns.
-type Shape struct {
+// shape is one result the fixture server returns.
+type shape struct {
 	Name   string // identifier, passed as the "shape" argument
 	Label  string // for the table
 	Result func() *mcp.CallToolResult
@@ -49,8 +49,8 @@ type Shape struct {
 
 func text(s string) []mcp.Content { return []mcp.Content{&mcp.TextContent{Text: s}} }
 
-// Shapes are the six result shapes of seed 003, in its order.
-var Shapes = []Shape{
+// shapes are the six result shapes of seed 003, in its order.
+var shapes = []shape{
 	{"conforming_success", `success, conforming {"value":7}`, func() *mcp.CallToolResult {
 		return &mcp.CallToolResult{Content: text(`{"value":7}`), StructuredContent: map[string]any{"value": 7}}
 	}},
@@ -71,16 +71,17 @@ var Shapes = []Shape{
 	}},
 }
 
-// The Go clients of the matrix (the TypeScript ones are TSv1 and TSv2).
+// The Go clients of the matrix (the TypeScript ones are clientTSv1 and
+// clientTSv2).
 const (
-	GoSDK      = "go-sdk"     // the Go SDK client as is
-	Validating = "validating" // the Go SDK client plus capture.CheckOutput
+	clientGoSDK      = "go-sdk"     // the Go SDK client as is
+	clientValidating = "validating" // the Go SDK client plus capture.CheckOutput
 )
 
 // Cell is one client's handling of one shape.
 type Cell struct {
 	Shape      string `json:"shape"`
-	Client     string `json:"client"`     // GoSDK, Validating, TSv1 or TSv2
+	Client     string `json:"client"`     // "go-sdk", "validating" (plus capture.CheckOutput), "ts-v1" or "ts-v2"
 	Discovered bool   `json:"discovered"` // the client listed tools before calling
 	Returned   bool   `json:"returned"`   // the call returned a result to the caller
 	IsError    bool   `json:"is_error"`   // the returned result's isError
@@ -129,13 +130,13 @@ func (m *Matrix) Cell(shape, client string, discovered bool) (Cell, bool) {
 func newServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "checkmatrix", Version: "1"}, nil)
 	s.AddTool(&mcp.Tool{
-		Name: ToolName,
+		Name: toolName,
 		InputSchema: map[string]any{
 			"type":       "object",
 			"properties": map[string]any{"shape": map[string]any{"type": "string"}},
 			"required":   []any{"shape"},
 		},
-		OutputSchema: OutputSchema,
+		OutputSchema: outputSchema,
 		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var args struct {
@@ -144,7 +145,7 @@ func newServer() *mcp.Server {
 		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
 			return nil, err
 		}
-		for _, sh := range Shapes {
+		for _, sh := range shapes {
 			if sh.Name == args.Shape {
 				return sh.Result(), nil
 			}
@@ -203,7 +204,7 @@ func Run(ctx context.Context, o Options) (*Matrix, error) {
 // runGo adds the Go clients' cells to m. protocolVersion pins the version
 // the client offers ("" for the SDK's latest).
 func runGo(ctx context.Context, protocolVersion string, server *mcp.Server, m *Matrix) error {
-	tool := &capture.Tool{Name: ToolName, OutputSchema: OutputSchema}
+	tool := &capture.Tool{Name: toolName, OutputSchema: outputSchema}
 	for _, discovered := range []bool{true, false} {
 		st, ct := mcp.NewInMemoryTransports()
 		ss, err := server.Connect(ctx, st, nil)
@@ -232,9 +233,9 @@ func runGo(ctx context.Context, protocolVersion string, server *mcp.Server, m *M
 			}
 			known = tool
 		}
-		for _, sh := range Shapes {
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolName, Arguments: map[string]any{"shape": sh.Name}})
-			sdk := Cell{Shape: sh.Name, Client: GoSDK, Discovered: discovered}
+		for _, sh := range shapes {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: toolName, Arguments: map[string]any{"shape": sh.Name}})
+			sdk := Cell{Shape: sh.Name, Client: clientGoSDK, Discovered: discovered}
 			if err != nil {
 				var rpc *jsonrpc.Error
 				if errors.As(err, &rpc) {
@@ -252,10 +253,10 @@ func runGo(ctx context.Context, protocolVersion string, server *mcp.Server, m *M
 				}
 			}
 			val := sdk
-			val.Client = Validating
+			val.Client = clientValidating
 			if err == nil {
 				if chk := capture.CheckOutput(known, res); chk.Verdict == study.OutputRejected {
-					val = Cell{Shape: sh.Name, Client: Validating, Discovered: discovered, Code: chk.Code, Error: chk.Reason}
+					val = Cell{Shape: sh.Name, Client: clientValidating, Discovered: discovered, Code: chk.Code, Error: chk.Reason}
 				}
 			}
 			m.Cells = append(m.Cells, sdk, val)
@@ -269,15 +270,15 @@ func runGo(ctx context.Context, protocolVersion string, server *mcp.Server, m *M
 // WriteTable prints the matrix: one row per discovery state and shape, one
 // column per client that ran.
 func WriteTable(w io.Writer, m *Matrix) error {
-	schema, _ := json.Marshal(OutputSchema)
+	schema, _ := json.Marshal(outputSchema)
 	fmt.Fprintf(w, "Client checks of tool results against the tool's outputSchema\n")
 	fmt.Fprintf(w, "outputSchema: %s\n", schema)
 	fmt.Fprintf(w, "go-sdk: %s, in memory; protocol %s\n", m.SDK, m.ProtocolVersion)
 	fmt.Fprintf(w, "validating: the go-sdk result judged by stress capture -validate-output (emulates ts-v1's check)\n")
-	clients := []string{GoSDK, Validating}
+	clients := []string{clientGoSDK, clientValidating}
 	for _, c := range m.TSClients {
 		how := "node " + m.Node + ", streamable HTTP"
-		if c.Client == TSv2 {
+		if c.Client == clientTSv2 {
 			how += ", initialize handshake"
 		}
 		fmt.Fprintf(w, "%s: %s %s, %s; protocol %s\n", c.Client, c.Package, c.Version, how, c.ProtocolVersion)
@@ -298,7 +299,7 @@ func WriteTable(w io.Writer, m *Matrix) error {
 		if discovered {
 			state = "listed"
 		}
-		for _, sh := range Shapes {
+		for _, sh := range shapes {
 			fmt.Fprint(tw, sh.Label+"\t"+state)
 			for _, client := range clients {
 				c, _ := m.Cell(sh.Name, client, discovered)

@@ -20,10 +20,10 @@ type column struct {
 
 // columns are the columns of want, in its order.
 var columns = []column{
-	{GoSDK, true}, {GoSDK, false},
-	{Validating, true}, {Validating, false},
-	{TSv1, true}, {TSv1, false},
-	{TSv2, true}, {TSv2, false},
+	{clientGoSDK, true}, {clientGoSDK, false},
+	{clientValidating, true}, {clientValidating, false},
+	{clientTSv1, true}, {clientTSv1, false},
+	{clientTSv2, true}, {clientTSv2, false},
 }
 
 // want is the expected outcome per shape, in the order of columns. The Go
@@ -78,19 +78,19 @@ var seed003 = []struct {
 	discovered    bool
 	seed, want    string
 }{
-	{"conforming_success", TSv1, true, "Returned", `returned {"value":7}`},
-	{"conforming_success", TSv2, true, "Returned", `returned {"value":7}`},
-	{"offschema_success", TSv1, true, "Rejected, -32602", "rejected -32602"},
-	{"offschema_success", TSv2, true, "Rejected, -32602", "rejected -32602"},
-	{"success_without_structured", TSv1, true, "Rejected, -32600", "rejected -32600"},
-	{"success_without_structured", TSv2, true, "Rejected, -32600", "rejected -32600"},
-	{"error_text_only", TSv1, true, "Returned with isError: true", "returned isError"},
-	{"error_text_only", TSv2, true, "Returned with isError: true", "returned isError"},
-	{"error_offschema", TSv1, true, "Rejected, -32602", "rejected -32602"},
-	{"error_offschema", TSv2, true, "Returned with the off-schema object", `returned isError {"error":"unavailable"}`},
-	{"error_conforming", TSv1, true, "Returned with isError: true", `returned isError {"value":0}`},
-	{"error_conforming", TSv2, true, "Returned with isError: true", `returned isError {"value":0}`},
-	{"error_offschema", TSv1, false, "returned the off-schema structured error", `returned isError {"error":"unavailable"}`},
+	{"conforming_success", clientTSv1, true, "Returned", `returned {"value":7}`},
+	{"conforming_success", clientTSv2, true, "Returned", `returned {"value":7}`},
+	{"offschema_success", clientTSv1, true, "Rejected, -32602", "rejected -32602"},
+	{"offschema_success", clientTSv2, true, "Rejected, -32602", "rejected -32602"},
+	{"success_without_structured", clientTSv1, true, "Rejected, -32600", "rejected -32600"},
+	{"success_without_structured", clientTSv2, true, "Rejected, -32600", "rejected -32600"},
+	{"error_text_only", clientTSv1, true, "Returned with isError: true", "returned isError"},
+	{"error_text_only", clientTSv2, true, "Returned with isError: true", "returned isError"},
+	{"error_offschema", clientTSv1, true, "Rejected, -32602", "rejected -32602"},
+	{"error_offschema", clientTSv2, true, "Returned with the off-schema object", `returned isError {"error":"unavailable"}`},
+	{"error_conforming", clientTSv1, true, "Returned with isError: true", `returned isError {"value":0}`},
+	{"error_conforming", clientTSv2, true, "Returned with isError: true", `returned isError {"value":0}`},
+	{"error_offschema", clientTSv1, false, "returned the off-schema structured error", `returned isError {"error":"unavailable"}`},
 }
 
 // withTS runs the matrix with the TypeScript clients once for the tests
@@ -114,10 +114,10 @@ func tsMatrix(t *testing.T) *Matrix {
 func TestMatrix(t *testing.T) {
 	check := func(m *Matrix, cols []column) {
 		t.Helper()
-		if len(m.Cells) != len(cols)*len(Shapes) {
-			t.Fatalf("protocol %s: %d cells, want %d (6 per client and discovery state)", m.ProtocolVersion, len(m.Cells), len(cols)*len(Shapes))
+		if len(m.Cells) != len(cols)*len(shapes) {
+			t.Fatalf("protocol %s: %d cells, want %d (6 per client and discovery state)", m.ProtocolVersion, len(m.Cells), len(cols)*len(shapes))
 		}
-		for _, sh := range Shapes {
+		for _, sh := range shapes {
 			w, ok := want[sh.Name]
 			if !ok {
 				t.Fatalf("no expectation for shape %s", sh.Name)
@@ -142,8 +142,8 @@ func TestMatrix(t *testing.T) {
 		t.Error("no Node.js version recorded")
 	}
 	for i, w := range []TSClient{
-		{TSv1, "@modelcontextprotocol/sdk", "1.32.2", "2025-11-25"},
-		{TSv2, "@modelcontextprotocol/client", "2.4.0", "2025-11-25"},
+		{clientTSv1, "@modelcontextprotocol/sdk", "1.32.2", "2025-11-25"},
+		{clientTSv2, "@modelcontextprotocol/client", "2.4.0", "2025-11-25"},
 	} {
 		if i >= len(m.TSClients) || m.TSClients[i] != w {
 			t.Errorf("TypeScript clients %+v, want %+v at %d", m.TSClients, w, i)
@@ -184,9 +184,9 @@ func TestSeed003(t *testing.T) {
 func TestEmulationMatchesTSv1(t *testing.T) {
 	m := tsMatrix(t)
 	for _, discovered := range []bool{true, false} {
-		for _, sh := range Shapes {
-			v, _ := m.Cell(sh.Name, Validating, discovered)
-			ts, _ := m.Cell(sh.Name, TSv1, discovered)
+		for _, sh := range shapes {
+			v, _ := m.Cell(sh.Name, clientValidating, discovered)
+			ts, _ := m.Cell(sh.Name, clientTSv1, discovered)
 			if v.Outcome() != ts.Outcome() {
 				t.Errorf("%s, listed %v: emulation %q, ts-v1 %q (%s)", sh.Name, discovered, v.Outcome(), ts.Outcome(), ts.Error)
 			}
@@ -199,7 +199,7 @@ func TestEmulationMatchesTSv1(t *testing.T) {
 func TestTSSkipped(t *testing.T) {
 	empty := t.TempDir()
 	noModules := t.TempDir()
-	if err := os.WriteFile(filepath.Join(noModules, TSScript), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(noModules, tsScript), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	abs, err := filepath.Abs(tsDir)
@@ -211,27 +211,29 @@ func TestTSSkipped(t *testing.T) {
 		want string
 	}{
 		{Options{}, "no TypeScript clients directory"},
-		{Options{TSClients: empty}, filepath.Join(empty, TSScript) + " is missing"},
+		{Options{TSClients: empty}, filepath.Join(empty, tsScript) + " is missing"},
 		{Options{TSClients: noModules}, "@modelcontextprotocol/sdk is not installed: run scripts/test"},
 		{Options{TSClients: abs, Node: filepath.Join(empty, "node")}, "not found: install Node.js"},
 	} {
-		m, err := Run(context.Background(), c.o)
-		if err != nil {
-			t.Fatalf("%+v: %v", c.o, err)
-		}
-		if !strings.Contains(m.TSSkipped, c.want) {
-			t.Errorf("%+v: skipped %q, want it to say %q", c.o, m.TSSkipped, c.want)
-		}
-		if len(m.Cells) != 4*len(Shapes) || len(m.TSClients) != 0 {
-			t.Errorf("%+v: %d cells and %d TypeScript clients, want the Go clients' %d alone", c.o, len(m.Cells), len(m.TSClients), 4*len(Shapes))
-		}
-		var b strings.Builder
-		if err := WriteTable(&b, m); err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(b.String(), "TypeScript clients (ts-v1, ts-v2) not run: "+m.TSSkipped) || strings.Contains(b.String(), "ts-v1 ") {
-			t.Errorf("%+v: table\n%s", c.o, b.String())
-		}
+		t.Run(c.want, func(t *testing.T) {
+			m, err := Run(context.Background(), c.o)
+			if err != nil {
+				t.Fatalf("%+v: %v", c.o, err)
+			}
+			if !strings.Contains(m.TSSkipped, c.want) {
+				t.Errorf("%+v: skipped %q, want it to say %q", c.o, m.TSSkipped, c.want)
+			}
+			if len(m.Cells) != 4*len(shapes) || len(m.TSClients) != 0 {
+				t.Errorf("%+v: %d cells and %d TypeScript clients, want the Go clients' %d alone", c.o, len(m.Cells), len(m.TSClients), 4*len(shapes))
+			}
+			var b strings.Builder
+			if err := WriteTable(&b, m); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(b.String(), "TypeScript clients (ts-v1, ts-v2) not run: "+m.TSSkipped) || strings.Contains(b.String(), "ts-v1 ") {
+				t.Errorf("%+v: table\n%s", c.o, b.String())
+			}
+		})
 	}
 }
 
@@ -241,9 +243,11 @@ func TestFindTSClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, dir := range []string{".", "../../..", tsDir} {
-		if got := FindTSClients(dir); got != want {
-			t.Errorf("FindTSClients(%q) = %q, want %q", dir, got, want)
-		}
+		t.Run(dir, func(t *testing.T) {
+			if got := FindTSClients(dir); got != want {
+				t.Errorf("FindTSClients(%q) = %q, want %q", dir, got, want)
+			}
+		})
 	}
 	if got := FindTSClients(t.TempDir()); got != "" {
 		t.Errorf("FindTSClients(a temporary directory) = %q, want none", got)

@@ -20,20 +20,20 @@ import (
 
 // The TypeScript clients, pinned in scripts/ts-clients/package-lock.json.
 const (
-	TSv1 = "ts-v1" // @modelcontextprotocol/sdk (v1), pinned at 1.32.2
-	TSv2 = "ts-v2" // @modelcontextprotocol/client (v2), pinned at 2.4.0
+	clientTSv1 = "ts-v1" // @modelcontextprotocol/sdk (v1), pinned at 1.32.2
+	clientTSv2 = "ts-v2" // @modelcontextprotocol/client (v2), pinned at 2.4.0
 )
 
-// TSScript is the Node script, in the TypeScript clients' directory, that
+// tsScript is the Node script, in the TypeScript clients' directory, that
 // runs them.
-const TSScript = "check.mjs"
+const tsScript = "check.mjs"
 
 // tsPackages are the packages check.mjs imports, per client.
-var tsPackages = map[string]string{TSv1: "@modelcontextprotocol/sdk", TSv2: "@modelcontextprotocol/client"}
+var tsPackages = map[string]string{clientTSv1: "@modelcontextprotocol/sdk", clientTSv2: "@modelcontextprotocol/client"}
 
 // TSClient is one TypeScript client as it ran.
 type TSClient struct {
-	Client          string `json:"client"`           // TSv1 or TSv2
+	Client          string `json:"client"`           // "ts-v1" or "ts-v2"
 	Package         string `json:"package"`          // npm package name
 	Version         string `json:"version"`          // installed version
 	ProtocolVersion string `json:"protocol_version"` // negotiated with the fixture server
@@ -53,7 +53,7 @@ type tsOutput struct {
 // (scripts/ts-clients, the one with check.mjs) in dir or the nearest of its
 // parents that has one, or "" when none has.
 func FindTSClients(dir string) string {
-	found, _ := findup.Find("scripts/ts-clients", findup.HasFiles(TSScript), dir)
+	found, _ := findup.Find("scripts/ts-clients", findup.HasFiles(tsScript), dir)
 	return found
 }
 
@@ -63,14 +63,14 @@ func tsUnavailable(o Options) (node, why string) {
 	if o.TSClients == "" {
 		return "", "no TypeScript clients directory (scripts/ts-clients of the repository)"
 	}
-	if _, err := os.Stat(filepath.Join(o.TSClients, TSScript)); err != nil {
-		return "", fmt.Sprintf("%s is missing", filepath.Join(o.TSClients, TSScript))
+	if _, err := os.Stat(filepath.Join(o.TSClients, tsScript)); err != nil {
+		return "", fmt.Sprintf("%s is missing", filepath.Join(o.TSClients, tsScript))
 	}
 	node, err := exec.LookPath(o.node())
 	if err != nil {
 		return "", fmt.Sprintf("%s not found: install Node.js (Debian: apt-get install nodejs npm)", o.node())
 	}
-	for _, client := range []string{TSv1, TSv2} {
+	for _, client := range []string{clientTSv1, clientTSv2} {
 		pkg := filepath.Join(o.TSClients, "node_modules", filepath.FromSlash(tsPackages[client]), "package.json")
 		if _, err := os.Stat(pkg); err != nil {
 			return "", fmt.Sprintf("%s is not installed: run scripts/test, or (cd %s && npm ci --ignore-scripts)", tsPackages[client], o.TSClients)
@@ -95,17 +95,17 @@ func runTS(ctx context.Context, o Options, node string, server *mcp.Server, m *M
 		}
 	}()
 
-	names := make([]string, len(Shapes))
-	for i, sh := range Shapes {
+	names := make([]string, len(shapes))
+	for i, sh := range shapes {
 		names[i] = sh.Name
 	}
-	arg, err := json.Marshal(map[string]any{"url": "http://" + ln.Addr().String() + "/", "tool": ToolName, "shapes": names})
+	arg, err := json.Marshal(map[string]any{"url": "http://" + ln.Addr().String() + "/", "tool": toolName, "shapes": names})
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout())
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, TSScript, string(arg))
+	cmd := exec.CommandContext(ctx, node, tsScript, string(arg))
 	cmd.Dir = o.TSClients
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -113,14 +113,14 @@ func runTS(ctx context.Context, o Options, node string, server *mcp.Server, m *M
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (after %v)", ctx.Err(), o.timeout())
 		}
-		return fmt.Errorf("%s %s: %w: %s", node, filepath.Join(o.TSClients, TSScript), err, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("%s %s: %w: %s", node, filepath.Join(o.TSClients, tsScript), err, strings.TrimSpace(stderr.String()))
 	}
 	var out tsOutput
 	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		return fmt.Errorf("%s printed %q: %w", TSScript, stdout.String(), err)
+		return fmt.Errorf("%s printed %q: %w", tsScript, stdout.String(), err)
 	}
-	if len(out.Clients) != 2 || len(out.Cells) != 4*len(Shapes) {
-		return fmt.Errorf("%s ran %d clients and %d cells, want 2 and %d", TSScript, len(out.Clients), len(out.Cells), 4*len(Shapes))
+	if len(out.Clients) != 2 || len(out.Cells) != 4*len(shapes) {
+		return fmt.Errorf("%s ran %d clients and %d cells, want 2 and %d", tsScript, len(out.Clients), len(out.Cells), 4*len(shapes))
 	}
 	m.Node, m.TSClients = out.Node, out.Clients
 	for _, c := range out.Cells {
@@ -139,7 +139,7 @@ func runTS(ctx context.Context, o Options, node string, server *mcp.Server, m *M
 			cell.Structured = string(b)
 		}
 		if !cell.Returned && cell.Error == "" {
-			return errors.New(TSScript + ": a call neither returned nor failed with a reason")
+			return errors.New(tsScript + ": a call neither returned nor failed with a reason")
 		}
 		m.Cells = append(m.Cells, cell)
 	}
