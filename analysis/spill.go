@@ -35,8 +35,8 @@ type unitRecord struct {
 // same bytes saved stress analyze of 1,000,200 decisions 2 to 4% of its
 // CPU (2.57 to 2.75 s against 2.65 to 2.82, 2026-12-03), too little to
 // keep, though encoding/binary takes about 140 ns a record to encode and
-// 100 to decode against 12 (BenchmarkAnalyze1M's pairing step, 0.04 s,
-// takes 0.12 to 0.19).
+// 100 to decode against 12 by hand (BenchmarkAnalyze1M's pairing step
+// takes 0.12 to 0.19 s instead of 0.04).
 type spillRecord struct {
 	Group, Scenario, Server int32
 	Flags                   results.Flags
