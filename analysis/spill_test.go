@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -56,12 +57,26 @@ func TestRecordRoundTrip(t *testing.T) {
 		{replicate: -1},
 	} {
 		var b [recordSize]byte
-		r.encode(b[:])
+		if err := r.encode(b[:]); err != nil {
+			t.Fatal(err)
+		}
 		var got unitRecord
-		got.decode(b[:])
+		if err := got.decode(b[:]); err != nil {
+			t.Fatal(err)
+		}
 		if got != r {
 			t.Errorf("%+v came back as %+v", r, got)
 		}
+	}
+	if n := binary.Size(spillRecord{}); n != recordSize {
+		t.Errorf("a spillRecord is %d bytes, recordSize %d", n, recordSize)
+	}
+	var r unitRecord
+	if err := r.encode(make([]byte, recordSize-1)); err == nil {
+		t.Error("a record encoded into a short buffer")
+	}
+	if err := r.decode(make([]byte, recordSize-1)); err == nil {
+		t.Error("a record decoded from a short buffer")
 	}
 }
 

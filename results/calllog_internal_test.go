@@ -46,14 +46,16 @@ func TestEncodeState(t *testing.T) {
 	markInState := base
 	markInState.Env = &simulator.EnvOutcome{State: json.RawMessage(`{"state":` + string(mark) + `}`)}
 	for name, c := range map[string]Call{"plain": base, "mark in the meta": withMeta, "mark in the state": markInState} {
-		whole, spliced := line(c, false), line(c, true)
-		if !bytes.Equal(whole, spliced) {
-			t.Errorf("%s: spliced line\n%s\nwant\n%s", name, spliced, whole)
-		}
-		var back Call
-		if err := json.Unmarshal(spliced, &back); err != nil || !bytes.Equal(back.Env.State, c.Env.State) {
-			t.Errorf("%s: the line reads back as state %s (%v)", name, back.Env.State, err)
-		}
+		t.Run(name, func(t *testing.T) {
+			whole, spliced := line(c, false), line(c, true)
+			if !bytes.Equal(whole, spliced) {
+				t.Errorf("spliced line\n%s\nwant\n%s", spliced, whole)
+			}
+			var back Call
+			if err := json.Unmarshal(spliced, &back); err != nil || !bytes.Equal(back.Env.State, c.Env.State) {
+				t.Errorf("the line reads back as state %s (%v)", back.Env.State, err)
+			}
+		})
 	}
 	loose := base
 	loose.Env = &simulator.EnvOutcome{State: json.RawMessage(`{"a": 1}`)}

@@ -103,12 +103,14 @@ func TestCellJSON(t *testing.T) {
 	if err != nil || string(b) != want {
 		t.Errorf("live cell: %s (%v)\nwant %s", b, err, want)
 	}
-	for _, c := range []Cell{stored, live} {
-		b, _ := json.Marshal(c)
-		var back Cell
-		if err := json.Unmarshal(b, &back); err != nil || back != c {
-			t.Errorf("%s reads back as %+v (%v)", b, back, err)
-		}
+	for name, c := range map[string]Cell{"stored cell reads back": stored, "live cell reads back": live} {
+		t.Run(name, func(t *testing.T) {
+			b, _ := json.Marshal(c)
+			var back Cell
+			if err := json.Unmarshal(b, &back); err != nil || back != c {
+				t.Errorf("%s reads back as %+v (%v)", b, back, err)
+			}
+		})
 	}
 	var c Cell
 	if err := json.Unmarshal([]byte(`{"model":"m","stirct":1}`), &c); err == nil || !strings.Contains(err.Error(), `"stirct"`) {

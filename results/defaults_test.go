@@ -29,15 +29,20 @@ func TestDefaultsCoverage(t *testing.T) {
 	if !d.Coverage() || !slices.Equal(d.Conditions, conds) {
 		t.Fatalf("conditions %v, want %v", d.Conditions, conds)
 	}
-	for id, want := range map[string][]study.Condition{
-		"X01": {study.SEP2145, study.RateLimited},                                                                   // an upstream outage's isError result: classified only
-		"X22": {study.Category, study.SEP2145, study.ToolFailureShape, study.RateLimited, study.ToolFailureSEP2145}, // success-shaped
-		"X40": {study.ToolFailureShape},                                                                             // the server's own rate limit as a JSON-RPC error
-		"X29": {study.Category, study.SEP2145, study.RateLimited},                                                   // an unknown tool as an isError result
+	for _, tc := range []struct {
+		name, id string
+		want     []study.Condition
+	}{
+		{"outage as isError is classified only", "X01", []study.Condition{study.SEP2145, study.RateLimited}},
+		{"success-shaped failure", "X22", []study.Condition{study.Category, study.SEP2145, study.ToolFailureShape, study.RateLimited, study.ToolFailureSEP2145}},
+		{"server's rate limit as JSON-RPC error", "X40", []study.Condition{study.ToolFailureShape}},
+		{"unknown tool as isError", "X29", []study.Condition{study.Category, study.SEP2145, study.RateLimited}},
 	} {
-		if got := d.Scenarios[id].Unexpressed; !slices.Equal(got, want) {
-			t.Errorf("%s: unexpressed %v, want %v", id, got, want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := d.Scenarios[tc.id].Unexpressed; !slices.Equal(got, tc.want) {
+				t.Errorf("%s: unexpressed %v, want %v", tc.id, got, tc.want)
+			}
+		})
 	}
 	dir := t.TempDir()
 	file := filepath.Join(dir, results.DefaultsFile)

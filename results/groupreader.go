@@ -55,8 +55,8 @@ type lineRec struct {
 	line int
 }
 
-// MaxLine is the longest call line a reader accepts, in bytes.
-const MaxLine = 256 << 20
+// maxLine is the longest call line a reader accepts, in bytes.
+const maxLine = 256 << 20
 
 // NewGroupReader reads from r; name labels errors. When r is an *os.File,
 // what lines leave out is read from the defaults.json beside it;
@@ -148,8 +148,8 @@ func (g *GroupReader) readLine() *lineRec {
 		for {
 			chunk, err := g.r.ReadSlice('\n')
 			g.buf = append(g.buf, chunk...)
-			if len(g.buf) > MaxLine {
-				g.err = fmt.Errorf("%s:%d: line longer than %d bytes", g.name, g.line+1, MaxLine)
+			if len(g.buf) > maxLine {
+				g.err = fmt.Errorf("%s:%d: line longer than %d bytes", g.name, g.line+1, maxLine)
 				return nil
 			}
 			if err == bufio.ErrBufferFull {

@@ -29,33 +29,35 @@ func TestGroupReader(t *testing.T) {
 		{"bad last line", "{half\n", "invalid character"},
 		{"last line's response changed", strings.Replace(callLine("S4", 0, "stop_or_escalate", ""), "failed", "FAILED", 1), "response_sha256 does not match"},
 	} {
-		in := a + b + c + tc.tail
-		gr := NewGroupReader(strings.NewReader(in), "calls.jsonl")
-		var gs []Group
-		for gr.Next() {
-			g := *gr.Group()
-			g.Heads = append([]Head(nil), g.Heads...)
-			gs = append(gs, g)
-		}
-		if gr.Err() != nil || len(gs) != 3 {
-			t.Fatalf("%s: %v, %d groups", tc.name, gr.Err(), len(gs))
-		}
-		if gs[1].Offset != int64(len(a)) || gs[1].Size != int64(len(b)) || gs[2].Line != 4 {
-			t.Errorf("%s: offsets %+v", tc.name, gs[1])
-		}
-		if !gs[0].Complete(3) || gs[1].Complete(3) || !gs[2].Complete(3) || !gs[1].Complete(0) {
-			t.Errorf("%s: completeness wrong", tc.name)
-		}
-		if r, err := gs[0].Row(); err != nil || r.Status != StatusOK || !r.Outcome.Of(simulator.Strict) || r.Replays != 1 || !r.Outcome.Of(simulator.Retry) || r.Seed != 100 || r.Server != "P1" {
-			t.Errorf("row %+v", r)
-		}
-		if r, err := gs[2].Row(); err != nil || r.Status != StatusError || r.Error != "turn 1: HTTP 500" || r.Turns != 2 {
-			t.Errorf("error row %+v", r)
-		}
-		torn := gr.Torn()
-		if (torn == nil) != (tc.tail == "") || (torn != nil && (torn.Offset != int64(len(a+b+c)) || !strings.Contains(torn.Reason, tc.reason))) {
-			t.Errorf("%s: torn %+v", tc.name, torn)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			in := a + b + c + tc.tail
+			gr := NewGroupReader(strings.NewReader(in), "calls.jsonl")
+			var gs []Group
+			for gr.Next() {
+				g := *gr.Group()
+				g.Heads = append([]Head(nil), g.Heads...)
+				gs = append(gs, g)
+			}
+			if gr.Err() != nil || len(gs) != 3 {
+				t.Fatalf("%v, %d groups", gr.Err(), len(gs))
+			}
+			if gs[1].Offset != int64(len(a)) || gs[1].Size != int64(len(b)) || gs[2].Line != 4 {
+				t.Errorf("offsets %+v", gs[1])
+			}
+			if !gs[0].Complete(3) || gs[1].Complete(3) || !gs[2].Complete(3) || !gs[1].Complete(0) {
+				t.Error("completeness wrong")
+			}
+			if r, err := gs[0].Row(); err != nil || r.Status != StatusOK || !r.Outcome.Of(simulator.Strict) || r.Replays != 1 || !r.Outcome.Of(simulator.Retry) || r.Seed != 100 || r.Server != "P1" {
+				t.Errorf("row %+v", r)
+			}
+			if r, err := gs[2].Row(); err != nil || r.Status != StatusError || r.Error != "turn 1: HTTP 500" || r.Turns != 2 {
+				t.Errorf("error row %+v", r)
+			}
+			torn := gr.Torn()
+			if (torn == nil) != (tc.tail == "") || (torn != nil && (torn.Offset != int64(len(a+b+c)) || !strings.Contains(torn.Reason, tc.reason))) {
+				t.Errorf("torn %+v", torn)
+			}
+		})
 	}
 	gr := NewGroupReader(strings.NewReader(a+"{bad\n"+c), "calls.jsonl")
 	for gr.Next() {
@@ -101,12 +103,21 @@ func TestGroupReaderDurable(t *testing.T) {
 		}
 		return gs, gr
 	}
-	for _, durable := range []int64{0, int64(len(a)), int64(len(a + b))} {
-		gs, gr := read(durable)
-		torn := gr.Torn()
-		if gr.Err() != nil || len(gs) != 2 || torn == nil || torn.Offset != int64(len(a+b)) || torn.Size != int64(len(zeros+c)) || torn.Line != 3 {
-			t.Errorf("durable %d: err %v, %d groups, torn %+v", durable, gr.Err(), len(gs), torn)
-		}
+	for _, tc := range []struct {
+		name    string
+		durable int64
+	}{
+		{"nothing durable", 0},
+		{"the first decision durable", int64(len(a))},
+		{"durable up to the damage", int64(len(a + b))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gs, gr := read(tc.durable)
+			torn := gr.Torn()
+			if gr.Err() != nil || len(gs) != 2 || torn == nil || torn.Offset != int64(len(a+b)) || torn.Size != int64(len(zeros+c)) || torn.Line != 3 {
+				t.Errorf("durable %d: err %v, %d groups, torn %+v", tc.durable, gr.Err(), len(gs), torn)
+			}
+		})
 	}
 	// Without a durable point (a bundle written before it was recorded),
 	// a damaged line followed by others is refused, as before.

@@ -15,8 +15,11 @@ import (
 // encoding/json; any line it does not fully understand (another field,
 // a null, an escape it does not take, damage) is decoded by
 // encoding/json instead, which is then the judge of errors. Without it,
-// BenchmarkAnalyze (cmd/stress, 100,020 decisions) took 1.5 times as
-// long, 1.7 times the CPU and 4.1 times the allocations (2026-12-01).
+// stress analyze of 100,020 decisions took 2.6 to 2.9 times as long
+// (0.62 to 0.69 s against 0.23 to 0.25; BenchmarkAnalyze: 4.2 times the
+// allocations), and 1.6 times as long with github.com/segmentio/encoding
+// in encoding/json's place (0.39 to 0.41 s), which would take analyze
+// past its 25% of the run (README, Speed; 2026-12-03).
 func decodeHead(b []byte, h *Head, in *strTable) (carried, error) {
 	if c, ok := fastHead(b, h, in); ok {
 		return c, nil

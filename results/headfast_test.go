@@ -102,10 +102,16 @@ func TestFastHead(t *testing.T) {
 	if _, ok := fastHead(lines[16], &h, nil); !ok || !reflect.DeepEqual(h.PreferredSet, proven.PreferredSet) {
 		t.Errorf("a compact line with its proven preferred set is not decoded by the fast path: %+v", h)
 	}
-	for _, i := range []int{13, 14} { // thinking, tool calls and tools
-		if _, ok := fastHead(lines[i], &h, nil); !ok || h.Response != base.Response {
-			t.Errorf("line %d with thinking, tool calls and tools is not decoded by the fast path: %s", i, lines[i])
-		}
+	for _, tc := range []struct { // thinking, tool calls and tools
+		name string
+		line int
+	}{{"native line with refs", 13}, {"native line with no refs", 14}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var h Head
+			if _, ok := fastHead(lines[tc.line], &h, nil); !ok || h.Response != base.Response {
+				t.Errorf("line %d with thinking, tool calls and tools is not decoded by the fast path: %s", tc.line, lines[tc.line])
+			}
+		})
 	}
 	t.Logf("%d lines decoded by the fast path", fast)
 }

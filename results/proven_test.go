@@ -135,29 +135,32 @@ func TestProvenFromOldLines(t *testing.T) {
 			extra, answer, results.SHA256([]byte(answer)))
 	}
 	for _, tc := range []struct {
+		name           string
 		answer, extra  string
 		strict, proven bool
 		err            string
 	}{
-		{selectTool, "", true, true, ""},
-		{stop, "", false, false, ""},
-		{revise, "", false, false, ""},
-		{stop, `"preferred_policies":["select_tool","stop_or_escalate"],`, false, true, ""},
-		{stop, `"preferred_policies":["stop_or_escalate","select_tool"],`, false, false, `decision m/p/normalized/S1/1: preferred_policies [stop_or_escalate select_tool] does not start with the preferred policy "select_tool"`},
+		{"no set: the preferred policy is strict and proven", selectTool, "", true, true, ""},
+		{"no set: stop is neither", stop, "", false, false, ""},
+		{"no set: revise is neither", revise, "", false, false, ""},
+		{"stop in the proven set", stop, `"preferred_policies":["select_tool","stop_or_escalate"],`, false, true, ""},
+		{"set not starting with the preferred policy is refused", stop, `"preferred_policies":["stop_or_escalate","select_tool"],`, false, false, `decision m/p/normalized/S1/1: preferred_policies [stop_or_escalate select_tool] does not start with the preferred policy "select_tool"`},
 	} {
-		gr := results.NewGroupReader(strings.NewReader(line(tc.answer, tc.extra)), results.CallsFile)
-		if !gr.Next() {
-			t.Fatalf("%s: %v", tc.extra, gr.Err())
-		}
-		r, err := gr.Group().Row()
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%s: %v, want %q", tc.extra, err, tc.err)
+		t.Run(tc.name, func(t *testing.T) {
+			gr := results.NewGroupReader(strings.NewReader(line(tc.answer, tc.extra)), results.CallsFile)
+			if !gr.Next() {
+				t.Fatalf("%s: %v", tc.extra, gr.Err())
 			}
-			continue
-		}
-		if err != nil || r.Outcome.Of(simulator.Strict) != tc.strict || r.Outcome.Of(simulator.Proven) != tc.proven {
-			t.Errorf("%s %s: strict %v proven %v (%v), want %v %v", tc.answer, tc.extra, r.Outcome.Of(simulator.Strict), r.Outcome.Of(simulator.Proven), err, tc.strict, tc.proven)
-		}
+			r, err := gr.Group().Row()
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Errorf("%s: %v, want %q", tc.extra, err, tc.err)
+				}
+				return
+			}
+			if err != nil || r.Outcome.Of(simulator.Strict) != tc.strict || r.Outcome.Of(simulator.Proven) != tc.proven {
+				t.Errorf("%s %s: strict %v proven %v (%v), want %v %v", tc.answer, tc.extra, r.Outcome.Of(simulator.Strict), r.Outcome.Of(simulator.Proven), err, tc.strict, tc.proven)
+			}
+		})
 	}
 }

@@ -75,60 +75,62 @@ func oldBundle(t *testing.T, format, name string) string {
 // in the same place; the new lines leave out what defaults.json holds.
 func TestUpgradeLossless(t *testing.T) {
 	for _, tc := range []struct{ format, name string }{{"format1", "hash-small"}, {"format2", "lab"}} {
-		old := oldBundle(t, tc.format, tc.name)
-		out := filepath.Join(t.TempDir(), "new")
-		var log bytes.Buffer
-		rec, err := Upgrade(context.Background(), old, out, &log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rec.Format != Format || rec.Upgraded == nil || rec.Upgraded.Format != int(tc.format[6]-'0') || !strings.Contains(log.String(), "upgraded "+old) {
-			t.Errorf("%s: record %+v, log %q", tc.name, rec.Upgraded, log.String())
-		}
-		var table *Messages
-		if tc.format == "format2" {
-			if table, err = LoadMessages(filepath.Join(old, MessagesFile), -1); err != nil {
+		t.Run(tc.format+" bundle "+tc.name, func(t *testing.T) {
+			old := oldBundle(t, tc.format, tc.name)
+			out := filepath.Join(t.TempDir(), "new")
+			var log bytes.Buffer
+			rec, err := Upgrade(context.Background(), old, out, &log)
+			if err != nil {
 				t.Fatal(err)
 			}
-		}
-		b, _ := os.ReadFile(filepath.Join(old, CallsFile))
-		lines := bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
-		calls, err := ReadCalls(filepath.Join(out, CallsFile))
-		if err != nil || len(calls) != len(lines) {
-			t.Fatalf("%s: %d calls, %d old lines: %v", tc.name, len(calls), len(lines), err)
-		}
-		for i, line := range lines {
-			var want, got map[string]any
-			json.Unmarshal(line, &want)
-			req := want["request"].(map[string]any)
-			if refs, ok := req["messages_ref"].([]any); ok {
-				var ids []string
-				for _, r := range refs {
-					ids = append(ids, r.(string))
-				}
-				ms, err := table.Expand(ids)
-				if err != nil {
+			if rec.Format != Format || rec.Upgraded == nil || rec.Upgraded.Format != int(tc.format[6]-'0') || !strings.Contains(log.String(), "upgraded "+old) {
+				t.Errorf("%s: record %+v, log %q", tc.name, rec.Upgraded, log.String())
+			}
+			var table *Messages
+			if tc.format == "format2" {
+				if table, err = LoadMessages(filepath.Join(old, MessagesFile), -1); err != nil {
 					t.Fatal(err)
 				}
-				mb, _ := json.Marshal(ms)
-				var v any
-				json.Unmarshal(mb, &v)
-				req["messages"] = v
-				delete(req, "messages_ref")
 			}
-			if _, ok := req["seed"]; !ok {
-				req["seed"] = want["seed"]
+			b, _ := os.ReadFile(filepath.Join(old, CallsFile))
+			lines := bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
+			calls, err := ReadCalls(filepath.Join(out, CallsFile))
+			if err != nil || len(calls) != len(lines) {
+				t.Fatalf("%s: %d calls, %d old lines: %v", tc.name, len(calls), len(lines), err)
 			}
-			cb, _ := json.Marshal(&calls[i])
-			json.Unmarshal(cb, &got)
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("%s: line %d:\n%s\nreads back as\n%s", tc.name, i+1, line, cb)
+			for i, line := range lines {
+				var want, got map[string]any
+				json.Unmarshal(line, &want)
+				req := want["request"].(map[string]any)
+				if refs, ok := req["messages_ref"].([]any); ok {
+					var ids []string
+					for _, r := range refs {
+						ids = append(ids, r.(string))
+					}
+					ms, err := table.Expand(ids)
+					if err != nil {
+						t.Fatal(err)
+					}
+					mb, _ := json.Marshal(ms)
+					var v any
+					json.Unmarshal(mb, &v)
+					req["messages"] = v
+					delete(req, "messages_ref")
+				}
+				if _, ok := req["seed"]; !ok {
+					req["seed"] = want["seed"]
+				}
+				cb, _ := json.Marshal(&calls[i])
+				json.Unmarshal(cb, &got)
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("%s: line %d:\n%s\nreads back as\n%s", tc.name, i+1, line, cb)
+				}
 			}
-		}
-		nb, _ := os.ReadFile(filepath.Join(out, CallsFile))
-		if bytes.Contains(nb, []byte(`"server"`)) || bytes.Contains(nb, []byte(`"messages"`)) {
-			t.Errorf("%s: the upgraded lines carry their scenario's fields or their messages", tc.name)
-		}
+			nb, _ := os.ReadFile(filepath.Join(out, CallsFile))
+			if bytes.Contains(nb, []byte(`"server"`)) || bytes.Contains(nb, []byte(`"messages"`)) {
+				t.Errorf("%s: the upgraded lines carry their scenario's fields or their messages", tc.name)
+			}
+		})
 	}
 }
 
@@ -166,17 +168,19 @@ func TestUpgradeRefused(t *testing.T) {
 		{"damaged", old, filepath.Join(root, "damaged"), bytes.Replace(calls, []byte(`"turn":0`), []byte(`"turn":`), 1), CallsFile + ":1: invalid character"},
 		{"no line of S21", old, filepath.Join(root, "noS21"), noS21, "no call line of scenario S21"},
 	} {
-		if tc.calls != nil {
-			os.WriteFile(filepath.Join(old, CallsFile), tc.calls, 0o644)
-		}
-		_, err := Upgrade(context.Background(), tc.dir, tc.out, io.Discard)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
-		}
-		if _, err := os.Stat(tc.out); tc.out != full && !os.IsNotExist(err) {
-			t.Errorf("%s: %s was written", tc.name, tc.out)
-		}
-		os.WriteFile(filepath.Join(old, CallsFile), calls, 0o644)
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.calls != nil {
+				os.WriteFile(filepath.Join(old, CallsFile), tc.calls, 0o644)
+			}
+			_, err := Upgrade(context.Background(), tc.dir, tc.out, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+			}
+			if _, err := os.Stat(tc.out); tc.out != full && !os.IsNotExist(err) {
+				t.Errorf("%s: %s was written", tc.name, tc.out)
+			}
+			os.WriteFile(filepath.Join(old, CallsFile), calls, 0o644)
+		})
 	}
 	entries, _ := os.ReadDir(root)
 	for _, e := range entries {

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"encoding/binary"
 	"os"
 	"sync"
 	"testing"
@@ -11,6 +12,9 @@ import (
 // TestLocTable runs on a table small enough for memory and on one in a
 // file.
 func TestLocTable(t *testing.T) {
+	if n := binary.Size(locRecord{}); n != recSize {
+		t.Fatalf("a locRecord is %d bytes, recSize %d", n, recSize)
+	}
 	for _, n := range []int{1000, memIndexMax/recSize + 1000} {
 		testLocTable(t, n)
 	}

@@ -85,9 +85,9 @@ type IndexLog struct {
 // logName matches the names of Inspect log files Export writes.
 var logName = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}.*\.(json|eval)$`)
 
-// Owned reports whether name is an entry an export writes at the top of
+// owned reports whether name is an entry an export writes at the top of
 // its directory (so an earlier export is replaced as a whole).
-func Owned(name string) bool {
+func owned(name string) bool {
 	return name == ListingFile || name == IndexFile || logName.MatchString(name)
 }
 
@@ -124,7 +124,7 @@ type logFile struct {
 // counts checked against decisions.parquet) and refuses what analyze
 // refuses; problems are written to log. It returns the index written.
 func Export(ctx context.Context, dir, out string, opt Options, log io.Writer) (*Index, error) {
-	od, err := outdir.Create(out, Owned)
+	od, err := outdir.Create(out, owned)
 	if err != nil {
 		return nil, fmt.Errorf("flag -out: %w", err)
 	}

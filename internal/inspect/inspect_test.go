@@ -40,15 +40,17 @@ func FuzzAppendString(f *testing.F) {
 // TestClean: a log file name part keeps letters, digits and dots, and
 // maps everything else (Inspect's _ / : + included) to -.
 func TestClean(t *testing.T) {
-	for in, want := range map[string]string{
-		"baselines/default/code_only": "baselines-default-code-only",
-		"ollama/qwen3:0.6b":           "ollama-qwen3-0.6b",
-		"a b+c\\d\x00é":               "a-b-c-d--",
-		"2026-12-02T00:17:07+00:00":   "2026-12-02T00-17-07-00-00",
+	for _, tc := range []struct{ name, in, want string }{
+		{"slashes and underscores", "baselines/default/code_only", "baselines-default-code-only"},
+		{"a model tag's colon, its dot kept", "ollama/qwen3:0.6b", "ollama-qwen3-0.6b"},
+		{"space, plus, backslash, NUL and a non-ASCII letter", "a b+c\\d\x00é", "a-b-c-d--"},
+		{"a timestamp's colons and plus", "2026-12-02T00:17:07+00:00", "2026-12-02T00-17-07-00-00"},
 	} {
-		if got := clean(in); got != want {
-			t.Errorf("clean(%q) = %q, want %q", in, got, want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := clean(tc.in); got != tc.want {
+				t.Errorf("clean(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
 	}
 }
 
@@ -59,50 +61,56 @@ func TestClean(t *testing.T) {
 func TestHeaderSpace(t *testing.T) {
 	h := &header{Version: LogVersion, Status: "success", Eval: evalSpec{Task: "t/p/c", Model: "b/m", Config: evalConfig{Epochs: 12}},
 		Stats: stats{StartedAt: timestamp(time.Unix(0, 0)), ModelUsage: map[string]usage{"b/m": {}}}}
-	for _, long := range []bool{false, true} {
-		dir := t.TempDir()
-		lf := &logFile{name: "log.json"}
-		if err := lf.create(dir, h); err != nil {
-			t.Fatal(err)
-		}
-		lf.w.WriteString(`{"id":"S01","epoch":1}`)
-		full := *h
-		full.Results = &evalResults{TotalSamples: 1 << 40, CompletedSamples: 1 << 40}
-		m := metrics{Mean: evalMetric{Name: "mean", Value: 1.0 / 3}, Count: evalMetric{Name: "count", Value: 1 << 40}}
-		for _, c := range scoreColumns {
-			full.Results.Scores = append(full.Results.Scores, evalScore{Name: c.name, Scorer: c.name, ScoredSamples: 1 << 40, Metrics: m})
-		}
-		for _, c := range analysis.PassKColumns {
-			for k := range 12 {
-				full.Results.Scores = append(full.Results.Scores, evalScore{Name: c.Column().Name, Scorer: c.Column().Name, Reducer: passKReducer(k + 1),
-					ScoredSamples: 1 << 40, UnscoredSamples: 1 << 40, Metrics: m})
+	for _, tc := range []struct {
+		name string
+		long bool // the header has a long error
+	}{{"header in its reserved space", false}, {"long header in front of a copy of the samples", true}} {
+		long := tc.long
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			lf := &logFile{name: "log.json"}
+			if err := lf.create(dir, h); err != nil {
+				t.Fatal(err)
 			}
-		}
-		full.Stats.CompletedAt = timestamp(time.Now())
-		full.Stats.ModelUsage = map[string]usage{"b/m": {1 << 50, 1 << 50, 1 << 51}}
-		if long {
-			full.Status, full.Error = "error", &evalError{Message: strings.Repeat("partial;", 2000)}
-		}
-		if err := lf.write(&full); err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(filepath.Join(dir, "log.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got struct {
-			header
-			Samples []json.RawMessage `json:"samples"`
-		}
-		if err := json.Unmarshal(b, &got); err != nil || len(got.Samples) != 1 || got.Results.TotalSamples != 1<<40 || (got.Error != nil) != long {
-			t.Errorf("long %v: %v, %d samples, results %+v", long, err, len(got.Samples), got.Results)
-		}
-		if spaces := bytes.Count(b, []byte(" ")); long != (spaces < 64) {
-			t.Errorf("long %v: %d spaces left (the header's space is used unless the header is too long)", long, spaces)
-		}
-		if entries, _ := os.ReadDir(dir); len(entries) != 1 {
-			t.Errorf("long %v: the directory holds %d files", long, len(entries))
-		}
+			lf.w.WriteString(`{"id":"S01","epoch":1}`)
+			full := *h
+			full.Results = &evalResults{TotalSamples: 1 << 40, CompletedSamples: 1 << 40}
+			m := metrics{Mean: evalMetric{Name: "mean", Value: 1.0 / 3}, Count: evalMetric{Name: "count", Value: 1 << 40}}
+			for _, c := range scoreColumns {
+				full.Results.Scores = append(full.Results.Scores, evalScore{Name: c.name, Scorer: c.name, ScoredSamples: 1 << 40, Metrics: m})
+			}
+			for _, c := range analysis.PassKColumns {
+				for k := range 12 {
+					full.Results.Scores = append(full.Results.Scores, evalScore{Name: c.Column().Name, Scorer: c.Column().Name, Reducer: passKReducer(k + 1),
+						ScoredSamples: 1 << 40, UnscoredSamples: 1 << 40, Metrics: m})
+				}
+			}
+			full.Stats.CompletedAt = timestamp(time.Now())
+			full.Stats.ModelUsage = map[string]usage{"b/m": {1 << 50, 1 << 50, 1 << 51}}
+			if long {
+				full.Status, full.Error = "error", &evalError{Message: strings.Repeat("partial;", 2000)}
+			}
+			if err := lf.write(&full); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "log.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got struct {
+				header
+				Samples []json.RawMessage `json:"samples"`
+			}
+			if err := json.Unmarshal(b, &got); err != nil || len(got.Samples) != 1 || got.Results.TotalSamples != 1<<40 || (got.Error != nil) != long {
+				t.Errorf("long %v: %v, %d samples, results %+v", long, err, len(got.Samples), got.Results)
+			}
+			if spaces := bytes.Count(b, []byte(" ")); long != (spaces < 64) {
+				t.Errorf("long %v: %d spaces left (the header's space is used unless the header is too long)", long, spaces)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+				t.Errorf("long %v: the directory holds %d files", long, len(entries))
+			}
+		})
 	}
 }
 

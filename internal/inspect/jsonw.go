@@ -9,7 +9,11 @@ import (
 // This file holds the small JSON appenders the samples are assembled
 // with: a sample is written from pre-encoded pieces (messages, which
 // repeat across a log's samples) and short strings, faster than
-// encoding/json reflects over the same values.
+// encoding/json reflects over the same values. Note: appendEscaped
+// alone done by encoding/json's Encoder made stress export of 100,020
+// decisions take 1.60 to 1.79 s CPU against 1.16 to 1.28 (.json; .eval
+// 5.48 to 8.21 against 5.04 to 5.18), and 1.47 to 2.73 s with
+// github.com/segmentio/encoding (2026-12-03).
 
 const hexDigits = "0123456789abcdef"
 

@@ -74,12 +74,14 @@ func writeSample(t *testing.T, d *decision) (sample, summary map[string]json.Raw
 func TestErrorSampleScoresNull(t *testing.T) {
 	sample, summary := writeSample(t, testDecision(true))
 	for name, v := range map[string]map[string]json.RawMessage{"sample": sample, "summary": summary} {
-		if sc, ok := v["scores"]; !ok || string(sc) != "null" {
-			t.Errorf("%s: scores %s (present %v), want null", name, sc, ok)
-		}
-		if v["error"] == nil {
-			t.Errorf("%s: no error", name)
-		}
+		t.Run(name, func(t *testing.T) {
+			if sc, ok := v["scores"]; !ok || string(sc) != "null" {
+				t.Errorf("%s: scores %s (present %v), want null", name, sc, ok)
+			}
+			if v["error"] == nil {
+				t.Errorf("%s: no error", name)
+			}
+		})
 	}
 }
 
@@ -90,11 +92,13 @@ func TestSampleInput(t *testing.T) {
 	sample, summary := writeSample(t, testDecision(false))
 	type msg struct{ Role, Content string }
 	for name, v := range map[string]map[string]json.RawMessage{"sample": sample, "summary": summary} {
-		var input []msg
-		json.Unmarshal(v["input"], &input)
-		if len(input) != 1 || input[0].Role != "user" || !strings.HasPrefix(input[0].Content, "The tool create_issue failed") {
-			t.Errorf("%s: input %+v, want the user message only", name, input)
-		}
+		t.Run(name, func(t *testing.T) {
+			var input []msg
+			json.Unmarshal(v["input"], &input)
+			if len(input) != 1 || input[0].Role != "user" || !strings.HasPrefix(input[0].Content, "The tool create_issue failed") {
+				t.Errorf("%s: input %+v, want the user message only", name, input)
+			}
+		})
 	}
 	var messages []msg
 	json.Unmarshal(sample["messages"], &messages)
@@ -117,20 +121,22 @@ func TestScoreExplanations(t *testing.T) {
 		ExtraScore: extraDoc + " (replays 1)",
 	}
 	for name, v := range map[string]map[string]json.RawMessage{"sample": sample, "summary": summary} {
-		var scores map[string]struct {
-			Value       float64
-			Explanation *string
-		}
-		if err := json.Unmarshal(v["scores"], &scores); err != nil || len(scores) == 0 {
-			t.Fatalf("%s: scores %s: %v", name, v["scores"], err)
-		}
-		for sc, got := range scores {
-			if got.Explanation == nil || *got.Explanation == "" {
-				t.Errorf("%s: score %s has no explanation", name, sc)
-			} else if w, ok := want[sc]; ok && *got.Explanation != w {
-				t.Errorf("%s: score %s explained %q, want %q", name, sc, *got.Explanation, w)
+		t.Run(name, func(t *testing.T) {
+			var scores map[string]struct {
+				Value       float64
+				Explanation *string
 			}
-		}
+			if err := json.Unmarshal(v["scores"], &scores); err != nil || len(scores) == 0 {
+				t.Fatalf("%s: scores %s: %v", name, v["scores"], err)
+			}
+			for sc, got := range scores {
+				if got.Explanation == nil || *got.Explanation == "" {
+					t.Errorf("%s: score %s has no explanation", name, sc)
+				} else if w, ok := want[sc]; ok && *got.Explanation != w {
+					t.Errorf("%s: score %s explained %q, want %q", name, sc, *got.Explanation, w)
+				}
+			}
+		})
 	}
 	// An invalid final answer says why.
 	d := testDecision(false)
@@ -185,10 +191,22 @@ func TestPlanParamsPassed(t *testing.T) {
 // TestAppendPolicyList: a list of policies is written as encoding/json
 // writes it, plain labels or not.
 func TestAppendPolicyList(t *testing.T) {
-	for _, ps := range [][]study.Policy{nil, {}, {"select_tool"}, {"select_tool", "stop_or_escalate"}, {"a<b", "x\"y"}, {"Ünicode", ""}} {
-		want, _ := json.Marshal(ps)
-		if got := appendPolicyList(nil, ps); string(got) != string(want) {
-			t.Errorf("%q: got %s, want %s", ps, got, want)
-		}
+	for _, tc := range []struct {
+		name string
+		ps   []study.Policy
+	}{
+		{"nil list is null", nil},
+		{"empty list", []study.Policy{}},
+		{"one plain label", []study.Policy{"select_tool"}},
+		{"two plain labels", []study.Policy{"select_tool", "stop_or_escalate"}},
+		{"labels that need escaping", []study.Policy{"a<b", "x\"y"}},
+		{"non-ASCII and empty labels", []study.Policy{"Ünicode", ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, _ := json.Marshal(tc.ps)
+			if got := appendPolicyList(nil, tc.ps); string(got) != string(want) {
+				t.Errorf("%q: got %s, want %s", tc.ps, got, want)
+			}
+		})
 	}
 }
