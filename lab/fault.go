@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpstress/stress/scenario"
 	"github.com/mcpstress/stress/statediff"
 	"github.com/mcpstress/stress/study"
 )
@@ -268,7 +269,7 @@ func (l *Lab) rateLimit(t *tool, a args) (Response, bool) {
 	}
 	wait := time.Duration(lim.WindowUntilMS-now) * time.Millisecond
 	text := fmt.Sprintf("rate limit exceeded for %s: retry after %s", t.name, seconds(wait))
-	if sc.Limit == LimitServer {
+	if sc.Limit == scenario.LimitServer {
 		text = fmt.Sprintf("this server's rate limit for %s was exceeded: retry after %s", t.name, seconds(wait))
 	}
 	return l.fail(&failure{class: study.RateLimit, retryable: true, retryAfter: wait, text: text}), true

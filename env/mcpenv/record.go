@@ -16,7 +16,7 @@ var Pseudonyms = map[string]string{"memory": "RM", "filesystem": "RF", "everythi
 // classProbes are the probe and cause of each class, in the corpus
 // vocabulary: a missing argument is the missing_required probe, whose
 // cause is invalid_type (see study.MissingRequired).
-var classProbes = map[string]struct {
+var classProbes = map[study.Cause]struct {
 	probe study.Probe
 	cause study.Cause
 }{
