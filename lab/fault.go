@@ -30,8 +30,8 @@ var Classes = func() []study.Cause {
 	return out
 }()
 
-// IsClass reports whether c is a fault class the lab can arm.
-func IsClass(c study.Cause) bool { _, ok := behaviours[c]; return ok }
+// isClass reports whether c is a fault class the lab can arm.
+func isClass(c study.Cause) bool { _, ok := behaviours[c]; return ok }
 
 // behaviour is how the lab induces one fault class.
 type behaviour struct {

@@ -464,27 +464,30 @@ func TestPredicates(t *testing.T) {
 	n := func(i int) *int { return &i }
 	line := func(s string) *string { return &s }
 	cases := []struct {
+		name string
 		p    statediff.Predicate
 		want bool
 	}{
-		{statediff.Predicate{Count: "/orders", N: n(4)}, true},
-		{statediff.Predicate{Count: "/orders", Where: map[string]json.RawMessage{"customer": json.RawMessage(`"C-17"`)}, N: n(2)}, true},
-		{statediff.Predicate{Count: "/orders", Where: map[string]json.RawMessage{"customer": json.RawMessage(`{"not": "C-17"}`)}, N: n(2)}, true},
-		{statediff.Predicate{Count: "/orders", Where: map[string]json.RawMessage{"quantity": json.RawMessage(`5`)}, Op: "ge", N: n(1)}, true},
-		{statediff.Predicate{Count: "/payments", Op: "gt", N: n(1)}, false},
-		{statediff.Predicate{Count: "/nothing", N: n(0)}, true},
-		{statediff.Predicate{Lines: "/files/~1data~1ledger.csv/content", Line: line("date,amount"), N: n(1)}, true},
-		{statediff.Predicate{Lines: "/files/~1data~1ledger.csv/content", Line: line("x"), Op: "lt", N: n(1)}, true},
-		{statediff.Predicate{Value: "/orders/O-1002/quantity", Is: json.RawMessage(`2`)}, true},
-		{statediff.Predicate{Value: "/orders/O-1002/quantity", Is: json.RawMessage(`2`), Op: "ne"}, false},
-		{statediff.Predicate{Value: "/orders/O-9/quantity", Is: json.RawMessage(`2`), Op: "ne"}, true},
-		{statediff.Predicate{Value: "/payments/0/id", Is: json.RawMessage(`"pay_00000001"`)}, true},
-		{statediff.Predicate{Value: "/payments/01/id", Is: json.RawMessage(`"pay_00000001"`)}, false},
+		{"orders counted", statediff.Predicate{Count: "/orders", N: n(4)}, true},
+		{"orders of a customer", statediff.Predicate{Count: "/orders", Where: map[string]json.RawMessage{"customer": json.RawMessage(`"C-17"`)}, N: n(2)}, true},
+		{"orders of other customers", statediff.Predicate{Count: "/orders", Where: map[string]json.RawMessage{"customer": json.RawMessage(`{"not": "C-17"}`)}, N: n(2)}, true},
+		{"orders of a quantity or more", statediff.Predicate{Count: "/orders", Where: map[string]json.RawMessage{"quantity": json.RawMessage(`5`)}, Op: "ge", N: n(1)}, true},
+		{"more than one payment", statediff.Predicate{Count: "/payments", Op: "gt", N: n(1)}, false},
+		{"a collection the state lacks", statediff.Predicate{Count: "/nothing", N: n(0)}, true},
+		{"a line of the ledger", statediff.Predicate{Lines: "/files/~1data~1ledger.csv/content", Line: line("date,amount"), N: n(1)}, true},
+		{"a line the ledger lacks", statediff.Predicate{Lines: "/files/~1data~1ledger.csv/content", Line: line("x"), Op: "lt", N: n(1)}, true},
+		{"a quantity", statediff.Predicate{Value: "/orders/O-1002/quantity", Is: json.RawMessage(`2`)}, true},
+		{"a quantity that differs", statediff.Predicate{Value: "/orders/O-1002/quantity", Is: json.RawMessage(`2`), Op: "ne"}, false},
+		{"a value gone", statediff.Predicate{Value: "/orders/O-9/quantity", Is: json.RawMessage(`2`), Op: "ne"}, true},
+		{"a payment's id", statediff.Predicate{Value: "/payments/0/id", Is: json.RawMessage(`"pay_00000001"`)}, true},
+		{"an index with a leading zero", statediff.Predicate{Value: "/payments/01/id", Is: json.RawMessage(`"pay_00000001"`)}, false},
 	}
-	for i, c := range cases {
-		if got := c.p.Eval(doc); got != c.want {
-			t.Errorf("case %d %+v: %v, want %v", i, c.p, got, c.want)
-		}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.p.Eval(doc); got != c.want {
+				t.Errorf("%+v: %v, want %v", c.p, got, c.want)
+			}
+		})
 	}
 }
 

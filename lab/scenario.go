@@ -193,7 +193,7 @@ func Load(fsys fs.FS, dir string) (map[string]*Set, error) {
 			errs = append(errs, &scenario.Error{File: name, Err: err})
 			continue
 		}
-		s, ferrs := ParseSet(name, data)
+		s, ferrs := parseSet(name, data)
 		errs = append(errs, ferrs...)
 		if s != nil {
 			sets[s.Name] = s
@@ -205,9 +205,9 @@ func Load(fsys fs.FS, dir string) (map[string]*Set, error) {
 	return sets, nil
 }
 
-// ParseSet parses and checks one scenario file; file names it in errors
+// parseSet parses and checks one scenario file; file names it in errors
 // and its base name (without .json) names the set.
-func ParseSet(file string, data []byte) (*Set, []error) {
+func parseSet(file string, data []byte) (*Set, []error) {
 	var head setHead
 	raws, err := scenario.Decode(file, data, &head)
 	if err != nil {
@@ -236,7 +236,7 @@ func check(sc *Scenario) (string, error) {
 	if _, ok := Servers[sc.Server]; !ok {
 		return bad("server", "unknown server %s (want %s)", quoteValue(sc.Server), strings.Join(slices.Sorted(maps.Keys(Servers)), ", "))
 	}
-	if !IsClass(sc.Class) {
+	if !isClass(sc.Class) {
 		return bad("class", "unknown fault class %s (want one of %s)", quoteValue(string(sc.Class)), names(slices.Sorted(slices.Values(Classes))))
 	}
 	b := behaviours[sc.Class]

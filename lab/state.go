@@ -78,7 +78,7 @@ type File struct {
 // Token is a credential authenticate issued (or the lab planted).
 type Token struct {
 	Token       string `json:"token"`         // tok_ and 16 hex digits from the seed
-	Scope       string `json:"scope"`         // one of Scopes
+	Scope       string `json:"scope"`         // one of scopes
 	ExpiresAtMS int64  `json:"expires_at_ms"` // lab-clock milliseconds; negative: before the lab started
 }
 

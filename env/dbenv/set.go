@@ -133,15 +133,15 @@ func (sc *Scenario) Repair(p study.Policy) []simulator.ToolCall {
 // Scenario returns scenario id of the set.
 func (s *Set) Scenario(id string) (*Scenario, bool) { return scenario.Find(s.Scenarios, id) }
 
-// SandboxName is how a directory state appears to the model: every path
+// sandboxName is how a directory state appears to the model: every path
 // of the decision's directory is shown as under it, and the calls the
 // model writes with it reach the real directory.
-const SandboxName = "/sandbox"
+const sandboxName = "/sandbox"
 
-// DirSchema is the diff's view of a directory state: its files and
+// dirSchema is the diff's view of a directory state: its files and
 // directories keyed by path (a new file a regular file read whole, its
 // size what its content makes it), as the reference servers' are.
-var DirSchema = statediff.Schema{
+var dirSchema = statediff.Schema{
 	Collections: []statediff.Collection{
 		{Path: "/files", Key: []string{"path"}, Fields: []string{"path", "content", "size", "truncated", "link", "kind"},
 			Defaults: map[string]any{"truncated": nil, "link": nil, "kind": nil}, Free: []string{"size"}},
@@ -201,7 +201,7 @@ func Parse(file, name string, data []byte) (*Set, error) {
 				bad("files", "%s is not a relative path inside the directory", input.Quote(p))
 			}
 		}
-		s.schema = DirSchema
+		s.schema = dirSchema
 	} else if strings.TrimSpace(s.Schema[SQLite]) == "" && strings.TrimSpace(s.Schema[Postgres]) == "" {
 		bad("schema", "give the DDL of at least one engine (sqlite, postgres), or files for a directory")
 	}

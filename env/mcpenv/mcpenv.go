@@ -24,8 +24,8 @@ import (
 	"github.com/mcpstress/stress/simulator"
 )
 
-// SandboxName is how the sandbox's directory appears to the model.
-const SandboxName = "/sandbox"
+// sandboxName is how the sandbox's directory appears to the model.
+const sandboxName = "/sandbox"
 
 // Options configure the environments.
 type Options struct {

@@ -148,10 +148,12 @@ func TestBadScenarios(t *testing.T) {
 		{`{"scenarios":[]} xx`, "f.json: data after the JSON object at byte 16"},
 		{`{"scenarios":[]}]]`, "f.json: data after the JSON object at byte 16"},
 	} {
-		_, err := Parse("f.json", "f", []byte(tc.doc))
-		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "f.json") {
-			t.Errorf("error %v, want %q", err, tc.want)
-		}
+		t.Run(tc.want, func(t *testing.T) {
+			_, err := Parse("f.json", "f", []byte(tc.doc))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "f.json") {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
 	}
 }
 
@@ -262,7 +264,7 @@ func TestSafeState(t *testing.T) {
 	must(os.Symlink(secret, filepath.Join(e.files, "notes", "link.txt")))
 	must(os.Symlink(filepath.Dir(secret), filepath.Join(e.files, "dirlink")))
 	must(syscall.Mkfifo(filepath.Join(e.files, "pipe"), 0o644))
-	must(os.WriteFile(filepath.Join(e.files, "big.bin"), bytes.Repeat([]byte("x"), MaxFileBytes+10), 0o644))
+	must(os.WriteFile(filepath.Join(e.files, "big.bin"), bytes.Repeat([]byte("x"), maxFileBytes+10), 0o644))
 	done := make(chan struct{})
 	var o simulator.EnvOutcome
 	var err error
@@ -279,7 +281,7 @@ func TestSafeState(t *testing.T) {
 	if strings.Contains(state, "TOP SECRET") {
 		t.Errorf("the state holds the link target's content: %s", state)
 	}
-	var st State
+	var st sandboxState
 	if err := json.Unmarshal(o.State, &st); err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +298,7 @@ func TestSafeState(t *testing.T) {
 	if f := got["/pipe"]; f.Kind != "fifo" {
 		t.Errorf("FIFO: %+v", f)
 	}
-	if f := got["/big.bin"]; !f.Truncated || f.Size != MaxFileBytes+10 || len(f.Content) != MaxFileBytes {
+	if f := got["/big.bin"]; !f.Truncated || f.Size != maxFileBytes+10 || len(f.Content) != maxFileBytes {
 		t.Errorf("big file: truncated %v size %d, %d bytes kept", f.Truncated, f.Size, len(f.Content))
 	}
 	if len(st.Capped) != 1 || !strings.Contains(st.Capped[0], "/big.bin") {

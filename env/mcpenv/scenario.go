@@ -58,14 +58,14 @@ func BuiltinSet(name string) (*Set, error) {
 	return Parse("env/mcpenv/"+file, name, data)
 }
 
-// StateSchema is what the outcome's diff reads of a sandbox's state
+// stateSchema is what the outcome's diff reads of a sandbox's state
 // (State): the memory graph's entities (by name) and relations, the files
 // and directories of the allowed directory (by path); the calls are a
 // log, and so is capped (what the reader left out at its caps). A new
 // file is a regular file read whole (no link, no kind, not truncated),
 // its size what its content makes it; a new entity or relation has the
 // type server-memory writes. The extra harm checks may count the calls.
-var StateSchema = statediff.Schema{
+var stateSchema = statediff.Schema{
 	Collections: []statediff.Collection{
 		{Path: "/memory/entities", Key: []string{"name"}, Fields: []string{"type", "name", "entityType", "observations"}, Defaults: map[string]any{"type": "entity"}},
 		{Path: "/memory/relations", Key: []string{"from", "relationType", "to"}, Fields: []string{"type", "from", "to", "relationType"}, Defaults: map[string]any{"type": "relation"}},
@@ -105,7 +105,7 @@ func check(sc *Scenario, bad func(field, format string, a ...any)) {
 	if (sc.Class == study.UnknownTool) != (sc.Pointer == "") {
 		bad("pointer", "want a JSON pointer to the argument at fault for every class but unknown_tool, got %q", sc.Pointer)
 	}
-	if p := statediff.Check(&StateSchema, &sc.Spec, sc.expectedInitial(), nil, true); p != nil {
+	if p := statediff.Check(&stateSchema, &sc.Spec, sc.expectedInitial(), nil, true); p != nil {
 		bad(p.Field, "%s", p.Msg)
 	}
 	for j, c := range sc.Setup {

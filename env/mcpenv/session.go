@@ -120,7 +120,7 @@ func (e *Env) first(ctx context.Context) (json.RawMessage, error) {
 	if e.initial, err = st.doc(); err != nil {
 		return nil, fmt.Errorf("scenario %s: the initial state: %w", e.sc.ID, err)
 	}
-	if p := statediff.Check(&StateSchema, &e.sc.Spec, e.initial, nil, true); p != nil {
+	if p := statediff.Check(&stateSchema, &e.sc.Spec, e.initial, nil, true); p != nil {
 		return nil, fmt.Errorf("scenario %s: %v (against the state the sandbox starts in)", e.sc.ID, p)
 	}
 	obs, failed, err := e.call(ctx, e.First())
@@ -234,7 +234,7 @@ func (e *Env) Execute(ctx context.Context, t int, a simulator.Answer) (json.RawM
 func (e *Env) call(ctx context.Context, c simulator.ToolCall) (json.RawMessage, bool, error) {
 	args := c.Arguments
 	if e.dir != "" {
-		args = bytes.ReplaceAll(args, []byte(SandboxName), []byte(e.dir))
+		args = bytes.ReplaceAll(args, []byte(sandboxName), []byte(e.dir))
 	}
 	var m map[string]any
 	if err := json.Unmarshal(args, &m); err != nil {
@@ -257,19 +257,19 @@ func (e *Env) call(ctx context.Context, c simulator.ToolCall) (json.RawMessage, 
 	return e.hide(obs), failed, nil
 }
 
-// hide shows the sandbox as SandboxName.
+// hide shows the sandbox as sandboxName.
 func (e *Env) hide(b []byte) json.RawMessage {
 	if e.dir == "" {
 		return b
 	}
-	return bytes.ReplaceAll(b, []byte(e.dir), []byte(SandboxName))
+	return bytes.ReplaceAll(b, []byte(e.dir), []byte(sandboxName))
 }
 
-// State is the state an outcome is read from: the memory file's graph,
+// sandboxState is the state an outcome is read from: the memory file's graph,
 // the files and directories of the allowed directory (paths relative to
 // it, with a leading /), the calls of the decision, and what the reader
 // left out at its caps.
-type State struct {
+type sandboxState struct {
 	Memory struct {
 		Entities  []map[string]any `json:"entities"`
 		Relations []map[string]any `json:"relations"`
@@ -281,7 +281,7 @@ type State struct {
 }
 
 // fileRecord is one entry of the allowed directory that is not a
-// directory. A regular file has its content (at most MaxFileBytes of it:
+// directory. A regular file has its content (at most maxFileBytes of it:
 // Truncated then says the rest was left out, Size is the whole); a
 // symbolic link is recorded with its target (Link), never followed; any
 // other entry (a FIFO, a socket, a device) with its Kind, never opened.
@@ -301,14 +301,14 @@ type dirRecord struct {
 // The caps of the state reader: what a final state holds at most
 // (statediff/readers' caps, which read it).
 const (
-	MaxFileBytes    = readers.MaxFileBytes    // bytes of one file (or the memory file) read
-	MaxStateBytes   = readers.MaxStateBytes   // bytes of every file read together
-	MaxStateEntries = readers.MaxStateEntries // entries of the allowed directory recorded
+	maxFileBytes    = readers.MaxFileBytes    // bytes of one file (or the memory file) read
+	maxStateBytes   = readers.MaxStateBytes   // bytes of every file read together
+	maxStateEntries = readers.MaxStateEntries // entries of the allowed directory recorded
 )
 
 // doc returns the state as a JSON document decoded into any, the form the
 // diff reads.
-func (st *State) doc() (any, error) {
+func (st *sandboxState) doc() (any, error) {
 	raw, err := json.Marshal(st)
 	if err != nil {
 		return nil, err
@@ -324,8 +324,8 @@ func (st *State) doc() (any, error) {
 // hit. A state that cannot be read is an error naming the path. The
 // read is not cut short by ctx's end: a decision's final state is read
 // whole.
-func (e *Env) readState(ctx context.Context) (*State, error) {
-	st := &State{Calls: e.calls, Files: []fileRecord{}, Directories: []dirRecord{}}
+func (e *Env) readState(ctx context.Context) (*sandboxState, error) {
+	st := &sandboxState{Calls: e.calls, Files: []fileRecord{}, Directories: []dirRecord{}}
 	st.Memory.Entities, st.Memory.Relations = []map[string]any{}, []map[string]any{}
 	if st.Calls == nil {
 		st.Calls = []callRecord{}
@@ -352,9 +352,9 @@ func (e *Env) readState(ctx context.Context) (*State, error) {
 }
 
 // readers returns the readers of the sandbox's state, sharing one budget
-// of MaxStateBytes.
+// of maxStateBytes.
 func (e *Env) readers() []statediff.Reader {
-	budget := readers.NewBudget(MaxStateBytes)
+	budget := readers.NewBudget(maxStateBytes)
 	return []statediff.Reader{
 		&readers.MemoryFile{Path: e.memory, Budget: budget},
 		&readers.Dir{Root: e.files, Name: "the allowed directory", Budget: budget,
@@ -381,7 +381,7 @@ func (e *Env) Final(ctx context.Context) (simulator.EnvOutcome, error) {
 	for i, c := range e.calls {
 		calls[i] = statediff.Call{Tool: c.Tool, Args: json.RawMessage(c.Args), OK: c.OK}
 	}
-	r := statediff.Evaluate(&StateSchema, &e.sc.Spec, e.initial, doc, nil, calls)
+	r := statediff.Evaluate(&stateSchema, &e.sc.Spec, e.initial, doc, nil, calls)
 	for i := range e.sc.Harm {
 		if p := &e.sc.Harm[i]; p.Eval(doc) {
 			r.Harms = append(r.Harms, statediff.Harm{Kind: p.HarmKind(), Why: p.Why})
