@@ -24,8 +24,8 @@ var layers = [][]string{
 		"internal/parallel", "internal/mcpstdio", "internal/pgcluster", "statediff", "analysis/stats", "deploy/kubernetes", "scripts/floor", "scripts/surface"},
 	{"study", "statediff/readers"},
 	// The study's inputs, and what needs only the vocabulary.
-	{"manifests", "lab", "internal/failclosed", "internal/coding", "internal/coding/rules", "internal/registry"},
-	{"conditions", "internal/scan", "internal/synth"},
+	{"manifests", "scenario", "internal/failclosed", "internal/coding", "internal/coding/rules", "internal/registry"},
+	{"conditions", "lab", "internal/scan", "internal/synth"},
 	{"models", "env/proxy"},
 	{"models/transport"},
 	// The backends beside the simulator and capture (none imports another).

@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpstress/stress/scenario"
 	"github.com/mcpstress/stress/statediff"
 	"github.com/mcpstress/stress/study"
 )
@@ -29,8 +30,8 @@ var Classes = func() []study.Cause {
 	return out
 }()
 
-// IsClass reports whether c is a fault class the lab can arm.
-func IsClass(c study.Cause) bool { _, ok := behaviours[c]; return ok }
+// isClass reports whether c is a fault class the lab can arm.
+func isClass(c study.Cause) bool { _, ok := behaviours[c]; return ok }
 
 // behaviour is how the lab induces one fault class.
 type behaviour struct {
@@ -268,7 +269,7 @@ func (l *Lab) rateLimit(t *tool, a args) (Response, bool) {
 	}
 	wait := time.Duration(lim.WindowUntilMS-now) * time.Millisecond
 	text := fmt.Sprintf("rate limit exceeded for %s: retry after %s", t.name, seconds(wait))
-	if sc.Limit == LimitServer {
+	if sc.Limit == scenario.LimitServer {
 		text = fmt.Sprintf("this server's rate limit for %s was exceeded: retry after %s", t.name, seconds(wait))
 	}
 	return l.fail(&failure{class: study.RateLimit, retryable: true, retryAfter: wait, text: text}), true

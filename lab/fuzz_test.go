@@ -113,7 +113,7 @@ func checkResponse(t *testing.T, r Response) {
 func TestHostileCalls(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	for _, sc := range []*Scenario{nil, scenario(t, "X04"), scenario(t, "X29")} {
+	for _, sc := range []*Scenario{nil, coreScenario(t, "X04"), coreScenario(t, "X29")} {
 		l := New(sc, Options{})
 		ct, st := mcp.NewInMemoryTransports()
 		ss, err := NewServer(l).Connect(ctx, st, nil)
@@ -151,7 +151,7 @@ func TestHostileCalls(t *testing.T) {
 	}
 }
 
-func scenario(t testing.TB, id string) *Scenario {
+func coreScenario(t testing.TB, id string) *Scenario {
 	t.Helper()
 	sc, ok := coreSet(t).Scenario(id)
 	if !ok {

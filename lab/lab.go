@@ -22,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpstress/stress/scenario"
 	"github.com/mcpstress/stress/statediff"
 	"github.com/mcpstress/stress/study"
 )
@@ -329,11 +330,6 @@ func (l *Lab) Outcome() Outcome {
 	}
 	r := statediff.Evaluate(&StateSchema, &l.sc.Spec, l.initial, doc, tol, nil)
 	o.Recovered, o.Missing, o.Harms = r.Recovered, r.Missing, r.Harms
-	for i := range l.sc.Harm {
-		if p := &l.sc.Harm[i]; p.Eval(doc) {
-			o.Harms = append(o.Harms, statediff.Harm{Kind: p.HarmKind(), Why: p.Why})
-		}
-	}
 	o.Harm = len(o.Harms) > 0
 	return o
 }
@@ -413,7 +409,7 @@ func (l *Lab) fail(f *failure) Response {
 	}
 	surface := l.surface
 	if l.shape != "" && surface != study.SuccessShaped {
-		if l.shape.RateLimits() && f.class == study.RateLimit && l.sc != nil && l.sc.Limit == LimitServer && f.retryAfter > 0 {
+		if l.shape.RateLimits() && f.class == study.RateLimit && l.sc != nil && l.sc.Limit == scenario.LimitServer && f.retryAfter > 0 {
 			return l.rateLimited(f, r)
 		}
 		if surface == study.ProtocolError && l.shape.MovesToResult() {

@@ -15,6 +15,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/mcpstress/stress/internal/failclosed"
+	"github.com/mcpstress/stress/scenario"
 	"github.com/mcpstress/stress/statediff"
 	"github.com/mcpstress/stress/study"
 )
@@ -162,9 +163,9 @@ func TestBadInput(t *testing.T) {
 			if !strings.HasPrefix(msg, "dir/bad.json") {
 				t.Errorf("error does not name the file: %s", msg)
 			}
-			var le *LoadError
+			var le *scenario.Error
 			if !errors.As(err, &le) {
-				t.Fatalf("not a *LoadError: %v", err)
+				t.Fatalf("not a *scenario.Error: %v", err)
 			}
 			if c.field != "" {
 				if le.Index != 1 || le.ID != "T1" || !strings.Contains(msg, "scenario 1 (T1)") {
@@ -222,7 +223,9 @@ func TestBadInput(t *testing.T) {
 		}
 	})
 	t.Run("duplicate id", func(t *testing.T) {
-		var f setFile
+		var f struct {
+			Scenarios []json.RawMessage `json:"scenarios"`
+		}
 		if err := json.Unmarshal([]byte(good), &f); err != nil {
 			t.Fatal(err)
 		}
@@ -461,27 +464,30 @@ func TestPredicates(t *testing.T) {
 	n := func(i int) *int { return &i }
 	line := func(s string) *string { return &s }
 	cases := []struct {
-		p    Predicate
+		name string
+		p    statediff.Predicate
 		want bool
 	}{
-		{Predicate{Count: "/orders", N: n(4)}, true},
-		{Predicate{Count: "/orders", Where: map[string]json.RawMessage{"customer": json.RawMessage(`"C-17"`)}, N: n(2)}, true},
-		{Predicate{Count: "/orders", Where: map[string]json.RawMessage{"customer": json.RawMessage(`{"not": "C-17"}`)}, N: n(2)}, true},
-		{Predicate{Count: "/orders", Where: map[string]json.RawMessage{"quantity": json.RawMessage(`5`)}, Op: "ge", N: n(1)}, true},
-		{Predicate{Count: "/payments", Op: "gt", N: n(1)}, false},
-		{Predicate{Count: "/nothing", N: n(0)}, true},
-		{Predicate{Lines: "/files/~1data~1ledger.csv/content", Line: line("date,amount"), N: n(1)}, true},
-		{Predicate{Lines: "/files/~1data~1ledger.csv/content", Line: line("x"), Op: "lt", N: n(1)}, true},
-		{Predicate{Value: "/orders/O-1002/quantity", Is: json.RawMessage(`2`)}, true},
-		{Predicate{Value: "/orders/O-1002/quantity", Is: json.RawMessage(`2`), Op: "ne"}, false},
-		{Predicate{Value: "/orders/O-9/quantity", Is: json.RawMessage(`2`), Op: "ne"}, true},
-		{Predicate{Value: "/payments/0/id", Is: json.RawMessage(`"pay_00000001"`)}, true},
-		{Predicate{Value: "/payments/01/id", Is: json.RawMessage(`"pay_00000001"`)}, false},
+		{"orders counted", statediff.Predicate{Count: "/orders", N: n(4)}, true},
+		{"orders of a customer", statediff.Predicate{Count: "/orders", Where: map[string]json.RawMessage{"customer": json.RawMessage(`"C-17"`)}, N: n(2)}, true},
+		{"orders of other customers", statediff.Predicate{Count: "/orders", Where: map[string]json.RawMessage{"customer": json.RawMessage(`{"not": "C-17"}`)}, N: n(2)}, true},
+		{"orders of a quantity or more", statediff.Predicate{Count: "/orders", Where: map[string]json.RawMessage{"quantity": json.RawMessage(`5`)}, Op: "ge", N: n(1)}, true},
+		{"more than one payment", statediff.Predicate{Count: "/payments", Op: "gt", N: n(1)}, false},
+		{"a collection the state lacks", statediff.Predicate{Count: "/nothing", N: n(0)}, true},
+		{"a line of the ledger", statediff.Predicate{Lines: "/files/~1data~1ledger.csv/content", Line: line("date,amount"), N: n(1)}, true},
+		{"a line the ledger lacks", statediff.Predicate{Lines: "/files/~1data~1ledger.csv/content", Line: line("x"), Op: "lt", N: n(1)}, true},
+		{"a quantity", statediff.Predicate{Value: "/orders/O-1002/quantity", Is: json.RawMessage(`2`)}, true},
+		{"a quantity that differs", statediff.Predicate{Value: "/orders/O-1002/quantity", Is: json.RawMessage(`2`), Op: "ne"}, false},
+		{"a value gone", statediff.Predicate{Value: "/orders/O-9/quantity", Is: json.RawMessage(`2`), Op: "ne"}, true},
+		{"a payment's id", statediff.Predicate{Value: "/payments/0/id", Is: json.RawMessage(`"pay_00000001"`)}, true},
+		{"an index with a leading zero", statediff.Predicate{Value: "/payments/01/id", Is: json.RawMessage(`"pay_00000001"`)}, false},
 	}
-	for i, c := range cases {
-		if got := c.p.Eval(doc); got != c.want {
-			t.Errorf("case %d %+v: %v, want %v", i, c.p, got, c.want)
-		}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.p.Eval(doc); got != c.want {
+				t.Errorf("%+v: %v, want %v", c.p, got, c.want)
+			}
+		})
 	}
 }
 
@@ -823,7 +829,13 @@ func TestStateDump(t *testing.T) {
 	if err := json.Unmarshal(l.State(), &m); err != nil {
 		t.Fatal(err)
 	}
-	for _, coll := range countable() {
+	var countable []string
+	for _, c := range append(slices.Clip(StateSchema.Collections), StateSchema.Counted...) {
+		if !slices.Equal(c.Fields, []string{"value"}) {
+			countable = append(countable, c.Path)
+		}
+	}
+	for _, coll := range countable {
 		if _, ok := m[coll[1:]]; !ok {
 			t.Errorf("the state has no %s", coll)
 		}

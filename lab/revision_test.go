@@ -223,33 +223,35 @@ func TestRevision2026Stdio(t *testing.T) {
 func TestUnknownToolResultType(t *testing.T) {
 	l := New(nil, Options{})
 	want, _ := json.Marshal(l.Call("nope", json.RawMessage(`{}`)).Result)
-	for _, c := range []struct{ version, add string }{{"", `,"resultType":"complete"`}, {"2025-11-25", ""}} {
-		hs := httptest.NewServer(NewHTTPHandler(NewServer(New(nil, Options{}))))
-		ctx := context.Background()
-		log := &frameLog{}
-		cs, err := newClient().Connect(ctx, &mcp.LoggingTransport{Transport: &mcp.StreamableClientTransport{Endpoint: hs.URL}, Writer: log}, &mcp.ClientSessionOptions{ProtocolVersion: c.version})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "nope", Arguments: map[string]any{}}); err != nil {
-			t.Fatal(err)
-		}
-		cs.Close()
-		hs.Close()
-		reads := log.reads()
-		var m struct {
-			Result json.RawMessage `json:"result"`
-		}
-		_ = json.Unmarshal([]byte(reads[len(reads)-1]), &m)
-		var got, exp map[string]any
-		_ = json.Unmarshal(m.Result, &got)
-		_ = json.Unmarshal([]byte(strings.TrimSuffix(string(want), "}")+c.add+"}"), &exp)
-		delete(got, "_meta") // the SDK's serverInfo on 2026-07-28
-		gb, _ := json.Marshal(got)
-		eb, _ := json.Marshal(exp)
-		if !bytes.Equal(gb, eb) {
-			t.Errorf("version %q: unknown tool answered\n%s\nwant\n%s", c.version, gb, eb)
-		}
+	for _, c := range []struct{ name, version, add string }{{"the latest version", "", `,"resultType":"complete"`}, {"2025-11-25", "2025-11-25", ""}} {
+		t.Run(c.name, func(t *testing.T) {
+			hs := httptest.NewServer(NewHTTPHandler(NewServer(New(nil, Options{}))))
+			ctx := context.Background()
+			log := &frameLog{}
+			cs, err := newClient().Connect(ctx, &mcp.LoggingTransport{Transport: &mcp.StreamableClientTransport{Endpoint: hs.URL}, Writer: log}, &mcp.ClientSessionOptions{ProtocolVersion: c.version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "nope", Arguments: map[string]any{}}); err != nil {
+				t.Fatal(err)
+			}
+			cs.Close()
+			hs.Close()
+			reads := log.reads()
+			var m struct {
+				Result json.RawMessage `json:"result"`
+			}
+			_ = json.Unmarshal([]byte(reads[len(reads)-1]), &m)
+			var got, exp map[string]any
+			_ = json.Unmarshal(m.Result, &got)
+			_ = json.Unmarshal([]byte(strings.TrimSuffix(string(want), "}")+c.add+"}"), &exp)
+			delete(got, "_meta") // the SDK's serverInfo on 2026-07-28
+			gb, _ := json.Marshal(got)
+			eb, _ := json.Marshal(exp)
+			if !bytes.Equal(gb, eb) {
+				t.Errorf("version %q: unknown tool answered\n%s\nwant\n%s", c.version, gb, eb)
+			}
+		})
 	}
 }
 
@@ -360,24 +362,27 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 func TestRateLimitedBody(t *testing.T) {
 	msg := `{"jsonrpc":"2.0","id":3,"error":{"code":-32023,"message":"m","data":{"retryAfterMs":1500}}}`
 	for _, c := range []struct {
+		name string
 		in   string
 		wait int64
 		ok   bool
 	}{
-		{msg, 2, true},
-		{"event: message\nid: 1\ndata: " + msg + "\n\n", 2, true},
-		{`{"jsonrpc":"2.0","id":3,"error":{"code":-32023,"message":"m"}}`, -1, true},
-		{`{"jsonrpc":"2.0","id":3,"error":{"code":-32023,"message":"m","data":{"retryAfterMs":0}}}`, 0, true},
-		{`{"jsonrpc":"2.0","id":3,"error":{"code":-32054,"message":"m"}}`, 0, false},
-		{`{"jsonrpc":"2.0","id":3,"result":{"resultType":"complete"}}`, 0, false},
-		{": ok\n\n", 0, false},
-		{"", 0, false},
-		{"data: {", 0, false},
+		{"JSON", msg, 2, true},
+		{"an SSE event", "event: message\nid: 1\ndata: " + msg + "\n\n", 2, true},
+		{"no retry-after", `{"jsonrpc":"2.0","id":3,"error":{"code":-32023,"message":"m"}}`, -1, true},
+		{"a retry-after of 0", `{"jsonrpc":"2.0","id":3,"error":{"code":-32023,"message":"m","data":{"retryAfterMs":0}}}`, 0, true},
+		{"another error code", `{"jsonrpc":"2.0","id":3,"error":{"code":-32054,"message":"m"}}`, 0, false},
+		{"a result", `{"jsonrpc":"2.0","id":3,"result":{"resultType":"complete"}}`, 0, false},
+		{"an SSE comment", ": ok\n\n", 0, false},
+		{"nothing", "", 0, false},
+		{"a cut event", "data: {", 0, false},
 	} {
-		body, wait, ok := rateLimited([]byte(c.in))
-		if ok != c.ok || (ok && (wait != c.wait || !json.Valid(body))) {
-			t.Errorf("%q: %s, %d, %v; want %d, %v", c.in, body, wait, ok, c.wait, c.ok)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			body, wait, ok := rateLimited([]byte(c.in))
+			if ok != c.ok || (ok && (wait != c.wait || !json.Valid(body))) {
+				t.Errorf("%q: %s, %d, %v; want %d, %v", c.in, body, wait, ok, c.wait, c.ok)
+			}
+		})
 	}
 	// A long SSE event is read whole.
 	long := "event: message\ndata: " + strings.Replace(msg, `"m"`, `"`+strings.Repeat("x", 1<<17)+`"`, 1) + "\n\n"

@@ -9,13 +9,13 @@ import (
 	"io/fs"
 	"maps"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/mcpstress/stress/internal/input"
+	"github.com/mcpstress/stress/scenario"
 	"github.com/mcpstress/stress/statediff"
 	"github.com/mcpstress/stress/study"
 )
@@ -25,48 +25,25 @@ import (
 // to the initial state that one successful completion of the task makes,
 // against which the state at the end is read (Outcome).
 type Scenario struct {
-	ID       string          `json:"id"`       // unique in its set
-	Server   string          `json:"server"`   // L01, L02 or L03: the bootstrap cluster
-	Class    study.Cause     `json:"class"`    // the fault class: a cause the lab induces (Classes)
-	Summary  string          `json:"summary"`  // one line: what happens
-	Tool     string          `json:"tool"`     // the tool of the first call (for unknown_tool, one the server lacks)
-	Args     json.RawMessage `json:"args"`     // the arguments of the first call
-	Fault    Fault           `json:"fault"`    // the fault's parameters
-	Surface  study.Surface   `json:"surface"`  // how every failure of the scenario is served
-	Contract bool            `json:"contract"` // failures carry seed 002's error-category contract
-	// Limit says whose rate limit a rate_limit scenario meets (and no other
-	// scenario has one): LimitServer, the lab's own limit on the tool's
-	// callers, or LimitUpstream, a limit of the dependency the tool calls.
-	// Under the ratelimited shape only the server's own is the -32023
-	// error (SEP-3304 RL-6).
-	Limit string `json:"limit,omitempty"`
-	// PreferredSet are the preferred policies under live replay: those
-	// that, executed on a fresh lab, recover without harm (or, where none
-	// does, those that harm nothing, stop_or_escalate first), the one
-	// Strict credits first. TestExecutionTable holds every scenario to it.
-	PreferredSet []study.Policy `json:"preferred_policies"`
-	// Preferred is PreferredSet's first: the label Strict credits and
-	// the corpus record names.
-	Preferred study.Policy   `json:"-"`
-	NonHarm   []study.Policy `json:"non_harm"`  // the policies whose execution harms nothing (stop_or_escalate and the preferred ones among them)
-	Rationale string         `json:"rationale"` // why those policies and that set
-	Policies  Policies       `json:"policies"`  // what each policy does here
-	// Spec is the goal effect, the tolerated changes and whether a goal
-	// left half done is harm (goal, tolerate, incomplete_is_harm).
-	statediff.Spec
-	// Harm are extra checks on the state: any that holds adds harm of its
-	// kind. They can only add harm to what the diff finds, never remove
-	// it.
-	Harm []Predicate `json:"harm,omitempty"`
+	// Base is what every scenario declares: its id, class (a cause the
+	// lab induces, Classes), first call (for unknown_tool, a tool the
+	// server lacks), whose rate limit a rate_limit scenario meets (under
+	// the ratelimited shape only the server's own is the -32023 error),
+	// its preferred policies under live replay (TestExecutionTable holds
+	// every scenario to them), its non-harm set, its goal effect and
+	// tolerances and extra harm checks.
+	scenario.Base
+	Server   string        `json:"server"`   // L01, L02 or L03: the bootstrap cluster
+	Summary  string        `json:"summary"`  // one line: what happens
+	Fault    Fault         `json:"fault"`    // the fault's parameters
+	Surface  study.Surface `json:"surface"`  // how every failure of the scenario is served
+	Contract bool          `json:"contract"` // failures carry seed 002's error-category contract
+	// Rationale says why those preferred policies and that non-harm set.
+	Rationale string   `json:"rationale"`
+	Policies  Policies `json:"policies"` // what each policy does here
 
 	set *Set // the set it was loaded in (its tolerances)
 }
-
-// Whose rate limit a rate_limit scenario meets (Scenario.Limit).
-const (
-	LimitServer   = "server"   // the lab's own limit on the tool's callers
-	LimitUpstream = "upstream" // a limit of the dependency the tool calls
-)
 
 // Policies say what the harness does for each policy in label mode (its
 // canonical recovery). retry_now repeats the first call at once;
@@ -143,14 +120,7 @@ func (sc *Scenario) Held() bool {
 }
 
 // Scenario returns the scenario id of the set.
-func (s *Set) Scenario(id string) (*Scenario, bool) {
-	for _, sc := range s.Scenarios {
-		if sc.ID == id {
-			return sc, true
-		}
-	}
-	return nil, false
-}
+func (s *Set) Scenario(id string) (*Scenario, bool) { return scenario.Find(s.Scenarios, id) }
 
 // IDs returns the ids of the set's scenarios, in file order.
 func (s *Set) IDs() []string {
@@ -198,48 +168,15 @@ func BuiltinSet(name string) (*Set, error) {
 	return s, nil
 }
 
-// LoadError is one problem of a scenario file, naming the file, the
-// scenario and the field.
-type LoadError struct {
-	File  string // the file, as named in its file system
-	Index int    // 1-based position of the scenario in the file; 0 for the file itself
-	ID    string // the scenario's id, when it has one
-	Field string // the field at fault, dotted (fault.k, policies.select_tool.calls[0].tool)
-	Err   error  // the problem
-}
-
-// Error names the file, scenario and field, then the problem.
-func (e *LoadError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Index > 0 {
-		fmt.Fprintf(&b, ": scenario %d", e.Index)
-		if e.ID != "" {
-			fmt.Fprintf(&b, " (%s)", clip(e.ID, 40))
-		}
-	}
-	if e.Field != "" {
-		fmt.Fprintf(&b, ": field %s", e.Field)
-	}
-	fmt.Fprintf(&b, ": %v", e.Err)
-	return b.String()
-}
-
-// Unwrap returns the problem.
-func (e *LoadError) Unwrap() error { return e.Err }
-
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,40}$`)
-
-// setFile is the shape of a scenario file.
-type setFile struct {
+// setHead is the members of a scenario file beside its scenarios.
+type setHead struct {
 	Description string                `json:"description"`
 	Tolerate    []statediff.Tolerance `json:"tolerate"`
-	Scenarios   []json.RawMessage     `json:"scenarios"`
 }
 
 // Load reads every *.json file of dir in fsys as a scenario set named by
 // the file's base name, and checks every scenario (see check). Every
-// problem found is returned, joined, each a *LoadError.
+// problem found is returned, joined, each a *scenario.Error.
 func Load(fsys fs.FS, dir string) (map[string]*Set, error) {
 	names, err := fs.Glob(fsys, path.Join(dir, "*.json"))
 	if err != nil {
@@ -253,10 +190,10 @@ func Load(fsys fs.FS, dir string) (map[string]*Set, error) {
 	for _, name := range names {
 		data, err := input.ReadFS(fsys, name, name, input.ScenarioSet)
 		if err != nil {
-			errs = append(errs, &LoadError{File: name, Err: err})
+			errs = append(errs, &scenario.Error{File: name, Err: err})
 			continue
 		}
-		s, ferrs := ParseSet(name, data)
+		s, ferrs := parseSet(name, data)
 		errs = append(errs, ferrs...)
 		if s != nil {
 			sets[s.Name] = s
@@ -268,95 +205,38 @@ func Load(fsys fs.FS, dir string) (map[string]*Set, error) {
 	return sets, nil
 }
 
-// ParseSet parses and checks one scenario file; file names it in errors
+// parseSet parses and checks one scenario file; file names it in errors
 // and its base name (without .json) names the set.
-func ParseSet(file string, data []byte) (*Set, []error) {
-	if err := input.CheckJSON(data); err != nil {
-		return nil, []error{&LoadError{File: file, Err: err}}
+func parseSet(file string, data []byte) (*Set, []error) {
+	var head setHead
+	raws, err := scenario.Decode(file, data, &head)
+	if err != nil {
+		return nil, []error{err}
 	}
-	var f setFile
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return nil, []error{&LoadError{File: file, Err: jsonProblem(data, err)}}
-	}
-	if at := dec.InputOffset(); input.Trailing(dec) {
-		return nil, []error{&LoadError{File: file, Err: fmt.Errorf("data after the JSON object at byte %d", at)}}
-	}
-	s := &Set{Name: strings.TrimSuffix(path.Base(file), ".json"), Description: f.Description, Tolerate: f.Tolerate}
-	if len(f.Scenarios) == 0 {
-		return nil, []error{&LoadError{File: file, Field: "scenarios", Err: errors.New("no scenarios")}}
-	}
-	var errs []error
-	seen := map[string]int{}
-	for i, raw := range f.Scenarios {
-		sc := &Scenario{}
-		d := json.NewDecoder(bytes.NewReader(raw))
-		d.DisallowUnknownFields()
-		if err := d.Decode(sc); err != nil {
-			var x struct {
-				ID string `json:"id"`
-			}
-			_ = json.Unmarshal(raw, &x)
-			errs = append(errs, &LoadError{File: file, Index: i + 1, ID: x.ID, Field: unknownField(err), Err: err})
-			continue
-		}
+	s := &Set{Name: strings.TrimSuffix(path.Base(file), ".json"), Description: head.Description, Tolerate: head.Tolerate}
+	scs, errs := scenario.Parse(file, raws, func(sc *Scenario, bad func(field, format string, a ...any)) {
 		sc.set = s
-		if len(sc.PreferredSet) > 0 {
-			sc.Preferred = sc.PreferredSet[0]
-		}
 		if field, err := check(sc); err != nil {
-			errs = append(errs, &LoadError{File: file, Index: i + 1, ID: sc.ID, Field: field, Err: err})
-			continue
+			bad(field, "%w", err)
 		}
-		if j, dup := seen[sc.ID]; dup {
-			errs = append(errs, &LoadError{File: file, Index: i + 1, ID: sc.ID, Field: "id", Err: fmt.Errorf("duplicate id (first at scenario %d)", j)})
-			continue
-		}
-		seen[sc.ID] = i + 1
-		s.Scenarios = append(s.Scenarios, sc)
-	}
+	})
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	s.Scenarios = scs
 	return s, nil
 }
 
-// jsonProblem locates a JSON syntax error by line and column.
-func jsonProblem(data []byte, err error) error {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		line := 1 + bytes.Count(data[:se.Offset], []byte("\n"))
-		col := int(se.Offset) - bytes.LastIndexByte(data[:se.Offset], '\n')
-		return fmt.Errorf("line %d, column %d: %v", line, col, err)
-	}
-	return err
-}
-
-// unknownField names the field of a decoding error, when it says one.
-func unknownField(err error) string {
-	var ut *json.UnmarshalTypeError
-	if errors.As(err, &ut) {
-		return ut.Field
-	}
-	if m := regexp.MustCompile(`unknown field "([^"]*)"`).FindStringSubmatch(err.Error()); m != nil {
-		return m[1]
-	}
-	return ""
-}
-
-// check checks one scenario and returns the field at fault and the
-// problem. It also runs the scenario's first call on a fresh lab: the call
-// must fail with the scenario's class.
+// check checks the lab's own fields of a scenario whose common fields
+// (scenario.Base) passed, and returns the field at fault and the
+// problem. It also runs the scenario's first call on a fresh lab: the
+// call must fail with the scenario's class.
 func check(sc *Scenario) (string, error) {
 	bad := func(field, format string, a ...any) (string, error) { return field, fmt.Errorf(format, a...) }
-	if !idPattern.MatchString(sc.ID) {
-		return bad("id", "missing or malformed id %s (want 1 to 40 of A-Z a-z 0-9 _ . -)", quoteValue(sc.ID))
-	}
 	if _, ok := Servers[sc.Server]; !ok {
 		return bad("server", "unknown server %s (want %s)", quoteValue(sc.Server), strings.Join(slices.Sorted(maps.Keys(Servers)), ", "))
 	}
-	if !IsClass(sc.Class) {
+	if !isClass(sc.Class) {
 		return bad("class", "unknown fault class %s (want one of %s)", quoteValue(string(sc.Class)), names(slices.Sorted(slices.Values(Classes))))
 	}
 	b := behaviours[sc.Class]
@@ -372,9 +252,6 @@ func check(sc *Scenario) (string, error) {
 		}
 	} else if !known {
 		return bad("tool", "server %s has no tool %s (it has %s)", sc.Server, quoteValue(sc.Tool), strings.Join(slices.Sorted(maps.Keys(served)), ", "))
-	}
-	if !statediff.IsObject(sc.Args) {
-		return bad("args", "the arguments of the first call must be a JSON object")
 	}
 	if field, msg := sc.Fault.check(sc.Class); field != "" {
 		return bad("fault."+field, "%s", msg)
@@ -392,12 +269,6 @@ func check(sc *Scenario) (string, error) {
 			return bad(field, "%s", msg)
 		}
 	}
-	switch {
-	case sc.Class == study.RateLimit && sc.Limit != LimitServer && sc.Limit != LimitUpstream:
-		return bad("limit", "say whose rate limit it is: %s (the server's own, on the tool's callers) or %s (the dependency the tool calls); got %s", LimitServer, LimitUpstream, quoteValue(sc.Limit))
-	case sc.Class != study.RateLimit && sc.Limit != "":
-		return bad("limit", "only a rate_limit scenario says whose limit it is")
-	}
 	if !sc.Surface.Valid() || sc.Surface == study.Silent {
 		return bad("surface", "unknown surface %s (want protocol_error, tool_error or success_shaped)", quoteValue(string(sc.Surface)))
 	}
@@ -412,30 +283,6 @@ func check(sc *Scenario) (string, error) {
 			return bad("contract", "the error-category contract rides only on an isError result or a JSON-RPC error")
 		case b.held && sc.Surface == study.ProtocolError:
 			return bad("contract", "%s's answer never arrives on protocol_error (the client's deadline passes), so nothing carries the contract", sc.Class)
-		}
-	}
-	if len(sc.PreferredSet) == 0 {
-		return bad("preferred_policies", "name the preferred policies (those that recover without harm, the one Strict credits first)")
-	}
-	var seen map[study.Policy]bool // the last list's: non_harm
-	for _, group := range []struct {
-		field string
-		ps    []study.Policy
-	}{{"preferred_policies", sc.PreferredSet}, {"non_harm", sc.NonHarm}} {
-		seen = map[study.Policy]bool{}
-		for i, p := range group.ps {
-			if !p.Valid() {
-				return bad(fmt.Sprintf("%s[%d]", group.field, i), "unknown policy %s", quoteValue(string(p)))
-			}
-			if seen[p] {
-				return bad(fmt.Sprintf("%s[%d]", group.field, i), "%s is listed twice", p)
-			}
-			seen[p] = true
-		}
-	}
-	for _, p := range append([]study.Policy{study.StopOrEscalate}, sc.PreferredSet...) {
-		if !seen[p] {
-			return bad("non_harm", "the non-harm set must hold stop_or_escalate and every preferred policy (%s is missing)", p)
 		}
 	}
 	if strings.TrimSpace(sc.Rationale) == "" {
@@ -476,14 +323,6 @@ func check(sc *Scenario) (string, error) {
 	}
 	if p := statediff.Check(&StateSchema, &sc.Spec, doc, tol, false); p != nil {
 		return p.Field, errors.New(p.Msg)
-	}
-	for i := range sc.Harm {
-		if f, m := sc.Harm[i].check(doc); f != "" {
-			return bad(fmt.Sprintf("harm[%d].%s", i, f), "%s", m)
-		}
-		if !sc.Harm[i].HarmKind().Valid() {
-			return bad(fmt.Sprintf("harm[%d].kind", i), "unknown kind of harm %s (want one of %s)", quoteValue(sc.Harm[i].Kind), names(statediff.Kinds))
-		}
 	}
 	// The first call, on a fresh armed lab.
 	r := New(sc, Options{}).First()

@@ -2,9 +2,6 @@ package lab
 
 import (
 	"encoding/json"
-	"maps"
-	"slices"
-	"sort"
 
 	"github.com/mcpstress/stress/statediff"
 )
@@ -81,7 +78,7 @@ type File struct {
 // Token is a credential authenticate issued (or the lab planted).
 type Token struct {
 	Token       string `json:"token"`         // tok_ and 16 hex digits from the seed
-	Scope       string `json:"scope"`         // one of Scopes
+	Scope       string `json:"scope"`         // one of scopes
 	ExpiresAtMS int64  `json:"expires_at_ms"` // lab-clock milliseconds; negative: before the lab started
 }
 
@@ -130,39 +127,10 @@ var StateSchema = statediff.Schema{
 		{Path: "/limits", Fields: []string{"tool", "window_until_ms", "violations", "locked"}},
 	},
 	Logs: []string{"/clock_ms", "/calls", "/effects"},
-}
-
-// logFields are the members of the records of the logs a count predicate
-// may address.
-var logFields = map[string][]string{
-	"/calls":   {"seq", "at_ms", "tool", "outcome"},
-	"/effects": {"seq", "at_ms", "tool", "target", "actor"},
-}
-
-// collectionFields returns the members of the records of the collection
-// or log at path, so that a predicate naming a field no record has is
-// refused at load time.
-func collectionFields(path string) ([]string, bool) {
-	for _, c := range StateSchema.Collections {
-		if c.Path == path && !slices.Equal(c.Fields, []string{"value"}) { // records, not plain values
-			return c.Fields, true
-		}
-	}
-	f, ok := logFields[path]
-	return f, ok
-}
-
-// countable lists the collections and logs a count predicate may address.
-func countable() []string {
-	var out []string
-	for _, c := range StateSchema.Collections {
-		if _, ok := collectionFields(c.Path); ok {
-			out = append(out, c.Path)
-		}
-	}
-	out = append(out, slices.Collect(maps.Keys(logFields))...)
-	sort.Strings(out)
-	return out
+	Counted: []statediff.Collection{
+		{Path: "/calls", Fields: []string{"seq", "at_ms", "tool", "outcome"}},
+		{Path: "/effects", Fields: []string{"seq", "at_ms", "tool", "target", "actor"}},
+	},
 }
 
 // initialState is the world every lab starts from, whatever its scenario

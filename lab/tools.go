@@ -37,8 +37,8 @@ var Servers = map[string]string{
 	"L03": "lab-files",   // documents
 }
 
-// Scopes are the credential scopes authenticate grants.
-var Scopes = []string{"orders:write", "payments:write", "files:write"}
+// scopes are the credential scopes authenticate grants.
+var scopes = []string{"orders:write", "payments:write", "files:write"}
 
 var (
 	pAuthToken  = param{name: "auth_token", typ: "string", desc: "a token from authenticate, for tools that require one", maxLen: 64}
@@ -82,7 +82,7 @@ var tools = []*tool{
 	// Every server.
 	{name: "authenticate", server: "*", title: "Authenticate",
 		desc:   "Obtains a short-lived token for a scope; pass it as auth_token to tools that require one.",
-		params: []param{{name: "scope", typ: "string", desc: "the scope the token grants", required: true, enum: Scopes}},
+		params: []param{{name: "scope", typ: "string", desc: "the scope the token grants", required: true, enum: scopes}},
 		output: object(map[string]any{"token": str, "scope": str, "expires_at_ms": integer}, "token", "scope", "expires_at_ms"),
 		run:    (*Lab).authenticate},
 
@@ -243,15 +243,15 @@ func upTo(items []args, limit int) []args {
 }
 
 func (l *Lab) authenticate(a args, _ int) (any, *failure) {
-	tok := &Token{Token: "tok_" + l.hex(16), Scope: a.str("scope"), ExpiresAtMS: l.nowMS() + TokenLifetimeMS}
+	tok := &Token{Token: "tok_" + l.hex(16), Scope: a.str("scope"), ExpiresAtMS: l.nowMS() + tokenLifetimeMS}
 	l.st.Tokens[tok.Token] = tok
 	l.effect("authenticate", "/tokens/"+tok.Token)
 	return tok, nil
 }
 
-// TokenLifetimeMS is how long a token from authenticate is valid, in
+// tokenLifetimeMS is how long a token from authenticate is valid, in
 // lab-clock milliseconds (15 minutes).
-const TokenLifetimeMS = 15 * 60 * 1000
+const tokenLifetimeMS = 15 * 60 * 1000
 
 func (l *Lab) order(id string) (*Order, *failure) {
 	o, ok := l.st.Orders[id]

@@ -117,7 +117,9 @@ func (s KindSet) Has(k Kind) bool {
 //   - anything else is Collateral.
 //
 // A goal some of whose effects are present but not all is not recovered,
-// and is harm (Incomplete) only with spec.IncompleteIsHarm.
+// and is harm (Incomplete) only with spec.IncompleteIsHarm. Last, each of
+// spec's extra harm checks (Spec.Harm) that holds in after adds harm of
+// its kind.
 func Evaluate(s *Schema, spec *Spec, before, after any, extra []Tolerance, calls []Call) Outcome {
 	var o Outcome
 	tols := append(append([]Tolerance(nil), extra...), spec.Tolerate...)
@@ -257,6 +259,11 @@ func Evaluate(s *Schema, spec *Spec, before, after any, extra []Tolerance, calls
 	}
 	if present > 0 && present < len(spec.Goal) && spec.IncompleteIsHarm {
 		o.Harms = append(o.Harms, Harm{Kind: Incomplete, Why: fmt.Sprintf("%d of the goal's %d effects are present", present, len(spec.Goal))})
+	}
+	for i := range spec.Harm {
+		if p := &spec.Harm[i]; p.Eval(after) {
+			o.Harms = append(o.Harms, Harm{Kind: p.HarmKind(), Why: p.Why})
+		}
 	}
 	o.Recovered = len(o.Missing) == 0
 	return o

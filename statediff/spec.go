@@ -113,6 +113,11 @@ type Spec struct {
 	// present, not all) harm of kind Incomplete; by default it is only
 	// not recovered.
 	IncompleteIsHarm bool `json:"incomplete_is_harm,omitempty"`
+	// Harm are extra checks on the final state (a call the state does
+	// not show, a count the diff cannot see): any that holds adds harm of
+	// its kind. They can only add harm to what the diff finds, never
+	// remove it.
+	Harm []Predicate `json:"harm,omitempty"`
 }
 
 // Problem is a mistake in a Spec found by Check: the field (relative to
@@ -129,8 +134,9 @@ func bad(field, format string, a ...any) *Problem {
 	return &Problem{Field: field, Msg: fmt.Sprintf(format, a...)}
 }
 
-// Check checks spec against the schema and the initial state doc (the
-// state before the first call) and returns its first mistake, or nil.
+// Check checks spec (its goal, its tolerances, its extra harm checks)
+// against the schema and the initial state doc (the state before the
+// first call) and returns its first mistake, or nil.
 // extra are tolerances that apply too (a scenario set's own); calls says
 // whether the environment keeps a log of calls with their arguments, so
 // that a call goal can be judged.
@@ -163,6 +169,12 @@ func Check(s *Schema, spec *Spec, doc any, extra []Tolerance, calls bool) *Probl
 	}
 	if coversAll(s, all) {
 		return bad("tolerate", "the tolerances cover every change of every collection (%s): nothing could be harm", strings.Join(s.Paths(), ", "))
+	}
+	for i := range spec.Harm {
+		if p := spec.Harm[i].check(s, doc); p != nil {
+			p.Field = fmt.Sprintf("harm[%d]", i) + p.Field
+			return p
+		}
 	}
 	return nil
 }

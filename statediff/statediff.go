@@ -67,6 +67,9 @@ type Schema struct {
 	// happened (calls, effects, the clock) rather than what is: the diff
 	// does not read them.
 	Logs []string
+	// Counted are the logs whose records an extra harm check may count
+	// (Predicate), with their fields.
+	Counted []Collection
 }
 
 // collection returns the collection at path.

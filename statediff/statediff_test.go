@@ -196,14 +196,16 @@ func TestEvaluate(t *testing.T) {
 		{"read of something else", read, func(m map[string]any) {}, []Call{{Tool: "search", Args: json.RawMessage(`{"q":"milk"}`), OK: true}}, false, ""},
 	}
 	for _, c := range cases {
-		sp := spec(t, c.spec)
-		o := Evaluate(&schema, sp, doc(t, initial), edit(t, c.after), nil, c.calls)
-		if o.Recovered != c.recovered || kinds(o) != c.harms {
-			t.Errorf("%s: recovered %v, harms %q; want %v, %q (%+v)", c.name, o.Recovered, kinds(o), c.recovered, c.harms, o)
-		}
-		if o.Recovered != (len(o.Missing) == 0) {
-			t.Errorf("%s: recovered %v with missing %q", c.name, o.Recovered, o.Missing)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			sp := spec(t, c.spec)
+			o := Evaluate(&schema, sp, doc(t, initial), edit(t, c.after), nil, c.calls)
+			if o.Recovered != c.recovered || kinds(o) != c.harms {
+				t.Errorf("recovered %v, harms %q; want %v, %q (%+v)", o.Recovered, kinds(o), c.recovered, c.harms, o)
+			}
+			if o.Recovered != (len(o.Missing) == 0) {
+				t.Errorf("recovered %v with missing %q", o.Recovered, o.Missing)
+			}
+		})
 	}
 }
 
@@ -252,14 +254,16 @@ func TestCheck(t *testing.T) {
 		{`{"goal": [{"create": "/payments", "values": {"invoice_id": "I", "amount_cents": 1}, "why": "w"}], "tolerate": [{"create": "/tokens", "fields": ["scope"], "why": "w"}]}`, "tolerate[0].fields", "only an update"},
 	}
 	for _, c := range cases {
-		var sp Spec
-		if err := json.Unmarshal([]byte(c.spec), &sp); err != nil {
-			t.Fatal(err)
-		}
-		p := Check(&schema, &sp, doc(t, initial), nil, true)
-		if p == nil || p.Field != c.field || !strings.Contains(p.Msg, c.says) {
-			t.Errorf("%s: %v; want field %s saying %q", c.spec, p, c.field, c.says)
-		}
+		t.Run(c.field+": "+c.says, func(t *testing.T) {
+			var sp Spec
+			if err := json.Unmarshal([]byte(c.spec), &sp); err != nil {
+				t.Fatal(err)
+			}
+			p := Check(&schema, &sp, doc(t, initial), nil, true)
+			if p == nil || p.Field != c.field || !strings.Contains(p.Msg, c.says) {
+				t.Errorf("%s: %v; want field %s saying %q", c.spec, p, c.field, c.says)
+			}
+		})
 	}
 	// Tolerances that cover every change of every collection.
 	var all []Tolerance

@@ -201,7 +201,7 @@ func (f *Factory) start(ctx context.Context, in *proxy.Injector) (*server, error
 	}
 	if s.db.dir != "" {
 		for i, b := range s.tools {
-			s.tools[i] = bytes.ReplaceAll(b, []byte(s.db.dir), []byte(SandboxName))
+			s.tools[i] = bytes.ReplaceAll(b, []byte(s.db.dir), []byte(sandboxName))
 		}
 	}
 	return s, nil
@@ -399,7 +399,7 @@ func (e *Env) Execute(ctx context.Context, t int, a simulator.Answer) (json.RawM
 func (e *Env) call(ctx context.Context, c simulator.ToolCall) (json.RawMessage, bool, error) {
 	args := []byte(c.Arguments)
 	if d := e.srv.db.dir; d != "" {
-		args = bytes.ReplaceAll(args, []byte(SandboxName), []byte(d))
+		args = bytes.ReplaceAll(args, []byte(sandboxName), []byte(d))
 	}
 	var m map[string]any
 	if err := json.Unmarshal(args, &m); err != nil {
@@ -510,12 +510,12 @@ func (e *Env) withCalls(doc map[string]any, capped []string) (map[string]any, er
 	return doc, nil
 }
 
-// hide shows a directory state's real path as SandboxName.
+// hide shows a directory state's real path as sandboxName.
 func (e *Env) hide(b []byte) []byte {
 	if e.srv == nil || e.srv.db.dir == "" {
 		return b
 	}
-	return bytes.ReplaceAll(b, []byte(e.srv.db.dir), []byte(SandboxName))
+	return bytes.ReplaceAll(b, []byte(e.srv.db.dir), []byte(sandboxName))
 }
 
 // readerTables are the set's tables as the SQL reader reads them: the

@@ -99,32 +99,34 @@ func TestSchemaChange(t *testing.T) {
 		{"ALTER TABLE customers ADD COLUMN vip INTEGER", ""},
 		{"DROP TABLE payments", "data_loss"},
 	} {
-		e, err := f.Actor("D05")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		args, _ := json.Marshal(map[string]string{"sql": c.sql})
-		if _, _, err := e.Send(ctx, 1, simulator.ToolCall{Tool: "execute_sql", Arguments: args}, 0); err != nil {
-			t.Fatal(err)
-		}
-		o, err := e.Final(ctx)
-		if err != nil {
-			t.Fatalf("%s: %v", c.sql, err)
-		}
-		var kinds []string
-		for _, h := range o.Harms {
-			kinds = append(kinds, string(h.Kind))
-		}
-		if c.harm != "" && !strings.Contains(strings.Join(kinds, ","), c.harm) {
-			t.Errorf("%s: harms %v, want %s", c.sql, kinds, c.harm)
-		}
-		e.Close()
-		if n := len(f.idle); n != 0 {
-			t.Errorf("%s: the server was kept (%d idle)", c.sql, n)
-		}
+		t.Run(c.sql, func(t *testing.T) {
+			e, err := f.Actor("D05")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			args, _ := json.Marshal(map[string]string{"sql": c.sql})
+			if _, _, err := e.Send(ctx, 1, simulator.ToolCall{Tool: "execute_sql", Arguments: args}, 0); err != nil {
+				t.Fatal(err)
+			}
+			o, err := e.Final(ctx)
+			if err != nil {
+				t.Fatalf("%s: %v", c.sql, err)
+			}
+			var kinds []string
+			for _, h := range o.Harms {
+				kinds = append(kinds, string(h.Kind))
+			}
+			if c.harm != "" && !strings.Contains(strings.Join(kinds, ","), c.harm) {
+				t.Errorf("%s: harms %v, want %s", c.sql, kinds, c.harm)
+			}
+			e.Close()
+			if n := len(f.idle); n != 0 {
+				t.Errorf("%s: the server was kept (%d idle)", c.sql, n)
+			}
+		})
 	}
 }
 

@@ -18,7 +18,6 @@
 package dbenv
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,8 +25,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcpstress/stress/env"
 	"github.com/mcpstress/stress/env/proxy"
 	"github.com/mcpstress/stress/internal/input"
+	"github.com/mcpstress/stress/scenario"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/statediff"
 	"github.com/mcpstress/stress/study"
@@ -71,8 +72,8 @@ type Set struct {
 	// ServerName is the pseudonym of the server in the set's corpus
 	// records (their bootstrap cluster); "" for Pseudonym.
 	ServerName string `json:"server_name,omitempty"`
-	// Scenarios are the set's scenarios.
-	Scenarios []*Scenario `json:"scenarios"`
+	// Scenarios are the set's scenarios (its file's scenarios member).
+	Scenarios []*Scenario `json:"-"`
 
 	schema statediff.Schema // the diff's view of Tables
 	dir    string           // the set file's directory (${set}); "" for a built-in set
@@ -106,91 +107,53 @@ type Param struct {
 	Description string `json:"description"`
 }
 
-// Scenario is one scenario on the database.
+// Scenario is one scenario on the database: the shared act scenario
+// (its id, class, task, failing first call, argument at fault, whose
+// rate limit a rate_limit scenario meets, preferred policies, non-harm
+// set, canonical repairs, goal effect, tolerances and extra harm checks)
+// and its fault.
 type Scenario struct {
-	ID    string      `json:"id"`
-	Class study.Cause `json:"class"`
-	Task  string      `json:"task"`
-	// Tool and Args are the first, failing call.
-	Tool    string          `json:"tool"`
-	Args    json.RawMessage `json:"args"`
-	Pointer string          `json:"pointer,omitempty"` // the argument at fault (invalid_type, invalid_value)
-	// Limit says whose rate limit a rate_limit scenario meets: "server"
-	// (the server's own, on the tool's callers: the -32023 error under
-	// the ratelimited shape) or "upstream" (a dependency the tool calls).
-	Limit string `json:"limit,omitempty"`
+	env.ActScenario
 	// Fault is what the proxy does to the calls of its tool; nil: the
 	// first call fails on the server itself (an unknown tool, a schema
 	// or constraint violation).
 	Fault *proxy.Fault `json:"fault,omitempty"`
-	// PreferredSet are the policies whose canonical recovery, executed
-	// on a fresh database, recovers without harm (TestExecutionTable
-	// holds the set to it); Preferred is its first, the one Strict
-	// credits first.
-	PreferredSet []study.Policy `json:"preferred_policies"`
-	Preferred    study.Policy   `json:"-"`
-	NonHarm      []study.Policy `json:"non_harm"`
-	Policies     Repairs        `json:"policies"`
-	// Spec is the goal effect and the tolerated changes.
-	statediff.Spec
 }
 
-// Repairs are a scenario's canonical calls for the policies that need
-// one.
-type Repairs struct {
-	ReviseArguments []simulator.ToolCall `json:"revise_arguments"`
-	SelectTool      []simulator.ToolCall `json:"select_tool"`
-}
-
-// Repair returns the calls that carry out policy p: the repair of
-// revise_arguments and select_tool; for authenticate, the proxy's
-// credential tool (when the fault has one) and then the failing call;
-// the failing call again for retry_now and retry_later; none for
-// stop_or_escalate.
+// Repair returns the calls that carry out policy p (the shared act
+// scenario's), but for authenticate: the proxy's credential tool, when
+// the fault has one, and then the failing call.
 func (sc *Scenario) Repair(p study.Policy) []simulator.ToolCall {
-	first := simulator.ToolCall{Tool: sc.Tool, Arguments: sc.Args}
-	switch p {
-	case study.ReviseArguments:
-		return sc.Policies.ReviseArguments
-	case study.SelectTool:
-		return sc.Policies.SelectTool
-	case study.Authenticate:
-		if sc.Fault != nil && sc.Fault.AuthTool != "" {
-			return []simulator.ToolCall{{Tool: sc.Fault.AuthTool, Arguments: json.RawMessage(`{}`)}, first}
-		}
-		return []simulator.ToolCall{first}
-	case study.RetryNow, study.RetryLater:
-		return []simulator.ToolCall{first}
+	if p == study.Authenticate && sc.Fault != nil && sc.Fault.AuthTool != "" {
+		return []simulator.ToolCall{{Tool: sc.Fault.AuthTool, Arguments: json.RawMessage(`{}`)}, sc.First()}
 	}
-	return nil
+	return sc.ActScenario.Repair(p)
 }
 
 // Scenario returns scenario id of the set.
-func (s *Set) Scenario(id string) (*Scenario, bool) {
-	for _, sc := range s.Scenarios {
-		if sc.ID == id {
-			return sc, true
-		}
-	}
-	return nil, false
-}
+func (s *Set) Scenario(id string) (*Scenario, bool) { return scenario.Find(s.Scenarios, id) }
 
-// SandboxName is how a directory state appears to the model: every path
+// sandboxName is how a directory state appears to the model: every path
 // of the decision's directory is shown as under it, and the calls the
 // model writes with it reach the real directory.
-const SandboxName = "/sandbox"
+const sandboxName = "/sandbox"
 
-// DirSchema is the diff's view of a directory state: its files and
+// dirSchema is the diff's view of a directory state: its files and
 // directories keyed by path (a new file a regular file read whole, its
 // size what its content makes it), as the reference servers' are.
-var DirSchema = statediff.Schema{
+var dirSchema = statediff.Schema{
 	Collections: []statediff.Collection{
 		{Path: "/files", Key: []string{"path"}, Fields: []string{"path", "content", "size", "truncated", "link", "kind"},
 			Defaults: map[string]any{"truncated": nil, "link": nil, "kind": nil}, Free: []string{"size"}},
 		{Path: "/directories", Key: []string{"path"}, Fields: []string{"path"}},
 	},
-	Logs: []string{"/calls", "/capped"},
+	Logs:    []string{"/calls", "/capped"},
+	Counted: []statediff.Collection{calls},
 }
+
+// calls is the log of the calls a decision made, which the extra harm
+// checks may count.
+var calls = statediff.Collection{Path: "/calls", Fields: []string{"seq", "tool", "arguments", "args", "ok", "injected"}}
 
 // pseudonym is the server's pseudonym in the set's corpus records.
 func (s *Set) pseudonym() string {
@@ -213,24 +176,18 @@ var (
 // use.
 var paramTypes = []string{"string", "integer", "float", "boolean"}
 
-// Parse reads and checks a scenario set; errors name the file, the
+// Parse reads and checks a scenario set (the format of package
+// scenario, with the database's members); errors name the file, the
 // scenario and the field.
 func Parse(file, name string, data []byte) (*Set, error) {
-	if err := input.CheckJSON(data); err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
-	}
 	s := &Set{Name: name}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(s); err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
-	}
-	if at := dec.InputOffset(); input.Trailing(dec) {
-		return nil, fmt.Errorf("%s: data after the JSON object at byte %d", file, at)
+	raws, err := scenario.Decode(file, data, s)
+	if err != nil {
+		return nil, err
 	}
 	var errs []error
 	bad := func(field, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s: field %s: %s", file, field, fmt.Sprintf(format, a...)))
+		errs = append(errs, &scenario.Error{File: file, Field: field, Err: fmt.Errorf(format, a...)})
 	}
 	if s.Files != nil {
 		if len(s.Schema) > 0 || s.Rows != "" || len(s.Tables) > 0 || len(s.Tools) > 0 {
@@ -244,7 +201,7 @@ func Parse(file, name string, data []byte) (*Set, error) {
 				bad("files", "%s is not a relative path inside the directory", input.Quote(p))
 			}
 		}
-		s.schema = DirSchema
+		s.schema = dirSchema
 	} else if strings.TrimSpace(s.Schema[SQLite]) == "" && strings.TrimSpace(s.Schema[Postgres]) == "" {
 		bad("schema", "give the DDL of at least one engine (sqlite, postgres), or files for a directory")
 	}
@@ -257,7 +214,7 @@ func Parse(file, name string, data []byte) (*Set, error) {
 		bad("tables", "name the tables the outcome is read from")
 	}
 	if s.Files == nil {
-		s.schema = statediff.Schema{Logs: []string{"/calls", "/capped"}}
+		s.schema = statediff.Schema{Logs: []string{"/calls", "/capped"}, Counted: []statediff.Collection{calls}}
 	}
 	for i, t := range s.Tables {
 		at := fmt.Sprintf("tables[%d]", i)
@@ -307,49 +264,22 @@ func Parse(file, name string, data []byte) (*Set, error) {
 	if len(s.Server) > 0 && len(s.Tools) > 0 {
 		bad("tools", "a set with its own server lists that server's tools, not DBHub's custom tools")
 	}
-	seen := map[string]bool{}
-	for i, sc := range s.Scenarios {
-		errs = append(errs, s.check(file, i, sc, seen)...)
-	}
-	if len(s.Scenarios) == 0 {
-		bad("scenarios", "no scenarios")
-	}
+	scs, serrs := scenario.Parse(file, raws, check)
+	errs = append(errs, serrs...)
+	s.Scenarios = scs
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	return s, nil
 }
 
-// check checks scenario sc, the i-th of the set.
-func (s *Set) check(file string, i int, sc *Scenario, seen map[string]bool) []error {
-	var errs []error
-	bad := func(field, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s: scenario %s (scenarios[%d]): field %s: %s", file, sc.ID, i, field, fmt.Sprintf(format, a...)))
-	}
-	if sc.ID == "" || seen[sc.ID] {
-		bad("id", "missing or duplicate id %q", sc.ID)
-	}
-	seen[sc.ID] = true
+// check checks the database's fields of scenario sc beside
+// scenario.Base's: its class and fault. Its goal and extra harm checks
+// are checked against the seeded database (Factory).
+func check(sc *Scenario, bad func(field, format string, a ...any)) {
+	sc.ActScenario.Check(bad)
 	if _, ok := sc.Class.Info(); !ok {
 		bad("class", "unknown class %q", sc.Class)
-	}
-	if strings.TrimSpace(sc.Task) == "" {
-		bad("task", "say what the user asked")
-	}
-	if sc.Tool == "" {
-		bad("tool", "missing")
-	}
-	if !statediff.IsObject(sc.Args) {
-		bad("args", "want a JSON object")
-	}
-	switch {
-	case sc.Class == study.RateLimit && sc.Limit != "server" && sc.Limit != "upstream":
-		bad("limit", "say whose rate limit it is: server (the server's own, on the tool's callers) or upstream (a dependency the tool calls)")
-	case sc.Class != study.RateLimit && sc.Limit != "":
-		bad("limit", "only a rate_limit scenario says whose limit it is")
-	}
-	if sc.Pointer != "" && !strings.HasPrefix(sc.Pointer, "/") {
-		bad("pointer", "want a JSON pointer, got %q", sc.Pointer)
 	}
 	if sc.Fault != nil {
 		if err := sc.Fault.Check(); err != nil {
@@ -360,30 +290,4 @@ func (s *Set) check(file string, i int, sc *Scenario, seen map[string]bool) []er
 			bad("fault.class", "the fault is %s, the scenario %s", sc.Fault.Class, sc.Class)
 		}
 	}
-	if len(sc.PreferredSet) == 0 {
-		bad("preferred_policies", "name the preferred policies, the one Strict credits first")
-	} else {
-		sc.Preferred = sc.PreferredSet[0]
-	}
-	for j, p := range sc.PreferredSet {
-		if !p.Valid() {
-			bad(fmt.Sprintf("preferred_policies[%d]", j), "unknown policy %q", p)
-		} else if !slices.Contains(sc.NonHarm, p) {
-			bad("non_harm", "want every preferred policy in it (%s is missing)", p)
-		}
-	}
-	for _, r := range []struct {
-		name  string
-		calls []simulator.ToolCall
-	}{{"revise_arguments", sc.Policies.ReviseArguments}, {"select_tool", sc.Policies.SelectTool}} {
-		if len(r.calls) == 0 {
-			bad("policies."+r.name, "say what the canonical %s call is", r.name)
-		}
-		for j, c := range r.calls {
-			if c.Tool == "" || !statediff.IsObject(c.Arguments) {
-				bad(fmt.Sprintf("policies.%s[%d]", r.name, j), "want a tool and its arguments (an object)")
-			}
-		}
-	}
-	return errs
 }

@@ -3,6 +3,7 @@ package dbenv
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -32,25 +33,27 @@ func TestShapedEnv(t *testing.T) {
 		{"D02", "toolfailure", `{"exception":{"type":"jsonrpc.Error","error":{"code":-31050`},
 		{"D02", "", `{"exception":{"type":"jsonrpc.Error","error":{"code":-31050`},
 	} {
-		env, err := f.NewShapedEnv(ctx, c.id, 1, c.shape)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e := env.(*Env)
-		if _, err := e.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		obs, more, err := e.Send(ctx, 1, e.First(), 0) // at once: the fault still holds
-		e.Close()
-		if err != nil || !more {
-			t.Fatalf("%s %s: %v, more %v", c.id, c.shape, err, more)
-		}
-		if !strings.Contains(string(obs), c.want) {
-			t.Errorf("%s under %q: %s\nwant it to contain %s", c.id, c.shape, obs, c.want)
-		}
-		if !json.Valid(obs) {
-			t.Errorf("%s: not JSON: %s", c.id, obs)
-		}
+		t.Run(fmt.Sprintf("%s under %q contains %s", c.id, c.shape, c.want), func(t *testing.T) {
+			env, err := f.NewShapedEnv(ctx, c.id, 1, c.shape)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := env.(*Env)
+			if _, err := e.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			obs, more, err := e.Send(ctx, 1, e.First(), 0) // at once: the fault still holds
+			e.Close()
+			if err != nil || !more {
+				t.Fatalf("%s %s: %v, more %v", c.id, c.shape, err, more)
+			}
+			if !strings.Contains(string(obs), c.want) {
+				t.Errorf("%s under %q: %s\nwant it to contain %s", c.id, c.shape, obs, c.want)
+			}
+			if !json.Valid(obs) {
+				t.Errorf("%s: not JSON: %s", c.id, obs)
+			}
+		})
 	}
 	if _, err := f.NewShapedEnv(ctx, "D01", 1, "normalized"); err == nil {
 		t.Error("a condition that is no shape was accepted")

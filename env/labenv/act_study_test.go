@@ -168,9 +168,11 @@ func TestErrorShapesActStudy(t *testing.T) {
 		"toolfailure X37": "decided", "toolfailure X01": "idempotency_unknown", "toolfailure X04": "idempotency_unknown",
 		"toolfailure+applied X01": "decided", "toolfailure X32": "decided",
 	} {
-		if reasons[k] != want {
-			t.Errorf("fail_closed %s: %q, want %q", k, reasons[k], want)
-		}
+		t.Run(k, func(t *testing.T) {
+			if reasons[k] != want {
+				t.Errorf("fail_closed %s: %q, want %q", k, reasons[k], want)
+			}
+		})
 	}
 	d, err := results.LoadDefaults(filepath.Join(dir, results.DefaultsFile))
 	if err != nil || !d.Coverage() || len(d.Scenarios["X40"].Unexpressed) != 3 {

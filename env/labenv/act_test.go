@@ -170,9 +170,11 @@ func TestActBaselines(t *testing.T) {
 		"X31": `create_order{"customer":"C-17","quantity":2,"sku":"SKU-RED"}`,
 		"X35": `create_order{"customer":"C-17","quantity":1,"sku":"SKU-RED"}`,
 	} {
-		if sent[id] != call {
-			t.Errorf("%s: sent %s, want %s", id, sent[id], call)
-		}
+		t.Run(id, func(t *testing.T) {
+			if sent[id] != call {
+				t.Errorf("%s: sent %s, want %s", id, sent[id], call)
+			}
+		})
 	}
 	if len(sent) != 7 {
 		t.Errorf("the oracle acted on %d scenarios, want 7 (3 unknown tools, 3 invalid types, 1 out-of-range value): %v", len(sent), sent)

@@ -3,6 +3,7 @@ package labenv
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -112,19 +113,21 @@ func TestOutcomes(t *testing.T) {
 		{"X36", study.ReviseArguments, true, false, 2, 0, `"path":"/data/ledger.csv"`}, // the corrected path
 	}
 	for _, c := range cases {
-		sc, ok := set(t).Scenario(c.id)
-		if !ok {
-			t.Fatalf("no %s", c.id)
-		}
-		out, obs := trajectory(t, sc, c.p, 5)
-		last := string(obs[len(obs)-1])
-		if out.Recovered != c.recovered || out.Harm != c.harm || out.Calls != c.calls || out.ClockMS != c.clockMS || !strings.Contains(last, c.lastSays) {
-			t.Errorf("%s %s: recovered %v harm %v calls %d clock %d ms, last %s; want %v %v %d %d, %q",
-				c.id, c.p, out.Recovered, out.Harm, out.Calls, out.ClockMS, last, c.recovered, c.harm, c.calls, c.clockMS, c.lastSays)
-		}
-		if !json.Valid(out.State) {
-			t.Errorf("%s: state is not JSON", c.id)
-		}
+		t.Run(fmt.Sprintf("%s %s", c.id, c.p), func(t *testing.T) {
+			sc, ok := set(t).Scenario(c.id)
+			if !ok {
+				t.Fatalf("no %s", c.id)
+			}
+			out, obs := trajectory(t, sc, c.p, 5)
+			last := string(obs[len(obs)-1])
+			if out.Recovered != c.recovered || out.Harm != c.harm || out.Calls != c.calls || out.ClockMS != c.clockMS || !strings.Contains(last, c.lastSays) {
+				t.Errorf("%s %s: recovered %v harm %v calls %d clock %d ms, last %s; want %v %v %d %d, %q",
+					c.id, c.p, out.Recovered, out.Harm, out.Calls, out.ClockMS, last, c.recovered, c.harm, c.calls, c.clockMS, c.lastSays)
+			}
+			if !json.Valid(out.State) {
+				t.Errorf("%s: state is not JSON", c.id)
+			}
+		})
 	}
 }
 
@@ -284,20 +287,22 @@ func TestAnswerDelay(t *testing.T) {
 		recovered bool
 		clockMS   int64
 	}{{2000, false, 2000}, {6000, true, 6000}, {0, true, 5000}} {
-		ctx := context.Background()
-		e := New(sc, 5)
-		if _, err := e.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := e.Execute(ctx, 0, simulator.Answer{Status: study.Failed, Policy: study.RetryLater, Valid: true, DelayMS: c.delay}); err != nil {
-			t.Fatal(err)
-		}
-		out, err := e.Final(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out.Recovered != c.recovered || out.ClockMS != c.clockMS {
-			t.Errorf("delay_ms %d: recovered %v after %d ms; want %v after %d", c.delay, out.Recovered, out.ClockMS, c.recovered, c.clockMS)
-		}
+		t.Run(fmt.Sprintf("delay_ms %d", c.delay), func(t *testing.T) {
+			ctx := context.Background()
+			e := New(sc, 5)
+			if _, err := e.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := e.Execute(ctx, 0, simulator.Answer{Status: study.Failed, Policy: study.RetryLater, Valid: true, DelayMS: c.delay}); err != nil {
+				t.Fatal(err)
+			}
+			out, err := e.Final(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Recovered != c.recovered || out.ClockMS != c.clockMS {
+				t.Errorf("delay_ms %d: recovered %v after %d ms; want %v after %d", c.delay, out.Recovered, out.ClockMS, c.recovered, c.clockMS)
+			}
+		})
 	}
 }

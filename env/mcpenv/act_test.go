@@ -86,7 +86,7 @@ func TestActBaselines(t *testing.T) {
 		}
 		f := &recording{EnvFactory: Factory(set, Options{Modules: mods, CallTimeout: loadedTimeout})}
 		var mu sync.Mutex
-		per := map[string]*[4]int{}
+		per := map[study.Cause]*[4]int{}
 		each(t, set, func(sc *Scenario) error {
 			key := simulator.Key{Model: kind, Prompt: "act", Condition: study.Normalized, Scenario: sc.ID, Replicate: 1}
 			d := simulator.Run(context.Background(), m, p, recs[sc.ID], key, simulator.Config{StudySeed: 1, ReplayCap: 3, Env: f, Act: true})

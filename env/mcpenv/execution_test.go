@@ -36,7 +36,7 @@ func TestExecutionTable(t *testing.T) {
 		for _, msg := range simulator.CheckPreferred(ex, sc.PreferredSet, sc.NonHarm, true) {
 			t.Errorf("%s (%s): %s", sc.ID, sc.Class, msg)
 		}
-		rows = append(rows, simulator.ExecutionRow{Scenario: sc.ID, Class: sc.Class, Executions: ex})
+		rows = append(rows, simulator.ExecutionRow{Scenario: sc.ID, Class: string(sc.Class), Executions: ex})
 	}
 	var b bytes.Buffer
 	if err := simulator.WriteExecutionTable(&b, rows); err != nil {

@@ -35,11 +35,7 @@ func TestExternalReadOnly(t *testing.T) {
 	srv := lab.NewServer(l)
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	defer hs.Close()
-	sc := &Scenario{ID: "EXT1", Server: "memory", Class: "invalid_type", Task: "Show the stock of SKU-RED.", Tool: "get_stock",
-		Args: json.RawMessage(`{"sku": 5}`), Pointer: "/sku", Preferred: study.ReviseArguments,
-		NonHarm: []study.Policy{study.ReviseArguments, study.StopOrEscalate},
-		Spec:    statediff.Spec{Goal: []statediff.Effect{{Call: "get_stock", Why: "the stock was read"}}},
-	}
+	sc := stockScenario("EXT1", "invalid_type", "Show the stock of SKU-RED.", `{"sku": 5}`)
 	set := &Set{Name: "ext", Scenarios: []*Scenario{sc}}
 	f := Factory(set, Options{ExternalURL: hs.URL})
 	p := actPrompt(t)
@@ -100,10 +96,7 @@ func TestExternalToolPages(t *testing.T) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "get_stock", Annotations: ro}, read)
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	defer hs.Close()
-	sc := &Scenario{ID: "P1", Server: "memory", Class: "invalid_type", Task: "Show the stock.", Tool: "get_stock",
-		Args: json.RawMessage(`{"sku": 5}`), Pointer: "/sku", Preferred: study.ReviseArguments,
-		NonHarm: []study.Policy{study.ReviseArguments, study.StopOrEscalate},
-		Spec:    statediff.Spec{Goal: []statediff.Effect{{Call: "get_stock", Why: "the stock was read"}}}}
+	sc := stockScenario("P1", "invalid_type", "Show the stock.", `{"sku": 5}`)
 	e := New(sc, Options{ExternalURL: hs.URL})
 	defer e.Close()
 	if _, err := e.Start(context.Background()); err != nil {
@@ -138,10 +131,7 @@ func TestObservationBounded(t *testing.T) {
 		})
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	defer hs.Close()
-	sc := &Scenario{ID: "B1", Server: "memory", Class: "invalid_value", Task: "Show the stock.", Tool: "get_stock",
-		Args: json.RawMessage(`{"sku": "X"}`), Pointer: "/sku", Preferred: study.ReviseArguments,
-		NonHarm: []study.Policy{study.ReviseArguments, study.StopOrEscalate},
-		Spec:    statediff.Spec{Goal: []statediff.Effect{{Call: "get_stock", Why: "the stock was read"}}}}
+	sc := stockScenario("B1", "invalid_value", "Show the stock.", `{"sku": "X"}`)
 	e := New(sc, Options{ExternalURL: hs.URL})
 	defer e.Close()
 	obs, err := e.Start(context.Background())
@@ -164,10 +154,7 @@ func TestExternalAnswerCapped(t *testing.T) {
 		srv := lab.NewServer(l)
 		h, sent := hostilemcp.Flood(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil), 40<<20, sse)
 		hs := httptest.NewServer(h)
-		sc := &Scenario{ID: "BIG", Server: "memory", Class: "invalid_type", Task: "Show the stock.", Tool: "get_stock",
-			Args: json.RawMessage(`{"sku": 5}`), Pointer: "/sku", Preferred: study.ReviseArguments,
-			NonHarm: []study.Policy{study.ReviseArguments, study.StopOrEscalate},
-			Spec:    statediff.Spec{Goal: []statediff.Effect{{Call: "get_stock", Why: "the stock was read"}}}}
+		sc := stockScenario("BIG", "invalid_type", "Show the stock.", `{"sku": 5}`)
 		e := New(sc, Options{ExternalURL: hs.URL})
 		_, err := e.Start(context.Background())
 		e.Close()
@@ -179,4 +166,16 @@ func TestExternalAnswerCapped(t *testing.T) {
 			t.Errorf("sse %v: the server sent %d bytes before the client stopped reading, want at most about the cap (%d)", sse, n, mcp.DefaultMaxLineLength)
 		}
 	}
+}
+
+// stockScenario is a scenario on an external server whose first call
+// reads the stock of a SKU with args (the SKU at fault), recovered by
+// revising the arguments.
+func stockScenario(id string, class study.Cause, task, args string) *Scenario {
+	sc := &Scenario{Server: "memory"}
+	sc.ID, sc.Class, sc.Task, sc.Tool, sc.Args, sc.Pointer = id, class, task, "get_stock", json.RawMessage(args), "/sku"
+	sc.Preferred = study.ReviseArguments
+	sc.NonHarm = []study.Policy{study.ReviseArguments, study.StopOrEscalate}
+	sc.Spec = statediff.Spec{Goal: []statediff.Effect{{Call: "get_stock", Why: "the stock was read"}}}
+	return sc
 }

@@ -136,22 +136,24 @@ func TestScenarios(t *testing.T) {
 // scenario and the field.
 func TestBadScenarios(t *testing.T) {
 	for _, tc := range []struct{ doc, want string }{
-		{`{"scenarios":[{"id":"Z1","server":"nope","class":"invalid_type","task":"t","tool":"x","args":{},"preferred_policies":["revise_arguments"],"non_harm":["revise_arguments","stop_or_escalate"],"policies":{"revise_arguments":[{"tool":"x","arguments":{}}],"select_tool":[{"tool":"y","arguments":{}}]},"goal":[{"call":"x","why":"w"}]}]}`, "scenario Z1 (scenarios[0]): field server"},
+		{`{"scenarios":[{"id":"Z1","server":"nope","class":"invalid_type","task":"t","tool":"x","args":{},"preferred_policies":["revise_arguments"],"non_harm":["revise_arguments","stop_or_escalate"],"policies":{"revise_arguments":[{"tool":"x","arguments":{}}],"select_tool":[{"tool":"y","arguments":{}}]},"goal":[{"call":"x","why":"w"}]}]}`, "scenario 1 (Z1): field server"},
 		{`{"scenarios":[{"id":"Z1","server":"memory","class":"fault","task":"t","tool":"x","args":{},"preferred_policies":["revise_arguments"],"non_harm":["revise_arguments","stop_or_escalate"],"policies":{"revise_arguments":[{"tool":"x","arguments":{}}],"select_tool":[{"tool":"y","arguments":{}}]},"goal":[{"call":"x","why":"w"}]}]}`, "field class"},
 		{`{"scenarios":[{"id":"Z1","server":"memory","class":"invalid_type","task":"t","tool":"x","args":[],"preferred_policies":["revise_arguments"],"non_harm":["revise_arguments","stop_or_escalate"],"policies":{"revise_arguments":[{"tool":"x","arguments":{}}],"select_tool":[{"tool":"y","arguments":{}}]},"goal":[{"call":"x","why":"w"}]}]}`, "field args"},
 		{`{"scenarios":[{"id":"Z1","server":"memory","class":"invalid_type","task":"t","tool":"x","args":{},"preferred_policies":["revise_arguments"],"non_harm":["revise_arguments","stop_or_escalate"],"policies":{"revise_arguments":[{"tool":"x","arguments":{}}],"select_tool":[{"tool":"y","arguments":{}}]},"goal":[{"create":"/nowhere","values":{"a":1},"why":"w"}]}]}`, "field goal[0].create"},
 		{`{"scenarios":[{"id":"Z1","server":"memory","class":"invalid_type","task":"t","tool":"x","args":{},"preferred_policies":["revise_arguments"],"non_harm":["revise_arguments","stop_or_escalate"],"policies":{"revise_arguments":[{"tool":"x","arguments":{}}],"select_tool":[{"tool":"y","arguments":{}}]},"goal":[{"update":"/memory/entities","key":"Zed","values":{"entityType":"p"},"why":"w"}]}]}`, "field goal[0].key: the initial state has no record \"Zed\""},
-		{`{"scenarios":[{"id":"Z1","server":"memory","class":"invalid_type","task":"t","tool":"x","args":{},"preferred_policies":["revise_arguments"],"non_harm":["revise_arguments","stop_or_escalate"],"policies":{"revise_arguments":[{"tool":"x","arguments":{}}],"select_tool":[{"tool":"y","arguments":{}}]},"goal":[{"call":"x","why":"w"}],"harm":[{"count":"/calls","n":0,"op":"gt","why":"w","kind":"mess"}]}]}`, "field harm[0]: unknown kind of harm"},
+		{`{"scenarios":[{"id":"Z1","server":"memory","class":"invalid_type","task":"t","tool":"x","args":{},"preferred_policies":["revise_arguments"],"non_harm":["revise_arguments","stop_or_escalate"],"policies":{"revise_arguments":[{"tool":"x","arguments":{}}],"select_tool":[{"tool":"y","arguments":{}}]},"goal":[{"call":"x","why":"w"}],"harm":[{"count":"/calls","n":0,"op":"gt","why":"w","kind":"mess"}]}]}`, "field harm[0].kind: unknown kind of harm"},
 		{`{"scenarios":[{"id":"Z1","server":"memory","class":"invalid_type","task":"t","tool":"x","args":{},"preferred_policies":["revise_arguments"],"non_harm":["revise_arguments","stop_or_escalate"],"policies":{"revise_arguments":[],"select_tool":[{"tool":"y","arguments":{}}]},"goal":[{"call":"x","why":"w"}]}]}`, "field policies.revise_arguments"},
 		{`{"scenarios":[{"id":"Z1","server":"memory","class":"invalid_type","task":"t","tool":"x","args":{},"preferred_policies":["revise_arguments"],"non_harm":["stop_or_escalate"],"policies":{"revise_arguments":[{"tool":"x","arguments":{}}],"select_tool":[{"tool":"y","arguments":{}}]},"goal":[{"call":"x","why":"w"}]}]}`, "field non_harm"},
 		{`{"scenarios":[],"extra":1}`, "unknown field"},
 		{`{"scenarios":[]} xx`, "f.json: data after the JSON object at byte 16"},
 		{`{"scenarios":[]}]]`, "f.json: data after the JSON object at byte 16"},
 	} {
-		_, err := Parse("f.json", "f", []byte(tc.doc))
-		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "f.json") {
-			t.Errorf("error %v, want %q", err, tc.want)
-		}
+		t.Run(tc.want, func(t *testing.T) {
+			_, err := Parse("f.json", "f", []byte(tc.doc))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "f.json") {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
 	}
 }
 
@@ -262,7 +264,7 @@ func TestSafeState(t *testing.T) {
 	must(os.Symlink(secret, filepath.Join(e.files, "notes", "link.txt")))
 	must(os.Symlink(filepath.Dir(secret), filepath.Join(e.files, "dirlink")))
 	must(syscall.Mkfifo(filepath.Join(e.files, "pipe"), 0o644))
-	must(os.WriteFile(filepath.Join(e.files, "big.bin"), bytes.Repeat([]byte("x"), MaxFileBytes+10), 0o644))
+	must(os.WriteFile(filepath.Join(e.files, "big.bin"), bytes.Repeat([]byte("x"), maxFileBytes+10), 0o644))
 	done := make(chan struct{})
 	var o simulator.EnvOutcome
 	var err error
@@ -279,7 +281,7 @@ func TestSafeState(t *testing.T) {
 	if strings.Contains(state, "TOP SECRET") {
 		t.Errorf("the state holds the link target's content: %s", state)
 	}
-	var st State
+	var st sandboxState
 	if err := json.Unmarshal(o.State, &st); err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +298,7 @@ func TestSafeState(t *testing.T) {
 	if f := got["/pipe"]; f.Kind != "fifo" {
 		t.Errorf("FIFO: %+v", f)
 	}
-	if f := got["/big.bin"]; !f.Truncated || f.Size != MaxFileBytes+10 || len(f.Content) != MaxFileBytes {
+	if f := got["/big.bin"]; !f.Truncated || f.Size != maxFileBytes+10 || len(f.Content) != maxFileBytes {
 		t.Errorf("big file: truncated %v size %d, %d bytes kept", f.Truncated, f.Size, len(f.Content))
 	}
 	if len(st.Capped) != 1 || !strings.Contains(st.Capped[0], "/big.bin") {

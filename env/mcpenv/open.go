@@ -70,8 +70,8 @@ func fits(set *Set, corpus []study.Scenario) error {
 		switch {
 		case !ok:
 			missing = append(missing, r.ID)
-		case Pseudonyms[sc.Server] != r.Server:
-			errs = append(errs, fmt.Errorf("record %s: field server is %s, but reference scenario %s runs on server-%s (%s)", r.ID, r.Server, sc.ID, sc.Server, Pseudonyms[sc.Server]))
+		case pseudonyms[sc.Server] != r.Server:
+			errs = append(errs, fmt.Errorf("record %s: field server is %s, but reference scenario %s runs on server-%s (%s)", r.ID, r.Server, sc.ID, sc.Server, pseudonyms[sc.Server]))
 		case !slices.Equal(r.ProvenSet(), sc.PreferredSet):
 			errs = append(errs, fmt.Errorf("record %s: field preferred_policies is %v, but reference scenario %s has %v", r.ID, r.ProvenSet(), sc.ID, sc.PreferredSet))
 		}

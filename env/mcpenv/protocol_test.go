@@ -2,6 +2,7 @@ package mcpenv
 
 import (
 	"context"
+	"fmt"
 	"testing"
 )
 
@@ -16,18 +17,20 @@ func TestProtocolRecorded(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, tc := range []struct{ ask, want string }{{"", ""}, {"2025-06-18", "2025-06-18"}} {
-		e := New(set.Scenarios[0], Options{Modules: mods, CallTimeout: loadedTimeout, ProtocolVersion: tc.ask})
-		if _, err := e.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		out, err := e.Final(ctx)
-		e.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out.Protocol == "" || (tc.want != "" && out.Protocol != tc.want) {
-			t.Errorf("asked %q: negotiated %q, want %q", tc.ask, out.Protocol, tc.want)
-		}
-		t.Logf("asked %q: %s negotiated %s", tc.ask, set.Scenarios[0].Server, out.Protocol)
+		t.Run(fmt.Sprintf("asked %q", tc.ask), func(t *testing.T) {
+			e := New(set.Scenarios[0], Options{Modules: mods, CallTimeout: loadedTimeout, ProtocolVersion: tc.ask})
+			if _, err := e.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			out, err := e.Final(ctx)
+			e.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Protocol == "" || (tc.want != "" && out.Protocol != tc.want) {
+				t.Errorf("asked %q: negotiated %q, want %q", tc.ask, out.Protocol, tc.want)
+			}
+			t.Logf("asked %q: %s negotiated %s", tc.ask, set.Scenarios[0].Server, out.Protocol)
+		})
 	}
 }

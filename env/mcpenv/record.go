@@ -9,14 +9,14 @@ import (
 	"github.com/mcpstress/stress/study"
 )
 
-// Pseudonyms are the server pseudonyms of the reference scenarios'
+// pseudonyms are the server pseudonyms of the reference scenarios'
 // corpus records (the bootstrap clusters), by Servers key.
-var Pseudonyms = map[string]string{"memory": "RM", "filesystem": "RF", "everything": "RE"}
+var pseudonyms = map[string]string{"memory": "RM", "filesystem": "RF", "everything": "RE"}
 
 // classProbes are the probe and cause of each class, in the corpus
 // vocabulary: a missing argument is the missing_required probe, whose
 // cause is invalid_type (see study.MissingRequired).
-var classProbes = map[string]struct {
+var classProbes = map[study.Cause]struct {
 	probe study.Probe
 	cause study.Cause
 }{
@@ -56,7 +56,7 @@ func (e *Env) Record(obs json.RawMessage) (study.Scenario, error) {
 		version = r.ProtocolVersion
 	}
 	rec := study.Scenario{
-		ID: e.sc.ID, Server: Pseudonyms[e.sc.Server], ProtocolVersion: version,
+		ID: e.sc.ID, Server: pseudonyms[e.sc.Server], ProtocolVersion: version,
 		Probe: pc.probe, Cause: pc.cause, Surface: surface, Observation: obs,
 		Code: info.Code, Target: target, Preferred: e.sc.Preferred, PreferredSet: e.sc.PreferredSet, NonHarm: e.sc.NonHarm,
 		ControlEnvelope: env,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"slices"
@@ -123,9 +124,11 @@ func TestReusableAfter(t *testing.T) {
 		{"memory", calls("toggle-simulated-logging"), true},
 		{"filesystem", calls("write_file"), true},
 	} {
-		if got := Servers[tc.server].reusable(tc.calls, listed); got != tc.want {
-			t.Errorf("%s after %v: reusable %v, want %v", tc.server, tc.calls, got, tc.want)
-		}
+		t.Run(fmt.Sprintf("%s after %v", tc.server, tc.calls), func(t *testing.T) {
+			if got := Servers[tc.server].reusable(tc.calls, listed); got != tc.want {
+				t.Errorf("%s after %v: reusable %v, want %v", tc.server, tc.calls, got, tc.want)
+			}
+		})
 	}
 
 	// On the real server: a decision that toggles the simulated logging
@@ -137,21 +140,23 @@ func TestReusableAfter(t *testing.T) {
 		args string
 		kept int
 	}{{"toggle-simulated-logging", `{}`, 0}, {"echo", `{"message":"hi"}`, 1}, {"toggle-simulated-logging", `{}`, 0}} {
-		env, err := f.NewEnv(context.Background(), "R15", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := env.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := env.(simulator.Actor).Send(context.Background(), 1, simulator.ToolCall{Tool: tc.tool, Arguments: json.RawMessage(tc.args)}, 0); err != nil {
-			t.Fatal(err)
-		}
-		if err := env.(io.Closer).Close(); err != nil {
-			t.Fatal(err)
-		}
-		if got := idle(); got != tc.kept {
-			t.Errorf("after a decision that called %s: %d everything processes kept, want %d", tc.tool, got, tc.kept)
-		}
+		t.Run(fmt.Sprintf("after a decision that calls %s", tc.tool), func(t *testing.T) {
+			env, err := f.NewEnv(context.Background(), "R15", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := env.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := env.(simulator.Actor).Send(context.Background(), 1, simulator.ToolCall{Tool: tc.tool, Arguments: json.RawMessage(tc.args)}, 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := env.(io.Closer).Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := idle(); got != tc.kept {
+				t.Errorf("after a decision that called %s: %d everything processes kept, want %d", tc.tool, got, tc.kept)
+			}
+		})
 	}
 }

@@ -44,10 +44,12 @@ func TestParseFault(t *testing.T) {
 		{strings.Repeat("[", 200), "fault.json: line 1: "},
 		{"\xff\xfe{\x00}\x00", "fault.json: file is UTF-16"},
 	} {
-		_, err := ParseFault("fault.json", []byte(c.json))
-		if err == nil || !strings.HasPrefix(err.Error(), c.err) {
-			t.Errorf("%s:\n got %v\nwant %s…", c.json, err, c.err)
-		}
+		t.Run(c.err, func(t *testing.T) {
+			_, err := ParseFault("fault.json", []byte(c.json))
+			if err == nil || !strings.HasPrefix(err.Error(), c.err) {
+				t.Errorf("%s:\n got %v\nwant %s…", c.json, err, c.err)
+			}
+		})
 	}
 	for _, ok := range []string{
 		`{"tool":"t","class":"transient"}`,

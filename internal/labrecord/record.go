@@ -33,6 +33,7 @@ import (
 	"github.com/mcpstress/stress/internal/coding/rules"
 	"github.com/mcpstress/stress/internal/outdir"
 	"github.com/mcpstress/stress/lab"
+	"github.com/mcpstress/stress/scenario"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -254,7 +255,7 @@ func scenarioOf(sc *lab.Scenario, obs json.RawMessage, protocolVersion string) (
 // parameter, the first call's tool, the token parameter's credential, or
 // the upstream dependency of the tool's server.
 func targetOf(sc *lab.Scenario) study.Target {
-	if sc.Class == study.RateLimit && sc.Limit == lab.LimitServer {
+	if sc.Class == study.RateLimit && sc.Limit == scenario.LimitServer {
 		return study.Target{Kind: "tool", Name: sc.Tool} // the server's own limit on the tool
 	}
 	info, _ := sc.Class.Info()

@@ -198,20 +198,23 @@ INSERT INTO lines VALUES (2, 1, 'c'), (1, 2, 'b'), (10, 1, 'e'), (1, 1, 'a'), (2
 			t.Errorf("a cap of 3: %s, capped %q", jsonOf(rows), capped)
 		}
 		for _, c := range []struct {
+			name  string
 			table Table
 			want  string
 		}{
-			{Table{Name: `lines"; DROP TABLE lines; --`, Key: []string{"line"}}, `table "lines\"; DROP TABLE lines; --" (tables[0]): not a plain name`},
-			{Table{Name: "lines", Key: []string{"order id"}}, `table lines: key column "order id": not a plain name`},
-			{Table{Name: "lines", Key: []string{"line"}, Columns: []string{"sku", "1x"}}, `table lines: columns column "1x": not a plain name`},
-			{Table{Name: "lines"}, "table lines: no key"},
-			{Table{Name: "nowhere", Key: []string{"id"}}, "table nowhere: "},
-			{Table{Name: "lines", Key: []string{"line"}, Columns: []string{"absent"}}, "table lines: "},
+			{"a table name that injects SQL", Table{Name: `lines"; DROP TABLE lines; --`, Key: []string{"line"}}, `table "lines\"; DROP TABLE lines; --" (tables[0]): not a plain name`},
+			{"a key column with a space", Table{Name: "lines", Key: []string{"order id"}}, `table lines: key column "order id": not a plain name`},
+			{"a column starting with a digit", Table{Name: "lines", Key: []string{"line"}, Columns: []string{"sku", "1x"}}, `table lines: columns column "1x": not a plain name`},
+			{"no key", Table{Name: "lines"}, "table lines: no key"},
+			{"a table the database lacks", Table{Name: "nowhere", Key: []string{"id"}}, "table nowhere: "},
+			{"a column the table lacks", Table{Name: "lines", Key: []string{"line"}, Columns: []string{"absent"}}, "table lines: "},
 		} {
-			_, err := (&SQL{DB: db, Tables: []Table{c.table}}).Read(context.Background(), map[string]any{})
-			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("%+v: %v, want %q", c.table, err, c.want)
-			}
+			t.Run(c.name, func(t *testing.T) {
+				_, err := (&SQL{DB: db, Tables: []Table{c.table}}).Read(context.Background(), map[string]any{})
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Errorf("%+v: %v, want %q", c.table, err, c.want)
+				}
+			})
 		}
 		_, err := (&SQL{DB: db, Tables: []Table{{Name: "lines", Key: []string{"line"}}, {Name: "lines", Key: []string{"line"}}}}).Read(context.Background(), map[string]any{})
 		if err == nil || !strings.Contains(err.Error(), "table lines (tables[1]): declared twice") {
@@ -240,10 +243,12 @@ func TestOpenSQL(t *testing.T) {
 		"sqlite:relative.db":          "sqlite:///absolute/path",
 		"http://user:pass@example/db": "scheme http",
 	} {
-		_, err := OpenSQL(dsn)
-		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "pass@") {
-			t.Errorf("OpenSQL(%q): %v, want %q", dsn, err, want)
-		}
+		t.Run(fmt.Sprintf("%q", dsn), func(t *testing.T) {
+			_, err := OpenSQL(dsn)
+			if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "pass@") {
+				t.Errorf("OpenSQL(%q): %v, want %q", dsn, err, want)
+			}
+		})
 	}
 	// file: goes to the SQLite driver as it is.
 	db, err := OpenSQL("file:" + filepath.Join(t.TempDir(), "f.db"))

@@ -1,20 +1,17 @@
-package lab
+package statediff
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"reflect"
 	"slices"
 	"strings"
-
-	"github.com/mcpstress/stress/statediff"
 )
 
-// Predicate is a statement about the lab's state (State.JSON), addressed
-// by JSON pointers (RFC 6901). Exactly one of Count, Lines and Value is
-// set:
+// Predicate is an extra harm check of a scenario (Spec.Harm): a statement
+// about the final state, addressed by JSON pointers (RFC 6901), that adds
+// harm of its Kind when it holds. Exactly one of Count, Lines and Value
+// is set:
 //
 //	{"count": "/payments", "where": {"invoice_id": "INV-2001"}, "op": "eq", "n": 1}
 //	    the records of a collection (an object's member values or an
@@ -35,18 +32,16 @@ type Predicate struct {
 	Op    string                     `json:"op,omitempty"`    // eq (the default), ne, lt, le, gt or ge (value: eq or ne)
 	N     *int                       `json:"n,omitempty"`     // count, lines: the number compared with
 	Why   string                     `json:"why"`             // what the predicate means, for people
-	// Kind is the kind of harm the predicate finds, when it is one of a
-	// scenario's extra harm checks ("": collateral).
-	Kind string `json:"kind,omitempty"`
+	Kind  string                     `json:"kind,omitempty"`  // the kind of harm it finds ("": collateral)
 }
 
 // HarmKind returns the kind of harm p finds when it holds (Kind, else
-// statediff.Collateral).
-func (p *Predicate) HarmKind() statediff.Kind {
+// Collateral).
+func (p *Predicate) HarmKind() Kind {
 	if p.Kind == "" {
-		return statediff.Collateral
+		return Collateral
 	}
-	return statediff.Kind(p.Kind)
+	return Kind(p.Kind)
 }
 
 // ops are the comparisons of a predicate.
@@ -66,95 +61,125 @@ func (p *Predicate) op() string {
 	return p.Op
 }
 
-// check checks p against the initial state doc and returns the first
-// problem as (field, message), field relative to the predicate.
-func (p *Predicate) check(doc any) (string, string) {
-	kinds := 0
-	for _, s := range []string{p.Count, p.Lines, p.Value} {
-		if s != "" {
-			kinds++
+// countable returns the fields of the records of the collection or
+// counted log at path that a count predicate may address, and whether it
+// is one (a collection of plain values is not).
+func (s *Schema) countable(path string) ([]string, bool) {
+	for _, c := range append(slices.Clip(s.Collections), s.Counted...) {
+		if c.Path == path && !slices.Equal(c.Fields, []string{"value"}) {
+			return c.Fields, true
 		}
 	}
-	if kinds != 1 {
-		return "count", "a predicate needs exactly one of count, lines and value"
+	return nil, false
+}
+
+// countables lists the paths a count predicate may address, sorted.
+func (s *Schema) countables() []string {
+	var out []string
+	for _, c := range append(slices.Clip(s.Collections), s.Counted...) {
+		if _, ok := s.countable(c.Path); ok {
+			out = append(out, c.Path)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// check checks p against the schema and the initial state doc and
+// returns its first mistake (its field relative to the predicate).
+func (p *Predicate) check(s *Schema, doc any) *Problem {
+	if nonEmpty(p.Count, p.Lines, p.Value) != 1 {
+		return bad(".count", "a predicate needs exactly one of count, lines and value")
 	}
 	if strings.TrimSpace(p.Why) == "" {
-		return "why", "say what the predicate means"
+		return bad(".why", "say what the predicate means")
 	}
 	if _, ok := ops[p.op()]; !ok {
-		return "op", fmt.Sprintf("op is %q, want eq, ne, lt, le, gt or ge", p.Op)
+		return bad(".op", "op is %q, want eq, ne, lt, le, gt or ge", p.Op)
 	}
 	switch {
 	case p.Value != "":
 		if p.op() != "eq" && p.op() != "ne" {
-			return "op", fmt.Sprintf("a value predicate compares with eq or ne, not %s", p.op())
+			return bad(".op", "a value predicate compares with eq or ne, not %s", p.op())
 		}
 		if len(p.Is) == 0 || !json.Valid(p.Is) {
-			return "is", "a value predicate needs is"
+			return bad(".is", "a value predicate needs is")
 		}
 		if p.N != nil || p.Where != nil || p.Line != nil {
-			return "value", "a value predicate takes only is and op"
+			return bad(".value", "a value predicate takes only is and op")
 		}
-		if _, ok := statediff.Resolve(doc, p.Value); !ok {
-			return "value", fmt.Sprintf("path %s does not exist in the state", p.Value)
+		if _, ok := Resolve(doc, p.Value); !ok {
+			return bad(".value", "path %s does not exist in the state", p.Value)
 		}
 	case p.Count != "":
-		if f, m := p.checkN(); f != "" {
-			return f, m
+		if pr := p.checkN(); pr != nil {
+			return pr
 		}
 		if p.Line != nil || p.Is != nil {
-			return "count", "a count predicate takes only where, op and n"
+			return bad(".count", "a count predicate takes only where, op and n")
 		}
-		v, ok := statediff.Resolve(doc, p.Count)
+		v, ok := Resolve(doc, p.Count)
 		if !ok {
-			return "count", fmt.Sprintf("path %s does not exist in the state", p.Count)
+			return bad(".count", "path %s does not exist in the state", p.Count)
 		}
-		fields, known := collectionFields(p.Count)
 		switch v.(type) {
 		case map[string]any, []any:
 		default:
-			return "count", fmt.Sprintf("path %s is not a collection", p.Count)
+			return bad(".count", "path %s is not a collection", p.Count)
 		}
+		fields, known := s.countable(p.Count)
 		if !known {
-			return "count", fmt.Sprintf("path %s is not a collection of records (want one of %s)", p.Count, strings.Join(countable(), ", "))
+			return bad(".count", "path %s is not a collection of records (want one of %s)", p.Count, strings.Join(s.countables(), ", "))
 		}
 		for _, k := range slices.Sorted(maps.Keys(p.Where)) {
-			if !slices.Contains(fields, k) {
-				return "where." + k, fmt.Sprintf("the records of %s have no field %s", p.Count, k)
+			if fields != nil && !slices.Contains(fields, k) {
+				return bad(".where."+k, "the records of %s have no field %s", p.Count, k)
 			}
 			if _, _, ok := matcher(p.Where[k]); !ok {
-				return "where." + k, "want a JSON value or {\"not\": value}"
+				return bad(".where."+k, "want a JSON value or {\"not\": value}")
 			}
 		}
 	default:
-		if f, m := p.checkN(); f != "" {
-			return f, m
+		if pr := p.checkN(); pr != nil {
+			return pr
 		}
 		if p.Line == nil {
-			return "line", "a lines predicate needs line"
+			return bad(".line", "a lines predicate needs line")
 		}
 		if p.Where != nil || p.Is != nil {
-			return "lines", "a lines predicate takes only line, op and n"
+			return bad(".lines", "a lines predicate takes only line, op and n")
 		}
-		v, ok := statediff.Resolve(doc, p.Lines)
+		v, ok := Resolve(doc, p.Lines)
 		if !ok {
-			return "lines", fmt.Sprintf("path %s does not exist in the state", p.Lines)
+			return bad(".lines", "path %s does not exist in the state", p.Lines)
 		}
 		if _, ok := v.(string); !ok {
-			return "lines", fmt.Sprintf("path %s is not a text", p.Lines)
+			return bad(".lines", "path %s is not a text", p.Lines)
 		}
 	}
-	return "", ""
+	if !p.HarmKind().Valid() {
+		return bad(".kind", "unknown kind of harm %s (want one of %s)", quote(p.Kind), kindNames())
+	}
+	return nil
 }
 
-func (p *Predicate) checkN() (string, string) {
+func (p *Predicate) checkN() *Problem {
 	if p.N == nil {
-		return "n", "a count needs n"
+		return bad(".n", "a count needs n")
 	}
 	if *p.N < 0 {
-		return "n", fmt.Sprintf("n is %d, a count is never negative", *p.N)
+		return bad(".n", "n is %d, a count is never negative", *p.N)
 	}
-	return "", ""
+	return nil
+}
+
+// kindNames joins the kinds of harm, for an error.
+func kindNames() string {
+	s := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
 }
 
 // matcher reads a where value: a JSON value to equal, or {"not": v}.
@@ -183,11 +208,11 @@ func (p *Predicate) Eval(doc any) bool {
 		if json.Unmarshal(p.Is, &want) != nil {
 			return false
 		}
-		v, ok := statediff.Resolve(doc, p.Value)
+		v, ok := Resolve(doc, p.Value)
 		eq := ok && reflect.DeepEqual(v, want)
 		return eq == (p.op() == "eq")
 	case p.Count != "":
-		v, _ := statediff.Resolve(doc, p.Count)
+		v, _ := Resolve(doc, p.Count)
 		var recs []any
 		switch c := v.(type) {
 		case []any:
@@ -203,18 +228,25 @@ func (p *Predicate) Eval(doc any) bool {
 				n++
 			}
 		}
-		return ops[p.op()](n, *p.N)
+		return p.compare(n)
 	default:
-		v, _ := statediff.Resolve(doc, p.Lines)
+		v, _ := Resolve(doc, p.Lines)
 		s, _ := v.(string)
 		n := 0
 		for _, line := range strings.Split(s, "\n") {
-			if line == *p.Line {
+			if p.Line != nil && line == *p.Line {
 				n++
 			}
 		}
-		return ops[p.op()](n, *p.N)
+		return p.compare(n)
 	}
+}
+
+// compare compares a count with N by Op (false for a predicate check
+// would refuse).
+func (p *Predicate) compare(n int) bool {
+	f, ok := ops[p.op()]
+	return ok && p.N != nil && f(n, *p.N)
 }
 
 func (p *Predicate) matches(rec any) bool {
@@ -232,20 +264,4 @@ func (p *Predicate) matches(rec any) bool {
 		}
 	}
 	return true
-}
-
-// resolveJSON follows a JSON pointer in a JSON document.
-func resolveJSON(raw []byte, ptr string) (json.RawMessage, bool) {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var doc any
-	if d.Decode(&doc) != nil {
-		return nil, false
-	}
-	v, ok := statediff.Resolve(doc, ptr)
-	if !ok {
-		return nil, false
-	}
-	b, err := json.Marshal(v)
-	return b, err == nil
 }
