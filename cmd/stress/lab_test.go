@@ -161,6 +161,14 @@ func serveCommand(t *testing.T, bin string, args ...string) (string, func() stri
 	}()
 	stop := func() string {
 		_ = cmd.Process.Signal(syscall.SIGINT)
+		// Note: Wait closes the stderr pipe once the process has
+		// exited, losing what the reader has not read yet (the proxy's
+		// last lines): read to the end first, bounded in case a child
+		// the command started still holds the pipe.
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+		}
 		_ = cmd.Wait()
 		<-done
 		return rest.String()
