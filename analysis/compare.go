@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -22,7 +23,7 @@ type CompareOptions struct {
 	// Columns are the columns to compare; nil means every 0/1 column both
 	// bundles have: the lab ones (recovered, harm) only when both have
 	// decisions with lab outcomes.
-	Columns []Column
+	Columns []simulator.Col
 	// ArmA and ArmB select one arm of each bundle, as MODEL or
 	// MODEL/PROMPT; "" aligns arms automatically (see Compare).
 	ArmA, ArmB string
@@ -58,7 +59,7 @@ type CompareRow struct {
 	// ConditionB is B's condition when a condition pair maps A's
 	// Condition to another one; "" when it is the same.
 	ConditionB study.Condition `json:"condition_b,omitempty"`
-	Column     Column          `json:"column"`
+	Column     simulator.Col   `json:"column"`
 	PairStats
 	Adjusted
 }
@@ -209,15 +210,15 @@ func Compare(ctx context.Context, a, b *Accumulator, opt CompareOptions) (*Compa
 	}
 	cols := opt.Columns
 	if len(cols) == 0 {
-		for _, c := range Columns {
-			if !c.Lab() || a.Lab() && b.Lab() {
+		for _, c := range pairColumns {
+			if !isLab(c) || a.Lab() && b.Lab() {
 				cols = append(cols, c)
 			}
 		}
 	}
 	for _, c := range cols {
-		if c.bit() == 0 {
-			return nil, fmt.Errorf("unknown column %q (want one of %v)", c, Columns)
+		if colBit(c) == 0 {
+			return nil, fmt.Errorf("unknown column %q (want one of %v)", c, pairColumns)
 		}
 	}
 	pair := opt.Pair
@@ -265,7 +266,7 @@ func Compare(ctx context.Context, a, b *Accumulator, opt CompareOptions) (*Compa
 				if err := ctx.Err(); err != nil {
 					return nil, err
 				}
-				pg := pairMatched(a, b, ga, gb, match, ci, cj, col.bit(), col.need())
+				pg := pairMatched(a, b, ga, gb, match, ci, cj, colBit(col), colNeed(col))
 				cmp.Rows = append(cmp.Rows, CompareRow{ArmPair: arms, Condition: cond, ConditionB: condB, Column: col,
 					PairStats: pairStatsOf(pg, order, o)})
 			}
@@ -440,9 +441,9 @@ func WriteCompare(w io.Writer, cmp *Comparison) error {
 			cond += " − " + string(r.ConditionB)
 		}
 		if r.Untestable {
-			untestable = append(untestable, fmt.Sprintf("%s − %s %s on %s", r.A, r.B, cond, r.Column.Label()))
+			untestable = append(untestable, fmt.Sprintf("%s − %s %s on %s", r.A, r.B, cond, r.Column.Column().Label))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.A, r.B, cond, r.Column.Label(), pairCells(r.PairStats, r.Adjusted, seen))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.A, r.B, cond, r.Column.Column().Label, pairCells(r.PairStats, r.Adjusted, seen))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -31,7 +31,7 @@ func TestCompare(t *testing.T) {
 			flips++
 		}
 	}
-	cmp, err := analysis.Compare(context.Background(), accumulate(a), accumulate(b), analysis.CompareOptions{Options: analysis.Options{B: 2000}, Columns: []analysis.Column{analysis.Strict}})
+	cmp, err := analysis.Compare(context.Background(), accumulate(a), accumulate(b), analysis.CompareOptions{Options: analysis.Options{B: 2000}, Columns: []simulator.Col{simulator.Strict}})
 	if err != nil {
 		t.Fatal(err)
 	}

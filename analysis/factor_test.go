@@ -46,7 +46,7 @@ func promptRows() []results.Row {
 func TestPromptPair(t *testing.T) {
 	acc := accumulate(promptRows())
 	for _, s := range []string{"prompt:reason,default", "reason,default"} {
-		spec, err := analysis.ParsePairSpec(s, analysis.Strict)
+		spec, err := analysis.ParsePairSpec(s, simulator.Strict)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +94,7 @@ func hasWarning(ws []stats.Warning, k stats.WarningKind) bool {
 // prompt, matched on condition, scenario and replicate.
 func TestModelPair(t *testing.T) {
 	rows := append(pairedRows("a", 10, 20, 5), pairedRows("b", 10, 5, 5)...)
-	spec, err := analysis.ParsePairSpec("model:a,b,strict", "")
+	spec, err := analysis.ParsePairSpec("model:a,b,strict", simulator.Strict)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestPairSpecErrors(t *testing.T) {
 		"prompt:a,b,extra":   "sum of replays",
 		"code_only":          "want [FACTOR:]A,B",
 	} {
-		if _, err := analysis.ParsePairSpec(in, ""); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := analysis.ParsePairSpec(in, simulator.Strict); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParsePairSpec(%q) = %v, want %q", in, err, want)
 		}
 	}
@@ -140,7 +140,7 @@ func TestPairSpecErrors(t *testing.T) {
 		"model:m,n":              "no prompt of the bundle has a condition under both models",
 		"structured,prose,cover": "no model/prompt arm",
 	} {
-		spec, err := analysis.ParsePairSpec(in, "")
+		spec, err := analysis.ParsePairSpec(in, simulator.Strict)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +157,7 @@ func TestPairSpecErrors(t *testing.T) {
 // p-values.
 func TestFamily(t *testing.T) {
 	acc := accumulate(promptRows())
-	spec, _ := analysis.ParsePairSpec("prompt:reason,default", "")
+	spec, _ := analysis.ParsePairSpec("prompt:reason,default", simulator.Strict)
 	for _, fam := range []string{analysis.FamilyAll, analysis.FamilyPredeclared, analysis.FamilyRequested} {
 		an, err := acc.Analyze(context.Background(), analysis.Options{B: 200, Pairs: []analysis.PairSpec{spec}, Family: fam})
 		if err != nil {
@@ -220,11 +220,11 @@ func TestClopperPearsonCells(t *testing.T) {
 // like llama3.2:3b, with or without the factor.
 func TestPairSpecColons(t *testing.T) {
 	for in, want := range map[string]analysis.PairSpec{
-		"model:llama3.2:3b,qwen:0.8b": {Factor: analysis.FactorModel, A: "llama3.2:3b", B: "qwen:0.8b", Column: analysis.Strict},
-		"llama3.2:3b,qwen:0.8b,cover": {A: "llama3.2:3b", B: "qwen:0.8b", Column: analysis.Cover},
-		"Prompt: reason,default":      {Factor: analysis.FactorPrompt, A: "reason", B: "default", Column: analysis.Strict},
+		"model:llama3.2:3b,qwen:0.8b": {Factor: analysis.FactorModel, A: "llama3.2:3b", B: "qwen:0.8b", Column: simulator.Strict},
+		"llama3.2:3b,qwen:0.8b,cover": {A: "llama3.2:3b", B: "qwen:0.8b", Column: simulator.Cover},
+		"Prompt: reason,default":      {Factor: analysis.FactorPrompt, A: "reason", B: "default", Column: simulator.Strict},
 	} {
-		if got, err := analysis.ParsePairSpec(in, ""); err != nil || got != want {
+		if got, err := analysis.ParsePairSpec(in, simulator.Strict); err != nil || got != want {
 			t.Errorf("ParsePairSpec(%q) = %+v, %v; want %+v", in, got, err, want)
 		}
 	}
@@ -237,11 +237,11 @@ func TestPairSpecColons(t *testing.T) {
 // -arm-a.
 func TestComparePairCondition(t *testing.T) {
 	acc := accumulate(pairedRows("m", 10, 20, 5))
-	spec, err := analysis.ParsePairSpec("code_only,normalized", "")
+	spec, err := analysis.ParsePairSpec("code_only,normalized", simulator.Strict)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmp, err := analysis.Compare(context.Background(), acc, acc, analysis.CompareOptions{Options: analysis.Options{B: 300}, Columns: []analysis.Column{analysis.Strict}, Pair: &spec})
+	cmp, err := analysis.Compare(context.Background(), acc, acc, analysis.CompareOptions{Options: analysis.Options{B: 300}, Columns: []simulator.Col{simulator.Strict}, Pair: &spec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestComparePairCondition(t *testing.T) {
 	if _, err := analysis.Compare(context.Background(), acc, acc, analysis.CompareOptions{Pair: &spec, ArmA: "m"}); !errors.Is(err, analysis.ErrArmSelection) {
 		t.Errorf("-pair with -arm-a: %v", err)
 	}
-	bad := analysis.PairSpec{Factor: analysis.FactorCondition, A: "structured", B: "prose", Column: analysis.Strict}
+	bad := analysis.PairSpec{Factor: analysis.FactorCondition, A: "structured", B: "prose", Column: simulator.Strict}
 	if _, err := analysis.Compare(context.Background(), acc, acc, analysis.CompareOptions{Pair: &bad}); !errors.Is(err, analysis.ErrArmSelection) {
 		t.Errorf("a condition pair no arm has: %v", err)
 	}
@@ -269,7 +269,7 @@ func TestComparePairCondition(t *testing.T) {
 // TestCoarseLevel: the coarse-test warning prints the level as 0.05, not
 // as float64's 1 − 0.95 = 0.050000000000000044.
 func TestCoarseLevel(t *testing.T) {
-	spec, err := analysis.ParsePairSpec("prompt:reason,default", analysis.Strict)
+	spec, err := analysis.ParsePairSpec("prompt:reason,default", simulator.Strict)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +313,7 @@ func TestCoarseLevel(t *testing.T) {
 func TestUntestableLeftOut(t *testing.T) {
 	var specs []analysis.PairSpec
 	for _, s := range []string{"prompt:reason,default", "condition:code_only,normalized"} {
-		spec, err := analysis.ParsePairSpec(s, analysis.Strict)
+		spec, err := analysis.ParsePairSpec(s, simulator.Strict)
 		if err != nil {
 			t.Fatal(err)
 		}

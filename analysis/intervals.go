@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpstress/stress/internal/parallel"
 	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
 
 	"github.com/mcpstress/stress/analysis/stats"
 )
@@ -281,8 +282,8 @@ func (cb CellBootstrap) MarshalJSON() ([]byte, error) {
 func (a *Accumulator) Clusters(cell int, key string) []stats.Cluster {
 	var out []stats.Cluster
 	ps := a.perServer[cell]
-	col := Column(key).index()
-	lab := Column(key).Lab()
+	col := simulator.ColumnIndex(key)
+	lab := isLab(col)
 	for _, si := range a.serverOrder() {
 		if int(si) >= len(ps) || ps[si].n == 0 {
 			continue
@@ -290,7 +291,7 @@ func (a *Accumulator) Clusters(cell int, key string) []stats.Cluster {
 		sc := ps[si]
 		switch {
 		case key == Selective:
-			out = append(out, stats.Cluster{N: sc.col[Cover.index()], Sum: float64(sc.col[Strict.index()])})
+			out = append(out, stats.Cluster{N: sc.col[simulator.Cover], Sum: float64(sc.col[simulator.Strict])})
 		case lab:
 			out = append(out, stats.Cluster{N: sc.lab, Sum: float64(sc.col[col])})
 		case col >= 0:
@@ -355,7 +356,7 @@ func (a *Accumulator) cellStats(i int, c results.Cell, opt Options) CellStats {
 			est = float64(k) / float64(n)
 		}
 		cs.Rates.Set(key, Num(est))
-		if !Column(key).Sum() {
+		if !isSum(simulator.ColumnIndex(key)) {
 			lo, hi := stats.Wilson(k, n, opt.Conf)
 			if opt.Interval == IntervalClopperPearson {
 				lo, hi = stats.ClopperPearson(k, n, opt.Conf)

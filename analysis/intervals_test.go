@@ -146,7 +146,7 @@ func TestPairedEndToEnd(t *testing.T) {
 	if p == nil || len(an.Pairs) != 1 {
 		t.Fatalf("pairs %+v: want exactly code_only − normalized (no structured or prose decisions)", an.Pairs)
 	}
-	if !p.Predeclared || p.Column != analysis.Strict || p.Model != "m" || p.Prompt != "default" {
+	if !p.Predeclared || p.Column != simulator.Strict || p.Model != "m" || p.Prompt != "default" {
 		t.Errorf("pair %+v", p)
 	}
 	if p.N != 105 || p.CountA != 42 || p.CountB != 34 || p.DiscordantAB != 12 || p.DiscordantBA != 4 || p.Unpaired != 0 {
@@ -376,8 +376,9 @@ func TestOptionsErrors(t *testing.T) {
 	}{
 		{analysis.Options{B: -1}, "B = -1"},
 		{analysis.Options{Conf: 1.5}, "confidence level"},
-		{analysis.Options{Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.Prose), B: string(study.Structured), Column: analysis.Cover}}}, "no model/prompt arm"},
-		{analysis.Options{Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: "extra"}}}, "unknown column"},
+		{analysis.Options{Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.Prose), B: string(study.Structured), Column: simulator.Cover}}}, "no model/prompt arm"},
+		{analysis.Options{Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: -1}}}, "unknown column"},
+		{analysis.Options{Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: simulator.Calls}}}, "unknown column"},
 	} {
 		if _, err := acc.Analyze(context.Background(), tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Analyze(%+v): %v, want %q", tc.opt, err, tc.want)
@@ -386,7 +387,7 @@ func TestOptionsErrors(t *testing.T) {
 }
 
 func TestParse(t *testing.T) {
-	for in, want := range map[string]analysis.Column{"strict": analysis.Strict, "AnyFS": analysis.AnyFS, "termfs": analysis.TerminalFS, " terminal_fs ": analysis.TerminalFS} {
+	for in, want := range map[string]simulator.Col{"strict": simulator.Strict, "AnyFS": simulator.AnyFS, "termfs": simulator.TerminalFS, " terminal_fs ": simulator.TerminalFS} {
 		if got, err := analysis.ParseColumn(in); err != nil || got != want {
 			t.Errorf("ParseColumn(%q) = %q, %v", in, got, err)
 		}
@@ -396,11 +397,14 @@ func TestParse(t *testing.T) {
 			t.Errorf("ParseColumn(%q) accepted", bad)
 		}
 	}
-	p, err := analysis.ParsePairSpec("structured, prose ,cover", analysis.Strict)
-	if err != nil || p != (analysis.PairSpec{Factor: analysis.FactorCondition, A: string(study.Structured), B: string(study.Prose), Column: analysis.Cover}) {
+	p, err := analysis.ParsePairSpec("structured, prose ,cover", simulator.Strict)
+	if err != nil || p != (analysis.PairSpec{Factor: analysis.FactorCondition, A: string(study.Structured), B: string(study.Prose), Column: simulator.Cover}) {
 		t.Errorf("ParsePairSpec = %+v, %v", p, err)
 	}
-	if p, err := analysis.ParsePairSpec("envelope,normalized", ""); err != nil || p.Column != analysis.Strict {
-		t.Errorf("ParsePairSpec default column: %+v, %v", p, err)
+	if p, err := analysis.ParsePairSpec("envelope,normalized", 0); err != nil || p.Column != simulator.Strict {
+		t.Errorf("ParsePairSpec default column (the zero Col): %+v, %v", p, err)
+	}
+	if p, err := analysis.ParsePairSpec("envelope,normalized", simulator.Cover); err != nil || p.Column != simulator.Cover {
+		t.Errorf("ParsePairSpec default column cover: %+v, %v", p, err)
 	}
 }

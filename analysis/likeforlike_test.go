@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -60,11 +61,11 @@ func TestLikeForLike(t *testing.T) {
 		}
 		d.Scenarios[u.scenario] = f
 	}
-	requested, err := analysis.ParsePairSpec("toolfailure,normalized", analysis.Strict)
+	requested, err := analysis.ParsePairSpec("toolfailure,normalized", simulator.Strict)
 	if err != nil || !requested.LikeForLike {
 		t.Fatalf("a requested shape pair: %+v, %v", requested, err)
 	}
-	if p, _ := analysis.ParsePairSpec("structured,prose", analysis.Strict); p.LikeForLike {
+	if p, _ := analysis.ParsePairSpec("structured,prose", simulator.Strict); p.LikeForLike {
 		t.Errorf("structured,prose is like-for-like")
 	}
 	analyze := func(rows []results.Row, table *results.Defaults) *analysis.Analysis {

@@ -12,6 +12,7 @@ import (
 	"github.com/mcpstress/stress/analysis/stats"
 	"github.com/mcpstress/stress/internal/parallel"
 	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -43,7 +44,7 @@ type PairSpec struct {
 	// prompts, then models (see Accumulator.Analyze).
 	Factor Factor
 	A, B   string
-	Column Column
+	Column simulator.Col
 	// Isolates says what a predeclared comparison of the factorial or the
 	// delivery channels isolates: the factor and the levels held fixed
 	// ("format at label, no statement") or the channel dropped; "" for
@@ -184,12 +185,12 @@ func FactorialContrasts() []PairSpec {
 
 // ParsePairSpec parses "[FACTOR:]A,B[,COLUMN]", FACTOR one of condition,
 // prompt and model (any other text before a colon belongs to A); column
-// is used when the spec names none (Strict when that is ""). Without a
+// is used when the spec names none (Strict, the zero simulator.Col). Without a
 // factor, two known conditions are a condition pair; other names are left
 // for the bundle to resolve (Factor ""). A condition pair of which a
 // level is an error shape is like-for-like (PairSpec.LikeForLike), as
 // ShapeContrasts are.
-func ParsePairSpec(s string, column Column) (PairSpec, error) {
+func ParsePairSpec(s string, column simulator.Col) (PairSpec, error) {
 	body := strings.TrimSpace(s)
 	var p PairSpec
 	// Note: labels may hold colons (model llama3.2:3b), so a prefix that
@@ -228,8 +229,8 @@ func ParsePairSpec(s string, column Column) (PairSpec, error) {
 		p.Column = c
 	}
 	p.Column = cmp.Or(p.Column, Strict)
-	if p.Column.bit() == 0 {
-		return PairSpec{}, fmt.Errorf("pair %q: unknown column %q (want one of %v)", s, p.Column, Columns)
+	if colBit(p.Column) == 0 {
+		return PairSpec{}, fmt.Errorf("pair %q: unknown column %q (want one of %v)", s, p.Column, pairColumns)
 	}
 	p.LikeForLike = p.Factor == FactorCondition && (ca.Shape() || cb.Shape())
 	return p, nil
@@ -240,14 +241,14 @@ func ParsePairSpec(s string, column Column) (PairSpec, error) {
 // Model and Condition, for a model pair Prompt and Condition (the compared
 // factor's field is "").
 type Pair struct {
-	Factor      Factor `json:"factor"`
-	Model       string `json:"model"`
-	Prompt      string `json:"prompt"`
-	Condition   string `json:"condition,omitempty"`
-	A           string `json:"a"`
-	B           string `json:"b"`
-	Column      Column `json:"column"`
-	Predeclared bool   `json:"predeclared"`
+	Factor      Factor        `json:"factor"`
+	Model       string        `json:"model"`
+	Prompt      string        `json:"prompt"`
+	Condition   string        `json:"condition,omitempty"`
+	A           string        `json:"a"`
+	B           string        `json:"b"`
+	Column      simulator.Col `json:"column"`
+	Predeclared bool          `json:"predeclared"`
 	// Spec is the comparison this row belongs to (its String), the unit
 	// of the report's per-contrast sections.
 	Spec string `json:"spec"`
@@ -613,8 +614,8 @@ func (a *Accumulator) pairs(ctx context.Context, opt Options) ([]Pair, error) {
 	npre := len(specs)
 	for i, s := range append(slices.Clone(opt.Declared), opt.Pairs...) {
 		declared := i < len(opt.Declared)
-		if s.Column.bit() == 0 {
-			return nil, fmt.Errorf("%w %s: unknown column %q (want one of %v)", ErrPair, s, s.Column, Columns)
+		if colBit(s.Column) == 0 {
+			return nil, fmt.Errorf("%w %s: unknown column %q (want one of %v)", ErrPair, s, s.Column, pairColumns)
 		}
 		s, err := a.resolve(s)
 		if err != nil {
@@ -675,7 +676,7 @@ func (a *Accumulator) noLevels(s PairSpec) string {
 // contrast leaves out by.
 func (a *Accumulator) pairSpec(ctx context.Context, s PairSpec, order []int32, masks []uint64, opt Options) ([]Pair, error) {
 	var out []Pair
-	bit, need := s.Column.bit(), s.Column.need()
+	bit, need := colBit(s.Column), colNeed(s.Column)
 	merged := a.merged()
 	var skip []bool
 	// cells pairs arm ga at condition index ca with gb at cb: by merging

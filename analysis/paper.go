@@ -144,13 +144,13 @@ const PaperCaveat = "The paper's prompt text, model digests and run seeds are un
 
 // PaperTestColumns are the columns tested against the paper: every count
 // of decisions (Extra, a sum of replays, is not a count of decisions).
-var PaperTestColumns = []Column{Strict, Cover, Retry, Invalid, AnyFS, TerminalFS}
+var PaperTestColumns = []simulator.Col{simulator.Strict, simulator.Cover, simulator.Retry, simulator.Invalid, simulator.AnyFS, simulator.TerminalFS}
 
 // ColumnTest is one column of a cell tested against the paper.
 type ColumnTest struct {
-	Column Column `json:"column"`
-	P      Num    `json:"p"`    // Fisher's exact two-sided p-value
-	Holm   Num    `json:"holm"` // adjusted over the cell's columns
+	Column simulator.Col `json:"column"`
+	P      Num           `json:"p"`    // Fisher's exact two-sided p-value
+	Holm   Num           `json:"holm"` // adjusted over the cell's columns
 }
 
 // PaperLine is one published cell and, when the run has it, the run's cell
@@ -272,8 +272,7 @@ func consistency(c, p *results.Cell, level float64) ([]ColumnTest, *bool) {
 	var tests []ColumnTest
 	var ps []float64
 	for _, col := range PaperTestColumns {
-		i := col.index()
-		kr, kp := c.Count(simulator.Col(i)), p.Count(simulator.Col(i))
+		kr, kp := c.Count(col), p.Count(col)
 		pv := stats.FisherExact(kr, c.N-kr, kp, p.N-kp)
 		tests = append(tests, ColumnTest{Column: col, P: Num(pv)})
 		ps = append(ps, pv)

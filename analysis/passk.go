@@ -100,7 +100,7 @@ type PassK struct {
 // PassKSeries is pass^k of one column of a cell for k = 1 up to the most
 // replicates of a scenario.
 type PassKSeries struct {
-	Column Column
+	Column simulator.Col
 	Values []PassK // Values[k−1] is pass^k
 }
 
@@ -110,7 +110,7 @@ type PassKSeries struct {
 type PassKSet []PassKSeries
 
 // Of returns the series of column c, or nil when the cell has none.
-func (s PassKSet) Of(c Column) *PassKSeries {
+func (s PassKSet) Of(c simulator.Col) *PassKSeries {
 	for i := range s {
 		if s[i].Column == c {
 			return &s[i]
@@ -127,7 +127,7 @@ func (s PassKSet) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		kb, _ := json.Marshal(string(sr.Column))
+		kb, _ := json.Marshal(sr.Column.String())
 		b.Write(kb)
 		b.WriteByte(':')
 		vb, err := json.Marshal(sr.Values)
@@ -167,7 +167,7 @@ func passKBootKs(kmax int) []int {
 // per-server sufficient statistics (stats.PassKClusters) over the
 // servers of the cell's rates (Clusters).
 type passKInput struct {
-	cols      []Column
+	cols      []simulator.Col
 	totals    [][]stats.Cluster   // [column][k−1]
 	dropped   [][]int             // [column][k−1]
 	boot      [][]int             // [column]: the ks bootstrapped
@@ -240,7 +240,7 @@ func (a *Accumulator) passKInput(i int) passKInput {
 		}
 		boot := passKBootKs(kmax)
 		clusters, _ := stats.PassKClusters(trials, boot)
-		in.cols = append(in.cols, Column(col.Column().Name))
+		in.cols = append(in.cols, col)
 		in.totals = append(in.totals, totals)
 		in.dropped = append(in.dropped, dropped)
 		in.boot = append(in.boot, boot)
@@ -274,7 +274,7 @@ func (in *passKInput) finish(ivs []stats.Interval) PassKSet {
 			v := PassK{K: k + 1, Estimate: Num(est), Bootstrap: Bounds{math.NaN(), math.NaN()}, Scenarios: t.N, Dropped: in.dropped[j][k]}
 			if d := v.Dropped; d > 0 {
 				what := "replicates"
-				if col.Lab() {
+				if isLab(col) {
 					what = "replicates with lab outcomes"
 				}
 				v.Warnings = append(v.Warnings, stats.Warning{Kind: stats.Dropped,
@@ -317,7 +317,7 @@ const PassKLabText = "Recovered counts the replicates with lab outcomes (replay:
 func PassKLab(cells []CellStats) bool {
 	for _, c := range cells {
 		for _, sr := range c.PassK {
-			if sr.Column.Lab() {
+			if isLab(sr.Column) {
 				return true
 			}
 		}
@@ -379,7 +379,7 @@ func passKRow(c *CellStats, sr *PassKSeries, ks []int) []string {
 	if len(sr.Values) > 0 {
 		scen = sr.Values[0].Scenarios + sr.Values[0].Dropped
 	}
-	r := []string{c.Model, c.Prompt, string(c.Condition), sr.Column.Label(), strconv.Itoa(scen)}
+	r := []string{c.Model, c.Prompt, string(c.Condition), sr.Column.Column().Label, strconv.Itoa(scen)}
 	for _, k := range ks {
 		if k > len(sr.Values) {
 			r = append(r, "—")

@@ -378,7 +378,7 @@ func PilotContrasts(an *Analysis) []PowerContrast {
 		if p.N == 0 || len(p.scen) == 0 {
 			continue
 		}
-		c := PowerContrast{Name: fmt.Sprintf("%s %s − %s (%s)", p.Within(), p.A, p.B, p.Column.Label()),
+		c := PowerContrast{Name: fmt.Sprintf("%s %s − %s (%s)", p.Within(), p.A, p.B, p.Column.Column().Label),
 			Base: clampRate(float64(p.CountB) / float64(p.N)), Source: "pilot " + p.Spec + " in " + p.Within()}
 		if c.Base != float64(p.CountB)/float64(p.N) {
 			c.Clamped = append(c.Clamped, PowerClamp{Field: "base", Estimate: fmt.Sprintf("%d/%d", p.CountB, p.N), Value: c.Base})

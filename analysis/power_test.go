@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/analysis/stats"
+	"github.com/mcpstress/stress/simulator"
 )
 
 // mcnemarPower is the exact power of McNemar's test at level over n
@@ -123,7 +124,7 @@ func TestPowerErrors(t *testing.T) {
 // 0.99; the per-scenario rates of reason (9 scenarios) and default (3)
 // correlate 36/sqrt(5832) = 0.4714.
 func TestPilotContrasts(t *testing.T) {
-	spec, _ := analysis.ParsePairSpec("prompt:reason,default", "")
+	spec, _ := analysis.ParsePairSpec("prompt:reason,default", simulator.Strict)
 	an, err := accumulate(promptRows()).Analyze(context.Background(), analysis.Options{B: 100, Pairs: []analysis.PairSpec{spec}, NoPredeclared: true})
 	if err != nil {
 		t.Fatal(err)

@@ -55,7 +55,7 @@ func TestProvenContrasts(t *testing.T) {
 			continue
 		}
 		p := an.Pairs[1]
-		if p.Column != analysis.Proven || !p.Predeclared || !p.InFamily || p.CountA != 52 || p.CountB != 34 || p.DiscordantAB != 18 || p.DiscordantBA != 0 {
+		if p.Column != simulator.Proven || !p.Predeclared || !p.InFamily || p.CountA != 52 || p.CountB != 34 || p.DiscordantAB != 18 || p.DiscordantBA != 0 {
 			t.Errorf("proven pair: %+v %+v %+v", p.Column, p.PairStats, p.Adjusted)
 		}
 		if an.Family.Size != 2 {
@@ -68,14 +68,14 @@ func TestProvenContrasts(t *testing.T) {
 // Strict, and only when wide.
 func TestOnProven(t *testing.T) {
 	specs := []analysis.PairSpec{
-		{Factor: analysis.FactorCondition, A: "code_only", B: "normalized", Column: analysis.Strict, Isolates: "x"},
-		{Factor: analysis.FactorCondition, A: "structured", B: "prose", Column: analysis.Cover},
+		{Factor: analysis.FactorCondition, A: "code_only", B: "normalized", Column: simulator.Strict, Isolates: "x"},
+		{Factor: analysis.FactorCondition, A: "structured", B: "prose", Column: simulator.Cover},
 	}
 	if got := analysis.OnProven(specs, false); !slices.Equal(got, specs) {
 		t.Errorf("not wide: %v", got)
 	}
 	twin := specs[0]
-	twin.Column = analysis.Proven
+	twin.Column = simulator.Proven
 	if got, want := analysis.OnProven(specs, true), []analysis.PairSpec{specs[0], twin, specs[1]}; !slices.Equal(got, want) {
 		t.Errorf("wide: %v, want %v", got, want)
 	}

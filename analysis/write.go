@@ -257,7 +257,7 @@ func WritePairs(w io.Writer, pairs []Pair, fam FamilyInfo, seen map[string]bool)
 			}
 			cells += x
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s − %s%s\t%s\t%s\n", p.Factor, p.Within(), p.A, p.B, star, p.Column.Label(), cells)
+		fmt.Fprintf(tw, "%s\t%s\t%s − %s%s\t%s\t%s\n", p.Factor, p.Within(), p.A, p.B, star, p.Column.Column().Label, cells)
 		if p.Untestable {
 			untestable = append(untestable, p.Name())
 		}
@@ -285,7 +285,7 @@ func writeUntestable(w io.Writer, names []string) {
 // Name names a pair in lists: its factor, fixed factors, A − B and column,
 // e.g. "condition m/default code_only − normalized on Strict".
 func (p Pair) Name() string {
-	return fmt.Sprintf("%s %s %s − %s on %s", p.Factor, p.Within(), p.A, p.B, p.Column.Label())
+	return fmt.Sprintf("%s %s %s − %s on %s", p.Factor, p.Within(), p.A, p.B, p.Column.Column().Label)
 }
 
 // UntestableNote is the sentence under a table of pairs that lists, by

@@ -17,6 +17,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/mcpstress/stress/analysis"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -186,7 +187,7 @@ func strictCover(an *analysis.Analysis) (Figure, error) {
 		}
 		conditionAxis(p, names)
 		p.Add(plotter.NewGrid())
-		for s, key := range []string{string(analysis.Strict), string(analysis.Cover)} {
+		for s, key := range []string{simulator.Strict.String(), simulator.Cover.String()} {
 			pts := errPoints{XYs: make(plotter.XYs, 0, len(cells)), YErrors: make(plotter.YErrors, 0, len(cells))}
 			for x, c := range cells {
 				est := float64(*c.Rates.At(key))
@@ -214,7 +215,7 @@ func strictCover(an *analysis.Analysis) (Figure, error) {
 			eb.LineStyle.Color = plotutil.Color(s)
 			eb.LineStyle.Width = vg.Points(1.2)
 			p.Add(eb, sc)
-			p.Legend.Add(analysis.Column(key).Label(), sc)
+			p.Legend.Add(analysis.RateLabel(key), sc)
 		}
 		p.Legend.Top = true
 		grid[i/PanelCols][i%PanelCols] = p

@@ -27,8 +27,8 @@ const passKGlyphs = 20
 
 // passKColumns lists the columns some cell has a pass^k series of, in
 // the order of analysis.PassKColumns.
-func passKColumns(cells []analysis.CellStats) []analysis.Column {
-	var out []analysis.Column
+func passKColumns(cells []analysis.CellStats) []simulator.Col {
+	var out []simulator.Col
 	for _, c := range cells {
 		for _, sr := range c.PassK {
 			if !slices.Contains(out, sr.Column) {
@@ -36,10 +36,10 @@ func passKColumns(cells []analysis.CellStats) []analysis.Column {
 			}
 		}
 	}
-	order := func(c analysis.Column) int {
-		return slices.IndexFunc(analysis.PassKColumns, func(x simulator.Col) bool { return x.Column().Name == string(c) })
+	order := func(c simulator.Col) int {
+		return slices.IndexFunc(analysis.PassKColumns, func(x simulator.Col) bool { return x == c })
 	}
-	slices.SortStableFunc(out, func(a, b analysis.Column) int { return order(a) - order(b) })
+	slices.SortStableFunc(out, func(a, b simulator.Col) int { return order(a) - order(b) })
 	return out
 }
 
@@ -59,7 +59,7 @@ func PassKFigure(an *analysis.Analysis) (Figure, error) {
 	cols := passKColumns(an.Cells)
 	var styles []string
 	for i, c := range cols {
-		styles = append(styles, fmt.Sprintf("%s %s", c.Label(), []string{"solid", "dashed", "dotted", "dash-dotted"}[min(i, 3)]))
+		styles = append(styles, fmt.Sprintf("%s %s", c.Column().Label, []string{"solid", "dashed", "dotted", "dash-dotted"}[min(i, 3)]))
 	}
 	f.Caption = fmt.Sprintf("pass^k in %%, the chance that k replicates of a scenario all succeed (per scenario C(c, k)/C(n, k), averaged over the cell's scenarios), against k = 1..%d; one panel per condition, one line per model; %s.",
 		kmax, strings.Join(styles, ", "))
@@ -145,7 +145,7 @@ func PassKFigure(an *analysis.Analysis) (Figure, error) {
 				return f, err
 			}
 			l.Width, l.Dashes = vg.Points(1.5), plotutil.Dashes(ci)
-			leg.Legend.Add(col.Label(), l)
+			leg.Legend.Add(col.Column().Label, l)
 		}
 	}
 	plots = append(plots, leg)
@@ -182,7 +182,7 @@ func (d *Doc) passK(an *analysis.Analysis, ks []int) {
 			if len(sr.Values) > 0 {
 				scen = sr.Values[0].Scenarios + sr.Values[0].Dropped
 			}
-			est := []string{c.Model, c.Prompt, string(c.Condition), sr.Column.Label(), strconv.Itoa(scen), "estimate"}
+			est := []string{c.Model, c.Prompt, string(c.Condition), sr.Column.Column().Label, strconv.Itoa(scen), "estimate"}
 			boot := []string{"", "", "", "", "", "bootstrap"}
 			for _, k := range ks {
 				if k > len(sr.Values) {

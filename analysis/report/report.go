@@ -254,7 +254,7 @@ func Build(in *Input, figs []Figure) *Doc {
 
 	d.h2("Paired comparisons")
 	d.p("Differences A − B in percentage points between two levels of a factor (conditions of the same model and prompt; prompts of the same model and condition; models under the same prompt and condition), over decisions matched on scenario and replicate (the seeds are paired). %s Predeclared: code_only − normalized (the only answer-free comparison) and structured − prose (two disclosures of the answer), on Strict. One subsection per contrast.", analysis.PairsLegend)
-	if slices.ContainsFunc(an.Pairs, func(p analysis.Pair) bool { return p.Predeclared && p.Column == analysis.Proven }) {
+	if slices.ContainsFunc(an.Pairs, func(p analysis.Pair) bool { return p.Predeclared && p.Column == simulator.Proven }) {
 		d.p("Some scenario of the study declares more than one execution-proven preferred policy, so each predeclared comparison on Strict is made on Proven too, right after it, and both are in the family.")
 	}
 	if slices.ContainsFunc(an.Pairs, func(p analysis.Pair) bool { return p.Isolates != "" }) {
@@ -479,7 +479,7 @@ func (d *Doc) pairs(an *analysis.Analysis) {
 			}
 		}
 		first := rows[0]
-		title := fmt.Sprintf("%s: %s − %s on %s", first.Factor, first.A, first.B, first.Column.Label())
+		title := fmt.Sprintf("%s: %s − %s on %s", first.Factor, first.A, first.B, first.Column.Column().Label)
 		switch {
 		case first.Isolates != "":
 			title += " (predeclared: " + first.Isolates + ")"
