@@ -49,9 +49,9 @@ func ColumnList() string {
 	return strings.Join(names, ", ")
 }
 
-// Selective is the key of selective accuracy, Strict / Cover, among the
+// selective is the key of selective accuracy, Strict / Cover, among the
 // rates; it is not a column (its denominator is Cover, not N).
-const Selective = "selective"
+const selective = "selective"
 
 // valid reports whether c names a column of simulator.Columns.
 func valid(c simulator.Col) bool { return c >= 0 && c < simulator.NumColumns }
@@ -103,10 +103,10 @@ func colNeed(c simulator.Col) results.Flags {
 }
 
 // rateCounts returns the numerator and denominator of rate key (one of
-// RateKeys) in cell c: a column's count (or sum) out of its denominator
+// rateKeys) in cell c: a column's count (or sum) out of its denominator
 // (N, or LabN for a lab column), or Strict out of Cover for Selective.
 func rateCounts(c *results.Cell, key string) (k, n int) {
-	if key == Selective {
+	if key == selective {
 		return c.Count(simulator.Strict), c.Count(simulator.Cover)
 	}
 	if i := simulator.ColumnIndex(key); i >= 0 {
@@ -122,7 +122,7 @@ func hasRate(c *results.Cell, key string) bool {
 	return !isLab(simulator.ColumnIndex(key)) || c.LabN > 0
 }
 
-// RateSet holds one value per rate key that a cell has (RateKeys, in
+// RateSet holds one value per rate key that a cell has (rateKeys, in
 // order): a proportion per 0/1 column, a mean per lab sum, and selective
 // accuracy; in JSON an object with the keys that are set.
 type RateSet[T any] struct {
@@ -131,21 +131,21 @@ type RateSet[T any] struct {
 	Selective T      // Strict / Cover
 }
 
-// RateKeys lists the keys a RateSet may hold, in order: every column of
+// rateKeys lists the keys a RateSet may hold, in order: every column of
 // simulator.Columns (the lab ones only for cells with lab outcomes), then
 // Selective.
-var RateKeys = func() []string {
+var rateKeys = func() []string {
 	out := make([]string, 0, len(simulator.Columns)+1)
 	for i := range simulator.Columns {
 		out = append(out, simulator.Columns[i].Name)
 	}
-	return append(out, Selective)
+	return append(out, selective)
 }()
 
 // RateKeysOf lists the rate keys that some of cells has, in order.
 func RateKeysOf(cells []CellStats) []string {
 	var out []string
-	for _, key := range RateKeys {
+	for _, key := range rateKeys {
 		if slices.ContainsFunc(cells, func(c CellStats) bool { return c.Rates.At(key) != nil }) {
 			out = append(out, key)
 		}
@@ -155,7 +155,7 @@ func RateKeysOf(cells []CellStats) []string {
 
 // RateLabel is the display name of a rate key (Strict, …, Strict/Cover).
 func RateLabel(key string) string {
-	if key == Selective {
+	if key == selective {
 		return "Strict/Cover"
 	}
 	if i := simulator.ColumnIndex(key); i >= 0 {
@@ -177,9 +177,9 @@ func FormatRate(key string, x float64) string {
 	return Pct(x)
 }
 
-// Set sets the value of key (one of RateKeys); an unknown key is ignored.
+// Set sets the value of key (one of rateKeys); an unknown key is ignored.
 func (s *RateSet[T]) Set(key string, v T) {
-	if key == Selective {
+	if key == selective {
 		s.Selective = v
 		return
 	}
@@ -194,11 +194,11 @@ func (s *RateSet[T]) Set(key string, v T) {
 	s.cols[i], s.has[i] = v, true
 }
 
-// At returns a pointer to the value of key (one of RateKeys), or nil when
+// At returns a pointer to the value of key (one of rateKeys), or nil when
 // the set does not hold it (an unknown key, or a lab column of a cell
 // without lab outcomes). Selective is always held.
 func (s *RateSet[T]) At(key string) *T {
-	if key == Selective {
+	if key == selective {
 		return &s.Selective
 	}
 	i := simulator.ColumnIndex(key)
@@ -209,11 +209,11 @@ func (s *RateSet[T]) At(key string) *T {
 }
 
 // MarshalJSON implements json.Marshaler: {"strict":…,…,"selective":…},
-// the keys the set holds in RateKeys order.
+// the keys the set holds in rateKeys order.
 func (s RateSet[T]) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
-	for _, key := range RateKeys {
+	for _, key := range rateKeys {
 		if s.At(key) == nil {
 			continue
 		}

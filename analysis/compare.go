@@ -38,10 +38,10 @@ type CompareOptions struct {
 
 // Comparison pairs the decisions of two bundles on the same corpus.
 type Comparison struct {
-	Bootstrap BootstrapInfo `json:"bootstrap"`
+	Bootstrap bootstrapInfo `json:"bootstrap"`
 	Arms      []ArmPair     `json:"arms"`
-	Family    FamilyInfo    `json:"family"` // every row
-	Rows      []CompareRow  `json:"pairs"`
+	Family    familyInfo    `json:"family"` // every row
+	Rows      []compareRow  `json:"pairs"`
 	Caveats   []string      `json:"caveats,omitempty"`
 }
 
@@ -51,9 +51,9 @@ type ArmPair struct {
 	B Arm `json:"b"`
 }
 
-// CompareRow is one cell's paired difference A − B on one column, over
+// compareRow is one cell's paired difference A − B on one column, over
 // decisions matched on (condition, scenario, replicate).
-type CompareRow struct {
+type compareRow struct {
 	ArmPair
 	Condition study.Condition `json:"condition"`
 	// ConditionB is B's condition when a condition pair maps A's
@@ -237,7 +237,7 @@ func Compare(ctx context.Context, a, b *Accumulator, opt CompareOptions) (*Compa
 		return nil, err
 	}
 	condPair := pair != nil && pair.Factor == FactorCondition
-	cmp := &Comparison{Bootstrap: BootstrapInfo{B: o.B, Seed: o.Seed, Conf: o.Conf, Cluster: "server", Clusters: len(a.servers.names)}}
+	cmp := &Comparison{Bootstrap: bootstrapInfo{B: o.B, Seed: o.Seed, Conf: o.Conf, Cluster: "server", Clusters: len(a.servers.names)}}
 	order := a.serverOrder()
 	for _, ab := range arms {
 		ga, gb := ab[0], ab[1]
@@ -267,7 +267,7 @@ func Compare(ctx context.Context, a, b *Accumulator, opt CompareOptions) (*Compa
 					return nil, err
 				}
 				pg := pairMatched(a, b, ga, gb, match, ci, cj, colBit(col), colNeed(col))
-				cmp.Rows = append(cmp.Rows, CompareRow{ArmPair: arms, Condition: cond, ConditionB: condB, Column: col,
+				cmp.Rows = append(cmp.Rows, compareRow{ArmPair: arms, Condition: cond, ConditionB: condB, Column: col,
 					PairStats: pairStatsOf(pg, order, o)})
 			}
 		}
@@ -276,7 +276,7 @@ func Compare(ctx context.Context, a, b *Accumulator, opt CompareOptions) (*Compa
 		return nil, fmt.Errorf("%w: -pair %s: no aligned arm has condition %s in A and %s in B", ErrArmSelection, pair, pair.A, pair.B)
 	}
 	cmp.Family = adjustRows(cmp.Rows)
-	if c := ClusterCaveat(len(a.servers.names)); c != "" {
+	if c := clusterCaveat(len(a.servers.names)); c != "" {
 		cmp.Caveats = append(cmp.Caveats, c)
 	}
 	return cmp, nil
@@ -332,7 +332,7 @@ func resolveCompare(a, b *Accumulator, p PairSpec) (PairSpec, error) {
 
 // adjustRows adjusts the scenario-level sign-flip p-values of every row
 // of a comparison together (the family is the table).
-func adjustRows(rows []CompareRow) FamilyInfo {
+func adjustRows(rows []compareRow) familyInfo {
 	pairs := make([]Pair, len(rows))
 	for i := range rows {
 		pairs[i].PairStats = rows[i].PairStats

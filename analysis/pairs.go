@@ -261,7 +261,7 @@ type Pair struct {
 	// Excluded is what a like-for-like contrast left out: the scenarios
 	// of the arm that A or B does not express; absent when it left out
 	// none (and for every other contrast).
-	Excluded *Excluded `json:"excluded,omitempty"`
+	Excluded *excluded `json:"excluded,omitempty"`
 	PairStats
 	Adjusted
 	scen []pairAgg // per scenario, for PilotContrasts
@@ -279,11 +279,11 @@ func (p Pair) Within() string {
 	return p.Model + "/" + p.Prompt
 }
 
-// Excluded names the scenarios a like-for-like contrast left out of one
+// excluded names the scenarios a like-for-like contrast left out of one
 // arm, those that one of its two conditions does not express
 // (conditions.Expresses), and counts what they held. Their decisions are
 // neither paired nor counted unpaired.
-type Excluded struct {
+type excluded struct {
 	// Scenarios are the ids of the scenarios left out that have a
 	// decision of A or B on the column in the arm, sorted.
 	Scenarios []string `json:"scenarios"`
@@ -292,7 +292,7 @@ type Excluded struct {
 }
 
 // Adjusted holds a pair's p-values adjusted for multiplicity over the
-// declared family (FamilyInfo): Holm (family-wise error) and
+// declared family (familyInfo): Holm (family-wise error) and
 // Benjamini–Hochberg (false discovery rate), both of the scenario-level
 // sign-flip p-value; null for a pair outside the family or without a
 // p-value.
@@ -325,8 +325,8 @@ type PairStats struct {
 	// FlipScenario and FlipServer are the sign-flip randomization tests
 	// of Diff with the scenario, and the server, as the exchangeable
 	// unit (the replicates of a scenario need not be independent).
-	FlipScenario Flip `json:"sign_flip_scenario"`
-	FlipServer   Flip `json:"sign_flip_server"`
+	FlipScenario flipTest `json:"sign_flip_scenario"`
+	FlipServer   flipTest `json:"sign_flip_server"`
 	// Unpaired counts decisions of either side left without a counted
 	// partner (a missing decision, or a transport error on either side;
 	// for a lab column, a partner without lab outcomes).
@@ -334,8 +334,8 @@ type PairStats struct {
 	Warnings []stats.Warning `json:"warnings,omitempty"`
 }
 
-// Flip is a sign-flip randomization test (stats.SignFlip) in the output.
-type Flip struct {
+// flipTest is a sign-flip randomization test (stats.SignFlip) in the output.
+type flipTest struct {
 	P           Num  `json:"p"`           // two-sided p-value; null without pairs
 	Clusters    int  `json:"clusters"`    // clusters with matched pairs
 	Informative int  `json:"informative"` // clusters whose Σ(aᵢ − bᵢ) ≠ 0
@@ -382,7 +382,7 @@ func (p *pairing) leaveOut(skip []bool) {
 
 // excluded is what p left out (nil when nothing), naming the scenarios
 // by names.
-func (p *pairing) excluded(names []string) *Excluded {
+func (p *pairing) excluded(names []string) *excluded {
 	var ids []string
 	for i, l := range p.left {
 		if l {
@@ -393,7 +393,7 @@ func (p *pairing) excluded(names []string) *Excluded {
 		return nil
 	}
 	slices.Sort(ids)
-	return &Excluded{Scenarios: ids, Pairs: p.leftPairs}
+	return &excluded{Scenarios: ids, Pairs: p.leftPairs}
 }
 
 // skipped marks the scenarios that conditions ca or cb (indices of
@@ -525,7 +525,7 @@ func pairStatsOf(pg *pairing, order []int32, opt Options) PairStats {
 		}
 	}
 	nan := math.NaN()
-	noFlip := Flip{P: Num(nan), MinP: Num(nan)}
+	noFlip := flipTest{P: Num(nan), MinP: Num(nan)}
 	ps := PairStats{N: t.n, CountA: t.a, CountB: t.b, DiscordantAB: t.ab, DiscordantBA: t.ba, Unpaired: pg.unpaired,
 		Diff: Num(nan), McNemarP: Num(nan), Bootstrap: Bounds{nan, nan}, BootstrapT: Bounds{nan, nan},
 		FlipScenario: noFlip, FlipServer: noFlip}
@@ -543,7 +543,7 @@ func pairStatsOf(pg *pairing, order []int32, opt Options) PairStats {
 	ivt := stats.ClusterBootstrap(clusters, bt)
 	ps.BootstrapT = Bounds{clip1(ivt.Lo), clip1(ivt.Hi)}
 	fo := stats.FlipOptions{Seed: opt.Seed, Level: opt.level()}
-	flip := func(d []int) Flip {
+	flip := func(d []int) flipTest {
 		if len(d) == 0 {
 			return noFlip
 		}
@@ -553,7 +553,7 @@ func pairStatsOf(pg *pairing, order []int32, opt Options) PairStats {
 				ps.Warnings = append(ps.Warnings, w)
 			}
 		}
-		return Flip{P: Num(f.P), Clusters: f.Clusters, Informative: f.Informative, MinP: Num(f.MinP), Exact: f.Exact}
+		return flipTest{P: Num(f.P), Clusters: f.Clusters, Informative: f.Informative, MinP: Num(f.MinP), Exact: f.Exact}
 	}
 	if pg.scenario != nil {
 		ps.FlipScenario = flip(dScen)

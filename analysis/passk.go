@@ -97,9 +97,9 @@ type PassK struct {
 	Warnings []stats.Warning `json:"warnings,omitempty"`
 }
 
-// PassKSeries is pass^k of one column of a cell for k = 1 up to the most
+// passKSeries is pass^k of one column of a cell for k = 1 up to the most
 // replicates of a scenario.
-type PassKSeries struct {
+type passKSeries struct {
 	Column simulator.Col
 	Values []PassK // Values[k−1] is pass^k
 }
@@ -107,10 +107,10 @@ type PassKSeries struct {
 // PassKSet is a cell's pass^k, one series per column of PassKColumns
 // that the cell has, in that order; in JSON an object from the column's
 // name to its values, {"strict":[{"k":1,…},…],…}.
-type PassKSet []PassKSeries
+type PassKSet []passKSeries
 
 // Of returns the series of column c, or nil when the cell has none.
-func (s PassKSet) Of(c simulator.Col) *PassKSeries {
+func (s PassKSet) Of(c simulator.Col) *passKSeries {
 	for i := range s {
 		if s[i].Column == c {
 			return &s[i]
@@ -265,7 +265,7 @@ func (in *passKInput) finish(ivs []stats.Interval) PassKSet {
 	out := make(PassKSet, 0, len(in.cols))
 	x := 0
 	for j, col := range in.cols {
-		sr := PassKSeries{Column: col, Values: make([]PassK, len(in.totals[j]))}
+		sr := passKSeries{Column: col, Values: make([]PassK, len(in.totals[j]))}
 		for k, t := range in.totals[j] {
 			est := math.NaN()
 			if t.N > 0 {
@@ -358,10 +358,10 @@ func PassKMax(cells []CellStats) int {
 	return k
 }
 
-// PassKHeader is the header of the pass^k table for ks (passKShown):
+// passKHeader is the header of the pass^k table for ks (passKShown):
 // the cell, the column, the scenarios, a column per k, the bootstrap
 // interval at the series' largest k, and the notes.
-func PassKHeader(ks []int) []string {
+func passKHeader(ks []int) []string {
 	h := []string{"model", "prompt", "condition", "column", "scenarios"}
 	for _, k := range ks {
 		h = append(h, "k="+strconv.Itoa(k))
@@ -372,9 +372,9 @@ func PassKHeader(ks []int) []string {
 // PassKShown are the ks the pass^k tables show for cells.
 func PassKShown(cells []CellStats) []int { return passKShown(PassKMax(cells)) }
 
-// passKRow is series sr of cell c as a row of the table (PassKHeader),
+// passKRow is series sr of cell c as a row of the table (passKHeader),
 // without the notes, in percent; "—" where the series has no such k.
-func passKRow(c *CellStats, sr *PassKSeries, ks []int) []string {
+func passKRow(c *CellStats, sr *passKSeries, ks []int) []string {
 	scen := 0
 	if len(sr.Values) > 0 {
 		scen = sr.Values[0].Scenarios + sr.Values[0].Dropped
@@ -394,9 +394,9 @@ func passKRow(c *CellStats, sr *PassKSeries, ks []int) []string {
 	return append(r, boot)
 }
 
-// PassKRows are the rows of the pass^k table (PassKHeader) of the cells,
+// passKRows are the rows of the pass^k table (passKHeader) of the cells,
 // one per cell and column, with each row's warnings (of every k).
-func PassKRows(cells []CellStats, ks []int) (rows [][]string, warnings [][]stats.Warning) {
+func passKRows(cells []CellStats, ks []int) (rows [][]string, warnings [][]stats.Warning) {
 	for i := range cells {
 		c := &cells[i]
 		for j := range c.PassK {
@@ -436,10 +436,10 @@ func WritePassK(w io.Writer, an *Analysis) error {
 		fmt.Fprintf(w, "(k up to %d: the table shows k = %s.)\n", k, strings.Join(shown, ", "))
 	}
 	fmt.Fprintln(w)
-	rows, warnings := PassKRows(an.Cells, ks)
+	rows, warnings := passKRows(an.Cells, ks)
 	seen := map[string]bool{}
 	tw := newTable(w)
-	fmt.Fprintln(tw, strings.Join(append(PassKHeader(ks), "notes"), "\t"))
+	fmt.Fprintln(tw, strings.Join(append(passKHeader(ks), "notes"), "\t"))
 	for i, r := range rows {
 		fmt.Fprintln(tw, strings.Join(append(r, tags(warnings[i], seen)), "\t"))
 	}

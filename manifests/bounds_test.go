@@ -67,7 +67,7 @@ func TestParseMaxSize(t *testing.T) {
 	cost := func(depth int) uint64 {
 		pre := head + "models:\n  - name: m\n    backend: baseline\n    model: always_stop\n    options:\n      x: ["
 		chain := strings.Repeat("[", depth) + strings.Repeat("]", depth) + ","
-		in := pre + strings.Repeat(chain, (MaxBytes-len(pre)-2)/len(chain)) + "]\n"
+		in := pre + strings.Repeat(chain, (maxBytes-len(pre)-2)/len(chain)) + "]\n"
 		if err := input.CheckYAML([]byte(in)); err != nil {
 			t.Fatal(err)
 		}

@@ -408,7 +408,7 @@ func TestCredentialURLs(t *testing.T) {
 		{"localhost:11434/?key=1", `"key" looks like a credential`},
 		{"http://127.0.0.1/mcp?a=%zz", "does not parse"},
 	} {
-		got := CredentialIn(tc.url)
+		got := credentialIn(tc.url)
 		if tc.why == "" && got != "" || tc.why != "" && !strings.Contains(got, tc.why) {
 			t.Errorf("CredentialIn(%q) = %q, want %q", tc.url, got, tc.why)
 		}
@@ -445,8 +445,8 @@ func TestCredentialURLs(t *testing.T) {
 
 // TestManifestCap: Parse's cap and the reader's are one.
 func TestManifestCap(t *testing.T) {
-	if MaxBytes != input.Manifest.Bytes {
-		t.Errorf("MaxBytes %d, input.Manifest %d", MaxBytes, input.Manifest.Bytes)
+	if maxBytes != input.Manifest.Bytes {
+		t.Errorf("MaxBytes %d, input.Manifest %d", maxBytes, input.Manifest.Bytes)
 	}
 }
 

@@ -17,9 +17,9 @@ import (
 	"github.com/mcpstress/stress/simulator"
 )
 
-// PassKFigureName is the file name (without extension) of the pass^k
+// passKFigureName is the file name (without extension) of the pass^k
 // figure.
-const PassKFigureName = "pass-k"
+const passKFigureName = "pass-k"
 
 // passKGlyphs is the most ks whose points the pass^k figure marks; with
 // more, the lines go without glyphs.
@@ -43,12 +43,12 @@ func passKColumns(cells []analysis.CellStats) []simulator.Col {
 	return out
 }
 
-// PassKFigure draws pass^k (%) against k: one panel per condition, one
+// passKFigure draws pass^k (%) against k: one panel per condition, one
 // line per model (arm, by colour), one dash pattern per column (Strict
 // solid), and a tile with the legend. A study whose scenarios ran once
 // has nothing to draw: pass^1 is the rate.
-func PassKFigure(an *analysis.Analysis) (Figure, error) {
-	f := Figure{Name: PassKFigureName, Title: "Consistency across replicates (pass^k)"}
+func passKFigure(an *analysis.Analysis) (figure, error) {
+	f := figure{Name: passKFigureName, Title: "Consistency across replicates (pass^k)"}
 	kmax := analysis.PassKMax(an.Cells)
 	if kmax < 2 {
 		f.Empty = "No scenario ran more than once: pass^k is pass^1, the rate; no figure."
@@ -154,7 +154,7 @@ func PassKFigure(an *analysis.Analysis) (Figure, error) {
 
 // passK adds the pass^k table: per cell and column, a row of estimates
 // and a row of bootstrap intervals, for the ks analysis.PassKShown picks.
-func (d *Doc) passK(an *analysis.Analysis, ks []int) {
+func (d *document) passK(an *analysis.Analysis, ks []int) {
 	text := analysis.PassKText
 	if analysis.PassKLab(an.Cells) {
 		text += " " + analysis.PassKLabText
@@ -174,7 +174,7 @@ func (d *Doc) passK(an *analysis.Analysis, ks []int) {
 		header = append(header, "k="+strconv.Itoa(k))
 		right = append(right, true)
 	}
-	t := &Table{Header: header, Right: right}
+	t := &table{Header: header, Right: right}
 	notes := map[string]bool{}
 	for _, c := range an.Cells {
 		for _, sr := range c.PassK {

@@ -51,7 +51,7 @@ func passKAnalysis(t *testing.T, reps int, lab bool) *analysis.Analysis {
 func TestPassKFigure(t *testing.T) {
 	for _, lab := range []bool{false, true} {
 		an := passKAnalysis(t, 5, lab)
-		f, err := PassKFigure(an)
+		f, err := passKFigure(an)
 		if err != nil || f.Empty != "" {
 			t.Fatalf("lab %v: %v, empty %q", lab, err, f.Empty)
 		}
@@ -98,10 +98,10 @@ func TestPassKFigure(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	if f, err := PassKFigure(empty); err != nil || f.Empty == "" {
+	if f, err := passKFigure(empty); err != nil || f.Empty == "" {
 		t.Errorf("empty analysis: %v, %q", err, f.Empty)
 	}
-	if err := Build(&Input{Analysis: empty}, nil).Markdown(&b); err != nil || strings.Contains(b.String(), "pass^k") {
+	if err := build(&Input{Analysis: empty}, nil).Markdown(&b); err != nil || strings.Contains(b.String(), "pass^k") {
 		t.Errorf("empty analysis: %v\n%s", err, b.String())
 	}
 }

@@ -39,7 +39,7 @@ func TestFiguresGrid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	figs, err := Figures(an, nil)
+	figs, err := figures(an, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestEmptyFigures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	uncoded := &Profile{N: 21, Control: study.ViewSummary{Counts: map[string]int{}}, Content: study.ViewSummary{Counts: map[string]int{}}}
+	uncoded := &profile{N: 21, Control: study.ViewSummary{Counts: map[string]int{}}, Content: study.ViewSummary{Counts: map[string]int{}}}
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, FigureDir), 0o755)
 	for _, f := range []string{"extra.png", "extra.svg", "profile.png"} {
@@ -106,7 +106,7 @@ func TestEmptyFigures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		figs, err := Figures(an, nil)
+		figs, err := figures(an, nil)
 		if err != nil || len(figs) != 2 {
 			t.Fatalf("Figures: %v, %d figures", err, len(figs))
 		}
@@ -124,9 +124,9 @@ func TestRendering(t *testing.T) {
 	if got := inline("a <b> & `x<y` and `open"); got != "a &lt;b&gt; &amp; <code>x&lt;y</code> and `open" {
 		t.Errorf("inline = %q", got)
 	}
-	d := &Doc{Title: "T <1>", Blocks: []Block{
-		&Heading{2, "Sec"}, &Para{"p | q"},
-		&Table{Header: []string{"a", "b|c"}, Rows: [][]string{{"1", "x|y"}}, Right: []bool{false, true}},
+	d := &document{Title: "T <1>", Blocks: []block{
+		&heading{2, "Sec"}, &para{"p | q"},
+		&table{Header: []string{"a", "b|c"}, Rows: [][]string{{"1", "x|y"}}, Right: []bool{false, true}},
 	}}
 	var md, ht strings.Builder
 	if err := d.Markdown(&md); err != nil {
@@ -193,11 +193,11 @@ func TestFiguresOddInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	figs, err := Figures(an, nil)
+	figs, err := figures(an, nil)
 	if err != nil || len(figs) != 2 || len(figs[0].PNG) == 0 || figs[1].Empty == "" {
 		t.Fatalf("Figures: %v, %d figures", err, len(figs))
 	}
-	doc := Build(&Input{Analysis: an, ProfileNote: "none"}, figs)
+	doc := build(&Input{Analysis: an, ProfileNote: "none"}, figs)
 	var b strings.Builder
 	if err := doc.HTML(&b); err != nil || !strings.Contains(b.String(), "weird") {
 		t.Errorf("HTML: %v", err)
@@ -224,11 +224,11 @@ func TestLabelActionFigure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	figs, err := Figures(an, nil)
+	figs, err := figures(an, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var la *Figure
+	var la *figure
 	for i := range figs {
 		if figs[i].Name == "label-action" {
 			la = &figs[i]
@@ -241,7 +241,7 @@ func TestLabelActionFigure(t *testing.T) {
 		t.Errorf("label-action PNG %+v %v", cfg, err)
 	}
 	var b bytes.Buffer
-	if err := Build(&Input{Analysis: an}, figs).Markdown(&b); err != nil {
+	if err := build(&Input{Analysis: an}, figs).Markdown(&b); err != nil {
 		t.Fatal(err)
 	}
 	// 12 decisions per condition: Strict at s = 0, 3, 6, 9; recovered at even s.

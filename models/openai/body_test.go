@@ -40,7 +40,7 @@ func bodyViaLibrary(m *Model, req models.Request) []byte {
 // options, at temperature 0 and 0.7.
 func TestBodyEncodedOnce(t *testing.T) {
 	for _, format := range []any{nil, "json", "schema"} {
-		m, err := New(models.Spec{Name: "m", Backend: Backend, Model: "llama3.2:3b", Host: "http://127.0.0.1:1/v1", Format: format}, transport.Options{})
+		m, err := New(models.Spec{Name: "m", Backend: backend, Model: "llama3.2:3b", Host: "http://127.0.0.1:1/v1", Format: format}, transport.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +88,7 @@ func bodyViaMap(m *Model, req models.Request) []byte {
 // JSON type, and that the options follow the fields in the order of
 // their names, so the same request always gives the same bytes.
 func TestBodyMembers(t *testing.T) {
-	m, err := New(models.Spec{Name: "m", Backend: Backend, Model: "qwen3", Host: "http://127.0.0.1:1/v1", Format: "schema"}, transport.Options{})
+	m, err := New(models.Spec{Name: "m", Backend: backend, Model: "qwen3", Host: "http://127.0.0.1:1/v1", Format: "schema"}, transport.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestBodyMembers(t *testing.T) {
 
 // BenchmarkBody measures building one request body of the paper's shape.
 func BenchmarkBody(b *testing.B) {
-	m, err := New(models.Spec{Name: "m", Backend: Backend, Model: "llama3.2:3b", Host: "http://127.0.0.1:1/v1", Format: "schema"}, transport.Options{})
+	m, err := New(models.Spec{Name: "m", Backend: backend, Model: "llama3.2:3b", Host: "http://127.0.0.1:1/v1", Format: "schema"}, transport.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
