@@ -171,8 +171,10 @@ func TestPaperTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"run llama/default", "diff", "-2", "run llama/default: no such cell", "run: no such model", "Run models not in the paper: always_stop"} {
-		if !strings.Contains(b.String(), s) {
-			t.Errorf("WriteAgainst lacks %q:\n%s", s, b.String())
-		}
+		t.Run(s, func(t *testing.T) {
+			if !strings.Contains(b.String(), s) {
+				t.Errorf("WriteAgainst lacks %q:\n%s", s, b.String())
+			}
+		})
 	}
 }

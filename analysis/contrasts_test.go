@@ -2,6 +2,7 @@ package analysis_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/mcpstress/stress/analysis"
@@ -80,9 +81,11 @@ func TestFactorialContrasts(t *testing.T) {
 		t.Errorf("isolates %q, %q", pre[2].Isolates, pre[13].Isolates)
 	}
 	for i, want := range []study.Condition{study.CategoryStructured, study.CategoryText} {
-		if p := pre[14+i]; p.A != string(want) || p.B != string(study.Category) || p.Column != simulator.Strict || p.Isolates == "" {
-			t.Errorf("channel contrast %d: %+v", i, p)
-		}
+		t.Run(fmt.Sprint(want), func(t *testing.T) {
+			if p := pre[14+i]; p.A != string(want) || p.B != string(study.Category) || p.Column != simulator.Strict || p.Isolates == "" {
+				t.Errorf("channel contrast %d: %+v", i, p)
+			}
+		})
 	}
 }
 

@@ -144,9 +144,11 @@ func TestLabColumns(t *testing.T) {
 	for i, c := range out.Cells {
 		lab := i < 2
 		for _, k := range []string{"lab_n", "recovered", "harm", "harm_duplicate", "harm_data_loss", "calls", "lab_ms"} {
-			if _, ok := c[k]; ok != lab {
-				t.Errorf("cell %d: key %s present %v, want %v", i, k, ok, lab)
-			}
+			t.Run(k, func(t *testing.T) {
+				if _, ok := c[k]; ok != lab {
+					t.Errorf("cell %d: key %s present %v, want %v", i, k, ok, lab)
+				}
+			})
 		}
 		var rates, wilson map[string]any
 		json.Unmarshal(c["rates"], &rates)

@@ -316,9 +316,11 @@ func TestWritePassK(t *testing.T) {
 		"m default code_only Strict 21 48.6 30.5 21.9 17.1 14.3 k=5 [",
 		"m default normalized Strict 21 100.0 100.0 100.0 100.0 100.0 k=5 [100.0, 100.0] degenerate",
 		"degenerate: every resample"} {
-		if !containsFields(out, want) {
-			t.Errorf("the table lacks %q:\n%s", want, out)
-		}
+		t.Run(want, func(t *testing.T) {
+			if !containsFields(out, want) {
+				t.Errorf("the table lacks %q:\n%s", want, out)
+			}
+		})
 	}
 	if got := analysis.PassKShown(nil); len(got) != 0 {
 		t.Errorf("no cells: ks %v", got)

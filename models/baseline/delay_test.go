@@ -3,6 +3,7 @@ package baseline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -30,9 +31,11 @@ func TestDelayOption(t *testing.T) {
 		t.Errorf("cancelled call: %v", err)
 	}
 	for _, v := range []any{-1.0, 700000, "fast"} {
-		_, err := New(models.Spec{Name: "x", Model: AlwaysStop, Options: map[string]any{delayOption: v}})
-		if err == nil || !strings.Contains(err.Error(), "option delay_ms") {
-			t.Errorf("delay_ms %v: error %v", v, err)
-		}
+		t.Run(fmt.Sprint(v), func(t *testing.T) {
+			_, err := New(models.Spec{Name: "x", Model: AlwaysStop, Options: map[string]any{delayOption: v}})
+			if err == nil || !strings.Contains(err.Error(), "option delay_ms") {
+				t.Errorf("delay_ms %v: error %v", v, err)
+			}
+		})
 	}
 }
