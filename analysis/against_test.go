@@ -1,6 +1,7 @@
 package analysis_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -98,9 +99,11 @@ func TestAgainstConsistency(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"not consistent at 5%", "consistent at 5%", "unpublished", "Run model q is Qwen 0.8B by its model id qwen3.5:0.8b."} {
-		if !strings.Contains(b.String(), s) {
-			t.Errorf("WriteAgainst lacks %q:\n%s", s, b.String())
-		}
+		t.Run(s, func(t *testing.T) {
+			if !strings.Contains(b.String(), s) {
+				t.Errorf("WriteAgainst lacks %q:\n%s", s, b.String())
+			}
+		})
 	}
 }
 
@@ -117,9 +120,11 @@ func TestPValueFloor(t *testing.T) {
 		{0.0123, "0.0123"},
 		{1, "1"},
 	} {
-		if got := analysis.PValue(c.p); got != c.want {
-			t.Errorf("PValue(%v) = %q, want %q", c.p, got, c.want)
-		}
+		t.Run(fmt.Sprint(c.p), func(t *testing.T) {
+			if got := analysis.PValue(c.p); got != c.want {
+				t.Errorf("PValue(%v) = %q, want %q", c.p, got, c.want)
+			}
+		})
 	}
 }
 
@@ -173,9 +178,11 @@ func TestAgainstCaveatSize(t *testing.T) {
 	}
 	// The caveat states that direction.
 	for _, s := range []string{"the test is conservative", "less readily than the level says", "about 1.3% at 5%", "fresh draw of scenarios would it come more readily (about 16.6%)"} {
-		if !strings.Contains(analysis.PaperCaveat, s) {
-			t.Errorf("PaperCaveat lacks %q:\n%s", s, analysis.PaperCaveat)
-		}
+		t.Run(s, func(t *testing.T) {
+			if !strings.Contains(analysis.PaperCaveat, s) {
+				t.Errorf("PaperCaveat lacks %q:\n%s", s, analysis.PaperCaveat)
+			}
+		})
 	}
 	if strings.Contains(analysis.PaperCaveat, "more readily than it should") {
 		t.Errorf("PaperCaveat still states the wrong direction:\n%s", analysis.PaperCaveat)

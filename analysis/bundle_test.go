@@ -36,26 +36,28 @@ func TestReadBundleInfo(t *testing.T) {
 		{"no format", strings.Replace(manifestJSON, `, "format": 3`, ``, 1), "is a bundle of format 1; this version reads format 3: run `stress upgrade "},
 		{"format 4", strings.Replace(manifestJSON, `"format": 3`, `"format": 4`, 1), "is a bundle of format 4, newer than this version of stress reads (format 3)"},
 	} {
-		dir := t.TempDir()
-		file := filepath.Join(dir, "manifest.json")
-		if err := os.WriteFile(file, []byte(tc.text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		bi, err := analysis.ReadBundleInfo(dir)
-		named := file // a format is the bundle's, a field the file's
-		if strings.Contains(tc.name, "format") {
-			named = dir + " is a bundle"
-		}
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%s: %v", tc.name, err)
-		case tc.want == "":
-			if bi.Decisions != 1260 || bi.Completed != 1260 || bi.Finished == nil || bi.Unfinished() || bi.Partial(1260) != "" {
-				t.Errorf("%s: read %+v, Partial(1260) %q", tc.name, bi, bi.Partial(1260))
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			file := filepath.Join(dir, "manifest.json")
+			if err := os.WriteFile(file, []byte(tc.text), 0o644); err != nil {
+				t.Fatal(err)
 			}
-		case err == nil || !strings.Contains(err.Error(), named) || !strings.Contains(err.Error(), tc.want):
-			t.Errorf("%s: error %v, want one naming %s and containing %q", tc.name, err, named, tc.want)
-		}
+			bi, err := analysis.ReadBundleInfo(dir)
+			named := file // a format is the bundle's, a field the file's
+			if strings.Contains(tc.name, "format") {
+				named = dir + " is a bundle"
+			}
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("%s: %v", tc.name, err)
+			case tc.want == "":
+				if bi.Decisions != 1260 || bi.Completed != 1260 || bi.Finished == nil || bi.Unfinished() || bi.Partial(1260) != "" {
+					t.Errorf("%s: read %+v, Partial(1260) %q", tc.name, bi, bi.Partial(1260))
+				}
+			case err == nil || !strings.Contains(err.Error(), named) || !strings.Contains(err.Error(), tc.want):
+				t.Errorf("%s: error %v, want one naming %s and containing %q", tc.name, err, named, tc.want)
+			}
+		})
 	}
 	if _, err := analysis.ReadBundleInfo(t.TempDir()); err == nil || !strings.Contains(err.Error(), "manifest.json") {
 		t.Errorf("no manifest.json: %v", err)
@@ -95,16 +97,18 @@ func TestPartial(t *testing.T) {
 		{"finished, fewer read", nil, 942, "partial bundle " + dir + ": it holds 942 of its 1260 decisions", false},
 		{"finished, more read", nil, 1300, "partial bundle " + dir + ": it holds 1300 decisions, more than the 1260 its manifest.json records", false},
 	} {
-		rec := *bi.Record
-		b := analysis.BundleInfo{Dir: bi.Dir, Record: &rec}
-		if tc.edit != nil {
-			tc.edit(&b)
-		}
-		if got := b.Partial(tc.read); got != tc.want {
-			t.Errorf("%s: Partial(%d) = %q, want %q", tc.name, tc.read, got, tc.want)
-		}
-		if b.Unfinished() != tc.unfinished {
-			t.Errorf("%s: Unfinished() = %v", tc.name, b.Unfinished())
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			rec := *bi.Record
+			b := analysis.BundleInfo{Dir: bi.Dir, Record: &rec}
+			if tc.edit != nil {
+				tc.edit(&b)
+			}
+			if got := b.Partial(tc.read); got != tc.want {
+				t.Errorf("%s: Partial(%d) = %q, want %q", tc.name, tc.read, got, tc.want)
+			}
+			if b.Unfinished() != tc.unfinished {
+				t.Errorf("%s: Unfinished() = %v", tc.name, b.Unfinished())
+			}
+		})
 	}
 }

@@ -12,127 +12,105 @@ import (
 	"github.com/mcpstress/stress/simulator"
 )
 
-// Column names an outcome column of the counts table (one of
-// simulator.Columns, by its -json name). A 0/1 column (results.Flag or
-// simulator.LabFlag) is a count out of its denominator, so a proportion,
-// and can be paired; a lab sum (simulator.LabSum: calls, lab_ms) has a mean
-// but no pairs. Extra (a sum of replays) is not a Column.
-type Column string
+// The outcome columns are simulator.Columns, named by simulator.Col:
+// a 0/1 column (simulator.Flag or simulator.LabFlag) is a count out of its
+// denominator, so a proportion, and can be paired; a lab sum
+// (simulator.LabSum: calls, lab_ms) has a mean but no pairs. Extra (a sum
+// of replays) is not a column.
 
-// The outcome columns the analysis names itself (the predeclared pairs),
-// as in the -json output.
+// Strict and Proven are simulator.Strict and simulator.Proven, the
+// columns the predeclared contrasts (pairs.go) are on.
 const (
-	Strict     Column = "strict"
-	Proven     Column = "proven" // Strict crediting every execution-proven preferred policy
-	Cover      Column = "cover"
-	Retry      Column = "retry"
-	Invalid    Column = "invalid"
-	AnyFS      Column = "any_fs"
-	TerminalFS Column = "terminal_fs"
-	Recovered  Column = "recovered"
-	Harm       Column = "harm"
-	// InvalidAction is the action task's refused calls.
-	InvalidAction Column = "invalid_action"
+	Strict = simulator.Strict
+	Proven = simulator.Proven
 )
 
-// Columns lists the 0/1 columns in table order: those of simulator.Columns
-// that are proportions and can be paired. The lab ones (recovered, harm)
-// have values only for decisions with lab outcomes (replay: live).
-var Columns = func() []Column {
-	var out []Column
+// pairColumns lists the 0/1 columns in table order: those of
+// simulator.Columns that are proportions and can be paired. The lab ones
+// (recovered, harm) have values only for decisions with lab outcomes
+// (replay: live).
+var pairColumns = func() []simulator.Col {
+	var out []simulator.Col
 	for i := range simulator.Columns {
 		if simulator.Columns[i].Kind != simulator.LabSum {
-			out = append(out, Column(simulator.Columns[i].Name))
+			out = append(out, simulator.Col(i))
 		}
 	}
 	return out
 }()
 
-// ColumnList is the names of Columns, comma-separated, for help texts.
+// ColumnList is the names of the 0/1 columns, comma-separated, for help
+// texts.
 func ColumnList() string {
-	names := make([]string, len(Columns))
-	for i, c := range Columns {
-		names[i] = string(c)
+	names := make([]string, len(pairColumns))
+	for i, c := range pairColumns {
+		names[i] = c.String()
 	}
 	return strings.Join(names, ", ")
 }
 
-// Selective is the key of selective accuracy, Strict / Cover, among the
-// rates; it is not a Column (its denominator is Cover, not N).
-const Selective = "selective"
+// selective is the key of selective accuracy, Strict / Cover, among the
+// rates; it is not a column (its denominator is Cover, not N).
+const selective = "selective"
 
-// index is the column's index in simulator.Columns, or -1.
-func (c Column) index() simulator.Col { return simulator.ColumnIndex(string(c)) }
+// valid reports whether c names a column of simulator.Columns.
+func valid(c simulator.Col) bool { return c >= 0 && c < simulator.NumColumns }
 
-// Lab reports whether the column is one of the lab columns, which only
-// decisions with lab outcomes (replay: live) have.
-func (c Column) Lab() bool {
-	i := c.index()
-	return i >= 0 && i.Column().Kind.Lab()
-}
+// isLab reports whether c is one of the lab columns, which only decisions
+// with lab outcomes (replay: live) have.
+func isLab(c simulator.Col) bool { return valid(c) && c.Column().Kind.Lab() }
 
-// Sum reports whether the column is a lab sum (calls, lab_ms): its rate
-// is a mean per decision, not a proportion.
-func (c Column) Sum() bool {
-	i := c.index()
-	return i >= 0 && i.Column().Kind == simulator.LabSum
-}
-
-// Label is the column's header in the counts table (Strict, AnyFS, TermFS…).
-func (c Column) Label() string {
-	if i := c.index(); i >= 0 {
-		return simulator.Columns[i].Label
-	}
-	return string(c)
-}
+// isSum reports whether c is a lab sum (calls, lab_ms): its rate is a
+// mean per decision, not a proportion.
+func isSum(c simulator.Col) bool { return valid(c) && c.Column().Kind == simulator.LabSum }
 
 // ParseColumn accepts a 0/1 column by its -json name (any_fs) or its table
 // label (AnyFS), case-insensitively; "terminal_fs" is also "termfs".
-func ParseColumn(s string) (Column, error) {
+func ParseColumn(s string) (simulator.Col, error) {
 	k := strings.ToLower(strings.TrimSpace(s))
-	for _, c := range Columns {
-		if k == string(c) || k == strings.ToLower(c.Label()) {
+	for _, c := range pairColumns {
+		if k == c.Column().Name || k == strings.ToLower(c.Column().Label) {
 			return c, nil
 		}
 	}
 	for i := range simulator.Columns {
 		if c := &simulator.Columns[i]; c.Kind == simulator.LabSum && (k == c.Name || k == strings.ToLower(c.Label)) {
-			return "", fmt.Errorf("column %q is a sum (%s), not a 0/1 outcome; paired tests need one of %v", s, c.Doc, Columns)
+			return -1, fmt.Errorf("column %q is a sum (%s), not a 0/1 outcome; paired tests need one of %v", s, c.Doc, pairColumns)
 		}
 	}
 	if k == "extra" {
-		return "", fmt.Errorf("column %q is a sum of replays, not a 0/1 outcome; paired tests need one of %v", s, Columns)
+		return -1, fmt.Errorf("column %q is a sum of replays, not a 0/1 outcome; paired tests need one of %v", s, pairColumns)
 	}
-	return "", fmt.Errorf("unknown column %q (want one of %v)", s, Columns)
+	return -1, fmt.Errorf("unknown column %q (want one of %v)", s, pairColumns)
 }
 
-// bit is the column's flag bit in a decision's packed outcome (0 for a
+// colBit is column c's flag bit in a decision's packed outcome (0 for a
 // lab sum or no column).
-func (c Column) bit() results.Flags {
-	if i := c.index(); i >= 0 {
-		return results.FlagBit(i)
+func colBit(c simulator.Col) results.Flags {
+	if valid(c) {
+		return results.FlagBit(c)
 	}
 	return 0
 }
 
-// need is the bits both decisions of a pair must have for the column to
+// colNeed is the bits both decisions of a pair must have for column c to
 // be compared: counted, and for a lab column, with lab outcomes.
-func (c Column) need() results.Flags {
-	if i := c.index(); i >= 0 {
-		return results.Need(i)
+func colNeed(c simulator.Col) results.Flags {
+	if valid(c) {
+		return results.Need(c)
 	}
 	return results.FlagOK
 }
 
 // rateCounts returns the numerator and denominator of rate key (one of
-// RateKeys) in cell c: a column's count (or sum) out of its denominator
+// rateKeys) in cell c: a column's count (or sum) out of its denominator
 // (N, or LabN for a lab column), or Strict out of Cover for Selective.
 func rateCounts(c *results.Cell, key string) (k, n int) {
-	if key == Selective {
+	if key == selective {
 		return c.Count(simulator.Strict), c.Count(simulator.Cover)
 	}
-	if i := Column(key).index(); i >= 0 {
-		return c.Count(simulator.Col(i)), c.Denominator(simulator.Col(i))
+	if i := simulator.ColumnIndex(key); i >= 0 {
+		return c.Count(i), c.Denominator(i)
 	}
 	return 0, c.N
 }
@@ -141,10 +119,10 @@ func rateCounts(c *results.Cell, key string) (k, n int) {
 // columns of every decision and selective accuracy; only a cell with lab
 // outcomes has the lab columns.
 func hasRate(c *results.Cell, key string) bool {
-	return !Column(key).Lab() || c.LabN > 0
+	return !isLab(simulator.ColumnIndex(key)) || c.LabN > 0
 }
 
-// RateSet holds one value per rate key that a cell has (RateKeys, in
+// RateSet holds one value per rate key that a cell has (rateKeys, in
 // order): a proportion per 0/1 column, a mean per lab sum, and selective
 // accuracy; in JSON an object with the keys that are set.
 type RateSet[T any] struct {
@@ -153,21 +131,21 @@ type RateSet[T any] struct {
 	Selective T      // Strict / Cover
 }
 
-// RateKeys lists the keys a RateSet may hold, in order: every column of
+// rateKeys lists the keys a RateSet may hold, in order: every column of
 // simulator.Columns (the lab ones only for cells with lab outcomes), then
 // Selective.
-var RateKeys = func() []string {
+var rateKeys = func() []string {
 	out := make([]string, 0, len(simulator.Columns)+1)
 	for i := range simulator.Columns {
 		out = append(out, simulator.Columns[i].Name)
 	}
-	return append(out, Selective)
+	return append(out, selective)
 }()
 
 // RateKeysOf lists the rate keys that some of cells has, in order.
 func RateKeysOf(cells []CellStats) []string {
 	var out []string
-	for _, key := range RateKeys {
+	for _, key := range rateKeys {
 		if slices.ContainsFunc(cells, func(c CellStats) bool { return c.Rates.At(key) != nil }) {
 			out = append(out, key)
 		}
@@ -177,17 +155,20 @@ func RateKeysOf(cells []CellStats) []string {
 
 // RateLabel is the display name of a rate key (Strict, …, Strict/Cover).
 func RateLabel(key string) string {
-	if key == Selective {
+	if key == selective {
 		return "Strict/Cover"
 	}
-	return Column(key).Label()
+	if i := simulator.ColumnIndex(key); i >= 0 {
+		return i.Column().Label
+	}
+	return key
 }
 
 // FormatRate formats a value of rate key for people: a proportion in
 // percent with one decimal (Pct), the mean of a lab sum with two
 // decimals; "—" when undefined.
 func FormatRate(key string, x float64) string {
-	if Column(key).Sum() {
+	if isSum(simulator.ColumnIndex(key)) {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return "—"
 		}
@@ -196,13 +177,13 @@ func FormatRate(key string, x float64) string {
 	return Pct(x)
 }
 
-// Set sets the value of key (one of RateKeys); an unknown key is ignored.
+// Set sets the value of key (one of rateKeys); an unknown key is ignored.
 func (s *RateSet[T]) Set(key string, v T) {
-	if key == Selective {
+	if key == selective {
 		s.Selective = v
 		return
 	}
-	i := Column(key).index()
+	i := simulator.ColumnIndex(key)
 	if i < 0 {
 		return
 	}
@@ -213,14 +194,14 @@ func (s *RateSet[T]) Set(key string, v T) {
 	s.cols[i], s.has[i] = v, true
 }
 
-// At returns a pointer to the value of key (one of RateKeys), or nil when
+// At returns a pointer to the value of key (one of rateKeys), or nil when
 // the set does not hold it (an unknown key, or a lab column of a cell
 // without lab outcomes). Selective is always held.
 func (s *RateSet[T]) At(key string) *T {
-	if key == Selective {
+	if key == selective {
 		return &s.Selective
 	}
-	i := Column(key).index()
+	i := simulator.ColumnIndex(key)
 	if i < 0 || s.has == nil || !s.has[i] {
 		return nil
 	}
@@ -228,11 +209,11 @@ func (s *RateSet[T]) At(key string) *T {
 }
 
 // MarshalJSON implements json.Marshaler: {"strict":…,…,"selective":…},
-// the keys the set holds in RateKeys order.
+// the keys the set holds in rateKeys order.
 func (s RateSet[T]) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
-	for _, key := range RateKeys {
+	for _, key := range rateKeys {
 		if s.At(key) == nil {
 			continue
 		}

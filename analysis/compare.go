@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -22,7 +23,7 @@ type CompareOptions struct {
 	// Columns are the columns to compare; nil means every 0/1 column both
 	// bundles have: the lab ones (recovered, harm) only when both have
 	// decisions with lab outcomes.
-	Columns []Column
+	Columns []simulator.Col
 	// ArmA and ArmB select one arm of each bundle, as MODEL or
 	// MODEL/PROMPT; "" aligns arms automatically (see Compare).
 	ArmA, ArmB string
@@ -37,10 +38,10 @@ type CompareOptions struct {
 
 // Comparison pairs the decisions of two bundles on the same corpus.
 type Comparison struct {
-	Bootstrap BootstrapInfo `json:"bootstrap"`
+	Bootstrap bootstrapInfo `json:"bootstrap"`
 	Arms      []ArmPair     `json:"arms"`
-	Family    FamilyInfo    `json:"family"` // every row
-	Rows      []CompareRow  `json:"pairs"`
+	Family    familyInfo    `json:"family"` // every row
+	Rows      []compareRow  `json:"pairs"`
 	Caveats   []string      `json:"caveats,omitempty"`
 }
 
@@ -50,15 +51,15 @@ type ArmPair struct {
 	B Arm `json:"b"`
 }
 
-// CompareRow is one cell's paired difference A − B on one column, over
+// compareRow is one cell's paired difference A − B on one column, over
 // decisions matched on (condition, scenario, replicate).
-type CompareRow struct {
+type compareRow struct {
 	ArmPair
 	Condition study.Condition `json:"condition"`
 	// ConditionB is B's condition when a condition pair maps A's
 	// Condition to another one; "" when it is the same.
 	ConditionB study.Condition `json:"condition_b,omitempty"`
-	Column     Column          `json:"column"`
+	Column     simulator.Col   `json:"column"`
 	PairStats
 	Adjusted
 }
@@ -209,15 +210,15 @@ func Compare(ctx context.Context, a, b *Accumulator, opt CompareOptions) (*Compa
 	}
 	cols := opt.Columns
 	if len(cols) == 0 {
-		for _, c := range Columns {
-			if !c.Lab() || a.Lab() && b.Lab() {
+		for _, c := range pairColumns {
+			if !isLab(c) || a.Lab() && b.Lab() {
 				cols = append(cols, c)
 			}
 		}
 	}
 	for _, c := range cols {
-		if c.bit() == 0 {
-			return nil, fmt.Errorf("unknown column %q (want one of %v)", c, Columns)
+		if colBit(c) == 0 {
+			return nil, fmt.Errorf("unknown column %q (want one of %v)", c, pairColumns)
 		}
 	}
 	pair := opt.Pair
@@ -236,7 +237,7 @@ func Compare(ctx context.Context, a, b *Accumulator, opt CompareOptions) (*Compa
 		return nil, err
 	}
 	condPair := pair != nil && pair.Factor == FactorCondition
-	cmp := &Comparison{Bootstrap: BootstrapInfo{B: o.B, Seed: o.Seed, Conf: o.Conf, Cluster: "server", Clusters: len(a.servers.names)}}
+	cmp := &Comparison{Bootstrap: bootstrapInfo{B: o.B, Seed: o.Seed, Conf: o.Conf, Cluster: "server", Clusters: len(a.servers.names)}}
 	order := a.serverOrder()
 	for _, ab := range arms {
 		ga, gb := ab[0], ab[1]
@@ -265,8 +266,8 @@ func Compare(ctx context.Context, a, b *Accumulator, opt CompareOptions) (*Compa
 				if err := ctx.Err(); err != nil {
 					return nil, err
 				}
-				pg := pairMatched(a, b, ga, gb, match, ci, cj, col.bit(), col.need())
-				cmp.Rows = append(cmp.Rows, CompareRow{ArmPair: arms, Condition: cond, ConditionB: condB, Column: col,
+				pg := pairMatched(a, b, ga, gb, match, ci, cj, colBit(col), colNeed(col))
+				cmp.Rows = append(cmp.Rows, compareRow{ArmPair: arms, Condition: cond, ConditionB: condB, Column: col,
 					PairStats: pairStatsOf(pg, order, o)})
 			}
 		}
@@ -275,7 +276,7 @@ func Compare(ctx context.Context, a, b *Accumulator, opt CompareOptions) (*Compa
 		return nil, fmt.Errorf("%w: -pair %s: no aligned arm has condition %s in A and %s in B", ErrArmSelection, pair, pair.A, pair.B)
 	}
 	cmp.Family = adjustRows(cmp.Rows)
-	if c := ClusterCaveat(len(a.servers.names)); c != "" {
+	if c := clusterCaveat(len(a.servers.names)); c != "" {
 		cmp.Caveats = append(cmp.Caveats, c)
 	}
 	return cmp, nil
@@ -331,7 +332,7 @@ func resolveCompare(a, b *Accumulator, p PairSpec) (PairSpec, error) {
 
 // adjustRows adjusts the scenario-level sign-flip p-values of every row
 // of a comparison together (the family is the table).
-func adjustRows(rows []CompareRow) FamilyInfo {
+func adjustRows(rows []compareRow) familyInfo {
 	pairs := make([]Pair, len(rows))
 	for i := range rows {
 		pairs[i].PairStats = rows[i].PairStats
@@ -440,9 +441,9 @@ func WriteCompare(w io.Writer, cmp *Comparison) error {
 			cond += " − " + string(r.ConditionB)
 		}
 		if r.Untestable {
-			untestable = append(untestable, fmt.Sprintf("%s − %s %s on %s", r.A, r.B, cond, r.Column.Label()))
+			untestable = append(untestable, fmt.Sprintf("%s − %s %s on %s", r.A, r.B, cond, r.Column.Column().Label))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.A, r.B, cond, r.Column.Label(), pairCells(r.PairStats, r.Adjusted, seen))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.A, r.B, cond, r.Column.Column().Label, pairCells(r.PairStats, r.Adjusted, seen))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -31,7 +31,7 @@ func TestCompare(t *testing.T) {
 			flips++
 		}
 	}
-	cmp, err := analysis.Compare(context.Background(), accumulate(a), accumulate(b), analysis.CompareOptions{Options: analysis.Options{B: 2000}, Columns: []analysis.Column{analysis.Strict}})
+	cmp, err := analysis.Compare(context.Background(), accumulate(a), accumulate(b), analysis.CompareOptions{Options: analysis.Options{B: 2000}, Columns: []simulator.Col{simulator.Strict}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,8 +171,10 @@ func TestPaperTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"run llama/default", "diff", "-2", "run llama/default: no such cell", "run: no such model", "Run models not in the paper: always_stop"} {
-		if !strings.Contains(b.String(), s) {
-			t.Errorf("WriteAgainst lacks %q:\n%s", s, b.String())
-		}
+		t.Run(s, func(t *testing.T) {
+			if !strings.Contains(b.String(), s) {
+				t.Errorf("WriteAgainst lacks %q:\n%s", s, b.String())
+			}
+		})
 	}
 }

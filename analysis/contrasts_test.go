@@ -2,10 +2,12 @@ package analysis_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -21,12 +23,12 @@ func TestFactorialContrasts(t *testing.T) {
 	for i, p := range pre[16:] {
 		// The first six set a shape against a reference condition, the
 		// last three an arm against the arm it adds a part to.
-		if !study.Condition(p.A).Shape() || p.Isolates == "" || p.Column != analysis.Strict || !study.Condition(p.B).Valid() || study.Condition(p.B).Shape() != (i >= 6) || !p.LikeForLike {
+		if !study.Condition(p.A).Shape() || p.Isolates == "" || p.Column != simulator.Strict || !study.Condition(p.B).Valid() || study.Condition(p.B).Shape() != (i >= 6) || !p.LikeForLike {
 			t.Errorf("%v: not a like-for-like shape contrast against a reference condition (or, last, an arm)", p)
 		}
 	}
-	if len(pre) != 25 || pre[0] != (analysis.PairSpec{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: analysis.Strict}) ||
-		pre[1] != (analysis.PairSpec{Factor: analysis.FactorCondition, A: string(study.Structured), B: string(study.Prose), Column: analysis.Strict}) {
+	if len(pre) != 25 || pre[0] != (analysis.PairSpec{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: simulator.Strict}) ||
+		pre[1] != (analysis.PairSpec{Factor: analysis.FactorCondition, A: string(study.Structured), B: string(study.Prose), Column: simulator.Strict}) {
 		t.Fatalf("predeclared %v: want the paper's two, 12 factorial, 2 channel and 9 shape contrasts", pre)
 	}
 	factors := map[string]int{}
@@ -36,7 +38,7 @@ func TestFactorialContrasts(t *testing.T) {
 		pa, pb := study.Condition(p.A), study.Condition(p.B)
 		a, okA := pa.Cell()
 		b, okB := pb.Cell()
-		if !okA || !okB || p.Factor != analysis.FactorCondition || p.Column != analysis.Strict || edges[[2]study.Condition{pa, pb}] {
+		if !okA || !okB || p.Factor != analysis.FactorCondition || p.Column != simulator.Strict || edges[[2]study.Condition{pa, pb}] {
 			t.Fatalf("%v: not a new pair of factorial cells on Strict", p)
 		}
 		edges[[2]study.Condition{pa, pb}] = true
@@ -79,9 +81,11 @@ func TestFactorialContrasts(t *testing.T) {
 		t.Errorf("isolates %q, %q", pre[2].Isolates, pre[13].Isolates)
 	}
 	for i, want := range []study.Condition{study.CategoryStructured, study.CategoryText} {
-		if p := pre[14+i]; p.A != string(want) || p.B != string(study.Category) || p.Column != analysis.Strict || p.Isolates == "" {
-			t.Errorf("channel contrast %d: %+v", i, p)
-		}
+		t.Run(fmt.Sprint(want), func(t *testing.T) {
+			if p := pre[14+i]; p.A != string(want) || p.B != string(study.Category) || p.Column != simulator.Strict || p.Isolates == "" {
+				t.Errorf("channel contrast %d: %+v", i, p)
+			}
+		})
 	}
 }
 

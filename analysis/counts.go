@@ -75,7 +75,7 @@ func WriteJSON(w io.Writer, cells []results.Cell) error {
 	}{cells})
 }
 
-// Read reads calls.jsonl once, decision by decision (the lines of one
+// readCalls reads calls.jsonl once, decision by decision (the lines of one
 // decision are contiguous, as stress writes them): each decision is
 // re-scored from its raw responses by results.Group.Row, the one scoring
 // path, and handed to row (when not nil); its calls' transport events and
@@ -86,7 +86,7 @@ func WriteJSON(w io.Writer, cells []results.Cell) error {
 // comparison with decisions.parquet reveals. It holds one decision in
 // memory; row gets the decision's call lines (their heads) beside its
 // row, valid until it returns.
-func Read(r io.Reader, name string, row func(*results.Group, *results.Row) error) (ts *TransportSummary, problems []error, err error) {
+func readCalls(r io.Reader, name string, row func(*results.Group, *results.Row) error) (ts *TransportSummary, problems []error, err error) {
 	gr := results.NewGroupReader(r, name)
 	gr.Lenient()
 	tt := newTransportTally()
@@ -176,9 +176,9 @@ func readBatches(gr *results.GroupReader, fn func(*results.Group) error) error {
 	return err
 }
 
-// RescoreEach is Read for the rows alone.
-func RescoreEach(r io.Reader, name string, fn func(*results.Row) error) (problems []error, err error) {
-	_, problems, err = Read(r, name, func(_ *results.Group, row *results.Row) error { return fn(row) })
+// rescoreEach is Read for the rows alone.
+func rescoreEach(r io.Reader, name string, fn func(*results.Row) error) (problems []error, err error) {
+	_, problems, err = readCalls(r, name, func(_ *results.Group, row *results.Row) error { return fn(row) })
 	return problems, err
 }
 

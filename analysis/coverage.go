@@ -9,13 +9,13 @@ import (
 	"github.com/mcpstress/stress/study"
 )
 
-// Coverage is how many of a bundle's scenarios one of its conditions
+// coverage is how many of a bundle's scenarios one of its conditions
 // expresses (conditions.Expresses: its rendering carries what defines
 // the condition, such as a shape's classification), for a condition that
 // does not express every one: what a like-for-like contrast
 // (PairSpec.LikeForLike) leaves out, shown apart from the decisions on
 // the scenarios both of its conditions express.
-type Coverage struct {
+type coverage struct {
 	Condition study.Condition `json:"condition"`
 	// Expressed counts the bundle's scenarios the condition expresses,
 	// from 0 to Scenarios.
@@ -29,12 +29,12 @@ type Coverage struct {
 // coverage lists, in the order the cells first show them, the bundle's
 // conditions that do not express every one of its scenarios, as its
 // defaults table records them (NoteCoverage); none when it records none.
-func (a *Accumulator) coverage() []Coverage {
+func (a *Accumulator) coverage() []coverage {
 	masks := a.unexpressedMasks()
 	if masks == nil {
 		return nil
 	}
-	var out []Coverage
+	var out []coverage
 	var seen []study.Condition
 	for _, c := range a.Cells() {
 		ci := condIndex(c.Condition)
@@ -52,7 +52,7 @@ func (a *Accumulator) coverage() []Coverage {
 			continue
 		}
 		slices.Sort(not)
-		out = append(out, Coverage{Condition: c.Condition, Expressed: len(masks) - len(not), Scenarios: len(masks), Unexpressed: not})
+		out = append(out, coverage{Condition: c.Condition, Expressed: len(masks) - len(not), Scenarios: len(masks), Unexpressed: not})
 	}
 	return out
 }
@@ -96,25 +96,25 @@ func WriteCoverage(w io.Writer, an *Analysis) error {
 	return err
 }
 
-// LeftOut is, for a like-for-like contrast, the scenarios its rows left
+// leftOut is, for a like-for-like contrast, the scenarios its rows left
 // out, over every arm and column: A and B name the contrast.
-type LeftOut struct {
+type leftOut struct {
 	A, B      string
 	Scenarios []string
 }
 
 // LeftOutOf gathers the scenarios the like-for-like pairs left out, a
-// LeftOut per (A, B) in the order of pairs (none when nothing was left
+// leftOut per (A, B) in the order of pairs (none when nothing was left
 // out).
-func LeftOutOf(pairs []Pair) []LeftOut {
-	var out []LeftOut
+func LeftOutOf(pairs []Pair) []leftOut {
+	var out []leftOut
 	for _, p := range pairs {
 		if p.Excluded == nil {
 			continue
 		}
-		i := slices.IndexFunc(out, func(l LeftOut) bool { return l.A == p.A && l.B == p.B })
+		i := slices.IndexFunc(out, func(l leftOut) bool { return l.A == p.A && l.B == p.B })
 		if i < 0 {
-			out = append(out, LeftOut{A: p.A, B: p.B})
+			out = append(out, leftOut{A: p.A, B: p.B})
 			i = len(out) - 1
 		}
 		for _, s := range p.Excluded.Scenarios {
@@ -129,9 +129,9 @@ func LeftOutOf(pairs []Pair) []LeftOut {
 	return out
 }
 
-// LeftOutNote is the sentence under a table of pairs that names the
+// leftOutNote is the sentence under a table of pairs that names the
 // scenarios each like-for-like contrast left out; "" when none did.
-func LeftOutNote(pairs []Pair) string {
+func leftOutNote(pairs []Pair) string {
 	lo := LeftOutOf(pairs)
 	if len(lo) == 0 {
 		return ""

@@ -3,6 +3,7 @@ package analysis_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -46,38 +47,40 @@ func promptRows() []results.Row {
 func TestPromptPair(t *testing.T) {
 	acc := accumulate(promptRows())
 	for _, s := range []string{"prompt:reason,default", "reason,default"} {
-		spec, err := analysis.ParsePairSpec(s, analysis.Strict)
-		if err != nil {
-			t.Fatal(err)
-		}
-		an, err := acc.Analyze(context.Background(), analysis.Options{B: 500, Pairs: []analysis.PairSpec{spec}, NoPredeclared: true})
-		if err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-		if len(an.Pairs) != 2 {
-			t.Fatalf("%s: %d pairs, want one per condition", s, len(an.Pairs))
-		}
-		for _, p := range an.Pairs {
-			if p.Factor != analysis.FactorPrompt || p.Model != "m" || p.Prompt != "" || p.N != 105 || p.DiscordantAB != 30 || p.DiscordantBA != 0 {
-				t.Errorf("%s: %+v", s, p)
+		t.Run(s, func(t *testing.T) {
+			spec, err := analysis.ParsePairSpec(s, simulator.Strict)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if p.FlipScenario.Informative != 6 || p.FlipScenario.Clusters != 21 || float64(p.FlipScenario.P) != 1.0/32 || !p.FlipScenario.Exact {
-				t.Errorf("%s: scenario flip %+v, want p = 1/32 over 6 informative of 21", s, p.FlipScenario)
+			an, err := acc.Analyze(context.Background(), analysis.Options{B: 500, Pairs: []analysis.PairSpec{spec}, NoPredeclared: true})
+			if err != nil {
+				t.Fatalf("%s: %v", s, err)
 			}
-			// S04–S09 lie on servers P02 (S04–S06) and P03 (S07–S09).
-			if p.FlipServer.Informative != 2 || float64(p.FlipServer.P) != 0.5 || !hasWarning(p.Warnings, stats.Coarse) {
-				t.Errorf("%s: server flip %+v, warnings %v", s, p.FlipServer, p.Warnings)
+			if len(an.Pairs) != 2 {
+				t.Fatalf("%s: %d pairs, want one per condition", s, len(an.Pairs))
 			}
-			if !(float64(p.McNemarP) < 1e-8) {
-				t.Errorf("%s: McNemar p %v, want tiny (30 discordant pairs taken as independent)", s, p.McNemarP)
+			for _, p := range an.Pairs {
+				if p.Factor != analysis.FactorPrompt || p.Model != "m" || p.Prompt != "" || p.N != 105 || p.DiscordantAB != 30 || p.DiscordantBA != 0 {
+					t.Errorf("%s: %+v", s, p)
+				}
+				if p.FlipScenario.Informative != 6 || p.FlipScenario.Clusters != 21 || float64(p.FlipScenario.P) != 1.0/32 || !p.FlipScenario.Exact {
+					t.Errorf("%s: scenario flip %+v, want p = 1/32 over 6 informative of 21", s, p.FlipScenario)
+				}
+				// S04–S09 lie on servers P02 (S04–S06) and P03 (S07–S09).
+				if p.FlipServer.Informative != 2 || float64(p.FlipServer.P) != 0.5 || !hasWarning(p.Warnings, stats.Coarse) {
+					t.Errorf("%s: server flip %+v, warnings %v", s, p.FlipServer, p.Warnings)
+				}
+				if !(float64(p.McNemarP) < 1e-8) {
+					t.Errorf("%s: McNemar p %v, want tiny (30 discordant pairs taken as independent)", s, p.McNemarP)
+				}
+				if !p.InFamily || float64(p.Holm) != 2.0/32 || float64(p.BH) != 1.0/32 {
+					t.Errorf("%s: adjusted holm %v BH %v, want 2/32 and 1/32 (family of 2 equal p-values)", s, p.Holm, p.BH)
+				}
+				if p.Within() != "m/"+p.Condition {
+					t.Errorf("Within() = %q", p.Within())
+				}
 			}
-			if !p.InFamily || float64(p.Holm) != 2.0/32 || float64(p.BH) != 1.0/32 {
-				t.Errorf("%s: adjusted holm %v BH %v, want 2/32 and 1/32 (family of 2 equal p-values)", s, p.Holm, p.BH)
-			}
-			if p.Within() != "m/"+p.Condition {
-				t.Errorf("Within() = %q", p.Within())
-			}
-		}
+		})
 	}
 }
 
@@ -94,7 +97,7 @@ func hasWarning(ws []stats.Warning, k stats.WarningKind) bool {
 // prompt, matched on condition, scenario and replicate.
 func TestModelPair(t *testing.T) {
 	rows := append(pairedRows("a", 10, 20, 5), pairedRows("b", 10, 5, 5)...)
-	spec, err := analysis.ParsePairSpec("model:a,b,strict", "")
+	spec, err := analysis.ParsePairSpec("model:a,b,strict", simulator.Strict)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,9 +132,11 @@ func TestPairSpecErrors(t *testing.T) {
 		"prompt:a,b,extra":   "sum of replays",
 		"code_only":          "want [FACTOR:]A,B",
 	} {
-		if _, err := analysis.ParsePairSpec(in, ""); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("ParsePairSpec(%q) = %v, want %q", in, err, want)
-		}
+		t.Run(in, func(t *testing.T) {
+			if _, err := analysis.ParsePairSpec(in, simulator.Strict); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("ParsePairSpec(%q) = %v, want %q", in, err, want)
+			}
+		})
 	}
 	acc := accumulate(promptRows())
 	for in, want := range map[string]string{
@@ -140,14 +145,16 @@ func TestPairSpecErrors(t *testing.T) {
 		"model:m,n":              "no prompt of the bundle has a condition under both models",
 		"structured,prose,cover": "no model/prompt arm",
 	} {
-		spec, err := analysis.ParsePairSpec(in, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = acc.Analyze(context.Background(), analysis.Options{Pairs: []analysis.PairSpec{spec}})
-		if !errors.Is(err, analysis.ErrPair) || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: %v, want ErrPair with %q", in, err, want)
-		}
+		t.Run(in, func(t *testing.T) {
+			spec, err := analysis.ParsePairSpec(in, simulator.Strict)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = acc.Analyze(context.Background(), analysis.Options{Pairs: []analysis.PairSpec{spec}})
+			if !errors.Is(err, analysis.ErrPair) || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %v, want ErrPair with %q", in, err, want)
+			}
+		})
 	}
 }
 
@@ -157,37 +164,39 @@ func TestPairSpecErrors(t *testing.T) {
 // p-values.
 func TestFamily(t *testing.T) {
 	acc := accumulate(promptRows())
-	spec, _ := analysis.ParsePairSpec("prompt:reason,default", "")
+	spec, _ := analysis.ParsePairSpec("prompt:reason,default", simulator.Strict)
 	for _, fam := range []string{analysis.FamilyAll, analysis.FamilyPredeclared, analysis.FamilyRequested} {
-		an, err := acc.Analyze(context.Background(), analysis.Options{B: 200, Pairs: []analysis.PairSpec{spec}, Family: fam})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ps []float64
-		for _, p := range an.Pairs {
-			want := (fam == analysis.FamilyAll || (fam == analysis.FamilyPredeclared) == p.Predeclared) && p.FlipScenario.Informative > 0
-			if p.InFamily != want {
-				t.Errorf("%s: %s in family %v, want %v", fam, p.Spec, p.InFamily, want)
+		t.Run(fmt.Sprint(fam), func(t *testing.T) {
+			an, err := acc.Analyze(context.Background(), analysis.Options{B: 200, Pairs: []analysis.PairSpec{spec}, Family: fam})
+			if err != nil {
+				t.Fatal(err)
 			}
-			if p.InFamily {
-				ps = append(ps, float64(p.FlipScenario.P))
-			} else if !math.IsNaN(float64(p.Holm)) {
-				t.Errorf("%s: %s outside the family has Holm %v", fam, p.Spec, p.Holm)
-			}
-		}
-		if an.Family.Size != len(ps) || an.Family.Declared != fam {
-			t.Errorf("%s: family %+v, want size %d", fam, an.Family, len(ps))
-		}
-		h := stats.Holm(ps)
-		i := 0
-		for _, p := range an.Pairs {
-			if p.InFamily {
-				if float64(p.Holm) != h[i] {
-					t.Errorf("%s: %s Holm %v, want %v", fam, p.Spec, p.Holm, h[i])
+			var ps []float64
+			for _, p := range an.Pairs {
+				want := (fam == analysis.FamilyAll || (fam == analysis.FamilyPredeclared) == p.Predeclared) && p.FlipScenario.Informative > 0
+				if p.InFamily != want {
+					t.Errorf("%s: %s in family %v, want %v", fam, p.Spec, p.InFamily, want)
 				}
-				i++
+				if p.InFamily {
+					ps = append(ps, float64(p.FlipScenario.P))
+				} else if !math.IsNaN(float64(p.Holm)) {
+					t.Errorf("%s: %s outside the family has Holm %v", fam, p.Spec, p.Holm)
+				}
 			}
-		}
+			if an.Family.Size != len(ps) || an.Family.Declared != fam {
+				t.Errorf("%s: family %+v, want size %d", fam, an.Family, len(ps))
+			}
+			h := stats.Holm(ps)
+			i := 0
+			for _, p := range an.Pairs {
+				if p.InFamily {
+					if float64(p.Holm) != h[i] {
+						t.Errorf("%s: %s Holm %v, want %v", fam, p.Spec, p.Holm, h[i])
+					}
+					i++
+				}
+			}
+		})
 	}
 	if _, err := acc.Analyze(context.Background(), analysis.Options{Family: "most"}); err == nil {
 		t.Error("unknown family accepted")
@@ -220,13 +229,15 @@ func TestClopperPearsonCells(t *testing.T) {
 // like llama3.2:3b, with or without the factor.
 func TestPairSpecColons(t *testing.T) {
 	for in, want := range map[string]analysis.PairSpec{
-		"model:llama3.2:3b,qwen:0.8b": {Factor: analysis.FactorModel, A: "llama3.2:3b", B: "qwen:0.8b", Column: analysis.Strict},
-		"llama3.2:3b,qwen:0.8b,cover": {A: "llama3.2:3b", B: "qwen:0.8b", Column: analysis.Cover},
-		"Prompt: reason,default":      {Factor: analysis.FactorPrompt, A: "reason", B: "default", Column: analysis.Strict},
+		"model:llama3.2:3b,qwen:0.8b": {Factor: analysis.FactorModel, A: "llama3.2:3b", B: "qwen:0.8b", Column: simulator.Strict},
+		"llama3.2:3b,qwen:0.8b,cover": {A: "llama3.2:3b", B: "qwen:0.8b", Column: simulator.Cover},
+		"Prompt: reason,default":      {Factor: analysis.FactorPrompt, A: "reason", B: "default", Column: simulator.Strict},
 	} {
-		if got, err := analysis.ParsePairSpec(in, ""); err != nil || got != want {
-			t.Errorf("ParsePairSpec(%q) = %+v, %v; want %+v", in, got, err, want)
-		}
+		t.Run(in, func(t *testing.T) {
+			if got, err := analysis.ParsePairSpec(in, simulator.Strict); err != nil || got != want {
+				t.Errorf("ParsePairSpec(%q) = %+v, %v; want %+v", in, got, err, want)
+			}
+		})
 	}
 }
 
@@ -237,11 +248,11 @@ func TestPairSpecColons(t *testing.T) {
 // -arm-a.
 func TestComparePairCondition(t *testing.T) {
 	acc := accumulate(pairedRows("m", 10, 20, 5))
-	spec, err := analysis.ParsePairSpec("code_only,normalized", "")
+	spec, err := analysis.ParsePairSpec("code_only,normalized", simulator.Strict)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmp, err := analysis.Compare(context.Background(), acc, acc, analysis.CompareOptions{Options: analysis.Options{B: 300}, Columns: []analysis.Column{analysis.Strict}, Pair: &spec})
+	cmp, err := analysis.Compare(context.Background(), acc, acc, analysis.CompareOptions{Options: analysis.Options{B: 300}, Columns: []simulator.Col{simulator.Strict}, Pair: &spec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +271,7 @@ func TestComparePairCondition(t *testing.T) {
 	if _, err := analysis.Compare(context.Background(), acc, acc, analysis.CompareOptions{Pair: &spec, ArmA: "m"}); !errors.Is(err, analysis.ErrArmSelection) {
 		t.Errorf("-pair with -arm-a: %v", err)
 	}
-	bad := analysis.PairSpec{Factor: analysis.FactorCondition, A: "structured", B: "prose", Column: analysis.Strict}
+	bad := analysis.PairSpec{Factor: analysis.FactorCondition, A: "structured", B: "prose", Column: simulator.Strict}
 	if _, err := analysis.Compare(context.Background(), acc, acc, analysis.CompareOptions{Pair: &bad}); !errors.Is(err, analysis.ErrArmSelection) {
 		t.Errorf("a condition pair no arm has: %v", err)
 	}
@@ -269,7 +280,7 @@ func TestComparePairCondition(t *testing.T) {
 // TestCoarseLevel: the coarse-test warning prints the level as 0.05, not
 // as float64's 1 − 0.95 = 0.050000000000000044.
 func TestCoarseLevel(t *testing.T) {
-	spec, err := analysis.ParsePairSpec("prompt:reason,default", analysis.Strict)
+	spec, err := analysis.ParsePairSpec("prompt:reason,default", simulator.Strict)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,9 +308,11 @@ func TestCoarseLevel(t *testing.T) {
 		conf float64
 		want string
 	}{{0.95, "0.05"}, {0.99, "0.01"}, {0.9875, "0.0125"}, {0.999, "0.001"}} {
-		if got := stats.FormatLevel(1 - c.conf); got != c.want {
-			t.Errorf("FormatLevel(1 − %v) = %q, want %q", c.conf, got, c.want)
-		}
+		t.Run(c.want, func(t *testing.T) {
+			if got := stats.FormatLevel(1 - c.conf); got != c.want {
+				t.Errorf("FormatLevel(1 − %v) = %q, want %q", c.conf, got, c.want)
+			}
+		})
 	}
 }
 
@@ -313,11 +326,13 @@ func TestCoarseLevel(t *testing.T) {
 func TestUntestableLeftOut(t *testing.T) {
 	var specs []analysis.PairSpec
 	for _, s := range []string{"prompt:reason,default", "condition:code_only,normalized"} {
-		spec, err := analysis.ParsePairSpec(s, analysis.Strict)
-		if err != nil {
-			t.Fatal(err)
-		}
-		specs = append(specs, spec)
+		t.Run(s, func(t *testing.T) {
+			spec, err := analysis.ParsePairSpec(s, simulator.Strict)
+			if err != nil {
+				t.Fatal(err)
+			}
+			specs = append(specs, spec)
+		})
 	}
 	an, err := accumulate(promptRows()).Analyze(context.Background(), analysis.Options{B: 200, Pairs: specs, NoPredeclared: true})
 	if err != nil {
@@ -352,8 +367,10 @@ func TestUntestableLeftOut(t *testing.T) {
 		"Left out of the family as untestable (no scenario differs, so the scenario-level sign-flip test has nothing to test: p = 1 by construction; Holm and BH show —): " +
 			"condition m/reason code_only − normalized on Strict; condition m/default code_only − normalized on Strict.",
 	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("WritePairs lacks %q:\n%s", want, b.String())
-		}
+		t.Run(want, func(t *testing.T) {
+			if !strings.Contains(out, want) {
+				t.Errorf("WritePairs lacks %q:\n%s", want, b.String())
+			}
+		})
 	}
 }

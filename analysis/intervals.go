@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpstress/stress/internal/parallel"
 	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
 
 	"github.com/mcpstress/stress/analysis/stats"
 )
@@ -85,8 +86,8 @@ func (o Options) boot() stats.Options { return stats.Options{B: o.B, Conf: o.Con
 // decimals: 0.05, not float64's 0.050000000000000044, for Conf 0.95.
 func (o Options) level() float64 { return math.Round((1-o.Conf)*1e12) / 1e12 }
 
-// BootstrapInfo records how the bootstrap intervals were drawn.
-type BootstrapInfo struct {
+// bootstrapInfo records how the bootstrap intervals were drawn.
+type bootstrapInfo struct {
 	B        int     `json:"b"`        // resamples per interval
 	Seed     uint64  `json:"seed"`     // the same seed for every interval
 	Conf     float64 `json:"conf"`     // two-sided confidence level
@@ -97,7 +98,7 @@ type BootstrapInfo struct {
 // Analysis is the sensitivity analysis of a bundle: every cell's rates with
 // their intervals, and the paired comparisons.
 type Analysis struct {
-	Bootstrap BootstrapInfo `json:"bootstrap"`
+	Bootstrap bootstrapInfo `json:"bootstrap"`
 	// Interval is the per-cell interval: IntervalWilson or
 	// IntervalClopperPearson (the cells' "wilson" or "clopper_pearson").
 	Interval string      `json:"interval"`
@@ -105,17 +106,17 @@ type Analysis struct {
 	// Coverage lists the bundle's conditions that do not express every
 	// one of its scenarios (absent when each expresses every one, or
 	// the bundle does not record it).
-	Coverage []Coverage `json:"coverage,omitempty"`
-	Family   FamilyInfo `json:"family"`
+	Coverage []coverage `json:"coverage,omitempty"`
+	Family   familyInfo `json:"family"`
 	Pairs    []Pair     `json:"pairs"`
 	// Caveats are statements about the design that qualify every interval
 	// and test (few clusters), computed from the bundle.
 	Caveats []string `json:"caveats,omitempty"`
 }
 
-// FamilyInfo declares the family of pairs whose p-values are adjusted
+// familyInfo declares the family of pairs whose p-values are adjusted
 // together for multiplicity.
-type FamilyInfo struct {
+type familyInfo struct {
 	Declared string `json:"declared"` // FamilyAll, FamilyPredeclared or FamilyRequested
 	Size     int    `json:"size"`     // pairs in the family with a p-value (m)
 	// Untestable counts the pairs of the declared family left out of it
@@ -125,8 +126,8 @@ type FamilyInfo struct {
 	Methods    []string `json:"methods"` // holm, bh
 }
 
-// FamilyTest names the p-value the family adjusts.
-const FamilyTest = "sign_flip_scenario"
+// familyTest names the p-value the family adjusts.
+const familyTest = "sign_flip_scenario"
 
 // Note: the adjusted p-value is the scenario-level sign-flip test's, the
 // one test here that is valid when the replicates of a scenario are
@@ -141,8 +142,8 @@ const FamilyTest = "sign_flip_scenario"
 // Untestable and listed under the table.
 
 // adjust sets the Holm and BH p-values of the pairs in the family.
-func adjust(pairs []Pair, family string) FamilyInfo {
-	fi := FamilyInfo{Declared: family, Test: FamilyTest, Methods: []string{"holm", "bh"}}
+func adjust(pairs []Pair, family string) familyInfo {
+	fi := familyInfo{Declared: family, Test: familyTest, Methods: []string{"holm", "bh"}}
 	var idx []int
 	var p []float64
 	for i := range pairs {
@@ -167,7 +168,7 @@ func adjust(pairs []Pair, family string) FamilyInfo {
 	return fi
 }
 
-// ClusterCaveat is the statement, for k servers (the bootstrap's
+// clusterCaveat is the statement, for k servers (the bootstrap's
 // clusters), of how far the cluster-robust methods can be trusted; ""
 // from 30 servers on.
 //
@@ -176,7 +177,7 @@ func adjust(pairs []Pair, family string) FamilyInfo {
 // interval covered 89–92% for a nominal 95%, the studentized one 93.5–96%;
 // Cameron & Miller (2015, §VI) put the point where cluster-robust
 // inference starts to be reliable at 20–50 clusters.
-func ClusterCaveat(k int) string {
+func clusterCaveat(k int) string {
 	switch {
 	case k == 0:
 		return ""
@@ -200,7 +201,7 @@ type CellStats struct {
 	// says; in JSON "wilson" or "clopper_pearson".
 	CI        RateSet[Bounds] `json:"-"`
 	Method    string          `json:"-"` // IntervalWilson or IntervalClopperPearson
-	Bootstrap CellBootstrap   `json:"bootstrap"`
+	Bootstrap cellBootstrap   `json:"bootstrap"`
 	// PassK is the cell's consistency across replicates, pass^k for k =
 	// 1 up to its most replicates of a scenario, per column of
 	// PassKColumns it has, with bootstrap intervals; in JSON "pass_k".
@@ -237,9 +238,9 @@ func (cs CellStats) MarshalJSON() ([]byte, error) {
 	return append(out, '}'), nil
 }
 
-// CellBootstrap holds a cell's percentile cluster-bootstrap intervals
+// cellBootstrap holds a cell's percentile cluster-bootstrap intervals
 // (servers resampled with replacement) and their caveats per rate.
-type CellBootstrap struct {
+type cellBootstrap struct {
 	B    int    `json:"b"`
 	Seed uint64 `json:"seed"`
 	RateSet[Bounds]
@@ -248,7 +249,7 @@ type CellBootstrap struct {
 
 // MarshalJSON implements json.Marshaler: {"b","seed", the rate keys, then
 // "warnings" when there are any}.
-func (cb CellBootstrap) MarshalJSON() ([]byte, error) {
+func (cb cellBootstrap) MarshalJSON() ([]byte, error) {
 	head, err := json.Marshal(struct {
 		B    int    `json:"b"`
 		Seed uint64 `json:"seed"`
@@ -273,7 +274,7 @@ func (cb CellBootstrap) MarshalJSON() ([]byte, error) {
 }
 
 // Clusters returns the per-server sufficient statistics of rate key (one of
-// RateKeys) in a cell, for servers with at least one counted decision in
+// rateKeys) in a cell, for servers with at least one counted decision in
 // it, sorted by server name: N decisions and Sum = the count (for
 // Selective, N = Cover and Sum = Strict; for a lab column, N = the
 // decisions with lab outcomes and Sum = the count or the lab sum, so that
@@ -281,16 +282,16 @@ func (cb CellBootstrap) MarshalJSON() ([]byte, error) {
 func (a *Accumulator) Clusters(cell int, key string) []stats.Cluster {
 	var out []stats.Cluster
 	ps := a.perServer[cell]
-	col := Column(key).index()
-	lab := Column(key).Lab()
+	col := simulator.ColumnIndex(key)
+	lab := isLab(col)
 	for _, si := range a.serverOrder() {
 		if int(si) >= len(ps) || ps[si].n == 0 {
 			continue
 		}
 		sc := ps[si]
 		switch {
-		case key == Selective:
-			out = append(out, stats.Cluster{N: sc.col[Cover.index()], Sum: float64(sc.col[Strict.index()])})
+		case key == selective:
+			out = append(out, stats.Cluster{N: sc.col[simulator.Cover], Sum: float64(sc.col[simulator.Strict])})
 		case lab:
 			out = append(out, stats.Cluster{N: sc.lab, Sum: float64(sc.col[col])})
 		case col >= 0:
@@ -310,7 +311,7 @@ func (a *Accumulator) Analyze(ctx context.Context, opt Options) (*Analysis, erro
 	if err := opt.check(); err != nil {
 		return nil, err
 	}
-	an := &Analysis{Bootstrap: BootstrapInfo{B: opt.B, Seed: opt.Seed, Conf: opt.Conf, Cluster: "server", Clusters: len(a.servers.names)},
+	an := &Analysis{Bootstrap: bootstrapInfo{B: opt.B, Seed: opt.Seed, Conf: opt.Conf, Cluster: "server", Clusters: len(a.servers.names)},
 		Interval: opt.Interval}
 	// The cells' intervals and the pairs are computed side by side.
 	cells := a.Cells()
@@ -335,17 +336,17 @@ func (a *Accumulator) Analyze(ctx context.Context, opt Options) (*Analysis, erro
 	an.Pairs = pairs
 	an.Coverage = a.coverage()
 	an.Family = adjust(an.Pairs, opt.Family)
-	if c := ClusterCaveat(len(a.servers.names)); c != "" {
+	if c := clusterCaveat(len(a.servers.names)); c != "" {
 		an.Caveats = append(an.Caveats, c)
 	}
 	return an, nil
 }
 
 func (a *Accumulator) cellStats(i int, c results.Cell, opt Options) CellStats {
-	cs := CellStats{Cell: c, Method: opt.Interval, Bootstrap: CellBootstrap{B: opt.B, Seed: opt.Seed}}
+	cs := CellStats{Cell: c, Method: opt.Interval, Bootstrap: cellBootstrap{B: opt.B, Seed: opt.Seed}}
 	var keys []string
 	var clusters [][]stats.Cluster
-	for _, key := range RateKeys {
+	for _, key := range rateKeys {
 		if !hasRate(&c, key) {
 			continue
 		}
@@ -355,7 +356,7 @@ func (a *Accumulator) cellStats(i int, c results.Cell, opt Options) CellStats {
 			est = float64(k) / float64(n)
 		}
 		cs.Rates.Set(key, Num(est))
-		if !Column(key).Sum() {
+		if !isSum(simulator.ColumnIndex(key)) {
 			lo, hi := stats.Wilson(k, n, opt.Conf)
 			if opt.Interval == IntervalClopperPearson {
 				lo, hi = stats.ClopperPearson(k, n, opt.Conf)

@@ -146,7 +146,7 @@ func TestPairedEndToEnd(t *testing.T) {
 	if p == nil || len(an.Pairs) != 1 {
 		t.Fatalf("pairs %+v: want exactly code_only − normalized (no structured or prose decisions)", an.Pairs)
 	}
-	if !p.Predeclared || p.Column != analysis.Strict || p.Model != "m" || p.Prompt != "default" {
+	if !p.Predeclared || p.Column != simulator.Strict || p.Model != "m" || p.Prompt != "default" {
 		t.Errorf("pair %+v", p)
 	}
 	if p.N != 105 || p.CountA != 42 || p.CountB != 34 || p.DiscordantAB != 12 || p.DiscordantBA != 4 || p.Unpaired != 0 {
@@ -206,26 +206,28 @@ func TestSelectiveWilsonReference(t *testing.T) {
 		{40, 73, 0.43424321509808306, 0.65685344167328519},
 		{9, 77, 0.062725620056493847, 0.20745083567939718},
 	} {
-		// A cell of 105 decisions: strict ⊆ cover, spread over the servers.
-		var rows []results.Row
-		for i, u := range paperUnits() {
-			rows = append(rows, row("m", study.Prose, u, i < tc.strict, i < tc.cover))
-		}
-		an, err := accumulate(rows).Analyze(context.Background(), analysis.Options{B: 1000, Seed: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := an.Cells[0]
-		if c.Count(simulator.Strict) != tc.strict || c.Count(simulator.Cover) != tc.cover {
-			t.Fatalf("cell %+v", c.Cell)
-		}
-		if want := float64(tc.strict) / float64(tc.cover); float64(c.Rates.Selective) != want {
-			t.Errorf("selective %v, want %v", c.Rates.Selective, want)
-		}
-		w := c.CI.Selective
-		if !closeRel(w.Lo, tc.lo, 1e-9) || !closeRel(w.Hi, tc.hi, 1e-9) {
-			t.Errorf("Wilson(%d, %d) = [%.17g, %.17g], R prop.test [%.17g, %.17g]", tc.strict, tc.cover, w.Lo, w.Hi, tc.lo, tc.hi)
-		}
+		t.Run(fmt.Sprint(tc.strict), func(t *testing.T) {
+			// A cell of 105 decisions: strict ⊆ cover, spread over the servers.
+			var rows []results.Row
+			for i, u := range paperUnits() {
+				rows = append(rows, row("m", study.Prose, u, i < tc.strict, i < tc.cover))
+			}
+			an, err := accumulate(rows).Analyze(context.Background(), analysis.Options{B: 1000, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := an.Cells[0]
+			if c.Count(simulator.Strict) != tc.strict || c.Count(simulator.Cover) != tc.cover {
+				t.Fatalf("cell %+v", c.Cell)
+			}
+			if want := float64(tc.strict) / float64(tc.cover); float64(c.Rates.Selective) != want {
+				t.Errorf("selective %v, want %v", c.Rates.Selective, want)
+			}
+			w := c.CI.Selective
+			if !closeRel(w.Lo, tc.lo, 1e-9) || !closeRel(w.Hi, tc.hi, 1e-9) {
+				t.Errorf("Wilson(%d, %d) = [%.17g, %.17g], R prop.test [%.17g, %.17g]", tc.strict, tc.cover, w.Lo, w.Hi, tc.lo, tc.hi)
+			}
+		})
 	}
 }
 
@@ -278,11 +280,13 @@ func TestPairBootstrapExact(t *testing.T) {
 	}
 	const B = 200000
 	for _, lvl := range []float64{0.025, 0.975} {
-		for _, F := range cdf {
-			if math.Abs(F-lvl) < 5*math.Sqrt(lvl*(1-lvl)/B) {
-				t.Fatalf("test design: exact CDF %g too close to %g", F, lvl)
+		t.Run(fmt.Sprint(lvl), func(t *testing.T) {
+			for _, F := range cdf {
+				if math.Abs(F-lvl) < 5*math.Sqrt(lvl*(1-lvl)/B) {
+					t.Fatalf("test design: exact CDF %g too close to %g", F, lvl)
+				}
 			}
-		}
+		})
 	}
 	wantLo := support[slices.IndexFunc(cdf, func(F float64) bool { return F >= 0.025 })]
 	wantHi := support[slices.IndexFunc(cdf, func(F float64) bool { return F >= 0.975 })]
@@ -376,31 +380,41 @@ func TestOptionsErrors(t *testing.T) {
 	}{
 		{analysis.Options{B: -1}, "B = -1"},
 		{analysis.Options{Conf: 1.5}, "confidence level"},
-		{analysis.Options{Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.Prose), B: string(study.Structured), Column: analysis.Cover}}}, "no model/prompt arm"},
-		{analysis.Options{Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: "extra"}}}, "unknown column"},
+		{analysis.Options{Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.Prose), B: string(study.Structured), Column: simulator.Cover}}}, "no model/prompt arm"},
+		{analysis.Options{Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: -1}}}, "unknown column"},
+		{analysis.Options{Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: simulator.Calls}}}, "unknown column"},
 	} {
-		if _, err := acc.Analyze(context.Background(), tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("Analyze(%+v): %v, want %q", tc.opt, err, tc.want)
-		}
+		t.Run(tc.want, func(t *testing.T) {
+			if _, err := acc.Analyze(context.Background(), tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Analyze(%+v): %v, want %q", tc.opt, err, tc.want)
+			}
+		})
 	}
 }
 
 func TestParse(t *testing.T) {
-	for in, want := range map[string]analysis.Column{"strict": analysis.Strict, "AnyFS": analysis.AnyFS, "termfs": analysis.TerminalFS, " terminal_fs ": analysis.TerminalFS} {
-		if got, err := analysis.ParseColumn(in); err != nil || got != want {
-			t.Errorf("ParseColumn(%q) = %q, %v", in, got, err)
-		}
+	for in, want := range map[string]simulator.Col{"strict": simulator.Strict, "AnyFS": simulator.AnyFS, "termfs": simulator.TerminalFS, " terminal_fs ": simulator.TerminalFS} {
+		t.Run(in, func(t *testing.T) {
+			if got, err := analysis.ParseColumn(in); err != nil || got != want {
+				t.Errorf("ParseColumn(%q) = %q, %v", in, got, err)
+			}
+		})
 	}
 	for _, bad := range []string{"", "extra", "Strictly"} {
-		if _, err := analysis.ParseColumn(bad); err == nil {
-			t.Errorf("ParseColumn(%q) accepted", bad)
-		}
+		t.Run(bad, func(t *testing.T) {
+			if _, err := analysis.ParseColumn(bad); err == nil {
+				t.Errorf("ParseColumn(%q) accepted", bad)
+			}
+		})
 	}
-	p, err := analysis.ParsePairSpec("structured, prose ,cover", analysis.Strict)
-	if err != nil || p != (analysis.PairSpec{Factor: analysis.FactorCondition, A: string(study.Structured), B: string(study.Prose), Column: analysis.Cover}) {
+	p, err := analysis.ParsePairSpec("structured, prose ,cover", simulator.Strict)
+	if err != nil || p != (analysis.PairSpec{Factor: analysis.FactorCondition, A: string(study.Structured), B: string(study.Prose), Column: simulator.Cover}) {
 		t.Errorf("ParsePairSpec = %+v, %v", p, err)
 	}
-	if p, err := analysis.ParsePairSpec("envelope,normalized", ""); err != nil || p.Column != analysis.Strict {
-		t.Errorf("ParsePairSpec default column: %+v, %v", p, err)
+	if p, err := analysis.ParsePairSpec("envelope,normalized", 0); err != nil || p.Column != simulator.Strict {
+		t.Errorf("ParsePairSpec default column (the zero Col): %+v, %v", p, err)
+	}
+	if p, err := analysis.ParsePairSpec("envelope,normalized", simulator.Cover); err != nil || p.Column != simulator.Cover {
+		t.Errorf("ParsePairSpec default column cover: %+v, %v", p, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -60,11 +61,11 @@ func TestLikeForLike(t *testing.T) {
 		}
 		d.Scenarios[u.scenario] = f
 	}
-	requested, err := analysis.ParsePairSpec("toolfailure,normalized", analysis.Strict)
+	requested, err := analysis.ParsePairSpec("toolfailure,normalized", simulator.Strict)
 	if err != nil || !requested.LikeForLike {
 		t.Fatalf("a requested shape pair: %+v, %v", requested, err)
 	}
-	if p, _ := analysis.ParsePairSpec("structured,prose", analysis.Strict); p.LikeForLike {
+	if p, _ := analysis.ParsePairSpec("structured,prose", simulator.Strict); p.LikeForLike {
 		t.Errorf("structured,prose is like-for-like")
 	}
 	analyze := func(rows []results.Row, table *results.Defaults) *analysis.Analysis {
@@ -78,52 +79,54 @@ func TestLikeForLike(t *testing.T) {
 	}
 	leftOut := []string{"S01", "S02", "S03", "S04", "S05", "S06", "S07", "S08"}
 	for name, rows := range map[string][]results.Row{"merged": merged, "interleaved": interleaved} {
-		an := analyze(rows, d)
-		got := map[string]string{}
-		for _, p := range an.Pairs {
-			got[p.A+"-"+p.B] = pairSummary(p)
-		}
-		want := map[string]string{
-			// 13 scenarios x 5: toolfailure on even units only.
-			"toolfailure-structured": fmt.Sprintf("like 65: 33/65, left out %v 40", leftOut),
-			"toolfailure-normalized": fmt.Sprintf("like 65: 33/0, left out %v 40", leftOut),
-			"code_only-normalized":   "105: 105/0",
-		}
-		if !maps(got, want) {
-			t.Errorf("%s: pairs %v, want %v", name, got, want)
-		}
-		wantCov := []analysis.Coverage{
-			{Condition: study.ToolFailureShape, Expressed: 13, Scenarios: 21, Unexpressed: leftOut},
-			{Condition: study.CodeOnly, Expressed: 20, Scenarios: 21, Unexpressed: []string{"S21"}},
-		}
-		if !slices.EqualFunc(an.Coverage, wantCov, func(a, b analysis.Coverage) bool {
-			return a.Condition == b.Condition && a.Expressed == b.Expressed && a.Scenarios == b.Scenarios && slices.Equal(a.Unexpressed, b.Unexpressed)
-		}) {
-			t.Errorf("%s: coverage %+v, want %+v", name, an.Coverage, wantCov)
-		}
-		js, err := json.Marshal(an)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range []string{`"like_for_like":true,"excluded":{"scenarios":["S01",`, `"pairs":40}`, `"coverage":[{"condition":"toolfailure","expressed":13,"scenarios":21,"unexpressed":["S01",`} {
-			if !strings.Contains(string(js), s) {
-				t.Errorf("%s: the JSON has no %s", name, s)
+		t.Run(name, func(t *testing.T) {
+			an := analyze(rows, d)
+			got := map[string]string{}
+			for _, p := range an.Pairs {
+				got[p.A+"-"+p.B] = pairSummary(p)
 			}
-		}
-
-		// A bundle written before the table recorded coverage, or with
-		// none: every scenario is paired, nothing is listed.
-		for _, table := range []*results.Defaults{d.WithoutCoverage(), nil} {
-			old := analyze(rows, table)
-			for _, p := range old.Pairs {
-				if p.N != 105 || p.Excluded != nil {
-					t.Errorf("%s, no coverage: %s − %s: %s", name, p.A, p.B, pairSummary(p))
+			want := map[string]string{
+				// 13 scenarios x 5: toolfailure on even units only.
+				"toolfailure-structured": fmt.Sprintf("like 65: 33/65, left out %v 40", leftOut),
+				"toolfailure-normalized": fmt.Sprintf("like 65: 33/0, left out %v 40", leftOut),
+				"code_only-normalized":   "105: 105/0",
+			}
+			if !maps(got, want) {
+				t.Errorf("%s: pairs %v, want %v", name, got, want)
+			}
+			wantCov := []analysis.Coverage{
+				{Condition: study.ToolFailureShape, Expressed: 13, Scenarios: 21, Unexpressed: leftOut},
+				{Condition: study.CodeOnly, Expressed: 20, Scenarios: 21, Unexpressed: []string{"S21"}},
+			}
+			if !slices.EqualFunc(an.Coverage, wantCov, func(a, b analysis.Coverage) bool {
+				return a.Condition == b.Condition && a.Expressed == b.Expressed && a.Scenarios == b.Scenarios && slices.Equal(a.Unexpressed, b.Unexpressed)
+			}) {
+				t.Errorf("%s: coverage %+v, want %+v", name, an.Coverage, wantCov)
+			}
+			js, err := json.Marshal(an)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []string{`"like_for_like":true,"excluded":{"scenarios":["S01",`, `"pairs":40}`, `"coverage":[{"condition":"toolfailure","expressed":13,"scenarios":21,"unexpressed":["S01",`} {
+				if !strings.Contains(string(js), s) {
+					t.Errorf("%s: the JSON has no %s", name, s)
 				}
 			}
-			if old.Coverage != nil {
-				t.Errorf("%s, no coverage: %+v", name, old.Coverage)
+
+			// A bundle written before the table recorded coverage, or with
+			// none: every scenario is paired, nothing is listed.
+			for _, table := range []*results.Defaults{d.WithoutCoverage(), nil} {
+				old := analyze(rows, table)
+				for _, p := range old.Pairs {
+					if p.N != 105 || p.Excluded != nil {
+						t.Errorf("%s, no coverage: %s − %s: %s", name, p.A, p.B, pairSummary(p))
+					}
+				}
+				if old.Coverage != nil {
+					t.Errorf("%s, no coverage: %+v", name, old.Coverage)
+				}
 			}
-		}
+		})
 	}
 
 	// The text: the coverage table, the pair's note, the names under the
@@ -142,9 +145,11 @@ func TestLikeForLike(t *testing.T) {
 		"40 pairs on 8 scenarios left out\n",
 		"toolfailure − structured: S01, S02, S03, S04, S05, S06, S07, S08 (8); toolfailure − normalized: S01,",
 	} {
-		if !strings.Contains(b.String(), s) && !strings.Contains(strings.Join(strings.Fields(b.String()), " "), s) {
-			t.Errorf("the text has no %q:\n%s", s, b.String())
-		}
+		t.Run(s, func(t *testing.T) {
+			if !strings.Contains(b.String(), s) && !strings.Contains(strings.Join(strings.Fields(b.String()), " "), s) {
+				t.Errorf("the text has no %q:\n%s", s, b.String())
+			}
+		})
 	}
 }
 

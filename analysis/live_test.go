@@ -83,10 +83,10 @@ func TestLabColumns(t *testing.T) {
 	if c := cells[2]; c.Model != "s" || c.LabN != 0 || c.Count(simulator.Recovered) != 0 {
 		t.Errorf("stored cell %+v", c)
 	}
-	an, err := acc.Analyze(context.Background(), analysis.Options{B: 2000, Seed: 5, Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: analysis.Recovered}, {Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: analysis.Harm},
-		{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: "harm_duplicate"},
-		{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: "harm_collateral"},
-		{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: "harm_data_loss"}}})
+	an, err := acc.Analyze(context.Background(), analysis.Options{B: 2000, Seed: 5, Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: simulator.Recovered}, {Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: simulator.Harm},
+		{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: simulator.HarmDuplicate},
+		{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: simulator.HarmCollateral},
+		{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: simulator.HarmDataLoss}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,20 +114,20 @@ func TestLabColumns(t *testing.T) {
 	// A−B+ 60..64 (5); harm: A+B− 60..69 (10), A−B+ 100..104 (5); by
 	// kind, duplicate 60..65 and collateral 64..69 (6, 0), lost data
 	// 100..104 (0, 5).
-	got := map[analysis.Column][2]int{}
+	got := map[simulator.Col][2]int{}
 	for _, p := range an.Pairs {
 		if p.Model == "m" && !p.Predeclared {
 			got[p.Column] = [2]int{p.DiscordantAB, p.DiscordantBA}
 			if p.N != 105 || p.Unpaired != 0 {
 				t.Errorf("pair %s: %d pairs, %d unpaired; want 105, 0", p.Column, p.N, p.Unpaired)
 			}
-			if p.Column == analysis.Recovered && math.Abs(float64(p.McNemarP)-stats.McNemarExact(15, 5)) > 0 {
+			if p.Column == simulator.Recovered && math.Abs(float64(p.McNemarP)-stats.McNemarExact(15, 5)) > 0 {
 				t.Errorf("recovered McNemar %v", p.McNemarP)
 			}
 		}
 	}
-	if got[analysis.Recovered] != [2]int{15, 5} || got[analysis.Harm] != [2]int{10, 5} ||
-		got["harm_duplicate"] != [2]int{6, 0} || got["harm_collateral"] != [2]int{6, 0} || got["harm_data_loss"] != [2]int{0, 5} {
+	if got[simulator.Recovered] != [2]int{15, 5} || got[simulator.Harm] != [2]int{10, 5} ||
+		got[simulator.HarmDuplicate] != [2]int{6, 0} || got[simulator.HarmCollateral] != [2]int{6, 0} || got[simulator.HarmDataLoss] != [2]int{0, 5} {
 		t.Errorf("discordant pairs %v", got)
 	}
 
@@ -144,9 +144,11 @@ func TestLabColumns(t *testing.T) {
 	for i, c := range out.Cells {
 		lab := i < 2
 		for _, k := range []string{"lab_n", "recovered", "harm", "harm_duplicate", "harm_data_loss", "calls", "lab_ms"} {
-			if _, ok := c[k]; ok != lab {
-				t.Errorf("cell %d: key %s present %v, want %v", i, k, ok, lab)
-			}
+			t.Run(k, func(t *testing.T) {
+				if _, ok := c[k]; ok != lab {
+					t.Errorf("cell %d: key %s present %v, want %v", i, k, ok, lab)
+				}
+			})
 		}
 		var rates, wilson map[string]any
 		json.Unmarshal(c["rates"], &rates)
@@ -185,11 +187,11 @@ func TestLabColumns(t *testing.T) {
 	// column, not on the others.
 	rows = liveRows()
 	rows[1].Outcome = simulator.Values{}
-	an, err = accumulate(rows).Analyze(context.Background(), analysis.Options{B: 200, Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: analysis.Recovered}}})
+	an, err = accumulate(rows).Analyze(context.Background(), analysis.Options{B: 200, Pairs: []analysis.PairSpec{{Factor: analysis.FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: simulator.Recovered}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := an.Pairs[len(an.Pairs)-1]; p.Column != analysis.Recovered || p.N != 104 || p.Unpaired != 1 || an.Pairs[0].N != 105 {
+	if p := an.Pairs[len(an.Pairs)-1]; p.Column != simulator.Recovered || p.N != 104 || p.Unpaired != 1 || an.Pairs[0].N != 105 {
 		t.Errorf("pairs %+v", an.Pairs)
 	}
 
@@ -197,7 +199,7 @@ func TestLabColumns(t *testing.T) {
 	if _, err := analysis.ParseColumn("calls"); err == nil || !strings.Contains(err.Error(), "is a sum") {
 		t.Errorf("ParseColumn(calls): %v", err)
 	}
-	if c, err := analysis.ParseColumn("Recovered"); err != nil || c != analysis.Recovered {
+	if c, err := analysis.ParseColumn("Recovered"); err != nil || c != simulator.Recovered {
 		t.Errorf("ParseColumn(Recovered) = %v, %v", c, err)
 	}
 }
@@ -210,14 +212,14 @@ func TestCompareLabColumns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cols := map[analysis.Column]bool{}
+	cols := map[simulator.Col]bool{}
 	for _, r := range cmp.Rows {
 		cols[r.Column] = true
-		if r.Column == analysis.Harm && (r.N != 105 || r.DiscordantAB+r.DiscordantBA != 0) {
+		if r.Column == simulator.Harm && (r.N != 105 || r.DiscordantAB+r.DiscordantBA != 0) {
 			t.Errorf("harm of a bundle against itself: %+v", r.PairStats)
 		}
 	}
-	if !cols[analysis.Recovered] || !cols[analysis.Harm] || len(cols) != len(analysis.Columns) {
+	if !cols[simulator.Recovered] || !cols[simulator.Harm] || len(cols) != pairableColumns() {
 		t.Errorf("compared columns %v", cols)
 	}
 	s := accumulate(pairedRows("m", 30, 12, 4))
@@ -226,7 +228,7 @@ func TestCompareLabColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range cmp.Rows {
-		if r.Column.Lab() {
+		if r.Column.Column().Kind.Lab() {
 			t.Errorf("stored bundles compared on %s", r.Column)
 		}
 	}
@@ -273,4 +275,15 @@ func TestLabelAction(t *testing.T) {
 	if b.Len() != 0 {
 		t.Errorf("a stored-replay analysis prints %q", b.String())
 	}
+}
+
+// pairableColumns counts the 0/1 outcome columns, those a comparison pairs.
+func pairableColumns() int {
+	n := 0
+	for i := range simulator.Columns {
+		if simulator.Columns[i].Kind != simulator.LabSum {
+			n++
+		}
+	}
+	return n
 }

@@ -68,7 +68,7 @@ func LoadBundleEach(ctx context.Context, dir string, log io.Writer, each func(*r
 		pqDone <- err
 	}()
 	n := 0
-	ts, problems, err := Read(f, callsPath, func(g *results.Group, r *results.Row) error {
+	ts, problems, err := readCalls(f, callsPath, func(g *results.Group, r *results.Row) error {
 		if n++; n%4096 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}

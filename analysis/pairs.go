@@ -12,6 +12,7 @@ import (
 	"github.com/mcpstress/stress/analysis/stats"
 	"github.com/mcpstress/stress/internal/parallel"
 	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -43,7 +44,7 @@ type PairSpec struct {
 	// prompts, then models (see Accumulator.Analyze).
 	Factor Factor
 	A, B   string
-	Column Column
+	Column simulator.Col
 	// Isolates says what a predeclared comparison of the factorial or the
 	// delivery channels isolates: the factor and the levels held fixed
 	// ("format at label, no statement") or the channel dropped; "" for
@@ -184,12 +185,12 @@ func FactorialContrasts() []PairSpec {
 
 // ParsePairSpec parses "[FACTOR:]A,B[,COLUMN]", FACTOR one of condition,
 // prompt and model (any other text before a colon belongs to A); column
-// is used when the spec names none (Strict when that is ""). Without a
+// is used when the spec names none (Strict, the zero simulator.Col). Without a
 // factor, two known conditions are a condition pair; other names are left
 // for the bundle to resolve (Factor ""). A condition pair of which a
 // level is an error shape is like-for-like (PairSpec.LikeForLike), as
 // ShapeContrasts are.
-func ParsePairSpec(s string, column Column) (PairSpec, error) {
+func ParsePairSpec(s string, column simulator.Col) (PairSpec, error) {
 	body := strings.TrimSpace(s)
 	var p PairSpec
 	// Note: labels may hold colons (model llama3.2:3b), so a prefix that
@@ -228,8 +229,8 @@ func ParsePairSpec(s string, column Column) (PairSpec, error) {
 		p.Column = c
 	}
 	p.Column = cmp.Or(p.Column, Strict)
-	if p.Column.bit() == 0 {
-		return PairSpec{}, fmt.Errorf("pair %q: unknown column %q (want one of %v)", s, p.Column, Columns)
+	if colBit(p.Column) == 0 {
+		return PairSpec{}, fmt.Errorf("pair %q: unknown column %q (want one of %v)", s, p.Column, pairColumns)
 	}
 	p.LikeForLike = p.Factor == FactorCondition && (ca.Shape() || cb.Shape())
 	return p, nil
@@ -240,14 +241,14 @@ func ParsePairSpec(s string, column Column) (PairSpec, error) {
 // Model and Condition, for a model pair Prompt and Condition (the compared
 // factor's field is "").
 type Pair struct {
-	Factor      Factor `json:"factor"`
-	Model       string `json:"model"`
-	Prompt      string `json:"prompt"`
-	Condition   string `json:"condition,omitempty"`
-	A           string `json:"a"`
-	B           string `json:"b"`
-	Column      Column `json:"column"`
-	Predeclared bool   `json:"predeclared"`
+	Factor      Factor        `json:"factor"`
+	Model       string        `json:"model"`
+	Prompt      string        `json:"prompt"`
+	Condition   string        `json:"condition,omitempty"`
+	A           string        `json:"a"`
+	B           string        `json:"b"`
+	Column      simulator.Col `json:"column"`
+	Predeclared bool          `json:"predeclared"`
 	// Spec is the comparison this row belongs to (its String), the unit
 	// of the report's per-contrast sections.
 	Spec string `json:"spec"`
@@ -260,7 +261,7 @@ type Pair struct {
 	// Excluded is what a like-for-like contrast left out: the scenarios
 	// of the arm that A or B does not express; absent when it left out
 	// none (and for every other contrast).
-	Excluded *Excluded `json:"excluded,omitempty"`
+	Excluded *excluded `json:"excluded,omitempty"`
 	PairStats
 	Adjusted
 	scen []pairAgg // per scenario, for PilotContrasts
@@ -278,11 +279,11 @@ func (p Pair) Within() string {
 	return p.Model + "/" + p.Prompt
 }
 
-// Excluded names the scenarios a like-for-like contrast left out of one
+// excluded names the scenarios a like-for-like contrast left out of one
 // arm, those that one of its two conditions does not express
 // (conditions.Expresses), and counts what they held. Their decisions are
 // neither paired nor counted unpaired.
-type Excluded struct {
+type excluded struct {
 	// Scenarios are the ids of the scenarios left out that have a
 	// decision of A or B on the column in the arm, sorted.
 	Scenarios []string `json:"scenarios"`
@@ -291,7 +292,7 @@ type Excluded struct {
 }
 
 // Adjusted holds a pair's p-values adjusted for multiplicity over the
-// declared family (FamilyInfo): Holm (family-wise error) and
+// declared family (familyInfo): Holm (family-wise error) and
 // Benjamini–Hochberg (false discovery rate), both of the scenario-level
 // sign-flip p-value; null for a pair outside the family or without a
 // p-value.
@@ -324,8 +325,8 @@ type PairStats struct {
 	// FlipScenario and FlipServer are the sign-flip randomization tests
 	// of Diff with the scenario, and the server, as the exchangeable
 	// unit (the replicates of a scenario need not be independent).
-	FlipScenario Flip `json:"sign_flip_scenario"`
-	FlipServer   Flip `json:"sign_flip_server"`
+	FlipScenario flipTest `json:"sign_flip_scenario"`
+	FlipServer   flipTest `json:"sign_flip_server"`
 	// Unpaired counts decisions of either side left without a counted
 	// partner (a missing decision, or a transport error on either side;
 	// for a lab column, a partner without lab outcomes).
@@ -333,8 +334,8 @@ type PairStats struct {
 	Warnings []stats.Warning `json:"warnings,omitempty"`
 }
 
-// Flip is a sign-flip randomization test (stats.SignFlip) in the output.
-type Flip struct {
+// flipTest is a sign-flip randomization test (stats.SignFlip) in the output.
+type flipTest struct {
 	P           Num  `json:"p"`           // two-sided p-value; null without pairs
 	Clusters    int  `json:"clusters"`    // clusters with matched pairs
 	Informative int  `json:"informative"` // clusters whose Σ(aᵢ − bᵢ) ≠ 0
@@ -381,7 +382,7 @@ func (p *pairing) leaveOut(skip []bool) {
 
 // excluded is what p left out (nil when nothing), naming the scenarios
 // by names.
-func (p *pairing) excluded(names []string) *Excluded {
+func (p *pairing) excluded(names []string) *excluded {
 	var ids []string
 	for i, l := range p.left {
 		if l {
@@ -392,7 +393,7 @@ func (p *pairing) excluded(names []string) *Excluded {
 		return nil
 	}
 	slices.Sort(ids)
-	return &Excluded{Scenarios: ids, Pairs: p.leftPairs}
+	return &excluded{Scenarios: ids, Pairs: p.leftPairs}
 }
 
 // skipped marks the scenarios that conditions ca or cb (indices of
@@ -524,7 +525,7 @@ func pairStatsOf(pg *pairing, order []int32, opt Options) PairStats {
 		}
 	}
 	nan := math.NaN()
-	noFlip := Flip{P: Num(nan), MinP: Num(nan)}
+	noFlip := flipTest{P: Num(nan), MinP: Num(nan)}
 	ps := PairStats{N: t.n, CountA: t.a, CountB: t.b, DiscordantAB: t.ab, DiscordantBA: t.ba, Unpaired: pg.unpaired,
 		Diff: Num(nan), McNemarP: Num(nan), Bootstrap: Bounds{nan, nan}, BootstrapT: Bounds{nan, nan},
 		FlipScenario: noFlip, FlipServer: noFlip}
@@ -542,7 +543,7 @@ func pairStatsOf(pg *pairing, order []int32, opt Options) PairStats {
 	ivt := stats.ClusterBootstrap(clusters, bt)
 	ps.BootstrapT = Bounds{clip1(ivt.Lo), clip1(ivt.Hi)}
 	fo := stats.FlipOptions{Seed: opt.Seed, Level: opt.level()}
-	flip := func(d []int) Flip {
+	flip := func(d []int) flipTest {
 		if len(d) == 0 {
 			return noFlip
 		}
@@ -552,7 +553,7 @@ func pairStatsOf(pg *pairing, order []int32, opt Options) PairStats {
 				ps.Warnings = append(ps.Warnings, w)
 			}
 		}
-		return Flip{P: Num(f.P), Clusters: f.Clusters, Informative: f.Informative, MinP: Num(f.MinP), Exact: f.Exact}
+		return flipTest{P: Num(f.P), Clusters: f.Clusters, Informative: f.Informative, MinP: Num(f.MinP), Exact: f.Exact}
 	}
 	if pg.scenario != nil {
 		ps.FlipScenario = flip(dScen)
@@ -613,8 +614,8 @@ func (a *Accumulator) pairs(ctx context.Context, opt Options) ([]Pair, error) {
 	npre := len(specs)
 	for i, s := range append(slices.Clone(opt.Declared), opt.Pairs...) {
 		declared := i < len(opt.Declared)
-		if s.Column.bit() == 0 {
-			return nil, fmt.Errorf("%w %s: unknown column %q (want one of %v)", ErrPair, s, s.Column, Columns)
+		if colBit(s.Column) == 0 {
+			return nil, fmt.Errorf("%w %s: unknown column %q (want one of %v)", ErrPair, s, s.Column, pairColumns)
 		}
 		s, err := a.resolve(s)
 		if err != nil {
@@ -675,7 +676,7 @@ func (a *Accumulator) noLevels(s PairSpec) string {
 // contrast leaves out by.
 func (a *Accumulator) pairSpec(ctx context.Context, s PairSpec, order []int32, masks []uint64, opt Options) ([]Pair, error) {
 	var out []Pair
-	bit, need := s.Column.bit(), s.Column.need()
+	bit, need := colBit(s.Column), colNeed(s.Column)
 	merged := a.merged()
 	var skip []bool
 	// cells pairs arm ga at condition index ca with gb at cb: by merging

@@ -25,15 +25,15 @@ type PaperTable struct {
 	Citation string         `json:"citation"` // where the figures come from
 	Setup    string         `json:"setup"`    // models and settings that produced them
 	Note     string         `json:"note"`     // how the data file departs from the printed table
-	Models   []PaperModel   `json:"models"`
+	Models   []paperModel   `json:"models"`
 	Rows     []results.Cell `json:"rows"` // one per (paper model, condition); prompt and errors unused
 }
 
-// PaperModel is a model of the paper and what identifies a run's model
+// paperModel is a model of the paper and what identifies a run's model
 // as it: a pinned digest (none is published), a backend model id (the
 // Ollama tags of the published quantization), or, only with
-// AgainstOptions.MatchLabel, a run label.
-type PaperModel struct {
+// againstOptions.MatchLabel, a run label.
+type paperModel struct {
 	Name     string   `json:"name"`
 	ModelIDs []string `json:"model_ids"` // backend model ids, case-insensitive
 	Digests  []string `json:"digests"`   // pinned weight digests (sha256 hex); empty: unpublished
@@ -46,8 +46,8 @@ type RunModel struct {
 	Label, Backend, ModelID, Digest string
 }
 
-// AgainstOptions tunes PaperTable.Against.
-type AgainstOptions struct {
+// againstOptions tunes PaperTable.Against.
+type againstOptions struct {
 	// MatchLabel also matches a run model to a paper model by its label
 	// alone (a label says nothing about the weights behind it).
 	MatchLabel bool
@@ -56,8 +56,8 @@ type AgainstOptions struct {
 	Level float64
 }
 
-// PaperMatch records why a run model was taken to be a paper model.
-type PaperMatch struct {
+// paperMatch records why a run model was taken to be a paper model.
+type paperMatch struct {
 	Model      string `json:"model"`       // run label
 	PaperModel string `json:"paper_model"` // paper model name
 	By         string `json:"by"`          // "digest", "model id" or "label"
@@ -68,15 +68,15 @@ type PaperMatch struct {
 // models of the run info describes by the pinned digest or backend model
 // id its manifest.json records, and by label when matchLabel is set.
 func AgainstPaper(cells []results.Cell, info *BundleInfo, matchLabel bool) (*PaperTable, *PaperComparison, error) {
-	t, err := Paper()
+	t, err := loadPaper()
 	if err != nil {
 		return nil, nil, err
 	}
-	return t, t.Against(cells, info.RunModels(), AgainstOptions{MatchLabel: matchLabel}), nil
+	return t, t.Against(cells, info.RunModels(), againstOptions{MatchLabel: matchLabel}), nil
 }
 
-// Paper returns the paper's Table II (embedded).
-func Paper() (*PaperTable, error) {
+// loadPaper returns the paper's Table II (embedded).
+func loadPaper() (*PaperTable, error) {
 	dec := json.NewDecoder(bytes.NewReader(paperTable2))
 	dec.DisallowUnknownFields()
 	var t PaperTable
@@ -116,14 +116,14 @@ func (a Counts) fields() []int {
 type PaperComparison struct {
 	Table     string       `json:"table"`
 	Citation  string       `json:"citation"`
-	Matches   []PaperMatch `json:"matches"`
+	Matches   []paperMatch `json:"matches"`
 	Level     float64      `json:"level"` // significance level of the verdicts
-	Rows      []PaperLine  `json:"rows"`
+	Rows      []paperLine  `json:"rows"`
 	Unmatched []string     `json:"unmatched_models,omitempty"` // run models that match no paper model
 	Caveat    string       `json:"caveat"`
 }
 
-// PaperCaveat qualifies every consistency verdict against the paper.
+// paperCaveat qualifies every consistency verdict against the paper.
 //
 // Note: the direction of the caveat comes from TestAgainstCaveatSize,
 // which simulates the paper's design (21 scenarios × 5 replicates, each
@@ -133,7 +133,7 @@ type PaperComparison struct {
 // about 1.3% at 5% (conservative); only with a fresh draw of scenarios
 // does the between-scenario variance add and the size rise to about
 // 16.6% (anticonservative).
-const PaperCaveat = "The paper's prompt text, model digests and run seeds are unpublished, so a rerun cannot be matched to it " +
+const paperCaveat = "The paper's prompt text, model digests and run seeds are unpublished, so a rerun cannot be matched to it " +
 	"decision by decision: each count is tested against the published one as two independent binomial samples " +
 	"(Fisher's exact test, two-sided), and a cell is \"consistent\" when no column's Holm-adjusted p-value (over the " +
 	"cell's six columns) is below the level. The test takes decisions as independent, which the replicates of a " +
@@ -142,20 +142,20 @@ const PaperCaveat = "The paper's prompt text, model digests and run seeds are un
 	"design); only against a fresh draw of scenarios would it come more readily (about 16.6%). \"Consistent\" means " +
 	"only that the counts could come from the same rates, not that the setup was reproduced."
 
-// PaperTestColumns are the columns tested against the paper: every count
+// paperTestColumns are the columns tested against the paper: every count
 // of decisions (Extra, a sum of replays, is not a count of decisions).
-var PaperTestColumns = []Column{Strict, Cover, Retry, Invalid, AnyFS, TerminalFS}
+var paperTestColumns = []simulator.Col{simulator.Strict, simulator.Cover, simulator.Retry, simulator.Invalid, simulator.AnyFS, simulator.TerminalFS}
 
-// ColumnTest is one column of a cell tested against the paper.
-type ColumnTest struct {
-	Column Column `json:"column"`
-	P      Num    `json:"p"`    // Fisher's exact two-sided p-value
-	Holm   Num    `json:"holm"` // adjusted over the cell's columns
+// columnTest is one column of a cell tested against the paper.
+type columnTest struct {
+	Column simulator.Col `json:"column"`
+	P      Num           `json:"p"`    // Fisher's exact two-sided p-value
+	Holm   Num           `json:"holm"` // adjusted over the cell's columns
 }
 
-// PaperLine is one published cell and, when the run has it, the run's cell
+// paperLine is one published cell and, when the run has it, the run's cell
 // and the difference run − paper.
-type PaperLine struct {
+type paperLine struct {
 	PaperModel string  `json:"paper_model"`
 	Condition  string  `json:"condition"`
 	Paper      Counts  `json:"paper"`
@@ -165,23 +165,23 @@ type PaperLine struct {
 	Diff       *Counts `json:"diff"` // run − paper; null when Run is
 	// Tests are the per-column consistency tests (null when Run is), and
 	// Consistent the verdict: no Holm-adjusted p below the level.
-	Tests      []ColumnTest `json:"tests,omitempty"`
+	Tests      []columnTest `json:"tests,omitempty"`
 	Consistent *bool        `json:"consistent"`
 }
 
 // match returns the paper model run model m is taken to be, and why.
-func (t *PaperTable) match(m RunModel, matchLabel bool) (PaperMatch, bool) {
+func (t *PaperTable) match(m RunModel, matchLabel bool) (paperMatch, bool) {
 	for _, pm := range t.Models {
 		for _, d := range pm.Digests {
 			if m.Digest != "" && strings.EqualFold(strings.TrimPrefix(d, "sha256:"), strings.TrimPrefix(m.Digest, "sha256:")) {
-				return PaperMatch{m.Label, pm.Name, "digest", m.Digest}, true
+				return paperMatch{m.Label, pm.Name, "digest", m.Digest}, true
 			}
 		}
 	}
 	for _, pm := range t.Models {
 		for _, id := range pm.ModelIDs {
 			if m.ModelID != "" && strings.EqualFold(id, m.ModelID) {
-				return PaperMatch{m.Label, pm.Name, "model id", m.ModelID}, true
+				return paperMatch{m.Label, pm.Name, "model id", m.ModelID}, true
 			}
 		}
 	}
@@ -189,12 +189,12 @@ func (t *PaperTable) match(m RunModel, matchLabel bool) (PaperMatch, bool) {
 		for _, pm := range t.Models {
 			for _, l := range pm.Labels {
 				if strings.EqualFold(l, m.Label) {
-					return PaperMatch{m.Label, pm.Name, "label", m.Label}, true
+					return paperMatch{m.Label, pm.Name, "label", m.Label}, true
 				}
 			}
 		}
 	}
-	return PaperMatch{}, false
+	return paperMatch{}, false
 }
 
 // Against matches the run's cells to t's rows and tests each matched
@@ -204,9 +204,9 @@ func (t *PaperTable) match(m RunModel, matchLabel bool) (PaperMatch, bool) {
 // labels to what the bundle records (a label missing from it has only its
 // label). Every paper row is listed, once per matching (model, prompt)
 // arm.
-func (t *PaperTable) Against(cells []results.Cell, models map[string]RunModel, opt AgainstOptions) *PaperComparison {
+func (t *PaperTable) Against(cells []results.Cell, models map[string]RunModel, opt againstOptions) *PaperComparison {
 	opt.Level = cmp.Or(opt.Level, 0.05)
-	pc := &PaperComparison{Table: t.Table, Citation: t.Citation, Rows: []PaperLine{}, Level: opt.Level, Caveat: PaperCaveat}
+	pc := &PaperComparison{Table: t.Table, Citation: t.Citation, Rows: []paperLine{}, Level: opt.Level, Caveat: paperCaveat}
 	paperOf := map[string]string{}
 	for _, c := range cells {
 		if _, done := paperOf[c.Model]; done {
@@ -241,11 +241,11 @@ func (t *PaperTable) Against(cells []results.Cell, models map[string]RunModel, o
 	for _, row := range t.Rows {
 		paper := countsOf(&row)
 		if len(arms[row.Model]) == 0 {
-			pc.Rows = append(pc.Rows, PaperLine{PaperModel: row.Model, Condition: string(row.Condition), Paper: paper})
+			pc.Rows = append(pc.Rows, paperLine{PaperModel: row.Model, Condition: string(row.Condition), Paper: paper})
 			continue
 		}
 		for _, a := range arms[row.Model] {
-			line := PaperLine{PaperModel: row.Model, Condition: string(row.Condition), Paper: paper, Model: a.Model, Prompt: a.Prompt}
+			line := paperLine{PaperModel: row.Model, Condition: string(row.Condition), Paper: paper, Model: a.Model, Prompt: a.Prompt}
 			for i := range cells {
 				c := &cells[i]
 				if c.Model == a.Model && c.Prompt == a.Prompt && c.Condition == row.Condition {
@@ -261,21 +261,20 @@ func (t *PaperTable) Against(cells []results.Cell, models map[string]RunModel, o
 	return pc
 }
 
-// consistency tests each of PaperTestColumns of run cell c against paper
+// consistency tests each of paperTestColumns of run cell c against paper
 // cell p (Fisher's exact test on [[run k, run N − k], [paper k, paper
 // N − k]]), Holm-adjusts the p-values over the columns, and returns the
 // verdict at level (nil when a cell has no decisions).
-func consistency(c, p *results.Cell, level float64) ([]ColumnTest, *bool) {
+func consistency(c, p *results.Cell, level float64) ([]columnTest, *bool) {
 	if c.N == 0 || p.N == 0 {
 		return nil, nil
 	}
-	var tests []ColumnTest
+	var tests []columnTest
 	var ps []float64
-	for _, col := range PaperTestColumns {
-		i := col.index()
-		kr, kp := c.Count(simulator.Col(i)), p.Count(simulator.Col(i))
+	for _, col := range paperTestColumns {
+		kr, kp := c.Count(col), p.Count(col)
 		pv := stats.FisherExact(kr, c.N-kr, kp, p.N-kp)
-		tests = append(tests, ColumnTest{Column: col, P: Num(pv)})
+		tests = append(tests, columnTest{Column: col, P: Num(pv)})
 		ps = append(ps, pv)
 	}
 	ok := true

@@ -97,20 +97,20 @@ type PassK struct {
 	Warnings []stats.Warning `json:"warnings,omitempty"`
 }
 
-// PassKSeries is pass^k of one column of a cell for k = 1 up to the most
+// passKSeries is pass^k of one column of a cell for k = 1 up to the most
 // replicates of a scenario.
-type PassKSeries struct {
-	Column Column
+type passKSeries struct {
+	Column simulator.Col
 	Values []PassK // Values[k−1] is pass^k
 }
 
 // PassKSet is a cell's pass^k, one series per column of PassKColumns
 // that the cell has, in that order; in JSON an object from the column's
 // name to its values, {"strict":[{"k":1,…},…],…}.
-type PassKSet []PassKSeries
+type PassKSet []passKSeries
 
 // Of returns the series of column c, or nil when the cell has none.
-func (s PassKSet) Of(c Column) *PassKSeries {
+func (s PassKSet) Of(c simulator.Col) *passKSeries {
 	for i := range s {
 		if s[i].Column == c {
 			return &s[i]
@@ -127,7 +127,7 @@ func (s PassKSet) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		kb, _ := json.Marshal(string(sr.Column))
+		kb, _ := json.Marshal(sr.Column.String())
 		b.Write(kb)
 		b.WriteByte(':')
 		vb, err := json.Marshal(sr.Values)
@@ -167,7 +167,7 @@ func passKBootKs(kmax int) []int {
 // per-server sufficient statistics (stats.PassKClusters) over the
 // servers of the cell's rates (Clusters).
 type passKInput struct {
-	cols      []Column
+	cols      []simulator.Col
 	totals    [][]stats.Cluster   // [column][k−1]
 	dropped   [][]int             // [column][k−1]
 	boot      [][]int             // [column]: the ks bootstrapped
@@ -240,7 +240,7 @@ func (a *Accumulator) passKInput(i int) passKInput {
 		}
 		boot := passKBootKs(kmax)
 		clusters, _ := stats.PassKClusters(trials, boot)
-		in.cols = append(in.cols, Column(col.Column().Name))
+		in.cols = append(in.cols, col)
 		in.totals = append(in.totals, totals)
 		in.dropped = append(in.dropped, dropped)
 		in.boot = append(in.boot, boot)
@@ -265,7 +265,7 @@ func (in *passKInput) finish(ivs []stats.Interval) PassKSet {
 	out := make(PassKSet, 0, len(in.cols))
 	x := 0
 	for j, col := range in.cols {
-		sr := PassKSeries{Column: col, Values: make([]PassK, len(in.totals[j]))}
+		sr := passKSeries{Column: col, Values: make([]PassK, len(in.totals[j]))}
 		for k, t := range in.totals[j] {
 			est := math.NaN()
 			if t.N > 0 {
@@ -274,7 +274,7 @@ func (in *passKInput) finish(ivs []stats.Interval) PassKSet {
 			v := PassK{K: k + 1, Estimate: Num(est), Bootstrap: Bounds{math.NaN(), math.NaN()}, Scenarios: t.N, Dropped: in.dropped[j][k]}
 			if d := v.Dropped; d > 0 {
 				what := "replicates"
-				if col.Lab() {
+				if isLab(col) {
 					what = "replicates with lab outcomes"
 				}
 				v.Warnings = append(v.Warnings, stats.Warning{Kind: stats.Dropped,
@@ -317,7 +317,7 @@ const PassKLabText = "Recovered counts the replicates with lab outcomes (replay:
 func PassKLab(cells []CellStats) bool {
 	for _, c := range cells {
 		for _, sr := range c.PassK {
-			if sr.Column.Lab() {
+			if isLab(sr.Column) {
 				return true
 			}
 		}
@@ -358,10 +358,10 @@ func PassKMax(cells []CellStats) int {
 	return k
 }
 
-// PassKHeader is the header of the pass^k table for ks (passKShown):
+// passKHeader is the header of the pass^k table for ks (passKShown):
 // the cell, the column, the scenarios, a column per k, the bootstrap
 // interval at the series' largest k, and the notes.
-func PassKHeader(ks []int) []string {
+func passKHeader(ks []int) []string {
 	h := []string{"model", "prompt", "condition", "column", "scenarios"}
 	for _, k := range ks {
 		h = append(h, "k="+strconv.Itoa(k))
@@ -372,14 +372,14 @@ func PassKHeader(ks []int) []string {
 // PassKShown are the ks the pass^k tables show for cells.
 func PassKShown(cells []CellStats) []int { return passKShown(PassKMax(cells)) }
 
-// passKRow is series sr of cell c as a row of the table (PassKHeader),
+// passKRow is series sr of cell c as a row of the table (passKHeader),
 // without the notes, in percent; "—" where the series has no such k.
-func passKRow(c *CellStats, sr *PassKSeries, ks []int) []string {
+func passKRow(c *CellStats, sr *passKSeries, ks []int) []string {
 	scen := 0
 	if len(sr.Values) > 0 {
 		scen = sr.Values[0].Scenarios + sr.Values[0].Dropped
 	}
-	r := []string{c.Model, c.Prompt, string(c.Condition), sr.Column.Label(), strconv.Itoa(scen)}
+	r := []string{c.Model, c.Prompt, string(c.Condition), sr.Column.Column().Label, strconv.Itoa(scen)}
 	for _, k := range ks {
 		if k > len(sr.Values) {
 			r = append(r, "—")
@@ -394,9 +394,9 @@ func passKRow(c *CellStats, sr *PassKSeries, ks []int) []string {
 	return append(r, boot)
 }
 
-// PassKRows are the rows of the pass^k table (PassKHeader) of the cells,
+// passKRows are the rows of the pass^k table (passKHeader) of the cells,
 // one per cell and column, with each row's warnings (of every k).
-func PassKRows(cells []CellStats, ks []int) (rows [][]string, warnings [][]stats.Warning) {
+func passKRows(cells []CellStats, ks []int) (rows [][]string, warnings [][]stats.Warning) {
 	for i := range cells {
 		c := &cells[i]
 		for j := range c.PassK {
@@ -436,10 +436,10 @@ func WritePassK(w io.Writer, an *Analysis) error {
 		fmt.Fprintf(w, "(k up to %d: the table shows k = %s.)\n", k, strings.Join(shown, ", "))
 	}
 	fmt.Fprintln(w)
-	rows, warnings := PassKRows(an.Cells, ks)
+	rows, warnings := passKRows(an.Cells, ks)
 	seen := map[string]bool{}
 	tw := newTable(w)
-	fmt.Fprintln(tw, strings.Join(append(PassKHeader(ks), "notes"), "\t"))
+	fmt.Fprintln(tw, strings.Join(append(passKHeader(ks), "notes"), "\t"))
 	for i, r := range rows {
 		fmt.Fprintln(tw, strings.Join(append(r, tags(warnings[i], seen)), "\t"))
 	}

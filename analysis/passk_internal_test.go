@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -20,9 +21,11 @@ func TestPassKShown(t *testing.T) {
 		{250, []int{1, 2, 3, 5, 10, 20, 50, 100, 200, 250}},
 		{500, []int{1, 2, 3, 5, 10, 20, 50, 100, 200, 500}},
 	} {
-		if got := passKShown(tc.kmax); !slices.Equal(got, tc.want) {
-			t.Errorf("passKShown(%d) = %v, want %v", tc.kmax, got, tc.want)
-		}
+		t.Run(fmt.Sprint(tc.kmax), func(t *testing.T) {
+			if got := passKShown(tc.kmax); !slices.Equal(got, tc.want) {
+				t.Errorf("passKShown(%d) = %v, want %v", tc.kmax, got, tc.want)
+			}
+		})
 	}
 }
 

@@ -95,7 +95,7 @@ func TestPassKCell(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := an.Cells[0]
-	sr := c.PassK.Of(analysis.Strict)
+	sr := c.PassK.Of(simulator.Strict)
 	if sr == nil || len(sr.Values) != 5 || len(c.PassK) != 1 {
 		t.Fatalf("code_only pass^k %+v, want Strict alone, k = 1..5", c.PassK)
 	}
@@ -121,7 +121,7 @@ func TestPassKCell(t *testing.T) {
 			t.Errorf("pass^%d %v > pass^%d %v", k+1, sr.Values[k].Estimate, k, sr.Values[k-1].Estimate)
 		}
 	}
-	for _, v := range an.Cells[1].PassK.Of(analysis.Strict).Values {
+	for _, v := range an.Cells[1].PassK.Of(simulator.Strict).Values {
 		if v.Estimate != 1 || v.Bootstrap != (analysis.Bounds{Lo: 1, Hi: 1}) || !slices.ContainsFunc(v.Warnings, func(w stats.Warning) bool { return w.Kind == stats.Degenerate }) {
 			t.Errorf("all-success cell: %+v", v)
 		}
@@ -162,7 +162,7 @@ func TestPassKUnequal(t *testing.T) {
 		}
 		got = append(got, an.Cells[0].PassK)
 	}
-	sr := got[0].Of(analysis.Strict)
+	sr := got[0].Of(simulator.Strict)
 	trials := trialsOf(rows, simulator.Strict)
 	for _, v := range sr.Values {
 		wantDropped := 0
@@ -200,13 +200,13 @@ func TestPassKProven(t *testing.T) {
 		rows[i].Outcome = rows[i].Outcome.WithFlag(simulator.Proven, rows[i].Outcome.Of(simulator.Strict) || rows[i].Replicate%2 == 0)
 	}
 	acc := accumulate(rows)
-	if got := acc.PassK(0); len(got) != 1 || got.Of(analysis.Proven) != nil {
+	if got := acc.PassK(0); len(got) != 1 || got.Of(simulator.Proven) != nil {
 		t.Errorf("without a wider proven set: %+v", got)
 	}
 	acc.NoteProvenSet([]study.Policy{study.RetryNow, study.RetryLater})
 	got := acc.PassK(0)
-	sr := got.Of(analysis.Proven)
-	if len(got) != 2 || got[1].Column != analysis.Proven || sr == nil || len(sr.Values) != 5 {
+	sr := got.Of(simulator.Proven)
+	if len(got) != 2 || got[1].Column != simulator.Proven || sr == nil || len(sr.Values) != 5 {
 		t.Fatalf("with a wider proven set: %+v", got)
 	}
 	trials := trialsOf(rows, simulator.Proven)
@@ -235,7 +235,7 @@ func TestPassKLab(t *testing.T) {
 				cellRows = append(cellRows, r)
 			}
 		}
-		rec := c.PassK.Of(analysis.Recovered)
+		rec := c.PassK.Of(simulator.Recovered)
 		if rec == nil || len(rec.Values) != 5 {
 			t.Fatalf("cell %d: recovered pass^k %+v", i, rec)
 		}
@@ -247,11 +247,11 @@ func TestPassKLab(t *testing.T) {
 		}
 	}
 	stored := an.Cells[2]
-	if stored.Model != "s" || len(stored.PassK) != 1 || stored.PassK.Of(analysis.Recovered) != nil {
+	if stored.Model != "s" || len(stored.PassK) != 1 || stored.PassK.Of(simulator.Recovered) != nil {
 		t.Errorf("stored cell pass^k %+v", stored.PassK)
 	}
 	// Two scenarios of five replicates.
-	if sr := stored.PassK.Of(analysis.Strict); sr == nil || len(sr.Values) != 5 || sr.Values[0].Scenarios != 2 {
+	if sr := stored.PassK.Of(simulator.Strict); sr == nil || len(sr.Values) != 5 || sr.Values[0].Scenarios != 2 {
 		t.Errorf("stored cell Strict pass^k %+v", sr)
 	}
 }
@@ -316,9 +316,11 @@ func TestWritePassK(t *testing.T) {
 		"m default code_only Strict 21 48.6 30.5 21.9 17.1 14.3 k=5 [",
 		"m default normalized Strict 21 100.0 100.0 100.0 100.0 100.0 k=5 [100.0, 100.0] degenerate",
 		"degenerate: every resample"} {
-		if !containsFields(out, want) {
-			t.Errorf("the table lacks %q:\n%s", want, out)
-		}
+		t.Run(want, func(t *testing.T) {
+			if !containsFields(out, want) {
+				t.Errorf("the table lacks %q:\n%s", want, out)
+			}
+		})
 	}
 	if got := analysis.PassKShown(nil); len(got) != 0 {
 		t.Errorf("no cells: ks %v", got)
@@ -380,7 +382,7 @@ func TestPassKManyReplicates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sr := an.Cells[0].PassK.Of(analysis.Strict)
+	sr := an.Cells[0].PassK.Of(simulator.Strict)
 	if sr == nil || len(sr.Values) != 60 {
 		t.Fatalf("pass^k %+v", sr)
 	}

@@ -41,9 +41,9 @@ var (
 // DefaultPowerStudies is the number of simulated studies per design.
 const DefaultPowerStudies = 1000
 
-// MaxPowerWork bounds a power question's size: designs × studies ×
+// maxPowerWork bounds a power question's size: designs × studies ×
 // decisions per study.
-const MaxPowerWork = 2_000_000_000
+const maxPowerWork = 2_000_000_000
 
 // PowerContrast is the data-generating model of one contrast: arm B's
 // mean rate, the intra-scenario correlation of a decision's outcome (the
@@ -103,8 +103,8 @@ func (c PowerContrast) ClampNote() string {
 	return note
 }
 
-// PowerPoint is the estimated power of one design.
-type PowerPoint struct {
+// curvePoint is the estimated power of one design.
+type curvePoint struct {
 	Scenarios  int `json:"scenarios"`
 	Replicates int `json:"replicates"`
 	Servers    int `json:"servers"`
@@ -119,10 +119,10 @@ type PowerPoint struct {
 	SE           float64 `json:"se"` // Monte Carlo standard error of Power
 }
 
-// PowerCurve is one contrast's power over the grid.
-type PowerCurve struct {
+// powerCurve is one contrast's power over the grid.
+type powerCurve struct {
 	PowerContrast
-	Points []PowerPoint `json:"points"`
+	Points []curvePoint `json:"points"`
 }
 
 // Power is the answer to a design question.
@@ -132,7 +132,7 @@ type Power struct {
 	Studies     int          `json:"studies"`
 	Seed        uint64       `json:"seed"`
 	ServerShare float64      `json:"server_share"`
-	Curves      []PowerCurve `json:"contrasts"`
+	Curves      []powerCurve `json:"contrasts"`
 }
 
 func (o PowerOptions) withDefaults() PowerOptions {
@@ -184,8 +184,8 @@ func (o PowerOptions) check(contrasts []PowerContrast) error {
 			work += float64(s*r) * float64(len(o.Servers))
 		}
 	}
-	if work*float64(o.Studies)*float64(len(contrasts)) > MaxPowerWork {
-		return fmt.Errorf("%.3g simulated decisions (grid × studies × contrasts), more than %d: shrink the grid or -studies", work*float64(o.Studies)*float64(len(contrasts)), MaxPowerWork)
+	if work*float64(o.Studies)*float64(len(contrasts)) > maxPowerWork {
+		return fmt.Errorf("%.3g simulated decisions (grid × studies × contrasts), more than %d: shrink the grid or -studies", work*float64(o.Studies)*float64(len(contrasts)), maxPowerWork)
 	}
 	for _, c := range contrasts {
 		if !(c.Base > 0 && c.Base < 1) {
@@ -235,7 +235,7 @@ func EstimatePower(ctx context.Context, contrasts []PowerContrast, opt PowerOpti
 	}
 	pw := &Power{Diff: opt.Diff, Level: opt.Level, Studies: opt.Studies, Seed: opt.Seed, ServerShare: opt.ServerShare}
 	for ci, c := range contrasts {
-		curve := PowerCurve{PowerContrast: c}
+		curve := powerCurve{PowerContrast: c}
 		size := 1/c.ICC - 1
 		ta := c.Base + opt.Diff
 		qB := newLatentQuantile(distuv.Beta{Alpha: c.Base * size, Beta: (1 - c.Base) * size})
@@ -260,8 +260,8 @@ func EstimatePower(ctx context.Context, contrasts []PowerContrast, opt PowerOpti
 
 // powerPoint simulates opt.Studies studies of one design, arm A's and
 // B's scenario probabilities given by qA and qB.
-func powerPoint(ctx context.Context, c PowerContrast, opt PowerOptions, qA, qB latentQuantile, s, r, v int, rng *rand.Rand) (PowerPoint, error) {
-	pt := PowerPoint{Scenarios: s, Replicates: r, Servers: v, Decisions: s * r}
+func powerPoint(ctx context.Context, c PowerContrast, opt PowerOptions, qA, qB latentQuantile, s, r, v int, rng *rand.Rand) (curvePoint, error) {
+	pt := curvePoint{Scenarios: s, Replicates: r, Servers: v, Decisions: s * r}
 	dScen := make([]int, s)
 	dServ := make([]int, v)
 	serverZ := make([]float64, v)
@@ -378,7 +378,7 @@ func PilotContrasts(an *Analysis) []PowerContrast {
 		if p.N == 0 || len(p.scen) == 0 {
 			continue
 		}
-		c := PowerContrast{Name: fmt.Sprintf("%s %s − %s (%s)", p.Within(), p.A, p.B, p.Column.Label()),
+		c := PowerContrast{Name: fmt.Sprintf("%s %s − %s (%s)", p.Within(), p.A, p.B, p.Column.Column().Label),
 			Base: clampRate(float64(p.CountB) / float64(p.N)), Source: "pilot " + p.Spec + " in " + p.Within()}
 		if c.Base != float64(p.CountB)/float64(p.N) {
 			c.Clamped = append(c.Clamped, PowerClamp{Field: "base", Estimate: fmt.Sprintf("%d/%d", p.CountB, p.N), Value: c.Base})
@@ -544,10 +544,10 @@ func SmallestDesign(pw *Power, target float64) []string {
 	var out []string
 	for _, c := range pw.Curves {
 		pts := slices.Clone(c.Points)
-		slices.SortStableFunc(pts, func(a, b PowerPoint) int {
+		slices.SortStableFunc(pts, func(a, b curvePoint) int {
 			return cmp.Or(a.Decisions-b.Decisions, a.Scenarios-b.Scenarios)
 		})
-		if i := slices.IndexFunc(pts, func(p PowerPoint) bool { return p.Power >= target }); i >= 0 {
+		if i := slices.IndexFunc(pts, func(p curvePoint) bool { return p.Power >= target }); i >= 0 {
 			p := pts[i]
 			out = append(out, fmt.Sprintf("%s: %g%% power first reached with %d scenarios × %d replicates over %d servers (%d decisions per arm, power %s%%).",
 				c.Name, 100*target, p.Scenarios, p.Replicates, p.Servers, p.Decisions, Pct(p.Power)))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/analysis/stats"
+	"github.com/mcpstress/stress/simulator"
 )
 
 // mcnemarPower is the exact power of McNemar's test at level over n
@@ -84,9 +85,11 @@ func TestPowerDesign(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"power (scenario flip)", "c: rate of B 30.0%", "84 scenarios"} {
-		if !strings.Contains(b.String(), s) {
-			t.Errorf("WritePower lacks %q:\n%s", s, b.String())
-		}
+		t.Run(s, func(t *testing.T) {
+			if !strings.Contains(b.String(), s) {
+				t.Errorf("WritePower lacks %q:\n%s", s, b.String())
+			}
+		})
 	}
 }
 
@@ -108,9 +111,11 @@ func TestPowerErrors(t *testing.T) {
 		{analysis.PowerContrast{Name: "c", Base: 0.3, ICC: 0, ArmCorr: 1}, analysis.PowerOptions{Diff: 0.1}, "intra-scenario"},
 		{analysis.PowerContrast{Name: "c", Base: 0.3, ICC: 0.1, ArmCorr: 2}, analysis.PowerOptions{Diff: 0.1}, "arm correlation"},
 	} {
-		if _, err := analysis.EstimatePower(context.Background(), []analysis.PowerContrast{tc.c}, tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%+v %+v: %v, want %q", tc.c, tc.opt, err, tc.want)
-		}
+		t.Run(tc.want, func(t *testing.T) {
+			if _, err := analysis.EstimatePower(context.Background(), []analysis.PowerContrast{tc.c}, tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%+v %+v: %v, want %q", tc.c, tc.opt, err, tc.want)
+			}
+		})
 	}
 	if _, err := analysis.EstimatePower(context.Background(), nil, analysis.PowerOptions{Diff: 0.1}); err == nil {
 		t.Error("no contrast accepted")
@@ -123,7 +128,7 @@ func TestPowerErrors(t *testing.T) {
 // 0.99; the per-scenario rates of reason (9 scenarios) and default (3)
 // correlate 36/sqrt(5832) = 0.4714.
 func TestPilotContrasts(t *testing.T) {
-	spec, _ := analysis.ParsePairSpec("prompt:reason,default", "")
+	spec, _ := analysis.ParsePairSpec("prompt:reason,default", simulator.Strict)
 	an, err := accumulate(promptRows()).Analyze(context.Background(), analysis.Options{B: 100, Pairs: []analysis.PairSpec{spec}, NoPredeclared: true})
 	if err != nil {
 		t.Fatal(err)
@@ -158,26 +163,28 @@ func TestPilotContrastsDegenerate(t *testing.T) {
 		{105, []analysis.PowerClamp{{Field: "base", Estimate: "105/105", Value: 0.99}, {Field: "icc", Estimate: "undefined (no variance)", Value: 0.01}, {Field: "arm_corr", Estimate: "undefined (no variance)", Value: 1}},
 			"rate of B 105/105 clamped to 99.0%"},
 	} {
-		an, err := accumulate(pairedRows("m", 0, 0, tc.ba)).Analyze(context.Background(), analysis.Options{B: 10})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs := analysis.PilotContrasts(an)
-		if len(cs) == 0 {
-			t.Fatal("no contrast")
-		}
-		c := cs[0]
-		if !slices.Equal(c.Clamped, tc.want) || c.Base != tc.want[0].Value || c.ICC != 0.01 || c.ArmCorr != 1 {
-			t.Errorf("B %d/105: %+v, want clamped %+v", tc.ba, c, tc.want)
-		}
-		if n := c.ClampNote(); !strings.HasPrefix(n, "pilot contrast "+c.Name+": "+tc.note) {
-			t.Errorf("B %d/105: note %q, want %q", tc.ba, n, tc.note)
-		}
-		var w strings.Builder
-		pw := &analysis.Power{Diff: 0.1, Curves: []analysis.PowerCurve{{PowerContrast: c}}}
-		if err := analysis.WritePower(&w, pw); err != nil || !strings.Contains(w.String(), "\n"+c.ClampNote()+"\n") {
-			t.Errorf("WritePower does not name the clamps:\n%s", w.String())
-		}
+		t.Run(tc.note, func(t *testing.T) {
+			an, err := accumulate(pairedRows("m", 0, 0, tc.ba)).Analyze(context.Background(), analysis.Options{B: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs := analysis.PilotContrasts(an)
+			if len(cs) == 0 {
+				t.Fatal("no contrast")
+			}
+			c := cs[0]
+			if !slices.Equal(c.Clamped, tc.want) || c.Base != tc.want[0].Value || c.ICC != 0.01 || c.ArmCorr != 1 {
+				t.Errorf("B %d/105: %+v, want clamped %+v", tc.ba, c, tc.want)
+			}
+			if n := c.ClampNote(); !strings.HasPrefix(n, "pilot contrast "+c.Name+": "+tc.note) {
+				t.Errorf("B %d/105: note %q, want %q", tc.ba, n, tc.note)
+			}
+			var w strings.Builder
+			pw := &analysis.Power{Diff: 0.1, Curves: []analysis.PowerCurve{{PowerContrast: c}}}
+			if err := analysis.WritePower(&w, pw); err != nil || !strings.Contains(w.String(), "\n"+c.ClampNote()+"\n") {
+				t.Errorf("WritePower does not name the clamps:\n%s", w.String())
+			}
+		})
 	}
 }
 

@@ -2,6 +2,7 @@ package analysis_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -27,40 +28,42 @@ func TestProvenContrasts(t *testing.T) {
 		}
 	}
 	for _, wide := range []bool{false, true} {
-		acc := accumulate(rows)
-		if wide {
-			acc.NoteProvenSet([]study.Policy{study.SelectTool})
-			acc.NoteProvenSet([]study.Policy{study.RetryLater, study.RetryNow})
-		}
-		an, err := acc.Analyze(context.Background(), analysis.Options{B: 200})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var specs []string
-		for _, p := range an.Pairs {
-			specs = append(specs, p.Spec)
-		}
-		want := []string{"code_only,normalized,strict"}
-		if wide {
-			want = append(want, "code_only,normalized,proven")
-		}
-		if !slices.Equal(specs, want) {
-			t.Fatalf("wide %v: pairs %v, want %v", wide, specs, want)
-		}
-		s := an.Pairs[0]
-		if s.CountA != 42 || s.CountB != 34 || s.DiscordantAB != 12 || s.DiscordantBA != 4 || !s.InFamily {
-			t.Errorf("strict pair: %+v %+v", s.PairStats, s.Adjusted)
-		}
-		if !wide {
-			continue
-		}
-		p := an.Pairs[1]
-		if p.Column != analysis.Proven || !p.Predeclared || !p.InFamily || p.CountA != 52 || p.CountB != 34 || p.DiscordantAB != 18 || p.DiscordantBA != 0 {
-			t.Errorf("proven pair: %+v %+v %+v", p.Column, p.PairStats, p.Adjusted)
-		}
-		if an.Family.Size != 2 {
-			t.Errorf("family of %d pairs, want both", an.Family.Size)
-		}
+		t.Run(fmt.Sprint(wide), func(t *testing.T) {
+			acc := accumulate(rows)
+			if wide {
+				acc.NoteProvenSet([]study.Policy{study.SelectTool})
+				acc.NoteProvenSet([]study.Policy{study.RetryLater, study.RetryNow})
+			}
+			an, err := acc.Analyze(context.Background(), analysis.Options{B: 200})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var specs []string
+			for _, p := range an.Pairs {
+				specs = append(specs, p.Spec)
+			}
+			want := []string{"code_only,normalized,strict"}
+			if wide {
+				want = append(want, "code_only,normalized,proven")
+			}
+			if !slices.Equal(specs, want) {
+				t.Fatalf("wide %v: pairs %v, want %v", wide, specs, want)
+			}
+			s := an.Pairs[0]
+			if s.CountA != 42 || s.CountB != 34 || s.DiscordantAB != 12 || s.DiscordantBA != 4 || !s.InFamily {
+				t.Errorf("strict pair: %+v %+v", s.PairStats, s.Adjusted)
+			}
+			if !wide {
+				return
+			}
+			p := an.Pairs[1]
+			if p.Column != simulator.Proven || !p.Predeclared || !p.InFamily || p.CountA != 52 || p.CountB != 34 || p.DiscordantAB != 18 || p.DiscordantBA != 0 {
+				t.Errorf("proven pair: %+v %+v %+v", p.Column, p.PairStats, p.Adjusted)
+			}
+			if an.Family.Size != 2 {
+				t.Errorf("family of %d pairs, want both", an.Family.Size)
+			}
+		})
 	}
 }
 
@@ -68,14 +71,14 @@ func TestProvenContrasts(t *testing.T) {
 // Strict, and only when wide.
 func TestOnProven(t *testing.T) {
 	specs := []analysis.PairSpec{
-		{Factor: analysis.FactorCondition, A: "code_only", B: "normalized", Column: analysis.Strict, Isolates: "x"},
-		{Factor: analysis.FactorCondition, A: "structured", B: "prose", Column: analysis.Cover},
+		{Factor: analysis.FactorCondition, A: "code_only", B: "normalized", Column: simulator.Strict, Isolates: "x"},
+		{Factor: analysis.FactorCondition, A: "structured", B: "prose", Column: simulator.Cover},
 	}
 	if got := analysis.OnProven(specs, false); !slices.Equal(got, specs) {
 		t.Errorf("not wide: %v", got)
 	}
 	twin := specs[0]
-	twin.Column = analysis.Proven
+	twin.Column = simulator.Proven
 	if got, want := analysis.OnProven(specs, true), []analysis.PairSpec{specs[0], twin, specs[1]}; !slices.Equal(got, want) {
 		t.Errorf("wide: %v, want %v", got, want)
 	}

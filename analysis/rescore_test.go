@@ -35,7 +35,7 @@ func TestRescoreEachStreams(t *testing.T) {
 		t.Fatalf("Rescore: %v %v", err, problems)
 	}
 	var streamed []results.Row
-	problems, err = RescoreEach(strings.NewReader(text), "calls.jsonl", func(r *results.Row) error { streamed = append(streamed, *r); return nil })
+	problems, err = rescoreEach(strings.NewReader(text), "calls.jsonl", func(r *results.Row) error { streamed = append(streamed, *r); return nil })
 	if err != nil || len(problems) != 1 {
 		t.Fatalf("RescoreEach: %v %v", err, problems)
 	}
@@ -52,7 +52,7 @@ func TestRescoreEachStreams(t *testing.T) {
 	}
 	split := line("S01", 0, answerOK) + "\n" + line("S02", 0, answerOK) + "\n" + line("S01", 0, answerOK) + "\n"
 	n := 0
-	_, _ = RescoreEach(strings.NewReader(split), "calls.jsonl", func(*results.Row) error { n++; return nil })
+	_, _ = rescoreEach(strings.NewReader(split), "calls.jsonl", func(*results.Row) error { n++; return nil })
 	if n != 3 {
 		t.Errorf("a split decision gave %d rows, want 3 (S01 twice)", n)
 	}

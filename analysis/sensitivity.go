@@ -20,16 +20,16 @@ const ParserLenient = "lenient"
 // primary counts.
 type ParserSensitivity struct {
 	Parser string            `json:"parser"` // ParserLenient
-	Cells  []SensitivityCell `json:"cells"`  // in the order of calls.jsonl
+	Cells  []sensitivityCell `json:"cells"`  // in the order of calls.jsonl
 }
 
-// SensitivityCell pairs the strict and the lenient scores of one (model,
+// sensitivityCell pairs the strict and the lenient scores of one (model,
 // prompt, condition) cell's counted decisions (error decisions excluded).
 //
 // The lenient parser accepts everything the strict one does, with the same
 // labels, so only a final answer the strict parser found invalid can
 // change: Invalid can only fall and Strict only rise.
-type SensitivityCell struct {
+type sensitivityCell struct {
 	Model     string          `json:"model"`
 	Prompt    string          `json:"prompt"`
 	Condition study.Condition `json:"condition"`
@@ -97,7 +97,7 @@ func Sensitivity(r io.Reader, name string, replayCap int) (*ParserSensitivity, e
 		if !ok {
 			i = len(ps.Cells)
 			index[k] = i
-			ps.Cells = append(ps.Cells, SensitivityCell{Model: row.Model, Prompt: row.Prompt, Condition: study.Condition(row.Condition)})
+			ps.Cells = append(ps.Cells, sensitivityCell{Model: row.Model, Prompt: row.Prompt, Condition: study.Condition(row.Condition)})
 		}
 		c := &ps.Cells[i]
 		c.N++

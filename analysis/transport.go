@@ -18,9 +18,9 @@ import (
 // whose call failed for good and which the counts exclude.
 type TransportSummary struct {
 	Calls  int          `json:"calls"`  // call lines read
-	Events []EventCount `json:"events"` // sorted by model, then kind
-	// Failed lists the error decisions in file order, at most MaxFailed.
-	Failed []FailedDecision `json:"failed"`
+	Events []eventCount `json:"events"` // sorted by model, then kind
+	// Failed lists the error decisions in file order, at most maxFailed.
+	Failed []failedDecision `json:"failed"`
 	// FailedTotal is the number of error decisions.
 	FailedTotal int `json:"failed_total"`
 	// EnvFailedTotal is how many of them failed in their live environment
@@ -28,17 +28,17 @@ type TransportSummary struct {
 	EnvFailedTotal int `json:"env_failed_total,omitempty"`
 }
 
-// EventCount counts the transport events of one kind for one model.
-type EventCount struct {
+// eventCount counts the transport events of one kind for one model.
+type eventCount struct {
 	Model  string `json:"model"`
 	Kind   string `json:"kind"`   // e.g. http_status, timeout, connect, truncated, malformed, too_large, breaker
 	Events int    `json:"events"` // events of this kind
 	Calls  int    `json:"calls"`  // calls that met at least one
 }
 
-// FailedDecision is one error decision: its key, the turn whose call
+// failedDecision is one error decision: its key, the turn whose call
 // failed, the final error and the kinds of the events of that call.
-type FailedDecision struct {
+type failedDecision struct {
 	Key         simulator.Key `json:"key"`
 	Turn        int           `json:"turn"`
 	Error       string        `json:"error"`
@@ -46,23 +46,23 @@ type FailedDecision struct {
 	Environment bool          `json:"environment,omitempty"` // the live environment failed, not the model call
 }
 
-// MaxFailed is the most error decisions a TransportSummary lists.
-const MaxFailed = 100
+// maxFailed is the most error decisions a TransportSummary lists.
+const maxFailed = 100
 
 // Transport reads calls.jsonl as a stream and summarizes its transport
 // events and error decisions (Read without the rows).
 func Transport(r io.Reader, name string) (ts *TransportSummary, problems []error, err error) {
-	return Read(r, name, nil)
+	return readCalls(r, name, nil)
 }
 
 // transportTally builds a TransportSummary decision by decision.
 type transportTally struct {
 	ts     TransportSummary
-	counts map[[2]string]*EventCount // by model and kind
+	counts map[[2]string]*eventCount // by model and kind
 }
 
 func newTransportTally() *transportTally {
-	return &transportTally{counts: map[[2]string]*EventCount{}}
+	return &transportTally{counts: map[[2]string]*eventCount{}}
 }
 
 // add counts the calls of one decision.
@@ -75,7 +75,7 @@ func (t *transportTally) add(g *results.Group) {
 			k := [2]string{g.Key.Model, e.Kind}
 			ec := t.counts[k]
 			if ec == nil {
-				ec = &EventCount{Model: strings.Clone(k[0]), Kind: strings.Clone(k[1])}
+				ec = &eventCount{Model: strings.Clone(k[0]), Kind: strings.Clone(k[1])}
 				t.counts[k] = ec
 			}
 			ec.Events++
@@ -90,8 +90,8 @@ func (t *transportTally) add(g *results.Group) {
 			if h.EnvError {
 				t.ts.EnvFailedTotal++
 			}
-			if len(t.ts.Failed) < MaxFailed {
-				t.ts.Failed = append(t.ts.Failed, FailedDecision{Key: h.Key, Turn: h.Turn, Error: h.Error, Events: kinds, Environment: h.EnvError})
+			if len(t.ts.Failed) < maxFailed {
+				t.ts.Failed = append(t.ts.Failed, failedDecision{Key: h.Key, Turn: h.Turn, Error: h.Error, Events: kinds, Environment: h.EnvError})
 			}
 		}
 	}
@@ -100,11 +100,11 @@ func (t *transportTally) add(g *results.Group) {
 // summary returns the summary, events sorted by model and kind.
 func (t *transportTally) summary() *TransportSummary {
 	ts := t.ts
-	ts.Events = make([]EventCount, 0, len(t.counts))
+	ts.Events = make([]eventCount, 0, len(t.counts))
 	for _, ec := range t.counts {
 		ts.Events = append(ts.Events, *ec)
 	}
-	slices.SortFunc(ts.Events, func(a, b EventCount) int {
+	slices.SortFunc(ts.Events, func(a, b eventCount) int {
 		return cmp.Or(strings.Compare(a.Model, b.Model), strings.Compare(a.Kind, b.Kind))
 	})
 	return &ts
@@ -149,7 +149,7 @@ func WriteTransport(w io.Writer, ts *TransportSummary) error {
 // writeFailed lists the error decisions of failed whose environment
 // failed (env) or whose call did, and how many of their total it leaves
 // out.
-func writeFailed(w io.Writer, failed []FailedDecision, env bool, total int) {
+func writeFailed(w io.Writer, failed []failedDecision, env bool, total int) {
 	listed := 0
 	for _, f := range failed {
 		if f.Environment != env {

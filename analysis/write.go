@@ -191,7 +191,7 @@ func WriteIntervals(w io.Writer, an *Analysis) error {
 	tw := newTable(w)
 	fmt.Fprintf(tw, "model\tprompt\tcondition\trate\tk/n\test\t%s\tbootstrap\tnotes\n", IntervalName(an.Interval))
 	for _, c := range an.Cells {
-		for _, key := range RateKeys {
+		for _, key := range rateKeys {
 			est := c.Rates.At(key)
 			if est == nil {
 				continue
@@ -213,10 +213,10 @@ func WriteIntervals(w io.Writer, an *Analysis) error {
 		return err
 	}
 	fmt.Fprintln(w)
-	WritePairs(w, an.Pairs, an.Family, seen)
+	writePairs(w, an.Pairs, an.Family, seen)
 	writeLegend(w, seen)
 	fmt.Fprintln(w)
-	return WriteReading(w, an.Cells)
+	return writeReading(w, an.Cells)
 }
 
 // PairsLegend explains the columns of the paired-comparison tables.
@@ -228,9 +228,9 @@ const PairsLegend = "A+B− and A−B+ are the discordant pairs. McNemar p is th
 	"bootstrap is the percentile cluster bootstrap of the difference over the servers, boot-t the studentized one " +
 	"(percentage points)."
 
-// WritePairs prints the paired comparisons, one line each, with the
+// writePairs prints the paired comparisons, one line each, with the
 // multiplicity-adjusted p-values of the family fam.
-func WritePairs(w io.Writer, pairs []Pair, fam FamilyInfo, seen map[string]bool) error {
+func writePairs(w io.Writer, pairs []Pair, fam familyInfo, seen map[string]bool) error {
 	fmt.Fprintln(w, wrap("Paired differences A − B (pairs matched on scenario and replicate within the fixed factors; "+
 		"no pooling across them). "+PairsLegend+" * marks the predeclared comparisons.", 100))
 	fmt.Fprintln(w, wrap(fmt.Sprintf("Family for the adjusted p-values: %s (%d comparisons with a p-value%s).", familyName(fam.Declared), fam.Size, untestableCount(fam)), 100))
@@ -257,7 +257,7 @@ func WritePairs(w io.Writer, pairs []Pair, fam FamilyInfo, seen map[string]bool)
 			}
 			cells += x
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s − %s%s\t%s\t%s\n", p.Factor, p.Within(), p.A, p.B, star, p.Column.Label(), cells)
+		fmt.Fprintf(tw, "%s\t%s\t%s − %s%s\t%s\t%s\n", p.Factor, p.Within(), p.A, p.B, star, p.Column.Column().Label, cells)
 		if p.Untestable {
 			untestable = append(untestable, p.Name())
 		}
@@ -265,7 +265,7 @@ func WritePairs(w io.Writer, pairs []Pair, fam FamilyInfo, seen map[string]bool)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if note := LeftOutNote(pairs); note != "" {
+	if note := leftOutNote(pairs); note != "" {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, wrap(note, 100))
 	}
@@ -285,7 +285,7 @@ func writeUntestable(w io.Writer, names []string) {
 // Name names a pair in lists: its factor, fixed factors, A − B and column,
 // e.g. "condition m/default code_only − normalized on Strict".
 func (p Pair) Name() string {
-	return fmt.Sprintf("%s %s %s − %s on %s", p.Factor, p.Within(), p.A, p.B, p.Column.Label())
+	return fmt.Sprintf("%s %s %s − %s on %s", p.Factor, p.Within(), p.A, p.B, p.Column.Column().Label)
 }
 
 // UntestableNote is the sentence under a table of pairs that lists, by
@@ -301,7 +301,7 @@ func UntestableNote(names []string) string {
 
 // untestableCount is the family line's mention of the untestable pairs
 // left out of it ("" when none).
-func untestableCount(fam FamilyInfo) string {
+func untestableCount(fam familyInfo) string {
 	if fam.Untestable == 0 {
 		return ""
 	}
@@ -357,8 +357,8 @@ const Reading = "Reading: every scenario's non-harm set contains stop_or_escalat
 	"(Retry, Invalid, AnyFS, TermFS) together with progress (Strict, Cover), and selective accuracy only " +
 	"together with Cover: a high Strict/Cover on a small Cover is a model that rarely commits."
 
-// WriteReading prints Reading, wrapped, and names the cells that always stop.
-func WriteReading(w io.Writer, cells []CellStats) error {
+// writeReading prints Reading, wrapped, and names the cells that always stop.
+func writeReading(w io.Writer, cells []CellStats) error {
 	fmt.Fprintln(w, wrap(Reading, 100))
 	if note := StopsNote(cells); note != "" {
 		_, err := fmt.Fprintln(w, wrap(note, 100))

@@ -52,7 +52,7 @@ models:
   - name: explicit_policy
     backend: baseline
     model: explicit_policy
-`, name, corpus, BaselinesPrompt, replicates, seed, DefaultReplayCap)
+`, name, corpus, BaselinesPrompt, replicates, seed, defaultReplayCap)
 	if _, err := Parse(file, []byte(b.String())); err != nil {
 		return fmt.Errorf("writing %s: %w", file, err)
 	}

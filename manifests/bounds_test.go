@@ -44,14 +44,16 @@ func TestParseBounded(t *testing.T) {
 		{"yaml block", head + "models:\n" + strings.Repeat("- ", deep) + "x\n", "manifest x.yaml: line 9: nesting deeper than 64 levels", input.ErrTooDeep},
 		{"json", `{"name": "t", "models": ` + strings.Repeat(`{"a": `, deep) + "1" + strings.Repeat("}", deep+1), "manifest x.yaml: line 1: nesting deeper than 64 levels", input.ErrTooDeep},
 	} {
-		var err error
-		n := allocated(func() { _, err = Parse("x.yaml", []byte(c.in)) })
-		if err == nil || !strings.HasPrefix(err.Error(), c.want) || !errors.Is(err, c.kind) {
-			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
-		}
-		if n > 8<<20 {
-			t.Errorf("%s: %d MiB allocated to refuse %d bytes", c.name, n>>20, len(c.in))
-		}
+		t.Run(c.name, func(t *testing.T) {
+			var err error
+			n := allocated(func() { _, err = Parse("x.yaml", []byte(c.in)) })
+			if err == nil || !strings.HasPrefix(err.Error(), c.want) || !errors.Is(err, c.kind) {
+				t.Errorf("%s: got %v, want %q", c.name, err, c.want)
+			}
+			if n > 8<<20 {
+				t.Errorf("%s: %d MiB allocated to refuse %d bytes", c.name, n>>20, len(c.in))
+			}
+		})
 	}
 }
 
@@ -67,7 +69,7 @@ func TestParseMaxSize(t *testing.T) {
 	cost := func(depth int) uint64 {
 		pre := head + "models:\n  - name: m\n    backend: baseline\n    model: always_stop\n    options:\n      x: ["
 		chain := strings.Repeat("[", depth) + strings.Repeat("]", depth) + ","
-		in := pre + strings.Repeat(chain, (MaxBytes-len(pre)-2)/len(chain)) + "]\n"
+		in := pre + strings.Repeat(chain, (maxBytes-len(pre)-2)/len(chain)) + "]\n"
 		if err := input.CheckYAML([]byte(in)); err != nil {
 			t.Fatal(err)
 		}

@@ -50,10 +50,12 @@ func TestConcurrencyFields(t *testing.T) {
   - {name: c, backend: b, model: m, parallel: 0}`, "", "field models[1].parallel: want 1 to 1024"},
 		{`  - {name: a, backend: b, model: m}`, "max_in_flight: 0\n", "field max_in_flight: want 1 to 4096 calls in flight, got 0"},
 	} {
-		_, err := Parse("x.yaml", []byte(tc.top+concBase+tc.models+"\n"))
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s%s: error %v, want %q", tc.top, tc.models, err, tc.want)
-		}
+		t.Run(tc.want, func(t *testing.T) {
+			_, err := Parse("x.yaml", []byte(tc.top+concBase+tc.models+"\n"))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s%s: error %v, want %q", tc.top, tc.models, err, tc.want)
+			}
+		})
 	}
 	// The same in a JSON manifest.
 	const js = `{"name": "t", "corpus": "c", "prompts": [{"name": "p", "path": "p.tmpl"}], "conditions": ["normalized"], "replicates": 1, %s

@@ -41,14 +41,14 @@ var Builtin embed.FS
 // DefaultName is the built-in manifest a bare `stress run` uses.
 const DefaultName = "baselines.yaml"
 
-// MaxBytes is the largest manifest file, 1 MiB, input.Manifest's cap (a
+// maxBytes is the largest manifest file, 1 MiB, input.Manifest's cap (a
 // study's manifest is a few kilobytes; the cap bounds the decoder's time
 // and memory on a wrong file).
-const MaxBytes = 1 << 20
+const maxBytes = 1 << 20
 
-// DefaultReplayCap is the replay cap when a manifest sets none
+// defaultReplayCap is the replay cap when a manifest sets none
 // (docs/specification.md section 4).
-const DefaultReplayCap = 3
+const defaultReplayCap = 3
 
 // Manifest is a study manifest as written by its author.
 type Manifest struct {
@@ -79,7 +79,7 @@ type Manifest struct {
 	// one named).
 	Environment string `yaml:"environment,omitempty" json:"environment,omitempty"`
 	// ProtocolVersion is the MCP protocol version the harness's client
-	// asks the environment's servers for (one of ProtocolVersions; the
+	// asks the environment's servers for (one of protocolVersions; the
 	// server may negotiate another, which each decision records); ""
 	// asks for the Go SDK's latest. Only an environment that speaks MCP
 	// (mcp) takes it: the lab runs in process.
@@ -121,7 +121,7 @@ type Manifest struct {
 	// EnvTimeout bounds, under live replay on MCP servers, a server's
 	// start (process, initialize, tools/list, the scenario's setup and
 	// first call) and each call made on it, as a Go duration from 1s to
-	// 10m (default DefaultEnvTimeout). A server that misses it, or dies,
+	// 10m (default defaultEnvTimeout). A server that misses it, or dies,
 	// makes that decision an error decision; the run goes on.
 	EnvTimeout string `yaml:"env_timeout,omitempty" json:"env_timeout,omitempty"`
 	// Models are the systems under test.
@@ -140,8 +140,8 @@ type Manifest struct {
 	MaxInFlight int `yaml:"max_in_flight,omitempty" json:"max_in_flight,omitempty"`
 }
 
-// MaxParallel is the largest per-endpoint parallelism a manifest may ask for.
-const MaxParallel = 1024
+// maxParallel is the largest per-endpoint parallelism a manifest may ask for.
+const maxParallel = 1024
 
 // Slots returns the calls model md may have in flight: its parallelism
 // (default 1) times its endpoints (at least one).
@@ -191,7 +191,7 @@ type Model struct {
 	// backends; zero fields keep the backend's defaults.
 	Transport TransportSpec `yaml:"transport,omitempty" json:"transport,omitempty"`
 	// Parallel is the number of calls in flight per endpoint, 1 to
-	// MaxParallel. Absent from the manifest (0 here), it is 1; an explicit
+	// maxParallel. Absent from the manifest (0 here), it is 1; an explicit
 	// 0 is an error.
 	Parallel int `yaml:"parallel,omitempty" json:"parallel,omitempty"`
 	// Endpoints are servers (e.g. several Ollama hosts or vLLM replicas)
@@ -227,17 +227,17 @@ type PromptFile struct {
 	Name, Path, SHA256, Text string
 }
 
-// DefaultEnvTimeout is a live MCP server's deadline when the manifest
+// defaultEnvTimeout is a live MCP server's deadline when the manifest
 // sets no env_timeout: for its start, and for each call.
-const DefaultEnvTimeout = 20 * time.Second
+const defaultEnvTimeout = 20 * time.Second
 
-// EnvDeadline returns the manifest's env_timeout, or DefaultEnvTimeout
+// EnvDeadline returns the manifest's env_timeout, or defaultEnvTimeout
 // (the value was checked at load time).
 func (m *Manifest) EnvDeadline() time.Duration {
 	if d, err := time.ParseDuration(m.EnvTimeout); err == nil && d > 0 {
 		return d
 	}
-	return DefaultEnvTimeout
+	return defaultEnvTimeout
 }
 
 // Replay modes, the values of a manifest's replay field.
@@ -251,10 +251,10 @@ const (
 	ReplayLive = "live"
 )
 
-// ProtocolVersions are the MCP protocol versions a manifest may ask an
+// protocolVersions are the MCP protocol versions a manifest may ask an
 // environment's servers for (protocol_version), newest first: those of the
 // Go SDK the harness is built with.
-var ProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+var protocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // DefaultEnvironment is the environment of a manifest that names none:
 // stored replay's, which is no environment at all.
@@ -294,7 +294,7 @@ func (m *Manifest) Live() bool { return m.Replay == ReplayLive }
 // Cap returns the effective replay cap.
 func (m *Manifest) Cap() int {
 	if m.ReplayCap == nil {
-		return DefaultReplayCap
+		return defaultReplayCap
 	}
 	return *m.ReplayCap
 }
@@ -622,8 +622,8 @@ type setFields struct {
 // Parse decodes and validates manifest bytes (YAML or JSON). Unknown fields
 // and invalid values are errors naming the source and the field.
 func Parse(source string, data []byte) (*Manifest, error) {
-	if len(data) > MaxBytes {
-		return nil, fmt.Errorf("manifest %s: %d bytes; a manifest holds at most %d (1 MiB)", source, len(data), MaxBytes)
+	if len(data) > maxBytes {
+		return nil, fmt.Errorf("manifest %s: %d bytes; a manifest holds at most %d (1 MiB)", source, len(data), maxBytes)
 	}
 	data, err := input.Decode(data)
 	if err != nil {
@@ -709,8 +709,8 @@ func Parse(source string, data []byte) (*Manifest, error) {
 	}
 	switch {
 	case m.ProtocolVersion == "":
-	case !slices.Contains(ProtocolVersions, m.ProtocolVersion):
-		bad("protocol_version", "want one of %s, got %s", strings.Join(ProtocolVersions, ", "), input.Quote(m.ProtocolVersion))
+	case !slices.Contains(protocolVersions, m.ProtocolVersion):
+		bad("protocol_version", "want one of %s, got %s", strings.Join(protocolVersions, ", "), input.Quote(m.ProtocolVersion))
 	case m.Env() != "mcp" && m.Env() != "database":
 		bad("protocol_version", "only environments mcp and database speak MCP to their servers (environment %s runs without a protocol)", m.Env())
 	}
@@ -734,7 +734,7 @@ func Parse(source string, data []byte) (*Manifest, error) {
 	}
 	if m.ExternalServer != "" {
 		u, err := url.Parse(m.ExternalServer)
-		switch why := CredentialIn(m.ExternalServer); {
+		switch why := credentialIn(m.ExternalServer); {
 		case why != "":
 			bad("external_server", "%s; it would be stored in every bundle (put the server behind a local proxy that adds the credential instead)", why)
 		case !m.Act():
@@ -750,7 +750,7 @@ func Parse(source string, data []byte) (*Manifest, error) {
 	}
 	if m.DatabaseURL != "" || m.DatabaseURLEnv != "" {
 		u, err := url.Parse(m.DatabaseURL)
-		switch why := CredentialIn(m.DatabaseURL); {
+		switch why := credentialIn(m.DatabaseURL); {
 		case m.Database != "postgres":
 			bad("database_url", "needs database: postgres")
 		case m.DatabaseURL != "" && m.DatabaseURLEnv != "":
@@ -803,18 +803,18 @@ func Parse(source string, data []byte) (*Manifest, error) {
 			}
 			bad(f+".digest", "want 64 lower-case hex digits, optionally after sha256:, got %s%s", input.Quote(md.Digest), hint)
 		}
-		if md.Parallel < 0 || md.Parallel > MaxParallel || md.Parallel == 0 && i < len(set.Models) && set.Models[i].Parallel != nil {
-			bad(f+".parallel", "want 1 to %d calls in flight per endpoint, got %d", MaxParallel, md.Parallel)
+		if md.Parallel < 0 || md.Parallel > maxParallel || md.Parallel == 0 && i < len(set.Models) && set.Models[i].Parallel != nil {
+			bad(f+".parallel", "want 1 to %d calls in flight per endpoint, got %d", maxParallel, md.Parallel)
 		}
 		if len(md.Endpoints) > 0 && md.Host != "" {
 			bad(f+".endpoints", "set either host or endpoints, not both")
 		}
-		if why := CredentialIn(md.Host); md.Host != "" && why != "" {
+		if why := credentialIn(md.Host); md.Host != "" && why != "" {
 			bad(f+".host", "%s; it would be stored in every bundle (give the key with api_key_env)", why)
 		}
 		seenE := map[string]bool{}
 		for j, e := range md.Endpoints {
-			switch why := CredentialIn(e); {
+			switch why := credentialIn(e); {
 			case why != "":
 				bad(fmt.Sprintf("%s.endpoints[%d]", f, j), "%s; it would be stored in every bundle (give the key with api_key_env)", why)
 			case strings.TrimSpace(e) == "":

@@ -101,12 +101,14 @@ func TestTextFieldsAsWritten(t *testing.T) {
 		{"name: code_registry", `name: "1.10"`, "1.10"},
 		{"name: code_registry", "name: &n code_registry", "code_registry"},
 	} {
-		m, err := Parse("m.yaml", []byte(strings.Replace(good, tc.old, tc.new, 1)))
-		if err != nil {
-			t.Errorf("%s: %v", tc.new, err)
-		} else if m.Models[1].Name != tc.want {
-			t.Errorf("%s: models[1].name %q; want %q", tc.new, m.Models[1].Name, tc.want)
-		}
+		t.Run(tc.new, func(t *testing.T) {
+			m, err := Parse("m.yaml", []byte(strings.Replace(good, tc.old, tc.new, 1)))
+			if err != nil {
+				t.Errorf("%s: %v", tc.new, err)
+			} else if m.Models[1].Name != tc.want {
+				t.Errorf("%s: models[1].name %q; want %q", tc.new, m.Models[1].Name, tc.want)
+			}
+		})
 	}
 	if m, err := Parse("m.yaml", []byte(strings.Replace(good, "seed: 20260819", "seed: 010", 1))); err != nil || m.Seed != 10 {
 		t.Errorf("seed: 010: %v; want the seed 10", err)
@@ -161,14 +163,16 @@ func TestParseRejects(t *testing.T) {
 		{"bad yaml", "replicates: 5", "replicates: [5", "m.yaml"},
 		{"wrong type", "replicates: 5", "replicates: five", "m.yaml"},
 	} {
-		bad := strings.Replace(good, tc.old, tc.new, 1)
-		if bad == good {
-			t.Fatalf("%s: edit did not apply", tc.name)
-		}
-		_, err := Parse("m.yaml", []byte(bad))
-		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "m.yaml") {
-			t.Errorf("%s: error %v\n want it to name m.yaml and contain %q", tc.name, err, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			bad := strings.Replace(good, tc.old, tc.new, 1)
+			if bad == good {
+				t.Fatalf("%s: edit did not apply", tc.name)
+			}
+			_, err := Parse("m.yaml", []byte(bad))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "m.yaml") {
+				t.Errorf("%s: error %v\n want it to name m.yaml and contain %q", tc.name, err, tc.want)
+			}
+		})
 	}
 	cm, err := Parse("m.yaml", []byte(strings.Replace(good, "replicates: 5", "replicates: 5\ncomparisons: [\"condition:prose,normalized,cover\", \"model:always_stop,code_registry\"]", 1)))
 	if err != nil || len(cm.Comparisons) != 2 || cm.Comparisons[1] != "model:always_stop,code_registry" {
@@ -191,20 +195,24 @@ func TestParseRejects(t *testing.T) {
 		t.Errorf("a manifest without environment has environment %q (Env %q), want %q", m.Environment, m.Env(), DefaultEnvironment)
 	}
 	for _, text := range []string{"replay: live\nenvironment: lab", "environment: stored"} {
-		m, err := Parse("m.yaml", []byte(strings.Replace(good, "replay_cap: 3", "replay_cap: 3\n"+text, 1)))
-		if want := strings.TrimPrefix(text[strings.Index(text, "environment: "):], "environment: "); err != nil || m.Env() != want {
-			t.Errorf("%q parses as environment %q (%v), want %q", text, m.Env(), err, want)
-		}
+		t.Run(text, func(t *testing.T) {
+			m, err := Parse("m.yaml", []byte(strings.Replace(good, "replay_cap: 3", "replay_cap: 3\n"+text, 1)))
+			if want := strings.TrimPrefix(text[strings.Index(text, "environment: "):], "environment: "); err != nil || m.Env() != want {
+				t.Errorf("%q parses as environment %q (%v), want %q", text, m.Env(), err, want)
+			}
+		})
 	}
 	act, err := Parse("m.yaml", []byte(strings.Replace(good, "replay_cap: 3", "replay_cap: 3\nreplay: live\ntask: act\ntool_calls: native", 1)))
 	if err != nil || !act.Act() || !act.NativeTools() {
 		t.Errorf("task: act parses as %+v (%v)", act, err)
 	}
 	for _, mode := range []string{"stored", "live"} {
-		m, err := Parse("m.yaml", []byte(strings.Replace(good, "replay_cap: 3", "replay_cap: 3\nreplay: "+mode, 1)))
-		if err != nil || m.Replay != mode || m.Live() != (mode == "live") {
-			t.Errorf("replay: %s parses as %+v (%v)", mode, m, err)
-		}
+		t.Run(mode, func(t *testing.T) {
+			m, err := Parse("m.yaml", []byte(strings.Replace(good, "replay_cap: 3", "replay_cap: 3\nreplay: "+mode, 1)))
+			if err != nil || m.Replay != mode || m.Live() != (mode == "live") {
+				t.Errorf("replay: %s parses as %+v (%v)", mode, m, err)
+			}
+		})
 	}
 }
 
@@ -269,15 +277,17 @@ func TestErrorsQuoteBounded(t *testing.T) {
 		{"long unknown field", []byte(strings.Replace(good, "replicates: 5", "replicates: 5\n"+strings.Repeat("z", 256<<10)+": 1", 1)), "unknown field"},
 		{"long condition", []byte(strings.Replace(good, "conditions: [normalized,", "conditions: ["+strings.Repeat("n", 256<<10)+",", 1)), "field conditions[0]"},
 	} {
-		_, err := Parse("m.yaml", tc.data)
-		if err == nil {
-			t.Errorf("%s: accepted", tc.name)
-			continue
-		}
-		msg := err.Error()
-		if len(msg) > 1024 || !input.Printable(msg) || !strings.Contains(msg, tc.want) {
-			t.Errorf("%s: error of %d bytes (printable %v), want under 1 KiB, printable, containing %q:\n%.2000q", tc.name, len(msg), input.Printable(msg), tc.want, msg)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("m.yaml", tc.data)
+			if err == nil {
+				t.Errorf("%s: accepted", tc.name)
+				return
+			}
+			msg := err.Error()
+			if len(msg) > 1024 || !input.Printable(msg) || !strings.Contains(msg, tc.want) {
+				t.Errorf("%s: error of %d bytes (printable %v), want under 1 KiB, printable, containing %q:\n%.2000q", tc.name, len(msg), input.Printable(msg), tc.want, msg)
+			}
+		})
 	}
 }
 
@@ -303,23 +313,25 @@ func TestErrorsNamePathsAsGiven(t *testing.T) {
 		{"missing absolute prompt", paper, dir + "/none.tmpl", []string{"field prompts[0].path: open " + dir + "/none.tmpl: no such file"}},
 		{"missing relative prompt", paper, "../none.tmpl", []string{"field prompts[0].path: open ../none.tmpl: no such file"}},
 	} {
-		m := strings.NewReplacer("corpus: corpus/paper", "corpus: "+tc.corpus, "path: prompts/default.tmpl", "path: "+tc.prompt).Replace(good)
-		file := filepath.Join(dir, "m.yaml")
-		os.WriteFile(file, []byte(m), 0o644)
-		_, err := Load(file)
-		if err == nil {
-			t.Errorf("%s: loaded", tc.name)
-			continue
-		}
-		for _, w := range append(tc.want, "manifest "+file+": ") {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("%s: error\n%v\ndoes not contain %q", tc.name, err, w)
+		t.Run(tc.name, func(t *testing.T) {
+			m := strings.NewReplacer("corpus: corpus/paper", "corpus: "+tc.corpus, "path: prompts/default.tmpl", "path: "+tc.prompt).Replace(good)
+			file := filepath.Join(dir, "m.yaml")
+			os.WriteFile(file, []byte(m), 0o644)
+			_, err := Load(file)
+			if err == nil {
+				t.Errorf("%s: loaded", tc.name)
+				return
 			}
-		}
-		// The file system's root-relative names never show.
-		if strings.Contains(err.Error(), " "+strings.TrimPrefix(dir, "/")) {
-			t.Errorf("%s: error names a path without its leading /:\n%v", tc.name, err)
-		}
+			for _, w := range append(tc.want, "manifest "+file+": ") {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%s: error\n%v\ndoes not contain %q", tc.name, err, w)
+				}
+			}
+			// The file system's root-relative names never show.
+			if strings.Contains(err.Error(), " "+strings.TrimPrefix(dir, "/")) {
+				t.Errorf("%s: error names a path without its leading /:\n%v", tc.name, err)
+			}
+		})
 	}
 	missing := filepath.Join(dir, "none.yaml")
 	if _, err := Load(missing); err == nil || !strings.Contains(err.Error(), "open "+missing+": no such file") {
@@ -372,13 +384,15 @@ func TestEncodings(t *testing.T) {
 		{"c/P01.json", "field corpus: c/P01.json: file is UTF-16 (little-endian); save it as UTF-8"},
 		{"p.tmpl", "field prompts[0].path: p.tmpl: file is UTF-16 (little-endian); save it as UTF-8"},
 	} {
-		write("c/P01.json", []byte(corpus))
-		write("p.tmpl", []byte(prompt))
-		write("m.yaml", []byte(manifest))
-		write(tc.name, utf16LE(readFile(t, filepath.Join(dir, tc.name))))
-		if _, err := Load(file); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s in UTF-16: error %v, want %q", tc.name, err, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			write("c/P01.json", []byte(corpus))
+			write("p.tmpl", []byte(prompt))
+			write("m.yaml", []byte(manifest))
+			write(tc.name, utf16LE(readFile(t, filepath.Join(dir, tc.name))))
+			if _, err := Load(file); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s in UTF-16: error %v, want %q", tc.name, err, tc.want)
+			}
+		})
 	}
 }
 
@@ -408,13 +422,15 @@ func TestCredentialURLs(t *testing.T) {
 		{"localhost:11434/?key=1", `"key" looks like a credential`},
 		{"http://127.0.0.1/mcp?a=%zz", "does not parse"},
 	} {
-		got := CredentialIn(tc.url)
-		if tc.why == "" && got != "" || tc.why != "" && !strings.Contains(got, tc.why) {
-			t.Errorf("CredentialIn(%q) = %q, want %q", tc.url, got, tc.why)
-		}
-		if strings.Contains(got, "Zx81") || strings.Contains(got, "sk-proj") || strings.Contains(got, "ghp_") {
-			t.Errorf("CredentialIn(%q) repeats the secret: %q", tc.url, got)
-		}
+		t.Run(tc.why, func(t *testing.T) {
+			got := credentialIn(tc.url)
+			if tc.why == "" && got != "" || tc.why != "" && !strings.Contains(got, tc.why) {
+				t.Errorf("CredentialIn(%q) = %q, want %q", tc.url, got, tc.why)
+			}
+			if strings.Contains(got, "Zx81") || strings.Contains(got, "sk-proj") || strings.Contains(got, "ghp_") {
+				t.Errorf("CredentialIn(%q) repeats the secret: %q", tc.url, got)
+			}
+		})
 	}
 	good := readFile(t, "baselines.yaml")
 	act := strings.Replace(good, "replay_cap: 3", "replay_cap: 3\nreplay: live\ntask: act", 1)
@@ -430,23 +446,25 @@ func TestCredentialURLs(t *testing.T) {
 		{"database", "task: act", "task: act\nenvironment: database\ndatabase: mysql", "field database: want sqlite (the default) or postgres"},
 		{"database elsewhere", "task: act", "task: act\nenvironment: lab\ndatabase: postgres", "field database: database, database_url and scenarios configure environment: database"},
 	} {
-		bad := strings.Replace(act, tc.old, tc.new, 1)
-		if bad == act {
-			t.Fatalf("%s: edit did not apply", tc.name)
-		}
-		_, err := Parse("m.yaml", []byte(bad))
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %v\n want it to contain %q", tc.name, err, tc.want)
-		} else if strings.Contains(err.Error(), "Zx81") {
-			t.Errorf("%s: the error repeats the secret: %v", tc.name, err)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			bad := strings.Replace(act, tc.old, tc.new, 1)
+			if bad == act {
+				t.Fatalf("%s: edit did not apply", tc.name)
+			}
+			_, err := Parse("m.yaml", []byte(bad))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: error %v\n want it to contain %q", tc.name, err, tc.want)
+			} else if strings.Contains(err.Error(), "Zx81") {
+				t.Errorf("%s: the error repeats the secret: %v", tc.name, err)
+			}
+		})
 	}
 }
 
 // TestManifestCap: Parse's cap and the reader's are one.
 func TestManifestCap(t *testing.T) {
-	if MaxBytes != input.Manifest.Bytes {
-		t.Errorf("MaxBytes %d, input.Manifest %d", MaxBytes, input.Manifest.Bytes)
+	if maxBytes != input.Manifest.Bytes {
+		t.Errorf("MaxBytes %d, input.Manifest %d", maxBytes, input.Manifest.Bytes)
 	}
 }
 

@@ -17,7 +17,7 @@ var credentialWords = []string{"token", "key", "secret", "pass", "pwd", "auth", 
 // and one digit (sk-…, ghp_…, a JWT, a hex or base64 token).
 var tokenLike = regexp.MustCompile(`^[A-Za-z0-9\-_.~+/=]{20,}$`)
 
-// CredentialIn says why the URL raw looks like it carries a credential,
+// credentialIn says why the URL raw looks like it carries a credential,
 // or "" when it does not: a password (user:password@; a user name alone
 // is fine), a fragment (never
 // sent over HTTP, so its only use is a token pasted from a browser), a
@@ -25,7 +25,7 @@ var tokenLike = regexp.MustCompile(`^[A-Za-z0-9\-_.~+/=]{20,}$`)
 // shaped like a generated secret. A URL without a scheme (an Ollama host
 // such as localhost:11434) is read as http. Every URL a manifest names is
 // checked: a manifest is stored whole in every bundle it runs.
-func CredentialIn(raw string) string {
+func credentialIn(raw string) string {
 	if !strings.Contains(raw, "://") {
 		raw = "http://" + raw
 	}

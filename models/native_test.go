@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -23,10 +24,12 @@ func TestThink(t *testing.T) {
 		{map[string]any{"think": "off"}, nil, false, true},
 		{map[string]any{"think": 0}, nil, false, true},
 	} {
-		v, set, err := models.Think(c.opts)
-		if v != c.v || set != c.set || (err != nil) != c.err {
-			t.Errorf("%v: %v %v %v", c.opts, v, set, err)
-		}
+		t.Run(fmt.Sprint(c.opts), func(t *testing.T) {
+			v, set, err := models.Think(c.opts)
+			if v != c.v || set != c.set || (err != nil) != c.err {
+				t.Errorf("%v: %v %v %v", c.opts, v, set, err)
+			}
+		})
 	}
 }
 
@@ -43,17 +46,19 @@ func TestParseToolCalls(t *testing.T) {
 		{`[{"function":{"arguments":{}}}]`, ``, "no function name"},
 		{`{}`, ``, "tool_calls"},
 	} {
-		got, err := models.ParseToolCalls(json.RawMessage(c.raw))
-		if c.err != "" {
-			if err == nil || !strings.Contains(err.Error(), c.err) {
-				t.Errorf("%s: error %v, want %q", c.raw, err, c.err)
+		t.Run(c.raw, func(t *testing.T) {
+			got, err := models.ParseToolCalls(json.RawMessage(c.raw))
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Errorf("%s: error %v, want %q", c.raw, err, c.err)
+				}
+				return
 			}
-			continue
-		}
-		b, _ := json.Marshal(got)
-		if err != nil || string(b) != c.want {
-			t.Errorf("%s: %s, %v; want %s", c.raw, b, err, c.want)
-		}
+			b, _ := json.Marshal(got)
+			if err != nil || string(b) != c.want {
+				t.Errorf("%s: %s, %v; want %s", c.raw, b, err, c.want)
+			}
+		})
 	}
 }
 
@@ -67,9 +72,14 @@ func TestWireTools(t *testing.T) {
 	if string(b) != want {
 		t.Errorf("%s\nwant %s", b, want)
 	}
-	for _, bad := range []models.Tool{{}, {Name: "f", Parameters: json.RawMessage(`{`)}} {
-		if _, err := models.WireTools([]models.Tool{bad}); err == nil {
-			t.Errorf("%+v: no error", bad)
-		}
+	for _, tc := range []struct {
+		name string
+		bad  models.Tool
+	}{{"no name", models.Tool{}}, {"damaged parameters", models.Tool{Name: "f", Parameters: json.RawMessage(`{`)}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := models.WireTools([]models.Tool{tc.bad}); err == nil {
+				t.Errorf("%+v: no error", tc.bad)
+			}
+		})
 	}
 }

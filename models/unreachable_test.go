@@ -42,25 +42,28 @@ cannot reach Ollama at http://b:1 (the default host; model "m3"): connection ref
 // digest into and the way to check it.
 func TestUnpinnedSaysHowToPin(t *testing.T) {
 	for _, tc := range []struct {
+		name string
 		md   manifests.Model
 		want []string
 	}{
-		{manifests.Model{Name: "llama", Backend: "pinned-test", Model: "llama3.2:3b"},
+		{"no host", manifests.Model{Name: "llama", Backend: "pinned-test", Model: "llama3.2:3b"},
 			[]string{`manifest m.yaml: field models[2].digest: model "llama" (llama3.2:3b) has no digest: run "stress models", copy the digest it lists for llama3.2:3b into models[2].digest and check it with "stress verify m.yaml"; or pass -allow-unpinned`}},
-		{manifests.Model{Name: "llama", Backend: "pinned-test", Model: "llama3.2:3b", Host: "http://u:secret@gpu:11434"},
+		{"host with a password", manifests.Model{Name: "llama", Backend: "pinned-test", Model: "llama3.2:3b", Host: "http://u:secret@gpu:11434"},
 			[]string{`run "stress models -host http://u:xxxxx@gpu:11434"`}},
-		{manifests.Model{Name: "llama", Backend: "pinned-test", Model: "llama3.2:3b", Endpoints: []string{"http://gpu1:11434", "http://gpu2:11434"}},
+		{"endpoints", manifests.Model{Name: "llama", Backend: "pinned-test", Model: "llama3.2:3b", Endpoints: []string{"http://gpu1:11434", "http://gpu2:11434"}},
 			[]string{`run "stress models -host http://gpu1:11434"`}},
 	} {
-		_, _, err := models.LookupModel("m.yaml", 2, tc.md, false)
-		for _, w := range tc.want {
-			if err == nil || !strings.Contains(err.Error(), w) {
-				t.Errorf("%+v: error %v, want %q", tc.md, err, w)
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := models.LookupModel("m.yaml", 2, tc.md, false)
+			for _, w := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("%+v: error %v, want %q", tc.md, err, w)
+				}
 			}
-		}
-		if err != nil && strings.Contains(err.Error(), "secret") {
-			t.Errorf("error shows the password: %v", err)
-		}
+			if err != nil && strings.Contains(err.Error(), "secret") {
+				t.Errorf("error shows the password: %v", err)
+			}
+		})
 	}
 }
 

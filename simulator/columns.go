@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"slices"
+	"strconv"
 
 	"github.com/mcpstress/stress/statediff"
 	"github.com/mcpstress/stress/study"
@@ -155,6 +156,18 @@ var HarmColumns = map[statediff.Kind]Col{statediff.Duplicate: HarmDuplicate, sta
 
 // Column returns the column c names.
 func (c Col) Column() *Column { return &Columns[c] }
+
+// String returns the column's Name (any_fs), "Col(n)" for no column.
+func (c Col) String() string {
+	if c < 0 || c >= NumColumns {
+		return "Col(" + strconv.Itoa(int(c)) + ")"
+	}
+	return Columns[c].Name
+}
+
+// MarshalText implements encoding.TextMarshaler: the column's Name, so
+// JSON holds a column by its name.
+func (c Col) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
 
 // ColumnIndex returns the column named name (its Name), or -1.
 func ColumnIndex(name string) Col {

@@ -17,11 +17,12 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/mcpstress/stress/analysis"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
-// Figure is one rendered figure, as PNG and SVG.
-type Figure struct {
+// figure is one rendered figure, as PNG and SVG.
+type figure struct {
 	Name    string // file name without extension, e.g. "strict-cover"
 	Title   string
 	Caption string
@@ -41,10 +42,10 @@ var figureNames = []string{"strict-cover", "extra", "profile", "label-action"}
 
 // Figure sizes in pixels at DPI.
 const (
-	DPI         = 96  // resolution of the PNG figures
-	PanelWidth  = 400 // one (model, prompt) panel of the Strict/Cover figure
-	PanelHeight = 340
-	PanelCols   = 3 // panels per row
+	dpi         = 96  // resolution of the PNG figures
+	panelWidth  = 400 // one (model, prompt) panel of the Strict/Cover figure
+	panelHeight = 340
+	panelCols   = 3 // panels per row
 	WideWidth   = 720
 	WideHeight  = 400
 )
@@ -53,7 +54,7 @@ const (
 // x axis; with more, the names are set vertically and each row of panels
 // gets VerticalLabels more pixels of height.
 const (
-	Crowded        = 6
+	crowded        = 6
 	VerticalLabels = 150
 )
 
@@ -62,7 +63,7 @@ const (
 func conditionAxis(p *plot.Plot, names []string) {
 	p.NominalX(names...)
 	p.X.Min, p.X.Max = -0.5, float64(len(names))-0.5
-	if len(names) > Crowded {
+	if len(names) > crowded {
 		p.X.Tick.Label.Rotation = math.Pi / 2
 		p.X.Tick.Label.XAlign = draw.XRight
 		p.X.Tick.Label.YAlign = draw.YCenter
@@ -72,17 +73,17 @@ func conditionAxis(p *plot.Plot, names []string) {
 // StrictCoverSize returns the pixel size of the Strict/Cover figure for n
 // panels (of at most Crowded conditions each).
 func StrictCoverSize(n int) (w, h int) {
-	cols := min(n, PanelCols)
-	rows := (n + PanelCols - 1) / PanelCols
-	return max(cols, 1) * PanelWidth, max(rows, 1) * PanelHeight
+	cols := min(n, panelCols)
+	rows := (n + panelCols - 1) / panelCols
+	return max(cols, 1) * panelWidth, max(rows, 1) * panelHeight
 }
 
 // render draws fn on a PNG and an SVG canvas of f's size, into f.PNG
 // and f.SVG.
-func (f *Figure) render(fn func(draw.Canvas)) error {
-	wl := vg.Length(f.Width) * vg.Inch / DPI
-	hl := vg.Length(f.Height) * vg.Inch / DPI
-	img := vgimg.NewWith(vgimg.UseWH(wl, hl), vgimg.UseDPI(DPI))
+func (f *figure) render(fn func(draw.Canvas)) error {
+	wl := vg.Length(f.Width) * vg.Inch / dpi
+	hl := vg.Length(f.Height) * vg.Inch / dpi
+	img := vgimg.NewWith(vgimg.UseWH(wl, hl), vgimg.UseDPI(dpi))
 	fn(draw.New(img))
 	var pb bytes.Buffer
 	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&pb); err != nil {
@@ -155,18 +156,18 @@ func armTitle(a analysis.Arm, arms []analysis.Arm) string {
 
 // strictCover draws one panel per arm: Strict and Cover (%) per condition
 // with Wilson 95% interval bars.
-func strictCover(an *analysis.Analysis) (Figure, error) {
+func strictCover(an *analysis.Analysis) (figure, error) {
 	arms, by := armCells(an.Cells)
-	f := Figure{Name: "strict-cover", Title: "Strict and Cover per model and condition",
+	f := figure{Name: "strict-cover", Title: "Strict and Cover per model and condition",
 		Caption: fmt.Sprintf("Strict (circles) and Cover (squares) in %% of N decisions per condition, with %s %g%% intervals; one panel per model.", analysis.IntervalName(an.Interval), 100*an.Bootstrap.Conf)}
 	if !slices.ContainsFunc(an.Cells, func(c analysis.CellStats) bool { return c.N > 0 }) {
 		f.Empty = "No decision was counted (the bundle holds none, or every call failed); no figure."
 		return f, nil
 	}
 	f.Width, f.Height = StrictCoverSize(len(arms))
-	cols := min(max(len(arms), 1), PanelCols)
-	rows := (max(len(arms), 1) + PanelCols - 1) / PanelCols
-	if slices.ContainsFunc(arms, func(a analysis.Arm) bool { return len(by[a]) > Crowded }) {
+	cols := min(max(len(arms), 1), panelCols)
+	rows := (max(len(arms), 1) + panelCols - 1) / panelCols
+	if slices.ContainsFunc(arms, func(a analysis.Arm) bool { return len(by[a]) > crowded }) {
 		f.Height += rows * VerticalLabels
 	}
 	grid := make([][]*plot.Plot, rows)
@@ -186,7 +187,7 @@ func strictCover(an *analysis.Analysis) (Figure, error) {
 		}
 		conditionAxis(p, names)
 		p.Add(plotter.NewGrid())
-		for s, key := range []string{string(analysis.Strict), string(analysis.Cover)} {
+		for s, key := range []string{simulator.Strict.String(), simulator.Cover.String()} {
 			pts := errPoints{XYs: make(plotter.XYs, 0, len(cells)), YErrors: make(plotter.YErrors, 0, len(cells))}
 			for x, c := range cells {
 				est := float64(*c.Rates.At(key))
@@ -214,10 +215,10 @@ func strictCover(an *analysis.Analysis) (Figure, error) {
 			eb.LineStyle.Color = plotutil.Color(s)
 			eb.LineStyle.Width = vg.Points(1.2)
 			p.Add(eb, sc)
-			p.Legend.Add(analysis.Column(key).Label(), sc)
+			p.Legend.Add(analysis.RateLabel(key), sc)
 		}
 		p.Legend.Top = true
-		grid[i/PanelCols][i%PanelCols] = p
+		grid[i/panelCols][i%panelCols] = p
 	}
 	err := f.render(func(c draw.Canvas) {
 		if len(arms) == 0 {
@@ -256,10 +257,10 @@ func conditionsOf(cells []analysis.CellStats) []string {
 
 // extraBars draws the replays (Extra, a sum over N decisions) per
 // condition, one bar per arm.
-func extraBars(an *analysis.Analysis) (Figure, error) {
+func extraBars(an *analysis.Analysis) (figure, error) {
 	arms, by := armCells(an.Cells)
 	conds := conditionsOf(an.Cells)
-	f := Figure{Name: "extra", Title: "Replays per condition", Width: WideWidth, Height: WideHeight,
+	f := figure{Name: "extra", Title: "Replays per condition", Width: WideWidth, Height: WideHeight,
 		Caption: "Extra: replays the simulator issued (identical repeated calls after retry_now), summed over the N decisions of each cell; one bar per model."}
 	replays := 0
 	for _, c := range an.Cells {
@@ -274,7 +275,7 @@ func extraBars(an *analysis.Analysis) (Figure, error) {
 	if len(conds) > 0 { // Note: NominalX panics on no names.
 		conditionAxis(p, conds)
 	}
-	if len(conds) > Crowded {
+	if len(conds) > crowded {
 		f.Height += VerticalLabels
 	}
 	p.Add(plotter.NewGrid())
@@ -303,8 +304,8 @@ func extraBars(an *analysis.Analysis) (Figure, error) {
 
 // profileBars draws the actionability profile table (paper Table I):
 // scenarios with each capability bit, control and content-assisted views.
-func profileBars(pr *Profile) (Figure, error) {
-	f := Figure{Name: "profile", Title: "Actionability profile (Table I)", Width: WideWidth, Height: WideHeight,
+func profileBars(pr *profile) (figure, error) {
+	f := figure{Name: "profile", Title: "Actionability profile (Table I)", Width: WideWidth, Height: WideHeight,
 		Caption: fmt.Sprintf("Scenarios (of %d) with each capability coded, in the control view (typed fields only) and the content-assisted view (text may be read). Coordinates are not cumulative.", pr.N)}
 	coded := 0
 	for _, c := range study.Coordinates {
@@ -344,13 +345,13 @@ func profileBars(pr *Profile) (Figure, error) {
 	return f, err
 }
 
-// Figures renders the report's figures: Strict/Cover with interval bars,
+// figures renders the report's figures: Strict/Cover with interval bars,
 // replays per condition, and (when pr is not nil) the profile table. A
 // figure that would have nothing to plot (no counted decision, no replay,
 // no capability coded) is returned with Empty set instead of an empty
 // plot.
-func Figures(an *analysis.Analysis, pr *Profile) ([]Figure, error) {
-	var figs []Figure
+func figures(an *analysis.Analysis, pr *profile) ([]figure, error) {
+	var figs []figure
 	f, err := strictCover(an)
 	if err != nil {
 		return nil, fmt.Errorf("figure strict-cover: %w", err)
@@ -379,10 +380,10 @@ func Figures(an *analysis.Analysis, pr *Profile) ([]Figure, error) {
 // the decisions with lab outcomes) next to the actual recovery
 // (Recovered out of the same decisions), one pair of bars per arm: solid
 // for the label, hatched-light for the recovery.
-func labelAction(an *analysis.Analysis) (Figure, error) {
+func labelAction(an *analysis.Analysis) (figure, error) {
 	arms, by := armCells(an.Cells)
 	conds := conditionsOf(an.Cells)
-	f := Figure{Name: "label-action", Title: "Label accuracy against actual recovery", Width: WideWidth, Height: WideHeight,
+	f := figure{Name: "label-action", Title: "Label accuracy against actual recovery", Width: WideWidth, Height: WideHeight,
 		Caption: "Per condition and model, on the same decisions (those with lab outcomes): the share whose final label is the preferred policy (Strict, dark) and the share whose final state recovered (Recovered, light). A gap is a label that did not become a recovery, or a recovery without the label."}
 	p := plot.New()
 	p.Y.Label.Text = "% of decisions with lab outcomes"

@@ -17,9 +17,9 @@ import (
 	"github.com/mcpstress/stress/simulator"
 )
 
-// PassKFigureName is the file name (without extension) of the pass^k
+// passKFigureName is the file name (without extension) of the pass^k
 // figure.
-const PassKFigureName = "pass-k"
+const passKFigureName = "pass-k"
 
 // passKGlyphs is the most ks whose points the pass^k figure marks; with
 // more, the lines go without glyphs.
@@ -27,8 +27,8 @@ const passKGlyphs = 20
 
 // passKColumns lists the columns some cell has a pass^k series of, in
 // the order of analysis.PassKColumns.
-func passKColumns(cells []analysis.CellStats) []analysis.Column {
-	var out []analysis.Column
+func passKColumns(cells []analysis.CellStats) []simulator.Col {
+	var out []simulator.Col
 	for _, c := range cells {
 		for _, sr := range c.PassK {
 			if !slices.Contains(out, sr.Column) {
@@ -36,19 +36,19 @@ func passKColumns(cells []analysis.CellStats) []analysis.Column {
 			}
 		}
 	}
-	order := func(c analysis.Column) int {
-		return slices.IndexFunc(analysis.PassKColumns, func(x simulator.Col) bool { return x.Column().Name == string(c) })
+	order := func(c simulator.Col) int {
+		return slices.IndexFunc(analysis.PassKColumns, func(x simulator.Col) bool { return x == c })
 	}
-	slices.SortStableFunc(out, func(a, b analysis.Column) int { return order(a) - order(b) })
+	slices.SortStableFunc(out, func(a, b simulator.Col) int { return order(a) - order(b) })
 	return out
 }
 
-// PassKFigure draws pass^k (%) against k: one panel per condition, one
+// passKFigure draws pass^k (%) against k: one panel per condition, one
 // line per model (arm, by colour), one dash pattern per column (Strict
 // solid), and a tile with the legend. A study whose scenarios ran once
 // has nothing to draw: pass^1 is the rate.
-func PassKFigure(an *analysis.Analysis) (Figure, error) {
-	f := Figure{Name: PassKFigureName, Title: "Consistency across replicates (pass^k)"}
+func passKFigure(an *analysis.Analysis) (figure, error) {
+	f := figure{Name: passKFigureName, Title: "Consistency across replicates (pass^k)"}
 	kmax := analysis.PassKMax(an.Cells)
 	if kmax < 2 {
 		f.Empty = "No scenario ran more than once: pass^k is pass^1, the rate; no figure."
@@ -59,7 +59,7 @@ func PassKFigure(an *analysis.Analysis) (Figure, error) {
 	cols := passKColumns(an.Cells)
 	var styles []string
 	for i, c := range cols {
-		styles = append(styles, fmt.Sprintf("%s %s", c.Label(), []string{"solid", "dashed", "dotted", "dash-dotted"}[min(i, 3)]))
+		styles = append(styles, fmt.Sprintf("%s %s", c.Column().Label, []string{"solid", "dashed", "dotted", "dash-dotted"}[min(i, 3)]))
 	}
 	f.Caption = fmt.Sprintf("pass^k in %%, the chance that k replicates of a scenario all succeed (per scenario C(c, k)/C(n, k), averaged over the cell's scenarios), against k = 1..%d; one panel per condition, one line per model; %s.",
 		kmax, strings.Join(styles, ", "))
@@ -145,7 +145,7 @@ func PassKFigure(an *analysis.Analysis) (Figure, error) {
 				return f, err
 			}
 			l.Width, l.Dashes = vg.Points(1.5), plotutil.Dashes(ci)
-			leg.Legend.Add(col.Label(), l)
+			leg.Legend.Add(col.Column().Label, l)
 		}
 	}
 	plots = append(plots, leg)
@@ -154,7 +154,7 @@ func PassKFigure(an *analysis.Analysis) (Figure, error) {
 
 // passK adds the pass^k table: per cell and column, a row of estimates
 // and a row of bootstrap intervals, for the ks analysis.PassKShown picks.
-func (d *Doc) passK(an *analysis.Analysis, ks []int) {
+func (d *document) passK(an *analysis.Analysis, ks []int) {
 	text := analysis.PassKText
 	if analysis.PassKLab(an.Cells) {
 		text += " " + analysis.PassKLabText
@@ -174,7 +174,7 @@ func (d *Doc) passK(an *analysis.Analysis, ks []int) {
 		header = append(header, "k="+strconv.Itoa(k))
 		right = append(right, true)
 	}
-	t := &Table{Header: header, Right: right}
+	t := &table{Header: header, Right: right}
 	notes := map[string]bool{}
 	for _, c := range an.Cells {
 		for _, sr := range c.PassK {
@@ -182,7 +182,7 @@ func (d *Doc) passK(an *analysis.Analysis, ks []int) {
 			if len(sr.Values) > 0 {
 				scen = sr.Values[0].Scenarios + sr.Values[0].Dropped
 			}
-			est := []string{c.Model, c.Prompt, string(c.Condition), sr.Column.Label(), strconv.Itoa(scen), "estimate"}
+			est := []string{c.Model, c.Prompt, string(c.Condition), sr.Column.Column().Label, strconv.Itoa(scen), "estimate"}
 			boot := []string{"", "", "", "", "", "bootstrap"}
 			for _, k := range ks {
 				if k > len(sr.Values) {

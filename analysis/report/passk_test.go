@@ -50,21 +50,23 @@ func passKAnalysis(t *testing.T, reps int, lab bool) *analysis.Analysis {
 // an earlier report's files for it are removed.
 func TestPassKFigure(t *testing.T) {
 	for _, lab := range []bool{false, true} {
-		an := passKAnalysis(t, 5, lab)
-		f, err := PassKFigure(an)
-		if err != nil || f.Empty != "" {
-			t.Fatalf("lab %v: %v, empty %q", lab, err, f.Empty)
-		}
-		cfg, err := png.DecodeConfig(bytes.NewReader(f.PNG))
-		if err != nil || cfg.Width != 1200 || cfg.Height != 340 || !bytes.HasPrefix(f.SVG, []byte("<?xml")) {
-			t.Errorf("lab %v: PNG %+v %v, want 1200×340 (2 conditions and the legend)", lab, cfg, err)
-		}
-		if lab != strings.Contains(f.Caption, "Recovered dashed") || !strings.Contains(f.Caption, "Strict solid") {
-			t.Errorf("lab %v: caption %q", lab, f.Caption)
-		}
-		if lab && os.Getenv("STRESS_PASSK_FIGURE") != "" {
-			os.WriteFile(os.Getenv("STRESS_PASSK_FIGURE"), f.PNG, 0o644)
-		}
+		t.Run(fmt.Sprint(lab), func(t *testing.T) {
+			an := passKAnalysis(t, 5, lab)
+			f, err := passKFigure(an)
+			if err != nil || f.Empty != "" {
+				t.Fatalf("lab %v: %v, empty %q", lab, err, f.Empty)
+			}
+			cfg, err := png.DecodeConfig(bytes.NewReader(f.PNG))
+			if err != nil || cfg.Width != 1200 || cfg.Height != 340 || !bytes.HasPrefix(f.SVG, []byte("<?xml")) {
+				t.Errorf("lab %v: PNG %+v %v, want 1200×340 (2 conditions and the legend)", lab, cfg, err)
+			}
+			if lab != strings.Contains(f.Caption, "Recovered dashed") || !strings.Contains(f.Caption, "Strict solid") {
+				t.Errorf("lab %v: caption %q", lab, f.Caption)
+			}
+			if lab && os.Getenv("STRESS_PASSK_FIGURE") != "" {
+				os.WriteFile(os.Getenv("STRESS_PASSK_FIGURE"), f.PNG, 0o644)
+			}
+		})
 	}
 	an := passKAnalysis(t, 5, true)
 	dir := t.TempDir()
@@ -74,9 +76,11 @@ func TestPassKFigure(t *testing.T) {
 	md, _ := os.ReadFile(filepath.Join(dir, MarkdownFile))
 	for _, want := range []string{"## Consistency across replicates (pass^k)", "| model | prompt | condition | column | scenarios | interval | k=1 | k=2 | k=3 | k=4 | k=5 |",
 		"| m0 | p | normalized | Strict | 12 | estimate |", "| m0 | p | normalized | Recovered | 12 | estimate |", "figures/pass-k.png"} {
-		if !strings.Contains(string(md), want) {
-			t.Errorf("report.md lacks %q", want)
-		}
+		t.Run(want, func(t *testing.T) {
+			if !strings.Contains(string(md), want) {
+				t.Errorf("report.md lacks %q", want)
+			}
+		})
 	}
 	if _, err := os.Stat(filepath.Join(dir, FigureDir, "pass-k.svg")); err != nil {
 		t.Error(err)
@@ -98,10 +102,10 @@ func TestPassKFigure(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	if f, err := PassKFigure(empty); err != nil || f.Empty == "" {
+	if f, err := passKFigure(empty); err != nil || f.Empty == "" {
 		t.Errorf("empty analysis: %v, %q", err, f.Empty)
 	}
-	if err := Build(&Input{Analysis: empty}, nil).Markdown(&b); err != nil || strings.Contains(b.String(), "pass^k") {
+	if err := build(&Input{Analysis: empty}, nil).Markdown(&b); err != nil || strings.Contains(b.String(), "pass^k") {
 		t.Errorf("empty analysis: %v\n%s", err, b.String())
 	}
 }

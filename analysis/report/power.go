@@ -18,13 +18,13 @@ import (
 // figure.
 const PowerFigureName = "power"
 
-// PowerFigure draws the power of each contrast (one panel each) against
+// powerFigure draws the power of each contrast (one panel each) against
 // the replicates per scenario, one line per number of scenarios, at the
 // grid's first number of servers, with the 80% line dashed.
-func PowerFigure(pw *analysis.Power) (Figure, error) {
+func powerFigure(pw *analysis.Power) (figure, error) {
 	n := len(pw.Curves)
 	w, h := StrictCoverSize(n)
-	f := Figure{Name: PowerFigureName, Title: "Power by design", Width: w, Height: h}
+	f := figure{Name: PowerFigureName, Title: "Power by design", Width: w, Height: h}
 	if n == 0 || len(pw.Curves[0].Points) == 0 {
 		f.Empty = "No contrast to estimate the power of; no figure."
 		return f, nil
@@ -79,11 +79,11 @@ func PowerFigure(pw *analysis.Power) (Figure, error) {
 	return f, f.render(func(c draw.Canvas) { drawPanels(c, plots, n) })
 }
 
-// drawPanels draws the first n of plots on c in a grid of PanelCols
+// drawPanels draws the first n of plots on c in a grid of panelCols
 // columns, row by row.
 func drawPanels(c draw.Canvas, plots []*plot.Plot, n int) {
-	cols := min(n, PanelCols)
-	rows := (n + PanelCols - 1) / PanelCols
+	cols := min(n, panelCols)
+	rows := (n + panelCols - 1) / panelCols
 	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(6), PadY: vg.Points(6)}
 	for i, p := range plots {
 		p.Draw(margin(tiles.At(c, i%cols, i/cols)))

@@ -30,9 +30,11 @@ func TestPowerFigure(t *testing.T) {
 		t.Errorf("figure: empty %q, %d PNG bytes, SVG without the panel titles", f.Empty, len(f.PNG))
 	}
 	for _, s := range []string{"scenario-level sign-flip test", "+20.0 percentage points", "5 servers", "50 simulated studies"} {
-		if !strings.Contains(f.Caption, s) {
-			t.Errorf("caption lacks %q: %s", s, f.Caption)
-		}
+		t.Run(s, func(t *testing.T) {
+			if !strings.Contains(f.Caption, s) {
+				t.Errorf("caption lacks %q: %s", s, f.Caption)
+			}
+		})
 	}
 	d := &report.Doc{Title: "t"}
 	report.PowerSection(d, pw, &f)

@@ -22,16 +22,16 @@ import (
 	"github.com/mcpstress/stress/study"
 )
 
-// Profile is the actionability profile table of the bundle's corpus.
-type Profile struct {
+// profile is the actionability profile table of the bundle's corpus.
+type profile struct {
 	N       int // scenarios
 	Control study.ViewSummary
 	Content study.ViewSummary
 }
 
 // ProfileOf summarizes the scenarios' profile coding.
-func ProfileOf(scenarios []study.Scenario) *Profile {
-	return &Profile{N: len(scenarios), Control: study.Summarize(scenarios, study.ControlView), Content: study.Summarize(scenarios, study.ContentView)}
+func ProfileOf(scenarios []study.Scenario) *profile {
+	return &profile{N: len(scenarios), Control: study.Summarize(scenarios, study.ControlView), Content: study.Summarize(scenarios, study.ContentView)}
 }
 
 // Input is everything a report shows.
@@ -41,7 +41,7 @@ type Input struct {
 	Paper    *analysis.PaperTable      // with Against: the published table, or nil
 	Against  *analysis.PaperComparison // nil: no comparison section
 	Power    *analysis.Power           // nil: no power section
-	Profile  *Profile                  // nil: ProfileNote says why
+	Profile  *profile                  // nil: ProfileNote says why
 	// ProfileNote explains a missing profile table.
 	ProfileNote string
 	// Partial, when not "", says how the bundle falls short of complete
@@ -66,17 +66,17 @@ const (
 // figure that is empty or absent this time are removed, so that a figure
 // of an earlier report does not stand beside this one.
 func Write(dir string, in *Input) ([]string, error) {
-	figs, err := Figures(in.Analysis, in.Profile)
+	figs, err := figures(in.Analysis, in.Profile)
 	if err != nil {
 		return nil, err
 	}
-	pk, err := PassKFigure(in.Analysis)
+	pk, err := passKFigure(in.Analysis)
 	if err != nil {
-		return nil, fmt.Errorf("figure %s: %w", PassKFigureName, err)
+		return nil, fmt.Errorf("figure %s: %w", passKFigureName, err)
 	}
 	figs = append(figs, pk)
 	if in.Power != nil {
-		f, err := PowerFigure(in.Power)
+		f, err := powerFigure(in.Power)
 		if err != nil {
 			return nil, fmt.Errorf("figure power: %w", err)
 		}
@@ -93,7 +93,7 @@ func Write(dir string, in *Input) ([]string, error) {
 			return out.written, err
 		}
 	}
-	for _, name := range append(slices.Clone(figureNames), PassKFigureName, PowerFigureName) {
+	for _, name := range append(slices.Clone(figureNames), passKFigureName, PowerFigureName) {
 		if drawn[name] {
 			continue
 		}
@@ -103,7 +103,7 @@ func Write(dir string, in *Input) ([]string, error) {
 			}
 		}
 	}
-	doc := Build(in, figs)
+	doc := build(in, figs)
 	var md, ht strings.Builder
 	if err := doc.Markdown(&md); err != nil {
 		return out.written, err
@@ -118,64 +118,64 @@ func Write(dir string, in *Input) ([]string, error) {
 	return out.written, err
 }
 
-// Doc is a report as a sequence of blocks, rendered to Markdown or HTML.
-type Doc struct {
+// document is a report as a sequence of blocks, rendered to Markdown or HTML.
+type document struct {
 	Title  string
-	Blocks []Block
+	Blocks []block
 }
 
-// Block is one element of a Doc: *Heading, *Para, *Table or *FigureRef.
-type Block interface{ block() }
+// block is one element of a Doc: *Heading, *Para, *Table or *figureRef.
+type block interface{ block() }
 
-// Heading is a section title (level 2) or subsection (level 3).
-type Heading struct {
+// heading is a section title (level 2) or subsection (level 3).
+type heading struct {
 	Level int
 	Text  string
 }
 
-// Para is a paragraph; `code` spans are kept.
-type Para struct{ Text string }
+// para is a paragraph; `code` spans are kept.
+type para struct{ Text string }
 
-// Table is a table with a header row; Right marks right-aligned columns.
-type Table struct {
+// table is a table with a header row; Right marks right-aligned columns.
+type table struct {
 	Header []string
 	Rows   [][]string
 	Right  []bool
 }
 
-// FigureRef places a figure.
-type FigureRef struct{ Fig *Figure }
+// figureRef places a figure.
+type figureRef struct{ Fig *figure }
 
 // rightFrom is an empty table with header whose columns from the k-th
 // (from 0) on are right-aligned.
-func rightFrom(k int, header ...string) *Table {
-	t := &Table{Header: header}
+func rightFrom(k int, header ...string) *table {
+	t := &table{Header: header}
 	for i := range header {
 		t.Right = append(t.Right, i >= k)
 	}
 	return t
 }
 
-func (*Heading) block()   {}
-func (*Para) block()      {}
-func (*Table) block()     {}
-func (*FigureRef) block() {}
+func (*heading) block()   {}
+func (*para) block()      {}
+func (*table) block()     {}
+func (*figureRef) block() {}
 
-func (d *Doc) h2(s string) { d.Blocks = append(d.Blocks, &Heading{2, s}) }
-func (d *Doc) h3(s string) { d.Blocks = append(d.Blocks, &Heading{3, s}) }
-func (d *Doc) p(format string, a ...any) {
-	d.Blocks = append(d.Blocks, &Para{fmt.Sprintf(format, a...)})
+func (d *document) h2(s string) { d.Blocks = append(d.Blocks, &heading{2, s}) }
+func (d *document) h3(s string) { d.Blocks = append(d.Blocks, &heading{3, s}) }
+func (d *document) p(format string, a ...any) {
+	d.Blocks = append(d.Blocks, &para{fmt.Sprintf(format, a...)})
 }
-func (d *Doc) table(t *Table) { d.Blocks = append(d.Blocks, t) }
+func (d *document) table(t *table) { d.Blocks = append(d.Blocks, t) }
 
 // fig places a figure, or the sentence that stands for an empty one.
-func (d *Doc) fig(f *Figure) {
+func (d *document) fig(f *figure) {
 	switch {
 	case f == nil:
 	case f.Empty != "":
 		d.p("%s", f.Empty)
 	default:
-		d.Blocks = append(d.Blocks, &FigureRef{f})
+		d.Blocks = append(d.Blocks, &figureRef{f})
 	}
 }
 
@@ -186,16 +186,16 @@ func ival(b analysis.Bounds, f func(float64) string) string {
 	return f(b.Lo) + " to " + f(b.Hi)
 }
 
-// Build assembles the report from its input and rendered figures.
-func Build(in *Input, figs []Figure) *Doc {
+// build assembles the report from its input and rendered figures.
+func build(in *Input, figs []figure) *document {
 	an := in.Analysis
-	fig := func(name string) *Figure {
-		if i := slices.IndexFunc(figs, func(f Figure) bool { return f.Name == name }); i >= 0 {
+	fig := func(name string) *figure {
+		if i := slices.IndexFunc(figs, func(f figure) bool { return f.Name == name }); i >= 0 {
 			return &figs[i]
 		}
 		return nil
 	}
-	d := &Doc{Title: "Results report"}
+	d := &document{Title: "Results report"}
 	if in.Partial != "" {
 		d.Title = "Partial results report"
 	}
@@ -249,12 +249,12 @@ func Build(in *Input, figs []Figure) *Doc {
 	if ks := analysis.PassKShown(an.Cells); len(ks) > 0 {
 		d.h2("Consistency across replicates (pass^k)")
 		d.passK(an, ks)
-		d.fig(fig(PassKFigureName))
+		d.fig(fig(passKFigureName))
 	}
 
 	d.h2("Paired comparisons")
 	d.p("Differences A − B in percentage points between two levels of a factor (conditions of the same model and prompt; prompts of the same model and condition; models under the same prompt and condition), over decisions matched on scenario and replicate (the seeds are paired). %s Predeclared: code_only − normalized (the only answer-free comparison) and structured − prose (two disclosures of the answer), on Strict. One subsection per contrast.", analysis.PairsLegend)
-	if slices.ContainsFunc(an.Pairs, func(p analysis.Pair) bool { return p.Predeclared && p.Column == analysis.Proven }) {
+	if slices.ContainsFunc(an.Pairs, func(p analysis.Pair) bool { return p.Predeclared && p.Column == simulator.Proven }) {
 		d.p("Some scenario of the study declares more than one execution-proven preferred policy, so each predeclared comparison on Strict is made on Proven too, right after it, and both are in the family.")
 	}
 	if slices.ContainsFunc(an.Pairs, func(p analysis.Pair) bool { return p.Isolates != "" }) {
@@ -300,7 +300,7 @@ func Build(in *Input, figs []Figure) *Doc {
 
 	if in.Power != nil {
 		d.h2("Power and design")
-		PowerSection(d, in.Power, fig(PowerFigureName))
+		powerSection(d, in.Power, fig(PowerFigureName))
 	}
 
 	d.h2("Actionability profile (Table I)")
@@ -324,7 +324,7 @@ func Build(in *Input, figs []Figure) *Doc {
 	return d
 }
 
-func (d *Doc) study(in *Input) {
+func (d *document) study(in *Input) {
 	an := in.Analysis
 	decisions, errs := 0, 0
 	for _, c := range an.Cells {
@@ -365,7 +365,7 @@ func (d *Doc) study(in *Input) {
 	if bi.Manifest.Live() {
 		rows = append(rows, []string{"replay", "live: each policy the model chose was executed in a fresh, seeded environment"})
 	}
-	d.table(&Table{Header: []string{"item", "value"}, Rows: rows})
+	d.table(&table{Header: []string{"item", "value"}, Rows: rows})
 }
 
 // lab reports whether some cell has decisions with lab outcomes (live
@@ -374,7 +374,7 @@ func lab(an *analysis.Analysis) bool {
 	return slices.ContainsFunc(an.Cells, func(c analysis.CellStats) bool { return c.LabN > 0 })
 }
 
-func (d *Doc) counts(an *analysis.Analysis) {
+func (d *document) counts(an *analysis.Analysis) {
 	lab := lab(an)
 	t := rightFrom(3, analysis.CountsHeader(lab)...) // the counts
 	for _, c := range an.Cells {
@@ -383,7 +383,7 @@ func (d *Doc) counts(an *analysis.Analysis) {
 	d.table(t)
 }
 
-func (d *Doc) rates(an *analysis.Analysis) {
+func (d *document) rates(an *analysis.Analysis) {
 	header := []string{"model", "prompt", "condition", "interval"}
 	right := []bool{false, false, false, false}
 	keys := analysis.RateKeysOf(an.Cells)
@@ -391,7 +391,7 @@ func (d *Doc) rates(an *analysis.Analysis) {
 		header = append(header, analysis.RateLabel(k))
 		right = append(right, true)
 	}
-	t := &Table{Header: header, Right: right}
+	t := &table{Header: header, Right: right}
 	notes := map[string]bool{}
 	for _, c := range an.Cells {
 		est := []string{c.Model, c.Prompt, string(c.Condition), "estimate"}
@@ -418,7 +418,7 @@ func (d *Doc) rates(an *analysis.Analysis) {
 }
 
 // notes explains the warning tags used.
-func (d *Doc) notes(seen map[string]bool) {
+func (d *document) notes(seen map[string]bool) {
 	var parts []string
 	for _, t := range []struct {
 		tag  stats.WarningKind
@@ -459,7 +459,7 @@ func tagged(b string, warnings []stats.Warning, notes map[string]bool) string {
 	return b
 }
 
-func (d *Doc) pairs(an *analysis.Analysis) {
+func (d *document) pairs(an *analysis.Analysis) {
 	if len(an.Pairs) == 0 {
 		d.p("No combination of the other factors has both levels of any comparison.")
 		return
@@ -479,7 +479,7 @@ func (d *Doc) pairs(an *analysis.Analysis) {
 			}
 		}
 		first := rows[0]
-		title := fmt.Sprintf("%s: %s − %s on %s", first.Factor, first.A, first.B, first.Column.Label())
+		title := fmt.Sprintf("%s: %s − %s on %s", first.Factor, first.A, first.B, first.Column.Column().Label)
 		switch {
 		case first.Isolates != "":
 			title += " (predeclared: " + first.Isolates + ")"
@@ -542,9 +542,9 @@ func familyText(f string) string {
 	return "every comparison below (predeclared and requested)"
 }
 
-// PowerSection adds the power table, the contrasts' models and the
+// powerSection adds the power table, the contrasts' models and the
 // figure f (may be nil) to d.
-func PowerSection(d *Doc, pw *analysis.Power, f *Figure) {
+func powerSection(d *document, pw *analysis.Power, f *figure) {
 	d.p("%s", analysis.PowerText(pw))
 	for _, n := range analysis.PowerNotes(pw) {
 		d.p("%s.", n)
@@ -558,7 +558,7 @@ func PowerSection(d *Doc, pw *analysis.Power, f *Figure) {
 	d.fig(f)
 }
 
-func (d *Doc) selective(an *analysis.Analysis) {
+func (d *document) selective(an *analysis.Analysis) {
 	d.p("Selective accuracy is Strict / Cover: how often a committed (non-stop, valid) answer is the preferred policy. Its Wilson interval takes k = Strict and n = Cover; its bootstrap resamples servers with per-server N = Cover and Sum = Strict.")
 	t := rightFrom(3, "model", "prompt", "condition", "Strict/Cover", "%", "Wilson", "bootstrap")
 	for _, c := range an.Cells {
@@ -572,14 +572,14 @@ func (d *Doc) selective(an *analysis.Analysis) {
 	}
 }
 
-func (d *Doc) against(t *analysis.PaperTable, pc *analysis.PaperComparison) {
+func (d *document) against(t *analysis.PaperTable, pc *analysis.PaperComparison) {
 	d.p("Source: %s", t.Citation)
 	d.p("Published setup: %s %s", t.Setup, t.Note)
 	for _, m := range pc.Matches {
 		d.p("Run model %s is %s by its %s `%s`.", m.Model, m.PaperModel, m.By, m.Value)
 	}
 	d.p("p: Fisher's exact test of the run's count against the paper's (two-sided); verdict at %g%% after Holm over the cell's six columns. Caveat: %s", 100*pc.Level, pc.Caveat)
-	tb := &Table{Header: []string{"paper model", "condition", "source", "N", "Strict", "Cover", "Retry", "Invalid", "AnyFS", "TermFS", "Extra", "verdict"},
+	tb := &table{Header: []string{"paper model", "condition", "source", "N", "Strict", "Cover", "Retry", "Invalid", "AnyFS", "TermFS", "Extra", "verdict"},
 		Right: []bool{false, false, false, true, true, true, true, true, true, true, true, false}}
 	row := func(a, b, c string, n analysis.Counts, signed bool) []string {
 		r := []string{a, b, c}
@@ -619,7 +619,7 @@ var coordinateNames = map[string]string{
 	"T": "repair target", "E": "executable repair", "R": "replay constraints",
 }
 
-func (d *Doc) profile(pr *Profile) {
+func (d *document) profile(pr *profile) {
 	d.p("Separately coded capabilities for %d observations of the bundle's corpus (coordinates are not cumulative).", pr.N)
 	t := rightFrom(1, "Capability", "Control", "Content-assisted")
 	for _, c := range study.Coordinates {
@@ -641,17 +641,17 @@ func (d *Doc) profile(pr *Profile) {
 // linked as figures/NAME.png (with the SVG next to it). Text is written as
 // HTML shows it (mdInline): a bundle path or name with Markdown or HTML
 // in it reads as itself.
-func (d *Doc) Markdown(w io.Writer) error {
+func (d *document) Markdown(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString("# " + mdInline(d.Title, false) + "\n")
 	for _, bl := range d.Blocks {
 		b.WriteString("\n")
 		switch x := bl.(type) {
-		case *Heading:
+		case *heading:
 			b.WriteString(strings.Repeat("#", x.Level) + " " + mdInline(x.Text, false) + "\n")
-		case *Para:
+		case *para:
 			b.WriteString(mdInline(x.Text, true) + "\n")
-		case *Table:
+		case *table:
 			cell := func(s string) string { return strings.ReplaceAll(mdInline(s, false), "|", `\|`) }
 			b.WriteString("|")
 			for _, h := range x.Header {
@@ -673,7 +673,7 @@ func (d *Doc) Markdown(w io.Writer) error {
 				}
 				b.WriteString("\n")
 			}
-		case *FigureRef:
+		case *figureRef:
 			f := x.Fig
 			fmt.Fprintf(&b, "![%s](%s/%s.png)\n\n*%s* %s ([SVG](%s/%s.svg))\n", mdInline(f.Title, false), FigureDir, f.Name, mdInline(f.Title, false), mdInline(f.Caption, false), FigureDir, f.Name)
 		}
@@ -829,7 +829,7 @@ figure{margin:1.5em 0}figure img{max-width:100%;height:auto;border:1px solid #ee
 // HTML writes the document as one self-contained HTML page: the figures
 // are embedded as data: URIs (PNG), the style is inline, nothing is
 // fetched.
-func (d *Doc) HTML(w io.Writer) error {
+func (d *document) HTML(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
 	b.WriteString("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
@@ -837,11 +837,11 @@ func (d *Doc) HTML(w io.Writer) error {
 	b.WriteString("<h1>" + inline(d.Title) + "</h1>\n")
 	for _, bl := range d.Blocks {
 		switch x := bl.(type) {
-		case *Heading:
+		case *heading:
 			fmt.Fprintf(&b, "<h%d id=\"%s\">%s</h%d>\n", x.Level, slug(x.Text), inline(x.Text), x.Level)
-		case *Para:
+		case *para:
 			b.WriteString("<p>" + inline(x.Text) + "</p>\n")
-		case *Table:
+		case *table:
 			if len(x.Header) >= wideColumns {
 				b.WriteString("<table class=\"wide\">\n<thead><tr>")
 			} else {
@@ -863,7 +863,7 @@ func (d *Doc) HTML(w io.Writer) error {
 				b.WriteString("</tr>\n")
 			}
 			b.WriteString("</tbody>\n</table>\n")
-		case *FigureRef:
+		case *figureRef:
 			f := x.Fig
 			fmt.Fprintf(&b, "<figure>\n<img src=\"data:image/png;base64,%s\" width=\"%d\" height=\"%d\" alt=\"%s\">\n<figcaption><strong>%s.</strong> %s</figcaption>\n</figure>\n",
 				base64.StdEncoding.EncodeToString(f.PNG), f.Width, f.Height, html.EscapeString(f.Title), html.EscapeString(f.Title), inline(f.Caption))
@@ -876,7 +876,7 @@ func (d *Doc) HTML(w io.Writer) error {
 
 // labelAction is the label-versus-action table of the cells with lab
 // outcomes.
-func (d *Doc) labelAction(an *analysis.Analysis) {
+func (d *document) labelAction(an *analysis.Analysis) {
 	t := rightFrom(3, analysis.LabelActionHeader...)
 	for i := range an.Cells {
 		if row := analysis.LabelActionRow(&an.Cells[i].Cell); row != nil {
@@ -900,7 +900,7 @@ func (o *outDir) put(name string, data []byte) error {
 }
 
 // figure writes sub/NAME.png and sub/NAME.svg of f, unless it is empty.
-func (o *outDir) figure(sub string, f *Figure) error {
+func (o *outDir) figure(sub string, f *figure) error {
 	if f.Empty != "" {
 		return nil
 	}
@@ -914,7 +914,7 @@ func (o *outDir) figure(sub string, f *Figure) error {
 // it is empty, the power figure beside it (power.png, power.svg); it
 // returns the paths written.
 func WritePower(dir string, pw *analysis.Power) ([]string, error) {
-	f, err := PowerFigure(pw)
+	f, err := powerFigure(pw)
 	if err != nil {
 		return nil, err
 	}
@@ -923,8 +923,8 @@ func WritePower(dir string, pw *analysis.Power) ([]string, error) {
 	}
 	out := &outDir{dir: dir}
 	var md strings.Builder
-	d := &Doc{Title: "Power and design"}
-	PowerSection(d, pw, &f)
+	d := &document{Title: "Power and design"}
+	powerSection(d, pw, &f)
 	if err := d.Markdown(&md); err != nil {
 		return nil, err
 	}

@@ -18,9 +18,11 @@ import (
 
 func TestStrictCoverSize(t *testing.T) {
 	for n, want := range map[int][2]int{0: {400, 340}, 1: {400, 340}, 2: {800, 340}, 3: {1200, 340}, 4: {1200, 680}, 7: {1200, 1020}} {
-		if w, h := StrictCoverSize(n); w != want[0] || h != want[1] {
-			t.Errorf("StrictCoverSize(%d) = %d×%d, want %d×%d", n, w, h, want[0], want[1])
-		}
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			if w, h := StrictCoverSize(n); w != want[0] || h != want[1] {
+				t.Errorf("StrictCoverSize(%d) = %d×%d, want %d×%d", n, w, h, want[0], want[1])
+			}
+		})
 	}
 }
 
@@ -39,7 +41,7 @@ func TestFiguresGrid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	figs, err := Figures(an, nil)
+	figs, err := figures(an, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +70,7 @@ func TestEmptyFigures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	uncoded := &Profile{N: 21, Control: study.ViewSummary{Counts: map[string]int{}}, Content: study.ViewSummary{Counts: map[string]int{}}}
+	uncoded := &profile{N: 21, Control: study.ViewSummary{Counts: map[string]int{}}, Content: study.ViewSummary{Counts: map[string]int{}}}
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, FigureDir), 0o755)
 	for _, f := range []string{"extra.png", "extra.svg", "profile.png"} {
@@ -82,16 +84,20 @@ func TestEmptyFigures(t *testing.T) {
 		t.Errorf("wrote %v", written)
 	}
 	for _, f := range []string{"extra.png", "extra.svg", "profile.png"} {
-		if _, err := os.Stat(filepath.Join(dir, FigureDir, f)); err == nil {
-			t.Errorf("%s is left", f)
-		}
+		t.Run(f, func(t *testing.T) {
+			if _, err := os.Stat(filepath.Join(dir, FigureDir, f)); err == nil {
+				t.Errorf("%s is left", f)
+			}
+		})
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, MarkdownFile))
 	page, _ := os.ReadFile(filepath.Join(dir, HTMLFile))
 	for _, s := range []string{"No replays were issued; no figure.", "No scenario has any capability coded, in either view; no figure."} {
-		if !strings.Contains(string(md), "\n"+s+"\n") || !strings.Contains(string(page), "<p>"+s+"</p>") {
-			t.Errorf("the report lacks %q", s)
-		}
+		t.Run(s, func(t *testing.T) {
+			if !strings.Contains(string(md), "\n"+s+"\n") || !strings.Contains(string(page), "<p>"+s+"</p>") {
+				t.Errorf("the report lacks %q", s)
+			}
+		})
 	}
 	if strings.Contains(string(md), "figures/extra") || strings.Contains(string(md), "figures/profile") ||
 		strings.Count(string(page), "<img") != 1 || !strings.Contains(string(md), "figures/strict-cover.png") {
@@ -101,19 +107,25 @@ func TestEmptyFigures(t *testing.T) {
 	// An analysis with no decisions, or only failed ones, has no figure.
 	failed := analysis.NewAccumulator()
 	failed.Add(&results.Row{Model: "m", Prompt: "p", Condition: "prose", Scenario: "S1", Server: "A", Status: results.StatusError})
-	for _, a := range []*analysis.Accumulator{analysis.NewAccumulator(), failed} {
-		an, err := a.Analyze(context.Background(), analysis.Options{B: 200})
-		if err != nil {
-			t.Fatal(err)
-		}
-		figs, err := Figures(an, nil)
-		if err != nil || len(figs) != 2 {
-			t.Fatalf("Figures: %v, %d figures", err, len(figs))
-		}
-		if figs[0].Empty != "No decision was counted (the bundle holds none, or every call failed); no figure." || figs[0].PNG != nil ||
-			figs[1].Empty != "No replays were issued; no figure." || figs[1].PNG != nil {
-			t.Errorf("figures of %d decisions: %q, %q", a.Decisions(), figs[0].Empty, figs[1].Empty)
-		}
+	for _, tc := range []struct {
+		name string
+		acc  *analysis.Accumulator
+	}{{"no decision", analysis.NewAccumulator()}, {"only failed decisions", failed}} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := tc.acc
+			an, err := a.Analyze(context.Background(), analysis.Options{B: 200})
+			if err != nil {
+				t.Fatal(err)
+			}
+			figs, err := figures(an, nil)
+			if err != nil || len(figs) != 2 {
+				t.Fatalf("Figures: %v, %d figures", err, len(figs))
+			}
+			if figs[0].Empty != "No decision was counted (the bundle holds none, or every call failed); no figure." || figs[0].PNG != nil ||
+				figs[1].Empty != "No replays were issued; no figure." || figs[1].PNG != nil {
+				t.Errorf("figures of %d decisions: %q, %q", a.Decisions(), figs[0].Empty, figs[1].Empty)
+			}
+		})
 	}
 }
 
@@ -124,9 +136,9 @@ func TestRendering(t *testing.T) {
 	if got := inline("a <b> & `x<y` and `open"); got != "a &lt;b&gt; &amp; <code>x&lt;y</code> and `open" {
 		t.Errorf("inline = %q", got)
 	}
-	d := &Doc{Title: "T <1>", Blocks: []Block{
-		&Heading{2, "Sec"}, &Para{"p | q"},
-		&Table{Header: []string{"a", "b|c"}, Rows: [][]string{{"1", "x|y"}}, Right: []bool{false, true}},
+	d := &document{Title: "T <1>", Blocks: []block{
+		&heading{2, "Sec"}, &para{"p | q"},
+		&table{Header: []string{"a", "b|c"}, Rows: [][]string{{"1", "x|y"}}, Right: []bool{false, true}},
 	}}
 	var md, ht strings.Builder
 	if err := d.Markdown(&md); err != nil {
@@ -140,9 +152,11 @@ func TestRendering(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"<title>T &lt;1&gt;</title>", `<h2 id="sec">Sec</h2>`, "<p>p | q</p>", `<td class="r">x|y</td>`} {
-		if !strings.Contains(ht.String(), s) {
-			t.Errorf("HTML lacks %q:\n%s", s, ht.String())
-		}
+		t.Run(s, func(t *testing.T) {
+			if !strings.Contains(ht.String(), s) {
+				t.Errorf("HTML lacks %q:\n%s", s, ht.String())
+			}
+		})
 	}
 }
 
@@ -171,9 +185,11 @@ func TestMarkdownEscapes(t *testing.T) {
 		{"`a``b` c", true, "`ab` c"},
 		{"``<img>`", true, "\\<img\\>\\`"},
 	} {
-		if got := mdInline(c.in, c.para); got != c.want {
-			t.Errorf("mdInline(%q, %v) = %q, want %q", c.in, c.para, got, c.want)
-		}
+		t.Run(c.want, func(t *testing.T) {
+			if got := mdInline(c.in, c.para); got != c.want {
+				t.Errorf("mdInline(%q, %v) = %q, want %q", c.in, c.para, got, c.want)
+			}
+		})
 	}
 }
 
@@ -193,11 +209,11 @@ func TestFiguresOddInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	figs, err := Figures(an, nil)
+	figs, err := figures(an, nil)
 	if err != nil || len(figs) != 2 || len(figs[0].PNG) == 0 || figs[1].Empty == "" {
 		t.Fatalf("Figures: %v, %d figures", err, len(figs))
 	}
-	doc := Build(&Input{Analysis: an, ProfileNote: "none"}, figs)
+	doc := build(&Input{Analysis: an, ProfileNote: "none"}, figs)
 	var b strings.Builder
 	if err := doc.HTML(&b); err != nil || !strings.Contains(b.String(), "weird") {
 		t.Errorf("HTML: %v", err)
@@ -224,11 +240,11 @@ func TestLabelActionFigure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	figs, err := Figures(an, nil)
+	figs, err := figures(an, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var la *Figure
+	var la *figure
 	for i := range figs {
 		if figs[i].Name == "label-action" {
 			la = &figs[i]
@@ -241,7 +257,7 @@ func TestLabelActionFigure(t *testing.T) {
 		t.Errorf("label-action PNG %+v %v", cfg, err)
 	}
 	var b bytes.Buffer
-	if err := Build(&Input{Analysis: an}, figs).Markdown(&b); err != nil {
+	if err := build(&Input{Analysis: an}, figs).Markdown(&b); err != nil {
 		t.Fatal(err)
 	}
 	// 12 decisions per condition: Strict at s = 0, 3, 6, 9; recovered at even s.

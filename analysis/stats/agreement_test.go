@@ -1,6 +1,7 @@
 package stats_test
 
 import (
+	"fmt"
 	"math"
 	"math/big"
 	"strings"
@@ -129,9 +130,11 @@ func TestAgreePublished(t *testing.T) {
 		{"PABAK (Brennan-Prediger)", a.PABAK, 0.835, 5e-4},
 		{"percent agreement", a.Observed, 0.89, 5e-3},
 	} {
-		if math.Abs(c.got-c.want) > c.tol {
-			t.Errorf("%s = %.10g, want %g ± %g", c.what, c.got, c.want, c.tol)
-		}
+		t.Run(c.what, func(t *testing.T) {
+			if math.Abs(c.got-c.want) > c.tol {
+				t.Errorf("%s = %.10g, want %g ± %g", c.what, c.got, c.want, c.tol)
+			}
+		})
 	}
 }
 
@@ -148,9 +151,11 @@ func TestAgreeByHand(t *testing.T) {
 	}{
 		{"po", a.Observed, 0.7}, {"kappa", a.Kappa, 0.4}, {"AC1", a.AC1, 0.205 / 0.505}, {"PABAK", a.PABAK, 0.4},
 	} {
-		if !closeRel(c.got, c.want, 1e-14) {
-			t.Errorf("%s = %.17g, want %.17g", c.what, c.got, c.want)
-		}
+		t.Run(c.what, func(t *testing.T) {
+			if !closeRel(c.got, c.want, 1e-14) {
+				t.Errorf("%s = %.17g, want %.17g", c.what, c.got, c.want)
+			}
+		})
 	}
 }
 
@@ -191,20 +196,22 @@ func TestAgreeOneCoderOneCategory(t *testing.T) {
 		{[][]int{{0, 0, 0}, {4, 9, 1}, {0, 0, 0}}, "coder A"},
 		{[][]int{{0, 13, 0}, {0, 0, 0}, {0, 0, 0}}, "each coder"},
 	} {
-		if num := fceBracket(c.table); num.Sign() != 0 {
-			t.Fatalf("%v: exact variance bracket %v, want 0", c.table, num)
-		}
-		a := stats.Agree(c.table, 0.95)
-		if a.Kappa != 0 || a.KappaSE != 0 || a.KappaLo != 0 || a.KappaHi != 0 {
-			t.Errorf("%v: kappa %v SE %v [%v, %v], want exactly 0 [0, 0]", c.table, a.Kappa, a.KappaSE, a.KappaLo, a.KappaHi)
-		}
-		ok := false
-		for _, w := range a.Warnings {
-			ok = ok || w.Kind == stats.Degenerate && strings.HasPrefix(w.Message, "kappa is 0 with asymptotic variance 0: "+c.coder+" put all")
-		}
-		if !ok {
-			t.Errorf("%v: warnings %v, want a degenerate one naming %s", c.table, a.Warnings, c.coder)
-		}
+		t.Run(fmt.Sprint(c.table), func(t *testing.T) {
+			if num := fceBracket(c.table); num.Sign() != 0 {
+				t.Fatalf("%v: exact variance bracket %v, want 0", c.table, num)
+			}
+			a := stats.Agree(c.table, 0.95)
+			if a.Kappa != 0 || a.KappaSE != 0 || a.KappaLo != 0 || a.KappaHi != 0 {
+				t.Errorf("%v: kappa %v SE %v [%v, %v], want exactly 0 [0, 0]", c.table, a.Kappa, a.KappaSE, a.KappaLo, a.KappaHi)
+			}
+			ok := false
+			for _, w := range a.Warnings {
+				ok = ok || w.Kind == stats.Degenerate && strings.HasPrefix(w.Message, "kappa is 0 with asymptotic variance 0: "+c.coder+" put all")
+			}
+			if !ok {
+				t.Errorf("%v: warnings %v, want a degenerate one naming %s", c.table, a.Warnings, c.coder)
+			}
+		})
 	}
 	// The other coefficients are untouched: AC1 on [[37, 1], [0, 0]] is
 	// defined with a positive variance.
@@ -285,16 +292,18 @@ func TestAgreeInvalid(t *testing.T) {
 		{"conf", [][]int{{1, 2}, {3, 4}}, 1},
 		{"conf NaN", [][]int{{1, 2}, {3, 4}}, math.NaN()},
 	} {
-		a := stats.Agree(c.table, c.conf)
-		for _, x := range []float64{a.Observed, a.Kappa, a.KappaSE, a.KappaLo, a.KappaHi, a.AC1, a.AC1SE, a.AC1Lo, a.AC1Hi, a.PABAK} {
-			if !math.IsNaN(x) {
-				t.Errorf("%s: got %+v, want every value NaN", c.name, a)
-				break
+		t.Run(c.name, func(t *testing.T) {
+			a := stats.Agree(c.table, c.conf)
+			for _, x := range []float64{a.Observed, a.Kappa, a.KappaSE, a.KappaLo, a.KappaHi, a.AC1, a.AC1SE, a.AC1Lo, a.AC1Hi, a.PABAK} {
+				if !math.IsNaN(x) {
+					t.Errorf("%s: got %+v, want every value NaN", c.name, a)
+					break
+				}
 			}
-		}
-		if !hasKind(a.Warnings, stats.Undefined) || !strings.HasPrefix(a.Warnings[0].Message, "agreement undefined") {
-			t.Errorf("%s: warnings %v, want an undefined one", c.name, a.Warnings)
-		}
+			if !hasKind(a.Warnings, stats.Undefined) || !strings.HasPrefix(a.Warnings[0].Message, "agreement undefined") {
+				t.Errorf("%s: warnings %v, want an undefined one", c.name, a.Warnings)
+			}
+		})
 	}
 }
 

@@ -41,16 +41,16 @@ type Options struct {
 	Seed uint64  // PCG seed; resamples are a deterministic function of (clusters, B, Seed)
 	// Method is the interval built from the resamples: Percentile (the
 	// default, "") or Studentized.
-	Method Method
+	Method method
 }
 
-// Method is how ClusterBootstrap turns resamples into an interval.
-type Method string
+// method is how ClusterBootstrap turns resamples into an interval.
+type method string
 
 // The bootstrap interval methods.
 const (
-	Percentile  Method = ""            // percentile interval of θ* (Efron & Tibshirani 1993, ch. 13)
-	Studentized Method = "studentized" // bootstrap-t with the cluster-robust standard error (ch. 12)
+	percentile  method = ""            // percentile interval of θ* (Efron & Tibshirani 1993, ch. 13)
+	Studentized method = "studentized" // bootstrap-t with the cluster-robust standard error (ch. 12)
 )
 
 // Interval is a bootstrap point estimate with its percentile interval and
@@ -168,7 +168,7 @@ func bootstrapStart(iv *Interval, clusters []Cluster, opt Options) (resample boo
 		studentized(iv, clusters, total, opt, iv.warn)
 		return false
 	}
-	if opt.Method != Percentile {
+	if opt.Method != percentile {
 		iv.warn(Undefined, "unknown bootstrap method %q: no interval", opt.Method)
 		return false
 	}
@@ -193,7 +193,7 @@ func bootstrapEnd(iv *Interval, theta []float64, skipped int, opt Options) {
 	iv.Hi = quantile7(theta, 1-alpha/2)
 }
 
-// resampleEach returns ClusterResamples of each column named by todo:
+// resampleEach returns clusterResamples of each column named by todo:
 // with one draw of indices for all when there are several and they hold
 // as many clusters, the same replicates in the same order.
 //
@@ -265,7 +265,7 @@ func resampleAll(columns [][]Cluster, todo []int, b int, seed uint64) (thetas []
 	}
 	if !shared {
 		for j, i := range todo {
-			thetas[j], skipped[j] = ClusterResamples(make([]float64, 0, b), columns[i], b, seed)
+			thetas[j], skipped[j] = clusterResamples(make([]float64, 0, b), columns[i], b, seed)
 		}
 		return thetas, skipped
 	}
@@ -300,7 +300,7 @@ func resampleAll(columns [][]Cluster, todo []int, b int, seed uint64) (thetas []
 	return thetas, skipped
 }
 
-// ClusterResamples appends to dst the bootstrap replicates θ* = ΣSum*/ΣN*
+// clusterResamples appends to dst the bootstrap replicates θ* = ΣSum*/ΣN*
 // of b resamples of clusters (each draws len(clusters) clusters uniformly
 // with replacement) and returns the extended slice, in draw order, together
 // with the number of resamples skipped because their ΣN* was 0.
@@ -318,7 +318,7 @@ func resampleAll(columns [][]Cluster, todo []int, b int, seed uint64) (thetas []
 // taken from rand.Rand.IntN, so the replicates depend only on the PCG output
 // stream, which math/rand/v2 specifies, and not on the standard library's
 // choice of bounded-integer algorithm.
-func ClusterResamples(dst []float64, clusters []Cluster, b int, seed uint64) (theta []float64, skipped int) {
+func clusterResamples(dst []float64, clusters []Cluster, b int, seed uint64) (theta []float64, skipped int) {
 	k := len(clusters)
 	if k == 0 || b <= 0 {
 		return dst, 0
@@ -411,7 +411,7 @@ func quantile7(x []float64, p float64) float64 {
 	return x[i] + (h-float64(i))*(x[i+1]-x[i])
 }
 
-// ClusterSE returns the cluster-robust (CR1) standard error of the ratio
+// clusterSE returns the cluster-robust (CR1) standard error of the ratio
 // estimate θ = ΣSum/ΣN over k clusters, from its linearization:
 //
 //	SE² = k/(k − 1) · Σ_c (Sum_c − θ·N_c)² / (ΣN)²,
@@ -423,7 +423,7 @@ func quantile7(x []float64, p float64) float64 {
 //   - W. G. Cochran (1977). Sampling Techniques, 3rd ed. Wiley. §6.4.
 //   - A. C. Cameron, D. L. Miller (2015). A practitioner's guide to
 //     cluster-robust inference. J. Human Resources 50(2), 317–372.
-func ClusterSE(clusters []Cluster) float64 {
+func clusterSE(clusters []Cluster) float64 {
 	k := len(clusters)
 	n, s := sumOf(clusters)
 	if k < 2 || n == 0 {
@@ -442,7 +442,7 @@ func ClusterSE(clusters []Cluster) float64 {
 //
 //	[θ̂ − t*₁₋α/₂·SE, θ̂ − t*α/₂·SE],  t* = (θ* − θ̂)/SE*,
 //
-// SE = ClusterSE of the sample and SE* of each resample, t*_p the type-7
+// SE = clusterSE of the sample and SE* of each resample, t*_p the type-7
 // quantiles (Efron & Tibshirani 1993, ch. 12; Davison & Hinkley 1997,
 // §5.2.1). Resamples with ΣN* = 0 or SE* = 0 (every drawn cluster has the
 // same ratio) have no t* and are skipped, with a Skipped warning.
@@ -454,7 +454,7 @@ func ClusterSE(clusters []Cluster) float64 {
 // extend beyond the statistic's range (a proportion's [0, 1]): callers
 // clip it.
 func studentized(iv *Interval, clusters []Cluster, total Cluster, opt Options, warn func(WarningKind, string, ...any)) {
-	se := ClusterSE(clusters)
+	se := clusterSE(clusters)
 	if math.IsNaN(se) {
 		warn(Undefined, "%d cluster(s): no cluster-robust standard error, no studentized interval", len(clusters))
 		return
@@ -478,7 +478,7 @@ func studentized(iv *Interval, clusters []Cluster, total Cluster, opt Options, w
 			skipped++
 			continue
 		}
-		seStar := ClusterSE(drawn)
+		seStar := clusterSE(drawn)
 		if !(seStar > 0) {
 			skipped++
 			continue

@@ -45,7 +45,7 @@ func ClopperPearson(k, n int, conf float64) (lo, hi float64) {
 }
 
 // PFloor is the smallest p-value FisherExact returns, 1e-300: a smaller
-// one is returned as PFloor, to be read as p ≤ 1e-300 (FisherExactLog
+// one is returned as PFloor, to be read as p ≤ 1e-300 (fisherExactLog
 // gives its logarithm).
 const PFloor = 1e-300
 
@@ -56,7 +56,7 @@ const PFloor = 1e-300
 // than the observed one, as R's fisher.test(matrix(c(a, c, b, d),
 // 2))$p.value, including R's relative tolerance 1 + 10⁻⁷ for ties.
 //
-// It is exp(FisherExactLog(a, b, c, d)), floored at PFloor: a table far
+// It is exp(fisherExactLog(a, b, c, d)), floored at PFloor: a table far
 // from independence has a p-value below the smallest float64
 // (FisherExact(1000, 0, 0, 1000) is 2/C(2000, 1000) ≈ 1e-600), which
 // would otherwise be 0, outside every p-value's range (0, 1].
@@ -68,14 +68,14 @@ const PFloor = 1e-300
 //
 // Negative counts return NaN; FisherExact never panics.
 func FisherExact(a, b, c, d int) float64 {
-	lp := FisherExactLog(a, b, c, d)
+	lp := fisherExactLog(a, b, c, d)
 	if math.IsNaN(lp) {
 		return lp
 	}
 	return max(math.Exp(lp), PFloor)
 }
 
-// FisherExactLog returns the natural logarithm of FisherExact's two-sided
+// fisherExactLog returns the natural logarithm of FisherExact's two-sided
 // p-value, ≤ 0 and finite for every table with non-negative counts, even
 // where the p-value itself is below the smallest float64.
 //
@@ -86,8 +86,8 @@ func FisherExact(a, b, c, d int) float64 {
 // thousand (TestFisherExact checks it against exact rational arithmetic,
 // its logarithm down to p ≈ 1e-600).
 //
-// Negative counts return NaN; FisherExactLog never panics.
-func FisherExactLog(a, b, c, d int) float64 {
+// Negative counts return NaN; fisherExactLog never panics.
+func fisherExactLog(a, b, c, d int) float64 {
 	if a < 0 || b < 0 || c < 0 || d < 0 {
 		return math.NaN()
 	}

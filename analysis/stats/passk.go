@@ -5,7 +5,7 @@ import (
 	"math/bits"
 )
 
-// PassHatK returns the unbiased estimator of pass^k, the probability
+// passHatK returns the unbiased estimator of pass^k, the probability
 // that k independent trials of one task all succeed, from n trials of
 // the task of which c succeeded:
 //
@@ -27,7 +27,7 @@ import (
 // Reference: S. Yao, N. Shinn, P. Razavi, K. Narasimhan (2024).
 // τ-bench: A Benchmark for Tool-Agent-User Interaction in Real-World
 // Domains. arXiv:2406.12045.
-func PassHatK(n, c, k int) float64 {
+func passHatK(n, c, k int) float64 {
 	if n < 1 || c < 0 || c > n || k < 1 || k > n {
 		return math.NaN()
 	}
@@ -36,10 +36,10 @@ func PassHatK(n, c, k int) float64 {
 	return p
 }
 
-// PassHatKs returns PassHatK(n, c, k) for k = 1..n, at index k − 1 (the
+// passHatKs returns passHatK(n, c, k) for k = 1..n, at index k − 1 (the
 // same values, computed in one pass); nil when the counts are out of
 // range (n < 1, c < 0 or c > n).
-func PassHatKs(n, c int) []float64 {
+func passHatKs(n, c int) []float64 {
 	if n < 1 || c < 0 || c > n {
 		return nil
 	}
@@ -96,7 +96,7 @@ type Trials struct {
 // PassKClusters returns, for each k of ks, the per-cluster sufficient
 // statistics of pass^k over tasks (for ClusterBootstrap): perK[i][j] has
 // N = the tasks of cluster j with at least ks[i] trials and Sum = their
-// PassHatK(N, C, ks[i]), so that ΣSum/ΣN is the mean of pass^k over
+// passHatK(N, C, ks[i]), so that ΣSum/ΣN is the mean of pass^k over
 // those tasks, each task weighing the same whatever its number of
 // trials. dropped[i] counts the tasks left out at ks[i]: fewer than
 // ks[i] trials, or counts out of range (C < 0 or C > N); a k below 1

@@ -1,6 +1,7 @@
 package stats_test
 
 import (
+	"fmt"
 	"math"
 	"math/big"
 	"math/bits"
@@ -51,18 +52,20 @@ func TestPassHatKEnumeration(t *testing.T) {
 // (absolute: at most 2¹⁰ rounded terms, each below 1).
 func TestPassHatKExpectation(t *testing.T) {
 	for _, p := range []float64{0, 0.1, 0.37, 0.5, 0.9, 1} {
-		for n := 1; n <= 10; n++ {
-			for k := 1; k <= n; k++ {
-				e := 0.0
-				for pattern := uint(0); pattern < 1<<n; pattern++ {
-					c := bits.OnesCount(pattern)
-					e += math.Pow(p, float64(c)) * math.Pow(1-p, float64(n-c)) * stats.PassHatK(n, c, k)
-				}
-				if want := math.Pow(p, float64(k)); math.Abs(e-want) > 1e-13 {
-					t.Errorf("p %v, n %d, k %d: E[pass^k] = %.17g, want p^k = %.17g", p, n, k, e, want)
+		t.Run(fmt.Sprint(p), func(t *testing.T) {
+			for n := 1; n <= 10; n++ {
+				for k := 1; k <= n; k++ {
+					e := 0.0
+					for pattern := uint(0); pattern < 1<<n; pattern++ {
+						c := bits.OnesCount(pattern)
+						e += math.Pow(p, float64(c)) * math.Pow(1-p, float64(n-c)) * stats.PassHatK(n, c, k)
+					}
+					if want := math.Pow(p, float64(k)); math.Abs(e-want) > 1e-13 {
+						t.Errorf("p %v, n %d, k %d: E[pass^k] = %.17g, want p^k = %.17g", p, n, k, e, want)
+					}
 				}
 			}
-		}
+		})
 	}
 }
 
@@ -89,10 +92,12 @@ func TestPassHatKReference(t *testing.T) {
 		{200, 150, 100, 2.2229697512078617e-19, 1e-13},
 		{500, 400, 250, 2.9696045989948158e-36, 1e-13},
 	} {
-		got := stats.PassHatK(tc.n, tc.c, tc.k)
-		if tc.tol == 0 && got != tc.want || !closeRel(got, tc.want, tc.tol) {
-			t.Errorf("PassHatK(%d, %d, %d) = %.17g, want %.17g (tolerance %g)", tc.n, tc.c, tc.k, got, tc.want, tc.tol)
-		}
+		t.Run(fmt.Sprint(tc.n), func(t *testing.T) {
+			got := stats.PassHatK(tc.n, tc.c, tc.k)
+			if tc.tol == 0 && got != tc.want || !closeRel(got, tc.want, tc.tol) {
+				t.Errorf("PassHatK(%d, %d, %d) = %.17g, want %.17g (tolerance %g)", tc.n, tc.c, tc.k, got, tc.want, tc.tol)
+			}
+		})
 	}
 }
 
@@ -121,9 +126,11 @@ func TestPassHatKBig(t *testing.T) {
 // PassHatKs), never a panic.
 func TestPassHatKInvalid(t *testing.T) {
 	for _, tc := range [][3]int{{0, 0, 1}, {-1, 0, 1}, {5, -1, 1}, {5, 6, 1}, {5, 3, 0}, {5, 3, 6}, {5, 3, -2}} {
-		if got := stats.PassHatK(tc[0], tc[1], tc[2]); !math.IsNaN(got) {
-			t.Errorf("PassHatK%v = %v, want NaN", tc, got)
-		}
+		t.Run(fmt.Sprint(tc), func(t *testing.T) {
+			if got := stats.PassHatK(tc[0], tc[1], tc[2]); !math.IsNaN(got) {
+				t.Errorf("PassHatK%v = %v, want NaN", tc, got)
+			}
+		})
 	}
 	if stats.PassHatKs(0, 0) != nil || stats.PassHatKs(3, 4) != nil || stats.PassHatKs(3, -1) != nil {
 		t.Error("PassHatKs of invalid counts is not nil")

@@ -8,30 +8,30 @@ import (
 	"strconv"
 )
 
-// MaxExactWork bounds the exact sign-flip distribution: SignFlip computes
+// maxExactWork bounds the exact sign-flip distribution: SignFlip computes
 // it exactly when clusters × (2·Σ|dᵢ| + 1) is at most this many steps,
 // and by Monte Carlo otherwise.
-const MaxExactWork = 50_000_000
+const maxExactWork = 50_000_000
 
 // maxExactSums bounds the exact distribution's table: 2·Σ|dᵢ| + 1 sums
 // (two tables of float64, 64 MiB in all).
 const maxExactSums = 1 << 22
 
-// DefaultDraws is the number of Monte Carlo sign vectors SignFlip draws
+// defaultDraws is the number of Monte Carlo sign vectors SignFlip draws
 // when the exact distribution is too large and Draws is 0.
-const DefaultDraws = 100_000
+const defaultDraws = 100_000
 
 // FlipOptions tunes SignFlip; the zero value means the defaults.
 type FlipOptions struct {
-	Draws int    // Monte Carlo sign vectors when the exact distribution is too large; 0 means DefaultDraws
+	Draws int    // Monte Carlo sign vectors when the exact distribution is too large; 0 means defaultDraws
 	Seed  uint64 // PCG seed of the Monte Carlo draws
 	// Level is the significance level the few-clusters caveat is checked
 	// against (the smallest attainable p-value exceeds it); 0 means 0.05.
 	Level float64
 }
 
-// Flip is the result of a sign-flip randomization test.
-type Flip struct {
+// flip is the result of a sign-flip randomization test.
+type flip struct {
 	P           float64   // two-sided p-value in (0, 1]; NaN when undefined
 	Clusters    int       // clusters given
 	Informative int       // clusters with dᵢ ≠ 0 (the others cannot change the statistic)
@@ -53,7 +53,7 @@ type Flip struct {
 // Exact: since every dᵢ is an integer, the distribution of T* is the
 // convolution of the k two-point laws {−dᵢ, +dᵢ}, computed by dynamic
 // programming over the integer sums in O(k·Σ|dᵢ|); it is used whenever
-// that is at most MaxExactWork steps (and the table of sums at most 2²²
+// that is at most maxExactWork steps (and the table of sums at most 2²²
 // entries), which covers any study of this project's size. Otherwise opt.Draws sign vectors are drawn and
 // p = (1 + #{|T*| ≥ |T_obs|}) / (1 + Draws) (Phipson & Smyth 2010), a
 // valid p-value.
@@ -75,12 +75,12 @@ type Flip struct {
 //
 // Invalid input (none of d, Draws < 0, Level outside (0, 1)) gives P = NaN
 // and an Undefined warning; SignFlip never panics.
-func SignFlip(d []int, opt FlipOptions) Flip {
-	f := Flip{P: math.NaN(), MinP: math.NaN(), Clusters: len(d)}
+func SignFlip(d []int, opt FlipOptions) flip {
+	f := flip{P: math.NaN(), MinP: math.NaN(), Clusters: len(d)}
 	warn := func(kind WarningKind, format string, args ...any) {
 		f.Warnings = append(f.Warnings, Warning{kind, fmt.Sprintf(format, args...)})
 	}
-	opt.Draws = cmp.Or(opt.Draws, DefaultDraws)
+	opt.Draws = cmp.Or(opt.Draws, defaultDraws)
 	opt.Level = cmp.Or(opt.Level, 0.05)
 	if len(d) == 0 {
 		warn(Undefined, "no clusters: no sign-flip test")
@@ -114,7 +114,7 @@ func SignFlip(d []int, opt FlipOptions) Flip {
 		f.P, f.Exact = 1, true
 		return f
 	}
-	if work := float64(len(nz)) * float64(2*total+1); work <= MaxExactWork && 2*total+1 <= maxExactSums {
+	if work := float64(len(nz)) * float64(2*total+1); work <= maxExactWork && 2*total+1 <= maxExactSums {
 		f.P, f.Exact = flipExact(nz, total, obs), true
 		return f
 	}

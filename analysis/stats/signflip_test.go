@@ -1,6 +1,7 @@
 package stats_test
 
 import (
+	"fmt"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -50,11 +51,13 @@ func TestSignFlipEnumeration(t *testing.T) {
 		cases = append(cases, d)
 	}
 	for _, d := range cases {
-		f := stats.SignFlip(d, stats.FlipOptions{})
-		want := bruteFlip(d)
-		if !f.Exact || math.Abs(f.P-want) > 1e-12 {
-			t.Errorf("SignFlip(%v) = %.15g (exact %v), enumeration %.15g", d, f.P, f.Exact, want)
-		}
+		t.Run(fmt.Sprint(d), func(t *testing.T) {
+			f := stats.SignFlip(d, stats.FlipOptions{})
+			want := bruteFlip(d)
+			if !f.Exact || math.Abs(f.P-want) > 1e-12 {
+				t.Errorf("SignFlip(%v) = %.15g (exact %v), enumeration %.15g", d, f.P, f.Exact, want)
+			}
+		})
 	}
 }
 
@@ -63,19 +66,21 @@ func TestSignFlipEnumeration(t *testing.T) {
 // against R's binom.test (TestMcNemar…).
 func TestSignFlipIsMcNemar(t *testing.T) {
 	for _, bc := range [][2]int{{0, 0}, {1, 0}, {3, 1}, {2, 8}, {24, 6}, {50, 71}, {0, 12}} {
-		var d []int
-		for range bc[0] {
-			d = append(d, 1)
-		}
-		for range bc[1] {
-			d = append(d, -1)
-		}
-		d = append(d, 0, 0, 0)
-		got := stats.SignFlip(d, stats.FlipOptions{}).P
-		want := stats.McNemarExact(bc[0], bc[1])
-		if !closeRel(got, want, 1e-12) {
-			t.Errorf("b, c = %v: sign-flip p = %.17g, McNemar %.17g", bc, got, want)
-		}
+		t.Run(fmt.Sprint(bc), func(t *testing.T) {
+			var d []int
+			for range bc[0] {
+				d = append(d, 1)
+			}
+			for range bc[1] {
+				d = append(d, -1)
+			}
+			d = append(d, 0, 0, 0)
+			got := stats.SignFlip(d, stats.FlipOptions{}).P
+			want := stats.McNemarExact(bc[0], bc[1])
+			if !closeRel(got, want, 1e-12) {
+				t.Errorf("b, c = %v: sign-flip p = %.17g, McNemar %.17g", bc, got, want)
+			}
+		})
 	}
 }
 
@@ -118,21 +123,25 @@ func TestSignFlipFewClusters(t *testing.T) {
 		{[]int{3, 2, 4, 5, 1, 1}, 1.0 / 32, false},
 		{[]int{0, 0}, 1, true},
 	} {
-		f := stats.SignFlip(c.d, stats.FlipOptions{})
-		if f.MinP != c.minP || hasKind(f.Warnings, stats.Coarse) != c.warn {
-			t.Errorf("%v: MinP %v, warning %v; want %v, %v (%v)", c.d, f.MinP, hasKind(f.Warnings, stats.Coarse), c.minP, c.warn, f.Warnings)
-		}
-		if f.P < f.MinP {
-			t.Errorf("%v: p %v below the smallest attainable %v", c.d, f.P, f.MinP)
-		}
+		t.Run(fmt.Sprint(c.d), func(t *testing.T) {
+			f := stats.SignFlip(c.d, stats.FlipOptions{})
+			if f.MinP != c.minP || hasKind(f.Warnings, stats.Coarse) != c.warn {
+				t.Errorf("%v: MinP %v, warning %v; want %v, %v (%v)", c.d, f.MinP, hasKind(f.Warnings, stats.Coarse), c.minP, c.warn, f.Warnings)
+			}
+			if f.P < f.MinP {
+				t.Errorf("%v: p %v below the smallest attainable %v", c.d, f.P, f.MinP)
+			}
+		})
 	}
 	for _, bad := range []struct {
 		d   []int
 		opt stats.FlipOptions
 	}{{nil, stats.FlipOptions{}}, {[]int{1}, stats.FlipOptions{Draws: -1}}, {[]int{1}, stats.FlipOptions{Level: 2}}} {
-		if f := stats.SignFlip(bad.d, bad.opt); !math.IsNaN(f.P) || !hasKind(f.Warnings, stats.Undefined) {
-			t.Errorf("SignFlip(%v, %+v) = %v, want NaN with an undefined warning", bad.d, bad.opt, f)
-		}
+		t.Run(fmt.Sprint(bad.d), func(t *testing.T) {
+			if f := stats.SignFlip(bad.d, bad.opt); !math.IsNaN(f.P) || !hasKind(f.Warnings, stats.Undefined) {
+				t.Errorf("SignFlip(%v, %+v) = %v, want NaN with an undefined warning", bad.d, bad.opt, f)
+			}
+		})
 	}
 }
 
@@ -226,30 +235,34 @@ func TestClopperPearson(t *testing.T) {
 		t.Errorf("ClopperPearson(682, 925) = %.9f, %.9f, want 0.7076683, 0.7654066", lo, hi)
 	}
 	for _, n := range []int{1, 7, 21, 105} {
-		for _, conf := range []float64{0.95, 0.9} {
-			a := (1 - conf) / 2
-			lo, hi := stats.ClopperPearson(0, n, conf)
-			if lo != 0 || !closeRel(hi, 1-math.Pow(a, 1/float64(n)), 1e-12) {
-				t.Errorf("k = 0, n = %d: [%v, %v]", n, lo, hi)
-			}
-			lo, hi = stats.ClopperPearson(n, n, conf)
-			if hi != 1 || !closeRel(lo, math.Pow(a, 1/float64(n)), 1e-12) {
-				t.Errorf("k = n = %d: [%v, %v]", n, lo, hi)
-			}
-			for k := 1; k < n; k++ {
-				lo, hi := stats.ClopperPearson(k, n, conf)
-				wlo := bisect(func(p float64) float64 { return binomTail(k, n, p, true) - a })
-				whi := bisect(func(p float64) float64 { return a - binomTail(k, n, p, false) })
-				if math.Abs(lo-wlo) > 1e-8 || math.Abs(hi-whi) > 1e-8 {
-					t.Errorf("ClopperPearson(%d, %d, %v) = [%.12f, %.12f], bisection [%.12f, %.12f]", k, n, conf, lo, hi, wlo, whi)
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			for _, conf := range []float64{0.95, 0.9} {
+				a := (1 - conf) / 2
+				lo, hi := stats.ClopperPearson(0, n, conf)
+				if lo != 0 || !closeRel(hi, 1-math.Pow(a, 1/float64(n)), 1e-12) {
+					t.Errorf("k = 0, n = %d: [%v, %v]", n, lo, hi)
+				}
+				lo, hi = stats.ClopperPearson(n, n, conf)
+				if hi != 1 || !closeRel(lo, math.Pow(a, 1/float64(n)), 1e-12) {
+					t.Errorf("k = n = %d: [%v, %v]", n, lo, hi)
+				}
+				for k := 1; k < n; k++ {
+					lo, hi := stats.ClopperPearson(k, n, conf)
+					wlo := bisect(func(p float64) float64 { return binomTail(k, n, p, true) - a })
+					whi := bisect(func(p float64) float64 { return a - binomTail(k, n, p, false) })
+					if math.Abs(lo-wlo) > 1e-8 || math.Abs(hi-whi) > 1e-8 {
+						t.Errorf("ClopperPearson(%d, %d, %v) = [%.12f, %.12f], bisection [%.12f, %.12f]", k, n, conf, lo, hi, wlo, whi)
+					}
 				}
 			}
-		}
+		})
 	}
 	for _, bad := range [][2]int{{-1, 5}, {6, 5}, {0, 0}} {
-		if lo, hi := stats.ClopperPearson(bad[0], bad[1], 0.95); !math.IsNaN(lo) || !math.IsNaN(hi) {
-			t.Errorf("ClopperPearson(%v) = %v, %v, want NaN", bad, lo, hi)
-		}
+		t.Run(fmt.Sprint(bad), func(t *testing.T) {
+			if lo, hi := stats.ClopperPearson(bad[0], bad[1], 0.95); !math.IsNaN(lo) || !math.IsNaN(hi) {
+				t.Errorf("ClopperPearson(%v) = %v, %v, want NaN", bad, lo, hi)
+			}
+		})
 	}
 }
 
@@ -296,11 +309,13 @@ func TestFisherExact(t *testing.T) {
 		cases = append(cases, [4]int{rng.IntN(40), rng.IntN(40), rng.IntN(40), rng.IntN(40)})
 	}
 	for _, c := range cases {
-		got := stats.FisherExact(c[0], c[1], c[2], c[3])
-		want := fisherRational(c[0], c[1], c[2], c[3])
-		if !closeRel(got, want, 1e-10) {
-			t.Errorf("FisherExact%v = %.17g, rational %.17g", c, got, want)
-		}
+		t.Run(fmt.Sprint(c), func(t *testing.T) {
+			got := stats.FisherExact(c[0], c[1], c[2], c[3])
+			want := fisherRational(c[0], c[1], c[2], c[3])
+			if !closeRel(got, want, 1e-10) {
+				t.Errorf("FisherExact%v = %.17g, rational %.17g", c, got, want)
+			}
+		})
 	}
 	if p := stats.FisherExact(-1, 0, 0, 0); !math.IsNaN(p) {
 		t.Errorf("negative count: p = %v, want NaN", p)
@@ -317,17 +332,19 @@ func TestFisherExact(t *testing.T) {
 // ln p = −1381.58…; FisherExact returned 0 before it summed in log space.
 func TestFisherExactTiny(t *testing.T) {
 	for _, c := range [][4]int{{1000, 0, 0, 1000}, {400, 0, 0, 400}, {700, 3, 1, 650}, {0, 900, 1000, 0}, {300, 0, 0, 3000}, {105, 0, 0, 105}} {
-		p, lp := stats.FisherExact(c[0], c[1], c[2], c[3]), stats.FisherExactLog(c[0], c[1], c[2], c[3])
-		want := fisherRationalLog(c[0], c[1], c[2], c[3])
-		if !closeRel(lp, want, 1e-12) {
-			t.Errorf("FisherExactLog%v = %.17g, rational %.17g", c, lp, want)
-		}
-		switch {
-		case want < math.Log(stats.PFloor) && p != stats.PFloor:
-			t.Errorf("FisherExact%v = %v, want the floor %v (ln p = %.6g)", c, p, stats.PFloor, want)
-		case want >= math.Log(stats.PFloor) && !closeRel(p, math.Exp(want), 1e-10):
-			t.Errorf("FisherExact%v = %v, want %v", c, p, math.Exp(want))
-		}
+		t.Run(fmt.Sprint(c), func(t *testing.T) {
+			p, lp := stats.FisherExact(c[0], c[1], c[2], c[3]), stats.FisherExactLog(c[0], c[1], c[2], c[3])
+			want := fisherRationalLog(c[0], c[1], c[2], c[3])
+			if !closeRel(lp, want, 1e-12) {
+				t.Errorf("FisherExactLog%v = %.17g, rational %.17g", c, lp, want)
+			}
+			switch {
+			case want < math.Log(stats.PFloor) && p != stats.PFloor:
+				t.Errorf("FisherExact%v = %v, want the floor %v (ln p = %.6g)", c, p, stats.PFloor, want)
+			case want >= math.Log(stats.PFloor) && !closeRel(p, math.Exp(want), 1e-10):
+				t.Errorf("FisherExact%v = %v, want %v", c, p, math.Exp(want))
+			}
+		})
 	}
 	c2000 := new(big.Int).Binomial(2000, 1000)
 	want := math.Log(2) - bigLog(c2000)
@@ -522,11 +539,13 @@ func TestSignFlipMonteCarloSettled(t *testing.T) {
 		}},
 		{"a large last cluster", func(d []int) { d[len(d)-1] = 20000 }},
 	} {
-		d := slices.Clone(base)
-		tc.d(d)
-		f := stats.SignFlip(d, stats.FlipOptions{Seed: 3, Draws: 3000})
-		if want := refFlipMC(d, 3, 3000); f.Exact || f.P != want {
-			t.Errorf("%s: P = %v (exact %v), want %v", tc.name, f.P, f.Exact, want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			d := slices.Clone(base)
+			tc.d(d)
+			f := stats.SignFlip(d, stats.FlipOptions{Seed: 3, Draws: 3000})
+			if want := refFlipMC(d, 3, 3000); f.Exact || f.P != want {
+				t.Errorf("%s: P = %v (exact %v), want %v", tc.name, f.P, f.Exact, want)
+			}
+		})
 	}
 }

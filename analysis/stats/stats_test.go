@@ -1,6 +1,7 @@
 package stats_test
 
 import (
+	"fmt"
 	"math"
 	"math/big"
 	"slices"
@@ -79,12 +80,14 @@ func TestWilsonReference(t *testing.T) {
 
 func TestWilsonEndpointsExact(t *testing.T) {
 	for _, n := range []int{1, 2, 21, 105, 1000000} {
-		if lo, _ := stats.Wilson(0, n, 0.95); lo != 0 {
-			t.Errorf("Wilson(0, %d).lo = %g, want exactly 0", n, lo)
-		}
-		if _, hi := stats.Wilson(n, n, 0.95); hi != 1 {
-			t.Errorf("Wilson(%d, %d).hi = %g, want exactly 1", n, n, hi)
-		}
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			if lo, _ := stats.Wilson(0, n, 0.95); lo != 0 {
+				t.Errorf("Wilson(0, %d).lo = %g, want exactly 0", n, lo)
+			}
+			if _, hi := stats.Wilson(n, n, 0.95); hi != 1 {
+				t.Errorf("Wilson(%d, %d).hi = %g, want exactly 1", n, n, hi)
+			}
+		})
 	}
 }
 
@@ -102,10 +105,12 @@ func TestWilsonInvalid(t *testing.T) {
 		{1, 10, -0.5},
 		{1, 10, math.NaN()},
 	} {
-		lo, hi := stats.Wilson(tc.k, tc.n, tc.conf)
-		if !math.IsNaN(lo) || !math.IsNaN(hi) {
-			t.Errorf("Wilson(%d, %d, %v) = (%g, %g), want (NaN, NaN)", tc.k, tc.n, tc.conf, lo, hi)
-		}
+		t.Run(fmt.Sprint(tc.k), func(t *testing.T) {
+			lo, hi := stats.Wilson(tc.k, tc.n, tc.conf)
+			if !math.IsNaN(lo) || !math.IsNaN(hi) {
+				t.Errorf("Wilson(%d, %d, %v) = (%g, %g), want (NaN, NaN)", tc.k, tc.n, tc.conf, lo, hi)
+			}
+		})
 	}
 }
 
@@ -204,9 +209,11 @@ func TestMcNemarExactEdge(t *testing.T) {
 		t.Errorf("McNemarExact(0, 40) = %g, want 2^-39 = %g", got, want)
 	}
 	for _, bc := range [][2]int{{-1, 3}, {3, -1}, {-2, -2}} {
-		if got := stats.McNemarExact(bc[0], bc[1]); !math.IsNaN(got) {
-			t.Errorf("McNemarExact(%d, %d) = %g, want NaN", bc[0], bc[1], got)
-		}
+		t.Run(fmt.Sprint(bc), func(t *testing.T) {
+			if got := stats.McNemarExact(bc[0], bc[1]); !math.IsNaN(got) {
+				t.Errorf("McNemarExact(%d, %d) = %g, want NaN", bc[0], bc[1], got)
+			}
+		})
 	}
 	// Symmetric in (b, c) and within (0, 1].
 	for b := 0; b < 30; b++ {
@@ -292,11 +299,13 @@ func TestClusterBootstrapTwoClusters(t *testing.T) {
 		t.Fatalf("support %v, want {0, 0.5, 1}", counts)
 	}
 	for v, p := range map[float64]float64{0: 0.25, 0.5: 0.5, 1: 0.25} {
-		got := float64(counts[v]) / B
-		se := math.Sqrt(p * (1 - p) / B)
-		if math.Abs(got-p) > 5*se {
-			t.Errorf("P(θ* = %g) = %.5f, want %g ± 5·%.2g", v, got, p, se)
-		}
+		t.Run(fmt.Sprint(v), func(t *testing.T) {
+			got := float64(counts[v]) / B
+			se := math.Sqrt(p * (1 - p) / B)
+			if math.Abs(got-p) > 5*se {
+				t.Errorf("P(θ* = %g) = %.5f, want %g ± 5·%.2g", v, got, p, se)
+			}
+		})
 	}
 }
 
@@ -325,25 +334,27 @@ func TestClusterBootstrapExact(t *testing.T) {
 	}
 
 	for _, conf := range []float64{0.95, 0.9} {
-		for _, p := range []float64{(1 - conf) / 2, (1 + conf) / 2} {
-			for _, F := range cdf {
-				if math.Abs(F-p) < 5*math.Sqrt(p*(1-p)/B) {
-					t.Fatalf("test design: exact CDF %g too close to %g", F, p)
+		t.Run(fmt.Sprint(conf), func(t *testing.T) {
+			for _, p := range []float64{(1 - conf) / 2, (1 + conf) / 2} {
+				for _, F := range cdf {
+					if math.Abs(F-p) < 5*math.Sqrt(p*(1-p)/B) {
+						t.Fatalf("test design: exact CDF %g too close to %g", F, p)
+					}
 				}
 			}
-		}
-		iv := stats.ClusterBootstrap(cs, stats.Options{B: B, Conf: conf, Seed: 42})
-		wantLo := support[slices.IndexFunc(cdf, func(F float64) bool { return F >= (1-conf)/2 })]
-		wantHi := support[slices.IndexFunc(cdf, func(F float64) bool { return F >= (1+conf)/2 })]
-		if iv.Lo != wantLo || iv.Hi != wantHi {
-			t.Errorf("conf %g: interval [%g, %g], exact quantiles [%g, %g]", conf, iv.Lo, iv.Hi, wantLo, wantHi)
-		}
-		if want := 0.5; iv.Estimate != want {
-			t.Errorf("estimate %g, want 10/20", iv.Estimate)
-		}
-		if len(iv.Warnings) != 0 {
-			t.Errorf("unexpected warnings %q", iv.Warnings)
-		}
+			iv := stats.ClusterBootstrap(cs, stats.Options{B: B, Conf: conf, Seed: 42})
+			wantLo := support[slices.IndexFunc(cdf, func(F float64) bool { return F >= (1-conf)/2 })]
+			wantHi := support[slices.IndexFunc(cdf, func(F float64) bool { return F >= (1+conf)/2 })]
+			if iv.Lo != wantLo || iv.Hi != wantHi {
+				t.Errorf("conf %g: interval [%g, %g], exact quantiles [%g, %g]", conf, iv.Lo, iv.Hi, wantLo, wantHi)
+			}
+			if want := 0.5; iv.Estimate != want {
+				t.Errorf("estimate %g, want 10/20", iv.Estimate)
+			}
+			if len(iv.Warnings) != 0 {
+				t.Errorf("unexpected warnings %q", iv.Warnings)
+			}
+		})
 	}
 }
 

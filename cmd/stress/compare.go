@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mcpstress/stress/analysis"
+	"github.com/mcpstress/stress/simulator"
 )
 
 // cmdCompare defines compare's flags on fs and returns the action that
@@ -34,7 +35,7 @@ func cmdCompare(fs *flag.FlagSet) action {
 			if *armA != "" || *armB != "" {
 				return usageError("compare: flag -pair excludes -arm-a and -arm-b")
 			}
-			spec, err := analysis.ParsePairSpec(*pair, analysis.Strict)
+			spec, err := analysis.ParsePairSpec(*pair, simulator.Strict)
 			if err != nil {
 				return usageError("compare: flag -pair: %v", err)
 			}

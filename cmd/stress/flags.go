@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/analysis/stats"
+	"github.com/mcpstress/stress/simulator"
 )
 
 // parse parses flags wherever they stand among the positional arguments
@@ -124,7 +125,7 @@ func (sf *statFlags) options(cmd string) (analysis.Options, error) {
 	if *sf.family == analysis.FamilyRequested && len(*sf.pairs) == 0 {
 		return opt, usageError("%s: flag -family requested: no -pair comparison is requested", cmd)
 	}
-	col := analysis.Strict
+	col := simulator.Strict
 	if *sf.column != "" {
 		c, err := analysis.ParseColumn(*sf.column)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpstress/stress/analysis"
+	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -248,7 +249,7 @@ func TestREADMECommands(t *testing.T) {
 // Accumulator.Analyze's own.
 func TestAnalyzeErrorCause(t *testing.T) {
 	acc := analysis.NewAccumulator()
-	spec, err := analysis.ParsePairSpec("envelope,normalized", analysis.Strict)
+	spec, err := analysis.ParsePairSpec("envelope,normalized", simulator.Strict)
 	if err != nil {
 		t.Fatal(err)
 	}

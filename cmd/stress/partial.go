@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/simulator"
 )
 
 // addPartialFlag defines -partial for analyze, compare and report.
@@ -49,7 +50,7 @@ func analyzeBundle(ctx context.Context, cmd, dir string, partial bool, opt analy
 		return nil, refusePartial(cmd, info, info.Partial(-1))
 	}
 	for i, c := range info.Manifest.Comparisons {
-		spec, err := analysis.ParsePairSpec(c, analysis.Strict)
+		spec, err := analysis.ParsePairSpec(c, simulator.Strict)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s/manifest.json: field manifest.comparisons[%d]: %w", cmd, info.Dir, i, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/analysis/report"
 	"github.com/mcpstress/stress/internal/outdir"
+	"github.com/mcpstress/stress/simulator"
 )
 
 // powerLong is what stress help power prints after the forms.
@@ -98,7 +99,7 @@ func cmdPower(fs *flag.FlagSet) action {
 			}
 			aopt := analysis.Options{B: 1, Seed: *seed}
 			for _, p := range *pairs {
-				spec, err := analysis.ParsePairSpec(p, analysis.Strict)
+				spec, err := analysis.ParsePairSpec(p, simulator.Strict)
 				if err != nil {
 					return usageError("power: flag -pair: %v", err)
 				}

@@ -20,14 +20,14 @@ type answerBit struct {
 	Rationale string  `json:"rationale"`
 }
 
-// ParseAnswer reads a coder's answer: a JSON object
+// parseAnswer reads a coder's answer: a JSON object
 // {"control": {"D": {"bit": 0|1, "evidence": POINTER, "rationale": TEXT},
 // …}, "content": {…}} with the six coordinates of both views, alone, with
 // surrounding blanks or inside one Markdown code fence. Every set bit needs
 // an evidence pointer that resolves in obs; an unset bit's evidence, if
 // given, must resolve too (absent: the whole observation). A missing
 // rationale becomes "(no rationale given)". Every bit is marked proposed.
-func ParseAnswer(text string, obs json.RawMessage) (study.ProfileCoding, error) {
+func parseAnswer(text string, obs json.RawMessage) (study.ProfileCoding, error) {
 	t := strings.TrimSpace(text)
 	if m := fence.FindStringSubmatch(t); m != nil {
 		t = strings.TrimSpace(m[1])

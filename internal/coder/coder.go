@@ -33,9 +33,9 @@ import (
 	"github.com/mcpstress/stress/study"
 )
 
-// CodedDir is the directory of a coding bundle that holds one coded
+// codedDir is the directory of a coding bundle that holds one coded
 // corpus per model and prompt: coded/<model>.<prompt>/.
-const CodedDir = "coded"
+const codedDir = "coded"
 
 // Options tunes a coding run.
 type Options struct {
@@ -58,8 +58,8 @@ func (o Options) runner(dir string) runner.Options {
 		Progress: o.Progress, ProgressEvery: o.ProgressEvery, Now: o.Now, Abort: abort}
 }
 
-// Plan is a coding run ready to start.
-type Plan struct {
+// plan is a coding run ready to start.
+type plan struct {
 	m   *manifests.Resolved
 	run *runner.Plan
 }
@@ -70,7 +70,7 @@ type Plan struct {
 // replicate and stored replay; a model with backend "rules" is the rules
 // coder. The runner runs it as a study of one turn (replay_cap 0) whose
 // `format: schema` is the coding answer's schema.
-func Prepare(m *manifests.Resolved, allowUnpinned bool) (*Plan, error) {
+func Prepare(m *manifests.Resolved, allowUnpinned bool) (*plan, error) {
 	var errs []error
 	if len(m.Conditions) != 1 || m.Conditions[0] != study.Normalized {
 		errs = append(errs, fmt.Errorf("manifest %s: field conditions: a coding manifest codes the client-normalized observation: want [normalized]", m.Source))
@@ -101,11 +101,11 @@ func Prepare(m *manifests.Resolved, allowUnpinned bool) (*Plan, error) {
 			t.rules[md.Name] = true
 		}
 		if md.Format == "schema" {
-			cm.Models[i].Format = Schema()
+			cm.Models[i].Format = schema()
 		}
 	}
 	for i, pf := range m.Prompts {
-		ts, err := ParsePrompt(pf.Name, pf.Text)
+		ts, err := parsePrompt(pf.Name, pf.Text)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("manifest %s: field prompts[%d]: %s: %w", m.Source, i, pf.Path, err))
 			continue
@@ -119,7 +119,7 @@ func Prepare(m *manifests.Resolved, allowUnpinned bool) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Plan{m: m, run: run}, nil
+	return &plan{m: m, run: run}, nil
 }
 
 // task renders a coding's request: the record for the rules coder
@@ -173,11 +173,11 @@ func rulesFields(source string, i int, md manifests.Model) error {
 // Summary says what a coding run produced, per coder and prompt.
 type Summary struct {
 	Dir    string
-	Coders []CoderSummary
+	Coders []coderSummary
 }
 
-// CoderSummary is one (model, prompt)'s outcome.
-type CoderSummary struct {
+// coderSummary is one (model, prompt)'s outcome.
+type coderSummary struct {
 	Model, Prompt string
 	Records       int      // records of the corpus
 	Coded         int      // valid codings, in Corpus
@@ -188,7 +188,7 @@ type CoderSummary struct {
 
 // Run codes every record with every coder into a new bundle at dir (which
 // must not exist or be empty).
-func (p *Plan) Run(ctx context.Context, dir string, opt Options) (*Summary, error) {
+func (p *plan) Run(ctx context.Context, dir string, opt Options) (*Summary, error) {
 	_, sum, err := p.run.Run(ctx, opt.runner(dir))
 	return p.finish(dir, sum, err)
 }
@@ -198,7 +198,7 @@ func (p *Plan) Run(ctx context.Context, dir string, opt Options) (*Summary, erro
 // torn tail is cut off, and the rest are coded (runner.Plan.Resume). The
 // manifest, corpus and prompts must be those the bundle records. A
 // finished bundle of an earlier version is reported from its own lines.
-func (p *Plan) Resume(ctx context.Context, dir string, opt Options) (*Summary, error) {
+func (p *plan) Resume(ctx context.Context, dir string, opt Options) (*Summary, error) {
 	if rec := readV1(dir); rec != nil {
 		return p.reportV1(dir, rec)
 	}
@@ -221,7 +221,7 @@ func AllowedUnpinned(dir string) (bool, error) {
 
 // finish reads the answers of the bundle at dir, which the runner ended
 // with sum and err, into its coded corpora.
-func (p *Plan) finish(dir string, sum *results.Summary, err error) (*Summary, error) {
+func (p *plan) finish(dir string, sum *results.Summary, err error) (*Summary, error) {
 	if errors.Is(err, runner.ErrInterrupted) {
 		return nil, fmt.Errorf("coding %w; resume with: stress code -resume %s", err, dir)
 	}
@@ -261,12 +261,12 @@ type answer struct {
 
 // corpora writes, for every coder and prompt, the records whose answer
 // (by model, prompt and record) is a valid coding as a corpus under
-// CodedDir, and says what each coded.
-func (p *Plan) corpora(dir string, answers map[[3]string]answer) (*Summary, error) {
+// codedDir, and says what each coded.
+func (p *plan) corpora(dir string, answers map[[3]string]answer) (*Summary, error) {
 	sum := &Summary{Dir: dir}
 	for _, md := range p.m.Models {
 		for _, pf := range p.m.Prompts {
-			cs := CoderSummary{Model: md.Name, Prompt: pf.Name, Records: len(p.m.Corpus.Scenarios)}
+			cs := coderSummary{Model: md.Name, Prompt: pf.Name, Records: len(p.m.Corpus.Scenarios)}
 			var recs []study.Scenario
 			for _, s := range p.m.Corpus.Scenarios {
 				a := answers[[3]string{md.Name, pf.Name, s.ID}]
@@ -274,7 +274,7 @@ func (p *Plan) corpora(dir string, answers map[[3]string]answer) (*Summary, erro
 					cs.Errors++
 					continue
 				}
-				prof, err := ParseAnswer(a.text, s.Observation)
+				prof, err := parseAnswer(a.text, s.Observation)
 				if err != nil {
 					cs.Invalid = append(cs.Invalid, s.ID+": "+strings.ReplaceAll(err.Error(), "\n", "; "))
 					continue
@@ -289,7 +289,7 @@ func (p *Plan) corpora(dir string, answers map[[3]string]answer) (*Summary, erro
 			}
 			cs.Coded = len(recs)
 			if len(recs) > 0 {
-				out := filepath.Join(dir, CodedDir, md.Name+"."+pf.Name)
+				out := filepath.Join(dir, codedDir, md.Name+"."+pf.Name)
 				if err := os.RemoveAll(out); err != nil {
 					return nil, err
 				}

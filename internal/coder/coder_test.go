@@ -189,9 +189,11 @@ func TestPrepareRefuses(t *testing.T) {
 	m.ReplayCap, m.Replay = &three, manifests.ReplayLive
 	_, err := coder.Prepare(m, false)
 	for _, want := range []string{"field conditions", "field replicates", "field replay_cap: a coding is one call per record: want 0 or none, got 3", `field replay: a coding manifest codes the stored observation: want "stored"`} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("Prepare: %v, want %q", err, want)
-		}
+		t.Run(want, func(t *testing.T) {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("Prepare: %v, want %q", err, want)
+			}
+		})
 	}
 }
 
@@ -211,8 +213,10 @@ func TestParseAnswer(t *testing.T) {
 		{strings.Replace(good, `"R":{"bit":0}}}`, `"R":{"bit":0},"X":{"bit":0}}}`, 1), `content: unknown coordinate "X"`},
 		{good + " trailing", "text after the JSON object"},
 	} {
-		if _, err := coder.ParseAnswer(c.text, obs); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("ParseAnswer(%.40q…) = %v, want %q", c.text, err, c.want)
-		}
+		t.Run(c.want, func(t *testing.T) {
+			if _, err := coder.ParseAnswer(c.text, obs); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("ParseAnswer(%.40q…) = %v, want %q", c.text, err, c.want)
+			}
+		})
 	}
 }

@@ -19,8 +19,8 @@ type templateSet struct {
 	t *template.Template
 }
 
-// PromptData is what a coding template receives for one record.
-type PromptData struct {
+// promptData is what a coding template receives for one record.
+type promptData struct {
 	ID          string   // the record's id
 	Observation string   // the client-normalized observation, indented JSON
 	Surface     string   // protocol_error, tool_error, success_shaped, silent
@@ -31,9 +31,9 @@ type PromptData struct {
 	Pointers    []string // every JSON pointer of the observation, to cite as evidence
 }
 
-// ParsePrompt parses a coding template; it must define "system" and
+// parsePrompt parses a coding template; it must define "system" and
 // "user".
-func ParsePrompt(name, text string) (*templateSet, error) {
+func parsePrompt(name, text string) (*templateSet, error) {
 	t, err := template.New(name).Option("missingkey=error").Parse(text)
 	if err != nil {
 		return nil, err
@@ -61,7 +61,7 @@ func (ts *templateSet) Render(s *study.Scenario) ([]models.Message, error) {
 	if s.Target.Pointer != "" {
 		target = s.Target.Kind + " " + s.Target.Pointer
 	}
-	d := PromptData{ID: s.ID, Observation: string(ind), Surface: string(s.Surface), Cause: string(s.Cause),
+	d := promptData{ID: s.ID, Observation: string(ind), Surface: string(s.Surface), Cause: string(s.Cause),
 		CauseWords: info.Words, Target: target, Preferred: string(s.Preferred), Pointers: pointers(obs, "")}
 	var msgs []models.Message
 	for _, role := range []string{"system", "user"} {
@@ -94,9 +94,9 @@ func pointers(v any, at string) []string {
 	return out
 }
 
-// Schema is the JSON schema of a coding answer, which a manifest's
+// schema is the JSON schema of a coding answer, which a manifest's
 // `format: schema` asks the backend to constrain answers to.
-func Schema() map[string]any {
+func schema() map[string]any {
 	bit := map[string]any{
 		"type": "object",
 		"properties": map[string]any{

@@ -56,7 +56,7 @@ func readV1(dir string) *v1Record {
 
 // reportV1 reports the finished v1 bundle rec at dir from its call lines
 // and rewrites its coded corpora.
-func (p *Plan) reportV1(dir string, rec *v1Record) (*Summary, error) {
+func (p *plan) reportV1(dir string, rec *v1Record) (*Summary, error) {
 	lock, err := results.LockBundle(dir, "stress code -resume")
 	if err != nil {
 		return nil, err

@@ -25,14 +25,14 @@ import (
 // cause, the target and the preferred policy are nominal (one of k
 // categories).
 const (
-	Binary  = "binary"
-	Nominal = "nominal"
+	kindBinary  = "binary"
+	kindNominal = "nominal"
 )
 
-// Fields lists the compared fields of a record in order: the six bits of
+// fields lists the compared fields of a record in order: the six bits of
 // the control view, then of the content view, the cause, the target, the
 // preferred policy, and membership of each policy in the non-harm set.
-func Fields() []string {
+func fields() []string {
 	var f []string
 	for _, v := range []string{"control", "content"} {
 		for _, c := range study.Coordinates {
@@ -46,13 +46,13 @@ func Fields() []string {
 	return f
 }
 
-// KindOf returns the kind of a field of Fields.
-func KindOf(field string) string {
+// kindOf returns the kind of a field of Fields.
+func kindOf(field string) string {
 	switch field {
 	case study.FieldCause, study.FieldTarget, study.FieldPreferred:
-		return Nominal
+		return kindNominal
 	}
-	return Binary
+	return kindBinary
 }
 
 // group returns the coded field (study.CodedFields) a compared field
@@ -67,18 +67,18 @@ func group(field string) string {
 	return field
 }
 
-// Value returns a record's value of field and its evidence pointer ("" for
+// valueOf returns a record's value of field and its evidence pointer ("" for
 // fields that have none): "0" or "1" for a bit or a non-harm label, the
 // label for a cause or policy, "tool:NAME", "parameter:POINTER",
 // "credential:NAME" or "dependency:NAME" for a target.
-func Value(s *study.Scenario, field string) (value, evidence string) {
+func valueOf(s *study.Scenario, field string) (value, evidence string) {
 	switch field {
 	case study.FieldCause:
 		return string(s.Cause), ""
 	case study.FieldPreferred:
 		return string(s.Preferred), ""
 	case study.FieldTarget:
-		return TargetString(s.Target), ""
+		return targetString(s.Target), ""
 	}
 	if p, ok := strings.CutPrefix(field, "non_harm."); ok {
 		if s.InNonHarm(study.Policy(p)) {
@@ -95,17 +95,17 @@ func Value(s *study.Scenario, field string) (value, evidence string) {
 	return fmt.Sprint(b.Bit), b.Evidence
 }
 
-// TargetString writes a target as KIND:NAME or KIND:POINTER.
-func TargetString(t study.Target) string {
+// targetString writes a target as KIND:NAME or KIND:POINTER.
+func targetString(t study.Target) string {
 	if t.Pointer != "" {
 		return t.Kind + ":" + t.Pointer
 	}
 	return t.Kind + ":" + t.Name
 }
 
-// ParseTarget reads a target written by TargetString; its kind must be
+// parseTarget reads a target written by targetString; its kind must be
 // one of the vocabulary's (tool, parameter, credential, dependency).
-func ParseTarget(s string) (study.Target, error) {
+func parseTarget(s string) (study.Target, error) {
 	kind, rest, ok := strings.Cut(s, ":")
 	switch {
 	case !ok || rest == "":
@@ -121,14 +121,14 @@ func ParseTarget(s string) (study.Target, error) {
 	return study.Target{}, fmt.Errorf("unknown target kind %q (want tool, parameter, credential or dependency)", kind)
 }
 
-// Categories returns the scale of a field: "0", "1" for a binary field,
+// categories returns the scale of a field: "0", "1" for a binary field,
 // every policy of the vocabulary for the preferred policy, and the paper's
 // five causes for the cause (Compare widens it to every cause when a
 // record has one of the lab's, so that the paper's agreement statistics,
 // which depend on the number of categories, keep the paper's scale). The
 // target's scale is open: nil here (Compare uses the values either coder
 // wrote).
-func Categories(field string) []string {
+func categories(field string) []string {
 	switch field {
 	case study.FieldCause:
 		return strs(study.PaperCauses)
@@ -194,8 +194,8 @@ type Options struct {
 	Conf float64
 }
 
-// Result is the agreement of two codings.
-type Result struct {
+// result is the agreement of two codings.
+type result struct {
 	A       *Side    `json:"a"`
 	B       *Side    `json:"b"`
 	Records int      `json:"records"` // records both corpora hold
@@ -206,13 +206,13 @@ type Result struct {
 	// them), with why.
 	NotCompared   []string       `json:"not_compared"`
 	Conf          float64        `json:"conf"`
-	Fields        []Field        `json:"fields"`
+	Fields        []fieldStats   `json:"fields"`
 	Disagreements []Disagreement `json:"disagreements"`
 	pairs         []recordPair
 }
 
-// Field is the agreement on one field.
-type Field struct {
+// fieldStats is the agreement on one field.
+type fieldStats struct {
 	Field      string   `json:"field"`
 	Kind       string   `json:"kind"`       // Binary or Nominal
 	Categories []string `json:"categories"` // the scale: rows and columns of Table
@@ -252,12 +252,12 @@ func list(ids []string) string {
 	return strings.Join(ids, ", ")
 }
 
-// Pair matches the records of two corpora by id. Records whose
+// pair matches the records of two corpora by id. Records whose
 // observations differ are an error (the coders did not code the same
 // failure), and so is no record in common, with or without common (there
 // is nothing to compare); differing record sets are a *SetError unless
 // common is set.
-func Pair(a, b *Side, common bool) (pairs []recordPair, onlyA, onlyB []string, err error) {
+func pair(a, b *Side, common bool) (pairs []recordPair, onlyA, onlyB []string, err error) {
 	bs := map[string]*study.Scenario{}
 	for i := range b.Corpus.Scenarios {
 		bs[b.Corpus.Scenarios[i].ID] = &b.Corpus.Scenarios[i]
@@ -306,16 +306,16 @@ func sameJSON(x, y json.RawMessage) bool {
 }
 
 // Compare computes the agreement of two codings on every field of Fields.
-func Compare(a, b *Side, opt Options) (*Result, error) {
+func Compare(a, b *Side, opt Options) (*result, error) {
 	if opt.Conf == 0 {
 		opt.Conf = 0.95
 	}
-	pairs, onlyA, onlyB, err := Pair(a, b, opt.Common)
+	pairs, onlyA, onlyB, err := pair(a, b, opt.Common)
 	if err != nil {
 		return nil, err
 	}
-	r := &Result{A: a, B: b, Records: len(pairs), OnlyA: nonNil(onlyA), OnlyB: nonNil(onlyB), Conf: opt.Conf,
-		NotCompared: []string{}, Fields: []Field{}, Disagreements: []Disagreement{}, pairs: pairs}
+	r := &result{A: a, B: b, Records: len(pairs), OnlyA: nonNil(onlyA), OnlyB: nonNil(onlyB), Conf: opt.Conf,
+		NotCompared: []string{}, Fields: []fieldStats{}, Disagreements: []Disagreement{}, pairs: pairs}
 	for _, g := range study.CodedFields {
 		var who []string
 		if !slices.ContainsFunc(pairs, func(p recordPair) bool { return p.a.CodesField(g) }) {
@@ -328,20 +328,20 @@ func Compare(a, b *Side, opt Options) (*Result, error) {
 			r.NotCompared = append(r.NotCompared, fmt.Sprintf("%s (%s did not code it)", g, strings.Join(who, " and ")))
 		}
 	}
-	for _, f := range Fields() {
+	for _, f := range fields() {
 		g := group(f)
 		if slices.ContainsFunc(r.NotCompared, func(nc string) bool { return strings.HasPrefix(nc, g+" ") }) {
 			continue
 		}
-		fa := Field{Field: f, Kind: KindOf(f), Categories: Categories(f)}
+		fa := fieldStats{Field: f, Kind: kindOf(f), Categories: categories(f)}
 		type val struct{ a, b, ea, eb, id string }
 		var vals []val
 		for _, p := range pairs {
 			if !p.a.CodesField(g) || !p.b.CodesField(g) {
 				continue
 			}
-			va, ea := Value(p.a, f)
-			vb, eb := Value(p.b, f)
+			va, ea := valueOf(p.a, f)
+			vb, eb := valueOf(p.b, f)
 			vals = append(vals, val{va, vb, ea, eb, p.a.ID})
 		}
 		if f == study.FieldCause && slices.ContainsFunc(vals, func(v val) bool {

@@ -1,6 +1,7 @@
 package coding_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,23 +89,29 @@ func TestLoadMismatchedVocabulary(t *testing.T) {
 	os.WriteFile(file, data, 0o644)
 	_, err = coding.Load(file)
 	for _, want := range []string{file + `: record 11 (S11): field cause: unknown cause "bad_value"`, file + `: record 1 (S01): field profile.control: unknown coordinate "X"`} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("Load: %v, want %q", err, want)
-		}
+		t.Run(fmt.Sprint(want), func(t *testing.T) {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("Load: %v, want %q", err, want)
+			}
+		})
 	}
 }
 
 func TestTargets(t *testing.T) {
 	for _, tg := range []study.Target{{Kind: "tool", Name: "t"}, {Kind: "parameter", Pointer: "/a/b"}, {Kind: "credential", Name: "api_key"}} {
-		back, err := coding.ParseTarget(coding.TargetString(tg))
-		if err != nil || back != tg {
-			t.Errorf("%+v: %+v %v", tg, back, err)
-		}
+		t.Run(tg.Kind, func(t *testing.T) {
+			back, err := coding.ParseTarget(coding.TargetString(tg))
+			if err != nil || back != tg {
+				t.Errorf("%+v: %+v %v", tg, back, err)
+			}
+		})
 	}
 	for _, s := range []string{"tool", "tool:", "parameter:x", "file:/x"} {
-		if _, err := coding.ParseTarget(s); err == nil {
-			t.Errorf("ParseTarget(%q) accepted", s)
-		}
+		t.Run(s, func(t *testing.T) {
+			if _, err := coding.ParseTarget(s); err == nil {
+				t.Errorf("ParseTarget(%q) accepted", s)
+			}
+		})
 	}
 }
 

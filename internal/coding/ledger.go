@@ -18,18 +18,18 @@ import (
 	"github.com/mcpstress/stress/study"
 )
 
-// LedgerColumns are the columns of an adjudication ledger, a CSV file
+// ledgerColumns are the columns of an adjudication ledger, a CSV file
 // with this header: one row per disagreement, with both coders' values and
 // evidence pointers, and the adjudicator's decision, name and note.
-var LedgerColumns = []string{"record", "field", "a", "a_evidence", "b", "b_evidence", "decision", "decided_by", "note"}
+var ledgerColumns = []string{"record", "field", "a", "a_evidence", "b", "b_evidence", "decision", "decided_by", "note"}
 
 // WriteLedger writes the disagreements of r as a ledger with empty
 // decisions. Every cell is escaped (csvcell.Escape): a value a
 // spreadsheet would take for a formula is written with an apostrophe in
 // front, and ReadLedger takes it off.
-func WriteLedger(w io.Writer, r *Result) error {
+func WriteLedger(w io.Writer, r *result) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(LedgerColumns); err != nil {
+	if err := cw.Write(ledgerColumns); err != nil {
 		return err
 	}
 	for _, d := range r.Disagreements {
@@ -41,8 +41,8 @@ func WriteLedger(w io.Writer, r *Result) error {
 	return cw.Error()
 }
 
-// Row is one row of a ledger.
-type Row struct {
+// ledgerRow is one row of a ledger.
+type ledgerRow struct {
 	Line int // 1-based line in the file
 	Disagreement
 	Decision string
@@ -50,9 +50,9 @@ type Row struct {
 	Note     string
 }
 
-// LedgerError locates a problem in a ledger: its file, row (line) and
+// ledgerError locates a problem in a ledger: its file, row (line) and
 // column.
-type LedgerError struct {
+type ledgerError struct {
 	File   string
 	Line   int    // 0 for the file as a whole
 	Column string // "" for the whole row
@@ -60,7 +60,7 @@ type LedgerError struct {
 }
 
 // Error names the file, line and column, then the problem.
-func (e *LedgerError) Error() string {
+func (e *ledgerError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
 	if e.Line > 0 {
@@ -74,35 +74,35 @@ func (e *LedgerError) Error() string {
 }
 
 // Unwrap returns the problem.
-func (e *LedgerError) Unwrap() error { return e.Err }
+func (e *ledgerError) Unwrap() error { return e.Err }
 
-// Ledger is a read ledger.
-type Ledger struct {
+// ledger is a read ledger.
+type ledger struct {
 	File   string // as named
 	SHA256 string // of its bytes
-	Rows   []Row
+	Rows   []ledgerRow
 }
 
 // ReadLedger reads a ledger (name labels errors): the header must be
-// LedgerColumns exactly, every row have as many cells, and no (record,
+// ledgerColumns exactly, every row have as many cells, and no (record,
 // field) appear twice. Every problem is reported, joined. Cells are
 // unescaped (csvcell.Unescape): a decided_by or note written as '=x,
 // by WriteLedger or by hand, reads as =x.
-func ReadLedger(name string, data []byte) (*Ledger, error) {
+func ReadLedger(name string, data []byte) (*ledger, error) {
 	sum := sha256.Sum256(data)
-	l := &Ledger{File: name, SHA256: hex.EncodeToString(sum[:])}
+	l := &ledger{File: name, SHA256: hex.EncodeToString(sum[:])}
 	data, err := input.Decode(data)
 	if err != nil {
-		return nil, &LedgerError{File: name, Err: err}
+		return nil, &ledgerError{File: name, Err: err}
 	}
 	cr := csv.NewReader(bytes.NewReader(data))
 	cr.FieldsPerRecord = -1
 	header, err := cr.Read()
 	if err != nil {
-		return nil, &LedgerError{File: name, Line: 1, Err: fmt.Errorf("want the header %s: %v", strings.Join(LedgerColumns, ","), err)}
+		return nil, &ledgerError{File: name, Line: 1, Err: fmt.Errorf("want the header %s: %v", strings.Join(ledgerColumns, ","), err)}
 	}
-	if !slices.Equal(header, LedgerColumns) {
-		return nil, &LedgerError{File: name, Line: 1, Err: fmt.Errorf("wrong columns %s, want %s", input.Quote(strings.Join(header, ",")), strings.Join(LedgerColumns, ","))}
+	if !slices.Equal(header, ledgerColumns) {
+		return nil, &ledgerError{File: name, Line: 1, Err: fmt.Errorf("wrong columns %s, want %s", input.Quote(strings.Join(header, ",")), strings.Join(ledgerColumns, ","))}
 	}
 	var errs []error
 	seen := map[[2]string]int{}
@@ -113,27 +113,27 @@ func ReadLedger(name string, data []byte) (*Ledger, error) {
 		}
 		line, _ := cr.FieldPos(0)
 		if err != nil {
-			errs = append(errs, &LedgerError{File: name, Line: line, Err: err})
+			errs = append(errs, &ledgerError{File: name, Line: line, Err: err})
 			if _, ok := err.(*csv.ParseError); ok {
 				break
 			}
 			continue
 		}
-		if len(rec) != len(LedgerColumns) {
-			errs = append(errs, &LedgerError{File: name, Line: line, Err: fmt.Errorf("%d cells, want %d (%s)", len(rec), len(LedgerColumns), strings.Join(LedgerColumns, ","))})
+		if len(rec) != len(ledgerColumns) {
+			errs = append(errs, &ledgerError{File: name, Line: line, Err: fmt.Errorf("%d cells, want %d (%s)", len(rec), len(ledgerColumns), strings.Join(ledgerColumns, ","))})
 			continue
 		}
 		csvcell.UnescapeRow(rec)
-		r := Row{Line: line, Disagreement: Disagreement{Record: rec[0], Field: rec[1], A: rec[2], AEvidence: rec[3], B: rec[4], BEvidence: rec[5]},
+		r := ledgerRow{Line: line, Disagreement: Disagreement{Record: rec[0], Field: rec[1], A: rec[2], AEvidence: rec[3], B: rec[4], BEvidence: rec[5]},
 			Decision: strings.TrimSpace(rec[6]), By: strings.TrimSpace(rec[7]), Note: rec[8]}
 		key := [2]string{r.Record, r.Field}
 		if prev, dup := seen[key]; dup {
-			errs = append(errs, &LedgerError{File: name, Line: line, Err: fmt.Errorf("duplicate row for record %s field %s (first at row %d)", input.Quote(r.Record), input.Quote(r.Field), prev)})
+			errs = append(errs, &ledgerError{File: name, Line: line, Err: fmt.Errorf("duplicate row for record %s field %s (first at row %d)", input.Quote(r.Record), input.Quote(r.Field), prev)})
 			continue
 		}
 		seen[key] = line
 		if !study.ValidField(r.Field) {
-			errs = append(errs, &LedgerError{File: name, Line: line, Column: "field", Err: fmt.Errorf("unknown field %s", input.Quote(r.Field))})
+			errs = append(errs, &ledgerError{File: name, Line: line, Column: "field", Err: fmt.Errorf("unknown field %s", input.Quote(r.Field))})
 			continue
 		}
 		l.Rows = append(l.Rows, r)
@@ -160,7 +160,7 @@ type ApplyOptions struct {
 // an unknown record, a row whose values or evidence no longer match the
 // inputs, a disagreement without a row, and decided records that no
 // longer load (a decided cause whose target kind does not fit).
-func Apply(l *Ledger, a, b *Side, opt ApplyOptions) ([]study.Scenario, error) {
+func Apply(l *ledger, a, b *Side, opt ApplyOptions) ([]study.Scenario, error) {
 	r, err := Compare(a, b, Options{})
 	if err != nil {
 		return nil, err
@@ -174,11 +174,11 @@ func Apply(l *Ledger, a, b *Side, opt ApplyOptions) ([]study.Scenario, error) {
 		ids[s.ID] = true
 	}
 	var errs []error
-	bad := func(row Row, col, format string, args ...any) {
-		errs = append(errs, &LedgerError{File: l.File, Line: row.Line, Column: col, Err: fmt.Errorf(format, args...)})
+	bad := func(row ledgerRow, col, format string, args ...any) {
+		errs = append(errs, &ledgerError{File: l.File, Line: row.Line, Column: col, Err: fmt.Errorf(format, args...)})
 	}
 	type decided struct {
-		row   Row
+		row   ledgerRow
 		value string
 	}
 	byRecord := map[string][]decided{}
@@ -228,7 +228,7 @@ func Apply(l *Ledger, a, b *Side, opt ApplyOptions) ([]study.Scenario, error) {
 	}
 	for _, d := range r.Disagreements {
 		if !inLedger[[2]string{d.Record, d.Field}] {
-			errs = append(errs, &LedgerError{File: l.File, Err: fmt.Errorf("no row for the disagreement on record %s field %s (A %s, B %s): the ledger no longer matches the inputs", d.Record, d.Field, d.A, d.B)})
+			errs = append(errs, &ledgerError{File: l.File, Err: fmt.Errorf("no row for the disagreement on record %s field %s (A %s, B %s): the ledger no longer matches the inputs", d.Record, d.Field, d.A, d.B)})
 		}
 	}
 	if len(errs) > 0 {
@@ -274,10 +274,10 @@ func checkValue(field, value string) error {
 		}
 	case study.FieldPreferred:
 		if !study.Policy(value).Valid() {
-			return fmt.Errorf("unknown policy %s (want one of %s)", input.Quote(value), strings.Join(Categories(field), ", "))
+			return fmt.Errorf("unknown policy %s (want one of %s)", input.Quote(value), strings.Join(categories(field), ", "))
 		}
 	case study.FieldTarget:
-		if _, err := ParseTarget(value); err != nil {
+		if _, err := parseTarget(value); err != nil {
 			return err
 		}
 	default:
@@ -325,7 +325,7 @@ func set(s, other *study.Scenario, field, value string) error {
 		s.Preferred = study.Policy(value)
 		return setEnvelope(s)
 	case study.FieldTarget:
-		t, _ := ParseTarget(value)
+		t, _ := parseTarget(value)
 		s.Target = t
 		return setEnvelope(s)
 	}

@@ -27,7 +27,7 @@ func (x num) MarshalJSON() ([]byte, error) {
 
 // MarshalJSON writes a field's agreement: the table, the coefficients
 // (null where undefined) and the warnings.
-func (f Field) MarshalJSON() ([]byte, error) {
+func (f fieldStats) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Field      string          `json:"field"`
 		Kind       string          `json:"kind"`
@@ -50,7 +50,7 @@ func (f Field) MarshalJSON() ([]byte, error) {
 
 // WriteJSON prints the result as one JSON object, numbers at full
 // precision, undefined ones null.
-func (r *Result) WriteJSON(w io.Writer) error {
+func (r *result) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
@@ -85,7 +85,7 @@ func withCI(x, lo, hi float64, undefinedTag string) string {
 // WriteText prints the agreement table: one line per binary field with
 // its 2×2 counts, one per nominal field, the k×k tables of the cause and
 // the preferred policy, what was not compared, and every disagreement.
-func (r *Result) WriteText(w io.Writer) error {
+func (r *result) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Agreement of two codings of %d records\n  A: %s\n  B: %s\n", r.Records, r.A.Label(), r.B.Label())
 	if len(r.OnlyA) > 0 || len(r.OnlyB) > 0 {
@@ -101,8 +101,8 @@ func (r *Result) WriteText(w io.Writer) error {
 	for _, f := range r.Fields {
 		undefined = undefined || math.IsNaN(f.Kappa)
 		degenerate = degenerate || f.KappaLo == f.KappaHi || f.AC1Lo == f.AC1Hi
-		nominal = nominal || f.Kind == Nominal
-		if f.Kind != Binary {
+		nominal = nominal || f.Kind == kindNominal
+		if f.Kind != kindBinary {
 			continue
 		}
 		t := f.Table // categories "0", "1"
@@ -115,7 +115,7 @@ func (r *Result) WriteText(w io.Writer) error {
 		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "field\tn\tq\tagree\tkappa [%.0f%% CI]\tAC1 [%.0f%% CI]\tPABAK\n", 100*r.Conf, 100*r.Conf)
 		for _, f := range r.Fields {
-			if f.Kind != Nominal {
+			if f.Kind != kindNominal {
 				continue
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%s%%\t%s\t%s\t%s\n", f.Field, f.N, len(f.Categories), pct(f.Observed),
@@ -136,7 +136,7 @@ func (r *Result) WriteText(w io.Writer) error {
 			"   interval has no width and says nothing about sampling error.\n")
 	}
 	for _, f := range r.Fields {
-		if f.Kind == Nominal && f.Field != "target" {
+		if f.Kind == kindNominal && f.Field != "target" {
 			b.WriteString("\n")
 			writeSquare(&b, f)
 		}
@@ -156,7 +156,7 @@ func (r *Result) WriteText(w io.Writer) error {
 
 // writeSquare prints a nominal field's table, rows A and columns B,
 // restricted to the categories either coder used.
-func writeSquare(b *strings.Builder, f Field) {
+func writeSquare(b *strings.Builder, f fieldStats) {
 	var used []int
 	for i := range f.Categories {
 		n := 0

@@ -600,7 +600,7 @@ func passKReducer(k int) string { return "pass^" + strconv.Itoa(k) }
 func passKScores(pk analysis.PassKSet) []evalScore {
 	var out []evalScore
 	for _, sr := range pk {
-		name := string(sr.Column)
+		name := sr.Column.String()
 		for _, v := range sr.Values {
 			x := float64(v.Estimate)
 			if math.IsNaN(x) || math.IsInf(x, 0) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpstress/stress/analysis"
+	"github.com/mcpstress/stress/simulator"
 )
 
 // FuzzAppendString: appendString writes valid JSON that decodes to what
@@ -119,7 +120,7 @@ func TestHeaderSpace(t *testing.T) {
 // unscored), mean the estimate and count mean × scored; an undefined
 // pass^k (no scenario has k replicates) is left out.
 func TestPassKScores(t *testing.T) {
-	pk := analysis.PassKSet{{Column: analysis.Strict, Values: []analysis.PassK{
+	pk := analysis.PassKSet{{Column: simulator.Strict, Values: []analysis.PassK{
 		{K: 1, Estimate: 0.5, Scenarios: 4}, {K: 2, Estimate: 0.25, Scenarios: 3, Dropped: 1}, {K: 3, Estimate: analysis.Num(math.NaN()), Dropped: 4}}}}
 	b, err := json.Marshal(passKScores(pk))
 	want := `[{"name":"strict","scorer":"strict","reducer":"pass^1","scored_samples":4,"unscored_samples":0,"params":{},"metrics":{"mean":{"name":"mean","value":0.5,"params":{}},"count":{"name":"count","value":2,"params":{}}}},` +

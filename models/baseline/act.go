@@ -282,7 +282,7 @@ func sameJSON(a, b any) bool {
 }
 
 // generateAct is Generate for an acting baseline.
-func (b *Baseline) generateAct(ctx context.Context, req models.Request) (models.Reply, error) {
+func (b *baseline) generateAct(ctx context.Context, req models.Request) (models.Reply, error) {
 	if err := ctx.Err(); err != nil {
 		return models.Reply{}, err
 	}

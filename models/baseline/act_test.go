@@ -66,15 +66,20 @@ func TestSchemaRepair(t *testing.T) {
 		})
 	}
 	// A later turn, and a prompt without the tool list, stop.
-	for _, msgs := range [][]models.Message{
-		{{Role: "user", Content: actPrompt(`{"tool": "place_order", "arguments": {}}`)}, {Role: "assistant", Content: "{}"}, {Role: "user", Content: "again"}},
-		{{Role: "user", Content: "The tool call returned: {}"}},
+	for _, tc := range []struct {
+		name string
+		msgs []models.Message
+	}{
+		{"later turn", []models.Message{{Role: "user", Content: actPrompt(`{"tool": "place_order", "arguments": {}}`)}, {Role: "assistant", Content: "{}"}, {Role: "user", Content: "again"}}},
+		{"no tool list", []models.Message{{Role: "user", Content: "The tool call returned: {}"}}},
 	} {
-		r, _ := m.Generate(context.Background(), models.Request{Messages: msgs})
-		var a map[string]any
-		json.Unmarshal([]byte(r.Text), &a)
-		if a["recovery_policy"] != "stop_or_escalate" || strings.Contains(r.Text, "tool") {
-			t.Errorf("answer %s", r.Text)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := m.Generate(context.Background(), models.Request{Messages: tc.msgs})
+			var a map[string]any
+			json.Unmarshal([]byte(r.Text), &a)
+			if a["recovery_policy"] != "stop_or_escalate" || strings.Contains(r.Text, "tool") {
+				t.Errorf("answer %s", r.Text)
+			}
+		})
 	}
 }

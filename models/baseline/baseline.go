@@ -23,7 +23,7 @@ const Backend = "baseline"
 const (
 	AlwaysStop     = "always_stop"     // always stop_or_escalate
 	CodeRegistry   = "code_registry"   // maps a shown cause code to the registry policy
-	ExplicitPolicy = "explicit_policy" // follows a disclosed policy label
+	explicitPolicy = "explicit_policy" // follows a disclosed policy label
 	NaiveRetry     = "naive_retry"     // always retry_now: the client that replays every failure at once
 	ReplaySame     = "replay_same"     // naive_retry under the name of the action task's baseline that sends the failed call again
 )
@@ -32,25 +32,25 @@ func init() {
 	models.Register(Backend, models.Backend{New: New})
 }
 
-// Baseline is one deterministic baseline.
-type Baseline struct {
+// baseline is one deterministic baseline.
+type baseline struct {
 	kind  string
 	delay time.Duration // from the delay_ms option
 }
 
-// DelayOption is the model option that makes every answer take that many
+// delayOption is the model option that makes every answer take that many
 // milliseconds (0 to 600000), to simulate a slow server in tests.
-const DelayOption = "delay_ms"
+const delayOption = "delay_ms"
 
-var _ models.Model = (*Baseline)(nil)
+var _ models.Model = (*baseline)(nil)
 
 // New builds the baseline named by spec.Model.
 func New(spec models.Spec) (models.Model, error) {
 	if actKinds[spec.Model] {
-		return &Baseline{kind: spec.Model}, nil // the acting baselines (act.go)
+		return &baseline{kind: spec.Model}, nil // the acting baselines (act.go)
 	}
 	var delay time.Duration
-	if v, ok := spec.Options[DelayOption]; ok {
+	if v, ok := spec.Options[delayOption]; ok {
 		var ms float64
 		switch x := v.(type) {
 		case int:
@@ -62,20 +62,20 @@ func New(spec models.Spec) (models.Model, error) {
 		case float64:
 			ms = x
 		default:
-			return nil, fmt.Errorf("model %q: option %s: want a number of milliseconds, got %T", spec.Name, DelayOption, v)
+			return nil, fmt.Errorf("model %q: option %s: want a number of milliseconds, got %T", spec.Name, delayOption, v)
 		}
 		if ms < 0 || ms > 600000 {
-			return nil, fmt.Errorf("model %q: option %s: want 0 to 600000 ms, got %v", spec.Name, DelayOption, v)
+			return nil, fmt.Errorf("model %q: option %s: want 0 to 600000 ms, got %v", spec.Name, delayOption, v)
 		}
 		delay = time.Duration(ms * float64(time.Millisecond))
 	}
 	switch spec.Model {
-	case AlwaysStop, CodeRegistry, ExplicitPolicy, NaiveRetry:
-		return &Baseline{kind: spec.Model, delay: delay}, nil
+	case AlwaysStop, CodeRegistry, explicitPolicy, NaiveRetry:
+		return &baseline{kind: spec.Model, delay: delay}, nil
 	case ReplaySame:
-		return &Baseline{kind: NaiveRetry, delay: delay}, nil
+		return &baseline{kind: NaiveRetry, delay: delay}, nil
 	}
-	return nil, fmt.Errorf("model %q: unknown baseline %q (want %s, %s, %s, %s, %s or %s)", spec.Name, spec.Model, AlwaysStop, CodeRegistry, ExplicitPolicy, NaiveRetry, ReplaySame, SchemaRepair)
+	return nil, fmt.Errorf("model %q: unknown baseline %q (want %s, %s, %s, %s, %s or %s)", spec.Name, spec.Model, AlwaysStop, CodeRegistry, explicitPolicy, NaiveRetry, ReplaySame, SchemaRepair)
 }
 
 var (
@@ -85,7 +85,7 @@ var (
 
 // Generate answers from the last user message. Where the baseline's input
 // (a cause code, a disclosed policy) is absent or unknown, it stops.
-func (b *Baseline) Generate(ctx context.Context, req models.Request) (models.Reply, error) {
+func (b *baseline) Generate(ctx context.Context, req models.Request) (models.Reply, error) {
 	if actKinds[b.kind] {
 		return b.generateAct(ctx, req)
 	}
@@ -118,7 +118,7 @@ func (b *Baseline) Generate(ctx context.Context, req models.Request) (models.Rep
 				policy = registryPolicy(cause, info)
 			}
 		}
-	case ExplicitPolicy:
+	case explicitPolicy:
 		if m := policyPattern.FindStringSubmatch(last); m != nil {
 			if p := study.Policy(m[1]); p.Valid() {
 				policy = p

@@ -3,6 +3,7 @@ package baseline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +14,7 @@ import (
 // TestDelayOption checks delay_ms: answers take that long, a cancelled
 // context ends the wait, and bad values are errors naming the option.
 func TestDelayOption(t *testing.T) {
-	m, err := New(models.Spec{Name: "slow", Model: AlwaysStop, Options: map[string]any{DelayOption: uint64(30)}})
+	m, err := New(models.Spec{Name: "slow", Model: AlwaysStop, Options: map[string]any{delayOption: uint64(30)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,9 +31,11 @@ func TestDelayOption(t *testing.T) {
 		t.Errorf("cancelled call: %v", err)
 	}
 	for _, v := range []any{-1.0, 700000, "fast"} {
-		_, err := New(models.Spec{Name: "x", Model: AlwaysStop, Options: map[string]any{DelayOption: v}})
-		if err == nil || !strings.Contains(err.Error(), "option delay_ms") {
-			t.Errorf("delay_ms %v: error %v", v, err)
-		}
+		t.Run(fmt.Sprint(v), func(t *testing.T) {
+			_, err := New(models.Spec{Name: "x", Model: AlwaysStop, Options: map[string]any{delayOption: v}})
+			if err == nil || !strings.Contains(err.Error(), "option delay_ms") {
+				t.Errorf("delay_ms %v: error %v", v, err)
+			}
+		})
 	}
 }

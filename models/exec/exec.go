@@ -37,24 +37,24 @@ import (
 	"github.com/mcpstress/stress/models/transport"
 )
 
-// Backend is the registry name of this backend.
-const Backend = "exec"
+// backend is the registry name of this backend.
+const backend = "exec"
 
 func init() {
-	models.Register(Backend, models.Backend{Pinned: true, New: func(s models.Spec) (models.Model, error) { return New(s, transport.FromSpec(s)) }})
+	models.Register(backend, models.Backend{Pinned: true, New: func(s models.Spec) (models.Model, error) { return newModel(s, transport.FromSpec(s)) }})
 }
 
 // The backend's own options; the others go to the program in each call.
 const (
-	OptCommand      = "command"       // the executable: a path, or a name looked up on PATH (required)
-	OptScript       = "script"        // a script file the executable runs, passed as its first argument
-	OptArgs         = "args"          // further arguments, a list of strings
-	OptScriptDigest = "script_digest" // the script's sha256, 64 hex digits (required with a digest and a script)
-	OptStderrFile   = "stderr_file"   // a file the program's stderr is appended to
+	optCommand      = "command"       // the executable: a path, or a name looked up on PATH (required)
+	optScript       = "script"        // a script file the executable runs, passed as its first argument
+	optArgs         = "args"          // further arguments, a list of strings
+	optScriptDigest = "script_digest" // the script's sha256, 64 hex digits (required with a digest and a script)
+	optStderrFile   = "stderr_file"   // a file the program's stderr is appended to
 )
 
-// Model is one program serving one model at one endpoint.
-type Model struct {
+// model is one program serving one model at one endpoint.
+type model struct {
 	spec   models.Spec
 	name   string // the program as messages name it: its command (and script)
 	path   string // the executable, absolute, symbolic links resolved
@@ -65,7 +65,7 @@ type Model struct {
 	scrub  *transport.Scrubber
 	format json.RawMessage
 	pass   map[string]any // the options the program receives
-	stderr string         // OptStderrFile, or ""
+	stderr string         // optStderrFile, or ""
 
 	id atomic.Int64
 
@@ -77,22 +77,22 @@ type Model struct {
 }
 
 var (
-	_ models.Model       = (*Model)(nil)
-	_ models.Verifier    = (*Model)(nil)
-	_ models.SeedChecker = (*Model)(nil)
+	_ models.Model       = (*model)(nil)
+	_ models.Verifier    = (*model)(nil)
+	_ models.SeedChecker = (*model)(nil)
 )
 
-// New builds a model from its manifest spec. Relative paths in options are
+// newModel builds a model from its manifest spec. Relative paths in options are
 // relative to the working directory of stress. opt's Timeout is the
 // per-call deadline (default 120 s), MaxAttempts, BaseDelay, MaxDelay,
 // Jitter and Sleep its retries, MaxBody the longest reply line (default
 // 16 MiB).
-func New(spec models.Spec, opt transport.Options) (*Model, error) {
+func newModel(spec models.Spec, opt transport.Options) (*model, error) {
 	errf := func(format string, a ...any) error {
 		return fmt.Errorf("model %q: "+format, append([]any{spec.Name}, a...)...)
 	}
-	m := &Model{spec: spec, opt: opt.WithDefaults(), pass: map[string]any{}}
-	command, _ := spec.Options[OptCommand].(string)
+	m := &model{spec: spec, opt: opt.WithDefaults(), pass: map[string]any{}}
+	command, _ := spec.Options[optCommand].(string)
 	if command == "" {
 		return nil, errf("options.command: missing: the program to run, e.g. command: node and script: backend.js")
 	}
@@ -102,7 +102,7 @@ func New(spec models.Spec, opt transport.Options) (*Model, error) {
 	}
 	m.name = command
 	m.argv = []string{command}
-	if s, ok := spec.Options[OptScript]; ok {
+	if s, ok := spec.Options[optScript]; ok {
 		script, _ := s.(string)
 		if script == "" {
 			return nil, errf("options.script: want a file name, got %#v", s)
@@ -116,7 +116,7 @@ func New(spec models.Spec, opt transport.Options) (*Model, error) {
 		m.name += " " + script
 		m.argv = append(m.argv, m.script)
 	}
-	if a, ok := spec.Options[OptArgs]; ok {
+	if a, ok := spec.Options[optArgs]; ok {
 		list, ok := a.([]any)
 		if !ok {
 			return nil, errf("options.args: want a list of strings, got %T", a)
@@ -129,7 +129,7 @@ func New(spec models.Spec, opt transport.Options) (*Model, error) {
 			m.argv = append(m.argv, s)
 		}
 	}
-	if d, ok := spec.Options[OptScriptDigest]; ok {
+	if d, ok := spec.Options[optScriptDigest]; ok {
 		s, _ := d.(string)
 		if !isDigest(strings.TrimPrefix(s, "sha256:")) {
 			return nil, errf("options.script_digest: want 64 hex digits, got %#v", d)
@@ -141,10 +141,10 @@ func New(spec models.Spec, opt transport.Options) (*Model, error) {
 	if spec.Digest != "" && !isDigest(strings.TrimPrefix(spec.Digest, "sha256:")) {
 		return nil, errf("digest: want the executable's sha256, 64 hex digits, got %q", spec.Digest)
 	}
-	if spec.Digest != "" && m.script != "" && spec.Options[OptScriptDigest] == nil {
+	if spec.Digest != "" && m.script != "" && spec.Options[optScriptDigest] == nil {
 		return nil, errf("options.script_digest: missing: a pinned program that runs a script pins the script too (sha256sum %s)", m.script)
 	}
-	if f, ok := spec.Options[OptStderrFile]; ok {
+	if f, ok := spec.Options[optStderrFile]; ok {
 		if m.stderr, _ = f.(string); m.stderr == "" {
 			return nil, errf("options.stderr_file: want a file name, got %#v", f)
 		}
@@ -178,7 +178,7 @@ func New(spec models.Spec, opt transport.Options) (*Model, error) {
 // own reports whether k is one of the backend's own options.
 func own(k string) bool {
 	switch k {
-	case OptCommand, OptScript, OptArgs, OptScriptDigest, OptStderrFile:
+	case optCommand, optScript, optArgs, optScriptDigest, optStderrFile:
 		return true
 	}
 	return false
@@ -229,9 +229,9 @@ func resolve(command string) (string, error) {
 	return p, nil
 }
 
-// Identity is what pins a program: the sha256 of its executable and of
+// identity is what pins a program: the sha256 of its executable and of
 // its script.
-type Identity struct {
+type identity struct {
 	Path         string // the executable run, absolute
 	SHA256       string // its hex sha256
 	Script       string // the script, absolute, or ""
@@ -239,8 +239,8 @@ type Identity struct {
 }
 
 // Identify hashes the program's executable and script as they are now.
-func (m *Model) Identify() (Identity, error) {
-	id := Identity{Path: m.path, Script: m.script}
+func (m *model) Identify() (identity, error) {
+	id := identity{Path: m.path, Script: m.script}
 	var err error
 	if id.SHA256, err = hashFile(m.path); err != nil {
 		return id, fmt.Errorf("model %q: executable: %w", m.spec.Name, err)
@@ -255,12 +255,12 @@ func (m *Model) Identify() (Identity, error) {
 
 // check compares the program's identity with the pins: a mismatch names
 // the file, the expected and the actual sha256.
-func (m *Model) check(id Identity) error {
+func (m *model) check(id identity) error {
 	var errs []error
 	if want := strings.TrimPrefix(m.spec.Digest, "sha256:"); want != "" && want != id.SHA256 {
 		errs = append(errs, fmt.Errorf("model %q: digest mismatch: manifest expects %s, executable %s has %s", m.spec.Name, want, id.Path, id.SHA256))
 	}
-	if d, _ := m.spec.Options[OptScriptDigest].(string); d != "" {
+	if d, _ := m.spec.Options[optScriptDigest].(string); d != "" {
 		if want := strings.TrimPrefix(d, "sha256:"); want != id.ScriptSHA256 {
 			errs = append(errs, fmt.Errorf("model %q: options.script_digest mismatch: manifest expects %s, script %s has %s", m.spec.Name, want, id.Script, id.ScriptSHA256))
 		}
@@ -299,7 +299,7 @@ func hashFile(file string) (string, error) {
 
 // process returns the running program, starting it (pins checked, hello
 // answered) when there is none or the last one is gone.
-func (m *Model) process(ctx context.Context) (*proc, *fault) {
+func (m *model) process(ctx context.Context) (*proc, *fault) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.proc != nil && m.proc.gone() == nil {
@@ -311,19 +311,19 @@ func (m *Model) process(ctx context.Context) (*proc, *fault) {
 		err = m.check(id)
 	}
 	if err != nil {
-		return nil, &fault{KindStart, err.Error()}
+		return nil, &fault{kindStart, err.Error()}
 	}
 	var errFile io.Writer
 	if m.stderr != "" {
 		f, err := os.OpenFile(m.stderr, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
-			return nil, &fault{KindStart, fmt.Sprintf("model %q: options.stderr_file: %v", m.spec.Name, err)}
+			return nil, &fault{kindStart, fmt.Sprintf("model %q: options.stderr_file: %v", m.spec.Name, err)}
 		}
 		errFile = f // closed when the program has exited
 	}
 	p, err := start(m.name, m.path, m.argv, m.env, m.opt.MaxBody, errFile)
 	if err != nil {
-		return nil, &fault{KindStart, fmt.Sprintf("program %s: %v", m.name, err)}
+		return nil, &fault{kindStart, fmt.Sprintf("program %s: %v", m.name, err)}
 	}
 	hid := m.id.Add(1)
 	line, _ := json.Marshal(Hello{ID: hid, Protocol: Protocol, Type: TypeHello, Model: m.spec.Model, Endpoint: m.spec.Host, Parallel: max(1, m.spec.Parallel)})
@@ -337,9 +337,9 @@ func (m *Model) process(ctx context.Context) (*proc, *fault) {
 		return nil, &f
 	}
 	if r.reply.Error != "" {
-		p.kill(&fault{KindProgram, fmt.Sprintf("program %s: hello answered with an error; stopped", m.name)})
+		p.kill(&fault{kindProgram, fmt.Sprintf("program %s: hello answered with an error; stopped", m.name)})
 		msg, _ := m.scrub.String(r.reply.Error)
-		return nil, &fault{KindProgram, fmt.Sprintf("program %s: hello: %s", m.name, msg)}
+		return nil, &fault{kindProgram, fmt.Sprintf("program %s: hello: %s", m.name, msg)}
 	}
 	meta, _ := m.scrub.Value(r.reply.Meta)
 	m.hmu.Lock()
@@ -351,7 +351,7 @@ func (m *Model) process(ctx context.Context) (*proc, *fault) {
 
 // Generate sends one call to the program and waits for its reply,
 // retrying transport faults with backoff on a fresh program.
-func (m *Model) Generate(ctx context.Context, req models.Request) (models.Reply, error) {
+func (m *model) Generate(ctx context.Context, req models.Request) (models.Reply, error) {
 	opts := make(map[string]any, len(req.Options))
 	for k, v := range req.Options {
 		if !own(k) {
@@ -385,9 +385,9 @@ func (m *Model) Generate(ctx context.Context, req models.Request) (models.Reply,
 			events = append(events, ev)
 			return fail(fmt.Errorf("%s: %w", msg, ctx.Err()))
 		}
-		if f.kind == KindProtocol || f.kind == KindStart || attempt >= m.opt.MaxAttempts {
+		if f.kind == kindProtocol || f.kind == kindStart || attempt >= m.opt.MaxAttempts {
 			events = append(events, ev)
-			if f.kind == KindProtocol || f.kind == KindStart {
+			if f.kind == kindProtocol || f.kind == kindStart {
 				return fail(errors.New(msg))
 			}
 			return fail(fmt.Errorf("giving up after %d attempts: %s", attempt, msg))
@@ -406,7 +406,7 @@ func (m *Model) Generate(ctx context.Context, req models.Request) (models.Reply,
 }
 
 // attempt makes one try of call c within the per-call deadline.
-func (m *Model) attempt(ctx context.Context, c Call) (models.Reply, *fault) {
+func (m *model) attempt(ctx context.Context, c Call) (models.Reply, *fault) {
 	actx, cancel := context.WithTimeout(ctx, m.opt.Timeout)
 	defer cancel()
 	p, f := m.process(actx)
@@ -415,17 +415,17 @@ func (m *Model) attempt(ctx context.Context, c Call) (models.Reply, *fault) {
 	}
 	line, err := json.Marshal(c)
 	if err != nil {
-		return models.Reply{}, &fault{KindProtocol, fmt.Sprintf("model %q: encoding the request: %v", m.spec.Name, err)}
+		return models.Reply{}, &fault{kindProtocol, fmt.Sprintf("model %q: encoding the request: %v", m.spec.Name, err)}
 	}
 	r := p.call(actx, c.ID, append(line, '\n'))
 	if r.err != nil {
 		return models.Reply{}, r.err
 	}
 	if r.reply.Error != "" {
-		return models.Reply{}, &fault{KindProgram, fmt.Sprintf("program %s: %s", m.name, r.reply.Error)}
+		return models.Reply{}, &fault{kindProgram, fmt.Sprintf("program %s: %s", m.name, r.reply.Error)}
 	}
 	if r.reply.Text == nil {
-		p.kill(&fault{KindMalformed, fmt.Sprintf("program %s: reply %d has neither text nor error: %s; stopped", m.name, c.ID, clip(r.line, 200))})
+		p.kill(&fault{kindMalformed, fmt.Sprintf("program %s: reply %d has neither text nor error: %s; stopped", m.name, c.ID, clip(r.line, 200))})
 		return models.Reply{}, p.gone()
 	}
 	body, scrubbed := m.scrub.Bytes(r.line)
@@ -450,8 +450,8 @@ func (m *Model) attempt(ctx context.Context, c Call) (models.Reply, *fault) {
 // Verify checks the program's executable and script against the pins,
 // then starts it and records what its hello reply says. A mismatch or a
 // program that does not answer is an error.
-func (m *Model) Verify(ctx context.Context) (models.Facts, error) {
-	facts := models.Facts{"backend": Backend, "model": m.spec.Model, "command": m.name, "executable": m.path, "protocol": Protocol}
+func (m *model) Verify(ctx context.Context) (models.Facts, error) {
+	facts := models.Facts{"backend": backend, "model": m.spec.Model, "command": m.name, "executable": m.path, "protocol": Protocol}
 	if m.spec.Host != "" {
 		facts["host"] = m.spec.Host
 	}
@@ -486,13 +486,13 @@ func (m *Model) Verify(ctx context.Context) (models.Facts, error) {
 }
 
 // SeedCheck sends one probe twice with the same seed and compares answers.
-func (m *Model) SeedCheck(ctx context.Context) (bool, string, error) {
+func (m *model) SeedCheck(ctx context.Context) (bool, string, error) {
 	return models.ProbeSeed(ctx, m, m.spec.Options, nil)
 }
 
 // Close stops the program: its stdin is closed and, if it has not exited
 // within 2 s, its process group is killed. A later call starts it again.
-func (m *Model) Close() error {
+func (m *model) Close() error {
 	m.mu.Lock()
 	p := m.proc
 	m.proc = nil
@@ -505,7 +505,7 @@ func (m *Model) Close() error {
 
 // Stderr returns the last n bytes (at most 64 KiB) the program last
 // started wrote to stderr.
-func (m *Model) Stderr(n int) string {
+func (m *model) Stderr(n int) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.last == nil {

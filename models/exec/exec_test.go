@@ -301,10 +301,12 @@ func TestStartErrors(t *testing.T) {
 		{map[string]any{"command": "sh", "args": "x"}, "options.args: want a list of strings"},
 		{map[string]any{"command": "sh", "think": "maybe"}, `options.think: want false, true, "low", "medium" or "high"`},
 	} {
-		_, err := exec.New(models.Spec{Name: "p", Model: "m", Options: c.opts}, fast)
-		if err == nil || !strings.Contains(err.Error(), c.say) || !strings.Contains(err.Error(), `model "p"`) {
-			t.Errorf("options %v: error %v, want %q", c.opts, err, c.say)
-		}
+		t.Run(c.say, func(t *testing.T) {
+			_, err := exec.New(models.Spec{Name: "p", Model: "m", Options: c.opts}, fast)
+			if err == nil || !strings.Contains(err.Error(), c.say) || !strings.Contains(err.Error(), `model "p"`) {
+				t.Errorf("options %v: error %v, want %q", c.opts, err, c.say)
+			}
+		})
 	}
 	// A pinned program with a script must pin the script too.
 	script := filepath.Join(dir, "b.sh")
@@ -518,9 +520,11 @@ func TestExampleBackendsRunAStudy(t *testing.T) {
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, results.ManifestFile))
 	for _, want := range []string{`"executable_sha256"`, `"script_sha256"`, `"name": "keyword.js"`, `"name": "always_stop.sh"`, `"seed_honoured": true`, `"think": true`} {
-		if !bytes.Contains(b, []byte(want)) {
-			t.Errorf("manifest.json lacks %s", want)
-		}
+		t.Run(want, func(t *testing.T) {
+			if !bytes.Contains(b, []byte(want)) {
+				t.Errorf("manifest.json lacks %s", want)
+			}
+		})
 	}
 }
 

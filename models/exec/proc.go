@@ -52,13 +52,13 @@ func (f *fault) Error() string { return f.msg }
 
 // Fault kinds of the exec backend, as transport events record them.
 const (
-	KindStart     = "start"         // the program could not be started (missing, not executable, digest changed)
-	KindExit      = "exit"          // the program exited or closed its stdout
-	KindTimeout   = "timeout"       // no reply within the per-call deadline; the program was stopped
-	KindMalformed = "malformed"     // a stdout line that is not a reply (not JSON, no id, an unknown id)
-	KindTooLarge  = "too_large"     // a stdout line longer than the body cap
-	KindProgram   = "program_error" // the program replied with an error (a vendor API's failure)
-	KindProtocol  = "protocol"      // a reply in another protocol version (not retried)
+	kindStart     = "start"         // the program could not be started (missing, not executable, digest changed)
+	kindExit      = "exit"          // the program exited or closed its stdout
+	kindTimeout   = "timeout"       // no reply within the per-call deadline; the program was stopped
+	kindMalformed = "malformed"     // a stdout line that is not a reply (not JSON, no id, an unknown id)
+	kindTooLarge  = "too_large"     // a stdout line longer than the body cap
+	kindProgram   = "program_error" // the program replied with an error (a vendor API's failure)
+	kindProtocol  = "protocol"      // a reply in another protocol version (not retried)
 )
 
 // start runs the program with argv, its environment env, and reads its
@@ -117,11 +117,11 @@ func (p *proc) read() {
 		if err != nil {
 			switch {
 			case errors.Is(err, errTooLong):
-				p.kill(&fault{KindTooLarge, fmt.Sprintf("program %s wrote a stdout line over %d bytes; stopped", p.name, p.max)})
+				p.kill(&fault{kindTooLarge, fmt.Sprintf("program %s wrote a stdout line over %d bytes; stopped", p.name, p.max)})
 			case errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed):
 				p.kill(nil)
 			default:
-				p.kill(&fault{KindExit, fmt.Sprintf("program %s: reading its stdout: %v", p.name, err)})
+				p.kill(&fault{kindExit, fmt.Sprintf("program %s: reading its stdout: %v", p.name, err)})
 			}
 			return
 		}
@@ -140,16 +140,16 @@ func (p *proc) read() {
 		switch {
 		case ok && perr != nil:
 			// A reply to a call in flight, in another protocol version.
-			ch <- result{line: line, err: &fault{KindProtocol, fmt.Sprintf("program %s: %v", p.name, perr)}}
+			ch <- result{line: line, err: &fault{kindProtocol, fmt.Sprintf("program %s: %v", p.name, perr)}}
 		case perr != nil:
-			p.kill(&fault{KindMalformed, fmt.Sprintf("program %s wrote a line that is not a reply (%v): %s; stopped", p.name, perr, clip(line, 200))})
+			p.kill(&fault{kindMalformed, fmt.Sprintf("program %s wrote a line that is not a reply (%v): %s; stopped", p.name, perr, clip(line, 200))})
 			return
 		case ok:
 			ch <- result{line: line, reply: r}
 		case late:
 			// The caller gave up on it; drop it.
 		default:
-			p.kill(&fault{KindMalformed, fmt.Sprintf("program %s answered id %d, which no request in flight has: %s; stopped", p.name, id, clip(line, 200))})
+			p.kill(&fault{kindMalformed, fmt.Sprintf("program %s answered id %d, which no request in flight has: %s; stopped", p.name, id, clip(line, 200))})
 			return
 		}
 	}
@@ -200,7 +200,7 @@ func (p *proc) kill(reason *fault) {
 			p.mu.Unlock()
 			return
 		}
-		reason = &fault{KindExit, fmt.Sprintf("program %s %s%s", p.name, exitText(p.cmd), p.stderr.Note())}
+		reason = &fault{kindExit, fmt.Sprintf("program %s %s%s", p.name, exitText(p.cmd), p.stderr.Note())}
 	} else {
 		reason.msg += p.stderr.Note()
 	}
@@ -245,7 +245,7 @@ func (p *proc) call(ctx context.Context, id int64, line []byte) result {
 	if err := ctx.Err(); err != nil {
 		// Note: the deadline passed while the call waited for the program
 		// to start; the program is not at fault, and is left running.
-		return result{err: &fault{KindTimeout, fmt.Sprintf("program %s: request %d not sent: %v", p.name, id, err)}}
+		return result{err: &fault{kindTimeout, fmt.Sprintf("program %s: request %d not sent: %v", p.name, id, err)}}
 	}
 	ch := make(chan result, 1)
 	p.mu.Lock()
@@ -264,11 +264,11 @@ func (p *proc) call(ctx context.Context, id int64, line []byte) result {
 		return r
 	case <-ctx.Done():
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			p.kill(&fault{KindTimeout, fmt.Sprintf("program %s sent no reply to request %d within the per-call deadline; stopped", p.name, id)})
+			p.kill(&fault{kindTimeout, fmt.Sprintf("program %s sent no reply to request %d within the per-call deadline; stopped", p.name, id)})
 			if r := <-ch; r.err == nil {
 				return r // it answered just in time
 			}
-			return result{err: &fault{KindTimeout, p.gone().msg}}
+			return result{err: &fault{kindTimeout, p.gone().msg}}
 		}
 		p.mu.Lock()
 		if _, ok := p.pending[id]; ok {
@@ -276,7 +276,7 @@ func (p *proc) call(ctx context.Context, id int64, line []byte) result {
 			p.abandoned[id] = true
 		}
 		p.mu.Unlock()
-		return result{err: &fault{KindTimeout, fmt.Sprintf("program %s: request %d abandoned: %v", p.name, id, ctx.Err())}}
+		return result{err: &fault{kindTimeout, fmt.Sprintf("program %s: request %d abandoned: %v", p.name, id, ctx.Err())}}
 	}
 }
 
@@ -293,13 +293,13 @@ func (p *proc) write(ctx context.Context, line []byte) *fault {
 		return nil
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		p.kill(&fault{KindTimeout, fmt.Sprintf("program %s did not read its stdin within the per-call deadline; stopped", p.name)})
+		p.kill(&fault{kindTimeout, fmt.Sprintf("program %s did not read its stdin within the per-call deadline; stopped", p.name)})
 	} else {
 		// A closed pipe: the program is gone, or going; say how.
 		select {
 		case <-p.dead:
 		case <-time.After(3 * time.Second):
-			p.kill(&fault{KindExit, fmt.Sprintf("program %s: writing its stdin: %v", p.name, err)})
+			p.kill(&fault{kindExit, fmt.Sprintf("program %s: writing its stdin: %v", p.name, err)})
 		}
 	}
 	return p.gone()
@@ -313,7 +313,7 @@ func (p *proc) stop(grace time.Duration) {
 	case <-p.exited:
 	case <-time.After(grace):
 	}
-	p.kill(&fault{KindExit, fmt.Sprintf("program %s stopped", p.name)})
+	p.kill(&fault{kindExit, fmt.Sprintf("program %s stopped", p.name)})
 	<-p.exited
 }
 

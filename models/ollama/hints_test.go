@@ -3,6 +3,7 @@ package ollama_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -63,10 +64,12 @@ func TestPullCommand(t *testing.T) {
 		{"gpu:11434", "http://gpu:11434", "ollama pull m"},
 		{"gpu:11434", "127.0.0.1:11434", "OLLAMA_HOST=http://127.0.0.1:11434 ollama pull m"},
 	} {
-		t.Setenv("OLLAMA_HOST", tc.env)
-		if got := ollama.PullCommand(tc.host, "m"); got != tc.want {
-			t.Errorf("OLLAMA_HOST=%q host %q: %q, want %q", tc.env, tc.host, got, tc.want)
-		}
+		t.Run(fmt.Sprintf("OLLAMA_HOST=%s host=%s", tc.env, tc.host), func(t *testing.T) {
+			t.Setenv("OLLAMA_HOST", tc.env)
+			if got := ollama.PullCommand(tc.host, "m"); got != tc.want {
+				t.Errorf("OLLAMA_HOST=%q host %q: %q, want %q", tc.env, tc.host, got, tc.want)
+			}
+		})
 	}
 }
 
@@ -87,19 +90,21 @@ func TestResolveHostAsOllama(t *testing.T) {
 		"http://gpu", "https://gpu", "http://gpu:8080", "https://gpu:8443/ollama", "gpu/ollama",
 		"ollama.com", " gpu:1234 ", `"gpu"`, "'10.0.0.7'",
 	} {
-		t.Setenv("OLLAMA_HOST", env)
-		want := envconfig.Host()
-		for _, host := range []string{"", strings.Trim(strings.TrimSpace(env), `"'`)} {
-			got, err := ollama.ResolveHost(host)
-			if err != nil {
-				t.Errorf("OLLAMA_HOST=%q, host %q: %v", env, host, err)
-				continue
+		t.Run(env, func(t *testing.T) {
+			t.Setenv("OLLAMA_HOST", env)
+			want := envconfig.Host()
+			for _, host := range []string{"", strings.Trim(strings.TrimSpace(env), `"'`)} {
+				got, err := ollama.ResolveHost(host)
+				if err != nil {
+					t.Errorf("OLLAMA_HOST=%q, host %q: %v", env, host, err)
+					continue
+				}
+				if got.Scheme != want.Scheme || got.Hostname() != want.Hostname() || port(got) != port(want) ||
+					strings.Trim(got.Path, "/") != strings.Trim(want.Path, "/") {
+					t.Errorf("OLLAMA_HOST=%q, host %q: ResolveHost = %s, the ollama client uses %s", env, host, got, want)
+				}
 			}
-			if got.Scheme != want.Scheme || got.Hostname() != want.Hostname() || port(got) != port(want) ||
-				strings.Trim(got.Path, "/") != strings.Trim(want.Path, "/") {
-				t.Errorf("OLLAMA_HOST=%q, host %q: ResolveHost = %s, the ollama client uses %s", env, host, got, want)
-			}
-		}
+		})
 	}
 	// A port that is not a number is an error (the ollama client warns
 	// and uses its default port).
@@ -122,9 +127,11 @@ func TestOptionsCheckedAsTheServerReadsThem(t *testing.T) {
 		{map[string]any{"use_mmap": 1}, `model "m": options: option "use_mmap" must be of type boolean`},
 		{map[string]any{"num_predict": 4, "num_ctx": uint64(2048), "temperature": 0.2, "top_p": 1, "stop": []any{"a"}, "think": false, "a_newer_option": "x"}, ""},
 	} {
-		_, err := ollama.New(models.Spec{Name: "m", Model: "tiny", Options: tc.options}, transport.Options{})
-		if tc.err == "" && err != nil || tc.err != "" && (err == nil || err.Error() != tc.err) {
-			t.Errorf("options %v: %v, want %q", tc.options, err, tc.err)
-		}
+		t.Run(tc.err, func(t *testing.T) {
+			_, err := ollama.New(models.Spec{Name: "m", Model: "tiny", Options: tc.options}, transport.Options{})
+			if tc.err == "" && err != nil || tc.err != "" && (err == nil || err.Error() != tc.err) {
+				t.Errorf("options %v: %v, want %q", tc.options, err, tc.err)
+			}
+		})
 	}
 }

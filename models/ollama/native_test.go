@@ -3,6 +3,7 @@ package ollama_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -36,32 +37,34 @@ func TestThinkAndToolsOnTheWire(t *testing.T) {
 	}))
 	defer srv.Close()
 	for _, think := range []any{false, true, "high"} {
-		m, err := ollama.New(models.Spec{Name: "q", Model: "qwen3.5:0.8b", Host: srv.URL, Options: map[string]any{"think": think, "num_ctx": 4096}}, transport.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		params := json.RawMessage(`{"type":"object","properties":{"operation_status":{"type":"string","enum":["failed","succeeded"]}},"additionalProperties":false,"x-note":"kept"}`)
-		r, err := m.Generate(context.Background(), models.Request{Messages: []models.Message{{Role: "user", Content: "hi"}}, Seed: 0,
-			Options: map[string]any{"think": think, "num_ctx": 4096}, Tools: []models.Tool{{Name: "record_answer", Description: "Record the answer.", Parameters: params}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		last := sent[len(sent)-1]
-		want, _ := json.Marshal(think)
-		if string(last["think"]) != string(want) || strings.Contains(string(last["options"]), "think") || !strings.Contains(string(last["options"]), `"seed":0`) {
-			t.Errorf("think %v sent as think=%s options=%s", think, last["think"], last["options"])
-		}
-		if string(last["tools"]) != `[{"type":"function","function":{"name":"record_answer","description":"Record the answer.","parameters":`+string(params)+`}}]` {
-			t.Errorf("tools sent as %s", last["tools"])
-		}
-		if r.Text != "" || !strings.HasPrefix(r.Thinking, "The token expired") || r.PromptTokens != 12 || r.OutputTokens != 30 {
-			t.Errorf("reply text %q thinking %q", r.Text, r.Thinking)
-		}
-		calls, err := models.ParseToolCalls(r.ToolCalls)
-		if err != nil || len(calls) != 1 || calls[0].ID != "call_x1" || calls[0].Name != "record_answer" ||
-			string(calls[0].Arguments) != `{"operation_status":"failed","recovery_policy":"authenticate"}` {
-			t.Errorf("tool calls %s: %+v %v", r.ToolCalls, calls, err)
-		}
+		t.Run(fmt.Sprint(think), func(t *testing.T) {
+			m, err := ollama.New(models.Spec{Name: "q", Model: "qwen3.5:0.8b", Host: srv.URL, Options: map[string]any{"think": think, "num_ctx": 4096}}, transport.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			params := json.RawMessage(`{"type":"object","properties":{"operation_status":{"type":"string","enum":["failed","succeeded"]}},"additionalProperties":false,"x-note":"kept"}`)
+			r, err := m.Generate(context.Background(), models.Request{Messages: []models.Message{{Role: "user", Content: "hi"}}, Seed: 0,
+				Options: map[string]any{"think": think, "num_ctx": 4096}, Tools: []models.Tool{{Name: "record_answer", Description: "Record the answer.", Parameters: params}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := sent[len(sent)-1]
+			want, _ := json.Marshal(think)
+			if string(last["think"]) != string(want) || strings.Contains(string(last["options"]), "think") || !strings.Contains(string(last["options"]), `"seed":0`) {
+				t.Errorf("think %v sent as think=%s options=%s", think, last["think"], last["options"])
+			}
+			if string(last["tools"]) != `[{"type":"function","function":{"name":"record_answer","description":"Record the answer.","parameters":`+string(params)+`}}]` {
+				t.Errorf("tools sent as %s", last["tools"])
+			}
+			if r.Text != "" || !strings.HasPrefix(r.Thinking, "The token expired") || r.PromptTokens != 12 || r.OutputTokens != 30 {
+				t.Errorf("reply text %q thinking %q", r.Text, r.Thinking)
+			}
+			calls, err := models.ParseToolCalls(r.ToolCalls)
+			if err != nil || len(calls) != 1 || calls[0].ID != "call_x1" || calls[0].Name != "record_answer" ||
+				string(calls[0].Arguments) != `{"operation_status":"failed","recovery_policy":"authenticate"}` {
+				t.Errorf("tool calls %s: %+v %v", r.ToolCalls, calls, err)
+			}
+		})
 	}
 	// Unset: no think field at all (the server decides, and Verify says so).
 	m, _ := ollama.New(models.Spec{Name: "q", Model: "qwen3.5:0.8b", Host: srv.URL}, transport.Options{})
@@ -75,8 +78,10 @@ func TestThinkAndToolsOnTheWire(t *testing.T) {
 		t.Errorf("no tools, but tools were sent")
 	}
 	for _, bad := range []any{"on", 1, "max"} {
-		if _, err := ollama.New(models.Spec{Name: "q", Model: "x", Host: srv.URL, Options: map[string]any{"think": bad}}, transport.Options{}); err == nil || !strings.Contains(err.Error(), `model "q": options.think: want false, true, "low", "medium" or "high"`) {
-			t.Errorf("think %v: %v", bad, err)
-		}
+		t.Run(fmt.Sprint(bad), func(t *testing.T) {
+			if _, err := ollama.New(models.Spec{Name: "q", Model: "x", Host: srv.URL, Options: map[string]any{"think": bad}}, transport.Options{}); err == nil || !strings.Contains(err.Error(), `model "q": options.think: want false, true, "low", "medium" or "high"`) {
+				t.Errorf("think %v: %v", bad, err)
+			}
+		})
 	}
 }

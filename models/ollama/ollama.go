@@ -88,7 +88,7 @@ func New(spec models.Spec, opt transport.Options) (*Model, error) {
 		}
 		host.User = url.UserPassword(name, pw)
 	}
-	format, err := Format(spec.Format)
+	format, err := formatOf(spec.Format)
 	if err != nil {
 		return nil, fmt.Errorf("model %q: format: %w", spec.Name, err)
 	}
@@ -202,8 +202,8 @@ func checkOptions(options map[string]any) error {
 	return o.FromMap(read)
 }
 
-// Format turns a manifest format into Ollama's (models.WireFormat).
-func Format(f any) (json.RawMessage, error) { return models.WireFormat(f) }
+// formatOf turns a manifest format into Ollama's (models.WireFormat).
+func formatOf(f any) (json.RawMessage, error) { return models.WireFormat(f) }
 
 // chatOptions merges the manifest's options with the turn's temperature
 // and seed; think is not a sampling option (it travels as the request's
@@ -316,8 +316,8 @@ func (m *Model) post(body []byte) func(context.Context) (*http.Request, error) {
 	}
 }
 
-// Info is what the server reports about a model.
-type Info struct {
+// info is what the server reports about a model.
+type info struct {
 	Name          string `json:"name"`
 	Digest        string `json:"digest"` // full digest from /api/tags
 	Family        string `json:"family"`
@@ -335,7 +335,7 @@ type Info struct {
 // List returns every model on the server at host (ResolveHost) with its
 // full digest. A server that cannot be reached is a
 // *models.UnreachableError saying how to start it or name another.
-func List(ctx context.Context, host string) ([]Info, error) {
+func List(ctx context.Context, host string) ([]info, error) {
 	u, err := ResolveHost(host)
 	if err != nil {
 		return nil, err
@@ -344,7 +344,7 @@ func List(ctx context.Context, host string) ([]Info, error) {
 }
 
 // list is List of the server at u, whose host came from where from says.
-func list(ctx context.Context, u *url.URL, from string) ([]Info, error) {
+func list(ctx context.Context, u *url.URL, from string) ([]info, error) {
 	c := api.NewClient(u, &http.Client{Timeout: time.Minute})
 	sc := transport.NewScrubber(transport.URLSecrets(u)...)
 	version, err := c.Version(ctx)
@@ -358,9 +358,9 @@ func list(ctx context.Context, u *url.URL, from string) ([]Info, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ollama at %s: /api/tags: %w", u.Redacted(), sc.Error(err))
 	}
-	out := make([]Info, len(list.Models))
+	out := make([]info, len(list.Models))
 	for i, lm := range list.Models {
-		out[i] = Info{Name: lm.Name, Digest: lm.Digest, Family: lm.Details.Family, ParameterSize: lm.Details.ParameterSize,
+		out[i] = info{Name: lm.Name, Digest: lm.Digest, Family: lm.Details.Family, ParameterSize: lm.Details.ParameterSize,
 			Quantization: lm.Details.QuantizationLevel, Format: lm.Details.Format, ServerVersion: version, Host: u.Redacted()}
 	}
 	return out, nil
@@ -371,10 +371,10 @@ func list(ctx context.Context, u *url.URL, from string) ([]Info, error) {
 // chat's model (types/model.ParseName: default host, namespace library
 // and tag latest, every part compared without case), so "Llama3.2" and
 // "library/llama3.2:latest" find llama3.2:latest.
-func (m *Model) Resolve(ctx context.Context) (Info, error) {
+func (m *Model) Resolve(ctx context.Context) (info, error) {
 	all, err := list(ctx, m.host, m.from)
 	if err != nil {
-		return Info{}, err
+		return info{}, err
 	}
 	want := model.ParseName(m.spec.Model)
 	for _, in := range all {
@@ -393,7 +393,7 @@ func (m *Model) Resolve(ctx context.Context) (Info, error) {
 			return in, nil
 		}
 	}
-	return Info{ServerVersion: firstVersion(all), Host: m.host.Redacted()}, fmt.Errorf("model %q (%s) is not on the server at %s: pull it with %q", m.spec.Name, m.spec.Model, m.host.Redacted(), pullCommand(m.host, m.spec.Model))
+	return info{ServerVersion: firstVersion(all), Host: m.host.Redacted()}, fmt.Errorf("model %q (%s) is not on the server at %s: pull it with %q", m.spec.Name, m.spec.Model, m.host.Redacted(), pullCommand(m.host, m.spec.Model))
 }
 
 // PullCommand is the shell command that pulls model onto the server at
@@ -417,7 +417,7 @@ func pullCommand(u *url.URL, model string) string {
 	return cmd
 }
 
-func firstVersion(all []Info) string {
+func firstVersion(all []info) string {
 	if len(all) > 0 {
 		return all[0].ServerVersion
 	}

@@ -164,15 +164,17 @@ func TestVerifyDigest(t *testing.T) {
 	// another tag does not.
 	base := strings.TrimSuffix(model, ":latest")
 	for _, name := range []string{base, strings.ToUpper(base), base + ":LATEST", "library/" + base, "registry.ollama.ai/library/" + base + ":latest", base + ":q4", "other/" + base} {
-		mm, err := ollama.New(models.Spec{Name: "n", Model: name, Host: srv.Host}, transport.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		in, err := mm.Resolve(context.Background())
-		found := !strings.Contains(name, "q4") && !strings.HasPrefix(name, "other/")
-		if found && (err != nil || in.Digest != digest) || !found && (err == nil || !strings.Contains(err.Error(), "is not on the server")) {
-			t.Errorf("Resolve %q: %+v, %v (want found: %v)", name, in, err, found)
-		}
+		t.Run(fmt.Sprint(name), func(t *testing.T) {
+			mm, err := ollama.New(models.Spec{Name: "n", Model: name, Host: srv.Host}, transport.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, err := mm.Resolve(context.Background())
+			found := !strings.Contains(name, "q4") && !strings.HasPrefix(name, "other/")
+			if found && (err != nil || in.Digest != digest) || !found && (err == nil || !strings.Contains(err.Error(), "is not on the server")) {
+				t.Errorf("Resolve %q: %+v, %v (want found: %v)", name, in, err, found)
+			}
+		})
 	}
 }
 

@@ -117,15 +117,17 @@ func TestThinkingRealServer(t *testing.T) {
 		{info.Name, "low", `HTTP 400: think value "low" is not supported for this model`},
 		{plain, true, `does not support thinking`},
 	} {
-		mm, err := ollama.New(models.Spec{Name: "x", Model: c.model, Host: srv.Host, Format: "schema"}, transport.Options{MaxAttempts: 3, BaseDelay: time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = mm.Generate(ctx, ask(1, c.think))
-		var ce *models.CallError
-		if !errors.As(err, &ce) || len(ce.Events) != 1 || ce.Events[0].Status != 400 || !strings.Contains(err.Error(), c.say) {
-			t.Errorf("%s with think %v: %v (events %+v), want one HTTP 400 saying %q", c.model, c.think, err, ce, c.say)
-		}
+		t.Run(c.say, func(t *testing.T) {
+			mm, err := ollama.New(models.Spec{Name: "x", Model: c.model, Host: srv.Host, Format: "schema"}, transport.Options{MaxAttempts: 3, BaseDelay: time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = mm.Generate(ctx, ask(1, c.think))
+			var ce *models.CallError
+			if !errors.As(err, &ce) || len(ce.Events) != 1 || ce.Events[0].Status != 400 || !strings.Contains(err.Error(), c.say) {
+				t.Errorf("%s with think %v: %v (events %+v), want one HTTP 400 saying %q", c.model, c.think, err, ce, c.say)
+			}
+		})
 	}
 	// think false is accepted by a model without the capability.
 	mm, _ := ollama.New(models.Spec{Name: "x", Model: plain, Host: srv.Host, Format: "schema"}, transport.Options{MaxAttempts: 1})

@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -40,24 +41,26 @@ func bodyViaLibrary(m *Model, req models.Request) []byte {
 // options, at temperature 0 and 0.7.
 func TestBodyEncodedOnce(t *testing.T) {
 	for _, format := range []any{nil, "json", "schema"} {
-		m, err := New(models.Spec{Name: "m", Backend: Backend, Model: "llama3.2:3b", Host: "http://127.0.0.1:1/v1", Format: format}, transport.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, req := range []models.Request{
-			{Messages: []models.Message{{Role: "system", Content: "be <brief> & exact"}, {Role: "user", Content: "{\"x\": 1}"}}, Seed: 0, Temperature: 0},
-			{Messages: []models.Message{{Role: "user", Content: "hi"}}, Seed: 2147483647, Temperature: 0.7, Options: map[string]any{"top_p": 1.0, "max_tokens": 64}},
-		} {
-			got, err := m.body(req)
+		t.Run(fmt.Sprint(format), func(t *testing.T) {
+			m, err := New(models.Spec{Name: "m", Backend: backend, Model: "llama3.2:3b", Host: "http://127.0.0.1:1/v1", Format: format}, transport.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := bodyViaLibrary(m, req)
-			var a, b any
-			if json.Unmarshal(got, &a) != nil || json.Unmarshal(want, &b) != nil || !reflect.DeepEqual(a, b) {
-				t.Errorf("format %v: body\n%s\nwant\n%s", format, got, want)
+			for _, req := range []models.Request{
+				{Messages: []models.Message{{Role: "system", Content: "be <brief> & exact"}, {Role: "user", Content: "{\"x\": 1}"}}, Seed: 0, Temperature: 0},
+				{Messages: []models.Message{{Role: "user", Content: "hi"}}, Seed: 2147483647, Temperature: 0.7, Options: map[string]any{"top_p": 1.0, "max_tokens": 64}},
+			} {
+				got, err := m.body(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := bodyViaLibrary(m, req)
+				var a, b any
+				if json.Unmarshal(got, &a) != nil || json.Unmarshal(want, &b) != nil || !reflect.DeepEqual(a, b) {
+					t.Errorf("format %v: body\n%s\nwant\n%s", format, got, want)
+				}
 			}
-		}
+		})
 	}
 }
 
@@ -88,7 +91,7 @@ func bodyViaMap(m *Model, req models.Request) []byte {
 // JSON type, and that the options follow the fields in the order of
 // their names, so the same request always gives the same bytes.
 func TestBodyMembers(t *testing.T) {
-	m, err := New(models.Spec{Name: "m", Backend: Backend, Model: "qwen3", Host: "http://127.0.0.1:1/v1", Format: "schema"}, transport.Options{})
+	m, err := New(models.Spec{Name: "m", Backend: backend, Model: "qwen3", Host: "http://127.0.0.1:1/v1", Format: "schema"}, transport.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +130,7 @@ func TestBodyMembers(t *testing.T) {
 
 // BenchmarkBody measures building one request body of the paper's shape.
 func BenchmarkBody(b *testing.B) {
-	m, err := New(models.Spec{Name: "m", Backend: Backend, Model: "llama3.2:3b", Host: "http://127.0.0.1:1/v1", Format: "schema"}, transport.Options{})
+	m, err := New(models.Spec{Name: "m", Backend: backend, Model: "llama3.2:3b", Host: "http://127.0.0.1:1/v1", Format: "schema"}, transport.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

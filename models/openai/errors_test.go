@@ -44,29 +44,31 @@ func TestServerErrors(t *testing.T) {
 		{"200 with an error", 200, `{"error":{"message":"Provider returned error","code":502}}`, 3, 4,
 			"chat completion: no choices: Provider returned error"},
 	} {
-		n := 0
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			n++
-			w.WriteHeader(tc.status)
-			w.Write([]byte(tc.body))
-		}))
-		m, err := openai.New(spec(srv.URL+"/v1"), transport.Options{MaxAttempts: 3, BaseDelay: time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = m.Generate(context.Background(), models.Request{Messages: []models.Message{{Role: "user", Content: "hi"}}})
-		if n != tc.requests || err == nil || !strings.Contains(err.Error(), tc.say) {
-			t.Errorf("%s: Generate sent %d requests (want %d), error %v (want it to say %q)", tc.name, n, tc.requests, err, tc.say)
-		}
-		n = 0
-		_, err = m.Verify(context.Background())
-		if n != tc.verify || err == nil || !strings.Contains(err.Error(), tc.say) {
-			t.Errorf("%s: Verify sent %d requests (want %d), error %v", tc.name, n, tc.verify, err)
-		}
-		if hint := "most servers want it to end in /v1"; strings.Contains(err.Error(), hint) {
-			t.Errorf("%s: the host ends in /v1, yet Verify says %q", tc.name, hint)
-		}
-		srv.Close()
+		t.Run(tc.name, func(t *testing.T) {
+			n := 0
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				n++
+				w.WriteHeader(tc.status)
+				w.Write([]byte(tc.body))
+			}))
+			m, err := openai.New(spec(srv.URL+"/v1"), transport.Options{MaxAttempts: 3, BaseDelay: time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = m.Generate(context.Background(), models.Request{Messages: []models.Message{{Role: "user", Content: "hi"}}})
+			if n != tc.requests || err == nil || !strings.Contains(err.Error(), tc.say) {
+				t.Errorf("%s: Generate sent %d requests (want %d), error %v (want it to say %q)", tc.name, n, tc.requests, err, tc.say)
+			}
+			n = 0
+			_, err = m.Verify(context.Background())
+			if n != tc.verify || err == nil || !strings.Contains(err.Error(), tc.say) {
+				t.Errorf("%s: Verify sent %d requests (want %d), error %v", tc.name, n, tc.verify, err)
+			}
+			if hint := "most servers want it to end in /v1"; strings.Contains(err.Error(), hint) {
+				t.Errorf("%s: the host ends in /v1, yet Verify says %q", tc.name, hint)
+			}
+			srv.Close()
+		})
 	}
 	// A host without /v1 that the server answers 404: the probe's error
 	// says what the host should be.
@@ -121,8 +123,10 @@ func TestStoppedEarlyNote(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{`"finish_reason":"length"`, `"finish_reason":"content_filter"`, `"refusal":"I can't help with that."`} {
-		if !bytes.Contains(b, []byte(s)) {
-			t.Errorf("%s lacks %s", results.CallsFile, s)
-		}
+		t.Run(s, func(t *testing.T) {
+			if !bytes.Contains(b, []byte(s)) {
+				t.Errorf("%s lacks %s", results.CallsFile, s)
+			}
+		})
 	}
 }

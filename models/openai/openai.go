@@ -32,11 +32,11 @@ import (
 	"github.com/mcpstress/stress/study"
 )
 
-// Backend is the registry name of this backend.
-const Backend = "openai"
+// backend is the registry name of this backend.
+const backend = "openai"
 
 func init() {
-	models.Register(Backend, models.Backend{New: func(s models.Spec) (models.Model, error) { return New(s, transport.FromSpec(s)) }})
+	models.Register(backend, models.Backend{New: func(s models.Spec) (models.Model, error) { return New(s, transport.FromSpec(s)) }})
 }
 
 // Model is one model on one OpenAI-compatible server.
@@ -323,9 +323,9 @@ func (m *Model) post(body []byte) func(context.Context) (*http.Request, error) {
 	}
 }
 
-// UnreachableHint is what an error about a server that cannot be reached
+// unreachableHint is what an error about a server that cannot be reached
 // tells the user to do.
-const UnreachableHint = "is the server running? start it, or check the model's host in the manifest (the API base URL, e.g. http://127.0.0.1:8000/v1)"
+const unreachableHint = "is the server running? start it, or check the model's host in the manifest (the API base URL, e.g. http://127.0.0.1:8000/v1)"
 
 // Verify checks what the server reports against the manifest's pin: the
 // model id and system_fingerprint of a probe completion. The probe is the
@@ -335,10 +335,10 @@ const UnreachableHint = "is the server running? start it, or check the model's h
 // and many OpenAI-compatible servers answer that path 404. Without a pin
 // it only records what the server reported.
 func (m *Model) Verify(ctx context.Context) (models.Facts, error) {
-	facts := models.Facts{"backend": Backend, "model": m.spec.Model, "host": m.where}
+	facts := models.Facts{"backend": backend, "model": m.spec.Model, "host": m.where}
 	down := func(err error) error {
 		if why := transport.Unreachable(err); why != "" {
-			return &models.UnreachableError{Server: "the OpenAI-compatible server", Host: m.where, Models: []string{m.spec.Name}, Reason: why, Hint: UnreachableHint, Err: err}
+			return &models.UnreachableError{Server: "the OpenAI-compatible server", Host: m.where, Models: []string{m.spec.Name}, Reason: why, Hint: unreachableHint, Err: err}
 		}
 		return nil
 	}

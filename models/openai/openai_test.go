@@ -86,9 +86,11 @@ func TestRequestAndReply(t *testing.T) {
 		t.Errorf("unknown option: %v", err)
 	}
 	for _, host := range []string{"", "ftp://x", "http://"} {
-		if _, err := openai.New(models.Spec{Name: "m", Model: "x", Host: host}, transport.Options{}); err == nil || !strings.Contains(err.Error(), "host") {
-			t.Errorf("host %q: %v", host, err)
-		}
+		t.Run(host, func(t *testing.T) {
+			if _, err := openai.New(models.Spec{Name: "m", Model: "x", Host: host}, transport.Options{}); err == nil || !strings.Contains(err.Error(), "host") {
+				t.Errorf("host %q: %v", host, err)
+			}
+		})
 	}
 }
 
@@ -232,26 +234,28 @@ func TestPreflightRequests(t *testing.T) {
 		seedCheck string
 		want      int
 	}{{"", 2}, {"off", 1}} {
-		fake := &fakeServer{}
-		srv := faultserver.New(fake)
-		m := manifest(t, manifests.Model{Name: "remote", Backend: openai.Backend, Model: "tiny", Host: srv.URL + "/v1",
-			Pin: manifests.Pin{Model: "tiny-served", SystemFingerprint: "fp_test"}, SeedCheck: tc.seedCheck})
-		plan, err := runner.Prepare(m, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := plan.Preflight(context.Background(), io.Discard); err != nil {
-			t.Fatal(err)
-		}
-		srv.Close()
-		if len(fake.paths) != tc.want {
-			t.Fatalf("seed_check %q: the preflight sent %q, want %d requests", tc.seedCheck, fake.paths, tc.want)
-		}
-		for i, p := range fake.paths {
-			if p != "POST /v1/chat/completions" || !bytes.Contains(fake.bodies[i], []byte("Choose a recovery policy.")) || !bytes.Contains(fake.bodies[i], []byte(`"seed":20260819`)) {
-				t.Errorf("seed_check %q: request %d: %s %s, want the seed probe", tc.seedCheck, i, p, fake.bodies[i])
+		t.Run(tc.seedCheck, func(t *testing.T) {
+			fake := &fakeServer{}
+			srv := faultserver.New(fake)
+			m := manifest(t, manifests.Model{Name: "remote", Backend: openai.Backend, Model: "tiny", Host: srv.URL + "/v1",
+				Pin: manifests.Pin{Model: "tiny-served", SystemFingerprint: "fp_test"}, SeedCheck: tc.seedCheck})
+			plan, err := runner.Prepare(m, false)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
+			if err := plan.Preflight(context.Background(), io.Discard); err != nil {
+				t.Fatal(err)
+			}
+			srv.Close()
+			if len(fake.paths) != tc.want {
+				t.Fatalf("seed_check %q: the preflight sent %q, want %d requests", tc.seedCheck, fake.paths, tc.want)
+			}
+			for i, p := range fake.paths {
+				if p != "POST /v1/chat/completions" || !bytes.Contains(fake.bodies[i], []byte("Choose a recovery policy.")) || !bytes.Contains(fake.bodies[i], []byte(`"seed":20260819`)) {
+					t.Errorf("seed_check %q: request %d: %s %s, want the seed probe", tc.seedCheck, i, p, fake.bodies[i])
+				}
+			}
+		})
 	}
 }
 

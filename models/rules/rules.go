@@ -24,20 +24,20 @@ const Backend = "rules"
 const Model = "capture-rules"
 
 func init() {
-	models.Register(Backend, models.Backend{New: New})
+	models.Register(Backend, models.Backend{New: newCoder})
 }
 
-// Coder is the rules coder.
-type Coder struct{}
+// coder is the rules coder.
+type coder struct{}
 
-var _ models.Model = Coder{}
+var _ models.Model = coder{}
 
-// New builds the rules coder; spec.Model must be Model.
-func New(spec models.Spec) (models.Model, error) {
+// newCoder builds the rules coder; spec.Model must be Model.
+func newCoder(spec models.Spec) (models.Model, error) {
 	if spec.Model != Model {
 		return nil, fmt.Errorf("model %q: backend %s has one model, %s, not %q", spec.Name, Backend, Model, spec.Model)
 	}
-	return Coder{}, nil
+	return coder{}, nil
 }
 
 // record is what a request shows the rules of a record.
@@ -56,18 +56,18 @@ func Request(s *study.Scenario) []models.Message {
 }
 
 // Generate codes the record of the request's last message.
-func (Coder) Generate(ctx context.Context, req models.Request) (models.Reply, error) {
+func (coder) Generate(ctx context.Context, req models.Request) (models.Reply, error) {
 	var r record
 	if n := len(req.Messages); n == 0 || json.Unmarshal([]byte(req.Messages[n-1].Content), &r) != nil || len(r.Observation) == 0 {
 		return models.Reply{}, errors.New("the rules code a record: want its surface, cause, target and observation as a JSON object (rules.Request)")
 	}
 	s := study.Scenario{Surface: r.Surface, Cause: r.Cause, Target: r.Target, Observation: r.Observation}
-	return models.Reply{Text: Answer(rules.Code(&s))}, nil
+	return models.Reply{Text: answer(rules.Code(&s))}, nil
 }
 
-// Answer writes coding p as a coding answer: {"control": {…}, "content":
+// answer writes coding p as a coding answer: {"control": {…}, "content":
 // {…}}, every bit with its evidence and rationale, none marked proposed.
-func Answer(p study.ProfileCoding) string {
+func answer(p study.ProfileCoding) string {
 	var b bytes.Buffer
 	b.WriteString(`{"control":`)
 	cb, _ := json.Marshal(unproposed(p.Control))

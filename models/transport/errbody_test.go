@@ -33,10 +33,12 @@ func TestErrorBody(t *testing.T) {
 		{"json without message", `{"detail":"Not Found"}`, `{"detail":"Not Found"}`, ""},
 		{"long", `{"error":"` + long + `"}`, strings.Repeat("x", 300) + "…", ""},
 	} {
-		text, code := errorBody([]byte(tc.body))
-		if text != tc.text || code != tc.code {
-			t.Errorf("%s: errorBody = %q, %q; want %q, %q", tc.name, text, code, tc.text, tc.code)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			text, code := errorBody([]byte(tc.body))
+			if text != tc.text || code != tc.code {
+				t.Errorf("%s: errorBody = %q, %q; want %q, %q", tc.name, text, code, tc.text, tc.code)
+			}
+		})
 	}
 }
 
@@ -47,18 +49,20 @@ func TestQuotaNotRetried(t *testing.T) {
 		code     string
 		attempts int
 	}{{"insufficient_quota", 1}, {"rate_limit_exceeded", 4}} {
-		n := 0
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			n++
-			w.Header().Set("Retry-After", "1")
-			w.WriteHeader(http.StatusTooManyRequests)
-			w.Write([]byte(`{"error":{"message":"no","type":"requests","code":"` + tc.code + `"}}`))
-		}))
-		_, ev, err := client(t, &fakeClock{}, nil).Do(context.Background(), get(srv.URL), checkJSON)
-		srv.Close()
-		if n != tc.attempts || len(ev) != tc.attempts || err == nil || !strings.Contains(err.Error(), "HTTP 429: no (type requests, code "+tc.code+")") {
-			t.Errorf("%s: %d requests, %d events, err %v; want %d", tc.code, n, len(ev), err, tc.attempts)
-		}
+		t.Run(tc.code, func(t *testing.T) {
+			n := 0
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				n++
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusTooManyRequests)
+				w.Write([]byte(`{"error":{"message":"no","type":"requests","code":"` + tc.code + `"}}`))
+			}))
+			_, ev, err := client(t, &fakeClock{}, nil).Do(context.Background(), get(srv.URL), checkJSON)
+			srv.Close()
+			if n != tc.attempts || len(ev) != tc.attempts || err == nil || !strings.Contains(err.Error(), "HTTP 429: no (type requests, code "+tc.code+")") {
+				t.Errorf("%s: %d requests, %d events, err %v; want %d", tc.code, n, len(ev), err, tc.attempts)
+			}
+		})
 	}
 }
 
@@ -67,8 +71,10 @@ func TestQuotaNotRetried(t *testing.T) {
 // one.
 func TestRetryAfterHuge(t *testing.T) {
 	for _, h := range []string{"9999999999", "99999999999999999"} {
-		if d := retryAfter(h, time.Now()); d != time.Duration(math.MaxInt32)*time.Second {
-			t.Errorf("retryAfter(%q) = %v", h, d)
-		}
+		t.Run(h, func(t *testing.T) {
+			if d := retryAfter(h, time.Now()); d != time.Duration(math.MaxInt32)*time.Second {
+				t.Errorf("retryAfter(%q) = %v", h, d)
+			}
+		})
 	}
 }

@@ -48,13 +48,15 @@ func TestScrubForms(t *testing.T) {
 		{"short runs stay", "sk-cana and 6gH1jK", "sk-cana and 6gH1jK"},
 		{"none", `{"choices":[]}`, `{"choices":[]}`},
 	} {
-		got, changed := s.String(tc.in)
-		if got != tc.want || changed != (tc.in != tc.want) {
-			t.Errorf("%s: %q -> %q, %v; want %q", tc.name, tc.in, got, changed, tc.want)
-		}
-		if again, ch := s.String(got); ch || again != got {
-			t.Errorf("%s: a second scrub changed %q to %q", tc.name, got, again)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			got, changed := s.String(tc.in)
+			if got != tc.want || changed != (tc.in != tc.want) {
+				t.Errorf("%s: %q -> %q, %v; want %q", tc.name, tc.in, got, changed, tc.want)
+			}
+			if again, ch := s.String(got); ch || again != got {
+				t.Errorf("%s: a second scrub changed %q to %q", tc.name, got, again)
+			}
+		})
 	}
 }
 
@@ -125,13 +127,19 @@ func TestScrubJSONBodies(t *testing.T) {
 
 func TestScrubNoSecret(t *testing.T) {
 	b := []byte("Bearer EMPTY x")
-	for _, s := range []*Scrubber{nil, NewScrubber(), NewScrubber("EMPTY", "x", "")} {
-		if s.Active() {
-			t.Errorf("%v is active", s)
-		}
-		if out, changed := s.Bytes(b); changed || &out[0] != &b[0] {
-			t.Errorf("a scrubber without a secret changed %q", b)
-		}
+	for _, tc := range []struct {
+		name string
+		s    *Scrubber
+	}{{"nil", nil}, {"no secrets", NewScrubber()}, {"placeholder and short secrets", NewScrubber("EMPTY", "x", "")}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.s
+			if s.Active() {
+				t.Errorf("%v is active", s)
+			}
+			if out, changed := s.Bytes(b); changed || &out[0] != &b[0] {
+				t.Errorf("a scrubber without a secret changed %q", b)
+			}
+		})
 	}
 	s := NewScrubber(key)
 	if out, changed := s.Bytes(b); changed || &out[0] != &b[0] {
@@ -170,10 +178,12 @@ func TestURLSecrets(t *testing.T) {
 		t.Errorf("secrets %q", got)
 	}
 	for _, raw := range []string{"http://host:1", "http://alice@host:1"} {
-		u, _ := url.Parse(raw)
-		if s := URLSecrets(u); s != nil {
-			t.Errorf("%s: %q", raw, s)
-		}
+		t.Run(raw, func(t *testing.T) {
+			u, _ := url.Parse(raw)
+			if s := URLSecrets(u); s != nil {
+				t.Errorf("%s: %q", raw, s)
+			}
+		})
 	}
 }
 
@@ -240,9 +250,11 @@ func TestClip(t *testing.T) {
 		n    int
 		want string
 	}{{"abc", 3, "abc"}, {"abcd", 3, "abc…"}, {"aé", 2, "a…"}, {"aéb", 3, "aé…"}, {"日本", 4, "日…"}} {
-		if got := string(clip([]byte(tc.in), tc.n)); got != tc.want || !utf8.ValidString(got) {
-			t.Errorf("clip(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
-		}
+		t.Run(tc.in, func(t *testing.T) {
+			if got := string(clip([]byte(tc.in), tc.n)); got != tc.want || !utf8.ValidString(got) {
+				t.Errorf("clip(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+			}
+		})
 	}
 }
 
@@ -264,20 +276,22 @@ func TestScrubBase64(t *testing.T) {
 	key := "sk-live-0123456789abcdef?>~"
 	s := NewScrubber(key)
 	for _, pre := range []string{"", "x", "xy", "Bearer ", "{\"k\":\""} {
-		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
-			b64 := enc.EncodeToString([]byte(pre + key + " and more"))
-			text := "bad key b64=" + b64 + " (rejected)"
-			got, changed := s.String(text)
-			if !changed || strings.Contains(got, b64) {
-				t.Errorf("prefix %q, %v: %s not scrubbed: %s", pre, enc == base64.URLEncoding || enc == base64.RawURLEncoding, b64, got)
-			}
-			// Whatever stays must not decode to the key.
-			for _, part := range strings.Fields(strings.NewReplacer("=", " ", "(", " ", ")", " ", "[redacted]", " ").Replace(got)) {
-				if dec, err := enc.DecodeString(part); err == nil && strings.Contains(string(dec), key[:MinSecret]) {
-					t.Errorf("prefix %q: %q still decodes to the key", pre, part)
+		t.Run(pre, func(t *testing.T) {
+			for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+				b64 := enc.EncodeToString([]byte(pre + key + " and more"))
+				text := "bad key b64=" + b64 + " (rejected)"
+				got, changed := s.String(text)
+				if !changed || strings.Contains(got, b64) {
+					t.Errorf("prefix %q, %v: %s not scrubbed: %s", pre, enc == base64.URLEncoding || enc == base64.RawURLEncoding, b64, got)
+				}
+				// Whatever stays must not decode to the key.
+				for _, part := range strings.Fields(strings.NewReplacer("=", " ", "(", " ", ")", " ", "[redacted]", " ").Replace(got)) {
+					if dec, err := enc.DecodeString(part); err == nil && strings.Contains(string(dec), key[:MinSecret]) {
+						t.Errorf("prefix %q: %q still decodes to the key", pre, part)
+					}
 				}
 			}
-		}
+		})
 	}
 	if got, changed := s.String("SGVsbG8sIHdvcmxkIQ== is hello world"); changed {
 		t.Errorf("unrelated base64 scrubbed: %s", got)

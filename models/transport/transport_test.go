@@ -138,14 +138,20 @@ func TestGivesUp(t *testing.T) {
 }
 
 func TestFatalFaultsNotRetried(t *testing.T) {
-	for _, f := range []faultserver.Fault{{Kind: faultserver.KindStatus, Status: 404}, {Kind: faultserver.KindHuge, Size: 1 << 17}} {
-		srv := faultserver.New(okHandler, f, faultserver.Fault{Kind: faultserver.KindOK})
-		clock := &fakeClock{}
-		_, ev, err := client(t, clock, nil).Do(context.Background(), get(srv.URL), checkJSON)
-		srv.Close()
-		if err == nil || len(ev) != 1 || srv.Requests() != 1 || len(clock.slept) != 0 {
-			t.Errorf("%+v: err %v, %d events, %d requests; want one fatal attempt", f, err, len(ev), srv.Requests())
-		}
+	for _, tc := range []struct {
+		name string
+		f    faultserver.Fault
+	}{{"status 404", faultserver.Fault{Kind: faultserver.KindStatus, Status: 404}}, {"huge body", faultserver.Fault{Kind: faultserver.KindHuge, Size: 1 << 17}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := tc.f
+			srv := faultserver.New(okHandler, f, faultserver.Fault{Kind: faultserver.KindOK})
+			clock := &fakeClock{}
+			_, ev, err := client(t, clock, nil).Do(context.Background(), get(srv.URL), checkJSON)
+			srv.Close()
+			if err == nil || len(ev) != 1 || srv.Requests() != 1 || len(clock.slept) != 0 {
+				t.Errorf("%+v: err %v, %d events, %d requests; want one fatal attempt", f, err, len(ev), srv.Requests())
+			}
+		})
 	}
 }
 

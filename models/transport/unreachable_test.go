@@ -53,9 +53,11 @@ func TestUnreachable(t *testing.T) {
 		{"text only", errors.New("connection refused"), ""},
 		{"nil", nil, ""},
 	} {
-		if got := transport.Unreachable(tc.err); got != tc.want {
-			t.Errorf("%s: Unreachable(%v) = %q, want %q", tc.name, tc.err, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := transport.Unreachable(tc.err); got != tc.want {
+				t.Errorf("%s: Unreachable(%v) = %q, want %q", tc.name, tc.err, got, tc.want)
+			}
+		})
 	}
 	if refused == nil || refused.Error() == "" {
 		t.Fatalf("Do on a closed port: %v", refused)

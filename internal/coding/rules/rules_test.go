@@ -25,21 +25,23 @@ func TestRulesReproducePaperCoding(t *testing.T) {
 			name      string
 			got, want study.View
 		}{{"control", got.Control, s.Profile.Control}, {"content", got.Content, s.Profile.Content}} {
-			for _, k := range study.Coordinates {
-				bits++
-				b := v.got[k]
-				if b.Bit == v.want[k].Bit {
-					agree++
-				} else {
-					t.Errorf("%s %s %s: rule %d (%s), paper %d (%s)", s.ID, v.name, k, b.Bit, b.Rationale, v.want[k].Bit, v.want[k].Rationale)
+			t.Run(v.name, func(t *testing.T) {
+				for _, k := range study.Coordinates {
+					bits++
+					b := v.got[k]
+					if b.Bit == v.want[k].Bit {
+						agree++
+					} else {
+						t.Errorf("%s %s %s: rule %d (%s), paper %d (%s)", s.ID, v.name, k, b.Bit, b.Rationale, v.want[k].Bit, v.want[k].Rationale)
+					}
+					if _, err := study.Resolve(s.Observation, b.Evidence); err != nil {
+						t.Errorf("%s %s %s: evidence %v", s.ID, v.name, k, err)
+					}
+					if !b.Proposed {
+						t.Errorf("%s %s %s: not marked proposed", s.ID, v.name, k)
+					}
 				}
-				if _, err := study.Resolve(s.Observation, b.Evidence); err != nil {
-					t.Errorf("%s %s %s: evidence %v", s.ID, v.name, k, err)
-				}
-				if !b.Proposed {
-					t.Errorf("%s %s %s: not marked proposed", s.ID, v.name, k)
-				}
-			}
+			})
 		}
 	}
 	t.Logf("rules agree with the paper's coding on %d of %d bits", agree, bits)

@@ -1,0 +1,6 @@
+package rules
+
+// The names this package's external tests use that only the package
+// itself does otherwise.
+
+var Answer = answer
