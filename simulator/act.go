@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/mcpstress/stress/conditions"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/study"
 )
@@ -34,10 +35,11 @@ type Actor interface {
 	Send(ctx context.Context, t int, c ToolCall, waitMS int64) (obs json.RawMessage, more bool, err error)
 }
 
-// Tasker is an Actor whose scenario says what the user asked; task act
+// Asker is an Actor whose scenario says what the user asked; task Act
 // shows it to the model (conditions.Data.Task).
-type Tasker interface {
-	Task() string
+type Asker interface {
+	// Asked returns what the user asked.
+	Asked() string
 }
 
 // ToolCall is one tools/call: a tool name and its arguments (a JSON
@@ -352,8 +354,65 @@ type acting struct {
 	last   ToolCall // the last call sent (the failing one at first)
 }
 
+// act is the decision loop of task Act, always under live replay: the
+// model sees the server's tools and the failing call, names a policy and
+// writes the call it needs; the harness checks it (action) and sends it
+// to the environment, until the model stops, writes a call the harness
+// refuses, the cap is reached or the environment settles the decision.
+func (pl *play) act(p *conditions.Prompt) {
+	if pl.cfg.Env == nil {
+		pl.d.Err = fmt.Errorf("scenario %s: task act needs live replay (an environment)", pl.s.ID)
+		return
+	}
+	l, shown, err := startLive(pl.ctx, pl.cfg, pl.s, pl.d.Key)
+	if err != nil {
+		pl.failedBeforeTurn0(err, nil)
+		return
+	}
+	defer l.close()
+	c := pl.d.Key.Condition
+	ac, msgs, err := startAct(pl.ctx, l.env, p, pl.s, c, pl.cfg.NativeTools)
+	if err != nil {
+		if _, failed := errors.AsType[*EnvError](err); failed {
+			pl.failedBeforeTurn0(err, nil)
+		} else {
+			pl.d.Err = err
+		}
+		return
+	}
+	pl.msgs, pl.shown, pl.tools = msgs, shown, ac.native
+	invalidAction := false
+	completed := pl.turns(parseAct, func(t int, turn *Turn) (models.Message, json.RawMessage, bool, error) {
+		if !ContinuesLive(turn.Answer, t, l.cap) {
+			return models.Message{}, nil, false, nil
+		}
+		act := ac.action(turn.Answer)
+		turn.Action = act
+		if act.Invalid != "" {
+			invalidAction = true
+			return models.Message{}, nil, false, nil
+		}
+		obs, more, err := ac.actor.Send(pl.ctx, t, act.ToolCall, act.WaitMS)
+		act.Sent = err == nil
+		ac.last = act.ToolCall
+		if more, err = l.ran(t, turn, obs, more, err); !more || err != nil {
+			return models.Message{}, nil, false, err
+		}
+		next, err := p.Acted(pl.s, c, t+1, turn.Answer.Policy, act.ToolCall.JSON(), obs)
+		return next, obs, true, err
+	})
+	if completed {
+		sc := pl.scoring()
+		sc.InvalidAction = invalidAction
+		l.finish(pl.d, sc)
+	}
+}
+
+// parseAct reads an answer of task Act (ParseAct).
+func parseAct(r models.Reply) Answer { return ParseAct(r.Text, r.ToolCalls) }
+
 // startAct lists the started environment's tools and renders turn 0 of
-// task act.
+// task Act.
 func startAct(ctx context.Context, env Environment, p promptActor, s *study.Scenario, c study.Condition, native bool) (*acting, []models.Message, error) {
 	actor, ok := env.(Actor)
 	if !ok {
@@ -374,11 +433,11 @@ func startAct(ctx context.Context, env Environment, p promptActor, s *study.Scen
 	if native {
 		ac.native = tb.Native()
 	}
-	task := ""
-	if t, ok := env.(Tasker); ok {
-		task = t.Task()
+	asked := ""
+	if a, ok := env.(Asker); ok {
+		asked = a.Asked()
 	}
-	msgs, err := p.InitialAct(s, c, raw, ac.last.JSON(), task)
+	msgs, err := p.InitialAct(s, c, raw, ac.last.JSON(), asked)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -195,7 +195,7 @@ func TestActTrajectories(t *testing.T) {
 			f := fakeenv.New(all, nil, fakeenv.Spec{Kind: fakeenv.Transient, Fails: tc.fails})
 			m := &actScript{replies: tc.replies}
 			key := simulator.Key{Model: "m", Prompt: "act", Condition: study.Normalized, Scenario: s.ID, Replicate: 1}
-			d := simulator.Run(context.Background(), m, p, s, key, simulator.Config{StudySeed: 1, ReplayCap: 3, Env: f, Act: true, NativeTools: tc.native})
+			d := simulator.Run(context.Background(), m, p, s, key, simulator.Config{StudySeed: 1, ReplayCap: 3, Env: f, Task: simulator.Act, NativeTools: tc.native})
 			if d.Err != nil {
 				t.Fatal(d.Err)
 			}
@@ -266,11 +266,11 @@ func TestActNeedsActor(t *testing.T) {
 	s, all, p := actSetup(t)
 	key := simulator.Key{Model: "m", Prompt: "act", Condition: study.Normalized, Scenario: s.ID, Replicate: 1}
 	m := &actScript{replies: text(retryNow)}
-	d := simulator.Run(context.Background(), m, p, s, key, simulator.Config{ReplayCap: 3, Env: labelOnly{fakeenv.New(all, nil, fakeenv.Spec{Kind: fakeenv.Transient, Fails: 1})}, Act: true})
+	d := simulator.Run(context.Background(), m, p, s, key, simulator.Config{ReplayCap: 3, Env: labelOnly{fakeenv.New(all, nil, fakeenv.Spec{Kind: fakeenv.Transient, Fails: 1})}, Task: simulator.Act})
 	if d.Err == nil || !strings.Contains(d.Err.Error(), "task act needs an environment that sends") {
 		t.Errorf("err %v", d.Err)
 	}
-	d = simulator.Run(context.Background(), m, p, s, key, simulator.Config{ReplayCap: 3, Act: true})
+	d = simulator.Run(context.Background(), m, p, s, key, simulator.Config{ReplayCap: 3, Task: simulator.Act})
 	if d.Err == nil || !strings.Contains(d.Err.Error(), "needs live replay") {
 		t.Errorf("err %v", d.Err)
 	}
@@ -282,7 +282,7 @@ func TestActNeedsActor(t *testing.T) {
 	if def.ShowsTools() {
 		t.Error("default.tmpl shows tools")
 	}
-	d = simulator.Run(context.Background(), m, def, s, key, simulator.Config{ReplayCap: 3, Env: fakeenv.New(all, nil, fakeenv.Spec{Kind: fakeenv.Transient, Fails: 1}), Act: true})
+	d = simulator.Run(context.Background(), m, def, s, key, simulator.Config{ReplayCap: 3, Env: fakeenv.New(all, nil, fakeenv.Spec{Kind: fakeenv.Transient, Fails: 1}), Task: simulator.Act})
 	if d.Err == nil || !strings.Contains(d.Err.Error(), "shows .Tools and .Call") {
 		t.Errorf("err %v", d.Err)
 	}
