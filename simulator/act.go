@@ -36,7 +36,7 @@ type Actor interface {
 }
 
 // Asker is an Actor whose scenario says what the user asked; task Act
-// shows it to the model (conditions.Data.Task).
+// shows it to the model (the prompt data's Task, conditions.Data).
 type Asker interface {
 	// Asked returns what the user asked.
 	Asked() string
@@ -446,7 +446,7 @@ func startAct(ctx context.Context, env Environment, p promptActor, s *study.Scen
 
 // promptActor is the part of conditions.Prompt task act renders with.
 type promptActor interface {
-	InitialAct(s *study.Scenario, c study.Condition, tools []json.RawMessage, call json.RawMessage, task string) ([]models.Message, error)
+	InitialAct(s *study.Scenario, c study.Condition, tools []json.RawMessage, call json.RawMessage, asked string) ([]models.Message, error)
 }
 
 // action is what the harness does with valid answer a (a policy other
