@@ -62,10 +62,10 @@ func (c ToolCall) JSON() json.RawMessage {
 	return b
 }
 
-// MaxArgumentBytes caps the arguments of an action: an answer whose
+// maxArgumentBytes caps the arguments of an action: an answer whose
 // arguments are larger is an invalid action (ReasonActionTooLarge), never
 // sent.
-const MaxArgumentBytes = 64 << 10
+const maxArgumentBytes = 64 << 10
 
 // Reasons an action is invalid (Answer.ActionReason, Action.Invalid).
 // The label of the answer is judged apart: an answer may name a valid
@@ -77,7 +77,7 @@ const (
 	// ReasonActionMalformed: tool is not a non-empty string, or arguments
 	// is present and not a JSON object.
 	ReasonActionMalformed = "malformed_action"
-	// ReasonActionTooLarge: the arguments exceed MaxArgumentBytes.
+	// ReasonActionTooLarge: the arguments exceed 64 KiB.
 	ReasonActionTooLarge = "action_too_large"
 	// ReasonActionTwice: more than one call (two native tool calls, or a
 	// native call and a call in the text).
@@ -89,7 +89,7 @@ const (
 	// violate the tool's input schema.
 	ReasonSchemaViolation = "schema_violation"
 	// ReasonInvalidDelay: a retry_later whose delay_ms is not an integer
-	// from 0 to MaxDelayMS (24 h).
+	// from 0 to 86 400 000 (24 h).
 	ReasonInvalidDelay = "invalid_delay"
 	// ReasonNotReadOnly: the server is one the harness did not start, and
 	// the tool is not read-only by its annotations and the capture rules
@@ -107,10 +107,10 @@ type Restricter interface {
 	Allowed(tool json.RawMessage) (ok bool, basis string)
 }
 
-// NeedsCall reports whether policy p is carried out by a call the model
+// needsCall reports whether policy p is carried out by a call the model
 // writes under task: act. retry_now and retry_later repeat the last call
 // sent, and stop_or_escalate sends nothing.
-func NeedsCall(p study.Policy) bool {
+func needsCall(p study.Policy) bool {
 	return p == study.ReviseArguments || p == study.SelectTool || p == study.Authenticate
 }
 
@@ -123,7 +123,7 @@ func NeedsCall(p study.Policy) bool {
 // The label's validity never depends on the action.
 func ParseAct(text string, toolCalls json.RawMessage) Answer {
 	a, obj := parse(text)
-	if !a.Valid || !NeedsCall(a.Policy) {
+	if !a.Valid || !needsCall(a.Policy) {
 		return a
 	}
 	var calls []ToolCall
@@ -151,7 +151,7 @@ func ParseAct(text string, toolCalls json.RawMessage) Answer {
 		a.ActionReason = ReasonActionMissing
 	case len(calls) > 1:
 		a.ActionReason = ReasonActionTwice
-	case len(calls[0].Arguments) > MaxArgumentBytes:
+	case len(calls[0].Arguments) > maxArgumentBytes:
 		a.ActionReason = ReasonActionTooLarge
 	default:
 		a.Action = &calls[0]
@@ -182,7 +182,7 @@ func textCall(obj map[string]any) (ToolCall, string) {
 	if err != nil {
 		return ToolCall{}, ReasonActionMalformed
 	}
-	if len(b) > MaxArgumentBytes {
+	if len(b) > maxArgumentBytes {
 		return ToolCall{}, ReasonActionTooLarge
 	}
 	return ToolCall{Tool: name, Arguments: b}, ""
@@ -461,7 +461,7 @@ func (ac *acting) action(a Answer) *Action {
 	case study.RetryLater:
 		if a.DelayInvalid {
 			return &Action{ToolCall: ac.last, Channel: ChannelReplay, Invalid: ReasonInvalidDelay,
-				Detail: fmt.Sprintf("delay_ms must be an integer from 0 to %d (24 h)", MaxDelayMS)}
+				Detail: fmt.Sprintf("delay_ms must be an integer from 0 to %d (24 h)", maxDelayMS)}
 		}
 		wait := int64(DefaultWait)
 		if a.DelayMS > 0 {

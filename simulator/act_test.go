@@ -74,21 +74,23 @@ func TestToolboxCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		tool, args, reason string
+		name, tool, args, reason string
 	}{
-		{"write", `{"n":2}`, ""},
-		{"write", `{"n":"2"}`, simulator.ReasonSchemaViolation},
-		{"write", `{"n":0}`, simulator.ReasonSchemaViolation},
-		{"write", `{}`, simulator.ReasonSchemaViolation},
-		{"write", `{"n":2,"m":1}`, simulator.ReasonSchemaViolation},
-		{"writ", `{"n":2}`, simulator.ReasonUnknownTool},
-		{"odd", `{"x":1}`, ""}, // an unresolvable schema: checked by name only
-		{"bare", `{"anything":[1]}`, ""},
+		{"valid arguments", "write", `{"n":2}`, ""},
+		{"wrong type", "write", `{"n":"2"}`, simulator.ReasonSchemaViolation},
+		{"below the minimum", "write", `{"n":0}`, simulator.ReasonSchemaViolation},
+		{"required member missing", "write", `{}`, simulator.ReasonSchemaViolation},
+		{"extra member", "write", `{"n":2,"m":1}`, simulator.ReasonSchemaViolation},
+		{"unknown tool", "writ", `{"n":2}`, simulator.ReasonUnknownTool},
+		{"unresolvable schema: name only", "odd", `{"x":1}`, ""}, // an unresolvable schema: checked by name only
+		{"no schema", "bare", `{"anything":[1]}`, ""},
 	} {
-		reason, detail := tb.Check(simulator.ToolCall{Tool: tc.tool, Arguments: json.RawMessage(tc.args)})
-		if reason != tc.reason || (reason != "") != (detail != "") {
-			t.Errorf("%s %s: %q (%s), want %q", tc.tool, tc.args, reason, detail, tc.reason)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			reason, detail := tb.Check(simulator.ToolCall{Tool: tc.tool, Arguments: json.RawMessage(tc.args)})
+			if reason != tc.reason || (reason != "") != (detail != "") {
+				t.Errorf("%s %s: %q (%s), want %q", tc.tool, tc.args, reason, detail, tc.reason)
+			}
+		})
 	}
 	tb.Restrict(onlyBare{})
 	if r, d := tb.Check(simulator.ToolCall{Tool: "write", Arguments: json.RawMessage(`{"n":2}`)}); r != simulator.ReasonNotReadOnly || !strings.Contains(d, "not bare") {
