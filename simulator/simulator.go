@@ -5,6 +5,10 @@
 // (Config.Env) it executes every policy the model chooses in a fresh
 // environment instead, shows the model what came back, and adds the
 // environment's outcome (docs/specification.md section 7).
+//
+// Each Task has its own decision loop (label.go, act.go, coding.go) over
+// one trajectory core (play.go); the replay mode (replay.go: stored or
+// live) is what the label loop is given, not a branch inside it.
 package simulator
 
 import (
