@@ -364,7 +364,7 @@ func (pl *play) act(p *conditions.Prompt) {
 		pl.d.Err = fmt.Errorf("scenario %s: task act needs live replay (an environment)", pl.s.ID)
 		return
 	}
-	l, shown, err := startLive(pl.ctx, pl.cfg, pl.s, pl.d.Key)
+	l, shown, err := startLive(pl.ctx, &pl.cfg, pl.s, pl.d.Key)
 	if err != nil {
 		pl.failedBeforeTurn0(err, nil)
 		return
@@ -404,7 +404,7 @@ func (pl *play) act(p *conditions.Prompt) {
 	if completed {
 		sc := pl.scoring()
 		sc.InvalidAction = invalidAction
-		l.finish(pl.d, sc)
+		pl.end(l.outcome(sc))
 	}
 }
 

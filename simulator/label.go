@@ -25,7 +25,7 @@ func (pl *play) label(p *conditions.Prompt) {
 	defer mode.close()
 	pl.msgs, pl.shown = msgs, shown
 	if pl.turns(parseLabel, mode.step) {
-		mode.finish(pl.d, pl.scoring())
+		pl.end(mode.outcome(pl.scoring()))
 	}
 }
 
@@ -37,7 +37,7 @@ func (pl *play) replayMode(p *conditions.Prompt) (replay, json.RawMessage, error
 	if pl.cfg.Env == nil {
 		return &stored{p: p, s: pl.s, c: c, cap: pl.cfg.ReplayCap}, nil, nil
 	}
-	l, shown, err := startLive(pl.ctx, pl.cfg, pl.s, pl.d.Key)
+	l, shown, err := startLive(pl.ctx, &pl.cfg, pl.s, pl.d.Key)
 	if err != nil {
 		return nil, nil, err
 	}

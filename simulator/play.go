@@ -17,9 +17,9 @@ import (
 type play struct {
 	ctx context.Context
 	m   models.Model
-	cfg *Config
+	cfg Config
 	s   *study.Scenario
-	d   *Decision
+	d   Decision // the decision played, returned by Run
 	// msgs is the conversation so far: the next request's messages.
 	msgs []models.Message
 	// tools are the native tool definitions every request offers (task
@@ -48,7 +48,7 @@ func once(int, *Turn) (models.Message, json.RawMessage, bool, error) {
 // next ends the decision. It reports whether the decision completed:
 // false when a model call or next failed (d.Err is then set).
 func (pl *play) turns(parse func(models.Reply) Answer, next step) bool {
-	d := pl.d
+	d := &pl.d
 	for t := 0; ; t++ {
 		req := models.Request{
 			Messages:    append([]models.Message(nil), pl.msgs...),
@@ -89,6 +89,16 @@ func (pl *play) turns(parse func(models.Reply) Answer, next step) bool {
 // against the scenario (the environment's part is the replay mode's).
 func (pl *play) scoring() Scoring {
 	return Scoring{Answers: pl.answers, Preferred: pl.s.Preferred, Proven: pl.s.PreferredSet, NonHarm: pl.s.NonHarm}
+}
+
+// end records the outcome of the completed trajectory (Outcome and Env),
+// or the environment's failure err to read it.
+func (pl *play) end(o Outcome, env *EnvOutcome, err error) {
+	if err != nil {
+		pl.d.envFailed(err, 0, nil)
+		return
+	}
+	pl.d.Outcome, pl.d.Env = o, env
 }
 
 // failedBeforeTurn0 records the failure err of the decision's

@@ -19,8 +19,10 @@ import (
 type replay interface {
 	// step is the label task's step (see step).
 	step(t int, turn *Turn) (next models.Message, shown json.RawMessage, more bool, err error)
-	// finish scores the completed trajectory sc into the decision.
-	finish(d *Decision, sc Scoring)
+	// outcome scores the completed trajectory sc, with the environment's
+	// outcome under live replay. An error is a failure of the
+	// environment.
+	outcome(sc Scoring) (Outcome, *EnvOutcome, error)
 	// close releases what the mode holds.
 	close()
 }
@@ -43,7 +45,7 @@ func (r *stored) step(t int, turn *Turn) (models.Message, json.RawMessage, bool,
 	return next, nil, true, err
 }
 
-func (r *stored) finish(d *Decision, sc Scoring) { d.Outcome = Score(sc) }
+func (r *stored) outcome(sc Scoring) (Outcome, *EnvOutcome, error) { return Score(sc), nil, nil }
 
 func (r *stored) close() {}
 
@@ -88,21 +90,19 @@ func (l *live) ran(t int, turn *Turn, obs json.RawMessage, more bool, err error)
 	return more, nil
 }
 
-// finish reads the environment's final state and scores the trajectory
-// sc with it; a state that cannot be read fails the decision.
-func (l *live) finish(d *Decision, sc Scoring) {
+// outcome reads the environment's final state and scores the
+// trajectory sc with it; a state that cannot be read is an error.
+func (l *live) outcome(sc Scoring) (Outcome, *EnvOutcome, error) {
 	eo, err := l.env.Final(l.ctx)
 	if err == nil && eo.State != nil && !eo.Compact {
 		eo.State, err = compactJSON("the final state", eo.State)
 		eo.Compact = err == nil
 	}
 	if err != nil {
-		d.envFailed(fmt.Errorf("environment of scenario %s: final state: %w", l.s.ID, err), 0, nil)
-		return
+		return Outcome{}, nil, fmt.Errorf("environment of scenario %s: final state: %w", l.s.ID, err)
 	}
-	d.Env = &eo
 	sc.Env, sc.Executed = &eo, l.executed
-	d.Outcome = Score(sc)
+	return Score(sc), &eo, nil
 }
 
 func (l *live) close() { closeEnv(l.env) }

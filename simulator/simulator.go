@@ -161,8 +161,7 @@ func Run(ctx context.Context, m models.Model, p *conditions.Prompt, s *study.Sce
 	if cfg.Task == "" {
 		cfg.Task = Label
 	}
-	d := Decision{Key: key, Server: s.Server, Live: cfg.Env != nil, Task: cfg.Task}
-	pl := &play{ctx: ctx, m: m, cfg: &cfg, s: s, d: &d}
+	pl := play{ctx: ctx, m: m, cfg: cfg, s: s, d: Decision{Key: key, Server: s.Server, Live: cfg.Env != nil, Task: cfg.Task}}
 	switch cfg.Task {
 	case Label:
 		pl.label(p)
@@ -171,9 +170,9 @@ func Run(ctx context.Context, m models.Model, p *conditions.Prompt, s *study.Sce
 	case Coding:
 		pl.coding()
 	default:
-		d.Err = fmt.Errorf("scenario %s: unknown task %q (want %s, %s or %s)", s.ID, cfg.Task, Label, Act, Coding)
+		pl.d.Err = fmt.Errorf("scenario %s: unknown task %q (want %s, %s or %s)", s.ID, cfg.Task, Label, Act, Coding)
 	}
-	return d
+	return pl.d
 }
 
 // EnvError is a failure of a decision's environment, not of a model
