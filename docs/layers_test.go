@@ -37,7 +37,7 @@ var layers = [][]string{
 	// Readers of analyses, and the test servers (only tests import them).
 	{"analysis/report", "internal/inspect", "internal/testserver", "internal/testserver/echohttp",
 		"internal/testserver/faultserver", "internal/testserver/hostilemcp", "internal/testserver/ollamatest",
-		"internal/testserver/fakeenv", "internal/testserver/goalaudit"},
+		"internal/testserver/fakeenv", "internal/testserver/goalaudit", "internal/testserver/exectable"},
 	{"cmd/stress"},
 }
 

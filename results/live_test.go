@@ -255,7 +255,7 @@ func TestActRowFromLines(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key := simulator.Key{Model: "m", Prompt: "act", Condition: study.Normalized, Scenario: s.ID, Replicate: 1}
-			d := simulator.Run(context.Background(), tc.a, p, s, key, simulator.Config{StudySeed: 1, ReplayCap: 3, Act: true,
+			d := simulator.Run(context.Background(), tc.a, p, s, key, simulator.Config{StudySeed: 1, ReplayCap: 3, Task: simulator.Act,
 				Env: fakeenv.New(m.Corpus.Scenarios, nil, fakeenv.Spec{Kind: fakeenv.Transient, Fails: 2})})
 			if d.Err != nil {
 				t.Fatal(d.Err)

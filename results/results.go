@@ -309,7 +309,7 @@ func CallsOf(d *simulator.Decision, s *study.Scenario) []Call {
 		c.Events = t.Reply.Events
 		if d.Live {
 			c.Replay, c.Observation, c.Result, c.Action = manifests.ReplayLive, t.Observation, t.Result, t.Action
-			if d.Act {
+			if d.Task == simulator.Act {
 				c.Task = manifests.TaskAct
 			}
 			if i == len(d.Turns)-1 && d.Err == nil {

@@ -516,20 +516,23 @@ func TestShardMerge(t *testing.T) {
 	otherSub := filepath.Join(root, "other-submission")
 	runTo(t, prepare(t, m), otherSub, runner.Options{Shard: results.Shard{I: 3, N: 3}, Scheduler: &results.Scheduler{Kind: "slurm", JobID: "9", TaskID: "2", Submission: "s2"}})
 	for _, tc := range []struct {
+		name string
 		dirs []string
 		want string
 	}{
-		{shards[:2], "shard 3/3 is missing"},
-		{[]string{shards[0], shards[1], shards[1], shards[2]}, "both hold shard 2/3"},
-		{[]string{shards[0], unfinished, shards[2]}, "is not finished (112 decisions remain); resume it with: stress run -resume"},
-		{[]string{shards[0], shards[1], otherDir}, "are not shards of one study: manifest sha256"},
-		{[]string{whole, shards[0]}, "shard counts differ"},
-		{[]string{shards[0], shards[1], otherSub}, `are shards of different submissions (STRESS_SUBMISSION "" and "s2")`},
+		{"a shard missing", shards[:2], "shard 3/3 is missing"},
+		{"a shard twice", []string{shards[0], shards[1], shards[1], shards[2]}, "both hold shard 2/3"},
+		{"an unfinished shard", []string{shards[0], unfinished, shards[2]}, "is not finished (112 decisions remain); resume it with: stress run -resume"},
+		{"shards of another study", []string{shards[0], shards[1], otherDir}, "are not shards of one study: manifest sha256"},
+		{"shard counts differ", []string{whole, shards[0]}, "shard counts differ"},
+		{"another submission", []string{shards[0], shards[1], otherSub}, `are shards of different submissions (STRESS_SUBMISSION "" and "s2")`},
 	} {
-		_, _, err := runner.Merge(context.Background(), filepath.Join(root, "bad"), tc.dirs, runner.MergeOptions{})
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("merge %v: error %v, want %q", tc.dirs, err, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := runner.Merge(context.Background(), filepath.Join(root, "bad"), tc.dirs, runner.MergeOptions{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("merge %v: error %v, want %q", tc.dirs, err, tc.want)
+			}
+		})
 	}
 	if _, err := os.Stat(filepath.Join(root, "bad")); err == nil {
 		t.Error("a refused merge created its output directory")

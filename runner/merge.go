@@ -98,7 +98,7 @@ func Merge(ctx context.Context, out string, dirs []string, opt MergeOptions) (*r
 		}
 		byShard[sh.I] = k
 		if a, b := submission(base), submission(r); a != b {
-			errs = append(errs, fmt.Errorf("%s and %s are shards of different submissions (%s %q and %q): merge the shards of one submission", dirs[0], dirs[k], results.SubmissionVar, a, b))
+			errs = append(errs, fmt.Errorf("%s and %s are shards of different submissions (%s %q and %q): merge the shards of one submission", dirs[0], dirs[k], submissionVar, a, b))
 			continue
 		}
 		if r.Remaining != 0 || r.Finished == nil {

@@ -40,16 +40,18 @@ func TestPackRoundTrip(t *testing.T) {
 		{"live retry later", `{"operation_status": "succeeded", "recovery_policy": "retry_later"}`, fakeenv.New(m.Corpus.Scenarios, nil, fakeenv.Spec{Kind: fakeenv.Transient, Fails: 9})},
 		{"live stop", `{"operation_status": "failed", "recovery_policy": "stop_or_escalate"}`, fakeenv.New(m.Corpus.Scenarios, nil, fakeenv.Spec{Kind: fakeenv.Committed})},
 	} {
-		d := simulator.Run(context.Background(), answerAll(tc.answer), p, s, key, simulator.Config{StudySeed: 1, ReplayCap: 3, Env: tc.env})
-		if d.Err != nil {
-			t.Fatal(d.Err)
-		}
-		o := pack(&d)
-		want := results.RowOf(&d)
-		got := o.row(key, s.Server, d.Turns[0].Request.Seed)
-		if !o.ok || got != want || got.Lab() != (tc.env != nil) {
-			t.Errorf("%s: packed %+v rebuilds %+v, want %+v", tc.name, o, got, want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			d := simulator.Run(context.Background(), answerAll(tc.answer), p, s, key, simulator.Config{StudySeed: 1, ReplayCap: 3, Env: tc.env})
+			if d.Err != nil {
+				t.Fatal(d.Err)
+			}
+			o := pack(&d)
+			want := results.RowOf(&d)
+			got := o.row(key, s.Server, d.Turns[0].Request.Seed)
+			if !o.ok || got != want || got.Lab() != (tc.env != nil) {
+				t.Errorf("packed %+v rebuilds %+v, want %+v", o, got, want)
+			}
+		})
 	}
 	// A lab time beyond 32 bits is read back.
 	d := simulator.Run(context.Background(), answerAll(`{"operation_status": "failed", "recovery_policy": "stop_or_escalate"}`), p, s, key,

@@ -130,7 +130,7 @@ type Plan struct {
 	unconf    []string                       // ids of the corpus' unconfirmed records
 	checks    map[string]*results.ModelCheck // from Preflight
 	checked   bool
-	task      simulator.Task // renders every request (PrepareTask); nil: the prompts do
+	coder     simulator.Coder // renders every request of task code (PrepareCoding); nil: the prompts do
 }
 
 // Prepare checks the manifest against the backend registry and pinning
@@ -153,22 +153,22 @@ func PrepareWith(m *manifests.Resolved, allow Allow) (*Plan, error) {
 	return prepare(m, allow, nil)
 }
 
-// PrepareTask is Prepare for a study of task t (simulator.Task: the model
-// coder's codings): t renders every request, so the manifest's prompts
-// are its templates, not conditions', and its answers are no policies, so
-// a corpus with proposed coding is not refused.
-func PrepareTask(m *manifests.Resolved, allowUnpinned bool, t simulator.Task) (*Plan, error) {
-	return prepare(m, Allow{Unpinned: allowUnpinned}, t)
+// PrepareCoding is Prepare for a study of task code (simulator.Coding:
+// the model coder's codings): c renders every request, so the manifest's
+// prompts are its templates, not conditions', and its answers are no
+// policies, so a corpus with proposed coding is not refused.
+func PrepareCoding(m *manifests.Resolved, allowUnpinned bool, c simulator.Coder) (*Plan, error) {
+	return prepare(m, Allow{Unpinned: allowUnpinned}, c)
 }
 
-func prepare(m *manifests.Resolved, allow Allow, t simulator.Task) (*Plan, error) {
-	p := &Plan{m: m, allow: allow.Unpinned, proposed: allow.Proposed, task: t}
+func prepare(m *manifests.Resolved, allow Allow, c simulator.Coder) (*Plan, error) {
+	p := &Plan{m: m, allow: allow.Unpinned, proposed: allow.Proposed, coder: c}
 	var errs []error
 	if un := m.Corpus.Unconfirmed(); len(un) > 0 {
 		for _, u := range un {
 			p.unconf = append(p.unconf, u.ID)
 		}
-		if !allow.Proposed && t == nil {
+		if !allow.Proposed && c == nil {
 			errs = append(errs, fmt.Errorf("manifest %s: field corpus: %s; confirm them (stress confirm, stress adjudicate) or pass -allow-proposed", m.Source, study.UnconfirmedError(un)))
 		}
 	}
@@ -201,7 +201,7 @@ func prepare(m *manifests.Resolved, allow Allow, t simulator.Task) (*Plan, error
 		p.endpoints = append(p.endpoints, insts)
 	}
 	for i, pf := range m.Prompts {
-		if t != nil {
+		if c != nil {
 			p.prompts = append(p.prompts, nil)
 			continue
 		}

@@ -224,10 +224,15 @@ func (s *session) start(runCtx, callCtx context.Context) <-chan finished {
 	var workers sync.WaitGroup
 	for mi := range m.Models {
 		md := &m.Models[mi]
-		cfg := simulator.Config{StudySeed: m.Seed, Temperature: m.Temperature, ReplayCap: m.Cap(), Options: md.Options, Task: p.task}
+		cfg := simulator.Config{StudySeed: m.Seed, Temperature: m.Temperature, ReplayCap: m.Cap(), Options: md.Options, Task: simulator.Label}
 		if m.Live() {
 			cfg.Env = s.opt.Env
-			cfg.Act, cfg.NativeTools = m.Act(), m.NativeTools()
+			if m.Act() {
+				cfg.Task, cfg.NativeTools = simulator.Act, m.NativeTools()
+			}
+		}
+		if p.coder != nil {
+			cfg.Task, cfg.Coder = simulator.Coding, p.coder
 		}
 		q := s.queue(mi)
 		for e, host := range md.Hosts() {

@@ -130,22 +130,24 @@ func TestOlderFormatRefused(t *testing.T) {
 		{"format1", "hash-small", "is a bundle of format 1; this version reads format 3: run `stress upgrade "},
 		{"format2", "baselines-shard1", "is a bundle of format 2; this version reads format 3: run `stress upgrade "},
 	} {
-		dir := filepath.Join(root, tc.name)
-		if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", tc.format, tc.name))); err != nil {
-			t.Fatal(err)
-		}
-		want := dir + " " + tc.want + dir + " -out NEW_DIR`"
-		_, err := prepare(t, m).Resume(context.Background(), dir, runner.Options{})
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("resume %s: %v, want %q", tc.name, err, want)
-		}
-		_, _, err = runner.Merge(context.Background(), filepath.Join(root, "merged"), []string{dir}, runner.MergeOptions{})
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("merge %s: %v, want %q", tc.name, err, want)
-		}
-		if _, err := os.Stat(filepath.Join(dir, results.LockFile)); !os.IsNotExist(err) {
-			t.Errorf("%s: a refused bundle got a lock file (%v)", tc.name, err)
-		}
+		t.Run("a "+tc.format+" bundle is refused", func(t *testing.T) {
+			dir := filepath.Join(root, tc.name)
+			if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", tc.format, tc.name))); err != nil {
+				t.Fatal(err)
+			}
+			want := dir + " " + tc.want + dir + " -out NEW_DIR`"
+			_, err := prepare(t, m).Resume(context.Background(), dir, runner.Options{})
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("resume %s: %v, want %q", tc.name, err, want)
+			}
+			_, _, err = runner.Merge(context.Background(), filepath.Join(root, "merged"), []string{dir}, runner.MergeOptions{})
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("merge %s: %v, want %q", tc.name, err, want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, results.LockFile)); !os.IsNotExist(err) {
+				t.Errorf("%s: a refused bundle got a lock file (%v)", tc.name, err)
+			}
+		})
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/mcpstress/stress/conditions"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/study"
 )
@@ -34,10 +35,11 @@ type Actor interface {
 	Send(ctx context.Context, t int, c ToolCall, waitMS int64) (obs json.RawMessage, more bool, err error)
 }
 
-// Tasker is an Actor whose scenario says what the user asked; task act
-// shows it to the model (conditions.Data.Task).
-type Tasker interface {
-	Task() string
+// Asker is an Actor whose scenario says what the user asked; task Act
+// shows it to the model (the prompt data's Task, conditions.Data).
+type Asker interface {
+	// Asked returns what the user asked.
+	Asked() string
 }
 
 // ToolCall is one tools/call: a tool name and its arguments (a JSON
@@ -60,10 +62,10 @@ func (c ToolCall) JSON() json.RawMessage {
 	return b
 }
 
-// MaxArgumentBytes caps the arguments of an action: an answer whose
+// maxArgumentBytes caps the arguments of an action: an answer whose
 // arguments are larger is an invalid action (ReasonActionTooLarge), never
 // sent.
-const MaxArgumentBytes = 64 << 10
+const maxArgumentBytes = 64 << 10
 
 // Reasons an action is invalid (Answer.ActionReason, Action.Invalid).
 // The label of the answer is judged apart: an answer may name a valid
@@ -75,7 +77,7 @@ const (
 	// ReasonActionMalformed: tool is not a non-empty string, or arguments
 	// is present and not a JSON object.
 	ReasonActionMalformed = "malformed_action"
-	// ReasonActionTooLarge: the arguments exceed MaxArgumentBytes.
+	// ReasonActionTooLarge: the arguments exceed 64 KiB.
 	ReasonActionTooLarge = "action_too_large"
 	// ReasonActionTwice: more than one call (two native tool calls, or a
 	// native call and a call in the text).
@@ -87,7 +89,7 @@ const (
 	// violate the tool's input schema.
 	ReasonSchemaViolation = "schema_violation"
 	// ReasonInvalidDelay: a retry_later whose delay_ms is not an integer
-	// from 0 to MaxDelayMS (24 h).
+	// from 0 to 86 400 000 (24 h).
 	ReasonInvalidDelay = "invalid_delay"
 	// ReasonNotReadOnly: the server is one the harness did not start, and
 	// the tool is not read-only by its annotations and the capture rules
@@ -105,10 +107,10 @@ type Restricter interface {
 	Allowed(tool json.RawMessage) (ok bool, basis string)
 }
 
-// NeedsCall reports whether policy p is carried out by a call the model
+// needsCall reports whether policy p is carried out by a call the model
 // writes under task: act. retry_now and retry_later repeat the last call
 // sent, and stop_or_escalate sends nothing.
-func NeedsCall(p study.Policy) bool {
+func needsCall(p study.Policy) bool {
 	return p == study.ReviseArguments || p == study.SelectTool || p == study.Authenticate
 }
 
@@ -121,7 +123,7 @@ func NeedsCall(p study.Policy) bool {
 // The label's validity never depends on the action.
 func ParseAct(text string, toolCalls json.RawMessage) Answer {
 	a, obj := parse(text)
-	if !a.Valid || !NeedsCall(a.Policy) {
+	if !a.Valid || !needsCall(a.Policy) {
 		return a
 	}
 	var calls []ToolCall
@@ -149,7 +151,7 @@ func ParseAct(text string, toolCalls json.RawMessage) Answer {
 		a.ActionReason = ReasonActionMissing
 	case len(calls) > 1:
 		a.ActionReason = ReasonActionTwice
-	case len(calls[0].Arguments) > MaxArgumentBytes:
+	case len(calls[0].Arguments) > maxArgumentBytes:
 		a.ActionReason = ReasonActionTooLarge
 	default:
 		a.Action = &calls[0]
@@ -180,7 +182,7 @@ func textCall(obj map[string]any) (ToolCall, string) {
 	if err != nil {
 		return ToolCall{}, ReasonActionMalformed
 	}
-	if len(b) > MaxArgumentBytes {
+	if len(b) > maxArgumentBytes {
 		return ToolCall{}, ReasonActionTooLarge
 	}
 	return ToolCall{Tool: name, Arguments: b}, ""
@@ -352,8 +354,65 @@ type acting struct {
 	last   ToolCall // the last call sent (the failing one at first)
 }
 
+// act is the decision loop of task Act, always under live replay: the
+// model sees the server's tools and the failing call, names a policy and
+// writes the call it needs; the harness checks it (action) and sends it
+// to the environment, until the model stops, writes a call the harness
+// refuses, the cap is reached or the environment settles the decision.
+func (pl *play) act(p *conditions.Prompt) {
+	if pl.cfg.Env == nil {
+		pl.d.Err = fmt.Errorf("scenario %s: task act needs live replay (an environment)", pl.s.ID)
+		return
+	}
+	l, shown, err := startLive(pl.ctx, &pl.cfg, pl.s, pl.d.Key)
+	if err != nil {
+		pl.failedBeforeTurn0(err, nil)
+		return
+	}
+	defer l.close()
+	c := pl.d.Key.Condition
+	ac, msgs, err := startAct(pl.ctx, l.env, p, pl.s, c, pl.cfg.NativeTools)
+	if err != nil {
+		if _, failed := errors.AsType[*EnvError](err); failed {
+			pl.failedBeforeTurn0(err, nil)
+		} else {
+			pl.d.Err = err
+		}
+		return
+	}
+	pl.msgs, pl.shown, pl.tools = msgs, shown, ac.native
+	invalidAction := false
+	completed := pl.turns(parseAct, func(t int, turn *Turn) (models.Message, json.RawMessage, bool, error) {
+		if !ContinuesLive(turn.Answer, t, l.cap) {
+			return models.Message{}, nil, false, nil
+		}
+		act := ac.action(turn.Answer)
+		turn.Action = act
+		if act.Invalid != "" {
+			invalidAction = true
+			return models.Message{}, nil, false, nil
+		}
+		obs, more, err := ac.actor.Send(pl.ctx, t, act.ToolCall, act.WaitMS)
+		act.Sent = err == nil
+		ac.last = act.ToolCall
+		if more, err = l.ran(t, turn, obs, more, err); !more || err != nil {
+			return models.Message{}, nil, false, err
+		}
+		next, err := p.Acted(pl.s, c, t+1, turn.Answer.Policy, act.ToolCall.JSON(), obs)
+		return next, obs, true, err
+	})
+	if completed {
+		sc := pl.scoring()
+		sc.InvalidAction = invalidAction
+		pl.end(l.outcome(sc))
+	}
+}
+
+// parseAct reads an answer of task Act (ParseAct).
+func parseAct(r models.Reply) Answer { return ParseAct(r.Text, r.ToolCalls) }
+
 // startAct lists the started environment's tools and renders turn 0 of
-// task act.
+// task Act.
 func startAct(ctx context.Context, env Environment, p promptActor, s *study.Scenario, c study.Condition, native bool) (*acting, []models.Message, error) {
 	actor, ok := env.(Actor)
 	if !ok {
@@ -374,11 +433,11 @@ func startAct(ctx context.Context, env Environment, p promptActor, s *study.Scen
 	if native {
 		ac.native = tb.Native()
 	}
-	task := ""
-	if t, ok := env.(Tasker); ok {
-		task = t.Task()
+	asked := ""
+	if a, ok := env.(Asker); ok {
+		asked = a.Asked()
 	}
-	msgs, err := p.InitialAct(s, c, raw, ac.last.JSON(), task)
+	msgs, err := p.InitialAct(s, c, raw, ac.last.JSON(), asked)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -387,7 +446,7 @@ func startAct(ctx context.Context, env Environment, p promptActor, s *study.Scen
 
 // promptActor is the part of conditions.Prompt task act renders with.
 type promptActor interface {
-	InitialAct(s *study.Scenario, c study.Condition, tools []json.RawMessage, call json.RawMessage, task string) ([]models.Message, error)
+	InitialAct(s *study.Scenario, c study.Condition, tools []json.RawMessage, call json.RawMessage, asked string) ([]models.Message, error)
 }
 
 // action is what the harness does with valid answer a (a policy other
@@ -402,7 +461,7 @@ func (ac *acting) action(a Answer) *Action {
 	case study.RetryLater:
 		if a.DelayInvalid {
 			return &Action{ToolCall: ac.last, Channel: ChannelReplay, Invalid: ReasonInvalidDelay,
-				Detail: fmt.Sprintf("delay_ms must be an integer from 0 to %d (24 h)", MaxDelayMS)}
+				Detail: fmt.Sprintf("delay_ms must be an integer from 0 to %d (24 h)", maxDelayMS)}
 		}
 		wait := int64(DefaultWait)
 		if a.DelayMS > 0 {

@@ -57,7 +57,7 @@ func TestActNativeOnTheWire(t *testing.T) {
 			}
 			f := fakeenv.New(all, nil, fakeenv.Spec{Kind: fakeenv.Transient, Fails: 1})
 			key := simulator.Key{Model: "m", Prompt: "act", Condition: study.Normalized, Scenario: s.ID, Replicate: 1}
-			d := simulator.Run(context.Background(), m, p, s, key, simulator.Config{StudySeed: 1, ReplayCap: 3, Env: f, Act: true, NativeTools: true})
+			d := simulator.Run(context.Background(), m, p, s, key, simulator.Config{StudySeed: 1, ReplayCap: 3, Env: f, Task: simulator.Act, NativeTools: true})
 			if d.Err != nil {
 				t.Fatal(d.Err)
 			}

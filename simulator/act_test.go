@@ -74,21 +74,23 @@ func TestToolboxCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		tool, args, reason string
+		name, tool, args, reason string
 	}{
-		{"write", `{"n":2}`, ""},
-		{"write", `{"n":"2"}`, simulator.ReasonSchemaViolation},
-		{"write", `{"n":0}`, simulator.ReasonSchemaViolation},
-		{"write", `{}`, simulator.ReasonSchemaViolation},
-		{"write", `{"n":2,"m":1}`, simulator.ReasonSchemaViolation},
-		{"writ", `{"n":2}`, simulator.ReasonUnknownTool},
-		{"odd", `{"x":1}`, ""}, // an unresolvable schema: checked by name only
-		{"bare", `{"anything":[1]}`, ""},
+		{"valid arguments", "write", `{"n":2}`, ""},
+		{"wrong type", "write", `{"n":"2"}`, simulator.ReasonSchemaViolation},
+		{"below the minimum", "write", `{"n":0}`, simulator.ReasonSchemaViolation},
+		{"required member missing", "write", `{}`, simulator.ReasonSchemaViolation},
+		{"extra member", "write", `{"n":2,"m":1}`, simulator.ReasonSchemaViolation},
+		{"unknown tool", "writ", `{"n":2}`, simulator.ReasonUnknownTool},
+		{"unresolvable schema: name only", "odd", `{"x":1}`, ""}, // an unresolvable schema: checked by name only
+		{"no schema", "bare", `{"anything":[1]}`, ""},
 	} {
-		reason, detail := tb.Check(simulator.ToolCall{Tool: tc.tool, Arguments: json.RawMessage(tc.args)})
-		if reason != tc.reason || (reason != "") != (detail != "") {
-			t.Errorf("%s %s: %q (%s), want %q", tc.tool, tc.args, reason, detail, tc.reason)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			reason, detail := tb.Check(simulator.ToolCall{Tool: tc.tool, Arguments: json.RawMessage(tc.args)})
+			if reason != tc.reason || (reason != "") != (detail != "") {
+				t.Errorf("%s %s: %q (%s), want %q", tc.tool, tc.args, reason, detail, tc.reason)
+			}
+		})
 	}
 	tb.Restrict(onlyBare{})
 	if r, d := tb.Check(simulator.ToolCall{Tool: "write", Arguments: json.RawMessage(`{"n":2}`)}); r != simulator.ReasonNotReadOnly || !strings.Contains(d, "not bare") {
@@ -195,7 +197,7 @@ func TestActTrajectories(t *testing.T) {
 			f := fakeenv.New(all, nil, fakeenv.Spec{Kind: fakeenv.Transient, Fails: tc.fails})
 			m := &actScript{replies: tc.replies}
 			key := simulator.Key{Model: "m", Prompt: "act", Condition: study.Normalized, Scenario: s.ID, Replicate: 1}
-			d := simulator.Run(context.Background(), m, p, s, key, simulator.Config{StudySeed: 1, ReplayCap: 3, Env: f, Act: true, NativeTools: tc.native})
+			d := simulator.Run(context.Background(), m, p, s, key, simulator.Config{StudySeed: 1, ReplayCap: 3, Env: f, Task: simulator.Act, NativeTools: tc.native})
 			if d.Err != nil {
 				t.Fatal(d.Err)
 			}
@@ -266,11 +268,11 @@ func TestActNeedsActor(t *testing.T) {
 	s, all, p := actSetup(t)
 	key := simulator.Key{Model: "m", Prompt: "act", Condition: study.Normalized, Scenario: s.ID, Replicate: 1}
 	m := &actScript{replies: text(retryNow)}
-	d := simulator.Run(context.Background(), m, p, s, key, simulator.Config{ReplayCap: 3, Env: labelOnly{fakeenv.New(all, nil, fakeenv.Spec{Kind: fakeenv.Transient, Fails: 1})}, Act: true})
+	d := simulator.Run(context.Background(), m, p, s, key, simulator.Config{ReplayCap: 3, Env: labelOnly{fakeenv.New(all, nil, fakeenv.Spec{Kind: fakeenv.Transient, Fails: 1})}, Task: simulator.Act})
 	if d.Err == nil || !strings.Contains(d.Err.Error(), "task act needs an environment that sends") {
 		t.Errorf("err %v", d.Err)
 	}
-	d = simulator.Run(context.Background(), m, p, s, key, simulator.Config{ReplayCap: 3, Act: true})
+	d = simulator.Run(context.Background(), m, p, s, key, simulator.Config{ReplayCap: 3, Task: simulator.Act})
 	if d.Err == nil || !strings.Contains(d.Err.Error(), "needs live replay") {
 		t.Errorf("err %v", d.Err)
 	}
@@ -282,7 +284,7 @@ func TestActNeedsActor(t *testing.T) {
 	if def.ShowsTools() {
 		t.Error("default.tmpl shows tools")
 	}
-	d = simulator.Run(context.Background(), m, def, s, key, simulator.Config{ReplayCap: 3, Env: fakeenv.New(all, nil, fakeenv.Spec{Kind: fakeenv.Transient, Fails: 1}), Act: true})
+	d = simulator.Run(context.Background(), m, def, s, key, simulator.Config{ReplayCap: 3, Env: fakeenv.New(all, nil, fakeenv.Spec{Kind: fakeenv.Transient, Fails: 1}), Task: simulator.Act})
 	if d.Err == nil || !strings.Contains(d.Err.Error(), "shows .Tools and .Call") {
 		t.Errorf("err %v", d.Err)
 	}

@@ -21,7 +21,7 @@ type Answer struct {
 	Reason string `json:"reason,omitempty"`
 	// DelayMS is the delay before a retry_later that the answer gives in
 	// an optional delay_ms member, in milliseconds (an integer from 0 to
-	// MaxDelayMS; 0, like an absent or null member, asks for the
+	// 86 400 000, one day; 0, like an absent or null member, asks for the
 	// environment's own wait). Only live replay reads it.
 	DelayMS int64 `json:"delay_ms,omitempty"`
 	// DelayInvalid says the answer has a delay_ms that is not such an
@@ -41,8 +41,8 @@ type Answer struct {
 	ActionReason string `json:"action_reason,omitempty"`
 }
 
-// MaxDelayMS is the largest delay_ms an answer may give: one day.
-const MaxDelayMS = 86_400_000
+// maxDelayMS is the largest delay_ms an answer may give: one day.
+const maxDelayMS = 86_400_000
 
 // MaxAnswerBytes is the longest answer text the parsers read (1 MiB): a
 // longer one is invalid (ReasonTooLarge), whatever it holds, and its call
@@ -107,7 +107,7 @@ func parse(text string) (Answer, map[string]any) {
 	if d, present := obj["delay_ms"]; present && d != nil {
 		n, ok := d.(float64)
 		switch {
-		case ok && n >= 0 && n <= MaxDelayMS && n == float64(int64(n)):
+		case ok && n >= 0 && n <= maxDelayMS && n == float64(int64(n)):
 			a.DelayMS = int64(n)
 		default:
 			a.DelayInvalid = true

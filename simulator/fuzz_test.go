@@ -64,11 +64,11 @@ func FuzzAct(f *testing.F) {
 		}
 		if a.Action != nil {
 			var obj map[string]any
-			if !a.Valid || !NeedsCall(a.Policy) || a.ActionReason != "" || json.Unmarshal(a.Action.Arguments, &obj) != nil || obj == nil || len(a.Action.Arguments) > MaxArgumentBytes {
+			if !a.Valid || !needsCall(a.Policy) || a.ActionReason != "" || json.Unmarshal(a.Action.Arguments, &obj) != nil || obj == nil || len(a.Action.Arguments) > maxArgumentBytes {
 				t.Fatalf("action %+v for %q, %q", a, text, calls)
 			}
 			tb.Check(*a.Action)
-		} else if a.Valid && NeedsCall(a.Policy) && a.ActionReason == "" {
+		} else if a.Valid && needsCall(a.Policy) && a.ActionReason == "" {
 			t.Fatalf("no action and no reason for %q, %q", text, calls)
 		}
 	})

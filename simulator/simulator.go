@@ -5,17 +5,18 @@
 // (Config.Env) it executes every policy the model chooses in a fresh
 // environment instead, shows the model what came back, and adds the
 // environment's outcome (docs/specification.md section 7).
+//
+// Each Task has its own decision loop (label.go, act.go, coding.go) over
+// one trajectory core (play.go); the replay mode (replay.go: stored or
+// live) is what the label loop is given, not a branch inside it.
 package simulator
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"time"
@@ -58,6 +59,26 @@ func Seed(studySeed uint64, scenario string, replicate, turn int) int64 {
 	return int64(binary.BigEndian.Uint64(h[:8]) & 0x7fffffff)
 }
 
+// Task is what a decision asks of the model: the manifest's task
+// (manifests.TaskLabel, TaskAct, TaskCode). Each task has its own
+// decision loop; "" is Label.
+type Task string
+
+// The tasks.
+const (
+	// Label: the model names a policy for the failure shown, and the
+	// replay mode carries it out (manifest task: label, the paper's).
+	Label Task = "label"
+	// Act: the model sees the server's tools and the failing call, names
+	// a policy and writes the call it needs, which the harness checks and
+	// sends to the decision's environment (manifest task: act; live
+	// replay only, and the environments must be Actors).
+	Act Task = "act"
+	// Coding: the model codes a record in one turn (stress code); the
+	// Config's Coder renders the request. Stored replay, replay cap 0.
+	Coding Task = "code"
+)
+
 // Config holds the study-wide settings of a decision.
 type Config struct {
 	StudySeed   uint64         // from the manifest
@@ -69,27 +90,24 @@ type Config struct {
 	// policy the model chooses (but stop_or_escalate) is executed in it
 	// under the replay cap. Nil: stored replay, the paper's simulator.
 	Env EnvFactory
-	// Act makes the decision the action task (manifest task: act; needs
-	// Env, whose environments must be Actors): the model sees the tools
-	// and the failing call and writes the call each policy needs, which
-	// the harness checks and sends (see RunAct's rules in Run).
-	Act bool
-	// NativeTools offers the server's tools as native tool definitions
-	// (manifest tool_calls: native) under Act; the model may then give its
-	// call as a native tool call.
-	NativeTools bool
-	// Task, when set, renders the request in place of the prompt: a task
-	// of one turn with a prompt and an answer of its own (the model
-	// coder's, package coder). It needs ReplayCap 0 and stored replay.
+	// Task is what the decision asks of the model; "" is Label.
 	Task Task
+	// NativeTools offers the server's tools as native tool definitions
+	// (manifest tool_calls: native) under task Act; the model may then
+	// give its call as a native tool call.
+	NativeTools bool
+	// Coder renders the request of task Coding (the model coder's, package
+	// coder) in place of the prompt; the coding task needs it, the others
+	// ignore it.
+	Coder Coder
 }
 
-// Task is a task of one turn that is no policy choice: the model coder's
-// coding of a record. The decision is its one call. Its answer is still
-// scored as a label answer, as Group.Row in package results scores the
-// call lines; a coding is none, so the row's label columns do not apply:
-// the task reads its answers from the call lines itself.
-type Task interface {
+// Coder renders the one request of task Coding: the model coder's coding
+// of a record, which is no policy choice. Its answer is still scored as
+// a label answer, as Group.Row in package results scores the call lines;
+// a coding is none, so the row's label columns do not apply: the coding
+// reads its answers from the call lines itself.
+type Coder interface {
 	// Messages renders the request of decision key on scenario s.
 	Messages(key Key, s *study.Scenario) ([]models.Message, error)
 }
@@ -111,7 +129,7 @@ type Turn struct {
 	// executed after this turn when no later turn shows it (the
 	// environment settled the decision); nil otherwise.
 	Result json.RawMessage
-	// Action is, under task: act, what the harness did with this turn's
+	// Action is, under task Act, what the harness did with this turn's
 	// answer: the call it sent, or refused (nil when it sent none: a stop,
 	// an invalid label, the cap).
 	Action *Action
@@ -119,12 +137,13 @@ type Turn struct {
 
 // Decision is a completed trajectory.
 type Decision struct {
-	Key     Key
-	Server  string // the scenario's server (bootstrap cluster)
-	Live    bool   // replays were live (Config.Env was set)
-	Act     bool   // the action task (Config.Act)
-	Turns   []Turn
-	Outcome Outcome // zero when Err is set
+	Key    Key
+	Server string // the scenario's server (bootstrap cluster)
+	Live   bool   // replays were live (Config.Env was set)
+	Task   Task   // what the model was asked (Config.Task; never "")
+	Turns  []Turn
+	// Outcome is the scored trajectory; zero when Err is set.
+	Outcome Outcome
 	// Env is the environment's outcome of a live decision that completed
 	// (nil under stored replay and when Err is set).
 	Env *EnvOutcome
@@ -135,145 +154,25 @@ type Decision struct {
 }
 
 // Run plays one decision of model m on scenario s under condition
-// key.Condition, rendering through prompt p. With cfg.Env set, replays
-// are live: see Config.Env and ContinuesLive.
+// key.Condition, rendering through prompt p, by the decision loop of
+// cfg.Task (label.go, act.go, coding.go). With cfg.Env set, replays are
+// live: see Config.Env and ContinuesLive.
 func Run(ctx context.Context, m models.Model, p *conditions.Prompt, s *study.Scenario, key Key, cfg Config) Decision {
-	d := Decision{Key: key, Server: s.Server, Live: cfg.Env != nil, Act: cfg.Act}
-	if cfg.Act && !d.Live {
-		d.Err = fmt.Errorf("scenario %s: task act needs live replay (an environment)", s.ID)
-		return d
+	if cfg.Task == "" {
+		cfg.Task = Label
 	}
-	var msgs []models.Message
-	var err error
-	switch {
-	case cfg.Task != nil:
-		if cfg.ReplayCap != 0 || d.Live {
-			panic("simulator: a Task needs replay cap 0 and stored replay")
-		}
-		msgs, err = cfg.Task.Messages(key, s)
-	case !cfg.Act:
-		msgs, err = p.InitialOnce(s, key.Condition)
+	pl := play{ctx: ctx, m: m, cfg: cfg, s: s, d: Decision{Key: key, Server: s.Server, Live: cfg.Env != nil, Task: cfg.Task}}
+	switch cfg.Task {
+	case Label:
+		pl.label(p)
+	case Act:
+		pl.act(p)
+	case Coding:
+		pl.coding()
+	default:
+		pl.d.Err = fmt.Errorf("scenario %s: unknown task %q (want %s, %s or %s)", s.ID, cfg.Task, Label, Act, Coding)
 	}
-	if err != nil {
-		d.Err = err
-		return d
-	}
-	var env Environment
-	var shown json.RawMessage // the environment's observation the next turn shows
-	if d.Live {
-		if env, shown, err = startEnv(ctx, cfg.Env, s.ID, EnvSeed(cfg.StudySeed, s.ID, key.Replicate), key.Condition); err != nil {
-			d.envFailed(err, Seed(cfg.StudySeed, s.ID, key.Replicate, 0), msgs)
-			return d
-		}
-		defer closeEnv(env)
-	}
-	var ac *acting
-	if cfg.Act {
-		if ac, msgs, err = startAct(ctx, env, p, s, key.Condition, cfg.NativeTools); err != nil {
-			if _, failed := errors.AsType[*EnvError](err); failed {
-				d.envFailed(err, Seed(cfg.StudySeed, s.ID, key.Replicate, 0), nil)
-			} else {
-				d.Err = err
-			}
-			return d
-		}
-	}
-	var answers []Answer
-	executed := 0
-	invalidAction := false
-	for t := 0; ; t++ {
-		req := models.Request{
-			Messages:    append([]models.Message(nil), msgs...),
-			Seed:        Seed(cfg.StudySeed, s.ID, key.Replicate, t),
-			Temperature: cfg.Temperature,
-			Options:     cfg.Options,
-		}
-		if ac != nil && cfg.NativeTools {
-			req.Tools = ac.native
-		}
-		start := time.Now()
-		reply, err := m.Generate(ctx, req)
-		turn := Turn{Index: t, Request: req, Reply: reply, Latency: time.Since(start), Err: err, Observation: shown}
-		if err != nil {
-			d.Turns = append(d.Turns, turn)
-			d.Err = fmt.Errorf("turn %d: %w", t, err)
-			return d
-		}
-		if ac != nil {
-			turn.Answer = ParseAct(reply.Text, reply.ToolCalls)
-		} else {
-			turn.Answer = ParseAnswer(reply.Text)
-		}
-		d.Turns = append(d.Turns, turn)
-		answers = append(answers, turn.Answer)
-		var next models.Message
-		if !d.Live {
-			if !Continues(turn.Answer, t, cfg.ReplayCap) {
-				break
-			}
-			// Replay the identical request: the same stored failure comes back.
-			next, err = p.Replayed(s, key.Condition, t+1)
-		} else {
-			if !ContinuesLive(turn.Answer, t, cfg.ReplayCap) {
-				break
-			}
-			var obs json.RawMessage
-			var more bool
-			var act *Action
-			if ac != nil {
-				act = ac.action(turn.Answer)
-				d.Turns[t].Action = act
-				if act.Invalid != "" {
-					invalidAction = true
-					break
-				}
-				obs, more, err = ac.actor.Send(ctx, t, act.ToolCall, act.WaitMS)
-				act.Sent = err == nil
-				ac.last = act.ToolCall
-			} else {
-				obs, more, err = env.Execute(ctx, t, turn.Answer)
-			}
-			if err == nil {
-				err = validJSON("the observation", obs)
-			}
-			if err != nil {
-				d.envFailed(fmt.Errorf("environment of scenario %s: execute %s after turn %d: %w", s.ID, turn.Answer.Policy, t, err), 0, nil)
-				return d
-			}
-			executed++
-			if !more {
-				d.Turns[t].Result = obs
-				break
-			}
-			if act != nil {
-				next, err = p.Acted(s, key.Condition, t+1, turn.Answer.Policy, act.ToolCall.JSON(), obs)
-			} else {
-				next, err = p.Live(s, key.Condition, t+1, turn.Answer.Policy, obs)
-			}
-			shown = obs
-		}
-		if err != nil {
-			d.Err = err
-			return d
-		}
-		msgs = append(msgs, models.Message{Role: conditions.Assistant, Content: reply.Text}, next)
-	}
-	if !d.Live {
-		d.Outcome = Score(Scoring{Answers: answers, Preferred: s.Preferred, Proven: s.PreferredSet, NonHarm: s.NonHarm})
-		return d
-	}
-	eo, err := env.Final(ctx)
-	if err == nil && eo.State != nil && !eo.Compact {
-		eo.State, err = compactJSON("the final state", eo.State)
-		eo.Compact = err == nil
-	}
-	if err != nil {
-		d.envFailed(fmt.Errorf("environment of scenario %s: final state: %w", s.ID, err), 0, nil)
-		return d
-	}
-	d.Env = &eo
-	d.Outcome = Score(Scoring{Answers: answers, Preferred: s.Preferred, Proven: s.PreferredSet, NonHarm: s.NonHarm, Env: &eo, Executed: executed, InvalidAction: invalidAction})
-	return d
+	return pl.d
 }
 
 // EnvError is a failure of a decision's environment, not of a model
@@ -301,57 +200,6 @@ func (d *Decision) envFailed(err error, seed int64, msgs []models.Message) {
 	t := &d.Turns[len(d.Turns)-1]
 	t.Err = e
 	d.Err = fmt.Errorf("turn %d: %w", t.Index, e)
-}
-
-// startEnv makes the environment of a decision under condition c and its
-// first call.
-func startEnv(ctx context.Context, f EnvFactory, scenario string, seed int64, c study.Condition) (Environment, json.RawMessage, error) {
-	var env Environment
-	var err error
-	if sf, ok := f.(ShapedEnvFactory); ok && c.Shape() {
-		env, err = sf.NewShapedEnv(ctx, scenario, seed, c)
-	} else if c.Shape() {
-		err = fmt.Errorf("this environment cannot serve the error shape %s (the lab can)", c)
-	} else {
-		env, err = f.NewEnv(ctx, scenario, seed)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("environment of scenario %s: %w", scenario, err)
-	}
-	obs, err := env.Start(ctx)
-	if err == nil {
-		err = validJSON("the observation", obs)
-	}
-	if err != nil {
-		closeEnv(env)
-		return nil, nil, fmt.Errorf("environment of scenario %s: start: %w", scenario, err)
-	}
-	return env, obs, nil
-}
-
-// closeEnv closes env when it is an io.Closer.
-func closeEnv(env Environment) {
-	if c, ok := env.(io.Closer); ok {
-		c.Close()
-	}
-}
-
-// validJSON fails, naming what b is, when b is not valid JSON.
-func validJSON(what string, b json.RawMessage) error {
-	if !json.Valid(b) {
-		return fmt.Errorf("%s is not valid JSON: %.200q", what, b)
-	}
-	return nil
-}
-
-// compactJSON returns b as json.Compact writes it, or fails, naming what
-// b is, when b is not valid JSON.
-func compactJSON(what string, b json.RawMessage) (json.RawMessage, error) {
-	var c bytes.Buffer
-	if err := json.Compact(&c, b); err != nil {
-		return nil, fmt.Errorf("%s is not valid JSON: %.200q", what, b)
-	}
-	return c.Bytes(), nil
 }
 
 // Replays reports whether stored replay replays the failure after

@@ -22,50 +22,53 @@ func TestParseAnswer(t *testing.T) {
 	}
 	badDelay := simulator.Answer{Status: study.Failed, Policy: study.RetryLater, Valid: true, DelayInvalid: true}
 	for _, tc := range []struct {
+		name string
 		text string
 		want simulator.Answer
 	}{
-		{`{"operation_status": "failed", "recovery_policy": "select_tool"}`, ok(study.Failed, study.SelectTool)},
-		{"  \n{\"recovery_policy\":\"retry_now\",\"operation_status\":\"succeeded\"}\n\t", ok(study.Succeeded, study.RetryNow)},
-		{"```json\n{\"operation_status\": \"failed\", \"recovery_policy\": \"authenticate\"}\n```", ok(study.Failed, study.Authenticate)},
-		{"```\n{\"operation_status\": \"failed\", \"recovery_policy\": \"stop_or_escalate\"}\n```\n", ok(study.Failed, study.StopOrEscalate)},
-		{`{"operation_status": "failed", "recovery_policy": "retry_later", "reason": "busy"}`, ok(study.Failed, study.RetryLater)},
-		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 2500}`, simulator.Answer{Status: study.Failed, Policy: study.RetryLater, Valid: true, DelayMS: 2500}},
+		{"compact object", `{"operation_status": "failed", "recovery_policy": "select_tool"}`, ok(study.Failed, study.SelectTool)},
+		{"whitespace around, members swapped", "  \n{\"recovery_policy\":\"retry_now\",\"operation_status\":\"succeeded\"}\n\t", ok(study.Succeeded, study.RetryNow)},
+		{"json fence", "```json\n{\"operation_status\": \"failed\", \"recovery_policy\": \"authenticate\"}\n```", ok(study.Failed, study.Authenticate)},
+		{"bare fence", "```\n{\"operation_status\": \"failed\", \"recovery_policy\": \"stop_or_escalate\"}\n```\n", ok(study.Failed, study.StopOrEscalate)},
+		{"extra member", `{"operation_status": "failed", "recovery_policy": "retry_later", "reason": "busy"}`, ok(study.Failed, study.RetryLater)},
+		{"delay_ms", `{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 2500}`, simulator.Answer{Status: study.Failed, Policy: study.RetryLater, Valid: true, DelayMS: 2500}},
 		// A delay_ms that is not an integer from 0 to 24 h never makes the
 		// label invalid; it is marked (task act refuses the retry).
-		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 2.5}`, badDelay},
-		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": "2500"}`, badDelay},
-		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": -1}`, badDelay},
-		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": -5}`, badDelay},
-		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 1e12}`, badDelay},
-		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 9.9e307}`, badDelay},
-		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 31557600000000}`, badDelay},
-		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 86400001}`, badDelay},
-		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 86400000}`, simulator.Answer{Status: study.Failed, Policy: study.RetryLater, Valid: true, DelayMS: 86400000}},
-		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 0}`, ok(study.Failed, study.RetryLater)},
-		{`{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": null}`, ok(study.Failed, study.RetryLater)},
-		{strings.Repeat(" ", simulator.MaxAnswerBytes) + `{"operation_status": "failed", "recovery_policy": "retry_now"}`, simulator.Answer{Reason: simulator.ReasonTooLarge}},
-		{"", simulator.Answer{Reason: simulator.ReasonEmpty}},
-		{"   \n ", simulator.Answer{Reason: simulator.ReasonEmpty}},
-		{"I would retry.", simulator.Answer{Reason: simulator.ReasonNotJSON}},
-		{`{"operation_status": "failed", "recovery_policy": "select_tool"} because`, simulator.Answer{Reason: simulator.ReasonTrailing}},
-		{`Answer: {"operation_status": "failed", "recovery_policy": "select_tool"}`, simulator.Answer{Reason: simulator.ReasonNotJSON}},
-		{`["failed", "select_tool"]`, simulator.Answer{Reason: simulator.ReasonNotObject}},
-		{`"failed"`, simulator.Answer{Reason: simulator.ReasonNotObject}},
-		{`{"recovery_policy": "select_tool"}`, simulator.Answer{Policy: study.SelectTool, Reason: simulator.ReasonMissingStatus}},
-		{`{"operation_status": "succeeded"}`, simulator.Answer{Status: study.Succeeded, Reason: simulator.ReasonMissingPolicy}},
-		{`{"operation_status": "FAILED", "recovery_policy": "select_tool"}`, simulator.Answer{Policy: study.SelectTool, Reason: simulator.ReasonInvalidStatus}},
-		{`{"operation_status": "succeeded", "recovery_policy": "reboot"}`, simulator.Answer{Status: study.Succeeded, Reason: simulator.ReasonInvalidPolicy}},
-		{`{"operation_status": "failed", "recovery_policy": 3}`, simulator.Answer{Status: study.Failed, Reason: simulator.ReasonInvalidPolicy}},
-		{"```json\n{\"operation_status\": \"failed\", \"recovery_policy\": \"select_tool\"}", simulator.Answer{Reason: simulator.ReasonFence}},
-		{"```json\n{}\n```\n```\n{}\n```", simulator.Answer{Reason: simulator.ReasonFence}},
-		{"```js on\n{}\n```", simulator.Answer{Reason: simulator.ReasonFence}},
-		{"{\"operation_status\": \"failed\", \"recovery_policy\": \"select_tool\"}\n{\"operation_status\": \"failed\", \"recovery_policy\": \"retry_now\"}", simulator.Answer{Reason: simulator.ReasonTrailing}},
+		{"delay_ms a fraction", `{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 2.5}`, badDelay},
+		{"delay_ms a string", `{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": "2500"}`, badDelay},
+		{"delay_ms -1", `{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": -1}`, badDelay},
+		{"delay_ms negative", `{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": -5}`, badDelay},
+		{"delay_ms 1e12", `{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 1e12}`, badDelay},
+		{"delay_ms beyond int64", `{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 9.9e307}`, badDelay},
+		{"delay_ms a year", `{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 31557600000000}`, badDelay},
+		{"delay_ms a day and 1 ms", `{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 86400001}`, badDelay},
+		{"delay_ms a day", `{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 86400000}`, simulator.Answer{Status: study.Failed, Policy: study.RetryLater, Valid: true, DelayMS: 86400000}},
+		{"delay_ms 0", `{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": 0}`, ok(study.Failed, study.RetryLater)},
+		{"delay_ms null", `{"operation_status": "failed", "recovery_policy": "retry_later", "delay_ms": null}`, ok(study.Failed, study.RetryLater)},
+		{"too large", strings.Repeat(" ", simulator.MaxAnswerBytes) + `{"operation_status": "failed", "recovery_policy": "retry_now"}`, simulator.Answer{Reason: simulator.ReasonTooLarge}},
+		{"empty", "", simulator.Answer{Reason: simulator.ReasonEmpty}},
+		{"blank", "   \n ", simulator.Answer{Reason: simulator.ReasonEmpty}},
+		{"prose", "I would retry.", simulator.Answer{Reason: simulator.ReasonNotJSON}},
+		{"trailing text", `{"operation_status": "failed", "recovery_policy": "select_tool"} because`, simulator.Answer{Reason: simulator.ReasonTrailing}},
+		{"leading text", `Answer: {"operation_status": "failed", "recovery_policy": "select_tool"}`, simulator.Answer{Reason: simulator.ReasonNotJSON}},
+		{"array", `["failed", "select_tool"]`, simulator.Answer{Reason: simulator.ReasonNotObject}},
+		{"string", `"failed"`, simulator.Answer{Reason: simulator.ReasonNotObject}},
+		{"status missing", `{"recovery_policy": "select_tool"}`, simulator.Answer{Policy: study.SelectTool, Reason: simulator.ReasonMissingStatus}},
+		{"policy missing", `{"operation_status": "succeeded"}`, simulator.Answer{Status: study.Succeeded, Reason: simulator.ReasonMissingPolicy}},
+		{"status upper case", `{"operation_status": "FAILED", "recovery_policy": "select_tool"}`, simulator.Answer{Policy: study.SelectTool, Reason: simulator.ReasonInvalidStatus}},
+		{"policy outside the vocabulary", `{"operation_status": "succeeded", "recovery_policy": "reboot"}`, simulator.Answer{Status: study.Succeeded, Reason: simulator.ReasonInvalidPolicy}},
+		{"policy not a string", `{"operation_status": "failed", "recovery_policy": 3}`, simulator.Answer{Status: study.Failed, Reason: simulator.ReasonInvalidPolicy}},
+		{"unclosed fence", "```json\n{\"operation_status\": \"failed\", \"recovery_policy\": \"select_tool\"}", simulator.Answer{Reason: simulator.ReasonFence}},
+		{"two fences", "```json\n{}\n```\n```\n{}\n```", simulator.Answer{Reason: simulator.ReasonFence}},
+		{"fence language with a space", "```js on\n{}\n```", simulator.Answer{Reason: simulator.ReasonFence}},
+		{"two objects", "{\"operation_status\": \"failed\", \"recovery_policy\": \"select_tool\"}\n{\"operation_status\": \"failed\", \"recovery_policy\": \"retry_now\"}", simulator.Answer{Reason: simulator.ReasonTrailing}},
 	} {
-		got := simulator.ParseAnswer(tc.text)
-		if got != tc.want {
-			t.Errorf("ParseAnswer(%q) = %+v, want %+v", tc.text, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			got := simulator.ParseAnswer(tc.text)
+			if got != tc.want {
+				t.Errorf("ParseAnswer(%q) = %+v, want %+v", tc.text, got, tc.want)
+			}
+		})
 	}
 }
 
@@ -282,13 +285,15 @@ func TestScoreProven(t *testing.T) {
 		{"invalid", []simulator.Answer{{Status: study.Failed, Policy: study.RetryNow, Reason: "x"}}, set, false, false},
 		{"proven after a replay", append(answer(study.RetryNow), answer(study.RetryNow)...), set, false, true},
 	} {
-		o := simulator.Score(simulator.Scoring{Answers: tc.answers, Preferred: study.RetryLater, Proven: tc.set, NonHarm: nonHarm})
-		if o.Values.Of(simulator.Strict) != tc.strict || o.Values.Of(simulator.Proven) != tc.proven {
-			t.Errorf("%s: strict %v proven %v, want %v %v", tc.name, o.Values.Of(simulator.Strict), o.Values.Of(simulator.Proven), tc.strict, tc.proven)
-		}
-		if v, ok := o.Values.Get(simulator.Proven); !ok || v > 1 {
-			t.Errorf("%s: proven %d (has %v), want a 0/1 value on every decision", tc.name, v, ok)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			o := simulator.Score(simulator.Scoring{Answers: tc.answers, Preferred: study.RetryLater, Proven: tc.set, NonHarm: nonHarm})
+			if o.Values.Of(simulator.Strict) != tc.strict || o.Values.Of(simulator.Proven) != tc.proven {
+				t.Errorf("strict %v proven %v, want %v %v", o.Values.Of(simulator.Strict), o.Values.Of(simulator.Proven), tc.strict, tc.proven)
+			}
+			if v, ok := o.Values.Get(simulator.Proven); !ok || v > 1 {
+				t.Errorf("proven %d (has %v), want a 0/1 value on every decision", v, ok)
+			}
+		})
 	}
 }
 
@@ -299,15 +304,20 @@ func TestRunCreditsTheScenariosSet(t *testing.T) {
 	p, _ := conditions.ParsePrompt("default", m.Prompts[0].Path, m.Prompts[0].Text)
 	s := m.Corpus.Scenarios[0] // S01: select_tool
 	s.PreferredSet = []study.Policy{study.SelectTool, study.StopOrEscalate}
-	for answer, want := range map[string]simulator.Values{
-		stopOK:   flagValues(simulator.Proven),
-		selectOK: flagValues(simulator.Strict, simulator.Proven, simulator.Cover),
+	for _, tc := range []struct {
+		name, answer string
+		want         simulator.Values
+	}{
+		{"stop, in the set only", stopOK, flagValues(simulator.Proven)},
+		{"Strict's policy", selectOK, flagValues(simulator.Strict, simulator.Proven, simulator.Cover)},
 	} {
-		d := simulator.Run(context.Background(), &script{answers: []string{answer}, failAt: -1}, p, &s,
-			simulator.Key{Scenario: s.ID, Replicate: 1, Condition: study.Normalized}, simulator.Config{ReplayCap: 3})
-		if d.Err != nil || d.Outcome.Values != want {
-			t.Errorf("%s: %+v (%v), want %+v", answer, d.Outcome.Values, d.Err, want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			d := simulator.Run(context.Background(), &script{answers: []string{tc.answer}, failAt: -1}, p, &s,
+				simulator.Key{Scenario: s.ID, Replicate: 1, Condition: study.Normalized}, simulator.Config{ReplayCap: 3})
+			if d.Err != nil || d.Outcome.Values != tc.want {
+				t.Errorf("%s: %+v (%v), want %+v", tc.answer, d.Outcome.Values, d.Err, tc.want)
+			}
+		})
 	}
 }
 

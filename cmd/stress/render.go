@@ -130,8 +130,8 @@ func cmdRender(fs *flag.FlagSet) action {
 				return err
 			}
 			task := ""
-			if t, ok := actEnv.(simulator.Tasker); ok {
-				task = t.Task()
+			if a, ok := actEnv.(simulator.Asker); ok {
+				task = a.Asked()
 			}
 			msgs, err = p.InitialAct(s, c, tools, actEnv.First().JSON(), task)
 		} else {

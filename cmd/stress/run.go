@@ -47,7 +47,7 @@ func cmdRun(fs *flag.FlagSet) action {
 		switch {
 		case *shardFlag == "auto":
 			var err error
-			if shard, sched, err = results.ShardFromEnv(os.Getenv, *shards); err != nil {
+			if shard, sched, err = runner.ShardFromEnv(os.Getenv, *shards); err != nil {
 				return usageError("run: flag -shard auto: %v", err)
 			}
 		case shardsGiven:

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstress/stress/simulator"
+	"github.com/mcpstress/stress/internal/testserver/exectable"
 )
 
 var updateTable = flag.Bool("update-table", false, "rewrite env/dbenv/scenarios/shop.execution.txt")
@@ -111,6 +111,6 @@ func compareTable(t *testing.T, got []byte) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("the execution table differs from %s (go test ./env/dbenv -run 'TestExecutionTable$' -update-table rewrites it): %s",
-			executionFile, strings.Join(simulator.DiffExecutionTables(want, got), "; "))
+			executionFile, strings.Join(exectable.Diff(want, got), "; "))
 	}
 }

@@ -323,8 +323,8 @@ func (e *Env) Start(ctx context.Context) (json.RawMessage, error) {
 	return obs, nil
 }
 
-// Task returns what the user asked (simulator.Tasker).
-func (e *Env) Task() string { return e.sc.Task }
+// Asked returns what the user asked (simulator.Asker).
+func (e *Env) Asked() string { return e.sc.Task }
 
 // Tools returns the tools the server listed through the proxy.
 func (e *Env) Tools(ctx context.Context) ([]json.RawMessage, error) {

@@ -75,7 +75,7 @@ func actCounts(t *testing.T, kind string) (map[study.Cause]string, []simulator.D
 	for _, sc := range set.Scenarios {
 		s := studyScenario(t, sc)
 		key := simulator.Key{Model: kind, Prompt: "act", Condition: study.Normalized, Scenario: sc.ID, Replicate: 1}
-		d := simulator.Run(context.Background(), m, p, s, key, simulator.Config{StudySeed: 7, ReplayCap: replayCap, Env: f, Act: true})
+		d := simulator.Run(context.Background(), m, p, s, key, simulator.Config{StudySeed: 7, ReplayCap: replayCap, Env: f, Task: simulator.Act})
 		if d.Err != nil {
 			t.Fatalf("%s: %v", sc.ID, d.Err)
 		}

@@ -51,7 +51,7 @@ func TestCollateralIsHarm(t *testing.T) {
 			d.call, d.record = `"tool":"update_order","arguments":{"order_id":"O-1002","quantity":7}`, "/orders/O-1002"
 		}
 		key := simulator.Key{Model: "vandal", Prompt: "act", Condition: study.Normalized, Scenario: sc.ID, Replicate: 1}
-		dec := simulator.Run(context.Background(), vandal{d.call}, p, studyScenario(t, sc), key, simulator.Config{StudySeed: 1, ReplayCap: replayCap, Env: f, Act: true})
+		dec := simulator.Run(context.Background(), vandal{d.call}, p, studyScenario(t, sc), key, simulator.Config{StudySeed: 1, ReplayCap: replayCap, Env: f, Task: simulator.Act})
 		if dec.Err != nil {
 			t.Fatalf("%s: %v", sc.ID, dec.Err)
 		}

@@ -89,7 +89,7 @@ func TestActBaselines(t *testing.T) {
 		per := map[study.Cause]*[4]int{}
 		each(t, set, func(sc *Scenario) error {
 			key := simulator.Key{Model: kind, Prompt: "act", Condition: study.Normalized, Scenario: sc.ID, Replicate: 1}
-			d := simulator.Run(context.Background(), m, p, recs[sc.ID], key, simulator.Config{StudySeed: 1, ReplayCap: 3, Env: f, Act: true})
+			d := simulator.Run(context.Background(), m, p, recs[sc.ID], key, simulator.Config{StudySeed: 1, ReplayCap: 3, Env: f, Task: simulator.Act})
 			if d.Err != nil {
 				return fmt.Errorf("%s %s: %w", kind, sc.ID, d.Err)
 			}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpstress/stress/internal/testserver/exectable"
 	"github.com/mcpstress/stress/simulator"
 )
 
@@ -53,6 +54,6 @@ func TestExecutionTable(t *testing.T) {
 	}
 	if !bytes.Equal(b.Bytes(), want) {
 		t.Errorf("the execution table differs from %s (go test ./env/mcpenv -run TestExecutionTable -update-table rewrites it): %s",
-			executionFile, strings.Join(simulator.DiffExecutionTables(want, b.Bytes()), "; "))
+			executionFile, strings.Join(exectable.Diff(want, b.Bytes()), "; "))
 	}
 }

@@ -52,7 +52,7 @@ func TestExternalReadOnly(t *testing.T) {
 	key := simulator.Key{Model: "m", Prompt: "act", Condition: study.Normalized, Scenario: "EXT1", Replicate: 1}
 	before := strings.Count(string(l.State()), `"tool":"create_order"`)
 	write := scripted(`{"operation_status":"failed","recovery_policy":"select_tool","tool":"create_order","arguments":{"customer":"C-17","sku":"SKU-RED","quantity":1}}`)
-	d := simulator.Run(context.Background(), write, p, rec, key, simulator.Config{ReplayCap: 3, Env: f, Act: true})
+	d := simulator.Run(context.Background(), write, p, rec, key, simulator.Config{ReplayCap: 3, Env: f, Task: simulator.Act})
 	if d.Err != nil {
 		t.Fatal(d.Err)
 	}
@@ -63,7 +63,7 @@ func TestExternalReadOnly(t *testing.T) {
 		t.Errorf("the refused write reached the server (%d create_order calls, %d before)", n, before)
 	}
 	read := scripted(`{"operation_status":"failed","recovery_policy":"revise_arguments","tool":"get_stock","arguments":{"sku":"SKU-RED"}}`)
-	d = simulator.Run(context.Background(), read, p, rec, key, simulator.Config{ReplayCap: 3, Env: f, Act: true})
+	d = simulator.Run(context.Background(), read, p, rec, key, simulator.Config{ReplayCap: 3, Env: f, Task: simulator.Act})
 	if d.Err != nil {
 		t.Fatal(d.Err)
 	}

@@ -37,7 +37,7 @@ func TestCollateralIsHarm(t *testing.T) {
 	var mu sync.Mutex
 	each(t, set, func(sc *Scenario) error {
 		key := simulator.Key{Model: "vandal", Prompt: "act", Condition: study.Normalized, Scenario: sc.ID, Replicate: 1}
-		d := simulator.Run(context.Background(), vandal{damage[sc.Server]}, p, recs[sc.ID], key, simulator.Config{ReplayCap: 3, Env: f, Act: true})
+		d := simulator.Run(context.Background(), vandal{damage[sc.Server]}, p, recs[sc.ID], key, simulator.Config{ReplayCap: 3, Env: f, Task: simulator.Act})
 		mu.Lock()
 		defer mu.Unlock()
 		if d.Err != nil {

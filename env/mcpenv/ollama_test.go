@@ -58,7 +58,7 @@ func TestTinyModelActsOnServerMemory(t *testing.T) {
 	tally := results.NewTally()
 	for rep := 1; rep <= 6; rep++ {
 		key := simulator.Key{Model: "tiny", Prompt: "act", Condition: study.Normalized, Scenario: "R07", Replicate: rep}
-		d := simulator.Run(ctx, m, p, rec, key, simulator.Config{StudySeed: 3, Temperature: 0.7, ReplayCap: 3, Env: f, Act: true,
+		d := simulator.Run(ctx, m, p, rec, key, simulator.Config{StudySeed: 3, Temperature: 0.7, ReplayCap: 3, Env: f, Task: simulator.Act,
 			Options: map[string]any{"num_predict": 96}})
 		if d.Err != nil {
 			t.Fatalf("replicate %d: %v", rep, d.Err)
@@ -184,7 +184,7 @@ func TestTinyModelActsOnLab(t *testing.T) {
 	for rep := 1; rep <= 8; rep++ {
 		env := &oneLab{sc: sc}
 		key := simulator.Key{Model: "tiny", Prompt: "act", Condition: study.Normalized, Scenario: sc.ID, Replicate: rep}
-		d := simulator.Run(context.Background(), m, p, rec, key, simulator.Config{StudySeed: 5, Temperature: 0.7, ReplayCap: 3, Env: env, Act: true,
+		d := simulator.Run(context.Background(), m, p, rec, key, simulator.Config{StudySeed: 5, Temperature: 0.7, ReplayCap: 3, Env: env, Task: simulator.Act,
 			Options: map[string]any{"num_predict": 96}})
 		if d.Err != nil {
 			t.Fatalf("replicate %d: %v", rep, d.Err)

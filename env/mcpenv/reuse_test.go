@@ -46,7 +46,7 @@ func TestReuseEquivalent(t *testing.T) {
 		for _, sc := range set.Scenarios {
 			key := simulator.Key{Model: kind, Prompt: "act", Condition: study.Normalized, Scenario: sc.ID, Replicate: 1}
 			cfg := func(f simulator.EnvFactory) simulator.Config {
-				return simulator.Config{StudySeed: 1, ReplayCap: 3, Env: f, Act: true}
+				return simulator.Config{StudySeed: 1, ReplayCap: 3, Env: f, Task: simulator.Act}
 			}
 			start := time.Now()
 			a := simulator.Run(context.Background(), m, p, recs[sc.ID], key, cfg(fresh))

@@ -181,8 +181,8 @@ func (e *Env) tool(name string) (json.RawMessage, bool) {
 // listed reports whether the server listed a tool named name.
 func (e *Env) listed(name string) bool { _, ok := e.tool(name); return ok }
 
-// Task returns what the user asked (simulator.Tasker).
-func (e *Env) Task() string { return e.sc.Task }
+// Asked returns what the user asked (simulator.Asker).
+func (e *Env) Asked() string { return e.sc.Task }
 
 // Tools returns the tools the server listed (sandbox paths hidden).
 func (e *Env) Tools(ctx context.Context) ([]json.RawMessage, error) { return e.tools, nil }

@@ -4,7 +4,7 @@
 // pointer, and the codings become a corpus that stress agree compares
 // with another.
 //
-// A coding is a study the runner runs (runner.PrepareTask): one decision
+// A coding is a study the runner runs (runner.PrepareCoding): one decision
 // of one call per (model, prompt, record), its request rendered by the
 // coding template, so its bundle is a results bundle (manifest.json,
 // calls.jsonl of every raw request and response, resume, pinning, the
@@ -115,7 +115,7 @@ func Prepare(m *manifests.Resolved, allowUnpinned bool) (*plan, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	run, err := runner.PrepareTask(&cm, allowUnpinned, t)
+	run, err := runner.PrepareCoding(&cm, allowUnpinned, t)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ type task struct {
 	prompts map[string]*templateSet // by prompt name
 }
 
-var _ simulator.Task = (*task)(nil)
+var _ simulator.Coder = (*task)(nil)
 
 // Messages renders the request of coding k of record s.
 func (t *task) Messages(k simulator.Key, s *study.Scenario) ([]models.Message, error) {

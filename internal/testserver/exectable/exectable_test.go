@@ -1,14 +1,14 @@
-package simulator
+package exectable
 
 import (
 	"reflect"
 	"testing"
 )
 
-// TestDiffExecutionTables: a regenerated execution table that differs
+// TestDiff: a regenerated execution table that differs
 // from the checked-in one is described by its differing cells, whatever
 // the column widths (a cell that changes width realigns the whole table).
-func TestDiffExecutionTables(t *testing.T) {
+func TestDiff(t *testing.T) {
 	const want = `scenario  class              revise_arguments        select_tool  proven preferred
 X08       timeout_committed  duplicate               recovered    select_tool
 X09       timeout_committed  recovered, wrong_value  recovered    select_tool
@@ -19,19 +19,19 @@ X08       timeout_committed  duplicate         recovered    select_tool
 X09       timeout_committed  wrong_value       recovered    select_tool
 X11       partial_commit     recovered         -            revise_arguments
 `
-	d := DiffExecutionTables([]byte(want), []byte(got))
+	d := Diff([]byte(want), []byte(got))
 	w := []string{
 		"X09 revise_arguments: want recovered, wrong_value, got wrong_value",
 		"X10: in the checked-in table only",
 		"X11: in the regenerated table only",
 	}
 	if !reflect.DeepEqual(d, w) {
-		t.Errorf("DiffExecutionTables = %q, want %q", d, w)
+		t.Errorf("Diff = %q, want %q", d, w)
 	}
-	if d := DiffExecutionTables([]byte(want), []byte(want)); d != nil {
+	if d := Diff([]byte(want), []byte(want)); d != nil {
 		t.Errorf("a table against itself: %q", d)
 	}
-	if d := DiffExecutionTables([]byte("scenario  class\n"), []byte(got)); len(d) != 1 {
+	if d := Diff([]byte("scenario  class\n"), []byte(got)); len(d) != 1 {
 		t.Errorf("another header: %q", d)
 	}
 }

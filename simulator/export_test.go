@@ -1,0 +1,4 @@
+package simulator
+
+// MaxArgumentBytes is maxArgumentBytes, for the external tests.
+const MaxArgumentBytes = maxArgumentBytes
