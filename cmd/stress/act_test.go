@@ -334,14 +334,19 @@ models:
 	if err := json.Unmarshal(mustRead(t, filepath.Join(dir, "b", "manifest.json")), &rec); err != nil || rec.Manifest.ExternalServer != url {
 		t.Errorf("manifest.json: external_server %q, %v", rec.Manifest.ExternalServer, err)
 	}
-	for _, c := range []struct{ url, say string }{
-		{"http://user:secret@127.0.0.1:1/mcp", "field external_server: the URL carries a password"},
-		{"ftp://127.0.0.1/mcp", "field external_server: want an http or https URL"},
+	for _, c := range []struct {
+		name     string
+		url, say string
+	}{
+		{"refuses a URL with a password", "http://user:secret@127.0.0.1:1/mcp", "field external_server: the URL carries a password"},
+		{"refuses an ftp URL", "ftp://127.0.0.1/mcp", "field external_server: want an http or https URL"},
 	} {
-		_, _, err := runCmd(t, "run", "-quiet", "-out", filepath.Join(dir, "bad"), manifest(c.url))
-		if err == nil || !strings.Contains(err.Error(), c.say) || strings.Contains(err.Error(), "secret") {
-			t.Errorf("external_server %s: %v", c.url, err)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := runCmd(t, "run", "-quiet", "-out", filepath.Join(dir, "bad"), manifest(c.url))
+			if err == nil || !strings.Contains(err.Error(), c.say) || strings.Contains(err.Error(), "secret") {
+				t.Errorf("external_server %s: %v", c.url, err)
+			}
+		})
 	}
 }
 

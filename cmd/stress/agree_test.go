@@ -130,18 +130,21 @@ func TestAgreeErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
+		name string
 		args []string
 		want string
 	}{
-		{[]string{"agree", paperCorpus}, "usage: agree takes two corpora"},
-		{[]string{"agree", paperCorpus, short}, "only in " + paperCorpus + ": S01; only in " + short + ": none; pass -common"},
-		{[]string{"agree", paperCorpus, otherFile}, "record S05: " + paperCorpus + " and " + otherFile + " hold different observations"},
-		{[]string{"agree", paperCorpus, filepath.Join(tmp, "nope")}, "nope"},
+		{"one corpus is a usage error", []string{"agree", paperCorpus}, "usage: agree takes two corpora"},
+		{"a record only in one corpus needs -common", []string{"agree", paperCorpus, short}, "only in " + paperCorpus + ": S01; only in " + short + ": none; pass -common"},
+		{"different observations of one record", []string{"agree", paperCorpus, otherFile}, "record S05: " + paperCorpus + " and " + otherFile + " hold different observations"},
+		{"a missing corpus", []string{"agree", paperCorpus, filepath.Join(tmp, "nope")}, "nope"},
 	} {
-		_, _, err := runCmd(t, tc.args...)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := runCmd(t, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+			}
+		})
 	}
 	out, _, err := runCmd(t, "agree", "-common", paperCorpus, short)
 	if err != nil || !strings.Contains(out, "Agreement of two codings of 20 records") || !strings.Contains(out, "only in A: S01; only in B: none") {
@@ -172,13 +175,15 @@ func TestAgreeNoCommonRecord(t *testing.T) {
 		{"agree", paperCorpus, other},
 		{"adjudicate", "-out", filepath.Join(t.TempDir(), "ledger.csv"), paperCorpus, other},
 	} {
-		out, _, err := runCmd(t, args...)
-		if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "pass -common") {
-			t.Errorf("%v: error %v, want a failure with %q", args, err, want)
-		}
-		if out != "" {
-			t.Errorf("%v printed:\n%s", args, out)
-		}
+		t.Run(argsName(args), func(t *testing.T) {
+			out, _, err := runCmd(t, args...)
+			if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "pass -common") {
+				t.Errorf("%v: error %v, want a failure with %q", args, err, want)
+			}
+			if out != "" {
+				t.Errorf("%v printed:\n%s", args, out)
+			}
+		})
 	}
 }
 
@@ -221,15 +226,17 @@ func TestAdjudicate(t *testing.T) {
 		{"missing row", head + s18 + "b,Ada,\n", []string{"no row for the disagreement on record S21 field content.C (A 1, B 0)"}},
 		{"ragged", head + s18 + "b,Ada\n", []string{"row 2: 8 cells, want 9"}},
 	} {
-		_, _, err := runCmd(t, "adjudicate", "-apply", write(tc.name+".csv", tc.body), "-out", out, paperCorpus, coder2Corpus)
-		for _, w := range tc.want {
-			if err == nil || !strings.Contains(err.Error(), w) {
-				t.Errorf("%s: %v, want %q", tc.name, err, w)
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := runCmd(t, "adjudicate", "-apply", write(tc.name+".csv", tc.body), "-out", out, paperCorpus, coder2Corpus)
+			for _, w := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("%s: %v, want %q", tc.name, err, w)
+				}
 			}
-		}
-		if _, serr := os.Stat(out); serr == nil {
-			t.Fatalf("%s: a refused ledger wrote %s", tc.name, out)
-		}
+			if _, serr := os.Stat(out); serr == nil {
+				t.Fatalf("%s: a refused ledger wrote %s", tc.name, out)
+			}
+		})
 	}
 	decided := write("decided.csv", head+s18+"b,Ada,No results: change the value\n"+s21+"A,,the text says invalid\n")
 	msg, _, err := runCmd(t, "adjudicate", "-apply", decided, "-by", "Bob", "-out", out, paperCorpus, coder2Corpus)
@@ -344,10 +351,12 @@ func TestProposedRefused(t *testing.T) {
 		t.Errorf("manifest.json does not record -allow-proposed:\n%.600s", rec)
 	}
 	for _, args := range [][]string{{"analyze", "-b", "50", bundle}, {"compare", "-b", "50", bundle, bundle}} {
-		out, _, err := runCmd(t, args...)
-		if err != nil || !strings.Contains(out, "run with -allow-proposed") {
-			t.Errorf("%v: %v\n%s", args, err, out)
-		}
+		t.Run(argsName(args), func(t *testing.T) {
+			out, _, err := runCmd(t, args...)
+			if err != nil || !strings.Contains(out, "run with -allow-proposed") {
+				t.Errorf("%v: %v\n%s", args, err, out)
+			}
+		})
 	}
 	js, _, _ := runCmd(t, "analyze", "-json", "-b", "50", bundle)
 	if !strings.Contains(js, `"warnings": [`) || !strings.Contains(js, "run with -allow-proposed") {
@@ -374,17 +383,20 @@ func TestProposedRefused(t *testing.T) {
 		t.Errorf("after confirm: %v, %+v", un, cc.Scenarios[6].Coding)
 	}
 	for _, tc := range []struct {
+		name string
 		args []string
 		want string
 	}{
-		{[]string{"confirm", "-record", "S07", "-out", filepath.Join(tmp, "x"), confirmed}, "flag -by is required"},
-		{[]string{"confirm", "-by", "Ada", "-out", filepath.Join(tmp, "x"), confirmed}, "give -all or at least one -record ID"},
-		{[]string{"confirm", "-by", "Ada", "-record", "S99", "-out", filepath.Join(tmp, "x"), confirmed}, "flag -record: no record S99"},
-		{[]string{"confirm", "-by", "Ada", "-all", "-out", confirmed, confirmed}, "not empty"},
+		{"confirm needs -by", []string{"confirm", "-record", "S07", "-out", filepath.Join(tmp, "x"), confirmed}, "flag -by is required"},
+		{"confirm needs -all or a -record", []string{"confirm", "-by", "Ada", "-out", filepath.Join(tmp, "x"), confirmed}, "give -all or at least one -record ID"},
+		{"confirm refuses an unknown record", []string{"confirm", "-by", "Ada", "-record", "S99", "-out", filepath.Join(tmp, "x"), confirmed}, "flag -record: no record S99"},
+		{"confirm refuses a non-empty -out", []string{"confirm", "-by", "Ada", "-all", "-out", confirmed, confirmed}, "not empty"},
 	} {
-		if _, _, err := runCmd(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if _, _, err := runCmd(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+			}
+		})
 	}
 }
 
@@ -481,26 +493,29 @@ func TestCodeRulesWithModel(t *testing.T) {
 	src, _ := filepath.Abs("../../manifests")
 	tmp := t.TempDir()
 	for _, c := range []struct {
+		name  string
 		model string
 		want  string
 	}{
-		{"model: llama3.2:3b-instruct-q4_K_M", `field models[0].model: backend rules is the capture rules (coding/rules), which call no model: want capture-rules, got "llama3.2:3b-instruct-q4_K_M"`},
-		{"model: capture-rules\n    host: http://127.0.0.1:11434\n    digest: " + strings.Repeat("a", 64) + "\n    format: schema",
+		{"refuses a model other than capture-rules", "model: llama3.2:3b-instruct-q4_K_M", `field models[0].model: backend rules is the capture rules (coding/rules), which call no model: want capture-rules, got "llama3.2:3b-instruct-q4_K_M"`},
+		{"refuses a host, digest and format", "model: capture-rules\n    host: http://127.0.0.1:11434\n    digest: " + strings.Repeat("a", 64) + "\n    format: schema",
 			"field models[0]: backend rules calls no model, so it takes no digest, host, format"},
 	} {
-		file := filepath.Join(tmp, "m.yaml")
-		yaml := "name: t\ncorpus: " + src + "/corpus/paper\nprompts:\n  - name: coding\n    path: " + src + "/prompts/coding.tmpl\n" +
-			"conditions: [normalized]\nreplicates: 1\nseed: 7\ntemperature: 0\nmodels:\n  - name: rules\n    backend: rules\n    " + c.model + "\n"
-		if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		out := filepath.Join(tmp, "cod")
-		_, _, err := runCmd(t, "code", "-quiet", "-out", out, file)
-		if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), "manifest "+file+": "+c.want) {
-			t.Errorf("%s: error %v, want a failure with %q", c.model, err, c.want)
-		}
-		if _, err := os.Stat(out); err == nil {
-			t.Errorf("%s: the refused coding wrote %s", c.model, out)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			file := filepath.Join(tmp, "m.yaml")
+			yaml := "name: t\ncorpus: " + src + "/corpus/paper\nprompts:\n  - name: coding\n    path: " + src + "/prompts/coding.tmpl\n" +
+				"conditions: [normalized]\nreplicates: 1\nseed: 7\ntemperature: 0\nmodels:\n  - name: rules\n    backend: rules\n    " + c.model + "\n"
+			if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(tmp, "cod")
+			_, _, err := runCmd(t, "code", "-quiet", "-out", out, file)
+			if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), "manifest "+file+": "+c.want) {
+				t.Errorf("%s: error %v, want a failure with %q", c.model, err, c.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("%s: the refused coding wrote %s", c.model, out)
+			}
+		})
 	}
 }

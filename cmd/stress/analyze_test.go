@@ -388,10 +388,12 @@ func TestAnalyzeFlagErrors(t *testing.T) {
 		{[]string{"-against", "arxiv"}, `flag -against: unknown table "arxiv"`},
 		{[]string{"-pair", "envelope,normalized"}, "no model/prompt arm of the bundle has decisions under both envelope and normalized"},
 	} {
-		_, _, err := runCmd(t, append(append([]string{"analyze"}, tc.args...), dir)...)
-		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("analyze %v: error %v, want a usage error containing %q", tc.args, err, tc.want)
-		}
+		t.Run(argsName(tc.args), func(t *testing.T) {
+			_, _, err := runCmd(t, append(append([]string{"analyze"}, tc.args...), dir)...)
+			if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("analyze %v: error %v, want a usage error containing %q", tc.args, err, tc.want)
+			}
+		})
 	}
 	// A column given as its table label works.
 	if _, _, err := runCmd(t, "analyze", "-pair", "prose,normalized", "-column", "AnyFS", dir); err != nil {

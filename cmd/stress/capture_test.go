@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -159,10 +160,12 @@ func TestCaptureUsage(t *testing.T) {
 		{[]string{"-out", out, "-stdio", "a=true", "extra"}, "unexpected arguments"},
 	}
 	for _, tc := range cases {
-		_, _, err := runCmd(t, append([]string{"capture"}, tc.args...)...)
-		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("capture %q: %v, want a usage error containing %q", tc.args, err, tc.want)
-		}
+		t.Run(argsName(tc.args), func(t *testing.T) {
+			_, _, err := runCmd(t, append([]string{"capture"}, tc.args...)...)
+			if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("capture %q: %v, want a usage error containing %q", tc.args, err, tc.want)
+			}
+		})
 	}
 	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a refused capture created %s", out)
@@ -193,9 +196,11 @@ func TestSplitCommand(t *testing.T) {
 		t.Errorf("env %q, argv %q, err %v", env, argv, err)
 	}
 	for _, bad := range []string{"", "A=1", `"open`} {
-		if _, _, err := splitCommand(bad); err == nil {
-			t.Errorf("splitCommand(%q): want an error", bad)
-		}
+		t.Run(fmt.Sprintf("refuses %q", bad), func(t *testing.T) {
+			if _, _, err := splitCommand(bad); err == nil {
+				t.Errorf("splitCommand(%q): want an error", bad)
+			}
+		})
 	}
 }
 

@@ -40,10 +40,12 @@ func TestCaptureBounds(t *testing.T) {
 		{[]string{"-max-notifications", "0"}, "flag -max-notifications: want 1 to"},
 		{[]string{"-max-text-bytes", "-1"}, "flag -max-text-bytes: want 1024 to"},
 	} {
-		_, _, err := runCmd(t, append([]string{"capture", "-out", out, "-stdio", "a=true"}, tc.args...)...)
-		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("capture %q: %v, want a usage error containing %q", tc.args, err, tc.want)
-		}
+		t.Run(argsName(tc.args), func(t *testing.T) {
+			_, _, err := runCmd(t, append([]string{"capture", "-out", out, "-stdio", "a=true"}, tc.args...)...)
+			if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("capture %q: %v, want a usage error containing %q", tc.args, err, tc.want)
+			}
+		})
 	}
 
 	script := filepath.Join(t.TempDir(), "noisy.sh")

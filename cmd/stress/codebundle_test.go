@@ -40,11 +40,13 @@ func TestCodeBundleV1(t *testing.T) {
 		{"code-v1-agree-rules.golden", "../../internal/coder/testdata/v1/coded/rules.coding"},
 		{"code-v1-agree-fake.golden", "../../internal/coder/testdata/v1-scripted/coded/fake.coding"},
 	} {
-		out, _, err := runCmd(t, "agree", "-common", paperCorpus, c.corpus)
-		if err != nil {
-			t.Fatal(err)
-		}
-		golden(t, c.golden, out)
+		t.Run(c.golden, func(t *testing.T) {
+			out, _, err := runCmd(t, "agree", "-common", paperCorpus, c.corpus)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, c.golden, out)
+		})
 	}
 
 	fresh := filepath.Join(t.TempDir(), "new")
@@ -73,10 +75,12 @@ func TestCodingBundleNotCounted(t *testing.T) {
 		{"merge", "-out", filepath.Join(t.TempDir(), "m"), dir, dir},
 		{"export", "-out", filepath.Join(t.TempDir(), "x"), dir},
 	} {
-		_, log, err := runCmd(t, args...)
-		if err == nil || !strings.Contains(err.Error()+log, want) || !strings.Contains(err.Error()+log, "stress code -resume "+dir) {
-			t.Errorf("%v: %v\n%s", args, err, log)
-		}
+		t.Run(argsName(args), func(t *testing.T) {
+			_, log, err := runCmd(t, args...)
+			if err == nil || !strings.Contains(err.Error()+log, want) || !strings.Contains(err.Error()+log, "stress code -resume "+dir) {
+				t.Errorf("%v: %v\n%s", args, err, log)
+			}
+		})
 	}
 	if _, log, err := runCmd(t, "code", "-quiet", "-resume", dir, manifest); err != nil {
 		t.Errorf("code -resume: %v\n%s", err, log)

@@ -93,9 +93,11 @@ func TestCompareRefusals(t *testing.T) {
 		{[]string{"-arm-a", "gpt", a, a}, `flag -arm-a/-arm-b: arm selection: bundle A: no arm "gpt"`},
 		{[]string{"-b", "-3", a, a}, "flag -b"},
 	} {
-		if _, _, err := runCmd(t, append([]string{"compare"}, tc.args...)...); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("compare %v: %v, want a usage error with %q", tc.args, err, tc.want)
-		}
+		t.Run(argsName(tc.args), func(t *testing.T) {
+			if _, _, err := runCmd(t, append([]string{"compare"}, tc.args...)...); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("compare %v: %v, want a usage error with %q", tc.args, err, tc.want)
+			}
+		})
 	}
 	if _, _, err := runCmd(t, "compare", a, filepath.Join(t.TempDir(), "none")); err == nil || !strings.Contains(err.Error(), "RUN_B") {
 		t.Errorf("missing bundle: %v", err)

@@ -108,9 +108,11 @@ func TestRenderNewConditions(t *testing.T) {
 		"category_text":              conditions.CategoryLabel,
 		"envelope_false_replay":      `"sideEffects": "committed"`,
 	} {
-		out, log, err := runCmd(t, "render", "-scenario", "S02", "-condition", c)
-		if err != nil || !strings.Contains(out, want) {
-			t.Errorf("render %s: %v %s\n%s\nwant it to contain %q", c, err, log, out, want)
-		}
+		t.Run(c, func(t *testing.T) {
+			out, log, err := runCmd(t, "render", "-scenario", "S02", "-condition", c)
+			if err != nil || !strings.Contains(out, want) {
+				t.Errorf("render %s: %v %s\n%s\nwant it to contain %q", c, err, log, out, want)
+			}
+		})
 	}
 }

@@ -96,9 +96,11 @@ func TestConformFails(t *testing.T) {
 
 func TestConformUsage(t *testing.T) {
 	for _, args := range [][]string{{"conform", "extra"}, {"conform", "-nope"}} {
-		if _, _, err := runCmd(t, args...); !errors.Is(err, errUsage) {
-			t.Errorf("%v: err %v, want a usage error", args, err)
-		}
+		t.Run(argsName(args), func(t *testing.T) {
+			if _, _, err := runCmd(t, args...); !errors.Is(err, errUsage) {
+				t.Errorf("%v: err %v, want a usage error", args, err)
+			}
+		})
 	}
 	if _, _, err := runCmd(t, "conform", "-manifest", "/nonexistent/m.yaml"); err == nil || !strings.Contains(err.Error(), "/nonexistent/m.yaml") {
 		t.Errorf("missing manifest: %v", err)

@@ -107,9 +107,11 @@ func TestDBTableRefuses(t *testing.T) {
 		{"db", "nonsense"},
 		{"db", "table", "-set", filepath.Join(dir, "missing.json")},
 	} {
-		if _, _, err := runCmd(t, c...); err == nil {
-			t.Errorf("%v: no error", c)
-		}
+		t.Run(argsName(c), func(t *testing.T) {
+			if _, _, err := runCmd(t, c...); err == nil {
+				t.Errorf("%v: no error", c)
+			}
+		})
 	}
 }
 

@@ -598,9 +598,11 @@ func TestExportBadInput(t *testing.T) {
 		{[]string{"export", def, def}, "export: want one bundle directory, got 2 arguments"},
 		{[]string{"export", filepath.Join(def, "nope")}, filepath.Join(def, "nope", results.ManifestFile)},
 	} {
-		if _, _, err := runCmd(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%v: %v, want %q", c.args, err, c.want)
-		}
+		t.Run(argsName(c.args), func(t *testing.T) {
+			if _, _, err := runCmd(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%v: %v, want %q", c.args, err, c.want)
+			}
+		})
 	}
 }
 
@@ -650,7 +652,7 @@ models:
 	}
 	// The sample each log shows: the first decision of its model with a
 	// tool call.
-	pick := func(l inspect.IndexLog) simulator.Key {
+	pick := func(t *testing.T, l inspect.IndexLog) simulator.Key {
 		for _, c := range calls {
 			if c.Key.Model == l.Model && c.Action != nil {
 				return c.Key
@@ -662,16 +664,18 @@ models:
 	// The logs as .json files, then as .eval archives (which the viewer
 	// reads member by member, with Range requests).
 	for _, form := range []string{"json", "eval"} {
-		site := filepath.Join(dir, form)
-		want := exportForViewer(t, bundle, site, form == "eval", "baseline/", calls, pick)
-		got := runViewer(t, script, chromium, site, want)
-		if len(got.Checks) < 20 || len(got.Screenshots) != 1+2*len(want.Logs) {
-			t.Errorf("%d checks and %d screenshots (%v)", len(got.Checks), len(got.Screenshots), got.Screenshots)
-		}
-		t.Logf("%s logs in the viewer: %d checks passed; timings %v ms; screenshots in %s", form, len(got.Checks), got.Timings, filepath.Join(site, "shots"))
-		if keep := os.Getenv("STRESS_KEEP_SHOTS"); keep != "" {
-			os.CopyFS(filepath.Join(keep, form), os.DirFS(filepath.Join(site, "shots")))
-		}
+		t.Run(form+" logs", func(t *testing.T) {
+			site := filepath.Join(dir, form)
+			want := exportForViewer(t, bundle, site, form == "eval", "baseline/", calls, pick)
+			got := runViewer(t, script, chromium, site, want)
+			if len(got.Checks) < 20 || len(got.Screenshots) != 1+2*len(want.Logs) {
+				t.Errorf("%d checks and %d screenshots (%v)", len(got.Checks), len(got.Screenshots), got.Screenshots)
+			}
+			t.Logf("%s logs in the viewer: %d checks passed; timings %v ms; screenshots in %s", form, len(got.Checks), got.Timings, filepath.Join(site, "shots"))
+			if keep := os.Getenv("STRESS_KEEP_SHOTS"); keep != "" {
+				os.CopyFS(filepath.Join(keep, form), os.DirFS(filepath.Join(site, "shots")))
+			}
+		})
 	}
 }
 
@@ -749,7 +753,7 @@ models:
 	if errs == 0 || hostile == 0 {
 		t.Fatalf("%d error calls and %d hostile answers, want both", errs, hostile)
 	}
-	pick := func(l inspect.IndexLog) simulator.Key {
+	pick := func(t *testing.T, l inspect.IndexLog) simulator.Key {
 		for _, c := range calls {
 			if c.Key.Model == l.Model && c.Response == hostileAnswer {
 				return c.Key
@@ -758,11 +762,13 @@ models:
 		return simulator.Key{}
 	}
 	for _, form := range []string{"json", "eval"} {
-		site := filepath.Join(dir, form)
-		want := exportForViewer(t, bundle, site, form == "eval", "echohttp/", calls, pick)
-		want.RemoteImage = hostileImage
-		got := runViewer(t, script, chromium, site, want)
-		t.Logf("%s logs in the viewer: %d checks passed; timings %v ms; screenshots in %s", form, len(got.Checks), got.Timings, filepath.Join(site, "shots"))
+		t.Run(form+" logs", func(t *testing.T) {
+			site := filepath.Join(dir, form)
+			want := exportForViewer(t, bundle, site, form == "eval", "echohttp/", calls, pick)
+			want.RemoteImage = hostileImage
+			got := runViewer(t, script, chromium, site, want)
+			t.Logf("%s logs in the viewer: %d checks passed; timings %v ms; screenshots in %s", form, len(got.Checks), got.Timings, filepath.Join(site, "shots"))
+		})
 	}
 }
 
@@ -804,7 +810,7 @@ type viewerScore struct {
 // decision pick chooses (its first request's user messages, its last
 // response, its tool calls), from the bundle's calls; provider prefixes
 // the models' names.
-func exportForViewer(t *testing.T, bundle, site string, eval bool, provider string, calls []results.Call, pick func(inspect.IndexLog) simulator.Key) viewerWant {
+func exportForViewer(t *testing.T, bundle, site string, eval bool, provider string, calls []results.Call, pick func(*testing.T, inspect.IndexLog) simulator.Key) viewerWant {
 	t.Helper()
 	args := []string{"export", "-quiet", "-out", filepath.Join(site, "logs"), bundle}
 	if eval {
@@ -834,7 +840,7 @@ func exportForViewer(t *testing.T, bundle, site string, eval bool, provider stri
 				lw.Scores = append(lw.Scores, viewerScore{name, k / n, k})
 			}
 		}
-		key := pick(l)
+		key := pick(t, l)
 		if key.Model == "" {
 			t.Fatalf("log %s: no decision to show", l.File)
 		}

@@ -46,10 +46,12 @@ func TestInterspersedFlags(t *testing.T) {
 		{[]string{"analyze", a, "--", "-json"}, "analyze takes one bundle directory"},
 		{[]string{"compare", a, "--", "-b", b}, "compare takes two bundle directories"},
 	} {
-		_, _, err := runCmd(t, tc.args...)
-		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("stress %q: error %v, want a usage error containing %q", tc.args, err, tc.want)
-		}
+		t.Run(argsName(tc.args), func(t *testing.T) {
+			_, _, err := runCmd(t, tc.args...)
+			if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("stress %q: error %v, want a usage error containing %q", tc.args, err, tc.want)
+			}
+		})
 	}
 	// After "--" an argument that looks like a flag is an argument, here a
 	// bundle directory that does not exist.

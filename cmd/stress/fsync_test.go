@@ -55,29 +55,31 @@ func TestOneDecisionFsyncs(t *testing.T) {
 	// can leave without it (the file's bytes, or for the directory the
 	// name of calls.jsonl) makes the bundle refused, never silently
 	// redone, where a lost derived file is repaired (below).
-	for _, loss := range []struct{ file, why string }{
-		{"messages.jsonl", "messages.jsonl has 0 bytes, fewer than the"},
-		{"calls.jsonl", "calls.jsonl has 0 bytes, fewer than the"},
-		{"manifest.json", "manifest.json: unexpected end of JSON input"},
-		{"", "calls.jsonl is missing, but its first"},
+	for _, loss := range []struct{ name, file, why string }{
+		{"messages.jsonl's bytes lost", "messages.jsonl", "messages.jsonl has 0 bytes, fewer than the"},
+		{"calls.jsonl's bytes lost", "calls.jsonl", "calls.jsonl has 0 bytes, fewer than the"},
+		{"manifest.json's bytes lost", "manifest.json", "manifest.json: unexpected end of JSON input"},
+		{"calls.jsonl's directory entry lost", "", "calls.jsonl is missing, but its first"},
 	} {
-		lost := filepath.Join(root, "lost-"+strings.TrimSuffix(loss.file, filepath.Ext(loss.file)))
-		copyDir(t, out, lost)
-		if loss.file == "" {
-			err = os.Remove(filepath.Join(lost, "calls.jsonl"))
-		} else {
-			err = os.WriteFile(filepath.Join(lost, loss.file), nil, 0o644)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = run(context.Background(), []string{"run", "-quiet", "-resume", lost}, io.Discard, io.Discard)
-		if err == nil || !strings.Contains(err.Error(), loss.why) {
-			t.Errorf("resume after losing what the fsync of %q keeps: %v, want %q", loss.file, err, loss.why)
-		}
-		if err := run(context.Background(), []string{"analyze", lost}, io.Discard, io.Discard); err == nil {
-			t.Errorf("analyze after losing what the fsync of %q keeps: no error", loss.file)
-		}
+		t.Run(loss.name, func(t *testing.T) {
+			lost := filepath.Join(root, "lost-"+strings.TrimSuffix(loss.file, filepath.Ext(loss.file)))
+			copyDir(t, out, lost)
+			if loss.file == "" {
+				err = os.Remove(filepath.Join(lost, "calls.jsonl"))
+			} else {
+				err = os.WriteFile(filepath.Join(lost, loss.file), nil, 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = run(context.Background(), []string{"run", "-quiet", "-resume", lost}, io.Discard, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), loss.why) {
+				t.Errorf("resume after losing what the fsync of %q keeps: %v, want %q", loss.file, err, loss.why)
+			}
+			if err := run(context.Background(), []string{"analyze", lost}, io.Discard, io.Discard); err == nil {
+				t.Errorf("analyze after losing what the fsync of %q keeps: no error", loss.file)
+			}
+		})
 	}
 
 	if err := os.WriteFile(filepath.Join(out, "decisions.parquet"), nil, 0o644); err != nil {
@@ -104,24 +106,34 @@ func TestOneDecisionFsyncs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, torn := range [][]byte{nil, make([]byte, len(kept)), kept[:len(kept)/2]} {
-		if err := os.WriteFile(defaults, torn, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		err = run(context.Background(), []string{"analyze", out}, io.Discard, &errOut)
-		if err == nil || !strings.Contains(err.Error(), "stress run -resume "+out+" rewrites it") {
-			t.Fatalf("analyze with a torn defaults.json (%d bytes): %v, want the repair named", len(torn), err)
-		}
-		errOut.Reset()
-		if err := run(context.Background(), []string{"run", "-resume", out}, io.Discard, &errOut); err != nil {
-			t.Fatalf("resume with a torn defaults.json (%d bytes): %v\n%s", len(torn), err, errOut.String())
-		}
-		if !strings.Contains(errOut.String(), "defaults.json written again from the study") {
-			t.Errorf("the resume that rewrote a torn defaults.json (%d bytes) did not say so:\n%s", len(torn), errOut.String())
-		}
-		if b, err := os.ReadFile(defaults); err != nil || !bytes.Equal(b, kept) {
-			t.Fatalf("defaults.json after the repair: %v\n%s\nwant\n%s", err, b, kept)
-		}
+	for _, tc := range []struct {
+		name string
+		torn []byte
+	}{
+		{"an empty defaults.json", nil},
+		{"a defaults.json of zeros", make([]byte, len(kept))},
+		{"half a defaults.json", kept[:len(kept)/2]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			torn := tc.torn
+			if err := os.WriteFile(defaults, torn, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			err = run(context.Background(), []string{"analyze", out}, io.Discard, &errOut)
+			if err == nil || !strings.Contains(err.Error(), "stress run -resume "+out+" rewrites it") {
+				t.Fatalf("analyze with a torn defaults.json (%d bytes): %v, want the repair named", len(torn), err)
+			}
+			errOut.Reset()
+			if err := run(context.Background(), []string{"run", "-resume", out}, io.Discard, &errOut); err != nil {
+				t.Fatalf("resume with a torn defaults.json (%d bytes): %v\n%s", len(torn), err, errOut.String())
+			}
+			if !strings.Contains(errOut.String(), "defaults.json written again from the study") {
+				t.Errorf("the resume that rewrote a torn defaults.json (%d bytes) did not say so:\n%s", len(torn), errOut.String())
+			}
+			if b, err := os.ReadFile(defaults); err != nil || !bytes.Equal(b, kept) {
+				t.Fatalf("defaults.json after the repair: %v\n%s\nwant\n%s", err, b, kept)
+			}
+		})
 	}
 	other := bytes.Replace(kept, []byte(`"seed": `), []byte(`"seed": 9`), 1)
 	if err := os.WriteFile(defaults, other, 0o644); err != nil {

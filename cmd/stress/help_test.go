@@ -27,10 +27,12 @@ func TestUsage(t *testing.T) {
 	}
 	golden(t, "usage.golden", out)
 	for _, arg := range []string{"-h", "-help", "--help"} {
-		got, _, err := runCmd(t, arg)
-		if err != nil || got != out {
-			t.Errorf("stress %s: %v, prints otherwise than stress help:\n%s", arg, err, diff(out, got))
-		}
+		t.Run(arg, func(t *testing.T) {
+			got, _, err := runCmd(t, arg)
+			if err != nil || got != out {
+				t.Errorf("stress %s: %v, prints otherwise than stress help:\n%s", arg, err, diff(out, got))
+			}
+		})
 	}
 	_, errOut, err = runCmd(t)
 	if !errors.Is(err, errUsage) || errOut != out {
@@ -55,29 +57,33 @@ func TestUsage(t *testing.T) {
 // when -h follows an argument.
 func TestHelp(t *testing.T) {
 	for _, c := range commands {
-		out, errOut, err := runCmd(t, "help", c.name)
-		if err != nil || errOut != "" {
-			t.Errorf("stress help %s: %v, stderr %q", c.name, err, errOut)
-			continue
-		}
-		golden(t, "help-"+c.name+".golden", out)
-		for _, args := range [][]string{{c.name, "-h"}, {c.name, "-help"}, {c.name, "--help"}, {c.name, "ARG", "-h"}} {
-			got, errOut, err := runCmd(t, args...)
-			if err != nil || errOut != "" || got != out {
-				t.Errorf("stress %q: %v, stderr %q, prints otherwise than stress help %s:\n%s", args, err, errOut, c.name, diff(out, got))
+		t.Run(c.name, func(t *testing.T) {
+			out, errOut, err := runCmd(t, "help", c.name)
+			if err != nil || errOut != "" {
+				t.Errorf("stress help %s: %v, stderr %q", c.name, err, errOut)
+				return
 			}
-		}
-		for _, f := range c.forms {
-			if !strings.Contains(out, f.short) {
-				t.Errorf("stress help %s lacks %q", c.name, f.short)
+			golden(t, "help-"+c.name+".golden", out)
+			for _, args := range [][]string{{c.name, "-h"}, {c.name, "-help"}, {c.name, "--help"}, {c.name, "ARG", "-h"}} {
+				t.Run(argsName(args), func(t *testing.T) {
+					got, errOut, err := runCmd(t, args...)
+					if err != nil || errOut != "" || got != out {
+						t.Errorf("stress %q: %v, stderr %q, prints otherwise than stress help %s:\n%s", args, err, errOut, c.name, diff(out, got))
+					}
+				})
 			}
-		}
-		// Every flag is listed with its help.
-		fs, _ := c.flagSet(io.Discard)
-		fs.VisitAll(func(f *flag.Flag) {
-			if !strings.Contains(out, "  -"+f.Name) {
-				t.Errorf("stress help %s lacks flag -%s", c.name, f.Name)
+			for _, f := range c.forms {
+				if !strings.Contains(out, f.short) {
+					t.Errorf("stress help %s lacks %q", c.name, f.short)
+				}
 			}
+			// Every flag is listed with its help.
+			fs, _ := c.flagSet(io.Discard)
+			fs.VisitAll(func(f *flag.Flag) {
+				if !strings.Contains(out, "  -"+f.Name) {
+					t.Errorf("stress help %s lacks flag -%s", c.name, f.Name)
+				}
+			})
 		})
 	}
 	// render lists every condition the code knows, not only the paper's
@@ -98,10 +104,12 @@ func TestHelpErrors(t *testing.T) {
 		{[]string{"help", "frobnicate"}, `help: unknown command "frobnicate"`},
 		{[]string{"help", "run", "analyze"}, "help takes at most one command"},
 	} {
-		_, _, err := runCmd(t, tc.args...)
-		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("stress %q: %v, want a usage error containing %q", tc.args, err, tc.want)
-		}
+		t.Run(argsName(tc.args), func(t *testing.T) {
+			_, _, err := runCmd(t, tc.args...)
+			if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("stress %q: %v, want a usage error containing %q", tc.args, err, tc.want)
+			}
+		})
 	}
 	help, _, _ := runCmd(t, "help", "analyze")
 	out, errOut, err := runCmd(t, "analyze", "-bogus", "DIR")
@@ -159,27 +167,29 @@ func synopsisFlags(args string) (names, values []string) {
 // no other flag.
 func TestSynopsesComplete(t *testing.T) {
 	for _, c := range commands {
-		fs, _ := c.flagSet(io.Discard)
-		seen := map[string]bool{}
-		for _, f := range c.forms {
-			names, values := synopsisFlags(f.args)
-			for i, name := range names {
-				fl := fs.Lookup(name)
-				if fl == nil {
-					t.Errorf("%s: the form %q names -%s, which %s does not define", c.name, c.line(f), name, c.name)
-					continue
-				}
-				seen[name] = true
-				want, _ := flag.UnquoteUsage(fl)
-				if values[i] != want {
-					t.Errorf("%s: the form %q shows -%s %q, its help -%s %q", c.name, c.line(f), name, values[i], name, want)
+		t.Run(c.name, func(t *testing.T) {
+			fs, _ := c.flagSet(io.Discard)
+			seen := map[string]bool{}
+			for _, f := range c.forms {
+				names, values := synopsisFlags(f.args)
+				for i, name := range names {
+					fl := fs.Lookup(name)
+					if fl == nil {
+						t.Errorf("%s: the form %q names -%s, which %s does not define", c.name, c.line(f), name, c.name)
+						continue
+					}
+					seen[name] = true
+					want, _ := flag.UnquoteUsage(fl)
+					if values[i] != want {
+						t.Errorf("%s: the form %q shows -%s %q, its help -%s %q", c.name, c.line(f), name, values[i], name, want)
+					}
 				}
 			}
-		}
-		fs.VisitAll(func(fl *flag.Flag) {
-			if !seen[fl.Name] {
-				t.Errorf("%s: flag -%s is in no form of the command", c.name, fl.Name)
-			}
+			fs.VisitAll(func(fl *flag.Flag) {
+				if !seen[fl.Name] {
+					t.Errorf("%s: flag -%s is in no form of the command", c.name, fl.Name)
+				}
+			})
 		})
 	}
 	// The checker itself.

@@ -32,11 +32,13 @@ func TestNoServerSaysWhatToDo(t *testing.T) {
 		{"run", "-allow-unpinned", "-out", t.TempDir() + "/run", "../../manifests/paper.yaml"},
 		{"verify", "../../manifests/paper.yaml"},
 	} {
-		_, _, err := runCmd(t, args...)
-		want := "cannot reach Ollama at " + host + ` (from OLLAMA_HOST; models "llama3.2-3b", "qwen3.5-0.8b"): connection refused: ` + ollama.UnreachableHint
-		if err == nil || !strings.Contains(err.Error(), want) || strings.Count(err.Error(), "cannot reach") != 1 || strings.Count(err.Error(), addr) != 1 {
-			t.Errorf("%s: %v\nwant the server named once:\n%s", args[0], err, want)
-		}
+		t.Run(argsName(args), func(t *testing.T) {
+			_, _, err := runCmd(t, args...)
+			want := "cannot reach Ollama at " + host + ` (from OLLAMA_HOST; models "llama3.2-3b", "qwen3.5-0.8b"): connection refused: ` + ollama.UnreachableHint
+			if err == nil || !strings.Contains(err.Error(), want) || strings.Count(err.Error(), "cannot reach") != 1 || strings.Count(err.Error(), addr) != 1 {
+				t.Errorf("%s: %v\nwant the server named once:\n%s", args[0], err, want)
+			}
+		})
 	}
 }
 

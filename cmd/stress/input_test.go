@@ -37,14 +37,16 @@ func TestErrorsQuoteBounded(t *testing.T) {
 		{"long function name in a prompt", []string{"render", "-scenario", "S07", "-condition", "prose", "-prompt", write("fn.tmpl", []byte(`{{define "system"}}{{`+ident+`}}{{end}}`))}},
 		{"control characters in a prompt", []string{"render", "-scenario", "S07", "-condition", "prose", "-prompt", write("ctl.tmpl", []byte("{{define \"system\"}}{{\x1b[2J\x00}}{{end}}"))}},
 	} {
-		_, _, err := runCmd(t, tc.args...)
-		if err == nil {
-			t.Errorf("%s: accepted", tc.name)
-			continue
-		}
-		if msg := err.Error(); len(msg) > 1024 || !input.Printable(msg) {
-			t.Errorf("%s: error of %d bytes (printable %v), want under 1 KiB and printable:\n%.600q", tc.name, len(msg), input.Printable(msg), msg)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := runCmd(t, tc.args...)
+			if err == nil {
+				t.Errorf("%s: accepted", tc.name)
+				return
+			}
+			if msg := err.Error(); len(msg) > 1024 || !input.Printable(msg) {
+				t.Errorf("%s: error of %d bytes (printable %v), want under 1 KiB and printable:\n%.600q", tc.name, len(msg), input.Printable(msg), msg)
+			}
+		})
 	}
 }
 
@@ -70,10 +72,12 @@ func TestErrorsNamePathsAsGiven(t *testing.T) {
 		{[]string{"run", manifest}, "field prompts[0].path: open " + dir + "/none.tmpl: no such file"},
 		{[]string{"render", "-scenario", "S07", "-condition", "prose", "-prompt", dir + "/none.tmpl"}, "flag -prompt: open " + dir + "/none.tmpl: no such file"},
 	} {
-		_, _, err := runCmd(t, tc.args...)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("stress %q: error %v, want it to contain %q", tc.args, err, tc.want)
-		}
+		t.Run(argsName(tc.args), func(t *testing.T) {
+			_, _, err := runCmd(t, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("stress %q: error %v, want it to contain %q", tc.args, err, tc.want)
+			}
+		})
 	}
 }
 

@@ -24,7 +24,7 @@ func TestInputsBounded(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	over := func(name string, c input.Cap) string {
+	over := func(t *testing.T, name string, c input.Cap) string {
 		p := filepath.Join(root, name)
 		f, err := os.Create(p)
 		if err != nil {
@@ -92,40 +92,47 @@ models: [{name: s, backend: baseline, model: always_stop}]
 		}, input.Salt},
 		{"code", func(x, out string) []string { return []string{"code", "-out", out, x} }, input.Manifest},
 	} {
-		big := over(strings.ReplaceAll(tc.name, " ", "_")+".big", tc.cap)
-		for _, x := range []struct{ path, want string }{
-			{"/dev/zero", "/dev/zero: not a regular file (a device); give a file"},
-			{fifo, fifo + ": not a regular file (a named pipe); give a file"},
-			{big, fmt.Sprintf("%s: over its cap: more than %s, and %s holds at most %s", big, input.Size(tc.cap.Bytes), tc.cap.What, input.Size(tc.cap.Bytes))},
-		} {
-			done := make(chan string, 1)
-			go func() {
-				n++
-				out := filepath.Join(root, fmt.Sprint("out", n))
-				_, stderr, err := runCmd(t, tc.args(x.path, out)...)
-				if _, serr := os.Stat(out); serr == nil && tc.name != "sample snapshot" {
-					t.Errorf("%s %s: an output was written", tc.name, x.path)
-				}
-				if err == nil {
-					done <- "no error"
-					return
-				}
-				done <- err.Error() + "\n" + stderr
-			}()
-			select {
-			case msg := <-done:
-				want := x.want
-				if x.path == big {
-					// A corpus file is named relative to its directory.
-					want = fmt.Sprintf("%s: over its cap: %s, and %s holds at most %s", filepath.Base(big), input.Size(tc.cap.Bytes+1), tc.cap.What, input.Size(tc.cap.Bytes))
-				}
-				if !strings.Contains(msg, want) {
-					t.Errorf("%s %s: %s\nwant it to contain %q", tc.name, x.path, msg, want)
-				}
-			case <-time.After(20 * time.Second):
-				t.Fatalf("%s %s: still reading after 20s", tc.name, x.path)
+		t.Run(tc.name, func(t *testing.T) {
+			big := over(t, strings.ReplaceAll(tc.name, " ", "_")+".big", tc.cap)
+			for _, x := range []struct {
+				name       string
+				path, want string
+			}{
+				{"a device", "/dev/zero", "/dev/zero: not a regular file (a device); give a file"},
+				{"a named pipe", fifo, fifo + ": not a regular file (a named pipe); give a file"},
+				{"a file over its cap", big, fmt.Sprintf("%s: over its cap: more than %s, and %s holds at most %s", big, input.Size(tc.cap.Bytes), tc.cap.What, input.Size(tc.cap.Bytes))},
+			} {
+				t.Run(x.name, func(t *testing.T) {
+					done := make(chan string, 1)
+					go func() {
+						n++
+						out := filepath.Join(root, fmt.Sprint("out", n))
+						_, stderr, err := runCmd(t, tc.args(x.path, out)...)
+						if _, serr := os.Stat(out); serr == nil && tc.name != "sample snapshot" {
+							t.Errorf("%s %s: an output was written", tc.name, x.path)
+						}
+						if err == nil {
+							done <- "no error"
+							return
+						}
+						done <- err.Error() + "\n" + stderr
+					}()
+					select {
+					case msg := <-done:
+						want := x.want
+						if x.path == big {
+							// A corpus file is named relative to its directory.
+							want = fmt.Sprintf("%s: over its cap: %s, and %s holds at most %s", filepath.Base(big), input.Size(tc.cap.Bytes+1), tc.cap.What, input.Size(tc.cap.Bytes))
+						}
+						if !strings.Contains(msg, want) {
+							t.Errorf("%s %s: %s\nwant it to contain %q", tc.name, x.path, msg, want)
+						}
+					case <-time.After(20 * time.Second):
+						t.Fatalf("%s %s: still reading after 20s", tc.name, x.path)
+					}
+				})
 			}
-		}
+		})
 	}
 }
 

@@ -64,19 +64,22 @@ func nearJSON(want, got string, tol float64) bool {
 
 func TestNearJSON(t *testing.T) {
 	for _, tc := range []struct {
+		name      string
 		want, got string
 		ok        bool
 	}{
-		{`{"p": 0.04703102743951592}`, `{"p": 0.04703102743951608}`, true},
-		{`{"p": 0.047031}`, `{"p": 0.04703102743951608}`, false},
-		{`{"p": 4.930380657631324e-32}`, `{"p": 0}`, false},
-		{`{"n": 105}`, `{"n": 104}`, false},
-		{`{"p": 1}`, `{"q": 1}`, false},
-		{`[0.1, 0.2]`, `[0.1,0.2]`, false},
+		{"agrees to 1e-12", `{"p": 0.04703102743951592}`, `{"p": 0.04703102743951608}`, true},
+		{"rounded to six digits", `{"p": 0.047031}`, `{"p": 0.04703102743951608}`, false},
+		{"a tiny value against 0", `{"p": 4.930380657631324e-32}`, `{"p": 0}`, false},
+		{"a different integer", `{"n": 105}`, `{"n": 104}`, false},
+		{"a different key", `{"p": 1}`, `{"q": 1}`, false},
+		{"different spacing", `[0.1, 0.2]`, `[0.1,0.2]`, false},
 	} {
-		if got := nearJSON(tc.want, tc.got, 1e-12); got != tc.ok {
-			t.Errorf("nearJSON(%s, %s) = %v, want %v", tc.want, tc.got, got, tc.ok)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := nearJSON(tc.want, tc.got, 1e-12); got != tc.ok {
+				t.Errorf("nearJSON(%s, %s) = %v, want %v", tc.want, tc.got, got, tc.ok)
+			}
+		})
 	}
 }
 

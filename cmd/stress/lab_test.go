@@ -67,11 +67,13 @@ func TestLabUsage(t *testing.T) {
 		{[]string{"lab", "list", "-set", "nope"}, "flag -set"},
 	}
 	for _, c := range cases {
-		var out, errb bytes.Buffer
-		err := run(context.Background(), c.args, &out, &errb)
-		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("stress %v: %v, want a usage error containing %q", c.args, err, c.want)
-		}
+		t.Run(argsName(c.args), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			err := run(context.Background(), c.args, &out, &errb)
+			if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("stress %v: %v, want a usage error containing %q", c.args, err, c.want)
+			}
+		})
 	}
 }
 

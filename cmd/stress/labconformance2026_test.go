@@ -182,7 +182,7 @@ func TestLabServe2026(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := func(id string) (string, map[string]any) {
+	first := func(t *testing.T, id string) (string, map[string]any) {
 		sc, ok := set.Scenario(id)
 		if !ok {
 			t.Fatalf("no scenario %s", id)
@@ -195,7 +195,7 @@ func TestLabServe2026(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	call := func(transport mcp.Transport, version, id string) (reads []string, negotiated string, callErr error) {
+	call := func(t *testing.T, transport mcp.Transport, version, id string) (reads []string, negotiated string, callErr error) {
 		t.Helper()
 		log := &lockedBuffer{}
 		client := mcp.NewClient(&mcp.Implementation{Name: "lab-test", Version: "1"}, nil)
@@ -208,7 +208,7 @@ func TestLabServe2026(t *testing.T) {
 		cs, err := client.Connect(ctx, &mcp.LoggingTransport{Transport: transport, Writer: log}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 		must(err)
 		defer cs.Close()
-		tool, args := first(id)
+		tool, args := first(t, id)
 		_, callErr = cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 		_, err = mcp.CallCustomMethod[*lab.StateParams, *lab.StateResult](ctx, cs, lab.MethodState, &lab.StateParams{})
 		must(err)
@@ -219,7 +219,7 @@ func TestLabServe2026(t *testing.T) {
 		}
 		return reads, cs.InitializeResult().ProtocolVersion, callErr
 	}
-	check := func(what string, reads []string, version string) []int64 {
+	check := func(t *testing.T, what string, reads []string, version string) []int64 {
 		t.Helper()
 		var codes []int64
 		for _, r := range reads {
@@ -240,46 +240,51 @@ func TestLabServe2026(t *testing.T) {
 		return codes
 	}
 	for _, transport := range []string{"stdio", "http"} {
-		connect := func(args ...string) (mcp.Transport, func()) {
-			if transport == "stdio" {
-				return &mcp.CommandTransport{Command: exec.Command(bin, append([]string{"lab", "serve", "-stdio"}, args...)...)}, func() {}
+		t.Run(transport, func(t *testing.T) {
+			connect := func(args ...string) (mcp.Transport, func()) {
+				if transport == "stdio" {
+					return &mcp.CommandTransport{Command: exec.Command(bin, append([]string{"lab", "serve", "-stdio"}, args...)...)}, func() {}
+				}
+				url, stop := serveLab(t, bin, args...)
+				return &mcp.StreamableClientTransport{Endpoint: url}, func() { stop() }
 			}
-			url, stop := serveLab(t, bin, args...)
-			return &mcp.StreamableClientTransport{Endpoint: url}, func() { stop() }
-		}
-		for _, c := range []struct {
-			id, shape, version string
-			codes              []int64
-		}{
-			{"X02", "", "", []int64{study.RPCUpstream}},
-			{"X02", "", "2025-11-25", []int64{-32050}},
-			{"X29", "", "", nil},
-			{"X28", "sep2145", "", nil},
-			{"X28", "", "", []int64{-32602}},
-		} {
-			args := []string{"-scenario", c.id}
-			if c.shape != "" {
-				args = append(args, "-shape", c.shape)
+			for _, c := range []struct {
+				name               string
+				id, shape, version string
+				codes              []int64
+			}{
+				{"X02 gets the lab's own upstream code", "X02", "", "", []int64{study.RPCUpstream}},
+				{"X02 on 2025-11-25 gets the older -32050", "X02", "", "2025-11-25", []int64{-32050}},
+				{"X29's unknown tool is a complete result", "X29", "", "", nil},
+				{"X28 under sep2145 is a complete result", "X28", "sep2145", "", nil},
+				{"X28 is -32602", "X28", "", "", []int64{-32602}},
+			} {
+				t.Run(c.name, func(t *testing.T) {
+					args := []string{"-scenario", c.id}
+					if c.shape != "" {
+						args = append(args, "-shape", c.shape)
+					}
+					tr, stop := connect(args...)
+					reads, negotiated, callErr := call(t, tr, c.version, c.id)
+					stop()
+					what := fmt.Sprintf("%s %s %v version %q", transport, c.id, c.shape, c.version)
+					if want := cmp.Or(c.version, lab.Revision2026); negotiated != want {
+						t.Errorf("%s: negotiated %q, want %q", what, negotiated, want)
+					}
+					got := check(t, what, reads, negotiated)
+					var rpc *jsonrpc.Error
+					if len(got) == 0 && errors.As(callErr, &rpc) {
+						// Note: over HTTP on 2026-07-28 the SDK answers -32602 with
+						// HTTP 400 and the error as the body, which its client
+						// returns as the call's error, not as a message read.
+						got = append(got, rpc.Code)
+					}
+					if !slices.Equal(got, c.codes) {
+						t.Errorf("%s: error codes %v, want %v", what, got, c.codes)
+					}
+				})
 			}
-			tr, stop := connect(args...)
-			reads, negotiated, callErr := call(tr, c.version, c.id)
-			stop()
-			what := fmt.Sprintf("%s %s %v version %q", transport, c.id, c.shape, c.version)
-			if want := cmp.Or(c.version, lab.Revision2026); negotiated != want {
-				t.Errorf("%s: negotiated %q, want %q", what, negotiated, want)
-			}
-			got := check(what, reads, negotiated)
-			var rpc *jsonrpc.Error
-			if len(got) == 0 && errors.As(callErr, &rpc) {
-				// Note: over HTTP on 2026-07-28 the SDK answers -32602 with
-				// HTTP 400 and the error as the body, which its client
-				// returns as the call's error, not as a message read.
-				got = append(got, rpc.Code)
-			}
-			if !slices.Equal(got, c.codes) {
-				t.Errorf("%s: error codes %v, want %v", what, got, c.codes)
-			}
-		}
+		})
 	}
 
 	// SEP-3304 over HTTP: the lab's own rate limit (X40) under ratelimited.
@@ -296,7 +301,7 @@ func TestLabServe2026(t *testing.T) {
 		}
 		return resp, err
 	})}
-	_, _, callErr := call(&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, "", "X40")
+	_, _, callErr := call(t, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, "", "X40")
 	if callErr == nil || !strings.Contains(callErr.Error(), "Too Many Requests") {
 		t.Errorf("X40 ratelimited over HTTP: %v, want the Go SDK's HTTP 429 error", callErr)
 	}

@@ -214,9 +214,11 @@ func TestRenderLive(t *testing.T) {
 		t.Errorf("render -observation (the same failure): %v\n%s", err, out)
 	}
 	for _, args := range [][]string{{"-policy", "stop_or_escalate"}, {"-policy", "reboot"}} {
-		if _, _, err := runCmd(t, append([]string{"render", "-scenario", "S07", "-condition", "code_only", "-replays", "1", "-observation", same}, args...)...); err == nil || !strings.Contains(err.Error(), "flag -policy") {
-			t.Errorf("render %v: %v", args, err)
-		}
+		t.Run(argsName(args), func(t *testing.T) {
+			if _, _, err := runCmd(t, append([]string{"render", "-scenario", "S07", "-condition", "code_only", "-replays", "1", "-observation", same}, args...)...); err == nil || !strings.Contains(err.Error(), "flag -policy") {
+				t.Errorf("render %v: %v", args, err)
+			}
+		})
 	}
 	bad := filepath.Join(tmp, "bad.json")
 	os.WriteFile(bad, []byte("{"), 0o644)

@@ -57,6 +57,23 @@ func diff(want, got string) string {
 	return b.String()
 }
 
+// argsName names a case of a table of command lines by its command line,
+// each path cut to its last element (t.Run turns the spaces into _), or
+// "no arguments".
+func argsName(args []string) string {
+	if len(args) == 0 {
+		return "no arguments"
+	}
+	parts := make([]string, len(args))
+	for i, a := range args {
+		if strings.Contains(a, string(filepath.Separator)) {
+			a = filepath.Base(a)
+		}
+		parts[i] = a
+	}
+	return strings.Join(parts, " ")
+}
+
 func runCmd(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
@@ -209,10 +226,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"render", "-scenario", "S99", "-condition", "prose"}, `flag -scenario: no scenario "S99"`},
 		{[]string{"analyze"}, "one bundle directory"},
 	} {
-		_, _, err := runCmd(t, tc.args...)
-		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("stress %v: error %v, want a usage error containing %q", tc.args, err, tc.want)
-		}
+		t.Run(argsName(tc.args), func(t *testing.T) {
+			_, _, err := runCmd(t, tc.args...)
+			if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("stress %v: error %v, want a usage error containing %q", tc.args, err, tc.want)
+			}
+		})
 	}
 	// Bad files are failures (exit 1) that name the file.
 	_, _, err := runCmd(t, "run", "nonexistent.yaml")

@@ -49,10 +49,12 @@ func TestDamagedMessages(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, args := range [][]string{{"analyze", dir}, {"report", "-out", filepath.Join(t.TempDir(), "r"), dir}, {"compare", src, dir}} {
-				_, _, err := runCmd(t, args...)
-				if err == nil || !strings.Contains(err.Error(), "messages.jsonl") || !strings.Contains(err.Error(), tc.says) {
-					t.Errorf("%s: %v, want an error naming messages.jsonl saying %q", args[0], err, tc.says)
-				}
+				t.Run(argsName(args), func(t *testing.T) {
+					_, _, err := runCmd(t, args...)
+					if err == nil || !strings.Contains(err.Error(), "messages.jsonl") || !strings.Contains(err.Error(), tc.says) {
+						t.Errorf("%s: %v, want an error naming messages.jsonl saying %q", args[0], err, tc.says)
+					}
+				})
 			}
 		})
 	}

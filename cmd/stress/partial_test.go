@@ -92,13 +92,15 @@ func TestPartialBundle(t *testing.T) {
 	warning := fmt.Sprintf("partial bundle %s: manifest.json records %d of 84 decisions done, %d remaining", dir, done, 84-done)
 
 	for _, args := range [][]string{{"analyze", dir}, {"analyze", "-json", dir}, {"compare", dir, dir}, {"report", dir}, {"export", dir}} {
-		out, _, err := runCmd(t, args...)
-		if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), args[0]+" refuses "+warning+"; finish it with stress run -resume "+dir+", or pass -partial") {
-			t.Errorf("%v: error %v, want a failure that refuses the partial bundle", args, err)
-		}
-		if out != "" {
-			t.Errorf("%v printed the numbers of a refused bundle:\n%s", args, out)
-		}
+		t.Run(argsName(args), func(t *testing.T) {
+			out, _, err := runCmd(t, args...)
+			if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), args[0]+" refuses "+warning+"; finish it with stress run -resume "+dir+", or pass -partial") {
+				t.Errorf("%v: error %v, want a failure that refuses the partial bundle", args, err)
+			}
+			if out != "" {
+				t.Errorf("%v printed the numbers of a refused bundle:\n%s", args, out)
+			}
+		})
 	}
 	if _, err := os.Stat(filepath.Join(dir, "report")); err == nil {
 		t.Error("a refused report wrote its directory")
@@ -226,22 +228,26 @@ func TestCorruptManifest(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		edit func()
+		edit func(t *testing.T)
 		want string
 	}{
-		{"invalid JSON", func() { os.WriteFile(file, orig[:len(orig)/2], 0o644) }, "unexpected end of JSON input"},
-		{"no run_id", func() { editManifest(t, good, map[string]any{"run_id": nil}) }, "field run_id is missing"},
-		{"no decisions", func() { editManifest(t, good, map[string]any{"decisions": nil}) }, "field decisions is missing"},
-		{"missing", func() { os.Remove(file) }, "no such file"},
+		{"invalid JSON", func(*testing.T) { os.WriteFile(file, orig[:len(orig)/2], 0o644) }, "unexpected end of JSON input"},
+		{"no run_id", func(t *testing.T) { editManifest(t, good, map[string]any{"run_id": nil}) }, "field run_id is missing"},
+		{"no decisions", func(t *testing.T) { editManifest(t, good, map[string]any{"decisions": nil}) }, "field decisions is missing"},
+		{"missing", func(*testing.T) { os.Remove(file) }, "no such file"},
 	} {
-		os.WriteFile(file, orig, 0o644)
-		tc.edit()
-		for _, args := range [][]string{{"analyze", good}, {"analyze", "-partial", "-json", good}, {"report", "-partial", good}, {"compare", "-partial", good, good}} {
-			_, _, err := runCmd(t, args...)
-			if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("%s: %v: error %v, want a failure naming %s with %q", tc.name, args, err, file, tc.want)
+		t.Run(tc.name, func(t *testing.T) {
+			os.WriteFile(file, orig, 0o644)
+			tc.edit(t)
+			for _, args := range [][]string{{"analyze", good}, {"analyze", "-partial", "-json", good}, {"report", "-partial", good}, {"compare", "-partial", good, good}} {
+				t.Run(argsName(args), func(t *testing.T) {
+					_, _, err := runCmd(t, args...)
+					if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), tc.want) {
+						t.Errorf("%s: %v: error %v, want a failure naming %s with %q", tc.name, args, err, file, tc.want)
+					}
+				})
 			}
-		}
+		})
 	}
 }
 
@@ -259,13 +265,15 @@ func TestPartialKilled(t *testing.T) {
 	}
 	pq := filepath.Join(dir, results.DecisionsFile)
 	for _, args := range [][]string{{"analyze", "-partial", dir}, {"analyze", "-partial", "-json", dir}, {"report", "-partial", "-b", "1000", dir}, {"compare", "-partial", dir, dir}} {
-		out, _, err := runCmd(t, args...)
-		want := args[0] + " -partial: " + pq + " is missing: the run was killed before it wrote it (or is still running); finish it with stress run -resume " + dir
-		if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), want) {
-			t.Errorf("%v: error %v, want a failure with %q", args, err, want)
-		}
-		if out != "" {
-			t.Errorf("%v printed:\n%s", args, out)
-		}
+		t.Run(argsName(args), func(t *testing.T) {
+			out, _, err := runCmd(t, args...)
+			want := args[0] + " -partial: " + pq + " is missing: the run was killed before it wrote it (or is still running); finish it with stress run -resume " + dir
+			if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), want) {
+				t.Errorf("%v: error %v, want a failure with %q", args, err, want)
+			}
+			if out != "" {
+				t.Errorf("%v printed:\n%s", args, out)
+			}
+		})
 	}
 }

@@ -158,17 +158,19 @@ func TestProfileRefused(t *testing.T) {
 		{[]string{"run", "-out", filepath.Join(dir, "r"), "-cpuprofile", fresh, "-trace", fresh}, "run: flags -cpuprofile and -trace name the same file " + fresh},
 		{[]string{"analyze", "-cpuprofile", filepath.Join(dir, "missing", "cpu.out"), bundle}, "analyze: flag -cpuprofile: open " + filepath.Join(dir, "missing", "cpu.out")},
 	} {
-		out, _, err := runCmd(t, tc.args...)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("stress %q: %v, want %q", tc.args, err, tc.want)
-		}
-		if out != "" {
-			t.Errorf("stress %q printed %q", tc.args, out)
-		}
-		if _, err := os.Lstat(fresh); !os.IsNotExist(err) {
-			t.Errorf("stress %q left %s (%v)", tc.args, fresh, err)
-			os.Remove(fresh)
-		}
+		t.Run(argsName(tc.args), func(t *testing.T) {
+			out, _, err := runCmd(t, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("stress %q: %v, want %q", tc.args, err, tc.want)
+			}
+			if out != "" {
+				t.Errorf("stress %q printed %q", tc.args, out)
+			}
+			if _, err := os.Lstat(fresh); !os.IsNotExist(err) {
+				t.Errorf("stress %q left %s (%v)", tc.args, fresh, err)
+				os.Remove(fresh)
+			}
+		})
 	}
 	if b, _ := os.ReadFile(taken); string(b) != "mine" {
 		t.Errorf("%s holds %q", taken, b)

@@ -212,9 +212,11 @@ func TestPowerAssumed(t *testing.T) {
 		{[]string{"power", "-diff", "0.1", "-rate", "0.4", "-icc", "0.3", "-studies", "0"}, "flag -studies"},
 		{[]string{"power", "-diff", "0.1", "-rate", "0.4", "-icc", "0.3", "-level", "0"}, "flag -level"},
 	} {
-		if _, _, err := runCmd(t, tc.args...); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v: %v, want a usage error with %q", tc.args, err, tc.want)
-		}
+		t.Run(argsName(tc.args), func(t *testing.T) {
+			if _, _, err := runCmd(t, tc.args...); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v: %v, want a usage error with %q", tc.args, err, tc.want)
+			}
+		})
 	}
 	if _, _, err := runCmd(t, "power", "-diff", "0.1", "-pilot", "/nonexistent/bundle"); err == nil || !strings.Contains(err.Error(), "/nonexistent/bundle is not a results bundle") {
 		t.Errorf("missing pilot: %v, want an error naming it", err)

@@ -31,64 +31,70 @@ func TestProvenContrasts(t *testing.T) {
 		Pairs []pair `json:"pairs"`
 	}
 	for _, tc := range []struct {
+		name     string
 		manifest string
 		wide     bool
-	}{{"../../manifests/lab.yaml", true}, {"", false}} {
-		dir := filepath.Join(t.TempDir(), "run")
-		args := []string{"run", "-quiet", "-out", dir}
-		if tc.manifest != "" {
-			args = append(args, tc.manifest)
-		}
-		if _, log, err := runCmd(t, args...); err != nil {
-			t.Fatalf("%v\n%s", err, log)
-		}
-		js, log, err := runCmd(t, "analyze", "-json", "-b", "200", dir)
-		if err != nil {
-			t.Fatalf("%v\n%s", err, log)
-		}
-		doc.Cells, doc.Pairs = nil, nil
-		if err := json.Unmarshal([]byte(js), &doc); err != nil {
-			t.Fatal(err)
-		}
-		above := false
-		for _, c := range doc.Cells {
-			if c.Proven < c.Strict {
-				t.Errorf("%s %s: proven %d below strict %d", c.Model, c.Condition, c.Proven, c.Strict)
+	}{
+		{"lab.yaml proves more than Strict counts", "../../manifests/lab.yaml", true},
+		{"the built-in study proves what Strict counts", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			args := []string{"run", "-quiet", "-out", dir}
+			if tc.manifest != "" {
+				args = append(args, tc.manifest)
 			}
-			above = above || c.Proven > c.Strict
-		}
-		if above != tc.wide {
-			t.Errorf("%s: a cell with Proven above Strict: %v, want %v", tc.manifest, above, tc.wide)
-		}
-		// The comparisons, in order, each over every arm: a Proven one
-		// right after its Strict one.
-		var specs []string
-		twins := 0
-		for _, p := range doc.Pairs {
-			if len(specs) == 0 || specs[len(specs)-1] != p.Spec {
-				specs = append(specs, p.Spec)
+			if _, log, err := runCmd(t, args...); err != nil {
+				t.Fatalf("%v\n%s", err, log)
 			}
-			if p.Column != "proven" {
-				continue
+			js, log, err := runCmd(t, "analyze", "-json", "-b", "200", dir)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, log)
 			}
-			twins++
-			if !p.Predeclared || !p.InFamily && !p.Untestable {
-				t.Errorf("%s: pair %+v is not a predeclared member of the family", tc.manifest, p)
+			doc.Cells, doc.Pairs = nil, nil
+			if err := json.Unmarshal([]byte(js), &doc); err != nil {
+				t.Fatal(err)
 			}
-		}
-		for i, s := range specs {
-			if base, ok := strings.CutSuffix(s, ",proven"); ok && (i == 0 || specs[i-1] != base+",strict") {
-				t.Errorf("%s: comparison %s does not follow its Strict one (%v)", tc.manifest, s, specs)
+			above := false
+			for _, c := range doc.Cells {
+				if c.Proven < c.Strict {
+					t.Errorf("%s %s: proven %d below strict %d", c.Model, c.Condition, c.Proven, c.Strict)
+				}
+				above = above || c.Proven > c.Strict
 			}
-		}
-		strict := 0
-		for _, p := range doc.Pairs {
-			if p.Column == "strict" && p.Predeclared {
-				strict++
+			if above != tc.wide {
+				t.Errorf("%s: a cell with Proven above Strict: %v, want %v", tc.manifest, above, tc.wide)
 			}
-		}
-		if want := map[bool]int{true: strict, false: 0}[tc.wide]; twins != want || strict == 0 {
-			t.Errorf("%s: %d pairs on proven, want %d (%d on strict)", tc.manifest, twins, want, strict)
-		}
+			// The comparisons, in order, each over every arm: a Proven one
+			// right after its Strict one.
+			var specs []string
+			twins := 0
+			for _, p := range doc.Pairs {
+				if len(specs) == 0 || specs[len(specs)-1] != p.Spec {
+					specs = append(specs, p.Spec)
+				}
+				if p.Column != "proven" {
+					continue
+				}
+				twins++
+				if !p.Predeclared || !p.InFamily && !p.Untestable {
+					t.Errorf("%s: pair %+v is not a predeclared member of the family", tc.manifest, p)
+				}
+			}
+			for i, s := range specs {
+				if base, ok := strings.CutSuffix(s, ",proven"); ok && (i == 0 || specs[i-1] != base+",strict") {
+					t.Errorf("%s: comparison %s does not follow its Strict one (%v)", tc.manifest, s, specs)
+				}
+			}
+			strict := 0
+			for _, p := range doc.Pairs {
+				if p.Column == "strict" && p.Predeclared {
+					strict++
+				}
+			}
+			if want := map[bool]int{true: strict, false: 0}[tc.wide]; twins != want || strict == 0 {
+				t.Errorf("%s: %d pairs on proven, want %d (%d on strict)", tc.manifest, twins, want, strict)
+			}
+		})
 	}
 }

@@ -134,10 +134,12 @@ func TestProxyUsage(t *testing.T) {
 		{[]string{"proxy", "-fault", good, "-http", "127.0.0.1:0", "-upstream", "ftp://x"}, `proxy: flag -upstream: "ftp://x" is not an http(s) URL`},
 		{[]string{"proxy", "-fault", good, "-http", "0.0.0.0:0", "--", "true"}, `proxy: flag -http: "0.0.0.0" is not a loopback address`},
 	} {
-		_, _, err := runCmd(t, c.args...)
-		if err == nil || !strings.Contains(err.Error(), c.err) {
-			t.Errorf("%q: got %v, want %s", c.args, err, c.err)
-		}
+		t.Run(argsName(c.args), func(t *testing.T) {
+			_, _, err := runCmd(t, c.args...)
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: got %v, want %s", c.args, err, c.err)
+			}
+		})
 	}
 }
 
@@ -194,28 +196,30 @@ func TestProxyShape(t *testing.T) {
 		{"ratelimited", "rpc -32023 list_orders failed: the caller exceeded a rate limit and must wait for the window to pass; retry after 30 s"},
 		{"sep2145", "tool_error"},
 	} {
-		cmd := exec.Command(bin, "proxy", "-fault", file, "-shape", c.shape, "--", bin, "lab", "serve", "-stdio")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-		cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := []string{proxyCall(t, cs, "list_orders", map[string]any{}), proxyCall(t, cs, "list_files", map[string]any{})}
-		if c.shape == "ratelimited" {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_orders", Arguments: map[string]any{}})
-			cancel()
-			var rpc *jsonrpc.Error
-			if !errors.As(err, &rpc) || !strings.Contains(string(rpc.Data), `"retryAfterMs":30000`) {
-				t.Errorf("the -32023 error's data: %v", err)
+		t.Run("-shape "+c.shape, func(t *testing.T) {
+			cmd := exec.Command(bin, "proxy", "-fault", file, "-shape", c.shape, "--", bin, "lab", "serve", "-stdio")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+			cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		cs.Close()
-		if got[0] != c.want || got[1] != "ok" {
-			t.Errorf("-shape %s: calls %q, want %q then ok\n%s", c.shape, got, c.want, stderr.String())
-		}
+			got := []string{proxyCall(t, cs, "list_orders", map[string]any{}), proxyCall(t, cs, "list_files", map[string]any{})}
+			if c.shape == "ratelimited" {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_orders", Arguments: map[string]any{}})
+				cancel()
+				var rpc *jsonrpc.Error
+				if !errors.As(err, &rpc) || !strings.Contains(string(rpc.Data), `"retryAfterMs":30000`) {
+					t.Errorf("the -32023 error's data: %v", err)
+				}
+			}
+			cs.Close()
+			if got[0] != c.want || got[1] != "ok" {
+				t.Errorf("-shape %s: calls %q, want %q then ok\n%s", c.shape, got, c.want, stderr.String())
+			}
+		})
 	}
 	if _, _, err := runCmd(t, "proxy", "-fault", file, "-shape", "normalized", "--", "true"); err == nil || !strings.Contains(err.Error(), "flag -shape") {
 		t.Errorf("-shape normalized: %v", err)

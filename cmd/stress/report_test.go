@@ -208,9 +208,11 @@ func TestReportProfileSource(t *testing.T) {
 		{[]string{"report", "-against", "x", dir}, "flag -against"},
 		{[]string{"report", "-pair", "a,b", dir}, "flag -pair"},
 	} {
-		if _, _, err := runCmd(t, tc.args...); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v: %v, want a usage error with %q", tc.args, err, tc.want)
-		}
+		t.Run(argsName(tc.args), func(t *testing.T) {
+			if _, _, err := runCmd(t, tc.args...); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v: %v, want a usage error with %q", tc.args, err, tc.want)
+			}
+		})
 	}
 }
 

@@ -413,10 +413,12 @@ func TestRunMergeSynthUsage(t *testing.T) {
 		{[]string{"synth", "-scenarios", "10", "-servers", "20", "-out", "x"}, "flag -servers: want 1 to the number of scenarios"},
 		{[]string{"synth", "-scenarios", "0", "-servers", "1", "-out", "x"}, "flag -scenarios"},
 	} {
-		_, _, err := runCmd(t, tc.args...)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
-		}
+		t.Run(argsName(tc.args), func(t *testing.T) {
+			_, _, err := runCmd(t, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+			}
+		})
 	}
 }
 

@@ -259,19 +259,22 @@ func TestSampleBadInput(t *testing.T) {
 		t.Errorf("manifest.json does not list the problem")
 	}
 	for _, tc := range []struct {
+		name string
 		args []string
 		want string
 	}{
-		{[]string{"sample", broken}, "sample: flag -out is required"},
-		{[]string{"sample", "-out", dir + "/x"}, "give snapshot files, -fetch URL or -frame FILE (exactly one)"},
-		{[]string{"sample", "-out", dir + "/x", "-fetch", "http://h", broken}, "(exactly one)"},
-		{[]string{"sample", "-out", dir + "/x", "-strata", "npm=1,cargo=2", broken}, `sample: flag -strata: unknown stratum "cargo"`},
-		{[]string{"sample", "-out", dir + "/x", "-fetch", "file:///etc"}, "sample: flag -fetch: \"file:///etc\": want an http or https URL"},
+		{"-out is required", []string{"sample", broken}, "sample: flag -out is required"},
+		{"a source is required", []string{"sample", "-out", dir + "/x"}, "give snapshot files, -fetch URL or -frame FILE (exactly one)"},
+		{"-fetch and snapshot files exclude each other", []string{"sample", "-out", dir + "/x", "-fetch", "http://h", broken}, "(exactly one)"},
+		{"-strata names an unknown stratum", []string{"sample", "-out", dir + "/x", "-strata", "npm=1,cargo=2", broken}, `sample: flag -strata: unknown stratum "cargo"`},
+		{"-fetch wants an http URL", []string{"sample", "-out", dir + "/x", "-fetch", "file:///etc"}, "sample: flag -fetch: \"file:///etc\": want an http or https URL"},
 	} {
-		_, _, err := runCmd(t, tc.args...)
-		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("stress %q: %v, want a usage error containing %q", tc.args, err, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := runCmd(t, tc.args...)
+			if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("stress %q: %v, want a usage error containing %q", tc.args, err, tc.want)
+			}
+		})
 	}
 	bad := filepath.Join(dir, "bad-exclude.txt")
 	os.WriteFile(bad, []byte("github.com/a/b\nnot a url\n"), 0o644)
@@ -378,15 +381,18 @@ func TestSampleFetchRedirect(t *testing.T) {
 		t.Errorf("-allow-redirect-host %s: %v\n%s%s", host, err, out, errOut)
 	}
 	for _, tc := range []struct {
+		name string
 		args []string
 		want string
 	}{
-		{[]string{"-allow-redirect-host", host, snapshotPages[0]}, "flag -allow-redirect-host goes with -fetch"},
-		{[]string{"-allow-redirect-host", target.URL, "-fetch", origin.URL}, `flag -allow-redirect-host: "` + target.URL + `": want a HOST or HOST:PORT`},
+		{"-allow-redirect-host goes with -fetch", []string{"-allow-redirect-host", host, snapshotPages[0]}, "flag -allow-redirect-host goes with -fetch"},
+		{"-allow-redirect-host wants a host, not a URL", []string{"-allow-redirect-host", target.URL, "-fetch", origin.URL}, `flag -allow-redirect-host: "` + target.URL + `": want a HOST or HOST:PORT`},
 	} {
-		_, _, err := runCmd(t, append([]string{"sample", "-out", filepath.Join(t.TempDir(), "x")}, tc.args...)...)
-		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%q: %v, want a usage error containing %q", tc.args, err, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := runCmd(t, append([]string{"sample", "-out", filepath.Join(t.TempDir(), "x")}, tc.args...)...)
+			if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%q: %v, want a usage error containing %q", tc.args, err, tc.want)
+			}
+		})
 	}
 }

@@ -92,10 +92,12 @@ func TestScanBadInput(t *testing.T) {
 		{[]string{"scan", "-summarize", "l.csv", scanTree}, "-summarize LEDGER takes no other flag and no REPO_DIR"},
 		{[]string{"scan", "-max-file-size", "0", scanTree}, "flag -max-file-size: want at least 1 byte"},
 	} {
-		_, _, err := runCmd(t, tc.args...)
-		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("stress %q: %v, want a usage error containing %q", tc.args, err, tc.want)
-		}
+		t.Run(argsName(tc.args), func(t *testing.T) {
+			_, _, err := runCmd(t, tc.args...)
+			if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("stress %q: %v, want a usage error containing %q", tc.args, err, tc.want)
+			}
+		})
 	}
 	eq := filepath.Join(dir, "a=b")
 	os.Mkdir(eq, 0o755)

@@ -62,7 +62,7 @@ func TestSlurmScriptsRunAsWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	cwd := t.TempDir()
-	runScript := func(name string, env ...string) []string {
+	runScript := func(t *testing.T, name string, env ...string) []string {
 		t.Helper()
 		script := filepath.Join(out, "slurm", name)
 		if b, err := exec.Command("sh", "-n", script).CombinedOutput(); err != nil {
@@ -91,13 +91,15 @@ func TestSlurmScriptsRunAsWritten(t *testing.T) {
 		{"array.sh (resume)", []string{"SLURM_ARRAY_TASK_ID=1"}, []string{"run", "-quiet", "-resume", shard, manifest}},
 		{"merge.sh", nil, []string{"merge", "-quiet", "-out", filepath.Join(out, "merged"), filepath.Join(out, "shard-1"), shard, filepath.Join(out, "shard-3")}},
 	} {
-		if strings.HasSuffix(tc.name, "(resume)") {
-			os.MkdirAll(shard, 0o755)
-			os.WriteFile(filepath.Join(shard, "manifest.json"), []byte("{}"), 0o644)
-		}
-		if got := runScript(strings.Fields(tc.name)[0], tc.env...); !slices.Equal(got, tc.want) {
-			t.Errorf("%s: the stand-in got\n%q\nwant\n%q", tc.name, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if strings.HasSuffix(tc.name, "(resume)") {
+				os.MkdirAll(shard, 0o755)
+				os.WriteFile(filepath.Join(shard, "manifest.json"), []byte("{}"), 0o644)
+			}
+			if got := runScript(t, strings.Fields(tc.name)[0], tc.env...); !slices.Equal(got, tc.want) {
+				t.Errorf("%s: the stand-in got\n%q\nwant\n%q", tc.name, got, tc.want)
+			}
+		})
 	}
 	if left, _ := os.ReadDir(cwd); len(left) > 0 {
 		t.Errorf("a path ran as a command: %s holds %v", cwd, left)
@@ -116,26 +118,29 @@ func TestSlurmRefusesControlCharacters(t *testing.T) {
 	b, _ := os.ReadFile(manifest)
 	os.WriteFile(nlManifest, b, 0o644)
 	for _, tc := range []struct {
+		name string
 		args []string
 		want string
 	}{
-		{[]string{"-out", nl}, "flag -out: "},
-		{[]string{"-out", dir + "/x\r"}, "flag -out: "},
-		{[]string{"-out", dir + "/x\x7f"}, "flag -out: "},
-		{[]string{"-out", dir + "/x\\y"}, "flag -out: "},
-		{[]string{"-out", dir + "/o", "-stress", "/opt/x\ny"}, "flag -stress: "},
-		{[]string{"-out", dir + "/o", "-sbatch", "--comment=a\nb"}, "flag -sbatch: "},
-		{[]string{"-out", dir + "/o", "-sbatch", "--comment=a\tb"}, "flag -sbatch: "},
-		{[]string{"-out", dir + "/o", nlManifest}, "the manifest's path"},
+		{"a newline in -out", []string{"-out", nl}, "flag -out: "},
+		{"a carriage return in -out", []string{"-out", dir + "/x\r"}, "flag -out: "},
+		{"a DEL in -out", []string{"-out", dir + "/x\x7f"}, "flag -out: "},
+		{"a backslash in -out", []string{"-out", dir + "/x\\y"}, "flag -out: "},
+		{"a newline in -stress", []string{"-out", dir + "/o", "-stress", "/opt/x\ny"}, "flag -stress: "},
+		{"a newline in -sbatch", []string{"-out", dir + "/o", "-sbatch", "--comment=a\nb"}, "flag -sbatch: "},
+		{"a tab in -sbatch", []string{"-out", dir + "/o", "-sbatch", "--comment=a\tb"}, "flag -sbatch: "},
+		{"a newline in the manifest's path", []string{"-out", dir + "/o", nlManifest}, "the manifest's path"},
 	} {
-		args := append([]string{"slurm", "-shards", "2", "-dry-run"}, tc.args...)
-		if !strings.HasSuffix(args[len(args)-1], ".yaml") {
-			args = append(args, manifest)
-		}
-		out, _, err := runCmd(t, args...)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("slurm %q: %v, want an error naming %q\n%s", tc.args, err, tc.want, out)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"slurm", "-shards", "2", "-dry-run"}, tc.args...)
+			if !strings.HasSuffix(args[len(args)-1], ".yaml") {
+				args = append(args, manifest)
+			}
+			out, _, err := runCmd(t, args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("slurm %q: %v, want an error naming %q\n%s", tc.args, err, tc.want, out)
+			}
+		})
 	}
 }
 
@@ -239,17 +244,19 @@ func TestSlurmSbatchSpellings(t *testing.T) {
 		{[]string{"--wait-all-nodes=1"}, ""},
 		{[]string{"--comment=$(id) `id`"}, ""},
 	} {
-		args := []string{"slurm", "-shards", "2", "-out", t.TempDir(), "-stress", "/opt/stress", "-dry-run"}
-		for _, o := range tc.opts {
-			args = append(args, "-sbatch", o)
-		}
-		_, _, err := runCmd(t, append(args, "../../manifests/baselines.yaml")...)
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("-sbatch %q: %v", tc.opts, err)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), "flag -sbatch: ") || !strings.Contains(err.Error(), tc.want)):
-			t.Errorf("-sbatch %q: %v, want an error with %q", tc.opts, err, tc.want)
-		}
+		t.Run(strings.Join(tc.opts, " "), func(t *testing.T) {
+			args := []string{"slurm", "-shards", "2", "-out", t.TempDir(), "-stress", "/opt/stress", "-dry-run"}
+			for _, o := range tc.opts {
+				args = append(args, "-sbatch", o)
+			}
+			_, _, err := runCmd(t, append(args, "../../manifests/baselines.yaml")...)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("-sbatch %q: %v", tc.opts, err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), "flag -sbatch: ") || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("-sbatch %q: %v, want an error with %q", tc.opts, err, tc.want)
+			}
+		})
 	}
 }
 
@@ -261,10 +268,12 @@ func TestRunShardsPositive(t *testing.T) {
 	t.Setenv("SLURM_ARRAY_TASK_MAX", "0")
 	t.Setenv("SLURM_ARRAY_TASK_COUNT", "1")
 	for _, n := range []string{"0", "-5"} {
-		_, _, err := runCmd(t, "run", "-quiet", "-shard", "auto", "-shards", n, "-out", filepath.Join(t.TempDir(), "b"), "../../manifests/baselines.yaml")
-		if err == nil || !strings.Contains(err.Error(), "flag -shards: want 1 to 100000, got "+n) {
-			t.Errorf("run -shard auto -shards %s: %v", n, err)
-		}
+		t.Run("-shards "+n, func(t *testing.T) {
+			_, _, err := runCmd(t, "run", "-quiet", "-shard", "auto", "-shards", n, "-out", filepath.Join(t.TempDir(), "b"), "../../manifests/baselines.yaml")
+			if err == nil || !strings.Contains(err.Error(), "flag -shards: want 1 to 100000, got "+n) {
+				t.Errorf("run -shard auto -shards %s: %v", n, err)
+			}
+		})
 	}
 }
 
@@ -384,38 +393,40 @@ func TestSbatchOptions(t *testing.T) {
 	// -V and -Q print and exit or silence -v: only their presence is
 	// checked.
 	for _, c := range []byte("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") {
-		_, msg := p.parse(t, "-"+string(c))
-		want, ok := sbatchShort[c]
-		if strings.Contains(msg, "invalid option") {
-			if ok {
-				t.Errorf("sbatch has no -%c, sbatchShort has", c)
+		t.Run("-"+string(c), func(t *testing.T) {
+			_, msg := p.parse(t, "-"+string(c))
+			want, ok := sbatchShort[c]
+			if strings.Contains(msg, "invalid option") {
+				if ok {
+					t.Errorf("sbatch has no -%c, sbatchShort has", c)
+				}
+				return
 			}
-			continue
-		}
-		if !ok {
-			t.Errorf("sbatch has -%c, sbatchShort not", c)
-			continue
-		}
-		if strings.ContainsRune("hVQ", rune(c)) {
-			continue
-		}
-		v := argOptional
-		if strings.Contains(msg, "requires an argument") {
-			v = argRequired
-		} else if set, _ := p.parse(t, "-"+string(c)+"H", p.script); set["hold"] != "" {
-			v = argNone
-		}
-		if v != sbatchLong[want] {
-			t.Errorf("sbatch -%c takes value %d, --%s in sbatchLong %d", c, v, want, sbatchLong[want])
-		}
-		value := "1"
-		if v == argNone {
-			value = ""
-		}
-		set, msg := p.parse(t, "-"+string(c)+value, p.script)
-		if _, ok := set[want]; !ok && want != "verbose" && !strings.Contains(msg, "--"+want+" ") {
-			t.Errorf("sbatch -%c%s defines %v (%s), want --%s", c, value, set, msg, want)
-		}
+			if !ok {
+				t.Errorf("sbatch has -%c, sbatchShort not", c)
+				return
+			}
+			if strings.ContainsRune("hVQ", rune(c)) {
+				return
+			}
+			v := argOptional
+			if strings.Contains(msg, "requires an argument") {
+				v = argRequired
+			} else if set, _ := p.parse(t, "-"+string(c)+"H", p.script); set["hold"] != "" {
+				v = argNone
+			}
+			if v != sbatchLong[want] {
+				t.Errorf("sbatch -%c takes value %d, --%s in sbatchLong %d", c, v, want, sbatchLong[want])
+			}
+			value := "1"
+			if v == argNone {
+				value = ""
+			}
+			set, msg := p.parse(t, "-"+string(c)+value, p.script)
+			if _, ok := set[want]; !ok && want != "verbose" && !strings.Contains(msg, "--"+want+" ") {
+				t.Errorf("sbatch -%c%s defines %v (%s), want --%s", c, value, set, msg, want)
+			}
+		})
 	}
 
 	// Spellings: every prefix of each reserved option, and each other

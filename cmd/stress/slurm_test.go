@@ -36,10 +36,12 @@ func TestSlurmDryRun(t *testing.T) {
 		"-shards 2 -out x builtin:baselines.yaml":     "the manifest must be a file the nodes can read",
 		"-shards 2 m.yaml":                            "flag -out is required",
 	} {
-		_, _, err := runCmd(t, append([]string{"slurm"}, strings.Fields(args)...)...)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("slurm %s: %v, want %q", args, err, want)
-		}
+		t.Run(args, func(t *testing.T) {
+			_, _, err := runCmd(t, append([]string{"slurm"}, strings.Fields(args)...)...)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("slurm %s: %v, want %q", args, err, want)
+			}
+		})
 	}
 }
 
@@ -69,7 +71,7 @@ func TestSlurmCluster(t *testing.T) {
 	}
 	t.Setenv("SLURM_CONF", strings.TrimSpace(string(conf)))
 	bin := stressBinary(t)
-	stress := func(args ...string) string {
+	stress := func(t *testing.T, args ...string) string {
 		t.Helper()
 		out, err := exec.Command(bin, args...).CombinedOutput()
 		if err != nil {
@@ -77,40 +79,46 @@ func TestSlurmCluster(t *testing.T) {
 		}
 		return string(out)
 	}
-	same := func(merged, single string) {
+	same := func(t *testing.T, merged, single string) {
 		t.Helper()
 		a, _ := os.ReadFile(filepath.Join(merged, "decisions.parquet"))
 		b, _ := os.ReadFile(filepath.Join(single, "decisions.parquet"))
 		if len(a) == 0 || !bytes.Equal(a, b) {
 			t.Errorf("%s/decisions.parquet differs from the unsharded run's", merged)
 		}
-		if stress("analyze", "-json", merged) != stress("analyze", "-json", single) {
+		if stress(t, "analyze", "-json", merged) != stress(t, "analyze", "-json", single) {
 			t.Errorf("analyze -json of %s differs from the unsharded run's", merged)
 		}
 	}
 	for _, tc := range []struct {
+		name     string
 		manifest string
 		shards   string
-	}{{"baselines.yaml", "3"}, {"lab.yaml", "4"}} {
-		m, _ := filepath.Abs("../../manifests/" + tc.manifest)
-		single := filepath.Join(dir, tc.manifest+"-single")
-		stress("run", "-quiet", "-out", single, m)
-		study := filepath.Join(dir, tc.manifest+"-slurm")
-		stress("slurm", "-shards", tc.shards, "-out", study, "-stress", bin, "-wait", m)
-		same(filepath.Join(study, "merged"), single)
-		var sched struct {
-			Scheduler struct{ Kind, TaskID string } `json:"scheduler"`
-		}
-		if b, err := os.ReadFile(filepath.Join(study, "shard-2", "manifest.json")); err != nil || !strings.Contains(string(b), `"scheduler": {`) {
-			t.Errorf("shard-2 records no scheduler: %v %s", err, sched)
-		}
+	}{
+		{"baselines.yaml in 3 shards merges to the unsharded run", "baselines.yaml", "3"},
+		{"lab.yaml in 4 shards merges to the unsharded run", "lab.yaml", "4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _ := filepath.Abs("../../manifests/" + tc.manifest)
+			single := filepath.Join(dir, tc.manifest+"-single")
+			stress(t, "run", "-quiet", "-out", single, m)
+			study := filepath.Join(dir, tc.manifest+"-slurm")
+			stress(t, "slurm", "-shards", tc.shards, "-out", study, "-stress", bin, "-wait", m)
+			same(t, filepath.Join(study, "merged"), single)
+			var sched struct {
+				Scheduler struct{ Kind, TaskID string } `json:"scheduler"`
+			}
+			if b, err := os.ReadFile(filepath.Join(study, "shard-2", "manifest.json")); err != nil || !strings.Contains(string(b), `"scheduler": {`) {
+				t.Errorf("shard-2 records no scheduler: %v %s", err, sched)
+			}
+		})
 	}
 
 	// One task cancelled: the merge cannot run; the task is resubmitted
 	// alone, resumes or starts its shard, and the merge is resubmitted.
 	m, _ := filepath.Abs("../../manifests/lab.yaml")
 	study := filepath.Join(dir, "cancelled")
-	out := stress("slurm", "-shards", "4", "-out", study, "-stress", bin, m)
+	out := stress(t, "slurm", "-shards", "4", "-out", study, "-stress", bin, m)
 	job := strings.TrimSuffix(strings.Fields(strings.TrimPrefix(out, "submitted array job "))[0], ":")
 	if err := exec.Command("scancel", job+"_2").Run(); err != nil {
 		t.Fatalf("scancel %s_2: %v", job, err)
@@ -134,5 +142,5 @@ func TestSlurmCluster(t *testing.T) {
 			t.Fatalf("sbatch %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	same(filepath.Join(study, "merged"), filepath.Join(dir, "lab.yaml-single"))
+	same(t, filepath.Join(study, "merged"), filepath.Join(dir, "lab.yaml-single"))
 }

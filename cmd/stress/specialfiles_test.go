@@ -134,23 +134,25 @@ func TestOutSymlinkRefused(t *testing.T) {
 	os.Mkdir(empty, 0o755)
 	for _, to := range []string{empty, filepath.Join(root, "nowhere")} {
 		for _, cmd := range []string{"export", "merge", "upgrade"} {
-			link := filepath.Join(root, cmd+"-to-"+filepath.Base(to))
-			if err := os.Symlink(to, link); err != nil {
-				t.Fatal(err)
-			}
-			args := map[string][]string{
-				"export":  {"export", "-out", link, shards[0]},
-				"merge":   {"merge", "-out", link, shards[0], shards[1]},
-				"upgrade": {"upgrade", "-out", link, oldBundle("format2", "baselines")},
-			}[cmd]
-			_, _, err := runCmd(t, args...)
-			want := fmt.Sprintf("output directory %s is a symbolic link (to %q); give a path that is not a link", link, to)
-			if err == nil || !strings.Contains(err.Error(), want) {
-				t.Errorf("%q: %v, want an error with %q", args, err, want)
-			}
-			if got, err := os.Readlink(link); err != nil || got != to {
-				t.Errorf("%q: the link is now %q (%v)", args, got, err)
-			}
+			t.Run(cmd+" -out a link to "+filepath.Base(to), func(t *testing.T) {
+				link := filepath.Join(root, cmd+"-to-"+filepath.Base(to))
+				if err := os.Symlink(to, link); err != nil {
+					t.Fatal(err)
+				}
+				args := map[string][]string{
+					"export":  {"export", "-out", link, shards[0]},
+					"merge":   {"merge", "-out", link, shards[0], shards[1]},
+					"upgrade": {"upgrade", "-out", link, oldBundle("format2", "baselines")},
+				}[cmd]
+				_, _, err := runCmd(t, args...)
+				want := fmt.Sprintf("output directory %s is a symbolic link (to %q); give a path that is not a link", link, to)
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("%q: %v, want an error with %q", args, err, want)
+				}
+				if got, err := os.Readlink(link); err != nil || got != to {
+					t.Errorf("%q: the link is now %q (%v)", args, got, err)
+				}
+			})
 		}
 	}
 	if es := mustReadDir(t, empty); len(es) != 0 {
@@ -186,33 +188,35 @@ func TestPartialsSwept(t *testing.T) {
 		{"export", filepath.Join(shards[0], "inspect"), []string{"export", shards[0]}},
 		{"merge", merged, []string{"merge", "-out", merged, shards[0], shards[1]}},
 	} {
-		parent, base := filepath.Split(tc.final)
-		var left []string
-		for i := range 3 {
-			p := filepath.Join(parent, fmt.Sprintf(".%s.partial-%d", base, 1000+i))
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				t.Fatal(err)
+		t.Run(tc.name, func(t *testing.T) {
+			parent, base := filepath.Split(tc.final)
+			var left []string
+			for i := range 3 {
+				p := filepath.Join(parent, fmt.Sprintf(".%s.partial-%d", base, 1000+i))
+				if err := os.MkdirAll(p, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				os.WriteFile(filepath.Join(p, "half"), make([]byte, 1<<10), 0o644)
+				left = append(left, p)
 			}
-			os.WriteFile(filepath.Join(p, "half"), make([]byte, 1<<10), 0o644)
-			left = append(left, p)
-		}
-		other := filepath.Join(parent, ".notes.partial-1")
-		os.Mkdir(other, 0o755)
-		_, log, err := runCmd(t, tc.args...)
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", tc.name, err, log)
-		}
-		for _, p := range left {
-			if _, err := os.Lstat(p); err == nil {
-				t.Errorf("%s: %s stays", tc.name, p)
+			other := filepath.Join(parent, ".notes.partial-1")
+			os.Mkdir(other, 0o755)
+			_, log, err := runCmd(t, tc.args...)
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", tc.name, err, log)
 			}
-			if want := "removed " + p + ": the temporary output of a command killed before it finished\n"; !strings.Contains(log, want) {
-				t.Errorf("%s: the output does not say %q:\n%s", tc.name, want, log)
+			for _, p := range left {
+				if _, err := os.Lstat(p); err == nil {
+					t.Errorf("%s: %s stays", tc.name, p)
+				}
+				if want := "removed " + p + ": the temporary output of a command killed before it finished\n"; !strings.Contains(log, want) {
+					t.Errorf("%s: the output does not say %q:\n%s", tc.name, want, log)
+				}
 			}
-		}
-		if _, err := os.Stat(other); err != nil {
-			t.Errorf("%s removed another output's directory: %v", tc.name, err)
-		}
+			if _, err := os.Stat(other); err != nil {
+				t.Errorf("%s removed another output's directory: %v", tc.name, err)
+			}
+		})
 	}
 }
 

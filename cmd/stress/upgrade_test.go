@@ -86,49 +86,53 @@ func treeHashes(t *testing.T, dir string) map[string]string {
 func TestUpgrade(t *testing.T) {
 	root := t.TempDir()
 	for _, b := range oldBundles {
-		old := oldBundle(b.format, b.name)
-		before := treeHashes(t, old)
-		out := filepath.Join(root, b.name)
-		_, errOut, err := runCmd(t, "upgrade", old, "-out", out)
-		if err != nil || !strings.HasPrefix(errOut, "upgraded "+old+" (format "+b.format[6:]+") into "+out+" (format 3): ") {
-			t.Fatalf("upgrade %s: %v\n%s", b.name, err, errOut)
-		}
-		got, _, err := runCmd(t, "analyze", "-json", out)
-		if err != nil {
-			t.Fatalf("analyze the upgraded %s: %v", b.name, err)
-		}
-		want := string(mustRead(t, old+".analyze.json"))
-		// What was added after that version (the proven column, each
-		// cell's pass^k) is not in its output; everything else must be
-		// byte for byte the same.
-		if got = withoutMember(withoutMember(got, "proven"), "pass_k"); got != want {
-			t.Errorf("analyze -json of the upgraded %s differs from the old version's:\n%s", b.name, diff(want, got))
-		}
+		t.Run(b.format+" "+b.name, func(t *testing.T) {
+			old := oldBundle(b.format, b.name)
+			before := treeHashes(t, old)
+			out := filepath.Join(root, b.name)
+			_, errOut, err := runCmd(t, "upgrade", old, "-out", out)
+			if err != nil || !strings.HasPrefix(errOut, "upgraded "+old+" (format "+b.format[6:]+") into "+out+" (format 3): ") {
+				t.Fatalf("upgrade %s: %v\n%s", b.name, err, errOut)
+			}
+			got, _, err := runCmd(t, "analyze", "-json", out)
+			if err != nil {
+				t.Fatalf("analyze the upgraded %s: %v", b.name, err)
+			}
+			want := string(mustRead(t, old+".analyze.json"))
+			// What was added after that version (the proven column, each
+			// cell's pass^k) is not in its output; everything else must be
+			// byte for byte the same.
+			if got = withoutMember(withoutMember(got, "proven"), "pass_k"); got != want {
+				t.Errorf("analyze -json of the upgraded %s differs from the old version's:\n%s", b.name, diff(want, got))
+			}
 
-		refusal := fmt.Sprintf("%s is a bundle of format %s; this version reads format 3: run `stress upgrade %s -out NEW_DIR`", old, b.format[6:], old)
-		for _, args := range [][]string{
-			{"run", "-resume", old},
-			{"merge", "-out", filepath.Join(root, "merged"), old},
-			{"analyze", old},
-			{"analyze", "-json", "-partial", old},
-			{"compare", old, out},
-			{"report", "-out", filepath.Join(root, "report"), old},
-			{"export", "-out", filepath.Join(root, "logs"), old},
-		} {
-			_, _, err := runCmd(t, args...)
-			if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), refusal) {
-				t.Errorf("%q: %v, want a failure with %q", args, err, refusal)
+			refusal := fmt.Sprintf("%s is a bundle of format %s; this version reads format 3: run `stress upgrade %s -out NEW_DIR`", old, b.format[6:], old)
+			for _, args := range [][]string{
+				{"run", "-resume", old},
+				{"merge", "-out", filepath.Join(root, "merged"), old},
+				{"analyze", old},
+				{"analyze", "-json", "-partial", old},
+				{"compare", old, out},
+				{"report", "-out", filepath.Join(root, "report"), old},
+				{"export", "-out", filepath.Join(root, "logs"), old},
+			} {
+				t.Run(argsName(args), func(t *testing.T) {
+					_, _, err := runCmd(t, args...)
+					if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), refusal) {
+						t.Errorf("%q: %v, want a failure with %q", args, err, refusal)
+					}
+				})
 			}
-		}
-		for _, name := range []string{"merged", "report"} {
-			if _, err := os.Stat(filepath.Join(root, name)); !os.IsNotExist(err) {
-				t.Errorf("a refused %s wrote %s", name, filepath.Join(root, name))
+			for _, name := range []string{"merged", "report"} {
+				if _, err := os.Stat(filepath.Join(root, name)); !os.IsNotExist(err) {
+					t.Errorf("a refused %s wrote %s", name, filepath.Join(root, name))
+				}
 			}
-		}
-		after := treeHashes(t, old)
-		if fmt.Sprint(after) != fmt.Sprint(before) {
-			t.Errorf("%s changed:\nbefore %v\nafter  %v", old, before, after)
-		}
+			after := treeHashes(t, old)
+			if fmt.Sprint(after) != fmt.Sprint(before) {
+				t.Errorf("%s changed:\nbefore %v\nafter  %v", old, before, after)
+			}
+		})
 	}
 }
 
@@ -143,19 +147,22 @@ func TestUpgradeRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
+		name  string
 		args  []string
 		usage bool
 		want  string
 	}{
-		{[]string{"upgrade", up, "-out", filepath.Join(root, "again")}, false, up + " is a bundle of format 3 already, the one this version reads: nothing to upgrade"},
-		{[]string{"upgrade", old}, true, "upgrade: flag -out is required"},
-		{[]string{"upgrade", "-out", filepath.Join(root, "two"), old, up}, true, "upgrade takes one bundle directory, got 2 arguments"},
-		{[]string{"upgrade", old, "-out", up}, false, "output directory " + up + " is not empty (it holds "},
+		{"refuses a bundle of the current format", []string{"upgrade", up, "-out", filepath.Join(root, "again")}, false, up + " is a bundle of format 3 already, the one this version reads: nothing to upgrade"},
+		{"-out is required", []string{"upgrade", old}, true, "upgrade: flag -out is required"},
+		{"takes one bundle directory", []string{"upgrade", "-out", filepath.Join(root, "two"), old, up}, true, "upgrade takes one bundle directory, got 2 arguments"},
+		{"refuses a non-empty -out", []string{"upgrade", old, "-out", up}, false, "output directory " + up + " is not empty (it holds "},
 	} {
-		_, _, err := runCmd(t, tc.args...)
-		if err == nil || errors.Is(err, errUsage) != tc.usage || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%q: %v, want a failure (usage %v) with %q", tc.args, err, tc.usage, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := runCmd(t, tc.args...)
+			if err == nil || errors.Is(err, errUsage) != tc.usage || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%q: %v, want a failure (usage %v) with %q", tc.args, err, tc.usage, tc.want)
+			}
+		})
 	}
 	entries, _ := os.ReadDir(root)
 	if len(entries) != 1 {

@@ -296,23 +296,30 @@ func TestStructure(t *testing.T) {
 // TestRender checks that Render fills every placeholder and refuses a
 // study the manifests cannot carry.
 func TestRender(t *testing.T) {
-	for _, tmpl := range []string{Shards, Merge} {
-		out := render(t, tmpl)
-		if strings.Contains(out, "__") {
-			t.Errorf("a placeholder is left:\n%s", out)
-		}
+	for _, tmpl := range []struct{ name, text string }{{"shards", Shards}, {"merge", Merge}} {
+		t.Run(tmpl.name+" fills every placeholder", func(t *testing.T) {
+			out := render(t, tmpl.text)
+			if strings.Contains(out, "__") {
+				t.Errorf("a placeholder is left:\n%s", out)
+			}
+		})
 	}
-	for _, bad := range []Study{
-		{Name: "Baselines", Manifest: "m.yaml", Shards: 4, Image: "i", StorageClass: "nfs"},
-		{Name: "a_b", Manifest: "m.yaml", Shards: 4, Image: "i", StorageClass: "nfs"},
-		{Name: strings.Repeat("a", 50), Manifest: "m.yaml", Shards: 4, Image: "i", StorageClass: "nfs"},
-		{Name: "b", Manifest: "dir/m.yaml", Shards: 4, Image: "i", StorageClass: "nfs"},
-		{Name: "b", Manifest: "m.yaml", Shards: 0, Image: "i", StorageClass: "nfs"},
-		{Name: "b", Manifest: "m.yaml", Shards: 4, StorageClass: "nfs"},
+	for _, tc := range []struct {
+		name string
+		bad  Study
+	}{
+		{"refuses an uppercase name", Study{Name: "Baselines", Manifest: "m.yaml", Shards: 4, Image: "i", StorageClass: "nfs"}},
+		{"refuses an underscore in the name", Study{Name: "a_b", Manifest: "m.yaml", Shards: 4, Image: "i", StorageClass: "nfs"}},
+		{"refuses a name too long for the Jobs' names", Study{Name: strings.Repeat("a", 50), Manifest: "m.yaml", Shards: 4, Image: "i", StorageClass: "nfs"}},
+		{"refuses a manifest in a directory", Study{Name: "b", Manifest: "dir/m.yaml", Shards: 4, Image: "i", StorageClass: "nfs"}},
+		{"refuses zero shards", Study{Name: "b", Manifest: "m.yaml", Shards: 0, Image: "i", StorageClass: "nfs"}},
+		{"refuses a missing image", Study{Name: "b", Manifest: "m.yaml", Shards: 4, StorageClass: "nfs"}},
 	} {
-		if _, err := Render(Shards, bad); err == nil {
-			t.Errorf("Render accepted %+v", bad)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Render(Shards, tc.bad); err == nil {
+				t.Errorf("Render accepted %+v", tc.bad)
+			}
+		})
 	}
 	if _, err := Render(Shards+"\n# __NEW__\n", study); err == nil || !strings.Contains(err.Error(), "__NEW__") {
 		t.Errorf("Render with an unknown placeholder: %v, want an error naming it", err)
@@ -493,24 +500,26 @@ func TestKubectlDryRun(t *testing.T) {
 	url, requests := discovery(t)
 	dir := t.TempDir()
 	for _, tmpl := range []struct{ file, text string }{{"shards.yaml", Shards}, {"merge.yaml", Merge}} {
-		text := render(t, tmpl.text)
-		file := filepath.Join(dir, tmpl.file)
-		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		out, err := kubectl(t, bin, "", "create", "--dry-run=client", "-o", "yaml", "--validate=false", "--server", url, "-f", file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, want := documents(t, out), documents(t, text)
-		for _, doc := range got { // the namespace of the empty configuration
-			if m, _ := doc["metadata"].(map[string]any); m["namespace"] == "default" {
-				delete(m, "namespace")
+		t.Run(tmpl.file+" round-trips through kubectl create", func(t *testing.T) {
+			text := render(t, tmpl.text)
+			file := filepath.Join(dir, tmpl.file)
+			if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
 			}
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: kubectl's dry run printed\n%s\nwant the rendered objects:\n%s", tmpl.file, out, text)
-		}
+			out, err := kubectl(t, bin, "", "create", "--dry-run=client", "-o", "yaml", "--validate=false", "--server", url, "-f", file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, want := documents(t, out), documents(t, text)
+			for _, doc := range got { // the namespace of the empty configuration
+				if m, _ := doc["metadata"].(map[string]any); m["namespace"] == "default" {
+					delete(m, "namespace")
+				}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: kubectl's dry run printed\n%s\nwant the rendered objects:\n%s", tmpl.file, out, text)
+			}
+		})
 	}
 	reqs := requests()
 	for _, r := range reqs {
@@ -548,24 +557,26 @@ func TestKubectlTypes(t *testing.T) {
 			if doc["kind"] != "Job" {
 				continue
 			}
-			in, err := yaml.Marshal(doc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := kubectl(t, bin, string(in), "set", "env", "--local", "-o", "yaml", "-f", "-", "STRESS_TYPE_CHECK=1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			typed := documents(t, out)
-			if len(typed) != 1 {
-				t.Fatalf("kubectl set env printed %d documents:\n%s", len(typed), out)
-			}
-			got := leaves(typed[0], "")
-			for p, want := range leaves(doc, "") {
-				if g, ok := got[p]; !ok || g != want {
-					t.Errorf("Job %s: kubectl's Job type has %s = %q, want %q", name(doc), p, g, want)
+			t.Run("Job "+name(doc)+" keeps every field in kubectl's type", func(t *testing.T) {
+				in, err := yaml.Marshal(doc)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
+				out, err := kubectl(t, bin, string(in), "set", "env", "--local", "-o", "yaml", "-f", "-", "STRESS_TYPE_CHECK=1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				typed := documents(t, out)
+				if len(typed) != 1 {
+					t.Fatalf("kubectl set env printed %d documents:\n%s", len(typed), out)
+				}
+				got := leaves(typed[0], "")
+				for p, want := range leaves(doc, "") {
+					if g, ok := got[p]; !ok || g != want {
+						t.Errorf("Job %s: kubectl's Job type has %s = %q, want %q", name(doc), p, g, want)
+					}
+				}
+			})
 		}
 	}
 }

@@ -26,13 +26,13 @@ func init() {
 	models.Register(Backend, models.Backend{New: New})
 }
 
-// Model sends calls to one URL.
-type Model struct {
+// model sends calls to one URL.
+type model struct {
 	url string
 	tr  *transport.Client
 }
 
-var _ models.Model = (*Model)(nil)
+var _ models.Model = (*model)(nil)
 
 // New builds a model that posts to spec.Host, with spec.Transport's
 // settings.
@@ -40,7 +40,7 @@ func New(spec models.Spec) (models.Model, error) {
 	if spec.Host == "" {
 		return nil, fmt.Errorf("model %q: backend %s needs a host (a URL)", spec.Name, Backend)
 	}
-	return &Model{url: spec.Host, tr: transport.New(transport.FromSpec(spec))}, nil
+	return &model{url: spec.Host, tr: transport.New(transport.FromSpec(spec))}, nil
 }
 
 // answer is the body the server sends.
@@ -64,7 +64,7 @@ func check(body []byte) error {
 
 // Generate posts req and returns the answer's text, the exact body and the
 // transport events met on the way.
-func (m *Model) Generate(ctx context.Context, req models.Request) (models.Reply, error) {
+func (m *model) Generate(ctx context.Context, req models.Request) (models.Reply, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return models.Reply{}, err

@@ -210,14 +210,14 @@ var tools = []json.RawMessage{
 	json.RawMessage(`{"name":"read","description":"reads the record","inputSchema":{"type":"object","properties":{}},"annotations":{"readOnlyHint":true}}`),
 }
 
-// FirstCall is the failing call Start makes (as Actor.First gives it).
-var FirstCall = simulator.ToolCall{Tool: "write", Arguments: json.RawMessage(`{"n":1}`)}
+// firstCall is the failing call Start makes (as Actor.First gives it).
+var firstCall = simulator.ToolCall{Tool: "write", Arguments: json.RawMessage(`{"n":1}`)}
 
 // Tools implements simulator.Actor.
 func (e *Env) Tools(ctx context.Context) ([]json.RawMessage, error) { return tools, nil }
 
 // First implements simulator.Actor.
-func (e *Env) First() simulator.ToolCall { return FirstCall }
+func (e *Env) First() simulator.ToolCall { return firstCall }
 
 // Sent returns the calls Send received, in order, as the server saw them.
 func (e *Env) Sent() []simulator.ToolCall { return e.sent }

@@ -78,8 +78,8 @@ var Canaries = []Canary{
 	{"single-label URL host", "http://buildqz96:8080/status", "buildqz96"},
 }
 
-// Text is every canary's text in one failure message.
-func Text() string {
+// canaryText is every canary's text in one failure message.
+func canaryText() string {
 	parts := make([]string, len(Canaries))
 	for i, c := range Canaries {
 		parts[i] = c.Text
@@ -127,8 +127,8 @@ const (
 	ToolReadBlob = "read_blob"
 )
 
-// ItemField is ToolGetItem's first required field.
-const ItemField = "owner_alice.qz86@example.com"
+// itemField is ToolGetItem's first required field.
+const itemField = "owner_alice.qz86@example.com"
 
 // Tools lists every tool name.
 var Tools = []string{ToolRestart, ToolFindAccount, ToolGetItem, ToolGetProfile, ToolGetReport,
@@ -139,7 +139,7 @@ func schema(fields ...string) map[string]any {
 	props := map[string]any{}
 	req := []any{}
 	for _, f := range fields {
-		props[f] = map[string]any{"type": "string", "description": "see " + Text()}
+		props[f] = map[string]any{"type": "string", "description": "see " + canaryText()}
 		req = append(req, f)
 	}
 	return map[string]any{"type": "object", "properties": props, "required": req}
@@ -159,7 +159,7 @@ func New(onCall func(tool string), echo string) *mcp.Server {
 	if onCall == nil {
 		onCall = func(string) {}
 	}
-	msg := Text()
+	msg := canaryText()
 	if echo != "" {
 		msg += "; upstream said " + echo
 	}
@@ -196,10 +196,10 @@ func New(onCall func(tool string), echo string) *mcp.Server {
 		})
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Invalid account for FIND_ACCOUNT (try relativeTime): " + msg, Data: data}
 	})
-	add(ToolGetItem, ro, schema(ItemField, "item_id"), nil, func(args map[string]any) (*mcp.CallToolResult, error) {
-		if _, ok := args[ItemField].(string); !ok {
+	add(ToolGetItem, ro, schema(itemField, "item_id"), nil, func(args map[string]any) (*mcp.CallToolResult, error) {
+		if _, ok := args[itemField].(string); !ok {
 			return &mcp.CallToolResult{IsError: true, Content: text(fmt.Sprintf(
-				"MCP error -32602: Invalid arguments for tool get_item: %s: expected string, received %T; %s", ItemField, args[ItemField], msg))}, nil
+				"MCP error -32602: Invalid arguments for tool get_item: %s: expected string, received %T; %s", itemField, args[itemField], msg))}, nil
 		}
 		return &mcp.CallToolResult{Content: text("item found")}, nil
 	})

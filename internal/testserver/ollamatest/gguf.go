@@ -2,7 +2,7 @@
 // scripts/ollama-install.sh) with a tiny, deterministic llama model that the
 // tests generate themselves, so no model weights are ever downloaded.
 //
-// The model (WriteTinyGGUFFile) is a ~0.5 MB GGUF v3 file: architecture llama,
+// The model (writeTinyGGUFFile) is a ~0.5 MB GGUF v3 file: architecture llama,
 // 2 layers, embedding 64, 4 heads, feed-forward 128, F32 tensors and a GPT-2
 // style BPE vocabulary of the 256 byte tokens, BOS/EOS control tokens and a
 // few whole-word tokens for the keys and enum values of the answer schema
@@ -39,15 +39,15 @@ const (
 
 // Vocabulary ids of the special tokens.
 const (
-	BOSToken = 256
-	EOSToken = 257
+	bosToken = 256
+	eosToken = 257
 )
 
-// OperationStatuses are the enum values of the answer's "operation_status".
-var OperationStatuses = []string{"failed", "succeeded"}
+// operationStatuses are the enum values of the answer's "operation_status".
+var operationStatuses = []string{"failed", "succeeded"}
 
-// RecoveryPolicies are the enum values of the answer's "recovery_policy".
-var RecoveryPolicies = []string{
+// recoveryPolicies are the enum values of the answer's "recovery_policy".
+var recoveryPolicies = []string{
 	"revise_arguments",
 	"select_tool",
 	"authenticate",
@@ -98,7 +98,7 @@ const ThinkingTemplate = `{{- if .System }}system: {{ .System }}
 {{ end }}{{- range .Messages }}{{ .Role }}: {{ if .Thinking }}<think>{{ .Thinking }}</think>{{ end }}{{ .Content }}
 {{ end }}assistant: {{ if .Think }}<think>{{ end }}`
 
-// TinyOption configures WriteTinyGGUFFile.
+// TinyOption configures writeTinyGGUFFile.
 type TinyOption func(*tinyConfig)
 
 type tinyConfig struct {
@@ -109,11 +109,8 @@ type tinyConfig struct {
 	words  []string // extra favoured whole-word tokens (WithWords)
 }
 
-// DefaultSeed is the weight seed used unless WithSeed is given.
-const DefaultSeed = 0x5eed_0001
-
-// WithSeed sets the PRNG seed of the weights (default DefaultSeed).
-func WithSeed(seed uint64) TinyOption { return func(c *tinyConfig) { c.seed = seed } }
+// defaultSeed is the weight seed of the tiny model (tests vary it with withSeed).
+const defaultSeed = 0x5eed_0001
 
 // WithWords adds whole-word tokens to the vocabulary, favoured like the
 // schema's (default none, which leaves the file as it was): "</think>"
@@ -125,8 +122,8 @@ func WithWords(words ...string) TinyOption {
 // schemaWords are the whole-word tokens added to the byte vocabulary; the
 // quoted forms are the ones the model is biased towards.
 func schemaWords() []string {
-	words := append([]string{"operation_status", "recovery_policy"}, OperationStatuses...)
-	words = append(words, RecoveryPolicies...)
+	words := append([]string{"operation_status", "recovery_policy"}, operationStatuses...)
+	words = append(words, recoveryPolicies...)
 	return words
 }
 
@@ -186,10 +183,10 @@ func buildVocab(extra []string) vocab {
 		}
 		add(string(b2u[b]), tokNormal, bias)
 	}
-	add("<|bos|>", tokControl, -1) // BOSToken
+	add("<|bos|>", tokControl, -1) // bosToken
 	// EOS: above whitespace (so a grammar-complete answer stops at once) but
 	// below the favoured tokens (so free-form answers are not empty).
-	add("<|eos|>", tokControl, 0.5) // EOSToken
+	add("<|eos|>", tokControl, 0.5) // eosToken
 	// Merged structural tokens: these exist so the merge list has real
 	// entries; they are neutral for generation.
 	for _, m := range [][2]string{{`"`, `:`}, {`"`, `,`}, {`{`, `"`}, {`"`, `}`}} {
@@ -304,11 +301,11 @@ func buildTensors(cfg tinyConfig, v vocab) []tensor {
 	return ts
 }
 
-// WriteTinyGGUFFile writes the tiny llama model as GGUF v3 to path with
+// writeTinyGGUFFile writes the tiny llama model as GGUF v3 to path with
 // Ollama's own writer (fs/ggml.WriteGGUF). The file is a pure function of
 // the options (same options, same bytes).
-func WriteTinyGGUFFile(path string, opts ...TinyOption) error {
-	cfg := tinyConfig{seed: DefaultSeed, ctxLen: 2048, bias: 10, noise: 0.06}
+func writeTinyGGUFFile(path string, opts ...TinyOption) error {
+	cfg := tinyConfig{seed: defaultSeed, ctxLen: 2048, bias: 10, noise: 0.06}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -333,8 +330,8 @@ func WriteTinyGGUFFile(path string, opts ...TinyOption) error {
 		"tokenizer.ggml.tokens":                  v.tokens,
 		"tokenizer.ggml.token_type":              v.types,
 		"tokenizer.ggml.merges":                  v.merges,
-		"tokenizer.ggml.bos_token_id":            uint32(BOSToken),
-		"tokenizer.ggml.eos_token_id":            uint32(EOSToken),
+		"tokenizer.ggml.bos_token_id":            uint32(bosToken),
+		"tokenizer.ggml.eos_token_id":            uint32(eosToken),
 		"tokenizer.ggml.add_bos_token":           true,
 		"tokenizer.ggml.add_eos_token":           false,
 	}

@@ -25,7 +25,7 @@ func TestWriteTinyGGUFDeterministic(t *testing.T) {
 	write := func(name string, opts ...TinyOption) []byte {
 		t.Helper()
 		path := filepath.Join(dir, name)
-		if err := WriteTinyGGUFFile(path, opts...); err != nil {
+		if err := writeTinyGGUFFile(path, opts...); err != nil {
 			t.Fatal(err)
 		}
 		b, err := os.ReadFile(path)
@@ -34,7 +34,7 @@ func TestWriteTinyGGUFDeterministic(t *testing.T) {
 		}
 		return b
 	}
-	a, b, c := write("a.gguf"), write("b.gguf"), write("c.gguf", WithSeed(42))
+	a, b, c := write("a.gguf"), write("b.gguf"), write("c.gguf", withSeed(42))
 	if !bytes.Equal(a, b) {
 		t.Fatal("same options gave different files")
 	}
@@ -60,7 +60,7 @@ func TestWriteTinyGGUFDeterministic(t *testing.T) {
 		t.Errorf("decoded architecture %q, %d blocks, embedding %d, %d heads", kv.Architecture(), kv.BlockCount(), kv.Uint("embedding_length"), kv.Uint("attention.head_count"))
 	}
 	tokens := kv.Strings("tokenizer.ggml.tokens")
-	if len(tokens) != int(kv.Uint("vocab_size")) || len(tokens) <= EOSToken || len(kv.Ints("tokenizer.ggml.token_type")) != len(tokens) {
+	if len(tokens) != int(kv.Uint("vocab_size")) || len(tokens) <= eosToken || len(kv.Ints("tokenizer.ggml.token_type")) != len(tokens) {
 		t.Errorf("decoded %d tokens, %d types, vocab_size %d", len(tokens), len(kv.Ints("tokenizer.ggml.token_type")), kv.Uint("vocab_size"))
 	}
 	ts := g.Tensors().Items()
@@ -81,9 +81,9 @@ func TestWriteTinyGGUFDeterministic(t *testing.T) {
 
 func TestBinaryMissingMentionsInstallScript(t *testing.T) {
 	t.Setenv("OLLAMA_BIN", "/nonexistent/ollama")
-	_, err := Binary()
+	_, err := findBinary()
 	if err == nil || !strings.Contains(err.Error(), "scripts/ollama-install.sh") {
-		t.Fatalf("Binary() error = %v, want a hint to run scripts/ollama-install.sh", err)
+		t.Fatalf("findBinary() error = %v, want a hint to run scripts/ollama-install.sh", err)
 	}
 	if Available() {
 		t.Fatal("Available() = true for a missing OLLAMA_BIN")
@@ -202,7 +202,7 @@ func TestServerTinyModelChat(t *testing.T) {
 					seed, content, r.DoneReason, r.EvalCount, err)
 				continue
 			}
-			if !slices.Contains(OperationStatuses, a.OperationStatus) || !slices.Contains(RecoveryPolicies, a.RecoveryPolicy) {
+			if !slices.Contains(operationStatuses, a.OperationStatus) || !slices.Contains(recoveryPolicies, a.RecoveryPolicy) {
 				t.Errorf("seed %d: labels out of vocabulary: %q", seed, content)
 				continue
 			}
@@ -238,3 +238,6 @@ func fmtCounts(m map[string]int) string {
 	}
 	return strings.TrimSpace(b.String())
 }
+
+// withSeed sets the PRNG seed of the weights (default defaultSeed).
+func withSeed(seed uint64) TinyOption { return func(c *tinyConfig) { c.seed = seed } }

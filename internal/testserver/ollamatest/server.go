@@ -21,32 +21,32 @@ import (
 // WantVersion is the Ollama version scripts/ollama-install.sh builds.
 const WantVersion = "0.17.4"
 
-// BinaryName is the versioned name scripts/ollama-install.sh installs the
+// binaryName is the versioned name scripts/ollama-install.sh installs the
 // server under, so that checkouts testing other versions can share a
 // GOPATH.
-const BinaryName = "ollama-" + WantVersion
+const binaryName = "ollama-" + WantVersion
 
-// InstallHint is appended to errors about a missing binary.
-const InstallHint = "run scripts/ollama-install.sh (builds ollama v" + WantVersion +
-	" into $(go env GOPATH)/bin/" + BinaryName + ") or set OLLAMA_BIN"
+// installHint is appended to errors about a missing binary.
+const installHint = "run scripts/ollama-install.sh (builds ollama v" + WantVersion +
+	" into $(go env GOPATH)/bin/" + binaryName + ") or set OLLAMA_BIN"
 
-// Binary returns the path of the ollama binary: $OLLAMA_BIN, else
-// BinaryName in $(go env GOPATH)/bin or on PATH, else "ollama" on PATH or
+// findBinary returns the path of the ollama binary: $OLLAMA_BIN, else
+// binaryName in $(go env GOPATH)/bin or on PATH, else "ollama" on PATH or
 // in $(go env GOPATH)/bin (of any version: the server then logs the
 // version it reports).
-func Binary() (string, error) {
+func findBinary() (string, error) {
 	if p := os.Getenv("OLLAMA_BIN"); p != "" {
 		if isExecutable(p) {
 			return p, nil
 		}
-		return "", fmt.Errorf("OLLAMA_BIN=%s is not an executable file; %s", p, InstallHint)
+		return "", fmt.Errorf("OLLAMA_BIN=%s is not an executable file; %s", p, installHint)
 	}
 	for _, dir := range gopathBins() {
-		if p := filepath.Join(dir, BinaryName); isExecutable(p) {
+		if p := filepath.Join(dir, binaryName); isExecutable(p) {
 			return p, nil
 		}
 	}
-	for _, name := range []string{BinaryName, "ollama"} {
+	for _, name := range []string{binaryName, "ollama"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p, nil
 		}
@@ -56,12 +56,12 @@ func Binary() (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("ollama binary not found (OLLAMA_BIN, %s, PATH, $(go env GOPATH)/bin); %s", BinaryName, InstallHint)
+	return "", fmt.Errorf("ollama binary not found (OLLAMA_BIN, %s, PATH, $(go env GOPATH)/bin); %s", binaryName, installHint)
 }
 
-// Available reports whether an ollama binary can be found (see Binary).
+// Available reports whether an ollama binary can be found (see findBinary).
 func Available() bool {
-	_, err := Binary()
+	_, err := findBinary()
 	return err == nil
 }
 
@@ -113,7 +113,7 @@ type Server struct {
 // StartServer starts "ollama serve" on a free loopback port with HOME and
 // OLLAMA_MODELS inside dir, and waits until /api/version answers.
 func StartServer(ctx context.Context, dir string) (*Server, error) {
-	bin, err := Binary()
+	bin, err := findBinary()
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +243,7 @@ func serverEnv(home, models, addr string) []string {
 // Available() to make a test optional.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	if _, err := Binary(); err != nil {
+	if _, err := findBinary(); err != nil {
 		t.Fatalf("ollamatest: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -348,13 +348,13 @@ func (s *Server) getJSON(ctx context.Context, path string, v any) error {
 	return json.Unmarshal(body, v)
 }
 
-// DefaultModelName is the name CreateTinyModel uses for an empty name.
-const DefaultModelName = "ollamatest-tiny"
+// defaultModelName is the name CreateTinyModel uses for an empty name.
+const defaultModelName = "ollamatest-tiny"
 
-// ModelfileWith returns the Modelfile that imports the tiny model from
+// modelfileWith returns the Modelfile that imports the tiny model from
 // ggufPath (relative paths are resolved against the Modelfile's
 // directory) with chat template template.
-func ModelfileWith(ggufPath, template string) string {
+func modelfileWith(ggufPath, template string) string {
 	return "FROM " + ggufPath + "\n" +
 		"TEMPLATE \"\"\"" + template + "\"\"\"\n" +
 		"PARAMETER num_ctx 2048\n" +
@@ -365,7 +365,7 @@ func ModelfileWith(ggufPath, template string) string {
 		"PARAMETER num_thread 1\n"
 }
 
-// CreateTinyModel writes the tiny GGUF (WriteTinyGGUFFile with opts) and a
+// CreateTinyModel writes the tiny GGUF (writeTinyGGUFFile with opts) and a
 // Modelfile into a fresh directory under s.Dir and imports them with the
 // real "ollama create NAME -f Modelfile" against this server. It returns
 // the model as /api/tags lists it; the digest depends on the server, so
@@ -378,17 +378,17 @@ func (s *Server) CreateTinyModel(ctx context.Context, name string, opts ...TinyO
 // ThinkingTemplate).
 func (s *Server) CreateModel(ctx context.Context, name, tmpl string, opts ...TinyOption) (ModelInfo, error) {
 	if name == "" {
-		name = DefaultModelName
+		name = defaultModelName
 	}
 	dir, err := os.MkdirTemp(s.Dir, "model-")
 	if err != nil {
 		return ModelInfo{}, err
 	}
-	if err := WriteTinyGGUFFile(filepath.Join(dir, "tiny.gguf"), opts...); err != nil {
+	if err := writeTinyGGUFFile(filepath.Join(dir, "tiny.gguf"), opts...); err != nil {
 		return ModelInfo{}, err
 	}
 	mf := filepath.Join(dir, "Modelfile")
-	if err := os.WriteFile(mf, []byte(ModelfileWith("./tiny.gguf", tmpl)), 0o644); err != nil {
+	if err := os.WriteFile(mf, []byte(modelfileWith("./tiny.gguf", tmpl)), 0o644); err != nil {
 		return ModelInfo{}, err
 	}
 	cmd := exec.CommandContext(ctx, s.Bin, "create", name, "-f", mf)
