@@ -378,16 +378,21 @@ func decodesTo(a json.RawMessage, v any) bool {
 	return json.Unmarshal(a, &x) == nil && reflect.DeepEqual(x, v)
 }
 
-// DataFor builds the template data of scenario s under condition c.
-// Under an error shape the observation is what the server sends under it
-// (ShapeResult, after its label), in place of the recorded one.
+// DataFor builds the template data of scenario s under condition c, as
+// its entry in Table renders it. Under an error shape the observation is
+// what the server sends under it (ShapeResult, after its label), in place
+// of the recorded one.
 func DataFor(s *study.Scenario, c study.Condition, replay int) (Data, error) {
 	obs, err := Indent(s.Observation)
 	if err != nil {
 		return Data{}, fmt.Errorf("scenario %s: observation: %w", s.ID, err)
 	}
-	if c.Shape() {
-		raw, label, ok, err := ShapeResult(s, c)
+	sp, known := specs[c]
+	if !known {
+		return Data{}, unknown(c)
+	}
+	if sp.reshape != nil {
+		raw, label, ok, err := sp.reshape(s, c)
 		if err != nil {
 			return Data{}, err
 		}
@@ -443,43 +448,52 @@ func DecodeAfter(text, label string, v any) bool {
 // observation, not instead of it, so every condition keeps the same base
 // observation and differs only in what it adds.
 func Annotation(s *study.Scenario, c study.Condition) (string, error) {
-	if cell, ok := c.Cell(); ok {
-		return Factorial(s, cell)
+	sp, ok := specs[c]
+	switch {
+	case !ok:
+		return "", unknown(c)
+	case sp.result != nil:
+		return contractAnnotation(s, c, sp)
+	case sp.annotate != nil:
+		return sp.annotate(s, c)
 	}
-	if c.Shape() {
-		return "", nil // the shape replaces the observation (DataFor)
+	return "", nil // normalized; a shape replaces the observation (DataFor)
+}
+
+// contractAnnotation is the label of the contract sp carries, then the
+// result it renders for s as indented JSON; nothing where it has none.
+func contractAnnotation(s *study.Scenario, c study.Condition, sp *Spec) (string, error) {
+	raw, ok, err := sp.result(s, c)
+	if err != nil || !ok {
+		return "", err
 	}
-	switch c {
-	case study.Envelope, study.EnvelopeFalseReplay, study.EnvelopeFalseTarget,
-		study.Category, study.CategoryStructured, study.CategoryText, study.CategoryFalseRetryable:
-		raw, ok, err := ContractResult(s, c)
-		if err != nil || !ok {
-			return "", err
-		}
-		label, what := CategoryLabel, string(c)+" result"
-		if c == study.Envelope || c == study.EnvelopeFalseReplay || c == study.EnvelopeFalseTarget {
-			label = EnvelopeLabel
-		}
-		if c == study.Envelope {
-			what = "control_envelope"
-		}
-		res, err := Indent(raw)
-		if err != nil {
-			return "", fmt.Errorf("scenario %s: %s: %w", s.ID, what, err)
-		}
-		return label + "\n" + res, nil
-	case study.Normalized:
-		return "", nil
-	case study.CodeOnly:
-		return "Error code: " + s.Code, nil
-	case study.Prose:
-		info, ok := s.Cause.Info()
-		if !ok {
-			return "", fmt.Errorf("scenario %s: unknown cause %q", s.ID, s.Cause)
-		}
-		return fmt.Sprintf("The call failed because %s; the agent should %s.", info.Words, s.Preferred.Words()), nil
+	label, what := CategoryLabel, string(c)+" result"
+	if slices.Contains(sp.Contracts, ContractEnvelope) {
+		label = EnvelopeLabel
 	}
-	return "", fmt.Errorf("unknown condition %q (want one of %v)", c, study.AllConditions)
+	if c == study.Envelope {
+		what = "control_envelope"
+	}
+	res, err := Indent(raw)
+	if err != nil {
+		return "", fmt.Errorf("scenario %s: %s: %w", s.ID, what, err)
+	}
+	return label + "\n" + res, nil
+}
+
+// codeOnly is code_only's annotation: the namespaced code alone.
+func codeOnly(s *study.Scenario, _ study.Condition) (string, error) {
+	return "Error code: " + s.Code, nil
+}
+
+// prose is prose's annotation: the cause and the preferred policy in
+// words.
+func prose(s *study.Scenario, _ study.Condition) (string, error) {
+	info, ok := s.Cause.Info()
+	if !ok {
+		return "", fmt.Errorf("scenario %s: unknown cause %q", s.ID, s.Cause)
+	}
+	return fmt.Sprintf("The call failed because %s; the agent should %s.", info.Words, s.Preferred.Words()), nil
 }
 
 // FailureStatement is the explicit failure statement a factorial cell with
@@ -517,11 +531,11 @@ func Paraphrase(p study.Policy) string { return paraphrases[p] }
 // before it. So two cells that differ in one factor differ only in that
 // factor's text: the format's frame, the policy's words, or the statement.
 // The json, label cell without the statement is structured, byte for byte.
-func Factorial(s *study.Scenario, cell study.Cell) (string, error) {
+func Factorial(s *study.Scenario, cell Cell) (string, error) {
 	policy := string(s.Preferred)
 	switch cell.Wording {
-	case study.LabelWording:
-	case study.ParaphraseWording:
+	case LabelWording:
+	case ParaphraseWording:
 		if policy = Paraphrase(s.Preferred); policy == "" {
 			return "", fmt.Errorf("scenario %s: no paraphrase of preferred policy %q", s.ID, s.Preferred)
 		}
@@ -530,7 +544,7 @@ func Factorial(s *study.Scenario, cell study.Cell) (string, error) {
 	}
 	var details string
 	switch cell.Format {
-	case study.JSONFormat:
+	case JSONFormat:
 		b, err := json.Marshal(struct {
 			Code   string `json:"code"`
 			Policy string `json:"policy"`
@@ -539,7 +553,7 @@ func Factorial(s *study.Scenario, cell study.Cell) (string, error) {
 			return "", err
 		}
 		details = string(b)
-	case study.SentenceFormat:
+	case SentenceFormat:
 		details = fmt.Sprintf("the code is %s, and the policy is to %s.", s.Code, policy)
 	default:
 		return "", fmt.Errorf("scenario %s: unknown format %q", s.ID, cell.Format)
@@ -585,7 +599,7 @@ type textBlock struct {
 // rate_limit and locked), and an explanation stating the failed condition
 // and its target (Explanation).
 func CategoryResult(s *study.Scenario) (raw json.RawMessage, ok bool, err error) {
-	return ContractResult(s, study.Category)
+	return categoryResultOf(s, study.Category)
 }
 
 // ContractResult returns the tool result that condition c shows after its
@@ -615,16 +629,28 @@ func CategoryResult(s *study.Scenario) (raw json.RawMessage, ok bool, err error)
 // The code and the base content stay the record's, so each lie is the one
 // documented contradiction.
 func ContractResult(s *study.Scenario, c study.Condition) (raw json.RawMessage, ok bool, err error) {
-	switch c {
-	case study.Envelope:
-		return s.ControlEnvelope, true, nil
-	case study.EnvelopeFalseReplay, study.EnvelopeFalseTarget:
-		raw, err := falseEnvelope(s, c)
-		return raw, err == nil, err
-	case study.Category, study.CategoryStructured, study.CategoryText, study.CategoryFalseRetryable:
-	default:
+	sp, known := specs[c]
+	if !known || sp.result == nil {
 		return nil, false, nil
 	}
+	return sp.result(s, c)
+}
+
+// controlEnvelope is envelope's result: the scenario's control envelope.
+func controlEnvelope(s *study.Scenario, _ study.Condition) (json.RawMessage, bool, error) {
+	return s.ControlEnvelope, true, nil
+}
+
+// falseEnvelopeResult is a misplaced-trust envelope's result
+// (falseEnvelope).
+func falseEnvelopeResult(s *study.Scenario, c study.Condition) (json.RawMessage, bool, error) {
+	raw, err := falseEnvelope(s, c)
+	return raw, err == nil, err
+}
+
+// categoryResultOf is the result of category and of the conditions
+// derived from it (ContractResult): none when the cause has no category.
+func categoryResultOf(s *study.Scenario, c study.Condition) (raw json.RawMessage, ok bool, err error) {
 	cat, ok := study.CategoryOf(s.Cause)
 	if !ok {
 		return nil, false, nil

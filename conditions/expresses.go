@@ -27,18 +27,28 @@ import "github.com/mcpstress/stress/study"
 // of the proposal: it is the record under another name. A scenario whose
 // rendering fails is not expressed (rendering it fails the run).
 func Expresses(s *study.Scenario, c study.Condition) bool {
-	switch {
-	case c.Shape():
-		sh, err := shape(s, c)
-		if err != nil || !sh.ok {
-			return false
-		}
-		return c.MovesToResult() && sh.moved || c.Classifies() && sh.classified || c.RateLimits() && sh.rateLimited
-	case c == study.Category, c == study.CategoryStructured, c == study.CategoryText, c == study.CategoryFalseRetryable:
-		_, ok, err := ContractResult(s, c)
-		return ok && err == nil
+	sp, ok := specs[c]
+	if !ok {
+		return false
 	}
-	return c.Valid()
+	return sp.expresses == nil || sp.expresses(s, c)
+}
+
+// hasCategory is a category condition's expresses: its result exists
+// (the cause has a category) and renders.
+func hasCategory(s *study.Scenario, c study.Condition) bool {
+	_, ok, err := categoryResultOf(s, c)
+	return ok && err == nil
+}
+
+// shapeActs is an error shape's expresses: one of its parts acts on the
+// record (ShapeResult moved, classified or rate-limited it).
+func shapeActs(s *study.Scenario, c study.Condition) bool {
+	sh, err := shape(s, c)
+	if err != nil || !sh.ok {
+		return false
+	}
+	return c.MovesToResult() && sh.moved || c.Classifies() && sh.classified || c.RateLimits() && sh.rateLimited
 }
 
 // Unexpressed returns the conditions of conds that do not express

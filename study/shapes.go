@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,7 +32,7 @@ import (
 //   - ToolFailureGuidance: ToolFailure with its optional agentGuidance,
 //     which states the preferred policy in words (as the proposal's only
 //     published example does): it carries the answer, so it is reported
-//     apart (RevealsPolicy).
+//     apart (its RevealsPolicy in conditions.Table).
 //   - ToolFailureApplied: ToolFailure with this project's counter-proposal,
 //     a member applied that says whether the failed call's write may have
 //     been applied (none, partial, unknown): no proposal defines it.
@@ -45,11 +46,11 @@ const (
 	ToolFailureApplied  Condition = "toolfailure+applied"
 )
 
-// ShapeConditions lists the error-shape conditions: the three proposals,
-// their combinations, the arm that carries the answer, and the
-// counter-proposal.
-var ShapeConditions = []Condition{SEP2145, ToolFailureShape, RateLimited, ToolFailureSEP2145,
-	SEP2145RateLimited, ToolFailureGuidance, ToolFailureApplied}
+// ShapeConditions lists the error-shape conditions, in the order of
+// AllConditions: those whose name joins proposals (shapeProposals) with
+// "+". Their renderings, contracts and contrasts are their entries in
+// conditions.Table.
+var ShapeConditions = slices.DeleteFunc(slices.Clone(AllConditions), func(c Condition) bool { return !c.Shape() })
 
 // shapeParts are what an error-shape condition takes from each proposal.
 type shapeParts struct {
@@ -60,16 +61,39 @@ type shapeParts struct {
 	rateLimits bool // SEP-3304: the server's own rate limit becomes -32023
 }
 
-// shapes are the parts of each of ShapeConditions.
-var shapes = map[Condition]shapeParts{
-	SEP2145:             {moves: true},
-	ToolFailureShape:    {classifies: true},
-	RateLimited:         {rateLimits: true},
-	ToolFailureSEP2145:  {moves: true, classifies: true},
-	SEP2145RateLimited:  {moves: true, rateLimits: true},
-	ToolFailureGuidance: {classifies: true, guidance: true},
-	ToolFailureApplied:  {classifies: true, applied: true},
+// shapeProposals are the parts each proposal's name stands for in an
+// arm's name: an arm is named by the proposals it takes, joined by "+"
+// (toolfailure+sep2145 takes ToolFailure's classification and SEP-2145's
+// move), guidance for ToolFailure's agentGuidance and applied for the
+// counter-proposal. So an arm that combines proposals already here needs
+// no more than its name.
+var shapeProposals = map[string]shapeParts{
+	"sep2145":     {moves: true},
+	"toolfailure": {classifies: true},
+	"ratelimited": {rateLimits: true},
+	"guidance":    {guidance: true},
+	"applied":     {applied: true},
 }
+
+// shapes are the parts of each error-shape condition of AllConditions,
+// read from its name.
+var shapes = func() map[Condition]shapeParts {
+	m := map[Condition]shapeParts{}
+next:
+	for _, c := range AllConditions {
+		var sp shapeParts
+		for name := range strings.SplitSeq(string(c), "+") {
+			p, ok := shapeProposals[name]
+			if !ok {
+				continue next
+			}
+			sp.moves, sp.classifies, sp.guidance = sp.moves || p.moves, sp.classifies || p.classifies, sp.guidance || p.guidance
+			sp.applied, sp.rateLimits = sp.applied || p.applied, sp.rateLimits || p.rateLimits
+		}
+		m[c] = sp
+	}
+	return m
+}()
 
 // Shape reports whether c is one of ShapeConditions.
 func (c Condition) Shape() bool { _, ok := shapes[c]; return ok }

@@ -128,36 +128,40 @@ func TestCorpus(t *testing.T) {
 	}
 }
 
+// TestFind checks that find reads the contract after the last label line
+// (conditions.ContractAt) and nowhere else.
 func TestFind(t *testing.T) {
 	env := `{"resultType": "complete"}`
 	for name, tc := range map[string]struct {
 		msg      string
-		contract study.Condition
+		contract conditions.Contract
 		raw      string
 	}{
 		"none":             {"The tool call returned:\n{}", "", ""},
-		"envelope":         {"x\n\n" + conditions.EnvelopeLabel + "\n" + env, study.Envelope, env},
-		"category":         {"x\n" + conditions.CategoryLabel + "\n" + env + "\n\nAnswer now.", study.Category, env},
-		"crlf":             {"x\r\n" + conditions.EnvelopeLabel + "\r\n" + env, study.Envelope, env},
-		"last label wins":  {conditions.EnvelopeLabel + "\n{}\n" + conditions.CategoryLabel + "\n" + env, study.Category, env},
+		"envelope":         {"x\n\n" + conditions.EnvelopeLabel + "\n" + env, conditions.ContractEnvelope, env},
+		"category":         {"x\n" + conditions.CategoryLabel + "\n" + env + "\n\nAnswer now.", conditions.ContractCategory, env},
+		"crlf":             {"x\r\n" + conditions.EnvelopeLabel + "\r\n" + env, conditions.ContractEnvelope, env},
+		"last label wins":  {conditions.EnvelopeLabel + "\n{}\n" + conditions.CategoryLabel + "\n" + env, conditions.ContractCategory, env},
 		"label in a value": {"{\"message\": \"" + conditions.EnvelopeLabel + "\\n{}\"}", "", ""},
 		"label mid-line":   {"see " + conditions.EnvelopeLabel + "\n{}", "", ""},
-		"label, no JSON":   {conditions.EnvelopeLabel + "\n{\"resultType\":", study.Envelope, "{\"resultType\":"},
-		"label at the end": {"x\n" + conditions.CategoryLabel, study.Category, ""},
-		"shape result":     {"x\n" + conditions.ShapeResultLabel + "\n" + env, failclosedmodel.ShapeResult, env},
-		"shape error":      {"x\n" + conditions.ShapeErrorLabel + "\n{\"code\": -32023}", failclosedmodel.ShapeError, "{\"code\": -32023}"},
+		"label, no JSON":   {conditions.EnvelopeLabel + "\n{\"resultType\":", conditions.ContractEnvelope, "{\"resultType\":"},
+		"label at the end": {"x\n" + conditions.CategoryLabel, conditions.ContractCategory, ""},
+		"shape result":     {"x\n" + conditions.ShapeResultLabel + "\n" + env, conditions.ContractShapeResult, env},
+		"shape error":      {"x\n" + conditions.ShapeErrorLabel + "\n{\"code\": -32023}", conditions.ContractShapeError, "{\"code\": -32023}"},
 	} {
-		c, raw := failclosedmodel.Find(tc.msg)
-		if c != tc.contract || strings.TrimSpace(string(raw)) != tc.raw {
-			t.Errorf("%s: Find = %q, %q; want %q, %q", name, c, raw, tc.contract, tc.raw)
-		}
+		t.Run(name, func(t *testing.T) {
+			c, raw := failclosedmodel.Find(tc.msg)
+			if c != tc.contract || strings.TrimSpace(string(raw)) != tc.raw {
+				t.Errorf("Find = %q, %q; want %q, %q", c, raw, tc.contract, tc.raw)
+			}
+		})
 	}
 }
 
 // TestStops checks that a result after a label that fails a check stops
 // with the client's reason, and that an unknown mode is refused.
 func TestStops(t *testing.T) {
-	m, err := failclosedmodel.New(models.Spec{Name: "fc", Backend: failclosedmodel.Backend, Model: "registry"})
+	m, err := models.New(models.Spec{Name: "fc", Backend: failclosedmodel.Backend, Model: "registry"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +176,7 @@ func TestStops(t *testing.T) {
 			t.Errorf("%q: %s %v, want a stop with %s", msg, p, meta, reason)
 		}
 	}
-	if _, err := failclosedmodel.New(models.Spec{Name: "fc", Model: "both"}); err == nil || !strings.Contains(err.Error(), `"both"`) {
+	if _, err := models.New(models.Spec{Name: "fc", Backend: failclosedmodel.Backend, Model: "both"}); err == nil || !strings.Contains(err.Error(), `"both"`) {
 		t.Errorf("New(both) = %v, want an error naming the mode", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -226,7 +230,7 @@ func TestMisplacedTrustTransient(t *testing.T) {
 // prompt shows the called tool as idempotent, and a RateLimited error is
 // retried after its retryAfterMs.
 func TestShapeAdapters(t *testing.T) {
-	m, err := failclosedmodel.New(models.Spec{Name: "fc", Backend: failclosedmodel.Backend, Model: "registry"})
+	m, err := models.New(models.Spec{Name: "fc", Backend: failclosedmodel.Backend, Model: "registry"})
 	if err != nil {
 		t.Fatal(err)
 	}
