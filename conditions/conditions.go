@@ -433,16 +433,17 @@ func DecodeAfter(text, label string, v any) bool {
 	return json.NewDecoder(strings.NewReader(text[i+len(label)+1:])).Decode(v) == nil
 }
 
-// Annotation is what condition c adds to the normalized observation:
-// nothing (normalized); the namespaced code alone (code_only); the code and
+// Annotation is what condition c adds to the normalized observation, as
+// its entry in Table renders it: nothing (normalized); the namespaced code alone (code_only); the code and
 // the preferred policy label as JSON (structured); one sentence giving the
 // cause and the preferred policy in words, without the code or the label
 // (prose); EnvelopeLabel and the scenario's control envelope as indented
 // JSON (envelope); CategoryLabel and the scenario's error-category result
 // as indented JSON (category; see CategoryResult), or nothing for a cause
 // without a category. The factorial cells are built by Factorial, the
-// single-channel and misplaced-trust conditions by ContractResult; an
-// error shape adds nothing: it replaces the observation (DataFor).
+// single-channel and misplaced-trust conditions by ContractResult (each
+// after the label of the contract its entry carries); an error shape
+// adds nothing: it replaces the observation (DataFor).
 //
 // Note: envelope and category show their result next to the normalized
 // observation, not instead of it, so every condition keeps the same base

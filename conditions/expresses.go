@@ -3,8 +3,9 @@ package conditions
 import "github.com/mcpstress/stress/study"
 
 // Expresses reports whether condition c's rendering of scenario s carries
-// what defines c, so that a contrast of c with another condition is made
-// only on the scenarios both express (like-for-like; docs/error-shapes.md):
+// what defines c (its entry's rule in Table), so that a contrast of c with
+// another condition is made only on the scenarios both express
+// (like-for-like; docs/error-shapes.md):
 //
 //   - the paired conditions, the factorial cells, envelope and its
 //     misplaced-trust variants: every scenario (what they add is built
