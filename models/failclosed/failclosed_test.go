@@ -75,18 +75,17 @@ func TestCorpus(t *testing.T) {
 				for turn, conv := range [][]conditions.Message{msgs, append(msgs, conditions.Message{Role: conditions.Assistant, Content: "{}"}, replay)} {
 					got, meta := answer(t, m, conv)
 					want, reason := study.StopOrEscalate, failclosedmodel.NoResult
-					switch c {
-					case study.Envelope:
+					switch {
+					case c == study.Envelope:
 						want, reason = s.Preferred, ""
-					case study.Category:
+					case c == study.Category:
 						switch cat, _ := study.CategoryOf(s.Cause); cat {
 						case study.ValidationCategory:
 							want, reason = study.ReviseArguments, ""
 						case study.PermissionCategory:
 							want, reason = study.Authenticate, ""
 						}
-					case study.SEP2145, study.ToolFailureShape, study.ToolFailureSEP2145, study.RateLimited,
-						study.SEP2145RateLimited, study.ToolFailureGuidance, study.ToolFailureApplied:
+					case c.Shape():
 						// The shape replaces the observation: a JSON-RPC
 						// error is no -32023 (the paper corpus has no rate
 						// limit); a success is no error; an isError result
@@ -109,11 +108,11 @@ func TestCorpus(t *testing.T) {
 						case s.Cause == study.AuthRequired:
 							want, reason = study.Authenticate, ""
 						}
-					case study.EnvelopeFalseReplay:
+					case c == study.EnvelopeFalseReplay:
 						reason = "incompatible_policy"
-					case study.EnvelopeFalseTarget:
+					case c == study.EnvelopeFalseTarget:
 						reason = "target_mismatch"
-					case study.CategoryStructured, study.CategoryText, study.CategoryFalseRetryable:
+					case c == study.CategoryStructured, c == study.CategoryText, c == study.CategoryFalseRetryable:
 						if _, ok := study.CategoryOf(s.Cause); ok {
 							reason = map[study.Condition]string{study.CategoryStructured: "missing_content", study.CategoryText: "missing_structured_content",
 								study.CategoryFalseRetryable: "contradictory_retryable"}[c]
