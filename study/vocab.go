@@ -368,6 +368,42 @@ const (
 	CategoryFalseRetryable Condition = "category_false_retryable" // isRetryable true on a validation or permission failure
 )
 
+// The error shapes proposed for MCP (docs/error-shapes.md), each a
+// condition that shows the scenario's failure as a server following the
+// proposal (or the combination) would put it on the wire, in place of the
+// recorded observation, and without the category contract of seed 002,
+// which belongs to its own conditions:
+//
+//   - SEP2145 (modelcontextprotocol PR #2145): a failure the server
+//     answered with a JSON-RPC error becomes a tool result with isError
+//     true, carrying the same message; other failures are unchanged.
+//   - ToolFailureShape (PRs #3313 and #3312): an isError result carries
+//     the ToolFailure classification in _meta under ToolFailureKey.
+//   - RateLimited (PR #3304): the server's own rate limit becomes the
+//     JSON-RPC error -32023 with its typed retryAfterMs; a limit of an
+//     upstream API the tool calls stays as the server sent it (RL-6), and
+//     so does every other failure.
+//   - ToolFailureSEP2145: SEP2145's move, then ToolFailure on every
+//     isError result.
+//   - SEP2145RateLimited: RateLimited's -32023 for the server's own rate
+//     limit, SEP2145's move for every other JSON-RPC error.
+//   - ToolFailureGuidance: ToolFailure with its optional agentGuidance,
+//     which states the preferred policy in words (as the proposal's only
+//     published example does): it carries the answer, so it is reported
+//     apart (its RevealsPolicy in conditions.Table).
+//   - ToolFailureApplied: ToolFailure with this project's counter-proposal,
+//     a member applied that says whether the failed call's write may have
+//     been applied (none, partial, unknown): no proposal defines it.
+const (
+	SEP2145             Condition = "sep2145"
+	ToolFailureShape    Condition = "toolfailure"
+	RateLimited         Condition = "ratelimited"
+	ToolFailureSEP2145  Condition = "toolfailure+sep2145"
+	SEP2145RateLimited  Condition = "sep2145+ratelimited"
+	ToolFailureGuidance Condition = "toolfailure+guidance"
+	ToolFailureApplied  Condition = "toolfailure+applied"
+)
+
 // Conditions lists the paper's four paired conditions in canonical order;
 // the default studies run exactly these.
 var Conditions = []Condition{Normalized, CodeOnly, Structured, Prose}
