@@ -178,11 +178,11 @@ func (p *Prompt) InitialAct(s *study.Scenario, c study.Condition, tools []json.R
 	if !p.showsTools {
 		return nil, fmt.Errorf("prompt %s: task act needs a \"user\" template that shows .Tools and .Call", p.tmpl.Name())
 	}
-	d, err := DataFor(s, c, 0)
+	d, err := dataFor(s, c, 0)
 	if err != nil {
 		return nil, err
 	}
-	if d.Tools, err = ToolList(tools); err != nil {
+	if d.Tools, err = toolList(tools); err != nil {
 		return nil, fmt.Errorf("scenario %s: tools: %w", s.ID, err)
 	}
 	if d.Call, err = Indent(call); err != nil {
@@ -192,9 +192,9 @@ func (p *Prompt) InitialAct(s *study.Scenario, c study.Condition, tools []json.R
 	return p.turn0(d)
 }
 
-// ToolList formats tools as one indented JSON array, each object as
+// toolList formats tools as one indented JSON array, each object as
 // given.
-func ToolList(tools []json.RawMessage) (string, error) {
+func toolList(tools []json.RawMessage) (string, error) {
 	var b bytes.Buffer
 	b.WriteByte('[')
 	for i, t := range tools {
@@ -232,7 +232,7 @@ func (p *Prompt) exec(name string, data any) (string, error) {
 // Initial renders turn 0: the system message and the failure as condition
 // c shows it.
 func (p *Prompt) Initial(s *study.Scenario, c study.Condition) ([]Message, error) {
-	d, err := DataFor(s, c, 0)
+	d, err := dataFor(s, c, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +276,7 @@ func (p *Prompt) InitialOnce(s *study.Scenario, c study.Condition) ([]Message, e
 // Replayed renders the user message that reports replay number n (1-based)
 // of the unchanged request, which returned the same stored failure.
 func (p *Prompt) Replayed(s *study.Scenario, c study.Condition, n int) (Message, error) {
-	d, err := DataFor(s, c, n)
+	d, err := dataFor(s, c, n)
 	if err != nil {
 		return Message{}, err
 	}
@@ -333,7 +333,7 @@ func (p *Prompt) live1(s *study.Scenario, c study.Condition, n int, policy study
 	}
 	d := Data{Observation: text, Condition: c, Replay: n, Policy: policy, Call: call}
 	if p.sameObservation(s, obs) {
-		if d.Annotation, err = Annotation(s, c); err != nil {
+		if d.Annotation, err = annotation(s, c); err != nil {
 			return Message{}, err
 		}
 	}
@@ -378,11 +378,11 @@ func decodesTo(a json.RawMessage, v any) bool {
 	return json.Unmarshal(a, &x) == nil && reflect.DeepEqual(x, v)
 }
 
-// DataFor builds the template data of scenario s under condition c, as
+// dataFor builds the template data of scenario s under condition c, as
 // its entry in Table renders it. Under an error shape the observation is
 // what the server sends under it (ShapeResult, after its label), in place
 // of the recorded one.
-func DataFor(s *study.Scenario, c study.Condition, replay int) (Data, error) {
+func dataFor(s *study.Scenario, c study.Condition, replay int) (Data, error) {
 	obs, err := Indent(s.Observation)
 	if err != nil {
 		return Data{}, fmt.Errorf("scenario %s: observation: %w", s.ID, err)
@@ -404,7 +404,7 @@ func DataFor(s *study.Scenario, c study.Condition, replay int) (Data, error) {
 			obs = label + "\n" + res
 		}
 	}
-	ann, err := Annotation(s, c)
+	ann, err := annotation(s, c)
 	return Data{Observation: obs, Annotation: ann, Condition: c, Replay: replay}, err
 }
 
@@ -433,22 +433,22 @@ func DecodeAfter(text, label string, v any) bool {
 	return json.NewDecoder(strings.NewReader(text[i+len(label)+1:])).Decode(v) == nil
 }
 
-// Annotation is what condition c adds to the normalized observation, as
+// annotation is what condition c adds to the normalized observation, as
 // its entry in Table renders it: nothing (normalized); the namespaced code alone (code_only); the code and
 // the preferred policy label as JSON (structured); one sentence giving the
 // cause and the preferred policy in words, without the code or the label
 // (prose); EnvelopeLabel and the scenario's control envelope as indented
 // JSON (envelope); CategoryLabel and the scenario's error-category result
-// as indented JSON (category; see CategoryResult), or nothing for a cause
+// as indented JSON (category; see categoryResultOf), or nothing for a cause
 // without a category. The factorial cells are built by Factorial, the
-// single-channel and misplaced-trust conditions by ContractResult (each
+// single-channel and misplaced-trust conditions by contractResult (each
 // after the label of the contract its entry carries); an error shape
-// adds nothing: it replaces the observation (DataFor).
+// adds nothing: it replaces the observation (dataFor).
 //
 // Note: envelope and category show their result next to the normalized
 // observation, not instead of it, so every condition keeps the same base
 // observation and differs only in what it adds.
-func Annotation(s *study.Scenario, c study.Condition) (string, error) {
+func annotation(s *study.Scenario, c study.Condition) (string, error) {
 	sp, ok := specs[c]
 	switch {
 	case !ok:
@@ -458,7 +458,7 @@ func Annotation(s *study.Scenario, c study.Condition) (string, error) {
 	case sp.annotate != nil:
 		return sp.annotate(s, c)
 	}
-	return "", nil // normalized; a shape replaces the observation (DataFor)
+	return "", nil // normalized; a shape replaces the observation (dataFor)
 }
 
 // contractAnnotation is the label of the contract sp carries, then the
@@ -532,7 +532,7 @@ func Paraphrase(p study.Policy) string { return paraphrases[p] }
 // before it. So two cells that differ in one factor differ only in that
 // factor's text: the format's frame, the policy's words, or the statement.
 // The json, label cell without the statement is structured, byte for byte.
-func Factorial(s *study.Scenario, cell Cell) (string, error) {
+func factorial(s *study.Scenario, cell Cell) (string, error) {
 	policy := string(s.Preferred)
 	switch cell.Wording {
 	case LabelWording:
@@ -565,10 +565,10 @@ func Factorial(s *study.Scenario, cell Cell) (string, error) {
 	return "Error details: " + details, nil
 }
 
-// CategoryContract is the error-category contract of seed 002 as shown in
+// categoryContract is the error-category contract of seed 002 as shown in
 // the category condition: errorCategory, isRetryable and explanation. The
 // optional nextAction is left out so that the condition stays answer-free.
-type CategoryContract struct {
+type categoryContract struct {
 	ErrorCategory study.ErrorCategory `json:"errorCategory"`
 	IsRetryable   bool                `json:"isRetryable"`
 	Explanation   string              `json:"explanation"`
@@ -581,7 +581,7 @@ type categoryResult struct {
 	ResultType        string            `json:"resultType"`
 	IsError           bool              `json:"isError"`
 	Content           []textBlock       `json:"content"`
-	StructuredContent *CategoryContract `json:"structuredContent,omitempty"`
+	StructuredContent *categoryContract `json:"structuredContent,omitempty"`
 }
 
 type textBlock struct {
@@ -589,24 +589,10 @@ type textBlock struct {
 	Text string `json:"text"`
 }
 
-// CategoryResult returns the counterfactual tool result of scenario s under
-// the error-category contract: {"resultType": "complete", "isError": true,
-// "content": [{"type": "text", "text": <the contract serialized>}],
-// "structuredContent": <the contract>}. ok is false when the cause has no
-// category (study.CategoryOf): then there is no such result.
-//
-// The contract is derived from the record alone: the category from the
-// cause, isRetryable from study.Retryable (true only for transient,
-// rate_limit and locked), and an explanation stating the failed condition
-// and its target (Explanation).
-func CategoryResult(s *study.Scenario) (raw json.RawMessage, ok bool, err error) {
-	return categoryResultOf(s, study.Category)
-}
-
-// ContractResult returns the tool result that condition c shows after its
+// contractResult returns the tool result that condition c shows after its
 // label line: for envelope, category and the conditions derived from them
 // (ok is false for any other condition, and for a category condition when
-// the cause has no category). From the category result of CategoryResult:
+// the cause has no category). From the category result of category:
 //
 //   - category_structured: the contract in structuredContent only; content
 //     is an empty array (a host that drops the text copy).
@@ -624,12 +610,12 @@ func CategoryResult(s *study.Scenario) (raw json.RawMessage, ok bool, err error)
 //     unchanged request declared safe after a committed side effect.
 //   - envelope_false_target: a target of another kind than the code's,
 //     naming a tool or parameter the observation does not mention (see
-//     FalseTarget), and the policy that target implies (select_tool for a
+//     falseTarget), and the policy that target implies (select_tool for a
 //     tool, revise_arguments for a parameter).
 //
 // The code and the base content stay the record's, so each lie is the one
 // documented contradiction.
-func ContractResult(s *study.Scenario, c study.Condition) (raw json.RawMessage, ok bool, err error) {
+func contractResult(s *study.Scenario, c study.Condition) (raw json.RawMessage, ok bool, err error) {
 	sp, known := specs[c]
 	if !known || sp.result == nil {
 		return nil, false, nil
@@ -649,14 +635,23 @@ func falseEnvelopeResult(s *study.Scenario, c study.Condition) (json.RawMessage,
 	return raw, err == nil, err
 }
 
-// categoryResultOf is the result of category and of the conditions
-// derived from it (ContractResult): none when the cause has no category.
+// categoryResultOf returns the counterfactual tool result of scenario s
+// under the error-category contract (category; the conditions derived from
+// it vary it, contractResult): {"resultType": "complete", "isError": true,
+// "content": [{"type": "text", "text": <the contract serialized>}],
+// "structuredContent": <the contract>}. ok is false when the cause has no
+// category (study.CategoryOf): then there is no such result.
+//
+// The contract is derived from the record alone: the category from the
+// cause, isRetryable from study.Retryable (true only for transient,
+// rate_limit and locked), and an explanation stating the failed condition
+// and its target (explanation).
 func categoryResultOf(s *study.Scenario, c study.Condition) (raw json.RawMessage, ok bool, err error) {
 	cat, ok := study.CategoryOf(s.Cause)
 	if !ok {
 		return nil, false, nil
 	}
-	con := CategoryContract{ErrorCategory: cat, IsRetryable: study.Retryable(s.Cause), Explanation: Explanation(s)}
+	con := categoryContract{ErrorCategory: cat, IsRetryable: study.Retryable(s.Cause), Explanation: explanation(s)}
 	if c == study.CategoryFalseRetryable {
 		con.IsRetryable = !con.IsRetryable
 	}
@@ -682,13 +677,13 @@ var (
 	falsePointers = []string{"/exportFormat", "/legacyMode", "/regionFilter"}
 )
 
-// FalseTarget returns the target envelope_false_target names for scenario
+// falseTarget returns the target envelope_false_target names for scenario
 // s and the policy that target implies: for a cause whose target is a
 // tool, a parameter {"kind": "parameter", "pointer": …} and
 // revise_arguments; for any other, a tool {"kind": "tool", "name": …} and
 // select_tool. The name is the first of a fixed list that the observation
 // does not contain; it is an error when it contains them all.
-func FalseTarget(s *study.Scenario) (target study.Target, policy study.Policy, err error) {
+func falseTarget(s *study.Scenario) (target study.Target, policy study.Policy, err error) {
 	info, ok := s.Cause.Info()
 	if !ok {
 		return study.Target{}, "", fmt.Errorf("scenario %s: unknown cause %q", s.ID, s.Cause)
@@ -731,7 +726,7 @@ func falseEnvelope(s *study.Scenario, c study.Condition) (json.RawMessage, error
 		env = setMember(env, "retry", json.RawMessage(`{"sameRequest":"safe"}`))
 		env = setMember(env, "sideEffects", json.RawMessage(`"committed"`))
 	} else {
-		target, policy, err := FalseTarget(s)
+		target, policy, err := falseTarget(s)
 		if err != nil {
 			return nil, err
 		}
@@ -805,12 +800,12 @@ func joinMembers(ms []member) json.RawMessage {
 	return b.Bytes()
 }
 
-// Explanation is the contract's explanation of scenario s: why the
+// explanation is the contract's explanation of scenario s: why the
 // operation failed, naming the parameter or dependency when the record's
 // target names one (the cause's template, study.Explain). It contains no
 // policy label and no action wording (tested like code_only), and "" for
 // a cause without a category.
-func Explanation(s *study.Scenario) string { return study.Explain(s.Cause, s.Target) }
+func explanation(s *study.Scenario) string { return study.Explain(s.Cause, s.Target) }
 
 // Indent formats raw JSON canonically: two-space indentation, key order kept.
 func Indent(raw json.RawMessage) (string, error) {

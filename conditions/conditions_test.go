@@ -159,10 +159,12 @@ func TestParsePromptErrors(t *testing.T) {
 		"bad field":   {`{{define "system"}}x{{end}}{{define "user"}}{{.Nope}}{{end}}{{define "replay"}}x{{end}}`, "bad.tmpl"},
 		"bad in exec": {`{{define "system"}}{{.Observation}}{{end}}{{define "user"}}x{{end}}{{define "replay"}}x{{end}}`, "bad.tmpl"},
 	} {
-		_, err := conditions.ParsePrompt("bad", "bad.tmpl", tc.text)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %v, want it to mention %q", name, err, tc.want)
-		}
+		t.Run(name, func(t *testing.T) {
+			_, err := conditions.ParsePrompt("bad", "bad.tmpl", tc.text)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want it to mention %q", err, tc.want)
+			}
+		})
 	}
 }
 

@@ -11,14 +11,14 @@ import "github.com/mcpstress/stress/study"
 //     misplaced-trust variants: every scenario (what they add is built
 //     from every record);
 //   - category and its channel and misplaced-trust variants: when the
-//     condition's result exists (ContractResult ok: the cause has a
+//     condition's result exists (contractResult ok: the cause has a
 //     category);
 //   - an error shape (study.ShapeConditions): when one of its parts acts
 //     on the record (ShapeResult): sep2145 when it moves a JSON-RPC error
 //     the server answered to an isError result; the classifying arms
 //     (Classifies) when the result carries _meta[study.ToolFailureKey];
 //     ratelimited when the failure is the -32023 error (the server's own
-//     rate limit announcing its wait, OwnRateLimit); a combination when
+//     rate limit announcing its wait, ownRateLimit); a combination when
 //     any of its parts does (sep2145+ratelimited: moved or -32023;
 //     toolfailure+sep2145: classified, every moved error having a class).
 //

@@ -32,10 +32,10 @@ type Spec struct {
 	RevealsPolicy bool
 
 	// annotate renders what the condition adds below the observation
-	// (Annotation); nil adds nothing unless result is set.
+	// (annotation); nil adds nothing unless result is set.
 	annotate func(s *study.Scenario, c study.Condition) (string, error)
 	// result renders the complete tool result a contract condition shows
-	// after its label (ContractResult); ok is false where it has none.
+	// after its label (contractResult); ok is false where it has none.
 	result func(s *study.Scenario, c study.Condition) (raw json.RawMessage, ok bool, err error)
 	// reshape renders what an error shape shows in place of the recorded
 	// observation (ShapeResult).
@@ -103,7 +103,7 @@ var (
 )
 
 // Table lists every condition in the order of study.AllConditions: what
-// each renders (Annotation, ContractResult, ShapeResult), its family, the
+// each renders (annotation, contractResult, ShapeResult), its family, the
 // contracts it carries, its factorial cell, whether it reveals the
 // preferred policy, and which scenarios it expresses (Expresses).
 var Table = []Spec{
@@ -197,7 +197,7 @@ func factorialContrasts() []Contrast {
 	}
 	var out []Contrast
 	add := func(a, b Cell, factor string) {
-		out = append(out, Contrast{A: FactorialCondition(a), B: FactorialCondition(b), Isolates: level(a, factor)})
+		out = append(out, Contrast{A: factorialCondition(a), B: factorialCondition(b), Isolates: level(a, factor)})
 	}
 	for _, failed := range []bool{false, true} {
 		for _, w := range []Wording{LabelWording, ParaphraseWording} {
@@ -221,7 +221,7 @@ func factorialContrasts() []Contrast {
 // policy (a label or a paraphrase) and renders Factorial of its cell.
 func cell(c study.Condition, f Family, cell Cell) Spec {
 	return Spec{Name: c, Family: f, Cell: &cell, RevealsPolicy: true,
-		annotate: func(s *study.Scenario, _ study.Condition) (string, error) { return Factorial(s, cell) }}
+		annotate: func(s *study.Scenario, _ study.Condition) (string, error) { return factorial(s, cell) }}
 }
 
 // arm is the entry of error shape c (study.ShapeConditions): what a
@@ -291,9 +291,9 @@ func CellOf(c study.Condition) (cell Cell, ok bool) {
 	return Cell{}, false
 }
 
-// FactorialCondition returns the condition of a factorial cell, or ""
+// factorialCondition returns the condition of a factorial cell, or ""
 // for a cell no condition has.
-func FactorialCondition(cell Cell) study.Condition {
+func factorialCondition(cell Cell) study.Condition {
 	for _, sp := range Table {
 		if sp.Cell != nil && *sp.Cell == cell {
 			return sp.Name

@@ -134,11 +134,11 @@ const (
 	AppliedUnknown = "unknown"
 )
 
-// AppliedOf returns the applied member a server following the
+// appliedOf returns the applied member a server following the
 // counter-proposal sends for a failure of cause c: unknown where the
 // write may have committed (a timeout after commit, a lost confirmation),
 // partial for a partial commit, none for every other cause.
-func AppliedOf(c Cause) string {
+func appliedOf(c Cause) string {
 	switch c {
 	case TimeoutCommitted, Idempotency:
 		return AppliedUnknown
@@ -151,19 +151,19 @@ func AppliedOf(c Cause) string {
 // Extend adds to tf what arm c puts beside ToolFailure's own fields, for
 // a failure of cause whose preferred policy is preferred: agentGuidance
 // (Guidance) under Guides when preferred is known (not ""), and applied
-// (AppliedOf) under MarksApplied. Other arms leave tf as it is.
+// (appliedOf) under MarksApplied. Other arms leave tf as it is.
 func (c Condition) Extend(tf *ToolFailure, cause Cause, preferred Policy) {
 	if c.Guides() && preferred != "" {
-		tf.AgentGuidance = Guidance(preferred)
+		tf.AgentGuidance = guidance(preferred)
 	}
 	if c.MarksApplied() {
-		tf.Applied = AppliedOf(cause)
+		tf.Applied = appliedOf(cause)
 	}
 }
 
-// Guidance returns the agentGuidance a server under ToolFailureGuidance
+// guidance returns the agentGuidance a server under ToolFailureGuidance
 // sends: the preferred policy p in words (Policy.Words), as a sentence.
-func Guidance(p Policy) string {
+func guidance(p Policy) string {
 	w := p.Words()
 	if w == "" {
 		return ""

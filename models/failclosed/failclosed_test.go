@@ -164,16 +164,18 @@ func TestStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for msg, reason := range map[string]string{
-		conditions.EnvelopeLabel + "\n{\"resultType\": ":                                                  "invalid_json",
-		conditions.EnvelopeLabel + "\n[]":                                                                 "not_object",
-		conditions.CategoryLabel + "\n{\"resultType\": \"complete\", \"isError\": true, \"content\": []}": "missing_content",
-		"no label": failclosedmodel.NoResult,
+	for _, tc := range []struct{ name, msg, reason string }{
+		{"envelope not JSON", conditions.EnvelopeLabel + "\n{\"resultType\": ", "invalid_json"},
+		{"envelope not an object", conditions.EnvelopeLabel + "\n[]", "not_object"},
+		{"category without content", conditions.CategoryLabel + "\n{\"resultType\": \"complete\", \"isError\": true, \"content\": []}", "missing_content"},
+		{"no label", "no label", failclosedmodel.NoResult},
 	} {
-		p, meta := answer(t, m, []conditions.Message{{Role: conditions.User, Content: msg}})
-		if p != study.StopOrEscalate || meta["reason"] != reason || meta["message"] == "" {
-			t.Errorf("%q: %s %v, want a stop with %s", msg, p, meta, reason)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			p, meta := answer(t, m, []conditions.Message{{Role: conditions.User, Content: tc.msg}})
+			if p != study.StopOrEscalate || meta["reason"] != tc.reason || meta["message"] == "" {
+				t.Errorf("%q: %s %v, want a stop with %s", tc.msg, p, meta, tc.reason)
+			}
+		})
 	}
 	if _, err := models.New(models.Spec{Name: "fc", Backend: failclosedmodel.Backend, Model: "both"}); err == nil || !strings.Contains(err.Error(), `"both"`) {
 		t.Errorf("New(both) = %v, want an error naming the mode", err)
@@ -209,17 +211,19 @@ func TestMisplacedTrustTransient(t *testing.T) {
 			study.EnvelopeFalseTarget:    "target_mismatch",
 			study.CategoryFalseRetryable: "not_retryable",
 		} {
-			msgs, err := p.Initial(s, c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, meta := answer(t, m, msgs)
-			if want == "" && (got != study.RetryNow || meta["reason"] != nil) {
-				t.Errorf("%s %s: %s %v, want retry_now", mode, c, got, meta)
-			}
-			if want != "" && (got != study.StopOrEscalate || meta["reason"] != want) {
-				t.Errorf("%s %s: %s %v, want a stop with %s", mode, c, got, meta, want)
-			}
+			t.Run(mode+"/"+string(c), func(t *testing.T) {
+				msgs, err := p.Initial(s, c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, meta := answer(t, m, msgs)
+				if want == "" && (got != study.RetryNow || meta["reason"] != nil) {
+					t.Errorf("%s %v, want retry_now", got, meta)
+				}
+				if want != "" && (got != study.StopOrEscalate || meta["reason"] != want) {
+					t.Errorf("%s %v, want a stop with %s", got, meta, want)
+				}
+			})
 		}
 	}
 }
@@ -250,9 +254,11 @@ func TestShapeAdapters(t *testing.T) {
 		"idempotent":     {tools(true) + conditions.ShapeResultLabel + "\n" + result, study.RetryLater, nil, int64(5000)},
 		"rate limited":   {conditions.ShapeErrorLabel + "\n" + `{"code": -32023, "message": "slow down", "data": {"retryAfterMs": 60000}}`, study.RetryLater, nil, int64(60000)},
 	} {
-		got, meta := answer(t, m, []conditions.Message{{Role: conditions.User, Content: "The tool call returned:\n{}\n\n" + tc.msg}})
-		if got != tc.want || meta["reason"] != tc.reason || meta["delay_ms"] != tc.delay {
-			t.Errorf("%s: %s %v; want %s, reason %v, delay %v", name, got, meta, tc.want, tc.reason, tc.delay)
-		}
+		t.Run(name, func(t *testing.T) {
+			got, meta := answer(t, m, []conditions.Message{{Role: conditions.User, Content: "The tool call returned:\n{}\n\n" + tc.msg}})
+			if got != tc.want || meta["reason"] != tc.reason || meta["delay_ms"] != tc.delay {
+				t.Errorf("%s %v; want %s, reason %v, delay %v", got, meta, tc.want, tc.reason, tc.delay)
+			}
+		})
 	}
 }
