@@ -18,13 +18,6 @@ import (
 // (simulator.LabSum: calls, lab_ms) has a mean but no pairs. Extra (a sum
 // of replays) is not a column.
 
-// Strict and Proven are simulator.Strict and simulator.Proven, the
-// columns the predeclared contrasts (pairs.go) are on.
-const (
-	Strict = simulator.Strict
-	Proven = simulator.Proven
-)
-
 // pairColumns lists the 0/1 columns in table order: those of
 // simulator.Columns that are proportions and can be paired. The lab ones
 // (recovered, harm) have values only for decisions with lab outcomes

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcpstress/stress/analysis"
+	"github.com/mcpstress/stress/conditions"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
@@ -36,8 +37,8 @@ func TestFactorialContrasts(t *testing.T) {
 	edges := map[[2]study.Condition]bool{}
 	for _, p := range pre[2:14] {
 		pa, pb := study.Condition(p.A), study.Condition(p.B)
-		a, okA := pa.Cell()
-		b, okB := pb.Cell()
+		a, okA := conditions.CellOf(pa)
+		b, okB := conditions.CellOf(pb)
 		if !okA || !okB || p.Factor != analysis.FactorCondition || p.Column != simulator.Strict || edges[[2]study.Condition{pa, pb}] {
 			t.Fatalf("%v: not a new pair of factorial cells on Strict", p)
 		}
@@ -48,13 +49,13 @@ func TestFactorialContrasts(t *testing.T) {
 		n := 0
 		if a.Format != b.Format {
 			n, factor = n+1, "format"
-			if a.Format != study.JSONFormat {
+			if a.Format != conditions.JSONFormat {
 				t.Errorf("%v: A is not the JSON cell", p)
 			}
 		}
 		if a.Wording != b.Wording {
 			n, factor = n+1, "wording"
-			if a.Wording != study.LabelWording {
+			if a.Wording != conditions.LabelWording {
 				t.Errorf("%v: A is not the label cell", p)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mcpstress/stress/analysis/stats"
+	"github.com/mcpstress/stress/conditions"
 	"github.com/mcpstress/stress/internal/parallel"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/simulator"
@@ -70,16 +71,16 @@ func (p PairSpec) String() string {
 }
 
 // Predeclared lists the comparisons fixed in advance, all on Strict:
-// docs/specification.md section 4's code_only − normalized (the only
-// answer-free comparison) and structured − prose (two ways of disclosing
-// the answer); then the twelve simple effects of the format × wording ×
-// failure-statement factorial (FactorialContrasts); then the two delivery
-// channels of the category contract against both (ChannelContrasts); then
-// the error shapes (ShapeContrasts). A
-// comparison is computed in every arm that has both of its conditions.
-// In a bundle where some scenario declares a proven preferred set wider
-// than its preferred policy (Accumulator.NoteProvenSet), each is also
-// computed on Proven, right after its Strict one (OnProven).
+// conditions.Contrasts, the data beside the conditions' table
+// (docs/specification.md section 4's code_only − normalized and
+// structured − prose, the twelve simple effects of the factorial, the two
+// delivery channels of the category contract, the error shapes), each
+// like-for-like when one of its conditions is an error shape (as
+// ParsePairSpec makes a requested pair). A comparison is computed in
+// every arm that has both of its conditions. In a bundle where some
+// scenario declares a proven preferred set wider than its preferred
+// policy (Accumulator.NoteProvenSet), each is also computed on Proven,
+// right after its Strict one (OnProven).
 //
 // Note: without such a scenario (the paper corpus) Proven is Strict on
 // every decision, so a contrast on Proven would be its Strict contrast
@@ -87,10 +88,23 @@ func (p PairSpec) String() string {
 // the family, where it would only double m and every adjusted p-value.
 // The rule reads the corpus (the scenarios' declared sets), never the
 // answers.
-var Predeclared = slices.Concat([]PairSpec{
-	{Factor: FactorCondition, A: string(study.CodeOnly), B: string(study.Normalized), Column: Strict},
-	{Factor: FactorCondition, A: string(study.Structured), B: string(study.Prose), Column: Strict},
-}, FactorialContrasts(), ChannelContrasts, ShapeContrasts)
+var Predeclared = predeclared(conditions.Contrasts)
+
+// ShapeContrasts are the predeclared comparisons with an error shape
+// (study.ShapeConditions), the like-for-like ones: made on the scenarios
+// both conditions express, the others left out by name (a shape that
+// leaves a record as it is shows it under another name, and would count
+// the record's decisions as the shape's).
+var ShapeContrasts = slices.DeleteFunc(slices.Clone(Predeclared), func(p PairSpec) bool { return !p.LikeForLike })
+
+// predeclared is each contrast as a condition pair on Strict.
+func predeclared(cs []conditions.Contrast) []PairSpec {
+	out := make([]PairSpec, len(cs))
+	for i, c := range cs {
+		out[i] = PairSpec{Factor: FactorCondition, A: string(c.A), B: string(c.B), Column: simulator.Strict, Isolates: c.Isolates, LikeForLike: c.A.Shape() || c.B.Shape()}
+	}
+	return out
+}
 
 // OnProven returns specs with, when wide (a bundle with a proven
 // preferred set wider than its preferred policy), each comparison on
@@ -102,82 +116,9 @@ func OnProven(specs []PairSpec, wide bool) []PairSpec {
 	var out []PairSpec
 	for _, s := range specs {
 		out = append(out, s)
-		if s.Column == Strict {
-			s.Column = Proven
+		if s.Column == simulator.Strict {
+			s.Column = simulator.Proven
 			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// ShapeContrasts compare the error shapes proposed for MCP
-// (study.ShapeConditions), on Strict: each shape against structured (how
-// near the shape comes to disclosing the policy label), ToolFailure's
-// classification against seed 002's category contract, and SEP-2145's
-// move against the normalized observation (it changes only failures the
-// server answered with a JSON-RPC error, unknown tools among them); then
-// what a part adds to an arm: SEP-3304 on SEP-2145, the counter-proposal's
-// applied and ToolFailure's agentGuidance each beside ToolFailure alone.
-// Each is like-for-like: made on the scenarios both conditions express, the
-// others left out by name (a shape that leaves a record as it is shows
-// it under another name, and would count the record's decisions as the
-// shape's).
-var ShapeContrasts = []PairSpec{
-	{Factor: FactorCondition, A: string(study.SEP2145), B: string(study.Structured), Column: Strict, Isolates: "shape: SEP-2145 against the policy label", LikeForLike: true},
-	{Factor: FactorCondition, A: string(study.ToolFailureShape), B: string(study.Structured), Column: Strict, Isolates: "shape: ToolFailure against the policy label", LikeForLike: true},
-	{Factor: FactorCondition, A: string(study.RateLimited), B: string(study.Structured), Column: Strict, Isolates: "shape: RateLimited against the policy label", LikeForLike: true},
-	{Factor: FactorCondition, A: string(study.ToolFailureSEP2145), B: string(study.Structured), Column: Strict, Isolates: "shape: ToolFailure with SEP-2145 against the policy label", LikeForLike: true},
-	{Factor: FactorCondition, A: string(study.ToolFailureShape), B: string(study.Category), Column: Strict, Isolates: "classification: ToolFailure against the category contract", LikeForLike: true},
-	{Factor: FactorCondition, A: string(study.SEP2145), B: string(study.Normalized), Column: Strict, Isolates: "channel: protocol errors as isError results", LikeForLike: true},
-	{Factor: FactorCondition, A: string(study.SEP2145RateLimited), B: string(study.SEP2145), Column: Strict, Isolates: "SEP-3304 on SEP-2145: the server's own rate limit as -32023", LikeForLike: true},
-	{Factor: FactorCondition, A: string(study.ToolFailureApplied), B: string(study.ToolFailureShape), Column: Strict, Isolates: "counter-proposal: applied beside ToolFailure's fields", LikeForLike: true},
-	{Factor: FactorCondition, A: string(study.ToolFailureGuidance), B: string(study.ToolFailureShape), Column: Strict, Isolates: "agentGuidance: the answer in words beside ToolFailure's fields", LikeForLike: true},
-}
-
-// ChannelContrasts compare the category contract with one channel dropped
-// against both channels (category), on Strict: what a host that shows the
-// model only structuredContent, or only the text copy, changes.
-var ChannelContrasts = []PairSpec{
-	{Factor: FactorCondition, A: string(study.CategoryStructured), B: string(study.Category), Column: Strict, Isolates: "channel: text copy dropped"},
-	{Factor: FactorCondition, A: string(study.CategoryText), B: string(study.Category), Column: Strict, Isolates: "channel: structuredContent dropped"},
-}
-
-// FactorialContrasts returns the twelve simple effects of the format ×
-// wording × failure-statement factorial (study.FactorialConditions) on
-// Strict: each pairs two cells that differ in exactly one factor, at each
-// level of the other two. Format is JSON − sentence, wording label −
-// paraphrase, the statement with − without; four of each, in that order.
-func FactorialContrasts() []PairSpec {
-	level := func(c study.Cell, factor string) string {
-		var parts []string
-		if factor != "format" {
-			parts = append(parts, string(c.Format))
-		}
-		if factor != "wording" {
-			parts = append(parts, string(c.Wording))
-		}
-		if factor != "failure statement" {
-			parts = append(parts, map[bool]string{true: "statement", false: "no statement"}[c.Failed])
-		}
-		return factor + " at " + strings.Join(parts, ", ")
-	}
-	var out []PairSpec
-	add := func(a, b study.Cell, factor string) {
-		out = append(out, PairSpec{Factor: FactorCondition, A: string(study.FactorialCondition(a)), B: string(study.FactorialCondition(b)), Column: Strict, Isolates: level(a, factor)})
-	}
-	for _, failed := range []bool{false, true} {
-		for _, w := range []study.Wording{study.LabelWording, study.ParaphraseWording} {
-			add(study.Cell{Format: study.JSONFormat, Wording: w, Failed: failed}, study.Cell{Format: study.SentenceFormat, Wording: w, Failed: failed}, "format")
-		}
-	}
-	for _, failed := range []bool{false, true} {
-		for _, f := range []study.Format{study.JSONFormat, study.SentenceFormat} {
-			add(study.Cell{Format: f, Wording: study.LabelWording, Failed: failed}, study.Cell{Format: f, Wording: study.ParaphraseWording, Failed: failed}, "wording")
-		}
-	}
-	for _, f := range []study.Format{study.JSONFormat, study.SentenceFormat} {
-		for _, w := range []study.Wording{study.LabelWording, study.ParaphraseWording} {
-			add(study.Cell{Format: f, Wording: w, Failed: true}, study.Cell{Format: f, Wording: w}, "failure statement")
 		}
 	}
 	return out
@@ -228,7 +169,7 @@ func ParsePairSpec(s string, column simulator.Col) (PairSpec, error) {
 		}
 		p.Column = c
 	}
-	p.Column = cmp.Or(p.Column, Strict)
+	p.Column = cmp.Or(p.Column, simulator.Strict)
 	if colBit(p.Column) == 0 {
 		return PairSpec{}, fmt.Errorf("pair %q: unknown column %q (want one of %v)", s, p.Column, pairColumns)
 	}

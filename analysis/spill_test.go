@@ -87,7 +87,7 @@ func TestRecordRoundTrip(t *testing.T) {
 func TestMergedPairing(t *testing.T) {
 	var specs []PairSpec
 	for _, s := range []string{"prompt:p1,p2,cover", "model:m1,m2,retry", "structured,prose,invalid", "code_only,prose,strict"} {
-		p, err := ParsePairSpec(s, Strict)
+		p, err := ParsePairSpec(s, simulator.Strict)
 		if err != nil {
 			t.Fatal(err)
 		}

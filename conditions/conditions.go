@@ -178,11 +178,11 @@ func (p *Prompt) InitialAct(s *study.Scenario, c study.Condition, tools []json.R
 	if !p.showsTools {
 		return nil, fmt.Errorf("prompt %s: task act needs a \"user\" template that shows .Tools and .Call", p.tmpl.Name())
 	}
-	d, err := DataFor(s, c, 0)
+	d, err := dataFor(s, c, 0)
 	if err != nil {
 		return nil, err
 	}
-	if d.Tools, err = ToolList(tools); err != nil {
+	if d.Tools, err = toolList(tools); err != nil {
 		return nil, fmt.Errorf("scenario %s: tools: %w", s.ID, err)
 	}
 	if d.Call, err = Indent(call); err != nil {
@@ -192,9 +192,9 @@ func (p *Prompt) InitialAct(s *study.Scenario, c study.Condition, tools []json.R
 	return p.turn0(d)
 }
 
-// ToolList formats tools as one indented JSON array, each object as
+// toolList formats tools as one indented JSON array, each object as
 // given.
-func ToolList(tools []json.RawMessage) (string, error) {
+func toolList(tools []json.RawMessage) (string, error) {
 	var b bytes.Buffer
 	b.WriteByte('[')
 	for i, t := range tools {
@@ -232,7 +232,7 @@ func (p *Prompt) exec(name string, data any) (string, error) {
 // Initial renders turn 0: the system message and the failure as condition
 // c shows it.
 func (p *Prompt) Initial(s *study.Scenario, c study.Condition) ([]Message, error) {
-	d, err := DataFor(s, c, 0)
+	d, err := dataFor(s, c, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +276,7 @@ func (p *Prompt) InitialOnce(s *study.Scenario, c study.Condition) ([]Message, e
 // Replayed renders the user message that reports replay number n (1-based)
 // of the unchanged request, which returned the same stored failure.
 func (p *Prompt) Replayed(s *study.Scenario, c study.Condition, n int) (Message, error) {
-	d, err := DataFor(s, c, n)
+	d, err := dataFor(s, c, n)
 	if err != nil {
 		return Message{}, err
 	}
@@ -333,7 +333,7 @@ func (p *Prompt) live1(s *study.Scenario, c study.Condition, n int, policy study
 	}
 	d := Data{Observation: text, Condition: c, Replay: n, Policy: policy, Call: call}
 	if p.sameObservation(s, obs) {
-		if d.Annotation, err = Annotation(s, c); err != nil {
+		if d.Annotation, err = annotation(s, c); err != nil {
 			return Message{}, err
 		}
 	}
@@ -378,16 +378,21 @@ func decodesTo(a json.RawMessage, v any) bool {
 	return json.Unmarshal(a, &x) == nil && reflect.DeepEqual(x, v)
 }
 
-// DataFor builds the template data of scenario s under condition c.
-// Under an error shape the observation is what the server sends under it
-// (ShapeResult, after its label), in place of the recorded one.
-func DataFor(s *study.Scenario, c study.Condition, replay int) (Data, error) {
+// dataFor builds the template data of scenario s under condition c, as
+// its entry in Table renders it. Under an error shape the observation is
+// what the server sends under it (ShapeResult, after its label), in place
+// of the recorded one.
+func dataFor(s *study.Scenario, c study.Condition, replay int) (Data, error) {
 	obs, err := Indent(s.Observation)
 	if err != nil {
 		return Data{}, fmt.Errorf("scenario %s: observation: %w", s.ID, err)
 	}
-	if c.Shape() {
-		raw, label, ok, err := ShapeResult(s, c)
+	sp, known := specs[c]
+	if !known {
+		return Data{}, unknown(c)
+	}
+	if sp.reshape != nil {
+		raw, label, ok, err := sp.reshape(s, c)
 		if err != nil {
 			return Data{}, err
 		}
@@ -399,7 +404,7 @@ func DataFor(s *study.Scenario, c study.Condition, replay int) (Data, error) {
 			obs = label + "\n" + res
 		}
 	}
-	ann, err := Annotation(s, c)
+	ann, err := annotation(s, c)
 	return Data{Observation: obs, Annotation: ann, Condition: c, Replay: replay}, err
 }
 
@@ -428,58 +433,68 @@ func DecodeAfter(text, label string, v any) bool {
 	return json.NewDecoder(strings.NewReader(text[i+len(label)+1:])).Decode(v) == nil
 }
 
-// Annotation is what condition c adds to the normalized observation:
-// nothing (normalized); the namespaced code alone (code_only); the code and
+// annotation is what condition c adds to the normalized observation, as
+// its entry in Table renders it: nothing (normalized); the namespaced code alone (code_only); the code and
 // the preferred policy label as JSON (structured); one sentence giving the
 // cause and the preferred policy in words, without the code or the label
 // (prose); EnvelopeLabel and the scenario's control envelope as indented
 // JSON (envelope); CategoryLabel and the scenario's error-category result
-// as indented JSON (category; see CategoryResult), or nothing for a cause
+// as indented JSON (category; see categoryResultOf), or nothing for a cause
 // without a category. The factorial cells are built by Factorial, the
-// single-channel and misplaced-trust conditions by ContractResult; an
-// error shape adds nothing: it replaces the observation (DataFor).
+// single-channel and misplaced-trust conditions by contractResult (each
+// after the label of the contract its entry carries); an error shape
+// adds nothing: it replaces the observation (dataFor).
 //
 // Note: envelope and category show their result next to the normalized
 // observation, not instead of it, so every condition keeps the same base
 // observation and differs only in what it adds.
-func Annotation(s *study.Scenario, c study.Condition) (string, error) {
-	if cell, ok := c.Cell(); ok {
-		return Factorial(s, cell)
+func annotation(s *study.Scenario, c study.Condition) (string, error) {
+	sp, ok := specs[c]
+	switch {
+	case !ok:
+		return "", unknown(c)
+	case sp.result != nil:
+		return contractAnnotation(s, c, sp)
+	case sp.annotate != nil:
+		return sp.annotate(s, c)
 	}
-	if c.Shape() {
-		return "", nil // the shape replaces the observation (DataFor)
+	return "", nil // normalized; a shape replaces the observation (dataFor)
+}
+
+// contractAnnotation is the label of the contract sp carries, then the
+// result it renders for s as indented JSON; nothing where it has none.
+func contractAnnotation(s *study.Scenario, c study.Condition, sp *Spec) (string, error) {
+	raw, ok, err := sp.result(s, c)
+	if err != nil || !ok {
+		return "", err
 	}
-	switch c {
-	case study.Envelope, study.EnvelopeFalseReplay, study.EnvelopeFalseTarget,
-		study.Category, study.CategoryStructured, study.CategoryText, study.CategoryFalseRetryable:
-		raw, ok, err := ContractResult(s, c)
-		if err != nil || !ok {
-			return "", err
-		}
-		label, what := CategoryLabel, string(c)+" result"
-		if c == study.Envelope || c == study.EnvelopeFalseReplay || c == study.EnvelopeFalseTarget {
-			label = EnvelopeLabel
-		}
-		if c == study.Envelope {
-			what = "control_envelope"
-		}
-		res, err := Indent(raw)
-		if err != nil {
-			return "", fmt.Errorf("scenario %s: %s: %w", s.ID, what, err)
-		}
-		return label + "\n" + res, nil
-	case study.Normalized:
-		return "", nil
-	case study.CodeOnly:
-		return "Error code: " + s.Code, nil
-	case study.Prose:
-		info, ok := s.Cause.Info()
-		if !ok {
-			return "", fmt.Errorf("scenario %s: unknown cause %q", s.ID, s.Cause)
-		}
-		return fmt.Sprintf("The call failed because %s; the agent should %s.", info.Words, s.Preferred.Words()), nil
+	label, what := CategoryLabel, string(c)+" result"
+	if slices.Contains(sp.Contracts, ContractEnvelope) {
+		label = EnvelopeLabel
 	}
-	return "", fmt.Errorf("unknown condition %q (want one of %v)", c, study.AllConditions)
+	if c == study.Envelope {
+		what = "control_envelope"
+	}
+	res, err := Indent(raw)
+	if err != nil {
+		return "", fmt.Errorf("scenario %s: %s: %w", s.ID, what, err)
+	}
+	return label + "\n" + res, nil
+}
+
+// codeOnly is code_only's annotation: the namespaced code alone.
+func codeOnly(s *study.Scenario, _ study.Condition) (string, error) {
+	return "Error code: " + s.Code, nil
+}
+
+// prose is prose's annotation: the cause and the preferred policy in
+// words.
+func prose(s *study.Scenario, _ study.Condition) (string, error) {
+	info, ok := s.Cause.Info()
+	if !ok {
+		return "", fmt.Errorf("scenario %s: unknown cause %q", s.ID, s.Cause)
+	}
+	return fmt.Sprintf("The call failed because %s; the agent should %s.", info.Words, s.Preferred.Words()), nil
 }
 
 // FailureStatement is the explicit failure statement a factorial cell with
@@ -517,11 +532,11 @@ func Paraphrase(p study.Policy) string { return paraphrases[p] }
 // before it. So two cells that differ in one factor differ only in that
 // factor's text: the format's frame, the policy's words, or the statement.
 // The json, label cell without the statement is structured, byte for byte.
-func Factorial(s *study.Scenario, cell study.Cell) (string, error) {
+func factorial(s *study.Scenario, cell Cell) (string, error) {
 	policy := string(s.Preferred)
 	switch cell.Wording {
-	case study.LabelWording:
-	case study.ParaphraseWording:
+	case LabelWording:
+	case ParaphraseWording:
 		if policy = Paraphrase(s.Preferred); policy == "" {
 			return "", fmt.Errorf("scenario %s: no paraphrase of preferred policy %q", s.ID, s.Preferred)
 		}
@@ -530,7 +545,7 @@ func Factorial(s *study.Scenario, cell study.Cell) (string, error) {
 	}
 	var details string
 	switch cell.Format {
-	case study.JSONFormat:
+	case JSONFormat:
 		b, err := json.Marshal(struct {
 			Code   string `json:"code"`
 			Policy string `json:"policy"`
@@ -539,7 +554,7 @@ func Factorial(s *study.Scenario, cell study.Cell) (string, error) {
 			return "", err
 		}
 		details = string(b)
-	case study.SentenceFormat:
+	case SentenceFormat:
 		details = fmt.Sprintf("the code is %s, and the policy is to %s.", s.Code, policy)
 	default:
 		return "", fmt.Errorf("scenario %s: unknown format %q", s.ID, cell.Format)
@@ -550,10 +565,10 @@ func Factorial(s *study.Scenario, cell study.Cell) (string, error) {
 	return "Error details: " + details, nil
 }
 
-// CategoryContract is the error-category contract of seed 002 as shown in
+// categoryContract is the error-category contract of seed 002 as shown in
 // the category condition: errorCategory, isRetryable and explanation. The
 // optional nextAction is left out so that the condition stays answer-free.
-type CategoryContract struct {
+type categoryContract struct {
 	ErrorCategory study.ErrorCategory `json:"errorCategory"`
 	IsRetryable   bool                `json:"isRetryable"`
 	Explanation   string              `json:"explanation"`
@@ -566,7 +581,7 @@ type categoryResult struct {
 	ResultType        string            `json:"resultType"`
 	IsError           bool              `json:"isError"`
 	Content           []textBlock       `json:"content"`
-	StructuredContent *CategoryContract `json:"structuredContent,omitempty"`
+	StructuredContent *categoryContract `json:"structuredContent,omitempty"`
 }
 
 type textBlock struct {
@@ -574,24 +589,10 @@ type textBlock struct {
 	Text string `json:"text"`
 }
 
-// CategoryResult returns the counterfactual tool result of scenario s under
-// the error-category contract: {"resultType": "complete", "isError": true,
-// "content": [{"type": "text", "text": <the contract serialized>}],
-// "structuredContent": <the contract>}. ok is false when the cause has no
-// category (study.CategoryOf): then there is no such result.
-//
-// The contract is derived from the record alone: the category from the
-// cause, isRetryable from study.Retryable (true only for transient,
-// rate_limit and locked), and an explanation stating the failed condition
-// and its target (Explanation).
-func CategoryResult(s *study.Scenario) (raw json.RawMessage, ok bool, err error) {
-	return ContractResult(s, study.Category)
-}
-
-// ContractResult returns the tool result that condition c shows after its
+// contractResult returns the tool result that condition c shows after its
 // label line: for envelope, category and the conditions derived from them
 // (ok is false for any other condition, and for a category condition when
-// the cause has no category). From the category result of CategoryResult:
+// the cause has no category). From the category result of category:
 //
 //   - category_structured: the contract in structuredContent only; content
 //     is an empty array (a host that drops the text copy).
@@ -609,27 +610,48 @@ func CategoryResult(s *study.Scenario) (raw json.RawMessage, ok bool, err error)
 //     unchanged request declared safe after a committed side effect.
 //   - envelope_false_target: a target of another kind than the code's,
 //     naming a tool or parameter the observation does not mention (see
-//     FalseTarget), and the policy that target implies (select_tool for a
+//     falseTarget), and the policy that target implies (select_tool for a
 //     tool, revise_arguments for a parameter).
 //
 // The code and the base content stay the record's, so each lie is the one
 // documented contradiction.
-func ContractResult(s *study.Scenario, c study.Condition) (raw json.RawMessage, ok bool, err error) {
-	switch c {
-	case study.Envelope:
-		return s.ControlEnvelope, true, nil
-	case study.EnvelopeFalseReplay, study.EnvelopeFalseTarget:
-		raw, err := falseEnvelope(s, c)
-		return raw, err == nil, err
-	case study.Category, study.CategoryStructured, study.CategoryText, study.CategoryFalseRetryable:
-	default:
+func contractResult(s *study.Scenario, c study.Condition) (raw json.RawMessage, ok bool, err error) {
+	sp, known := specs[c]
+	if !known || sp.result == nil {
 		return nil, false, nil
 	}
+	return sp.result(s, c)
+}
+
+// controlEnvelope is envelope's result: the scenario's control envelope.
+func controlEnvelope(s *study.Scenario, _ study.Condition) (json.RawMessage, bool, error) {
+	return s.ControlEnvelope, true, nil
+}
+
+// falseEnvelopeResult is a misplaced-trust envelope's result
+// (falseEnvelope).
+func falseEnvelopeResult(s *study.Scenario, c study.Condition) (json.RawMessage, bool, error) {
+	raw, err := falseEnvelope(s, c)
+	return raw, err == nil, err
+}
+
+// categoryResultOf returns the counterfactual tool result of scenario s
+// under the error-category contract (category; the conditions derived from
+// it vary it, contractResult): {"resultType": "complete", "isError": true,
+// "content": [{"type": "text", "text": <the contract serialized>}],
+// "structuredContent": <the contract>}. ok is false when the cause has no
+// category (study.CategoryOf): then there is no such result.
+//
+// The contract is derived from the record alone: the category from the
+// cause, isRetryable from study.Retryable (true only for transient,
+// rate_limit and locked), and an explanation stating the failed condition
+// and its target (explanation).
+func categoryResultOf(s *study.Scenario, c study.Condition) (raw json.RawMessage, ok bool, err error) {
 	cat, ok := study.CategoryOf(s.Cause)
 	if !ok {
 		return nil, false, nil
 	}
-	con := CategoryContract{ErrorCategory: cat, IsRetryable: study.Retryable(s.Cause), Explanation: Explanation(s)}
+	con := categoryContract{ErrorCategory: cat, IsRetryable: study.Retryable(s.Cause), Explanation: explanation(s)}
 	if c == study.CategoryFalseRetryable {
 		con.IsRetryable = !con.IsRetryable
 	}
@@ -655,13 +677,13 @@ var (
 	falsePointers = []string{"/exportFormat", "/legacyMode", "/regionFilter"}
 )
 
-// FalseTarget returns the target envelope_false_target names for scenario
+// falseTarget returns the target envelope_false_target names for scenario
 // s and the policy that target implies: for a cause whose target is a
 // tool, a parameter {"kind": "parameter", "pointer": …} and
 // revise_arguments; for any other, a tool {"kind": "tool", "name": …} and
 // select_tool. The name is the first of a fixed list that the observation
 // does not contain; it is an error when it contains them all.
-func FalseTarget(s *study.Scenario) (target study.Target, policy study.Policy, err error) {
+func falseTarget(s *study.Scenario) (target study.Target, policy study.Policy, err error) {
 	info, ok := s.Cause.Info()
 	if !ok {
 		return study.Target{}, "", fmt.Errorf("scenario %s: unknown cause %q", s.ID, s.Cause)
@@ -704,7 +726,7 @@ func falseEnvelope(s *study.Scenario, c study.Condition) (json.RawMessage, error
 		env = setMember(env, "retry", json.RawMessage(`{"sameRequest":"safe"}`))
 		env = setMember(env, "sideEffects", json.RawMessage(`"committed"`))
 	} else {
-		target, policy, err := FalseTarget(s)
+		target, policy, err := falseTarget(s)
 		if err != nil {
 			return nil, err
 		}
@@ -778,12 +800,12 @@ func joinMembers(ms []member) json.RawMessage {
 	return b.Bytes()
 }
 
-// Explanation is the contract's explanation of scenario s: why the
+// explanation is the contract's explanation of scenario s: why the
 // operation failed, naming the parameter or dependency when the record's
 // target names one (the cause's template, study.Explain). It contains no
 // policy label and no action wording (tested like code_only), and "" for
 // a cause without a category.
-func Explanation(s *study.Scenario) string { return study.Explain(s.Cause, s.Target) }
+func explanation(s *study.Scenario) string { return study.Explain(s.Cause, s.Target) }
 
 // Indent formats raw JSON canonically: two-space indentation, key order kept.
 func Indent(raw json.RawMessage) (string, error) {

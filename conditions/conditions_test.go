@@ -159,10 +159,12 @@ func TestParsePromptErrors(t *testing.T) {
 		"bad field":   {`{{define "system"}}x{{end}}{{define "user"}}{{.Nope}}{{end}}{{define "replay"}}x{{end}}`, "bad.tmpl"},
 		"bad in exec": {`{{define "system"}}{{.Observation}}{{end}}{{define "user"}}x{{end}}{{define "replay"}}x{{end}}`, "bad.tmpl"},
 	} {
-		_, err := conditions.ParsePrompt("bad", "bad.tmpl", tc.text)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %v, want it to mention %q", name, err, tc.want)
-		}
+		t.Run(name, func(t *testing.T) {
+			_, err := conditions.ParsePrompt("bad", "bad.tmpl", tc.text)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want it to mention %q", err, tc.want)
+			}
+		})
 	}
 }
 
@@ -279,7 +281,7 @@ func TestEnvelopeCondition(t *testing.T) {
 			t.Errorf("%s: the envelope user message lacks the observation or the envelope", s.ID)
 		}
 	}
-	if !study.Envelope.RevealsPolicy() || study.Category.RevealsPolicy() || study.Envelope.Paired() || study.Category.Paired() {
+	if !spec(t, study.Envelope).RevealsPolicy || spec(t, study.Category).RevealsPolicy || spec(t, study.Envelope).Family == conditions.FamilyPaired || spec(t, study.Category).Family == conditions.FamilyPaired {
 		t.Error("envelope reveals the policy, category does not, and neither is paired")
 	}
 	if _, err := conditions.Annotation(&m.Corpus.Scenarios[0], "nope"); err == nil {
@@ -397,8 +399,8 @@ func TestParaphrasesHaveNoLabel(t *testing.T) {
 	m, _ := load(t)
 	for i := range m.Corpus.Scenarios {
 		s := &m.Corpus.Scenarios[i]
-		for _, c := range study.FactorialConditions {
-			cell, _ := c.Cell()
+		for _, c := range factorialConditions() {
+			cell, _ := conditions.CellOf(c)
 			ann, err := conditions.Annotation(s, c)
 			if err != nil {
 				t.Fatal(err)
@@ -408,7 +410,7 @@ func TestParaphrasesHaveNoLabel(t *testing.T) {
 			for _, l := range labelStrings() {
 				hasLabel = hasLabel || strings.Contains(strings.ToLower(rest), l)
 			}
-			if want := cell.Wording == study.LabelWording; hasLabel != want {
+			if want := cell.Wording == conditions.LabelWording; hasLabel != want {
 				t.Errorf("%s %s: %q shows a label: %t, want %t", s.ID, c, ann, hasLabel, want)
 			}
 		}
@@ -423,34 +425,34 @@ var sentenceCell = regexp.MustCompile(`^Error details: the code is (\S+), and th
 // paraphrase); and two cells that differ in one factor differ only in
 // that factor's text.
 func TestFactorialCells(t *testing.T) {
-	cells := map[study.Cell]bool{}
-	for _, c := range study.FactorialConditions {
-		cell, ok := c.Cell()
-		if !ok || cells[cell] || study.FactorialCondition(cell) != c || !c.Valid() || !c.RevealsPolicy() || c.Paired() != (c == study.Structured) {
+	cells := map[conditions.Cell]bool{}
+	for _, c := range factorialConditions() {
+		cell, ok := conditions.CellOf(c)
+		if !ok || cells[cell] || conditions.FactorialCondition(cell) != c || !c.Valid() || !spec(t, c).RevealsPolicy || (spec(t, c).Family == conditions.FamilyPaired) != (c == study.Structured) {
 			t.Errorf("%s: cell %+v (%t) is not a distinct, valid, policy-revealing cell", c, cell, ok)
 		}
 		cells[cell] = true
 	}
-	if len(cells) != 8 || study.FactorialCondition(study.Cell{Format: "xml"}) != "" {
+	if len(cells) != 8 || conditions.FactorialCondition(conditions.Cell{Format: "xml"}) != "" {
 		t.Errorf("%d cells, want 8", len(cells))
 	}
-	if cell, _ := study.Structured.Cell(); cell != (study.Cell{Format: study.JSONFormat, Wording: study.LabelWording}) {
+	if cell, _ := conditions.CellOf(study.Structured); cell != (conditions.Cell{Format: conditions.JSONFormat, Wording: conditions.LabelWording}) {
 		t.Errorf("structured is cell %+v", cell)
 	}
 	for _, c := range []study.Condition{study.Prose, study.Category, study.EnvelopeFalseReplay} {
-		if _, ok := c.Cell(); ok {
+		if _, ok := conditions.CellOf(c); ok {
 			t.Errorf("%s is in the factorial", c)
 		}
 	}
 	m, _ := load(t)
 	for i := range m.Corpus.Scenarios {
 		s := &m.Corpus.Scenarios[i]
-		ann := map[study.Cell]string{}
-		for _, c := range study.FactorialConditions {
-			cell, _ := c.Cell()
+		ann := map[conditions.Cell]string{}
+		for _, c := range factorialConditions() {
+			cell, _ := conditions.CellOf(c)
 			ann[cell], _ = conditions.Annotation(s, c)
 			want := string(s.Preferred)
-			if cell.Wording == study.ParaphraseWording {
+			if cell.Wording == conditions.ParaphraseWording {
 				want = conditions.Paraphrase(s.Preferred)
 			}
 			body, failed := strings.CutPrefix(ann[cell], conditions.FailureStatement+" ")
@@ -458,7 +460,7 @@ func TestFactorialCells(t *testing.T) {
 				t.Errorf("%s %s: %q: failure statement %t, want %t", s.ID, c, ann[cell], failed, cell.Failed)
 			}
 			var code, policy string
-			if cell.Format == study.JSONFormat {
+			if cell.Format == conditions.JSONFormat {
 				var v struct{ Code, Policy string }
 				js, ok := strings.CutPrefix(body, "Error details: ")
 				if !ok || json.Unmarshal([]byte(js), &v) != nil {
@@ -472,7 +474,7 @@ func TestFactorialCells(t *testing.T) {
 				t.Errorf("%s %s: %q states code %q and policy %q, want %q and %q", s.ID, c, ann[cell], code, policy, s.Code, want)
 			}
 		}
-		if st, _ := conditions.Annotation(s, study.Structured); st != ann[study.Cell{Format: study.JSONFormat, Wording: study.LabelWording}] {
+		if st, _ := conditions.Annotation(s, study.Structured); st != ann[conditions.Cell{Format: conditions.JSONFormat, Wording: conditions.LabelWording}] {
 			t.Errorf("%s: structured is not the factorial's cell", s.ID)
 		}
 		for cell, a := range ann {
@@ -483,9 +485,9 @@ func TestFactorialCells(t *testing.T) {
 					t.Errorf("%s: %q is not the failure statement and %q", s.ID, a, ann[bare])
 				}
 			}
-			if cell.Wording == study.ParaphraseWording {
+			if cell.Wording == conditions.ParaphraseWording {
 				lab := cell
-				lab.Wording = study.LabelWording
+				lab.Wording = conditions.LabelWording
 				if a != strings.Replace(ann[lab], string(s.Preferred), conditions.Paraphrase(s.Preferred), 1) {
 					t.Errorf("%s: %q is not %q with the paraphrase for the label", s.ID, a, ann[lab])
 				}
@@ -497,10 +499,10 @@ func TestFactorialCells(t *testing.T) {
 	if _, err := conditions.Annotation(&s, study.SentenceParaphrase); err == nil || !strings.Contains(err.Error(), "no paraphrase") {
 		t.Errorf("a policy without a paraphrase: %v", err)
 	}
-	if _, err := conditions.Factorial(&s, study.Cell{Format: "xml", Wording: study.LabelWording}); err == nil {
+	if _, err := conditions.Factorial(&s, conditions.Cell{Format: "xml", Wording: conditions.LabelWording}); err == nil {
 		t.Error("an unknown format rendered")
 	}
-	if _, err := conditions.Factorial(&s, study.Cell{Format: study.JSONFormat, Wording: "shout"}); err == nil {
+	if _, err := conditions.Factorial(&s, conditions.Cell{Format: conditions.JSONFormat, Wording: "shout"}); err == nil {
 		t.Error("an unknown wording rendered")
 	}
 }
@@ -665,4 +667,26 @@ func TestMisplacedTrust(t *testing.T) {
 	if _, err := conditions.Annotation(&s, study.Envelope); err == nil || !strings.Contains(err.Error(), "scenario S02: control_envelope: ") {
 		t.Errorf("a broken envelope: %v", err)
 	}
+}
+
+// spec returns c's entry in conditions.Table.
+func spec(t *testing.T, c study.Condition) conditions.Spec {
+	t.Helper()
+	sp, ok := conditions.Lookup(c)
+	if !ok {
+		t.Fatalf("%s has no entry in conditions.Table", c)
+	}
+	return sp
+}
+
+// factorialConditions lists the factorial's eight cells in table order:
+// structured, then the seven conditions built for it.
+func factorialConditions() []study.Condition {
+	var out []study.Condition
+	for _, sp := range conditions.Table {
+		if sp.Cell != nil {
+			out = append(out, sp.Name)
+		}
+	}
+	return out
 }

@@ -73,9 +73,8 @@ type wireObservation struct {
 //     <the error's message>}]};
 //   - toolfailure (Classifies): an isError result gets
 //     _meta[study.ToolFailureKey] = study.ToolFailureOf, with agentGuidance
-//     (study.Guidance) under toolfailure+guidance and applied
-//     (study.AppliedOf) under toolfailure+applied; a cause without a class
-//     gets none;
+//     under toolfailure+guidance and applied under toolfailure+applied
+//     (study.Condition.Extend); a cause without a class gets none;
 //   - ratelimited (RateLimits): the server's own rate limit (a rate_limit
 //     record whose target is the tool, not an upstream dependency) that
 //     announces its wait becomes {"code": -32023, "message": <the message>,
@@ -116,7 +115,7 @@ func shape(s *study.Scenario, c study.Condition) (sh shaped, err error) {
 	if !answered {
 		return sh, nil
 	}
-	if c.RateLimits() && OwnRateLimit(s) && s.Surface != study.SuccessShaped {
+	if c.RateLimits() && ownRateLimit(s) && s.Surface != study.SuccessShaped {
 		if wait, ok := study.AnnouncedWait([]byte(msg)); ok {
 			data, _ := json.Marshal(rateLimitData{RetryAfterMs: wait.Milliseconds()})
 			sh.raw, err = json.Marshal(rpcError{Code: json.Number(fmt.Sprint(study.RateLimitedCode)), Message: msg, Data: data})
@@ -175,11 +174,11 @@ func shape(s *study.Scenario, c study.Condition) (sh shaped, err error) {
 	return sh, err
 }
 
-// OwnRateLimit reports whether scenario s's failure is the server's own
+// ownRateLimit reports whether scenario s's failure is the server's own
 // rate limit on the tool: a rate_limit whose repair target is the tool
 // (its target kind "tool"), not an upstream dependency the tool calls
 // (target kind "dependency": SEP-3304 RL-6 keeps those isError results).
-func OwnRateLimit(s *study.Scenario) bool {
+func ownRateLimit(s *study.Scenario) bool {
 	return s.Cause == study.RateLimit && s.Target.Kind == "tool"
 }
 

@@ -1,9 +1,13 @@
 package study
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
-// TestConditionVocabulary pins the 22 conditions, each once, and the cell
-// of every factorial condition.
+// TestConditionVocabulary pins the 25 conditions, each once, and the
+// parts of every error shape as its name gives them (the factorial cells,
+// families and what each reveals are pinned with conditions.Table).
 func TestConditionVocabulary(t *testing.T) {
 	seen := map[Condition]bool{}
 	for _, c := range AllConditions {
@@ -12,38 +16,36 @@ func TestConditionVocabulary(t *testing.T) {
 		}
 		seen[c] = true
 	}
-	for _, c := range append(append(append([]Condition{}, FactorialConditions...), ChannelConditions...), append(TrustConditions, ShapeConditions...)...) {
-		if !seen[c] {
-			t.Errorf("%s is not in AllConditions", c)
-		}
-	}
 	if len(AllConditions) != 25 || Condition("nope").Valid() {
 		t.Errorf("%d conditions, want 25", len(AllConditions))
 	}
-	j, s, l, p := JSONFormat, SentenceFormat, LabelWording, ParaphraseWording
-	for c, want := range map[Condition]Cell{
-		Structured: {j, l, false}, StructuredParaphrase: {j, p, false}, SentenceLabel: {s, l, false}, SentenceParaphrase: {s, p, false},
-		StructuredFailed: {j, l, true}, StructuredParaphraseFailed: {j, p, true}, SentenceLabelFailed: {s, l, true}, SentenceParaphraseFailed: {s, p, true},
+	want := []Condition{SEP2145, ToolFailureShape, RateLimited, ToolFailureSEP2145, SEP2145RateLimited, ToolFailureGuidance, ToolFailureApplied}
+	if !slices.Equal(ShapeConditions, want) {
+		t.Errorf("ShapeConditions %v, want %v", ShapeConditions, want)
+	}
+	for _, c := range []Condition{Category, Normalized, Condition("sep2145+nope"), Condition("toolfailure+ratelimited")} {
+		if c.Shape() {
+			t.Errorf("%s is a shape (only a known condition whose every part is a proposal is)", c)
+		}
+	}
+	for _, tc := range []struct {
+		c                                              Condition
+		moves, classifies, guides, applied, rateLimits bool
+	}{
+		{c: SEP2145, moves: true},
+		{c: ToolFailureShape, classifies: true},
+		{c: RateLimited, rateLimits: true},
+		{c: ToolFailureSEP2145, moves: true, classifies: true},
+		{c: SEP2145RateLimited, moves: true, rateLimits: true},
+		{c: ToolFailureGuidance, classifies: true, guides: true},
+		{c: ToolFailureApplied, classifies: true, applied: true},
 	} {
-		if got, ok := c.Cell(); !ok || got != want || FactorialCondition(want) != c {
-			t.Errorf("%s: cell %+v (%t), want %+v", c, got, ok, want)
-		}
-	}
-	for _, c := range []Condition{Prose, Envelope, Category, CategoryText, EnvelopeFalseReplay} {
-		if _, ok := c.Cell(); ok {
-			t.Errorf("%s has a cell", c)
-		}
-	}
-	if !Envelope.RevealsPolicy() || Category.RevealsPolicy() || EnvelopeFalseTarget.RevealsPolicy() || !SentenceParaphraseFailed.RevealsPolicy() ||
-		ToolFailureSEP2145.RevealsPolicy() || RateLimited.RevealsPolicy() {
-		t.Error("RevealsPolicy")
-	}
-	for _, c := range ShapeConditions {
-		if !c.Shape() || c.Paired() {
-			t.Errorf("%s: Shape %t, Paired %t", c, c.Shape(), c.Paired())
-		}
-	}
-	if !SEP2145.MovesToResult() || ToolFailureShape.MovesToResult() || !ToolFailureSEP2145.Classifies() || SEP2145.Classifies() || Category.Shape() {
-		t.Error("MovesToResult, Classifies or Shape")
+		t.Run(string(tc.c), func(t *testing.T) {
+			c := tc.c
+			if !c.Shape() || c.MovesToResult() != tc.moves || c.Classifies() != tc.classifies || c.Guides() != tc.guides ||
+				c.MarksApplied() != tc.applied || c.RateLimits() != tc.rateLimits {
+				t.Errorf("parts: moves %t, classifies %t, guides %t, applied %t, rate limits %t", c.MovesToResult(), c.Classifies(), c.Guides(), c.MarksApplied(), c.RateLimits())
+			}
+		})
 	}
 }

@@ -4,52 +4,17 @@ import (
 	"cmp"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// The error shapes proposed for MCP (docs/error-shapes.md), each a
-// condition that shows the scenario's failure as a server following the
-// proposal (or the combination) would put it on the wire, in place of the
-// recorded observation, and without the category contract of seed 002,
-// which belongs to its own conditions:
-//
-//   - SEP2145 (modelcontextprotocol PR #2145): a failure the server
-//     answered with a JSON-RPC error becomes a tool result with isError
-//     true, carrying the same message; other failures are unchanged.
-//   - ToolFailureShape (PRs #3313 and #3312): an isError result carries
-//     the ToolFailure classification in _meta under ToolFailureKey.
-//   - RateLimited (PR #3304): the server's own rate limit becomes the
-//     JSON-RPC error -32023 with its typed retryAfterMs; a limit of an
-//     upstream API the tool calls stays as the server sent it (RL-6), and
-//     so does every other failure.
-//   - ToolFailureSEP2145: SEP2145's move, then ToolFailure on every
-//     isError result.
-//   - SEP2145RateLimited: RateLimited's -32023 for the server's own rate
-//     limit, SEP2145's move for every other JSON-RPC error.
-//   - ToolFailureGuidance: ToolFailure with its optional agentGuidance,
-//     which states the preferred policy in words (as the proposal's only
-//     published example does): it carries the answer, so it is reported
-//     apart (RevealsPolicy).
-//   - ToolFailureApplied: ToolFailure with this project's counter-proposal,
-//     a member applied that says whether the failed call's write may have
-//     been applied (none, partial, unknown): no proposal defines it.
-const (
-	SEP2145             Condition = "sep2145"
-	ToolFailureShape    Condition = "toolfailure"
-	RateLimited         Condition = "ratelimited"
-	ToolFailureSEP2145  Condition = "toolfailure+sep2145"
-	SEP2145RateLimited  Condition = "sep2145+ratelimited"
-	ToolFailureGuidance Condition = "toolfailure+guidance"
-	ToolFailureApplied  Condition = "toolfailure+applied"
-)
-
-// ShapeConditions lists the error-shape conditions: the three proposals,
-// their combinations, the arm that carries the answer, and the
-// counter-proposal.
-var ShapeConditions = []Condition{SEP2145, ToolFailureShape, RateLimited, ToolFailureSEP2145,
-	SEP2145RateLimited, ToolFailureGuidance, ToolFailureApplied}
+// ShapeConditions lists the error-shape conditions, in the order of
+// AllConditions: those whose name joins proposals (shapeProposals) with
+// "+". Their renderings, contracts and contrasts are their entries in
+// conditions.Table.
+var ShapeConditions = slices.DeleteFunc(slices.Clone(AllConditions), func(c Condition) bool { return !c.Shape() })
 
 // shapeParts are what an error-shape condition takes from each proposal.
 type shapeParts struct {
@@ -60,16 +25,39 @@ type shapeParts struct {
 	rateLimits bool // SEP-3304: the server's own rate limit becomes -32023
 }
 
-// shapes are the parts of each of ShapeConditions.
-var shapes = map[Condition]shapeParts{
-	SEP2145:             {moves: true},
-	ToolFailureShape:    {classifies: true},
-	RateLimited:         {rateLimits: true},
-	ToolFailureSEP2145:  {moves: true, classifies: true},
-	SEP2145RateLimited:  {moves: true, rateLimits: true},
-	ToolFailureGuidance: {classifies: true, guidance: true},
-	ToolFailureApplied:  {classifies: true, applied: true},
+// shapeProposals are the parts each proposal's name stands for in an
+// arm's name: an arm is named by the proposals it takes, joined by "+"
+// (toolfailure+sep2145 takes ToolFailure's classification and SEP-2145's
+// move), guidance for ToolFailure's agentGuidance and applied for the
+// counter-proposal. So an arm that combines proposals already here needs
+// no more than its name.
+var shapeProposals = map[string]shapeParts{
+	"sep2145":     {moves: true},
+	"toolfailure": {classifies: true},
+	"ratelimited": {rateLimits: true},
+	"guidance":    {guidance: true},
+	"applied":     {applied: true},
 }
+
+// shapes are the parts of each error-shape condition of AllConditions,
+// read from its name.
+var shapes = func() map[Condition]shapeParts {
+	m := map[Condition]shapeParts{}
+next:
+	for _, c := range AllConditions {
+		var sp shapeParts
+		for name := range strings.SplitSeq(string(c), "+") {
+			p, ok := shapeProposals[name]
+			if !ok {
+				continue next
+			}
+			sp.moves, sp.classifies, sp.guidance = sp.moves || p.moves, sp.classifies || p.classifies, sp.guidance || p.guidance
+			sp.applied, sp.rateLimits = sp.applied || p.applied, sp.rateLimits || p.rateLimits
+		}
+		m[c] = sp
+	}
+	return m
+}()
 
 // Shape reports whether c is one of ShapeConditions.
 func (c Condition) Shape() bool { _, ok := shapes[c]; return ok }
@@ -146,11 +134,11 @@ const (
 	AppliedUnknown = "unknown"
 )
 
-// AppliedOf returns the applied member a server following the
+// appliedOf returns the applied member a server following the
 // counter-proposal sends for a failure of cause c: unknown where the
 // write may have committed (a timeout after commit, a lost confirmation),
 // partial for a partial commit, none for every other cause.
-func AppliedOf(c Cause) string {
+func appliedOf(c Cause) string {
 	switch c {
 	case TimeoutCommitted, Idempotency:
 		return AppliedUnknown
@@ -163,19 +151,19 @@ func AppliedOf(c Cause) string {
 // Extend adds to tf what arm c puts beside ToolFailure's own fields, for
 // a failure of cause whose preferred policy is preferred: agentGuidance
 // (Guidance) under Guides when preferred is known (not ""), and applied
-// (AppliedOf) under MarksApplied. Other arms leave tf as it is.
+// (appliedOf) under MarksApplied. Other arms leave tf as it is.
 func (c Condition) Extend(tf *ToolFailure, cause Cause, preferred Policy) {
 	if c.Guides() && preferred != "" {
-		tf.AgentGuidance = Guidance(preferred)
+		tf.AgentGuidance = guidance(preferred)
 	}
 	if c.MarksApplied() {
-		tf.Applied = AppliedOf(cause)
+		tf.Applied = appliedOf(cause)
 	}
 }
 
-// Guidance returns the agentGuidance a server under ToolFailureGuidance
+// guidance returns the agentGuidance a server under ToolFailureGuidance
 // sends: the preferred policy p in words (Policy.Words), as a sentence.
-func Guidance(p Policy) string {
+func guidance(p Policy) string {
 	w := p.Words()
 	if w == "" {
 		return ""

@@ -326,16 +326,19 @@ func (p Probe) Valid() bool { _, ok := probeCauses[p]; return ok }
 func (p Probe) Yields(c Cause) bool { return slices.Contains(probeCauses[p], c) }
 
 // Condition is how a failure is shown to a model
-// (docs/specification.md section 3).
+// (docs/specification.md section 3). What a condition renders, its
+// family, the contracts it carries and the contrasts it takes part in are
+// its entry in conditions.Table; study keeps its name, which manifests
+// validate (AllConditions), and the error shapes' parts, which the
+// recovery lab serves (shapes.go).
 type Condition string
 
 // The four paired conditions of the paper, then more a manifest may name:
 // Envelope shows the scenario's counterfactual control envelope
 // (docs/specification.md section 6) and Category its error-category
 // contract (seed 002: errorCategory, isRetryable, explanation); then the
-// factorial cells (FactorialConditions), the delivery channels of the
-// category contract (ChannelConditions) and the misplaced-trust conditions
-// (TrustConditions).
+// factorial cells, the delivery channels of the category contract and the
+// misplaced-trust conditions (conditions.Table says which is which).
 const (
 	Normalized Condition = "normalized"
 	CodeOnly   Condition = "code_only"
@@ -365,14 +368,53 @@ const (
 	CategoryFalseRetryable Condition = "category_false_retryable" // isRetryable true on a validation or permission failure
 )
 
+// The error shapes proposed for MCP (docs/error-shapes.md), each a
+// condition that shows the scenario's failure as a server following the
+// proposal (or the combination) would put it on the wire, in place of the
+// recorded observation, and without the category contract of seed 002,
+// which belongs to its own conditions:
+//
+//   - SEP2145 (modelcontextprotocol PR #2145): a failure the server
+//     answered with a JSON-RPC error becomes a tool result with isError
+//     true, carrying the same message; other failures are unchanged.
+//   - ToolFailureShape (PRs #3313 and #3312): an isError result carries
+//     the ToolFailure classification in _meta under ToolFailureKey.
+//   - RateLimited (PR #3304): the server's own rate limit becomes the
+//     JSON-RPC error -32023 with its typed retryAfterMs; a limit of an
+//     upstream API the tool calls stays as the server sent it (RL-6), and
+//     so does every other failure.
+//   - ToolFailureSEP2145: SEP2145's move, then ToolFailure on every
+//     isError result.
+//   - SEP2145RateLimited: RateLimited's -32023 for the server's own rate
+//     limit, SEP2145's move for every other JSON-RPC error.
+//   - ToolFailureGuidance: ToolFailure with its optional agentGuidance,
+//     which states the preferred policy in words (as the proposal's only
+//     published example does): it carries the answer, so it is reported
+//     apart (its RevealsPolicy in conditions.Table).
+//   - ToolFailureApplied: ToolFailure with this project's counter-proposal,
+//     a member applied that says whether the failed call's write may have
+//     been applied (none, partial, unknown): no proposal defines it.
+const (
+	SEP2145             Condition = "sep2145"
+	ToolFailureShape    Condition = "toolfailure"
+	RateLimited         Condition = "ratelimited"
+	ToolFailureSEP2145  Condition = "toolfailure+sep2145"
+	SEP2145RateLimited  Condition = "sep2145+ratelimited"
+	ToolFailureGuidance Condition = "toolfailure+guidance"
+	ToolFailureApplied  Condition = "toolfailure+applied"
+)
+
 // Conditions lists the paper's four paired conditions in canonical order;
 // the default studies run exactly these.
 var Conditions = []Condition{Normalized, CodeOnly, Structured, Prose}
 
-// AllConditions lists every known condition: the four paired ones,
-// Envelope and Category, the factorial cells other than Structured, the
-// two single-channel category conditions, the misplaced-trust ones, then
-// the error shapes proposed for MCP (ShapeConditions).
+// AllConditions lists every known condition in canonical order, the
+// order of conditions.Table (a test of conditions checks they agree):
+// the four paired ones, Envelope and Category, the factorial cells other
+// than Structured, the two single-channel category conditions, the
+// misplaced-trust ones, then the error shapes proposed for MCP
+// (ShapeConditions). It is here, below conditions, because manifests
+// validate the names a manifest gives.
 var AllConditions = []Condition{Normalized, CodeOnly, Structured, Prose, Envelope, Category,
 	StructuredParaphrase, SentenceLabel, SentenceParaphrase,
 	StructuredFailed, StructuredParaphraseFailed, SentenceLabelFailed, SentenceParaphraseFailed,
@@ -380,95 +422,8 @@ var AllConditions = []Condition{Normalized, CodeOnly, Structured, Prose, Envelop
 	EnvelopeFalseReplay, EnvelopeFalseTarget, CategoryFalseRetryable,
 	SEP2145, ToolFailureShape, RateLimited, ToolFailureSEP2145, SEP2145RateLimited, ToolFailureGuidance, ToolFailureApplied}
 
-// ChannelConditions lists the delivery channels of the category contract:
-// both (Category), structuredContent only, the text copy only.
-var ChannelConditions = []Condition{Category, CategoryStructured, CategoryText}
-
-// TrustConditions lists the misplaced-trust conditions.
-var TrustConditions = []Condition{EnvelopeFalseReplay, EnvelopeFalseTarget, CategoryFalseRetryable}
-
-// Format is how a factorial cell states the code and the policy.
-type Format string
-
-// The two formats of the factorial.
-const (
-	JSONFormat     Format = "json"     // Error details: {"code": …, "policy": …}
-	SentenceFormat Format = "sentence" // Error details: the code is …, and the policy is to ….
-)
-
-// Wording is how a factorial cell names the policy.
-type Wording string
-
-// The two wordings of the factorial.
-const (
-	LabelWording      Wording = "label"      // the exact policy label
-	ParaphraseWording Wording = "paraphrase" // a fixed paraphrase of the action, per label
-)
-
-// Cell is a condition's place in the format × wording × failure-statement
-// factorial. Failed adds the explicit failure statement.
-type Cell struct {
-	Format  Format
-	Wording Wording
-	Failed  bool
-}
-
-// FactorialConditions lists the eight cells of the factorial, failure
-// statement slowest, then format, then wording: Structured, then the
-// seven conditions built for it.
-var FactorialConditions = []Condition{
-	Structured, StructuredParaphrase, SentenceLabel, SentenceParaphrase,
-	StructuredFailed, StructuredParaphraseFailed, SentenceLabelFailed, SentenceParaphraseFailed,
-}
-
-// Cell returns c's place in the factorial; ok is false for a condition
-// outside it.
-func (c Condition) Cell() (cell Cell, ok bool) {
-	i := -1
-	for j, x := range FactorialConditions {
-		if x == c {
-			i = j
-		}
-	}
-	if i < 0 {
-		return Cell{}, false
-	}
-	cell = Cell{Format: JSONFormat, Wording: LabelWording, Failed: i >= 4}
-	if i%4 >= 2 {
-		cell.Format = SentenceFormat
-	}
-	if i%2 == 1 {
-		cell.Wording = ParaphraseWording
-	}
-	return cell, true
-}
-
-// FactorialCondition returns the condition of a factorial cell, or ""
-// for a cell with an unknown format or wording.
-func FactorialCondition(cell Cell) Condition {
-	for _, c := range FactorialConditions {
-		if x, _ := c.Cell(); x == cell {
-			return c
-		}
-	}
-	return ""
-}
-
 // Valid reports whether c is a known condition (one of AllConditions).
 func (c Condition) Valid() bool { return slices.Contains(AllConditions, c) }
-
-// Paired reports whether c is one of the paper's four paired Conditions.
-func (c Condition) Paired() bool { return slices.Contains(Conditions, c) }
-
-// RevealsPolicy reports whether condition c discloses the preferred policy
-// (the control envelope carries it in error.policy; every factorial cell
-// carries it as a label or a paraphrase). The misplaced-trust envelopes
-// disclose a policy too, but not the preferred one. ToolFailureGuidance's
-// agentGuidance discloses it in words.
-func (c Condition) RevealsPolicy() bool {
-	_, inFactorial := c.Cell()
-	return inFactorial || c == Prose || c == Envelope || c.Guides()
-}
 
 // ErrorCategory is a category of the application-defined error contract of
 // seed 002 (errorCategory in a tool's structuredContent). It names the

@@ -130,7 +130,7 @@ func (c Call) legacyResult() bool { return c.Protocol != "" && c.Protocol < resu
 // (GovernanceRefusal), reliability not declared retryable (NotRetryable),
 // retryable on a tool not known to be idempotent (IdempotencyUnknown).
 //
-// The counter-proposal's applied member (study.AppliedOf; not PR #3313's),
+// The counter-proposal's applied member (study.Condition.Extend; not PR #3313's),
 // when given, must be none, partial or unknown (InvalidApplied); it
 // changes one case: a retryable reliability failure of a tool not known
 // to be idempotent is retried when applied is none (nothing was applied,

@@ -28,30 +28,30 @@ const Backend = "fail_closed"
 const NoResult = "no_result"
 
 func init() {
-	models.Register(Backend, models.Backend{New: New})
+	models.Register(Backend, models.Backend{New: newBackend})
 }
 
-// Client is the fail-closed client in one mode.
-type Client struct {
+// backend is the fail-closed client in one mode.
+type backend struct {
 	mode client.Mode
 }
 
-var _ models.Model = (*Client)(nil)
+var _ models.Model = (*backend)(nil)
 
-// New builds the client whose mode spec.Model names: "registry" or
+// newBackend builds the client whose mode spec.Model names: "registry" or
 // "explicit_action".
-func New(spec models.Spec) (models.Model, error) {
+func newBackend(spec models.Spec) (models.Model, error) {
 	m := client.Mode(spec.Model)
 	if !m.Valid() {
 		return nil, fmt.Errorf("model %q: unknown fail_closed mode %q (want %s or %s)", spec.Name, spec.Model, client.Registry, client.ExplicitAction)
 	}
-	return &Client{mode: m}, nil
+	return &backend{mode: m}, nil
 }
 
 // Generate decides the result in the last user message. Reply.Meta records
 // the contract read ("envelope", "category" or absent), the reason of a
 // stop and its message.
-func (c *Client) Generate(ctx context.Context, req models.Request) (models.Reply, error) {
+func (c *backend) Generate(ctx context.Context, req models.Request) (models.Reply, error) {
 	if err := ctx.Err(); err != nil {
 		return models.Reply{}, err
 	}
@@ -62,16 +62,16 @@ func (c *Client) Generate(ctx context.Context, req models.Request) (models.Reply
 		}
 	}
 	meta := map[string]any{"mode": string(c.mode)}
-	contract, raw := Find(last)
+	contract, raw := find(last)
 	var d client.Decision
 	switch contract {
-	case study.Envelope:
+	case conditions.ContractEnvelope:
 		d = client.Decide(raw, c.mode)
-	case study.Category:
+	case conditions.ContractCategory:
 		d = client.DecideCategory(raw, c.mode)
-	case ShapeResult:
+	case conditions.ContractShapeResult:
 		d = client.DecideToolFailure(raw, c.mode, client.Call{Idempotent: idempotent(req.Messages), Now: study.ShapeEpoch})
-	case ShapeError:
+	case conditions.ContractShapeError:
 		d = client.DecideRateLimited(raw, c.mode)
 	default:
 		d = client.Decision{Policy: study.StopOrEscalate, Mode: c.mode, Reason: NoResult,
@@ -93,40 +93,23 @@ func (c *Client) Generate(ctx context.Context, req models.Request) (models.Reply
 	return models.Reply{Text: string(text), Meta: meta}, err
 }
 
-// The contracts Find names for the two labels of the error-shape
-// conditions: a tool result (decided by the ToolFailure adapter; a result
-// without the classification stops) and a JSON-RPC error (decided by the
-// RateLimited adapter).
-const (
-	ShapeResult study.Condition = "shape_result"
-	ShapeError  study.Condition = "shape_error"
-)
-
-// Find locates the result an envelope, category or error-shape annotation
-// adds to a message: the JSON value that follows the last line equal to
-// one of their labels (conditions.EnvelopeLabel, CategoryLabel,
-// ShapeResultLabel, ShapeErrorLabel). It returns the contract
-// (study.Envelope, study.Category, ShapeResult or ShapeError) and the
-// value's exact bytes, or "" when no label line is present. When a label
-// is present but no JSON value follows, raw is the rest of the message,
-// which the client then rejects with its own reason.
+// find locates the contract an envelope, category or error-shape
+// rendering adds to a message (conditions.Table's Contracts): the JSON
+// value that follows the last line that opens one (conditions.ContractAt:
+// EnvelopeLabel, CategoryLabel, ShapeResultLabel, ShapeErrorLabel). It
+// returns the contract and the value's exact bytes, or "" when no label
+// line is present. When a label is present but no JSON value follows,
+// raw is the rest of the message, which the client then rejects with its
+// own reason.
 //
 // Note: a label only counts as a whole line. The observation above it is
 // indented JSON, whose strings cannot contain a line break, so a label
 // quoted inside a server's message cannot be mistaken for the annotation.
-func Find(msg string) (contract study.Condition, raw []byte) {
+func find(msg string) (contract conditions.Contract, raw []byte) {
 	lines := strings.SplitAfter(msg, "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
-		switch strings.TrimRight(lines[i], "\r\n") {
-		case conditions.EnvelopeLabel:
-			contract = study.Envelope
-		case conditions.CategoryLabel:
-			contract = study.Category
-		case conditions.ShapeResultLabel:
-			contract = ShapeResult
-		case conditions.ShapeErrorLabel:
-			contract = ShapeError
-		default:
+		contract, ok := conditions.ContractAt(strings.TrimRight(lines[i], "\r\n"))
+		if !ok {
 			continue
 		}
 		rest := []byte(strings.Join(lines[i+1:], ""))

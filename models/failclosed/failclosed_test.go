@@ -75,18 +75,17 @@ func TestCorpus(t *testing.T) {
 				for turn, conv := range [][]conditions.Message{msgs, append(msgs, conditions.Message{Role: conditions.Assistant, Content: "{}"}, replay)} {
 					got, meta := answer(t, m, conv)
 					want, reason := study.StopOrEscalate, failclosedmodel.NoResult
-					switch c {
-					case study.Envelope:
+					switch {
+					case c == study.Envelope:
 						want, reason = s.Preferred, ""
-					case study.Category:
+					case c == study.Category:
 						switch cat, _ := study.CategoryOf(s.Cause); cat {
 						case study.ValidationCategory:
 							want, reason = study.ReviseArguments, ""
 						case study.PermissionCategory:
 							want, reason = study.Authenticate, ""
 						}
-					case study.SEP2145, study.ToolFailureShape, study.ToolFailureSEP2145, study.RateLimited,
-						study.SEP2145RateLimited, study.ToolFailureGuidance, study.ToolFailureApplied:
+					case c.Shape():
 						// The shape replaces the observation: a JSON-RPC
 						// error is no -32023 (the paper corpus has no rate
 						// limit); a success is no error; an isError result
@@ -109,11 +108,11 @@ func TestCorpus(t *testing.T) {
 						case s.Cause == study.AuthRequired:
 							want, reason = study.Authenticate, ""
 						}
-					case study.EnvelopeFalseReplay:
+					case c == study.EnvelopeFalseReplay:
 						reason = "incompatible_policy"
-					case study.EnvelopeFalseTarget:
+					case c == study.EnvelopeFalseTarget:
 						reason = "target_mismatch"
-					case study.CategoryStructured, study.CategoryText, study.CategoryFalseRetryable:
+					case c == study.CategoryStructured, c == study.CategoryText, c == study.CategoryFalseRetryable:
 						if _, ok := study.CategoryOf(s.Cause); ok {
 							reason = map[study.Condition]string{study.CategoryStructured: "missing_content", study.CategoryText: "missing_structured_content",
 								study.CategoryFalseRetryable: "contradictory_retryable"}[c]
@@ -128,51 +127,57 @@ func TestCorpus(t *testing.T) {
 	}
 }
 
+// TestFind checks that find reads the contract after the last label line
+// (conditions.ContractAt) and nowhere else.
 func TestFind(t *testing.T) {
 	env := `{"resultType": "complete"}`
 	for name, tc := range map[string]struct {
 		msg      string
-		contract study.Condition
+		contract conditions.Contract
 		raw      string
 	}{
 		"none":             {"The tool call returned:\n{}", "", ""},
-		"envelope":         {"x\n\n" + conditions.EnvelopeLabel + "\n" + env, study.Envelope, env},
-		"category":         {"x\n" + conditions.CategoryLabel + "\n" + env + "\n\nAnswer now.", study.Category, env},
-		"crlf":             {"x\r\n" + conditions.EnvelopeLabel + "\r\n" + env, study.Envelope, env},
-		"last label wins":  {conditions.EnvelopeLabel + "\n{}\n" + conditions.CategoryLabel + "\n" + env, study.Category, env},
+		"envelope":         {"x\n\n" + conditions.EnvelopeLabel + "\n" + env, conditions.ContractEnvelope, env},
+		"category":         {"x\n" + conditions.CategoryLabel + "\n" + env + "\n\nAnswer now.", conditions.ContractCategory, env},
+		"crlf":             {"x\r\n" + conditions.EnvelopeLabel + "\r\n" + env, conditions.ContractEnvelope, env},
+		"last label wins":  {conditions.EnvelopeLabel + "\n{}\n" + conditions.CategoryLabel + "\n" + env, conditions.ContractCategory, env},
 		"label in a value": {"{\"message\": \"" + conditions.EnvelopeLabel + "\\n{}\"}", "", ""},
 		"label mid-line":   {"see " + conditions.EnvelopeLabel + "\n{}", "", ""},
-		"label, no JSON":   {conditions.EnvelopeLabel + "\n{\"resultType\":", study.Envelope, "{\"resultType\":"},
-		"label at the end": {"x\n" + conditions.CategoryLabel, study.Category, ""},
-		"shape result":     {"x\n" + conditions.ShapeResultLabel + "\n" + env, failclosedmodel.ShapeResult, env},
-		"shape error":      {"x\n" + conditions.ShapeErrorLabel + "\n{\"code\": -32023}", failclosedmodel.ShapeError, "{\"code\": -32023}"},
+		"label, no JSON":   {conditions.EnvelopeLabel + "\n{\"resultType\":", conditions.ContractEnvelope, "{\"resultType\":"},
+		"label at the end": {"x\n" + conditions.CategoryLabel, conditions.ContractCategory, ""},
+		"shape result":     {"x\n" + conditions.ShapeResultLabel + "\n" + env, conditions.ContractShapeResult, env},
+		"shape error":      {"x\n" + conditions.ShapeErrorLabel + "\n{\"code\": -32023}", conditions.ContractShapeError, "{\"code\": -32023}"},
 	} {
-		c, raw := failclosedmodel.Find(tc.msg)
-		if c != tc.contract || strings.TrimSpace(string(raw)) != tc.raw {
-			t.Errorf("%s: Find = %q, %q; want %q, %q", name, c, raw, tc.contract, tc.raw)
-		}
+		t.Run(name, func(t *testing.T) {
+			c, raw := failclosedmodel.Find(tc.msg)
+			if c != tc.contract || strings.TrimSpace(string(raw)) != tc.raw {
+				t.Errorf("Find = %q, %q; want %q, %q", c, raw, tc.contract, tc.raw)
+			}
+		})
 	}
 }
 
 // TestStops checks that a result after a label that fails a check stops
 // with the client's reason, and that an unknown mode is refused.
 func TestStops(t *testing.T) {
-	m, err := failclosedmodel.New(models.Spec{Name: "fc", Backend: failclosedmodel.Backend, Model: "registry"})
+	m, err := models.New(models.Spec{Name: "fc", Backend: failclosedmodel.Backend, Model: "registry"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for msg, reason := range map[string]string{
-		conditions.EnvelopeLabel + "\n{\"resultType\": ":                                                  "invalid_json",
-		conditions.EnvelopeLabel + "\n[]":                                                                 "not_object",
-		conditions.CategoryLabel + "\n{\"resultType\": \"complete\", \"isError\": true, \"content\": []}": "missing_content",
-		"no label": failclosedmodel.NoResult,
+	for _, tc := range []struct{ name, msg, reason string }{
+		{"envelope not JSON", conditions.EnvelopeLabel + "\n{\"resultType\": ", "invalid_json"},
+		{"envelope not an object", conditions.EnvelopeLabel + "\n[]", "not_object"},
+		{"category without content", conditions.CategoryLabel + "\n{\"resultType\": \"complete\", \"isError\": true, \"content\": []}", "missing_content"},
+		{"no label", "no label", failclosedmodel.NoResult},
 	} {
-		p, meta := answer(t, m, []conditions.Message{{Role: conditions.User, Content: msg}})
-		if p != study.StopOrEscalate || meta["reason"] != reason || meta["message"] == "" {
-			t.Errorf("%q: %s %v, want a stop with %s", msg, p, meta, reason)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			p, meta := answer(t, m, []conditions.Message{{Role: conditions.User, Content: tc.msg}})
+			if p != study.StopOrEscalate || meta["reason"] != tc.reason || meta["message"] == "" {
+				t.Errorf("%q: %s %v, want a stop with %s", tc.msg, p, meta, tc.reason)
+			}
+		})
 	}
-	if _, err := failclosedmodel.New(models.Spec{Name: "fc", Model: "both"}); err == nil || !strings.Contains(err.Error(), `"both"`) {
+	if _, err := models.New(models.Spec{Name: "fc", Backend: failclosedmodel.Backend, Model: "both"}); err == nil || !strings.Contains(err.Error(), `"both"`) {
 		t.Errorf("New(both) = %v, want an error naming the mode", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -206,17 +211,19 @@ func TestMisplacedTrustTransient(t *testing.T) {
 			study.EnvelopeFalseTarget:    "target_mismatch",
 			study.CategoryFalseRetryable: "not_retryable",
 		} {
-			msgs, err := p.Initial(s, c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, meta := answer(t, m, msgs)
-			if want == "" && (got != study.RetryNow || meta["reason"] != nil) {
-				t.Errorf("%s %s: %s %v, want retry_now", mode, c, got, meta)
-			}
-			if want != "" && (got != study.StopOrEscalate || meta["reason"] != want) {
-				t.Errorf("%s %s: %s %v, want a stop with %s", mode, c, got, meta, want)
-			}
+			t.Run(mode+"/"+string(c), func(t *testing.T) {
+				msgs, err := p.Initial(s, c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, meta := answer(t, m, msgs)
+				if want == "" && (got != study.RetryNow || meta["reason"] != nil) {
+					t.Errorf("%s %v, want retry_now", got, meta)
+				}
+				if want != "" && (got != study.StopOrEscalate || meta["reason"] != want) {
+					t.Errorf("%s %v, want a stop with %s", got, meta, want)
+				}
+			})
 		}
 	}
 }
@@ -226,7 +233,7 @@ func TestMisplacedTrustTransient(t *testing.T) {
 // prompt shows the called tool as idempotent, and a RateLimited error is
 // retried after its retryAfterMs.
 func TestShapeAdapters(t *testing.T) {
-	m, err := failclosedmodel.New(models.Spec{Name: "fc", Backend: failclosedmodel.Backend, Model: "registry"})
+	m, err := models.New(models.Spec{Name: "fc", Backend: failclosedmodel.Backend, Model: "registry"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,9 +254,11 @@ func TestShapeAdapters(t *testing.T) {
 		"idempotent":     {tools(true) + conditions.ShapeResultLabel + "\n" + result, study.RetryLater, nil, int64(5000)},
 		"rate limited":   {conditions.ShapeErrorLabel + "\n" + `{"code": -32023, "message": "slow down", "data": {"retryAfterMs": 60000}}`, study.RetryLater, nil, int64(60000)},
 	} {
-		got, meta := answer(t, m, []conditions.Message{{Role: conditions.User, Content: "The tool call returned:\n{}\n\n" + tc.msg}})
-		if got != tc.want || meta["reason"] != tc.reason || meta["delay_ms"] != tc.delay {
-			t.Errorf("%s: %s %v; want %s, reason %v, delay %v", name, got, meta, tc.want, tc.reason, tc.delay)
-		}
+		t.Run(name, func(t *testing.T) {
+			got, meta := answer(t, m, []conditions.Message{{Role: conditions.User, Content: "The tool call returned:\n{}\n\n" + tc.msg}})
+			if got != tc.want || meta["reason"] != tc.reason || meta["delay_ms"] != tc.delay {
+				t.Errorf("%s %v; want %s, reason %v, delay %v", got, meta, tc.want, tc.reason, tc.delay)
+			}
+		})
 	}
 }
