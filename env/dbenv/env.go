@@ -409,6 +409,11 @@ func (e *Env) call(ctx context.Context, c simulator.ToolCall) (json.RawMessage, 
 	cctx, cancel := context.WithTimeout(ctx, e.f.o.timeout())
 	defer cancel()
 	res, err := e.srv.session.CallTool(cctx, &mcp.CallToolParams{Name: c.Tool, Arguments: m})
+	if err != nil && cctx.Err() != nil {
+		// Note: the harness's own deadline is not the server's answer; a
+		// loaded machine would otherwise change an outcome.
+		return nil, false, fmt.Errorf("%s: no answer within the environment's deadline of %s (env_timeout); the decision is an error, not an observation", c.Tool, e.f.o.timeout())
+	}
 	capture.Bound(res, err, capture.DefaultMaxTextBytes)
 	if proxy.IsServerGone(err) {
 		return nil, false, fmt.Errorf("%s: the database server died: %v (server stderr: %s)", c.Tool, err, e.f.scrub(e.srv.stderr.String()))

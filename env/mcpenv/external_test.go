@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -178,4 +179,34 @@ func stockScenario(id string, class study.Cause, task, args string) *Scenario {
 	sc.NonHarm = []study.Policy{study.ReviseArguments, study.StopOrEscalate}
 	sc.Spec = statediff.Spec{Goal: []statediff.Effect{{Call: "get_stock", Why: "the stock was read"}}}
 	return sc
+}
+
+// TestDeadlineIsNotAnObservation: a call that gets no answer within the
+// environment's deadline (CallTimeout) makes the decision an environment
+// error; it is never shown to the model as a timeout observation, which
+// would let a loaded machine change an outcome.
+func TestDeadlineIsNotAnObservation(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
+	type in struct {
+		SKU any `json:"sku"`
+	}
+	release := make(chan struct{})
+	mcp.AddTool(srv, &mcp.Tool{Name: "get_stock", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, r *mcp.CallToolRequest, a in) (*mcp.CallToolResult, any, error) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "too late"}}}, nil, nil
+		})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer hs.Close()
+	defer close(release)
+	sc := stockScenario("SLOW1", "invalid_type", "Show the stock.", `{"sku": 5}`)
+	e := New(sc, Options{ExternalURL: hs.URL, CallTimeout: 200 * time.Millisecond})
+	defer e.Close()
+	obs, err := e.Start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "no answer within the environment's deadline of 200ms") {
+		t.Fatalf("start: observation %s, error %v; want the deadline as an error", obs, err)
+	}
 }

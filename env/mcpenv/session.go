@@ -244,6 +244,11 @@ func (e *Env) call(ctx context.Context, c simulator.ToolCall) (json.RawMessage, 
 	defer cancel()
 	cuts := e.capped.Cuts()
 	res, err := e.session.CallTool(cctx, &mcp.CallToolParams{Name: c.Tool, Arguments: m})
+	if err != nil && cctx.Err() != nil {
+		// Note: the harness's own deadline is not the server's answer; a
+		// loaded machine would otherwise change an outcome.
+		return nil, false, fmt.Errorf("%s: no answer within the environment's deadline of %s (env_timeout); the decision is an error, not an observation", c.Tool, e.o.timeout())
+	}
 	err = e.capped.Explain(err, cuts)
 	// Note: the model sees at most what a captured observation keeps.
 	capture.Bound(res, err, capture.DefaultMaxTextBytes)
