@@ -235,7 +235,7 @@ func checkDocRows(t *testing.T, doc, manifest string) {
 		}
 		rows++
 		if !slices.Contains(lines, l) {
-			t.Errorf("%s shows a row stress run does not print:\n%s", doc, l)
+			t.Errorf("%s shows a row stress run does not print:\n%s\nstress run printed (see its Errors column):\n%s", doc, l, got)
 		}
 	}
 	if rows < 6 {
