@@ -24,25 +24,26 @@ var layers = [][]string{
 		"internal/parallel", "internal/mcpstdio", "internal/pgcluster", "statediff", "analysis/stats", "deploy/kubernetes", "scripts/floor", "scripts/surface"},
 	{"study", "statediff/readers"},
 	// The study's inputs, and what needs only the vocabulary.
-	{"manifests", "scenario", "internal/failclosed", "internal/coding", "internal/coding/rules", "internal/registry"},
-	{"conditions", "lab", "internal/scan", "internal/synth"},
+	{"manifests", "scenario", "failclosed", "coding", "coding/rules", "audit/registry"},
+	{"conditions", "lab", "audit/scan", "synth"},
 	{"models", "env/proxy"},
 	{"models/transport"},
 	// The backends beside the simulator and capture (none imports another).
 	{"models/baseline", "models/exec", "models/ollama", "models/openai", "models/failclosed", "models/rules",
-		"simulator", "internal/capture"},
-	{"results", "env", "internal/capture/checkmatrix", "internal/labrecord"},
+		"simulator", "capture"},
+	{"results", "env", "capture/checkmatrix", "lab/labrecord"},
 	{"runner", "env/labenv", "env/mcpenv", "env/dbenv"},
-	{"analysis", "internal/coder"},
+	{"analysis", "coding/coder"},
 	// Readers of analyses, and the test servers (only tests import them).
-	{"analysis/report", "internal/inspect", "internal/testserver", "internal/testserver/echohttp",
+	{"analysis/report", "export/inspect", "internal/testserver", "internal/testserver/echohttp",
 		"internal/testserver/faultserver", "internal/testserver/hostilemcp", "internal/testserver/ollamatest",
 		"internal/testserver/fakeenv", "internal/testserver/goalaudit", "internal/testserver/exectable"},
 	{"cmd/stress"},
 }
 
 // TestImportsFollowTheFlow reads the imports of every non-test Go file
-// (go/parser, imports only) and fails on one of a package of the same or
+// (go/parser, imports only) and fails on an import by a utility of
+// internal/ of a package outside internal/, and on one of a package of the same or
 // a higher rank (layers), on any import of cmd/, and on a package that
 // layers does not rank.
 func TestImportsFollowTheFlow(t *testing.T) {
@@ -93,6 +94,9 @@ func TestImportsFollowTheFlow(t *testing.T) {
 			if r, known := ranks[dep]; known && r >= rank {
 				t.Errorf("%s (rank %d) imports %s (rank %d): a package imports only packages below it in the flow", f, rank, dep, r)
 			}
+			if groundFloor(pkg) && !strings.HasPrefix(dep, "internal/") {
+				t.Errorf("%s imports %s: internal/ holds the utilities under every package (only the test servers, internal/testserver, may import the rest), so a feature that needs %s stands outside internal/", f, p, dep)
+			}
 		}
 	}
 	for pkg := range ranks {
@@ -100,4 +104,11 @@ func TestImportsFollowTheFlow(t *testing.T) {
 			t.Errorf("layers ranks %s, which has no non-test Go file", pkg)
 		}
 	}
+}
+
+// groundFloor reports whether pkg is one of the utilities under internal/
+// (not a test server): drawn as one room, internal/ sits under every
+// other package, so none of its imports runs back up.
+func groundFloor(pkg string) bool {
+	return strings.HasPrefix(pkg, "internal/") && pkg != "internal/testserver" && !strings.HasPrefix(pkg, "internal/testserver/")
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/mcpstress/stress/internal/failclosed"
+	"github.com/mcpstress/stress/failclosed"
 	"github.com/mcpstress/stress/scenario"
 	"github.com/mcpstress/stress/statediff"
 	"github.com/mcpstress/stress/study"

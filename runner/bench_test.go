@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/mcpstress/stress/conditions"
-	"github.com/mcpstress/stress/internal/synth"
 	"github.com/mcpstress/stress/internal/testserver/echohttp"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/runner"
 	"github.com/mcpstress/stress/simulator"
+	"github.com/mcpstress/stress/synth"
 )
 
 // peakMem samples the heap in use and the memory obtained from the OS

@@ -16,7 +16,6 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/mcpstress/stress/analysis"
-	"github.com/mcpstress/stress/internal/synth"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	_ "github.com/mcpstress/stress/models/baseline"
@@ -24,6 +23,7 @@ import (
 	"github.com/mcpstress/stress/runner"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
+	"github.com/mcpstress/stress/synth"
 )
 
 func runBuiltin(t testing.TB) (string, *results.Summary) {

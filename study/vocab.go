@@ -156,7 +156,7 @@ type CauseInfo struct {
 	// -32000 (see the constants below); a session of an earlier version
 	// gets the lab's older codes (lab.LegacyCode).
 	RPCCode int64
-	// Evidence is the content view's cause rule (internal/coding/rules): the
+	// Evidence is the content view's cause rule (coding/rules): the
 	// failure text names the cause when every pattern (a regular
 	// expression) matches it; nil when no rule reads the cause.
 	Evidence []string

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/mcpstress/stress/internal/coding"
+	"github.com/mcpstress/stress/coding"
 )
 
 // cmdAgree defines agree's flags on fs and returns the action that prints

@@ -17,8 +17,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpstress/stress/internal/capture"
-	"github.com/mcpstress/stress/internal/capture/checkmatrix"
+	"github.com/mcpstress/stress/capture"
+	"github.com/mcpstress/stress/capture/checkmatrix"
 	"github.com/mcpstress/stress/internal/testserver/hostilemcp"
 )
 

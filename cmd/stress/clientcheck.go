@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/mcpstress/stress/internal/capture/checkmatrix"
+	"github.com/mcpstress/stress/capture/checkmatrix"
 )
 
 // cmdClientCheck defines clientcheck's flags on fs and returns the action

@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/mcpstress/stress/internal/coder"
+	"github.com/mcpstress/stress/coding/coder"
 )
 
 // cmdCode defines code's flags on fs and returns the action that codes

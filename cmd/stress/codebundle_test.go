@@ -8,15 +8,15 @@ import (
 )
 
 // TestCodeBundleV1 reads the coding bundle an earlier version of stress
-// code wrote (internal/coder/testdata/v1: its own manifest.json and call lines,
+// code wrote (coding/coder/testdata/v1: its own manifest.json and call lines,
 // before codings ran through the runner): code -resume reports it as that
 // version did (code-v1.golden is what that version printed), the coded
 // corpora it rewrites are the ones shipped, and agree reads them as that
 // version did. A new coding of the same manifest prints the same report.
 func TestCodeBundleV1(t *testing.T) {
-	const manifest = "../../internal/coder/testdata/coding.yaml"
+	const manifest = "../../coding/coder/testdata/coding.yaml"
 	dir := filepath.Join(t.TempDir(), "v1")
-	if err := os.CopyFS(dir, os.DirFS("../../internal/coder/testdata/v1")); err != nil {
+	if err := os.CopyFS(dir, os.DirFS("../../coding/coder/testdata/v1")); err != nil {
 		t.Fatal(err)
 	}
 	out, log, err := runCmd(t, "code", "-quiet", "-resume", dir, manifest)
@@ -24,7 +24,7 @@ func TestCodeBundleV1(t *testing.T) {
 		t.Fatalf("%v\n%s", err, log)
 	}
 	golden(t, "code-v1.golden", strings.ReplaceAll(out, dir, "BUNDLE"))
-	want, _ := filepath.Glob("../../internal/coder/testdata/v1/coded/*/*.json")
+	want, _ := filepath.Glob("../../coding/coder/testdata/v1/coded/*/*.json")
 	got, _ := filepath.Glob(filepath.Join(dir, "coded", "*", "*.json"))
 	if len(want) == 0 || len(got) != len(want) {
 		t.Errorf("coded files: %d, want %d", len(got), len(want))
@@ -37,8 +37,8 @@ func TestCodeBundleV1(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ golden, corpus string }{
-		{"code-v1-agree-rules.golden", "../../internal/coder/testdata/v1/coded/rules.coding"},
-		{"code-v1-agree-fake.golden", "../../internal/coder/testdata/v1-scripted/coded/fake.coding"},
+		{"code-v1-agree-rules.golden", "../../coding/coder/testdata/v1/coded/rules.coding"},
+		{"code-v1-agree-fake.golden", "../../coding/coder/testdata/v1-scripted/coded/fake.coding"},
 	} {
 		t.Run(c.golden, func(t *testing.T) {
 			out, _, err := runCmd(t, "agree", "-common", paperCorpus, c.corpus)
@@ -61,7 +61,7 @@ func TestCodeBundleV1(t *testing.T) {
 // manifest.json, and the commands that count, resume or merge decisions
 // refuse it naming stress code -resume, which still reports it.
 func TestCodingBundleNotCounted(t *testing.T) {
-	const manifest = "../../internal/coder/testdata/coding.yaml"
+	const manifest = "../../coding/coder/testdata/coding.yaml"
 	dir := filepath.Join(t.TempDir(), "coding")
 	if _, log, err := runCmd(t, "code", "-quiet", "-out", dir, manifest); err != nil {
 		t.Fatalf("%v\n%s", err, log)

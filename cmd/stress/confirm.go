@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpstress/stress/internal/coding"
+	"github.com/mcpstress/stress/coding"
 	"github.com/mcpstress/stress/study"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/mcpstress/stress/internal/failclosed"
+	"github.com/mcpstress/stress/failclosed"
 	"github.com/mcpstress/stress/study"
 )
 

@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/mcpstress/stress/analysis"
-	"github.com/mcpstress/stress/internal/inspect"
+	"github.com/mcpstress/stress/export/inspect"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/study"
 )

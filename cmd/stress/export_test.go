@@ -19,12 +19,12 @@ import (
 	"time"
 
 	"github.com/mcpstress/stress/env/mcpenv"
-	"github.com/mcpstress/stress/internal/inspect"
-	"github.com/mcpstress/stress/internal/synth"
+	"github.com/mcpstress/stress/export/inspect"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
+	"github.com/mcpstress/stress/synth"
 )
 
 // An exported Inspect log as the test reads it back: the fields the

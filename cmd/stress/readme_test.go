@@ -16,7 +16,7 @@ import (
 
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/conditions"
-	"github.com/mcpstress/stress/internal/inspect"
+	"github.com/mcpstress/stress/export/inspect"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/study"
 )

@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstress/stress/internal/synth"
 	"github.com/mcpstress/stress/internal/testserver/echohttp"
 	"github.com/mcpstress/stress/internal/testserver/faultserver"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/results"
+	"github.com/mcpstress/stress/synth"
 )
 
 // stressBinary builds the stress command into a temporary directory of

@@ -15,10 +15,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mcpstress/stress/audit/registry"
 	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/internal/outdir"
 	"github.com/mcpstress/stress/internal/parallel"
-	"github.com/mcpstress/stress/internal/registry"
 )
 
 // sampleLong follows sample's forms in its help.

@@ -14,12 +14,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpstress/stress/internal/registry"
+	"github.com/mcpstress/stress/audit/registry"
 )
 
 // snapshotPages are the registry package's fixture pages: real-format
 // records of the official registry's API.
-var snapshotPages = []string{"../../internal/registry/testdata/page-1.json", "../../internal/registry/testdata/page-2.json"}
+var snapshotPages = []string{"../../audit/registry/testdata/page-1.json", "../../audit/registry/testdata/page-2.json"}
 
 // sampleFiles are the files every sample directory holds.
 var sampleFiles = []string{registry.FrameFile, registry.DrawsFile, registry.ExclusionsFile, registry.ReplacementsFile,

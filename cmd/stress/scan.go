@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/mcpstress/stress/audit/scan"
 	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/internal/outdir"
-	"github.com/mcpstress/stress/internal/scan"
 )
 
 // scanLong follows scan's forms in its help.

@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpstress/stress/internal/scan"
+	"github.com/mcpstress/stress/audit/scan"
 )
 
 // scanTree is the scan package's fixture repository: a file of each
 // language and path class, with the traps a lexical scanner falls into.
-const scanTree = "../../internal/scan/testdata/tree"
+const scanTree = "../../audit/scan/testdata/tree"
 
 // TestScan pins stress scan's listing and summary of the fixture tree
 // (testdata/scan.golden), and with -out its files.

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/mcpstress/stress/internal/outdir"
-	"github.com/mcpstress/stress/internal/synth"
+	"github.com/mcpstress/stress/synth"
 )
 
 // cmdSynth defines synth's flags on fs and returns the action that writes

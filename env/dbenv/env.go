@@ -17,8 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpstress/stress/capture"
 	"github.com/mcpstress/stress/env/proxy"
-	"github.com/mcpstress/stress/internal/capture"
 	"github.com/mcpstress/stress/lab"
 	"github.com/mcpstress/stress/models/transport"
 	"github.com/mcpstress/stress/simulator"

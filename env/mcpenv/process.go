@@ -17,7 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpstress/stress/internal/capture"
+	"github.com/mcpstress/stress/capture"
 )
 
 // Servers are the reference servers a scenario may run on, by the name

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/mcpstress/stress/internal/capture"
-	"github.com/mcpstress/stress/internal/coding/rules"
+	"github.com/mcpstress/stress/capture"
+	"github.com/mcpstress/stress/coding/rules"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -29,7 +29,7 @@ var classProbes = map[study.Cause]struct {
 // Record returns the corpus record of the decision's scenario from its
 // first observation (obs, what Start returned): cause, code and target
 // from the scenario's class, the control envelope, and the profile coding
-// the rules propose (internal/coding/rules, the coder capture uses; not confirmed
+// the rules propose (coding/rules, the coder capture uses; not confirmed
 // by hand). Call it after Start.
 func (e *Env) Record(obs json.RawMessage) (study.Scenario, error) {
 	if e.session == nil {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpstress/stress/internal/capture"
+	"github.com/mcpstress/stress/capture"
 	"github.com/mcpstress/stress/lab"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/statediff"

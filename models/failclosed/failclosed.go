@@ -15,7 +15,7 @@ import (
 	"strings"
 
 	"github.com/mcpstress/stress/conditions"
-	client "github.com/mcpstress/stress/internal/failclosed"
+	client "github.com/mcpstress/stress/failclosed"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/study"
 )

@@ -12,7 +12,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/mcpstress/stress/internal/coding/rules"
+	"github.com/mcpstress/stress/coding/rules"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/study"
 )

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	codingrules "github.com/mcpstress/stress/internal/coding/rules"
+	codingrules "github.com/mcpstress/stress/coding/rules"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/models/rules"
 	"github.com/mcpstress/stress/study"

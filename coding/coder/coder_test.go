@@ -11,9 +11,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/mcpstress/stress/internal/coder"
-	"github.com/mcpstress/stress/internal/coding"
-	"github.com/mcpstress/stress/internal/coding/rules"
+	"github.com/mcpstress/stress/coding"
+	"github.com/mcpstress/stress/coding/coder"
+	"github.com/mcpstress/stress/coding/rules"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/results"

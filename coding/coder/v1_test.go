@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpstress/stress/internal/coder"
+	"github.com/mcpstress/stress/coding/coder"
 	"github.com/mcpstress/stress/manifests"
 )
 

@@ -29,8 +29,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpstress/stress/internal/capture"
-	"github.com/mcpstress/stress/internal/coding/rules"
+	"github.com/mcpstress/stress/capture"
+	"github.com/mcpstress/stress/coding/rules"
 	"github.com/mcpstress/stress/internal/outdir"
 	"github.com/mcpstress/stress/lab"
 	"github.com/mcpstress/stress/scenario"

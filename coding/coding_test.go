@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/mcpstress/stress/analysis/stats"
-	"github.com/mcpstress/stress/internal/coding"
+	"github.com/mcpstress/stress/coding"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -25,7 +25,7 @@ func load(t *testing.T, path string) *coding.Side {
 // kappa undefined exactly where one category holds every record, with a
 // typed warning, and AC1 defined everywhere.
 func TestCompareSelf(t *testing.T) {
-	a := load(t, "../../manifests/corpus/paper")
+	a := load(t, "../manifests/corpus/paper")
 	r, err := coding.Compare(a, a, coding.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func sortStrings(s []string) []string {
 // TestLoadMismatchedVocabulary checks that a coding outside the
 // vocabulary is an error naming file, record and field.
 func TestLoadMismatchedVocabulary(t *testing.T) {
-	c, err := study.LoadCorpus(os.DirFS("../../manifests"), "corpus/paper")
+	c, err := study.LoadCorpus(os.DirFS("../manifests"), "corpus/paper")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpstress/stress/internal/coding/rules"
+	"github.com/mcpstress/stress/coding/rules"
 	"github.com/mcpstress/stress/study"
 )
 

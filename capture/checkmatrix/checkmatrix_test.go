@@ -10,7 +10,7 @@ import (
 )
 
 // tsDir is the TypeScript clients' directory that scripts/test installs.
-const tsDir = "../../../scripts/ts-clients"
+const tsDir = "../../scripts/ts-clients"
 
 // column is one column of the matrix: a client in a discovery state.
 type column struct {
@@ -242,7 +242,7 @@ func TestFindTSClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, dir := range []string{".", "../../..", tsDir} {
+	for _, dir := range []string{".", "../..", tsDir} {
 		t.Run(dir, func(t *testing.T) {
 			if got := FindTSClients(dir); got != want {
 				t.Errorf("FindTSClients(%q) = %q, want %q", dir, got, want)

@@ -12,7 +12,7 @@ import (
 // hand: every cause and target must agree. (The profile rules are tested
 // the same way in coding/rules.)
 func TestRulesReproducePaperCauses(t *testing.T) {
-	c, err := study.LoadCorpus(os.DirFS("../../manifests"), "corpus/paper")
+	c, err := study.LoadCorpus(os.DirFS("../manifests"), "corpus/paper")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/mcpstress/stress/internal/coding/rules"
+	"github.com/mcpstress/stress/coding/rules"
 	"github.com/mcpstress/stress/study"
 )
 
@@ -13,7 +13,7 @@ import (
 // (docs/specification.md section 5): every bit must agree, every evidence
 // pointer resolve and every bit be marked proposed.
 func TestRulesReproducePaperCoding(t *testing.T) {
-	c, err := study.LoadCorpus(os.DirFS("../../../manifests"), "corpus/paper")
+	c, err := study.LoadCorpus(os.DirFS("../../manifests"), "corpus/paper")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/mcpstress/stress/audit/registry"
 	"github.com/mcpstress/stress/internal/input"
-	"github.com/mcpstress/stress/internal/registry"
 )
 
 // gitDirs returns the git directory of the checkout at root (.git, or

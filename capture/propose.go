@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mcpstress/stress/internal/coding/rules"
+	"github.com/mcpstress/stress/coding/rules"
 	"github.com/mcpstress/stress/study"
 )
 

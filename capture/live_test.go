@@ -72,7 +72,7 @@ func snapshot(t *testing.T, root string) map[string]string {
 // over stdio and checks the surfaces, the frames, the corpus and that
 // nothing changed on the servers' side.
 func TestReferenceServers(t *testing.T) {
-	mods := referenceServers(t, "../..")
+	mods := referenceServers(t, "..")
 	work := t.TempDir()
 	cwd := filepath.Join(work, "cwd")       // every server's working directory
 	allowed := filepath.Join(work, "files") // the filesystem server's one allowed directory
@@ -220,7 +220,7 @@ func TestReferenceServers(t *testing.T) {
 // TestLockHasNoRegistryURLs keeps the reference servers' lock file free of
 // download locations (npm writes none with omit-lockfile-registry-resolved).
 func TestLockHasNoRegistryURLs(t *testing.T) {
-	data, err := os.ReadFile("../../scripts/mcp-servers/package-lock.json")
+	data, err := os.ReadFile("../scripts/mcp-servers/package-lock.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestLockHasNoRegistryURLs(t *testing.T) {
 // TestReferenceServerOverHTTP captures from server-everything over
 // streamable HTTP on the loopback: the frames arrive as server-sent events.
 func TestReferenceServerOverHTTP(t *testing.T) {
-	mods := referenceServers(t, "../..")
+	mods := referenceServers(t, "..")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

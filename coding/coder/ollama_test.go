@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpstress/stress/internal/coder"
+	"github.com/mcpstress/stress/coding/coder"
 	"github.com/mcpstress/stress/internal/testserver/ollamatest"
 	"github.com/mcpstress/stress/manifests"
 	_ "github.com/mcpstress/stress/models/ollama" // registers the Ollama backend

@@ -19,14 +19,14 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpstress/stress/internal/failclosed"
+	"github.com/mcpstress/stress/failclosed"
 	"github.com/mcpstress/stress/study"
 )
 
 var testSalt = []byte("capture-test-salt-0123456789")
 
 func TestSDKVersionMatchesGoMod(t *testing.T) {
-	data, err := os.ReadFile("../../go.mod")
+	data, err := os.ReadFile("../go.mod")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpstress/stress/internal/capture"
+	"github.com/mcpstress/stress/capture"
 	"github.com/mcpstress/stress/study"
 )
 

@@ -63,7 +63,7 @@ func TestQuarantine(t *testing.T) {
 // corpus loader must accept it and the scrubber must find nothing more in
 // it. The reason says where, never what.
 func TestVetRecord(t *testing.T) {
-	c, err := study.LoadCorpus(os.DirFS("../../manifests"), "corpus/paper")
+	c, err := study.LoadCorpus(os.DirFS("../manifests"), "corpus/paper")
 	if err != nil {
 		t.Fatal(err)
 	}
