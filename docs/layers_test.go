@@ -31,7 +31,7 @@ var layers = [][]string{
 	// The backends beside the simulator and capture (none imports another).
 	{"models/baseline", "models/exec", "models/ollama", "models/openai", "models/failclosed", "models/rules",
 		"simulator", "capture"},
-	{"results", "env", "capture/checkmatrix", "lab/labrecord"},
+	{"results", "env", "capture/checkmatrix", "capture/labrecord"},
 	{"runner", "env/labenv", "env/mcpenv", "env/dbenv"},
 	{"analysis", "coding/coder"},
 	// Readers of analyses, and the test servers (only tests import them).

@@ -18,10 +18,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpstress/stress/capture/labrecord"
 	"github.com/mcpstress/stress/internal/mcpstdio"
 	"github.com/mcpstress/stress/internal/outdir"
 	"github.com/mcpstress/stress/lab"
-	"github.com/mcpstress/stress/lab/labrecord"
 	"github.com/mcpstress/stress/study"
 )
 
