@@ -176,12 +176,6 @@ func readBatches(gr *results.GroupReader, fn func(*results.Group) error) error {
 	return err
 }
 
-// rescoreEach is Read for the rows alone.
-func rescoreEach(r io.Reader, name string, fn func(*results.Row) error) (problems []error, err error) {
-	_, problems, err = readCalls(r, name, func(_ *results.Group, row *results.Row) error { return fn(row) })
-	return problems, err
-}
-
 // Rescore rebuilds every decision row from calls.jsonl alone, like Read,
 // but accepts a decision's lines anywhere in the file (they are gathered
 // by decision key); it holds every decision in memory.

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -56,4 +57,10 @@ func TestRescoreEachStreams(t *testing.T) {
 	if n != 3 {
 		t.Errorf("a split decision gave %d rows, want 3 (S01 twice)", n)
 	}
+}
+
+// rescoreEach is Read for the rows alone.
+func rescoreEach(r io.Reader, name string, fn func(*results.Row) error) (problems []error, err error) {
+	_, problems, err = readCalls(r, name, func(_ *results.Group, row *results.Row) error { return fn(row) })
+	return problems, err
 }

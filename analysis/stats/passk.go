@@ -1,13 +1,17 @@
 package stats
 
-import (
-	"math"
-	"math/bits"
-)
+import "math/bits"
 
-// passHatK returns the unbiased estimator of pass^k, the probability
-// that k independent trials of one task all succeed, from n trials of
-// the task of which c succeeded:
+// exactLimit bounds the binomial coefficients a float64 holds exactly.
+const exactLimit = 1 << 53
+
+// passHat calls each with pass^k for k = 1..kmax (1 ≤ kmax ≤ n, 0 ≤ c ≤
+// n): the exact quotient of C(c, k) and C(n, k) while C(n, k) < 2⁵³,
+// then the running product.
+//
+// pass^k, the probability that k independent trials of one task all
+// succeed, is estimated without bias from n trials of the task of which
+// c succeeded:
 //
 //	pass^k = C(c, k) / C(n, k),   0 when c < k,
 //
@@ -15,8 +19,7 @@ import (
 // trial succeeded (Yao et al. 2024, τ-bench, the pass^k metric). Under n
 // independent Bernoulli(p) trials its expectation is p^k: it is the
 // U-statistic of the kernel "all k succeeded". The result is in [0, 1];
-// pass^1 is c/n. NaN when the counts are out of range: n < 1, c < 0,
-// c > n, k < 1 or k > n.
+// pass^1 is c/n.
 //
 // While C(n, k) is below 2⁵³ both binomial coefficients are computed
 // exactly in integers and the result is their correctly rounded
@@ -27,33 +30,6 @@ import (
 // Reference: S. Yao, N. Shinn, P. Razavi, K. Narasimhan (2024).
 // τ-bench: A Benchmark for Tool-Agent-User Interaction in Real-World
 // Domains. arXiv:2406.12045.
-func passHatK(n, c, k int) float64 {
-	if n < 1 || c < 0 || c > n || k < 1 || k > n {
-		return math.NaN()
-	}
-	var p float64
-	passHat(n, c, k, func(_ int, v float64) { p = v })
-	return p
-}
-
-// passHatKs returns passHatK(n, c, k) for k = 1..n, at index k − 1 (the
-// same values, computed in one pass); nil when the counts are out of
-// range (n < 1, c < 0 or c > n).
-func passHatKs(n, c int) []float64 {
-	if n < 1 || c < 0 || c > n {
-		return nil
-	}
-	out := make([]float64, 0, n)
-	passHat(n, c, n, func(_ int, v float64) { out = append(out, v) })
-	return out
-}
-
-// exactLimit bounds the binomial coefficients a float64 holds exactly.
-const exactLimit = 1 << 53
-
-// passHat calls each with pass^k for k = 1..kmax (1 ≤ kmax ≤ n, 0 ≤ c ≤
-// n): the exact quotient of C(c, k) and C(n, k) while C(n, k) < 2⁵³,
-// then the running product.
 func passHat(n, c, kmax int, each func(k int, p float64)) {
 	cn, cc := uint64(1), uint64(1) // C(n, k − 1), C(c, k − 1)
 	exact := true
