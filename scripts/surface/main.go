@@ -5,7 +5,8 @@
 //
 //	go run ./scripts/surface [-unused]
 //
-// -unused lists the names no other package uses.
+// -unused lists the names no other package uses; -test-only lists
+// instead the names no non-test file uses (but the one declaring it).
 package main
 
 import (
@@ -25,16 +26,25 @@ import (
 
 const module = "github.com/mcpstress/stress"
 
+// mode is -test-only.
+var mode bool
+
 type pkg struct {
 	dir      string
 	lines    int
 	exported map[string]bool
 	used     map[string]bool // exported names another package selects
+	prod     map[string]bool // exported names a non-test file uses (another package's, or its own beside the declaration)
 }
 
 func main() {
 	list := flag.Bool("unused", false, "list the exported names no other package uses")
+	testOnly := flag.Bool("test-only", false, "list instead the exported names only tests use (no non-test file but its declaration's)")
 	flag.Parse()
+	if *testOnly {
+		*list = true
+	}
+	mode = *testOnly
 	if err := run(*list); err != nil {
 		fmt.Fprintln(os.Stderr, "surface:", err)
 		os.Exit(1)
@@ -77,7 +87,7 @@ func run(list bool) error {
 		}
 		p := pkgs[imp]
 		if p == nil {
-			p = &pkg{dir: filepath.Dir(path), exported: map[string]bool{}, used: map[string]bool{}}
+			p = &pkg{dir: filepath.Dir(path), exported: map[string]bool{}, used: map[string]bool{}, prod: map[string]bool{}}
 			pkgs[imp] = p
 		}
 		n, err := countLines(path)
@@ -126,12 +136,42 @@ func run(list bool) error {
 			}
 			names[name] = path
 		}
-		ast.Inspect(fl.f, func(n ast.Node) bool {
-			if sel, ok := n.(*ast.SelectorExpr); ok {
-				if id, ok := sel.X.(*ast.Ident); ok {
-					if path, ok := names[id.Name]; ok {
-						pkgs[path].used[sel.Sel.Name] = true
+		test := strings.HasSuffix(fl.path, "_test.go")
+		declared := map[*ast.Ident]bool{} // the names this file declares
+		for _, d := range fl.f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil {
+					declared[d.Name] = true
+				}
+			case *ast.GenDecl:
+				for _, sp := range d.Specs {
+					switch sp := sp.(type) {
+					case *ast.TypeSpec:
+						declared[sp.Name] = true
+					case *ast.ValueSpec:
+						for _, n := range sp.Names {
+							declared[n] = true
+						}
 					}
+				}
+			}
+		}
+		own := pkgs[fl.imp]
+		ast.Inspect(fl.f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.SelectorExpr:
+				if id, ok := n.X.(*ast.Ident); ok {
+					if path, ok := names[id.Name]; ok {
+						pkgs[path].used[n.Sel.Name] = true
+						if !test {
+							pkgs[path].prod[n.Sel.Name] = true
+						}
+					}
+				}
+			case *ast.Ident:
+				if !test && own != nil && !declared[n] && own.exported[n.Name] {
+					own.prod[n.Name] = true
 				}
 			}
 			return true
@@ -149,7 +189,7 @@ func run(list bool) error {
 		p := pkgs[path]
 		var un []string
 		for n := range p.exported {
-			if !p.used[n] {
+			if (!mode && !p.used[n]) || (mode && !p.prod[n]) {
 				un = append(un, n)
 			}
 		}
