@@ -7,35 +7,24 @@ import (
 	"testing"
 )
 
-// TestCodeBundleV1 reads the coding bundle an earlier version of stress
-// code wrote (coding/coder/testdata/v1: its own manifest.json and call lines,
-// before codings ran through the runner): code -resume reports it as that
-// version did (code-v1.golden is what that version printed), the coded
-// corpora it rewrites are the ones shipped, and agree reads them as that
-// version did. A new coding of the same manifest prints the same report.
+// TestCodeBundleV1 pins the coding bundle an earlier version of stress
+// code wrote (coding/coder/testdata/v1: its own manifest.json and call
+// lines, before codings ran through the runner): code -resume refuses it,
+// naming its coded corpora, and changes nothing; agree reads those
+// corpora as that version did; and a new coding of the same manifest
+// prints the report that version printed (code-v1.golden) and writes
+// the same coded corpora.
 func TestCodeBundleV1(t *testing.T) {
 	const manifest = "../../coding/coder/testdata/coding.yaml"
 	dir := filepath.Join(t.TempDir(), "v1")
 	if err := os.CopyFS(dir, os.DirFS("../../coding/coder/testdata/v1")); err != nil {
 		t.Fatal(err)
 	}
-	out, log, err := runCmd(t, "code", "-quiet", "-resume", dir, manifest)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, log)
+	_, log, err := runCmd(t, "code", "-quiet", "-resume", dir, manifest)
+	if want := "a coding bundle of an earlier version, which this version neither continues nor reports again: its coded corpora (" + filepath.Join(dir, "coded") + ") read as they are (stress agree)"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("code -resume of a v1 bundle: %v, want %q\n%s", err, want, log)
 	}
-	golden(t, "code-v1.golden", strings.ReplaceAll(out, dir, "BUNDLE"))
-	want, _ := filepath.Glob("../../coding/coder/testdata/v1/coded/*/*.json")
-	got, _ := filepath.Glob(filepath.Join(dir, "coded", "*", "*.json"))
-	if len(want) == 0 || len(got) != len(want) {
-		t.Errorf("coded files: %d, want %d", len(got), len(want))
-	}
-	for _, f := range want {
-		w, _ := os.ReadFile(f)
-		g, err := os.ReadFile(filepath.Join(dir, "coded", filepath.Base(filepath.Dir(f)), filepath.Base(f)))
-		if err != nil || string(g) != string(w) {
-			t.Errorf("%s differs after code -resume (%v)", f, err)
-		}
-	}
+	sameCoded(t, "../../coding/coder/testdata/v1", dir)
 	for _, c := range []struct{ golden, corpus string }{
 		{"code-v1-agree-rules.golden", "../../coding/coder/testdata/v1/coded/rules.coding"},
 		{"code-v1-agree-fake.golden", "../../coding/coder/testdata/v1-scripted/coded/fake.coding"},
@@ -50,11 +39,30 @@ func TestCodeBundleV1(t *testing.T) {
 	}
 
 	fresh := filepath.Join(t.TempDir(), "new")
-	out, log, err = runCmd(t, "code", "-quiet", "-out", fresh, manifest)
+	out, log, err := runCmd(t, "code", "-quiet", "-out", fresh, manifest)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
 	golden(t, "code-v1.golden", strings.ReplaceAll(out, fresh, "BUNDLE"))
+	sameCoded(t, "../../coding/coder/testdata/v1", fresh)
+}
+
+// sameCoded checks that the bundle dir holds the coded corpora of the
+// bundle want, file for file.
+func sameCoded(t *testing.T, want, dir string) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(want, "coded", "*", "*.json"))
+	got, _ := filepath.Glob(filepath.Join(dir, "coded", "*", "*.json"))
+	if len(files) == 0 || len(got) != len(files) {
+		t.Errorf("%s: %d coded files, want %d", dir, len(got), len(files))
+	}
+	for _, f := range files {
+		w, _ := os.ReadFile(f)
+		g, err := os.ReadFile(filepath.Join(dir, "coded", filepath.Base(filepath.Dir(f)), filepath.Base(f)))
+		if err != nil || string(g) != string(w) {
+			t.Errorf("%s differs from %s (%v)", filepath.Join(dir, "coded", filepath.Base(filepath.Dir(f)), filepath.Base(f)), f, err)
+		}
+	}
 }
 
 // TestCodingBundleNotCounted: a coding bundle is marked as one in its

@@ -197,10 +197,10 @@ func (p *plan) Run(ctx context.Context, dir string, opt Options) (*Summary, erro
 // kept (those whose call failed for good are redone with RetryErrors), a
 // torn tail is cut off, and the rest are coded (runner.Plan.Resume). The
 // manifest, corpus and prompts must be those the bundle records. A
-// finished bundle of an earlier version is reported from its own lines.
+// coding bundle of an earlier version is refused (refuseV1).
 func (p *plan) Resume(ctx context.Context, dir string, opt Options) (*Summary, error) {
-	if rec := readV1(dir); rec != nil {
-		return p.reportV1(dir, rec)
+	if err := refuseV1(dir); err != nil {
+		return nil, err
 	}
 	sum, err := p.run.Resume(ctx, dir, opt.runner(""))
 	return p.finish(dir, sum, err)
@@ -209,8 +209,8 @@ func (p *plan) Resume(ctx context.Context, dir string, opt Options) (*Summary, e
 // AllowedUnpinned reports whether the coding bundle at dir allowed
 // unpinned models (its resume allows them too).
 func AllowedUnpinned(dir string) (bool, error) {
-	if rec := readV1(dir); rec != nil {
-		return rec.AllowUnpinned, nil
+	if err := refuseV1(dir); err != nil {
+		return false, err
 	}
 	rec, err := results.ReadRecord(dir)
 	if err != nil {

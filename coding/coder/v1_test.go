@@ -2,6 +2,7 @@ package coder_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,79 +13,60 @@ import (
 	"github.com/mcpstress/stress/manifests"
 )
 
-// summaryText writes a coding's summary, its corpora relative to the
-// bundle.
-func summaryText(sum *coder.Summary) string {
+// TestBundleV1Refused: a coding bundle an earlier version wrote
+// (testdata/v1-scripted: its own manifest.json and call lines, finished
+// or not) is neither continued nor reported again: Resume and
+// AllowedUnpinned refuse it, naming its coded corpora, and change no file
+// of it; no call is made.
+func TestBundleV1Refused(t *testing.T) {
+	m, err := manifests.Load("testdata/scripted.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, finished := range []bool{true, false} {
+		t.Run(fmt.Sprintf("finished=%v", finished), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "v1")
+			if err := os.CopyFS(dir, os.DirFS("testdata/v1-scripted")); err != nil {
+				t.Fatal(err)
+			}
+			if !finished {
+				rec, _ := os.ReadFile(filepath.Join(dir, "manifest.json"))
+				os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(strings.Replace(string(rec), `"finished"`, `"was_finished"`, 1)), 0o644)
+			}
+			before := tree(t, dir)
+			backend.Store(nil) // no call may be made
+			plan, err := coder.Prepare(m, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "a coding bundle of an earlier version, which this version neither continues nor reports again: its coded corpora (" + filepath.Join(dir, "coded") + ") read as they are (stress agree)"
+			if _, err := plan.Resume(context.Background(), dir, coder.Options{}); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("Resume: %v, want %q", err, want)
+			}
+			if _, err := coder.AllowedUnpinned(dir); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("AllowedUnpinned: %v, want %q", err, want)
+			}
+			if after := tree(t, dir); after != before {
+				t.Errorf("the refused bundle changed:\n%s\nwas:\n%s", after, before)
+			}
+		})
+	}
+}
+
+// tree lists the files under dir with their contents' sizes and hashes.
+func tree(t *testing.T, dir string) string {
+	t.Helper()
 	var b strings.Builder
-	for _, c := range sum.Coders {
-		fmt.Fprintf(&b, "%s/%s: records %d, coded %d, errors %d, corpus %s\n", c.Model, c.Prompt, c.Records, c.Coded, c.Errors, strings.TrimPrefix(c.Corpus, sum.Dir))
-		for _, inv := range c.Invalid {
-			fmt.Fprintf(&b, "  invalid %s\n", inv)
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
 		}
+		data, err := os.ReadFile(p)
+		fmt.Fprintf(&b, "%s %d %x\n", strings.TrimPrefix(p, dir), len(data), sha256.Sum256(data))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return b.String()
-}
-
-// TestBundleV1 reads the coding bundle an earlier version wrote with the
-// scripted model (testdata/v1-scripted: interrupted, a torn line cut off
-// on resume, an invalid answer, a call failed for good): resuming it,
-// finished, reports what that version reported (v1-scripted.summary) and
-// rewrites the same coded corpora, without a call.
-func TestBundleV1(t *testing.T) {
-	m, err := manifests.Load("testdata/scripted.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "v1")
-	if err := os.CopyFS(dir, os.DirFS("testdata/v1-scripted")); err != nil {
-		t.Fatal(err)
-	}
-	backend.Store(nil) // no call may be made
-	plan, err := coder.Prepare(m, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := plan.Resume(context.Background(), dir, coder.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, _ := os.ReadFile("testdata/v1-scripted.summary")
-	if got := summaryText(sum); got != string(want) {
-		t.Errorf("summary:\n%s\nwant:\n%s", got, want)
-	}
-	files, _ := filepath.Glob("testdata/v1-scripted/coded/*/*.json")
-	if len(files) != 19 {
-		t.Errorf("%d coded files, want 19", len(files))
-	}
-	for _, f := range files {
-		w, _ := os.ReadFile(f)
-		g, err := os.ReadFile(filepath.Join(dir, "coded", filepath.Base(filepath.Dir(f)), filepath.Base(f)))
-		if err != nil || string(g) != string(w) {
-			t.Errorf("%s differs after the resume (%v)", f, err)
-		}
-	}
-}
-
-// TestBundleV1Unfinished: an unfinished coding bundle of the earlier
-// version is not continued (this version writes another format), and
-// says what to do.
-func TestBundleV1Unfinished(t *testing.T) {
-	m, err := manifests.Load("testdata/scripted.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "v1")
-	if err := os.CopyFS(dir, os.DirFS("testdata/v1-scripted")); err != nil {
-		t.Fatal(err)
-	}
-	rec, _ := os.ReadFile(filepath.Join(dir, "manifest.json"))
-	os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(strings.Replace(string(rec), `"finished"`, `"was_finished"`, 1)), 0o644)
-	backend.Store(nil)
-	plan, err := coder.Prepare(m, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := plan.Resume(context.Background(), dir, coder.Options{}); err == nil || !strings.Contains(err.Error(), "an unfinished coding of an earlier version, which this version does not continue: code again into a new bundle") {
-		t.Errorf("Resume: %v", err)
-	}
 }

@@ -30,13 +30,12 @@ var (
 	Exclusions  = Cap{"an exclusion list", 16 << 20}
 	Salt        = Cap{"a salt file", 4 << 10}
 	BundleJSON  = Cap{"a bundle's JSON file (manifest.json, summary.json, defaults)", 64 << 20}
-	CodingCalls = Cap{"an earlier version's coding calls.jsonl", 1 << 30}
 	GitMeta     = Cap{"a repository's git metadata file", 16 << 20}
 	ScenarioSet = Cap{"a lab scenario set or conformance case", 16 << 20}
 )
 
 // Caps lists every cap above, in the order of the table in docs/commands.md.
-var Caps = []Cap{Manifest, Prompt, Observation, Corpus, Ledger, Snapshot, Frame, Exclusions, Salt, BundleJSON, CodingCalls, GitMeta, ScenarioSet}
+var Caps = []Cap{Manifest, Prompt, Observation, Corpus, Ledger, Snapshot, Frame, Exclusions, Salt, BundleJSON, GitMeta, ScenarioSet}
 
 // ErrTooLarge marks a file over its cap.
 var ErrTooLarge = errors.New("over its cap")
