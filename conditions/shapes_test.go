@@ -42,7 +42,9 @@ func TestShapeGolden(t *testing.T) {
 		for i := range scs {
 			s := &scs[i]
 			for _, c := range study.ShapeConditions {
-				checkGolden(t, filepath.Join("testdata", "shapes", corpus, s.ID+"-"+strings.ReplaceAll(string(c), "+", "_")+".golden"), render(t, p, s, c))
+				t.Run(corpus+"/"+s.ID+"/"+string(c), func(t *testing.T) {
+					checkGolden(t, filepath.Join("testdata", "shapes", corpus, s.ID+"-"+strings.ReplaceAll(string(c), "+", "_")+".golden"), render(t, p, s, c))
+				})
 				n++
 			}
 		}
@@ -107,30 +109,32 @@ func TestShapeArms(t *testing.T) {
 		for i := range scs {
 			s := &scs[i]
 			for _, c := range study.ShapeConditions {
-				raw, label, ok, err := conditions.ShapeResult(s, c)
-				if err != nil {
-					t.Fatalf("%s %s: %v", s.ID, c, err)
-				}
-				if !ok {
-					if _, answered := s.FailureMessage(); answered {
-						t.Errorf("%s %s: an answered failure not reshaped", s.ID, c)
+				t.Run(corpus+"/"+s.ID+"/"+string(c), func(t *testing.T) {
+					raw, label, ok, err := conditions.ShapeResult(s, c)
+					if err != nil {
+						t.Fatal(err)
 					}
-					if c == study.SEP2145 {
-						timeouts++
+					if !ok {
+						if _, answered := s.FailureMessage(); answered {
+							t.Error("an answered failure not reshaped")
+						}
+						if c == study.SEP2145 {
+							timeouts++
+						}
+						return
 					}
-					continue
-				}
-				for _, p := range armProblems(s, c, raw, label) {
-					t.Errorf("%s %s: %s: %s", s.ID, c, p, raw)
-				}
-				switch {
-				case c == study.SEP2145 && s.Surface == study.ProtocolError:
-					moved++
-				case c == study.ToolFailureShape && strings.Contains(string(raw), study.ToolFailureKey):
-					classified++
-				case c == study.RateLimited && label == conditions.ShapeErrorLabel && strings.Contains(string(raw), "retryAfterMs"):
-					limited++
-				}
+					for _, p := range armProblems(s, c, raw, label) {
+						t.Errorf("%s: %s", p, raw)
+					}
+					switch {
+					case c == study.SEP2145 && s.Surface == study.ProtocolError:
+						moved++
+					case c == study.ToolFailureShape && strings.Contains(string(raw), study.ToolFailureKey):
+						classified++
+					case c == study.RateLimited && label == conditions.ShapeErrorLabel && strings.Contains(string(raw), "retryAfterMs"):
+						limited++
+					}
+				})
 			}
 		}
 	}

@@ -34,15 +34,17 @@ func TestShapeSuite(t *testing.T) {
 	for _, c := range cases {
 		reasons[c.WantReason]++
 		shapes[c.Shape]++
-		for _, m := range c.Modes {
-			d := c.Decide(m)
-			if d.Policy != c.WantPolicy || d.Reason != c.WantReason || d.Delay.Milliseconds() != c.WantDelay {
-				t.Errorf("%s/%s: {%s %q %v} (%s), want {%s %q %dms}", c.ID, m, d.Policy, d.Reason, d.Delay, d.Message, c.WantPolicy, c.WantReason, c.WantDelay)
+		t.Run(c.ID, func(t *testing.T) {
+			for _, m := range c.Modes {
+				d := c.Decide(m)
+				if d.Policy != c.WantPolicy || d.Reason != c.WantReason || d.Delay.Milliseconds() != c.WantDelay {
+					t.Errorf("%s: {%s %q %v} (%s), want {%s %q %dms}", m, d.Policy, d.Reason, d.Delay, d.Message, c.WantPolicy, c.WantReason, c.WantDelay)
+				}
+				if d.Mode != m || (d.Reason == "") != (d.Message == "") || len(d.Message) > 300 {
+					t.Errorf("%s: mode %q, reason %q, message %q", m, d.Mode, d.Reason, d.Message)
+				}
 			}
-			if d.Mode != m || (d.Reason == "") != (d.Message == "") || len(d.Message) > 300 {
-				t.Errorf("%s/%s: mode %q, reason %q, message %q", c.ID, m, d.Mode, d.Reason, d.Message)
-			}
-		}
+		})
 	}
 	for _, r := range []Reason{MissingToolFailure, InvalidToolFailure, UnknownClass, MissingFailureCode, MissingCorrelationID,
 		InvalidAgentGuidance, InvalidRetryNotBefore, IdempotencyUnknown, CapabilityFailure, GovernanceRefusal,

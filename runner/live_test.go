@@ -192,27 +192,29 @@ func TestLiveDeterminismAndResume(t *testing.T) {
 		cuts = append(cuts, rng.IntN(len(shuffled)))
 	}
 	for k, cut := range cuts {
-		dir := filepath.Join(root, fmt.Sprint("cut", k))
-		os.MkdirAll(dir, 0o755)
-		os.WriteFile(filepath.Join(dir, results.ManifestFile), rec, 0o644)
-		os.WriteFile(filepath.Join(dir, results.CallsFile), shuffled[:cut], 0o644)
-		copyTables(t, full, dir)
-		var log bytes.Buffer
-		env := liveEnv(m)
-		sum, err := prepare(t, m).Resume(context.Background(), dir, runner.Options{Log: &log, Env: env})
-		if err != nil {
-			t.Fatalf("cut at %d: %v\n%s", cut, err, log.String())
-		}
-		if sum.Remaining != 0 {
-			t.Errorf("cut at %d: %d remaining", cut, sum.Remaining)
-		}
-		sameBundle(t, full, dir)
-		// Only the decisions not kept were run again.
-		whole := shuffled[:bytes.LastIndexByte(shuffled[:cut], '\n')+1]
-		kept := bytes.Count(whole, []byte(`"env":{`))
-		if got := int(env.Made.Load()); got != 168-kept {
-			t.Errorf("cut at %d: %d environments made, want %d (168 - %d kept)", cut, got, 168-kept, kept)
-		}
+		t.Run(fmt.Sprintf("resume after a cut at byte %d", cut), func(t *testing.T) {
+			dir := filepath.Join(root, fmt.Sprint("cut", k))
+			os.MkdirAll(dir, 0o755)
+			os.WriteFile(filepath.Join(dir, results.ManifestFile), rec, 0o644)
+			os.WriteFile(filepath.Join(dir, results.CallsFile), shuffled[:cut], 0o644)
+			copyTables(t, full, dir)
+			var log bytes.Buffer
+			env := liveEnv(m)
+			sum, err := prepare(t, m).Resume(context.Background(), dir, runner.Options{Log: &log, Env: env})
+			if err != nil {
+				t.Fatalf("%v\n%s", err, log.String())
+			}
+			if sum.Remaining != 0 {
+				t.Errorf("%d remaining", sum.Remaining)
+			}
+			sameBundle(t, full, dir)
+			// Only the decisions not kept were run again.
+			whole := shuffled[:bytes.LastIndexByte(shuffled[:cut], '\n')+1]
+			kept := bytes.Count(whole, []byte(`"env":{`))
+			if got := int(env.Made.Load()); got != 168-kept {
+				t.Errorf("%d environments made, want %d (168 - %d kept)", got, 168-kept, kept)
+			}
+		})
 	}
 }
 

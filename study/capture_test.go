@@ -2,6 +2,7 @@ package study
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -82,10 +83,12 @@ func TestSilentAndMissingRequired(t *testing.T) {
 		"text says something": {"nothing matched", nil, "result.content[0].text says something"},
 		"structured content":  {"", map[string]any{"n": 1}, "empty result.structuredContent"},
 	} {
-		_, err := loadOne(capturedRecord(t, silent(tc.text, tc.structured)))
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: got %v, want an error containing %q", name, err, tc.want)
-		}
+		t.Run(name, func(t *testing.T) {
+			_, err := loadOne(capturedRecord(t, silent(tc.text, tc.structured)))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
 	}
 	// missing_required cannot yield unknown_tool.
 	_, err := loadOne(capturedRecord(t, func(m map[string]any) { m["probe"] = "missing_required" }))
@@ -163,9 +166,11 @@ func TestEmptyText(t *testing.T) {
 		"": true, "  \n": true, "[]": true, `{"a":[],"b":{"c":""}}`: true, "null": true,
 		"0": false, "false": false, `{"a":[1]}`: false, "no results": false, "[] trailing": false,
 	} {
-		if got := EmptyText(text); got != want {
-			t.Errorf("EmptyText(%q) = %v, want %v", text, got, want)
-		}
+		t.Run(fmt.Sprintf("%q", text), func(t *testing.T) {
+			if got := EmptyText(text); got != want {
+				t.Errorf("EmptyText(%q) = %v, want %v", text, got, want)
+			}
+		})
 	}
 }
 

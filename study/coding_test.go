@@ -2,6 +2,7 @@ package study_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -69,25 +70,27 @@ func TestCodingValidation(t *testing.T) {
 		{"confirmed yet proposed", &study.Coding{Confirmed: &study.Confirmation{By: "x", At: "2026-12-01T00:00:00Z"}}, true, "field coding.confirmed: a confirmed record has proposed coding left: control.D"},
 		{"decision field", &study.Coding{Decisions: []study.Decision{{Field: "content.Q", By: "x", Ledger: "l.csv", LedgerSHA256: strings.Repeat("a", 64), Row: 2}}}, false, `field coding.decisions[0].field: unknown field "content.Q"`},
 	} {
-		s := c.Scenarios[0]
-		s.Profile = study.ProfileCoding{Control: study.View{}, Content: study.View{}}
-		for k, v := range c.Scenarios[0].Profile.Control {
-			s.Profile.Control[k] = v
-		}
-		for k, v := range c.Scenarios[0].Profile.Content {
-			s.Profile.Content[k] = v
-		}
-		if tc.mark {
-			b := s.Profile.Control["D"]
-			b.Proposed = true
-			s.Profile.Control["D"] = b
-		}
-		s.Coding = tc.coding
-		data, _ := json.Marshal([]study.Scenario{s})
-		_, errs := study.ParseScenarios("x.json", data)
-		if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want) {
-			t.Errorf("%s: errors %v, want one containing %q", tc.name, errs, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			s := c.Scenarios[0]
+			s.Profile = study.ProfileCoding{Control: study.View{}, Content: study.View{}}
+			for k, v := range c.Scenarios[0].Profile.Control {
+				s.Profile.Control[k] = v
+			}
+			for k, v := range c.Scenarios[0].Profile.Content {
+				s.Profile.Content[k] = v
+			}
+			if tc.mark {
+				b := s.Profile.Control["D"]
+				b.Proposed = true
+				s.Profile.Control["D"] = b
+			}
+			s.Coding = tc.coding
+			data, _ := json.Marshal([]study.Scenario{s})
+			_, errs := study.ParseScenarios("x.json", data)
+			if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want) {
+				t.Errorf("errors %v, want one containing %q", errs, tc.want)
+			}
+		})
 	}
 }
 
@@ -96,9 +99,11 @@ func TestValidField(t *testing.T) {
 		"control.D": true, "content.R": true, "cause": true, "target": true, "preferred_policy": true,
 		"non_harm.retry_later": true, "non_harm.nope": false, "control.X": false, "view.D": false, "profile": false, "": false,
 	} {
-		if study.ValidField(f) != want {
-			t.Errorf("ValidField(%q) = %v, want %v", f, !want, want)
-		}
+		t.Run(fmt.Sprintf("%q", f), func(t *testing.T) {
+			if study.ValidField(f) != want {
+				t.Errorf("ValidField(%q) = %v, want %v", f, !want, want)
+			}
+		})
 	}
 }
 

@@ -24,9 +24,11 @@ func TestConditionVocabulary(t *testing.T) {
 		t.Errorf("ShapeConditions %v, want %v", ShapeConditions, want)
 	}
 	for _, c := range []Condition{Category, Normalized, Condition("sep2145+nope"), Condition("toolfailure+ratelimited")} {
-		if c.Shape() {
-			t.Errorf("%s is a shape (only a known condition whose every part is a proposal is)", c)
-		}
+		t.Run(string(c)+" is no shape", func(t *testing.T) {
+			if c.Shape() {
+				t.Errorf("%s is a shape (only a known condition whose every part is a proposal is)", c)
+			}
+		})
 	}
 	for _, tc := range []struct {
 		c                                              Condition

@@ -24,10 +24,12 @@ func TestDuplicateMember(t *testing.T) {
 		`[1,2]`:                                                               "",
 		`{"a":`:                                                               "",
 	} {
-		got, dup := duplicateMember([]byte(in))
-		if got != want || dup != (want != "") {
-			t.Errorf("duplicateMember(%s) = %q, %v; want %q", in, got, dup, want)
-		}
+		t.Run(in, func(t *testing.T) {
+			got, dup := duplicateMember([]byte(in))
+			if got != want || dup != (want != "") {
+				t.Errorf("duplicateMember(%s) = %q, %v; want %q", in, got, dup, want)
+			}
+		})
 	}
 }
 
@@ -47,17 +49,19 @@ func TestDuplicateMemberRefused(t *testing.T) {
 		{`"id": "`, `"ID": "S77", "id": "`, "id"},
 		{`"observation": {`, `"observation": {"result": {"content": []}, `, "observation.result"},
 	} {
-		if !bytes.Contains(good, []byte(tc.old)) {
-			t.Fatalf("P06.json has no %s", tc.old)
-		}
-		bad := bytes.Replace(good, []byte(tc.old), []byte(tc.new), 1)
-		recs, errs := ParseScenarios("f.json", bad)
-		if len(errs) != 1 || len(recs) != len(all)-1 {
-			t.Fatalf("%s: %d records, errors %v", tc.field, len(recs), errs)
-		}
-		var re *RecordError
-		if !errors.As(errs[0], &re) || re.Record != 1 || re.Field != tc.field || !strings.Contains(errs[0].Error(), "a second member of that name") {
-			t.Errorf("%s: %v", tc.field, errs[0])
-		}
+		t.Run(tc.field+" given twice", func(t *testing.T) {
+			if !bytes.Contains(good, []byte(tc.old)) {
+				t.Fatalf("P06.json has no %s", tc.old)
+			}
+			bad := bytes.Replace(good, []byte(tc.old), []byte(tc.new), 1)
+			recs, errs := ParseScenarios("f.json", bad)
+			if len(errs) != 1 || len(recs) != len(all)-1 {
+				t.Fatalf("%d records, errors %v", len(recs), errs)
+			}
+			var re *RecordError
+			if !errors.As(errs[0], &re) || re.Record != 1 || re.Field != tc.field || !strings.Contains(errs[0].Error(), "a second member of that name") {
+				t.Errorf("%v", errs[0])
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -297,15 +298,19 @@ func TestLoadRejects(t *testing.T) {
 func TestResolve(t *testing.T) {
 	doc := []byte(`{"a":{"b/c":[1,{"~d":2}]}}`)
 	for ptr, want := range map[string]string{"": string(doc), "/a/b~1c/0": "1", "/a/b~1c/1/~0d": "2"} {
-		got, err := Resolve(doc, ptr)
-		if err != nil || string(got) != want {
-			t.Errorf("Resolve(%q) = %s, %v; want %s", ptr, got, err, want)
-		}
+		t.Run("resolves "+strconv.Quote(ptr), func(t *testing.T) {
+			got, err := Resolve(doc, ptr)
+			if err != nil || string(got) != want {
+				t.Errorf("Resolve(%q) = %s, %v; want %s", ptr, got, err, want)
+			}
+		})
 	}
 	for _, ptr := range []string{"a", "/x", "/a/b~1c/2", "/a/b~1c/01", "/a/b~1c/0/x"} {
-		if _, err := Resolve(doc, ptr); err == nil {
-			t.Errorf("Resolve(%q): want an error", ptr)
-		}
+		t.Run("refuses "+strconv.Quote(ptr), func(t *testing.T) {
+			if _, err := Resolve(doc, ptr); err == nil {
+				t.Errorf("Resolve(%q): want an error", ptr)
+			}
+		})
 	}
 }
 
@@ -334,27 +339,28 @@ func TestErrorsQuoteBounded(t *testing.T) {
 		{"binary garbage", string(bin), []string{"bad.json", "malformed JSON"}},
 		{"binary garbage in a string", `[{"id": "` + string(bin[:1000]) + `"}]`, []string{"bad.json"}},
 	} {
-		_, err := LoadCorpus(fstest.MapFS{"bad.json": {Data: []byte(tc.data)}}, "bad.json")
-		if err == nil {
-			t.Errorf("%s: loaded a bad corpus", tc.name)
-			continue
-		}
-		msg := err.Error()
-		// One line per problem: each must be short.
-		for _, line := range strings.Split(msg, "\n") {
-			if len(line) > 600 {
-				t.Errorf("%s: an error line of %d bytes, want at most a few hundred: %.300q…", tc.name, len(line), line)
-				break
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := LoadCorpus(fstest.MapFS{"bad.json": {Data: []byte(tc.data)}}, "bad.json")
+			if err == nil {
+				t.Fatal("loaded a bad corpus")
 			}
-		}
-		if !input.Printable(msg) {
-			t.Errorf("%s: error not printable: %.500q", tc.name, msg)
-		}
-		for _, w := range tc.want {
-			if !strings.Contains(msg, w) {
-				t.Errorf("%s: error does not contain %q: %.500q", tc.name, w, msg)
+			msg := err.Error()
+			// One line per problem: each must be short.
+			for _, line := range strings.Split(msg, "\n") {
+				if len(line) > 600 {
+					t.Errorf("an error line of %d bytes, want at most a few hundred: %.300q…", len(line), line)
+					break
+				}
 			}
-		}
+			if !input.Printable(msg) {
+				t.Errorf("error not printable: %.500q", msg)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error does not contain %q: %.500q", w, msg)
+				}
+			}
+		})
 	}
 }
 
@@ -478,15 +484,17 @@ func TestNotAnArray(t *testing.T) {
 		"\xef\xbb\xbf{\n}\n":  "an object",
 		`[{"id": "S01"}, 42]`: "",
 	} {
-		_, errs := ParseScenarios("dir/f.json", []byte(data))
-		want := "dir/f.json: expected a JSON array of scenario records, got " + got
-		if got == "" {
-			// An element that is not an object is that record's problem.
-			want = "dir/f.json: record 2: expected a scenario record (a JSON object), got a number"
-		}
-		if len(errs) == 0 || !strings.Contains(errors.Join(errs...).Error(), want) {
-			t.Errorf("%q: errors %v, want %q", data, errs, want)
-		}
+		t.Run(strconv.Quote(data), func(t *testing.T) {
+			_, errs := ParseScenarios("dir/f.json", []byte(data))
+			want := "dir/f.json: expected a JSON array of scenario records, got " + got
+			if got == "" {
+				// An element that is not an object is that record's problem.
+				want = "dir/f.json: record 2: expected a scenario record (a JSON object), got a number"
+			}
+			if len(errs) == 0 || !strings.Contains(errors.Join(errs...).Error(), want) {
+				t.Errorf("errors %v, want %q", errs, want)
+			}
+		})
 	}
 }
 
@@ -518,20 +526,26 @@ func TestDropCodings(t *testing.T) {
 	before := slices.Clone(full.Scenarios)
 	full.DropCodings()
 	full.DropCodings() // a second time changes nothing
-	for _, c := range []*Corpus{full, lean} {
-		if len(c.Scenarios) != len(before) {
-			t.Fatalf("%d records without codings, %d with", len(c.Scenarios), len(before))
-		}
-		for i, s := range c.Scenarios {
-			want := before[i]
-			want.Profile = ProfileCoding{}
-			if s.Profile.Control != nil || s.Profile.Content != nil || !reflect.DeepEqual(s, want) {
-				t.Fatalf("record %s without codings: %+v, want %+v", s.ID, s, want)
+	for _, tc := range []struct {
+		name string
+		c    *Corpus
+	}{{"dropped after loading", full}, {"dropped as it loads", lean}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.c
+			if len(c.Scenarios) != len(before) {
+				t.Fatalf("%d records without codings, %d with", len(c.Scenarios), len(before))
 			}
-		}
-		if got := c.Unconfirmed(); !reflect.DeepEqual(got, un) {
-			t.Errorf("unconfirmed without codings: %+v, want %+v", got, un)
-		}
+			for i, s := range c.Scenarios {
+				want := before[i]
+				want.Profile = ProfileCoding{}
+				if s.Profile.Control != nil || s.Profile.Content != nil || !reflect.DeepEqual(s, want) {
+					t.Fatalf("record %s without codings: %+v, want %+v", s.ID, s, want)
+				}
+			}
+			if got := c.Unconfirmed(); !reflect.DeepEqual(got, un) {
+				t.Errorf("unconfirmed without codings: %+v, want %+v", got, un)
+			}
+		})
 	}
 }
 
@@ -545,15 +559,21 @@ func TestProvenSet(t *testing.T) {
 	}
 	with := strings.Replace(string(good), `"preferred_policy": "select_tool",`, `"preferred_policy": "select_tool", "preferred_policies": ["select_tool", "stop_or_escalate"],`, 1)
 	for _, tc := range []struct {
+		name string
 		data string
 		want []Policy
-	}{{string(good), []Policy{SelectTool}}, {with, []Policy{SelectTool, StopOrEscalate}}} {
-		c, err := LoadCorpus(fstest.MapFS{"c.json": {Data: []byte(tc.data)}}, "c.json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s := &c.Scenarios[0]; !slices.Equal(s.ProvenSet(), tc.want) {
-			t.Errorf("%s: proven set %v (declared %v), want %v", s.ID, s.ProvenSet(), s.PreferredSet, tc.want)
-		}
+	}{
+		{"undeclared set is the preferred policy", string(good), []Policy{SelectTool}},
+		{"declared set loads as written", with, []Policy{SelectTool, StopOrEscalate}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := LoadCorpus(fstest.MapFS{"c.json": {Data: []byte(tc.data)}}, "c.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := &c.Scenarios[0]; !slices.Equal(s.ProvenSet(), tc.want) {
+				t.Errorf("%s: proven set %v (declared %v), want %v", s.ID, s.ProvenSet(), s.PreferredSet, tc.want)
+			}
+		})
 	}
 }

@@ -212,10 +212,16 @@ func TestDocShapeActRows(t *testing.T) {
 // TestDocDatabaseRows checks the rows docs/database.md shows of the
 // database environment's two studies against what stress run prints.
 func TestDocDatabaseRows(t *testing.T) {
-	checkDocRows(t, "docs/database.md", "act-database.yaml")
-	checkDocRows(t, "docs/database.md", "database.yaml")
-	checkDocRows(t, "docs/database.md", "error-shapes-database.yaml")
-	checkDocRows(t, "README.md", "act-database.yaml")
+	for _, tc := range []struct{ doc, manifest string }{
+		{"docs/database.md", "act-database.yaml"},
+		{"docs/database.md", "database.yaml"},
+		{"docs/database.md", "error-shapes-database.yaml"},
+		{"README.md", "act-database.yaml"},
+	} {
+		t.Run(tc.doc+" rows of "+tc.manifest, func(t *testing.T) {
+			checkDocRows(t, tc.doc, tc.manifest)
+		})
+	}
 }
 
 // checkDocRows checks that every row of the block after "<!-- rows of:
@@ -414,16 +420,18 @@ func TestShapeDocCommands(t *testing.T) {
 			if strings.ContainsAny(m[1], "[]") {
 				continue // a usage line, not a command
 			}
-			args := strings.Fields(m[1])[1:]
-			for i, a := range args {
-				if strings.HasPrefix(a, "manifests/") {
-					args[i] = "../../" + a
+			t.Run(doc+": "+m[1], func(t *testing.T) {
+				args := strings.Fields(m[1])[1:]
+				for i, a := range args {
+					if strings.HasPrefix(a, "manifests/") {
+						args[i] = "../../" + a
+					}
 				}
-			}
-			out, log, err := runCmd(t, args...)
-			if err != nil || !strings.Contains(out, "--- user ---") {
-				t.Errorf("%s: %s: %v\n%s", doc, m[1], err, log)
-			}
+				out, log, err := runCmd(t, args...)
+				if err != nil || !strings.Contains(out, "--- user ---") {
+					t.Errorf("%v\n%s", err, log)
+				}
+			})
 			n++
 		}
 	}
