@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"encoding/binary"
 	"os"
 	"sync"
 	"testing"
@@ -12,9 +11,6 @@ import (
 // TestLocTable runs on a table small enough for memory and on one in a
 // file.
 func TestLocTable(t *testing.T) {
-	if n := binary.Size(locRecord{}); n != recSize {
-		t.Fatalf("a locRecord is %d bytes, recSize %d", n, recSize)
-	}
 	for _, n := range []int{1000, memIndexMax/recSize + 1000} {
 		testLocTable(t, n)
 	}
