@@ -280,7 +280,7 @@ func (s *Server) collect(c *conn, o *Options) {
 			switch {
 			case c.proc.stdout.endedFirst():
 				notes = append(notes, fmt.Sprintf("the server %s on its own, before capture closed its stdin", how))
-			case c.proc.how == exitClean && how != "exited with status 0":
+			case c.proc.how == exitClean && !c.proc.cmd.ProcessState.Success():
 				// Note: a server that exits on its own right after its
 				// last answer races capture closing its stdin; a status
 				// other than 0 is worth a note whichever came first.
