@@ -27,5 +27,5 @@ func refuseV1(dir string) error {
 		return nil
 	}
 	return fmt.Errorf("resume %s: a coding bundle of an earlier version, which this version neither continues nor reports again: its coded corpora (%s) read as they are (stress agree); to code again, code into a new bundle",
-		dir, filepath.Join(dir, "coded"))
+		dir, filepath.Join(dir, codedDir))
 }
