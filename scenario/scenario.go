@@ -16,6 +16,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -282,4 +284,20 @@ func unknownField(err error) string {
 		return m[1]
 	}
 	return ""
+}
+
+// Builtin reads the set name an environment embeds in fsys as
+// scenarios/NAME.json, and returns it with its path in the repository
+// (dir/scenarios/NAME.json), for Decode's errors; an unknown name is an
+// error that lists the sets fsys holds.
+func Builtin(fsys fs.FS, dir, name string) (file string, data []byte, err error) {
+	file = path.Join("scenarios", name+".json")
+	if data, err = fs.ReadFile(fsys, file); err != nil {
+		names, _ := fs.Glob(fsys, "scenarios/*.json")
+		for i, n := range names {
+			names[i] = strings.TrimSuffix(path.Base(n), ".json")
+		}
+		return "", nil, fmt.Errorf("no scenario set %q (have %s)", name, strings.Join(names, ", "))
+	}
+	return path.Join(dir, file), data, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/mcpstress/stress/study"
 )
@@ -123,5 +124,22 @@ func TestFind(t *testing.T) {
 	}
 	if _, ok := Find([]*testScenario{a, b}, "C"); ok {
 		t.Error("found C")
+	}
+}
+
+// TestBuiltin reads an embedded set by name with its path in the
+// repository, and refuses an unknown name listing the sets there are.
+func TestBuiltin(t *testing.T) {
+	fsys := fstest.MapFS{
+		"scenarios/shop.json":  {Data: []byte(`{"scenarios": []}`)},
+		"scenarios/other.json": {Data: []byte(`{}`)},
+	}
+	file, data, err := Builtin(fsys, "env/x", "shop")
+	if err != nil || file != "env/x/scenarios/shop.json" || string(data) != `{"scenarios": []}` {
+		t.Errorf("Builtin(shop) = %q, %q, %v", file, data, err)
+	}
+	_, _, err = Builtin(fsys, "env/x", "nope")
+	if err == nil || err.Error() != `no scenario set "nope" (have other, shop)` {
+		t.Errorf("Builtin(nope): %v", err)
 	}
 }

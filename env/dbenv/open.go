@@ -1,11 +1,11 @@
 package dbenv
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +14,7 @@ import (
 	"github.com/mcpstress/stress/env"
 	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/manifests"
+	"github.com/mcpstress/stress/scenario"
 	"github.com/mcpstress/stress/simulator"
 	"github.com/mcpstress/stress/study"
 )
@@ -35,15 +36,12 @@ const DefaultSet = "shop"
 
 // BuiltinSet loads the embedded set name ("" for DefaultSet).
 func BuiltinSet(name string) (*Set, error) {
-	if name == "" {
-		name = DefaultSet
-	}
-	file := "scenarios/" + name + ".json"
-	data, err := fs.ReadFile(builtin, file)
+	name = cmp.Or(name, DefaultSet)
+	file, data, err := scenario.Builtin(builtin, "env/dbenv", name)
 	if err != nil {
-		return nil, fmt.Errorf("dbenv: no scenario set %q", name)
+		return nil, fmt.Errorf("dbenv: %w", err)
 	}
-	return Parse("env/dbenv/"+file, name, data)
+	return Parse(file, name, data)
 }
 
 func init() {

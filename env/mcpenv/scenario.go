@@ -1,11 +1,11 @@
 package mcpenv
 
 import (
+	"cmp"
 	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"path"
 	"slices"
@@ -47,15 +47,12 @@ const DefaultSet = "reference"
 
 // BuiltinSet loads the embedded set name ("" for DefaultSet).
 func BuiltinSet(name string) (*Set, error) {
-	if name == "" {
-		name = DefaultSet
-	}
-	file := "scenarios/" + name + ".json"
-	data, err := fs.ReadFile(builtin, file)
+	name = cmp.Or(name, DefaultSet)
+	file, data, err := scenario.Builtin(builtin, "env/mcpenv", name)
 	if err != nil {
-		return nil, fmt.Errorf("mcpenv: no scenario set %q", name)
+		return nil, fmt.Errorf("mcpenv: %w", err)
 	}
-	return Parse("env/mcpenv/"+file, name, data)
+	return Parse(file, name, data)
 }
 
 // stateSchema is what the outcome's diff reads of a sandbox's state
