@@ -291,7 +291,7 @@ func unknownField(err error) string {
 // (dir/scenarios/NAME.json), for Decode's errors; an unknown name is an
 // error that lists the sets fsys holds.
 func Builtin(fsys fs.FS, dir, name string) (file string, data []byte, err error) {
-	file = path.Join("scenarios", name+".json")
+	file = "scenarios/" + name + ".json" // not cleaned: a name holding a path is not a set
 	if data, err = fs.ReadFile(fsys, file); err != nil {
 		names, _ := fs.Glob(fsys, "scenarios/*.json")
 		for i, n := range names {

@@ -143,3 +143,14 @@ func TestBuiltin(t *testing.T) {
 		t.Errorf("Builtin(nope): %v", err)
 	}
 }
+
+// TestBuiltinNotAPath: a name holding a path is no set, even where
+// cleaning it would name one.
+func TestBuiltinNotAPath(t *testing.T) {
+	fsys := fstest.MapFS{"scenarios/shop.json": {Data: []byte(`{}`)}}
+	for _, name := range []string{"x/../shop", "../scenarios/shop", "/shop", "./shop"} {
+		if _, _, err := Builtin(fsys, "env/x", name); err == nil {
+			t.Errorf("Builtin(%q) read a set", name)
+		}
+	}
+}
