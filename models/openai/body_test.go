@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	goopenai "github.com/sashabaranov/go-openai"
+	sjson "github.com/segmentio/encoding/json"
 
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/models/transport"
@@ -145,4 +146,61 @@ func BenchmarkBody(b *testing.B) {
 			bodyViaLibrary(m, req)
 		}
 	})
+}
+
+// floorAnswer is the answer scripts/floor's stub sends.
+var floorAnswer = []byte(`{"id":"chatcmpl-floor","object":"chat.completion","created":0,"model":"floor","system_fingerprint":"fp_floor",` +
+	`"choices":[{"index":0,"message":{"role":"assistant","content":"{\"operation_status\":\"failed\",\"recovery_policy\":\"stop_or_escalate\"}"},"finish_reason":"stop"}],` +
+	`"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+
+// TestDecodeAsGoOpenAI: an answer decodes to what go-openai's
+// ChatCompletionResponse holds of it, content as string, null or parts,
+// and content go-openai refuses is refused.
+func TestDecodeAsGoOpenAI(t *testing.T) {
+	for _, tc := range []struct{ name, content string }{
+		{"string", `"{\"a\":\"\u00e9\\n\"}"`},
+		{"null", `null`},
+		{"parts", `[{"type":"text","text":"hi"}]`},
+		{"absent", ``},
+		{"number", `12`},
+		{"object", `{"a":1}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msg := `{"role":"assistant","refusal":"no"}`
+			if tc.content != "" {
+				msg = `{"role":"assistant","refusal":"no","content":` + tc.content + `}`
+			}
+			body := []byte(`{"id":"x","model":"m","system_fingerprint":"fp","choices":[{"message":` + msg + `,"finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7,"prompt_tokens_details":{"cached_tokens":1}}}`)
+			var want goopenai.ChatCompletionResponse
+			wantErr := json.Unmarshal(body, &want)
+			var got completion
+			err := sjson.Unmarshal(body, &got)
+			var content string
+			if err == nil {
+				content, err = contentOf(got.Choices[0].Message.Content)
+			}
+			if (err != nil) != (wantErr != nil) {
+				t.Fatalf("error %v, go-openai's %v", err, wantErr)
+			}
+			if err != nil {
+				return
+			}
+			w := want.Choices[0]
+			g := got.Choices[0]
+			if content != w.Message.Content || g.Message.Refusal != w.Message.Refusal || g.FinishReason != w.FinishReason ||
+				got.ID != want.ID || got.Model != want.Model || got.SystemFingerprint != want.SystemFingerprint || !reflect.DeepEqual(got.Usage, want.Usage) {
+				t.Errorf("decoded %+v content %q, go-openai %+v", got, content, want)
+			}
+		})
+	}
+}
+
+// BenchmarkDecode measures decoding the floor's answer.
+func BenchmarkDecode(b *testing.B) {
+	b.ReportAllocs()
+	for range b.N {
+		var cr completion
+		sjson.Unmarshal(floorAnswer, &cr)
+		contentOf(cr.Choices[0].Message.Content)
+	}
 }

@@ -14,6 +14,11 @@
 //	    send each recorded body (POST URL/chat/completions) with N in
 //	    flight, read each answer whole, and print the wall time in
 //	    milliseconds
+//	floor time -- COMMAND [ARGS...]
+//	    run COMMAND (its output discarded, its errors shown) and print its
+//	    wall time and CPU time (user and system, from the kernel's
+//	    accounting: microseconds, where GNU time prints hundredths of a
+//	    second) in milliseconds, "WALL CPU"
 package main
 
 import (
@@ -28,6 +33,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,7 +41,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: floor stub [-addr ADDR] [-record FILE] | floor client -url URL -bodies FILE [-parallel N]")
+		fmt.Fprintln(os.Stderr, "usage: floor stub [-addr ADDR] [-record FILE] | floor client -url URL -bodies FILE [-parallel N] | floor time -- COMMAND [ARGS...]")
 		os.Exit(2)
 	}
 	var err error
@@ -44,8 +50,10 @@ func main() {
 		err = stub(os.Args[2:])
 	case "client":
 		err = client(os.Args[2:])
+	case "time":
+		err = timeCommand(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown command %q: want stub or client", os.Args[1])
+		err = fmt.Errorf("unknown command %q: want stub, client or time", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "floor:", err)
@@ -179,5 +187,25 @@ func client(args []string) error {
 		return failed
 	}
 	fmt.Printf("%.1f\n", float64(time.Since(start).Microseconds())/1000)
+	return nil
+}
+
+// timeCommand runs a command and prints its wall and CPU milliseconds.
+func timeCommand(args []string) error {
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return errors.New("time: give a command after --")
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stderr = os.Stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("time: %s: %w", args[0], err)
+	}
+	wall := time.Since(start)
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	fmt.Printf("%.1f %.1f\n", float64(wall.Microseconds())/1000, float64(cpu.Microseconds())/1000)
 	return nil
 }
