@@ -43,7 +43,8 @@ type Options struct {
 	// Info is the bundle's manifest.json, as analysis read it.
 	Info *analysis.BundleInfo
 	// Scenarios returns the corpus' records by id, for the samples' cause
-	// and surface and the observations of stored replays; nil when the
+	// and surface and the observations of stored replays (the only
+	// fields read, as study.LoadCorpusBrief reads them); nil when the
 	// corpus could not be read (the samples then lack them). It is called
 	// once per worker, before its first sample, so that the corpus may
 	// load while the bundle is read; nil is no corpus.
