@@ -112,10 +112,12 @@ type logFile struct {
 	ids      map[string]struct{} // the samples' ids (scenarios), each once
 	model    string              // Inspect's model name, provider/model
 	digest   string              // the model's pinned digest, "" when none
-	// An .eval log's archive, and its samples' summaries until its end.
+	// An .eval log's archive, and its samples' summaries, deflated as
+	// they come into a file beside it until its end.
 	zw   *zip.Writer
 	sums *os.File
 	sw   *bufio.Writer
+	sumz *deflateCounter // into sw
 }
 
 // Export writes the bundle at dir as Inspect eval logs into out (a new
