@@ -304,12 +304,19 @@ type Option func(*loadConfig)
 
 type loadConfig struct {
 	withoutCodings bool
+	briefRecords   bool
 }
 
 // WithoutCodings loads the corpus without its records' profile codings
 // (study.LoadCorpusWithout), for a run, which reads none: they were more
 // than half of what a large corpus held in memory.
 func WithoutCodings() Option { return func(c *loadConfig) { c.withoutCodings = true } }
+
+// BriefRecords loads the corpus' records unchecked, each with only its
+// id, cause, surface and observation (study.LoadCorpusBrief), for an
+// export, which shows no more and uses them only when the corpus' files
+// are the ones its run read and checked (their sha256 in the bundle).
+func BriefRecords() Option { return func(c *loadConfig) { c.briefRecords = true } }
 
 // Load reads the manifest at file from disk and resolves the files it names
 // relative to the manifest's directory.
@@ -377,7 +384,10 @@ func load(fsys fs.FS, name, source string, rooted bool, opts []Option) (*Resolve
 		return nil, err
 	}
 	loadCorpus := study.LoadCorpusAs
-	if cfg.withoutCodings {
+	switch {
+	case cfg.briefRecords:
+		loadCorpus = study.LoadCorpusBrief
+	case cfg.withoutCodings:
 		loadCorpus = study.LoadCorpusWithout
 	}
 	r.Corpus, err = loadCorpus(fsys, corpusPath, m.Corpus)

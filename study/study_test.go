@@ -451,6 +451,43 @@ func TestLoadWithoutShares(t *testing.T) {
 	}
 }
 
+// TestLoadBrief: a corpus loaded brief (LoadCorpusBrief, for an export)
+// has the files and the record order of LoadCorpus, each record with its
+// id, cause, surface and observation (byte for byte) and nothing else;
+// a duplicate id is still refused.
+func TestLoadBrief(t *testing.T) {
+	fsys := os.DirFS("../manifests/corpus")
+	for _, name := range []string{"paper", "lab", "act-reference"} {
+		full, err := LoadCorpus(fsys, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := LoadCorpusBrief(fsys, name, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(b.Files, full.Files) || len(b.Scenarios) != len(full.Scenarios) {
+			t.Fatalf("%s: files %v, %d records; LoadCorpus: %v, %d", name, b.Files, len(b.Scenarios), full.Files, len(full.Scenarios))
+		}
+		for i, s := range full.Scenarios {
+			want := Scenario{ID: s.ID, Cause: s.Cause, Surface: s.Surface, Observation: s.Observation}
+			if !reflect.DeepEqual(b.Scenarios[i], want) {
+				t.Errorf("%s: record %d: %+v, want %+v", name, i, b.Scenarios[i], want)
+			}
+		}
+		if len(b.Unconfirmed()) != 0 {
+			t.Errorf("%s: a brief corpus lists unconfirmed records %v", name, b.Unconfirmed())
+		}
+	}
+	dup := fstest.MapFS{"c/a.json": {Data: []byte(`[{"id":"X1","cause":"timeout"}]`)}, "c/b.json": {Data: []byte(`[{"id":"X1"}]`)}}
+	if _, err := LoadCorpusBrief(dup, "c", "c"); err == nil || !strings.Contains(err.Error(), `duplicate id "X1"`) {
+		t.Errorf("a duplicate id: %v", err)
+	}
+	if _, err := LoadCorpusBrief(fstest.MapFS{"f.json": {Data: []byte(`{"id":"X1"}`)}}, "f.json", "f.json"); err == nil {
+		t.Error("a file that is no array of records read")
+	}
+}
+
 // TestEncodings checks that a corpus file may start with a UTF-8
 // byte-order mark and that UTF-16 is refused naming the file.
 func TestEncodings(t *testing.T) {

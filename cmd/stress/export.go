@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpstress/stress/analysis"
 	"github.com/mcpstress/stress/export/inspect"
+	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/results"
 	"github.com/mcpstress/stress/study"
 )
@@ -84,9 +85,11 @@ func cmdExport(fs *flag.FlagSet) action {
 
 // exportScenarios returns the corpus records of the bundle by id, read
 // through the manifest it records when the corpus files are still the
-// ones the run read (same sha256); otherwise nil and why not.
+// ones the run read (same sha256); otherwise nil and why not. The run
+// checked those records: they are read brief (manifests.BriefRecords),
+// with only the fields a sample shows.
 func exportScenarios(info *analysis.BundleInfo) (map[string]*study.Scenario, string) {
-	m, err := loadRecorded(info.Record)
+	m, err := loadRecorded(info.Record, manifests.BriefRecords())
 	if err != nil {
 		return nil, fmt.Sprintf("the study's manifest could not be read (%v)", err)
 	}

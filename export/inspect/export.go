@@ -43,7 +43,8 @@ type Options struct {
 	// Info is the bundle's manifest.json, as analysis read it.
 	Info *analysis.BundleInfo
 	// Scenarios returns the corpus' records by id, for the samples' cause
-	// and surface and the observations of stored replays; nil when the
+	// and surface and the observations of stored replays (the only
+	// fields read, as study.LoadCorpusBrief reads them); nil when the
 	// corpus could not be read (the samples then lack them). It is called
 	// once per worker, before its first sample, so that the corpus may
 	// load while the bundle is read; nil is no corpus.
@@ -111,10 +112,12 @@ type logFile struct {
 	ids      map[string]struct{} // the samples' ids (scenarios), each once
 	model    string              // Inspect's model name, provider/model
 	digest   string              // the model's pinned digest, "" when none
-	// An .eval log's archive, and its samples' summaries until its end.
+	// An .eval log's archive, and its samples' summaries, deflated as
+	// they come into a file beside it until its end.
 	zw   *zip.Writer
 	sums *os.File
 	sw   *bufio.Writer
+	sumz *deflateCounter // into sw
 }
 
 // Export writes the bundle at dir as Inspect eval logs into out (a new

@@ -148,6 +148,8 @@ type sampler struct {
 	attOrder  []string
 	x         explainer // the sample's explanations
 	ans       []byte    // the sample's answer, encoded
+	answers   []byte    // each call's answer, encoded (encodeAnswers)
+	answerAt  [][2]span // where each call's completion and message are in answers
 }
 
 // leavesOf returns the refs of the single messages refs name
@@ -351,11 +353,32 @@ func observationError(obs json.RawMessage) string {
 	return ""
 }
 
+// encodeAnswers encodes each call of d's answer once (calls are the tool
+// calls after each turn): the messages, the output and each model
+// event's output hold the same bytes (answer).
+func (s *sampler) encodeAnswers(d *decision, calls []*toolCall) {
+	s.answers, s.answerAt = s.answers[:0], s.answerAt[:0]
+	for t := range d.calls {
+		start := len(s.answers)
+		s.answers = appendString(s.answers, d.calls[t].Response)
+		mid := len(s.answers)
+		s.answers = s.appendAssistant(s.answers, &d.calls[t], t, calls[t], s.answers[start:mid])
+		s.answerAt = append(s.answerAt, [2]span{{start, mid}, {mid, len(s.answers)}})
+	}
+}
+
+// answer returns turn's answer as encodeAnswers encoded it: the raw
+// response as a JSON string (the completion), and the assistant message.
+func (s *sampler) answer(turn int) (completion, message []byte) {
+	at := &s.answerAt[turn]
+	return s.answers[at[0].start:at[0].end], s.answers[at[1].start:at[1].end]
+}
+
 // appendAssistant appends call c's answer as Inspect's assistant
-// message: the raw response as its text, the thinking apart as a
-// reasoning content, and the tool calls the server returned or the
-// harness took from the answer.
-func (s *sampler) appendAssistant(b []byte, c *results.Call, turn int, tc *toolCall) []byte {
+// message: the raw response (response, encoded) as its text, the
+// thinking apart as a reasoning content, and the tool calls the server
+// returned or the harness took from the answer.
+func (s *sampler) appendAssistant(b []byte, c *results.Call, turn int, tc *toolCall, response []byte) []byte {
 	b = append(b, `{"id":`...)
 	b = appendString(b, "answer-"+strconv.Itoa(turn+1))
 	b = append(b, `,"content":`...)
@@ -363,10 +386,10 @@ func (s *sampler) appendAssistant(b []byte, c *results.Call, turn int, tc *toolC
 		b = append(b, `[{"type":"reasoning","reasoning":`...)
 		b = appendString(b, c.Thinking)
 		b = append(b, `,"redacted":false},{"type":"text","text":`...)
-		b = appendString(b, c.Response)
+		b = append(b, response...)
 		b = append(b, `}]`...)
 	} else {
-		b = appendString(b, c.Response)
+		b = append(b, response...)
 	}
 	b = append(b, `,"source":"generate","role":"assistant"`...)
 	if tc != nil && c.Action != nil {
@@ -383,21 +406,21 @@ func (s *sampler) appendAssistant(b []byte, c *results.Call, turn int, tc *toolC
 	return append(b, '}')
 }
 
-// appendOutput appends Inspect's ModelOutput of call c (turn turn,
-// followed by tc): its answer as the one choice (none when the call
-// failed without one), the raw response as the completion, usage u and
-// the call's latency.
-func (s *sampler) appendOutput(b []byte, c *results.Call, turn int, tc *toolCall, u *usage) []byte {
+// appendOutput appends Inspect's ModelOutput of call c (turn turn):
+// its answer as the one choice (none when the call failed without one),
+// the raw response as the completion, usage u and the call's latency.
+func (s *sampler) appendOutput(b []byte, c *results.Call, turn int, u *usage) []byte {
+	completion, message := s.answer(turn)
 	b = append(b, `{"model":`...)
 	b = appendString(b, s.model)
 	b = append(b, `,"choices":[`...)
 	if c.Error == "" || c.Response != "" {
 		b = append(b, `{"message":`...)
-		b = s.appendAssistant(b, c, turn, tc)
+		b = append(b, message...)
 		b = append(b, `,"stop_reason":"stop"}`...)
 	}
 	b = append(b, `],"completion":`...)
-	b = appendString(b, c.Response)
+	b = append(b, completion...)
 	b = append(b, `,"usage":`...)
 	b = appendUsage(b, u)
 	b = append(b, `,"time":`...)
@@ -453,6 +476,7 @@ func (s *sampler) write(d *decision) error {
 	for i := range d.calls {
 		calls[i] = d.callAfter(i, scen)
 	}
+	s.encodeAnswers(d, calls)
 
 	b := append(s.b, `{"id":`...)
 	b = appendString(b, row.Scenario)
@@ -494,7 +518,8 @@ func (s *sampler) write(d *decision) error {
 			continue
 		}
 		sep()
-		b = s.appendAssistant(b, c, t, calls[t])
+		_, message := s.answer(t)
+		b = append(b, message...)
 		if tc := calls[t]; act && tc != nil && (tc.result != nil || tc.refused != "") {
 			sep()
 			b = appendToolMessage(b, tc)
@@ -511,7 +536,7 @@ func (s *sampler) write(d *decision) error {
 		total += d.calls[i].LatencyMS / 1000
 	}
 	b = append(b, `,"output":`...)
-	b = s.appendOutput(b, last, len(d.calls)-1, calls[len(d.calls)-1], u)
+	b = s.appendOutput(b, last, len(d.calls)-1, u)
 
 	scoresMeta := span{len(b), 0}
 	if row.Status == results.StatusOK {
@@ -535,7 +560,9 @@ func (s *sampler) write(d *decision) error {
 	b = appendString(b, s.model)
 	b = append(b, ':')
 	b = appendUsage(b, u)
-	b = append(b, `},"role_usage":{},"total_time":`...)
+	// role_usage (per model role, {} here) is left to its default, {},
+	// as each score's history ([]) is (appendScores).
+	b = append(b, `},"total_time":`...)
 	b = appendFloat(b, total)
 	b = append(b, `,"working_time":`...)
 	b = appendFloat(b, total)
@@ -609,7 +636,11 @@ func (s *sampler) appendScores(b []byte, d *decision, calls []*toolCall) []byte 
 		b = append(b, ans...)
 		b = append(b, `,"explanation":`...)
 		b = x.appendExplanation(b, c)
-		b = append(b, `,"history":[]}`...)
+		// history, the score's edits, is left to its default ([]): 13
+		// bytes a score, 104 a sample and its summary each, which neither
+		// Inspect (Score.history has a default) nor its viewer (which
+		// never reads it) needs written.
+		b = append(b, '}')
 	}
 	first := true
 	for _, c := range scoreColumns {
@@ -819,7 +850,7 @@ func (s *sampler) appendEvents(b []byte, d *decision, turns [][]*message, calls 
 		b = append(b, `},"output":`...)
 		var u usage
 		u.add(c.PromptTokens, c.OutputTokens)
-		b = s.appendOutput(b, c, t, calls[t], &u)
+		b = s.appendOutput(b, c, t, &u)
 		if len(c.Events) > 0 {
 			b = append(b, `,"retries":`...)
 			b = strconv.AppendInt(b, int64(len(c.Events)), 10)
