@@ -180,6 +180,10 @@ type Backend struct {
 	// Pinned says that the backend's models must carry a digest in the
 	// manifest (a run refuses an unset one unless told to allow it).
 	Pinned bool
+	// Waits says that the backend's calls wait on a server or another
+	// process (HTTP, a subprocess): a worker spends a decision waiting,
+	// not computing (runner.Options.FitProcs).
+	Waits bool
 }
 
 var (

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -183,11 +184,13 @@ func (s *session) run(ctx context.Context) (*results.Summary, error) {
 	defer stopRun()
 	callCtx, cancelCalls := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelCalls()
+	restoreProcs := s.fitProcs()
 	out := s.start(runCtx, callCtx)
 	allDone := make(chan struct{})
 	go s.graceAfter(ctx, allDone, cancelCalls)
 	c := &collector{s: s, calls: calls, con: con, sess: sess, stop: func() { stopRun(); cancelCalls() }, stopped: map[string]int{}}
 	c.collect(ctx, callCtx, out)
+	restoreProcs()
 	close(allDone)
 	con.clear()
 	if note := stoppedNote(c.stopped); note != "" {
@@ -209,6 +212,23 @@ func (s *session) run(ctx context.Context) (*results.Summary, error) {
 		err = errors.Join(err, werr)
 	}
 	return nil, err
+}
+
+// fitProcs lowers GOMAXPROCS to the calls in flight for Options.FitProcs
+// and returns what restores it.
+func (s *session) fitProcs() (restore func()) {
+	m := s.p.m
+	procs := runtime.GOMAXPROCS(0)
+	if !s.opt.FitProcs || m.InFlight() >= procs {
+		return func() {}
+	}
+	for _, md := range m.Models {
+		if b, err := models.Lookup(md.Backend); err != nil || !b.Waits {
+			return func() {}
+		}
+	}
+	runtime.GOMAXPROCS(m.InFlight())
+	return func() { runtime.GOMAXPROCS(procs) }
 }
 
 // start launches, per model, a queue of the decisions still to do and

@@ -103,7 +103,8 @@ func cmdRun(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
-		opt := runner.Options{Out: *out, AllowUnpinned: *allow, Log: stderr, Shard: shard, Scheduler: sched, Grace: *grace, ProgressEvery: *every, Progress: stderr, RetryErrors: *retryErrors}
+		opt := runner.Options{Out: *out, AllowUnpinned: *allow, Log: stderr, Shard: shard, Scheduler: sched, Grace: *grace, ProgressEvery: *every, Progress: stderr, RetryErrors: *retryErrors,
+			FitProcs: os.Getenv("GOMAXPROCS") == ""} // the environment's GOMAXPROCS, when set, is left alone
 		if opt.Env, err = env.Open(m, env.Options{}); err != nil {
 			return err
 		}

@@ -41,7 +41,7 @@ import (
 const backend = "exec"
 
 func init() {
-	models.Register(backend, models.Backend{Pinned: true, New: func(s models.Spec) (models.Model, error) { return newModel(s, transport.FromSpec(s)) }})
+	models.Register(backend, models.Backend{Pinned: true, Waits: true, New: func(s models.Spec) (models.Model, error) { return newModel(s, transport.FromSpec(s)) }})
 }
 
 // The backend's own options; the others go to the program in each call.

@@ -44,7 +44,7 @@ const Backend = "ollama"
 const DefaultHost = "http://127.0.0.1:11434"
 
 func init() {
-	models.Register(Backend, models.Backend{Pinned: true, New: func(s models.Spec) (models.Model, error) { return New(s, transport.FromSpec(s)) }})
+	models.Register(Backend, models.Backend{Pinned: true, Waits: true, New: func(s models.Spec) (models.Model, error) { return New(s, transport.FromSpec(s)) }})
 }
 
 // Model is one Ollama model on one server.

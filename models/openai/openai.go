@@ -37,7 +37,7 @@ import (
 const backend = "openai"
 
 func init() {
-	models.Register(backend, models.Backend{New: func(s models.Spec) (models.Model, error) { return New(s, transport.FromSpec(s)) }})
+	models.Register(backend, models.Backend{Waits: true, New: func(s models.Spec) (models.Model, error) { return New(s, transport.FromSpec(s)) }})
 }
 
 // Model is one model on one OpenAI-compatible server.

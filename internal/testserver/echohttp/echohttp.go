@@ -23,7 +23,7 @@ import (
 const Backend = "echohttp"
 
 func init() {
-	models.Register(Backend, models.Backend{New: New})
+	models.Register(Backend, models.Backend{Waits: true, New: New})
 }
 
 // model sends calls to one URL.
