@@ -16,9 +16,9 @@ import (
 )
 
 // TestFitProcs: with Options.FitProcs, a study whose every model waits on
-// a server runs its decisions with GOMAXPROCS lowered to its calls in
-// flight and restores it after; a study with a model that computes in
-// process, or a run without FitProcs, keeps it.
+// a server runs its decisions with GOMAXPROCS lowered to one processor
+// per 8 calls in flight and restores it after; a study with a model that
+// computes in process, or a run without FitProcs, keeps it.
 func TestFitProcs(t *testing.T) {
 	procs := runtime.GOMAXPROCS(0)
 	if procs < 2 {
@@ -33,6 +33,10 @@ func TestFitProcs(t *testing.T) {
 	}))
 	defer srv.Close()
 	remote := manifests.Model{Name: "http", Backend: echohttp.Backend, Model: "x", Host: srv.URL, Parallel: 1}
+	eight := remote
+	eight.Parallel = 8
+	nine := remote
+	nine.Parallel = 9
 	local := manifests.Model{Name: "always_stop", Backend: baseline.Backend, Model: "always_stop"}
 	for _, tc := range []struct {
 		name   string
@@ -41,6 +45,8 @@ func TestFitProcs(t *testing.T) {
 		want   int64
 	}{
 		{"every model waits", []manifests.Model{remote}, true, 1},
+		{"8 calls in flight", []manifests.Model{eight}, true, 1},
+		{"9 calls in flight", []manifests.Model{nine}, true, int64(min(2, procs))},
 		{"one model computes", []manifests.Model{remote, local}, true, int64(procs)},
 		{"not asked", []manifests.Model{remote}, false, int64(procs)},
 	} {

@@ -80,12 +80,13 @@ type Options struct {
 	// A live study without it is refused before any call; a stored one
 	// ignores it.
 	Env simulator.EnvFactory
-	// FitProcs lowers GOMAXPROCS to the study's calls in flight while its
-	// decisions run, when that is fewer and every model's backend waits
-	// on a server or process (models.Backend.Waits), and restores it for
-	// the finish. Idle processors look for work before they sleep: at 1
-	// call in flight on two cores that spinning took a third of the run's
-	// CPU time. It changes the whole process: stress run sets it.
+	// FitProcs lowers GOMAXPROCS to one processor per 8 calls in flight
+	// while the study's decisions run, when that is fewer and every
+	// model's backend waits on a server or process
+	// (models.Backend.Waits), and restores it for the finish. Idle
+	// processors look for work before they sleep: at 1 call in flight on
+	// two cores that spinning took a third of the run's CPU time. It
+	// changes the whole process: stress run sets it.
 	FitProcs bool
 }
 

@@ -214,12 +214,21 @@ func (s *session) run(ctx context.Context) (*results.Summary, error) {
 	return nil, err
 }
 
-// fitProcs lowers GOMAXPROCS to the calls in flight for Options.FitProcs
-// and returns what restores it.
+// callsPerProc is how many calls in flight to servers one processor
+// serves (Options.FitProcs). Note: at 8 calls in flight to a stub that
+// answers at once (scripts/floor), the worst case, a run of 9,996
+// requests on two cores took 10% less wall time and 27% less CPU time
+// with one processor than with two; a server that takes longer leaves a
+// processor idler still.
+const callsPerProc = 8
+
+// fitProcs lowers GOMAXPROCS to one processor per callsPerProc calls in
+// flight for Options.FitProcs and returns what restores it.
 func (s *session) fitProcs() (restore func()) {
 	m := s.p.m
 	procs := runtime.GOMAXPROCS(0)
-	if !s.opt.FitProcs || m.InFlight() >= procs {
+	want := (m.InFlight() + callsPerProc - 1) / callsPerProc
+	if !s.opt.FitProcs || want >= procs {
 		return func() {}
 	}
 	for _, md := range m.Models {
@@ -227,7 +236,7 @@ func (s *session) fitProcs() (restore func()) {
 			return func() {}
 		}
 	}
-	runtime.GOMAXPROCS(m.InFlight())
+	runtime.GOMAXPROCS(want)
 	return func() { runtime.GOMAXPROCS(procs) }
 }
 
