@@ -264,7 +264,7 @@ func extrasOf(body []byte) (thinking string, toolCalls json.RawMessage) {
 // decodeAnswer decodes a chat completion into cr, as encoding/json
 // would. Note: segmentio's decoder has encoding/json's semantics and took
 // 3.1 µs for the floor's answer (scripts/floor) where encoding/json took
-// 5.0 (BenchmarkDecode), and 2.1 with room for one choice made first:
+// 5.0 (BenchmarkDecode), and 2.2 with room for one choice made first:
 // otherwise it makes room for several, 3 KB; go-openai's own decoder
 // still reads the message.
 func decodeAnswer(b []byte, cr *goopenai.ChatCompletionResponse) error {
