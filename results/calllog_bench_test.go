@@ -1,7 +1,6 @@
 package results
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/mcpstress/stress/models"
@@ -11,19 +10,7 @@ import (
 // BenchmarkCallLine measures encoding one call line of a label decision as
 // the floor's stub answers it (scripts/floor).
 func BenchmarkCallLine(b *testing.B) {
-	dir := b.TempDir()
-	msgs, err := OpenMessageLog(filepath.Join(dir, MessagesFile), 0, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer msgs.Close()
-	l, err := OpenCallLog(filepath.Join(dir, CallsFile), 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	l.SetMessages(msgs)
-	l.SetDefaults(NewDefaults(1, nil, nil))
+	l := openTestLog(b)
 	body := []byte(`{"id":"chatcmpl-floor","object":"chat.completion","created":0,"model":"floor","system_fingerprint":"fp_floor","choices":[{"index":0,"message":{"role":"assistant","content":"{\"operation_status\":\"failed\",\"recovery_policy\":\"stop_or_escalate\"}"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
 	c := Call{Key: simulator.Key{Model: "floor", Prompt: "default", Condition: "normalized", Scenario: "S01", Replicate: 1},
 		Request:  models.Request{Messages: []models.Message{{Role: "system", Content: "policy text"}, {Role: "user", Content: "observation"}}, Temperature: 0},

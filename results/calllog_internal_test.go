@@ -9,25 +9,33 @@ import (
 	"github.com/mcpstress/stress/simulator"
 )
 
+// openTestLog opens a call log and its message log in a temporary
+// directory, closed when tb ends.
+func openTestLog(tb testing.TB) *CallLog {
+	tb.Helper()
+	dir := tb.TempDir()
+	msgs, err := OpenMessageLog(filepath.Join(dir, MessagesFile), 0, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { msgs.Close() })
+	l, err := OpenCallLog(filepath.Join(dir, CallsFile), 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { l.Close() })
+	l.SetMessages(msgs)
+	l.SetDefaults(NewDefaults(1, nil, nil))
+	return l
+}
+
 // TestEncodeState: a line whose final state is compact is written with the
 // state put in place of a mark (encodeState), byte for byte as encoding/json
 // writes it whole, also when the mark stands elsewhere in the line or in
 // the state; a state that is not compact but said to be is stored as it is
 // (which shows the mark was used).
 func TestEncodeState(t *testing.T) {
-	dir := t.TempDir()
-	msgs, err := OpenMessageLog(filepath.Join(dir, MessagesFile), 0, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer msgs.Close()
-	l, err := OpenCallLog(filepath.Join(dir, CallsFile), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	l.SetMessages(msgs)
-	l.SetDefaults(NewDefaults(1, nil, nil))
+	l := openTestLog(t)
 	line := func(c Call, compact bool) []byte {
 		env := *c.Env
 		env.Compact = compact
