@@ -154,8 +154,8 @@ var floorAnswer = []byte(`{"id":"chatcmpl-floor","object":"chat.completion","cre
 
 // TestDecodeAsGoOpenAI: decodeAnswer (segmentio's decoder) reads an answer into
 // go-openai's type as encoding/json does, and refuses what it refuses:
-// content as a string, null or parts, and fields of the wrong type,
-// used or not.
+// content as a string, null or parts, fields of the wrong type, used or
+// not, and nesting past encoding/json's bound.
 func TestDecodeAsGoOpenAI(t *testing.T) {
 	valid := `{"id":"x","object":"chat.completion","created":7,"model":"m","system_fingerprint":"fp","choices":[{"index":0,"message":{"role":"assistant","content":"{\"a\":\"\u00e9\\n\"}","refusal":"no"},"finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7,"prompt_tokens_details":{"cached_tokens":1}}}`
 	for _, tc := range []struct{ name, body string }{
@@ -172,6 +172,8 @@ func TestDecodeAsGoOpenAI(t *testing.T) {
 		{"no choices", `{"id":"x","error":{"message":"Provider returned error"}}`},
 		{"empty choices", `{"id":"x","choices":[]}`},
 		{"null choices", `{"id":"x","choices":null}`},
+		{"nested 10,000 deep", strings.Replace(valid, `"id":"x"`, `"z":`+strings.Repeat("[", 9999)+strings.Repeat("]", 9999)+`,"id":"x"`, 1)},
+		{"nested deeper", strings.Replace(valid, `"id":"x"`, `"z":`+strings.Repeat("[", 10000)+strings.Repeat("]", 10000)+`,"id":"x"`, 1)},
 		{"invalid UTF-8", strings.Replace(valid, `"fp"`, "\"f\xffp\"", 1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -27,6 +27,7 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 	sjson "github.com/segmentio/encoding/json"
 
+	"github.com/mcpstress/stress/internal/input"
 	"github.com/mcpstress/stress/manifests"
 	"github.com/mcpstress/stress/models"
 	"github.com/mcpstress/stress/models/transport"
@@ -261,13 +262,21 @@ func extrasOf(body []byte) (thinking string, toolCalls json.RawMessage) {
 	return thinking, toolCalls
 }
 
+// jsonDepth is encoding/json's bound on nesting, which segmentio's
+// decoder does not have.
+const jsonDepth = 10000
+
 // decodeAnswer decodes a chat completion into cr, as encoding/json
-// would. Note: segmentio's decoder has encoding/json's semantics and took
-// 3.1 µs for the floor's answer (scripts/floor) where encoding/json took
-// 5.0 (BenchmarkDecode), and 2.2 with room for one choice made first:
-// otherwise it makes room for several, 3 KB; go-openai's own decoder
-// still reads the message.
+// would. Note: segmentio's decoder has encoding/json's semantics but for
+// its bound on nesting (checked first). For the floor's answer
+// (scripts/floor) encoding/json took 5.0 µs (BenchmarkDecode),
+// segmentio's decoder 3.1, and 2.8 with room for one choice made first
+// (otherwise it makes room for several, 3 KB) and the nesting checked;
+// go-openai's own decoder still reads the message.
 func decodeAnswer(b []byte, cr *goopenai.ChatCompletionResponse) error {
+	if err := input.CheckJSONDepth(b, jsonDepth); err != nil {
+		return err
+	}
 	*cr = goopenai.ChatCompletionResponse{Choices: make([]goopenai.ChatCompletionChoice, 0, 1)}
 	return sjson.Unmarshal(b, cr)
 }
